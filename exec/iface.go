@@ -1,0 +1,55 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/partbench/partbench/commcount"
+)
+
+// Buffer is a backend's array of elements (host memory for exec/cpu, device
+// memory for exec/cuda). A Comm only accepts the Buffer type of the Compute it
+// was paired with.
+type Buffer interface {
+	// Len is the number of elements.
+	Len() int
+	// Bytes is the size of the payload in bytes (Len × element size).
+	Bytes() int64
+}
+
+// Comm is the data plane between ranks. Calls on one Comm are made from one
+// goroutine, in Program order; every member of a group makes its collective
+// calls in the same order (as with NCCL).
+type Comm interface {
+	// Rank and Size are this rank's global identity.
+	Rank() int
+	Size() int
+	// NewGroup creates a communicator over the given global ranks (ascending;
+	// must contain Rank()). Every member calls it, in the same order, with the
+	// same ranks. A group of one rank is valid and moves no data.
+	NewGroup(ctx context.Context, ranks []int) (Group, error)
+	// Send posts buf to peer. It may return before the peer has received it
+	// (the buffer must not be reused until Flush or the next call that
+	// synchronizes); messages between a pair arrive in the order they were sent.
+	Send(ctx context.Context, buf Buffer, peer int) error
+	// Recv fills buf with the next message from peer; its size must match.
+	Recv(ctx context.Context, buf Buffer, peer int) error
+	// Flush waits until every posted Send has left this rank.
+	Flush(ctx context.Context) error
+	// Barrier returns when every rank has entered it.
+	Barrier(ctx context.Context) error
+	// Counter is where every call above is counted (commcount definitions).
+	Counter() *commcount.Counter
+	// Close releases the communicator; pending calls fail.
+	Close() error
+}
+
+// Group is a communicator over a subset of ranks (a tensor-parallel group).
+type Group interface {
+	// Ranks are the members' global ranks, ascending.
+	Ranks() []int
+	// AllReduce sums buf element-wise over the members, in place.
+	AllReduce(ctx context.Context, buf Buffer) error
+	// AllGather concatenates every member's send buffer, in rank order, into recv
+	// (recv.Len() == len(Ranks()) × send.Len()).
+	AllGather(ctx context.Context, send, recv Buffer) error
+}
