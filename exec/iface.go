@@ -53,3 +53,14 @@ type Group interface {
 	// (recv.Len() == len(Ranks()) × send.Len()).
 	AllGather(ctx context.Context, send, recv Buffer) error
 }
+
+// F32 is a host buffer of float32 elements (the CPU backend's Buffer).
+type F32 []float32
+
+// Len is the number of elements.
+func (b F32) Len() int { return len(b) }
+
+// Bytes is 4 × Len.
+func (b F32) Bytes() int64 { return int64(4 * len(b)) }
+
+var _ Buffer = F32(nil)
