@@ -112,7 +112,7 @@ func (t Topology) Validate(field string) error {
 // (no structured sparsity).
 type GPU struct {
 	Name string `toml:"name" json:"name"`
-	// Dense tensor-core peaks by data type, FLOP/s.
+	// Dense peaks by data type, FLOP/s; fp8 is 0 where the GPU lacks it.
 	FP32FLOPsPerS float64 `toml:"fp32_flops_per_s" json:"fp32_flops_per_s"`
 	FP16FLOPsPerS float64 `toml:"fp16_flops_per_s" json:"fp16_flops_per_s"`
 	BF16FLOPsPerS float64 `toml:"bf16_flops_per_s" json:"bf16_flops_per_s"`
@@ -180,7 +180,6 @@ func (g GPU) Validate(field string) error {
 		{"fp32_flops_per_s", g.FP32FLOPsPerS, pos},
 		{"fp16_flops_per_s", g.FP16FLOPsPerS, pos},
 		{"bf16_flops_per_s", g.BF16FLOPsPerS, pos},
-		{"fp8_flops_per_s", g.FP8FLOPsPerS, pos},
 		{"hbm_bytes", float64(g.HBMBytes), pos},
 		{"hbm_bytes_per_s", g.HBMBytesPerS, pos},
 		{"l2_bytes", float64(g.L2Bytes), pos},
@@ -193,6 +192,9 @@ func (g GPU) Validate(field string) error {
 		if err := c.f(c.name, c.v); err != nil {
 			return err
 		}
+	}
+	if !(g.FP8FLOPsPerS >= 0) || math.IsInf(g.FP8FLOPsPerS, 0) {
+		return fmt.Errorf("%s.fp8_flops_per_s: must be 0 (not supported) or a positive finite number (got %g)", field, g.FP8FLOPsPerS)
 	}
 	if g.HBMReservedBytes < 0 || g.HBMReservedBytes >= g.HBMBytes {
 		return fmt.Errorf("%s.hbm_reserved_bytes: must be in [0, hbm_bytes) (got %d of %d)", field, g.HBMReservedBytes, g.HBMBytes)

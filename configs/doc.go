@@ -1,0 +1,7 @@
+// Package configs owns the TOML schema of a partbench run: model, workload,
+// parallel layout, hardware, topology and run settings. It decodes strictly
+// (unknown keys are errors with their path), resolves embedded presets, and
+// validates every field with a message that names it and the allowed range.
+//
+// It must not know about GPUs beyond the data that describes them.
+package configs

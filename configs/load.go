@@ -1,0 +1,162 @@
+package configs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Files holds every embedded preset: strategies at the top level, and the
+// model, hardware and topology presets they name.
+//
+//go:embed *.toml model/*.toml hardware/*.toml topology/*.toml test/*.toml
+var Files embed.FS
+
+// DefaultStrategies are the presets `partbench model --dry-run` compares when
+// no file is given: the seed experiment's two layouts.
+var DefaultStrategies = []string{"tp8pp2", "layerwise16"}
+
+// Presets lists the embedded preset names of a kind: "" for strategies,
+// or "model", "hardware", "topology", "test".
+func Presets(kind string) []string {
+	dir := "."
+	if kind != "" {
+		dir = kind
+	}
+	ents, _ := fs.ReadDir(Files, dir)
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".toml") {
+			out = append(out, strings.TrimSuffix(e.Name(), ".toml"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Load reads a strategy config from a file path or, when no such file exists
+// and the name has no directory part, from the embedded preset of that name
+// (with or without ".toml"). "test/<name>" names an embedded test config.
+func Load(name string) (*Config, error) {
+	if data, err := os.ReadFile(name); err == nil {
+		return Parse(bytes.NewReader(data), name)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	preset := strings.TrimSuffix(strings.TrimPrefix(name, "configs/"), ".toml")
+	data, err := fs.ReadFile(Files, preset+".toml")
+	if err != nil {
+		return nil, fmt.Errorf("config %q: no such file, and no embedded preset of that name (presets: %s; test configs: test/%s)",
+			name, strings.Join(Presets(""), ", "), strings.Join(Presets("test"), ", test/"))
+	}
+	return Parse(bytes.NewReader(data), "preset:"+preset)
+}
+
+// Parse decodes a config strictly, resolves the presets it names (a section's
+// own keys override its preset's), fills defaults, and validates it. source
+// names the input in error messages.
+func Parse(r io.Reader, source string) (*Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	// First pass: strict decode of the file alone, to learn which presets it names.
+	var probe Config
+	if err := decodeStrict(data, &probe, source); err != nil {
+		return nil, err
+	}
+	var cfg Config
+	for _, p := range []struct {
+		kind, name string
+		into       any
+	}{
+		{"model", probe.Model.Preset, &cfg.Model},
+		{"hardware", probe.Hardware.Preset, &cfg.Hardware},
+		{"topology", probe.Topology.Preset, &cfg.Topology},
+	} {
+		if p.name == "" {
+			continue
+		}
+		pdata, err := fs.ReadFile(Files, path.Join(p.kind, p.name+".toml"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s.preset: unknown preset %q (available: %s)",
+				source, p.kind, p.name, strings.Join(Presets(p.kind), ", "))
+		}
+		if err := decodeStrict(pdata, p.into, p.kind+"/"+p.name+".toml"); err != nil {
+			return nil, err
+		}
+	}
+	// Second pass: the file's own keys on top of its presets.
+	if err := decodeStrict(data, &cfg, source); err != nil {
+		return nil, err
+	}
+	cfg.Source = source
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return &cfg, nil
+}
+
+func decodeStrict(data []byte, into any, source string) error {
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(into)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return fmt.Errorf("%s: %s", source, perr.ErrorWithPosition())
+		}
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Version == 0 {
+		c.Version = SchemaVersion
+	}
+	if c.Model.KVHeads == 0 {
+		c.Model.KVHeads = c.Model.Heads
+	}
+	if len(c.Workload.Phases) == 0 {
+		c.Workload.Phases = []string{"prefill", "decode"}
+	}
+	if c.Parallel.Microbatches == 0 {
+		c.Parallel.Microbatches = 1
+	}
+	if c.Parallel.Schedule == "" {
+		c.Parallel.Schedule = "fill-drain"
+	}
+	if c.Name == "" {
+		c.Name = strings.TrimSuffix(path.Base(strings.TrimPrefix(c.Source, "preset:")), ".toml")
+	}
+}
+
+// Hash is a digest of the resolved config (what a run actually uses), so
+// ranks can check they were started with the same one.
+func (c *Config) Hash() string {
+	b, _ := json.Marshal(struct {
+		*Config
+		Source string `json:"source,omitempty"`
+	}{Config: c})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,120 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Validate checks every field and returns all problems found, each naming the
+// field, the value and what is allowed.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	rangeInt := func(field string, v, lo, hi int) bool {
+		if v < lo || v > hi {
+			add("%s: must be in [%d, %d] (got %d)", field, lo, hi, v)
+			return false
+		}
+		return true
+	}
+
+	if c.Version != SchemaVersion {
+		add("version: this build reads schema version %d (got %d)", SchemaVersion, c.Version)
+	}
+
+	m := c.Model
+	rangeInt("model.layers", m.Layers, 1, 1<<16)
+	rangeInt("model.hidden", m.Hidden, 1, 1<<20)
+	okHeads := rangeInt("model.heads", m.Heads, 1, 1<<12)
+	okKV := rangeInt("model.kv_heads", m.KVHeads, 1, 1<<12)
+	rangeInt("model.head_dim", m.HeadDim, 1, 1<<12)
+	okFFN := rangeInt("model.ffn", m.FFN, 1, 1<<22)
+	if m.Embeddings || m.LMHead {
+		rangeInt("model.vocab", m.Vocab, 1, 1<<24)
+	} else if m.Vocab < 0 {
+		add("model.vocab: must be ≥ 0 (got %d)", m.Vocab)
+	}
+	if okHeads && okKV && m.Heads%m.KVHeads != 0 {
+		add("model.kv_heads: must divide model.heads = %d (got %d)", m.Heads, m.KVHeads)
+	}
+	switch m.DType {
+	case "fp16", "bf16", "fp32", "fp8":
+	default:
+		add("model.dtype: must be one of fp16, bf16, fp32, fp8 (got %q)", m.DType)
+	}
+
+	w := c.Workload
+	rangeInt("workload.batch", w.Batch, 1, 1<<20)
+	if rangeInt("workload.context", w.Context, 2, 1<<24) {
+		rangeInt("workload.output_tokens", w.OutputTokens, 1, w.Context-1)
+	}
+	for i, p := range w.Phases {
+		if p != "prefill" && p != "decode" {
+			add("workload.phases[%d]: must be \"prefill\" or \"decode\" (got %q)", i, p)
+		}
+	}
+
+	p := c.Parallel
+	okTP := rangeInt("parallel.tp", p.TP, 1, 1<<12)
+	okPP := rangeInt("parallel.pp", p.PP, 1, 1<<16)
+	if okTP {
+		if okHeads && m.Heads%p.TP != 0 {
+			add("parallel.tp: must divide model.heads = %d (got %d)", m.Heads, p.TP)
+		}
+		if okKV && m.KVHeads%p.TP != 0 {
+			add("parallel.tp: must divide model.kv_heads = %d (got %d)", m.KVHeads, p.TP)
+		}
+		if okFFN && m.FFN%p.TP != 0 {
+			add("parallel.tp: must divide model.ffn = %d (got %d)", m.FFN, p.TP)
+		}
+	}
+	if okPP && m.Layers >= 1 && p.PP > m.Layers {
+		add("parallel.pp: must be ≤ model.layers = %d (got %d)", m.Layers, p.PP)
+	}
+	if rangeInt("parallel.microbatches", p.Microbatches, 1, 1<<16) && w.Batch >= 1 && w.Batch%p.Microbatches != 0 {
+		add("parallel.microbatches: must divide workload.batch = %d (got %d)", w.Batch, p.Microbatches)
+	}
+	if len(p.LayerMap) > 0 {
+		if len(p.LayerMap) != m.Layers {
+			add("parallel.layer_map: must list a stage for each of the %d layers (got %d entries)", m.Layers, len(p.LayerMap))
+		} else {
+			next := 0
+			for i, s := range p.LayerMap {
+				if s != next && s != next-1 || s < 0 || s >= p.PP {
+					add("parallel.layer_map[%d]: stages must start at 0, never decrease, skip none and stay below parallel.pp = %d (got %d after %d)", i, p.PP, s, next-1)
+					break
+				}
+				next = s + 1
+			}
+			if next != p.PP && len(errs) == 0 {
+				add("parallel.layer_map: uses %d stages, parallel.pp is %d", next, p.PP)
+			}
+		}
+	}
+	switch p.Schedule {
+	case "fill-drain", "1f1b":
+	default:
+		add("parallel.schedule: must be \"fill-drain\" or \"1f1b\" (got %q)", p.Schedule)
+	}
+	if p.PrefillChunk < 0 || (w.Context > w.OutputTokens && p.PrefillChunk > w.PromptTokens()) {
+		add("parallel.prefill_chunk: must be in [0, prompt tokens = %d] (got %d)", w.PromptTokens(), p.PrefillChunk)
+	}
+
+	if err := c.Hardware.GPU.Validate("hardware"); err != nil {
+		errs = append(errs, err)
+	} else if c.Hardware.PeakFLOPsPerS(m.DType) == 0 && m.DType != "" {
+		add("model.dtype: %s is not supported by hardware %q (its %s peak is 0)", m.DType, c.Hardware.Name, m.DType)
+	}
+	if err := c.Topology.Topology.Validate("topology"); err != nil {
+		errs = append(errs, err)
+	} else if okTP && okPP && p.TP*p.PP != c.Topology.Size() {
+		add("parallel: tp × pp = %d × %d = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
+			p.TP, p.PP, p.TP*p.PP, c.Topology.Name, c.Topology.Size(), c.Topology.Nodes, c.Topology.GPUsPerNode)
+	}
+
+	if c.Run.Warmup < 0 || c.Run.Warmup > 1<<20 {
+		add("run.warmup: must be in [0, %d] (got %d)", 1<<20, c.Run.Warmup)
+	}
+	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
+	return errors.Join(errs...)
+}
