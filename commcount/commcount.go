@@ -72,14 +72,17 @@ func (c *Counter) Call(op Op, payloadBytes int64) {
 }
 
 // Message records one point-to-point message of wireBytes sent to peer.
-func (c *Counter) Message(peer int, wireBytes int64) {
+func (c *Counter) Message(peer int, wireBytes int64) { c.Messages(peer, 1, wireBytes) }
+
+// Messages records n point-to-point messages carrying wireBytes in total to peer.
+func (c *Counter) Messages(peer int, n, wireBytes int64) {
 	c.mu.Lock()
 	p := c.peers[peer]
 	if p == nil {
 		p = &PeerCount{}
 		c.peers[peer] = p
 	}
-	p.Messages++
+	p.Messages += n
 	p.WireBytes += wireBytes
 	c.mu.Unlock()
 }

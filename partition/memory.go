@@ -1,0 +1,128 @@
+package partition
+
+import "fmt"
+
+// Memory is one rank's device memory need. Activation is the peak of live
+// activation buffers in one pass (see docs/costmodel.md for the buffers).
+type Memory struct {
+	LayerWeightBytes int64 `json:"layer_weights_bytes"`
+	// EmbeddingBytes covers the embedding shard (first stage), the final norm
+	// and the LM head shard (last stage).
+	EmbeddingBytes  int64 `json:"embedding_bytes"`
+	WeightBytes     int64 `json:"weights_bytes"`
+	KVCacheBytes    int64 `json:"kv_cache_bytes"`
+	ActivationBytes int64 `json:"activation_bytes"`
+	TotalBytes      int64 `json:"total_bytes"`
+	CapacityBytes   int64 `json:"capacity_bytes"`
+}
+
+// Widths of one rank's activations, in elements per token.
+type widths struct {
+	hidden, qkv, attn, up, act int
+}
+
+func (p *Plan) widths() widths {
+	m := p.Model
+	up := m.FFN / p.TP
+	if m.GatedMLP {
+		up *= 2
+	}
+	return widths{
+		hidden: m.Hidden,
+		qkv:    (m.Heads + 2*m.KVHeads) / p.TP * m.HeadDim,
+		attn:   m.Heads / p.TP * m.HeadDim,
+		up:     up,
+		act:    m.FFN / p.TP,
+	}
+}
+
+// layerWeightBytes is one layer's shard on one TP rank: the matrices split
+// TP ways, the norm vectors replicated.
+func (p *Plan) layerWeightBytes() int64 {
+	lp := Layer(p.Model)
+	return (lp.Matrices()/int64(p.TP) + lp.Norms) * int64(p.DTypeBytes)
+}
+
+func (p *Plan) weights(r Rank) (layers, embed int64) {
+	layers = int64(len(r.Layers)) * p.layerWeightBytes()
+	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.VocabPadded/p.TP)
+	if p.Model.Embeddings && p.FirstStage(r.Stage) {
+		embed += vshard * h * dt
+	}
+	if p.Model.LMHead && p.LastStage(r.Stage) {
+		embed += (h + h*vshard) * dt
+	}
+	return layers, embed
+}
+
+// activationBytes is a rank's live activation peak for a pass of tokens
+// tokens, of which logitRows produce logits (0 without an LM head).
+func (p *Plan) activationBytes(r Rank, tokens, logitRows int) int64 {
+	w := p.widths()
+	inner := w.qkv + w.attn
+	if mlp := w.up + w.act; mlp > inner {
+		inner = mlp
+	}
+	// x, h and y of hidden width, the widest inner pair, and a received and a
+	// sent boundary buffer.
+	perToken := int64(3*w.hidden+inner) + 2*int64(w.hidden)
+	b := int64(tokens) * perToken * int64(p.DTypeBytes)
+	if p.Model.LMHead && p.LastStage(r.Stage) {
+		b += int64(logitRows) * int64(p.VocabPadded) * int64(p.DTypeBytes)
+	}
+	return b
+}
+
+func (p *Plan) memory(r Rank, chunk int) Memory {
+	var mem Memory
+	mem.LayerWeightBytes, mem.EmbeddingBytes = p.weights(r)
+	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
+	w := p.Config.Workload
+	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) *
+		int64(2*p.Model.KVHeads/p.TP*p.Model.HeadDim) * int64(p.DTypeBytes)
+	mbs := p.MicrobatchSize
+	act := p.activationBytes(r, mbs, mbs) // decode: one token per sequence
+	if w.HasPhase("prefill") {
+		if a := p.activationBytes(r, mbs*chunk, mbs); a > act {
+			act = a
+		}
+	}
+	mem.ActivationBytes = act
+	mem.TotalBytes = mem.WeightBytes + mem.KVCacheBytes + mem.ActivationBytes
+	mem.CapacityBytes = p.System.GPU.UsableHBMBytes()
+	return mem
+}
+
+// fitMemory picks the prefill chunk (the configured one, or the whole prompt
+// halved until activations fit) and fills every rank's Memory.
+func (p *Plan) fitMemory() error {
+	prompt := p.Config.Workload.PromptTokens()
+	chunk, fixed := p.Config.Parallel.PrefillChunk, p.Config.Parallel.PrefillChunk > 0
+	if !fixed {
+		chunk = prompt
+	}
+	for {
+		worst, fits := -1, true
+		for i, r := range p.Ranks {
+			mem := p.memory(r, chunk)
+			p.Ranks[i].Memory = mem
+			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.Ranks[worst].Memory.TotalBytes) {
+				worst, fits = i, false
+			}
+		}
+		if fits {
+			p.PrefillChunk = chunk
+			p.PrefillChunks = (prompt + chunk - 1) / chunk
+			return nil
+		}
+		if fixed || chunk == 1 || p.memory(p.Ranks[worst], 1).TotalBytes > p.Ranks[worst].Memory.CapacityBytes {
+			r := p.Ranks[worst]
+			mem := r.Memory
+			return fmt.Errorf("plan %s does not fit: rank %d (stage %d, tp %d) needs %.2f GB (weights %.2f + KV cache %.2f + activations %.2f at prefill chunk %d), usable HBM is %.2f GB (hardware.hbm_bytes − hardware.hbm_reserved_bytes)",
+				p.Config.Name, r.Rank, r.Stage, r.TPIndex, gb(mem.TotalBytes), gb(mem.WeightBytes), gb(mem.KVCacheBytes), gb(mem.ActivationBytes), chunk, gb(mem.CapacityBytes))
+		}
+		chunk = (chunk + 1) / 2
+	}
+}
+
+func gb(b int64) float64 { return float64(b) / 1e9 }

@@ -1,0 +1,80 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// DTypeBytes is the size of one element of a model data type.
+func DTypeBytes(dtype string) int {
+	switch dtype {
+	case "fp32":
+		return 4
+	case "fp16", "bf16":
+		return 2
+	case "fp8":
+		return 1
+	}
+	panic(fmt.Sprintf("partition: unknown dtype %q", dtype))
+}
+
+// LayerParams counts the parameters of one transformer layer.
+type LayerParams struct {
+	QKV   int64 // hidden × (heads + 2·kv_heads)·head_dim
+	O     int64 // heads·head_dim × hidden
+	Up    int64 // hidden × ffn, twice when gated (gate and up)
+	Down  int64 // ffn × hidden
+	Norms int64 // two RMSNorm weight vectors of hidden
+}
+
+// Matrices is the parameters TP shards.
+func (p LayerParams) Matrices() int64 { return p.QKV + p.O + p.Up + p.Down }
+
+// Total is every parameter of the layer.
+func (p LayerParams) Total() int64 { return p.Matrices() + p.Norms }
+
+// Layer counts the parameters of one layer of m.
+func Layer(m configs.Model) LayerParams {
+	h, hd := int64(m.Hidden), int64(m.HeadDim)
+	up := h * int64(m.FFN)
+	if m.GatedMLP {
+		up *= 2
+	}
+	return LayerParams{
+		QKV:   h * int64(m.Heads+2*m.KVHeads) * hd,
+		O:     int64(m.Heads) * hd * h,
+		Up:    up,
+		Down:  int64(m.FFN) * h,
+		Norms: 2 * h,
+	}
+}
+
+// PaddedVocab is the vocabulary rounded up to a multiple of tp, so each TP
+// rank holds an equal shard of the embedding and the LM head.
+func PaddedVocab(m configs.Model, tp int) int {
+	return (m.Vocab + tp - 1) / tp * tp
+}
+
+// ParamsTotal counts every parameter of the model as configured: the layers,
+// plus the embedding, the final norm and the LM head when included (unpadded).
+func ParamsTotal(m configs.Model) int64 {
+	n := int64(m.Layers) * Layer(m).Total()
+	if m.Embeddings {
+		n += int64(m.Vocab) * int64(m.Hidden)
+	}
+	if m.LMHead {
+		n += int64(m.Hidden) + int64(m.Hidden)*int64(m.Vocab)
+	}
+	return n
+}
+
+// KVBytesPerToken is the K and V cache of one token in one layer, all heads.
+func KVBytesPerToken(m configs.Model) int64 {
+	return 2 * int64(m.KVHeads) * int64(m.HeadDim) * int64(DTypeBytes(m.DType))
+}
+
+// KVBytesPerLayer is one layer's KV cache for batch sequences of tokens each.
+func KVBytesPerLayer(m configs.Model, batch, tokens int) int64 {
+	return int64(batch) * int64(tokens) * KVBytesPerToken(m)
+}

@@ -1,0 +1,118 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/topology"
+)
+
+// Plan says who holds what: the stages and their layers, every rank's stage,
+// TP index, groups and memory. Ranks are numbered stage-major
+// (rank = stage·TP + tp index), so a TP group is contiguous and stays inside
+// a node whenever TP ≤ GPUs per node.
+type Plan struct {
+	Config         *configs.Config
+	Model          configs.Model
+	System         topology.System
+	TP, PP         int
+	Microbatches   int
+	MicrobatchSize int // sequences per micro-batch
+	DTypeBytes     int
+	VocabPadded    int // vocab rounded up to a multiple of TP (0 without embeddings and head)
+	// PrefillChunk is the prompt tokens per sequence in one prefill pass;
+	// PrefillChunks passes cover the prompt.
+	PrefillChunk  int
+	PrefillChunks int
+	// StageLayers[s] lists the (0-based) layers stage s runs, in order.
+	StageLayers [][]int
+	Ranks       []Rank
+}
+
+// Rank is one GPU's share of the plan.
+type Rank struct {
+	Rank    int   `json:"rank"`
+	Stage   int   `json:"stage"`
+	TPIndex int   `json:"tp_index"`
+	Layers  []int `json:"layers"`
+	// TPGroup lists the global ranks of this rank's tensor-parallel group.
+	TPGroup []int  `json:"tp_group"`
+	Memory  Memory `json:"memory"`
+}
+
+// RankOf is the global rank of (stage, tp index).
+func (p *Plan) RankOf(stage, tpIndex int) int { return stage*p.TP + tpIndex }
+
+// Size is the number of ranks.
+func (p *Plan) Size() int { return p.TP * p.PP }
+
+// FirstStage and LastStage report a stage's position in the pipeline.
+func (p *Plan) FirstStage(s int) bool { return s == 0 }
+func (p *Plan) LastStage(s int) bool  { return s == p.PP-1 }
+
+// NewPlan partitions cfg's model over its GPUs. It fails when a rank's memory
+// (weights, KV cache, activation peak) exceeds the usable HBM, naming the rank.
+func NewPlan(cfg *configs.Config) (*Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := cfg.Model
+	par := cfg.Parallel
+	p := &Plan{
+		Config:         cfg,
+		Model:          m,
+		System:         topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology},
+		TP:             par.TP,
+		PP:             par.PP,
+		Microbatches:   par.Microbatches,
+		MicrobatchSize: cfg.Workload.Batch / par.Microbatches,
+		DTypeBytes:     DTypeBytes(m.DType),
+	}
+	if m.Embeddings || m.LMHead {
+		p.VocabPadded = PaddedVocab(m, p.TP)
+	}
+	p.StageLayers = stageLayers(m.Layers, p.PP, par.LayerMap)
+	for s := 0; s < p.PP; s++ {
+		group := make([]int, p.TP)
+		for t := range group {
+			group[t] = p.RankOf(s, t)
+		}
+		for t := 0; t < p.TP; t++ {
+			p.Ranks = append(p.Ranks, Rank{Rank: p.RankOf(s, t), Stage: s, TPIndex: t, Layers: p.StageLayers[s], TPGroup: group})
+		}
+	}
+	if err := p.fitMemory(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// stageLayers maps layers to stages: by the explicit map when given, else as
+// evenly as possible with earlier stages taking the remainder.
+func stageLayers(layers, pp int, layerMap []int) [][]int {
+	out := make([][]int, pp)
+	if len(layerMap) == layers {
+		for l, s := range layerMap {
+			out[s] = append(out[s], l)
+		}
+		return out
+	}
+	l := 0
+	for s := 0; s < pp; s++ {
+		n := layers / pp
+		if s < layers%pp {
+			n++
+		}
+		for i := 0; i < n; i++ {
+			out[s] = append(out[s], l)
+			l++
+		}
+	}
+	return out
+}
+
+// String is a one-line summary.
+func (p *Plan) String() string {
+	return fmt.Sprintf("%s: TP=%d × PP=%d on %d GPUs, %d micro-batches of %d, prefill chunk %d × %d",
+		p.Config.Name, p.TP, p.PP, p.Size(), p.Microbatches, p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
+}

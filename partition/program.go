@@ -1,0 +1,262 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/commcount"
+)
+
+// Kind is what an op does.
+type Kind string
+
+const (
+	// Input makes the stage-0 hidden states x from token ids: an embedding
+	// lookup (vocab-sharded under TP), or seeded synthetic states when the
+	// model has no embedding.
+	Input      Kind = "input"
+	Norm       Kind = "rmsnorm"
+	Gemm       Kind = "gemm"
+	Attention  Kind = "attention" // rotary, KV-cache append and causal attention
+	Activation Kind = "activation"
+	Residual   Kind = "residual"
+	Sample     Kind = "sample" // token ids from logits (argmax)
+	AllReduce  Kind = "all_reduce"
+	AllGather  Kind = "all_gather"
+	Send       Kind = "send"
+	Recv       Kind = "recv"
+)
+
+// Comm reports the communication op a kind is, if any.
+func (k Kind) Comm() (commcount.Op, bool) {
+	switch k {
+	case AllReduce:
+		return commcount.AllReduce, true
+	case AllGather:
+		return commcount.AllGather, true
+	case Send:
+		return commcount.Send, true
+	case Recv:
+		return commcount.Recv, true
+	}
+	return "", false
+}
+
+// Phase is prefill (the prompt) or decode (one new token per sequence).
+type Phase string
+
+const (
+	Prefill Phase = "prefill"
+	Decode  Phase = "decode"
+)
+
+// Payload kinds of point-to-point messages.
+const (
+	PayloadActivation = "activation" // hidden states across a stage boundary
+	PayloadTokens     = "tokens"     // sampled token ids, last stage → first stage
+)
+
+// Op is one step of a rank's Program, with its shapes and costs on this
+// rank. In and Out name the rank's buffers ("x" the residual stream, "h"
+// normalized, "qkv", "ao" attention output, "y" a projection's output, "u"
+// up/gate, "a" activated, "logits", "tokens"); exec interprets them.
+type Op struct {
+	Kind       Kind   `json:"kind"`
+	Name       string `json:"name"`
+	Layer      int    `json:"layer"` // −1 outside the transformer layers
+	Tensor     string `json:"tensor,omitempty"`
+	Microbatch int    `json:"microbatch"`
+	Chunk      int    `json:"chunk"`
+	In         string `json:"in,omitempty"`
+	Out        string `json:"out,omitempty"`
+
+	// Rows is the number of token rows the op processes; N and K are a GEMM's
+	// output and input features on this rank.
+	Rows int `json:"rows"`
+	N    int `json:"n,omitempty"`
+	K    int `json:"k,omitempty"`
+	// Attention: sequences, query tokens per sequence, tokens already cached.
+	Seqs int `json:"seqs,omitempty"`
+	QLen int `json:"qlen,omitempty"`
+	Past int `json:"past,omitempty"`
+
+	FLOPs        int64 `json:"flops"`
+	WeightBytes  int64 `json:"weight_bytes"`
+	ActBytes     int64 `json:"act_bytes"`
+	KVReadBytes  int64 `json:"kv_read_bytes"`
+	KVWriteBytes int64 `json:"kv_write_bytes"`
+
+	// Communication: Group for collectives (global ranks, ascending), Peer for
+	// send/recv; Elems and Bytes are the payload (all_gather: the output).
+	Group   []int  `json:"group,omitempty"`
+	Peer    int    `json:"peer"`
+	Elems   int    `json:"elems,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Payload string `json:"payload,omitempty"`
+}
+
+// Program is one rank's ordered ops for one phase. A decode Program is one
+// step; its attention ops carry the representative cache length the
+// estimate uses (exec substitutes the real position of each step).
+type Program struct {
+	Rank  int   `json:"rank"`
+	Phase Phase `json:"phase"`
+	Ops   []Op  `json:"ops"`
+}
+
+// DecodePast is the cache length a representative decode step sees: the
+// prompt plus half the output, the mean over the generated tokens.
+func (p *Plan) DecodePast() int {
+	w := p.Config.Workload
+	return w.PromptTokens() + w.OutputTokens/2
+}
+
+// Program builds rank's ops for a phase.
+func (p *Plan) Program(rank int, phase Phase) Program {
+	b := builder{p: p, r: p.Ranks[rank], w: p.widths(), dt: int64(p.DTypeBytes)}
+	mbs := p.MicrobatchSize
+	if phase == Prefill {
+		prompt := p.Config.Workload.PromptTokens()
+		for c := 0; c < p.PrefillChunks; c++ {
+			past := c * p.PrefillChunk
+			q := min(p.PrefillChunk, prompt-past)
+			for mb := 0; mb < p.Microbatches; mb++ {
+				b.pass(phase, mb, c, mbs, q, past, c == p.PrefillChunks-1)
+			}
+		}
+	} else {
+		for mb := 0; mb < p.Microbatches; mb++ {
+			b.pass(phase, mb, 0, mbs, 1, p.DecodePast(), true)
+		}
+	}
+	return Program{Rank: rank, Phase: phase, Ops: b.ops}
+}
+
+type builder struct {
+	p   *Plan
+	r   Rank
+	w   widths
+	dt  int64
+	ops []Op
+	mb  int
+	c   int
+}
+
+func (b *builder) add(op Op) {
+	op.Microbatch, op.Chunk = b.mb, b.c
+	b.ops = append(b.ops, op)
+}
+
+// pass appends one micro-batch's pass through this rank's stage: seqs
+// sequences of q new tokens after past cached ones. last marks the pass
+// that produces the next token (the last prefill chunk, every decode step).
+func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
+	p, r := b.p, b.r
+	b.mb, b.c = mb, chunk
+	T := seqs * q
+	H := p.Model.Hidden
+	dt := b.dt
+	if p.FirstStage(r.Stage) {
+		if phase == Decode && p.PP > 1 {
+			b.add(Op{Kind: Recv, Name: "tokens.recv", Layer: -1, Out: "tokens", Rows: seqs, Peer: p.RankOf(p.PP-1, r.TPIndex),
+				Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
+		}
+		in := Op{Kind: Input, Name: "input", Layer: -1, In: "tokens", Out: "x", Rows: T, ActBytes: int64(T*H) * dt}
+		if p.Model.Embeddings {
+			in.Name, in.Tensor, in.WeightBytes = "embed", "embed", int64(T*H)*dt
+		}
+		b.add(in)
+		if p.Model.Embeddings && p.TP > 1 {
+			b.allReduce("embed.ar", -1, T)
+		}
+	} else {
+		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: "x", Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
+			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
+	}
+	for _, l := range r.Layers {
+		b.layer(l, T, seqs, q, past)
+	}
+	if !p.LastStage(r.Stage) {
+		b.add(Op{Kind: Send, Name: "x.send", Layer: -1, In: "x", Rows: T, Peer: p.RankOf(r.Stage+1, r.TPIndex),
+			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
+		return
+	}
+	if !last {
+		return
+	}
+	// The next token: logits of each sequence's last position.
+	sample := Op{Kind: Sample, Name: "sample", Layer: -1, In: "logits", Out: "tokens", Rows: seqs}
+	if p.Model.LMHead {
+		V := p.VocabPadded
+		b.add(Op{Kind: Norm, Name: "final_norm", Layer: -1, Tensor: "final_norm", In: "x", Out: "h", Rows: seqs,
+			FLOPs: int64(4 * seqs * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*seqs*H) * dt})
+		b.gemm("lm_head", -1, "lm_head", "h", "logits", seqs, V/p.TP, H)
+		if p.TP > 1 {
+			b.add(Op{Kind: AllGather, Name: "logits.ag", Layer: -1, In: "logits", Out: "logits", Rows: seqs, Group: r.TPGroup,
+				Elems: seqs * V, Bytes: int64(seqs*V) * dt})
+		}
+		sample.ActBytes, sample.FLOPs = int64(seqs*V)*dt, int64(seqs*V)
+	}
+	b.add(sample)
+	if p.PP > 1 {
+		b.add(Op{Kind: Send, Name: "tokens.send", Layer: -1, In: "tokens", Rows: seqs, Peer: p.RankOf(0, r.TPIndex),
+			Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
+	}
+}
+
+func (b *builder) gemm(name string, layer int, tensor, in, out string, rows, n, k int) {
+	dt := b.dt
+	b.add(Op{Kind: Gemm, Name: name, Layer: layer, Tensor: tensor, In: in, Out: out, Rows: rows, N: n, K: k,
+		FLOPs: 2 * int64(rows) * int64(n) * int64(k), WeightBytes: int64(n) * int64(k) * dt,
+		ActBytes: (int64(rows)*int64(k) + int64(rows)*int64(n)) * dt})
+}
+
+func (b *builder) allReduce(name string, layer, rows int) {
+	H := b.p.Model.Hidden
+	b.add(Op{Kind: AllReduce, Name: name, Layer: layer, In: "y", Out: "y", Rows: rows, Group: b.r.TPGroup,
+		Elems: rows * H, Bytes: int64(rows*H) * b.dt})
+}
+
+func (b *builder) layer(l, T, seqs, q, past int) {
+	p, w, dt := b.p, b.w, b.dt
+	m := p.Model
+	H := m.Hidden
+	ln := layerName(l)
+	norm := func(name, tensor string) {
+		b.add(Op{Kind: Norm, Name: ln + name, Layer: l, Tensor: tensor, In: "x", Out: "h", Rows: T,
+			FLOPs: int64(4 * T * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*T*H) * dt})
+	}
+	residual := func(name string) {
+		b.add(Op{Kind: Residual, Name: ln + name, Layer: l, In: "y", Out: "x", Rows: T,
+			FLOPs: int64(T * H), ActBytes: int64(3*T*H) * dt})
+	}
+	ar := func(name string) {
+		if p.TP > 1 {
+			b.allReduce(ln+name, l, T)
+		}
+	}
+
+	norm("attn_norm", "attn_norm")
+	b.gemm(ln+"wqkv", l, "wqkv", "h", "qkv", T, w.qkv, H)
+	heads, kvHeads := m.Heads/p.TP, m.KVHeads/p.TP
+	// Each query attends to the cached tokens and to the chunk's tokens up to
+	// itself: q·past + q(q+1)/2 (query, key) pairs per sequence, each costing
+	// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV.
+	pairs := int64(seqs) * (int64(q)*int64(past) + int64(q)*int64(q+1)/2)
+	kvPerToken := int64(2*kvHeads*m.HeadDim) * dt
+	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: "qkv", Out: "ao", Rows: T, Seqs: seqs, QLen: q, Past: past,
+		FLOPs:       4 * int64(heads*m.HeadDim) * pairs,
+		ActBytes:    int64(T*(w.qkv+w.attn)) * dt,
+		KVReadBytes: int64(seqs) * int64(past) * kvPerToken, KVWriteBytes: int64(T) * kvPerToken})
+	b.gemm(ln+"wo", l, "wo", "ao", "y", T, H, w.attn)
+	ar("attn.ar")
+	residual("attn_residual")
+	norm("mlp_norm", "mlp_norm")
+	b.gemm(ln+"w_up", l, "w_up", "h", "u", T, w.up, H)
+	b.add(Op{Kind: Activation, Name: ln + "act", Layer: l, In: "u", Out: "a", Rows: T,
+		FLOPs: int64(5 * T * w.act), ActBytes: int64(T*(w.up+w.act)) * dt})
+	b.gemm(ln+"w_down", l, "w_down", "a", "y", T, H, w.act)
+	ar("mlp.ar")
+	residual("mlp_residual")
+}
+
+func layerName(l int) string { return fmt.Sprintf("L%02d.", l) }
