@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/partbench/partbench/topology"
 )
 
 // Files holds every embedded preset: strategies at the top level, and the
@@ -159,4 +161,26 @@ func (c *Config) Hash() string {
 	}{Config: c})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// LoadSystem resolves a hardware preset and a topology preset by name.
+func LoadSystem(hardware, topo string) (topology.GPU, topology.Topology, error) {
+	var h Hardware
+	var t Topology
+	for _, p := range []struct {
+		kind, name string
+		into       any
+	}{{"hardware", hardware, &h}, {"topology", topo, &t}} {
+		data, err := fs.ReadFile(Files, path.Join(p.kind, p.name+".toml"))
+		if err != nil {
+			return h.GPU, t.Topology, fmt.Errorf("--%s: unknown preset %q (available: %s)", p.kind, p.name, strings.Join(Presets(p.kind), ", "))
+		}
+		if err := decodeStrict(data, p.into, p.kind+"/"+p.name+".toml"); err != nil {
+			return h.GPU, t.Topology, err
+		}
+	}
+	if err := h.GPU.Validate("hardware"); err != nil {
+		return h.GPU, t.Topology, err
+	}
+	return h.GPU, t.Topology, t.Topology.Validate("topology")
 }

@@ -4,7 +4,26 @@ import (
 	"context"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/partition"
 )
+
+// Compute runs one rank's compute ops (every partition.Kind that is not
+// communication) and owns the rank's weights, KV cache and buffers.
+type Compute interface {
+	// Exec runs op for micro-batch op.Microbatch. past is the number of tokens
+	// of the op's sequences already in the KV cache (exec passes the real
+	// position of each decode step; the Program's op.Past is the estimate's).
+	Exec(ctx context.Context, op *partition.Op, past int) error
+	// Buffer returns micro-batch mb's buffer name ("x", "y", "logits",
+	// "tokens", …) viewed as elems elements, for a communication op.
+	Buffer(name string, mb, elems int) (Buffer, error)
+	// Sync waits until queued work is done (a no-op on the CPU).
+	Sync(ctx context.Context) error
+	// AllocatedBytes is the memory the backend holds (weights, KV, buffers).
+	AllocatedBytes() int64
+	// Close releases everything.
+	Close() error
+}
 
 // Buffer is a backend's array of elements (host memory for exec/cpu, device
 // memory for exec/cuda). A Comm only accepts the Buffer type of the Compute it
