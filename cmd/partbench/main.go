@@ -1,0 +1,58 @@
+// Command partbench answers how a dense transformer should be partitioned
+// over GPUs and what it will cost: an analytical estimate (model --dry-run)
+// and a real run under mpirun/srun or its own launcher, held side by side.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time: -ldflags "-X main.version=$(git describe)".
+var version = "dev"
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "partbench",
+		Short: "Estimate and measure how a dense transformer is partitioned over GPUs",
+		Long: `partbench compares tensor×pipeline parallelism with layer-wise partitioning.
+
+  partbench model --dry-run                       analytical estimate, no GPU needed
+  partbench presets                               list embedded configs and hardware
+  mpirun -np 16 partbench --config tp8pp2.toml    run for real, one process per rank`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newModelCmd(), newPresetsCmd(), newCollectivesCmd())
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "partbench:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}

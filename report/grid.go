@@ -1,0 +1,101 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Grid is a titled table of strings: the form every report takes before it
+// is written as a terminal table, Markdown or CSV.
+type Grid struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Notes  []string
+}
+
+// Formats accepted by the writers.
+const (
+	FormatTable    = "table"
+	FormatMarkdown = "markdown"
+	FormatCSV      = "csv"
+	FormatJSON     = "json"
+)
+
+// CheckFormat rejects an unknown --format value, naming the allowed ones.
+func CheckFormat(f string, allowed ...string) error {
+	for _, a := range allowed {
+		if f == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("--format: must be one of %s (got %q)", strings.Join(allowed, ", "), f)
+}
+
+// WriteGrids writes grids as terminal tables or Markdown, each under its title.
+func WriteGrids(w io.Writer, format string, grids ...Grid) error {
+	for i, g := range grids {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if g.Title != "" {
+			if format == FormatMarkdown {
+				fmt.Fprintf(w, "### %s\n\n", g.Title)
+			} else {
+				fmt.Fprintln(w, g.Title)
+			}
+		}
+		opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAutoWrap(tw.WrapNone)}
+		if format == FormatMarkdown {
+			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
+		}
+		t := tablewriter.NewTable(w, opts...)
+		t.Header(anys(g.Header)...)
+		for _, r := range g.Rows {
+			if err := t.Append(anys(r)...); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		for _, n := range g.Notes {
+			if format == FormatMarkdown {
+				fmt.Fprintf(w, "\n- %s", n)
+			} else {
+				fmt.Fprintf(w, "  * %s\n", n)
+			}
+		}
+		if format == FormatMarkdown && len(g.Notes) > 0 {
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// WriteCSV writes one grid as CSV (header first).
+func WriteCSV(w io.Writer, g Grid) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(g.Header); err != nil {
+		return err
+	}
+	if err := cw.WriteAll(g.Rows); err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}

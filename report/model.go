@@ -1,0 +1,230 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
+)
+
+// ModelSchema names the JSON layout of `partbench model --dry-run`
+// (documented in docs/json-schema.md).
+const ModelSchema = "partbench.model/v1"
+
+// ModelDoc is the JSON document of a dry run.
+type ModelDoc struct {
+	Schema     string          `json:"schema"`
+	Version    string          `json:"partbench_version"`
+	Strategies []*sim.Estimate `json:"strategies"`
+	// Comparison holds each strategy's ratio to the first one.
+	Comparison []Ratio `json:"comparison,omitempty"`
+}
+
+// Ratio compares one metric of a strategy with the baseline (the first).
+type Ratio struct {
+	Metric   string  `json:"metric"`
+	Strategy string  `json:"strategy"`
+	Baseline string  `json:"baseline"`
+	Value    float64 `json:"value"`
+	Base     float64 `json:"baseline_value"`
+	// Ratio is Value / Base; absent when the baseline is 0.
+	Ratio *float64 `json:"ratio,omitempty"`
+}
+
+// Comparisons lists the headline metrics of every strategy against the first.
+func Comparisons(es []*sim.Estimate) []Ratio {
+	if len(es) < 2 {
+		return nil
+	}
+	base := es[0]
+	metrics := []struct {
+		name string
+		get  func(*sim.Estimate) float64
+	}{
+		{"ttft_s", func(e *sim.Estimate) float64 { return e.Prefill.TTFTS }},
+		{"tpot_s", func(e *sim.Estimate) float64 { return e.Decode.TPOTS }},
+		{"tokens_per_s", func(e *sim.Estimate) float64 { return e.Decode.TokensPerS }},
+		{"decode_bubble_fraction", func(e *sim.Estimate) float64 { return e.Decode.BubbleFraction }},
+		{"max_total_bytes_per_gpu", func(e *sim.Estimate) float64 { return float64(maxRank(e).TotalBytes) }},
+		{"collective_calls_per_microbatch", func(e *sim.Estimate) float64 { return float64(e.Comm.CollectiveCallsPerMicrobatch) }},
+		{"p2p_sends_per_microbatch", func(e *sim.Estimate) float64 { return float64(e.Comm.P2PSendsPerMicrobatch) }},
+	}
+	var out []Ratio
+	for _, e := range es[1:] {
+		for _, m := range metrics {
+			v, b := m.get(e), m.get(base)
+			r := Ratio{Metric: m.name, Strategy: e.Name, Baseline: base.Name, Value: v, Base: b}
+			if b != 0 {
+				q := v / b
+				r.Ratio = &q
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ModelJSON writes the dry-run document.
+func ModelJSON(w io.Writer, version string, es []*sim.Estimate) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)})
+}
+
+func maxRank(e *sim.Estimate) sim.RankEstimate {
+	best := e.Ranks[0]
+	for _, r := range e.Ranks[1:] {
+		if r.TotalBytes > best.TotalBytes {
+			best = r
+		}
+	}
+	return best
+}
+
+// Number formats.
+func ms(s float64) string  { return strconv.FormatFloat(s*1e3, 'f', 3, 64) }
+func sec(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
+func us(s float64) string  { return strconv.FormatFloat(s*1e6, 'f', 1, 64) }
+func gbs(b int64) string   { return strconv.FormatFloat(float64(b)/1e9, 'f', 3, 64) }
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) }
+func num(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func itoa[T ~int | ~int64](v T) string {
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// ModelGrids lays out a dry run as tables: summary per strategy and phase,
+// memory, communication, collectives, comparison, and (perRank) every rank.
+func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
+	summary := Grid{Title: "Estimate (partbench model --dry-run)", Header: []string{
+		"strategy", "phase", "GPUs", "TP", "PP", "µbatches", "TTFT (s)", "TPOT (ms)", "TPS (tok/s)",
+		"HBM floor TPOT (ms)", "bubble (%)", "bottleneck"}}
+	mem := Grid{Title: "Memory per GPU (largest rank; GB = 1e9 B)", Header: []string{
+		"strategy", "weights (GB)", "KV cache (GB)", "activations (GB)", "total (GB)", "usable HBM (GB)",
+		"reused weights (MB)", "usable L2 (MB)", "L2 residency (%)", "whole-layer L2 residency (%)"}}
+	comm := Grid{Title: "Communication (logical ops per micro-batch; calls and messages per rank; bytes per phase)", Header: []string{
+		"strategy", "phase", "collectives/µbatch", "p2p sends/µbatch", "token sends/µbatch",
+		"NCCL calls/rank (max)", "p2p messages/rank (max)", "NVLink (GB)", "PCIe (GB)", "network (GB)"}}
+	coll := Grid{Title: "Collectives as modeled (one per kind and size)", Header: []string{
+		"strategy", "phase", "name", "op", "ranks", "size (B)", "count/rank", "algo", "proto", "link", "time (µs)"}}
+	var notes []string
+	for _, e := range es {
+		floor := ms(e.Decode.HBMLowerBoundTPOTS)
+		summary.Rows = append(summary.Rows,
+			[]string{e.Name, "prefill", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches),
+				sec(e.Prefill.TTFTS), "", "", "", pct(e.Prefill.BubbleFraction), string(e.Prefill.Bottleneck)},
+			[]string{e.Name, "decode", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches),
+				"", ms(e.Decode.TPOTS), num(e.Decode.TokensPerS), floor, pct(e.Decode.BubbleFraction), string(e.Decode.Bottleneck)})
+		r := maxRank(e)
+		mem.Rows = append(mem.Rows, []string{e.Name, gbs(r.WeightBytes), gbs(r.KVCacheBytes), gbs(r.ActivationBytes),
+			gbs(r.TotalBytes), gbs(r.CapacityBytes), strconv.FormatFloat(float64(e.L2.WorkingSetBytes)/1e6, 'f', 1, 64),
+			strconv.FormatFloat(float64(e.L2.UsableL2Bytes)/1e6, 'f', 1, 64), pct(e.L2.WeightResidency), pct(e.L2.WholeLayerResidency)})
+		for _, ph := range []struct {
+			name string
+			pe   sim.PhaseEstimate
+		}{{"prefill", e.Prefill}, {"decode step", e.Decode}} {
+			c := ph.pe.Comm
+			comm.Rows = append(comm.Rows, []string{e.Name, ph.name, itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
+				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				gbs(c.BytesByLink[topology.NVLink]), gbs(c.BytesByLink[topology.PCIe]), gbs(c.BytesByLink[topology.Network])})
+		}
+		for _, u := range e.Collectives {
+			coll.Rows = append(coll.Rows, []string{e.Name, string(u.Phase), u.Name, u.Op, itoa(u.Ranks), itoa(u.Bytes), itoa(u.Count),
+				u.Algo, u.Proto, string(u.Link), us(u.TimeS)})
+		}
+		for _, n := range e.Notes {
+			notes = append(notes, e.Name+": "+n)
+		}
+	}
+	summary.Notes = notes
+	grids := []Grid{summary, mem, comm}
+	if len(coll.Rows) > 0 {
+		grids = append(grids, coll)
+	}
+	if rs := Comparisons(es); len(rs) > 0 {
+		cmp := Grid{Title: fmt.Sprintf("Relative to %s", es[0].Name), Header: []string{"metric", "strategy", "value", es[0].Name, "ratio"}}
+		for _, r := range rs {
+			cmp.Rows = append(cmp.Rows, []string{r.Metric, r.Strategy, strconv.FormatFloat(r.Value, 'g', 6, 64), strconv.FormatFloat(r.Base, 'g', 6, 64), ratioString(r.Ratio)})
+		}
+		grids = append(grids, cmp)
+	}
+	if perRank {
+		for _, e := range es {
+			grids = append(grids, rankGrid(e))
+		}
+	}
+	return grids
+}
+
+func rankGrid(e *sim.Estimate) Grid {
+	g := Grid{Title: "Per rank: " + e.Name, Header: []string{"rank", "stage", "tp", "layers", "weights (GB)", "KV cache (GB)",
+		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)", "decode busy (ms)", "decode idle (ms)",
+		"NCCL calls/step", "p2p msgs/step"}}
+	for _, r := range e.Ranks {
+		layers := ""
+		if len(r.Layers) > 0 {
+			layers = fmt.Sprintf("%d–%d", r.Layers[0], r.Layers[len(r.Layers)-1])
+		}
+		g.Rows = append(g.Rows, []string{itoa(r.Rank), itoa(r.Stage), itoa(r.TPIndex), layers, gbs(r.WeightBytes), gbs(r.KVCacheBytes),
+			gbs(r.ActivationBytes), gbs(r.TotalBytes), pct(r.L2Residency), sec(r.PrefillBusyS), sec(r.PrefillIdleS),
+			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])})
+	}
+	return g
+}
+
+func maxOf(xs []int64) int64 {
+	var m int64
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// ModelCSV writes one row per strategy and phase, and with perRank one row
+// per rank (phase "rank"), in one table with a fixed header.
+func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
+	g := Grid{Header: []string{"strategy", "phase", "rank", "gpus", "tp", "pp", "microbatches", "ttft_s", "tpot_s", "tokens_per_s",
+		"hbm_lower_bound_tpot_s", "bubble_fraction", "bottleneck", "weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes",
+		"capacity_bytes", "l2_residency", "collective_calls_per_microbatch", "p2p_sends_per_microbatch", "token_sends_per_microbatch",
+		"max_calls_per_rank", "max_messages_per_rank", "nvlink_bytes", "pcie_bytes", "network_bytes"}}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
+	for _, e := range es {
+		r := maxRank(e)
+		for _, ph := range []struct {
+			name string
+			pe   sim.PhaseEstimate
+		}{{"prefill", e.Prefill}, {"decode", e.Decode}} {
+			c := ph.pe.Comm
+			ttft, tpot, tps, floor := "", "", "", ""
+			if ph.name == "prefill" {
+				ttft = f(ph.pe.TTFTS)
+			} else {
+				tpot, tps, floor = f(ph.pe.TPOTS), f(ph.pe.TokensPerS), f(ph.pe.HBMLowerBoundTPOTS)
+			}
+			g.Rows = append(g.Rows, []string{e.Name, ph.name, "", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches), ttft, tpot, tps,
+				floor, f(ph.pe.BubbleFraction), string(ph.pe.Bottleneck), itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes),
+				itoa(r.TotalBytes), itoa(r.CapacityBytes), f(e.L2.WeightResidency), itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
+				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				itoa(c.BytesByLink[topology.NVLink]), itoa(c.BytesByLink[topology.PCIe]), itoa(c.BytesByLink[topology.Network])})
+		}
+		if perRank {
+			for _, r := range e.Ranks {
+				row := make([]string, len(g.Header))
+				row[0], row[1], row[2], row[3], row[4], row[5], row[6] = e.Name, "rank", itoa(r.Rank), itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches)
+				row[13], row[14], row[15], row[16], row[17], row[18] = itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes), itoa(r.TotalBytes), itoa(r.CapacityBytes), f(r.L2Residency)
+				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])
+				g.Rows = append(g.Rows, row)
+			}
+		}
+	}
+	return WriteCSV(w, g)
+}
+
+func ratioString(r *float64) string {
+	if r == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*r, 'f', 3, 64)
+}

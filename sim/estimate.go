@@ -1,0 +1,388 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// Options tune an estimate.
+type Options struct {
+	// Collectives forces an algorithm or protocol (NCCL_ALGO / NCCL_PROTO).
+	Collectives CollectiveOptions
+	// DecodeSteps is how many decode steps the timeline runs to reach steady
+	// state (default 6; TPOT is measured over the second half).
+	DecodeSteps int
+}
+
+// Estimate is the modeled cost of one strategy.
+type Estimate struct {
+	Name           string          `json:"name"`
+	Description    string          `json:"description,omitempty"`
+	Hardware       string          `json:"hardware"`
+	Topology       string          `json:"topology"`
+	GPUs           int             `json:"gpus"`
+	TP             int             `json:"tp"`
+	PP             int             `json:"pp"`
+	Microbatches   int             `json:"microbatches"`
+	MicrobatchSize int             `json:"microbatch_size"`
+	Batch          int             `json:"batch"`
+	PromptTokens   int             `json:"prompt_tokens"`
+	OutputTokens   int             `json:"output_tokens"`
+	ParamsTotal    int64           `json:"params_total"`
+	DType          string          `json:"dtype"`
+	Ranks          []RankEstimate  `json:"ranks"`
+	Prefill        PhaseEstimate   `json:"prefill"`
+	Decode         PhaseEstimate   `json:"decode"`
+	Comm           CommEstimate    `json:"comm"`
+	L2             L2Estimate      `json:"l2"`
+	Collectives    []CollectiveUse `json:"collectives"`
+	Notes          []string        `json:"notes"`
+
+	Plan     *partition.Plan `json:"-"`
+	Timeline *Timeline       `json:"-"`
+}
+
+// RankEstimate is one rank's memory, L2 residency and time use.
+type RankEstimate struct {
+	Rank    int `json:"rank"`
+	Stage   int `json:"stage"`
+	TPIndex int `json:"tp_index"`
+	partition.Memory
+	Layers      []int   `json:"layers"`
+	L2Residency float64 `json:"l2_residency"`
+	// Busy is the time in ops, Idle the time waiting, within each phase's window.
+	PrefillBusyS float64 `json:"prefill_busy_s"`
+	PrefillIdleS float64 `json:"prefill_idle_s"`
+	DecodeBusyS  float64 `json:"decode_busy_s"`
+	DecodeIdleS  float64 `json:"decode_idle_s"`
+}
+
+// PhaseEstimate is the timeline's verdict on one phase. Prefill fills
+// TTFTS and PromptTokensPerS; decode fills TPOTS, TokensPerS and the bound.
+type PhaseEstimate struct {
+	TTFTS            float64 `json:"ttft_s,omitempty"`
+	PromptTokensPerS float64 `json:"prompt_tokens_per_s,omitempty"`
+	TPOTS            float64 `json:"tpot_s,omitempty"`
+	TokensPerS       float64 `json:"tokens_per_s,omitempty"`
+	// HBMLowerBoundTPOTS is a physical floor: the bytes every rank must move
+	// in HBM per step (KV cache, weights beyond L2) over all GPUs at peak.
+	HBMLowerBoundTPOTS float64 `json:"hbm_lower_bound_tpot_s,omitempty"`
+	KVLength           int     `json:"kv_length,omitempty"`
+	Chunks             int     `json:"chunks,omitempty"`
+	ChunkTokens        int     `json:"chunk_tokens,omitempty"`
+	// BubbleFraction is the idle share of all ranks' time in the phase window.
+	BubbleFraction float64 `json:"bubble_fraction"`
+	// Bottleneck is what the busiest rank spends most of its window on.
+	Bottleneck   Bound                 `json:"bottleneck"`
+	TimeByBound  map[Bound]float64     `json:"time_by_bound_s"`
+	CriticalRank int                   `json:"critical_rank"`
+	Comm         partition.CommSummary `json:"comm"`
+}
+
+// CommEstimate is the communication of the strategy under each definition.
+type CommEstimate struct {
+	CollectiveCallsPerMicrobatch int `json:"collective_calls_per_microbatch"`
+	P2PSendsPerMicrobatch        int `json:"p2p_sends_per_microbatch"`
+	TokenSendsPerMicrobatch      int `json:"token_sends_per_microbatch"`
+	// Per decode step, the most any rank makes.
+	MaxCallsPerRankPerStep    int64 `json:"max_calls_per_rank_per_step"`
+	MaxMessagesPerRankPerStep int64 `json:"max_messages_per_rank_per_step"`
+	// BytesByLink covers one whole batch: prefill plus output_tokens − 1 decode steps.
+	BytesByLink map[topology.LinkClass]int64 `json:"bytes_by_link"`
+}
+
+// L2Estimate is how much of each rank's reused weights fit the usable L2.
+type L2Estimate struct {
+	// WeightResidency is the smallest over ranks of usable L2 / reused weights (≤ 1).
+	WeightResidency float64 `json:"weight_residency"`
+	WorkingSetBytes int64   `json:"working_set_bytes"` // the largest rank's reused weights
+	UsableL2Bytes   int64   `json:"usable_l2_bytes"`
+	// WholeLayerResidency is usable L2 / one whole layer's weights: what
+	// "each layer fits in L2" would need to be 1.
+	WholeLayerResidency float64 `json:"whole_layer_residency"`
+	WholeLayerBytes     int64   `json:"whole_layer_bytes"`
+}
+
+// CollectiveUse is how one kind of collective runs.
+type CollectiveUse struct {
+	Phase partition.Phase    `json:"phase"`
+	Name  string             `json:"name"`
+	Op    string             `json:"op"`
+	Ranks int                `json:"ranks"`
+	Bytes int64              `json:"bytes"`
+	Algo  string             `json:"algo"`
+	Proto string             `json:"proto"`
+	Link  topology.LinkClass `json:"link"`
+	TimeS float64            `json:"time_s"`
+	Count int                `json:"count_per_rank"`
+}
+
+// EstimatePlan models a plan's prefill and decode on its hardware.
+func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+	if opts.DecodeSteps <= 0 {
+		opts.DecodeSteps = 6
+	}
+	if opts.DecodeSteps < 3 {
+		return nil, fmt.Errorf("sim: decode steps must be at least 3 (got %d)", opts.DecodeSteps)
+	}
+	cfg := plan.Config
+	w := cfg.Workload
+	e := &Estimate{
+		Name: cfg.Name, Description: cfg.Description, Hardware: plan.System.GPU.Name, Topology: plan.System.Topology.Name,
+		GPUs: plan.Size(), TP: plan.TP, PP: plan.PP, Microbatches: plan.Microbatches, MicrobatchSize: plan.MicrobatchSize,
+		Batch: w.Batch, PromptTokens: w.PromptTokens(), OutputTokens: w.OutputTokens,
+		ParamsTotal: partition.ParamsTotal(plan.Model), DType: plan.Model.DType, Plan: plan,
+	}
+
+	s := &simulator{plan: plan, opts: opts, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]float64{}, pending: map[collKey]*pendingColl{}}
+	usable := plan.System.GPU.UsableL2Bytes()
+	e.L2 = L2Estimate{UsableL2Bytes: usable, WeightResidency: 1}
+	lp := partition.Layer(plan.Model)
+	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
+	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
+
+	decode := make([]partition.Program, plan.Size())
+	for r := range plan.Ranks {
+		pre := plan.Program(r, partition.Prefill)
+		decode[r] = plan.Program(r, partition.Decode)
+		ws := workingSet(decode[r])
+		res := 1.0
+		if ws > 0 {
+			res = math.Min(1, float64(usable)/float64(ws))
+		}
+		s.residency = append(s.residency, res)
+		e.L2.WorkingSetBytes = max(e.L2.WorkingSetBytes, ws)
+		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
+		st := &rankState{seq: map[string]int{}, touched: map[string]bool{}}
+		for i := range pre.Ops {
+			st.items = append(st.items, item{partition.Prefill, -1, &pre.Ops[i]})
+		}
+		for k := 0; k < opts.DecodeSteps; k++ {
+			for i := range decode[r].Ops {
+				st.items = append(st.items, item{partition.Decode, k, &decode[r].Ops[i]})
+			}
+		}
+		s.ranks = append(s.ranks, st)
+	}
+	tl, err := s.run()
+	if err != nil {
+		return nil, err
+	}
+	e.Timeline = tl
+
+	// Token times: a micro-batch's token is out when its sample op ends on
+	// every TP rank of the last stage.
+	prefillEnd, ttft := 0.0, 0.0
+	tok := make([][]float64, opts.DecodeSteps)
+	for i := range tok {
+		tok[i] = make([]float64, plan.Microbatches)
+	}
+	for _, sl := range tl.Slices {
+		if sl.Phase == partition.Prefill {
+			prefillEnd = max(prefillEnd, sl.EndS)
+			if sl.Op.Kind == partition.Sample {
+				ttft = max(ttft, sl.EndS)
+			}
+		} else if sl.Op.Kind == partition.Sample {
+			tok[sl.Step][sl.Op.Microbatch] = max(tok[sl.Step][sl.Op.Microbatch], sl.EndS)
+		}
+	}
+	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
+	var tpot float64
+	w0, w1 := math.Inf(1), math.Inf(1)
+	for mb := 0; mb < plan.Microbatches; mb++ {
+		tpot += (tok[k1][mb] - tok[s0][mb]) / float64(k1-s0)
+		w0, w1 = math.Min(w0, tok[s0][mb]), math.Min(w1, tok[k1][mb])
+	}
+	tpot /= float64(plan.Microbatches)
+
+	e.Prefill = PhaseEstimate{TTFTS: ttft, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
+		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
+	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
+	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
+	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
+	e.Decode.HBMLowerBoundTPOTS = hbmLowerBound(plan, decode)
+
+	e.Prefill.Comm = plan.Comm(partition.Prefill)
+	e.Decode.Comm = plan.Comm(partition.Decode)
+	e.Comm = CommEstimate{
+		CollectiveCallsPerMicrobatch: e.Decode.Comm.CollectiveCallsPerMicrobatch,
+		P2PSendsPerMicrobatch:        e.Decode.Comm.P2PSendsPerMicrobatch,
+		TokenSendsPerMicrobatch:      e.Decode.Comm.TokenSendsPerMicrobatch,
+		BytesByLink:                  map[topology.LinkClass]int64{},
+	}
+	for r := range plan.Ranks {
+		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank[r])
+		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank[r])
+	}
+	for _, c := range topology.LinkClasses {
+		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
+	}
+
+	for _, r := range plan.Ranks {
+		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank]}
+		e.Ranks = append(e.Ranks, re)
+	}
+	e.rankUse(partition.Prefill, 0, prefillEnd)
+	e.rankUse(partition.Decode, w0, w1)
+	e.Collectives = collectiveUses(tl)
+	e.Notes = notes(e, plan)
+	return e, nil
+}
+
+// workingSet is the reusable weight bytes one decode step reads on a rank.
+func workingSet(prog partition.Program) int64 {
+	seen := map[string]bool{}
+	var b int64
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		key := fmt.Sprintf("%d/%s", op.Layer, op.Tensor)
+		if reusable(op) && !seen[key] {
+			seen[key] = true
+			b += op.WeightBytes
+		}
+	}
+	return b
+}
+
+// hbmLowerBound: per step every rank reads its KV cache and writes the new
+// entries, and reads at least the weights that do not fit its L2; all GPUs
+// together cannot do that faster than at their summed peak HBM bandwidth.
+func hbmLowerBound(plan *partition.Plan, decode []partition.Program) float64 {
+	var bytes float64
+	usable := float64(plan.System.GPU.UsableL2Bytes())
+	for _, prog := range decode {
+		for _, op := range prog.Ops {
+			bytes += float64(op.KVReadBytes + op.KVWriteBytes)
+		}
+		bytes += math.Max(0, float64(workingSet(prog))-usable)
+	}
+	return bytes / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
+}
+
+// overlap is the length of [a,b] ∩ [lo,hi].
+func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-math.Max(a, lo)) }
+
+// busy is the part of a slice spent working (not waiting).
+func busySpan(sl Slice) (float64, float64) { return sl.StartS + sl.WaitS, sl.EndS }
+
+func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi float64) {
+	n := e.Timeline.Ranks
+	busy := make([]float64, n)
+	byBound := make([]map[Bound]float64, n)
+	for i := range byBound {
+		byBound[i] = map[Bound]float64{}
+	}
+	for _, sl := range e.Timeline.Slices {
+		if sl.Phase != phase && !(phase == partition.Decode && sl.Phase == partition.Prefill) {
+			continue
+		}
+		a, b := busySpan(sl)
+		d := overlap(a, b, lo, hi)
+		if sl.Op.Kind == partition.Recv {
+			d = 0 // a recv's time is waiting for data: idle
+		}
+		busy[sl.Rank] += d
+		byBound[sl.Rank][sl.Bound] += d
+	}
+	window := hi - lo
+	crit := 0
+	var total float64
+	for r := range busy {
+		total += busy[r]
+		if busy[r] > busy[crit] {
+			crit = r
+		}
+	}
+	if window > 0 {
+		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
+	}
+	pe.CriticalRank = crit
+	pe.TimeByBound = byBound[crit]
+	if idle := window - busy[crit]; idle > 1e-15 {
+		pe.TimeByBound[BoundBubble] = idle
+	}
+	pe.Bottleneck = BoundBubble
+	best := -1.0
+	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
+		if t := pe.TimeByBound[b]; t > best {
+			best, pe.Bottleneck = t, b
+		}
+	}
+}
+
+func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
+	busy := make([]float64, len(e.Ranks))
+	for _, sl := range e.Timeline.Slices {
+		if sl.Op.Kind == partition.Recv {
+			continue
+		}
+		a, b := busySpan(sl)
+		busy[sl.Rank] += overlap(a, b, lo, hi)
+	}
+	for r := range e.Ranks {
+		if phase == partition.Prefill {
+			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], hi-lo-busy[r]
+		} else {
+			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], hi-lo-busy[r]
+		}
+	}
+}
+
+func collectiveUses(tl *Timeline) []CollectiveUse {
+	type key struct {
+		phase partition.Phase
+		name  string
+		bytes int64
+	}
+	seen := map[key]*CollectiveUse{}
+	var order []key
+	for _, sl := range tl.Slices {
+		if sl.Rank != tl.Slices[0].Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
+			continue
+		}
+		name := sl.Op.Name
+		if i := strings.IndexByte(name, '.'); i >= 0 && sl.Op.Layer >= 0 {
+			name = name[i+1:]
+		}
+		k := key{sl.Phase, name, sl.Op.Bytes}
+		if u := seen[k]; u != nil {
+			u.Count++
+			continue
+		}
+		cop, _ := sl.Op.Kind.Comm()
+		seen[k] = &CollectiveUse{Phase: sl.Phase, Name: name, Op: string(cop), Ranks: len(sl.Op.Group), Bytes: sl.Op.Bytes,
+			Algo: sl.Algo, Proto: sl.Proto, Link: sl.Link, TimeS: sl.EndS - sl.StartS - sl.WaitS, Count: 1}
+		order = append(order, k)
+	}
+	out := make([]CollectiveUse, 0, len(order))
+	for _, k := range order {
+		out = append(out, *seen[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Phase > out[j].Phase })
+	return out
+}
+
+func notes(e *Estimate, plan *partition.Plan) []string {
+	var out []string
+	if plan.PrefillChunks > 1 {
+		out = append(out, fmt.Sprintf("prefill is chunked into %d passes of %d tokens per sequence so activations fit in HBM", plan.PrefillChunks, plan.PrefillChunk))
+	}
+	if e.L2.WeightResidency < 1 {
+		out = append(out, fmt.Sprintf("reused weights per rank (%.1f MB) exceed the usable L2 (%.1f MB): %.1f %% resident at best",
+			float64(e.L2.WorkingSetBytes)/1e6, float64(e.L2.UsableL2Bytes)/1e6, 100*e.L2.WeightResidency))
+	}
+	if e.PP > 1 && e.Microbatches < e.PP {
+		out = append(out, fmt.Sprintf("%d micro-batch(es) cannot fill %d pipeline stages: each GPU idles at least %.0f %% of every decode step",
+			e.Microbatches, e.PP, 100*float64(e.PP-e.Microbatches)/float64(e.PP)))
+	}
+	if e.Decode.TPOTS < e.Decode.HBMLowerBoundTPOTS {
+		out = append(out, "model error: TPOT below the HBM lower bound")
+	}
+	return out
+}

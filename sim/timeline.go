@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// Slice is one op on one rank's timeline.
+type Slice struct {
+	Rank  int
+	Phase partition.Phase
+	Step  int // decode step; −1 in prefill
+	Op    *partition.Op
+	// WaitS is the idle time before the op could start (a recv waiting for its
+	// message, a collective waiting for the slowest member).
+	StartS, EndS, WaitS float64
+	Bound               Bound
+	Algo, Proto         string             // collectives
+	Link                topology.LinkClass // communication: the (slowest) link class used
+	HBMBytes, L2Bytes   int64
+}
+
+// Timeline is every rank's ops in time order.
+type Timeline struct {
+	Ranks  int
+	Slices []Slice
+}
+
+// item is one op in a rank's run order.
+type item struct {
+	phase partition.Phase
+	step  int
+	op    *partition.Op
+}
+
+type chanKey struct{ src, dst int }
+
+type collKey struct {
+	group string
+	seq   int
+}
+
+type pendingColl struct {
+	arrivals map[int]float64
+}
+
+type rankState struct {
+	items   []item
+	pc      int
+	clock   float64
+	arrived bool // registered at the collective it is blocked on
+	seq     map[string]int
+	touched map[string]bool
+}
+
+// simulator runs every rank's ops against each other: compute takes its
+// roofline time; a send posts a message that occupies its link channel and
+// does not block the sender; a recv waits for its message; a collective
+// starts when its last member arrives.
+type simulator struct {
+	plan      *partition.Plan
+	opts      Options
+	residency []float64
+	ranks     []*rankState
+	chanFree  map[chanKey]float64
+	inbox     map[chanKey][]float64 // arrival times, FIFO
+	pending   map[collKey]*pendingColl
+	out       []Slice
+}
+
+func groupName(ranks []int) string {
+	var b strings.Builder
+	for i, r := range ranks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, r)
+	}
+	return b.String()
+}
+
+func (s *simulator) run() (*Timeline, error) {
+	for !s.finished() {
+		progressed := false
+		for ri, r := range s.ranks {
+			for r.pc < len(r.items) {
+				ok, err := s.step(ri)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					break
+				}
+				progressed = true
+			}
+		}
+		if !progressed {
+			var stuck []string
+			for ri, r := range s.ranks {
+				if r.pc < len(r.items) {
+					it := r.items[r.pc]
+					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", ri, it.phase, it.op.Name, it.op.Microbatch))
+				}
+			}
+			return nil, fmt.Errorf("sim: the Programs deadlock: %s", strings.Join(stuck, "; "))
+		}
+	}
+	sort.SliceStable(s.out, func(i, j int) bool {
+		if s.out[i].Rank != s.out[j].Rank {
+			return s.out[i].Rank < s.out[j].Rank
+		}
+		return s.out[i].StartS < s.out[j].StartS
+	})
+	return &Timeline{Ranks: len(s.ranks), Slices: s.out}, nil
+}
+
+func (s *simulator) finished() bool {
+	for _, r := range s.ranks {
+		if r.pc < len(r.items) {
+			return false
+		}
+	}
+	return true
+}
+
+// step tries to run rank ri's next op; false means it is blocked.
+func (s *simulator) step(ri int) (bool, error) {
+	r := s.ranks[ri]
+	it := r.items[r.pc]
+	op := it.op
+	g := s.plan.System.GPU
+	sl := Slice{Rank: ri, Phase: it.phase, Step: it.step, Op: op}
+	switch op.Kind {
+	case partition.Send:
+		sl.StartS = r.clock
+		sl.EndS = r.clock + g.KernelLaunchS
+		sl.Bound = BoundLatency
+		sl.Link = s.plan.System.Topology.Path(ri, op.Peer).Class
+		key := chanKey{ri, op.Peer}
+		start := max(sl.EndS, s.chanFree[key])
+		est := P2P(s.plan.System, ri, op.Peer, op.Bytes)
+		s.chanFree[key] = start + est.TimeS
+		s.inbox[key] = append(s.inbox[key], start+est.TimeS)
+		r.clock = sl.EndS
+	case partition.Recv:
+		key := chanKey{op.Peer, ri}
+		q := s.inbox[key]
+		if len(q) == 0 {
+			return false, nil
+		}
+		arrival := q[0]
+		s.inbox[key] = q[1:]
+		sl.StartS = r.clock
+		sl.EndS = max(r.clock, arrival)
+		sl.WaitS = sl.EndS - r.clock
+		sl.Link = s.plan.System.Topology.Path(op.Peer, ri).Class
+		sl.Bound = linkBound(sl.Link)
+		r.clock = sl.EndS
+	case partition.AllReduce, partition.AllGather:
+		return s.collective(ri, it)
+	default:
+		key := fmt.Sprintf("%d/%s", op.Layer, op.Tensor)
+		first := !r.touched[key]
+		r.touched[key] = true
+		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first)
+		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
+		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
+		r.clock = sl.EndS
+	}
+	s.out = append(s.out, sl)
+	r.pc++
+	return true, nil
+}
+
+func (s *simulator) collective(ri int, it item) (bool, error) {
+	r := s.ranks[ri]
+	op := it.op
+	name := groupName(op.Group)
+	key := collKey{name, r.seq[name]}
+	p := s.pending[key]
+	if p == nil {
+		p = &pendingColl{arrivals: map[int]float64{}}
+		s.pending[key] = p
+	}
+	if !r.arrived {
+		p.arrivals[ri] = r.clock
+		r.arrived = true
+	}
+	if len(p.arrivals) < len(op.Group) {
+		return false, nil
+	}
+	// Everyone is here: run it for all members at once.
+	cop, _ := op.Kind.Comm()
+	est, err := Collective(s.plan.System, cop, op.Group, op.Bytes, s.opts.Collectives)
+	if err != nil {
+		return false, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, name, err)
+	}
+	start := 0.0
+	for _, a := range p.arrivals {
+		start = max(start, a)
+	}
+	end := start + est.TimeS + s.plan.System.GPU.KernelLaunchS
+	bound := linkBound(est.Link)
+	if est.LatencyBound {
+		bound = BoundLatency
+	}
+	for _, m := range op.Group {
+		mr := s.ranks[m]
+		mit := mr.items[mr.pc]
+		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
+			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", m, mit.op.Name, ri, op.Name, name)
+		}
+		s.out = append(s.out, Slice{Rank: m, Phase: mit.phase, Step: mit.step, Op: mit.op,
+			StartS: p.arrivals[m], EndS: end, WaitS: start - p.arrivals[m], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
+		mr.clock = end
+		mr.arrived = false
+		mr.seq[name]++
+		mr.pc++
+	}
+	delete(s.pending, key)
+	return true, nil
+}
