@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestModelDryRunDefaultTable(t *testing.T) {
+	out, err := runCLI(t, "model", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tp8pp2", "layerwise16", "TTFT (s)", "TPOT (ms)", "TPS (tok/s)", "KV cache (GB)",
+		"L2 residency (%)", "collectives/µbatch", "NVLink (GB)", "bubble (%)", "bottleneck", "Relative to tp8pp2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+// The keys later tools parse, exactly as written in docs/json-schema.md.
+func TestModelJSONKeys(t *testing.T) {
+	out, err := runCLI(t, "model", "--dry-run", "--config", "configs/tp8pp2.toml", "--compare", "configs/layerwise16.toml", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema"] != "partbench.model/v1" {
+		t.Fatalf("schema %v", doc["schema"])
+	}
+	strategies := doc["strategies"].([]any)
+	if len(strategies) != 2 {
+		t.Fatalf("%d strategies", len(strategies))
+	}
+	for _, s := range strategies {
+		st := s.(map[string]any)
+		for _, k := range []string{"name", "gpus", "tp", "pp", "microbatches", "params_total", "ranks", "prefill", "decode", "comm", "l2"} {
+			if _, ok := st[k]; !ok {
+				t.Errorf("strategy lacks %q", k)
+			}
+		}
+		rank0 := st["ranks"].([]any)[0].(map[string]any)
+		for _, k := range []string{"rank", "weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes"} {
+			if _, ok := rank0[k]; !ok {
+				t.Errorf("rank lacks %q", k)
+			}
+		}
+		for obj, keys := range map[string][]string{
+			"prefill": {"ttft_s", "bubble_fraction"},
+			"decode":  {"tpot_s", "tokens_per_s", "bubble_fraction"},
+			"comm":    {"collective_calls_per_microbatch", "p2p_sends_per_microbatch", "bytes_by_link"},
+			"l2":      {"weight_residency"},
+		} {
+			m := st[obj].(map[string]any)
+			for _, k := range keys {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s lacks %q", obj, k)
+				}
+			}
+		}
+		bl := st["comm"].(map[string]any)["bytes_by_link"].(map[string]any)
+		for _, k := range []string{"nvlink", "pcie", "network"} {
+			if _, ok := bl[k]; !ok {
+				t.Errorf("bytes_by_link lacks %q", k)
+			}
+		}
+	}
+	tp := strategies[0].(map[string]any)
+	if tp["name"] != "tp8pp2" || tp["comm"].(map[string]any)["collective_calls_per_microbatch"].(float64) != 32 {
+		t.Errorf("first strategy %v comm %v", tp["name"], tp["comm"])
+	}
+	if ranks := tp["ranks"].([]any); len(ranks) != 16 {
+		t.Errorf("%d ranks", len(ranks))
+	}
+}
+
+func TestModelCSVPerRank(t *testing.T) {
+	out, err := runCLI(t, "model", "--dry-run", "--config", "tp8pp2", "--format", "csv", "--per-rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Header, prefill, decode, and 16 rank rows.
+	if len(rows) != 1+2+16 || rows[0][0] != "strategy" || rows[3][1] != "rank" {
+		t.Fatalf("%d rows; first %v", len(rows), rows[:min(4, len(rows))])
+	}
+}
+
+func TestModelMarkdownToFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.md")
+	if _, err := runCLI(t, "model", "--dry-run", "--format", "markdown", "-o", path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "| tp8pp2") || !strings.Contains(string(b), "### Estimate") {
+		t.Fatalf("markdown file: %v\n%s", err, b)
+	}
+}
+
+func TestModelErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model"}, "model needs --dry-run"},
+		{[]string{"model", "--dry-run", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
+		{[]string{"model", "--dry-run", "--config", "nope.toml"}, `config "nope.toml": no such file`},
+		{[]string{"model", "--dry-run", "--decode-steps", "2"}, "decode steps must be at least 3"},
+	} {
+		_, err := runCLI(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestConfigFileErrorNamesFileAndField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.toml")
+	data, _ := os.ReadFile("../../configs/tp8pp2.toml")
+	bad := strings.Replace(string(data), "tp = 8", "tp = 5", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCLI(t, "model", "--dry-run", "--config", path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "parallel.tp: must divide model.heads = 32 (got 5)") {
+		t.Fatalf("error %v", err)
+	}
+}
