@@ -23,7 +23,7 @@ import (
 // Files holds every embedded preset: strategies at the top level, and the
 // model, hardware and topology presets they name.
 //
-//go:embed *.toml model/*.toml hardware/*.toml topology/*.toml test/*.toml
+//go:embed *.toml model/*.toml hardware/*.toml topology/*.toml test/*.toml claims/*.toml
 var Files embed.FS
 
 // DefaultStrategies are the presets `partbench model --dry-run` compares when

@@ -18,6 +18,8 @@ type Grid struct {
 	Header []string
 	Rows   [][]string
 	Notes  []string
+	// Wrap, when positive, wraps terminal cells wider than this many columns.
+	Wrap int
 }
 
 // Formats accepted by the writers.
@@ -52,6 +54,9 @@ func WriteGrids(w io.Writer, format string, grids ...Grid) error {
 			}
 		}
 		opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAutoWrap(tw.WrapNone)}
+		if g.Wrap > 0 && format != FormatMarkdown {
+			opts = append(opts, tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithRowMaxWidth(g.Wrap))
+		}
 		if format == FormatMarkdown {
 			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
 		}

@@ -73,6 +73,13 @@ type PhaseEstimate struct {
 	// in HBM per step (KV cache, weights beyond L2) over all GPUs at peak.
 	HBMLowerBoundTPOTS float64 `json:"hbm_lower_bound_tpot_s,omitempty"`
 	KVLength           int     `json:"kv_length,omitempty"`
+	// HBMBytesPerStep and L2BytesPerStep sum every rank's modeled traffic in
+	// one steady-state decode step.
+	HBMBytesPerStep int64 `json:"hbm_bytes_per_step,omitempty"`
+	L2BytesPerStep  int64 `json:"l2_bytes_per_step,omitempty"`
+	// HBMFloorBytesPerStep is what the HBM floor counts: KV read and write,
+	// and weights beyond each rank's usable L2.
+	HBMFloorBytesPerStep int64 `json:"hbm_floor_bytes_per_step,omitempty"`
 	Chunks             int     `json:"chunks,omitempty"`
 	ChunkTokens        int     `json:"chunk_tokens,omitempty"`
 	// BubbleFraction is the idle share of all ranks' time in the phase window.
@@ -206,7 +213,15 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
 	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
 	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
-	e.Decode.HBMLowerBoundTPOTS = hbmLowerBound(plan, decode)
+	floor := hbmFloorBytes(plan, decode)
+	e.Decode.HBMFloorBytesPerStep = floor
+	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
+	for _, sl := range tl.Slices {
+		if sl.Phase == partition.Decode && sl.Step == s0 {
+			e.Decode.HBMBytesPerStep += sl.HBMBytes
+			e.Decode.L2BytesPerStep += sl.L2Bytes
+		}
+	}
 
 	e.Prefill.Comm = plan.Comm(partition.Prefill)
 	e.Decode.Comm = plan.Comm(partition.Decode)
@@ -250,19 +265,19 @@ func workingSet(prog partition.Program) int64 {
 	return b
 }
 
-// hbmLowerBound: per step every rank reads its KV cache and writes the new
+// hbmFloorBytes: per step every rank reads its KV cache and writes the new
 // entries, and reads at least the weights that do not fit its L2; all GPUs
-// together cannot do that faster than at their summed peak HBM bandwidth.
-func hbmLowerBound(plan *partition.Plan, decode []partition.Program) float64 {
-	var bytes float64
-	usable := float64(plan.System.GPU.UsableL2Bytes())
+// together cannot move that faster than at their summed peak HBM bandwidth.
+func hbmFloorBytes(plan *partition.Plan, decode []partition.Program) int64 {
+	var bytes int64
+	usable := plan.System.GPU.UsableL2Bytes()
 	for _, prog := range decode {
 		for _, op := range prog.Ops {
-			bytes += float64(op.KVReadBytes + op.KVWriteBytes)
+			bytes += op.KVReadBytes + op.KVWriteBytes
 		}
-		bytes += math.Max(0, float64(workingSet(prog))-usable)
+		bytes += max(0, workingSet(prog)-usable)
 	}
-	return bytes / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
+	return bytes
 }
 
 // overlap is the length of [a,b] ∩ [lo,hi].
