@@ -146,7 +146,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		ParamsTotal: partition.ParamsTotal(plan.Model), DType: plan.Model.DType, Plan: plan,
 	}
 
-	s := &simulator{plan: plan, opts: opts, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]float64{}, pending: map[collKey]*pendingColl{}}
+	s := &simulator{plan: plan, opts: opts, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	usable := plan.System.GPU.UsableL2Bytes()
 	e.L2 = L2Estimate{UsableL2Bytes: usable, WeightResidency: 1}
 	lp := partition.Layer(plan.Model)

@@ -21,6 +21,8 @@ type Slice struct {
 	Bound               Bound
 	Algo, Proto         string             // collectives
 	Link                topology.LinkClass // communication: the (slowest) link class used
+	// Flow pairs a send with the recv of its message (0 for other ops).
+	Flow int
 	HBMBytes, L2Bytes   int64
 }
 
@@ -42,6 +44,11 @@ type chanKey struct{ src, dst int }
 type collKey struct {
 	group string
 	seq   int
+}
+
+type message struct {
+	arrival float64
+	flow    int
 }
 
 type pendingColl struct {
@@ -67,7 +74,8 @@ type simulator struct {
 	residency []float64
 	ranks     []*rankState
 	chanFree  map[chanKey]float64
-	inbox     map[chanKey][]float64 // arrival times, FIFO
+	inbox     map[chanKey][]message // FIFO per ordered pair
+	flows     int
 	pending   map[collKey]*pendingColl
 	out       []Slice
 }
@@ -144,7 +152,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		start := max(sl.EndS, s.chanFree[key])
 		est := P2P(s.plan.System, ri, op.Peer, op.Bytes)
 		s.chanFree[key] = start + est.TimeS
-		s.inbox[key] = append(s.inbox[key], start+est.TimeS)
+		s.flows++
+		sl.Flow = s.flows
+		s.inbox[key] = append(s.inbox[key], message{start + est.TimeS, s.flows})
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, ri}
@@ -152,7 +162,8 @@ func (s *simulator) step(ri int) (bool, error) {
 		if len(q) == 0 {
 			return false, nil
 		}
-		arrival := q[0]
+		arrival := q[0].arrival
+		sl.Flow = q[0].flow
 		s.inbox[key] = q[1:]
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)

@@ -17,7 +17,7 @@ func pipeline(p, m int, t float64) *simulator {
 		System: topology.System{GPU: g, Topology: topology.Topology{Nodes: 1, GPUsPerNode: p, Intra: link}},
 	}
 	plan.Model.DType = "fp32"
-	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]float64{}, pending: map[collKey]*pendingColl{}}
+	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	for r := 0; r < p; r++ {
 		st := &rankState{seq: map[string]int{}, touched: map[string]bool{}}
 		for mb := 0; mb < m; mb++ {

@@ -21,6 +21,7 @@ type modelOptions struct {
 	perRank     bool
 	decodeSteps int
 	out         string
+	trace       string
 }
 
 func newModelCmd() *cobra.Command {
@@ -44,6 +45,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
 	f.IntVar(&o.decodeSteps, "decode-steps", 6, "decode steps the timeline simulates to reach steady state (≥ 3)")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
 	return cmd
 }
 
@@ -69,6 +71,15 @@ func (o *modelOptions) run(stdout io.Writer) error {
 			return err
 		}
 		es = append(es, e)
+	}
+	if o.trace != "" {
+		var spans []report.Span
+		for _, e := range es {
+			spans = append(spans, report.EstimateSpans(e)...)
+		}
+		if err := writeFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
 	}
 	w := stdout
 	if o.out != "" {

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"sort"
+
+	"github.com/partbench/partbench/sim"
+)
+
+// Span is one op on one rank's track, in seconds from the start of a run.
+// Simulated and measured timelines both become Spans, with the same names,
+// so their traces can be opened side by side.
+type Span struct {
+	Process string // one process per strategy (or per run)
+	Rank    int    // one track per rank
+	Name    string
+	Cat     string // op kind: gemm, attention, all_reduce, send, recv, …
+	StartS  float64
+	DurS    float64
+	Args    map[string]any
+	// Flow pairs a send with its recv (same non-zero id on both).
+	Flow int
+}
+
+type traceEvent struct {
+	Name string         `json:"name,omitempty"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  *float64       `json:"dur,omitempty"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	ID   int            `json:"id,omitempty"`
+	BP   string         `json:"bp,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// ChromeTrace writes spans in the Chrome trace-event JSON format, which
+// ui.perfetto.dev and chrome://tracing load: one process per Process, one
+// thread per rank, complete events per span and flow arrows from each send
+// to its recv.
+func ChromeTrace(w io.Writer, spans []Span) error {
+	pids := map[string]int{}
+	var events []traceEvent
+	named := map[[2]int]bool{}
+	for _, s := range spans {
+		pid, ok := pids[s.Process]
+		if !ok {
+			pid = len(pids) + 1
+			pids[s.Process] = pid
+			events = append(events, traceEvent{Name: "process_name", Ph: "M", Pid: pid, Args: map[string]any{"name": s.Process}})
+		}
+		if !named[[2]int{pid, s.Rank}] {
+			named[[2]int{pid, s.Rank}] = true
+			events = append(events,
+				traceEvent{Name: "thread_name", Ph: "M", Pid: pid, Tid: s.Rank, Args: map[string]any{"name": "rank " + itoa(s.Rank)}},
+				traceEvent{Name: "thread_sort_index", Ph: "M", Pid: pid, Tid: s.Rank, Args: map[string]any{"sort_index": s.Rank}})
+		}
+		dur := s.DurS * 1e6
+		ts := s.StartS * 1e6
+		events = append(events, traceEvent{Name: s.Name, Cat: s.Cat, Ph: "X", Ts: ts, Dur: &dur, Pid: pid, Tid: s.Rank, Args: s.Args})
+		if s.Flow != 0 {
+			id := pid<<24 | s.Flow // flow ids are global to the trace
+			// A flow starts inside the send and ends (binding to the enclosing
+			// slice) at the end of the recv, when the data is there.
+			if s.Cat == "send" {
+				events = append(events, traceEvent{Name: "message", Cat: "flow", Ph: "s", Ts: ts, Pid: pid, Tid: s.Rank, ID: id})
+			} else {
+				events = append(events, traceEvent{Name: "message", Cat: "flow", Ph: "f", BP: "e", Ts: ts + dur, Pid: pid, Tid: s.Rank, ID: id})
+			}
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Ph == "M" && events[j].Ph != "M" })
+	enc := json.NewEncoder(w)
+	return enc.Encode(struct {
+		TraceEvents     []traceEvent `json:"traceEvents"`
+		DisplayTimeUnit string       `json:"displayTimeUnit"`
+	}{events, "ms"})
+}
+
+// EstimateSpans turns a simulated timeline into spans named as a measured
+// run names them: the Program's op names, with shapes and bytes in args.
+func EstimateSpans(e *sim.Estimate) []Span {
+	out := make([]Span, 0, len(e.Timeline.Slices))
+	for _, sl := range e.Timeline.Slices {
+		op := sl.Op
+		args := map[string]any{"phase": string(sl.Phase), "microbatch": op.Microbatch, "bound": string(sl.Bound)}
+		if sl.Step >= 0 {
+			args["step"] = sl.Step
+		}
+		if op.Chunk > 0 {
+			args["chunk"] = op.Chunk
+		}
+		if op.Kind == "gemm" {
+			args["m"], args["n"], args["k"] = op.Rows, op.N, op.K
+		}
+		if op.FLOPs > 0 {
+			args["flops"] = op.FLOPs
+		}
+		if sl.HBMBytes > 0 {
+			args["hbm_bytes"] = sl.HBMBytes
+		}
+		if sl.L2Bytes > 0 {
+			args["l2_bytes"] = sl.L2Bytes
+		}
+		if op.Bytes > 0 {
+			args["bytes"] = op.Bytes
+		}
+		if sl.WaitS > 0 {
+			args["wait_us"] = sl.WaitS * 1e6
+		}
+		if sl.Algo != "" {
+			args["algo"], args["proto"] = sl.Algo, sl.Proto
+		}
+		if sl.Link != "" {
+			args["link"] = string(sl.Link)
+		}
+		if len(op.Group) > 0 {
+			args["group"] = op.Group
+		}
+		if op.Kind == "send" || op.Kind == "recv" {
+			args["peer"] = op.Peer
+		}
+		out = append(out, Span{Process: e.Name + " (modeled)", Rank: sl.Rank, Name: op.Name, Cat: string(op.Kind),
+			StartS: sl.StartS, DurS: sl.EndS - sl.StartS, Args: args, Flow: sl.Flow})
+	}
+	return out
+}
