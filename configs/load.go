@@ -173,7 +173,7 @@ func LoadSystem(hardware, topo string) (topology.GPU, topology.Topology, error) 
 	}{{"hardware", hardware, &h}, {"topology", topo, &t}} {
 		data, err := fs.ReadFile(Files, path.Join(p.kind, p.name+".toml"))
 		if err != nil {
-			return h.GPU, t.Topology, fmt.Errorf("--%s: unknown preset %q (available: %s)", p.kind, p.name, strings.Join(Presets(p.kind), ", "))
+			return h.GPU, t.Topology, fmt.Errorf("unknown %s preset %q (available: %s)", p.kind, p.name, strings.Join(Presets(p.kind), ", "))
 		}
 		if err := decodeStrict(data, p.into, p.kind+"/"+p.name+".toml"); err != nil {
 			return h.GPU, t.Topology, err
