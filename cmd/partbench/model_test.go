@@ -148,3 +148,39 @@ func TestConfigFileErrorNamesFileAndField(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestModelTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph   string `json:"ph"`
+			Name string `json:"name"`
+			Tid  int    `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	tracks, flows, names := map[int]bool{}, 0, map[string]bool{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" {
+			tracks[e.Tid] = true
+			names[e.Name] = true
+		}
+		if e.Ph == "s" {
+			flows++
+		}
+	}
+	// 4 ranks; the Program's op names; a flow per send (2 stage-0 ranks × 2
+	// micro-batches × (1 prefill + 6 decode steps) activations, and as many token returns).
+	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*7*2 {
+		t.Fatalf("tracks %d flows %d names %d", len(tracks), flows, len(names))
+	}
+}

@@ -1,0 +1,80 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestGridFormats(t *testing.T) {
+	g := Grid{Title: "T", Header: []string{"a (ms)", "b"}, Rows: [][]string{{"1", "x,y"}, {"2", "z"}}, Notes: []string{"note"}}
+	var tb, md, cs bytes.Buffer
+	if err := WriteGrids(&tb, FormatTable, g); err != nil {
+		t.Fatal(err)
+	}
+	// Headers keep their case and units (no auto-upper-casing).
+	if !strings.Contains(tb.String(), "a (ms)") || !strings.Contains(tb.String(), "* note") {
+		t.Fatalf("table:\n%s", tb.String())
+	}
+	if err := WriteGrids(&md, FormatMarkdown, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "### T") || !strings.Contains(md.String(), "| a (ms) |") || !strings.Contains(md.String(), "- note") {
+		t.Fatalf("markdown:\n%s", md.String())
+	}
+	if err := WriteCSV(&cs, g); err != nil {
+		t.Fatal(err)
+	}
+	if cs.String() != "a (ms),b\n1,\"x,y\"\n2,z\n" {
+		t.Fatalf("csv %q", cs.String())
+	}
+	if err := CheckFormat("yaml", FormatTable, FormatCSV); err == nil || !strings.Contains(err.Error(), "table, csv") {
+		t.Fatalf("format check: %v", err)
+	}
+}
+
+func TestChromeTraceFlowsAndTracks(t *testing.T) {
+	spans := []Span{
+		{Process: "p", Rank: 0, Name: "x.send", Cat: "send", StartS: 1e-3, DurS: 1e-6, Flow: 7},
+		{Process: "p", Rank: 1, Name: "x.recv", Cat: "recv", StartS: 0, DurS: 2e-3, Flow: 7},
+		{Process: "q", Rank: 0, Name: "L00.wqkv", Cat: "gemm", StartS: 0, DurS: 1e-3, Args: map[string]any{"m": 16}},
+	}
+	var b bytes.Buffer
+	if err := ChromeTrace(&b, spans); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var starts, finishes, complete, meta int
+	for _, e := range doc.TraceEvents {
+		switch e["ph"] {
+		case "s":
+			starts++
+			if e["ts"].(float64) != 1000 {
+				t.Errorf("flow start at %v µs, want 1000 (the send)", e["ts"])
+			}
+		case "f":
+			finishes++
+			if e["ts"].(float64) != 2000 || e["bp"] != "e" {
+				t.Errorf("flow end %v", e)
+			}
+		case "X":
+			complete++
+		case "M":
+			meta++
+		}
+	}
+	// Two processes (2 names), three rank tracks (name + sort index each).
+	if starts != 1 || finishes != 1 || complete != 3 || meta != 2+3*2 {
+		t.Fatalf("events: %d s, %d f, %d X, %d M", starts, finishes, complete, meta)
+	}
+	// Metadata first, so viewers name tracks before drawing them.
+	if doc.TraceEvents[0]["ph"] != "M" {
+		t.Fatal("metadata not first")
+	}
+}
