@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,7 @@ type modelOptions struct {
 	decodeSteps int
 	out         string
 	trace       string
+	sweep       string
 }
 
 func newModelCmd() *cobra.Command {
@@ -45,6 +48,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
 	f.IntVar(&o.decodeSteps, "decode-steps", 6, "decode steps the timeline simulates to reach steady state (≥ 3)")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
 	return cmd
 }
@@ -60,13 +64,21 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if len(names) == 0 {
 		names = configs.DefaultStrategies
 	}
-	var es []*sim.Estimate
+	var cfgs []*configs.Config
 	for _, n := range names {
 		cfg, err := configs.Load(n)
 		if err != nil {
 			return err
 		}
-		e, err := estimateConfig(cfg, sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()})
+		cfgs = append(cfgs, cfg)
+	}
+	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
+	if o.sweep != "" {
+		return o.runSweep(stdout, cfgs, opts)
+	}
+	var es []*sim.Estimate
+	for _, cfg := range cfgs {
+		e, err := estimateConfig(cfg, opts)
 		if err != nil {
 			return err
 		}
@@ -111,4 +123,96 @@ func estimateConfig(cfg *configs.Config, opts sim.Options) (*sim.Estimate, error
 
 func collectiveOptionsFromEnv() sim.CollectiveOptions {
 	return sim.OptionsFromEnv(os.Getenv)
+}
+
+func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts sim.Options) error {
+	key, values, err := parseSweep(o.sweep)
+	if err != nil {
+		return err
+	}
+	var pts []report.SweepPoint
+	for _, v := range values {
+		p := report.SweepPoint{Value: v}
+		for _, c := range cfgs {
+			n, err := c.With(key, v)
+			if err == nil {
+				var e *sim.Estimate
+				if e, err = estimateConfig(n, opts); err == nil {
+					p.Strategies = append(p.Strategies, e)
+					continue
+				}
+			}
+			p.Skipped = append(p.Skipped, c.Name+": "+err.Error())
+		}
+		pts = append(pts, p)
+	}
+	switch o.format {
+	case report.FormatJSON:
+		return report.SweepJSON(stdout, version, key, pts)
+	case report.FormatCSV:
+		return report.SweepCSV(stdout, key, pts)
+	default:
+		return report.WriteGrids(stdout, o.format, report.SweepGrid(key, pts))
+	}
+}
+
+// parseSweep reads KEY=LO:HI (doubling), KEY=LO:HI:+STEP (linear) or KEY=A,B,C.
+func parseSweep(s string) (string, []int, error) {
+	key, spec, ok := strings.Cut(s, "=")
+	bad := func(why string) (string, []int, error) {
+		return "", nil, fmt.Errorf("--sweep %q: %s (forms: KEY=LO:HI doubling, KEY=LO:HI:+STEP, KEY=A,B,C)", s, why)
+	}
+	if !ok || key == "" || spec == "" {
+		return bad("missing KEY=")
+	}
+	if _, known := configs.Sweepable[key]; !known {
+		return bad("unknown key; known: " + strings.Join(configs.SweepKeys(), ", "))
+	}
+	atoi := func(x string) (int, error) {
+		v, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || v <= 0 {
+			return 0, fmt.Errorf("%q is not a positive integer", x)
+		}
+		return v, nil
+	}
+	var vals []int
+	if parts := strings.Split(spec, ":"); len(parts) >= 2 && len(parts) <= 3 {
+		lo, err := atoi(parts[0])
+		if err != nil {
+			return bad(err.Error())
+		}
+		hi, err := atoi(parts[1])
+		if err != nil || hi < lo {
+			return bad("HI must be an integer ≥ LO")
+		}
+		step := 0
+		if len(parts) == 3 {
+			if !strings.HasPrefix(parts[2], "+") {
+				return bad("STEP must be written +N")
+			}
+			if step, err = atoi(parts[2][1:]); err != nil {
+				return bad(err.Error())
+			}
+		}
+		for v := lo; v <= hi && len(vals) <= 4096; {
+			vals = append(vals, v)
+			if step > 0 {
+				v += step
+			} else {
+				v *= 2
+			}
+		}
+	} else {
+		for _, x := range strings.Split(spec, ",") {
+			v, err := atoi(x)
+			if err != nil {
+				return bad(err.Error())
+			}
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) > 4096 {
+		return bad("more than 4096 values")
+	}
+	return key, vals, nil
 }
