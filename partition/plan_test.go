@@ -86,9 +86,9 @@ func TestEmbeddingsOnFirstAndLastStage(t *testing.T) {
 
 func TestSeedCommunicationCounts(t *testing.T) {
 	for _, tc := range []struct {
-		name                string
-		collectives, sends  int
-		tokenSends          int
+		name                 string
+		collectives, sends   int
+		tokenSends           int
 		callsRank0, msgRank0 int64
 	}{
 		// tp8pp2: 2 all-reduces × 16 layers = 32 logical collectives; 1 boundary

@@ -166,7 +166,7 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 		}
 		b.add(in)
 		if p.Model.Embeddings && p.TP > 1 {
-			b.allReduce("embed.ar", -1, T)
+			b.allReduce("embed.ar", -1, "x", T)
 		}
 	} else {
 		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: "x", Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
@@ -210,9 +210,9 @@ func (b *builder) gemm(name string, layer int, tensor, in, out string, rows, n, 
 		ActBytes: (int64(rows)*int64(k) + int64(rows)*int64(n)) * dt})
 }
 
-func (b *builder) allReduce(name string, layer, rows int) {
+func (b *builder) allReduce(name string, layer int, buf string, rows int) {
 	H := b.p.Model.Hidden
-	b.add(Op{Kind: AllReduce, Name: name, Layer: layer, In: "y", Out: "y", Rows: rows, Group: b.r.TPGroup,
+	b.add(Op{Kind: AllReduce, Name: name, Layer: layer, In: buf, Out: buf, Rows: rows, Group: b.r.TPGroup,
 		Elems: rows * H, Bytes: int64(rows*H) * b.dt})
 }
 
@@ -231,7 +231,7 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 	}
 	ar := func(name string) {
 		if p.TP > 1 {
-			b.allReduce(ln+name, l, T)
+			b.allReduce(ln+name, l, "y", T)
 		}
 	}
 
