@@ -153,6 +153,24 @@ func (s Snapshot) Sub(base Snapshot) Snapshot {
 	return out
 }
 
+// Add returns s + o.
+func (s Snapshot) Add(o Snapshot) Snapshot {
+	out := Snapshot{Calls: map[Op]int64{}, Bytes: map[Op]int64{}, Peers: map[int]PeerCount{}}
+	for _, x := range []Snapshot{s, o} {
+		for k, v := range x.Calls {
+			out.Calls[k] += v
+		}
+		for k, v := range x.Bytes {
+			out.Bytes[k] += v
+		}
+		for k, v := range x.Peers {
+			p := out.Peers[k]
+			out.Peers[k] = PeerCount{Messages: p.Messages + v.Messages, WireBytes: p.WireBytes + v.WireBytes}
+		}
+	}
+	return out
+}
+
 // Diff lists every count that differs between want and got, one line each,
 // in a stable order. An empty result means the two agree exactly.
 func Diff(want, got Snapshot) []string {
