@@ -1,0 +1,126 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
+)
+
+// Row is one metric measured and modeled.
+type Row struct {
+	Metric   string  `json:"metric"`
+	Unit     string  `json:"unit"`
+	Measured Stats   `json:"measured"`
+	Modeled  float64 `json:"modeled"`
+	// RelErr is (modeled − measured mean) / measured mean.
+	RelErr float64 `json:"rel_err"`
+	// Exact rows (counts) must agree exactly; any difference is a bug.
+	Exact bool `json:"exact"`
+	// Flag is set when an exact row differs or a timed row is outside the tolerance.
+	Flag string `json:"flag,omitempty"`
+}
+
+func row(metric, unit string, measured Stats, modeled, tol float64, exact bool) Row {
+	r := Row{Metric: metric, Unit: unit, Measured: measured, Modeled: modeled, Exact: exact}
+	if measured.Mean != 0 {
+		r.RelErr = (modeled - measured.Mean) / measured.Mean
+	} else if modeled != 0 {
+		r.RelErr = math.Inf(1)
+	}
+	switch {
+	case exact && measured.Mean != modeled:
+		r.Flag = "MISMATCH: counts must agree exactly"
+	case !exact && math.Abs(r.RelErr) > tol:
+		r.Flag = fmt.Sprintf("outside ±%.0f %%", 100*tol)
+	}
+	return r
+}
+
+func value(v float64) Stats { return Stats{N: 1, Mean: v, Min: v, P50: v, P95: v, P99: v, Max: v} }
+
+// Compare holds a measurement against the estimate of the same plan.
+// tol is the relative tolerance of timed rows. The returned problems list
+// every count that differs from the Program's (a bug, never noise).
+func Compare(m *Measurement, e *sim.Estimate, plan *partition.Plan, tol float64) (rows []Row, problems []string) {
+	iters, steps := float64(m.Iterations), float64(m.DecodeSteps)
+	rows = append(rows,
+		row("TTFT", "s", m.TTFT, e.Prefill.TTFTS, tol, false),
+		row("TPOT", "s", m.TPOT, e.Decode.TPOTS, tol, false),
+		row("TPS", "tok/s", m.TPS, e.Decode.TokensPerS, tol, false))
+
+	// Counts: every rank's counted calls, bytes and messages against its Programs.
+	var maxCalls, maxMsgs, collectives, sends float64
+	linkBytes := map[topology.LinkClass]float64{}
+	for _, r := range m.Ranks {
+		for _, ph := range []struct {
+			phase partition.Phase
+			got   commcount.Snapshot
+			times int
+		}{{partition.Prefill, r.PrefillCounts, m.Iterations}, {partition.Decode, r.DecodeCounts, m.Iterations * m.DecodeSteps}} {
+			want := Scale(plan.Counts(plan.Program(r.Rank, ph.phase)), ph.times)
+			for _, d := range commcount.Diff(want, ph.got) {
+				problems = append(problems, fmt.Sprintf("rank %d %s: %s", r.Rank, ph.phase, d))
+			}
+		}
+		d := r.DecodeCounts
+		maxCalls = math.Max(maxCalls, float64(d.TotalCalls())/(iters*steps))
+		maxMsgs = math.Max(maxMsgs, float64(d.Messages())/(iters*steps))
+		collectives += float64(d.Calls[commcount.AllReduce] + d.Calls[commcount.AllGather])
+		sends += float64(d.Calls[commcount.Send])
+		for peer, pc := range d.Peers {
+			linkBytes[plan.System.Topology.Path(r.Rank, peer).Class] += float64(pc.WireBytes) / (iters * steps)
+		}
+	}
+	per := float64(plan.TP*plan.Microbatches) * iters * steps
+	rows = append(rows,
+		row("collective calls per micro-batch (logical)", "calls", value(collectives/per), float64(e.Comm.CollectiveCallsPerMicrobatch), tol, true),
+		row("sends per micro-batch (logical, activations + tokens)", "sends", value(sends/per), float64(e.Comm.P2PSendsPerMicrobatch+e.Comm.TokenSendsPerMicrobatch), tol, true),
+		row("NCCL calls per rank per decode step (max)", "calls", value(maxCalls), float64(e.Comm.MaxCallsPerRankPerStep), tol, true),
+		row("p2p messages per rank per decode step (max)", "messages", value(maxMsgs), float64(e.Comm.MaxMessagesPerRankPerStep), tol, true))
+	for _, c := range topology.LinkClasses {
+		rows = append(rows, row("bytes per decode step over "+string(c), "B", value(linkBytes[c]), float64(e.Decode.Comm.BytesByLink[c]), tol, true))
+	}
+	var maxAlloc float64
+	var maxModel int64
+	for _, r := range m.Ranks {
+		maxAlloc = math.Max(maxAlloc, float64(r.AllocatedBytes))
+	}
+	for _, r := range e.Ranks {
+		maxModel = max(maxModel, r.TotalBytes)
+	}
+	rows = append(rows, row("memory per GPU (largest rank)", "B", value(maxAlloc), float64(maxModel), tol, false))
+	for _, r := range rows {
+		if r.Exact && r.Flag != "" {
+			problems = append(problems, fmt.Sprintf("%s: measured %g, modeled %g", r.Metric, r.Measured.Mean, r.Modeled))
+		}
+	}
+	return rows, problems
+}
+
+// Scale multiplies every count of s by k.
+func Scale(s commcount.Snapshot, k int) commcount.Snapshot {
+	out := commcount.Snapshot{Calls: map[commcount.Op]int64{}, Bytes: map[commcount.Op]int64{}, Peers: map[int]commcount.PeerCount{}}
+	for op, v := range s.Calls {
+		out.Calls[op] = v * int64(k)
+	}
+	for op, v := range s.Bytes {
+		out.Bytes[op] = v * int64(k)
+	}
+	for p, v := range s.Peers {
+		out.Peers[p] = commcount.PeerCount{Messages: v.Messages * int64(k), WireBytes: v.WireBytes * int64(k)}
+	}
+	return out
+}
+
+// Problems joins count problems into one error, or nil.
+func Problems(ps []string) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return fmt.Errorf("communication counts differ from the Program (a bug, not noise):\n  %s", strings.Join(ps, "\n  "))
+}

@@ -1,0 +1,122 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/partbench/partbench/commcount"
+)
+
+// RankResult is what one rank measured; ranks send it to rank 0 at the end.
+type RankResult struct {
+	Rank      int    `json:"rank"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	Backend   string `json:"backend"`
+	Stage     int    `json:"stage"`
+	TPIndex   int    `json:"tp_index"`
+	LastStage bool   `json:"last_stage"`
+	// AllocatedBytes is what the compute backend holds (weights, KV, buffers).
+	AllocatedBytes int64 `json:"allocated_bytes"`
+	// Per measured iteration: the rank's prefill time, and the times (from the
+	// iteration's start) at which it finished each decode step.
+	PrefillS []float64   `json:"prefill_s"`
+	StepEndS [][]float64 `json:"step_end_s"`
+	// BusyS is the time spent in ops of each kind over all measured iterations.
+	BusyS map[string]float64 `json:"busy_s"`
+	// Counts of the communication layer over the measured iterations, by phase.
+	PrefillCounts commcount.Snapshot `json:"prefill_counts"`
+	DecodeCounts  commcount.Snapshot `json:"decode_counts"`
+	// WallS is the measured window's length on this rank.
+	WallS float64 `json:"wall_s"`
+}
+
+// Stats summarizes samples: mean, sample standard deviation and empirical
+// quantiles (gonum/stat).
+type Stats struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+	Min  float64 `json:"min"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Summarize computes Stats of xs (not modified).
+func Summarize(xs []float64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	st := Stats{N: len(s), Mean: stat.Mean(s, nil), Min: s[0], Max: s[len(s)-1],
+		P50: stat.Quantile(0.50, stat.Empirical, s, nil),
+		P95: stat.Quantile(0.95, stat.Empirical, s, nil),
+		P99: stat.Quantile(0.99, stat.Empirical, s, nil)}
+	if len(s) > 1 {
+		st.Std = stat.StdDev(s, nil)
+	}
+	return st
+}
+
+// Measurement is a run's results over all ranks.
+type Measurement struct {
+	Iterations  int `json:"iterations"`
+	Warmup      int `json:"warmup"`
+	DecodeSteps int `json:"decode_steps_per_iteration"`
+	// TTFT per iteration: the last stage's prefill end, from the iteration start.
+	TTFT Stats `json:"ttft_s"`
+	// TPOT per token interval on the last stage (first interval from the
+	// prefill's token to decode step 0's).
+	TPOT Stats `json:"tpot_s"`
+	// TPS per iteration: batch × decode steps ÷ decode time.
+	TPS   Stats        `json:"tokens_per_s"`
+	Ranks []RankResult `json:"ranks"`
+}
+
+// Aggregate builds a Measurement from every rank's result (index = rank).
+func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
+	if len(results) == 0 {
+		return nil, fmt.Errorf("no rank results")
+	}
+	m := &Measurement{Warmup: warmup, Ranks: results}
+	var ttft, tpot, tps []float64
+	iters := len(results[0].PrefillS)
+	m.Iterations = iters
+	for i := 0; i < iters; i++ {
+		var first, prev float64
+		var ends []float64
+		for _, r := range results {
+			if !r.LastStage {
+				continue
+			}
+			if len(r.PrefillS) != iters || len(r.StepEndS) != iters {
+				return nil, fmt.Errorf("rank %d measured %d iterations, rank 0 %d", r.Rank, len(r.PrefillS), iters)
+			}
+			first = math.Max(first, r.PrefillS[i])
+			if ends == nil {
+				ends = make([]float64, len(r.StepEndS[i]))
+			}
+			for j, t := range r.StepEndS[i] {
+				ends[j] = math.Max(ends[j], t)
+			}
+		}
+		ttft = append(ttft, first)
+		prev = first
+		for _, t := range ends {
+			tpot = append(tpot, t-prev)
+			prev = t
+		}
+		m.DecodeSteps = len(ends)
+		if len(ends) > 0 && prev > first {
+			tps = append(tps, float64(batch*len(ends))/(prev-first))
+		}
+	}
+	m.TTFT, m.TPOT, m.TPS = Summarize(ttft), Summarize(tpot), Summarize(tps)
+	return m, nil
+}

@@ -1,0 +1,166 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/partition"
+)
+
+// RunOptions configures one rank's run.
+type RunOptions struct {
+	Config *configs.Config
+	Env    launch.Env
+	// Backend names the compute backend in results ("cpu", "cuda").
+	Backend string
+	// NewCompute and NewComm make this rank's backends; NewComm may use the
+	// session to exchange addresses or a NCCL unique id.
+	NewCompute func(plan *partition.Plan, rank int) (Compute, error)
+	NewComm    func(ctx context.Context, sess *rendezvous.Session, rank, size int) (Comm, error)
+	// JoinTimeout bounds the rendezvous (0: its default).
+	JoinTimeout time.Duration
+	// Progress, when set, is called after each iteration (rank 0 only).
+	Progress func(done, total int)
+}
+
+// Run is one rank's whole run: rendezvous, allocate, warm up, measure,
+// count, and gather every rank's results on rank 0, which returns them (the
+// other ranks return nil). A lost rank, a mismatched config or world size
+// ends every rank with an error naming the cause.
+func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
+	cfg := o.Config
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	sess, err := rendezvous.Join(ctx, rendezvous.Options{
+		Addr: o.Env.RendezvousAddr, Rank: o.Env.Rank, Size: plan.Size(), LaunchedSize: o.Env.Size,
+		ConfigHash: cfg.Hash(), Hostname: host, JoinTimeout: o.JoinTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	rank := o.Env.Rank
+
+	// A lost rank or an abort from another rank ends this one's work.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fail := func(err error) ([]RankResult, error) {
+		if serr := sess.Err(); serr != nil && ctx.Err() != nil {
+			err = serr // the cause, not the cancellation it led to
+		} else {
+			sess.Abort(fmt.Sprintf("rank %d: %v", rank, err))
+		}
+		return nil, err
+	}
+
+	comm, err := o.NewComm(ctx, sess, rank, plan.Size())
+	if err != nil {
+		return fail(fmt.Errorf("communicator: %w", err))
+	}
+	defer comm.Close()
+	compute, err := o.NewCompute(plan, rank)
+	if err != nil {
+		return fail(fmt.Errorf("compute backend: %w", err))
+	}
+	defer compute.Close()
+	rawGroups, err := NewGroups(ctx, comm, plan, rank)
+	if err != nil {
+		return fail(err)
+	}
+
+	b := &busy{s: map[string]float64{}}
+	tc, tm := timedCompute{compute, b}, timedComm{comm, b}
+	groups := map[string]Group{}
+	for k, g := range rawGroups {
+		groups[k] = timedGroup{g, b}
+	}
+	prefill, decode := plan.Program(rank, partition.Prefill), plan.Program(rank, partition.Decode)
+	steps := cfg.Workload.OutputTokens - 1
+	r := plan.Ranks[rank]
+	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex,
+		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: b.s}
+
+	total := cfg.Run.Warmup + cfg.Run.Iterations
+	var windowStart time.Time
+	for it := 0; it < total; it++ {
+		measured := it >= cfg.Run.Warmup
+		if it == cfg.Run.Warmup {
+			// Counts and busy time cover the measured iterations only.
+			comm.Counter().Reset()
+			b.mu.Lock()
+			b.on = true
+			b.mu.Unlock()
+			windowStart = time.Now()
+		}
+		// Every iteration starts together: the KV cache is refilled from position 0.
+		if err := comm.Barrier(ctx); err != nil {
+			return fail(err)
+		}
+		t0 := time.Now()
+		before := comm.Counter().Snapshot()
+		if err := RunProgram(ctx, prefill, tc, tm, groups, Past(plan, partition.Prefill, 0)); err != nil {
+			return fail(err)
+		}
+		prefillEnd := time.Since(t0).Seconds()
+		mid := comm.Counter().Snapshot()
+		ends := make([]float64, 0, steps)
+		for s := 0; s < steps; s++ {
+			if err := RunProgram(ctx, decode, tc, tm, groups, Past(plan, partition.Decode, s)); err != nil {
+				return fail(err)
+			}
+			ends = append(ends, time.Since(t0).Seconds())
+		}
+		if err := comm.Flush(ctx); err != nil {
+			return fail(err)
+		}
+		if measured {
+			after := comm.Counter().Snapshot()
+			res.PrefillCounts = res.PrefillCounts.Add(mid.Sub(before))
+			res.DecodeCounts = res.DecodeCounts.Add(after.Sub(mid))
+			res.PrefillS = append(res.PrefillS, prefillEnd)
+			res.StepEndS = append(res.StepEndS, ends)
+		}
+		if o.Progress != nil && rank == 0 {
+			o.Progress(it+1, total)
+		}
+	}
+	res.WallS = time.Since(windowStart).Seconds()
+	if err := comm.Barrier(ctx); err != nil {
+		return fail(err)
+	}
+
+	payload, err := json.Marshal(res)
+	if err != nil {
+		return fail(err)
+	}
+	all, err := sess.Gather(ctx, payload)
+	if err != nil {
+		return fail(err)
+	}
+	if rank != 0 {
+		return nil, nil
+	}
+	out := make([]RankResult, len(all))
+	for i, p := range all {
+		if err := json.Unmarshal(p, &out[i]); err != nil {
+			return nil, fmt.Errorf("result of rank %d: %w", i, err)
+		}
+	}
+	return out, nil
+}

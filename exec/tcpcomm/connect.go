@@ -1,0 +1,240 @@
+package tcpcomm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/partbench/partbench/commcount"
+)
+
+// addrInfo is what each rank publishes through the Exchanger.
+type addrInfo struct {
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+}
+
+// New connects rank to every other rank of size. It listens on an ephemeral
+// port of listenHost ("" = every interface), publishes the address through
+// ex.AllGather (every rank calls New at the same point), and connects to all
+// peers before returning. The advertised host is listenHost, else the
+// session's LocalIP when ex has one, else the host name.
+func New(ctx context.Context, ex Exchanger, rank, size int, listenHost string) (*Comm, error) {
+	if size < 1 || rank < 0 || rank >= size {
+		return nil, fmt.Errorf("tcpcomm: rank %d is outside a world of %d", rank, size)
+	}
+	c := &Comm{
+		rank: rank, size: size, counter: commcount.New(), peers: make([]*peer, size),
+		groupSeen: map[string]int{}, groupIDs: map[uint64]string{},
+		failed: make(chan struct{}), closing: make(chan struct{}), stop: make(chan struct{}),
+	}
+	c.peers[rank] = newPeer(c, rank, nil)
+	if size == 1 {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	defer cancel()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("tcpcomm: rank %d cannot listen on %q: %w", rank, listenHost, err)
+	}
+	defer ln.Close()
+	stopLn := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stopLn()
+	host := advertisedHost(listenHost, ex)
+	port := ln.Addr().(*net.TCPAddr).Port
+	var tok [tokenBytes]byte
+	_, _ = rand.Read(tok[:])
+	me, _ := json.Marshal(addrInfo{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Token: hex.EncodeToString(tok[:])})
+	raw, err := ex.AllGather(ctx, me)
+	if err != nil {
+		return nil, fmt.Errorf("tcpcomm: rank %d: exchanging addresses: %w", rank, err)
+	}
+	if len(raw) != size {
+		return nil, fmt.Errorf("tcpcomm: address exchange returned %d entries for %d ranks", len(raw), size)
+	}
+	infos := make([]addrInfo, size)
+	for r, b := range raw {
+		if err := json.Unmarshal(b, &infos[r]); err != nil {
+			return nil, fmt.Errorf("tcpcomm: rank %d published a bad address: %w", r, err)
+		}
+	}
+
+	type result struct {
+		rank int
+		nc   net.Conn
+		err  error
+	}
+	results := make(chan result, size)
+	// accept the higher ranks (each handshake on its own, so a silent
+	// stranger delays no one)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				select {
+				case results <- result{rank: -1, err: err}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			go func() {
+				from, err := acceptHandshake(nc, rank, size, tok)
+				if err != nil {
+					nc.Close() // a stranger, or a rank of another run
+					return
+				}
+				select {
+				case results <- result{rank: from, nc: nc}:
+				case <-ctx.Done():
+					nc.Close()
+				}
+			}()
+		}
+	}()
+	// dial the lower ranks
+	for q := 0; q < rank; q++ {
+		go func() {
+			nc, err := dialHandshake(ctx, infos[q], rank, q)
+			select {
+			case results <- result{rank: q, nc: nc, err: err}:
+			case <-ctx.Done():
+				if nc != nil {
+					nc.Close()
+				}
+			}
+		}()
+	}
+	conns := make([]net.Conn, size)
+	for n := 0; n < size-1; n++ {
+		var res result
+		select {
+		case res = <-results:
+		case <-ctx.Done():
+			res = result{rank: -1, err: ctx.Err()}
+		}
+		switch {
+		case res.err != nil && res.rank < 0:
+			err = fmt.Errorf("tcpcomm: rank %d waiting for connections from higher ranks: %w", rank, ctxOr(ctx, res.err))
+		case res.err != nil:
+			err = fmt.Errorf("tcpcomm: rank %d cannot connect to rank %d at %s: %w", rank, res.rank, infos[res.rank].Addr, ctxOr(ctx, res.err))
+		case conns[res.rank] != nil:
+			res.nc.Close()
+			err = fmt.Errorf("tcpcomm: rank %d connected twice", res.rank)
+		default:
+			conns[res.rank] = res.nc
+			continue
+		}
+		break
+	}
+	if err != nil {
+		ln.Close()
+		cancel()
+		for _, nc := range conns {
+			if nc != nil {
+				nc.Close()
+			}
+		}
+		return nil, err
+	}
+	for r, nc := range conns {
+		if nc != nil {
+			_ = nc.SetDeadline(time.Time{})
+			c.peers[r] = newPeer(c, r, nc)
+		}
+	}
+	for _, p := range c.peers {
+		p.start()
+	}
+	return c, nil
+}
+
+func ctxOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func advertisedHost(listenHost string, ex Exchanger) string {
+	if ip := net.ParseIP(listenHost); listenHost != "" && (ip == nil || !ip.IsUnspecified()) {
+		return listenHost
+	}
+	if l, ok := ex.(interface{ LocalIP() string }); ok && l.LocalIP() != "" {
+		return l.LocalIP()
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "127.0.0.1"
+}
+
+func dialHandshake(ctx context.Context, to addrInfo, rank, q int) (net.Conn, error) {
+	tok, err := hex.DecodeString(to.Token)
+	if err != nil || len(tok) != tokenBytes {
+		return nil, fmt.Errorf("bad token %q", to.Token)
+	}
+	var last error
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", to.Addr)
+		if err == nil {
+			if dl, ok := ctx.Deadline(); ok {
+				_ = nc.SetDeadline(dl)
+			}
+			hs := make([]byte, 0, 12+tokenBytes)
+			hs = append(hs, protoMagic[:]...)
+			hs = binary.LittleEndian.AppendUint32(hs, protoVersion)
+			hs = binary.LittleEndian.AppendUint32(hs, uint32(rank))
+			hs = append(hs, tok...)
+			var reply [12]byte
+			if _, err = nc.Write(hs); err == nil {
+				_, err = io.ReadFull(nc, reply[:])
+			}
+			if err == nil {
+				v, from := binary.LittleEndian.Uint32(reply[4:]), binary.LittleEndian.Uint32(reply[8:])
+				if [4]byte(reply[:4]) != protoMagic || v != protoVersion || int(from) != q {
+					nc.Close()
+					return nil, fmt.Errorf("unexpected handshake answer (version %d, rank %d)", v, from)
+				}
+				return nc, nil
+			}
+			nc.Close()
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, last
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func acceptHandshake(nc net.Conn, rank, size int, tok [tokenBytes]byte) (int, error) {
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	var hs [12 + tokenBytes]byte
+	if _, err := io.ReadFull(nc, hs[:]); err != nil {
+		return 0, err
+	}
+	from := int(binary.LittleEndian.Uint32(hs[8:]))
+	if [4]byte(hs[:4]) != protoMagic || binary.LittleEndian.Uint32(hs[4:]) != protoVersion ||
+		[tokenBytes]byte(hs[12:]) != tok || from <= rank || from >= size {
+		return 0, errors.New("bad handshake")
+	}
+	reply := append([]byte{}, protoMagic[:]...)
+	reply = binary.LittleEndian.AppendUint32(reply, protoVersion)
+	reply = binary.LittleEndian.AppendUint32(reply, uint32(rank))
+	if _, err := nc.Write(reply); err != nil {
+		return 0, err
+	}
+	return from, nil
+}
