@@ -60,13 +60,11 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		case <-ctx.Done():
 		}
 	}()
+	// fail names the cause: a lost rank or another rank's abort when there is
+	// one (the data plane often reports a healthy peer that stopped because of
+	// it), else this rank's own error, which aborts every other rank.
 	fail := func(err error) ([]RankResult, error) {
-		if serr := sess.Err(); serr != nil && ctx.Err() != nil {
-			err = serr // the cause, not the cancellation it led to
-		} else {
-			sess.Abort(fmt.Sprintf("rank %d: %v", rank, err))
-		}
-		return nil, err
+		return nil, sess.Cause(err, 2*time.Second)
 	}
 
 	comm, err := o.NewComm(ctx, sess, rank, plan.Size())

@@ -39,8 +39,9 @@ type Env struct {
 	// checks that).
 	Rank, Size int
 	// LocalRank and LocalSize place the rank on its node (LocalRank picks the
-	// GPU). When the launcher does not give them, the ranks are assumed to
-	// share one node: LocalRank = Rank, LocalSize = Size.
+	// GPU). Without a local size from the launcher the ranks are assumed to
+	// share one node (LocalSize = Size); without a local rank, to be placed
+	// on nodes in blocks (LocalRank = Rank mod LocalSize).
 	LocalRank, LocalSize int
 	// Source is the launcher the values came from.
 	Source Source
@@ -84,75 +85,77 @@ func Detect(env func(string) (string, bool)) (Env, error) {
 	}
 	e := Env{Size: 1, LocalSize: 1, Source: SourceSingle}
 	for _, sc := range schemes {
-		rv, ok := get(sc.rank)
-		if !ok {
-			continue
-		}
-		e.Source = sc.source
-		rank, err := parseCount(sc.rank, rv, 0)
-		if err != nil {
-			return Env{}, err
-		}
-		sizeVar := sc.size
-		sv, ok := get(sc.size)
-		if !ok && sc.sizeAlt != "" {
-			sizeVar = sc.sizeAlt
-			sv, ok = get(sc.sizeAlt)
-		}
-		if !ok {
-			return Env{}, fmt.Errorf("launch: %s=%s is set but %s is not", sc.rank, rv, sc.size)
-		}
-		size, err := parseCount(sizeVar, sv, 1)
-		if err != nil {
-			return Env{}, err
-		}
-		if rank >= size {
-			return Env{}, fmt.Errorf("launch: %s=%d is not below %s=%d", sc.rank, rank, sizeVar, size)
-		}
-		e.Rank, e.Size = rank, size
-		e.LocalRank, e.LocalSize = rank, size
-		localRankKnown := false
-		if v, ok := get(sc.localRank); ok {
-			if e.LocalRank, err = parseCount(sc.localRank, v, 0); err != nil {
+		if _, ok := get(sc.rank); ok {
+			var err error
+			if e, err = fromScheme(sc, get); err != nil {
 				return Env{}, err
 			}
-			localRankKnown = true
+			break
 		}
-		localSizeVar := sc.localSize
-		if sc.source == SourceSlurm {
-			var n int
-			n, localSizeVar, err = slurmLocalSize(get)
-			if err != nil {
-				return Env{}, err
-			}
-			if n > 0 {
-				e.LocalSize = n
-			}
-		} else if v, ok := get(sc.localSize); ok {
-			if e.LocalSize, err = parseCount(sc.localSize, v, 1); err != nil {
-				return Env{}, err
-			}
-		}
-		if e.LocalSize > e.Size {
-			return Env{}, fmt.Errorf("launch: %s=%d is above %s=%d", localSizeVar, e.LocalSize, sizeVar, e.Size)
-		}
-		if e.LocalRank >= e.LocalSize {
-			name := localSizeVar
-			if name == "" {
-				name = "the local size"
-			}
-			if localRankKnown {
-				return Env{}, fmt.Errorf("launch: %s=%d is not below %s=%d", sc.localRank, e.LocalRank, name, e.LocalSize)
-			}
-			return Env{}, fmt.Errorf("launch: %s=%d is not below %s=%d", sc.rank, e.LocalRank, name, e.LocalSize)
-		}
-		break
 	}
 	addr, fromEnv, err := rendezvousAddr(get)
 	if err != nil {
 		return Env{}, err
 	}
 	e.RendezvousAddr, e.RendezvousFromEnv = addr, fromEnv
+	return e, nil
+}
+
+// fromScheme reads one launcher's variables (its rank variable is set).
+func fromScheme(sc scheme, get func(string) (string, bool)) (Env, error) {
+	e := Env{Source: sc.source}
+	rv, _ := get(sc.rank)
+	rank, err := parseCount(sc.rank, rv, 0)
+	if err != nil {
+		return Env{}, err
+	}
+	sizeVar := sc.size
+	sv, ok := get(sc.size)
+	if !ok && sc.sizeAlt != "" {
+		sizeVar = sc.sizeAlt
+		sv, ok = get(sc.sizeAlt)
+	}
+	if !ok {
+		return Env{}, fmt.Errorf("launch: %s=%s is set but %s is not", sc.rank, rv, sc.size)
+	}
+	size, err := parseCount(sizeVar, sv, 1)
+	if err != nil {
+		return Env{}, err
+	}
+	if rank >= size {
+		return Env{}, fmt.Errorf("launch: %s=%d is not below %s=%d", sc.rank, rank, sizeVar, size)
+	}
+	e.Rank, e.Size = rank, size
+
+	// local size: the launcher's, else one node
+	e.LocalSize = size
+	localSizeVar := sc.localSize
+	if sc.source == SourceSlurm {
+		var n int
+		if n, localSizeVar, err = slurmLocalSize(get); err != nil {
+			return Env{}, err
+		}
+		if n > 0 {
+			e.LocalSize = n
+		}
+	} else if v, ok := get(sc.localSize); ok {
+		if e.LocalSize, err = parseCount(sc.localSize, v, 1); err != nil {
+			return Env{}, err
+		}
+	}
+	if e.LocalSize > size {
+		return Env{}, fmt.Errorf("launch: %s=%d is above %s=%d", localSizeVar, e.LocalSize, sizeVar, size)
+	}
+	// local rank: the launcher's, else ranks placed on nodes in blocks
+	e.LocalRank = rank % e.LocalSize
+	if v, ok := get(sc.localRank); ok {
+		if e.LocalRank, err = parseCount(sc.localRank, v, 0); err != nil {
+			return Env{}, err
+		}
+		if e.LocalRank >= e.LocalSize {
+			return Env{}, fmt.Errorf("launch: %s=%d is not below %s=%d", sc.localRank, e.LocalRank, localSizeVar, e.LocalSize)
+		}
+	}
 	return e, nil
 }
 

@@ -39,6 +39,9 @@ func TestDetect(t *testing.T) {
 			Env{Rank: 6, Size: 7, LocalRank: 0, LocalSize: 1, Source: SourceSlurm, RendezvousAddr: DefaultRendezvousAddr}},
 		{"slurm nprocs alias", []string{"SLURM_PROCID", "2", "SLURM_NPROCS", "4", "SLURM_LOCALID", "2"},
 			Env{Rank: 2, Size: 4, LocalRank: 2, LocalSize: 4, Source: SourceSlurm, RendezvousAddr: DefaultRendezvousAddr}},
+		// no local rank: blocks of LOCAL_WORLD_SIZE, 11 mod 8 = 3
+		{"local rank from blocks", []string{"RANK", "11", "WORLD_SIZE", "16", "LOCAL_WORLD_SIZE", "8"},
+			Env{Rank: 11, Size: 16, LocalRank: 3, LocalSize: 8, Source: SourceRankEnv, RendezvousAddr: DefaultRendezvousAddr}},
 		{"rank env with master", []string{"RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "3", "LOCAL_WORLD_SIZE", "4",
 			"MASTER_ADDR", "node0", "MASTER_PORT", "4000"},
 			Env{Rank: 3, Size: 4, LocalRank: 3, LocalSize: 4, Source: SourceRankEnv, RendezvousAddr: "node0:4000", RendezvousFromEnv: true}},

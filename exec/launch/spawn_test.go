@@ -24,7 +24,7 @@ func spawnHelper(t *testing.T, ctx context.Context, spec string, n int, mod func
 	opts := SpawnOptions{
 		NProc: n,
 		Argv:  []string{os.Args[0], "-test.run=^$"},
-		Env:   append(os.Environ(), "PB_LAUNCH_HELPER="+spec, "PB_DIR="+dir),
+		Env:   append(os.Environ(), "PB_LAUNCH_HELPER="+spec, "PB_DIR="+dir, quickExit),
 		Grace: 300 * time.Millisecond,
 	}
 	var out bytes.Buffer
@@ -265,7 +265,7 @@ func TestSpawnStartFailure(t *testing.T) {
 func TestSpawnRealSIGINT(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PB_LAUNCH_HELPER=launcher", "PB_LAUNCH_CHILD=waitsig", "PB_DIR="+dir)
+	cmd.Env = append(os.Environ(), "PB_LAUNCH_HELPER=launcher", "PB_LAUNCH_CHILD=waitsig", "PB_DIR="+dir, quickExit)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -193,27 +194,34 @@ func join0(ctx context.Context, o Options, start time.Time, sizeErr error) (*Ses
 		if je, ok := failure.(*JoinError); ok {
 			reason = je.Reason
 		}
-		// Tell everyone who came, then anyone who comes within the linger.
+		// Tell everyone who came, then anyone who comes within the linger,
+		// and return only once the answers are out (the process may exit).
+		var wg sync.WaitGroup
 		tell := func(c *conn) {
-			_ = writePreambleAndFrame(c, &frame{Type: tFail, Reason: reason}, time.Second)
-			_ = c.nc.Close()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = writePreambleAndFrame(c, &frame{Type: tFail, Reason: reason}, time.Second)
+				_ = c.nc.Close()
+			}()
 		}
 		for _, c := range told {
-			go tell(c)
+			tell(c)
 		}
 		linger := time.NewTimer(min(time.Until(deadline), failLinger))
 		defer linger.Stop()
-		for len(told) < o.LaunchedSize-1 {
+	wait:
+		for n := len(told); n < o.LaunchedSize-1; n++ {
 			select {
 			case h := <-hellos:
-				told = append(told, h.c)
-				go tell(h.c)
+				tell(h.c)
 			case <-linger.C:
-				return nil, failure
+				break wait
 			case <-ctx.Done():
-				return nil, failure
+				break wait
 			}
 		}
+		wg.Wait()
 		return nil, failure
 	}
 

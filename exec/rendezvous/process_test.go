@@ -65,7 +65,7 @@ func startRankProcs(t *testing.T, n int) []*rankProc {
 	ps := make([]*rankProc, n)
 	for r := range ps {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "PB_RV_HELPER=1", "PB_RV_ADDR="+addr, "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", "PB_RV_HELPER=1", "PB_RV_ADDR="+addr, "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n))
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {

@@ -243,6 +243,9 @@ func (s *Session) end(err error, note *frame, skip int) {
 	go s.teardown()
 }
 
+// notify sends note to every rank but skip, in parallel, and returns when
+// all are sent or after a second (a write stuck behind a heartbeat to a
+// frozen rank finishes, or fails, on its own).
 func (s *Session) notify(note *frame, skip int) {
 	b, err := encode(note)
 	if err != nil {
@@ -259,7 +262,12 @@ func (s *Session) notify(note *frame, skip int) {
 			_ = c.writeRaw(b, time.Second)
 		}()
 	}
-	wg.Wait()
+	sent := make(chan struct{})
+	go func() { wg.Wait(); close(sent) }()
+	select {
+	case <-sent:
+	case <-time.After(time.Second):
+	}
 }
 
 func (s *Session) teardown() {

@@ -118,7 +118,7 @@ func spawnRanks(t *testing.T, mode string, n int) (int, error, string, time.Dura
 	start := time.Now()
 	code, err := launch.Spawn(context.Background(), launch.SpawnOptions{
 		NProc: n, Argv: []string{os.Args[0], "-test.run=^$"},
-		Env:    append(os.Environ(), "PB_TC_HELPER="+mode),
+		Env:    append(os.Environ(), "PB_TC_HELPER="+mode, "GORACE=atexit_sleep_ms=0"),
 		Prefix: true, Stdout: &out, Stderr: &out, Grace: 5 * time.Second,
 	})
 	return code, err, out.String(), time.Since(start)
