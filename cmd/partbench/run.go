@@ -210,8 +210,12 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
 	}
+	var progress func(done, total int)
+	if env.Rank == 0 {
+		progress = newProgress(cfg.Name+" iterations", cfg.Run.Warmup+cfg.Run.Iterations)
+	}
 	results, err := pexec.Run(ctx, pexec.RunOptions{
-		Config: cfg, Env: env, Backend: backend, JoinTimeout: o.joinTimeout, NewCompute: newCompute,
+		Config: cfg, Env: env, Backend: backend, JoinTimeout: o.joinTimeout, NewCompute: newCompute, Progress: progress,
 		NewComm: func(ctx context.Context, sess *rendezvous.Session, rank, size int) (pexec.Comm, error) {
 			return tcpcomm.New(ctx, sess, rank, size, "")
 		},
