@@ -171,6 +171,21 @@ func (s Snapshot) Add(o Snapshot) Snapshot {
 	return out
 }
 
+// Times returns s with every count multiplied by k.
+func (s Snapshot) Times(k int) Snapshot {
+	out := Snapshot{Calls: map[Op]int64{}, Bytes: map[Op]int64{}, Peers: map[int]PeerCount{}}
+	for op, v := range s.Calls {
+		out.Calls[op] = v * int64(k)
+	}
+	for op, v := range s.Bytes {
+		out.Bytes[op] = v * int64(k)
+	}
+	for p, v := range s.Peers {
+		out.Peers[p] = PeerCount{Messages: v.Messages * int64(k), WireBytes: v.WireBytes * int64(k)}
+	}
+	return out
+}
+
 // Diff lists every count that differs between want and got, one line each,
 // in a stable order. An empty result means the two agree exactly.
 func Diff(want, got Snapshot) []string {

@@ -67,3 +67,18 @@ func TestCounterSnapshotDiff(t *testing.T) {
 		t.Fatalf("want 3 differences (calls, bytes, peer), got %v", got)
 	}
 }
+
+func TestSnapshotArithmetic(t *testing.T) {
+	c := New()
+	c.Call(Send, 10)
+	c.Message(2, 10)
+	s := c.Snapshot()
+	// 3 × (1 call, 10 B, 1 message of 10 B) added to itself once more = 4×.
+	got := s.Times(3).Add(s)
+	if got.Calls[Send] != 4 || got.Bytes[Send] != 40 || got.Peers[2] != (PeerCount{Messages: 4, WireBytes: 40}) {
+		t.Fatalf("%+v", got)
+	}
+	if d := Diff(got, s.Times(4)); len(d) != 0 {
+		t.Fatalf("Times(3)+1 differs from Times(4): %v", d)
+	}
+}

@@ -62,7 +62,7 @@ func Compare(m *Measurement, e *sim.Estimate, plan *partition.Plan, tol float64)
 			got   commcount.Snapshot
 			times int
 		}{{partition.Prefill, r.PrefillCounts, m.Iterations}, {partition.Decode, r.DecodeCounts, m.Iterations * m.DecodeSteps}} {
-			want := Scale(plan.Counts(plan.Program(r.Rank, ph.phase)), ph.times)
+			want := plan.Counts(plan.Program(r.Rank, ph.phase)).Times(ph.times)
 			for _, d := range commcount.Diff(want, ph.got) {
 				problems = append(problems, fmt.Sprintf("rank %d %s: %s", r.Rank, ph.phase, d))
 			}
@@ -100,21 +100,6 @@ func Compare(m *Measurement, e *sim.Estimate, plan *partition.Plan, tol float64)
 		}
 	}
 	return rows, problems
-}
-
-// Scale multiplies every count of s by k.
-func Scale(s commcount.Snapshot, k int) commcount.Snapshot {
-	out := commcount.Snapshot{Calls: map[commcount.Op]int64{}, Bytes: map[commcount.Op]int64{}, Peers: map[int]commcount.PeerCount{}}
-	for op, v := range s.Calls {
-		out.Calls[op] = v * int64(k)
-	}
-	for op, v := range s.Bytes {
-		out.Bytes[op] = v * int64(k)
-	}
-	for p, v := range s.Peers {
-		out.Peers[p] = commcount.PeerCount{Messages: v.Messages * int64(k), WireBytes: v.WireBytes * int64(k)}
-	}
-	return out
 }
 
 // Problems joins count problems into one error, or nil.
