@@ -19,6 +19,8 @@ const (
 	BoundPCIe    Bound = "pcie"
 	BoundNetwork Bound = "network"
 	BoundBubble  Bound = "bubble" // waiting on other ranks (pipeline fill/drain, stragglers)
+	// BoundMeasured marks compute whose time was measured (rank emulation), not modeled.
+	BoundMeasured Bound = "measured-compute"
 )
 
 func linkBound(c topology.LinkClass) Bound {

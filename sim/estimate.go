@@ -17,6 +17,29 @@ type Options struct {
 	// DecodeSteps is how many decode steps the timeline runs to reach steady
 	// state (default 6; TPOT is measured over the second half).
 	DecodeSteps int
+	// Measured, when set, replaces the modeled time of compute ops with
+	// times measured on a device (rank emulation); communication stays modeled.
+	Measured *MeasuredOps
+}
+
+// MeasuredOps holds measured compute-op times in seconds, indexed
+// [rank][op index in the rank's Program]; a negative entry keeps the model.
+type MeasuredOps struct {
+	Prefill, Decode [][]float64
+}
+
+func (m *MeasuredOps) time(rank int, phase partition.Phase, index int) (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	t := m.Prefill
+	if phase == partition.Decode {
+		t = m.Decode
+	}
+	if rank >= len(t) || index >= len(t[rank]) || t[rank][index] < 0 {
+		return 0, false
+	}
+	return t[rank][index], true
 }
 
 // Estimate is the modeled cost of one strategy.
@@ -80,8 +103,8 @@ type PhaseEstimate struct {
 	// HBMFloorBytesPerStep is what the HBM floor counts: KV read and write,
 	// and weights beyond each rank's usable L2.
 	HBMFloorBytesPerStep int64 `json:"hbm_floor_bytes_per_step,omitempty"`
-	Chunks             int     `json:"chunks,omitempty"`
-	ChunkTokens        int     `json:"chunk_tokens,omitempty"`
+	Chunks               int   `json:"chunks,omitempty"`
+	ChunkTokens          int   `json:"chunk_tokens,omitempty"`
 	// BubbleFraction is the idle share of all ranks' time in the phase window.
 	BubbleFraction float64 `json:"bubble_fraction"`
 	// Bottleneck is what the busiest rank spends most of its window on.
@@ -167,11 +190,11 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
 		st := &rankState{seq: map[string]int{}, touched: map[string]bool{}}
 		for i := range pre.Ops {
-			st.items = append(st.items, item{partition.Prefill, -1, &pre.Ops[i]})
+			st.items = append(st.items, item{partition.Prefill, -1, &pre.Ops[i], i})
 		}
 		for k := 0; k < opts.DecodeSteps; k++ {
 			for i := range decode[r].Ops {
-				st.items = append(st.items, item{partition.Decode, k, &decode[r].Ops[i]})
+				st.items = append(st.items, item{partition.Decode, k, &decode[r].Ops[i], i})
 			}
 		}
 		s.ranks = append(s.ranks, st)
@@ -324,7 +347,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	}
 	pe.Bottleneck = BoundBubble
 	best := -1.0
-	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
+	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
 		if t := pe.TimeByBound[b]; t > best {
 			best, pe.Bottleneck = t, b
 		}

@@ -22,8 +22,8 @@ type Slice struct {
 	Algo, Proto         string             // collectives
 	Link                topology.LinkClass // communication: the (slowest) link class used
 	// Flow pairs a send with the recv of its message (0 for other ops).
-	Flow int
-	HBMBytes, L2Bytes   int64
+	Flow              int
+	HBMBytes, L2Bytes int64
 }
 
 // Timeline is every rank's ops in time order.
@@ -37,6 +37,7 @@ type item struct {
 	phase partition.Phase
 	step  int
 	op    *partition.Op
+	index int // the op's index in its Program
 }
 
 type chanKey struct{ src, dst int }
@@ -178,6 +179,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		first := !r.touched[key]
 		r.touched[key] = true
 		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first)
+		if t, ok := s.opts.Measured.time(ri, it.phase, it.index); ok {
+			c.TimeS, c.Bound = t, BoundMeasured
+		}
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS

@@ -43,8 +43,9 @@ type runOptions struct {
 	strict      bool
 	joinTimeout time.Duration
 	// run only
-	nproc int
-	check bool
+	nproc   int
+	check   bool
+	emulate int
 }
 
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
@@ -111,6 +112,8 @@ func newRunCmd() *cobra.Command {
 				return errors.New("run: --config is required")
 			}
 			switch {
+			case o.emulate > 0:
+				return o.runEmulate(cmd.Context(), cmd.OutOrStdout())
 			case o.check:
 				return o.runCheck(cmd.Context(), cmd.OutOrStdout())
 			case o.nproc > 0:
@@ -132,6 +135,7 @@ func newRunCmd() *cobra.Command {
 	}
 	o.addFlags(cmd.Flags())
 	cmd.Flags().IntVar(&o.nproc, "nproc", 0, "start this many local ranks (the built-in launcher) and wait for all")
+	cmd.Flags().IntVar(&o.emulate, "emulate-ranks", 0, "play all N ranks in turn on this one device (compute measured, communication modeled)")
 	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (CPU backend)")
 	return cmd
 }
@@ -328,4 +332,41 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	return res.Err()
+}
+
+// runEmulate plays every rank in turn on one device and rebuilds the
+// system's timeline from the measured compute.
+func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
+	cfg, err := o.loadRunConfig()
+	if err != nil {
+		return err
+	}
+	backend, newCompute, notes, err := o.backendFor(cfg)
+	if err != nil {
+		return err
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		return err
+	}
+	if o.emulate != plan.Size() {
+		return fmt.Errorf("--emulate-ranks: %s needs tp × pp = %d ranks (got %d)", cfg.Name, plan.Size(), o.emulate)
+	}
+	em, err := pexec.Emulate(ctx, plan, newCompute, cfg.Run.Warmup, cfg.Run.Iterations)
+	if err != nil {
+		return err
+	}
+	opts := sim.Options{Collectives: collectiveOptionsFromEnv()}
+	model, err := sim.EstimatePlan(plan, opts)
+	if err != nil {
+		return err
+	}
+	opts.Measured = &em.Ops
+	emu, err := sim.EstimatePlan(plan, opts)
+	if err != nil {
+		return err
+	}
+	g := report.EmulationGrid(backend, emu, model, em.AllocatedBytes)
+	g.Notes = append(g.Notes, notes...)
+	return report.WriteGrids(stdout, o.format, g)
 }
