@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -350,9 +351,9 @@ func TestSIGINTToLauncherEndsAllRanks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "results.json")); err == nil {
 		t.Error("an interrupted run left results.json")
 	}
-	// No rank outlives the launcher.
-	if b, _ := exec.Command("pgrep", "-f", dir).Output(); len(bytes.TrimSpace(b)) > 0 {
-		t.Errorf("ranks still running: %s", b)
+	// No rank outlives the launcher: no process's command line names the run's directory.
+	if pids := processesMentioning(t, dir); len(pids) > 0 {
+		t.Errorf("ranks still running: %v", pids)
 	}
 }
 
@@ -372,4 +373,24 @@ func TestBadInputExitsNonZero(t *testing.T) {
 			t.Errorf("%v: exit %d output %q", args, r.code, r.out)
 		}
 	}
+}
+
+// processesMentioning lists the pids whose command line contains s, from /proc.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("need /proc to look for stray ranks: %v", err)
+	}
+	var pids []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
