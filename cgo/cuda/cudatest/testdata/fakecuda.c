@@ -1,0 +1,413 @@
+// A fake libcuda.so.1 for partbench's binding tests: the driver entry points
+// partbench calls, with host-memory behaviour, built by the tests with gcc.
+// It declares its own types, as the binding does.
+//
+//   - Device memory is host memory (malloc), so copies, memsets and the
+//     "fill" kernel really move bytes; cuMemAlloc_v2 fails with
+//     CUDA_ERROR_INVALID_CONTEXT unless a context is current on the
+//     calling thread (which proves the binding's pinning discipline), and
+//     with CUDA_ERROR_OUT_OF_MEMORY above 1 TiB.
+//   - Kernels: cuModuleLoadData accepts images that start with "FAKE";
+//     a function name is "<op>_<signature>": op "trace" records its
+//     arguments, "fill" writes value u into n uint32 at p (signature p_u_i),
+//     "fail" makes the next cuStreamSynchronize fail with
+//     CUDA_ERROR_LAUNCH_FAILED; any other kernel (partbench's own) only
+//     counts and its parameters are not read. Signature letters
+//     give each parameter's C type: p pointer, i int, u unsigned, f float,
+//     d double, l long long.
+//   - Stream capture records launches instead of running them; launching
+//     the instantiated graph runs them.
+//   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
+//     cuGetErrorName(TRACE) the launch/graph counters, so tests see what
+//     crossed the ABI.
+// Build variants: -DFAKE_OLD drops cuEventElapsedTime_v2 and the graph
+// calls; -DFAKE_NO_ALLOC drops cuMemAlloc_v2; -DFAKE_NO_DEVICE makes cuInit
+// fail with CUDA_ERROR_NO_DEVICE; -DFAKE_BAD_GRAPH makes every
+// instantiation fail with CUDA_ERROR_NOT_SUPPORTED.
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NO_DEVICE = 100, INVALID_DEVICE = 101,
+	INVALID_IMAGE = 200, INVALID_CONTEXT = 201, INVALID_HANDLE = 400, NOT_FOUND = 500, NOT_READY = 600,
+	LAUNCH_FAILED = 719, NOT_SUPPORTED = 801, CAPTURE_UNSUPPORTED = 900, TRACE = 0x7ffffff0
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; // guards trace, counters and the counts
+static char trace[1024], traceOut[1024];
+static char counters[256];
+static _Thread_local void* current;
+static int launches, graphLaunches, captured;
+static int pendingFailure;
+
+static void note(const char* fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	pthread_mutex_lock(&mu);
+	vsnprintf(trace, sizeof trace, fmt, ap);
+	pthread_mutex_unlock(&mu);
+	va_end(ap);
+}
+
+static void count(int* c) {
+	pthread_mutex_lock(&mu);
+	(*c)++;
+	pthread_mutex_unlock(&mu);
+}
+
+CUresult cuGetErrorString(CUresult r, const char** s) {
+	switch (r) {
+	case OK: *s = "fake: no error"; return OK;
+	case OUT_OF_MEMORY: *s = "fake: out of memory"; return OK;
+	case INVALID_CONTEXT: *s = "fake: invalid device context"; return OK;
+	case LAUNCH_FAILED: *s = "fake: unspecified launch failure"; return OK;
+	case NO_DEVICE: *s = "fake: no CUDA-capable device is detected"; return OK;
+	case TRACE:
+		pthread_mutex_lock(&mu);
+		memcpy(traceOut, trace, sizeof trace);
+		pthread_mutex_unlock(&mu);
+		*s = traceOut;
+		return OK;
+	}
+	*s = NULL;
+	return INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult r, const char** s) {
+	switch (r) {
+	case OK: *s = "CUDA_SUCCESS"; return OK;
+	case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
+	case TRACE:
+		pthread_mutex_lock(&mu);
+		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d", launches, graphLaunches, captured);
+		pthread_mutex_unlock(&mu);
+		*s = counters;
+		return OK;
+	}
+	*s = NULL;
+	return INVALID_VALUE;
+}
+
+CUresult cuInit(unsigned int flags) {
+#ifdef FAKE_NO_DEVICE
+	(void)flags;
+	return NO_DEVICE;
+#else
+	return flags == 0 ? OK : INVALID_VALUE;
+#endif
+}
+
+CUresult cuDriverGetVersion(int* v) { *v = 13000; return OK; }
+CUresult cuDeviceGetCount(int* n) { *n = 2; return OK; }
+
+// Device handles are ordinal + 10, so a test sees the handle crossed back.
+CUresult cuDeviceGet(int* dev, int ordinal) {
+	if (ordinal < 0 || ordinal >= 2) return INVALID_DEVICE;
+	*dev = ordinal + 10;
+	return OK;
+}
+
+static int ordinalOf(int dev) { return dev >= 10 && dev < 12 ? dev - 10 : -1; }
+
+CUresult cuDeviceGetName(char* name, int len, int dev) {
+	if (ordinalOf(dev) < 0) return INVALID_DEVICE;
+	snprintf(name, (size_t)len, "Fake H100 %d", ordinalOf(dev));
+	return OK;
+}
+
+CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
+	if (ordinalOf(dev) < 0) return INVALID_DEVICE;
+	switch (attr) {
+	case 1: *v = 1024; return OK;            // max threads per block
+	case 10: *v = 32; return OK;             // warp size
+	case 16: *v = 132; return OK;            // SMs
+	case 33: *v = 0x18 + ordinalOf(dev); return OK;
+	case 37: *v = 5120; return OK;           // bus width
+	case 38: *v = 50 * 1024 * 1024; return OK; // L2
+	case 75: *v = 9; return OK;
+	case 76: *v = 0; return OK;
+	case 81: *v = 233472; return OK;
+	case 97: *v = 232448; return OK;
+	case 108: *v = 78643200; return OK;      // max persisting L2
+	}
+	return INVALID_VALUE;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t* bytes, int dev) {
+	if (ordinalOf(dev) < 0) return INVALID_DEVICE;
+	*bytes = (size_t)80 << 30;
+	return OK;
+}
+
+static int retained[2];
+
+CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
+	int o = ordinalOf(dev);
+	if (o < 0) return INVALID_DEVICE;
+	retained[o]++;
+	*ctx = (void*)(uintptr_t)(0xC0DE00 + o);
+	return OK;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+	int o = ordinalOf(dev);
+	if (o < 0 || retained[o] == 0) return INVALID_CONTEXT;
+	retained[o]--;
+	return OK;
+}
+
+CUresult cuCtxSetCurrent(void* ctx) { current = ctx; return OK; }
+CUresult cuCtxGetCurrent(void** ctx) { *ctx = current; return OK; }
+CUresult cuCtxSynchronize(void) { return current ? OK : INVALID_CONTEXT; }
+
+#ifndef FAKE_NO_ALLOC
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (bytes == 0) return INVALID_VALUE;
+	if (bytes > ((size_t)1 << 40)) return OUT_OF_MEMORY;
+	void* m = NULL;
+	if (posix_memalign(&m, 256, bytes) != 0) return OUT_OF_MEMORY;
+	memset(m, 0xAB, bytes < 4096 ? bytes : 4096); // visible garbage, cheap for large allocations
+	*p = (CUdeviceptr)(uintptr_t)m;
+	note("cuMemAlloc_v2(bytes=%zu)", bytes);
+	return OK;
+}
+#endif
+
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	if (current == NULL) return INVALID_CONTEXT;
+	free((void*)(uintptr_t)p);
+	return OK;
+}
+
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+	if (current == NULL) return INVALID_CONTEXT;
+	*free = (size_t)79 << 30;
+	*total = (size_t)80 << 30;
+	return OK;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); return OK; }
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { memcpy(dst, (void*)(uintptr_t)src, n); return OK; }
+
+// Async work runs at once, unless the stream is capturing (then it is an error
+// for copies, which partbench never captures, and recorded for launches).
+#define MAX_NODES 4096
+struct fakeLaunch { char name[64]; unsigned gx, gy, gz, bx, by, bz; uint64_t args[8]; int nargs; };
+struct fakeGraph { struct fakeLaunch nodes[MAX_NODES]; int n; };
+struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; };
+
+static int capturing(void* st) { return st != NULL && ((struct fakeStream*)st)->capturing; }
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	memcpy((void*)(uintptr_t)dst, src, n);
+	return OK;
+}
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	memcpy(dst, (void*)(uintptr_t)src, n);
+	return OK;
+}
+static void run(const struct fakeLaunch* l);
+
+// Device-to-device copies are captured as graph nodes, as in CUDA.
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* st) {
+	struct fakeLaunch l = {0};
+	snprintf(l.name, sizeof l.name, "memcpy_dtod");
+	l.args[0] = dst; l.args[1] = src; l.args[2] = n; l.nargs = 3;
+	if (capturing(st)) {
+		struct fakeGraph* g = ((struct fakeStream*)st)->g;
+		if (g->n >= MAX_NODES) return INVALID_VALUE;
+		g->nodes[g->n++] = l;
+		count(&captured);
+		return OK;
+	}
+	run(&l);
+	return OK;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) { memset((void*)(uintptr_t)dst, v, n); return OK; }
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	memset((void*)(uintptr_t)dst, v, n);
+	return OK;
+}
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED; // partbench sets positions outside graphs
+	unsigned int* p = (unsigned int*)(uintptr_t)dst;
+	for (size_t i = 0; i < n; i++) p[i] = v;
+	note("cuMemsetD32Async(v=%u, n=%zu)", v, n);
+	return OK;
+}
+
+CUresult cuStreamCreate(void** st, unsigned int flags) {
+	if (current == NULL) return INVALID_CONTEXT;
+	struct fakeStream* s = calloc(1, sizeof *s);
+	s->flags = (int)flags;
+	*st = s;
+	note("cuStreamCreate(flags=%u)", flags);
+	return OK;
+}
+CUresult cuStreamDestroy_v2(void* st) { free(st); return OK; }
+CUresult cuStreamSynchronize(void* st) {
+	(void)st;
+	if (pendingFailure) { pendingFailure = 0; return LAUNCH_FAILED; }
+	return OK;
+}
+
+static double clockMS;
+struct fakeEvent { double t; int recorded; };
+CUresult cuEventCreate(void** ev, unsigned int flags) {
+	(void)flags;
+	*ev = calloc(1, sizeof(struct fakeEvent));
+	return OK;
+}
+CUresult cuEventDestroy_v2(void* ev) { free(ev); return OK; }
+CUresult cuEventRecord(void* ev, void* st) {
+	(void)st;
+	struct fakeEvent* e = ev;
+	clockMS += 0.25; // every record is a quarter millisecond after the last
+	e->t = clockMS;
+	e->recorded = 1;
+	return OK;
+}
+CUresult cuEventSynchronize(void* ev) { return ((struct fakeEvent*)ev)->recorded ? OK : INVALID_HANDLE; }
+// Recorded work is done at once, so a recorded event is complete.
+CUresult cuEventQuery(void* ev) { return ((struct fakeEvent*)ev)->recorded ? OK : NOT_READY; }
+static CUresult elapsed(float* ms, void* a, void* b) {
+	struct fakeEvent *s = a, *e = b;
+	if (!s->recorded || !e->recorded) return INVALID_HANDLE;
+	*ms = (float)(e->t - s->t);
+	return OK;
+}
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) { note("cuEventElapsedTime"); return elapsed(ms, a, b); }
+#ifndef FAKE_OLD
+CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { note("cuEventElapsedTime_v2"); return elapsed(ms, a, b); }
+#endif
+
+CUresult cuModuleLoadData(void** mod, const void* image) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (strncmp((const char*)image, "FAKE", 4) != 0) return INVALID_IMAGE;
+	*mod = strdup((const char*)image);
+	note("cuModuleLoadData(%.60s)", (const char*)image);
+	return OK;
+}
+CUresult cuModuleUnload(void* mod) { free(mod); return OK; }
+CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
+	(void)mod;
+	if (strcmp(name, "missing") == 0) return NOT_FOUND;
+	*fn = strdup(name);
+	return OK;
+}
+
+// run executes one launch of a known op on host memory.
+static void run(const struct fakeLaunch* l) {
+	if (strcmp(l->name, "memcpy_dtod") == 0) {
+		memmove((void*)(uintptr_t)l->args[0], (void*)(uintptr_t)l->args[1], (size_t)l->args[2]);
+	} else if (strncmp(l->name, "fill_", 5) == 0 && l->nargs == 3) {
+		unsigned int* p = (unsigned int*)(uintptr_t)l->args[0];
+		unsigned int v = (unsigned int)l->args[1];
+		int n = (int)(int32_t)l->args[2];
+		for (int i = 0; i < n; i++) p[i] = v;
+	} else if (strncmp(l->name, "fail_", 5) == 0 || strcmp(l->name, "fail") == 0) {
+		pendingFailure = 1;
+	}
+}
+
+CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+	unsigned shared, void* st, void** params, void** extra) {
+	const char* name = fn;
+	if (extra != NULL) return INVALID_VALUE;
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return INVALID_VALUE;
+	struct fakeLaunch l = {0};
+	snprintf(l.name, sizeof l.name, "%s", name);
+	l.gx = gx; l.gy = gy; l.gz = gz; l.bx = bx; l.by = by; l.bz = bz;
+	// Read the parameters the signature names, as the real driver reads
+	// sizes from the kernel image.
+	// Only the fake's own ops carry a signature; any other kernel (partbench's
+	// real ones) is counted, and recorded when capturing.
+	const int own = strncmp(name, "trace_", 6) == 0 || strncmp(name, "fill_", 5) == 0 || strncmp(name, "fail_", 5) == 0;
+	const char* sig = own ? strchr(name, '_') : NULL;
+	char args[512] = "";
+	size_t off = 0;
+	int i = 0;
+	for (const char* c = sig ? sig + 1 : ""; *c && i < 8; c++) {
+		if (*c == '_') continue;
+		if (params == NULL) return INVALID_VALUE;
+		const void* v = params[i];
+		uint64_t bits = 0;
+		switch (*c) {
+		case 'p': bits = *(const uint64_t*)v; off += snprintf(args + off, sizeof args - off, "%s0x%llx", i ? ", " : "", (unsigned long long)bits); break;
+		case 'i': bits = (uint32_t)*(const int32_t*)v; off += snprintf(args + off, sizeof args - off, "%s%d", i ? ", " : "", *(const int32_t*)v); break;
+		case 'u': bits = *(const uint32_t*)v; off += snprintf(args + off, sizeof args - off, "%s%u", i ? ", " : "", *(const uint32_t*)v); break;
+		case 'f': memcpy(&bits, v, 4); off += snprintf(args + off, sizeof args - off, "%s%g", i ? ", " : "", (double)*(const float*)v); break;
+		case 'd': bits = *(const uint64_t*)v; off += snprintf(args + off, sizeof args - off, "%s%g", i ? ", " : "", *(const double*)v); break;
+		case 'l': bits = *(const uint64_t*)v; off += snprintf(args + off, sizeof args - off, "%s%lld", i ? ", " : "", *(const long long*)v); break;
+		default: return INVALID_VALUE;
+		}
+		l.args[i++] = bits;
+	}
+	l.nargs = i;
+	if (strncmp(name, "trace", 5) == 0 || strncmp(name, "fill", 4) == 0) {
+		note("cuLaunchKernel(%s, grid=(%u,%u,%u), block=(%u,%u,%u), shared=%u, args=[%s])",
+			name, gx, gy, gz, bx, by, bz, shared, args);
+	}
+	if (capturing(st)) {
+		struct fakeGraph* g = ((struct fakeStream*)st)->g;
+		if (g->n >= MAX_NODES) return INVALID_VALUE;
+		g->nodes[g->n++] = l;
+		count(&captured);
+		return OK;
+	}
+	count(&launches);
+	run(&l);
+	return OK;
+}
+
+#ifndef FAKE_OLD
+CUresult cuStreamBeginCapture_v2(void* st, int mode) {
+	struct fakeStream* s = st;
+	if (s == NULL || s->capturing) return INVALID_VALUE;
+	s->capturing = 1;
+	s->mode = mode;
+	s->g = calloc(1, sizeof *s->g);
+	note("cuStreamBeginCapture_v2(mode=%d)", mode);
+	return OK;
+}
+CUresult cuStreamEndCapture(void* st, void** graph) {
+	struct fakeStream* s = st;
+	if (s == NULL || !s->capturing) return INVALID_VALUE;
+	s->capturing = 0;
+	*graph = s->g;
+	s->g = NULL;
+	return OK;
+}
+CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+#ifdef FAKE_BAD_GRAPH
+	(void)exec; (void)graph; (void)flags;
+	return NOT_SUPPORTED;
+#endif
+	if (flags != 0) return INVALID_VALUE;
+	struct fakeGraph* g = malloc(sizeof *g);
+	memcpy(g, graph, sizeof *g);
+	*exec = g;
+	note("cuGraphInstantiateWithFlags(nodes=%d)", g->n);
+	return OK;
+}
+CUresult cuGraphLaunch(void* exec, void* st) {
+	(void)st;
+	struct fakeGraph* g = exec;
+	for (int i = 0; i < g->n; i++) run(&g->nodes[i]);
+	count(&graphLaunches);
+	return OK;
+}
+CUresult cuGraphExecDestroy(void* exec) { free(exec); return OK; }
+CUresult cuGraphDestroy(void* graph) { free(graph); return OK; }
+#endif

@@ -1,0 +1,167 @@
+//go:build cgo
+
+// partbench's own declarations of the CUDA driver, cuBLAS and NVRTC entry
+// points it calls, written from ABI facts of the public headers (cuda.h,
+// cublas_api.h, library_types.h, nvrtc.h; checked against CUDA 12.6 and the
+// CUDA 13 driver API change list). No CUDA header is included:
+//   - CUresult, cublasStatus_t, nvrtcResult and every enum passed here
+//     (CUdevice_attribute, CUstreamCaptureMode, cublasOperation_t,
+//     cudaDataType, cublasComputeType_t, cublasGemmAlgo_t) are int-sized;
+//   - CUdevice is an int; CUdeviceptr is `unsigned long long` on LP64
+//     (cuda.h: "an unsigned integer type whose size matches the size of a
+//     pointer"), carried here as uint64_t;
+//   - CUcontext, CUmodule, CUfunction, CUstream, CUevent, CUgraph,
+//     CUgraphExec, cublasHandle_t, nvrtcProgram are opaque pointers, carried
+//     as uintptr_t.
+// The libraries' functions are reached through tables of pointers filled
+// from dlsym (capi_*.go); the wrappers below are the only code that calls
+// through them.
+#ifndef PARTBENCH_CUDA_SHIM_H
+#define PARTBENCH_CUDA_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int pbCUresult;
+typedef int pbBlasStatus;
+typedef int pbRtcResult;
+
+// The most kernel parameters pbc_launch packs (partbench's kernels take < 20).
+#define PBC_MAX_ARGS 32
+
+// ---- CUDA driver (libcuda.so.1) ----
+
+// Driver symbol slots; capi_driver.go lists their names in this order.
+enum {
+	PBC_GET_ERROR_STRING, PBC_GET_ERROR_NAME, PBC_INIT, PBC_DRIVER_GET_VERSION,
+	PBC_DEVICE_GET, PBC_DEVICE_GET_COUNT, PBC_DEVICE_GET_NAME, PBC_DEVICE_GET_ATTRIBUTE,
+	PBC_DEVICE_TOTAL_MEM, PBC_PRIMARY_CTX_RETAIN, PBC_PRIMARY_CTX_RELEASE,
+	PBC_CTX_SET_CURRENT, PBC_CTX_GET_CURRENT, PBC_CTX_SYNCHRONIZE,
+	PBC_MEM_ALLOC, PBC_MEM_FREE, PBC_MEM_GET_INFO,
+	PBC_MEMCPY_HTOD, PBC_MEMCPY_DTOH, PBC_MEMCPY_HTOD_ASYNC, PBC_MEMCPY_DTOH_ASYNC,
+	PBC_MEMCPY_DTOD_ASYNC, PBC_MEMSET_D8, PBC_MEMSET_D8_ASYNC, PBC_MEMSET_D32_ASYNC,
+	PBC_STREAM_CREATE, PBC_STREAM_DESTROY, PBC_STREAM_SYNCHRONIZE,
+	PBC_EVENT_CREATE, PBC_EVENT_DESTROY, PBC_EVENT_RECORD, PBC_EVENT_SYNCHRONIZE, PBC_EVENT_QUERY,
+	PBC_EVENT_ELAPSED_TIME, PBC_EVENT_ELAPSED_TIME_V2,
+	PBC_MODULE_LOAD_DATA, PBC_MODULE_UNLOAD, PBC_MODULE_GET_FUNCTION, PBC_LAUNCH_KERNEL,
+	PBC_STREAM_BEGIN_CAPTURE, PBC_STREAM_END_CAPTURE, PBC_GRAPH_INSTANTIATE,
+	PBC_GRAPH_LAUNCH, PBC_GRAPH_EXEC_DESTROY, PBC_GRAPH_DESTROY,
+	PBC_NUM_SYMS
+};
+
+typedef struct pbCuda pbCuda;
+
+pbCuda* pbc_new(void);
+void pbc_free(pbCuda* s);
+void pbc_set(pbCuda* s, int slot, void* fn);
+int pbc_has(const pbCuda* s, int slot);
+
+pbCUresult pbc_get_error_string(const pbCuda* s, pbCUresult r, const char** str);
+pbCUresult pbc_get_error_name(const pbCuda* s, pbCUresult r, const char** str);
+pbCUresult pbc_init(const pbCuda* s, unsigned int flags);
+pbCUresult pbc_driver_get_version(const pbCuda* s, int* v);
+pbCUresult pbc_device_get(const pbCuda* s, int* dev, int ordinal);
+pbCUresult pbc_device_get_count(const pbCuda* s, int* n);
+pbCUresult pbc_device_get_name(const pbCuda* s, char* name, int len, int dev);
+pbCUresult pbc_device_get_attribute(const pbCuda* s, int* v, int attr, int dev);
+pbCUresult pbc_device_total_mem(const pbCuda* s, size_t* bytes, int dev);
+pbCUresult pbc_primary_ctx_retain(const pbCuda* s, uintptr_t* ctx, int dev);
+pbCUresult pbc_primary_ctx_release(const pbCuda* s, int dev);
+pbCUresult pbc_ctx_set_current(const pbCuda* s, uintptr_t ctx);
+pbCUresult pbc_ctx_get_current(const pbCuda* s, uintptr_t* ctx);
+pbCUresult pbc_ctx_synchronize(const pbCuda* s);
+pbCUresult pbc_mem_alloc(const pbCuda* s, uint64_t* p, size_t bytes);
+pbCUresult pbc_mem_free(const pbCuda* s, uint64_t p);
+pbCUresult pbc_mem_get_info(const pbCuda* s, size_t* free, size_t* total);
+pbCUresult pbc_memcpy_htod(const pbCuda* s, uint64_t dst, const void* src, size_t n);
+pbCUresult pbc_memcpy_dtoh(const pbCuda* s, void* dst, uint64_t src, size_t n);
+pbCUresult pbc_memcpy_htod_async(const pbCuda* s, uint64_t dst, const void* src, size_t n, uintptr_t st);
+pbCUresult pbc_memcpy_dtoh_async(const pbCuda* s, void* dst, uint64_t src, size_t n, uintptr_t st);
+pbCUresult pbc_memcpy_dtod_async(const pbCuda* s, uint64_t dst, uint64_t src, size_t n, uintptr_t st);
+pbCUresult pbc_memset_d8(const pbCuda* s, uint64_t dst, unsigned char v, size_t n);
+pbCUresult pbc_memset_d8_async(const pbCuda* s, uint64_t dst, unsigned char v, size_t n, uintptr_t st);
+pbCUresult pbc_memset_d32_async(const pbCuda* s, uint64_t dst, unsigned int v, size_t n, uintptr_t st);
+pbCUresult pbc_stream_create(const pbCuda* s, uintptr_t* st, unsigned int flags);
+pbCUresult pbc_stream_destroy(const pbCuda* s, uintptr_t st);
+pbCUresult pbc_stream_synchronize(const pbCuda* s, uintptr_t st);
+pbCUresult pbc_event_create(const pbCuda* s, uintptr_t* ev, unsigned int flags);
+pbCUresult pbc_event_destroy(const pbCuda* s, uintptr_t ev);
+pbCUresult pbc_event_record(const pbCuda* s, uintptr_t ev, uintptr_t st);
+pbCUresult pbc_event_synchronize(const pbCuda* s, uintptr_t ev);
+pbCUresult pbc_event_query(const pbCuda* s, uintptr_t ev);
+pbCUresult pbc_event_elapsed_time(const pbCuda* s, float* ms, uintptr_t start, uintptr_t end);
+pbCUresult pbc_module_load_data(const pbCuda* s, uintptr_t* mod, const void* image);
+pbCUresult pbc_module_unload(const pbCuda* s, uintptr_t mod);
+pbCUresult pbc_module_get_function(const pbCuda* s, uintptr_t* fn, uintptr_t mod, const char* name);
+pbCUresult pbc_launch(const pbCuda* s, uintptr_t fn, unsigned int gx, unsigned int gy, unsigned int gz,
+	unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t st,
+	const uint64_t* args, int nargs);
+pbCUresult pbc_stream_begin_capture(const pbCuda* s, uintptr_t st, int mode);
+pbCUresult pbc_stream_end_capture(const pbCuda* s, uintptr_t st, uintptr_t* graph);
+pbCUresult pbc_graph_instantiate(const pbCuda* s, uintptr_t* exec, uintptr_t graph, unsigned long long flags);
+pbCUresult pbc_graph_launch(const pbCuda* s, uintptr_t exec, uintptr_t st);
+pbCUresult pbc_graph_exec_destroy(const pbCuda* s, uintptr_t exec);
+pbCUresult pbc_graph_destroy(const pbCuda* s, uintptr_t graph);
+
+// ---- cuBLAS (libcublas.so.N) ----
+
+enum {
+	PBB_CREATE, PBB_DESTROY, PBB_GET_VERSION, PBB_SET_STREAM, PBB_SET_WORKSPACE,
+	PBB_SET_MATH_MODE, PBB_GEMM_EX, PBB_GET_STATUS_STRING, PBB_GET_STATUS_NAME,
+	PBB_NUM_SYMS
+};
+
+typedef struct pbBlas pbBlas;
+
+pbBlas* pbb_new(void);
+void pbb_free(pbBlas* s);
+void pbb_set(pbBlas* s, int slot, void* fn);
+int pbb_has(const pbBlas* s, int slot);
+
+pbBlasStatus pbb_create(const pbBlas* s, uintptr_t* h);
+pbBlasStatus pbb_destroy(const pbBlas* s, uintptr_t h);
+pbBlasStatus pbb_get_version(const pbBlas* s, uintptr_t h, int* v);
+pbBlasStatus pbb_set_stream(const pbBlas* s, uintptr_t h, uintptr_t st);
+pbBlasStatus pbb_set_workspace(const pbBlas* s, uintptr_t h, uint64_t ws, size_t bytes);
+pbBlasStatus pbb_set_math_mode(const pbBlas* s, uintptr_t h, int mode);
+// alpha and beta are float scalars in host memory (CUBLAS_COMPUTE_32F with
+// the default host pointer mode); the wrapper passes pointers to its copies.
+pbBlasStatus pbb_gemm_ex(const pbBlas* s, uintptr_t h, int transa, int transb, int m, int n, int k,
+	float alpha, uint64_t a, int atype, int lda, uint64_t b, int btype, int ldb,
+	float beta, uint64_t c, int ctype, int ldc, int compute, int algo);
+const char* pbb_get_status_string(const pbBlas* s, pbBlasStatus st);
+const char* pbb_get_status_name(const pbBlas* s, pbBlasStatus st);
+
+// ---- NVRTC (libnvrtc.so.N) ----
+
+enum {
+	PBR_GET_ERROR_STRING, PBR_VERSION, PBR_CREATE_PROGRAM, PBR_DESTROY_PROGRAM,
+	PBR_COMPILE_PROGRAM, PBR_GET_PTX_SIZE, PBR_GET_PTX, PBR_GET_CUBIN_SIZE, PBR_GET_CUBIN,
+	PBR_GET_PROGRAM_LOG_SIZE, PBR_GET_PROGRAM_LOG,
+	PBR_NUM_SYMS
+};
+
+typedef struct pbRtc pbRtc;
+
+pbRtc* pbr_new(void);
+void pbr_free(pbRtc* s);
+void pbr_set(pbRtc* s, int slot, void* fn);
+int pbr_has(const pbRtc* s, int slot);
+
+const char* pbr_get_error_string(const pbRtc* s, pbRtcResult r);
+pbRtcResult pbr_version(const pbRtc* s, int* major, int* minor);
+pbRtcResult pbr_create_program(const pbRtc* s, uintptr_t* prog, const char* src, const char* name);
+pbRtcResult pbr_destroy_program(const pbRtc* s, uintptr_t prog);
+pbRtcResult pbr_compile_program(const pbRtc* s, uintptr_t prog, int nopts, const char* const* opts);
+pbRtcResult pbr_get_ptx_size(const pbRtc* s, uintptr_t prog, size_t* n);
+pbRtcResult pbr_get_ptx(const pbRtc* s, uintptr_t prog, char* out);
+pbRtcResult pbr_get_cubin_size(const pbRtc* s, uintptr_t prog, size_t* n);
+pbRtcResult pbr_get_cubin(const pbRtc* s, uintptr_t prog, char* out);
+pbRtcResult pbr_get_program_log_size(const pbRtc* s, uintptr_t prog, size_t* n);
+pbRtcResult pbr_get_program_log(const pbRtc* s, uintptr_t prog, char* out);
+
+// ---- layout facts for the layout test (C's view of what crosses) ----
+enum { PBL_DEVPTR, PBL_SIZE_T, PBL_HANDLE, PBL_ARG_SLOT, PBL_ENUM, PBL_MAX_ARGS };
+size_t pb_layout(int what);
+
+#endif

@@ -1,0 +1,669 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/partbench/partbench/cgo/cuda"
+	"github.com/partbench/partbench/cgo/dl"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/partition"
+)
+
+// Options configures New.
+type Options struct {
+	// Device is the GPU ordinal (CUDA_VISIBLE_DEVICES applies first).
+	Device int
+	// Graphs captures each compute-only run of decode ops (a segment:
+	// between two communication ops) into a CUDA graph once it has run
+	// GraphAfter times op by op, and launches the graph from then on.
+	Graphs bool
+	// GraphAfter is the eager runs of a segment before its capture (0: 2;
+	// the first run is warm-up and is left out of the eager statistics).
+	GraphAfter int
+	// DType overrides the plan's model dtype for the GPU arithmetic: fp16,
+	// bf16 or fp32 ("": the plan's). exec.Check plans are fp32, so a check
+	// of fp16 arithmetic sets it.
+	DType string
+	// NoTiming turns off the CUDA events around each op (OpTimes is empty).
+	NoTiming bool
+}
+
+// Buffer names of a micro-batch, as exec/cpu's.
+const (
+	bufX      = "x"
+	bufH      = "h"
+	bufQKV    = "qkv"
+	bufAO     = "ao"
+	bufY      = "y"
+	bufU      = "u"
+	bufA      = "a"
+	bufLogits = "logits"
+	bufTokens = "tokens"
+)
+
+// Numerical constants of the synthetic model (exec/cpu kernels.go,
+// docs/numerics.md).
+const (
+	normEps = 1e-5 // RMSNorm ε
+)
+
+// cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
+// a graph never allocate (32 MiB, what cuBLAS documents as enough for
+// Hopper).
+const cublasWorkspaceBytes = 32 << 20
+
+// Compute is one rank's GPU backend: the rank's weight shards, KV cache and
+// per-micro-batch buffers in device memory, in the model's 16-bit type
+// (or fp32), and the ops of a partition.Program as cuBLAS GEMMs and NVRTC
+// kernels on one stream of the device's primary context.
+//
+// A CUDA context is current per OS thread. Every method pins the calling
+// goroutine to its thread (runtime.LockOSThread) and makes the context
+// current before its first CUDA call, and unpins on return; a graph
+// capture keeps the goroutine pinned from a segment's first op to its
+// last, so the capture begins and ends on one thread. (A dedicated worker
+// thread would also do, but its hand-off per op would be charged to the
+// host launch time the graphs are measured against.) A Compute is not
+// safe for concurrent use: exec calls it from the rank's goroutine.
+type Compute struct {
+	plan *partition.Plan
+	rank partition.Rank
+	opts Options
+	dt   dtype
+	vp   int // padded vocabulary (TP without embeddings and head)
+
+	seed                  int64
+	vocabTok              int
+	prompt, context       int
+	promptBase, synthBase uint64
+	attnV                 int
+
+	drv    *cuda.Driver
+	blas   *cuda.BLAS
+	rtc    *cuda.NVRTC
+	dev    cuda.Device
+	info   cuda.DeviceInfo
+	ctx    *cuda.Context
+	stream cuda.Stream
+	handle *cuda.Handle
+	module cuda.Module
+	loaded bool
+	k      map[string]kernel
+	image  string // "cubin sm_90" or "ptx compute_90"
+
+	allocs    []cuda.DevicePtr
+	allocated int64
+	layers    map[int]map[string]*dtensor
+	global    map[string]*dtensor
+	kv        map[int]*dkv
+	mbs       []*mbState
+	errFlag   cuda.DevicePtr // int32[2]: {row + 1, token bits} of an invalid token
+
+	argBuf    args
+	flagDirty bool // an input kernel ran since Sync last read errFlag
+	replay    bool // ops update host state only: their segment's graph runs them
+	capturing bool
+	graphs    *graphs
+	timer     *timer
+	stats     LaunchStats
+	fault     error // a device-side failure, returned by every later call
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ pexec.Compute   = (*Compute)(nil)
+	_ pexec.Inspector = (*Compute)(nil)
+)
+
+// dtensor is a weight shard in device memory, row-major [k][n].
+type dtensor struct {
+	k, n int
+	p    cuda.DevicePtr
+}
+
+// dkv is one layer's KV cache: [seq][pos][kvl·hd] for keys and for values.
+type dkv struct{ k, v cuda.DevicePtr }
+
+// dbuf is a device buffer of n elements (float32 for tokens).
+type dbuf struct {
+	p   cuda.DevicePtr
+	n   int
+	f32 bool
+}
+
+// mbState is one micro-batch's buffers and the host's view of its last
+// pass (as exec/cpu's).
+type mbState struct {
+	bufs map[string]dbuf
+	// rows of x in the current pass; end is the position after its last token.
+	rows, end int
+	pos       cuda.DevicePtr // int32: the current pass's first position, read by the kernels
+	posHost   int            // what pos holds (−1: unknown)
+	out       cuda.DevicePtr // the last sample's output (elements of the model type)
+	outElems  int
+	sampled   cuda.DevicePtr // int32 per sequence
+	hasOut    bool
+	hasSample bool
+}
+
+// New loads the CUDA driver, cuBLAS and NVRTC, makes rank's Compute on
+// opts.Device, generates the rank's weight shards on the host with
+// exec/cpu's generator (so the GPU and the CPU reference hold the same
+// model), converts them to the element type and uploads them, and
+// allocates the KV cache and the buffers. Where there is no driver it
+// fails with "cuda: no CUDA driver: " and every place that was searched.
+func New(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
+	if rank < 0 || rank >= len(plan.Ranks) {
+		return nil, fmt.Errorf("cuda: rank %d outside the plan's %d ranks", rank, len(plan.Ranks))
+	}
+	name := opts.DType
+	if name == "" {
+		name = plan.Model.DType
+	}
+	dt, err := lookupDType(name)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := loadDriver()
+	if err != nil {
+		return nil, noDriver(err)
+	}
+	c := &Compute{plan: plan, rank: plan.Ranks[rank], opts: opts, dt: dt, drv: drv}
+	c.timer = newTimer(c, !opts.NoTiming)
+	if err := c.init(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cuda: rank %d: %w", rank, err)
+	}
+	return c, nil
+}
+
+// noDriver says that no usable driver was found, with dl's list of the
+// places searched when the library is missing.
+func noDriver(err error) error {
+	var nf *dl.NotFoundError
+	if errors.As(err, &nf) {
+		return fmt.Errorf("cuda: no CUDA driver: %w", nf)
+	}
+	if errors.Is(err, dl.ErrNoCgo) {
+		return fmt.Errorf("cuda: no CUDA driver: %w", dl.ErrNoCgo)
+	}
+	return fmt.Errorf("cuda: no usable CUDA driver: %w", err)
+}
+
+func (c *Compute) init() error {
+	p := c.plan
+	m := p.Model
+	w := p.Config.Workload
+	c.seed = p.Config.Run.Seed
+	c.vocabTok = cpu.TokenVocab(m)
+	c.prompt, c.context = w.PromptTokens(), w.Context
+	c.promptBase, c.synthBase = keyBase(c.seed, promptTensor), keyBase(c.seed, syntheticTensor)
+	c.vp = p.VocabPadded
+	if c.vp == 0 {
+		c.vp = p.TP
+	}
+	if c.attnV = attentionVec(m.HeadDim, c.dt.bytes); c.attnV == 0 {
+		return fmt.Errorf("head_dim %d is not supported by the attention kernel (head_dim/V must be a power of two of at most 32 for V in 8, 4, 2, 1)", m.HeadDim)
+	}
+	if m.HeadDim%2 != 0 {
+		return fmt.Errorf("head_dim %d is odd: rotary embeddings rotate pairs", m.HeadDim)
+	}
+
+	var err error
+	if c.dev, err = c.drv.Device(c.opts.Device); err != nil {
+		return err
+	}
+	if c.info, err = c.dev.Info(); err != nil {
+		return err
+	}
+	if c.ctx, err = c.dev.PrimaryContext(); err != nil {
+		return err
+	}
+	unpin, err := c.ctx.Pin()
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	// Non-blocking: no implicit synchronization with the legacy default
+	// stream, which other ranks' threads in this process may use while
+	// this one captures.
+	if c.stream, err = c.drv.NewStream(cuda.StreamNonBlocking); err != nil {
+		return err
+	}
+	if err := c.initBLAS(); err != nil {
+		return err
+	}
+	if err := c.initKernels(); err != nil {
+		return err
+	}
+	if c.errFlag, err = c.alloc(8); err != nil {
+		return err
+	}
+	if err := c.stream.MemsetD8Async(c.errFlag, 0, 8); err != nil {
+		return err
+	}
+	if err := c.initWeights(); err != nil {
+		return err
+	}
+	if err := c.initBuffers(); err != nil {
+		return err
+	}
+	c.graphs = newGraphs(c)
+	return c.stream.Synchronize()
+}
+
+func (c *Compute) initBLAS() error {
+	var err error
+	if c.blas, err = loadCUBLAS(); err != nil {
+		return fmt.Errorf("no cuBLAS: %w", err)
+	}
+	if c.handle, err = c.blas.NewHandle(); err != nil {
+		return err
+	}
+	if err := c.handle.SetStream(c.stream); err != nil {
+		return err
+	}
+	if err := c.handle.SetMathMode(cuda.DefaultMath); err != nil {
+		return err
+	}
+	if c.handle.HasWorkspace() {
+		ws, err := c.alloc(cublasWorkspaceBytes)
+		if err != nil {
+			return err
+		}
+		if err := c.handle.SetWorkspace(ws, cublasWorkspaceBytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alloc allocates device memory and counts it.
+func (c *Compute) alloc(bytes int64) (cuda.DevicePtr, error) {
+	p, err := c.drv.MemAlloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	c.allocs = append(c.allocs, p)
+	c.allocated += bytes
+	return p, nil
+}
+
+// upload copies float32 values, converted to the element type, to dst.
+func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
+	return c.stream.CopyHtoDAsync(dst, c.dt.encode(v))
+}
+
+func (c *Compute) initWeights() error {
+	src, err := hostShards(c.plan, c.rank.Rank)
+	if err != nil {
+		return err
+	}
+	load := func(layer int, name string) (*dtensor, error) {
+		data := src.Weight(layer, name)
+		k, n := c.tensorShape(name)
+		if data == nil || len(data) != k*n {
+			return nil, fmt.Errorf("exec/cpu generated %d elements of %s (layer %d), the shard is [%d, %d]", len(data), name, layer, k, n)
+		}
+		p, err := c.alloc(int64(k*n) * int64(c.dt.bytes))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.upload(p, data); err != nil {
+			return nil, err
+		}
+		return &dtensor{k: k, n: n, p: p}, nil
+	}
+	c.layers, c.global = map[int]map[string]*dtensor{}, map[string]*dtensor{}
+	for _, l := range c.rank.Layers {
+		c.layers[l] = map[string]*dtensor{}
+		for _, name := range []string{"attn_norm", "wqkv", "wo", "mlp_norm", "w_up", "w_down"} {
+			t, err := load(l, name)
+			if err != nil {
+				return err
+			}
+			c.layers[l][name] = t
+		}
+	}
+	m := c.plan.Model
+	var globals []string
+	if m.Embeddings && c.plan.FirstStage(c.rank.Stage) {
+		globals = append(globals, "embed")
+	}
+	if m.LMHead && c.plan.LastStage(c.rank.Stage) {
+		globals = append(globals, "final_norm", "lm_head")
+	}
+	for _, name := range globals {
+		t, err := load(-1, name)
+		if err != nil {
+			return err
+		}
+		c.global[name] = t
+	}
+	return c.stream.Synchronize() // the staged host copies may go
+}
+
+func (c *Compute) initBuffers() error {
+	p := c.plan
+	m := p.Model
+	w := p.Config.Workload
+	tp := p.TP
+	hl, kvl, fl := m.Heads/tp, m.KVHeads/tp, m.FFN/tp
+	H, hd := m.Hidden, m.HeadDim
+	eb := int64(c.dt.bytes)
+
+	c.kv = map[int]*dkv{}
+	kvElems := int64(w.Batch) * int64(w.Context) * int64(kvl*hd)
+	for _, l := range c.rank.Layers {
+		kp, err := c.alloc(kvElems * eb)
+		if err != nil {
+			return err
+		}
+		vp, err := c.alloc(kvElems * eb)
+		if err != nil {
+			return err
+		}
+		for _, q := range []cuda.DevicePtr{kp, vp} {
+			if err := c.stream.MemsetD8Async(q, 0, kvElems*eb); err != nil {
+				return err
+			}
+		}
+		c.kv[l] = &dkv{k: kp, v: vp}
+	}
+
+	// Sized for the largest pass, as exec/cpu's: a prefill chunk of every
+	// sequence of the micro-batch, or one decode token.
+	mbs := p.MicrobatchSize
+	rows := mbs * max(p.PrefillChunk, 1)
+	up := fl
+	if m.GatedMLP {
+		up *= 2
+	}
+	sizes := map[string]int{
+		bufX: rows * H, bufH: rows * H, bufY: rows * H,
+		bufQKV: rows * (hl + 2*kvl) * hd, bufAO: rows * hl * hd,
+		bufU: rows * up, bufA: rows * fl, bufTokens: rows,
+	}
+	last := p.LastStage(c.rank.Stage)
+	if m.LMHead && last {
+		sizes[bufLogits] = mbs * c.vp / tp
+		if tp > 1 {
+			sizes[pexec.GatheredBuffer(bufLogits)] = mbs * c.vp
+		}
+	}
+	outElems := 0
+	if last {
+		outElems = mbs * H
+		if m.LMHead {
+			outElems = mbs * c.vp
+		}
+	}
+	for range p.Microbatches {
+		st := &mbState{bufs: map[string]dbuf{}, posHost: -1, outElems: outElems}
+		for name, n := range sizes {
+			size := int64(n) * eb
+			if name == bufTokens {
+				size = int64(n) * 4
+			}
+			ptr, err := c.alloc(max(size, 4))
+			if err != nil {
+				return err
+			}
+			st.bufs[name] = dbuf{p: ptr, n: n, f32: name == bufTokens}
+		}
+		var err error
+		if st.pos, err = c.alloc(4); err != nil {
+			return err
+		}
+		if last {
+			if st.out, err = c.alloc(int64(outElems) * eb); err != nil {
+				return err
+			}
+			if st.sampled, err = c.alloc(int64(mbs) * 4); err != nil {
+				return err
+			}
+		}
+		c.mbs = append(c.mbs, st)
+	}
+	return nil
+}
+
+// pin pins the calling goroutine to its thread with the context current.
+func (c *Compute) pin() (func(), error) { return c.ctx.Pin() }
+
+func (c *Compute) state(mb int) (*mbState, error) {
+	if mb < 0 || mb >= len(c.mbs) {
+		return nil, fmt.Errorf("micro-batch %d outside [0, %d)", mb, len(c.mbs))
+	}
+	return c.mbs[mb], nil
+}
+
+func (c *Compute) buf(st *mbState, mb int, name string, elems int) (dbuf, error) {
+	b, ok := st.bufs[name]
+	if !ok {
+		return dbuf{}, fmt.Errorf("rank %d has no buffer %q", c.rank.Rank, name)
+	}
+	if elems < 0 || elems > b.n {
+		return dbuf{}, fmt.Errorf("buffer %q of micro-batch %d holds %d elements, %d requested", name, mb, b.n, elems)
+	}
+	b.n = elems
+	return b, nil
+}
+
+// Buffer returns micro-batch mb's buffer name as its first elems elements,
+// a *Buffer in device memory. Names are exec/cpu's ("x", "y", "logits",
+// "tokens", …, and "logits.gathered"); elements are of the model type,
+// tokens float32.
+func (c *Compute) Buffer(name string, mb, elems int) (pexec.Buffer, error) {
+	if c.fault != nil {
+		return nil, c.fault
+	}
+	st, err := c.state(mb)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.buf(st, mb, name, elems)
+	if err != nil {
+		return nil, err
+	}
+	return c.newBuffer(name, mb, b), nil
+}
+
+// Output is the last stage's result of micro-batch mb's last sampling
+// pass, copied back as float32 in exec/cpu's layout: logits [seqs][vocab]
+// with an LM head, else the final hidden state of each sequence's last
+// position [seqs][hidden]; nil on other stages (and after a failure, which
+// the next call reports).
+func (c *Compute) Output(mb int) []float32 {
+	st, err := c.state(mb)
+	if err != nil || !st.hasOut || c.fault != nil {
+		return nil
+	}
+	raw, err := c.download(st.out, st.outElems)
+	if err != nil {
+		c.fault = err
+		return nil
+	}
+	vals := c.dt.decode(raw)
+	m := c.plan.Model
+	if !m.LMHead {
+		return vals
+	}
+	return cpu.LogitsByVocab(vals, c.plan.MicrobatchSize, c.vp, m.Vocab, c.plan.TP)
+}
+
+// Sampled is the argmax token of each sequence of micro-batch mb at its
+// last sampling pass (nil without an LM head, or on a rank that does not
+// sample).
+func (c *Compute) Sampled(mb int) []int {
+	st, err := c.state(mb)
+	if err != nil || !st.hasSample || c.fault != nil {
+		return nil
+	}
+	n := c.plan.MicrobatchSize
+	raw := make([]int32, n)
+	if err := c.downloadInto(cuda.Bytes(raw), st.sampled); err != nil {
+		c.fault = err
+		return nil
+	}
+	out := make([]int, n)
+	for i, v := range raw {
+		out[i] = int(v)
+	}
+	return out
+}
+
+// download copies n elements of the model type at p to the host, after the
+// work queued before it.
+func (c *Compute) download(p cuda.DevicePtr, n int) ([]byte, error) {
+	raw := make([]byte, n*c.dt.bytes)
+	return raw, c.downloadInto(raw, p)
+}
+
+func (c *Compute) downloadInto(dst []byte, p cuda.DevicePtr) error {
+	unpin, err := c.pin()
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	if err := c.stream.CopyDtoHAsync(dst, p); err != nil {
+		return err
+	}
+	return c.stream.Synchronize()
+}
+
+// Sync waits for the queued work, reports a device-side failure (an
+// invalid token id) and collects the finished op timings.
+func (c *Compute) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.fault != nil {
+		return c.fault
+	}
+	unpin, err := c.pin()
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	if c.capturing {
+		// A caller that waits between the ops of a segment (exec.Emulate
+		// times every op) leaves no step to capture: run the ops recorded
+		// so far op by op and keep the segment eager.
+		if err := c.dropCapture(errors.New("a sync inside the segment")); err != nil {
+			return err
+		}
+	}
+	if err := c.stream.Synchronize(); err != nil {
+		c.fault = err
+		return err
+	}
+	if c.flagDirty {
+		if err := c.checkFlag(); err != nil {
+			return err
+		}
+		c.flagDirty = false
+	}
+	return c.timer.flush()
+}
+
+// checkFlag reads the device's invalid-token report.
+func (c *Compute) checkFlag() error {
+	var flag [2]int32
+	if err := c.stream.CopyDtoHAsync(cuda.Bytes(flag[:]), c.errFlag); err != nil {
+		return err
+	}
+	if flag[0] != 0 {
+		c.fault = fmt.Errorf("cuda: token %v of row %d is not an id in [0, %d)",
+			math.Float32frombits(uint32(flag[1])), flag[0]-1, c.vocabTok)
+		return c.fault
+	}
+	return nil
+}
+
+// AllocatedBytes is the device memory the rank holds: weights, KV cache,
+// buffers and the cuBLAS workspace.
+func (c *Compute) AllocatedBytes() int64 { return c.allocated }
+
+// DeviceInfo describes the rank's GPU.
+func (c *Compute) DeviceInfo() cuda.DeviceInfo { return c.info }
+
+// DType is the element type the GPU computes in ("fp16", "bf16", "fp32").
+func (c *Compute) DType() string { return c.dt.name }
+
+// Kernels says how the kernels were built ("cubin sm_90" or "ptx compute_90").
+func (c *Compute) Kernels() string { return c.image }
+
+// Stream is the stream every op of the rank runs on; a communicator that
+// works on the rank's buffers (NCCL) queues its calls on it.
+func (c *Compute) Stream() cuda.Stream { return c.stream }
+
+// Context is the device's primary context the rank uses.
+func (c *Compute) Context() *cuda.Context { return c.ctx }
+
+// Do runs fn pinned to an OS thread with the rank's context current: the
+// way to make other CUDA-bound calls (NCCL) on the rank's device.
+func (c *Compute) Do(fn func() error) error {
+	unpin, err := c.pin()
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	return fn()
+}
+
+// Close waits for queued work and releases the rank's resources: graphs,
+// events, the module, the cuBLAS handle, the stream, device memory and its
+// reference to the context (the libraries stay loaded for the process).
+// Closing twice does nothing.
+func (c *Compute) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.release() })
+	return c.closeErr
+}
+
+func (c *Compute) release() error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ctx != nil {
+		if unpin, err := c.ctx.Pin(); err == nil {
+			if c.capturing {
+				c.abandonCapture()
+			}
+			if c.stream != (cuda.Stream{}) {
+				keep(c.stream.Synchronize())
+			}
+			if c.graphs != nil {
+				keep(c.graphs.destroy())
+			}
+			keep(c.timer.destroy())
+			if c.loaded {
+				keep(c.module.Unload())
+			}
+			if c.handle != nil {
+				keep(c.handle.Destroy())
+			}
+			if c.stream != (cuda.Stream{}) {
+				keep(c.stream.Destroy())
+			}
+			for _, p := range c.allocs {
+				keep(c.drv.MemFree(p))
+			}
+			unpin()
+		} else {
+			keep(err)
+		}
+		keep(c.ctx.Release())
+	}
+	c.allocs, c.layers, c.global, c.kv, c.mbs = nil, nil, nil, nil, nil
+	return errors.Join(errs...) // the libraries stay loaded (libs.go)
+}
