@@ -29,5 +29,16 @@ test-go:
 vet:
 	$(GO) vet ./...
 
+## gpu-check: everything a GPU machine needs in one folder (binary, test binaries, configs, script);
+## there: cd gpu-check && ./gpu-check.sh OUTDIR
+gpu-check:
+	rm -rf gpu-check && mkdir -p gpu-check
+	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
+	$(GO) test -c -o gpu-check/cgo-cuda.test ./cgo/cuda
+	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
+	cp -r configs gpu-check/configs
+	cp scripts/gpu-check.sh gpu-check/
+	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"
+
 clean:
 	rm -rf bin dist gpu-check
