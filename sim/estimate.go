@@ -15,7 +15,8 @@ type Options struct {
 	// Collectives forces an algorithm or protocol (NCCL_ALGO / NCCL_PROTO).
 	Collectives CollectiveOptions
 	// DecodeSteps is how many decode steps the timeline runs to reach steady
-	// state (default 6; TPOT is measured over the second half).
+	// state (default 16; TPOT is measured over the second half: unbalanced
+	// pipelines need more than a handful of steps to settle).
 	DecodeSteps int
 	// Measured, when set, replaces the modeled time of compute ops with
 	// times measured on a device (rank emulation); communication stays modeled.
@@ -155,7 +156,7 @@ type CollectiveUse struct {
 // EstimatePlan models a plan's prefill and decode on its hardware.
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
-		opts.DecodeSteps = 6
+		opts.DecodeSteps = 16
 	}
 	if opts.DecodeSteps < 3 {
 		return nil, fmt.Errorf("sim: decode steps must be at least 3 (got %d)", opts.DecodeSteps)

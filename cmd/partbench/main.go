@@ -39,7 +39,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd())
+	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
+		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd())
 	addRunFlags(root)
 	return root
 }

@@ -25,6 +25,7 @@ type modelOptions struct {
 	out         string
 	trace       string
 	sweep       string
+	calibration string
 }
 
 func newModelCmd() *cobra.Command {
@@ -46,8 +47,9 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringArrayVar(&o.compare, "compare", nil, "further strategies to compare with the first (repeatable)")
 	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, csv, json")
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
-	f.IntVar(&o.decodeSteps, "decode-steps", 6, "decode steps the timeline simulates to reach steady state (≥ 3)")
+	f.IntVar(&o.decodeSteps, "decode-steps", 16, "decode steps the timeline simulates to reach steady state (≥ 3)")
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
 	return cmd
@@ -68,6 +70,9 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	for _, n := range names {
 		cfg, err := configs.Load(n)
 		if err != nil {
+			return err
+		}
+		if _, err := applyCalibration(cfg, o.calibration); err != nil {
 			return err
 		}
 		cfgs = append(cfgs, cfg)

@@ -180,7 +180,7 @@ func TestModelTrace(t *testing.T) {
 	}
 	// 4 ranks; the Program's op names; a flow per send (2 stage-0 ranks × 2
 	// micro-batches × (1 prefill + 6 decode steps) activations, and as many token returns).
-	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*7*2 {
+	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*17*2 {
 		t.Fatalf("tracks %d flows %d names %d", len(tracks), flows, len(names))
 	}
 }

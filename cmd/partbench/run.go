@@ -42,10 +42,13 @@ type runOptions struct {
 	tolerance   float64
 	strict      bool
 	joinTimeout time.Duration
+	calibration string
 	// run only
 	nproc   int
 	check   bool
 	emulate int
+	// notes gathered while preparing the run, printed with its report
+	notes []string
 }
 
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
@@ -60,6 +63,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself, not only rank 0")
 	f.Float64Var(&o.tolerance, "tolerance", 0.15, "relative error above which a timed metric is flagged")
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
+	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 }
 
@@ -72,6 +76,9 @@ func (o *runOptions) rankArgs() []string {
 	}
 	if o.iterations >= 0 {
 		a = append(a, "--iterations", strconv.Itoa(o.iterations))
+	}
+	if o.calibration != "" {
+		a = append(a, "--calibration", o.calibration)
 	}
 	for _, b := range []struct {
 		on   bool
@@ -158,6 +165,11 @@ func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	if !(o.tolerance > 0) {
 		return nil, fmt.Errorf("--tolerance: must be positive (got %g)", o.tolerance)
 	}
+	notes, err := applyCalibration(cfg, o.calibration)
+	if err != nil {
+		return nil, err
+	}
+	o.notes = append(o.notes, notes...)
 	return cfg, cfg.Validate()
 }
 
@@ -237,7 +249,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	doc.Notes = append(notes, doc.Notes...)
+	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
 	return o.finish(stdout, doc)
 }
 
@@ -267,8 +279,8 @@ func runDoc(cfg *configs.Config, backend, launcher string, results []pexec.RankR
 	doc := &report.RunDoc{Schema: report.RunSchema, Version: version, Backend: backend, Launcher: launcher, Hosts: hostList,
 		StartedAt: started.UTC().Format(time.RFC3339), ElapsedS: time.Since(started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
 		Tolerance: tol, Measurement: m, Estimate: est, Comparison: rows, Problems: problems}
-	if backend == "cpu" {
-		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (calibrate the CPU to compare times); counts and bytes must match exactly", est.Hardware))
+	if backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}
 	return doc, nil
 }

@@ -1,0 +1,397 @@
+package calib
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/topology"
+)
+
+// Repeat counts: every figure is measured this many times.
+const (
+	DefaultRepeats = 5
+	QuickRepeats   = 3
+)
+
+// Options configure a calibration. Zero values take the defaults.
+type Options struct {
+	// Backend is "cpu"; "cuda" is refused until a GPU backend can run it.
+	Backend string
+	// Ranks is how many local ranks the link is measured among (default 4).
+	Ranks int
+	// Quick uses fewer repeats, shorter samples and fewer sizes.
+	Quick bool
+	// Repeats overrides the repeat count (DefaultRepeats, or QuickRepeats).
+	Repeats int
+	// MinSample is how long one timed sample lasts at least (2 ms; quick 0.5 ms).
+	MinSample time.Duration
+	// Configs name the configs whose GEMM shapes are timed (DefaultShapeConfigs).
+	Configs []string
+	// MaxWorkingSetBytes is the largest working set of the cache curve
+	// (default 4 × the last-level cache sysfs reports, else 256 MiB).
+	MaxWorkingSetBytes int64
+	// GEMMFLOPBudget and GEMMWeightCapBytes bound one timed GEMM call
+	// (default 2^28 FLOPs and 64 MiB of weights; quick 2^25 and 16 MiB).
+	GEMMFLOPBudget     int64
+	GEMMWeightCapBytes int64
+	// CommSizes are the payloads timed (DefaultCommSizes; quick QuickCommSizes).
+	CommSizes []int64
+	// Version is partbench's version, recorded in the file.
+	Version string
+	// Now is the clock of the recorded date (time.Now).
+	Now func() time.Time
+	// Progress, when set, is called after each measured step.
+	Progress func(done, total int)
+}
+
+func (o *Options) defaults(h host) error {
+	switch o.Backend {
+	case "", configs.BackendCPU:
+		o.Backend = configs.BackendCPU
+	case configs.BackendCUDA:
+		return fmt.Errorf("--backend cuda: calibration needs a GPU backend build that can time kernels and NCCL calls; not available yet (allowed: cpu)")
+	default:
+		return fmt.Errorf("--backend: must be cpu or cuda (got %q)", o.Backend)
+	}
+	if o.Ranks == 0 {
+		o.Ranks = 4
+	}
+	if o.Ranks < 1 || o.Ranks > 64 {
+		return fmt.Errorf("--nproc: must be in [1, 64] (got %d)", o.Ranks)
+	}
+	if o.Repeats == 0 {
+		o.Repeats = DefaultRepeats
+		if o.Quick {
+			o.Repeats = QuickRepeats
+		}
+	}
+	if o.Repeats < 1 {
+		return fmt.Errorf("repeats: must be ≥ 1 (got %d)", o.Repeats)
+	}
+	if o.MinSample == 0 {
+		o.MinSample = 2 * time.Millisecond
+		if o.Quick {
+			o.MinSample = 500 * time.Microsecond
+		}
+	}
+	if len(o.Configs) == 0 {
+		o.Configs = DefaultShapeConfigs
+	}
+	if o.MaxWorkingSetBytes == 0 {
+		switch {
+		case h.llcBytes > 0:
+			o.MaxWorkingSetBytes = max(4*h.llcBytes, 16<<20)
+		default:
+			o.MaxWorkingSetBytes = curveTopBytes
+		}
+	}
+	if o.MaxWorkingSetBytes < 8*curveMinBytes {
+		return fmt.Errorf("max working set: must be ≥ %d bytes (got %d)", 8*curveMinBytes, o.MaxWorkingSetBytes)
+	}
+	if o.GEMMFLOPBudget == 0 {
+		o.GEMMFLOPBudget = 1 << 28
+		if o.Quick {
+			o.GEMMFLOPBudget = 1 << 25
+		}
+	}
+	if o.GEMMWeightCapBytes == 0 {
+		o.GEMMWeightCapBytes = 64 << 20
+		if o.Quick {
+			o.GEMMWeightCapBytes = 16 << 20
+		}
+	}
+	if len(o.CommSizes) == 0 {
+		o.CommSizes = DefaultCommSizes
+		if o.Quick {
+			o.CommSizes = QuickCommSizes
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// Run measures this machine and returns the calibration. ctx cancels it
+// between samples.
+func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
+	h, err := readHost()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.defaults(h); err != nil {
+		return nil, err
+	}
+	shapes, err := programShapes(o.Configs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range shapes {
+		shapes[i].clip(o.GEMMFLOPBudget, o.GEMMWeightCapBytes)
+	}
+	sizes := curveSizes(o.MaxWorkingSetBytes)
+	groups := commGroups(o.Ranks, o.Quick)
+
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + 1
+	done := 0
+	step := func() error {
+		done++
+		if o.Progress != nil {
+			o.Progress(done, total)
+		}
+		return ctx.Err()
+	}
+
+	cal := &configs.Calibration{
+		Spread:   map[string]configs.Spread{},
+		Comments: map[string]string{},
+		Info: configs.CalibrationInfo{Host: h.name, CPU: h.cpu, Cores: h.cores, Backend: o.Backend,
+			Date: o.Now().UTC().Format(time.RFC3339), Version: o.Version, Ranks: o.Ranks, Repeats: o.Repeats, Quick: o.Quick},
+	}
+
+	// 1. The cache curve; its largest working sets give the streaming bandwidth.
+	mem, err := measureCache(o, sizes, cal, step)
+	if err != nil {
+		return nil, err
+	}
+	// 2. GEMMs over the Programs' shapes; F fitted per repeat.
+	flops, err := measureGEMM(o, shapes, mem, cal, step)
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Per-op overhead through exec/cpu.
+	launch, err := execOverhead(ctx, o.Repeats, o.MinSample)
+	if err != nil {
+		return nil, err
+	}
+	if err := step(); err != nil {
+		return nil, err
+	}
+	cal.Spread["kernel_launch_s"] = spreadOf(launch)
+
+	// 4. The link among o.Ranks local ranks.
+	link := topology.Link{}
+	if o.Ranks > 1 {
+		var linkErr error
+		link, linkErr = measureLink(ctx, o, groups, cal, step)
+		if linkErr != nil {
+			return nil, linkErr
+		}
+	}
+
+	cal.Hardware = topology.GPU{
+		Name:          "cpu:" + h.cpu,
+		FP32FLOPsPerS: flops, FP16FLOPsPerS: flops, BF16FLOPsPerS: flops,
+		HBMBytes: h.memBytes, HBMReservedBytes: min(h.memBytes-h.memAvail, h.memBytes-1), HBMBytesPerS: mem.streamBytesPerS,
+		L2Bytes: int64(mem.l2Bytes), L2UsableFraction: 1, L2BytesPerS: mem.l2BytesPerS,
+		SMs: h.cores, SharedMemPerSM: h.l1dBytes,
+		KernelLaunchS:     spreadOf(launch).Median,
+		ComputeEfficiency: 1, HBMEfficiency: 1,
+	}
+	cal.Topology = topology.Topology{Name: fmt.Sprintf("cpu-loopback-%d", o.Ranks), Nodes: 1, GPUsPerNode: o.Ranks, Intra: link}
+	comment(cal, h, o, len(shapes))
+	if err := cal.Validate(); err != nil {
+		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
+	}
+
+	// 5. The profile held against the CPU backend, op kind by op kind.
+	if cal.Ops, err = CheckOps(ctx, cal, OpsConfig, o.Repeats); err != nil {
+		return nil, err
+	}
+	if err := step(); err != nil {
+		return nil, err
+	}
+	return cal, nil
+}
+
+// note adds a caveat to the calibration's notes.
+func note(cal *configs.Calibration, format string, a ...any) {
+	cal.Info.Notes = append(cal.Info.Notes, fmt.Sprintf(format, a...))
+}
+
+// measureCache reads the working-set curve once per repeat and fills the
+// memory figures' spreads and the curve samples; it returns the medians.
+func measureCache(o Options, sizes []int64, cal *configs.Calibration, step func() error) (memFigures, error) {
+	big := fillBuffer(sizes[len(sizes)-1])
+	curve := make([]curveRepeat, o.Repeats)
+	for r := range curve {
+		curve[r] = make(curveRepeat, len(sizes))
+		for i, s := range sizes {
+			curve[r][i] = reuseBandwidth(big[:s/4], o.MinSample)
+			if err := step(); err != nil {
+				return memFigures{}, err
+			}
+		}
+	}
+	var streams, l2bws []float64
+	var l2s []int64
+	for r, bw := range curve {
+		stream, l2, l2bw, err := cacheFigures(sizes, bw)
+		if err != nil {
+			note(cal, "repeat %d: %v", r, err)
+		}
+		streams, l2s, l2bws = append(streams, stream), append(l2s, l2), append(l2bws, l2bw)
+	}
+	for i, s := range sizes {
+		var bws []float64
+		for r := range curve {
+			bws = append(bws, curve[r][i])
+		}
+		sp := spreadOf(bws)
+		cal.Cache = append(cal.Cache, configs.CacheSample{Bytes: s, BytesPerSMin: sp.Min, BytesPerSMedian: sp.Median, BytesPerSMax: sp.Max,
+			ReuseOverStream: sp.Median / medianOf(streams)})
+	}
+	if n := len(cal.Cache); cal.Cache[n-streamPoints].BytesPerSMedian > 1.1*cal.Cache[n-1].BytesPerSMedian {
+		note(cal, "the cache curve has not flattened over its %d largest working sets (%d to %d B): hbm_bytes_per_s may count cache hits", streamPoints, sizes[n-streamPoints], sizes[n-1])
+	}
+	l2Spread := make([]float64, len(l2s))
+	for i, v := range l2s {
+		l2Spread[i] = float64(v)
+	}
+	mem := memFigures{streamBytesPerS: medianOf(streams), l2Bytes: float64(lowerMedianInt(l2s)), l2BytesPerS: medianOf(l2bws)}
+	cal.Spread["hbm_bytes_per_s"] = spreadOf(streams)
+	cal.Spread["l2_bytes"] = spreadOf(l2Spread)
+	cal.Spread["l2_bytes_per_s"] = spreadOf(l2bws)
+	return mem, nil
+}
+
+// measureGEMM times every shape once per repeat, fits F per repeat and
+// fills the GEMM samples and the spread; it returns the median F.
+func measureGEMM(o Options, shapes []gemmShape, mem memFigures, cal *configs.Calibration, step func() error) (float64, error) {
+	times := make([][]float64, len(shapes)) // [shape][repeat]
+	for i, s := range shapes {
+		times[i] = timeGEMM(s, o.Repeats, o.MinSample)
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	var fs []float64
+	for r := 0; r < o.Repeats; r++ {
+		t := make([]float64, len(shapes))
+		for i := range shapes {
+			t[i] = times[i][r]
+		}
+		f, ok := fitFLOPs(shapes, t, mem)
+		if !ok {
+			var rates []float64
+			for i, s := range shapes {
+				rates = append(rates, s.flops()/t[i])
+			}
+			f = medianOf(rates)
+			note(cal, "repeat %d: the memory terms alone reach the measured GEMM times; fp32_flops_per_s is the median per-shape rate instead of a fit", r)
+		}
+		fs = append(fs, f)
+	}
+	flops := medianOf(fs)
+	cal.Spread["fp32_flops_per_s"] = spreadOf(fs)
+	for i, s := range shapes {
+		sp := spreadOf(times[i])
+		cal.GEMM = append(cal.GEMM, configs.GEMMSample{Source: s.source, M: s.m, N: s.n, K: s.k, MeasuredM: s.mm, MeasuredN: s.mn,
+			FLOPs: int64(s.flops()), TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max,
+			FLOPsPerS: s.flops() / sp.Median, ModelTimeS: rooflineS(s, flops, mem)})
+	}
+	return flops, nil
+}
+
+// commGroups are the group sizes all_reduce is timed over: every rank, and
+// also a pair when there are more than two (the tensor-parallel groups of
+// the tiny configs); quick mode times every rank only.
+func commGroups(n int, quick bool) []commGroup {
+	if n < 2 {
+		return nil
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	gs := []commGroup{{opAllReduce, all}}
+	if n > 2 && !quick {
+		gs = append(gs, commGroup{opAllReduce, []int{0, 1}})
+	}
+	return append(gs, commGroup{opSendRecv, []int{0, 1}})
+}
+
+type commGroup struct {
+	op    string
+	ranks []int
+}
+
+// measureLink times every group at every size, fits α and β per repeat, and
+// fills cal's samples and spreads. The link it returns has the medians.
+func measureLink(ctx context.Context, o Options, groups []commGroup, cal *configs.Calibration, step func() error) (topology.Link, error) {
+	w, err := newWorld(ctx, o.Ranks)
+	if err != nil {
+		return topology.Link{}, err
+	}
+	defer w.close()
+	type sample struct {
+		op    string
+		ranks int
+		bytes int64
+		times []float64
+	}
+	var samples []sample
+	for _, g := range groups {
+		b, err := w.bench(ctx, g.op, g.ranks)
+		if err != nil {
+			return topology.Link{}, err
+		}
+		for _, s := range o.CommSizes {
+			ts, err := b.time(ctx, w, s, o.Repeats, o.MinSample)
+			if err != nil {
+				return topology.Link{}, fmt.Errorf("communication: %s of %d B: %w", g.op, s, err)
+			}
+			n := len(g.ranks)
+			if g.op == opSendRecv {
+				n = 2
+			}
+			samples = append(samples, sample{g.op, n, s, ts})
+			if err := step(); err != nil {
+				return topology.Link{}, err
+			}
+		}
+	}
+	var alphas, betas []float64
+	for r := 0; r < o.Repeats; r++ {
+		var pts []commPoint
+		for _, s := range samples {
+			pts = append(pts, commPoint{s.op, s.ranks, s.bytes, s.times[r]})
+		}
+		a, b, err := fitLink(pts)
+		if err != nil {
+			return topology.Link{}, err
+		}
+		alphas, betas = append(alphas, a), append(betas, b)
+	}
+	cal.Spread["link_latency_s"] = spreadOf(alphas)
+	cal.Spread["link_bytes_per_s"] = spreadOf(betas)
+	link := linkOf(fmt.Sprintf("TCP over loopback (exec/tcpcomm), %d ranks in one process", o.Ranks), medianOf(alphas), medianOf(betas))
+
+	// The raw line through the sendrecv medians, for comparison with the fit.
+	var xs, ys []float64
+	for _, s := range samples {
+		sp := spreadOf(s.times)
+		e, err := modelComm(commPoint{s.op, s.ranks, s.bytes, sp.Median}, link)
+		if err != nil {
+			return topology.Link{}, err
+		}
+		cal.Comm = append(cal.Comm, configs.CommSample{Op: s.op, Ranks: s.ranks, Bytes: s.bytes,
+			TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max, ModelTimeS: e.TimeS, Algo: e.Algo, Proto: e.Proto})
+		if s.op == opSendRecv {
+			xs, ys = append(xs, float64(s.bytes)), append(ys, sp.Median)
+		}
+	}
+	if len(xs) >= 2 {
+		a, b := lineFit(xs, ys)
+		bw := math.Inf(1)
+		if b > 0 {
+			bw = 1 / b
+		}
+		note(cal, "sendrecv one-way time, line through the medians (least relative squares): %.3g s + bytes / %.3g B/s (no protocol model)", a, bw)
+	}
+	return link, nil
+}

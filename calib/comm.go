@@ -1,0 +1,342 @@
+package calib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/partbench/partbench/commcount"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/exec/tcpcomm"
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
+)
+
+// Communication sample kinds.
+const (
+	opAllReduce = "all_reduce"
+	opSendRecv  = "sendrecv"
+)
+
+// DefaultCommSizes are the payloads timed: 4 B to 4 MiB in steps of 4×,
+// which covers the tiny configs' messages (hundreds of bytes) and reaches
+// sizes where bandwidth dominates.
+var DefaultCommSizes = []int64{4, 16, 64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}
+
+// QuickCommSizes are the sizes of --quick.
+var QuickCommSizes = []int64{16, 256, 4 << 10, 64 << 10, 1 << 20}
+
+// world is n ranks in this process, connected as the CPU backend's ranks
+// are: a rendezvous session each over loopback, then a tcpcomm.Comm each.
+type world struct {
+	sessions []*rendezvous.Session
+	comms    []*tcpcomm.Comm
+}
+
+func newWorld(ctx context.Context, n int) (*world, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("communication: listen on loopback: %w", err)
+	}
+	w := &world{sessions: make([]*rendezvous.Session, n), comms: make([]*tcpcomm.Comm, n)}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := rendezvous.Options{Addr: ln.Addr().String(), Rank: r, Size: n, JoinTimeout: 10 * time.Second}
+			if r == 0 {
+				o.Listener = ln
+			}
+			if w.sessions[r], errs[r] = rendezvous.Join(ctx, o); errs[r] != nil {
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			w.comms[r], errs[r] = tcpcomm.New(cctx, w.sessions[r], r, n, "127.0.0.1")
+		}()
+	}
+	wg.Wait()
+	if n == 1 {
+		ln.Close()
+	}
+	if err := errors.Join(errs...); err != nil {
+		w.close()
+		return nil, fmt.Errorf("communication: connect %d local ranks: %w", n, err)
+	}
+	return w, nil
+}
+
+func (w *world) close() {
+	var wg sync.WaitGroup
+	for r := range w.comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if w.comms[r] != nil {
+				w.comms[r].Close()
+			}
+			if w.sessions[r] != nil {
+				w.sessions[r].Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// stepTimeout bounds one timed sample, so a lost message fails the
+// calibration instead of hanging it.
+const stepTimeout = time.Minute
+
+// each runs f on the given ranks concurrently and returns their errors
+// joined. The first error cancels the others' ctx, so no rank waits forever
+// for a peer that gave up.
+func (w *world) each(ctx context.Context, ranks []int, f func(ctx context.Context, r int, c *tcpcomm.Comm) error) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for i, r := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx, r, w.comms[r]); err != nil {
+				errs[i] = fmt.Errorf("rank %d: %w", r, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// commBench times one op over one group of ranks (ascending; sendrecv uses
+// the first two).
+type commBench struct {
+	op     string
+	ranks  []int
+	groups map[int]pexec.Group // all_reduce: each member's group
+}
+
+func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
+	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
+	if op != opAllReduce {
+		return b, nil
+	}
+	var mu sync.Mutex
+	err := w.each(ctx, ranks, func(ctx context.Context, r int, c *tcpcomm.Comm) error {
+		g, err := c.NewGroup(ctx, ranks)
+		mu.Lock()
+		b.groups[r] = g
+		mu.Unlock()
+		return err
+	})
+	return b, err
+}
+
+// run makes iters calls of bytes and returns rank 0's (the first member's)
+// time per call: after a barrier of the members, back-to-back all_reduce
+// calls; or iters ping-pongs between the first two members, half a round
+// trip each (one-way time of one message).
+func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (float64, error) {
+	elems := int(max(1, bytes/4))
+	var elapsed float64
+	members := b.ranks
+	if b.op == opSendRecv {
+		members = b.ranks[:2]
+	}
+	err := w.each(ctx, members, func(ctx context.Context, r int, c *tcpcomm.Comm) error {
+		buf := pexec.F32(make([]float32, elems))
+		// A barrier over the members, built from point-to-point messages
+		// (the Comm's Barrier spans the whole world).
+		first := members[0]
+		token := pexec.F32(make([]float32, 1))
+		if r == first {
+			for _, p := range members[1:] {
+				if err := c.Recv(ctx, token, p); err != nil {
+					return err
+				}
+			}
+			for _, p := range members[1:] {
+				if err := c.Send(ctx, token, p); err != nil {
+					return err
+				}
+			}
+		} else {
+			if err := c.Send(ctx, token, first); err != nil {
+				return err
+			}
+			if err := c.Recv(ctx, token, first); err != nil {
+				return err
+			}
+		}
+		start := time.Now()
+		for i := 0; i < iters; i++ {
+			switch {
+			case b.op == opAllReduce:
+				if err := b.groups[r].AllReduce(ctx, buf); err != nil {
+					return err
+				}
+			case r == first:
+				if err := c.Send(ctx, buf, members[1]); err != nil {
+					return err
+				}
+				if err := c.Recv(ctx, buf, members[1]); err != nil {
+					return err
+				}
+			default:
+				if err := c.Recv(ctx, buf, first); err != nil {
+					return err
+				}
+				if err := c.Send(ctx, buf, first); err != nil {
+					return err
+				}
+			}
+		}
+		if r == first {
+			elapsed = time.Since(start).Seconds()
+		}
+		return c.Flush(ctx)
+	})
+	if err != nil {
+		return 0, err
+	}
+	per := elapsed / float64(iters)
+	if b.op == opSendRecv {
+		per /= 2
+	}
+	return per, nil
+}
+
+// timeComm times bytes once per repeat; the number of calls per repeat comes
+// from one pilot call, enough to last minDur (2 to 100 000).
+func (b *commBench) time(ctx context.Context, w *world, bytes int64, repeats int, minDur time.Duration) ([]float64, error) {
+	pilot, err := b.run(ctx, w, bytes, 2)
+	if err != nil {
+		return nil, err
+	}
+	iters := 2
+	if pilot > 0 {
+		iters = int(math.Min(1e5, math.Max(2, math.Ceil(minDur.Seconds()/pilot))))
+	}
+	ts := make([]float64, repeats)
+	for r := range ts {
+		if ts[r], err = b.run(ctx, w, bytes, iters); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// commPoint is one measured time of one op, size and group.
+type commPoint struct {
+	op    string
+	ranks int
+	bytes int64
+	timeS float64
+}
+
+// linkOf is the calibrated link with latency alpha and bandwidth beta.
+func linkOf(name string, alpha, beta float64) topology.Link {
+	return topology.Link{Class: topology.Network, Name: name, BytesPerS: beta, LatencyS: alpha}
+}
+
+// systemOf is n ranks on one node joined by link.
+func systemOf(n int, link topology.Link) topology.System {
+	return topology.System{Topology: topology.Topology{Name: "calibration", Nodes: 1, GPUsPerNode: n, Intra: link}}
+}
+
+// modelComm is what sim's collective model says for a sample, with the
+// tuner's free choice of algorithm and protocol (the estimate's default).
+func modelComm(p commPoint, link topology.Link) (sim.CollectiveEstimate, error) {
+	sys := systemOf(max(p.ranks, 2), link)
+	if p.op == opSendRecv {
+		return sim.P2P(sys, 0, 1, p.bytes), nil
+	}
+	ranks := make([]int, p.ranks)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return sim.Collective(sys, commcount.AllReduce, ranks, p.bytes, sim.CollectiveOptions{})
+}
+
+// fitLink finds the link latency α and bandwidth β for which sim's model of
+// every sample (ring/tree all_reduce, p2p sendrecv, with NCCL's protocol
+// constants for a network link) best reproduces the measured times: least
+// squares of log time, over a 25 × 25 grid of α in 10^-8…10^-2 s and β in
+// 10^6…10^12 B/s, refined by a compass search that halves its step.
+func fitLink(points []commPoint) (alpha, beta float64, err error) {
+	loss := func(la, lb float64) float64 {
+		link := linkOf("fit", math.Exp(la), math.Exp(lb))
+		var l float64
+		for _, p := range points {
+			e, err := modelComm(p, link)
+			if err != nil || e.TimeS <= 0 {
+				return math.Inf(1)
+			}
+			d := math.Log(e.TimeS) - math.Log(p.timeS)
+			l += d * d
+		}
+		return l
+	}
+	aLo, aHi := math.Log(1e-8), math.Log(1e-2)
+	bLo, bHi := math.Log(1e6), math.Log(1e12)
+	const n = 25
+	best, la, lb := math.Inf(1), 0.0, 0.0
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			x := aLo + (aHi-aLo)*float64(i)/(n-1)
+			y := bLo + (bHi-bLo)*float64(j)/(n-1)
+			if l := loss(x, y); l < best {
+				best, la, lb = l, x, y
+			}
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0, 0, fmt.Errorf("link fit: the collective model failed on every candidate")
+	}
+	sa, sb := (aHi-aLo)/(n-1), (bHi-bLo)/(n-1)
+	for k := 0; k < 40; k++ {
+		moved := false
+		for _, d := range [][2]float64{{sa, 0}, {-sa, 0}, {0, sb}, {0, -sb}} {
+			x, y := la+d[0], lb+d[1]
+			if x < aLo || x > aHi || y < bLo || y > bHi {
+				continue
+			}
+			if l := loss(x, y); l < best {
+				best, la, lb, moved = l, x, y, true
+			}
+		}
+		if !moved {
+			sa, sb = sa/2, sb/2
+		}
+	}
+	return math.Exp(la), math.Exp(lb), nil
+}
+
+// lineFit is the line t = a + b·s through (s, t) that minimizes the sum of
+// squared relative errors ((a + b·s − t)/t)², so that small sizes count as
+// much as large ones (weights 1/t² in weighted least squares).
+func lineFit(s, t []float64) (a, b float64) {
+	var sw, sx, sy, sxx, sxy float64
+	for i := range s {
+		w := 1 / (t[i] * t[i])
+		sw += w
+		sx += w * s[i]
+		sy += w * t[i]
+		sxx += w * s[i] * s[i]
+		sxy += w * s[i] * t[i]
+	}
+	den := sw*sxx - sx*sx
+	if den == 0 {
+		return sy / sw, 0
+	}
+	b = (sw*sxy - sx*sy) / den
+	return (sy - b*sx) / sw, b
+}

@@ -1,0 +1,100 @@
+package calib
+
+import (
+	"math"
+	"time"
+
+	"github.com/partbench/partbench/partition"
+)
+
+// ReusedWeightBytes is the weight bytes one decode step of prog re-reads on
+// every pass: each distinct (layer, tensor) of its GEMMs and norms once,
+// as the estimate's L2 working set counts them (sim: Gemm and Norm ops are
+// the reusable ones).
+func ReusedWeightBytes(prog partition.Program) int64 {
+	type key struct {
+		layer  int
+		tensor string
+	}
+	seen := map[key]bool{}
+	var b int64
+	for _, op := range prog.Ops {
+		k := key{op.Layer, op.Tensor}
+		if (op.Kind == partition.Gemm || op.Kind == partition.Norm) && !seen[k] {
+			seen[k] = true
+			b += op.WeightBytes
+		}
+	}
+	return b
+}
+
+// Probe limits.
+const (
+	// ProbeMaxBytes is the largest working set the probe reads; a larger one
+	// is measured at this size (far beyond any CPU cache, so it streams either way).
+	ProbeMaxBytes = 256 << 20
+	// DefaultProbeColdBytes is how many other bytes are read between two
+	// reads of the same region in the streaming reference: more than any
+	// last-level cache.
+	DefaultProbeColdBytes = 256 << 20
+)
+
+// ProbeOptions configure ProbeReuse; zero values take the defaults.
+type ProbeOptions struct {
+	ColdBytes int64         // DefaultProbeColdBytes
+	Repeats   int           // DefaultRepeats
+	MinSample time.Duration // 2 ms
+}
+
+// Reuse is the measured effect of re-reading a working set: the bandwidth
+// of reading it again and again against reading as many bytes that no cache
+// holds. Ratio near 1 means the caches do not help; above 1 they do.
+type Reuse struct {
+	Bytes           int64   `json:"bytes"`          // the working set asked for
+	MeasuredBytes   int64   `json:"measured_bytes"` // the working set read (≤ ProbeMaxBytes)
+	ReuseBytesPerS  float64 `json:"reuse_bytes_per_s"`
+	StreamBytesPerS float64 `json:"stream_bytes_per_s"`
+	Ratio           float64 `json:"ratio"`
+}
+
+// ProbeReuse measures a working set of bytes (at least 256 B): the median
+// over repeats of its re-read bandwidth, and of the bandwidth of reading the
+// same number of bytes cycling through a buffer ColdBytes larger.
+func ProbeReuse(bytes int64, o ProbeOptions) Reuse {
+	if o.ColdBytes <= 0 {
+		o.ColdBytes = DefaultProbeColdBytes
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = DefaultRepeats
+	}
+	if o.MinSample <= 0 {
+		o.MinSample = 2 * time.Millisecond
+	}
+	ws := probeBytes(bytes)
+	big := fillBuffer(ws + o.ColdBytes)
+	var re, st []float64
+	for r := 0; r < o.Repeats; r++ {
+		re = append(re, reuseBandwidth(big[:ws/4], o.MinSample))
+		st = append(st, streamBandwidth(big, ws, o.MinSample))
+	}
+	out := Reuse{Bytes: bytes, MeasuredBytes: ws, ReuseBytesPerS: medianOf(re), StreamBytesPerS: medianOf(st)}
+	out.Ratio = out.ReuseBytesPerS / out.StreamBytesPerS
+	return out
+}
+
+// probeBytes is the working set the probe reads for bytes: at least 256 B,
+// at most ProbeMaxBytes, a multiple of 128 B (two halves of whole lines).
+func probeBytes(bytes int64) int64 { return min(max(bytes, 256), int64(ProbeMaxBytes)) &^ 127 }
+
+// ImpliedResidency is the fraction f of a working set served from a cache of
+// bandwidth cacheBytesPerS that explains the re-read bandwidth, when the
+// rest streams: 1/reuse = f/cache + (1−f)/stream, so
+// f = (1 − stream/reuse) / (1 − stream/cache), clamped to [0, 1]. ok is
+// false when the cache is no faster than streaming.
+func (r Reuse) ImpliedResidency(cacheBytesPerS float64) (f float64, ok bool) {
+	den := 1 - r.StreamBytesPerS/cacheBytesPerS
+	if !(den > 0) {
+		return 0, false
+	}
+	return math.Min(1, math.Max(0, (1-r.StreamBytesPerS/r.ReuseBytesPerS)/den)), true
+}

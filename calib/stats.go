@@ -1,0 +1,80 @@
+package calib
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// spreadOf is the min, median and max of xs (not modified).
+func spreadOf(xs []float64) configs.Spread {
+	if len(xs) == 0 {
+		return configs.Spread{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return configs.Spread{Min: s[0], Median: median(s), Max: s[len(s)-1], N: len(s)}
+}
+
+// median of sorted xs: the middle element, or the mean of the middle two.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// lowerMedianInt is the lower middle element, so that the median of sizes is
+// one of the sizes measured.
+func lowerMedianInt(xs []int64) int64 {
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)/2]
+}
+
+func medianOf(xs []float64) float64 { return spreadOf(xs).Median }
+
+// timePer is the time of one call of f: after one warm-up call, f runs in
+// batches, each sized from the last, until one batch lasts at least minDur.
+func timePer(minDur time.Duration, f func()) float64 {
+	f()
+	n := 1
+	for {
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			f()
+		}
+		d := time.Since(start)
+		if d >= minDur {
+			return d.Seconds() / float64(n)
+		}
+		next := float64(n) * 16
+		if d > 0 {
+			next = math.Min(next, float64(n)*1.2*float64(minDur)/float64(d)+1)
+		}
+		n = int(next)
+	}
+}
+
+// goldenMin minimizes a unimodal f on [lo, hi] by golden-section search.
+func goldenMin(f func(float64) float64, lo, hi float64, iters int) float64 {
+	const r = 0.6180339887498949
+	a, b := lo, hi
+	c, d := b-r*(b-a), a+r*(b-a)
+	fc, fd := f(c), f(d)
+	for i := 0; i < iters; i++ {
+		if fc < fd {
+			b, d, fd = d, c, fc
+			c = b - r*(b-a)
+			fc = f(c)
+		} else {
+			a, c, fc = c, d, fd
+			d = a + r*(b-a)
+			fd = f(d)
+		}
+	}
+	return (a + b) / 2
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
+)
+
+// writeTestCalibration writes cal to a temporary file and returns its path.
+func writeTestCalibration(t *testing.T, cal *configs.Calibration) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := cal.WriteTOML(&b, []string{"test calibration"}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "calib.toml")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cpuLikeCalibration is a profile shaped like this project's 2-core CPU
+// measurement (docs/measurements/cpu-calibration.md), fixed so tests do not
+// depend on the machine: 15 GFLOP/s, 44 GB/s, a 32 MiB cache at 69 GB/s,
+// 0.15 µs per op, and a TCP link of α = 30 µs, β = 0.3 GB/s among 4 ranks.
+func cpuLikeCalibration() *configs.Calibration {
+	return &configs.Calibration{
+		Hardware: topology.GPU{Name: "cpu:test", FP32FLOPsPerS: 1.5e10, FP16FLOPsPerS: 1.5e10, BF16FLOPsPerS: 1.5e10,
+			HBMBytes: 24 << 30, HBMReservedBytes: 2 << 30, HBMBytesPerS: 4.4e10, L2Bytes: 32 << 20, L2UsableFraction: 1,
+			L2BytesPerS: 6.9e10, SMs: 2, KernelLaunchS: 1.5e-7, ComputeEfficiency: 1, HBMEfficiency: 1},
+		Topology: topology.Topology{Name: "cpu-loopback-4", Nodes: 1, GPUsPerNode: 4,
+			Intra: topology.Link{Class: topology.Network, Name: "TCP over loopback", BytesPerS: 3e8, LatencyS: 30e-6}},
+		Info: configs.CalibrationInfo{Backend: configs.BackendCPU, Ranks: 4, Repeats: 5, Date: "2026-01-01T00:00:00Z"},
+	}
+}
+
+func tinyEstimate(t *testing.T, calibration string) (*sim.Estimate, []string) {
+	t.Helper()
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := applyCalibration(cfg, calibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.EstimatePlan(plan, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, notes
+}
+
+func TestCalibrationMovesTheTinyEstimate(t *testing.T) {
+	h100, notes := tinyEstimate(t, "")
+	if notes != nil || h100.Hardware != "H100-SXM5-80GB" {
+		t.Fatalf("no calibration: hardware %q, notes %q", h100.Hardware, notes)
+	}
+
+	// 1. The H100 profile with a 1 µs instead of a 4 µs launch, links as the
+	// config has them. Every compute op costs max(roofline terms) + launch,
+	// the roofline terms are unchanged, so every compute op is exactly 3 µs
+	// shorter and no op is longer: TPOT must fall. Each token interval of a
+	// micro-batch holds at least one whole stage pass of that micro-batch
+	// (the next token needs this one), and a stage pass of tp2pp2-tiny runs
+	// 4 layers × 10 compute ops (2 norms, 4 GEMMs, attention, activation, 2
+	// residuals) on each rank: TPOT falls by at least 40 × 3 µs = 120 µs.
+	cfg, _ := configs.Load("test/tp2pp2-tiny")
+	fast := &configs.Calibration{Hardware: cfg.Hardware.GPU, Topology: topology.Topology{Name: "same", Nodes: 1, GPUsPerNode: 4, Intra: cfg.Topology.Intra},
+		Info: configs.CalibrationInfo{Backend: configs.BackendCPU, Ranks: 4}}
+	fast.Hardware.KernelLaunchS = 1e-6
+	e, _ := tinyEstimate(t, writeTestCalibration(t, fast))
+	if drop := h100.Decode.TPOTS - e.Decode.TPOTS; drop < 120e-6 {
+		t.Errorf("launch 4 → 1 µs: TPOT %.4g → %.4g s, a drop of %.3g s; want ≥ 120 µs", h100.Decode.TPOTS, e.Decode.TPOTS, drop)
+	}
+
+	// 2. The CPU-like profile. Its link is 30× slower in latency than the
+	// config's NVLink (30 µs against 1 µs). A micro-batch's token path runs
+	// its 16 layer all-reduces (2 per layer, 8 layers, TP groups of 2) one
+	// after another; a ring or tree all-reduce over 2 ranks takes at least 2
+	// link latencies, so TPOT ≥ 16 × 2 × 30 µs = 0.96 ms, above the H100
+	// estimate (0.58 ms, latency-bound on 4 µs launches and NCCL overheads).
+	// The faster per-op cost (0.15 µs) cannot win this back: the path holds
+	// ~80 compute ops, 80 × 3.85 µs ≈ 0.31 ms.
+	e, notes = tinyEstimate(t, writeTestCalibration(t, cpuLikeCalibration()))
+	if e.Hardware != "cpu:test" || len(notes) != 2 {
+		t.Errorf("hardware %q, notes %q", e.Hardware, notes)
+	}
+	if e.Decode.TPOTS < 0.96e-3 || e.Decode.TPOTS <= h100.Decode.TPOTS {
+		t.Errorf("CPU-like profile: TPOT %.4g s; want ≥ 0.96 ms and above the H100's %.4g s", e.Decode.TPOTS, h100.Decode.TPOTS)
+	}
+	for _, c := range e.Collectives {
+		if c.Link != topology.Network {
+			t.Errorf("collective %s runs over %s, want the calibrated network link", c.Name, c.Link)
+		}
+	}
+}
+
+func TestApplyCalibrationErrors(t *testing.T) {
+	cfg, _ := configs.Load("test/tp2pp2-tiny")
+	if _, err := applyCalibration(cfg, filepath.Join(t.TempDir(), "none.toml")); err == nil || !strings.HasPrefix(err.Error(), "--calibration: read calibration") {
+		t.Errorf("missing file: %v", err)
+	}
+	// The CPU profile has no fp8: a config in fp8 does not validate.
+	cfg.Model.DType = "fp8"
+	_, err := applyCalibration(cfg, writeTestCalibration(t, cpuLikeCalibration()))
+	if err == nil || !strings.Contains(err.Error(), "model.dtype: fp8 is not supported by hardware \"cpu:test\"") {
+		t.Errorf("fp8 on the CPU profile: %v", err)
+	}
+}
+
+func TestCalibrateCommandErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.toml")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate"}, "calibrate: --out is required"},
+		{[]string{"calibrate", "--out", out, "--backend", "cuda"}, "--backend cuda: calibration needs a GPU backend build"},
+		{[]string{"calibrate", "--out", out, "--nproc", "0"}, "--nproc: must be in [1, 64] (got 0)"},
+		{[]string{"calibrate", "--out", out, "--format", "csv"}, "--format: must be one of table, markdown"},
+		{[]string{"l2", "--measure", "--backend", "cuda"}, "--backend cuda: the L2 probe needs a GPU backend build"},
+		{[]string{"l2", "--format", "csv"}, "--format: must be one of table, markdown, json"},
+	} {
+		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused calibration wrote its file")
+	}
+}
+
+// The end-to-end command on this machine, shortened; it prints the summary
+// tables and writes a file that loads.
+func TestCalibrateCommandQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures this machine for a few seconds")
+	}
+	p := filepath.Join(t.TempDir(), "calib.toml")
+	out, err := runCLI(t, "calibrate", "--quick", "--nproc", "2", "--shapes-from", "test/tp2pp2-tiny", "--out", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fp32_flops_per_s", "link_latency_s", "tp2pp2-tiny decode wqkv", "sendrecv", "Compute ops of single-tiny"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	if _, err := configs.LoadCalibration(p); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	if !strings.HasPrefix(string(data), "# partbench calibration: host ") {
+		t.Errorf("file starts %q", string(data[:60]))
+	}
+}
+
+// With PARTBENCH_CALIBRATION set to a calibration file, log the calibrated
+// estimate of the tiny configs (docs/measurements/cpu-calibration.md quotes it).
+func TestCalibratedEstimateReport(t *testing.T) {
+	p := os.Getenv("PARTBENCH_CALIBRATION")
+	if p == "" {
+		t.Skip("set PARTBENCH_CALIBRATION to a calibration file to log its estimates")
+	}
+	for _, name := range []string{"test/tp2pp2-tiny", "test/single-tiny"} {
+		for _, cal := range []string{"", p} {
+			cfg, err := configs.Load(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes, err := applyCalibration(cfg, cal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := partition.NewPlan(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := sim.EstimatePlan(plan, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s on %s: TTFT %.4g ms, TPOT %.4g ms, TPS %.4g, decode bottleneck %s, by bound %v; notes %q",
+				name, e.Hardware, e.Prefill.TTFTS*1e3, e.Decode.TPOTS*1e3, e.Decode.TokensPerS, e.Decode.Bottleneck, e.Decode.TimeByBound, notes)
+		}
+	}
+}

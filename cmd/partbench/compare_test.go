@@ -1,0 +1,43 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCompareModelFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--compare", "test/pp4-tiny", "--format", "json", "-o", a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--format", "json", "-o", b); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "compare", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same strategy estimated twice differs by 0; pp4-tiny is only in a.
+	for _, want := range []string{"tp2pp2-tiny", "tpot_s", "0.00", "pp4-tiny: not in " + b, "Δ " + b + " (%)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	tex, err := runCLI(t, "compare", a, b, "--format", "latex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`\toprule`, `\midrule`, `\bottomrule`, `tpot\_s`, `(\%)`} {
+		if !strings.Contains(tex, want) {
+			t.Errorf("latex lacks %q", want)
+		}
+	}
+	if _, err := runCLI(t, "compare", a, b, "--format", "html"); err == nil || !strings.Contains(err.Error(), "--format: must be one of table, markdown, latex, csv") {
+		t.Errorf("format error: %v", err)
+	}
+	if _, err := runCLI(t, "compare", a); err == nil {
+		t.Error("one file accepted")
+	}
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/sim"
+)
+
+type plotOptions struct {
+	out       string
+	kind      string
+	preset    string
+	hardware  string
+	ranks     int
+	tolerance float64
+}
+
+func newPlotCmd() *cobra.Command {
+	o := &plotOptions{}
+	cmd := &cobra.Command{
+		Use:   "plot [FILE] --out FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
+		Short: "Draw a saved result (model, sweep, search, compare or run JSON) or the collective model as SVG or PNG",
+		Long: `Draw a figure from a saved JSON result, choosing the plot by its "schema":
+
+  partbench.model/v1    breakdown: each strategy's critical-rank time by bound, prefill and decode
+  partbench.sweep/v1    sweep: TPOT and TPS against the swept key, one line per strategy
+  partbench.compare/v1  scatter: measured against modeled with y = x and a ±tolerance band
+  partbench.run/v1      scatter of the run's measured vs modeled rows
+  partbench.search/v1   scatter of the closed-form estimate against the full timeline
+
+--kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over
+the first --ranks GPUs of --preset, beside published nccl-tests points (docs/collectives.md).
+The format follows the --out extension (.svg or .png).
+
+  partbench model --dry-run --format json -o est.json && partbench plot est.json --out breakdown.svg
+  partbench plot --kind collectives --preset dgx-h100x2 --ranks 8 --out busbw.png`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(args) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", "", "output image: a path ending in .svg or .png (required)")
+	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives or scatter (default: from the file's schema)")
+	f.StringVar(&o.preset, "preset", "dgx-h100x2", "collectives: topology preset")
+	f.StringVar(&o.hardware, "hardware", "h100-sxm", "collectives: hardware (GPU) preset")
+	f.IntVar(&o.ranks, "ranks", 8, "collectives: group size (ranks 0..N−1)")
+	f.Float64Var(&o.tolerance, "tolerance", 0, "scatter: relative band around y = x (default: the file's tolerance, else 0.1)")
+	return cmd
+}
+
+func (o *plotOptions) run(args []string) error {
+	if o.out == "" {
+		return fmt.Errorf("--out: required: a path ending in .svg or .png")
+	}
+	format, err := report.PlotFormat(o.out)
+	if err != nil {
+		return err
+	}
+	if o.kind != "" && !contains(report.PlotKinds, o.kind) {
+		return fmt.Errorf("--kind: must be one of %s (got %q)", strings.Join(report.PlotKinds, ", "), o.kind)
+	}
+	if o.tolerance < 0 || o.tolerance >= 1 {
+		return fmt.Errorf("--tolerance: must be in [0, 1) (got %g)", o.tolerance)
+	}
+	var fig *report.Figure
+	if o.kind == report.PlotCollectives {
+		if len(args) > 0 {
+			return fmt.Errorf("plot --kind collectives: takes no FILE (got %q); it models --preset", args[0])
+		}
+		if fig, err = o.collectives(); err != nil {
+			return err
+		}
+	} else {
+		if len(args) == 0 {
+			return fmt.Errorf("plot: FILE required for --kind %s (a saved JSON result); only --kind collectives needs none", orDefault(o.kind, "from the schema"))
+		}
+		if fig, err = o.fromFile(args[0]); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(o.out, func(w io.Writer) error { return fig.Write(w, format) })
+}
+
+func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := report.ReadDoc(f, path)
+	if err != nil {
+		return nil, err
+	}
+	kind := o.kind
+	if kind == "" {
+		kind = map[string]string{report.ModelSchema: report.PlotBreakdown, report.SweepSchema: report.PlotSweep}[d.Schema]
+		if kind == "" {
+			kind = report.PlotScatter
+		}
+	}
+	wrong := func() (*report.Figure, error) {
+		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
+			report.PlotBreakdown: "breakdown needs " + report.ModelSchema,
+			report.PlotSweep:     "sweep needs " + report.SweepSchema,
+			report.PlotScatter:   "scatter needs " + report.CompareSchema + ", " + report.RunSchema + " or " + report.SearchSchema,
+		}[kind])
+	}
+	switch kind {
+	case report.PlotBreakdown:
+		if d.Model == nil {
+			return wrong()
+		}
+		return report.BreakdownPlot(d.Model.Strategies)
+	case report.PlotSweep:
+		if d.Sweep == nil {
+			return wrong()
+		}
+		return report.SweepPlot(d.Sweep)
+	}
+	var c *report.CompareDoc
+	switch {
+	case d.Compare != nil:
+		c = d.Compare
+	case d.Run != nil:
+		c = report.CompareFromRun(d.Run)
+	case d.Search != nil:
+		c = report.CompareFromSearch(d.Search)
+	default:
+		return wrong()
+	}
+	if len(c.Rows) == 0 {
+		return nil, fmt.Errorf("plot %s: no measured/modeled pairs to scatter", path)
+	}
+	tol := o.tolerance
+	if tol == 0 && c.Tolerance == 0 {
+		tol = 0.1
+	}
+	return report.ScatterPlot(c, tol)
+}
+
+// collectives models bus bandwidth for sizes 8 B … 8 GiB with sim.Collective.
+func (o *plotOptions) collectives() (*report.Figure, error) {
+	if resolveSystem == nil {
+		return nil, fmt.Errorf("plot: no system resolver configured")
+	}
+	sys, err := resolveSystem(o.hardware, o.preset)
+	if err != nil {
+		return nil, fmt.Errorf("--preset/--hardware: %w", err)
+	}
+	if o.ranks < 2 || o.ranks > sys.Topology.Size() {
+		return nil, fmt.Errorf("--ranks: must be in [2, %d] for topology %q (got %d)", sys.Topology.Size(), sys.Topology.Name, o.ranks)
+	}
+	group := make([]int, o.ranks)
+	for i := range group {
+		group[i] = i
+	}
+	opt := collectiveOptionsFromEnv()
+	var series []report.CollectiveSeries
+	for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather} {
+		s := report.CollectiveSeries{Label: fmt.Sprintf("modeled %s, %d GPUs", op, o.ranks)}
+		for b := int64(8); b <= 8<<30; b *= 2 {
+			e, err := sim.Collective(sys, op, group, b, opt)
+			if err != nil {
+				return nil, err
+			}
+			s.Points = append(s.Points, report.CollectivePoint{Op: string(op), Ranks: o.ranks, Bytes: b, BusBWGBps: e.BusBWBytesPerS / 1e9})
+		}
+		series = append(series, s)
+	}
+	title := fmt.Sprintf("Bus bandwidth on %s (%s), %d GPUs: model and published nccl-tests", sys.Topology.Name, sys.GPU.Name, o.ranks)
+	return report.CollectivesPlot(title, o.ranks, series, report.PublishedBusBW)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

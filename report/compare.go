@@ -1,0 +1,383 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
+)
+
+// Schemas of saved results that plot and compare read.
+const (
+	// CompareSchema is a list of measured and modeled values of named
+	// metrics: what the executor emits for a scatter of measured vs modeled.
+	CompareSchema = "partbench.compare/v1"
+	// SearchSchema is the output of `partbench search --format json`.
+	SearchSchema = "partbench.search/v1"
+)
+
+// KnownSchemas lists the schemas ReadDoc accepts.
+var KnownSchemas = []string{ModelSchema, SweepSchema, SearchSchema, CompareSchema, RunSchema}
+
+// CompareDoc pairs measured with modeled values, one row per metric.
+type CompareDoc struct {
+	Schema  string `json:"schema"`
+	Version string `json:"partbench_version,omitempty"`
+	Title   string `json:"title,omitempty"`
+	// Tolerance is the relative band around measured = modeled that counts
+	// as agreement (0.1 = ±10 %); 0 means unstated.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	// MeasuredLabel and ModeledLabel name the two axes when they are not
+	// "measured" and "modeled" (e.g. two estimates held against each other).
+	MeasuredLabel string       `json:"measured_label,omitempty"`
+	ModeledLabel  string       `json:"modeled_label,omitempty"`
+	Rows          []CompareRow `json:"rows"`
+}
+
+// CompareRow is one metric measured and modeled, in Unit (s, B, count, …).
+type CompareRow struct {
+	Metric   string  `json:"metric"`
+	Unit     string  `json:"unit,omitempty"`
+	Measured float64 `json:"measured"`
+	Modeled  float64 `json:"modeled"`
+}
+
+// SweepDoc is the document SweepJSON writes.
+type SweepDoc struct {
+	Schema  string       `json:"schema"`
+	Version string       `json:"partbench_version"`
+	Key     string       `json:"key"`
+	Points  []SweepPoint `json:"points"`
+}
+
+// SearchDoc is the document of `partbench search --format json`.
+type SearchDoc struct {
+	Schema  string `json:"schema"`
+	Version string `json:"partbench_version"`
+	Source  string `json:"source"`
+	*sim.SearchResult
+}
+
+// Doc is a saved result of one of the known schemas; exactly one of the
+// pointers is set, the one Schema names.
+type Doc struct {
+	Name    string
+	Schema  string
+	Model   *ModelDoc
+	Sweep   *SweepDoc
+	Search  *SearchDoc
+	Compare *CompareDoc
+	Run     *RunDoc
+}
+
+// ReadDoc decodes a saved result, dispatching on its "schema" key. name
+// labels errors.
+func ReadDoc(r io.Reader, name string) (*Doc, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var probe struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object: %w", name, err)
+	}
+	if probe.Schema == nil {
+		return nil, fmt.Errorf("%s: not a partbench result: no \"schema\" key (known: %s)", name, strings.Join(KnownSchemas, ", "))
+	}
+	d := &Doc{Name: name, Schema: *probe.Schema}
+	var into any
+	switch d.Schema {
+	case ModelSchema:
+		d.Model = &ModelDoc{}
+		into = d.Model
+	case SweepSchema:
+		d.Sweep = &SweepDoc{}
+		into = d.Sweep
+	case SearchSchema:
+		d.Search = &SearchDoc{SearchResult: &sim.SearchResult{}}
+		into = d.Search
+	case CompareSchema:
+		d.Compare = &CompareDoc{}
+		into = d.Compare
+	case RunSchema:
+		d.Run = &RunDoc{}
+		into = d.Run
+	default:
+		return nil, fmt.Errorf("%s: unknown schema %q (known: %s)", name, d.Schema, strings.Join(KnownSchemas, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(into); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", name, d.Schema, err)
+	}
+	if d.Model != nil && len(d.Model.Strategies) == 0 {
+		return nil, fmt.Errorf("%s: %s: no strategies", name, d.Schema)
+	}
+	return d, nil
+}
+
+// Metric is one named value of a record.
+type Metric struct {
+	Name  string
+	Unit  string
+	Value float64
+}
+
+// Record is one comparable thing in a document (a strategy, a sweep point,
+// a candidate, a run) with its metrics in a fixed order.
+type Record struct {
+	Key     string
+	Metrics []Metric
+}
+
+// Records lists a document's comparable records.
+func Records(d *Doc) []Record {
+	var out []Record
+	switch {
+	case d.Model != nil:
+		for _, e := range d.Model.Strategies {
+			out = append(out, Record{Key: e.Name, Metrics: estimateMetrics(e)})
+		}
+	case d.Sweep != nil:
+		for _, p := range d.Sweep.Points {
+			for _, e := range p.Strategies {
+				out = append(out, Record{Key: fmt.Sprintf("%s=%d %s", d.Sweep.Key, p.Value, e.Name), Metrics: []Metric{
+					{"ttft_s", "s", e.Prefill.TTFTS}, {"tpot_s", "s", e.Decode.TPOTS}, {"tokens_per_s", "tok/s", e.Decode.TokensPerS},
+					{"decode_bubble_fraction", "fraction", e.Decode.BubbleFraction}, {"l2_weight_residency", "fraction", e.L2.WeightResidency},
+					{"max_total_bytes_per_gpu", "B", float64(maxRank(e).TotalBytes)},
+				}})
+			}
+		}
+	case d.Search != nil:
+		for _, r := range d.Search.Rows {
+			if r.Quick == nil {
+				continue
+			}
+			ms := []Metric{{"ttft_s", "s", r.Quick.TTFTS}, {"tpot_s", "s", r.Quick.TPOTS}, {"tokens_per_s", "tok/s", r.Quick.TokensPerS},
+				{"decode_bubble_fraction", "fraction", r.Quick.BubbleFraction}, {"max_total_bytes_per_gpu", "B", float64(r.MemoryBytes)}}
+			if r.Full != nil {
+				ms = append(ms, Metric{"full_ttft_s", "s", r.Full.TTFTS}, Metric{"full_tpot_s", "s", r.Full.TPOTS})
+			}
+			out = append(out, Record{Key: r.Name(), Metrics: ms})
+		}
+	case d.Compare != nil:
+		for _, r := range d.Compare.Rows {
+			out = append(out, Record{Key: r.Metric, Metrics: []Metric{{"measured", r.Unit, r.Measured}, {"modeled", r.Unit, r.Modeled}}})
+		}
+	case d.Run != nil:
+		rec := Record{Key: d.Run.Backend}
+		if d.Run.Config != nil {
+			rec.Key = d.Run.Config.Name + " on " + d.Run.Backend
+		}
+		for _, r := range d.Run.Comparison {
+			rec.Metrics = append(rec.Metrics, Metric{r.Metric + " measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + " modeled", r.Unit, r.Modeled})
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// estimateMetrics are the headline numbers of one strategy.
+func estimateMetrics(e *sim.Estimate) []Metric {
+	count := func(n int64) float64 { return float64(n) }
+	ms := []Metric{
+		{"ttft_s", "s", e.Prefill.TTFTS},
+		{"tpot_s", "s", e.Decode.TPOTS},
+		{"tokens_per_s", "tok/s", e.Decode.TokensPerS},
+		{"prefill_bubble_fraction", "fraction", e.Prefill.BubbleFraction},
+		{"decode_bubble_fraction", "fraction", e.Decode.BubbleFraction},
+		{"max_total_bytes_per_gpu", "B", float64(maxRank(e).TotalBytes)},
+		{"collective_calls_per_microbatch", "count", count(int64(e.Comm.CollectiveCallsPerMicrobatch))},
+		{"p2p_sends_per_microbatch", "count", count(int64(e.Comm.P2PSendsPerMicrobatch))},
+		{"max_calls_per_rank_per_step", "count", count(e.Comm.MaxCallsPerRankPerStep)},
+		{"max_messages_per_rank_per_step", "count", count(e.Comm.MaxMessagesPerRankPerStep)},
+	}
+	for _, c := range topology.LinkClasses {
+		ms = append(ms, Metric{"bytes_" + string(c), "B", float64(e.Comm.BytesByLink[c])})
+	}
+	return ms
+}
+
+// Comparison is records of several documents side by side.
+type Comparison struct {
+	Files  []string
+	Schema string
+	Rows   []ComparisonRow
+	// Unmatched names records found in some files only.
+	Unmatched []string
+}
+
+// ComparisonRow is one metric of one record in every file. Values[i] is nil
+// where file i lacks the record; RelDiff[i] is (Values[i] − Values[0]) /
+// Values[0] for i ≥ 1, nil where undefined (a missing value, or a baseline of
+// 0 with a non-zero value).
+type ComparisonRow struct {
+	Key, Metric, Unit string
+	Values            []*float64
+	RelDiff           []*float64
+}
+
+// Compare matches records by key across documents of one schema; the first
+// document is the baseline.
+func Compare(docs []*Doc) (*Comparison, error) {
+	if len(docs) < 2 {
+		return nil, fmt.Errorf("compare: needs at least two files (got %d)", len(docs))
+	}
+	c := &Comparison{Schema: docs[0].Schema}
+	byFile := make([]map[string]Record, len(docs))
+	var order []string
+	seen := map[string]bool{}
+	for i, d := range docs {
+		if d.Schema != docs[0].Schema {
+			return nil, fmt.Errorf("compare: %s is %s but %s is %s; compare needs files of one schema", docs[0].Name, docs[0].Schema, d.Name, d.Schema)
+		}
+		c.Files = append(c.Files, d.Name)
+		byFile[i] = map[string]Record{}
+		for _, r := range Records(d) {
+			byFile[i][r.Key] = r
+			if !seen[r.Key] {
+				seen[r.Key] = true
+				order = append(order, r.Key)
+			}
+		}
+	}
+	for _, key := range order {
+		var missing []string
+		var base Record
+		for i := range docs {
+			r, ok := byFile[i][key]
+			if !ok {
+				missing = append(missing, docs[i].Name)
+			} else if base.Key == "" {
+				base = r
+			}
+		}
+		if len(missing) > 0 {
+			c.Unmatched = append(c.Unmatched, fmt.Sprintf("%s: not in %s", key, strings.Join(missing, ", ")))
+		}
+		for mi, m := range base.Metrics {
+			row := ComparisonRow{Key: key, Metric: m.Name, Unit: m.Unit, Values: make([]*float64, len(docs)), RelDiff: make([]*float64, len(docs))}
+			for i := range docs {
+				if r, ok := byFile[i][key]; ok {
+					if v, ok := metricValue(r, m.Name, mi); ok {
+						row.Values[i] = &v
+					}
+				}
+			}
+			for i := 1; i < len(docs); i++ {
+				row.RelDiff[i] = relDiff(row.Values[0], row.Values[i])
+			}
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	return c, nil
+}
+
+// metricValue finds a metric by name, trying its usual position first.
+func metricValue(r Record, name string, hint int) (float64, bool) {
+	if hint < len(r.Metrics) && r.Metrics[hint].Name == name {
+		return r.Metrics[hint].Value, true
+	}
+	for _, m := range r.Metrics {
+		if m.Name == name {
+			return m.Value, true
+		}
+	}
+	return 0, false
+}
+
+func relDiff(a, b *float64) *float64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	var d float64
+	switch {
+	case *a != 0:
+		d = (*b - *a) / *a
+	case *b != 0:
+		return nil
+	}
+	return &d
+}
+
+// Grid lays out a comparison: one row per record and metric, each file's
+// value, and each later file's difference from the first in percent.
+func (c *Comparison) Grid() Grid {
+	g := Grid{Title: fmt.Sprintf("Comparison (%s), differences relative to %s", c.Schema, c.Files[0]),
+		Header: []string{"record", "metric", "unit", c.Files[0]}}
+	for _, f := range c.Files[1:] {
+		g.Header = append(g.Header, f, "Δ "+f+" (%)")
+	}
+	for _, r := range c.Rows {
+		row := []string{r.Key, r.Metric, r.Unit, valueString(r.Values[0])}
+		for i := 1; i < len(c.Files); i++ {
+			d := "n/a"
+			if r.RelDiff[i] != nil {
+				d = strconv.FormatFloat(100**r.RelDiff[i], 'f', 2, 64)
+				if *r.RelDiff[i] > 0 {
+					d = "+" + d
+				}
+			}
+			row = append(row, valueString(r.Values[i]), d)
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	g.Notes = append(g.Notes, c.Unmatched...)
+	return g
+}
+
+func valueString(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'g', 6, 64)
+}
+
+// CompareFromRun turns a measured run's comparison rows into a CompareDoc
+// (measured mean against modeled).
+func CompareFromRun(d *RunDoc) *CompareDoc {
+	c := &CompareDoc{Schema: CompareSchema, Version: d.Version, Tolerance: d.Tolerance}
+	if d.Config != nil {
+		c.Title = d.Config.Name + " on " + d.Backend
+	}
+	for _, r := range d.Comparison {
+		c.Rows = append(c.Rows, CompareRow{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured.Mean, Modeled: r.Modeled})
+	}
+	return c
+}
+
+// CompareFromSearch pairs each re-run candidate's closed-form TPOT and TTFT
+// (as "modeled") with the full timeline's (as "measured").
+func CompareFromSearch(d *SearchDoc) *CompareDoc {
+	c := &CompareDoc{Schema: CompareSchema, Version: d.Version, Title: "Search: closed form vs full timeline",
+		MeasuredLabel: "full timeline", ModeledLabel: "closed form"}
+	for _, r := range d.Rows {
+		if r.Full == nil || r.Quick == nil {
+			continue
+		}
+		c.Rows = append(c.Rows, CompareRow{Metric: r.Name() + " tpot", Unit: "s", Measured: r.Full.TPOTS, Modeled: r.Quick.TPOTS},
+			CompareRow{Metric: r.Name() + " ttft", Unit: "s", Measured: r.Full.TTFTS, Modeled: r.Quick.TTFTS})
+	}
+	return c
+}
+
+// units lists the distinct units of a CompareDoc's rows, in order of first use.
+func (c *CompareDoc) units() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range c.Rows {
+		if !seen[r.Unit] {
+			seen[r.Unit] = true
+			out = append(out, r.Unit)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i] != "" && out[j] == "" })
+	return out
+}

@@ -1,0 +1,449 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/partbench/partbench/sim"
+)
+
+// Plot kinds.
+const (
+	PlotBreakdown   = "breakdown"
+	PlotSweep       = "sweep"
+	PlotCollectives = "collectives"
+	PlotScatter     = "scatter"
+)
+
+// PlotKinds lists the kinds `partbench plot --kind` accepts.
+var PlotKinds = []string{PlotBreakdown, PlotSweep, PlotCollectives, PlotScatter}
+
+// PlotFormat is the image format of an output path: svg or png.
+func PlotFormat(path string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".svg", ".png":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("--out: must end in .svg or .png (got %q)", path)
+	}
+}
+
+// Figure is one or more plots side by side.
+type Figure struct {
+	Panels []*plot.Plot
+	// PanelWidth and Height size each panel.
+	PanelWidth, Height vg.Length
+}
+
+// Write renders the figure as svg or png.
+func (f *Figure) Write(w io.Writer, format string) error {
+	if len(f.Panels) == 0 {
+		return fmt.Errorf("plot: nothing to draw")
+	}
+	pw, h := f.PanelWidth, f.Height
+	if pw == 0 {
+		pw = 6 * vg.Inch
+	}
+	if h == 0 {
+		h = 4 * vg.Inch
+	}
+	c, err := draw.NewFormattedCanvas(pw*vg.Length(len(f.Panels)), h, format)
+	if err != nil {
+		return err
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: len(f.Panels), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2,
+		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{f.Panels}, tiles, draw.New(c))
+	for i, p := range f.Panels {
+		p.Draw(canvases[0][i])
+	}
+	_, err = c.WriteTo(w)
+	return err
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// boundColors gives every bound a fixed color across plots.
+var boundColors = map[sim.Bound]color.Color{
+	sim.BoundCompute: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	sim.BoundHBM:     color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	sim.BoundL2:      color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	sim.BoundNVLink:  color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	sim.BoundPCIe:    color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	sim.BoundNetwork: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	sim.BoundLatency: color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	sim.BoundBubble:  color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff},
+}
+
+// breakdownBounds is the stacking order, bottom to top.
+var breakdownBounds = []sim.Bound{sim.BoundCompute, sim.BoundHBM, sim.BoundL2, sim.BoundNVLink, sim.BoundPCIe,
+	sim.BoundNetwork, sim.BoundLatency, sim.BoundBubble}
+
+// BreakdownPlot stacks each strategy's critical-rank time by bound
+// (time_by_bound_s), one panel per phase. Prefill bars stack to the prefill
+// window (≈ TTFT), in seconds. The decode window spans several steps, so
+// decode bars are scaled to stack to one step (TPOT), in milliseconds.
+func BreakdownPlot(es []*sim.Estimate) (*Figure, error) {
+	if len(es) == 0 {
+		return nil, fmt.Errorf("breakdown: no strategies")
+	}
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name
+	}
+	phases := []struct {
+		title, y string
+		pe       func(*sim.Estimate) sim.PhaseEstimate
+		scale    func(*sim.Estimate, float64) float64
+	}{
+		{"Prefill: critical rank's time by bound", "time in prefill (s)",
+			func(e *sim.Estimate) sim.PhaseEstimate { return e.Prefill },
+			func(_ *sim.Estimate, _ float64) float64 { return 1 }},
+		{"Decode: critical rank's time by bound", "time per decode step (ms)",
+			func(e *sim.Estimate) sim.PhaseEstimate { return e.Decode },
+			func(e *sim.Estimate, sum float64) float64 {
+				if sum == 0 {
+					return 0
+				}
+				return 1e3 * e.Decode.TPOTS / sum
+			}},
+	}
+	f := &Figure{PanelWidth: vg.Length(2.2+1.1*float64(len(es))) * vg.Inch, Height: 4.5 * vg.Inch}
+	for _, ph := range phases {
+		p := newPlot(ph.title, "strategy", ph.y)
+		p.NominalX(names...)
+		var below *plotter.BarChart
+		top := make([]float64, len(es))
+		for _, b := range breakdownBounds {
+			vals := make(plotter.Values, len(es))
+			nonzero := false
+			for i, e := range es {
+				pe := ph.pe(e)
+				var sum float64
+				for _, t := range pe.TimeByBound {
+					sum += t
+				}
+				vals[i] = pe.TimeByBound[b] * ph.scale(e, sum)
+				top[i] += vals[i]
+				nonzero = nonzero || vals[i] > 0
+			}
+			if !nonzero {
+				continue
+			}
+			bar, err := plotter.NewBarChart(vals, vg.Points(28))
+			if err != nil {
+				return nil, err
+			}
+			bar.Color = boundColors[b]
+			bar.LineStyle.Width = vg.Length(0.5)
+			if below != nil {
+				bar.StackOn(below)
+			}
+			below = bar
+			p.Add(bar)
+			p.Legend.Add(string(b), bar)
+		}
+		// Headroom above the tallest bar for the legend.
+		var tallest float64
+		for _, t := range top {
+			tallest = math.Max(tallest, t)
+		}
+		p.Y.Min, p.Y.Max = 0, 1.6*tallest
+		p.Legend.Left = true
+		f.Panels = append(f.Panels, p)
+	}
+	return f, nil
+}
+
+// sweepUnits labels a swept key with its unit.
+var sweepUnits = map[string]string{
+	"batch":        "batch (sequences)",
+	"context":      "context (tokens)",
+	"output":       "output tokens (tokens per sequence)",
+	"hidden":       "hidden size (elements)",
+	"microbatches": "micro-batches (count)",
+	"l2_bytes":     "L2 size (B)",
+}
+
+// SweepPlot draws TPOT and TPS against the swept key, one line per strategy.
+func SweepPlot(d *SweepDoc) (*Figure, error) {
+	if len(d.Points) == 0 {
+		return nil, fmt.Errorf("sweep: no points")
+	}
+	xl := sweepUnits[d.Key]
+	if xl == "" {
+		xl = d.Key + " (value)"
+	}
+	var order []string
+	tpot, tps := map[string]plotter.XYs{}, map[string]plotter.XYs{}
+	var xs []float64
+	for _, p := range d.Points {
+		x := float64(p.Value)
+		xs = append(xs, x)
+		for _, e := range p.Strategies {
+			if _, ok := tpot[e.Name]; !ok {
+				order = append(order, e.Name)
+			}
+			tpot[e.Name] = append(tpot[e.Name], plotter.XY{X: x, Y: e.Decode.TPOTS * 1e3})
+			tps[e.Name] = append(tps[e.Name], plotter.XY{X: x, Y: e.Decode.TokensPerS})
+		}
+	}
+	if len(order) == 0 {
+		return nil, fmt.Errorf("sweep: no strategy has an estimate at any point")
+	}
+	logX := spansDecades(xs)
+	f := &Figure{PanelWidth: 5.5 * vg.Inch, Height: 4 * vg.Inch}
+	for _, m := range []struct {
+		title, y string
+		data     map[string]plotter.XYs
+	}{
+		{"TPOT vs " + d.Key, "TPOT (ms)", tpot},
+		{"TPS vs " + d.Key, "TPS (tok/s)", tps},
+	} {
+		p := newPlot(m.title, xl, m.y)
+		p.Legend.Left = true
+		if logX {
+			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, valueTicks(xs)
+		}
+		for i, name := range order {
+			l, s, err := plotter.NewLinePoints(m.data[name])
+			if err != nil {
+				return nil, err
+			}
+			l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+			p.Add(l, s)
+			p.Legend.Add(name, l, s)
+		}
+		f.Panels = append(f.Panels, p)
+	}
+	return f, nil
+}
+
+// valueTicks labels the swept values themselves (log axes of doubling
+// values otherwise get one label per decade).
+func valueTicks(xs []float64) plot.Ticker {
+	if len(xs) > 12 {
+		return plot.LogTicks{Prec: -1}
+	}
+	var t plot.ConstantTicks
+	for _, x := range xs {
+		t = append(t, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+	}
+	return t
+}
+
+// spansDecades says positive values cover at least a factor of 8: plot on
+// a log axis.
+func spansDecades(xs []float64) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, x := range xs {
+		if x <= 0 {
+			return false
+		}
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return hi >= 8*lo
+}
+
+// CollectivePoint is one bus bandwidth at one message size.
+type CollectivePoint struct {
+	Op        string  // all_reduce, all_gather
+	Ranks     int     // group size
+	Bytes     int64   // nccl-tests "size"
+	BusBWGBps float64 // GB/s (10^9 B/s)
+	Source    string  // short label of the source; URL in PublishedBusBW's comments
+}
+
+// CollectiveSeries is a modeled curve.
+type CollectiveSeries struct {
+	Label  string
+	Points []CollectivePoint
+}
+
+// PublishedBusBW are the published nccl-tests bus bandwidths of
+// docs/collectives.md's validation table (out-of-place, GB/s) on H100 SXM
+// with NVSwitch. They are citations, not partbench results.
+var PublishedBusBW = []CollectivePoint{
+	// VP: Voltage Park / Georgia Tech, 8×H100 80GB HBM3 SXM, NCCL 2.24.3, nccl-tests 2.17.9:
+	// https://github.com/ZiyanIshani/vpbenchmarking/blob/483959d960101f0cdf87fc0c962949c6a9975f77/results/nccl/nccl_allreduce_20260224_223444.txt
+	{"all_reduce", 8, 8 << 20, 173.79, "VP"},
+	{"all_reduce", 8, 64 << 20, 357.44, "VP"},
+	{"all_reduce", 8, 1 << 30, 468.53, "VP"},
+	{"all_reduce", 8, 8 << 30, 479.72, "VP"},
+	// NV#212: NCCL maintainer, "an effective NVLink bandwidth of 370GB/s" for non-allreduce ops (peak statement):
+	// https://github.com/NVIDIA/nccl-tests/issues/212
+	{"all_gather", 8, 8 << 30, 370, "NV#212"},
+	// WH: waynehacking8/nccl-collectives-bench, 4 of the 8 H100 80GB HBM3 of an HGX board, NCCL 2.29:
+	// https://github.com/waynehacking8/nccl-collectives-bench/blob/f9883f88eb4337d3a2c515089b04a587cf104c83/results/all_reduce.txt
+	// and results/all_gather.txt in the same commit.
+	{"all_reduce", 4, 8 << 20, 200.12, "WH"},
+	{"all_reduce", 4, 64 << 20, 308.92, "WH"},
+	{"all_reduce", 4, 1 << 30, 357.03, "WH"},
+	{"all_reduce", 4, 8 << 30, 366.37, "WH"},
+	{"all_gather", 4, 8 << 20, 110.23, "WH"},
+	{"all_gather", 4, 64 << 20, 258.16, "WH"},
+	{"all_gather", 4, 1 << 30, 325.27, "WH"},
+	{"all_gather", 4, 8 << 30, 343.92, "WH"},
+	// NV#2409: a user's expectation of ~470 GB/s all_reduce busbw on 2 nodes × 8 H100 with 8×400G (second-hand):
+	// https://github.com/NVIDIA/nccl/issues/2409
+	{"all_reduce", 16, 8 << 30, 470, "NV#2409"},
+}
+
+// CollectivesPlot draws modeled bus bandwidth against message size beside
+// published points for the same group size (ranks; 0 = all published).
+func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, published []CollectivePoint) (*Figure, error) {
+	if len(modeled) == 0 {
+		return nil, fmt.Errorf("collectives: nothing modeled")
+	}
+	p := newPlot(title, "message size (B, nccl-tests size)", "bus bandwidth (GB/s)")
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	for i, s := range modeled {
+		pts := make(plotter.XYs, len(s.Points))
+		for j, c := range s.Points {
+			pts[j] = plotter.XY{X: float64(c.Bytes), Y: c.BusBWGBps}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(s.Label, l)
+	}
+	groups := map[string]plotter.XYs{}
+	var keys []string
+	for _, c := range published {
+		if ranks != 0 && c.Ranks != ranks {
+			continue
+		}
+		k := fmt.Sprintf("published %s, %d GPUs (%s)", c.Op, c.Ranks, c.Source)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], plotter.XY{X: float64(c.Bytes), Y: c.BusBWGBps})
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		s, err := plotter.NewScatter(groups[k])
+		if err != nil {
+			return nil, err
+		}
+		s.Shape = plotutil.Shape(i)
+		s.Color = color.Black
+		s.Radius = vg.Points(3.5)
+		p.Add(s)
+		p.Legend.Add(k, s)
+	}
+	return &Figure{Panels: []*plot.Plot{p}, PanelWidth: 7 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+}
+
+// ScatterPlot draws measured (y) against modeled (x) with the line y = x and
+// a ±tol band, one panel per unit so every axis carries its unit.
+func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
+	if len(d.Rows) == 0 {
+		return nil, fmt.Errorf("scatter: no rows")
+	}
+	if tol <= 0 {
+		tol = d.Tolerance
+	}
+	if !(tol >= 0 && tol < 1) {
+		return nil, fmt.Errorf("--tolerance: must be in [0, 1) (got %g)", tol)
+	}
+	f := &Figure{PanelWidth: 5 * vg.Inch, Height: 5 * vg.Inch}
+	for _, unit := range d.units() {
+		label := unit
+		if label == "" {
+			label = "unitless"
+		}
+		title := "Measured vs modeled"
+		if d.Title != "" {
+			title = d.Title
+		}
+		xName, yName := orElse(d.ModeledLabel, "modeled"), orElse(d.MeasuredLabel, "measured")
+		p := newPlot(title, xName+" ("+label+")", yName+" ("+label+")")
+		p.Legend.Left = true
+		var pts plotter.XYs
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range d.Rows {
+			if r.Unit != unit {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: r.Modeled, Y: r.Measured})
+			lo = math.Min(lo, math.Min(r.Modeled, r.Measured))
+			hi = math.Max(hi, math.Max(r.Modeled, r.Measured))
+		}
+		xs := make([]float64, 0, 2*len(pts))
+		for _, pt := range pts {
+			xs = append(xs, pt.X, pt.Y)
+		}
+		if spansDecades(xs) {
+			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			lo, hi = lo/1.5, hi*1.5
+		} else {
+			pad := 0.1 * (hi - lo)
+			if pad == 0 {
+				pad = 0.1 * math.Max(math.Abs(hi), 1)
+			}
+			lo, hi = lo-pad, hi+pad
+		}
+		if tol > 0 {
+			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: lo * (1 - tol)}, {X: hi, Y: hi * (1 - tol)},
+				{X: hi, Y: hi * (1 + tol)}, {X: lo, Y: lo * (1 + tol)}})
+			if err != nil {
+				return nil, err
+			}
+			band.Color = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
+			band.LineStyle.Width = 0
+			p.Add(band)
+			p.Legend.Add(fmt.Sprintf("±%g %%", 100*tol), band)
+		}
+		diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+		if err != nil {
+			return nil, err
+		}
+		diag.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(diag)
+		p.Legend.Add(yName+" = "+xName, diag)
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		s.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+		s.Radius = vg.Points(3)
+		p.Add(s)
+		p.Legend.Add("metrics", s)
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, hi
+		f.Panels = append(f.Panels, p)
+	}
+	return f, nil
+}
+
+func orElse(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
