@@ -19,10 +19,11 @@ type RunOptions struct {
 	Env    launch.Env
 	// Backend names the compute backend in results ("cpu", "cuda").
 	Backend string
-	// NewCompute and NewComm make this rank's backends; NewComm may use the
-	// session to exchange addresses or a NCCL unique id.
+	// NewCompute and NewComm make this rank's backends, the Compute first:
+	// a communicator may queue on the Compute (a GPU stream). NewComm may use
+	// the session to exchange addresses or NCCL unique ids.
 	NewCompute func(plan *partition.Plan, rank int) (Compute, error)
-	NewComm    func(ctx context.Context, sess *rendezvous.Session, rank, size int) (Comm, error)
+	NewComm    func(ctx context.Context, sess *rendezvous.Session, plan *partition.Plan, rank int, c Compute) (Comm, error)
 	// JoinTimeout bounds the rendezvous (0: its default).
 	JoinTimeout time.Duration
 	// Progress, when set, is called after each iteration (rank 0 only).
@@ -67,16 +68,16 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		return nil, sess.Cause(err, 2*time.Second)
 	}
 
-	comm, err := o.NewComm(ctx, sess, rank, plan.Size())
-	if err != nil {
-		return fail(fmt.Errorf("communicator: %w", err))
-	}
-	defer comm.Close()
 	compute, err := o.NewCompute(plan, rank)
 	if err != nil {
 		return fail(fmt.Errorf("compute backend: %w", err))
 	}
 	defer compute.Close()
+	comm, err := o.NewComm(ctx, sess, plan, rank, compute)
+	if err != nil {
+		return fail(fmt.Errorf("communicator: %w", err))
+	}
+	defer comm.Close() // before the Compute it may queue on
 	rawGroups, err := NewGroups(ctx, comm, plan, rank)
 	if err != nil {
 		return fail(err)
@@ -115,6 +116,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		if err := RunProgram(ctx, prefill, tc, tm, groups, Past(plan, partition.Prefill, 0)); err != nil {
 			return fail(err)
 		}
+		if err := compute.Sync(ctx); err != nil { // a GPU's work is done, not only queued
+			return fail(err)
+		}
 		prefillEnd := time.Since(t0).Seconds()
 		mid := comm.Counter().Snapshot()
 		ends := make([]float64, 0, steps)
@@ -122,13 +126,22 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			if err := RunProgram(ctx, decode, tc, tm, groups, Past(plan, partition.Decode, s)); err != nil {
 				return fail(err)
 			}
+			if err := compute.Sync(ctx); err != nil {
+				return fail(err)
+			}
 			ends = append(ends, time.Since(t0).Seconds())
+		}
+		after := comm.Counter().Snapshot()
+		// The last step's sampled tokens are on their way to the first stage:
+		// receive them, so the next iteration starts clean (and a rendezvous
+		// send, as NCCL's, completes). They belong to no step's count.
+		if err := drainTokens(ctx, decode, compute, comm); err != nil {
+			return fail(err)
 		}
 		if err := comm.Flush(ctx); err != nil {
 			return fail(err)
 		}
 		if measured {
-			after := comm.Counter().Snapshot()
 			res.PrefillCounts = res.PrefillCounts.Add(mid.Sub(before))
 			res.DecodeCounts = res.DecodeCounts.Add(after.Sub(mid))
 			res.PrefillS = append(res.PrefillS, prefillEnd)
@@ -161,4 +174,23 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// drainTokens runs the decode Program's token receives once more: the
+// tokens the last decode step of an iteration sent back to the first stage.
+func drainTokens(ctx context.Context, decode partition.Program, c Compute, comm Comm) error {
+	for i := range decode.Ops {
+		op := &decode.Ops[i]
+		if op.Kind != partition.Recv || op.Payload != partition.PayloadTokens {
+			continue
+		}
+		buf, err := c.Buffer(op.Out, op.Microbatch, op.Elems)
+		if err != nil {
+			return err
+		}
+		if err := comm.Recv(ctx, buf, op.Peer); err != nil {
+			return opErr(decode, op, err)
+		}
+	}
+	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/partbench/partbench/cgo/dl"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -47,6 +46,7 @@ type runOptions struct {
 	nproc   int
 	check   bool
 	emulate int
+	dtype   string
 	// notes gathered while preparing the run, printed with its report
 	notes []string
 }
@@ -143,7 +143,8 @@ func newRunCmd() *cobra.Command {
 	o.addFlags(cmd.Flags())
 	cmd.Flags().IntVar(&o.nproc, "nproc", 0, "start this many local ranks (the built-in launcher) and wait for all")
 	cmd.Flags().IntVar(&o.emulate, "emulate-ranks", 0, "play all N ranks in turn on this one device (compute measured, communication modeled)")
-	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (CPU backend)")
+	cmd.Flags().StringVar(&o.dtype, "dtype", "", "with --check --backend cuda: the GPU's storage type, fp32 (default), fp16 or bf16")
+	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (against the CPU reference)")
 	return cmd
 }
 
@@ -173,13 +174,16 @@ func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	return cfg, cfg.Validate()
 }
 
+type newComputeFunc = func(*partition.Plan, int) (pexec.Compute, error)
+type newCommFunc = func(context.Context, *rendezvous.Session, *partition.Plan, int, pexec.Compute) (pexec.Comm, error)
+
 // backendFor resolves --backend and returns its constructors, possibly
 // adjusting the config (the CPU backend computes in fp32).
-func (o *runOptions) backendFor(cfg *configs.Config) (string, func(*partition.Plan, int) (pexec.Compute, error), []string, error) {
+func (o *runOptions) backendFor(cfg *configs.Config, env launch.Env) (string, newComputeFunc, newCommFunc, []string, error) {
 	b := o.backend
 	if b == "auto" {
-		if _, err := dl.Find(dl.CUDA()); err != nil {
-			return "", nil, nil, fmt.Errorf("no CUDA driver found, so no GPU backend: use --backend cpu to run on the CPU (searched for libcuda.so.1; set PARTBENCH_CUDA_LIB to point at it)")
+		if err := cudaAvailable(); err != nil {
+			return "", nil, nil, nil, fmt.Errorf("no GPU backend here (%v): use --backend cpu to run on the CPU", err)
 		}
 		b = "cuda"
 	}
@@ -192,20 +196,28 @@ func (o *runOptions) backendFor(cfg *configs.Config) (string, func(*partition.Pl
 		}
 		plan, err := partition.NewPlan(cfg)
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		const limit = 8 << 30
 		for _, r := range plan.Ranks {
 			if r.Memory.TotalBytes > limit {
-				return "", nil, nil, fmt.Errorf("--backend cpu: rank %d would hold %.1f GB (weights, KV cache, activations); the CPU backend is for small models — use a test config (configs/test/) or a GPU backend",
+				return "", nil, nil, nil, fmt.Errorf("--backend cpu: rank %d would hold %.1f GB (weights, KV cache, activations); the CPU backend is for small models — use a test config (configs/test/) or a GPU backend",
 					r.Rank, float64(r.Memory.TotalBytes)/1e9)
 			}
 		}
-		return "cpu", func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) }, notes, nil
+		newCompute := func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) }
+		newComm := func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
+			return tcpcomm.New(ctx, sess, rank, p.Size(), "")
+		}
+		return "cpu", newCompute, newComm, notes, nil
 	case "cuda":
-		return "", nil, nil, errors.New("--backend cuda: this build's GPU backend is not wired into the run loop yet; use --backend cpu")
+		newCompute, newComm, err := cudaBackend(env)
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		return "cuda", newCompute, newComm, nil, nil
 	}
-	return "", nil, nil, fmt.Errorf("--backend: must be cuda, cpu or auto (got %q)", o.backend)
+	return "", nil, nil, nil, fmt.Errorf("--backend: must be cuda, cpu or auto (got %q)", o.backend)
 }
 
 // runRank runs this process as one rank of a launched job.
@@ -222,7 +234,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if o.rendezvous != "" {
 		env.RendezvousAddr = o.rendezvous
 	}
-	backend, newCompute, notes, err := o.backendFor(cfg)
+	backend, newCompute, newComm, notes, err := o.backendFor(cfg, env)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
 	}
@@ -232,9 +244,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	results, err := pexec.Run(ctx, pexec.RunOptions{
 		Config: cfg, Env: env, Backend: backend, JoinTimeout: o.joinTimeout, NewCompute: newCompute, Progress: progress,
-		NewComm: func(ctx context.Context, sess *rendezvous.Session, rank, size int) (pexec.Comm, error) {
-			return tcpcomm.New(ctx, sess, rank, size, "")
-		},
+		NewComm: newComm,
 	})
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
@@ -330,13 +340,19 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.backend != "auto" && o.backend != "cpu" {
-		return fmt.Errorf("--check: runs on the CPU backend only in this build (got --backend %s)", o.backend)
-	}
-	res, err := pexec.Check(ctx, cfg, pexec.CheckOptions{
+	opts := pexec.CheckOptions{
 		NewCompute: func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) },
 		NewComms:   localcomm.Comms,
-	})
+	}
+	switch o.backend {
+	case "auto", "cpu":
+	case "cuda":
+		// Every rank on this process's GPU against the CPU reference, in the GPU's storage type.
+		opts = cudaCheckOptions(o.dtype)
+	default:
+		return fmt.Errorf("--backend: must be cuda, cpu or auto (got %q)", o.backend)
+	}
+	res, err := pexec.Check(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -353,7 +369,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	backend, newCompute, notes, err := o.backendFor(cfg)
+	backend, newCompute, _, notes, err := o.backendFor(cfg, launch.Env{})
 	if err != nil {
 		return err
 	}

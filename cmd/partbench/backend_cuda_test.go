@@ -1,0 +1,151 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	pcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/ncclcomm/nccltest"
+	"github.com/partbench/partbench/partition"
+)
+
+func TestCudaAvailable(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	if err := cudaAvailable(); err != nil {
+		t.Errorf("fake driver with two GPUs: %v", err)
+	}
+	cudatest.Build(t, "FAKE_NO_DEVICE").Setenv(t)
+	if err := cudaAvailable(); err == nil || !strings.Contains(err.Error(), "cuInit") {
+		t.Errorf("driver whose cuInit finds no device: %v", err)
+	}
+	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
+	if err := cudaAvailable(); err == nil || !strings.Contains(err.Error(), "PARTBENCH_CUDA_LIB") {
+		t.Errorf("no driver: %v", err)
+	}
+}
+
+func TestCudaCheckOptions(t *testing.T) {
+	for dtype, tol := range map[string]float64{"": 1e-4, "fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1} {
+		if got := cudaCheckOptions(dtype).Tolerance; got != tol {
+			t.Errorf("dtype %q: tolerance %g, want %g", dtype, got, tol)
+		}
+	}
+}
+
+// Without NCCL the backend is refused before any rank joins.
+func TestCudaBackendWithoutNCCL(t *testing.T) {
+	t.Setenv("PARTBENCH_NCCL_LIB", t.TempDir()+"/libnccl.so.2")
+	if _, _, err := cudaBackend(launch.Env{}); err == nil || !strings.Contains(err.Error(), "NCCL") {
+		t.Errorf("cudaBackend without NCCL: %v", err)
+	}
+}
+
+// The Compute is on the rank's local GPU; a communicator needs that Compute.
+func TestCudaBackendCompute(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	nccltest.Setenv(t)
+	newCompute, newComm, err := cudaBackend(launch.Env{LocalRank: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCompute(plan, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if gc, ok := c.(*pcuda.Compute); !ok || gc.DeviceInfo().Ordinal != 1 {
+		t.Errorf("compute: %T, want an exec/cuda Compute on GPU 1", c)
+	}
+	if _, err := newComm(context.Background(), nil, plan, 2, nil); err == nil || !strings.Contains(err.Error(), "GPU backend's Compute") {
+		t.Errorf("communicator without a GPU Compute: %v", err)
+	}
+}
+
+// The whole GPU path of a run on the fakes: four ranks of tp2pp2-tiny in
+// fp16 as goroutines, each through exec.Run with cudaBackend's
+// constructors (rendezvous, unique ids broadcast, NCCL communicators made
+// with each rank's Compute, groups, warm-up, measured iterations,
+// gather). Every rank's counts equal the Program's: prefill once and the
+// decode Program once per step, per measured iteration.
+func TestCudaBackendRunOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	nccltest.Setenv(t)
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.DType = "fp16"
+	cfg.Run.Warmup, cfg.Run.Iterations = 1, 2
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	results := make([][]pexec.RankResult, plan.Size())
+	errs := make([]error, plan.Size())
+	var wg sync.WaitGroup
+	for r := range plan.Size() {
+		env := launch.Env{Rank: r, Size: plan.Size(), LocalRank: r % 2, LocalSize: 2, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+		newCompute, newComm, err := cudaBackend(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			results[r], errs[r] = pexec.Run(ctx, pexec.RunOptions{Config: cfg, Env: env, Backend: "cuda",
+				NewCompute: newCompute, NewComm: newComm, JoinTimeout: 20 * time.Second})
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	got := results[0]
+	if len(got) != plan.Size() {
+		t.Fatalf("rank 0 gathered %d results", len(got))
+	}
+	steps := cfg.Workload.OutputTokens - 1
+	for _, res := range got {
+		prefill := plan.Counts(plan.Program(res.Rank, partition.Prefill)).Times(cfg.Run.Iterations)
+		decode := plan.Counts(plan.Program(res.Rank, partition.Decode)).Times(steps * cfg.Run.Iterations)
+		for _, c := range []struct {
+			phase     string
+			want, got commcount.Snapshot
+		}{{"prefill", prefill, res.PrefillCounts}, {"decode", decode, res.DecodeCounts}} {
+			if d := commcount.Diff(c.want, c.got); len(d) > 0 {
+				t.Errorf("rank %d %s: %v", res.Rank, c.phase, d)
+			}
+		}
+		if res.Backend != "cuda" || res.AllocatedBytes == 0 {
+			t.Errorf("rank %d: backend %q, %d bytes allocated", res.Rank, res.Backend, res.AllocatedBytes)
+		}
+	}
+}
