@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/partbench/partbench/partition"
 )
@@ -69,13 +70,26 @@ func Past(plan *partition.Plan, phase partition.Phase, step int) func(op *partit
 // same buffer. It does not flush: call comm.Flush before reusing a sent
 // buffer from outside the Program.
 func RunProgram(ctx context.Context, prog partition.Program, c Compute, comm Comm, groups map[string]Group, past func(op *partition.Op) int) error {
+	return RunProgramObserved(ctx, prog, c, comm, groups, past, nil)
+}
+
+// RunProgramObserved is RunProgram calling observe (when not nil) with each
+// op's start and end: the host's view, which is the op's time where calls
+// return when their work is done (the CPU backend) and its issue time where
+// they queue (a GPU stream).
+func RunProgramObserved(ctx context.Context, prog partition.Program, c Compute, comm Comm, groups map[string]Group,
+	past func(op *partition.Op) int, observe func(op *partition.Op, start, end time.Time)) error {
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
 		if err := ctx.Err(); err != nil {
 			return opErr(prog, op, err)
 		}
+		start := time.Now()
 		if err := runOp(ctx, op, c, comm, groups, past); err != nil {
 			return opErr(prog, op, err)
+		}
+		if observe != nil {
+			observe(op, start, time.Now())
 		}
 	}
 	return nil

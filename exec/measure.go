@@ -32,6 +32,23 @@ type RankResult struct {
 	DecodeCounts  commcount.Snapshot `json:"decode_counts"`
 	// WallS is the measured window's length on this rank.
 	WallS float64 `json:"wall_s"`
+	// Spans are the ops of the last iteration (when a trace was asked for),
+	// timed from that iteration's start on this rank.
+	Spans []Span `json:"spans,omitempty"`
+}
+
+// Span is one op as a rank ran it.
+type Span struct {
+	Name       string  `json:"name"`
+	Kind       string  `json:"kind"`
+	Phase      string  `json:"phase"`
+	Step       int     `json:"step"`
+	Microbatch int     `json:"microbatch"`
+	Chunk      int     `json:"chunk"`
+	Peer       int     `json:"peer"`
+	Bytes      int64   `json:"bytes"`
+	StartS     float64 `json:"start_s"`
+	DurS       float64 `json:"dur_s"`
 }
 
 // Stats summarizes samples: mean, sample standard deviation and empirical

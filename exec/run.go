@@ -28,6 +28,9 @@ type RunOptions struct {
 	JoinTimeout time.Duration
 	// Progress, when set, is called after each iteration (rank 0 only).
 	Progress func(done, total int)
+	// TraceDecodeSteps > 0 records every op of the last iteration's prefill
+	// and first TraceDecodeSteps decode steps as spans, for a trace.
+	TraceDecodeSteps int
 }
 
 // Run is one rank's whole run: rendezvous, allocate, warm up, measure,
@@ -83,37 +86,46 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		return fail(err)
 	}
 
-	b := &busy{s: map[string]float64{}}
-	tc, tm := timedCompute{compute, b}, timedComm{comm, b}
-	groups := map[string]Group{}
-	for k, g := range rawGroups {
-		groups[k] = timedGroup{g, b}
-	}
+	groups := rawGroups
 	prefill, decode := plan.Program(rank, partition.Prefill), plan.Program(rank, partition.Decode)
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
 	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex,
-		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: b.s}
+		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
 
 	total := cfg.Run.Warmup + cfg.Run.Iterations
-	var windowStart time.Time
+	var windowStart, t0 time.Time
+	var measured, tracing bool
+	phase, step := partition.Prefill, -1
+	// observe adds each op's time to the busy total of its kind over the
+	// measured iterations, and records the last iteration's ops for a trace.
+	observe := func(op *partition.Op, start, end time.Time) {
+		if !measured {
+			return
+		}
+		res.BusyS[string(op.Kind)] += end.Sub(start).Seconds()
+		if tracing && (phase == partition.Prefill || step < o.TraceDecodeSteps) {
+			res.Spans = append(res.Spans, Span{Name: op.Name, Kind: string(op.Kind), Phase: string(phase), Step: step,
+				Microbatch: op.Microbatch, Chunk: op.Chunk, Peer: op.Peer, Bytes: op.Bytes,
+				StartS: start.Sub(t0).Seconds(), DurS: end.Sub(start).Seconds()})
+		}
+	}
 	for it := 0; it < total; it++ {
-		measured := it >= cfg.Run.Warmup
+		measured = it >= cfg.Run.Warmup
+		tracing = o.TraceDecodeSteps > 0 && it == total-1
 		if it == cfg.Run.Warmup {
 			// Counts and busy time cover the measured iterations only.
 			comm.Counter().Reset()
-			b.mu.Lock()
-			b.on = true
-			b.mu.Unlock()
 			windowStart = time.Now()
 		}
 		// Every iteration starts together: the KV cache is refilled from position 0.
 		if err := comm.Barrier(ctx); err != nil {
 			return fail(err)
 		}
-		t0 := time.Now()
+		t0 = time.Now()
 		before := comm.Counter().Snapshot()
-		if err := RunProgram(ctx, prefill, tc, tm, groups, Past(plan, partition.Prefill, 0)); err != nil {
+		phase, step = partition.Prefill, -1
+		if err := RunProgramObserved(ctx, prefill, compute, comm, groups, Past(plan, partition.Prefill, 0), observe); err != nil {
 			return fail(err)
 		}
 		if err := compute.Sync(ctx); err != nil { // a GPU's work is done, not only queued
@@ -123,7 +135,8 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		mid := comm.Counter().Snapshot()
 		ends := make([]float64, 0, steps)
 		for s := 0; s < steps; s++ {
-			if err := RunProgram(ctx, decode, tc, tm, groups, Past(plan, partition.Decode, s)); err != nil {
+			phase, step = partition.Decode, s
+			if err := RunProgramObserved(ctx, decode, compute, comm, groups, Past(plan, partition.Decode, s), observe); err != nil {
 				return fail(err)
 			}
 			if err := compute.Sync(ctx); err != nil {

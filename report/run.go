@@ -75,7 +75,15 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 		if !math.IsInf(r.RelErr, 0) && !math.IsNaN(r.RelErr) {
 			e = strconv.FormatFloat(100*r.RelErr, 'f', 1, 64)
 		}
-		cmp.Rows = append(cmp.Rows, []string{r.Metric, unitHeader(r.Unit), scaled(r.Unit, s.Mean), std, p50, p95, p99, scaled(r.Unit, r.Modeled), e, r.Flag})
+		row := []string{r.Metric, unitHeader(r.Unit), scaled(r.Unit, s.Mean), std, p50, p95, p99, scaled(r.Unit, r.Modeled), e, r.Flag}
+		if d.Estimate == nil {
+			row = row[:7] // measurements alone (--no-compare-model)
+		}
+		cmp.Rows = append(cmp.Rows, row)
+	}
+	if d.Estimate == nil {
+		cmp.Header = cmp.Header[:7]
+		cmp.Title = "Measured: " + cmp.Title[len("Measured vs modeled: "):]
 	}
 	grids := []Grid{cmp}
 	if perRank {

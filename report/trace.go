@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -124,6 +125,52 @@ func EstimateSpans(e *sim.Estimate) []Span {
 		}
 		out = append(out, Span{Process: e.Name + " (modeled)", Rank: sl.Rank, Name: op.Name, Cat: string(op.Kind),
 			StartS: sl.StartS, DurS: sl.EndS - sl.StartS, Args: args, Flow: sl.Flow})
+	}
+	return out
+}
+
+// RunSpans turns the ops every rank recorded into spans named as the
+// estimate names them. A send and the recv of its message are paired in
+// order per ordered pair of ranks (messages between a pair arrive in order).
+func RunSpans(process string, ranks []exec.RankResult) []Span {
+	type pair struct{ src, dst int }
+	sends := map[pair][]int{} // span indices, in send order
+	var out []Span
+	for _, r := range ranks {
+		for _, s := range r.Spans {
+			args := map[string]any{"phase": s.Phase, "microbatch": s.Microbatch}
+			if s.Step >= 0 {
+				args["step"] = s.Step
+			}
+			if s.Chunk > 0 {
+				args["chunk"] = s.Chunk
+			}
+			if s.Bytes > 0 {
+				args["bytes"] = s.Bytes
+			}
+			if s.Kind == "send" || s.Kind == "recv" {
+				args["peer"] = s.Peer
+			}
+			out = append(out, Span{Process: process, Rank: r.Rank, Name: s.Name, Cat: s.Kind, StartS: s.StartS, DurS: s.DurS, Args: args})
+			if s.Kind == "send" {
+				k := pair{r.Rank, s.Peer}
+				sends[k] = append(sends[k], len(out)-1)
+			}
+		}
+	}
+	flow := 0
+	recvSeen := map[pair]int{}
+	for i := range out {
+		if out[i].Cat != "recv" {
+			continue
+		}
+		k := pair{out[i].Args["peer"].(int), out[i].Rank}
+		n := recvSeen[k]
+		recvSeen[k]++
+		if n < len(sends[k]) {
+			flow++
+			out[sends[k][n]].Flow, out[i].Flow = flow, flow
+		}
 	}
 	return out
 }

@@ -182,11 +182,63 @@ func TestLocalLauncher(t *testing.T) {
 	}
 	bin := partbenchBinary(t)
 	dir := t.TempDir()
-	r := runCmd(t, 2*time.Minute, cleanEnv(), bin, "run", "--nproc", "4", "--config", "test/pp4-tiny", "--backend", "cpu", "--out", dir)
+	trace := filepath.Join(dir, "trace.json")
+	r := runCmd(t, 2*time.Minute, cleanEnv(), bin, "run", "--nproc", "4", "--config", "test/pp4-tiny", "--backend", "cpu", "--out", dir, "--trace", trace)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.out)
 	}
 	checkRunDoc(t, readResults(t, dir), 4)
+
+	// The trace holds the measured and the modeled timeline under the same op names.
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Name string         `json:"name"`
+			Pid  int            `json:"pid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	names := map[int]map[string]bool{}
+	procs := map[int]string{}
+	finishes := map[int]int{}
+	for _, e := range doc.TraceEvents {
+		switch e.Ph {
+		case "M":
+			if e.Name == "process_name" {
+				procs[e.Pid] = e.Args["name"].(string)
+			}
+		case "X":
+			if names[e.Pid] == nil {
+				names[e.Pid] = map[string]bool{}
+			}
+			names[e.Pid][e.Name] = true
+		case "f":
+			finishes[e.Pid]++
+		}
+	}
+	if len(procs) != 2 || procs[1] != "pp4-tiny (measured)" || procs[2] != "pp4-tiny (modeled)" {
+		t.Fatalf("processes %v", procs)
+	}
+	for n := range names[1] {
+		if !names[2][n] {
+			t.Errorf("measured op %q has no modeled twin", n)
+		}
+	}
+	// pp4-tiny, 4 micro-batches, output_tokens − 1 = 3 decode steps, all
+	// recorded. Received and so paired send→recv: 3 boundary transfers per
+	// micro-batch in prefill and in each step (4 × 3 × 4 = 48), and the token
+	// returns received in the 3 steps (3 × 4 = 12; the last step's go to the
+	// iteration's drain, which is not an op of the Program): 60 flows.
+	if finishes[1] != 60 {
+		t.Errorf("measured flows %d, want 60", finishes[1])
+	}
 }
 
 func freeAddr(t *testing.T) string {

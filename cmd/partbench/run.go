@@ -42,6 +42,8 @@ type runOptions struct {
 	strict      bool
 	joinTimeout time.Duration
 	calibration string
+	trace       string
+	noCompare   bool
 	// run only
 	nproc   int
 	check   bool
@@ -64,6 +66,8 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.Float64Var(&o.tolerance, "tolerance", 0.15, "relative error above which a timed metric is flagged")
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
+	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and 4 decode steps) as a Chrome/Perfetto trace to this file, beside the modeled one")
+	f.BoolVar(&o.noCompare, "no-compare-model", false, "print the measurements alone, without the estimate beside them")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 }
 
@@ -80,10 +84,13 @@ func (o *runOptions) rankArgs() []string {
 	if o.calibration != "" {
 		a = append(a, "--calibration", o.calibration)
 	}
+	if o.trace != "" {
+		a = append(a, "--trace", o.trace)
+	}
 	for _, b := range []struct {
 		on   bool
 		flag string
-	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.strict, "--strict"}} {
+	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.strict, "--strict"}, {o.noCompare, "--no-compare-model"}} {
 		if b.on {
 			a = append(a, b.flag)
 		}
@@ -244,7 +251,8 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	results, err := pexec.Run(ctx, pexec.RunOptions{
 		Config: cfg, Env: env, Backend: backend, JoinTimeout: o.joinTimeout, NewCompute: newCompute, Progress: progress,
-		NewComm: newComm,
+		TraceDecodeSteps: traceSteps(o.trace),
+		NewComm:          newComm,
 	})
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
@@ -260,6 +268,15 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 		return err
 	}
 	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
+	if o.trace != "" {
+		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
+		if err := writeFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+	}
+	if o.noCompare {
+		doc.Comparison, doc.Estimate = measuredOnly(doc.Comparison), nil
+	}
 	return o.finish(stdout, doc)
 }
 
@@ -397,4 +414,21 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	g := report.EmulationGrid(backend, emu, model, em.AllocatedBytes)
 	g.Notes = append(g.Notes, notes...)
 	return report.WriteGrids(stdout, o.format, g)
+}
+
+// traceSteps is how many decode steps a run records for --trace.
+func traceSteps(trace string) int {
+	if trace == "" {
+		return 0
+	}
+	return 4
+}
+
+// measuredOnly drops the modeled side of the comparison rows.
+func measuredOnly(rows []pexec.Row) []pexec.Row {
+	out := make([]pexec.Row, len(rows))
+	for i, r := range rows {
+		out[i] = pexec.Row{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured, Exact: r.Exact}
+	}
+	return out
 }
