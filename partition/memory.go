@@ -104,7 +104,11 @@ func (p *Plan) fitMemory() error {
 	for {
 		worst, fits := -1, true
 		for i, r := range p.Ranks {
-			mem := p.memory(r, chunk)
+			// The TP ranks of a stage hold the same: compute each stage once.
+			mem := p.Ranks[i-r.TPIndex].Memory
+			if r.TPIndex == 0 {
+				mem = p.memory(r, chunk)
+			}
 			p.Ranks[i].Memory = mem
 			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.Ranks[worst].Memory.TotalBytes) {
 				worst, fits = i, false
