@@ -36,8 +36,12 @@ func newPresetsCmd() *cobra.Command {
 }
 
 func init() {
-	resolveSystem = func(hardware, topo string) (topology.System, error) {
-		g, t, err := configs.LoadSystem(hardware, topo)
-		return topology.System{GPU: g, Topology: t}, err
-	}
+	resolveSystem = loadSystem
+	resolvePreset = loadSystem
+}
+
+// loadSystem resolves a hardware and a topology preset by name.
+func loadSystem(hardware, topo string) (topology.System, error) {
+	g, t, err := configs.LoadSystem(hardware, topo)
+	return topology.System{GPU: g, Topology: t}, err
 }
