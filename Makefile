@@ -36,6 +36,7 @@ gpu-check:
 	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
 	$(GO) test -c -o gpu-check/cgo-cuda.test ./cgo/cuda
 	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
+	$(GO) test -c -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
 	cp scripts/gpu-check.sh gpu-check/
 	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"

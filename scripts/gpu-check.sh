@@ -10,7 +10,7 @@
 # Steps (default: all, in this order; name some to run only those):
 #   system    nvidia-smi, the GPU's details, libraries the loader sees, environment
 #   nccl      partbench nccl-check: libcuda and NCCL load, a 1-rank all-reduce and send/recv
-#   tests     every *.test binary here (go test -c of ./cgo/cuda and ./exec/cuda), its
+#   tests     every *.test binary here (go test -c of ./cgo/cuda, ./exec/cuda and ./topology), its
 #             RealGPU tests: kernels, graphs and cuBLAS on the device, and the GPU held
 #             against the CPU reference on every test partitioning in fp32, fp16, bf16
 #   check     partbench run --check --backend cuda on the tiny test configs (fp32 as
