@@ -7,10 +7,10 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// Numerical constants of the synthetic model.
+// Numerical constants of the synthetic model, shared with the GPU backend.
 const (
-	normEps   = 1e-5    // RMSNorm epsilon
-	ropeBase  = 10000.0 // rotary embedding base
+	NormEps   = 1e-5    // RMSNorm epsilon
+	RopeBase  = 10000.0 // rotary embedding base
 	geluCoeff = 0.044715
 )
 
@@ -24,7 +24,7 @@ func rmsNorm(x, out, w []float32, rows int) {
 		for _, v := range xr {
 			ss += float64(v) * float64(v)
 		}
-		inv := float32(1 / math.Sqrt(ss/float64(n)+normEps))
+		inv := float32(1 / math.Sqrt(ss/float64(n)+NormEps))
 		for i, v := range xr {
 			or[i] = v * inv * w[i]
 		}
@@ -48,7 +48,7 @@ func gemm(x []float32, w *tensor, out []float32, rows int) {
 func rope(v []float32, pos int) {
 	hd := len(v)
 	for i := 0; i < hd/2; i++ {
-		theta := float64(pos) * math.Pow(ropeBase, -float64(2*i)/float64(hd))
+		theta := float64(pos) * math.Pow(RopeBase, -float64(2*i)/float64(hd))
 		sin, cos := math.Sincos(theta)
 		c, s := float32(cos), float32(sin)
 		x0, x1 := v[2*i], v[2*i+1]

@@ -46,12 +46,6 @@ const (
 	bufTokens = "tokens"
 )
 
-// Numerical constants of the synthetic model (exec/cpu kernels.go,
-// docs/numerics.md).
-const (
-	normEps = 1e-5 // RMSNorm ε
-)
-
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
 // a graph never allocate (32 MiB, what cuBLAS documents as enough for
 // Hopper).

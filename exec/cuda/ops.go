@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -200,7 +201,7 @@ func (c *Compute) norm(op *partition.Op, st *mbState) error {
 	if err != nil {
 		return err
 	}
-	a := c.newArgs().p(in.p).p(out.p).p(t.p).i(rows / op.Rows).i(H).f(normEps)
+	a := c.newArgs().p(in.p).p(out.p).p(t.p).i(rows / op.Rows).i(H).f(cpu.NormEps)
 	return c.launch("pb_rmsnorm", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 }
 
