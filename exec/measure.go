@@ -12,10 +12,14 @@ import (
 
 // RankResult is what one rank measured; ranks send it to rank 0 at the end.
 type RankResult struct {
-	Rank      int    `json:"rank"`
-	Host      string `json:"host"`
-	PID       int    `json:"pid"`
-	Backend   string `json:"backend"`
+	Rank    int    `json:"rank"`
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Backend string `json:"backend"`
+	// Device and DataPlane describe the hardware and communication library
+	// the rank used (GPU name, driver, NCCL version; CPU model).
+	Device    string `json:"device,omitempty"`
+	DataPlane string `json:"data_plane,omitempty"`
 	Stage     int    `json:"stage"`
 	TPIndex   int    `json:"tp_index"`
 	LastStage bool   `json:"last_stage"`

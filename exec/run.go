@@ -93,6 +93,8 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex,
 		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
 
+	res.Device, res.DataPlane = describe(compute), describe(comm)
+
 	total := cfg.Run.Warmup + cfg.Run.Iterations
 	var windowStart, t0 time.Time
 	var measured, tracing bool
@@ -206,4 +208,12 @@ func drainTokens(ctx context.Context, decode partition.Program, c Compute, comm 
 		}
 	}
 	return nil
+}
+
+// describe is what a backend says of itself for results files ("" if nothing).
+func describe(x any) string {
+	if d, ok := x.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return ""
 }

@@ -17,11 +17,13 @@ const RunSchema = "partbench.run/v1"
 
 // RunDoc is everything a measured run produced, enough to reproduce it.
 type RunDoc struct {
-	Schema      string            `json:"schema"`
-	Version     string            `json:"partbench_version"`
-	Backend     string            `json:"backend"`
-	Launcher    string            `json:"launcher"`
-	Hosts       []string          `json:"hosts"`
+	Schema   string   `json:"schema"`
+	Version  string   `json:"partbench_version"`
+	Backend  string   `json:"backend"`
+	Launcher string   `json:"launcher"`
+	Hosts    []string `json:"hosts"`
+	// Devices lists each distinct device and data plane the ranks used.
+	Devices     []string          `json:"devices"`
 	StartedAt   string            `json:"started_at"`
 	ElapsedS    float64           `json:"elapsed_s"`
 	Config      *configs.Config   `json:"config"`

@@ -295,15 +295,19 @@ func runDoc(cfg *configs.Config, backend, launcher string, results []pexec.RankR
 		return nil, err
 	}
 	rows, problems := pexec.Compare(m, est, plan, tol)
-	hosts := map[string]bool{}
-	var hostList []string
+	seen := map[string]bool{}
+	var hostList, devices []string
 	for _, r := range results {
-		if !hosts[r.Host] {
-			hosts[r.Host] = true
+		if !seen["host:"+r.Host] {
+			seen["host:"+r.Host] = true
 			hostList = append(hostList, r.Host)
 		}
+		if d := r.Device + "; " + r.DataPlane; !seen["dev:"+d] {
+			seen["dev:"+d] = true
+			devices = append(devices, d)
+		}
 	}
-	doc := &report.RunDoc{Schema: report.RunSchema, Version: version, Backend: backend, Launcher: launcher, Hosts: hostList,
+	doc := &report.RunDoc{Schema: report.RunSchema, Version: version, Backend: backend, Launcher: launcher, Hosts: hostList, Devices: devices,
 		StartedAt: started.UTC().Format(time.RFC3339), ElapsedS: time.Since(started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
 		Tolerance: tol, Measurement: m, Estimate: est, Comparison: rows, Problems: problems}
 	if backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {

@@ -661,3 +661,11 @@ func (c *Compute) release() error {
 	c.allocs, c.layers, c.global, c.kv, c.mbs = nil, nil, nil, nil, nil
 	return errors.Join(errs...) // the libraries stay loaded (libs.go)
 }
+
+// Describe names the device for results files: GPU, compute capability,
+// driver, element type and how the kernels were built.
+func (c *Compute) Describe() string {
+	i := c.info
+	return fmt.Sprintf("%s (sm_%d%d, GPU %d, CUDA driver %d.%d), %s, kernels %s",
+		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image)
+}

@@ -417,3 +417,8 @@ func (c *Comm) free() error {
 	c.scratch = 0
 	return c.compute.Do(func() error { return c.compute.Context().Driver().MemFree(p) })
 }
+
+// Describe names the data plane for results files: NCCL and its version.
+func (c *Comm) Describe() string {
+	return fmt.Sprintf("nccl %s (%s)", c.ids.Version, c.lib.Path())
+}

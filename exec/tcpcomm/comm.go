@@ -245,3 +245,6 @@ func (c *Comm) Close() error {
 	})
 	return nil
 }
+
+// Describe names the data plane for results files.
+func (c *Comm) Describe() string { return "tcp (partbench's ring communicator)" }
