@@ -357,9 +357,11 @@ func TestKilledRankEndsTheRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmds, outs := startRanks(t, 4, func(int) []string {
-		return []string{"--config", "test/tp2pp2-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir}
+		return []string{"--config", "test/tp2pp2-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir, "--join-timeout", "10s"}
 	})
-	time.Sleep(2 * time.Second) // well into the measured iterations
+	// Well into the measured iterations on an idle machine; on a loaded one the
+	// kill may land during the join, which the 10 s join timeout bounds too.
+	time.Sleep(2 * time.Second)
 	if err := cmds[2].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func TestSIGINTToLauncherEndsAllRanks(t *testing.T) {
 	}
 	bin := partbenchBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "run", "--nproc", "4", "--config", "test/tp2pp2-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir)
+	cmd := exec.Command(bin, "run", "--nproc", "4", "--config", "test/tp2pp2-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir, "--join-timeout", "10s")
 	cmd.Env = cleanEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
