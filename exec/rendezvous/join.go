@@ -343,8 +343,12 @@ func timeoutReason(o Options, addr string, joined []*conn) string {
 			missing = append(missing, "…")
 		}
 	}
-	return fmt.Sprintf("timed out after %v waiting at %s: %d of %d ranks joined, missing %s",
-		o.JoinTimeout, addr, n, o.Size, strings.Join(missing, ", "))
+	noun := "rank"
+	if len(missing) > 1 {
+		noun = "ranks"
+	}
+	return fmt.Sprintf("timed out after %v waiting at %s: %d of %d ranks joined, missing %s %s",
+		o.JoinTimeout, addr, n, o.Size, noun, strings.Join(missing, ", "))
 }
 
 // joinPeer is the side of every rank but 0.

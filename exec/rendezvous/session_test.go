@@ -228,7 +228,7 @@ func TestJoinTimeoutNamesMissingRanks(t *testing.T) {
 		o.JoinTimeout = 400 * time.Millisecond
 		return r != 2
 	})
-	allFail(t, errs, map[int]bool{2: true}, "3 of 4 ranks joined, missing 2", el, 2*time.Second)
+	allFail(t, errs, map[int]bool{2: true}, "3 of 4 ranks joined, missing rank 2", el, 2*time.Second)
 }
 
 func TestUnreachable(t *testing.T) {
