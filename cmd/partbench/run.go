@@ -43,7 +43,7 @@ type runOptions struct {
 	joinTimeout time.Duration
 	calibration string
 	trace       string
-	noCompare   bool
+	compare     bool
 	// run only
 	nproc   int
 	check   bool
@@ -67,7 +67,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and 4 decode steps) as a Chrome/Perfetto trace to this file, beside the modeled one")
-	f.BoolVar(&o.noCompare, "no-compare-model", false, "print the measurements alone, without the estimate beside them")
+	f.BoolVar(&o.compare, "compare-model", true, "print the dry-run estimate of the same config beside the measurements, with the error of each (--compare-model=false: measurements alone)")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 }
 
@@ -90,7 +90,7 @@ func (o *runOptions) rankArgs() []string {
 	for _, b := range []struct {
 		on   bool
 		flag string
-	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.strict, "--strict"}, {o.noCompare, "--no-compare-model"}} {
+	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.strict, "--strict"}, {!o.compare, "--compare-model=false"}} {
 		if b.on {
 			a = append(a, b.flag)
 		}
@@ -274,7 +274,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
-	if o.noCompare {
+	if !o.compare {
 		doc.Comparison, doc.Estimate = measuredOnly(doc.Comparison), nil
 	}
 	return o.finish(stdout, doc)
