@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
-	"github.com/partbench/partbench/sim"
 )
 
 func TestCacheFigures(t *testing.T) {
@@ -146,36 +144,6 @@ func TestFitLinkRecoversAlphaBeta(t *testing.T) {
 	// The raw line: points on t = 5 + 2·s give it back whatever the weights.
 	if a, b := lineFit([]float64{0, 1, 2, 100}, []float64{5, 7, 9, 205}); math.Abs(a-5) > 1e-9 || math.Abs(b-2) > 1e-12 {
 		t.Errorf("line %g + %g·s", a, b)
-	}
-}
-
-// The per-rank working set is sim's: the largest is the estimate's, and
-// every rank's residency is min(1, usable L2 / its working set).
-func TestReusedWeightBytesIsTheEstimates(t *testing.T) {
-	for _, name := range []string{"test/tp2pp2-tiny", "tp8pp2", "layerwise16", "test/layermap-tiny"} {
-		cfg, err := configs.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := sim.EstimatePlan(plan, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var largest int64
-		for _, r := range e.Ranks {
-			ws := ReusedWeightBytes(plan.Program(r.Rank, partition.Decode))
-			largest = max(largest, ws)
-			if want := math.Min(1, float64(e.L2.UsableL2Bytes)/float64(ws)); r.L2Residency != want {
-				t.Errorf("%s rank %d: residency %g, usable/working set %g", name, r.Rank, r.L2Residency, want)
-			}
-		}
-		if largest != e.L2.WorkingSetBytes {
-			t.Errorf("%s: largest working set %d, estimate %d", name, largest, e.L2.WorkingSetBytes)
-		}
 	}
 }
 

@@ -3,30 +3,7 @@ package calib
 import (
 	"math"
 	"time"
-
-	"github.com/partbench/partbench/partition"
 )
-
-// ReusedWeightBytes is the weight bytes one decode step of prog re-reads on
-// every pass: each distinct (layer, tensor) of its GEMMs and norms once,
-// as the estimate's L2 working set counts them (sim: Gemm and Norm ops are
-// the reusable ones).
-func ReusedWeightBytes(prog partition.Program) int64 {
-	type key struct {
-		layer  int
-		tensor string
-	}
-	seen := map[key]bool{}
-	var b int64
-	for _, op := range prog.Ops {
-		k := key{op.Layer, op.Tensor}
-		if (op.Kind == partition.Gemm || op.Kind == partition.Norm) && !seen[k] {
-			seen[k] = true
-			b += op.WeightBytes
-		}
-	}
-	return b
-}
 
 // Probe limits.
 const (

@@ -79,6 +79,9 @@ type RankEstimate struct {
 	partition.Memory
 	Layers      []int   `json:"layers"`
 	L2Residency float64 `json:"l2_residency"`
+	// L2WorkingSetBytes is the weight bytes the rank re-reads every decode
+	// step (its reused working set; residency = min(1, usable L2 / it)).
+	L2WorkingSetBytes int64 `json:"l2_working_set_bytes"`
 	// Busy is the time in ops, Idle the time waiting, within each phase's window.
 	PrefillBusyS float64 `json:"prefill_busy_s"`
 	PrefillIdleS float64 `json:"prefill_idle_s"`
@@ -178,10 +181,12 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
 	decode := make([]partition.Program, plan.Size())
+	var workingSets []int64
 	for r := range plan.Ranks {
 		pre := plan.Program(r, partition.Prefill)
 		decode[r] = plan.Program(r, partition.Decode)
 		ws := workingSet(decode[r])
+		workingSets = append(workingSets, ws)
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
@@ -189,7 +194,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		s.residency = append(s.residency, res)
 		e.L2.WorkingSetBytes = max(e.L2.WorkingSetBytes, ws)
 		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
-		st := &rankState{seq: map[string]int{}, touched: map[string]bool{}}
+		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
 		for i := range pre.Ops {
 			st.items = append(st.items, item{partition.Prefill, -1, &pre.Ops[i], i})
 		}
@@ -264,7 +269,8 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 
 	for _, r := range plan.Ranks {
-		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank]}
+		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank],
+			L2WorkingSetBytes: workingSets[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
@@ -276,11 +282,11 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 
 // workingSet is the reusable weight bytes one decode step reads on a rank.
 func workingSet(prog partition.Program) int64 {
-	seen := map[string]bool{}
+	seen := map[tensorKey]bool{}
 	var b int64
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
-		key := fmt.Sprintf("%d/%s", op.Layer, op.Tensor)
+		key := tensorKey{op.Layer, op.Tensor}
 		if reusable(op) && !seen[key] {
 			seen[key] = true
 			b += op.WeightBytes

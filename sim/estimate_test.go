@@ -101,3 +101,25 @@ func TestSeedShapeOfResults(t *testing.T) {
 		t.Errorf("comm %+v / %+v", tp.Comm, lw.Comm)
 	}
 }
+
+// Each rank's residency is min(1, usable L2 / its working set), and the
+// estimate's working set is the largest rank's.
+func TestRankWorkingSets(t *testing.T) {
+	for _, name := range []string{"test/tp2pp2-tiny", "tp8pp2", "layerwise16", "test/layermap-tiny"} {
+		e := estimate(t, name, nil)
+		var largest int64
+		for _, r := range e.Ranks {
+			largest = max(largest, r.L2WorkingSetBytes)
+			if want := math.Min(1, float64(e.L2.UsableL2Bytes)/float64(r.L2WorkingSetBytes)); r.L2Residency != want {
+				t.Errorf("%s rank %d: residency %g, usable/working set %g", name, r.Rank, r.L2Residency, want)
+			}
+		}
+		if largest != e.L2.WorkingSetBytes {
+			t.Errorf("%s: largest working set %d, estimate %d", name, largest, e.L2.WorkingSetBytes)
+		}
+	}
+	// tp8pp2 rank: 8 layer shards with replicated norms, 537,001,984 B (see TestWholeLayerL2Residency).
+	if got := estimate(t, "tp8pp2", nil).Ranks[3].L2WorkingSetBytes; got != 537_001_984 {
+		t.Errorf("tp8pp2 rank 3 working set %d", got)
+	}
+}

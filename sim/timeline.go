@@ -42,6 +42,12 @@ type item struct {
 
 type chanKey struct{ src, dst int }
 
+// tensorKey names one weight tensor of a rank (layer −1: outside the layers).
+type tensorKey struct {
+	layer  int
+	tensor string
+}
+
 type collKey struct {
 	group string
 	seq   int
@@ -62,7 +68,7 @@ type rankState struct {
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
 	seq     map[string]int
-	touched map[string]bool
+	touched map[tensorKey]bool
 }
 
 // simulator runs every rank's ops against each other: compute takes its
@@ -175,7 +181,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
-		key := fmt.Sprintf("%d/%s", op.Layer, op.Tensor)
+		key := tensorKey{op.Layer, op.Tensor}
 		first := !r.touched[key]
 		r.touched[key] = true
 		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first)

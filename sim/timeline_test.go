@@ -19,7 +19,7 @@ func pipeline(p, m int, t float64) *simulator {
 	plan.Model.DType = "fp32"
 	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	for r := 0; r < p; r++ {
-		st := &rankState{seq: map[string]int{}, touched: map[string]bool{}}
+		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
 		for mb := 0; mb < m; mb++ {
 			if r > 0 {
 				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: r - 1, Microbatch: mb}, 0})

@@ -125,7 +125,7 @@ func (o *l2Options) run(stdout io.Writer) error {
 		st.Name, st.Hardware, st.DType, st.L2 = e.Name, e.Hardware, e.DType, e.L2
 		for _, r := range e.Ranks {
 			lr := l2Rank{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Layers: r.Layers, ModeledResidency: r.L2Residency,
-				WorkingSetBytes: calib.ReusedWeightBytes(plan.Program(r.Rank, partition.Decode))}
+				WorkingSetBytes: r.L2WorkingSetBytes}
 			if o.measure {
 				m, ok := probed[lr.WorkingSetBytes]
 				if !ok {
