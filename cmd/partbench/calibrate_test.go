@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
@@ -44,7 +43,13 @@ func cpuLikeCalibration() *configs.Calibration {
 
 func tinyEstimate(t *testing.T, calibration string) (*sim.Estimate, []string) {
 	t.Helper()
-	cfg, err := configs.Load("test/tp2pp2-tiny")
+	return estimateWith(t, "test/tp2pp2-tiny", calibration)
+}
+
+// estimateWith estimates a config with a calibration applied ("" = none).
+func estimateWith(t *testing.T, name, calibration string) (*sim.Estimate, []string) {
+	t.Helper()
+	cfg, err := configs.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +57,7 @@ func tinyEstimate(t *testing.T, calibration string) (*sim.Estimate, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.EstimatePlan(plan, sim.Options{})
+	e, err := estimateConfig(cfg, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,22 +178,7 @@ func TestCalibratedEstimateReport(t *testing.T) {
 	}
 	for _, name := range []string{"test/tp2pp2-tiny", "test/single-tiny"} {
 		for _, cal := range []string{"", p} {
-			cfg, err := configs.Load(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			notes, err := applyCalibration(cfg, cal)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := partition.NewPlan(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := sim.EstimatePlan(plan, sim.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, notes := estimateWith(t, name, cal)
 			t.Logf("%s on %s: TTFT %.4g ms, TPOT %.4g ms, TPS %.4g, decode bottleneck %s, by bound %v; notes %q",
 				name, e.Hardware, e.Prefill.TTFTS*1e3, e.Decode.TPOTS*1e3, e.Decode.TokensPerS, e.Decode.Bottleneck, e.Decode.TimeByBound, notes)
 		}
