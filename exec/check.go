@@ -34,7 +34,9 @@ type Inspector interface {
 }
 
 // CheckOptions configures Check. NewCompute and NewComms supply the backend,
-// so exec stays backend-agnostic (exec/cpu.New and exec/localcomm.Comms).
+// so exec stays backend-agnostic (exec/cpu.New and exec/localcomm.Comms);
+// NewReference, when set, supplies the reference's backend (a GPU checked
+// against exec/cpu).
 type CheckOptions struct {
 	// DecodeSteps after prefill (0: DefaultCheckDecodeSteps); at most the
 	// workload's output tokens.
@@ -43,6 +45,9 @@ type CheckOptions struct {
 	Tolerance float64
 	// NewCompute builds rank's Compute for a plan; it must implement Inspector.
 	NewCompute func(plan *partition.Plan, rank int) (Compute, error)
+	// NewReference builds the single-rank reference's Compute (nil:
+	// NewCompute); it must implement Inspector.
+	NewReference func(plan *partition.Plan, rank int) (Compute, error)
 	// NewComms connects size in-process ranks.
 	NewComms func(size int) []Comm
 }
@@ -129,11 +134,15 @@ func Check(ctx context.Context, cfg *configs.Config, opts CheckOptions) (CheckRe
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check: plan: %w", err)
 	}
-	ref, err := runCheckPlan(ctx, refPlan, steps, opts)
+	newRef := opts.NewReference
+	if newRef == nil {
+		newRef = opts.NewCompute
+	}
+	ref, err := runCheckPlan(ctx, refPlan, steps, newRef, opts.NewComms)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check: reference: %w", err)
 	}
-	part, err := runCheckPlan(ctx, partPlan, steps, opts)
+	part, err := runCheckPlan(ctx, partPlan, steps, opts.NewCompute, opts.NewComms)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check: %s: %w", partPlan, err)
 	}
@@ -182,9 +191,10 @@ type rankOut struct {
 	sampled [][][]int
 }
 
-func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int, opts CheckOptions) (*checkRun, error) {
+func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
+	newCompute func(*partition.Plan, int) (Compute, error), newComms func(int) []Comm) (*checkRun, error) {
 	size := plan.Size()
-	comms := opts.NewComms(size)
+	comms := newComms(size)
 	if len(comms) != size {
 		return nil, fmt.Errorf("NewComms(%d) returned %d communicators", size, len(comms))
 	}
@@ -202,7 +212,7 @@ func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int, opts Che
 		}
 	}()
 	for r := range computes {
-		c, err := opts.NewCompute(plan, r)
+		c, err := newCompute(plan, r)
 		if err != nil {
 			return nil, fmt.Errorf("rank %d: %w", r, err)
 		}

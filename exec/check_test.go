@@ -2,7 +2,10 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +183,36 @@ func TestCheckChunkedPrefillAndPaddedVocab(t *testing.T) {
 		t.Fatalf("ran %q against %q, want chunks of 8 against one pass", res.Partitioned, res.Reference)
 	}
 	t.Logf("max abs %.3g, max rel %.3g", res.MaxAbsErr, res.MaxRelErr)
+}
+
+// NewReference builds the reference (one rank, TP = PP = 1) and NewCompute
+// every rank of the checked plan (tp2pp2-tiny: 4 ranks); without
+// NewReference, NewCompute builds both.
+func TestCheckNewReference(t *testing.T) {
+	var mu sync.Mutex
+	var refPlans, partPlans []string
+	record := func(into *[]string) func(*partition.Plan, int) (pexec.Compute, error) {
+		return func(plan *partition.Plan, rank int) (pexec.Compute, error) {
+			mu.Lock()
+			*into = append(*into, fmt.Sprintf("tp%dpp%d/%d", plan.TP, plan.PP, rank))
+			mu.Unlock()
+			return cpu.New(plan, rank)
+		}
+	}
+	opts := pexec.CheckOptions{NewReference: record(&refPlans), NewCompute: record(&partPlans), NewComms: localcomm.Comms}
+	if res := runCheck(t, "test/tp2pp2-tiny", opts); !res.Pass {
+		t.Fatal(res.Err())
+	}
+	if want := []string{"tp1pp1/0"}; !slices.Equal(refPlans, want) {
+		t.Errorf("reference built for %v, want %v", refPlans, want)
+	}
+	if want := []string{"tp2pp2/0", "tp2pp2/1", "tp2pp2/2", "tp2pp2/3"}; !slices.Equal(partPlans, want) {
+		t.Errorf("checked ranks built for %v, want %v", partPlans, want)
+	}
+	refPlans, partPlans = nil, nil
+	opts.NewReference = nil
+	runCheck(t, "test/tp2pp2-tiny", opts)
+	if len(refPlans) != 0 || len(partPlans) != 5 {
+		t.Errorf("without NewReference: %d reference and %d NewCompute calls, want 0 and 1 + 4", len(refPlans), len(partPlans))
+	}
 }

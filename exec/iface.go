@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -14,9 +15,9 @@ type Compute interface {
 	// of the op's sequences already in the KV cache (exec passes the real
 	// position of each decode step; the Program's op.Past is the estimate's).
 	Exec(ctx context.Context, op *partition.Op, past int) error
-	// Buffer returns micro-batch mb's buffer name ("x", "y", "logits",
-	// "tokens", …) viewed as elems elements, for a communication op.
-	Buffer(name string, mb, elems int) (Buffer, error)
+	// Buffer returns micro-batch mb's buffer b (an op's In or Out, or
+	// GatheredBuffer of one) viewed as elems elements, for a communication op.
+	Buffer(b model.Buf, mb, elems int) (Buffer, error)
 	// Sync waits until queued work is done (a no-op on the CPU).
 	Sync(ctx context.Context) error
 	// AllocatedBytes is the memory the backend holds (weights, KV, buffers).
@@ -81,5 +82,8 @@ func (b F32) Len() int { return len(b) }
 
 // Bytes is 4 × Len.
 func (b F32) Bytes() int64 { return int64(4 * len(b)) }
+
+// Prefix is the first n elements.
+func (b F32) Prefix(n int) F32 { return b[:n] }
 
 var _ Buffer = F32(nil)

@@ -7,15 +7,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
-// GatheredBuffer names the region an all-gather whose In and Out name the
-// same buffer writes to: the Program's "logits.ag" gathers the LM head
-// shards of "logits" into GatheredBuffer("logits") = "logits.gathered",
-// laid out [TP rank][rows][shard], so the send part is never overwritten.
-// A Compute must accept this name in Buffer.
-func GatheredBuffer(name string) string { return name + ".gathered" }
+// GatheredBuffer is the region an all-gather whose In and Out are the same
+// buffer writes to: the Program's "logits.ag" gathers the LM head shards of
+// "logits" into GatheredBuffer(model.Logits) = "logits.gathered", laid out
+// [TP rank][rows][shard], so the send part is never overwritten. A Compute
+// must accept it in Buffer.
+func GatheredBuffer(b model.Buf) model.Buf { return b.Gathered() }
 
 // GroupKey is the stable key of a group of global ranks: "0,1,2,3".
 func GroupKey(ranks []int) string {

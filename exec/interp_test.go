@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/partbench/partbench/model"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ func TestInterpGroupKeyAndPast(t *testing.T) {
 	if got := pexec.GroupKey([]int{8, 9, 10}); got != "8,9,10" {
 		t.Fatalf("GroupKey = %q", got)
 	}
-	if pexec.GatheredBuffer("logits") != "logits.gathered" {
+	if pexec.GatheredBuffer(model.Logits).String() != "logits.gathered" {
 		t.Fatal("gathered buffer name")
 	}
 	// single-tiny with 8-token chunks: prompt 20 in chunks at 0, 8, 16;
@@ -101,7 +102,7 @@ type spyCompute struct {
 
 var errInjected = errors.New("injected")
 
-func (s *spyCompute) Buffer(name string, mb, elems int) (pexec.Buffer, error) {
+func (s *spyCompute) Buffer(name model.Buf, mb, elems int) (pexec.Buffer, error) {
 	s.mu.Lock()
 	s.bufs = append(s.bufs, fmt.Sprintf("%s/%d/%d", name, mb, elems))
 	s.mu.Unlock()

@@ -16,26 +16,6 @@ type Memory struct {
 	CapacityBytes   int64 `json:"capacity_bytes"`
 }
 
-// Widths of one rank's activations, in elements per token.
-type widths struct {
-	hidden, qkv, attn, up, act int
-}
-
-func (p *Plan) widths() widths {
-	m := p.Model
-	up := m.FFN / p.TP
-	if m.GatedMLP {
-		up *= 2
-	}
-	return widths{
-		hidden: m.Hidden,
-		qkv:    (m.Heads + 2*m.KVHeads) / p.TP * m.HeadDim,
-		attn:   m.Heads / p.TP * m.HeadDim,
-		up:     up,
-		act:    m.FFN / p.TP,
-	}
-}
-
 // layerWeightBytes is one layer's shard on one TP rank: the matrices split
 // TP ways, the norm vectors replicated.
 func (p *Plan) layerWeightBytes() int64 {
@@ -45,7 +25,7 @@ func (p *Plan) layerWeightBytes() int64 {
 
 func (p *Plan) weights(r Rank) (layers, embed int64) {
 	layers = int64(len(r.Layers)) * p.layerWeightBytes()
-	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.VocabPadded/p.TP)
+	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(r.TPIndex).VocabSize)
 	if p.Model.Embeddings && p.FirstStage(r.Stage) {
 		embed += vshard * h * dt
 	}
@@ -58,14 +38,14 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 // activationBytes is a rank's live activation peak for a pass of tokens
 // tokens, of which logitRows produce logits (0 without an LM head).
 func (p *Plan) activationBytes(r Rank, tokens, logitRows int) int64 {
-	w := p.widths()
-	inner := w.qkv + w.attn
-	if mlp := w.up + w.act; mlp > inner {
+	s := p.Shard(r.TPIndex)
+	inner := s.QKVWidth() + s.AttnWidth()
+	if mlp := s.UpWidth() + s.ActWidth(); mlp > inner {
 		inner = mlp
 	}
 	// x, h and y of hidden width, the widest inner pair, and a received and a
 	// sent boundary buffer.
-	perToken := int64(3*w.hidden+inner) + 2*int64(w.hidden)
+	perToken := int64(3*s.Hidden+inner) + 2*int64(s.Hidden)
 	b := int64(tokens) * perToken * int64(p.DTypeBytes)
 	if p.Model.LMHead && p.LastStage(r.Stage) {
 		b += int64(logitRows) * int64(p.VocabPadded) * int64(p.DTypeBytes)
@@ -79,7 +59,7 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
 	w := p.Config.Workload
 	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) *
-		int64(2*p.Model.KVHeads/p.TP*p.Model.HeadDim) * int64(p.DTypeBytes)
+		int64(2*p.Shard(r.TPIndex).KVWidth()) * int64(p.DTypeBytes)
 	mbs := p.MicrobatchSize
 	act := p.activationBytes(r, mbs, mbs) // decode: one token per sequence
 	if w.HasPhase("prefill") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/model"
 )
 
 // Kind is what an op does.
@@ -56,28 +57,49 @@ const (
 )
 
 // Op is one step of a rank's Program, with its shapes and costs on this
-// rank. In and Out name the rank's buffers ("x" the residual stream, "h"
-// normalized, "qkv", "ao" attention output, "y" a projection's output, "u"
-// up/gate, "a" activated, "logits", "tokens"); exec interprets them.
+// rank: everything an interpreter needs, so none reads Model and TP to find
+// a shape. In and Out are the micro-batch's buffers it reads and writes
+// (model.Buf: "x" the residual stream, "h" normalized, "qkv", "ao" attention
+// output, "y" a projection's output, "u" up/gate, "a" activated, "logits",
+// "tokens"); Layer and Tensor are the weight it touches.
 type Op struct {
-	Kind       Kind   `json:"kind"`
-	Name       string `json:"name"`
-	Layer      int    `json:"layer"` // −1 outside the transformer layers
-	Tensor     string `json:"tensor,omitempty"`
-	Microbatch int    `json:"microbatch"`
-	Chunk      int    `json:"chunk"`
-	In         string `json:"in,omitempty"`
-	Out        string `json:"out,omitempty"`
+	Kind       Kind      `json:"kind"`
+	Name       string    `json:"name"`
+	Layer      int       `json:"layer"` // −1 outside the transformer layers
+	Tensor     string    `json:"tensor,omitempty"`
+	Microbatch int       `json:"microbatch"`
+	Chunk      int       `json:"chunk"`
+	In         model.Buf `json:"in,omitempty"`
+	Out        model.Buf `json:"out,omitempty"`
 
 	// Rows is the number of token rows the op processes; N and K are a GEMM's
 	// output and input features on this rank.
 	Rows int `json:"rows"`
 	N    int `json:"n,omitempty"`
 	K    int `json:"k,omitempty"`
-	// Attention: sequences, query tokens per sequence, tokens already cached.
+	// Input, attention and sample: sequences, query tokens per sequence,
+	// tokens already cached.
 	Seqs int `json:"seqs,omitempty"`
 	QLen int `json:"qlen,omitempty"`
 	Past int `json:"past,omitempty"`
+
+	// Compute ops: elements per row of In and Out on this rank (a norm after
+	// a prefill pass reads the last of several rows per sequence).
+	InWidth  int `json:"in_width,omitempty"`
+	OutWidth int `json:"out_width,omitempty"`
+	// Attention: query heads, key/value heads and head dim on this rank.
+	Heads   int `json:"heads,omitempty"`
+	KVHeads int `json:"kv_heads,omitempty"`
+	HeadDim int `json:"head_dim,omitempty"`
+	// Activation: the MLP's activation.
+	MLP model.MLP `json:"mlp,omitempty"`
+	// Input and sample: token ids lie in [0, Vocab); the rank's embedding or
+	// LM head shard holds padded-vocabulary rows [VocabOffset,
+	// VocabOffset+VocabSize) of VocabShards equal shards.
+	Vocab       int `json:"vocab,omitempty"`
+	VocabOffset int `json:"vocab_offset,omitempty"`
+	VocabSize   int `json:"vocab_size,omitempty"`
+	VocabShards int `json:"vocab_shards,omitempty"`
 
 	FLOPs        int64 `json:"flops"`
 	WeightBytes  int64 `json:"weight_bytes"`
@@ -112,7 +134,8 @@ func (p *Plan) DecodePast() int {
 
 // Program builds rank's ops for a phase.
 func (p *Plan) Program(rank int, phase Phase) Program {
-	b := builder{p: p, r: p.Ranks[rank], w: p.widths(), dt: int64(p.DTypeBytes)}
+	r := p.Ranks[rank]
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
 	mbs := p.MicrobatchSize
 	if phase == Prefill {
 		prompt := p.Config.Workload.PromptTokens()
@@ -134,7 +157,7 @@ func (p *Plan) Program(rank int, phase Phase) Program {
 type builder struct {
 	p   *Plan
 	r   Rank
-	w   widths
+	s   model.Shard
 	dt  int64
 	ops []Op
 	mb  int
@@ -144,6 +167,14 @@ type builder struct {
 func (b *builder) add(op Op) {
 	op.Microbatch, op.Chunk = b.mb, b.c
 	b.ops = append(b.ops, op)
+}
+
+// vocab fills an input or sample op's token range and vocabulary shard.
+func (b *builder) vocab(op *Op) {
+	op.Vocab = model.TokenVocab(b.p.Model)
+	if b.p.VocabPadded > 0 {
+		op.VocabOffset, op.VocabSize, op.VocabShards = b.s.VocabOffset, b.s.VocabSize, b.p.TP
+	}
 }
 
 // pass appends one micro-batch's pass through this rank's stage: seqs
@@ -157,104 +188,112 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 	dt := b.dt
 	if p.FirstStage(r.Stage) {
 		if phase == Decode && p.PP > 1 {
-			b.add(Op{Kind: Recv, Name: "tokens.recv", Layer: -1, Out: "tokens", Rows: seqs, Peer: p.RankOf(p.PP-1, r.TPIndex),
+			b.add(Op{Kind: Recv, Name: "tokens.recv", Layer: -1, Out: model.Tokens, Rows: seqs, Peer: p.RankOf(p.PP-1, r.TPIndex),
 				Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
 		}
-		in := Op{Kind: Input, Name: "input", Layer: -1, In: "tokens", Out: "x", Rows: T, ActBytes: int64(T*H) * dt}
+		in := Op{Kind: Input, Name: "input", Layer: -1, In: model.Tokens, Out: model.X, Rows: T, Seqs: seqs, QLen: q,
+			InWidth: 1, OutWidth: H, ActBytes: int64(T*H) * dt}
+		b.vocab(&in)
 		if p.Model.Embeddings {
-			in.Name, in.Tensor, in.WeightBytes = "embed", "embed", int64(T*H)*dt
+			in.Name, in.Tensor, in.WeightBytes = "embed", model.Embed, int64(T*H)*dt
 		}
 		b.add(in)
 		if p.Model.Embeddings && p.TP > 1 {
-			b.allReduce("embed.ar", -1, "x", T)
+			b.allReduce("embed.ar", -1, model.X, T)
 		}
 	} else {
-		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: "x", Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
+		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: model.X, Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
 	}
 	for _, l := range r.Layers {
 		b.layer(l, T, seqs, q, past)
 	}
 	if !p.LastStage(r.Stage) {
-		b.add(Op{Kind: Send, Name: "x.send", Layer: -1, In: "x", Rows: T, Peer: p.RankOf(r.Stage+1, r.TPIndex),
+		b.add(Op{Kind: Send, Name: "x.send", Layer: -1, In: model.X, Rows: T, Peer: p.RankOf(r.Stage+1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
 		return
 	}
 	if !last {
 		return
 	}
-	// The next token: logits of each sequence's last position.
-	sample := Op{Kind: Sample, Name: "sample", Layer: -1, In: "logits", Out: "tokens", Rows: seqs}
+	// The next token: logits of each sequence's last position. Without an
+	// LM head, sample keeps the last position's hidden state of x.
+	sample := Op{Kind: Sample, Name: "sample", Layer: -1, In: model.X, Out: model.Tokens, Rows: seqs, Seqs: seqs,
+		InWidth: H, OutWidth: 1}
+	b.vocab(&sample)
 	if p.Model.LMHead {
 		V := p.VocabPadded
-		b.add(Op{Kind: Norm, Name: "final_norm", Layer: -1, Tensor: "final_norm", In: "x", Out: "h", Rows: seqs,
-			FLOPs: int64(4 * seqs * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*seqs*H) * dt})
-		b.gemm("lm_head", -1, "lm_head", "h", "logits", seqs, V/p.TP, H)
+		b.add(Op{Kind: Norm, Name: "final_norm", Layer: -1, Tensor: model.FinalNorm, In: model.X, Out: model.H, Rows: seqs,
+			InWidth: H, OutWidth: H, FLOPs: int64(4 * seqs * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*seqs*H) * dt})
+		b.gemm("lm_head", -1, model.LMHead, model.H, model.Logits, seqs, b.s.VocabSize, H)
+		sample.In, sample.InWidth = model.Logits, V
 		if p.TP > 1 {
-			b.add(Op{Kind: AllGather, Name: "logits.ag", Layer: -1, In: "logits", Out: "logits", Rows: seqs, Group: r.TPGroup,
+			b.add(Op{Kind: AllGather, Name: "logits.ag", Layer: -1, In: model.Logits, Out: model.Logits, Rows: seqs, Group: r.TPGroup,
 				Elems: seqs * V, Bytes: int64(seqs*V) * dt})
+			sample.In = model.Logits.Gathered()
 		}
 		sample.ActBytes, sample.FLOPs = int64(seqs*V)*dt, int64(seqs*V)
 	}
 	b.add(sample)
 	if p.PP > 1 {
-		b.add(Op{Kind: Send, Name: "tokens.send", Layer: -1, In: "tokens", Rows: seqs, Peer: p.RankOf(0, r.TPIndex),
+		b.add(Op{Kind: Send, Name: "tokens.send", Layer: -1, In: model.Tokens, Rows: seqs, Peer: p.RankOf(0, r.TPIndex),
 			Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
 	}
 }
 
-func (b *builder) gemm(name string, layer int, tensor, in, out string, rows, n, k int) {
+func (b *builder) gemm(name string, layer int, tensor string, in, out model.Buf, rows, n, k int) {
 	dt := b.dt
 	b.add(Op{Kind: Gemm, Name: name, Layer: layer, Tensor: tensor, In: in, Out: out, Rows: rows, N: n, K: k,
+		InWidth: k, OutWidth: n,
 		FLOPs: 2 * int64(rows) * int64(n) * int64(k), WeightBytes: int64(n) * int64(k) * dt,
 		ActBytes: (int64(rows)*int64(k) + int64(rows)*int64(n)) * dt})
 }
 
-func (b *builder) allReduce(name string, layer int, buf string, rows int) {
+func (b *builder) allReduce(name string, layer int, buf model.Buf, rows int) {
 	H := b.p.Model.Hidden
 	b.add(Op{Kind: AllReduce, Name: name, Layer: layer, In: buf, Out: buf, Rows: rows, Group: b.r.TPGroup,
 		Elems: rows * H, Bytes: int64(rows*H) * b.dt})
 }
 
 func (b *builder) layer(l, T, seqs, q, past int) {
-	p, w, dt := b.p, b.w, b.dt
-	m := p.Model
-	H := m.Hidden
+	p, s, dt := b.p, b.s, b.dt
+	H := s.Hidden
 	ln := layerName(l)
 	norm := func(name, tensor string) {
-		b.add(Op{Kind: Norm, Name: ln + name, Layer: l, Tensor: tensor, In: "x", Out: "h", Rows: T,
-			FLOPs: int64(4 * T * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*T*H) * dt})
+		b.add(Op{Kind: Norm, Name: ln + name, Layer: l, Tensor: tensor, In: model.X, Out: model.H, Rows: T,
+			InWidth: H, OutWidth: H, FLOPs: int64(4 * T * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*T*H) * dt})
 	}
 	residual := func(name string) {
-		b.add(Op{Kind: Residual, Name: ln + name, Layer: l, In: "y", Out: "x", Rows: T,
-			FLOPs: int64(T * H), ActBytes: int64(3*T*H) * dt})
+		b.add(Op{Kind: Residual, Name: ln + name, Layer: l, In: model.Y, Out: model.X, Rows: T,
+			InWidth: H, OutWidth: H, FLOPs: int64(T * H), ActBytes: int64(3*T*H) * dt})
 	}
 	ar := func(name string) {
 		if p.TP > 1 {
-			b.allReduce(ln+name, l, "y", T)
+			b.allReduce(ln+name, l, model.Y, T)
 		}
 	}
 
-	norm("attn_norm", "attn_norm")
-	b.gemm(ln+"wqkv", l, "wqkv", "h", "qkv", T, w.qkv, H)
-	heads, kvHeads := m.Heads/p.TP, m.KVHeads/p.TP
+	norm("attn_norm", model.AttnNorm)
+	b.gemm(ln+"wqkv", l, model.WQKV, model.H, model.QKV, T, s.QKVWidth(), H)
 	// Each query attends to the cached tokens and to the chunk's tokens up to
 	// itself: q·past + q(q+1)/2 (query, key) pairs per sequence, each costing
 	// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV.
 	pairs := int64(seqs) * (int64(q)*int64(past) + int64(q)*int64(q+1)/2)
-	kvPerToken := int64(2*kvHeads*m.HeadDim) * dt
-	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: "qkv", Out: "ao", Rows: T, Seqs: seqs, QLen: q, Past: past,
-		FLOPs:       4 * int64(heads*m.HeadDim) * pairs,
-		ActBytes:    int64(T*(w.qkv+w.attn)) * dt,
+	kvPerToken := int64(2*s.KVWidth()) * dt
+	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q, Past: past,
+		InWidth: s.QKVWidth(), OutWidth: s.AttnWidth(), Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim,
+		FLOPs:       4 * int64(s.AttnWidth()) * pairs,
+		ActBytes:    int64(T*(s.QKVWidth()+s.AttnWidth())) * dt,
 		KVReadBytes: int64(seqs) * int64(past) * kvPerToken, KVWriteBytes: int64(T) * kvPerToken})
-	b.gemm(ln+"wo", l, "wo", "ao", "y", T, H, w.attn)
+	b.gemm(ln+"wo", l, model.WO, model.AO, model.Y, T, H, s.AttnWidth())
 	ar("attn.ar")
 	residual("attn_residual")
-	norm("mlp_norm", "mlp_norm")
-	b.gemm(ln+"w_up", l, "w_up", "h", "u", T, w.up, H)
-	b.add(Op{Kind: Activation, Name: ln + "act", Layer: l, In: "u", Out: "a", Rows: T,
-		FLOPs: int64(5 * T * w.act), ActBytes: int64(T*(w.up+w.act)) * dt})
-	b.gemm(ln+"w_down", l, "w_down", "a", "y", T, H, w.act)
+	norm("mlp_norm", model.MLPNorm)
+	b.gemm(ln+"w_up", l, model.WUp, model.H, model.U, T, s.UpWidth(), H)
+	b.add(Op{Kind: Activation, Name: ln + "act", Layer: l, In: model.U, Out: model.A, Rows: T,
+		InWidth: s.UpWidth(), OutWidth: s.ActWidth(), MLP: s.Arch.MLP,
+		FLOPs: int64(5 * T * s.ActWidth()), ActBytes: int64(T*(s.UpWidth()+s.ActWidth())) * dt})
+	b.gemm(ln+"w_down", l, model.WDown, model.A, model.Y, T, H, s.ActWidth())
 	ar("mlp.ar")
 	residual("mlp_residual")
 }

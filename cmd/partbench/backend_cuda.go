@@ -8,8 +8,10 @@ import (
 	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/dl"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
 	pcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/ncclcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
@@ -44,7 +46,8 @@ func cudaBackend(env launch.Env) (newCompute func(*partition.Plan, int) (pexec.C
 // every rank in this process through exec/localcomm staged via the host,
 // against exec/cpu, with cuda.Tolerance(dtype).
 func cudaCheckOptions(dtype string) pexec.CheckOptions {
-	return pcuda.CheckOptions(pcuda.Options{DType: dtype})
+	ref := func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) }
+	return pcuda.CheckOptions(pcuda.Options{DType: dtype}, ref, localcomm.Comms)
 }
 
 // cudaAvailable reports why the GPU backend cannot run here, or nil: the

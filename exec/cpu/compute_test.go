@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -90,12 +91,12 @@ func TestTeacherForcing(t *testing.T) {
 	plan := newPlan(t, "test/single-tiny", nil)
 	c := newCompute(t, plan, 0)
 	runSingle(t, c, plan, partition.Prefill, 0)
-	tok, err := c.Buffer("tokens", 0, 4)
+	tok, err := c.Buffer(model.Tokens, 0, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range tok.(pexec.F32) {
-		if want := PromptToken(7, i, 20, 96); int(v) != want {
+		if want := model.PromptToken(7, i, 20, 96); int(v) != want {
 			t.Fatalf("sequence %d fed %v, want PromptToken(7, %d, 20) = %d", i, v, i, want)
 		}
 	}
@@ -134,18 +135,18 @@ func TestAllocatedBytes(t *testing.T) {
 func TestBufferErrors(t *testing.T) {
 	plan := newPlan(t, "test/single-tiny", nil)
 	c := newCompute(t, plan, 0)
-	if b, err := c.Buffer("x", 0, 10); err != nil || b.Len() != 10 || b.Bytes() != 40 {
+	if b, err := c.Buffer(model.X, 0, 10); err != nil || b.Len() != 10 || b.Bytes() != 40 {
 		t.Fatalf("x view: %v %v", b, err)
 	}
 	for _, tc := range []struct {
-		name      string
+		name      model.Buf
 		mb, elems int
 		want      string
 	}{
-		{"nope", 0, 1, `no buffer "nope"`},
-		{"x", 0, 1 << 20, `buffer "x" of micro-batch 0 holds 5120 elements, 1048576 requested`},
-		{"x", 1, 1, "micro-batch 1 outside [0, 1)"},
-		{"logits.gathered", 0, 1, `no buffer "logits.gathered"`}, // TP = 1 gathers nothing
+		{model.Buf(99), 0, 1, `no buffer "buf(99)"`},
+		{model.X, 0, 1 << 20, `buffer "x" of micro-batch 0 holds 5120 elements, 1048576 requested`},
+		{model.X, 1, 1, "micro-batch 1 outside [0, 1)"},
+		{model.Logits.Gathered(), 0, 1, `no buffer "logits.gathered"`}, // TP = 1 gathers nothing
 	} {
 		if _, err := c.Buffer(tc.name, tc.mb, tc.elems); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("Buffer(%q, %d, %d): %v, want %q", tc.name, tc.mb, tc.elems, err, tc.want)

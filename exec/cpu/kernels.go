@@ -3,16 +3,13 @@ package cpu
 import (
 	"math"
 
+	"github.com/partbench/partbench/model"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// Numerical constants of the synthetic model, shared with the GPU backend.
-const (
-	NormEps   = 1e-5    // RMSNorm epsilon
-	RopeBase  = 10000.0 // rotary embedding base
-	geluCoeff = 0.044715
-)
+// geluCoeff is the cubic term of the tanh approximation of GELU.
+const geluCoeff = 0.044715
 
 // rmsNorm writes out[r] = x[r] / √(mean(x[r]²) + ε) · w for each row of
 // width len(w). The mean is accumulated in float64.
@@ -24,7 +21,7 @@ func rmsNorm(x, out, w []float32, rows int) {
 		for _, v := range xr {
 			ss += float64(v) * float64(v)
 		}
-		inv := float32(1 / math.Sqrt(ss/float64(n)+NormEps))
+		inv := float32(1 / math.Sqrt(ss/float64(n)+model.NormEps))
 		for i, v := range xr {
 			or[i] = v * inv * w[i]
 		}
@@ -32,15 +29,15 @@ func rmsNorm(x, out, w []float32, rows int) {
 }
 
 // gemm computes out[rows, n] = x[rows, k] @ w[k, n].
-func gemm(x []float32, w *tensor, out []float32, rows int) {
+func gemm(x []float32, w *model.Tensor, out []float32, rows int) {
 	if rows == 0 {
 		return
 	}
 	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: rows, Cols: w.k, Stride: w.k, Data: x[:rows*w.k]},
-		blas32.General{Rows: w.k, Cols: w.n, Stride: w.n, Data: w.data},
+		blas32.General{Rows: rows, Cols: w.K, Stride: w.K, Data: x[:rows*w.K]},
+		blas32.General{Rows: w.K, Cols: w.N, Stride: w.N, Data: w.Data},
 		0,
-		blas32.General{Rows: rows, Cols: w.n, Stride: w.n, Data: out[:rows*w.n]})
+		blas32.General{Rows: rows, Cols: w.N, Stride: w.N, Data: out[:rows*w.N]})
 }
 
 // rope rotates one head's vector at position pos: pair (2i, 2i+1) turns by
@@ -48,7 +45,7 @@ func gemm(x []float32, w *tensor, out []float32, rows int) {
 func rope(v []float32, pos int) {
 	hd := len(v)
 	for i := 0; i < hd/2; i++ {
-		theta := float64(pos) * math.Pow(RopeBase, -float64(2*i)/float64(hd))
+		theta := float64(pos) * math.Pow(model.RopeTheta, -float64(2*i)/float64(hd))
 		sin, cos := math.Sincos(theta)
 		c, s := float32(cos), float32(sin)
 		x0, x1 := v[2*i], v[2*i+1]

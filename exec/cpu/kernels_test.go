@@ -203,20 +203,3 @@ func TestActivations(t *testing.T) {
 		t.Fatalf("gelu activation %v", a)
 	}
 }
-
-func TestLogitsByVocabAndArgmax(t *testing.T) {
-	// T = 2 shards of 3 (vp = 6, vocab 5), 2 sequences: gathered is
-	// [shard 0: seq0 v0..2, seq1 v0..2][shard 1: seq0 v3..5, seq1 v3..5].
-	g := []float32{0, 1, 2, 10, 11, 12, 3, 4, 99, 13, 14, 98}
-	got := LogitsByVocab(g, 2, 6, 5, 2)
-	want := []float32{0, 1, 2, 3, 4, 10, 11, 12, 13, 14}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("reordered %v, want %v (padded ids 5 dropped)", got, want)
-		}
-	}
-	nan := float32(math.NaN())
-	if Argmax([]float32{1, 3, 3, 2}) != 1 || Argmax([]float32{nan, -1, nan}) != 1 {
-		t.Fatal("argmax takes the first maximum and skips NaN")
-	}
-}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/model"
 )
 
 // Buffer is a view of a micro-batch buffer in device memory: Len elements
@@ -14,7 +15,7 @@ import (
 // memory stages through ReadF32 and WriteF32 (StagedComms).
 type Buffer struct {
 	c    *Compute
-	name string
+	name model.Buf
 	mb   int
 	ptr  cuda.DevicePtr
 	n    int
@@ -23,7 +24,7 @@ type Buffer struct {
 
 var _ pexec.Buffer = (*Buffer)(nil)
 
-func (c *Compute) newBuffer(name string, mb int, b dbuf) *Buffer {
+func (c *Compute) newBuffer(name model.Buf, mb int, b dbuf) *Buffer {
 	return &Buffer{c: c, name: name, mb: mb, ptr: b.p, n: b.n, f32: b.f32}
 }
 
@@ -54,7 +55,7 @@ func (b *Buffer) DataType() cuda.DataType {
 func (b *Buffer) Ptr() cuda.DevicePtr { return b.ptr }
 
 // Name and Microbatch say which buffer this is.
-func (b *Buffer) Name() string    { return b.name }
+func (b *Buffer) Name() model.Buf { return b.name }
 func (b *Buffer) Microbatch() int { return b.mb }
 
 // Compute is the backend the buffer belongs to.

@@ -1,11 +1,7 @@
 package cuda
 
 import (
-	"strings"
-
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
-	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -24,29 +20,23 @@ func Tolerance(dtype string) float64 {
 }
 
 // CheckOptions are exec.CheckOptions that run the partitioned plan on the
-// GPU (every rank in this process on opts.Device, communicating through
-// exec/localcomm staged via the host) and the reference on exec/cpu, with
-// the tolerance of opts.DType. exec.Check makes fp32 plans; set
-// opts.DType to check fp16 or bf16 arithmetic.
-func CheckOptions(opts Options) pexec.CheckOptions {
+// GPU (every rank in this process on opts.Device, its communicators
+// newComms(size) staged via the host) against the reference backend ref
+// (exec/cpu.New), with the tolerance of opts.DType. exec.Check makes fp32
+// plans; set opts.DType to check fp16 or bf16 arithmetic. The caller
+// supplies the reference and the host communicators (exec/localcomm.Comms),
+// so this backend imports no other.
+func CheckOptions(opts Options, ref func(plan *partition.Plan, rank int) (pexec.Compute, error), newComms func(size int) []pexec.Comm) pexec.CheckOptions {
 	dt := opts.DType
 	if dt == "" {
 		dt = "fp32"
 	}
 	return pexec.CheckOptions{
-		Tolerance: Tolerance(dt),
+		Tolerance:    Tolerance(dt),
+		NewReference: ref,
 		NewCompute: func(plan *partition.Plan, rank int) (pexec.Compute, error) {
-			if isCheckReference(plan) {
-				return cpu.New(plan, rank)
-			}
 			return New(plan, rank, opts)
 		},
-		NewComms: func(size int) []pexec.Comm { return StagedComms(localcomm.Comms(size)) },
+		NewComms: func(size int) []pexec.Comm { return StagedComms(newComms(size)) },
 	}
-}
-
-// isCheckReference tells exec.Check's reference plan from the checked one:
-// exec.Check names it after the config with "-reference" appended.
-func isCheckReference(plan *partition.Plan) bool {
-	return strings.HasSuffix(plan.Config.Name, "-reference")
 }

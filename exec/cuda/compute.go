@@ -10,7 +10,7 @@ import (
 	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/dl"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -33,19 +33,6 @@ type Options struct {
 	NoTiming bool
 }
 
-// Buffer names of a micro-batch, as exec/cpu's.
-const (
-	bufX      = "x"
-	bufH      = "h"
-	bufQKV    = "qkv"
-	bufAO     = "ao"
-	bufY      = "y"
-	bufU      = "u"
-	bufA      = "a"
-	bufLogits = "logits"
-	bufTokens = "tokens"
-)
-
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
 // a graph never allocate (32 MiB, what cuBLAS documents as enough for
 // Hopper).
@@ -65,15 +52,14 @@ const cublasWorkspaceBytes = 32 << 20
 // host launch time the graphs are measured against.) A Compute is not
 // safe for concurrent use: exec calls it from the rank's goroutine.
 type Compute struct {
-	plan *partition.Plan
-	rank partition.Rank
-	opts Options
-	dt   dtype
-	vp   int // padded vocabulary (TP without embeddings and head)
+	frame *pexec.Frame[dbuf, *dtensor]
+	plan  *partition.Plan
+	rank  partition.Rank
+	opts  Options
+	dt    dtype
 
 	seed                  int64
 	vocabTok              int
-	prompt, context       int
 	promptBase, synthBase uint64
 	attnV                 int
 
@@ -92,8 +78,6 @@ type Compute struct {
 
 	allocs    []cuda.DevicePtr
 	allocated int64
-	layers    map[int]map[string]*dtensor
-	global    map[string]*dtensor
 	kv        map[int]*dkv
 	mbs       []*mbState
 	errFlag   cuda.DevicePtr // int32[2]: {row + 1, token bits} of an invalid token
@@ -121,6 +105,9 @@ type dtensor struct {
 	p    cuda.DevicePtr
 }
 
+// Shape is [k][n].
+func (t *dtensor) Shape() (k, n int) { return t.k, t.n }
+
 // dkv is one layer's KV cache: [seq][pos][kvl·hd] for keys and for values.
 type dkv struct{ k, v cuda.DevicePtr }
 
@@ -131,24 +118,31 @@ type dbuf struct {
 	f32 bool
 }
 
-// mbState is one micro-batch's buffers and the host's view of its last
-// pass (as exec/cpu's).
+// Len is the number of elements.
+func (b dbuf) Len() int { return b.n }
+
+// Prefix is the first n elements.
+func (b dbuf) Prefix(n int) dbuf { b.n = n; return b }
+
+// outLayout is how a sampled result's logits lie (for Output).
+type outLayout struct{ seqs, padded, vocab, shards int }
+
+// mbState is one micro-batch's device state beside exec.Frame's buffers
+// and pass positions.
 type mbState struct {
-	bufs map[string]dbuf
-	// rows of x in the current pass; end is the position after its last token.
-	rows, end int
 	pos       cuda.DevicePtr // int32: the current pass's first position, read by the kernels
 	posHost   int            // what pos holds (−1: unknown)
 	out       cuda.DevicePtr // the last sample's output (elements of the model type)
 	outElems  int
 	sampled   cuda.DevicePtr // int32 per sequence
+	layout    outLayout      // of the logits in out (seqs 0: hidden states)
 	hasOut    bool
 	hasSample bool
 }
 
 // New loads the CUDA driver, cuBLAS and NVRTC, makes rank's Compute on
-// opts.Device, generates the rank's weight shards on the host with
-// exec/cpu's generator (so the GPU and the CPU reference hold the same
+// opts.Device, generates the rank's weight shards on the host with the
+// model package's generator (so the GPU and the CPU reference hold the same
 // model), converts them to the element type and uploads them, and
 // allocates the KV cache and the buffers. Where there is no driver it
 // fails with "cuda: no CUDA driver: " and every place that was searched.
@@ -192,21 +186,15 @@ func noDriver(err error) error {
 
 func (c *Compute) init() error {
 	p := c.plan
-	m := p.Model
-	w := p.Config.Workload
+	sh := p.Shard(c.rank.TPIndex)
 	c.seed = p.Config.Run.Seed
-	c.vocabTok = cpu.TokenVocab(m)
-	c.prompt, c.context = w.PromptTokens(), w.Context
+	c.vocabTok = model.TokenVocab(p.Model)
 	c.promptBase, c.synthBase = keyBase(c.seed, promptTensor), keyBase(c.seed, syntheticTensor)
-	c.vp = p.VocabPadded
-	if c.vp == 0 {
-		c.vp = p.TP
+	if c.attnV = attentionVec(sh.HeadDim, c.dt.bytes); c.attnV == 0 {
+		return fmt.Errorf("head_dim %d is not supported by the attention kernel (head_dim/V must be a power of two of at most 32 for V in 8, 4, 2, 1)", sh.HeadDim)
 	}
-	if c.attnV = attentionVec(m.HeadDim, c.dt.bytes); c.attnV == 0 {
-		return fmt.Errorf("head_dim %d is not supported by the attention kernel (head_dim/V must be a power of two of at most 32 for V in 8, 4, 2, 1)", m.HeadDim)
-	}
-	if m.HeadDim%2 != 0 {
-		return fmt.Errorf("head_dim %d is odd: rotary embeddings rotate pairs", m.HeadDim)
+	if err := sh.Check(); err != nil {
+		return err
 	}
 
 	var err error
@@ -242,10 +230,10 @@ func (c *Compute) init() error {
 	if err := c.stream.MemsetD8Async(c.errFlag, 0, 8); err != nil {
 		return err
 	}
-	if err := c.initWeights(); err != nil {
+	if err := c.initBuffers(); err != nil {
 		return err
 	}
-	if err := c.initBuffers(); err != nil {
+	if err := c.initWeights(); err != nil {
 		return err
 	}
 	c.graphs = newGraphs(c)
@@ -295,65 +283,32 @@ func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
 }
 
 func (c *Compute) initWeights() error {
-	src, err := hostShards(c.plan, c.rank.Rank)
-	if err != nil {
-		return err
-	}
-	load := func(layer int, name string) (*dtensor, error) {
-		data := src.Weight(layer, name)
-		k, n := c.tensorShape(name)
-		if data == nil || len(data) != k*n {
-			return nil, fmt.Errorf("exec/cpu generated %d elements of %s (layer %d), the shard is [%d, %d]", len(data), name, layer, k, n)
-		}
-		p, err := c.alloc(int64(k*n) * int64(c.dt.bytes))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.upload(p, data); err != nil {
-			return nil, err
-		}
-		return &dtensor{k: k, n: n, p: p}, nil
-	}
-	c.layers, c.global = map[int]map[string]*dtensor{}, map[string]*dtensor{}
-	for _, l := range c.rank.Layers {
-		c.layers[l] = map[string]*dtensor{}
-		for _, name := range []string{"attn_norm", "wqkv", "wo", "mlp_norm", "w_up", "w_down"} {
-			t, err := load(l, name)
-			if err != nil {
-				return err
-			}
-			c.layers[l][name] = t
-		}
-	}
-	m := c.plan.Model
-	var globals []string
-	if m.Embeddings && c.plan.FirstStage(c.rank.Stage) {
-		globals = append(globals, "embed")
-	}
-	if m.LMHead && c.plan.LastStage(c.rank.Stage) {
-		globals = append(globals, "final_norm", "lm_head")
-	}
-	for _, name := range globals {
-		t, err := load(-1, name)
+	gen := c.plan.Generator(c.rank.Rank)
+	for _, ts := range c.plan.Tensors(c.rank.Rank) {
+		t, err := gen.Tensor(ts.Layer, ts.Name)
 		if err != nil {
 			return err
 		}
-		c.global[name] = t
+		p, err := c.alloc(int64(len(t.Data)) * int64(c.dt.bytes))
+		if err != nil {
+			return err
+		}
+		if err := c.upload(p, t.Data); err != nil {
+			return err
+		}
+		c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = &dtensor{k: t.K, n: t.N, p: p}
 	}
 	return c.stream.Synchronize() // the staged host copies may go
 }
 
+// initBuffers allocates the KV cache of each layer, exec.Frame's buffers
+// (plan.BufferElems, elements of the model type, tokens float32) and each
+// micro-batch's device state.
 func (c *Compute) initBuffers() error {
 	p := c.plan
-	m := p.Model
-	w := p.Config.Workload
-	tp := p.TP
-	hl, kvl, fl := m.Heads/tp, m.KVHeads/tp, m.FFN/tp
-	H, hd := m.Hidden, m.HeadDim
 	eb := int64(c.dt.bytes)
-
 	c.kv = map[int]*dkv{}
-	kvElems := int64(w.Batch) * int64(w.Context) * int64(kvl*hd)
+	kvElems := int64(p.KVElems(c.rank.Rank))
 	for _, l := range c.rank.Layers {
 		kp, err := c.alloc(kvElems * eb)
 		if err != nil {
@@ -371,55 +326,30 @@ func (c *Compute) initBuffers() error {
 		c.kv[l] = &dkv{k: kp, v: vp}
 	}
 
-	// Sized for the largest pass, as exec/cpu's: a prefill chunk of every
-	// sequence of the micro-batch, or one decode token.
-	mbs := p.MicrobatchSize
-	rows := mbs * max(p.PrefillChunk, 1)
-	up := fl
-	if m.GatedMLP {
-		up *= 2
-	}
-	sizes := map[string]int{
-		bufX: rows * H, bufH: rows * H, bufY: rows * H,
-		bufQKV: rows * (hl + 2*kvl) * hd, bufAO: rows * hl * hd,
-		bufU: rows * up, bufA: rows * fl, bufTokens: rows,
-	}
-	last := p.LastStage(c.rank.Stage)
-	if m.LMHead && last {
-		sizes[bufLogits] = mbs * c.vp / tp
-		if tp > 1 {
-			sizes[pexec.GatheredBuffer(bufLogits)] = mbs * c.vp
+	f, err := pexec.NewFrame[dbuf, *dtensor]("cuda", p, c.rank.Rank, func(b model.Buf, n int) (dbuf, error) {
+		size := int64(n) * eb
+		if b == model.Tokens {
+			size = int64(n) * 4
 		}
+		ptr, err := c.alloc(max(size, 4))
+		return dbuf{p: ptr, n: n, f32: b == model.Tokens}, err
+	})
+	if err != nil {
+		return err
 	}
-	outElems := 0
-	if last {
-		outElems = mbs * H
-		if m.LMHead {
-			outElems = mbs * c.vp
-		}
-	}
+	c.frame = f
+	outElems := p.OutputElems(c.rank.Rank)
 	for range p.Microbatches {
-		st := &mbState{bufs: map[string]dbuf{}, posHost: -1, outElems: outElems}
-		for name, n := range sizes {
-			size := int64(n) * eb
-			if name == bufTokens {
-				size = int64(n) * 4
-			}
-			ptr, err := c.alloc(max(size, 4))
-			if err != nil {
-				return err
-			}
-			st.bufs[name] = dbuf{p: ptr, n: n, f32: name == bufTokens}
-		}
+		st := &mbState{posHost: -1, outElems: outElems}
 		var err error
 		if st.pos, err = c.alloc(4); err != nil {
 			return err
 		}
-		if last {
+		if outElems > 0 {
 			if st.out, err = c.alloc(int64(outElems) * eb); err != nil {
 				return err
 			}
-			if st.sampled, err = c.alloc(int64(mbs) * 4); err != nil {
+			if st.sampled, err = c.alloc(int64(p.MicrobatchSize) * 4); err != nil {
 				return err
 			}
 		}
@@ -431,52 +361,31 @@ func (c *Compute) initBuffers() error {
 // pin pins the calling goroutine to its thread with the context current.
 func (c *Compute) pin() (func(), error) { return c.ctx.Pin() }
 
-func (c *Compute) state(mb int) (*mbState, error) {
-	if mb < 0 || mb >= len(c.mbs) {
-		return nil, fmt.Errorf("micro-batch %d outside [0, %d)", mb, len(c.mbs))
-	}
-	return c.mbs[mb], nil
-}
-
-func (c *Compute) buf(st *mbState, mb int, name string, elems int) (dbuf, error) {
-	b, ok := st.bufs[name]
-	if !ok {
-		return dbuf{}, fmt.Errorf("rank %d has no buffer %q", c.rank.Rank, name)
-	}
-	if elems < 0 || elems > b.n {
-		return dbuf{}, fmt.Errorf("buffer %q of micro-batch %d holds %d elements, %d requested", name, mb, b.n, elems)
-	}
-	b.n = elems
-	return b, nil
-}
-
-// Buffer returns micro-batch mb's buffer name as its first elems elements,
-// a *Buffer in device memory. Names are exec/cpu's ("x", "y", "logits",
-// "tokens", …, and "logits.gathered"); elements are of the model type,
-// tokens float32.
-func (c *Compute) Buffer(name string, mb, elems int) (pexec.Buffer, error) {
+// Buffer returns micro-batch mb's buffer b as its first elems elements, a
+// *Buffer in device memory (b is an op's In or Out, or
+// model.Logits.Gathered()); elements are of the model type, tokens float32.
+func (c *Compute) Buffer(b model.Buf, mb, elems int) (pexec.Buffer, error) {
 	if c.fault != nil {
 		return nil, c.fault
 	}
-	st, err := c.state(mb)
+	v, err := c.frame.Buffer(b, mb, elems)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.buf(st, mb, name, elems)
-	if err != nil {
-		return nil, err
-	}
-	return c.newBuffer(name, mb, b), nil
+	return c.newBuffer(b, mb, v), nil
 }
 
 // Output is the last stage's result of micro-batch mb's last sampling
-// pass, copied back as float32 in exec/cpu's layout: logits [seqs][vocab]
+// pass, copied back as float32 in the reference's layout: logits [seqs][vocab]
 // with an LM head, else the final hidden state of each sequence's last
 // position [seqs][hidden]; nil on other stages (and after a failure, which
 // the next call reports).
 func (c *Compute) Output(mb int) []float32 {
-	st, err := c.state(mb)
-	if err != nil || !st.hasOut || c.fault != nil {
+	if mb < 0 || mb >= len(c.mbs) {
+		return nil
+	}
+	st := c.mbs[mb]
+	if !st.hasOut || c.fault != nil {
 		return nil
 	}
 	raw, err := c.download(st.out, st.outElems)
@@ -485,19 +394,22 @@ func (c *Compute) Output(mb int) []float32 {
 		return nil
 	}
 	vals := c.dt.decode(raw)
-	m := c.plan.Model
-	if !m.LMHead {
+	l := st.layout
+	if l.seqs == 0 {
 		return vals
 	}
-	return cpu.LogitsByVocab(vals, c.plan.MicrobatchSize, c.vp, m.Vocab, c.plan.TP)
+	return model.LogitsByVocab(vals, l.seqs, l.padded, l.vocab, l.shards)
 }
 
 // Sampled is the argmax token of each sequence of micro-batch mb at its
 // last sampling pass (nil without an LM head, or on a rank that does not
 // sample).
 func (c *Compute) Sampled(mb int) []int {
-	st, err := c.state(mb)
-	if err != nil || !st.hasSample || c.fault != nil {
+	if mb < 0 || mb >= len(c.mbs) {
+		return nil
+	}
+	st := c.mbs[mb]
+	if !st.hasSample || c.fault != nil {
 		return nil
 	}
 	n := c.plan.MicrobatchSize
@@ -658,7 +570,7 @@ func (c *Compute) release() error {
 		}
 		keep(c.ctx.Release())
 	}
-	c.allocs, c.layers, c.global, c.kv, c.mbs = nil, nil, nil, nil, nil
+	c.allocs, c.kv, c.mbs, c.frame = nil, nil, nil, nil
 	return errors.Join(errs...) // the libraries stay loaded (libs.go)
 }
 

@@ -13,6 +13,15 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
+// cpuReference is exec.Check's reference on exec/cpu.
+func cpuReference(plan *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(plan, rank) }
+
+// checkOptions are CheckOptions against exec/cpu through exec/localcomm, as
+// the command makes them.
+func checkOptions(opts Options) pexec.CheckOptions {
+	return CheckOptions(opts, cpuReference, localcomm.Comms)
+}
+
 // roundedCPU is exec/cpu with the GPU backend's storage rounding: weights
 // rounded to the element type once, and every op's output buffer rounded
 // after the op (fp32 arithmetic in between, as in the kernels and in
@@ -152,11 +161,9 @@ func emulatedCheck(t *testing.T, name string, dt dtype, tol float64) pexec.Check
 		t.Fatal(err)
 	}
 	opts := pexec.CheckOptions{
-		Tolerance: tol,
+		Tolerance:    tol,
+		NewReference: cpuReference,
 		NewCompute: func(plan *partition.Plan, rank int) (pexec.Compute, error) {
-			if isCheckReference(plan) {
-				return cpu.New(plan, rank)
-			}
 			return newRoundedCPU(plan, rank, dt)
 		},
 		NewComms: func(size int) []pexec.Comm {

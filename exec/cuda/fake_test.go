@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"github.com/partbench/partbench/model"
 	"strings"
 	"testing"
 	"time"
@@ -58,20 +59,20 @@ func TestNewOnFakes(t *testing.T) {
 	if got := c.AllocatedBytes(); got != want {
 		t.Errorf("AllocatedBytes = %d, want %d", got, want)
 	}
-	b, err := c.Buffer("logits.gathered", 1, 192)
+	b, err := c.Buffer(model.Logits.Gathered(), 1, 192)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Len() != 192 || b.Bytes() != 384 || b.(*Buffer).DataType().String() != "CUDA_R_16F" {
 		t.Errorf("buffer %v: len %d bytes %d", b, b.Len(), b.Bytes())
 	}
-	if tok, _ := c.Buffer("tokens", 0, 2); tok.Bytes() != 8 {
+	if tok, _ := c.Buffer(model.Tokens, 0, 2); tok.Bytes() != 8 {
 		t.Errorf("tokens are float32: %d bytes for 2", tok.Bytes())
 	}
-	if _, err := c.Buffer("logits.gathered", 1, 193); err == nil {
+	if _, err := c.Buffer(model.Logits.Gathered(), 1, 193); err == nil {
 		t.Error("193 elements of a 192-element buffer accepted")
 	}
-	if _, err := c.Buffer("nothere", 0, 1); err == nil {
+	if _, err := c.Buffer(model.Buf(99), 0, 1); err == nil {
 		t.Error("unknown buffer accepted")
 	}
 }
@@ -81,7 +82,7 @@ func TestBufferReadWrite(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	for _, dt := range []string{"fp16", "bf16", "fp32"} {
 		c := fakeCompute(t, tinyPlan(t, "test/single-tiny"), 0, Options{DType: dt})
-		buf, err := c.Buffer("x", 0, 4)
+		buf, err := c.Buffer(model.X, 0, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestOutputLayout(t *testing.T) {
 	for i := range gathered {
 		gathered[i] = float32(i) / 8 // exact in fp16
 	}
-	buf, _ := c.Buffer("logits.gathered", 0, seqs*vp)
+	buf, _ := c.Buffer(model.Logits.Gathered(), 0, seqs*vp)
 	if err := buf.(*Buffer).WriteF32(gathered); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestCheckRunsOnFakesWithGraphs(t *testing.T) {
 				t.Fatal(err)
 			}
 			var made []*Compute
-			opts := CheckOptions(Options{DType: "fp16", Graphs: true, GraphAfter: 1})
+			opts := checkOptions(Options{DType: "fp16", Graphs: true, GraphAfter: 1})
 			newCompute := opts.NewCompute
 			opts.NewCompute = func(plan *partition.Plan, rank int) (pexec.Compute, error) {
 				c, err := newCompute(plan, rank)

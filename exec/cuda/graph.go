@@ -66,6 +66,7 @@ type pendingOp struct {
 type mbSnapshot struct {
 	rows, end         int
 	hasOut, hasSample bool
+	layout            outLayout
 }
 
 type graphs struct {
@@ -124,7 +125,7 @@ func (c *Compute) run(op *partition.Op, past int) error {
 			return err
 		}
 	}
-	if g.cur == nil && past >= c.prompt {
+	if g.cur == nil && past >= c.frame.Prompt {
 		if seg := g.first[k]; seg != nil {
 			if err := c.beginSegment(seg, past); err != nil {
 				return err
@@ -167,8 +168,8 @@ func (c *Compute) run(op *partition.Op, past int) error {
 // capture, or runs it op by op.
 func (c *Compute) beginSegment(seg *segment, past int) error {
 	g := c.graphs
-	if past+1 > c.context {
-		return fmt.Errorf("positions [%d, %d) exceed the context of %d", past, past+1, c.context)
+	if past+1 > c.frame.Context {
+		return fmt.Errorf("positions [%d, %d) exceed the context of %d", past, past+1, c.frame.Context)
 	}
 	g.cur, g.pos, g.past, g.start, g.mode = seg, 0, past, time.Now(), segEager
 	capture := g.enabled && !seg.failed && seg.eagerRuns >= g.after && c.drv.HasGraphs()
@@ -185,8 +186,9 @@ func (c *Compute) beginSegment(seg *segment, past int) error {
 		return c.launchGraph(seg)
 	}
 	g.saved = g.saved[:0]
-	for _, st := range c.mbs {
-		g.saved = append(g.saved, mbSnapshot{st.rows, st.end, st.hasOut, st.hasSample})
+	for i, st := range c.mbs {
+		p := c.frame.Passes[i]
+		g.saved = append(g.saved, mbSnapshot{p.Rows, p.End, st.hasOut, st.hasSample, st.layout})
 	}
 	g.pending = g.pending[:0]
 	runtime.LockOSThread() // held until the capture ends, across Exec calls
@@ -316,8 +318,8 @@ func (c *Compute) rerunPending() error {
 	g := c.graphs
 	g.cur = nil
 	for i, s := range g.saved {
-		st := c.mbs[i]
-		st.rows, st.end, st.hasOut, st.hasSample = s.rows, s.end, s.hasOut, s.hasSample
+		st, p := c.mbs[i], c.frame.Passes[i]
+		p.Rows, p.End, st.hasOut, st.hasSample, st.layout = s.rows, s.end, s.hasOut, s.hasSample, s.layout
 	}
 	var errs []error
 	for _, p := range g.pending {

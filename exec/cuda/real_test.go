@@ -39,7 +39,7 @@ func TestRealGPUCheck(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				res, err := pexec.Check(ctx, cfg, CheckOptions(Options{DType: dt}))
+				res, err := pexec.Check(ctx, cfg, checkOptions(Options{DType: dt}))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,14 +1,17 @@
 package cuda
 
 import (
+	"errors"
 	"math"
 	"testing"
 
-	"github.com/partbench/partbench/exec/cpu"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/localcomm"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
-// The Go mirror of the kernels' hash gives exec/cpu's prompt tokens and
+// The Go mirror of the kernels' hash gives the model's prompt tokens and
 // synthetic inputs (so the CUDA transliteration of mix and unit has a
 // checked original).
 func TestHashMirrorsCPU(t *testing.T) {
@@ -17,7 +20,7 @@ func TestHashMirrorsCPU(t *testing.T) {
 		for seq := 0; seq < 9; seq++ {
 			for pos := 0; pos < 40; pos += 3 {
 				for _, vocab := range []int{96, 50000, 50257} {
-					if got, want := promptToken(pb, seq, pos, vocab), cpu.PromptToken(seed, seq, pos, vocab); got != want {
+					if got, want := promptToken(pb, seq, pos, vocab), model.PromptToken(seed, seq, pos, vocab); got != want {
 						t.Fatalf("seed %d seq %d pos %d vocab %d: %d, exec/cpu %d", seed, seq, pos, vocab, got, want)
 					}
 				}
@@ -25,7 +28,7 @@ func TestHashMirrorsCPU(t *testing.T) {
 		}
 		for id := 0; id < 50000; id += 4999 {
 			for c := 0; c < 64; c += 7 {
-				if got, want := syntheticAt(sb, id, c), cpu.Uniform(seed, -1, syntheticTensor, id, c); got != want {
+				if got, want := syntheticAt(sb, id, c), model.Uniform(seed, -1, syntheticTensor, id, c); got != want {
 					t.Fatalf("seed %d token %d column %d: %v, exec/cpu %v", seed, id, c, got, want)
 				}
 			}
@@ -134,17 +137,21 @@ func TestAttentionVec(t *testing.T) {
 	}
 }
 
-func TestCheckReferenceIsRecognized(t *testing.T) {
+// CheckOptions builds the reference with the constructor it is given (a
+// typed field of exec.CheckOptions, not a convention on the plan's name),
+// with fp32's tolerance by default and the given host communicators.
+func TestCheckOptionsReference(t *testing.T) {
 	plan := tinyPlan(t, "test/tp2pp2-tiny")
-	if isCheckReference(plan) {
-		t.Error("the config itself taken for the reference")
+	errRef := errors.New("reference constructor")
+	opts := CheckOptions(Options{}, func(*partition.Plan, int) (pexec.Compute, error) { return nil, errRef }, localcomm.Comms)
+	if _, err := opts.NewReference(plan, 0); !errors.Is(err, errRef) {
+		t.Errorf("NewReference: %v, want the given constructor's error", err)
 	}
-	ref := *plan
-	cfg := *plan.Config
-	cfg.Name += "-reference" // as exec.Check names it
-	ref.Config = &cfg
-	if !isCheckReference(&ref) {
-		t.Error("reference not recognized")
+	if opts.Tolerance != pexec.DefaultTolerance {
+		t.Errorf("tolerance %g, want fp32's %g", opts.Tolerance, pexec.DefaultTolerance)
+	}
+	if got := len(opts.NewComms(3)); got != 3 {
+		t.Errorf("NewComms(3) made %d communicators", got)
 	}
 }
 

@@ -4,6 +4,7 @@ package ncclcomm
 
 import (
 	"context"
+	"github.com/partbench/partbench/model"
 	"sync"
 	"testing"
 
@@ -119,7 +120,11 @@ func newWorld(t *testing.T, ctx context.Context, plan *partition.Plan, lib *nccl
 // buffer is rank r's buffer name of micro-batch mb, elems long.
 func (w *world) buffer(t *testing.T, r int, name string, mb, elems int) *pcuda.Buffer {
 	t.Helper()
-	b, err := w.computes[r].Buffer(name, mb, elems)
+	var buf model.Buf
+	if err := buf.UnmarshalText([]byte(name)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.computes[r].Buffer(buf, mb, elems)
 	if err != nil {
 		t.Fatal(err)
 	}

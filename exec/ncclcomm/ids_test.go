@@ -3,6 +3,7 @@ package ncclcomm
 import (
 	"context"
 	"encoding/json"
+	"github.com/partbench/partbench/model"
 	"maps"
 	"slices"
 	"strings"
@@ -105,10 +106,10 @@ func TestFusedSends(t *testing.T) {
 	plan := loadPlan(t, "test/tp2pp2-tiny", "fp16")
 	const pre, dec = 2 * 20 * 64, 2 * 64 // rows × hidden of a micro-batch's pass
 	want := map[int]map[sendKey]bool{
-		0: {{"x", 1, 2, pre}: true, {"x", 0, 2, dec}: true, {"x", 1, 2, dec}: true},
-		1: {{"x", 1, 3, pre}: true, {"x", 0, 3, dec}: true, {"x", 1, 3, dec}: true},
-		2: {{"tokens", 0, 0, 2}: true, {"tokens", 1, 0, 2}: true},
-		3: {{"tokens", 0, 1, 2}: true, {"tokens", 1, 1, 2}: true},
+		0: {{model.X, 1, 2, pre}: true, {model.X, 0, 2, dec}: true, {model.X, 1, 2, dec}: true},
+		1: {{model.X, 1, 3, pre}: true, {model.X, 0, 3, dec}: true, {model.X, 1, 3, dec}: true},
+		2: {{model.Tokens, 0, 0, 2}: true, {model.Tokens, 1, 0, 2}: true},
+		3: {{model.Tokens, 0, 1, 2}: true, {model.Tokens, 1, 1, 2}: true},
 	}
 	for r, w := range want {
 		if got := fusedSends(plan, r); !maps.Equal(got, w) {

@@ -6,6 +6,7 @@ import (
 
 	pexec "github.com/partbench/partbench/exec"
 	pcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -29,7 +30,7 @@ import (
 
 // sendKey identifies a Send op of a Program by the buffer it sends.
 type sendKey struct {
-	buf   string
+	buf   model.Buf
 	mb    int
 	peer  int
 	elems int

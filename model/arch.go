@@ -1,0 +1,73 @@
+package model
+
+import "github.com/partbench/partbench/configs"
+
+// Numerical constants of the synthetic model, shared by every backend.
+const (
+	NormEps   = 1e-5    // RMSNorm epsilon
+	RopeTheta = 10000.0 // rotary embedding base θ
+)
+
+// Norm is a normalization layer's kind.
+type Norm uint8
+
+const (
+	// RMSNorm is x / √(mean(x²) + ε) · w, without bias (Llama).
+	RMSNorm Norm = iota + 1
+)
+
+// Positions is how token positions enter the model.
+type Positions uint8
+
+const (
+	// Rotary rotates each query and key head's pairs (2i, 2i+1) by
+	// pos·θ^(−2i/head_dim) (RoPE, Llama).
+	Rotary Positions = iota + 1
+)
+
+// MLP is the feed-forward block's activation.
+type MLP uint8
+
+const (
+	// GatedSiLU is silu(gate)·up over [gate | up] rows (three matrices).
+	GatedSiLU MLP = iota + 1
+	// GELUTanh is gelu(up) with the tanh approximation (two matrices).
+	GELUTanh
+)
+
+// Gated reports whether the up projection holds a gate and an up half.
+func (m MLP) Gated() bool { return m == GatedSiLU }
+
+// String names the activation ("gated_silu", "gelu_tanh").
+func (m MLP) String() string {
+	switch m {
+	case GatedSiLU:
+		return "gated_silu"
+	case GELUTanh:
+		return "gelu_tanh"
+	}
+	return "mlp(?)"
+}
+
+// MarshalText writes the name, so JSON shows "gated_silu", not a number.
+func (m MLP) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// Arch is what distinguishes one architecture's arithmetic from another's.
+// Attention is grouped-query (kv_heads divides heads) in every architecture.
+type Arch struct {
+	Norm      Norm
+	Positions Positions
+	MLP       MLP
+	NormEps   float64
+	RopeTheta float64
+}
+
+// ArchOf is the architecture of a configured model: Llama-style, with a
+// gated SiLU MLP when gated_mlp is set and a tanh-GELU MLP otherwise.
+func ArchOf(m configs.Model) Arch {
+	a := Arch{Norm: RMSNorm, Positions: Rotary, MLP: GELUTanh, NormEps: NormEps, RopeTheta: RopeTheta}
+	if m.GatedMLP {
+		a.MLP = GatedSiLU
+	}
+	return a
+}

@@ -1,0 +1,180 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// Tensor is a rank's shard, row-major [K][N] (a vector has K = 1).
+type Tensor struct {
+	K, N int
+	Data []float32
+}
+
+func newTensor(k, n int) *Tensor { return &Tensor{K: k, N: n, Data: make([]float32, k*n)} }
+
+// Generator makes one rank's shards of the seeded full model.
+type Generator struct {
+	Seed  int64
+	Model configs.Model // the full model: fan-ins
+	Shard Shard
+}
+
+// Tensor generates the rank's shard of a tensor (a name of TensorShape) in
+// layer (−1 outside the transformer layers).
+func (g Generator) Tensor(layer int, name string) (*Tensor, error) {
+	s := g.Shard
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	var t *Tensor
+	switch name {
+	case WQKV:
+		t = g.wqkv(layer)
+	case WO:
+		t = g.wo(layer)
+	case WUp:
+		t = g.wUp(layer)
+	case WDown:
+		t = g.wDown(layer)
+	case AttnNorm, MLPNorm, FinalNorm:
+		t = g.norm(layer, name)
+	case Embed:
+		t = g.embed()
+	case LMHead:
+		t = g.lmHead()
+	default:
+		return nil, fmt.Errorf("model: no tensor %q", name)
+	}
+	if k, n, _ := s.TensorShape(name); t.K != k || t.N != n {
+		return nil, fmt.Errorf("model: %s generated as [%d, %d], the shard is [%d, %d]", name, t.K, t.N, k, n)
+	}
+	return t, nil
+}
+
+// wqkv is the column-parallel QKV shard: [hidden, (hl + 2·kvl)·hd] with
+// columns [q of query heads t·hl… | k of kv heads t·kvl… | v of the same].
+func (g Generator) wqkv(layer int) *Tensor {
+	s := g.Shard
+	H := s.Hidden
+	ql, kvl := s.AttnWidth(), s.KVWidth()
+	w := newTensor(H, s.QKVWidth())
+	parts := []struct {
+		m     matrix
+		off   int // first full column
+		width int
+	}{
+		{newMatrix(g.Seed, layer, WQ, H), s.Index * ql, ql},
+		{newMatrix(g.Seed, layer, WK, H), s.Index * kvl, kvl},
+		{newMatrix(g.Seed, layer, WV, H), s.Index * kvl, kvl},
+	}
+	for r := 0; r < H; r++ {
+		c := 0
+		for _, p := range parts {
+			for j := 0; j < p.width; j++ {
+				w.Data[r*w.N+c] = p.m.at(r, p.off+j)
+				c++
+			}
+		}
+	}
+	return w
+}
+
+// wo is the row-parallel output projection: rows of the rank's query heads.
+func (g Generator) wo(layer int) *Tensor {
+	s := g.Shard
+	H, ql := s.Hidden, s.AttnWidth()
+	m := newMatrix(g.Seed, layer, WO, g.Model.Heads*s.HeadDim)
+	w := newTensor(ql, H)
+	for r := 0; r < ql; r++ {
+		for c := 0; c < H; c++ {
+			w.Data[r*H+c] = m.at(s.Index*ql+r, c)
+		}
+	}
+	return w
+}
+
+// wUp is the column-parallel up projection: [hidden, fl] columns
+// [t·fl, (t+1)·fl) of w_up, preceded by the same columns of w_gate when the
+// MLP is gated ([gate shard | up shard]).
+func (g Generator) wUp(layer int) *Tensor {
+	s := g.Shard
+	H, fl := s.Hidden, s.FFN
+	names := []string{WUp}
+	if s.Arch.MLP.Gated() {
+		names = []string{WGate, WUp}
+	}
+	w := newTensor(H, len(names)*fl)
+	for i, name := range names {
+		m := newMatrix(g.Seed, layer, name, H)
+		for r := 0; r < H; r++ {
+			for j := 0; j < fl; j++ {
+				w.Data[r*w.N+i*fl+j] = m.at(r, s.Index*fl+j)
+			}
+		}
+	}
+	return w
+}
+
+// wDown is the row-parallel down projection: rows [t·fl, (t+1)·fl).
+func (g Generator) wDown(layer int) *Tensor {
+	s := g.Shard
+	H, fl := s.Hidden, s.FFN
+	m := newMatrix(g.Seed, layer, WDown, g.Model.FFN)
+	w := newTensor(fl, H)
+	for r := 0; r < fl; r++ {
+		for c := 0; c < H; c++ {
+			w.Data[r*H+c] = m.at(s.Index*fl+r, c)
+		}
+	}
+	return w
+}
+
+// norm is a replicated norm vector.
+func (g Generator) norm(layer int, name string) *Tensor {
+	w := newTensor(1, g.Shard.Hidden)
+	for i := range w.Data {
+		w.Data[i] = NormWeight(g.Seed, layer, name, i)
+	}
+	return w
+}
+
+// embed is the vocab-parallel embedding shard: rows [off, off+size) of
+// [Vp, hidden], uniform in [−1, 1); rows ≥ vocab are zero.
+func (g Generator) embed() *Tensor {
+	s := g.Shard
+	H := s.Hidden
+	w := newTensor(s.VocabSize, H)
+	base := KeyBase(g.Seed, -1, Embed)
+	for r := 0; r < s.VocabSize; r++ {
+		v := s.VocabOffset + r
+		if v >= s.Vocab {
+			continue
+		}
+		for c := 0; c < H; c++ {
+			w.Data[r*H+c] = Unit(KeyAt(base, v, c))
+		}
+	}
+	return w
+}
+
+// lmHead is the vocab-parallel LM head shard: columns [off, off+size) of
+// [hidden, Vp]; columns ≥ vocab are zero.
+func (g Generator) lmHead() *Tensor {
+	s := g.Shard
+	H, vl := s.Hidden, s.VocabSize
+	m := newMatrix(g.Seed, -1, LMHead, H)
+	w := newTensor(H, vl)
+	for r := 0; r < H; r++ {
+		for j := 0; j < vl; j++ {
+			if v := s.VocabOffset + j; v < s.Vocab {
+				w.Data[r*vl+j] = m.at(r, v)
+			}
+		}
+	}
+	return w
+}
+
+// Shape is [K][N].
+func (t *Tensor) Shape() (k, n int) { return t.K, t.N }

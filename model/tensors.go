@@ -1,0 +1,96 @@
+package model
+
+import "fmt"
+
+// Tensor names: the full model's (the generator's keys) and the shards a
+// rank holds (an op's Tensor).
+const (
+	WQ        = "wq"     // [hidden, heads·hd]
+	WK        = "wk"     // [hidden, kv_heads·hd]
+	WV        = "wv"     // [hidden, kv_heads·hd]
+	WQKV      = "wqkv"   // a rank's fused shard [hidden, (hl + 2·kvl)·hd]
+	WO        = "wo"     // [heads·hd, hidden]
+	WGate     = "w_gate" // [hidden, ffn] (gated MLP)
+	WUp       = "w_up"   // [hidden, ffn]; a rank's shard is [gate | up] when gated
+	WDown     = "w_down" // [ffn, hidden]
+	AttnNorm  = "attn_norm"
+	MLPNorm   = "mlp_norm"
+	FinalNorm = "final_norm"
+	Embed     = "embed"   // [vocab_padded, hidden], rows ≥ vocab zero
+	LMHead    = "lm_head" // [hidden, vocab_padded], columns ≥ vocab zero
+
+	SyntheticInput = "synthetic" // [token, hidden]: inputs of a model without embedding
+	Prompt         = "prompt"    // PromptToken's key
+)
+
+// LayerTensors are the shards every transformer layer holds, in order.
+var LayerTensors = []string{AttnNorm, WQKV, WO, MLPNorm, WUp, WDown}
+
+// Shard is one tensor-parallel rank's share of the model: the widths it
+// holds, each split width already divided by the TP degree (partition
+// computes it, once), and which slice it is.
+type Shard struct {
+	Arch    Arch
+	Index   int // TP index: the shard holds slice Index of every split tensor
+	Hidden  int
+	HeadDim int
+	Heads   int // query heads on this rank
+	KVHeads int // key/value heads on this rank
+	FFN     int // MLP columns on this rank (per matrix)
+	// Vocab is the model's vocabulary (0: none); VocabOffset and VocabSize
+	// are the rows of the padded vocabulary this rank's embedding and LM
+	// head shards hold.
+	Vocab                  int
+	VocabOffset, VocabSize int
+}
+
+// QKVWidth is a token's fused q, k and v on this rank.
+func (s Shard) QKVWidth() int { return (s.Heads + 2*s.KVHeads) * s.HeadDim }
+
+// AttnWidth is a token's attention output on this rank.
+func (s Shard) AttnWidth() int { return s.Heads * s.HeadDim }
+
+// KVWidth is a token's cached keys (or values) on this rank.
+func (s Shard) KVWidth() int { return s.KVHeads * s.HeadDim }
+
+// UpWidth is a token's up projection on this rank: gate and up when gated.
+func (s Shard) UpWidth() int {
+	if s.Arch.MLP.Gated() {
+		return 2 * s.FFN
+	}
+	return s.FFN
+}
+
+// ActWidth is a token's activated MLP width on this rank.
+func (s Shard) ActWidth() int { return s.FFN }
+
+// TensorShape is the [k][n] of a shard tensor on this rank (docs/numerics.md,
+// "Sharding"); ok is false for a name that is not a shard tensor.
+func (s Shard) TensorShape(name string) (k, n int, ok bool) {
+	H := s.Hidden
+	switch name {
+	case WQKV:
+		return H, s.QKVWidth(), true
+	case WO:
+		return s.AttnWidth(), H, true
+	case WUp:
+		return H, s.UpWidth(), true
+	case WDown:
+		return s.ActWidth(), H, true
+	case AttnNorm, MLPNorm, FinalNorm:
+		return 1, H, true
+	case Embed:
+		return s.VocabSize, H, true
+	case LMHead:
+		return H, s.VocabSize, true
+	}
+	return 0, 0, false
+}
+
+// Check reports a shard the arithmetic cannot run.
+func (s Shard) Check() error {
+	if s.Arch.Positions == Rotary && s.HeadDim%2 != 0 {
+		return fmt.Errorf("head_dim %d is odd: rotary embeddings rotate pairs", s.HeadDim)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package partition
+
+import "github.com/partbench/partbench/model"
+
+// Shard is TP index tpIndex's share of the model: every width a TP rank
+// holds, divided by TP here and nowhere else (configs.Validate checks that
+// TP divides heads, kv_heads and ffn; the vocabulary is padded to a multiple).
+func (p *Plan) Shard(tpIndex int) model.Shard {
+	m := p.Model
+	vl := p.VocabPadded / p.TP
+	return model.Shard{
+		Arch: model.ArchOf(m), Index: tpIndex,
+		Hidden: m.Hidden, HeadDim: m.HeadDim,
+		Heads: m.Heads / p.TP, KVHeads: m.KVHeads / p.TP, FFN: m.FFN / p.TP,
+		Vocab: m.Vocab, VocabOffset: tpIndex * vl, VocabSize: vl,
+	}
+}
+
+// Generator makes rank's weight shards of the seeded model (run.seed).
+func (p *Plan) Generator(rank int) model.Generator {
+	return model.Generator{Seed: p.Config.Run.Seed, Model: p.Model, Shard: p.Shard(p.Ranks[rank].TPIndex)}
+}
+
+// TensorShard is one weight shard a rank holds: [K][N] of Name in Layer
+// (−1 outside the transformer layers).
+type TensorShard struct {
+	Layer int
+	Name  string
+	K, N  int
+}
+
+// Tensors lists the weight shards rank holds: each of its layers'
+// model.LayerTensors, the embedding on the first stage, the final norm and
+// the LM head on the last.
+func (p *Plan) Tensors(rank int) []TensorShard {
+	r := p.Ranks[rank]
+	s := p.Shard(r.TPIndex)
+	var out []TensorShard
+	add := func(layer int, name string) {
+		k, n, _ := s.TensorShape(name)
+		out = append(out, TensorShard{Layer: layer, Name: name, K: k, N: n})
+	}
+	for _, l := range r.Layers {
+		for _, name := range model.LayerTensors {
+			add(l, name)
+		}
+	}
+	if p.Model.Embeddings && p.FirstStage(r.Stage) {
+		add(-1, model.Embed)
+	}
+	if p.Model.LMHead && p.LastStage(r.Stage) {
+		add(-1, model.FinalNorm)
+		add(-1, model.LMHead)
+	}
+	return out
+}
+
+// KVElems is the elements of one layer's key (or value) cache on rank:
+// every sequence of the batch at every position of the context.
+func (p *Plan) KVElems(rank int) int {
+	w := p.Config.Workload
+	return w.Batch * w.Context * p.Shard(p.Ranks[rank].TPIndex).KVWidth()
+}
+
+// BufferElems is the elements of each of rank's per-micro-batch buffers,
+// sized for the largest pass (a prefill chunk of every sequence of the
+// micro-batch, or one decode token); the last stage with an LM head adds
+// the logits shard and, under TP, the region the logits all-gather fills.
+func (p *Plan) BufferElems(rank int) map[model.Buf]int {
+	r := p.Ranks[rank]
+	s := p.Shard(r.TPIndex)
+	mbs := p.MicrobatchSize
+	rows := mbs * max(p.PrefillChunk, 1)
+	H := s.Hidden
+	sizes := map[model.Buf]int{
+		model.X: rows * H, model.H: rows * H, model.Y: rows * H,
+		model.QKV: rows * s.QKVWidth(), model.AO: rows * s.AttnWidth(),
+		model.U: rows * s.UpWidth(), model.A: rows * s.ActWidth(), model.Tokens: rows,
+	}
+	if p.Model.LMHead && p.LastStage(r.Stage) {
+		sizes[model.Logits] = mbs * s.VocabSize
+		if p.TP > 1 {
+			sizes[model.Logits.Gathered()] = mbs * p.VocabPadded
+		}
+	}
+	return sizes
+}
+
+// OutputElems is the elements of the last stage's result of one
+// micro-batch's sampling pass: logits over the padded vocabulary with an LM
+// head, else each sequence's last hidden state; 0 on other stages.
+func (p *Plan) OutputElems(rank int) int {
+	if !p.LastStage(p.Ranks[rank].Stage) {
+		return 0
+	}
+	if p.Model.LMHead {
+		return p.MicrobatchSize * p.VocabPadded
+	}
+	return p.MicrobatchSize * p.Model.Hidden
+}
