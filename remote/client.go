@@ -336,7 +336,7 @@ type grpcClientStream struct {
 	cancel context.CancelFunc
 }
 
-func (s grpcClientStream) finish()                 { s.cancel() }
+func (s grpcClientStream) finish()                { s.cancel() }
 func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + grpcPrefixBytes) }
 
 func (g *grpcTransport) step(ctx context.Context) (clientStream, error) {
