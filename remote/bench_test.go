@@ -57,7 +57,7 @@ func BenchmarkStatefulStep(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				over = append(over, (r.Wall - r.Execute).Seconds()*1e6)
+				over = append(over, (r.Wall-r.Execute).Seconds()*1e6)
 			}
 			b.ReportMetric(quantile(0.5, over), "overhead-p50-µs")
 			b.ReportMetric(stat.Mean(over, nil), "overhead-mean-µs")
