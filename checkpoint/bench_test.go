@@ -73,6 +73,7 @@ func BenchmarkRankSlices(b *testing.B) {
 			}
 			defer f.Close()
 			buf := make([]byte, 4<<20)
+			dst := map[string][]float32{} // the rank's weight buffers, filled in place
 			var seqNS, sliceNS, sliceBytes int64
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
@@ -102,11 +103,15 @@ func BenchmarkRankSlices(b *testing.B) {
 							dim = x.Info.Shape[1]
 						}
 						lo, hi := int64(0), dim/int64(tp) // rank 0's shard
-						var out []float32
+						out := dst[x.Info.Name]
+						if out == nil {
+							out = make([]float32, x.Info.Elements()/int64(tp))
+							dst[x.Info.Name] = out
+						}
 						if m.cols {
-							out, err = x.Cols(lo, hi)
+							err = x.ReadCols(out, lo, hi)
 						} else {
-							out, err = x.Rows(lo, hi)
+							err = x.ReadRows(out, lo, hi)
 						}
 						if err != nil {
 							b.Fatal(err)

@@ -93,7 +93,7 @@ func (f *File) Tensor(name string) (Tensor, bool) {
 	}
 	t := f.header.Tensors[i]
 	start := f.header.DataStart
-	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End]}, true
+	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End], mapping: f.data, off: start + t.Begin}, true
 }
 
 // Tensor is a read-only view of one tensor in a mapped file.
@@ -101,6 +101,9 @@ type Tensor struct {
 	Info TensorInfo
 	File string // the file it lives in, for error messages
 	data []byte
+
+	mapping []byte // the whole file, for readahead advice
+	off     int64  // where data starts in mapping
 }
 
 // Bytes is the tensor's raw little-endian bytes: a view of the mapping, which
@@ -143,46 +146,91 @@ func (t Tensor) dims2(what string) (int64, int64, error) {
 // one) to float32, row-major: (r1−r0)·columns values. Only those rows are
 // read: one contiguous range of the file.
 func (t Tensor) Rows(r0, r1 int64) ([]float32, error) {
-	if err := t.checkFloat(); err != nil {
-		return nil, err
-	}
-	rows, cols, err := t.dims2("Rows")
+	n, err := t.rowsLen(r0, r1)
 	if err != nil {
 		return nil, err
 	}
-	if r0 < 0 || r1 < r0 || r1 > rows {
-		return nil, t.errorf("rows [%d, %d) outside [0, %d)", r0, r1, rows)
+	out := make([]float32, n)
+	return out, t.ReadRows(out, r0, r1)
+}
+
+func (t Tensor) rowsLen(r0, r1 int64) (int64, error) {
+	if err := t.checkFloat(); err != nil {
+		return 0, err
 	}
-	es := t.Info.DType.Size()
-	out := make([]float32, (r1-r0)*cols)
-	decode(out, t.data[r0*cols*es:r1*cols*es], t.Info.DType)
-	return out, nil
+	rows, cols, err := t.dims2("Rows")
+	if err != nil {
+		return 0, err
+	}
+	if r0 < 0 || r1 < r0 || r1 > rows {
+		return 0, t.errorf("rows [%d, %d) outside [0, %d)", r0, r1, rows)
+	}
+	return (r1 - r0) * cols, nil
+}
+
+// ReadRows is Rows into a caller's buffer of exactly (r1−r0)·columns values,
+// so that a loader can fill its own weight buffers without a second copy.
+func (t Tensor) ReadRows(dst []float32, r0, r1 int64) error {
+	n, err := t.rowsLen(r0, r1)
+	if err != nil {
+		return err
+	}
+	if int64(len(dst)) != n {
+		return t.errorf("rows [%d, %d) are %d values, the buffer holds %d", r0, r1, n, len(dst))
+	}
+	es, cols := t.Info.DType.Size(), n/max(r1-r0, 1)
+	lo := r0 * cols * es
+	src := t.data[lo : lo+n*es]
+	willNeed(t.mapping, t.off+lo, t.off+lo+n*es)
+	decode(dst, src, t.Info.DType)
+	return nil
 }
 
 // Cols converts columns [c0, c1) of a 2-D tensor to float32, row-major:
 // rows·(c1−c0) values. Each row contributes one contiguous run of the file;
 // the rest of the row is not converted or copied.
 func (t Tensor) Cols(c0, c1 int64) ([]float32, error) {
-	if err := t.checkFloat(); err != nil {
+	n, err := t.colsLen(c0, c1)
+	if err != nil {
 		return nil, err
 	}
+	out := make([]float32, n)
+	return out, t.ReadCols(out, c0, c1)
+}
+
+func (t Tensor) colsLen(c0, c1 int64) (int64, error) {
+	if err := t.checkFloat(); err != nil {
+		return 0, err
+	}
 	if len(t.Info.Shape) != 2 {
-		return nil, t.errorf("Cols needs a tensor of rank 2, shape is %v", t.Info.Shape)
+		return 0, t.errorf("Cols needs a tensor of rank 2, shape is %v", t.Info.Shape)
+	}
+	if cols := t.Info.Shape[1]; c0 < 0 || c1 < c0 || c1 > cols {
+		return 0, t.errorf("columns [%d, %d) outside [0, %d)", c0, c1, cols)
+	}
+	return t.Info.Shape[0] * (c1 - c0), nil
+}
+
+// ReadCols is Cols into a caller's buffer of exactly rows·(c1−c0) values.
+func (t Tensor) ReadCols(dst []float32, c0, c1 int64) error {
+	n, err := t.colsLen(c0, c1)
+	if err != nil {
+		return err
+	}
+	if int64(len(dst)) != n {
+		return t.errorf("columns [%d, %d) are %d values, the buffer holds %d", c0, c1, n, len(dst))
 	}
 	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
-	if c0 < 0 || c1 < c0 || c1 > cols {
-		return nil, t.errorf("columns [%d, %d) outside [0, %d)", c0, c1, cols)
-	}
 	es, w := t.Info.DType.Size(), c1-c0
-	out := make([]float32, rows*w)
 	if w == 0 { // a [huge, 0] tensor holds no bytes: do not walk its rows
-		return out, nil
+		return nil
 	}
+	willNeed(t.mapping, t.off+c0*es, t.off+((rows-1)*cols+c1)*es)
 	for r := int64(0); r < rows; r++ {
 		base := (r*cols + c0) * es
-		decode(out[r*w:(r+1)*w], t.data[base:base+w*es], t.Info.DType)
+		decode(dst[r*w:(r+1)*w], t.data[base:base+w*es], t.Info.DType)
 	}
-	return out, nil
+	return nil
 }
 
 // sortedNames is a helper for error messages listing a few names.

@@ -156,6 +156,12 @@ func TestHalfDTypesSlices(t *testing.T) {
 	if _, err := h.Cols(2, 4); err == nil || !strings.Contains(err.Error(), "outside [0, 3)") {
 		t.Errorf("Cols(2,4): %v", err)
 	}
+	if err := h.ReadRows(make([]float32, 2), 0, 1); err == nil || !strings.Contains(err.Error(), "3 values, the buffer holds 2") {
+		t.Errorf("ReadRows into a short buffer: %v", err)
+	}
+	if err := h.ReadCols(make([]float32, 5), 0, 2); err == nil || !strings.Contains(err.Error(), "4 values, the buffer holds 5") {
+		t.Errorf("ReadCols into a long buffer: %v", err)
+	}
 	i, _ := f.Tensor("i")
 	if _, err := i.Float32(); err == nil || !strings.Contains(err.Error(), "I32 cannot be read as float32") || !strings.Contains(err.Error(), path) {
 		t.Errorf("I32 as float: %v", err)
