@@ -1,25 +1,19 @@
 package main
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
-
-// resolveSystem turns a hardware preset and a topology preset into a System.
-// The root command sets it (presets.go); tests may set it to a helper.
-var resolveSystem func(hardwarePreset, topologyPreset string) (topology.System, error)
 
 type collectivesOptions struct {
 	topology string
@@ -31,10 +25,12 @@ type collectivesOptions struct {
 	proto    string
 	dtype    string
 	format   string
+	// resolve turns a hardware and a topology preset into a System.
+	resolve func(hardwarePreset, topologyPreset string) (topology.System, error)
 }
 
 func newCollectivesCmd() *cobra.Command {
-	o := &collectivesOptions{}
+	o := &collectivesOptions{resolve: loadSystem}
 	cmd := &cobra.Command{
 		Use:   "collectives [--preset TOPOLOGY] [--op OP] [--ranks N,M] [--sizes MIN:MAX]",
 		Short: "Model NCCL collectives on a topology, printed like nccl-tests",
@@ -67,22 +63,6 @@ For send/recv, --ranks N sends from rank 0 to rank N−1.
 	return cmd
 }
 
-// collectiveRow is one line of output.
-type collectiveRow struct {
-	Ranks          int                `json:"ranks"`
-	SizeBytes      int64              `json:"size_bytes"`
-	Count          int64              `json:"count"`
-	Type           string             `json:"type"`
-	Redop          string             `json:"redop"`
-	Algo           string             `json:"algo"`
-	Proto          string             `json:"proto"`
-	TimeS          float64            `json:"time_s"`
-	AlgBWBytesPerS float64            `json:"algbw_bytes_per_s"`
-	BusBWBytesPerS float64            `json:"busbw_bytes_per_s"`
-	Link           topology.LinkClass `json:"link"`
-	LatencyBound   bool               `json:"latency_bound"`
-}
-
 func (o *collectivesOptions) run(w io.Writer) error {
 	switch o.format {
 	case "table", "csv", "json":
@@ -105,10 +85,10 @@ func (o *collectivesOptions) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if resolveSystem == nil {
+	if o.resolve == nil {
 		return fmt.Errorf("collectives: no system resolver configured")
 	}
-	sys, err := resolveSystem(o.hardware, o.topology)
+	sys, err := o.resolve(o.hardware, o.topology)
 	if err != nil {
 		return err
 	}
@@ -127,7 +107,7 @@ func (o *collectivesOptions) run(w io.Writer) error {
 		redop = "none"
 	}
 
-	var rows []collectiveRow
+	var rows []report.CollectiveRow
 	for _, n := range counts {
 		if n > sys.Topology.Size() {
 			return fmt.Errorf("--ranks: %d ranks, but topology %q has %d GPUs", n, sys.Topology.Name, sys.Topology.Size())
@@ -157,7 +137,7 @@ func (o *collectivesOptions) run(w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			rows = append(rows, collectiveRow{
+			rows = append(rows, report.CollectiveRow{
 				Ranks: n, SizeBytes: bytes, Count: count, Type: typeName, Redop: redop,
 				Algo: e.Algo, Proto: e.Proto, TimeS: e.TimeS,
 				AlgBWBytesPerS: e.AlgBWBytesPerS, BusBWBytesPerS: e.BusBWBytesPerS,
@@ -165,32 +145,7 @@ func (o *collectivesOptions) run(w io.Writer) error {
 			})
 		}
 	}
-	switch o.format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	case "csv":
-		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"ranks", "size_bytes", "count", "type", "redop", "algo", "proto", "time_us", "algbw_gb_per_s", "busbw_gb_per_s"})
-		for _, r := range rows {
-			_ = cw.Write([]string{strconv.Itoa(r.Ranks), strconv.FormatInt(r.SizeBytes, 10), strconv.FormatInt(r.Count, 10),
-				r.Type, r.Redop, r.Algo, r.Proto,
-				strconv.FormatFloat(r.TimeS*1e6, 'f', 2, 64),
-				strconv.FormatFloat(r.AlgBWBytesPerS/1e9, 'f', 2, 64),
-				strconv.FormatFloat(r.BusBWBytesPerS/1e9, 'f', 2, 64)})
-		}
-		cw.Flush()
-		return cw.Error()
-	}
-	fmt.Fprintf(w, "# %s on %s (%s), modeled; GB/s = 1e9 B/s\n", op, sys.Topology.Name, sys.GPU.Name)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ranks\tsize (B)\tcount (elements)\ttype\tredop\talgo\tproto\ttime (us)\talgbw (GB/s)\tbusbw (GB/s)\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t\n", r.Ranks, r.SizeBytes, r.Count, r.Type, r.Redop,
-			r.Algo, r.Proto, r.TimeS*1e6, r.AlgBWBytesPerS/1e9, r.BusBWBytesPerS/1e9)
-	}
-	return tw.Flush()
+	return report.Collectives(w, o.format, report.CollectiveSweep{Op: op, Sys: sys, Rows: rows})
 }
 
 // parseOp accepts commcount names (all_reduce) and NCCL's (allreduce, AllReduce).

@@ -11,6 +11,7 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 type plotOptions struct {
@@ -20,10 +21,12 @@ type plotOptions struct {
 	hardware  string
 	ranks     int
 	tolerance float64
+	// resolve turns a hardware and a topology preset into a System.
+	resolve func(hardwarePreset, topologyPreset string) (topology.System, error)
 }
 
 func newPlotCmd() *cobra.Command {
-	o := &plotOptions{}
+	o := &plotOptions{resolve: loadSystem}
 	cmd := &cobra.Command{
 		Use:   "plot [FILE] --out FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
 		Short: "Draw a saved result (model, sweep, search, compare or run JSON) or the collective model as SVG or PNG",
@@ -146,10 +149,10 @@ func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
 
 // collectives models bus bandwidth for sizes 8 B … 8 GiB with sim.Collective.
 func (o *plotOptions) collectives() (*report.Figure, error) {
-	if resolveSystem == nil {
+	if o.resolve == nil {
 		return nil, fmt.Errorf("plot: no system resolver configured")
 	}
-	sys, err := resolveSystem(o.hardware, o.preset)
+	sys, err := o.resolve(o.hardware, o.preset)
 	if err != nil {
 		return nil, fmt.Errorf("--preset/--hardware: %w", err)
 	}
