@@ -9,30 +9,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
-
-// CollectiveRow is one modeled collective, one line of nccl-tests' layout.
-type CollectiveRow struct {
-	Ranks          int                `json:"ranks"`
-	SizeBytes      int64              `json:"size_bytes"`
-	Count          int64              `json:"count"`
-	Type           string             `json:"type"`
-	Redop          string             `json:"redop"`
-	Algo           string             `json:"algo"`
-	Proto          string             `json:"proto"`
-	TimeS          float64            `json:"time_s"`
-	AlgBWBytesPerS float64            `json:"algbw_bytes_per_s"`
-	BusBWBytesPerS float64            `json:"busbw_bytes_per_s"`
-	Link           topology.LinkClass `json:"link"`
-	LatencyBound   bool               `json:"latency_bound"`
-}
 
 // CollectiveSweep is one op modeled over sizes and group sizes on a system.
 type CollectiveSweep struct {
 	Op   commcount.Op
 	Sys  topology.System
-	Rows []CollectiveRow
+	Rows []sim.CollectiveRow
 }
 
 // Collectives writes a sweep as table (nccl-tests' columns), csv or json

@@ -87,7 +87,7 @@ func (o *plotOptions) run(args []string) error {
 			return err
 		}
 	}
-	return writeFileAtomic(o.out, func(w io.Writer) error { return fig.Write(w, format) })
+	return report.WriteFileAtomic(o.out, func(w io.Writer) error { return fig.Write(w, format) })
 }
 
 func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
@@ -100,51 +100,7 @@ func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := o.kind
-	if kind == "" {
-		kind = map[string]string{report.ModelSchema: report.PlotBreakdown, report.SweepSchema: report.PlotSweep}[d.Schema]
-		if kind == "" {
-			kind = report.PlotScatter
-		}
-	}
-	wrong := func() (*report.Figure, error) {
-		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
-			report.PlotBreakdown: "breakdown needs " + report.ModelSchema,
-			report.PlotSweep:     "sweep needs " + report.SweepSchema,
-			report.PlotScatter:   "scatter needs " + report.CompareSchema + ", " + report.RunSchema + " or " + report.SearchSchema,
-		}[kind])
-	}
-	switch kind {
-	case report.PlotBreakdown:
-		if d.Model == nil {
-			return wrong()
-		}
-		return report.BreakdownPlot(d.Model.Strategies)
-	case report.PlotSweep:
-		if d.Sweep == nil {
-			return wrong()
-		}
-		return report.SweepPlot(d.Sweep)
-	}
-	var c *report.CompareDoc
-	switch {
-	case d.Compare != nil:
-		c = d.Compare
-	case d.Run != nil:
-		c = report.CompareFromRun(d.Run)
-	case d.Search != nil:
-		c = report.CompareFromSearch(d.Search)
-	default:
-		return wrong()
-	}
-	if len(c.Rows) == 0 {
-		return nil, fmt.Errorf("plot %s: no measured/modeled pairs to scatter", path)
-	}
-	tol := o.tolerance
-	if tol == 0 && c.Tolerance == 0 {
-		tol = 0.1
-	}
-	return report.ScatterPlot(c, tol)
+	return report.DocFigure(d, path, o.kind, o.tolerance)
 }
 
 // collectives models bus bandwidth for sizes 8 B … 8 GiB with sim.Collective.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -243,7 +242,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
 	if o.trace != "" {
 		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
-		if err := writeFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
@@ -256,13 +255,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 	if o.outDir != "" {
-		if err := os.MkdirAll(o.outDir, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := writeFileAtomic(filepath.Join(o.outDir, "results.json"), func(w io.Writer) error { return report.RunJSON(w, doc) }); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := writeFileAtomic(filepath.Join(o.outDir, "results.csv"), func(w io.Writer) error { return report.RunCSV(w, doc) }); err != nil {
+		if err := report.WriteRunFiles(o.outDir, doc); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}

@@ -205,7 +205,7 @@ func (o *searchOptions) run(stdout io.Writer) error {
 		}
 	}
 	if o.out != "" {
-		return writeFileAtomic(o.out, func(w io.Writer) error { return o.write(w, cfg, res) })
+		return report.WriteFileAtomic(o.out, func(w io.Writer) error { return o.write(w, cfg, res) })
 	}
 	return o.write(stdout, cfg, res)
 }
