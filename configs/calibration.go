@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,9 +138,9 @@ const (
 // LoadCalibration reads a calibration file strictly (unknown keys are errors
 // naming their path) and validates it.
 func LoadCalibration(path string) (*Calibration, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, "calibration")
 	if err != nil {
-		return nil, fmt.Errorf("read calibration: %w", err)
+		return nil, err
 	}
 	return ParseCalibration(bytes.NewReader(data), path)
 }
@@ -149,9 +148,9 @@ func LoadCalibration(path string) (*Calibration, error) {
 // ParseCalibration decodes and validates a calibration; source names the
 // input in errors.
 func ParseCalibration(r io.Reader, source string) (*Calibration, error) {
-	data, err := io.ReadAll(r)
+	data, err := readBounded(r, source, "calibration")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, err
 	}
 	var c Calibration
 	if err := decodeStrict(data, &c, source); err != nil {
