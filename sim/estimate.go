@@ -181,10 +181,19 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
 	decode := make([]partition.Program, plan.Size())
+	prefill := make([]partition.Program, plan.Size())
+	ops := 0
+	for r := range plan.Ranks {
+		prefill[r] = plan.Program(r, partition.Prefill)
+		decode[r] = plan.Program(r, partition.Decode)
+		ops += len(prefill[r].Ops) + opts.DecodeSteps*len(decode[r].Ops)
+	}
+	if ops > MaxTimelineOps {
+		return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
+	}
 	var workingSets []int64
 	for r := range plan.Ranks {
-		pre := plan.Program(r, partition.Prefill)
-		decode[r] = plan.Program(r, partition.Decode)
+		pre := prefill[r]
 		ws := workingSet(decode[r])
 		workingSets = append(workingSets, ws)
 		res := 1.0
@@ -277,6 +286,9 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.rankUse(partition.Decode, w0, w1)
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
+	if err := checkFinite(e); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
