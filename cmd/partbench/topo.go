@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
 )
 
 // resolvePreset turns a hardware preset and a topology preset into a System
@@ -36,7 +37,7 @@ type topoOptions struct {
 }
 
 func newTopoCmd() *cobra.Command {
-	return (&topoOptions{discover: topology.DiscoverLocal}).command()
+	return (&topoOptions{discover: nvmldiscover.DiscoverLocal}).command()
 }
 
 func (o *topoOptions) command() *cobra.Command {

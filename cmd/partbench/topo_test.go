@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
@@ -38,7 +39,7 @@ func withPresets(t *testing.T) {
 func runTopo(t *testing.T, o *topoOptions, args ...string) (string, error) {
 	t.Helper()
 	if o == nil {
-		o = &topoOptions{discover: topology.DiscoverLocal}
+		o = &topoOptions{discover: nvmldiscover.DiscoverLocal}
 	}
 	cmd := o.command()
 	var out bytes.Buffer
@@ -160,7 +161,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 // Without --preset on a machine without NVML: one line naming the cause and
 // a preset to use instead, and exit status 2.
 func TestTopoNoGPU(t *testing.T) {
-	if m, err := topology.DiscoverLocal(); err == nil {
+	if m, err := nvmldiscover.DiscoverLocal(); err == nil {
 		t.Skipf("this machine has %d GPUs; the no-GPU path needs a machine without NVML", len(m.GPUs))
 	}
 	file := filepath.Join(t.TempDir(), "topo.toml")
