@@ -80,3 +80,26 @@ func TestEstimateBounded(t *testing.T) {
 		t.Fatalf("want TooLargeError, got %v", err)
 	}
 }
+
+// A top candidate whose timeline would exceed the bound keeps its closed
+// form and is named in FullSkipped, instead of the search running out of memory.
+func TestRefineSkipsTooLargeTimelines(t *testing.T) {
+	spec := seedSpec(t)
+	cand := Candidate{TP: 8, PP: 2, Microbatches: 8, Variant: VariantEven, StageLayers: []int{8, 8}}
+	p, err := partition.NewPlan(spec.CandidateConfig(cand))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Quick(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &SearchResult{Rows: []SearchRow{{Candidate: cand, Quick: &q}}}
+	// tp8pp2 decode: 16 ranks × > 8 ops a step; at 100,000 steps, > 2M ops.
+	if err := r.Refine(spec, 1, Options{DecodeSteps: 100_000}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rows[0].Full != nil || len(r.FullSkipped) != 1 || !strings.Contains(r.FullSkipped[0], "tp8pp2-m8: ") {
+		t.Fatalf("full %v, skipped %q", r.Rows[0].Full, r.FullSkipped)
+	}
+}
