@@ -528,4 +528,3 @@ func representativeSystem(sys topology.System, inter bool) topology.System {
 	}
 	return topology.System{GPU: sys.GPU, Topology: t}
 }
-
