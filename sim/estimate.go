@@ -180,20 +180,22 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
-	decode := make([]partition.Program, plan.Size())
-	prefill := make([]partition.Program, plan.Size())
+	// The TP ranks of a stage run the same ops: count one per stage before
+	// building every rank's Programs.
 	ops := 0
-	for r := range plan.Ranks {
-		prefill[r] = plan.Program(r, partition.Prefill)
-		decode[r] = plan.Program(r, partition.Decode)
-		ops += len(prefill[r].Ops) + opts.DecodeSteps*len(decode[r].Ops)
+	for s := 0; s < plan.PP; s++ {
+		r := plan.RankOf(s, 0)
+		n := len(plan.Program(r, partition.Prefill).Ops) + opts.DecodeSteps*len(plan.Program(r, partition.Decode).Ops)
+		ops += plan.TP * n
+		if ops > MaxTimelineOps {
+			return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
+		}
 	}
-	if ops > MaxTimelineOps {
-		return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
-	}
+	decode := make([]partition.Program, plan.Size())
 	var workingSets []int64
 	for r := range plan.Ranks {
-		pre := prefill[r]
+		pre := plan.Program(r, partition.Prefill)
+		decode[r] = plan.Program(r, partition.Decode)
 		ws := workingSet(decode[r])
 		workingSets = append(workingSets, ws)
 		res := 1.0

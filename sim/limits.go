@@ -8,11 +8,13 @@ import (
 )
 
 // MaxTimelineOps bounds the ops one discrete-event timeline simulates
-// (every rank's prefill ops plus decode steps × its decode ops). The
-// timeline keeps a slice per op, ≈ 0.5 KB, at ≈ 6 µs each on a 2-core VM
-// (docs/measurements/limits.md), so the bound holds an estimate to about
-// 1 GB and 15 s. The seed's tp8pp2 simulates ≈ 0.27 M ops.
-const MaxTimelineOps = 2_000_000
+// (every rank's prefill ops plus decode steps × its decode ops; counted at
+// least, so the error may name a partial count). The timeline keeps a slice
+// per op (≈ 0.7 KB with its bookkeeping) and its time grows with ops and
+// ranks: at this bound an estimate stays under ≈ 1 GB and ≈ 30 s on a
+// 2-core VM (docs/measurements/limits.md). The seed's tp8pp2 simulates
+// ≈ 0.2 M ops.
+const MaxTimelineOps = 1_000_000
 
 // TooLargeError says a plan's timeline would simulate more than
 // MaxTimelineOps ops.
@@ -24,7 +26,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("estimate %s: the timeline would simulate %d ops (%d ranks, prefill and %d decode steps), more than the %d allowed; "+
+	return fmt.Sprintf("estimate %s: the timeline would simulate at least %d ops (%d ranks, prefill and %d decode steps), more than the %d allowed; "+
 		"use fewer micro-batches or ranks, or `partbench search`, whose closed form has no such bound",
 		e.Name, e.Ops, e.Ranks, e.DecodeSteps, MaxTimelineOps)
 }

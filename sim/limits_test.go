@@ -73,10 +73,10 @@ func TestCheckFiniteNamesThePath(t *testing.T) {
 // built, naming the count.
 func TestEstimateBounded(t *testing.T) {
 	p := plan(t, "test/single-tiny")
-	// One rank; at 1,000,000 decode steps its decode ops alone exceed 2M.
+	// One rank; at 1,000,000 decode steps its decode ops alone exceed 1M.
 	_, err := EstimatePlan(p, Options{DecodeSteps: 1_000_000})
 	var tl *TooLargeError
-	if !errors.As(err, &tl) || tl.Ops <= MaxTimelineOps || !strings.Contains(err.Error(), "more than the 2000000 allowed") {
+	if !errors.As(err, &tl) || tl.Ops <= MaxTimelineOps || !strings.Contains(err.Error(), "more than the 1000000 allowed") {
 		t.Fatalf("want TooLargeError, got %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestRefineSkipsTooLargeTimelines(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &SearchResult{Rows: []SearchRow{{Candidate: cand, Quick: &q}}}
-	// tp8pp2 decode: 16 ranks × > 8 ops a step; at 100,000 steps, > 2M ops.
+	// tp8pp2 decode: 16 ranks × > 8 ops a step; at 100,000 steps, > 1M ops.
 	if err := r.Refine(spec, 1, Options{DecodeSteps: 100_000}, nil); err != nil {
 		t.Fatal(err)
 	}
