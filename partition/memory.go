@@ -101,12 +101,42 @@ func (p *Plan) fitMemory() error {
 		}
 		if fixed || chunk == 1 || p.memory(p.Ranks[worst], 1).TotalBytes > p.Ranks[worst].Memory.CapacityBytes {
 			r := p.Ranks[worst]
-			mem := r.Memory
-			return fmt.Errorf("plan %s does not fit: rank %d (stage %d, tp %d) needs %.2f GB (weights %.2f + KV cache %.2f + activations %.2f at prefill chunk %d), usable HBM is %.2f GB (hardware.hbm_bytes − hardware.hbm_reserved_bytes)",
-				p.Config.Name, r.Rank, r.Stage, r.TPIndex, gb(mem.TotalBytes), gb(mem.WeightBytes), gb(mem.KVCacheBytes), gb(mem.ActivationBytes), chunk, gb(mem.CapacityBytes))
+			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, PrefillChunk: chunk}
 		}
 		chunk = (chunk + 1) / 2
 	}
 }
 
 func gb(b int64) float64 { return float64(b) / 1e9 }
+
+// NoFitError says a plan does not fit in memory: the rank that needs the
+// most, what it needs at the smallest prefill chunk tried, and its capacity.
+// NewPlan returns it (match with errors.As); any other error is not about
+// memory.
+type NoFitError struct {
+	Plan         string
+	Rank         int
+	Stage        int
+	TPIndex      int
+	Memory       Memory
+	PrefillChunk int
+}
+
+func (e *NoFitError) Error() string {
+	m := e.Memory
+	return fmt.Sprintf("plan %s does not fit: rank %d (stage %d, tp %d) needs %.2f GB (weights %.2f + KV cache %.2f + activations %.2f at prefill chunk %d), usable HBM is %.2f GB (hardware.hbm_bytes − hardware.hbm_reserved_bytes)",
+		e.Plan, e.Rank, e.Stage, e.TPIndex, gb(m.TotalBytes), gb(m.WeightBytes), gb(m.KVCacheBytes), gb(m.ActivationBytes), e.PrefillChunk, gb(m.CapacityBytes))
+}
+
+// Reason names what keeps the plan out of memory: the weights alone, the
+// weights with the KV cache, or else the activations at the smallest chunk.
+func (e *NoFitError) Reason() string {
+	m := e.Memory
+	switch {
+	case m.WeightBytes > m.CapacityBytes:
+		return "weights exceed usable HBM"
+	case m.WeightBytes+m.KVCacheBytes > m.CapacityBytes:
+		return "weights + KV cache exceed usable HBM"
+	}
+	return "activations do not fit even at the smallest prefill chunk"
+}

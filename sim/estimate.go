@@ -180,6 +180,17 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
+	// The TP ranks of a stage run the same ops: count one per stage before
+	// building every rank's Programs.
+	ops := 0
+	for s := 0; s < plan.PP; s++ {
+		r := plan.RankOf(s, 0)
+		n := len(plan.Program(r, partition.Prefill).Ops) + opts.DecodeSteps*len(plan.Program(r, partition.Decode).Ops)
+		ops += plan.TP * n
+		if ops > MaxTimelineOps {
+			return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
+		}
+	}
 	decode := make([]partition.Program, plan.Size())
 	var workingSets []int64
 	for r := range plan.Ranks {
@@ -277,6 +288,9 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.rankUse(partition.Decode, w0, w1)
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
+	if err := checkFinite(e); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
