@@ -39,6 +39,10 @@ type StepInput struct {
 type StepOutput struct {
 	Tensors []Tensor
 	Execute time.Duration
+	// Import is the time spent installing the request's state (weights, KV
+	// cache) on the device; Serialize the time spent reading the reply's
+	// state back and encoding it. Zero for engines that do not measure them.
+	Import, Serialize time.Duration
 }
 
 // Engine runs a model for the server. SessionBytes must be known before
