@@ -164,6 +164,11 @@ type StepResult struct {
 	Receive   time.Duration // server: receiving the request's data
 	Execute   time.Duration
 	Send      time.Duration // server: sending the reply
+	// Import and Serialize are the engine's: installing the request's state
+	// on the device, and reading the reply's back and encoding it. Span is
+	// the server's whole request; Util the device's utilization over it.
+	Import, Serialize, Span time.Duration
+	Util                    Utilization
 	Wall      time.Duration // the client's call, end to end
 	Bytes     commcount.TransferSnapshot
 }
@@ -257,6 +262,8 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 	}
 	res.QueueWait, res.Receive = time.Duration(tl.QueueWaitNs), time.Duration(tl.ReceiveNs)
 	res.Execute, res.Send = time.Duration(tl.ExecuteNs), time.Duration(tl.SendNs)
+	res.Import, res.Serialize, res.Span = time.Duration(tl.ImportNs), time.Duration(tl.SerializeNs), time.Duration(tl.SpanNs)
+	res.Util = Utilization{Fraction: tl.Utilization, Source: tl.UtilSource}
 	res.Wall = time.Since(t0)
 	res.Bytes = tr.Snapshot()
 	return res, nil
