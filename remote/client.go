@@ -169,8 +169,8 @@ type StepResult struct {
 	// the server's whole request; Util the device's utilization over it.
 	Import, Serialize, Span time.Duration
 	Util                    Utilization
-	Wall      time.Duration // the client's call, end to end
-	Bytes     commcount.TransferSnapshot
+	Wall                    time.Duration // the client's call, end to end
+	Bytes                   commcount.TransferSnapshot
 }
 
 // Step sends one request and reads its reply.
