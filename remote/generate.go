@@ -141,17 +141,17 @@ func GenerateLocal(ctx context.Context, eng Engine, plan *partition.Plan, prompt
 		if k < 0 {
 			in.Phase, in.Step = partition.Prefill, 0
 		}
-		t0 := time.Now()
+		t0, stop := time.Now(), CPUBusy{}.Start()
 		out, err := es.Step(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		wall := time.Since(t0)
+		wall, util := time.Since(t0), stop()
 		if ids, err = tokensOf(out.Tensors); err != nil {
 			return nil, err
 		}
 		g.Tokens = append(g.Tokens, ids)
-		g.Calls = append(g.Calls, Call{Phase: in.Phase, Step: in.Step, Result: &StepResult{Execute: out.Execute, Import: out.Import, Serialize: out.Serialize, Wall: wall, Span: wall}})
+		g.Calls = append(g.Calls, Call{Phase: in.Phase, Step: in.Step, Result: &StepResult{Execute: out.Execute, Import: out.Import, Serialize: out.Serialize, Wall: wall, Span: wall, Util: util}})
 	}
 	return g, nil
 }
