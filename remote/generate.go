@@ -26,6 +26,7 @@ type Call struct {
 type Generation struct {
 	Tokens [][]uint32
 	Open   commcount.TransferSnapshot // kv mode's weight upload
+	Load   *Call                      // kv mode's weight upload request (nil otherwise)
 	Calls  []Call
 }
 
@@ -76,6 +77,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 			return nil, fmt.Errorf("load weights: %w", err)
 		}
 		g.Open = r.Bytes
+		g.Load = &Call{Phase: PhaseLoad, Result: r}
 	}
 	byName := map[string]Tensor{}
 	for _, w := range weights {

@@ -157,26 +157,27 @@ func rowsOf(plan *partition.Plan, mode partition.RemoteMode, g *Generation, link
 		order = append(order, phase)
 		return r
 	}
-	if mode == partition.RemoteKV {
-		r := add(PhaseLoad)
-		want, _ := plan.RemoteOpenBytes(mode)
-		r.Requests, r.NetBytes, r.WantBytes = 1, g.Open.PayloadUp+g.Open.PayloadDown, want
-		r.WireBytes = g.Open.WireUp + g.Open.WireDown
-		if r.NetBytes != want {
-			bad = append(bad, fmt.Sprintf("%s load: payload %d B, the model says %d B", mode, r.NetBytes, want))
-		}
+	calls := g.Calls
+	if g.Load != nil {
+		calls = append([]Call{*g.Load}, calls...)
 	}
-	for _, c := range g.Calls {
+	for _, c := range calls {
 		r := add(c.Phase)
 		res := c.Result
-		want, err := plan.RemoteBytesOf(mode, partition.RemoteRequest{Phase: c.Phase, Step: c.Step}, partition.RemoteOptions{})
+		var want partition.RemoteBytes
+		var err error
+		if c.Phase == PhaseLoad {
+			want.UpWeights, err = plan.RemoteOpenBytes(mode)
+		} else {
+			want, err = plan.RemoteBytesOf(mode, partition.RemoteRequest{Phase: c.Phase, Step: c.Step}, partition.RemoteOptions{})
+		}
 		if err != nil {
 			bad = append(bad, err.Error())
 		}
 		got := res.Bytes.PayloadUp + res.Bytes.PayloadDown
-		if got != want.Total() {
-			bad = append(bad, fmt.Sprintf("%s %s step %d: payload %d B (up %d, down %d), the model says %d B (up %d, down %d)",
-				mode, c.Phase, c.Step, got, res.Bytes.PayloadUp, res.Bytes.PayloadDown, want.Total(), want.Up(), want.Down()))
+		if res.Bytes.PayloadUp != want.Up() || res.Bytes.PayloadDown != want.Down() {
+			bad = append(bad, fmt.Sprintf("%s %s step %d: payload up %d B, down %d B; the model says up %d B, down %d B",
+				mode, c.Phase, c.Step, res.Bytes.PayloadUp, res.Bytes.PayloadDown, want.Up(), want.Down()))
 		}
 		r.Requests++
 		r.NetBytes += got
@@ -197,9 +198,10 @@ func rowsOf(plan *partition.Plan, mode partition.RemoteMode, g *Generation, link
 		if res.Util.Source != "" {
 			r.UtilSrc = res.Util.Source
 		}
-		if c.Phase == partition.Prefill {
+		switch c.Phase {
+		case partition.Prefill:
 			r.Tokens += batch * plan.Config.Workload.PromptTokens()
-		} else {
+		case partition.Decode:
 			r.Tokens += batch
 		}
 	}
