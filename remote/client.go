@@ -239,7 +239,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
 			return nil, fmt.Errorf("server %s: step reply: %w", s.c.cfg.Addr, err)
 		}
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, 0, ti.Bytes)}
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
 		for int64(len(t.Data)) < ti.Bytes {
 			f, err := recv()
 			if err != nil {
@@ -249,7 +249,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
 				return nil, fmt.Errorf("server %s: step reply: tensor %q overran its %d B", s.c.cfg.Addr, ti.Name, ti.Bytes)
 			}
-			t.Data = append(t.Data, d...)
+			t.Data = appendChunk(t.Data, d, ti.Bytes)
 		}
 		res.Tensors = append(res.Tensors, t)
 	}

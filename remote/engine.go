@@ -77,3 +77,16 @@ func checkTensor(name string, elem int, shape []int64, bytes int64) error {
 	}
 	return nil
 }
+
+// appendChunk adds a received data chunk to a tensor of total bytes: a
+// tensor that arrives in one chunk keeps the chunk as its storage (the
+// decoded message owns it), a larger one is gathered into one allocation.
+func appendChunk(data, chunk []byte, total int64) []byte {
+	if len(data) == 0 && int64(len(chunk)) == total {
+		return chunk
+	}
+	if data == nil || cap(data) == 0 {
+		data = make([]byte, 0, total)
+	}
+	return append(data, chunk...)
+}

@@ -413,7 +413,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	}()
 	t0 := time.Now()
 	for _, ti := range h.Tensors {
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, 0, ti.Bytes)}
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
 		for int64(len(t.Data)) < ti.Bytes {
 			f, err := st.Recv()
 			if err != nil {
@@ -423,7 +423,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
 				return status.Errorf(codes.InvalidArgument, "step: tensor %q: a frame of %d B past the declared %d B, or not a data frame", ti.Name, len(d), ti.Bytes)
 			}
-			t.Data = append(t.Data, d...)
+			t.Data = appendChunk(t.Data, d, ti.Bytes)
 		}
 		in.Tensors = append(in.Tensors, t)
 	}
