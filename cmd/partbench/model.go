@@ -13,6 +13,7 @@ import (
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 type modelOptions struct {
@@ -26,6 +27,9 @@ type modelOptions struct {
 	trace       string
 	sweep       string
 	calibration string
+	// remote dry run (cmd/partbench/remote.go)
+	remoteLink, remoteMode string
+	remoteOverheadS        float64
 }
 
 func newModelCmd() *cobra.Command {
@@ -51,6 +55,9 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
+	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
+	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
+	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
 	return cmd
 }
@@ -80,6 +87,9 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
+	}
+	if o.remoteLink != "" {
+		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {

@@ -16,6 +16,8 @@ type Compute struct {
 	seed  int64
 	kv    map[int]*kvCache
 	out   []mbOut
+	// prompt, when set (SetPrompt), replaces the seeded prompt tokens.
+	prompt []int32
 
 	allocated int64
 }
@@ -107,7 +109,7 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x pexec.F32, emb *mod
 	if past < k.c.frame.Prompt {
 		for i := 0; i < seqs; i++ {
 			for j := 0; j < q; j++ {
-				tokens[i*q+j] = float32(model.PromptToken(k.c.seed, mb*seqs+i, past+j, op.Vocab))
+				tokens[i*q+j] = float32(k.c.promptToken(mb*seqs+i, past+j, op.Vocab))
 			}
 		}
 	}

@@ -488,11 +488,22 @@ func (x *StepHeader) GetTensors() []*TensorInfo {
 
 // StepTrailer ends a reply: the server's own timings of the step.
 type StepTrailer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	QueueWaitNs   int64                  `protobuf:"varint,1,opt,name=queue_wait_ns,json=queueWaitNs,proto3" json:"queue_wait_ns,omitempty"`
-	ReceiveNs     int64                  `protobuf:"varint,2,opt,name=receive_ns,json=receiveNs,proto3" json:"receive_ns,omitempty"`
-	ExecuteNs     int64                  `protobuf:"varint,3,opt,name=execute_ns,json=executeNs,proto3" json:"execute_ns,omitempty"`
-	SendNs        int64                  `protobuf:"varint,4,opt,name=send_ns,json=sendNs,proto3" json:"send_ns,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	QueueWaitNs int64                  `protobuf:"varint,1,opt,name=queue_wait_ns,json=queueWaitNs,proto3" json:"queue_wait_ns,omitempty"`
+	ReceiveNs   int64                  `protobuf:"varint,2,opt,name=receive_ns,json=receiveNs,proto3" json:"receive_ns,omitempty"`
+	ExecuteNs   int64                  `protobuf:"varint,3,opt,name=execute_ns,json=executeNs,proto3" json:"execute_ns,omitempty"`
+	SendNs      int64                  `protobuf:"varint,4,opt,name=send_ns,json=sendNs,proto3" json:"send_ns,omitempty"`
+	// import_ns: installing the request's weights and KV cache on the device;
+	// serialize_ns: reading the reply's state back and encoding it.
+	ImportNs    int64 `protobuf:"varint,5,opt,name=import_ns,json=importNs,proto3" json:"import_ns,omitempty"`
+	SerializeNs int64 `protobuf:"varint,6,opt,name=serialize_ns,json=serializeNs,proto3" json:"serialize_ns,omitempty"`
+	// span_ns: the server's whole request, header received to trailer sent.
+	SpanNs int64 `protobuf:"varint,7,opt,name=span_ns,json=spanNs,proto3" json:"span_ns,omitempty"`
+	// utilization: the device's busy fraction over span_ns, in [0, 1], as
+	// util_source measured it ("cpu-busy", "nvml-gpm-sm-activity",
+	// "nvml-utilization"; empty: not measured).
+	Utilization   float64 `protobuf:"fixed64,8,opt,name=utilization,proto3" json:"utilization,omitempty"`
+	UtilSource    string  `protobuf:"bytes,9,opt,name=util_source,json=utilSource,proto3" json:"util_source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +564,41 @@ func (x *StepTrailer) GetSendNs() int64 {
 		return x.SendNs
 	}
 	return 0
+}
+
+func (x *StepTrailer) GetImportNs() int64 {
+	if x != nil {
+		return x.ImportNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetSerializeNs() int64 {
+	if x != nil {
+		return x.SerializeNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetSpanNs() int64 {
+	if x != nil {
+		return x.SpanNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetUtilization() float64 {
+	if x != nil {
+		return x.Utilization
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetUtilSource() string {
+	if x != nil {
+		return x.UtilSource
+	}
+	return ""
 }
 
 // Frame is one message of a Step stream: a header, then data chunks, then
@@ -950,14 +996,20 @@ const file_remote_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1a.partbench.remote.v1.PhaseR\x05phase\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x129\n" +
-	"\atensors\x18\x04 \x03(\v2\x1f.partbench.remote.v1.TensorInfoR\atensors\"\x88\x01\n" +
+	"\atensors\x18\x04 \x03(\v2\x1f.partbench.remote.v1.TensorInfoR\atensors\"\xa4\x02\n" +
 	"\vStepTrailer\x12\"\n" +
 	"\rqueue_wait_ns\x18\x01 \x01(\x03R\vqueueWaitNs\x12\x1d\n" +
 	"\n" +
 	"receive_ns\x18\x02 \x01(\x03R\treceiveNs\x12\x1d\n" +
 	"\n" +
 	"execute_ns\x18\x03 \x01(\x03R\texecuteNs\x12\x17\n" +
-	"\asend_ns\x18\x04 \x01(\x03R\x06sendNs\"\x9e\x01\n" +
+	"\asend_ns\x18\x04 \x01(\x03R\x06sendNs\x12\x1b\n" +
+	"\timport_ns\x18\x05 \x01(\x03R\bimportNs\x12!\n" +
+	"\fserialize_ns\x18\x06 \x01(\x03R\vserializeNs\x12\x17\n" +
+	"\aspan_ns\x18\a \x01(\x03R\x06spanNs\x12 \n" +
+	"\vutilization\x18\b \x01(\x01R\vutilization\x12\x1f\n" +
+	"\vutil_source\x18\t \x01(\tR\n" +
+	"utilSource\"\x9e\x01\n" +
 	"\x05Frame\x129\n" +
 	"\x06header\x18\x01 \x01(\v2\x1f.partbench.remote.v1.StepHeaderH\x00R\x06header\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12<\n" +
