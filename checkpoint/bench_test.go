@@ -1,0 +1,133 @@
+package checkpoint
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// benchCheckpoint writes a Llama-shaped BF16 checkpoint of about mb MiB
+// (hidden 1024, ffn 2816, as many layers as fit) and returns its path and
+// the layer count.
+func benchCheckpoint(b *testing.B, mb int) (string, int) {
+	b.Helper()
+	const h, ffn = 1024, 2816
+	layerBytes := 2 * (4*h*h + 3*h*ffn)
+	layers := max(1, mb<<20/layerBytes)
+	var ts []rawTensorData
+	fill := func(n int) []byte {
+		d := make([]byte, 2*n)
+		for i := range d {
+			d[i] = byte(i*7 + 3)
+		}
+		return d
+	}
+	for l := 0; l < layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		for _, m := range []struct {
+			name       string
+			rows, cols int64
+		}{
+			{"self_attn.q_proj.weight", h, h}, {"self_attn.k_proj.weight", h, h}, {"self_attn.v_proj.weight", h, h},
+			{"self_attn.o_proj.weight", h, h},
+			{"mlp.gate_proj.weight", ffn, h}, {"mlp.up_proj.weight", ffn, h}, {"mlp.down_proj.weight", h, ffn},
+		} {
+			ts = append(ts, rawTensorData{p + m.name, BF16, []int64{m.rows, m.cols}, fill(int(m.rows * m.cols))})
+		}
+	}
+	path := filepath.Join(b.TempDir(), SingleFile)
+	writeSafetensors(b, path, ts)
+	return path, layers
+}
+
+// BenchmarkRankSlices compares, in one run, a tensor-parallel rank reading
+// its shards (column-parallel weights by rows, row-parallel by columns,
+// converted to float32) with a plain sequential read of the whole file, and
+// reports both bandwidths in bytes of the file per second and their ratio.
+// The file is in the page cache after the first iteration: this measures the
+// reader's overhead; cold-cache numbers need a multi-GB checkpoint and a
+// dropped cache (PARTBENCH_CKPT_BENCH_MB sets the size, default 64).
+func BenchmarkRankSlices(b *testing.B) {
+	mb := 64
+	if s := os.Getenv("PARTBENCH_CKPT_BENCH_MB"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			b.Fatalf("PARTBENCH_CKPT_BENCH_MB = %q: must be a positive integer", s)
+		}
+		mb = v
+	}
+	path, layers := benchCheckpoint(b, mb)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tp := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
+			f, err := Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			buf := make([]byte, 4<<20)
+			dst := map[string][]float32{} // the rank's weight buffers, filled in place
+			var seqNS, sliceNS, sliceBytes int64
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				r, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				t1 := time.Now()
+				sliceBytes = 0
+				for l := 0; l < layers; l++ {
+					p := fmt.Sprintf("model.layers.%d.", l)
+					for _, m := range []struct {
+						name string
+						cols bool // row-parallel: the rank's input columns
+					}{
+						{"self_attn.q_proj.weight", false}, {"self_attn.k_proj.weight", false}, {"self_attn.v_proj.weight", false},
+						{"self_attn.o_proj.weight", true},
+						{"mlp.gate_proj.weight", false}, {"mlp.up_proj.weight", false}, {"mlp.down_proj.weight", true},
+					} {
+						x, _ := f.Tensor(p + m.name)
+						dim := x.Info.Shape[0]
+						if m.cols {
+							dim = x.Info.Shape[1]
+						}
+						lo, hi := int64(0), dim/int64(tp) // rank 0's shard
+						out := dst[x.Info.Name]
+						if out == nil {
+							out = make([]float32, x.Info.Elements()/int64(tp))
+							dst[x.Info.Name] = out
+						}
+						if m.cols {
+							err = x.ReadCols(out, lo, hi)
+						} else {
+							err = x.ReadRows(out, lo, hi)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						sliceBytes += 2 * int64(len(out))
+					}
+				}
+				t2 := time.Now()
+				seqNS += t1.Sub(t0).Nanoseconds()
+				sliceNS += t2.Sub(t1).Nanoseconds()
+			}
+			seqBps := float64(st.Size()) * float64(b.N) / (float64(seqNS) / 1e9)
+			sliceBps := float64(sliceBytes) * float64(b.N) / (float64(sliceNS) / 1e9)
+			b.ReportMetric(seqBps/1e6, "seq-MB/s")
+			b.ReportMetric(sliceBps/1e6, "slice-MB/s")
+			b.ReportMetric(sliceBps/seqBps, "slice/seq")
+		})
+	}
+}

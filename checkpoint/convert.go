@@ -1,0 +1,60 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// BF16ToFloat32 widens a bfloat16 bit pattern: bfloat16 is the top half of
+// an IEEE-754 binary32, so the conversion is exact.
+func BF16ToFloat32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// F16ToFloat32 widens an IEEE-754 binary16 bit pattern (1 sign, 5 exponent
+// bits with bias 15, 10 fraction bits) exactly, subnormals, infinities and
+// NaNs included.
+func F16ToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // infinity or NaN; keep the payload
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp != 0: // normal: rebias 15 → 127
+		return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+	case frac == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal: frac·2^-24. Normalise: shift until the implicit bit (bit 10) is set.
+	e := uint32(127 - 15 + 1)
+	for frac&0x400 == 0 {
+		frac <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (frac&0x3ff)<<13)
+}
+
+// decode converts little-endian elements of dtype d from src into dst
+// (len(dst) elements). d must be F32, F16 or BF16. The loops index src by
+// pairs or quads after one up-front reslice, so the compiler drops the
+// per-element bounds checks.
+func decode(dst []float32, src []byte, d DType) {
+	switch d {
+	case F32:
+		src = src[:4*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
+		}
+	case F16:
+		src = src[:2*len(dst)]
+		for i := range dst {
+			dst[i] = F16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	case BF16:
+		src = src[:2*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
+		}
+	default:
+		panic("checkpoint: decode of " + string(d)) // callers check Float() first
+	}
+}

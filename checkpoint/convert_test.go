@@ -1,0 +1,80 @@
+package checkpoint
+
+import (
+	"math"
+	"testing"
+)
+
+func TestF16HandPatterns(t *testing.T) {
+	// Each value is derived from the binary16 layout: sign | 5-bit exponent
+	// (bias 15) | 10-bit fraction.
+	for _, c := range []struct {
+		bits uint16
+		want float32
+	}{
+		{0x3C00, 1},                              // exp 15 → 2^0, fraction 0
+		{0xC000, -2},                             // sign, exp 16 → 2^1
+		{0x3555, 0.333251953125},                 // 2^-2 · (1 + 0x155/1024) = 0.25 · 1.3330078125
+		{0x7BFF, 65504},                          // largest normal: 2^15 · (2 − 2^-10)
+		{0x0400, 1.0 / 16384},                    // smallest normal 2^-14
+		{0x0001, float32(math.Ldexp(1, -24))},    // smallest subnormal 2^-24
+		{0x03FF, float32(math.Ldexp(1023, -24))}, // largest subnormal 1023 · 2^-24
+		{0x8000, float32(math.Copysign(0, -1))},  // −0
+		{0x7C00, float32(math.Inf(1))},
+		{0xFC00, float32(math.Inf(-1))},
+	} {
+		got := F16ToFloat32(c.bits)
+		if math.Float32bits(got) != math.Float32bits(c.want) {
+			t.Errorf("F16ToFloat32(%#04x) = %v (%#08x), want %v (%#08x)", c.bits, got, math.Float32bits(got), c.want, math.Float32bits(c.want))
+		}
+	}
+	if v := F16ToFloat32(0x7E00); !math.IsNaN(float64(v)) {
+		t.Errorf("F16ToFloat32(0x7E00) = %v, want NaN", v)
+	}
+}
+
+// TestF16Exhaustive checks all 65536 patterns against the textbook formula
+// evaluated in float64 (an independent derivation: no bit manipulation).
+func TestF16Exhaustive(t *testing.T) {
+	for b := 0; b < 1<<16; b++ {
+		s, e, f := b>>15, (b>>10)&0x1f, b&0x3ff
+		var want float64
+		switch {
+		case e == 0x1f && f != 0:
+			if !math.IsNaN(float64(F16ToFloat32(uint16(b)))) {
+				t.Fatalf("%#04x: want NaN", b)
+			}
+			continue
+		case e == 0x1f:
+			want = math.Inf(1)
+		case e == 0:
+			want = math.Ldexp(float64(f), -24)
+		default:
+			want = math.Ldexp(float64(1024+f), e-25)
+		}
+		if s == 1 {
+			want = math.Copysign(want, -1)
+		}
+		if got := F16ToFloat32(uint16(b)); math.Float32bits(got) != math.Float32bits(float32(want)) {
+			t.Fatalf("F16ToFloat32(%#04x) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+func TestBF16HandPatterns(t *testing.T) {
+	// bfloat16: sign | 8-bit exponent (bias 127) | 7-bit fraction.
+	for _, c := range []struct {
+		bits uint16
+		want float32
+	}{
+		{0x3F80, 1},                            // exp 127, fraction 0
+		{0xC040, -3},                           // sign, exp 128 → 2, fraction 0x40/128 = 0.5 → 2·1.5
+		{0x4049, 3.140625},                     // exp 128 → 2 · (1 + 0x49/128) = 2 · 1.5703125
+		{0x0001, float32(math.Ldexp(1, -133))}, // subnormal: 1·2^-7 · 2^-126
+		{0x7F80, float32(math.Inf(1))},
+	} {
+		if got := BF16ToFloat32(c.bits); math.Float32bits(got) != math.Float32bits(c.want) {
+			t.Errorf("BF16ToFloat32(%#04x) = %v, want %v", c.bits, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+// Package checkpoint reads Hugging Face model directories: config.json into a
+// neutral description of the architecture, and safetensors weights (single
+// file or sharded with model.safetensors.index.json), memory-mapped and
+// validated, with per-tensor row and column slices converted to float32.
+//
+// It owns the file formats only: it must not decide partitionings, run models
+// or import partition, sim or exec; callers ask it for the slices they need.
+// Every byte it reads from a file is untrusted input and is validated first.
+package checkpoint

@@ -1,0 +1,481 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	pb "github.com/partbench/partbench/remote/remotepb"
+)
+
+// ClientConfig says how to reach a server.
+type ClientConfig struct {
+	// Addr is host:port of the server.
+	Addr string
+	// Transport is "grpc" (default) or "tcp" (the raw-TCP twin).
+	Transport string
+	Token     string
+	// TLSCA (PEM) turns on TLS for gRPC and verifies the server with it;
+	// ServerName overrides the name checked.
+	TLSCA, ServerName string
+	// MaxMessageBytes caps one message each way (default 4 MiB).
+	MaxMessageBytes int
+	// CallTimeout applies to every call whose context has no deadline
+	// (default 60 s).
+	CallTimeout time.Duration
+}
+
+// Client is one connection to a server, on either transport.
+type Client struct {
+	cfg ClientConfig
+	t   transport
+	// Socket counts every byte through the client's socket (for gRPC:
+	// HTTP/2 and TLS framing too).
+	socketIn, socketOut atomic.Int64
+}
+
+type transport interface {
+	open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error)
+	close(ctx context.Context, id string) error
+	step(ctx context.Context) (clientStream, error)
+	shutdown() error
+}
+
+type clientStream interface {
+	Send(*pb.Frame) error
+	CloseSend() error
+	Recv() (*pb.Frame, error)
+	finish()
+	wire(f *pb.Frame) int64 // framed size of one message
+}
+
+// Dial connects to a server.
+func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = 4 << 20
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = 60 * time.Second
+	}
+	c := &Client{cfg: cfg}
+	ctx, cancel := c.deadline(ctx)
+	defer cancel()
+	var err error
+	switch cfg.Transport {
+	case "", "grpc":
+		c.t, err = dialGRPC(c)
+	case "tcp":
+		c.t, err = dialTCP(ctx, c)
+	default:
+		return nil, fmt.Errorf("client: transport %q: must be grpc or tcp", cfg.Transport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.cfg.CallTimeout)
+}
+
+// SocketBytes is what crossed the client's socket each way so far.
+func (c *Client) SocketBytes() (in, out int64) { return c.socketIn.Load(), c.socketOut.Load() }
+
+// Close hangs up; the server frees this connection's sessions.
+func (c *Client) Close() error { return c.t.shutdown() }
+
+// Session is one server session.
+type Session struct {
+	c            *Client
+	ID           string
+	Mode         partition.RemoteMode
+	Bytes        int64 // server memory reserved
+	maxChunk     int
+	Plan         *partition.Plan
+	Logits       bool
+	OpenTransfer commcount.TransferSnapshot // weights load (kv mode)
+}
+
+// Open opens a session for cfg in mode; a kv-mode session then needs Load.
+func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.RemoteMode, opts partition.RemoteOptions) (*Session, error) {
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open: encode config %s: %w", cfg.Name, err)
+	}
+	ctx, cancel := c.deadline(ctx)
+	defer cancel()
+	r, err := c.t.open(ctx, &pb.OpenRequest{ConfigJson: js, ConfigHash: cfg.Hash(), Mode: pbMode(mode), Logits: opts.Logits})
+	if err != nil {
+		return nil, c.named(err)
+	}
+	chunk := int(r.MaxChunkBytes)
+	if own := chunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
+		chunk = own
+	}
+	return &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits}, nil
+}
+
+func (c *Client) named(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("server %s: %w", c.cfg.Addr, err)
+	}
+	return status.Errorf(st.Code(), "server %s: %s", c.cfg.Addr, st.Message())
+}
+
+// Close ends the session on the server.
+func (s *Session) Close(ctx context.Context) error {
+	ctx, cancel := s.c.deadline(ctx)
+	defer cancel()
+	if err := s.c.t.close(ctx, s.ID); err != nil {
+		return s.c.named(err)
+	}
+	return nil
+}
+
+// StepResult is one request's reply, the server's timings and the bytes the
+// client's transport counted.
+type StepResult struct {
+	Tensors   []Tensor
+	QueueWait time.Duration
+	Receive   time.Duration // server: receiving the request's data
+	Execute   time.Duration
+	Send      time.Duration // server: sending the reply
+	Wall      time.Duration // the client's call, end to end
+	Bytes     commcount.TransferSnapshot
+}
+
+// Step sends one request and reads its reply.
+func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []Tensor) (*StepResult, error) {
+	ctx, cancel := s.c.deadline(ctx)
+	defer cancel()
+	t0 := time.Now()
+	var tr commcount.Transfer
+	st, err := s.c.t.step(ctx)
+	if err != nil {
+		return nil, s.c.named(err)
+	}
+	defer st.finish()
+	h := &pb.StepHeader{SessionId: s.ID, Step: int32(step)}
+	switch phase {
+	case partition.Prefill:
+		h.Phase = pb.Phase_PHASE_PREFILL
+	case partition.Decode:
+		h.Phase = pb.Phase_PHASE_DECODE
+	case PhaseLoad:
+		h.Phase = pb.Phase_PHASE_LOAD
+	default:
+		return nil, fmt.Errorf("step: phase %q: must be prefill, decode or load", phase)
+	}
+	for _, t := range in {
+		if int64(len(t.Data)) != t.Bytes() {
+			return nil, fmt.Errorf("step: tensor %q holds %d B, its shape %v × %d B says %d", t.Name, len(t.Data), t.Shape, t.ElemBytes, t.Bytes())
+		}
+		h.Tensors = append(h.Tensors, &pb.TensorInfo{Name: t.Name, ElemBytes: int32(t.ElemBytes), Shape: t.Shape, Bytes: int64(len(t.Data))})
+	}
+	send := func(f *pb.Frame) error {
+		tr.Up(int64(len(f.GetData())), st.wire(f))
+		return st.Send(f)
+	}
+	err = send(&pb.Frame{Kind: &pb.Frame_Header{Header: h}})
+	for _, t := range in {
+		for off := 0; err == nil && off < len(t.Data); off += s.maxChunk {
+			err = send(&pb.Frame{Kind: &pb.Frame_Data{Data: t.Data[off:min(off+s.maxChunk, len(t.Data))]}})
+		}
+	}
+	if err == nil {
+		err = st.CloseSend()
+	}
+	// A send error may hide the server's status: the reply says why.
+	recv := func() (*pb.Frame, error) {
+		f, rerr := st.Recv()
+		if rerr != nil {
+			return nil, s.c.named(rerr)
+		}
+		tr.Down(int64(len(f.GetData())), st.wire(f))
+		return f, nil
+	}
+	f, rerr := recv()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if err != nil {
+		return nil, s.c.named(err)
+	}
+	rh := f.GetHeader()
+	if rh == nil {
+		return nil, fmt.Errorf("server %s: step: reply did not start with a header", s.c.cfg.Addr)
+	}
+	res := &StepResult{}
+	for _, ti := range rh.Tensors {
+		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
+			return nil, fmt.Errorf("server %s: step reply: %w", s.c.cfg.Addr, err)
+		}
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, 0, ti.Bytes)}
+		for int64(len(t.Data)) < ti.Bytes {
+			f, err := recv()
+			if err != nil {
+				return nil, err
+			}
+			d := f.GetData()
+			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
+				return nil, fmt.Errorf("server %s: step reply: tensor %q overran its %d B", s.c.cfg.Addr, ti.Name, ti.Bytes)
+			}
+			t.Data = append(t.Data, d...)
+		}
+		res.Tensors = append(res.Tensors, t)
+	}
+	if f, err = recv(); err != nil {
+		return nil, err
+	}
+	tl := f.GetTrailer()
+	if tl == nil {
+		return nil, fmt.Errorf("server %s: step reply: no trailer after the data", s.c.cfg.Addr)
+	}
+	res.QueueWait, res.Receive = time.Duration(tl.QueueWaitNs), time.Duration(tl.ReceiveNs)
+	res.Execute, res.Send = time.Duration(tl.ExecuteNs), time.Duration(tl.SendNs)
+	res.Wall = time.Since(t0)
+	res.Bytes = tr.Snapshot()
+	return res, nil
+}
+
+// gRPC transport.
+
+type grpcTransport struct {
+	cc  *grpc.ClientConn
+	rc  pb.RemoteClient
+	tok string
+}
+
+type countingConn struct {
+	net.Conn
+	c *Client
+}
+
+func (cc countingConn) Read(b []byte) (int, error) {
+	n, err := cc.Conn.Read(b)
+	cc.c.socketIn.Add(int64(n))
+	return n, err
+}
+
+func (cc countingConn) Write(b []byte) (int, error) {
+	n, err := cc.Conn.Write(b)
+	cc.c.socketOut.Add(int64(n))
+	return n, err
+}
+
+func dialGRPC(c *Client) (transport, error) {
+	cfg := c.cfg
+	creds := insecure.NewCredentials()
+	if cfg.TLSCA != "" {
+		pool, err := loadPool(cfg.TLSCA)
+		if err != nil {
+			return nil, err
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12})
+	}
+	var d net.Dialer
+	cc, err := grpc.NewClient("passthrough:///"+cfg.Addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{conn, c}, nil
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
+	}
+	return &grpcTransport{cc: cc, rc: pb.NewRemoteClient(cc), tok: cfg.Token}, nil
+}
+
+func (g *grpcTransport) ctx(ctx context.Context) context.Context {
+	if g.tok == "" {
+		return ctx
+	}
+	return metadataWithToken(ctx, g.tok)
+}
+
+func (g *grpcTransport) open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	return g.rc.Open(g.ctx(ctx), req, grpc.WaitForReady(false))
+}
+
+func (g *grpcTransport) close(ctx context.Context, id string) error {
+	_, err := g.rc.Close(g.ctx(ctx), &pb.CloseRequest{SessionId: id})
+	return err
+}
+
+type grpcClientStream struct {
+	pb.Remote_StepClient
+	cancel context.CancelFunc
+}
+
+func (s grpcClientStream) finish()                { s.cancel() }
+func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + grpcPrefixBytes) }
+
+func (g *grpcTransport) step(ctx context.Context) (clientStream, error) {
+	ctx, cancel := context.WithCancel(g.ctx(ctx))
+	st, err := g.rc.Step(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return grpcClientStream{st, cancel}, nil
+}
+
+func (g *grpcTransport) shutdown() error { return g.cc.Close() }
+
+// Raw-TCP transport: one call at a time on one connection.
+
+type tcpTransport struct {
+	mu   sync.Mutex
+	tc   *tcpConn
+	addr string
+}
+
+func dialTCP(ctx context.Context, c *Client) (transport, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: server %s: %w", c.cfg.Addr, err)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	t := &tcpTransport{tc: newTCPConn(countingConn{conn, c}, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
+	stop := t.bind(ctx)
+	defer stop()
+	if _, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {
+		err = t.tc.flush()
+	}
+	e, _, err := t.tc.read()
+	if err == nil {
+		err = envelopeErr(e)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, c.named(err)
+	}
+	return t, nil
+}
+
+// bind makes the connection obey ctx's deadline and cancellation.
+func (t *tcpTransport) bind(ctx context.Context) func() {
+	if d, ok := ctx.Deadline(); ok {
+		t.tc.c.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { t.tc.c.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		stop()
+		t.tc.c.SetDeadline(time.Time{})
+	}
+}
+
+func envelopeErr(e *pb.Envelope) error {
+	if er := e.GetError(); er != nil {
+		return status.Error(codes.Code(er.Code), er.Message)
+	}
+	return nil
+}
+
+func (t *tcpTransport) call(ctx context.Context, e *pb.Envelope) (*pb.Envelope, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stop := t.bind(ctx)
+	defer stop()
+	if _, err := t.tc.write(e); err != nil {
+		return nil, err
+	}
+	if err := t.tc.flush(); err != nil {
+		return nil, err
+	}
+	r, _, err := t.tc.read()
+	if err != nil {
+		return nil, err
+	}
+	return r, envelopeErr(r)
+}
+
+func (t *tcpTransport) open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	r, err := t.call(ctx, &pb.Envelope{Kind: &pb.Envelope_Open{Open: req}})
+	if err != nil {
+		return nil, err
+	}
+	if r.GetOpened() == nil {
+		return nil, fmt.Errorf("open: unexpected reply %T", r.Kind)
+	}
+	return r.GetOpened(), nil
+}
+
+func (t *tcpTransport) close(ctx context.Context, id string) error {
+	_, err := t.call(ctx, &pb.Envelope{Kind: &pb.Envelope_Close{Close: &pb.CloseRequest{SessionId: id}}})
+	return err
+}
+
+type tcpClientStream struct {
+	t    *tcpTransport
+	stop func()
+}
+
+func (s *tcpClientStream) Send(f *pb.Frame) error {
+	_, err := s.t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	return err
+}
+
+func (s *tcpClientStream) CloseSend() error { return s.t.tc.flush() }
+
+func (s *tcpClientStream) Recv() (*pb.Frame, error) {
+	e, _, err := s.t.tc.read()
+	if err != nil {
+		return nil, err
+	}
+	if err := envelopeErr(e); err != nil {
+		return nil, err
+	}
+	if e.GetFrame() == nil {
+		return nil, fmt.Errorf("step: unexpected reply %T", e.Kind)
+	}
+	return e.GetFrame(), nil
+}
+
+func (s *tcpClientStream) finish() {
+	s.stop()
+	s.t.mu.Unlock()
+}
+
+func (s *tcpClientStream) wire(f *pb.Frame) int64 {
+	return int64(proto.Size(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}) + tcpPrefixBytes)
+}
+
+func (t *tcpTransport) step(ctx context.Context) (clientStream, error) {
+	t.mu.Lock()
+	return &tcpClientStream{t: t, stop: t.bind(ctx)}, nil
+}
+
+func (t *tcpTransport) shutdown() error { return t.tc.c.Close() }

@@ -1,0 +1,8 @@
+// Package remote is partbench's remote execution: a GPU server holding
+// sessions (weights and KV caches, per mode) behind gRPC and a raw-TCP twin of
+// the same protocol, a client for both, and byte counts taken in the transport.
+//
+// It executes through the Engine interface and must not invent a second
+// Program: what each mode ships is partition's RemotePayloadOf; it must not
+// import exec backends (the engine is given to it) nor write to disk.
+package remote

@@ -1,0 +1,241 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/partbench/partbench/remote/remotepb"
+)
+
+// grpcPrefixBytes is gRPC's per-message framing: a compressed flag and a
+// 4-byte length (gRPC over HTTP/2 protocol, "Length-Prefixed-Message").
+const grpcPrefixBytes = 5
+
+// DisconnectBound is how long after a client vanishes without closing its
+// connection (a killed host, a cut cable) the server notices and frees its
+// sessions: keepalive ping interval + ping timeout. A client process that is
+// killed closes its socket and is noticed at once.
+const DisconnectBound = keepaliveTime + keepaliveTimeout
+
+const (
+	keepaliveTime    = 20 * time.Second
+	keepaliveTimeout = 10 * time.Second
+)
+
+type grpcServer struct {
+	pb.UnimplementedRemoteServer
+	s      *Server
+	gs     *grpc.Server
+	health *health.Server
+	conns  atomic.Int64
+}
+
+type connKey struct{}
+
+// TagConn numbers each connection; sessions opened on it belong to it.
+func (g *grpcServer) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, fmt.Sprintf("grpc/%d", g.conns.Add(1)))
+}
+
+// HandleConn frees a connection's sessions when it ends.
+func (g *grpcServer) HandleConn(ctx context.Context, st stats.ConnStats) {
+	if _, ok := st.(*stats.ConnEnd); ok {
+		if owner, ok := ctx.Value(connKey{}).(string); ok {
+			g.s.dropOwner(owner)
+		}
+	}
+}
+
+func (g *grpcServer) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (g *grpcServer) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+func owner(ctx context.Context) string {
+	o, _ := ctx.Value(connKey{}).(string)
+	return o
+}
+
+// check is the one authorization point of the gRPC server: bearer token
+// (health checks are open, as load balancers expect) and the server-side
+// deadline.
+func (g *grpcServer) check(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
+	if !strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+		var tok string
+		if md, ok := metadata.FromIncomingContext(ctx); ok {
+			if v := md.Get("authorization"); len(v) == 1 {
+				tok, _ = strings.CutPrefix(v[0], "Bearer ")
+			}
+		}
+		if err := g.s.authorize(tok); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.s.cfg.CallTimeout)
+	return ctx, cancel, nil
+}
+
+type wrappedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w wrappedStream) Context() context.Context { return w.ctx }
+
+// ListenGRPC serves the gRPC transport on addr ("127.0.0.1:0" picks a port)
+// and returns the address it listens on.
+func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
+	if s.grpc != nil {
+		return nil, fmt.Errorf("listen %s: the gRPC transport is already serving", addr)
+	}
+	if err := s.checkListen(addr); err != nil {
+		return nil, err
+	}
+	g := &grpcServer{s: s, health: health.NewServer()}
+	opts := []grpc.ServerOption{
+		grpc.StatsHandler(g),
+		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
+		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			ctx, cancel, err := g.check(ctx, info.FullMethod)
+			if err != nil {
+				return nil, err
+			}
+			defer cancel()
+			return h(ctx, req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			ctx, cancel, err := g.check(ss.Context(), info.FullMethod)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			return h(srv, wrappedStream{ss, ctx})
+		}),
+	}
+	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
+		tc, err := serverTLS(s.cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	} else if s.cfg.ClientCA != "" {
+		return nil, fmt.Errorf("server: a client CA (%s) needs --tls-cert and --tls-key", s.cfg.ClientCA)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	g.gs = grpc.NewServer(opts...)
+	pb.RegisterRemoteServer(g.gs, g)
+	healthpb.RegisterHealthServer(g.gs, g.health)
+	g.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	g.health.SetServingStatus(pb.Remote_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.grpc = g
+	go g.gs.Serve(ln)
+	return ln.Addr(), nil
+}
+
+func serverTLS(cfg ServerConfig) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("server: --tls-cert %s / --tls-key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cfg.ClientCA != "" {
+		pool, err := loadPool(cfg.ClientCA)
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+func loadPool(file string) (*x509.CertPool, error) {
+	pemData, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("CA file %s: %w", file, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// drain is GracefulStop bounded by ctx; it reports whether it had to force.
+func (g *grpcServer) drain(ctx context.Context) bool {
+	g.health.Shutdown()
+	done := make(chan struct{})
+	go func() { g.gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+		g.gs.Stop()
+		<-done
+		return true
+	}
+}
+
+func (g *grpcServer) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	return g.s.open(owner(ctx), req)
+}
+
+func (g *grpcServer) Close(ctx context.Context, req *pb.CloseRequest) (*pb.CloseResponse, error) {
+	if err := g.s.closeSession(owner(ctx), req.SessionId); err != nil {
+		return nil, err
+	}
+	return &pb.CloseResponse{}, nil
+}
+
+// grpcServerStream counts what crosses a server Step stream.
+type grpcServerStream struct {
+	st pb.Remote_StepServer
+	s  *Server
+}
+
+func (c grpcServerStream) Send(f *pb.Frame) error {
+	c.s.Bytes.Down(int64(len(f.GetData())), int64(proto.Size(f)+grpcPrefixBytes))
+	return c.st.Send(f)
+}
+
+func (c grpcServerStream) Recv() (*pb.Frame, error) {
+	f, err := c.st.Recv()
+	if err != nil {
+		return nil, err
+	}
+	c.s.Bytes.Up(int64(len(f.GetData())), int64(proto.Size(f)+grpcPrefixBytes))
+	return f, nil
+}
+
+func (g *grpcServer) Step(st pb.Remote_StepServer) error {
+	err := g.s.serveStep(st.Context(), owner(st.Context()), grpcServerStream{st, g.s})
+	if _, ok := status.FromError(err); !ok {
+		return status.Errorf(codes.Unavailable, "step: %v", err)
+	}
+	return err
+}
+
+func metadataWithToken(ctx context.Context, tok string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}

@@ -1,0 +1,282 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/partbench/partbench/remote/remotepb"
+)
+
+// The raw-TCP twin carries the same messages as the gRPC transport, each an
+// Envelope preceded by its length (4 bytes, big-endian), one call at a time
+// per connection. A connection starts with a Hello carrying the token.
+const tcpPrefixBytes = 4
+
+// tcpConn reads and writes framed Envelopes and counts their bytes.
+type tcpConn struct {
+	c   net.Conn
+	r   *bufio.Reader
+	w   *bufio.Writer
+	max int
+	buf []byte
+}
+
+func newTCPConn(c net.Conn, maxMessage int) *tcpConn {
+	return &tcpConn{c: c, r: bufio.NewReaderSize(c, 256<<10), w: bufio.NewWriterSize(c, 256<<10), max: maxMessage}
+}
+
+// write frames one envelope; flush sends what is buffered.
+func (t *tcpConn) write(e *pb.Envelope) (int64, error) {
+	n := proto.Size(e)
+	var err error
+	t.buf, err = proto.MarshalOptions{}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := t.w.Write(t.buf); err != nil {
+		return 0, err
+	}
+	return int64(n + tcpPrefixBytes), nil
+}
+
+func (t *tcpConn) flush() error { return t.w.Flush() }
+
+// read reads one envelope, refusing one longer than the limit before
+// reading its body.
+func (t *tcpConn) read() (*pb.Envelope, int64, error) {
+	var hdr [tcpPrefixBytes]byte
+	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+		return nil, 0, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n > t.max {
+		return nil, 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
+	}
+	if cap(t.buf) < n {
+		t.buf = make([]byte, n)
+	}
+	b := t.buf[:n]
+	if _, err := io.ReadFull(t.r, b); err != nil {
+		return nil, 0, err
+	}
+	e := &pb.Envelope{}
+	if err := proto.Unmarshal(b, e); err != nil {
+		return nil, 0, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
+	}
+	return e, int64(n + tcpPrefixBytes), nil
+}
+
+func errEnvelope(err error) *pb.Envelope {
+	st := status.Convert(err)
+	return &pb.Envelope{Kind: &pb.Envelope_Error{Error: &pb.Error{Code: int32(st.Code()), Message: st.Message()}}}
+}
+
+type tcpServer struct {
+	s     *Server
+	ln    net.Listener
+	n     atomic.Int64
+	mu    sync.Mutex
+	conns map[*tcpSrvConn]bool
+	wg    sync.WaitGroup
+	stop  atomic.Bool
+}
+
+type tcpSrvConn struct {
+	c    net.Conn
+	mu   sync.Mutex
+	busy bool
+}
+
+// ListenTCP serves the raw-TCP twin on addr and returns its address.
+func (s *Server) ListenTCP(addr string) (net.Addr, error) {
+	if err := s.checkListen(addr); err != nil {
+		return nil, err
+	}
+	if s.cfg.TLSCert != "" {
+		return nil, fmt.Errorf("listen %s: the raw-TCP transport has no TLS; use gRPC for TLS", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	t := &tcpServer{s: s, ln: ln, conns: map[*tcpSrvConn]bool{}}
+	s.tcp = append(s.tcp, t)
+	go t.accept()
+	return ln.Addr(), nil
+}
+
+func (t *tcpServer) accept() {
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return
+		}
+		sc := &tcpSrvConn{c: c}
+		t.mu.Lock()
+		if t.stop.Load() {
+			t.mu.Unlock()
+			c.Close()
+			continue
+		}
+		t.conns[sc] = true
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go t.serve(sc)
+	}
+}
+
+// serve runs one connection's calls in order; the sessions it opened are
+// freed when it ends.
+func (t *tcpServer) serve(sc *tcpSrvConn) {
+	s := t.s
+	owner := fmt.Sprintf("tcp/%d", t.n.Add(1))
+	tc := newTCPConn(sc.c, s.cfg.MaxMessageBytes)
+	defer func() {
+		sc.c.Close()
+		s.dropOwner(owner)
+		t.mu.Lock()
+		delete(t.conns, sc)
+		t.mu.Unlock()
+		t.wg.Done()
+	}()
+	reply := func(e *pb.Envelope) bool {
+		_, err := tc.write(e)
+		return err == nil && tc.flush() == nil
+	}
+	sc.c.SetDeadline(time.Now().Add(s.cfg.CallTimeout))
+	hello, _, err := tc.read()
+	if err != nil || hello.GetHello() == nil {
+		reply(errEnvelope(status.Error(codes.Unauthenticated, "the first message must be a hello")))
+		return
+	}
+	if err := s.authorize(hello.GetHello().Token); err != nil {
+		reply(errEnvelope(err))
+		return
+	}
+	if !reply(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{}}}) {
+		return
+	}
+	for {
+		sc.c.SetDeadline(time.Time{})
+		e, _, err := tc.read()
+		sc.mu.Lock()
+		sc.busy = true
+		sc.mu.Unlock()
+		if err != nil {
+			if _, ok := status.FromError(err); ok && !errors.Is(err, io.EOF) {
+				reply(errEnvelope(err))
+			}
+			return
+		}
+		sc.c.SetDeadline(time.Now().Add(s.cfg.CallTimeout))
+		ok := true
+		switch k := e.Kind.(type) {
+		case *pb.Envelope_Open:
+			r, err := s.open(owner, k.Open)
+			if err != nil {
+				ok = reply(errEnvelope(err))
+			} else {
+				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Opened{Opened: r}})
+			}
+		case *pb.Envelope_Close:
+			if err := s.closeSession(owner, k.Close.SessionId); err != nil {
+				ok = reply(errEnvelope(err))
+			} else {
+				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Closed{Closed: &pb.CloseResponse{}}})
+			}
+		case *pb.Envelope_Frame:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
+			st := &tcpServerStream{tc: tc, s: s, first: k.Frame}
+			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+tcpPrefixBytes))
+			err := s.serveStep(ctx, owner, st)
+			cancel()
+			if err != nil {
+				// The stream's state is unknown after an error: report and hang up.
+				reply(errEnvelope(err))
+				return
+			}
+			ok = tc.flush() == nil
+		default:
+			ok = reply(errEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
+		}
+		sc.mu.Lock()
+		sc.busy = false
+		sc.mu.Unlock()
+		if !ok || t.stop.Load() {
+			return
+		}
+	}
+}
+
+type tcpServerStream struct {
+	tc    *tcpConn
+	s     *Server
+	first *pb.Frame
+}
+
+func (t *tcpServerStream) Recv() (*pb.Frame, error) {
+	if f := t.first; f != nil {
+		t.first = nil
+		return f, nil
+	}
+	e, n, err := t.tc.read()
+	if err != nil {
+		return nil, err
+	}
+	f := e.GetFrame()
+	if f == nil {
+		return nil, status.Errorf(codes.InvalidArgument, "step: expected a frame, got %T", e.Kind)
+	}
+	t.s.Bytes.Up(int64(len(f.GetData())), n)
+	return f, nil
+}
+
+func (t *tcpServerStream) Send(f *pb.Frame) error {
+	n, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	if err == nil {
+		t.s.Bytes.Down(int64(len(f.GetData())), n)
+	}
+	return err
+}
+
+// drain stops accepting, closes idle connections, lets running calls end
+// until ctx ends, then closes the rest; it reports whether it had to force.
+func (t *tcpServer) drain(ctx context.Context) bool {
+	t.stop.Store(true)
+	t.ln.Close()
+	t.mu.Lock()
+	for sc := range t.conns {
+		sc.mu.Lock()
+		if !sc.busy {
+			sc.c.Close()
+		}
+		sc.mu.Unlock()
+	}
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+		t.mu.Lock()
+		for sc := range t.conns {
+			sc.c.Close()
+		}
+		t.mu.Unlock()
+		<-done
+		return true
+	}
+}
