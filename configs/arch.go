@@ -25,6 +25,10 @@ type ModelArch struct {
 	// TiedEmbeddings: the LM head is the token embedding transposed (always
 	// so for gpt2; llama checkpoints may say tie_word_embeddings).
 	TiedEmbeddings bool `toml:"tied_embeddings" json:"tied_embeddings,omitempty"`
+	// Dir is a Hugging Face model directory: its config.json gives the
+	// model's shape and architecture (modeldir.go), and a run reads its
+	// safetensors weights.
+	Dir string `toml:"dir" json:"dir,omitempty"`
 }
 
 // Architectures the schema accepts in model.arch.
