@@ -14,7 +14,9 @@ func TestArchValidation(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"llama default", func(c *Config) {}, ""},
-		{"gpt2", func(c *Config) { c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions = "gpt2", false, 8, 24 }, ""},
+		{"gpt2", func(c *Config) {
+			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions = "gpt2", false, 8, 24
+		}, ""},
 		{"unknown arch", func(c *Config) { c.Model.Arch = "bert" }, `model.arch: must be "llama" or "gpt2" (got "bert")`},
 		{"gpt2 rope", func(c *Config) {
 			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions, c.Model.RopeTheta = "gpt2", false, 8, 24, 1e4
