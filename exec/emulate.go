@@ -6,24 +6,31 @@ import (
 	"sort"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/partbench/partbench/partition"
-	"github.com/partbench/partbench/sim"
 )
 
 // Emulation is what one device measured while playing every rank in turn.
 type Emulation struct {
 	// Ops are the median compute-op times over the measured iterations
 	// (communication ops are −1: they stay modeled).
-	Ops sim.MeasuredOps
+	Ops OpTimes
 	// AllocatedBytes is each rank's memory as the backend allocated it.
 	AllocatedBytes []int64
+}
+
+// OpTimes are per-op times in seconds, indexed [rank][op index in the
+// rank's Program of that phase]; −1 marks an op that was not measured.
+type OpTimes struct {
+	Prefill, Decode [][]float64
 }
 
 // Emulate runs every rank's Programs in turn on one device with its real
 // shapes and memory footprint, moving no data between ranks (a received
 // buffer keeps whatever it held), and measures each compute op. The
 // timeline of the whole system then comes from sim with these times and
-// modeled communication.
+// modeled communication (package compare assembles it).
 func Emulate(ctx context.Context, plan *partition.Plan, newCompute func(*partition.Plan, int) (Compute, error), warmup, iterations int) (*Emulation, error) {
 	if iterations < 1 {
 		return nil, fmt.Errorf("emulate: iterations must be at least 1 (got %d)", iterations)
@@ -60,6 +67,9 @@ func Emulate(ctx context.Context, plan *partition.Plan, newCompute func(*partiti
 
 func samples(n int) [][]float64 { return make([][]float64, n) }
 
+// medians are the median of each op's samples, by the one definition runs
+// use for p50 too (Summarize): gonum's empirical quantile at 0.5, the lower
+// middle sample of an even count; −1 where there is none.
 func medians(s [][]float64) []float64 {
 	out := make([]float64, len(s))
 	for i, xs := range s {
@@ -68,7 +78,7 @@ func medians(s [][]float64) []float64 {
 			continue
 		}
 		sort.Float64s(xs)
-		out[i] = xs[len(xs)/2]
+		out[i] = stat.Quantile(0.5, stat.Empirical, xs, nil)
 	}
 	return out
 }

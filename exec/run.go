@@ -3,11 +3,11 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
@@ -15,8 +15,9 @@ import (
 
 // RunOptions configures one rank's run.
 type RunOptions struct {
-	Config *configs.Config
-	Env    launch.Env
+	// Plan is what every rank runs, built once by the caller from the config.
+	Plan *partition.Plan
+	Env  launch.Env
 	// Backend names the compute backend in results ("cpu", "cuda").
 	Backend string
 	// NewCompute and NewComm make this rank's backends, the Compute first:
@@ -38,11 +39,11 @@ type RunOptions struct {
 // other ranks return nil). A lost rank, a mismatched config or world size
 // ends every rank with an error naming the cause.
 func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
-	cfg := o.Config
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		return nil, err
+	plan := o.Plan
+	if plan == nil {
+		return nil, errors.New("run: no plan")
 	}
+	cfg := plan.Config
 	host, _ := os.Hostname()
 	sess, err := rendezvous.Join(ctx, rendezvous.Options{
 		Addr: o.Env.RendezvousAddr, Rank: o.Env.Rank, Size: plan.Size(), LaunchedSize: o.Env.Size,

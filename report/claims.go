@@ -37,3 +37,15 @@ func ClaimsJSON(w io.Writer, version, title, source string, js []claims.Judgemen
 		Judgements []claims.Judgement `json:"judgements"`
 	}{ClaimsSchema, version, title, source, js})
 }
+
+// Claims writes judgements in format: json (with partbench's version, the
+// file's title and source), csv, or a grid (table, markdown).
+func Claims(w io.Writer, format, version, title, source string, js []claims.Judgement) error {
+	switch format {
+	case FormatJSON:
+		return ClaimsJSON(w, version, title, source, js)
+	case FormatCSV:
+		return WriteCSV(w, ClaimsGrid("", js))
+	}
+	return WriteGrids(w, format, ClaimsGrid(title, js))
+}

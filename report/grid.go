@@ -104,3 +104,15 @@ func WriteCSV(w io.Writer, g Grid) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// WriteGrid writes one grid in any format a grid has: table, markdown, csv,
+// latex.
+func WriteGrid(w io.Writer, format string, g Grid) error {
+	switch format {
+	case FormatLaTeX:
+		return WriteLaTeX(w, g)
+	case FormatCSV:
+		return WriteCSV(w, g)
+	}
+	return WriteGrids(w, format, g)
+}

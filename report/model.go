@@ -228,3 +228,15 @@ func ratioString(r *float64) string {
 	}
 	return strconv.FormatFloat(*r, 'f', 3, 64)
 }
+
+// Model writes estimates in format: json (with partbench's version), csv,
+// or grids (table, markdown); perRank adds a row per rank.
+func Model(w io.Writer, format, version string, es []*sim.Estimate, perRank bool) error {
+	switch format {
+	case FormatJSON:
+		return ModelJSON(w, version, es)
+	case FormatCSV:
+		return ModelCSV(w, es, perRank)
+	}
+	return WriteGrids(w, format, ModelGrids(es, perRank)...)
+}

@@ -447,3 +447,53 @@ func orElse(s, d string) string {
 	}
 	return s
 }
+
+// DocFigure draws a saved result read from path: kind "" chooses by its
+// schema (model: breakdown, sweep: sweep, else scatter); a scatter's band is
+// tolerance, else the document's, else 0.1.
+func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
+	if kind == "" {
+		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep}[d.Schema]
+		if kind == "" {
+			kind = PlotScatter
+		}
+	}
+	wrong := func() (*Figure, error) {
+		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
+			PlotBreakdown: "breakdown needs " + ModelSchema,
+			PlotSweep:     "sweep needs " + SweepSchema,
+			PlotScatter:   "scatter needs " + CompareSchema + ", " + RunSchema + " or " + SearchSchema,
+		}[kind])
+	}
+	switch kind {
+	case PlotBreakdown:
+		if d.Model == nil {
+			return wrong()
+		}
+		return BreakdownPlot(d.Model.Strategies)
+	case PlotSweep:
+		if d.Sweep == nil {
+			return wrong()
+		}
+		return SweepPlot(d.Sweep)
+	}
+	var c *CompareDoc
+	switch {
+	case d.Compare != nil:
+		c = d.Compare
+	case d.Run != nil:
+		c = CompareFromRun(d.Run)
+	case d.Search != nil:
+		c = CompareFromSearch(d.Search)
+	default:
+		return wrong()
+	}
+	if len(c.Rows) == 0 {
+		return nil, fmt.Errorf("plot %s: no measured/modeled pairs to scatter", path)
+	}
+	tol := tolerance
+	if tol == 0 && c.Tolerance == 0 {
+		tol = 0.1
+	}
+	return ScatterPlot(c, tol)
+}

@@ -5,36 +5,19 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 
-	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/sim"
 )
 
 // RunSchema names the JSON layout of a measured run (docs/json-schema.md).
-const RunSchema = "partbench.run/v1"
+const RunSchema = compare.RunSchema
 
-// RunDoc is everything a measured run produced, enough to reproduce it.
-type RunDoc struct {
-	Schema   string   `json:"schema"`
-	Version  string   `json:"partbench_version"`
-	Backend  string   `json:"backend"`
-	Launcher string   `json:"launcher"`
-	Hosts    []string `json:"hosts"`
-	// Devices lists each distinct device and data plane the ranks used.
-	Devices     []string          `json:"devices"`
-	StartedAt   string            `json:"started_at"`
-	ElapsedS    float64           `json:"elapsed_s"`
-	Config      *configs.Config   `json:"config"`
-	ConfigHash  string            `json:"config_hash"`
-	Tolerance   float64           `json:"tolerance"`
-	Measurement *exec.Measurement `json:"measurement"`
-	Estimate    *sim.Estimate     `json:"estimate"`
-	Comparison  []exec.Row        `json:"comparison"`
-	Problems    []string          `json:"problems"`
-	Notes       []string          `json:"notes"`
-}
+// RunDoc is everything a measured run produced (package compare builds it).
+type RunDoc = compare.RunDoc
 
 // RunJSON writes a run document.
 func RunJSON(w io.Writer, d *RunDoc) error {
@@ -142,4 +125,16 @@ func CheckGrid(r exec.CheckResult) Grid {
 			itoa(r.WorstStep), itoa(r.ArgmaxCompared), itoa(len(r.ArgmaxMismatches)), itoa(len(r.CountDiffs))}},
 		Notes: r.Failures}
 	return g
+}
+
+// WriteRunFiles writes results.json and results.csv of a run into dir
+// (created if missing), each atomically.
+func WriteRunFiles(dir string, d *RunDoc) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error { return RunJSON(w, d) }); err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return RunCSV(w, d) })
 }

@@ -82,3 +82,15 @@ func SweepCSV(w io.Writer, key string, pts []SweepPoint) error {
 	}
 	return WriteCSV(w, g)
 }
+
+// Sweep writes a what-if sweep over key in format: json (with partbench's
+// version), csv, or a grid (table, markdown).
+func Sweep(w io.Writer, format, version, key string, pts []SweepPoint) error {
+	switch format {
+	case FormatJSON:
+		return SweepJSON(w, version, key, pts)
+	case FormatCSV:
+		return SweepCSV(w, key, pts)
+	}
+	return WriteGrids(w, format, SweepGrid(key, pts))
+}

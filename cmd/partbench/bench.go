@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,31 +52,20 @@ func (o *benchOptions) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := report.Grid{
-		Title: fmt.Sprintf("Search benchmark: %s on %d GPUs (%s), %s/%s, GOMAXPROCS %d of %d CPUs, %s",
-			spec.Config.Model.Name, o.gpus, spec.System.Topology.Name, runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version()),
-		Header: []string{"run", "candidates", "feasible", "pruned by memory", "time (ms)", "rate (candidates/s)", "best"},
-	}
-	var best float64
+	var runs []report.BenchRun
 	for i := 1; i <= o.runs; i++ {
 		start := time.Now()
 		res, err := sim.Search(spec)
 		if err != nil {
 			return err
 		}
-		el := time.Since(start).Seconds()
-		rate := float64(res.Enumerated) / el
-		best = max(best, rate)
-		top := ""
+		r := report.BenchRun{Enumerated: res.Enumerated, Feasible: res.Feasible, PrunedMemory: res.PrunedMemory, ElapsedS: time.Since(start).Seconds()}
 		if len(res.Rows) > 0 && res.Rows[0].Rank == 1 {
-			top = res.Rows[0].Name()
+			r.Best = res.Rows[0].Name()
 		}
-		g.Rows = append(g.Rows, []string{strconv.Itoa(i), strconv.Itoa(res.Enumerated), strconv.Itoa(res.Feasible), strconv.Itoa(res.PrunedMemory),
-			strconv.FormatFloat(el*1e3, 'f', 1, 64), strconv.FormatFloat(rate, 'f', 0, 64), top})
+		runs = append(runs, r)
 	}
-	g.Notes = []string{fmt.Sprintf("best rate %.0f candidates/s; time covers enumeration, memory fit (partition.NewPlan) and the closed-form estimate of every candidate, not the full-timeline re-run", best)}
-	if o.format == report.FormatCSV {
-		return report.WriteCSV(w, g)
-	}
-	return report.WriteGrids(w, o.format, g)
+	g := report.BenchGrid(fmt.Sprintf("Search benchmark: %s on %d GPUs (%s), %s/%s, GOMAXPROCS %d of %d CPUs, %s",
+		spec.Config.Model.Name, o.gpus, spec.System.Topology.Name, runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version()), runs)
+	return report.WriteGrid(w, o.format, g)
 }

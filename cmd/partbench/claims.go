@@ -49,16 +49,7 @@ consistent, inconsistent with the model (by how much), physically impossible
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			switch format {
-			case report.FormatJSON:
-				err = report.ClaimsJSON(w, version, f.Title, f.Source, js)
-			case report.FormatCSV:
-				err = report.WriteCSV(w, report.ClaimsGrid("", js))
-			default:
-				err = report.WriteGrids(w, format, report.ClaimsGrid(f.Title, js))
-			}
-			if err != nil {
+			if err := report.Claims(cmd.OutOrStdout(), format, version, f.Title, f.Source, js); err != nil {
 				return err
 			}
 			if strict {

@@ -39,18 +39,9 @@ Records missing from some file are listed under the table.
 			if err != nil {
 				return err
 			}
-			write := func(w io.Writer) error {
-				g := c.Grid()
-				switch format {
-				case report.FormatLaTeX:
-					return report.WriteLaTeX(w, g)
-				case report.FormatCSV:
-					return report.WriteCSV(w, g)
-				}
-				return report.WriteGrids(w, format, g)
-			}
+			write := func(w io.Writer) error { return report.WriteGrid(w, format, c.Grid()) }
 			if out != "" {
-				return writeFileAtomic(out, write)
+				return report.WriteFileAtomic(out, write)
 			}
 			return write(cmd.OutOrStdout())
 		},

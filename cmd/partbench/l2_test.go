@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/compare"
 )
 
 func TestL2CommandJSON(t *testing.T) {
@@ -12,7 +14,7 @@ func TestL2CommandJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Strategies []l2Strategy `json:"strategies"`
+		Strategies []compare.L2Strategy `json:"strategies"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -49,17 +51,6 @@ func TestL2CommandCalibratedTable(t *testing.T) {
 	for _, want := range []string{"cpu:test", "33.554", "537.002", "6.2", "measured 4 ranks, the config has 16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestLayerRange(t *testing.T) {
-	for _, c := range []struct {
-		in   []int
-		want string
-	}{{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2, 3}, "0–3"}, {[]int{0, 1, 3, 5, 6}, "0–1,3,5–6"}} {
-		if got := layerRange(c.in); got != c.want {
-			t.Errorf("layerRange(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		for _, e := range es {
 			spans = append(spans, report.EstimateSpans(e)...)
 		}
-		if err := writeFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
@@ -107,14 +107,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		defer f.Close()
 		w = f
 	}
-	switch o.format {
-	case report.FormatJSON:
-		return report.ModelJSON(w, version, es)
-	case report.FormatCSV:
-		return report.ModelCSV(w, es, o.perRank)
-	default:
-		return report.WriteGrids(w, o.format, report.ModelGrids(es, o.perRank)...)
-	}
+	return report.Model(w, o.format, version, es, o.perRank)
 }
 
 // estimateConfig plans and estimates one config.
@@ -151,14 +144,7 @@ func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts s
 		}
 		pts = append(pts, p)
 	}
-	switch o.format {
-	case report.FormatJSON:
-		return report.SweepJSON(stdout, version, key, pts)
-	case report.FormatCSV:
-		return report.SweepCSV(stdout, key, pts)
-	default:
-		return report.WriteGrids(stdout, o.format, report.SweepGrid(key, pts))
-	}
+	return report.Sweep(stdout, o.format, version, key, pts)
 }
 
 // parseSweep reads KEY=LO:HI (doubling), KEY=LO:HI:+STEP (linear) or KEY=A,B,C.

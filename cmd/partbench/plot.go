@@ -11,6 +11,7 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 type plotOptions struct {
@@ -20,10 +21,12 @@ type plotOptions struct {
 	hardware  string
 	ranks     int
 	tolerance float64
+	// resolve turns a hardware and a topology preset into a System.
+	resolve func(hardwarePreset, topologyPreset string) (topology.System, error)
 }
 
 func newPlotCmd() *cobra.Command {
-	o := &plotOptions{}
+	o := &plotOptions{resolve: loadSystem}
 	cmd := &cobra.Command{
 		Use:   "plot [FILE] --out FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
 		Short: "Draw a saved result (model, sweep, search, compare or run JSON) or the collective model as SVG or PNG",
@@ -84,7 +87,7 @@ func (o *plotOptions) run(args []string) error {
 			return err
 		}
 	}
-	return writeFileAtomic(o.out, func(w io.Writer) error { return fig.Write(w, format) })
+	return report.WriteFileAtomic(o.out, func(w io.Writer) error { return fig.Write(w, format) })
 }
 
 func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
@@ -97,59 +100,15 @@ func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := o.kind
-	if kind == "" {
-		kind = map[string]string{report.ModelSchema: report.PlotBreakdown, report.SweepSchema: report.PlotSweep}[d.Schema]
-		if kind == "" {
-			kind = report.PlotScatter
-		}
-	}
-	wrong := func() (*report.Figure, error) {
-		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
-			report.PlotBreakdown: "breakdown needs " + report.ModelSchema,
-			report.PlotSweep:     "sweep needs " + report.SweepSchema,
-			report.PlotScatter:   "scatter needs " + report.CompareSchema + ", " + report.RunSchema + " or " + report.SearchSchema,
-		}[kind])
-	}
-	switch kind {
-	case report.PlotBreakdown:
-		if d.Model == nil {
-			return wrong()
-		}
-		return report.BreakdownPlot(d.Model.Strategies)
-	case report.PlotSweep:
-		if d.Sweep == nil {
-			return wrong()
-		}
-		return report.SweepPlot(d.Sweep)
-	}
-	var c *report.CompareDoc
-	switch {
-	case d.Compare != nil:
-		c = d.Compare
-	case d.Run != nil:
-		c = report.CompareFromRun(d.Run)
-	case d.Search != nil:
-		c = report.CompareFromSearch(d.Search)
-	default:
-		return wrong()
-	}
-	if len(c.Rows) == 0 {
-		return nil, fmt.Errorf("plot %s: no measured/modeled pairs to scatter", path)
-	}
-	tol := o.tolerance
-	if tol == 0 && c.Tolerance == 0 {
-		tol = 0.1
-	}
-	return report.ScatterPlot(c, tol)
+	return report.DocFigure(d, path, o.kind, o.tolerance)
 }
 
 // collectives models bus bandwidth for sizes 8 B … 8 GiB with sim.Collective.
 func (o *plotOptions) collectives() (*report.Figure, error) {
-	if resolveSystem == nil {
+	if o.resolve == nil {
 		return nil, fmt.Errorf("plot: no system resolver configured")
 	}
-	sys, err := resolveSystem(o.hardware, o.preset)
+	sys, err := o.resolve(o.hardware, o.preset)
 	if err != nil {
 		return nil, fmt.Errorf("--preset/--hardware: %w", err)
 	}

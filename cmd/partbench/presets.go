@@ -35,11 +35,6 @@ func newPresetsCmd() *cobra.Command {
 	}
 }
 
-func init() {
-	resolveSystem = loadSystem
-	resolvePreset = loadSystem
-}
-
 // loadSystem resolves a hardware and a topology preset by name.
 func loadSystem(hardware, topo string) (topology.System, error) {
 	g, t, err := configs.LoadSystem(hardware, topo)

@@ -6,24 +6,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/launch"
-	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
-	"github.com/partbench/partbench/exec/tcpcomm"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
-	"github.com/partbench/partbench/sim"
 )
 
 // runOptions are the flags of a measured run, shared by the root command
@@ -51,6 +47,8 @@ type runOptions struct {
 	dtype   string
 	// notes gathered while preparing the run, printed with its report
 	notes []string
+	// backends are the backends --backend chooses from.
+	backends *backend.Registry
 }
 
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
@@ -99,7 +97,7 @@ func (o *runOptions) rankArgs() []string {
 }
 
 func addRunFlags(root *cobra.Command) {
-	o := &runOptions{}
+	o := &runOptions{backends: backend.Default()}
 	o.addFlags(root.Flags())
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.config == "" {
@@ -110,7 +108,7 @@ func addRunFlags(root *cobra.Command) {
 }
 
 func newRunCmd() *cobra.Command {
-	o := &runOptions{}
+	o := &runOptions{backends: backend.Default()}
 	cmd := &cobra.Command{
 		Use:   "run --config FILE [--nproc N | --check]",
 		Short: "Run a config for real and print measured against modeled",
@@ -181,50 +179,23 @@ func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-type newComputeFunc = func(*partition.Plan, int) (pexec.Compute, error)
-type newCommFunc = func(context.Context, *rendezvous.Session, *partition.Plan, int, pexec.Compute) (pexec.Comm, error)
-
-// backendFor resolves --backend and returns its constructors, possibly
-// adjusting the config (the CPU backend computes in fp32).
-func (o *runOptions) backendFor(cfg *configs.Config, env launch.Env) (string, newComputeFunc, newCommFunc, []string, error) {
-	b := o.backend
-	if b == "auto" {
-		if err := cudaAvailable(); err != nil {
-			return "", nil, nil, nil, fmt.Errorf("no GPU backend here (%v): use --backend cpu to run on the CPU", err)
-		}
-		b = "cuda"
+// backendFor resolves --backend for a run, makes the rank's constructors
+// (failing before any rank joins when a library is missing), and builds the
+// Plan once, as the backend computes it: every rank and the comparison use it.
+func (o *runOptions) backendFor(cfg *configs.Config, env launch.Env) (string, *partition.Plan, backend.Rank, []string, error) {
+	b, err := o.backends.ForRun(o.backend)
+	if err != nil {
+		return "", nil, backend.Rank{}, nil, err
 	}
-	switch b {
-	case "cpu":
-		var notes []string
-		if cfg.Model.DType != "fp32" {
-			notes = append(notes, fmt.Sprintf("the CPU backend computes in fp32: the config's %s is run (and modeled) as fp32", cfg.Model.DType))
-			cfg.Model.DType = "fp32"
-		}
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			return "", nil, nil, nil, err
-		}
-		const limit = 8 << 30
-		for _, r := range plan.Ranks {
-			if r.Memory.TotalBytes > limit {
-				return "", nil, nil, nil, fmt.Errorf("--backend cpu: rank %d would hold %.1f GB (weights, KV cache, activations); the CPU backend is for small models — use a test config (configs/test/) or a GPU backend",
-					r.Rank, float64(r.Memory.TotalBytes)/1e9)
-			}
-		}
-		newCompute := func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) }
-		newComm := func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
-			return tcpcomm.New(ctx, sess, rank, p.Size(), "")
-		}
-		return "cpu", newCompute, newComm, notes, nil
-	case "cuda":
-		newCompute, newComm, err := cudaBackend(env)
-		if err != nil {
-			return "", nil, nil, nil, err
-		}
-		return "cuda", newCompute, newComm, nil, nil
+	rank, err := b.New(env)
+	if err != nil {
+		return "", nil, backend.Rank{}, nil, err
 	}
-	return "", nil, nil, nil, fmt.Errorf("--backend: must be cuda, cpu or auto (got %q)", o.backend)
+	plan, notes, err := backend.Prepare(b, cfg)
+	if err != nil {
+		return "", nil, backend.Rank{}, nil, err
+	}
+	return b.Name, plan, rank, notes, nil
 }
 
 // runRank runs this process as one rank of a launched job.
@@ -241,7 +212,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if o.rendezvous != "" {
 		env.RendezvousAddr = o.rendezvous
 	}
-	backend, newCompute, newComm, notes, err := o.backendFor(cfg, env)
+	name, plan, rank, notes, err := o.backendFor(cfg, env)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
 	}
@@ -250,9 +221,9 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 		progress = newProgress(cfg.Name+" iterations", cfg.Run.Warmup+cfg.Run.Iterations)
 	}
 	results, err := pexec.Run(ctx, pexec.RunOptions{
-		Config: cfg, Env: env, Backend: backend, JoinTimeout: o.joinTimeout, NewCompute: newCompute, Progress: progress,
+		Plan: plan, Env: env, Backend: name, JoinTimeout: o.joinTimeout, NewCompute: rank.NewCompute, Progress: progress,
 		TraceDecodeSteps: traceSteps(o.trace),
-		NewComm:          newComm,
+		NewComm:          rank.NewComm,
 	})
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", env.Rank, err)
@@ -263,69 +234,28 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if env.Rank != 0 {
 		return nil
 	}
-	doc, err := runDoc(cfg, backend, string(env.Source), results, o.tolerance, started)
+	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: name, Launcher: string(env.Source), Version: version,
+		Results: results, Tolerance: o.tolerance, Started: started, Collectives: collectiveOptionsFromEnv()})
 	if err != nil {
 		return err
 	}
 	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
 	if o.trace != "" {
 		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
-		if err := writeFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
 	if !o.compare {
-		doc.Comparison, doc.Estimate = measuredOnly(doc.Comparison), nil
+		doc.Comparison, doc.Estimate = compare.MeasuredOnly(doc.Comparison), nil
 	}
 	return o.finish(stdout, doc)
-}
-
-// runDoc aggregates the ranks' results and holds them against the estimate.
-func runDoc(cfg *configs.Config, backend, launcher string, results []pexec.RankResult, tol float64, started time.Time) (*report.RunDoc, error) {
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		return nil, err
-	}
-	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: collectiveOptionsFromEnv()})
-	if err != nil {
-		return nil, err
-	}
-	m, err := pexec.Aggregate(results, cfg.Workload.Batch, cfg.Run.Warmup)
-	if err != nil {
-		return nil, err
-	}
-	rows, problems := pexec.Compare(m, est, plan, tol)
-	seen := map[string]bool{}
-	var hostList, devices []string
-	for _, r := range results {
-		if !seen["host:"+r.Host] {
-			seen["host:"+r.Host] = true
-			hostList = append(hostList, r.Host)
-		}
-		if d := r.Device + "; " + r.DataPlane; !seen["dev:"+d] {
-			seen["dev:"+d] = true
-			devices = append(devices, d)
-		}
-	}
-	doc := &report.RunDoc{Schema: report.RunSchema, Version: version, Backend: backend, Launcher: launcher, Hosts: hostList, Devices: devices,
-		StartedAt: started.UTC().Format(time.RFC3339), ElapsedS: time.Since(started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
-		Tolerance: tol, Measurement: m, Estimate: est, Comparison: rows, Problems: problems}
-	if backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
-		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
-	}
-	return doc, nil
 }
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 	if o.outDir != "" {
-		if err := os.MkdirAll(o.outDir, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := writeFileAtomic(filepath.Join(o.outDir, "results.json"), func(w io.Writer) error { return report.RunJSON(w, doc) }); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if err := writeFileAtomic(filepath.Join(o.outDir, "results.csv"), func(w io.Writer) error { return report.RunCSV(w, doc) }); err != nil {
+		if err := report.WriteRunFiles(o.outDir, doc); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
@@ -338,18 +268,12 @@ func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 	if err != nil {
 		return err
 	}
-	if perr := pexec.Problems(doc.Problems); perr != nil {
+	if perr := compare.Problems(doc.Problems); perr != nil {
 		return &exitError{code: 4, err: perr}
 	}
 	if o.strict {
-		var out []string
-		for _, r := range doc.Comparison {
-			if r.Flag != "" {
-				out = append(out, r.Metric)
-			}
-		}
-		if len(out) > 0 {
-			return &exitError{code: 3, err: fmt.Errorf("--strict: outside ±%.0f %%: %s", 100*o.tolerance, strings.Join(out, ", "))}
+		if err := compare.Strict(doc); err != nil {
+			return &exitError{code: 3, err: fmt.Errorf("--strict: %w", err)}
 		}
 	}
 	return nil
@@ -361,19 +285,13 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := pexec.CheckOptions{
-		NewCompute: func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) },
-		NewComms:   localcomm.Comms,
+	// auto and cpu: the CPU reference; cuda: every rank on this process's
+	// GPU against the CPU reference, in the GPU's storage type.
+	b, err := o.backends.ForCheck(o.backend)
+	if err != nil {
+		return err
 	}
-	switch o.backend {
-	case "auto", "cpu":
-	case "cuda":
-		// Every rank on this process's GPU against the CPU reference, in the GPU's storage type.
-		opts = cudaCheckOptions(o.dtype)
-	default:
-		return fmt.Errorf("--backend: must be cuda, cpu or auto (got %q)", o.backend)
-	}
-	res, err := pexec.Check(ctx, cfg, opts)
+	res, err := pexec.Check(ctx, cfg, b.Check(o.dtype))
 	if err != nil {
 		return err
 	}
@@ -390,32 +308,22 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	backend, newCompute, _, notes, err := o.backendFor(cfg, launch.Env{})
-	if err != nil {
-		return err
-	}
-	plan, err := partition.NewPlan(cfg)
+	name, plan, rank, notes, err := o.backendFor(cfg, launch.Env{})
 	if err != nil {
 		return err
 	}
 	if o.emulate != plan.Size() {
 		return fmt.Errorf("--emulate-ranks: %s needs tp × pp = %d ranks (got %d)", cfg.Name, plan.Size(), o.emulate)
 	}
-	em, err := pexec.Emulate(ctx, plan, newCompute, cfg.Run.Warmup, cfg.Run.Iterations)
+	em, err := pexec.Emulate(ctx, plan, rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
 	if err != nil {
 		return err
 	}
-	opts := sim.Options{Collectives: collectiveOptionsFromEnv()}
-	model, err := sim.EstimatePlan(plan, opts)
+	e, err := compare.Emulate(plan, em, collectiveOptionsFromEnv())
 	if err != nil {
 		return err
 	}
-	opts.Measured = &em.Ops
-	emu, err := sim.EstimatePlan(plan, opts)
-	if err != nil {
-		return err
-	}
-	g := report.EmulationGrid(backend, emu, model, em.AllocatedBytes)
+	g := report.EmulationGrid(name, e.Emulated, e.Modeled, e.AllocatedBytes)
 	g.Notes = append(g.Notes, notes...)
 	return report.WriteGrids(stdout, o.format, g)
 }
@@ -426,13 +334,4 @@ func traceSteps(trace string) int {
 		return 0
 	}
 	return 4
-}
-
-// measuredOnly drops the modeled side of the comparison rows.
-func measuredOnly(rows []pexec.Row) []pexec.Row {
-	out := make([]pexec.Row, len(rows))
-	for i, r := range rows {
-		out[i] = pexec.Row{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured, Exact: r.Exact}
-	}
-	return out
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/topology"
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
 func fakeMachine(lib nvml.Interface) *topoOptions {
-	return &topoOptions{discover: func() (*topology.Machine, error) {
+	return &topoOptions{resolve: cannedPresets, discover: func() (*topology.Machine, error) {
 		m, err := topology.Discover(lib)
 		if m != nil {
 			m.Hostname = "dgx01"
@@ -27,7 +28,6 @@ func fakeMachine(lib nvml.Interface) *topoOptions {
 }
 
 func TestTopoMachineTable(t *testing.T) {
-	withPresets(t)
 	out, err := runTopo(t, fakeMachine(topologytest.DGXH100NVML()))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,6 @@ func TestTopoMachineTable(t *testing.T) {
 }
 
 func TestTopoMachinePCIeBox(t *testing.T) {
-	withPresets(t)
 	out, err := runTopo(t, fakeMachine(topologytest.PCIeBox8NVML()))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestTopoMachinePCIeBox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v topoView
+	var v report.TopoView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,6 @@ func TestTopoMachinePCIeBox(t *testing.T) {
 }
 
 func TestTopoMachineDOTAndSave(t *testing.T) {
-	withPresets(t)
 	file := filepath.Join(t.TempDir(), "mine.toml")
 	out, err := runTopo(t, fakeMachine(topologytest.DGXH100NVML()), "--format", "dot", "--save", file)
 	if err != nil {

@@ -15,30 +15,24 @@ import (
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
-// withPresets makes resolvePreset answer from the canned systems for the
-// test's duration.
-func withPresets(t *testing.T) {
-	t.Helper()
-	old := resolvePreset
-	resolvePreset = func(hardware, topo string) (topology.System, error) {
-		switch {
-		case hardware == "h100-sxm" && topo == "dgx-h100x2":
-			return topologytest.DGXH100(2), nil
-		case hardware == "h100-sxm" && topo == "pcie-box8":
-			return topologytest.PCIeBox8(), nil
-		case hardware == "h200-sxm":
-			s := topologytest.H200Node()
-			return s, nil
-		}
-		return topology.System{}, errors.New("unknown preset " + hardware + "/" + topo)
+// cannedPresets answers the preset resolver from the canned systems.
+func cannedPresets(hardware, topo string) (topology.System, error) {
+	switch {
+	case hardware == "h100-sxm" && topo == "dgx-h100x2":
+		return topologytest.DGXH100(2), nil
+	case hardware == "h100-sxm" && topo == "pcie-box8":
+		return topologytest.PCIeBox8(), nil
+	case hardware == "h200-sxm":
+		s := topologytest.H200Node()
+		return s, nil
 	}
-	t.Cleanup(func() { resolvePreset = old })
+	return topology.System{}, errors.New("unknown preset " + hardware + "/" + topo)
 }
 
 func runTopo(t *testing.T, o *topoOptions, args ...string) (string, error) {
 	t.Helper()
 	if o == nil {
-		o = &topoOptions{discover: topology.DiscoverLocal}
+		o = &topoOptions{discover: topology.DiscoverLocal, resolve: cannedPresets}
 	}
 	cmd := o.command()
 	var out bytes.Buffer
@@ -51,7 +45,6 @@ func runTopo(t *testing.T, o *topoOptions, args ...string) (string, error) {
 }
 
 func TestTopoPresetTable(t *testing.T) {
-	withPresets(t)
 	out, err := runTopo(t, nil, "--preset", "dgx-h100x2")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +75,6 @@ func TestTopoPresetTable(t *testing.T) {
 }
 
 func TestTopoPresetJSONAndDOT(t *testing.T) {
-	withPresets(t)
 	out, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +125,6 @@ func TestTopoPresetJSONAndDOT(t *testing.T) {
 }
 
 func TestTopoPresetSaveAndErrors(t *testing.T) {
-	withPresets(t)
 	file := filepath.Join(t.TempDir(), "topo.toml")
 	if _, err := runTopo(t, nil, "--preset", "pcie-box8", "--save", file); err != nil {
 		t.Fatal(err)
@@ -151,8 +142,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, json, dot") {
 		t.Errorf("bad format: %v", err)
 	}
-	resolvePreset = nil
-	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2"); err == nil {
+	if _, err := runTopo(t, &topoOptions{discover: topology.DiscoverLocal}, "--preset", "dgx-h100x2"); err == nil {
 		t.Error("no resolver: want an error")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package main
+package backend
 
 import (
 	"context"
@@ -19,6 +19,12 @@ import (
 	"github.com/partbench/partbench/exec/ncclcomm/nccltest"
 	"github.com/partbench/partbench/partition"
 )
+
+// cudaBackend is cudaRank's constructors as two values.
+func cudaBackend(env launch.Env) (NewComputeFunc, NewCommFunc, error) {
+	r, err := cudaRank(env)
+	return r.NewCompute, r.NewComm, err
+}
 
 func TestCudaAvailable(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
@@ -118,7 +124,7 @@ func TestCudaBackendRunOnFakes(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			results[r], errs[r] = pexec.Run(ctx, pexec.RunOptions{Config: cfg, Env: env, Backend: "cuda",
+			results[r], errs[r] = pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda",
 				NewCompute: newCompute, NewComm: newComm, JoinTimeout: 20 * time.Second})
 		})
 	}

@@ -1,4 +1,4 @@
-package exec
+package compare
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -13,10 +14,10 @@ import (
 
 // Row is one metric measured and modeled.
 type Row struct {
-	Metric   string  `json:"metric"`
-	Unit     string  `json:"unit"`
-	Measured Stats   `json:"measured"`
-	Modeled  float64 `json:"modeled"`
+	Metric   string     `json:"metric"`
+	Unit     string     `json:"unit"`
+	Measured exec.Stats `json:"measured"`
+	Modeled  float64    `json:"modeled"`
 	// RelErr is (modeled − measured mean) / measured mean.
 	RelErr float64 `json:"rel_err"`
 	// Exact rows (counts) must agree exactly; any difference is a bug.
@@ -25,7 +26,7 @@ type Row struct {
 	Flag string `json:"flag,omitempty"`
 }
 
-func row(metric, unit string, measured Stats, modeled, tol float64, exact bool) Row {
+func row(metric, unit string, measured exec.Stats, modeled, tol float64, exact bool) Row {
 	r := Row{Metric: metric, Unit: unit, Measured: measured, Modeled: modeled, Exact: exact}
 	if measured.Mean != 0 {
 		r.RelErr = (modeled - measured.Mean) / measured.Mean
@@ -41,12 +42,14 @@ func row(metric, unit string, measured Stats, modeled, tol float64, exact bool) 
 	return r
 }
 
-func value(v float64) Stats { return Stats{N: 1, Mean: v, Min: v, P50: v, P95: v, P99: v, Max: v} }
+func value(v float64) exec.Stats {
+	return exec.Stats{N: 1, Mean: v, Min: v, P50: v, P95: v, P99: v, Max: v}
+}
 
 // Compare holds a measurement against the estimate of the same plan.
 // tol is the relative tolerance of timed rows. The returned problems list
 // every count that differs from the Program's (a bug, never noise).
-func Compare(m *Measurement, e *sim.Estimate, plan *partition.Plan, tol float64) (rows []Row, problems []string) {
+func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol float64) (rows []Row, problems []string) {
 	iters, steps := float64(m.Iterations), float64(m.DecodeSteps)
 	rows = append(rows,
 		row("TTFT", "s", m.TTFT, e.Prefill.TTFTS, tol, false),
@@ -108,4 +111,26 @@ func Problems(ps []string) error {
 		return nil
 	}
 	return fmt.Errorf("communication counts differ from the Program (a bug, not noise):\n  %s", strings.Join(ps, "\n  "))
+}
+
+// MeasuredOnly drops the modeled side of the rows (a run printed without
+// its estimate).
+func MeasuredOnly(rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured, Exact: r.Exact}
+	}
+	return out
+}
+
+// Outside lists the metrics whose rows are flagged (outside the tolerance,
+// or a count that differs): what strict mode refuses.
+func Outside(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		if r.Flag != "" {
+			out = append(out, r.Metric)
+		}
+	}
+	return out
 }

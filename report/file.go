@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bufio"
@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes a file through a temporary file in the same
+// WriteFileAtomic writes a file through a temporary file in the same
 // directory and renames it into place, so a reader never sees a partial one.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

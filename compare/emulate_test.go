@@ -1,9 +1,10 @@
-package exec_test
+package compare_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -38,7 +39,7 @@ func TestEmulateMeasuresComputeAndLeavesCommunicationModeled(t *testing.T) {
 			t.Fatalf("rank %d allocated %d", r, em.AllocatedBytes[r])
 		}
 	}
-	e, err := sim.EstimatePlan(plan, sim.Options{Measured: &em.Ops})
+	e, err := sim.EstimatePlan(plan, sim.Options{Measured: compare.MeasuredOps(em)})
 	if err != nil {
 		t.Fatal(err)
 	}

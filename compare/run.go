@@ -1,0 +1,97 @@
+package compare
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// RunSchema names the JSON layout of a measured run (docs/json-schema.md).
+const RunSchema = "partbench.run/v1"
+
+// RunDoc is everything a measured run produced, enough to reproduce it.
+type RunDoc struct {
+	Schema   string   `json:"schema"`
+	Version  string   `json:"partbench_version"`
+	Backend  string   `json:"backend"`
+	Launcher string   `json:"launcher"`
+	Hosts    []string `json:"hosts"`
+	// Devices lists each distinct device and data plane the ranks used.
+	Devices     []string          `json:"devices"`
+	StartedAt   string            `json:"started_at"`
+	ElapsedS    float64           `json:"elapsed_s"`
+	Config      *configs.Config   `json:"config"`
+	ConfigHash  string            `json:"config_hash"`
+	Tolerance   float64           `json:"tolerance"`
+	Measurement *exec.Measurement `json:"measurement"`
+	Estimate    *sim.Estimate     `json:"estimate"`
+	Comparison  []Row             `json:"comparison"`
+	Problems    []string          `json:"problems"`
+	Notes       []string          `json:"notes"`
+}
+
+// Run is what rank 0 holds once every rank has reported.
+type Run struct {
+	// Plan is the plan every rank ran (built once, by the caller).
+	Plan *partition.Plan
+	// Backend and Launcher name the compute backend and the launcher.
+	Backend, Launcher string
+	// Version is partbench's, written into the document.
+	Version string
+	// Results are every rank's measurements (index = rank).
+	Results []exec.RankResult
+	// Tolerance is the relative error above which a timed row is flagged.
+	Tolerance float64
+	// Started is when the run began; the document's elapsed time ends now.
+	Started time.Time
+	// Collectives are the collective model's options for the estimate.
+	Collectives sim.CollectiveOptions
+}
+
+// NewRunDoc aggregates the ranks' results and holds them against the
+// estimate of the same Plan.
+func NewRunDoc(r Run) (*RunDoc, error) {
+	plan, cfg := r.Plan, r.Plan.Config
+	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: r.Collectives})
+	if err != nil {
+		return nil, err
+	}
+	m, err := exec.Aggregate(r.Results, cfg.Workload.Batch, cfg.Run.Warmup)
+	if err != nil {
+		return nil, err
+	}
+	rows, problems := Compare(m, est, plan, r.Tolerance)
+	seen := map[string]bool{}
+	var hostList, devices []string
+	for _, res := range r.Results {
+		if !seen["host:"+res.Host] {
+			seen["host:"+res.Host] = true
+			hostList = append(hostList, res.Host)
+		}
+		if d := res.Device + "; " + res.DataPlane; !seen["dev:"+d] {
+			seen["dev:"+d] = true
+			devices = append(devices, d)
+		}
+	}
+	doc := &RunDoc{Schema: RunSchema, Version: r.Version, Backend: r.Backend, Launcher: r.Launcher, Hosts: hostList, Devices: devices,
+		StartedAt: r.Started.UTC().Format(time.RFC3339), ElapsedS: time.Since(r.Started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
+		Tolerance: r.Tolerance, Measurement: m, Estimate: est, Comparison: rows, Problems: problems}
+	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
+	}
+	return doc, nil
+}
+
+// Strict is strict mode's verdict on a document: nil when no row is
+// flagged, else an error naming the rows outside the tolerance.
+func Strict(doc *RunDoc) error {
+	if out := Outside(doc.Comparison); len(out) > 0 {
+		return fmt.Errorf("outside ±%.0f %%: %s", 100*doc.Tolerance, strings.Join(out, ", "))
+	}
+	return nil
+}

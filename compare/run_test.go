@@ -1,0 +1,125 @@
+package compare_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+)
+
+// results fakes what every rank of plan reports after iters iterations:
+// counts exactly the Program's, the last stage's prefill ending at 0.5 s and
+// each decode step 0.1 s after the one before.
+func results(t *testing.T, plan *partition.Plan, iters int) []exec.RankResult {
+	t.Helper()
+	steps := plan.Config.Workload.OutputTokens - 1
+	var out []exec.RankResult
+	for r, rk := range plan.Ranks {
+		res := exec.RankResult{Rank: r, Host: "h", Backend: "cpu", Stage: rk.Stage, LastStage: plan.LastStage(rk.Stage), AllocatedBytes: 1000,
+			PrefillCounts: plan.Counts(plan.Program(r, partition.Prefill)).Times(iters),
+			DecodeCounts:  plan.Counts(plan.Program(r, partition.Decode)).Times(iters * steps)}
+		for range iters {
+			res.PrefillS = append(res.PrefillS, 0.5)
+			ends := make([]float64, steps)
+			for s := range ends {
+				ends[s] = 0.5 + 0.1*float64(s+1)
+			}
+			res.StepEndS = append(res.StepEndS, ends)
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func tinyPlan(t *testing.T) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func TestRunDocHoldsCountsExactlyAndFlagsTimes(t *testing.T) {
+	plan := tinyPlan(t)
+	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: "cpu", Launcher: "env", Version: "v", Results: results(t, plan, 2),
+		Tolerance: 0.15, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Problems) != 0 || compare.Problems(doc.Problems) != nil {
+		t.Fatalf("counts equal to the Program's gave problems: %v", doc.Problems)
+	}
+	if doc.Schema != compare.RunSchema || doc.Config != plan.Config || doc.Measurement.Iterations != 2 || len(doc.Hosts) != 1 {
+		t.Errorf("doc: schema %q, %d iterations, hosts %v", doc.Schema, doc.Measurement.Iterations, doc.Hosts)
+	}
+	// The CPU measures an H100 model: the note says errors measure the hardware.
+	if len(doc.Notes) != 1 || !strings.Contains(doc.Notes[0], "measured on the CPU backend") {
+		t.Errorf("notes %q", doc.Notes)
+	}
+	var ttft compare.Row
+	for _, r := range doc.Comparison {
+		if r.Exact && r.Flag != "" {
+			t.Errorf("exact row %s flagged: %s", r.Metric, r.Flag)
+		}
+		if r.Metric == "TTFT" {
+			ttft = r
+		}
+	}
+	// Measured TTFT is 0.5 s in both iterations; the error is (modeled − 0.5) / 0.5.
+	if ttft.Measured.Mean != 0.5 || math.Abs(ttft.RelErr-(ttft.Modeled-0.5)/0.5) > 1e-12 {
+		t.Errorf("TTFT row %+v", ttft)
+	}
+	if flagged := math.Abs(ttft.RelErr) > 0.15; flagged != (ttft.Flag != "") {
+		t.Errorf("TTFT error %g with tolerance 0.15: flag %q", ttft.RelErr, ttft.Flag)
+	}
+	// Strict refuses exactly the flagged rows.
+	out := compare.Outside(doc.Comparison)
+	if err := compare.Strict(doc); (err != nil) != (len(out) > 0) || (err != nil && !strings.Contains(err.Error(), "outside ±15 %: "+strings.Join(out, ", "))) {
+		t.Errorf("strict: %v for flagged %v", err, out)
+	}
+	for _, r := range compare.MeasuredOnly(doc.Comparison) {
+		if r.Modeled != 0 || r.Flag != "" || r.RelErr != 0 {
+			t.Errorf("measured-only row keeps the model: %+v", r)
+		}
+	}
+	if compare.Strict(&compare.RunDoc{Comparison: compare.MeasuredOnly(doc.Comparison)}) != nil {
+		t.Error("measured-only rows cannot be outside a tolerance")
+	}
+}
+
+// One all-reduce more than the Program on one rank is a problem (a bug,
+// never noise), named with the rank and phase.
+func TestRunDocCountMismatchIsAProblem(t *testing.T) {
+	plan := tinyPlan(t)
+	rs := results(t, plan, 1)
+	d := rs[1].DecodeCounts
+	d.Calls[commcount.AllReduce]++
+	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: "cpu", Results: rs, Tolerance: 0.15, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = compare.Problems(doc.Problems)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 decode") {
+		t.Fatalf("problems %v", doc.Problems)
+	}
+	var flagged bool
+	for _, r := range doc.Comparison {
+		if r.Metric == "collective calls per micro-batch (logical)" {
+			flagged = strings.HasPrefix(r.Flag, "MISMATCH")
+		}
+	}
+	if !flagged {
+		t.Error("the collective-calls row is not flagged MISMATCH")
+	}
+}

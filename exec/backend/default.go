@@ -1,0 +1,131 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/partbench/partbench/cgo/cuda"
+	"github.com/partbench/partbench/cgo/dl"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	pcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/localcomm"
+	"github.com/partbench/partbench/exec/ncclcomm"
+	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/exec/tcpcomm"
+	"github.com/partbench/partbench/partition"
+)
+
+// CPUMaxRankBytes is the most memory one rank of the CPU backend may hold:
+// it is for small models (configs/test), not for the seed's.
+const CPUMaxRankBytes = 8 << 30
+
+// Default is the registry partbench runs with: the GPU backend first (the
+// one "auto" chooses when a CUDA driver sees a GPU), then the CPU backend
+// (chosen by name only for runs, and the reference of every check).
+func Default() *Registry {
+	return &Registry{backends: []Backend{CUDA(), CPU()}}
+}
+
+// CPU is exec/cpu (float32, gonum BLAS) with the TCP communicator.
+func CPU() Backend {
+	return Backend{
+		Name:      configs.BackendCPU,
+		Reference: true,
+		Adapt: func(cfg *configs.Config) []string {
+			if cfg.Model.DType == "fp32" {
+				return nil
+			}
+			note := fmt.Sprintf("the CPU backend computes in fp32: the config's %s is run (and modeled) as fp32", cfg.Model.DType)
+			cfg.Model.DType = "fp32"
+			return []string{note}
+		},
+		Admit: func(plan *partition.Plan) error {
+			for _, r := range plan.Ranks {
+				if r.Memory.TotalBytes > CPUMaxRankBytes {
+					return fmt.Errorf("--backend cpu: rank %d would hold %.1f GB (weights, KV cache, activations); the CPU backend is for small models — use a test config (configs/test/) or a GPU backend",
+						r.Rank, float64(r.Memory.TotalBytes)/1e9)
+				}
+			}
+			return nil
+		},
+		New: func(launch.Env) (Rank, error) {
+			return Rank{
+				NewCompute: newCPUCompute,
+				NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ exec.Compute) (exec.Comm, error) {
+					return tcpcomm.New(ctx, sess, rank, p.Size(), "")
+				},
+			}, nil
+		},
+		Check: func(string) exec.CheckOptions {
+			return exec.CheckOptions{NewCompute: newCPUCompute, NewComms: localcomm.Comms}
+		},
+	}
+}
+
+func newCPUCompute(p *partition.Plan, rank int) (exec.Compute, error) { return cpu.New(p, rank) }
+
+// CUDA is exec/cuda on the rank's local GPU, with decode graphs, and the
+// NCCL communicator (exec/ncclcomm) queued on that Compute's stream.
+func CUDA() Backend {
+	return Backend{
+		Name:  configs.BackendCUDA,
+		Auto:  true,
+		Probe: cudaAvailable,
+		New:   cudaRank,
+		Check: cudaCheckOptions,
+	}
+}
+
+// cudaRank returns the GPU backend's constructors for the rank of env. It
+// fails at once, before any rank joins, when NCCL cannot be found.
+func cudaRank(env launch.Env) (Rank, error) {
+	lib, err := dl.Find(dl.NCCL())
+	if err != nil {
+		return Rank{}, fmt.Errorf("the GPU backend communicates with NCCL: %w", err)
+	}
+	lib.Close() // exec/ncclcomm loads it for the process
+	return Rank{
+		NewCompute: func(plan *partition.Plan, rank int) (exec.Compute, error) {
+			return pcuda.New(plan, rank, pcuda.Options{Device: env.LocalRank, Graphs: true})
+		},
+		NewComm: func(ctx context.Context, sess *rendezvous.Session, plan *partition.Plan, rank int, c exec.Compute) (exec.Comm, error) {
+			gc, ok := c.(*pcuda.Compute)
+			if !ok {
+				return nil, fmt.Errorf("the NCCL communicator needs the GPU backend's Compute (got %T)", c)
+			}
+			return ncclcomm.New(ctx, sess, plan, rank, gc)
+		},
+	}, nil
+}
+
+// cudaCheckOptions are exec.Check's options on the GPU: the partitioned
+// plan on GPU 0 in dtype ("" or fp32: exec.Check's fp32 plans; fp16, bf16),
+// every rank in this process through exec/localcomm staged via the host,
+// against exec/cpu, with cuda.Tolerance(dtype).
+func cudaCheckOptions(dtype string) exec.CheckOptions {
+	ref := func(p *partition.Plan, rank int) (exec.Compute, error) { return cpu.New(p, rank) }
+	return pcuda.CheckOptions(pcuda.Options{DType: dtype}, ref, localcomm.Comms)
+}
+
+// cudaAvailable reports why the GPU backend cannot run here, or nil: the
+// CUDA driver must load (cuInit succeeds) and see at least one GPU.
+func cudaAvailable() error {
+	drv, err := cuda.Load()
+	if err != nil {
+		return err
+	}
+	// The driver stays loaded: once initialized it is not unloaded (exec/cuda
+	// keeps its own binding for the process too).
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("cuda: the CUDA driver %s sees no GPU (CUDA_VISIBLE_DEVICES=%q)", drv.Path(), os.Getenv("CUDA_VISIBLE_DEVICES"))
+	}
+	return nil
+}

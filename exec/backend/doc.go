@@ -1,0 +1,9 @@
+// Package backend is the registry of partbench's run backends: each is
+// registered with a name, a probe (can it run here?) and a factory of the
+// per-rank Compute and Comm constructors; "auto" picks by a stated policy.
+// Default wires the CPU backend (exec/cpu + exec/tcpcomm) and the GPU backend
+// (exec/cuda + exec/ncclcomm).
+//
+// It must not run anything itself (exec runs the Program), and no backend it
+// holds may import another.
+package backend

@@ -1,0 +1,269 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/partbench/partbench/topology"
+)
+
+// TopoView is what partbench topo prints about a machine or a preset.
+type TopoView struct {
+	Source string `json:"source"` // "nvml" or "preset"
+	Name   string `json:"name"`
+	// Hardware is the hardware preset a topology preset is shown on.
+	Hardware string `json:"hardware_preset,omitempty"`
+	// Machine is what NVML reported; nil for a preset.
+	Machine *topology.Machine `json:"machine,omitempty"`
+	// System is the preset, or the machine converted with its hardware
+	// preset (absent when that fails; Notes says why).
+	System *topology.System `json:"system,omitempty"`
+	// Labels name the matrix rows and columns.
+	Labels []string       `json:"labels"`
+	Matrix [][]string     `json:"matrix"`
+	Paths  []TopoPath     `json:"paths"`
+	Notes  []string       `json:"notes,omitempty"`
+	Graph  topology.Graph `json:"graph"`
+}
+
+// TopoPath is one path class partbench models, with its figures.
+type TopoPath struct {
+	Between   string             `json:"between"`
+	Class     topology.LinkClass `json:"class"`
+	Name      string             `json:"name"`
+	BytesPerS float64            `json:"bytes_per_s"`
+	LatencyS  float64            `json:"latency_s"`
+	NVSwitch  bool               `json:"nvswitch"`
+}
+
+func topoPathOf(between string, l topology.Link) TopoPath {
+	return TopoPath{Between: between, Class: l.Class, Name: l.Name, BytesPerS: l.BytesPerS, LatencyS: l.LatencyS, NVSwitch: l.Switch}
+}
+
+// TopoPresetView is the view of a topology preset on a hardware preset.
+func TopoPresetView(preset, hardware string, sys topology.System) TopoView {
+	t := sys.Topology
+	v := TopoView{Source: "preset", Name: preset, Hardware: hardware, System: &sys, Matrix: t.Matrix(), Graph: t.Graph()}
+	for r := 0; r < t.Size(); r++ {
+		v.Labels = append(v.Labels, fmt.Sprintf("GPU%d", r))
+	}
+	if t.GPUsPerNode > 1 {
+		v.Paths = append(v.Paths, topoPathOf("GPUs of one node", t.Intra))
+	}
+	if t.Nodes > 1 {
+		v.Paths = append(v.Paths, topoPathOf("GPUs of different nodes", t.Inter))
+	}
+	return v
+}
+
+// TopoMachineView is the view of a discovered machine; lookup resolves its
+// hardware preset to a GPU (nil: none).
+func TopoMachineView(m *topology.Machine, lookup topology.GPULookup) TopoView {
+	v := TopoView{Source: "nvml", Name: m.Hostname, Machine: m, Matrix: m.Matrix(), Graph: m.Graph(), Notes: m.Notes()}
+	for i := range m.GPUs {
+		v.Labels = append(v.Labels, fmt.Sprintf("GPU%d", i))
+	}
+	if len(m.GPUs) > 1 {
+		v.Paths = append(v.Paths, topoPathOf("GPUs of this machine", m.IntraLink()))
+	}
+	if t, g, err := m.Topology(lookup); err == nil {
+		v.System = &topology.System{GPU: g, Topology: t}
+	} else if !errors.Is(err, topology.ErrNoPreset) { // Notes already says so
+		v.Notes = append(v.Notes, "no system to model: "+err.Error())
+	}
+	return v
+}
+
+// TopoJSON writes the view as indented JSON.
+func TopoJSON(w io.Writer, v TopoView) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// TopoTable writes the view as text: the header facts, the matrix with its
+// legend, the GPUs, the modelled paths and the notes.
+func TopoTable(w io.Writer, v TopoView) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	m := v.Machine
+	if m != nil {
+		fmt.Fprintf(tw, "host %s  driver %s  CUDA %s  NVML %s  hardware preset %s\n\n",
+			topoOrDash(m.Hostname), topoOrDash(m.DriverVersion), topoOrDash(topology.CUDAVersionString(m.CUDADriverVersion)), topoOrDash(m.NVMLVersion), topoOrDash(m.HardwarePreset))
+	} else {
+		fmt.Fprintf(tw, "preset %s: %d node(s) × %d GPUs of %s (hardware preset %s)\n\n", v.Name, v.System.Topology.Nodes, v.System.Topology.GPUsPerNode, v.System.GPU.Name, v.Hardware)
+	}
+
+	// The matrix, as nvidia-smi topo -m lays it out.
+	fmt.Fprint(tw, "\t"+strings.Join(v.Labels, "\t"))
+	if m != nil {
+		fmt.Fprint(tw, "\tCPU Affinity\tNUMA Affinity")
+	} else {
+		fmt.Fprint(tw, "\tNode")
+	}
+	fmt.Fprintln(tw)
+	for i, row := range v.Matrix {
+		fmt.Fprint(tw, v.Labels[i]+"\t"+strings.Join(row, "\t"))
+		if m != nil {
+			d := m.GPUs[i]
+			fmt.Fprintf(tw, "\t%s\t%s", topoOrDash(d.CPUAffinity), topoNUMA(d.NUMANode))
+		} else {
+			fmt.Fprintf(tw, "\t%d", v.System.Topology.NodeOf(i))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw)
+	for _, line := range topoLegend(m != nil) {
+		fmt.Fprintln(tw, "  "+line)
+	}
+	fmt.Fprintln(tw)
+
+	if m != nil {
+		fmt.Fprintln(tw, "GPU\tName\tMemory (GB)\tSMs\tMax SM clock (MHz)\tMax mem clock (MHz)\tL2 (MB)\tPCIe max\tPCIe now\tNUMA\tMIG\tCC\tNVLinks (to NVSwitch)")
+		for _, d := range m.GPUs {
+			active, sw := d.ActiveNVLinks()
+			fmt.Fprintf(tw, "%d\t%s\t%.1f\t%s\t%s\t%s\t%s\tGen%d x%d\tGen%d x%d\t%s\t%s\t%s\t%d (%d)\n",
+				d.Index, d.Name, float64(d.MemoryBytes)/1e9, topoInt(d.SMs), topoInt(d.MaxSMClockMHz), topoInt(d.MaxMemClockMHz),
+				topoMB(d.L2Bytes), d.PCIeMaxGen, d.PCIeMaxWidth, d.PCIeGen, d.PCIeWidth, topoNUMA(d.NUMANode), d.MIG,
+				topoOrDash(d.ComputeCapability()), active, sw)
+		}
+	} else {
+		g := v.System.GPU
+		fmt.Fprintln(tw, "GPU (each)\tHBM (GB)\tHBM (TB/s)\tBF16 dense (TFLOP/s)\tSMs\tL2 (MB)")
+		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.1f\t%d\t%s\n", g.Name, float64(g.HBMBytes)/1e9, g.HBMBytesPerS/1e12, g.BF16FLOPsPerS/1e12, g.SMs, topoMB(g.L2Bytes))
+	}
+	fmt.Fprintln(tw)
+
+	fmt.Fprintln(tw, "Path partbench models\tClass\tLink\tGB/s per direction\tLatency (µs)\tNVSwitch reduction")
+	for _, p := range v.Paths {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", p.Between, p.Class, p.Name,
+			strconv.FormatFloat(p.BytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(p.LatencyS*1e6, 'g', 3, 64), p.NVSwitch)
+	}
+	if len(v.Paths) == 0 {
+		fmt.Fprintln(tw, "(one GPU: no path)")
+	}
+	if len(v.Notes) > 0 {
+		fmt.Fprintln(tw)
+		for _, n := range v.Notes {
+			fmt.Fprintln(tw, "note: "+n)
+		}
+	}
+	return tw.Flush()
+}
+
+// topoLegend explains the matrix entries.
+func topoLegend(machine bool) []string {
+	if !machine {
+		return []string{
+			"X    = self",
+			"NVS  = NVLink through an NVSwitch with in-switch reduction (NVLS)",
+			"NVL  = NVLink (direct, or through a switch without reduction)",
+			"PCI  = PCIe",
+			"NET  = network between nodes",
+		}
+	}
+	out := []string{"X    = self", "NV#  = # NVLinks between the pair, directly or through an NVSwitch"}
+	for _, l := range topology.PCIeLevels {
+		out = append(out, fmt.Sprintf("%-4s = %s", l, l.Describe()))
+	}
+	return out
+}
+
+// TopoDOT writes the graph for Graphviz: one box per group (node or NUMA
+// node), NVLink edges green and bold, PCIe dashed, network blue.
+func TopoDOT(w io.Writer, g topology.Graph) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "graph %s {\n", strconv.Quote(g.Name))
+	b.WriteString("  graph [rankdir=LR fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\" fontsize=10];\n")
+	var groups []string
+	byGroup := map[string][]topology.GraphNode{}
+	for _, n := range g.Nodes {
+		if _, ok := byGroup[n.Group]; !ok {
+			groups = append(groups, n.Group)
+		}
+		byGroup[n.Group] = append(byGroup[n.Group], n)
+	}
+	for k, grp := range groups {
+		indent := "  "
+		if grp != "" {
+			fmt.Fprintf(&b, "  subgraph %s {\n    label=%s;\n", strconv.Quote(fmt.Sprintf("cluster_%d", k)), strconv.Quote(grp))
+			indent = "    "
+		}
+		for _, n := range byGroup[grp] {
+			fmt.Fprintf(&b, "%s%s [label=%s %s];\n", indent, strconv.Quote(n.ID), strconv.Quote(n.Label), topoDOTShape(n.Kind))
+		}
+		if grp != "" {
+			b.WriteString("  }\n")
+		}
+	}
+	for _, e := range g.Edges {
+		attrs := topoDOTEdge(e.Class)
+		if e.Label != "" {
+			attrs = "label=" + strconv.Quote(e.Label) + " " + attrs
+		}
+		fmt.Fprintf(&b, "  %s -- %s [%s];\n", strconv.Quote(e.From), strconv.Quote(e.To), attrs)
+	}
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func topoDOTShape(kind string) string {
+	switch kind {
+	case topology.NodeGPU:
+		return "shape=box style=filled fillcolor=\"#e8f5d0\""
+	case topology.NodeNVSwitch:
+		return "shape=hexagon style=filled fillcolor=\"#76b900\" fontcolor=white"
+	case topology.NodePCIe:
+		return "shape=ellipse"
+	case topology.NodeNIC:
+		return "shape=diamond"
+	case topology.NodeNetwork:
+		return "shape=doubleoctagon"
+	}
+	return ""
+}
+
+func topoDOTEdge(c topology.LinkClass) string {
+	switch c {
+	case topology.NVLink:
+		return "color=\"#76b900\" penwidth=2"
+	case topology.PCIe:
+		return "style=dashed color=gray40"
+	case topology.Network:
+		return "color=\"#1f5fa8\""
+	}
+	return ""
+}
+
+func topoOrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func topoInt(v int) string {
+	if v <= 0 {
+		return "-"
+	}
+	return strconv.Itoa(v)
+}
+
+func topoMB(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(b)/1e6, 'f', 1, 64)
+}
+
+func topoNUMA(n int) string {
+	if n < 0 {
+		return "N/A"
+	}
+	return strconv.Itoa(n)
+}
