@@ -115,6 +115,9 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Source = source
+	if err := cfg.resolveModelDir(data); err != nil {
+		return nil, err
+	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)

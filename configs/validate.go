@@ -137,5 +137,6 @@ func (c *Config) Validate() error {
 		add("run.warmup: must be in [0, %d] (got %d)", 1<<20, c.Run.Warmup)
 	}
 	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
+	errs = append(errs, c.validateArch()...)
 	return errors.Join(errs...)
 }

@@ -16,21 +16,35 @@ type Memory struct {
 	CapacityBytes   int64 `json:"capacity_bytes"`
 }
 
-// layerWeightBytes is one layer's shard on one TP rank: the matrices split
-// TP ways, the norm vectors replicated.
+// layerWeightBytes is one layer's shard on TP index 0: the matrices split
+// TP ways, the norm vectors replicated, column biases split, row biases on
+// TP index 0 (the elements of the shards it holds).
 func (p *Plan) layerWeightBytes() int64 {
-	lp := Layer(p.Model)
-	return (lp.Matrices()/int64(p.TP) + lp.Norms) * int64(p.DTypeBytes)
+	s := p.Shard(0)
+	var n int64
+	for _, name := range s.LayerTensors() {
+		k, c, _ := s.TensorShape(name)
+		n += int64(k) * int64(c)
+	}
+	return n * int64(p.DTypeBytes)
 }
 
 func (p *Plan) weights(r Rank) (layers, embed int64) {
 	layers = int64(len(r.Layers)) * p.layerWeightBytes()
 	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(r.TPIndex).VocabSize)
-	if p.Model.Embeddings && p.FirstStage(r.Stage) {
+	first, last := p.FirstStage(r.Stage), p.LastStage(r.Stage)
+	if p.Model.Embeddings && first {
 		embed += vshard * h * dt
+		if p.Model.IsGPT2() {
+			embed += int64(p.Model.MaxPositions) * h * dt
+		}
 	}
-	if p.Model.LMHead && p.LastStage(r.Stage) {
-		embed += (h + h*vshard) * dt
+	if p.Model.LMHead && last {
+		embed += finalNormParams(p.Model) * dt
+		// A tied LM head on the embedding's own stage reads the embedding.
+		if !p.Model.Tied() || !first {
+			embed += h * vshard * dt
+		}
 	}
 	return layers, embed
 }

@@ -99,10 +99,15 @@ func (c *Compute) ExportKV(layer, tokens int, dst []byte) error {
 }
 
 // SetPrompt makes Input read prompt positions from tokens, [global
-// sequence][prompt position]; nil restores the seeded prompt.
+// sequence][prompt position], as the run's model.Inputs (greedy feedback, if
+// the Compute was made with it, is kept); nil restores the seeded prompt.
 func (c *Compute) SetPrompt(tokens []int32) error {
+	greedy := c.inputs != nil && c.inputs.Greedy
 	if tokens == nil {
-		c.prompt = nil
+		c.inputs = nil
+		if greedy {
+			c.inputs = &model.Inputs{Greedy: true}
+		}
 		return nil
 	}
 	var seqs int
@@ -110,19 +115,19 @@ func (c *Compute) SetPrompt(tokens []int32) error {
 		seqs = len(kv.k) / (kv.context * kv.width)
 		break
 	}
-	if p := c.frame.Prompt; len(tokens) != seqs*p {
+	p := c.frame.Prompt
+	if len(tokens) != seqs*p {
 		return fmt.Errorf("cpu: prompt of %d tokens: want %d sequences × %d prompt positions = %d", len(tokens), seqs, p, seqs*p)
 	}
-	c.prompt = append([]int32(nil), tokens...)
-	return nil
-}
-
-// promptToken is the prompt's token of global sequence seq at pos.
-func (c *Compute) promptToken(seq, pos, vocab int) int {
-	if c.prompt != nil {
-		return int(c.prompt[seq*c.frame.Prompt+pos])
+	prompts := make([][]int, seqs)
+	for s := range prompts {
+		prompts[s] = make([]int, p)
+		for i := range prompts[s] {
+			prompts[s][i] = int(tokens[s*p+i])
+		}
 	}
-	return model.PromptToken(c.seed, seq, pos, vocab)
+	c.inputs = &model.Inputs{Prompts: prompts, Greedy: greedy}
+	return nil
 }
 
 // WriteTokens sets the ids micro-batch mb's next decode pass reads.
