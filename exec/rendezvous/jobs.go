@@ -92,3 +92,17 @@ func describeHolder(ctx context.Context, addr string) string {
 	return fmt.Sprintf("the port is held by rank 0 of partbench job %s on %s, pid %d, a world of %d ranks",
 		jobName(f.Job), f.Host, f.PID, f.Size)
 }
+
+// Refuse is rank 0's join for a run that cannot start (its output
+// directory is unwritable, say): it listens only to tell every rank that
+// arrives within a short linger (2 s) why, so that they end at once instead
+// of after their join timeout. It returns the join's error (reason).
+// Other ranks, and a world of one, return at once.
+func Refuse(ctx context.Context, opts Options, reason string) error {
+	failure := &JoinError{Reason: reason}
+	if err := opts.normalize(); err != nil || opts.Rank != 0 || opts.Size == 1 {
+		return failure
+	}
+	_, _ = join0(ctx, opts, time.Now(), failure) // if rank 0 cannot even listen, the others time out
+	return failure
+}
