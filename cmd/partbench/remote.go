@@ -72,6 +72,7 @@ finish (up to --drain-timeout), new ones are refused. Nothing is written to disk
 					o.Util = s
 				}
 			}
+			drainsOnSignal(cmd.Context())
 			return remote.Serve(cmd.Context(), o, eng, cmd.OutOrStdout())
 		},
 	}

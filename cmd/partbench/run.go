@@ -128,19 +128,8 @@ func newRunCmd() *cobra.Command {
 				return o.runEmulate(cmd.Context(), cmd.OutOrStdout())
 			case o.check:
 				return o.runCheck(cmd.Context(), cmd.OutOrStdout())
-			case o.nproc > 0:
-				exe, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				code, err := launch.Spawn(cmd.Context(), launch.SpawnOptions{NProc: o.nproc, Argv: append([]string{exe}, o.rankArgs()...)})
-				if err != nil {
-					return &exitError{code: max(code, 1), err: err}
-				}
-				if code != 0 {
-					return &exitError{code: code, err: fmt.Errorf("a rank exited with status %d", code)}
-				}
-				return nil
+			case cmd.Flags().Changed("nproc"):
+				return o.launch(cmd.Context())
 			}
 			return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -209,8 +198,8 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if o.rendezvous != "" {
-		env.RendezvousAddr = o.rendezvous
+	if err := o.preflightRank(ctx, cfg, &env); err != nil {
+		return err
 	}
 	name, plan, rank, notes, err := o.backendFor(cfg, env)
 	if err != nil {
@@ -254,11 +243,6 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	if o.outDir != "" {
-		if err := report.WriteRunFiles(o.outDir, doc); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-	}
 	var err error
 	if o.format == report.FormatJSON {
 		err = report.RunJSON(stdout, doc)
@@ -266,6 +250,9 @@ func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 		err = report.WriteGrids(stdout, o.format, report.RunGrids(doc, o.perRank)...)
 	}
 	if err != nil {
+		return err
+	}
+	if err := o.writeResults(stdout, doc); err != nil {
 		return err
 	}
 	if perr := compare.Problems(doc.Problems); perr != nil {
