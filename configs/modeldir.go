@@ -81,3 +81,39 @@ func (c *Config) resolveModelDir(data []byte) error {
 	c.Model = m
 	return nil
 }
+
+// GenerateConfig is the config `partbench generate` runs: the model of the
+// Hugging Face directory dir (absolute), seqs sequences whose prompts and
+// newTokens generated tokens fill context, fp32, tp × pp in-process ranks
+// with micro-batches; the topology is a stand-in (one node of tp × pp
+// devices) since generation is measured for its numbers, not its time.
+func GenerateConfig(dir string, seqs, context, newTokens, tp, pp, microbatches int) (*Config, error) {
+	src := fmt.Sprintf(`version = 1
+name = "generate"
+[model]
+dir = %q
+dtype = "fp32"
+[workload]
+batch = %d
+context = %d
+output_tokens = %d
+[parallel]
+tp = %d
+pp = %d
+microbatches = %d
+[hardware]
+preset = "h100-sxm"
+[topology]
+name = "in-process"
+nodes = 1
+gpus_per_node = %d
+[topology.intra_node]
+class = "nvlink"
+name = "in-process"
+bytes_per_s = 450e9
+latency_s = 1e-6
+[run]
+iterations = 1
+`, dir, seqs, max(context, 2), max(newTokens, 1), tp, pp, microbatches, tp*pp)
+	return Parse(strings.NewReader(src), "--model-dir "+dir)
+}

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +15,7 @@ import (
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/localcomm"
-	"github.com/partbench/partbench/model"
-	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/report"
 )
 
 type generateOptions struct {
@@ -79,35 +78,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	ctx := len(prompts[0]) + o.newTokens
-	src := fmt.Sprintf(`version = 1
-name = "generate"
-[model]
-dir = %q
-dtype = "fp32"
-[workload]
-batch = %d
-context = %d
-output_tokens = %d
-[parallel]
-tp = %d
-pp = %d
-microbatches = %d
-[hardware]
-preset = "h100-sxm"
-[topology]
-name = "in-process"
-nodes = 1
-gpus_per_node = %d
-[topology.intra_node]
-class = "nvlink"
-name = "in-process"
-bytes_per_s = 450e9
-latency_s = 1e-6
-[run]
-iterations = 1
-`, dir, len(prompts), max(ctx, 2), max(o.newTokens, 1), o.tp, o.pp, o.microbatches, o.tp*o.pp)
-	cfg, err := configs.Parse(strings.NewReader(src), "--model-dir "+o.modelDir)
+	cfg, err := configs.GenerateConfig(dir, len(prompts), len(prompts[0])+o.newTokens, o.newTokens, o.tp, o.pp, o.microbatches)
 	if err != nil {
 		return &exitError{2, fmt.Errorf("generate: %w", err)}
 	}
@@ -122,23 +93,14 @@ iterations = 1
 	defer w.Close()
 	opts := pexec.GenerateOptions{
 		NewTokens: o.newTokens, Stepwise: o.logitsOut != "", NewComms: localcomm.Comms,
-		NewCompute: func(plan *partition.Plan, rank int, in *model.Inputs) (pexec.Compute, error) {
-			return cpu.NewWith(plan, rank, cpu.Options{
-				Weights: func(s model.Shard) (model.Source, error) { return model.NewCheckpoint(w, hf, s), nil },
-				Inputs:  in,
-			})
-		},
+		NewCompute: cpu.FromCheckpoint(w, hf),
 	}
 	res, err := pexec.Generate(cmd.Context(), cfg, prompts, opts)
 	if err != nil {
 		return err
 	}
 	if o.logitsOut != "" {
-		b, err := json.Marshal(res.Logits)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.logitsOut, b, 0o644); err != nil {
+		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
 			return fmt.Errorf("generate: --logits-out: %w", err)
 		}
 	}

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/configs"
-	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/backend"
-	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/report"
@@ -27,26 +21,6 @@ import (
 // exitPayloadMismatch is the exit code when measured payload bytes differ
 // from the model's (as run's NCCL byte check).
 const exitPayloadMismatch = 4
-
-// remoteEngine is the exec engine over a registered backend, on GPU 0 for cuda.
-func remoteEngine(name string) (*remote.ExecEngine, error) {
-	b, err := backend.Default().ForRun(name)
-	if err != nil {
-		return nil, fmt.Errorf("--backend: %w", err)
-	}
-	rank, err := b.New(launch.Env{LocalSize: 1})
-	if err != nil {
-		return nil, fmt.Errorf("--backend %s: %w", b.Name, err)
-	}
-	return &remote.ExecEngine{Backend: b.Name, New: func(plan *partition.Plan) (pexec.Compute, error) {
-		if b.Admit != nil {
-			if err := b.Admit(plan); err != nil {
-				return nil, err
-			}
-		}
-		return rank.NewCompute(plan, 0)
-	}}, nil
-}
 
 func newServeCmd() *cobra.Command {
 	var o remote.ServeOptions
@@ -59,7 +33,7 @@ address requires --token-file (bearer token). Drains on SIGTERM or interrupt: re
 finish (up to --drain-timeout), new ones are refused. Nothing is written to disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eng, err := remoteEngine(backendName)
+			eng, err := remote.BackendEngine(backendName)
 			if err != nil {
 				return err
 			}
@@ -174,15 +148,19 @@ func (o *remoteOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return fmt.Errorf("remote: --mode %s needs a server: --server HOST:PORT or --spawn-server", o.mode)
 	}
 	if needServer && o.spawn {
-		child, a, err := spawnServer(o.transport, stderr)
+		self, err := os.Executable()
 		if err != nil {
-			return err
+			return fmt.Errorf("--spawn-server: %w", err)
 		}
-		defer child.stop(stderr)
+		child, a, err := remote.SpawnServer(self, o.transport, stderr)
+		if err != nil {
+			return fmt.Errorf("--spawn-server: %w", err)
+		}
+		defer child.Stop(stderr)
 		addr = a
 	}
 	topts := remote.TrialOptions{Config: cfg, Modes: modes, Trials: o.trials, Warmup: o.warmup, Link: link}
-	if topts.Engine, err = remoteEngine(configs.BackendCPU); err != nil {
+	if topts.Engine, err = remote.BackendEngine(configs.BackendCPU); err != nil {
 		return err
 	}
 	if needServer {
@@ -219,70 +197,6 @@ func (o *remoteOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 			len(tr.Mismatches), strings.Join(tr.Mismatches, "; "))}
 	}
 	return nil
-}
-
-// serverChild is a spawned 'partbench serve'.
-type serverChild struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// spawnServer starts this binary's serve on a free loopback port and reads
-// the port from its first line.
-func spawnServer(transport string, stderr io.Writer) (*serverChild, string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", fmt.Errorf("--spawn-server: %w", err)
-	}
-	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU)
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("--spawn-server: %w", err)
-	}
-	c := &serverChild{cmd: cmd, done: make(chan error, 1)}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sent := false
-		for sc.Scan() {
-			if !sent {
-				lines <- sc.Text()
-				sent = true
-			}
-		}
-		close(lines)
-		c.done <- cmd.Wait()
-	}()
-	prefix := "partbench serve: " + transport + " listening on "
-	select {
-	case l, ok := <-lines:
-		if ok && strings.HasPrefix(l, prefix) {
-			return c, strings.TrimPrefix(l, prefix), nil
-		}
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("--spawn-server: the server said %q, not %q", l, prefix+"ADDR")
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("--spawn-server: the server did not listen within 30 s")
-	}
-}
-
-// stop sends SIGTERM and waits for the drain (killing after 30 s).
-func (c *serverChild) stop(stderr io.Writer) {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-c.done:
-		if err != nil {
-			fmt.Fprintf(stderr, "partbench remote: spawned server: %v\n", err)
-		}
-	case <-time.After(30 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
 }
 
 // modelRemote is model --dry-run --remote-link: every mode of each config
