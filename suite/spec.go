@@ -75,8 +75,12 @@ type Workload struct {
 	Seed string `toml:"seed" json:"seed,omitempty"`
 	// Kind: llm-decode, llm-prefill, encoder, smoke, microbench.
 	Kind string `toml:"kind" json:"kind"`
-	// Model is a model preset (configs/model); Layers > 0 overrides its depth.
-	Model  string `toml:"model" json:"model"`
+	// Model is a model preset (configs/model), or From (key config) a single-rank
+	// config (file or preset) whose model is used; Layers > 0 overrides the
+	// depth and Arch the architecture ("llama": the shape in Llama style).
+	Model  string `toml:"model" json:"model,omitempty"`
+	From   string `toml:"config" json:"config,omitempty"`
+	Arch   string `toml:"arch" json:"arch,omitempty"`
 	Layers int    `toml:"layers" json:"layers,omitempty"`
 	// DType overrides the preset's (the remote engine's state I/O is fp32).
 	DType        string `toml:"dtype" json:"dtype,omitempty"`
@@ -122,10 +126,7 @@ const (
 // run the same spec.
 func (s *Spec) Hash() string {
 	var b bytes.Buffer
-	_ = toml.NewEncoder(&b).Encode(struct {
-		*Spec
-		Source string `toml:"-"`
-	}{Spec: s})
+	_ = toml.NewEncoder(&b).Encode(s)
 	sum := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(sum[:8])
 }
@@ -328,21 +329,43 @@ func (s *Spec) Validate() error {
 // Config is the workload as a single-rank partbench config, built as TOML
 // and read by configs.Parse so every configs validation applies.
 func (w Workload) Config(s *Spec) (*configs.Config, error) {
-	if !contains(configs.Presets("model"), w.Model) {
+	var m configs.Model
+	switch {
+	case (w.Model == "") == (w.From == ""):
+		return nil, fmt.Errorf("model %q, config %q: give exactly one", w.Model, w.From)
+	case w.From != "":
+		base, err := configs.Load(w.From)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if base.Parallel.TP*base.Parallel.PP != 1 {
+			return nil, fmt.Errorf("config: %s has tp = %d, pp = %d: a suite cell runs one rank (tp = pp = 1)", w.From, base.Parallel.TP, base.Parallel.PP)
+		}
+		m = base.Model
+	case !contains(configs.Presets("model"), w.Model):
 		return nil, fmt.Errorf("model: unknown model preset %q (allowed: %s)", w.Model, strings.Join(configs.Presets("model"), ", "))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "version = 1\nname = %q\n[model]\npreset = %q\ndtype = %q\n", s.Name+"-"+w.Name, w.Model, w.DType)
-	if w.Layers != 0 {
-		fmt.Fprintf(&b, "layers = %d\n", w.Layers)
+	default:
+		data, err := fs.ReadFile(configs.Files, "model/"+w.Model+".toml")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := toml.Decode(string(data), &m); err != nil {
+			return nil, fmt.Errorf("model preset %s: %w", w.Model, err)
+		}
 	}
 	if w.Kind == KindMicrobench && w.Layers != 1 {
 		return nil, fmt.Errorf("layers: a microbench runs one transformer block: must be 1 (got %d)", w.Layers)
 	}
-	if w.Kind == KindEncoder {
-		b.WriteString("encoder = true\n")
+	m.Preset, m.DType = "", w.DType
+	if w.Layers != 0 {
+		m.Layers = w.Layers
 	}
+	if w.Arch != "" {
+		m.Arch = w.Arch
+	}
+	m.Encoder = w.Kind == KindEncoder
 	out := w.OutputTokens
+	phases := []string{"prefill", "decode"}
 	switch w.Kind {
 	case KindPrefill, KindEncoder, KindMicrobench:
 		// The prefill request is the figure; the generation's one decode
@@ -352,19 +375,28 @@ func (w Workload) Config(s *Spec) (*configs.Config, error) {
 		}
 		out = 2
 	}
-	fmt.Fprintf(&b, "[workload]\nbatch = %d\ncontext = %d\noutput_tokens = %d\n", w.Batch, w.Context, out)
 	if w.Kind == KindEncoder {
-		b.WriteString("phases = [\"prefill\"]\n")
+		phases = []string{"prefill"}
 	}
-	fmt.Fprintf(&b, "[parallel]\ntp = 1\npp = 1\n[hardware]\npreset = %q\n", s.Hardware)
-	b.WriteString("[run]\nwarmup = 0\niterations = 1\nseed = 7\n[topology]\nname = \"one-gpu\"\nnodes = 1\ngpus_per_node = 1\n" +
-		"[topology.intra_node]\nclass = \"nvlink\"\nname = \"none (one GPU)\"\nbytes_per_s = 450e9\nlatency_s = 1e-6\n" +
-		"[topology.inter_node]\nclass = \"network\"\nname = \"none (one node)\"\nbytes_per_s = 50e9\nlatency_s = 5e-6\n")
-	cfg, err := configs.Parse(strings.NewReader(b.String()), "workload "+w.Name)
-	if err != nil {
+	doc := struct {
+		Version  int               `toml:"version"`
+		Name     string            `toml:"name"`
+		Model    configs.Model     `toml:"model"`
+		Workload configs.Workload  `toml:"workload"`
+		Parallel map[string]int    `toml:"parallel"`
+		Hardware map[string]string `toml:"hardware"`
+		Run      map[string]int    `toml:"run"`
+	}{1, s.Name + "-" + w.Name, m,
+		configs.Workload{Batch: w.Batch, Context: w.Context, OutputTokens: out, Phases: phases},
+		map[string]int{"tp": 1, "pp": 1}, map[string]string{"preset": s.Hardware}, map[string]int{"warmup": 0, "iterations": 1, "seed": 7}}
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(doc); err != nil {
 		return nil, err
 	}
-	return cfg, nil
+	b.WriteString("[topology]\nname = \"one-gpu\"\nnodes = 1\ngpus_per_node = 1\n" +
+		"[topology.intra_node]\nclass = \"nvlink\"\nname = \"none (one GPU)\"\nbytes_per_s = 450e9\nlatency_s = 1e-6\n" +
+		"[topology.inter_node]\nclass = \"network\"\nname = \"none (one node)\"\nbytes_per_s = 50e9\nlatency_s = 5e-6\n")
+	return configs.Parse(strings.NewReader(b.String()), "workload "+w.Name)
 }
 
 func validName(s string) bool {
