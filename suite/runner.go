@@ -244,3 +244,33 @@ func ReadSpec(dir string) (*Spec, error) {
 	}
 	return &s, nil
 }
+
+// EstimateDuration is the model's time for the whole matrix: every run's
+// generation (session open, prefill, every decode step) on Spec.Hardware
+// over Spec.Link. A CPU backend takes far longer; the figure is the floor.
+func EstimateDuration(s *Spec) (time.Duration, error) {
+	link, err := topology.ParseClientLink("link", s.Link)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, w := range s.Workloads {
+		cfg, err := w.Config(s)
+		if err != nil {
+			return 0, err
+		}
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			return 0, err
+		}
+		e, err := sim.EstimateRemote(plan, sim.RemoteOptions{Link: link}, sim.Options{})
+		if err != nil {
+			return 0, err
+		}
+		for _, b := range s.Baselines {
+			m, _ := partition.ParseRemoteMode(b.Mode)
+			total += float64(s.Warmup+s.Runs) * e.Mode(m).GenerationS
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}

@@ -228,12 +228,12 @@ type serverChild struct {
 
 // spawnServer starts this binary's serve on a free loopback port and reads
 // the port from its first line.
-func spawnServer(transport string, stderr io.Writer) (*serverChild, string, error) {
+func spawnServer(transport string, stderr io.Writer, extra ...string) (*serverChild, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", fmt.Errorf("--spawn-server: %w", err)
 	}
-	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU)
+	cmd := exec.Command(self, append([]string{"serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU}, extra...)...)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
