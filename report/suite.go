@@ -55,7 +55,7 @@ func WriteSuite(dir string, r *suite.Results) error {
 		scale             float64
 	}{
 		{SuiteLatencyPDF, "Latency per workload's unit (mean, 95 % CI)", "latency (ms, log scale)", true, func(c suite.CellResult) suite.Stats { return c.LatencyS }, 1e3},
-		{SuiteTrafficPDF, "Network payload per workload's unit (measured = model)", "payload (bytes, log scale; local: 0, not drawn)", true, func(c suite.CellResult) suite.Stats { return c.NetBytes }, 1},
+		{SuiteTrafficPDF, "Network payload per workload's unit (measured = model)", "payload (B, log; local 0: not drawn)", true, func(c suite.CellResult) suite.Stats { return c.NetBytes }, 1},
 		{SuiteUtilPDF, "Device utilization over the server's span (mean, 95 % CI)", "utilization (%)", false, func(c suite.CellResult) suite.Stats { return c.Util }, 100},
 	}
 	for _, f := range figs {
@@ -149,6 +149,12 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	p.Add(plotter.NewGrid())
+	// Headroom above the data for the legend.
+	if logY {
+		p.Y.Max *= 300
+	} else {
+		p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max*1.6, 1)
+	}
 	return p, nil
 }
 
