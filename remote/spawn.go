@@ -20,9 +20,10 @@ type ServerChild struct {
 
 // SpawnServer starts `bin serve` (bin: a partbench binary, usually the
 // running one) on a free loopback port with the CPU backend, and returns it
-// with the address it printed on its first line (within 30 s).
-func SpawnServer(bin, transport string, stderr io.Writer) (*ServerChild, string, error) {
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU)
+// with the address it printed on its first line (within 30 s); extra flags
+// follow the defaults (a later --backend wins).
+func SpawnServer(bin, transport string, stderr io.Writer, extra ...string) (*ServerChild, string, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU}, extra...)...)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
