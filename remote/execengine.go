@@ -82,7 +82,7 @@ type execSession struct {
 	c      pexec.Compute
 	io     pexec.StateIO
 	loaded bool
-	next   int // stateful: the position the next request must start at (−1: a prefill)
+	next   int                    // stateful: the position the next request must start at (−1: a prefill)
 	paused *partition.ResumeSplit // stateful: the prefill paused by PhasePause (resume.go)
 }
 
