@@ -32,7 +32,7 @@ func testCtx(t *testing.T) context.Context {
 
 // statefulSession starts an in-process server on a loopback port chosen by
 // the kernel and opens a stateful session with logits over transport.
-func statefulSession(t *testing.T, cfg *configs.Config, transport string) *remote.Session {
+func statefulSession(t *testing.T, cfg *configs.Config, transport string) (*remote.Session, string) {
 	t.Helper()
 	srv, err := remote.NewServer(remote.ServerConfig{}, remote.NewCPUEngine())
 	if err != nil {
@@ -60,7 +60,7 @@ func statefulSession(t *testing.T, cfg *configs.Config, transport string) *remot
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, addr.String()
 }
 
 // TestResumeEqualsUninterrupted: for every strategy and pause layer, the
@@ -86,7 +86,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	}
 	delta := Perturb(11, plan.Model.Hidden, 0.5)
 	for _, tr := range []string{"grpc", "tcp"} {
-		s := statefulSession(t, cfg, tr)
+		s, _ := statefulSession(t, cfg, tr)
 		for _, layer := range []int{1, 4, 8} {
 			for _, d := range [][]float32{nil, delta} {
 				ctx := testCtx(t)
@@ -146,7 +146,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 // range and a wrong-sized modification are refused with the reason.
 func TestResumeErrors(t *testing.T) {
 	cfg, plan := tinyPlan(t)
-	s := statefulSession(t, cfg, "grpc")
+	s, _ := statefulSession(t, cfg, "grpc")
 	ctx := testCtx(t)
 	if _, err := s.Resume(ctx, 3, nil); err == nil {
 		t.Error("resume without a pause succeeded")
@@ -177,5 +177,51 @@ func TestResumeErrors(t *testing.T) {
 	}
 	if _, err := l.PauseResume(ctx, "teleport", 2, nil); err == nil {
 		t.Error("unknown strategy accepted")
+	}
+}
+
+// TestSummarize: 1, 2, 3, 4 s: mean 2.5; sample std √(((1.5²+0.5²)·2)/3) =
+// √(5/3) ≈ 1.29099; gonum's empirical 0.5-quantile is the lower middle, 2;
+// the 0.95-quantile the largest, 4.
+func TestSummarize(t *testing.T) {
+	s := Summarize([]float64{4, 2, 1, 3})
+	if s.N != 4 || s.MeanS != 2.5 || s.P50S != 2 || s.P95S != 4 || s.StdS < 1.29098 || s.StdS > 1.29100 {
+		t.Errorf("Summarize = %+v", s)
+	}
+}
+
+// TestRun: a whole measurement on single-tiny: every row's outputs match
+// the reference, rows come in layer × strategy order, and the stateful row
+// carries its decomposition.
+func TestRun(t *testing.T) {
+	cfg, plan := tinyPlan(t)
+	c, err := cpu.New(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := NewLocal(plan, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, addr := statefulSession(t, cfg, "grpc")
+	res, err := Run(testCtx(t), plan, Options{Layers: []int{2, 6}, Strategies: partition.ResumeStrategies, Trials: 2, Warmup: 1,
+		Delta: Perturb(1, 64, 0.1), Local: l, Session: s, Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mismatches() != 0 || len(res.Results) != 6 || res.RawTCPRTT == nil {
+		t.Fatalf("result %+v", res)
+	}
+	for i, row := range res.Results {
+		if want := partition.ResumeStrategies[i%3]; row.Strategy != want || row.Layer != []int{2, 6}[i/3] {
+			t.Errorf("row %d is %s at %d", i, row.Strategy, row.Layer)
+		}
+		if row.ResumeLatency.N != 2 || row.ResumeLatency.MeanS <= 0 || row.TimeToOutput.MeanS < row.ResumeLatency.MeanS {
+			t.Errorf("row %d timings %+v %+v", i, row.ResumeLatency, row.TimeToOutput)
+		}
+		if (row.Strategy == partition.ResumeStateful) != (row.Framework != nil) {
+			t.Errorf("row %d: decomposition present %v", i, row.Framework != nil)
+		}
 	}
 }
