@@ -41,7 +41,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
-		newServeCmd(), newRemoteCmd(), newGenerateCmd())
+		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newResumeCmd())
 	addRunFlags(root)
 	return root
 }
