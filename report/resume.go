@@ -106,6 +106,7 @@ func ResumePlot(d *ResumeDoc) (*Figure, error) {
 				return nil, err
 			}
 		}
+		widenLog(p)
 		f.Panels = append(f.Panels, p)
 	}
 	if e := d.Model; e != nil && len(e.Points) > 0 {
@@ -139,12 +140,28 @@ func ResumePlot(d *ResumeDoc) (*Figure, error) {
 		l.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
 		p.Add(l)
 		p.Legend.Add("compute floor of layers 1..N", l)
+		widenLog(p)
 		f.Panels = append(f.Panels, p)
 	}
 	if len(f.Panels) == 0 {
 		return nil, fmt.Errorf("plot: the resume result holds neither measurements nor a model")
 	}
 	return f, nil
+}
+
+// widenLog gives a log axis at least a factor of 4 of range (one point, or
+// flat lines only, would leave it empty), and a positive minimum.
+func widenLog(p *plot.Plot) {
+	if p.Y.Min <= 0 || p.Y.Max/p.Y.Min < 4 {
+		mid := p.Y.Max
+		if mid <= 0 {
+			mid = 1
+		}
+		p.Y.Min, p.Y.Max = mid/2, mid*2
+		if p.Y.Min > 0 && p.Y.Max/p.Y.Min < 4 {
+			p.Y.Min = mid / 4
+		}
+	}
 }
 
 func addLine(p *plot.Plot, label string, xy plotter.XYs, dashed bool) error {

@@ -22,9 +22,9 @@ import (
 
 type resumeOptions struct {
 	config, layers, strategies, server, transport, backend, out, format, link string
-	spawn, perturb                                                          bool
-	perturbSeed                                                             uint64
-	trials, warmup                                                          int
+	spawn, perturb                                                            bool
+	perturbSeed                                                               uint64
+	trials, warmup                                                            int
 }
 
 func newResumeCmd() *cobra.Command {
