@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/claims"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
@@ -198,4 +199,33 @@ func modelResume(w io.Writer, format string, cfgs []*configs.Config, layers, lin
 		}
 	}
 	return nil
+}
+
+// judgeResumeClaims judges f's resume claims (seed 002) against the
+// modeled resume of its baseline config over the loopback link.
+func judgeResumeClaims(f *claims.File) ([]claims.Judgement, error) {
+	has := false
+	for _, c := range f.Claims {
+		has = has || claims.IsResumeMetric(c.Metric)
+	}
+	if !has {
+		return nil, nil
+	}
+	cfg, err := configs.Load(f.Strategies["baseline"])
+	if err != nil {
+		return nil, err
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	link, err := topology.ParseClientLink("link", "loopback")
+	if err != nil {
+		return nil, err
+	}
+	e, err := sim.EstimateResume(plan, sim.ResumeOptions{Layers: claims.ResumeLayers(f), Client: link}, sim.Options{Collectives: collectiveOptionsFromEnv()})
+	if err != nil {
+		return nil, err
+	}
+	return claims.JudgeResume(f, e)
 }
