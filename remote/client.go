@@ -192,8 +192,12 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		h.Phase = pb.Phase_PHASE_DECODE
 	case PhaseLoad:
 		h.Phase = pb.Phase_PHASE_LOAD
+	case PhasePause:
+		h.Phase = pb.Phase_PHASE_PAUSE
+	case PhaseResume:
+		h.Phase = pb.Phase_PHASE_RESUME
 	default:
-		return nil, fmt.Errorf("step: phase %q: must be prefill, decode or load", phase)
+		return nil, fmt.Errorf("step: phase %q: must be prefill, decode, load, pause or resume", phase)
 	}
 	for _, t := range in {
 		if int64(len(t.Data)) != t.Bytes() {

@@ -82,7 +82,8 @@ type execSession struct {
 	c      pexec.Compute
 	io     pexec.StateIO
 	loaded bool
-	next   int // stateful: the position the next request must start at (−1: a prefill)
+	next   int                    // stateful: the position the next request must start at (−1: a prefill)
+	paused *partition.ResumeSplit // stateful: the prefill paused by PhasePause (resume.go)
 }
 
 func (s *execSession) Close() { s.c.Close() }
@@ -125,6 +126,10 @@ func int32s(d []byte) []int32 {
 // Step checks the request against partition.RemotePayloadOf, installs its
 // state, runs the phase's Program and returns the payload's reply tensors.
 func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+	if in.Phase == PhasePause || in.Phase == PhaseResume {
+		return s.pauseResume(ctx, in)
+	}
+	s.paused = nil // any other step overwrites the device's buffers
 	t0 := time.Now()
 	byName := map[string]Tensor{}
 	for _, t := range in.Tensors {

@@ -387,6 +387,10 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		phase = partition.Decode
 	case pb.Phase_PHASE_LOAD:
 		phase = PhaseLoad
+	case pb.Phase_PHASE_PAUSE:
+		phase = PhasePause
+	case pb.Phase_PHASE_RESUME:
+		phase = PhaseResume
 	default:
 		return status.Errorf(codes.InvalidArgument, "step: phase %v", h.Phase)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -18,11 +19,15 @@ type ServerChild struct {
 	done chan error
 }
 
-// SpawnServer starts `bin serve` (bin: a partbench binary, usually the
-// running one) on a free loopback port with the CPU backend, and returns it
+// SpawnServer starts this binary's `serve` (it must be partbench) on a free
+// loopback port with the CPU backend, and returns it
 // with the address it printed on its first line (within 30 s); extra flags
 // follow the defaults (a later --backend wins).
-func SpawnServer(bin, transport string, stderr io.Writer, extra ...string) (*ServerChild, string, error) {
+func SpawnServer(transport string, stderr io.Writer, extra ...string) (*ServerChild, string, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU}, extra...)...)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()

@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
-		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd())
+		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
 	addRunFlags(root)
 	return root
 }

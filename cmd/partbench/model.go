@@ -29,6 +29,7 @@ type modelOptions struct {
 	calibration string
 	// remote dry run (cmd/partbench/remote.go)
 	remoteLink, remoteMode string
+	resumeLayers           string
 	remoteOverheadS        float64
 }
 
@@ -55,6 +56,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
+	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
 	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
 	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
@@ -87,6 +89,9 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
+	}
+	if o.resumeLayers != "" {
+		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
 	}
 	if o.remoteLink != "" {
 		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)

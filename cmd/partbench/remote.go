@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -148,11 +147,7 @@ func (o *remoteOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return fmt.Errorf("remote: --mode %s needs a server: --server HOST:PORT or --spawn-server", o.mode)
 	}
 	if needServer && o.spawn {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("--spawn-server: %w", err)
-		}
-		child, a, err := remote.SpawnServer(self, o.transport, stderr)
+		child, a, err := remote.SpawnServer(o.transport, stderr)
 		if err != nil {
 			return fmt.Errorf("--spawn-server: %w", err)
 		}

@@ -84,15 +84,11 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			c.Stop(stderr)
 		}
 	}()
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("suite: %w", err)
-	}
 	dial := func(ctx context.Context, b suite.Baseline) (*remote.Client, error) {
 		if b.Server == suite.ServerInProcess {
 			return inproc.Dial(ctx, b)
 		}
-		child, addr, err := remote.SpawnServer(self, b.Transport, stderr, "--backend", s.Backend, "--memory-budget", strconv.FormatInt(o.budget, 10))
+		child, addr, err := remote.SpawnServer(b.Transport, stderr, "--backend", s.Backend, "--memory-budget", strconv.FormatInt(o.budget, 10))
 		if err != nil {
 			return nil, err
 		}

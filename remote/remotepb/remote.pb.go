@@ -88,6 +88,12 @@ const (
 	Phase_PHASE_DECODE      Phase = 2
 	// PHASE_LOAD uploads the weights into a kv-mode session once.
 	Phase_PHASE_LOAD Phase = 3
+	// PHASE_PAUSE runs a stateful session's prefill up to and including layer
+	// step (1-based) and keeps the hidden state on the device.
+	Phase_PHASE_PAUSE Phase = 4
+	// PHASE_RESUME applies the request's modification (or none) to the kept
+	// hidden state and runs the rest of the paused prefill.
+	Phase_PHASE_RESUME Phase = 5
 )
 
 // Enum value maps for Phase.
@@ -97,12 +103,16 @@ var (
 		1: "PHASE_PREFILL",
 		2: "PHASE_DECODE",
 		3: "PHASE_LOAD",
+		4: "PHASE_PAUSE",
+		5: "PHASE_RESUME",
 	}
 	Phase_value = map[string]int32{
 		"PHASE_UNSPECIFIED": 0,
 		"PHASE_PREFILL":     1,
 		"PHASE_DECODE":      2,
 		"PHASE_LOAD":        3,
+		"PHASE_PAUSE":       4,
+		"PHASE_RESUME":      5,
 	}
 )
 
@@ -1036,13 +1046,15 @@ const file_remote_proto_rawDesc = "" +
 	"\n" +
 	"MODE_NAIVE\x10\x02\x12\v\n" +
 	"\aMODE_KV\x10\x03\x12\x11\n" +
-	"\rMODE_STATEFUL\x10\x04*S\n" +
+	"\rMODE_STATEFUL\x10\x04*v\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPHASE_PREFILL\x10\x01\x12\x10\n" +
 	"\fPHASE_DECODE\x10\x02\x12\x0e\n" +
 	"\n" +
-	"PHASE_LOAD\x10\x032\xe9\x01\n" +
+	"PHASE_LOAD\x10\x03\x12\x0f\n" +
+	"\vPHASE_PAUSE\x10\x04\x12\x10\n" +
+	"\fPHASE_RESUME\x10\x052\xe9\x01\n" +
 	"\x06Remote\x12K\n" +
 	"\x04Open\x12 .partbench.remote.v1.OpenRequest\x1a!.partbench.remote.v1.OpenResponse\x12N\n" +
 	"\x05Close\x12!.partbench.remote.v1.CloseRequest\x1a\".partbench.remote.v1.CloseResponse\x12B\n" +
