@@ -207,11 +207,19 @@ type GPU struct {
 	// Ranges are the stated uncertainty of the assumed parameters: each
 	// estimate is also run at the optimistic and pessimistic end of every
 	// range to give min and max. Empty: no spread.
-	Ranges *ParamRanges `toml:"ranges" json:"ranges,omitempty"`
+	Ranges ParamRanges `toml:"ranges" json:"ranges"`
 }
 
 // ParamRanges gives [low, high] for the parameters an estimate is most
 // sensitive to; a zero pair means "no spread" for that parameter.
+
+// Inline is the ranges as one TOML inline table.
+func (r ParamRanges) Inline() string {
+	f := func(v [2]float64) string { return "[" + TOMLValue(v[0]) + ", " + TOMLValue(v[1]) + "]" }
+	return "{ compute_efficiency = " + f(r.ComputeEfficiency) + ", hbm_efficiency = " + f(r.HBMEfficiency) +
+		", kernel_launch_s = " + f(r.KernelLaunchS) + ", step_overhead_s = " + f(r.StepOverheadS) + " }"
+}
+
 type ParamRanges struct {
 	ComputeEfficiency [2]float64 `toml:"compute_efficiency" json:"compute_efficiency"`
 	HBMEfficiency     [2]float64 `toml:"hbm_efficiency" json:"hbm_efficiency"`
@@ -223,9 +231,6 @@ type ParamRanges struct {
 // or pessimistic (slow) end; without ranges it returns g unchanged.
 func (g GPU) Bound(fast bool) GPU {
 	r := g.Ranges
-	if r == nil {
-		return g
-	}
 	pick := func(v float64, rg [2]float64, higherIsFaster bool) float64 {
 		if rg == [2]float64{} {
 			return v
@@ -323,7 +328,7 @@ func (g GPU) Validate(field string) error {
 	if g.GemmMinTileM > g.GemmTileM {
 		return fmt.Errorf("%s.gemm_min_tile_m: must be ≤ gemm_tile_m = %d (got %d)", field, g.GemmTileM, g.GemmMinTileM)
 	}
-	if r := g.Ranges; r != nil {
+	if r := g.Ranges; true {
 		for _, c := range []struct {
 			name  string
 			rg    [2]float64
