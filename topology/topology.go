@@ -235,10 +235,12 @@ func (g GPU) Bound(fast bool) GPU {
 		if rg == [2]float64{} {
 			return v
 		}
+		// The value itself (e.g. a calibrated one outside the stated range)
+		// always lies between the two ends.
 		if fast == higherIsFaster {
-			return rg[1]
+			return math.Max(v, rg[1])
 		}
-		return rg[0]
+		return math.Min(v, rg[0])
 	}
 	g.ComputeEfficiency = pick(g.ComputeEfficiency, r.ComputeEfficiency, true)
 	g.HBMEfficiency = pick(g.HBMEfficiency, r.HBMEfficiency, true)
@@ -343,9 +345,9 @@ func (g GPU) Validate(field string) error {
 			if c.rg == [2]float64{} {
 				continue
 			}
-			if !(c.rg[0] >= c.lo && c.rg[0] <= c.v && c.v <= c.rg[1] && c.rg[1] <= c.hi) {
-				return fmt.Errorf("%s.ranges.%s: must be [low, high] with %g ≤ low ≤ %s = %g ≤ high ≤ %g (got [%g, %g])",
-					field, c.name, c.lo, c.name, c.v, c.hi, c.rg[0], c.rg[1])
+			if !(c.rg[0] >= c.lo && c.rg[0] <= c.rg[1] && c.rg[1] <= c.hi) {
+				return fmt.Errorf("%s.ranges.%s: must be [low, high] with %g ≤ low ≤ high ≤ %g (got [%g, %g])",
+					field, c.name, c.lo, c.hi, c.rg[0], c.rg[1])
 			}
 		}
 	}
