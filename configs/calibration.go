@@ -272,9 +272,17 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		{"kernel_launch_s", g.KernelLaunchS},
 		{"compute_efficiency", g.ComputeEfficiency},
 		{"hbm_efficiency", g.HBMEfficiency},
+		{"gemm_tile_m", g.GemmTileM},
+		{"gemm_tile_n", g.GemmTileN},
+		{"gemm_min_tile_m", g.GemmMinTileM},
+		{"step_overhead_s", g.StepOverheadS},
+		{"cuda_graphs", g.CUDAGraphs},
+		{"graph_launch_s", g.GraphLaunchS},
+		{"graph_kernel_s", g.GraphKernelS},
 	} {
 		tw.KV(f.key, f.value, c.Comments["hardware."+f.key])
 	}
+	tw.Raw(tw.Prefix + "ranges = " + g.Ranges.Inline() + "\n")
 
 	t := c.Topology
 	tw.Table("topology", "")

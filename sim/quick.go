@@ -396,7 +396,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	C := len(k.prefill)
 	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
 	var bounds [8]float64
-	pass := func(p *passOps, layerFirst, postFirst bool) (float64, error) {
+	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
 		bounds = [8]float64{}
 		var t float64
 		for _, part := range []struct {
@@ -405,7 +405,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			first bool
 		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
 			for i := range part.ops {
-				ot, ob, err := c.opTime(plan, &part.ops[i], res, part.first, first, key.tp)
+				ot, ob, err := c.opTime(plan, &part.ops[i], res, part.first, first, key.tp, phase)
 				if err != nil {
 					return 0, err
 				}
@@ -418,12 +418,12 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	var err error
 	for ch := 0; ch < C; ch++ {
 		p := &k.prefill[ch]
-		if sc.preN[ch], err = pass(p, false, false); err != nil {
+		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
 			return nil, err
 		}
 		sc.pre0[ch] = sc.preN[ch]
 		if ch == 0 || ch == C-1 {
-			if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1); err != nil {
+			if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
 				return nil, err
 			}
 		}
@@ -431,14 +431,14 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	}
 	if lp := &k.prefill[C-1]; lp.tail > 0 {
 		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
-			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp)
+			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
 			if err != nil {
 				return nil, err
 			}
 			sc.tailS += ot
 		}
 	}
-	if sc.dec, err = pass(&k.decode, false, false); err != nil {
+	if sc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
 		return nil, err
 	}
 	sc.decBounds = bounds
@@ -451,18 +451,18 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 // rank first, as the timeline charges it: compute by roofline, a collective
 // by Collective plus one launch, a send its launch (the transfer runs on the
 // link), a recv nothing (it waits).
-func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64, firstTouch bool, first, tp int) (float64, Bound, error) {
+func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64, firstTouch bool, first, tp int, phase partition.Phase) (float64, Bound, error) {
 	g := plan.System.GPU
 	switch op.Kind {
 	case partition.Recv:
 		return 0, BoundBubble, nil
 	case partition.Send:
-		return g.KernelLaunchS, BoundLatency, nil
+		return launchS(g, phase), BoundLatency, nil
 	case partition.AllReduce, partition.AllGather:
 		cc, err := c.collective(plan, op, first, tp)
-		return cc.t + g.KernelLaunchS, cc.bound, err
+		return cc.t + launchS(g, phase), cc.bound, err
 	}
-	oc := computeCost(g, plan.Model.DType, op, res, firstTouch)
+	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
 	return oc.TimeS, oc.Bound, nil
 }
 

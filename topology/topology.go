@@ -183,6 +183,70 @@ type GPU struct {
 	// large kernels reach; calibration replaces them with measured values.
 	ComputeEfficiency float64 `toml:"compute_efficiency" json:"compute_efficiency"`
 	HBMEfficiency     float64 `toml:"hbm_efficiency" json:"hbm_efficiency"`
+
+	// GEMM shape model (docs/costmodel.md, "GEMM shape"): a GEMM is cut into
+	// output tiles of GemmTileM × GemmTileN that run in waves over the SMs;
+	// a partial last wave and tiles padded past the matrix edge waste compute.
+	// GemmTileM is the tallest tile; a GEMM with fewer rows uses the smallest
+	// power of two ≥ its rows, from GemmMinTileM up. 0 turns the shape model off
+	// (every GEMM at ComputeEfficiency). `partbench calibrate` may fit them.
+	GemmTileM    int `toml:"gemm_tile_m" json:"gemm_tile_m,omitempty"`
+	GemmTileN    int `toml:"gemm_tile_n" json:"gemm_tile_n,omitempty"`
+	GemmMinTileM int `toml:"gemm_min_tile_m" json:"gemm_min_tile_m,omitempty"`
+
+	// Fixed costs per step (docs/costmodel.md, "Fixed costs"). StepOverheadS
+	// is the host's work once per forward pass on the last stage: scheduling,
+	// sampling, detokenising. With CUDAGraphs each decode step is one graph:
+	// GraphLaunchS once per step and GraphKernelS per kernel (the gap between
+	// kernels inside a graph) replace KernelLaunchS per kernel.
+	StepOverheadS float64 `toml:"step_overhead_s" json:"step_overhead_s,omitempty"`
+	CUDAGraphs    bool    `toml:"cuda_graphs" json:"cuda_graphs,omitempty"`
+	GraphLaunchS  float64 `toml:"graph_launch_s" json:"graph_launch_s,omitempty"`
+	GraphKernelS  float64 `toml:"graph_kernel_s" json:"graph_kernel_s,omitempty"`
+
+	// Ranges are the stated uncertainty of the assumed parameters: each
+	// estimate is also run at the optimistic and pessimistic end of every
+	// range to give min and max. Empty: no spread.
+	Ranges ParamRanges `toml:"ranges" json:"ranges"`
+}
+
+// ParamRanges gives [low, high] for the parameters an estimate is most
+// sensitive to; a zero pair means "no spread" for that parameter.
+
+// Inline is the ranges as one TOML inline table.
+func (r ParamRanges) Inline() string {
+	f := func(v [2]float64) string { return "[" + TOMLValue(v[0]) + ", " + TOMLValue(v[1]) + "]" }
+	return "{ compute_efficiency = " + f(r.ComputeEfficiency) + ", hbm_efficiency = " + f(r.HBMEfficiency) +
+		", kernel_launch_s = " + f(r.KernelLaunchS) + ", step_overhead_s = " + f(r.StepOverheadS) + " }"
+}
+
+type ParamRanges struct {
+	ComputeEfficiency [2]float64 `toml:"compute_efficiency" json:"compute_efficiency"`
+	HBMEfficiency     [2]float64 `toml:"hbm_efficiency" json:"hbm_efficiency"`
+	KernelLaunchS     [2]float64 `toml:"kernel_launch_s" json:"kernel_launch_s"`
+	StepOverheadS     [2]float64 `toml:"step_overhead_s" json:"step_overhead_s"`
+}
+
+// Bound returns the GPU with every ranged parameter at its optimistic (fast)
+// or pessimistic (slow) end; without ranges it returns g unchanged.
+func (g GPU) Bound(fast bool) GPU {
+	r := g.Ranges
+	pick := func(v float64, rg [2]float64, higherIsFaster bool) float64 {
+		if rg == [2]float64{} {
+			return v
+		}
+		// The value itself (e.g. a calibrated one outside the stated range)
+		// always lies between the two ends.
+		if fast == higherIsFaster {
+			return math.Max(v, rg[1])
+		}
+		return math.Min(v, rg[0])
+	}
+	g.ComputeEfficiency = pick(g.ComputeEfficiency, r.ComputeEfficiency, true)
+	g.HBMEfficiency = pick(g.HBMEfficiency, r.HBMEfficiency, true)
+	g.KernelLaunchS = pick(g.KernelLaunchS, r.KernelLaunchS, false)
+	g.StepOverheadS = pick(g.StepOverheadS, r.StepOverheadS, false)
+	return g
 }
 
 // PeakFLOPsPerS is the dense peak for a data type name (fp32, fp16, bf16, fp8).
@@ -220,6 +284,8 @@ const (
 	MaxL2Bytes      = 1 << 40 // 1 TiB
 	MaxSMs          = 1 << 20
 	MaxKernelLaunch = 1e-2 // seconds
+	MaxGemmTile     = 1 << 12
+	MaxStepOverhead = 1.0 // seconds
 )
 
 // Validate checks the GPU; field is the config path used in errors.
@@ -242,6 +308,12 @@ func (g GPU) Validate(field string) error {
 		{"compute_efficiency", "", g.ComputeEfficiency, MinEfficiency, 1},
 		{"hbm_efficiency", "", g.HBMEfficiency, MinEfficiency, 1},
 		{"kernel_launch_s", "seconds", g.KernelLaunchS, 0, MaxKernelLaunch},
+		{"gemm_tile_m", "rows, or 0 (no shape model)", float64(g.GemmTileM), 0, MaxGemmTile},
+		{"gemm_tile_n", "columns, or 0 (no shape model)", float64(g.GemmTileN), 0, MaxGemmTile},
+		{"gemm_min_tile_m", "rows", float64(g.GemmMinTileM), 0, MaxGemmTile},
+		{"step_overhead_s", "seconds", g.StepOverheadS, 0, MaxStepOverhead},
+		{"graph_launch_s", "seconds", g.GraphLaunchS, 0, MaxStepOverhead},
+		{"graph_kernel_s", "seconds", g.GraphKernelS, 0, MaxKernelLaunch},
 	} {
 		if err := InRange(f(c.name), c.v, c.lo, c.hi, c.unit); err != nil {
 			return err
@@ -250,6 +322,33 @@ func (g GPU) Validate(field string) error {
 	if g.FP8FLOPsPerS != 0 {
 		if err := InRange(f("fp8_flops_per_s"), g.FP8FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS, "FLOP/s, or 0 (not supported)"); err != nil {
 			return err
+		}
+	}
+	if (g.GemmTileM == 0) != (g.GemmTileN == 0) {
+		return fmt.Errorf("%s.gemm_tile_m, gemm_tile_n: set both or neither (got %d and %d)", field, g.GemmTileM, g.GemmTileN)
+	}
+	if g.GemmMinTileM > g.GemmTileM {
+		return fmt.Errorf("%s.gemm_min_tile_m: must be ≤ gemm_tile_m = %d (got %d)", field, g.GemmTileM, g.GemmMinTileM)
+	}
+	if r := g.Ranges; true {
+		for _, c := range []struct {
+			name  string
+			rg    [2]float64
+			v, hi float64
+			lo    float64
+		}{
+			{"compute_efficiency", r.ComputeEfficiency, g.ComputeEfficiency, 1, MinEfficiency},
+			{"hbm_efficiency", r.HBMEfficiency, g.HBMEfficiency, 1, MinEfficiency},
+			{"kernel_launch_s", r.KernelLaunchS, g.KernelLaunchS, MaxKernelLaunch, 0},
+			{"step_overhead_s", r.StepOverheadS, g.StepOverheadS, MaxStepOverhead, 0},
+		} {
+			if c.rg == [2]float64{} {
+				continue
+			}
+			if !(c.rg[0] >= c.lo && c.rg[0] <= c.rg[1] && c.rg[1] <= c.hi) {
+				return fmt.Errorf("%s.ranges.%s: must be [low, high] with %g ≤ low ≤ high ≤ %g (got [%g, %g])",
+					field, c.name, c.lo, c.hi, c.rg[0], c.rg[1])
+			}
 		}
 	}
 	if g.HBMReservedBytes < 0 || g.HBMReservedBytes >= g.HBMBytes {
