@@ -240,16 +240,31 @@ func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
 		return nil, err
 	}
 
-	run := &checkRun{}
+	var diffs []RankCountDiff
 	for r := range size {
-		want := plan.Counts(plan.Program(r, partition.Prefill))
-		dec := plan.Counts(plan.Program(r, partition.Decode))
-		want = want.Add(dec.Times(steps))
-		if d := commcount.Diff(want, comms[r].Counter().Snapshot()); len(d) > 0 {
-			run.countDiffs = append(run.countDiffs, RankCountDiff{Rank: r, Diffs: d})
+		if d := countDiff(plan, r, steps, comms[r]); d != nil {
+			diffs = append(diffs, *d)
 		}
 	}
+	return assembleCheckRun(plan, steps, outs, diffs)
+}
 
+// countDiff compares rank's counted communication with plan.Counts of the
+// prefill and steps decode Programs it ran (nil when they agree).
+func countDiff(plan *partition.Plan, rank, steps int, comm Comm) *RankCountDiff {
+	want := plan.Counts(plan.Program(rank, partition.Prefill))
+	dec := plan.Counts(plan.Program(rank, partition.Decode))
+	want = want.Add(dec.Times(steps))
+	if d := commcount.Diff(want, comm.Counter().Snapshot()); len(d) > 0 {
+		return &RankCountDiff{Rank: rank, Diffs: d}
+	}
+	return nil
+}
+
+// assembleCheckRun gathers the last stage's outputs per step and sequence
+// from every rank's (outs[rank]), checking that its TP ranks agree.
+func assembleCheckRun(plan *partition.Plan, steps int, outs []rankOut, diffs []RankCountDiff) (*checkRun, error) {
+	run := &checkRun{countDiffs: diffs}
 	last := plan.RankOf(plan.PP-1, 0)
 	mbs := plan.MicrobatchSize
 	for step := 0; step <= steps; step++ {
