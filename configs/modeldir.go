@@ -75,6 +75,7 @@ func (c *Config) resolveModelDir(data []byte) error {
 	}
 	m := ModelFromHF(hf, c.Model.DType)
 	m.Dir = dir
+	m.Encoder = c.Model.Encoder // how the model is run, not its shape
 	if c.Model.Name != "" {
 		m.Name = c.Model.Name
 	}
