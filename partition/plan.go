@@ -13,10 +13,10 @@ import (
 // group is contiguous and stays inside a node whenever TP ≤ GPUs per node,
 // and no group or pipeline peer spans two replicas.
 type Plan struct {
-	Config         *configs.Config
-	Model          configs.Model
-	System         topology.System
-	TP, PP         int
+	Config *configs.Config
+	Model  configs.Model
+	System topology.System
+	TP, PP int
 	// DP is the number of replicas of the TP×PP group; each runs the whole
 	// workload on its own, so every replica's Programs are the same but for
 	// rank numbers.
