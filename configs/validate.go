@@ -76,6 +76,10 @@ func (c *Config) Validate() error {
 	p := c.Parallel
 	okTP := rangeInt("parallel.tp", p.TP, 1, MaxTP)
 	okPP := rangeInt("parallel.pp", p.PP, 1, MaxLayers)
+	// A Config built in code may leave DP 0: one replica, as in a file.
+	if p.DP == 0 {
+		p.DP = 1
+	}
 	okDP := rangeInt("parallel.dp", p.DP, 1, MaxGPUs)
 	if okTP {
 		if okHeads && m.Heads%p.TP != 0 {

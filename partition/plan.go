@@ -138,3 +138,16 @@ func (p *Plan) String() string {
 	return fmt.Sprintf("%s: TP=%d × PP=%d%s on %d GPUs, %d micro-batches of %d, prefill chunk %d × %d",
 		p.Config.Name, p.TP, p.PP, dp, p.Size(), p.Microbatches, p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
 }
+
+// OneReplica is the plan cut to replica 0 (ranks [0, GroupSize)): what one
+// replica runs, on the same GPUs and links. Config still names every
+// replica. A plan with DP = 1 is returned as is.
+func (p *Plan) OneReplica() *Plan {
+	if p.DP <= 1 {
+		return p
+	}
+	one := *p
+	one.DP = 1
+	one.Ranks = p.Ranks[:p.GroupSize():p.GroupSize()]
+	return &one
+}
