@@ -151,3 +151,12 @@ func (p *Plan) OneReplica() *Plan {
 	one.Ranks = p.Ranks[:p.GroupSize():p.GroupSize()]
 	return &one
 }
+
+// Factors names the layout's factors for messages: "tp × pp", or
+// "tp × pp × dp" with replicas.
+func (p *Plan) Factors() string {
+	if p.DP > 1 {
+		return "tp × pp × dp"
+	}
+	return "tp × pp"
+}
