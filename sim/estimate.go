@@ -95,6 +95,46 @@ type RankEstimate struct {
 	PrefillIdleS float64 `json:"prefill_idle_s"`
 	DecodeBusyS  float64 `json:"decode_busy_s"`
 	DecodeIdleS  float64 `json:"decode_idle_s"`
+	// Fixed costs in the modeled time (docs/costmodel.md, "Fixed costs"):
+	// one decode step's, and the whole prefill's.
+	DecodeFixed  FixedCosts `json:"decode_fixed"`
+	PrefillFixed FixedCosts `json:"prefill_fixed"`
+}
+
+// FixedCosts is the part of a rank's modeled op time that does not depend
+// on shapes: Kernels compute kernels each costing LaunchS / Kernels to
+// launch (KernelLaunchS, or GraphKernelS inside a CUDA graph), the graph
+// launch of a graphed decode step, and the host's step overhead
+// (scheduling, sampling) on the pass that samples. TotalS is their sum, the
+// sum of OpCost.FixedS over the ops.
+type FixedCosts struct {
+	Kernels       int     `json:"kernels"`
+	LaunchS       float64 `json:"launch_s"`
+	GraphLaunchS  float64 `json:"graph_launch_s"`
+	StepOverheadS float64 `json:"step_overhead_s"`
+	TotalS        float64 `json:"total_s"`
+}
+
+// fixedCosts adds up the fixed costs of a Program's compute ops (the ops
+// computeCost prices; communication has its own latency terms).
+func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
+	var f FixedCosts
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if _, comm := op.Kind.Comm(); comm {
+			continue
+		}
+		f.Kernels++
+		f.LaunchS += launchS(g, prog.Phase)
+		if op.Kind == partition.Sample {
+			f.StepOverheadS += g.StepOverheadS
+			if g.CUDAGraphs && prog.Phase == partition.Decode {
+				f.GraphLaunchS += g.GraphLaunchS
+			}
+		}
+	}
+	f.TotalS = f.LaunchS + f.GraphLaunchS + f.StepOverheadS
+	return f
 }
 
 // PhaseEstimate is the timeline's verdict on one phase. Prefill fills
@@ -253,9 +293,11 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 	decode := make([]partition.Program, plan.Size())
 	var workingSets []int64
+	preFixed := make([]FixedCosts, plan.Size())
 	for r := range plan.Ranks {
 		pre := plan.Program(r, partition.Prefill)
 		decode[r] = plan.Program(r, partition.Decode)
+		preFixed[r] = fixedCosts(plan.System.GPU, pre)
 		ws := workingSet(decode[r])
 		workingSets = append(workingSets, ws)
 		res := 1.0
@@ -341,7 +383,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 
 	for _, r := range plan.Ranks {
 		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank],
-			L2WorkingSetBytes: workingSets[r.Rank]}
+			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: fixedCosts(plan.System.GPU, decode[r.Rank]), PrefillFixed: preFixed[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
