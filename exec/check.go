@@ -179,7 +179,7 @@ func checkConfigs(cfg *configs.Config) (ref, part *configs.Config) {
 	p.Model.DType = "fp32"
 	r := p
 	r.Name = cfg.Name + "-reference"
-	r.Parallel.TP, r.Parallel.PP, r.Parallel.Microbatches = 1, 1, 1
+	r.Parallel.TP, r.Parallel.PP, r.Parallel.DP, r.Parallel.Microbatches = 1, 1, 1, 1
 	r.Parallel.LayerMap = nil
 	r.Parallel.PrefillChunk = 0 // the whole prompt in one pass, unless it does not fit
 	r.Topology = configs.Topology{Topology: topology.Topology{Name: "reference-1x1", Nodes: 1, GPUsPerNode: 1, Intra: cfg.Topology.Intra}}
@@ -292,11 +292,17 @@ func assembleCheckRun(plan *partition.Plan, steps int, outs []rankOut, diffs []R
 					tokens = append(tokens, s[i])
 				}
 			}
-			// Every TP rank of the last stage holds the same result.
-			for t := 1; t < plan.TP; t++ {
-				r := plan.RankOf(plan.PP-1, t)
-				if !slices.Equal(outs[r].out[step][mb], o) || !slices.Equal(outs[r].sampled[step][mb], s) {
-					run.failures = append(run.failures, fmt.Sprintf("%s: step %d micro-batch %d: rank %d's output differs from rank %d's", plan.Config.Name, step, mb, r, last))
+			// Every TP rank of the last stage holds the same result, and so
+			// does every replica's: each runs the same batch on its own.
+			for d := 0; d < plan.DP; d++ {
+				for t := 0; t < plan.TP; t++ {
+					r := plan.RankIn(d, plan.PP-1, t)
+					if r == last {
+						continue
+					}
+					if !slices.Equal(outs[r].out[step][mb], o) || !slices.Equal(outs[r].sampled[step][mb], s) {
+						run.failures = append(run.failures, fmt.Sprintf("%s: step %d micro-batch %d: rank %d's output (replica %d) differs from rank %d's", plan.Config.Name, step, mb, r, d, last))
+					}
 				}
 			}
 		}

@@ -311,7 +311,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if o.emulate != plan.Size() {
-		return fmt.Errorf("--emulate-ranks: %s needs tp × pp = %d ranks (got %d)", cfg.Name, plan.Size(), o.emulate)
+		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
 	}
 	em, err := pexec.Emulate(ctx, plan, rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
 	if err != nil {
