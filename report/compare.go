@@ -177,7 +177,7 @@ func Records(d *Doc) []Record {
 			rec.Key = d.Run.Config.Name + " on " + d.Run.Backend
 		}
 		for _, r := range d.Run.Comparison {
-			rec.Metrics = append(rec.Metrics, Metric{r.Metric + " measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + " modeled", r.Unit, r.Modeled})
+			rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
 		}
 		out = append(out, rec)
 	}

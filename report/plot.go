@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/partbench/partbench/compare"
 	"image/color"
 	"io"
 	"math"
@@ -16,7 +17,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 // Plot kinds.
@@ -450,7 +453,7 @@ func orElse(s, d string) string {
 
 // DocFigure draws a saved result read from path: kind "" chooses by its
 // schema (model: breakdown, sweep: sweep, else scatter); a scatter's band is
-// tolerance, else the document's, else 0.1.
+// tolerance, else the document's, else compare.DefaultTolerance.
 func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	if kind == "" {
 		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep}[d.Schema]
@@ -493,7 +496,31 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	}
 	tol := tolerance
 	if tol == 0 && c.Tolerance == 0 {
-		tol = 0.1
+		tol = compare.DefaultTolerance
 	}
 	return ScatterPlot(c, tol)
+}
+
+// CollectivesFigure models the bus bandwidth of all_reduce and all_gather
+// over ranks 0..ranks−1 of sys for sizes 8 B … 8 GiB (doubling) and draws
+// it beside the published nccl-tests points.
+func CollectivesFigure(sys topology.System, ranks int, opt sim.CollectiveOptions) (*Figure, error) {
+	group := make([]int, ranks)
+	for i := range group {
+		group[i] = i
+	}
+	var series []CollectiveSeries
+	for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather} {
+		s := CollectiveSeries{Label: fmt.Sprintf("modeled %s, %d GPUs", op, ranks)}
+		for b := int64(8); b <= 8<<30; b *= 2 {
+			e, err := sim.Collective(sys, op, group, b, opt)
+			if err != nil {
+				return nil, err
+			}
+			s.Points = append(s.Points, CollectivePoint{Op: string(op), Ranks: ranks, Bytes: b, BusBWGBps: e.BusBWBytesPerS / 1e9})
+		}
+		series = append(series, s)
+	}
+	title := fmt.Sprintf("Bus bandwidth on %s (%s), %d GPUs: model and published nccl-tests", sys.Topology.Name, sys.GPU.Name, ranks)
+	return CollectivesPlot(title, ranks, series, PublishedBusBW)
 }

@@ -14,6 +14,7 @@ import (
 
 // TopoView is what partbench topo prints about a machine or a preset.
 type TopoView struct {
+	Schema string `json:"schema"` // TopoSchema
 	Source string `json:"source"` // "nvml" or "preset"
 	Name   string `json:"name"`
 	// Hardware is the hardware preset a topology preset is shown on.
@@ -79,8 +80,12 @@ func TopoMachineView(m *topology.Machine, lookup topology.GPULookup) TopoView {
 	return v
 }
 
+// TopoSchema names the JSON layout of partbench topo.
+const TopoSchema = "partbench.topo/v1"
+
 // TopoJSON writes the view as indented JSON.
 func TopoJSON(w io.Writer, v TopoView) error {
+	v.Schema = TopoSchema
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -266,4 +271,21 @@ func topoNUMA(n int) string {
 		return "N/A"
 	}
 	return strconv.Itoa(n)
+}
+
+// TopoGrids is the view as tables (markdown, csv): the matrix, the GPUs
+// and the modelled paths; notes ride on the last.
+func TopoGrids(v TopoView) []Grid {
+	mx := Grid{Title: "GPU topology " + v.Name, Header: append([]string{""}, v.Labels...)}
+	for i, row := range v.Matrix {
+		mx.Rows = append(mx.Rows, append([]string{v.Labels[i]}, row...))
+	}
+	mx.Notes = topoLegend(v.Machine != nil)
+	paths := Grid{Title: "Paths partbench models", Header: []string{"path", "class", "link", "GB/s per direction", "latency (µs)", "NVSwitch reduction"}}
+	for _, p := range v.Paths {
+		paths.Rows = append(paths.Rows, []string{p.Between, string(p.Class), p.Name,
+			strconv.FormatFloat(p.BytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(p.LatencyS*1e6, 'g', 3, 64), strconv.FormatBool(p.NVSwitch)})
+	}
+	paths.Notes = v.Notes
+	return []Grid{mx, paths}
 }

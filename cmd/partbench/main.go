@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/partbench/partbench/cliflag"
 )
 
 // version is set at build time: -ldflags "-X main.version=$(git describe)".
@@ -42,6 +44,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd())
 	addRunFlags(root)
+	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
 	return root
 }
 

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -45,10 +46,10 @@ The first strategy is the baseline of the comparison table.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "estimate analytically without running anything (required: measurement is 'partbench run')")
 	f.StringArrayVar(&o.configs, "config", nil, "strategy config: a TOML file or an embedded preset name (repeatable)")
 	f.StringArrayVar(&o.compare, "compare", nil, "further strategies to compare with the first (repeatable)")
-	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, csv, json")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
-	f.IntVar(&o.decodeSteps, "decode-steps", 16, "decode steps the timeline simulates to reach steady state (≥ 3)")
-	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	f.IntVar(&o.decodeSteps, "decode-steps", defaultDecodeSteps, "decode steps the timeline simulates to reach steady state (≥ 3)")
+	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output (with --sweep too)", "o", "out")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
@@ -58,9 +59,6 @@ The first strategy is the baseline of the comparison table.`,
 func (o *modelOptions) run(stdout io.Writer) error {
 	if !o.dryRun {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
-	}
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON); err != nil {
-		return err
 	}
 	names := append(append([]string{}, o.configs...), o.compare...)
 	if len(names) == 0 {
@@ -98,16 +96,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
-	w := stdout
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	return report.Model(w, o.format, version, es, o.perRank)
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Model(w, o.format, version, es, o.perRank) })
 }
 
 // estimateConfig plans and estimates one config.
@@ -119,12 +108,15 @@ func estimateConfig(cfg *configs.Config, opts sim.Options) (*sim.Estimate, error
 	return sim.EstimatePlan(plan, opts)
 }
 
+// defaultDecodeSteps is the decode steps model and search simulate by default.
+const defaultDecodeSteps = 16
+
 func collectiveOptionsFromEnv() sim.CollectiveOptions {
 	return sim.OptionsFromEnv(os.Getenv)
 }
 
 func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts sim.Options) error {
-	key, values, err := parseSweep(o.sweep)
+	key, values, err := configs.ParseSweep(o.sweep)
 	if err != nil {
 		return err
 	}
@@ -144,66 +136,5 @@ func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts s
 		}
 		pts = append(pts, p)
 	}
-	return report.Sweep(stdout, o.format, version, key, pts)
-}
-
-// parseSweep reads KEY=LO:HI (doubling), KEY=LO:HI:+STEP (linear) or KEY=A,B,C.
-func parseSweep(s string) (string, []int, error) {
-	key, spec, ok := strings.Cut(s, "=")
-	bad := func(why string) (string, []int, error) {
-		return "", nil, fmt.Errorf("--sweep %q: %s (forms: KEY=LO:HI doubling, KEY=LO:HI:+STEP, KEY=A,B,C)", s, why)
-	}
-	if !ok || key == "" || spec == "" {
-		return bad("missing KEY=")
-	}
-	if _, known := configs.Sweepable[key]; !known {
-		return bad("unknown key; known: " + strings.Join(configs.SweepKeys(), ", "))
-	}
-	atoi := func(x string) (int, error) {
-		v, err := strconv.Atoi(strings.TrimSpace(x))
-		if err != nil || v <= 0 {
-			return 0, fmt.Errorf("%q is not a positive integer", x)
-		}
-		return v, nil
-	}
-	var vals []int
-	if parts := strings.Split(spec, ":"); len(parts) >= 2 && len(parts) <= 3 {
-		lo, err := atoi(parts[0])
-		if err != nil {
-			return bad(err.Error())
-		}
-		hi, err := atoi(parts[1])
-		if err != nil || hi < lo {
-			return bad("HI must be an integer ≥ LO")
-		}
-		step := 0
-		if len(parts) == 3 {
-			if !strings.HasPrefix(parts[2], "+") {
-				return bad("STEP must be written +N")
-			}
-			if step, err = atoi(parts[2][1:]); err != nil {
-				return bad(err.Error())
-			}
-		}
-		for v := lo; v <= hi && len(vals) <= 4096; {
-			vals = append(vals, v)
-			if step > 0 {
-				v += step
-			} else {
-				v *= 2
-			}
-		}
-	} else {
-		for _, x := range strings.Split(spec, ",") {
-			v, err := atoi(x)
-			if err != nil {
-				return bad(err.Error())
-			}
-			vals = append(vals, v)
-		}
-	}
-	if len(vals) > 4096 {
-		return bad("more than 4096 values")
-	}
-	return key, vals, nil
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Sweep(w, o.format, version, key, pts) })
 }

@@ -139,7 +139,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 	if _, err := runTopo(t, nil, "--preset", "nope"); err == nil || !strings.Contains(err.Error(), "unknown preset") {
 		t.Errorf("unknown preset: %v", err)
 	}
-	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, json, dot") {
+	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, markdown, csv, json, dot") {
 		t.Errorf("bad format: %v", err)
 	}
 	if _, err := runTopo(t, &topoOptions{discover: topology.DiscoverLocal}, "--preset", "dgx-h100x2"); err == nil {
