@@ -44,7 +44,7 @@ func TestTopoMachineTable(t *testing.T) {
 	}
 	for _, s := range []string{
 		"host dgx01  driver 550.54.15  CUDA 12.4  NVML 12.550.54.15  hardware preset h100-sxm",
-		"NV#  = # NVLinks", "SYS  = PCIe and the link between NUMA nodes",
+		"NV#  = Connection traversing a bonded set of # NVLinks", "SYS  = Connection traversing PCIe and the link between NUMA nodes",
 		// GPU 7: 81,559 MiB = 85.5 GB, 132 SMs, clocks, 50 MiB = 52.4 MB L2, Gen5 x16, NUMA 1, 18 links all to NVSwitch.
 		"7    NVIDIA H100 80GB HBM3  85.5         132  1980", "52.4", "Gen5 x16", "disabled", "9.0", "18 (18)",
 		"GPUs of this machine", "NVLink 4 via NVSwitch, 18 links", "450.0", "1",
