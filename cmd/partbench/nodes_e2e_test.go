@@ -63,3 +63,19 @@ func TestTwoNodesOnOneMachine(t *testing.T) {
 		t.Errorf("launcher %v, want env (RANK/WORLD_SIZE from the built-in launcher)", doc["launcher"])
 	}
 }
+
+// The binary links the C symbolizer (cgo builds): a crash inside libcuda
+// or NCCL prints symbolized C frames.
+func TestBinaryLinksCgoSymbolizer(t *testing.T) {
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err != nil || string(bytes.TrimSpace(out)) != "1" {
+		t.Skipf("cgo disabled (%s): the symbolizer is a cgo file", out)
+	}
+	bin := partbenchBinary(t)
+	out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^\s+dep\s+github.com/ianlancetaylor/cgosymbolizer\s`).Match(out) {
+		t.Errorf("binary does not link cgosymbolizer:\n%s", out)
+	}
+}
