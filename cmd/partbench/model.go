@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ type modelOptions struct {
 	decodeSteps int
 	out         string
 	trace       string
+	traceFull   bool
 	sweep       string
 	calibration string
 }
@@ -52,7 +54,8 @@ The first strategy is the baseline of the comparison table.`,
 	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output (with --sweep too)", "o", "out")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
-	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
+	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
+	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	return cmd
 }
 
@@ -90,7 +93,11 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if o.trace != "" {
 		var spans []report.Span
 		for _, e := range es {
-			spans = append(spans, report.EstimateSpans(e)...)
+			steps := report.TraceDecodeSteps
+			if o.traceFull {
+				steps = -1
+			}
+			spans = append(spans, report.EstimateSpansUpTo(e, steps)...)
 		}
 		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)

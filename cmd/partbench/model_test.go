@@ -151,7 +151,7 @@ func TestConfigFileErrorNamesFileAndField(t *testing.T) {
 
 func TestModelTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.json")
-	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", path); err != nil {
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", path, "--trace-full"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -182,6 +182,17 @@ func TestModelTrace(t *testing.T) {
 	// micro-batches × (1 prefill + 6 decode steps) activations, and as many token returns).
 	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*17*2 {
 		t.Fatalf("tracks %d flows %d names %d", len(tracks), flows, len(names))
+	}
+	// Without --trace-full: prefill and 3 decode steps, 2 × 2 × (1 + 3) × 2 flows.
+	small := filepath.Join(t.TempDir(), "small.json")
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", small); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(small); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"ph":"s"`); n != 2*2*4*2 {
+		t.Errorf("default trace: %d flows, want %d", n, 2*2*4*2)
 	}
 }
 
