@@ -43,7 +43,11 @@ func CheckFormat(f string, allowed ...string) error {
 
 // WriteGrids writes grids as terminal tables or Markdown, each under its title.
 func WriteGrids(w io.Writer, format string, grids ...Grid) error {
+	fw, fitted := w.(Fitted)
 	for i, g := range grids {
+		if fitted && fw.Cols > 0 && format == FormatTable {
+			g = fit(g, fw.Cols)
+		}
 		if i > 0 {
 			fmt.Fprintln(w)
 		}

@@ -78,3 +78,26 @@ func TestChromeTraceFlowsAndTracks(t *testing.T) {
 		t.Fatal("metadata not first")
 	}
 }
+
+// A table wider than the terminal drops its rightmost columns and says so;
+// the first column stays.
+func TestFittedDropsColumns(t *testing.T) {
+	g := Grid{Header: []string{"strategy", "a", "bbbbbbbbbb", "c"}, Rows: [][]string{{"tp8pp2", "1", "2", "3"}}}
+	// Widths: strategy 8, a 1, bbbbbbbbbb 10, c 1 → 1 + (8+3) + (1+3) + (10+3) + (1+3) = 33.
+	if got := tableWidth(g, 4); got != 33 {
+		t.Fatalf("tableWidth = %d, want 33", got)
+	}
+	var b strings.Builder
+	if err := WriteGrids(Fitted{Writer: &b, Cols: 20}, FormatTable, g); err != nil {
+		t.Fatal(err)
+	}
+	// 20 columns hold strategy and a (1 + 11 + 4 = 16), not bbbbbbbbbb (29).
+	out := b.String()
+	if !strings.Contains(out, "│ strategy │ a │") || strings.Contains(out, "bbbbbbbbbb │") || !strings.Contains(out, "2 more columns (bbbbbbbbbb, c) do not fit 20 columns: --wide") {
+		t.Errorf("fitted table:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteGrids(&b, FormatTable, g); err != nil || !strings.Contains(b.String(), "bbbbbbbbbb") {
+		t.Errorf("unfitted table lost a column: %v\n%s", err, b.String())
+	}
+}

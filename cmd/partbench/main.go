@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd())
 	addRunFlags(root)
 	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
+	addWideFlag(root)
 	return root
 }
 
