@@ -101,3 +101,24 @@ func TestFittedDropsColumns(t *testing.T) {
 		t.Errorf("unfitted table lost a column: %v\n%s", err, b.String())
 	}
 }
+
+func TestLaTeXNumber(t *testing.T) {
+	for in, want := range map[string]string{
+		"2.99192e+10": `$2.992\times10^{10}$`, // 4 significant figures, power of ten
+		"0.000857826": `$8.578\times10^{-4}$`,
+		"-3.5e-05":    `$-3.500\times10^{-5}$`, // a true minus inside math
+		"6932.45":     "6932",                  // 4 significant figures: 10^3 needs no decimals
+		"0.336867":    "0.3369",
+		"441344":      "441344",   // an integer below 10^6 as written
+		"-12.5":       "$-$12.50", // 4 significant figures, true minus
+		"+0.00":       "$+$0.00",
+		"9.99999e+06": `$1.000\times10^{7}$`, // rounding carries into the exponent
+	} {
+		if got, ok := LaTeXNumber(in); !ok || got != want {
+			t.Errorf("LaTeXNumber(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, ok := LaTeXNumber("tp8pp2"); ok {
+		t.Error("a name is not a number")
+	}
+}
