@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # go-nvml's header marks NVML calls partbench never makes as deprecated; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test test-go deps-test run vet gpu-check clean
+.PHONY: build test test-go deps-test run vet fuzz gpu-check clean
 
 ## build: the partbench binary in bin/
 build:
@@ -28,6 +28,10 @@ test-go:
 
 vet:
 	$(GO) vet ./...
+
+## fuzz: every Fuzz target for FUZZTIME each (default 20s): FUZZTIME=5m make fuzz
+fuzz:
+	GO=$(GO) bash scripts/fuzz.sh
 
 ## gpu-check: everything a GPU machine needs in one folder (binary, test binaries, configs, script);
 ## there: cd gpu-check && ./gpu-check.sh OUTDIR

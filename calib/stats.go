@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/partbench/partbench/configs"
 )
 
@@ -18,14 +20,10 @@ func spreadOf(xs []float64) configs.Spread {
 	return configs.Spread{Min: s[0], Median: median(s), Max: s[len(s)-1], N: len(s)}
 }
 
-// median of sorted xs: the middle element, or the mean of the middle two.
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
+// median of sorted xs: gonum's empirical 0.5-quantile, the definition every
+// median and p50 in partbench uses (for an even count, the lower middle
+// element: a median that is always one of the samples).
+func median(sorted []float64) float64 { return stat.Quantile(0.5, stat.Empirical, sorted, nil) }
 
 // lowerMedianInt is the lower middle element, so that the median of sizes is
 // one of the sizes measured.

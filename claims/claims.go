@@ -30,6 +30,7 @@ type Claim struct {
 	Value    float64 `toml:"value" json:"value"`
 	Unit     string  `toml:"unit" json:"unit"`
 	Line     int     `toml:"line" json:"line"`
+	Layer    int     `toml:"layer" json:"layer,omitempty"` // resume metrics: the pause layer
 	Quote    string  `toml:"quote" json:"quote"`
 }
 
@@ -119,6 +120,9 @@ func Judge(f *File, est map[string]*sim.Estimate) ([]Judgement, error) {
 	base := est["baseline"]
 	var out []Judgement
 	for _, c := range f.Claims {
+		if IsResumeMetric(c.Metric) {
+			continue // JudgeResume
+		}
 		e := est[c.Strategy]
 		if e == nil {
 			return nil, fmt.Errorf("no estimate for strategy %q", c.Strategy)

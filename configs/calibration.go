@@ -2,14 +2,11 @@ package configs
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/partbench/partbench/topology"
@@ -139,9 +136,9 @@ const (
 // LoadCalibration reads a calibration file strictly (unknown keys are errors
 // naming their path) and validates it.
 func LoadCalibration(path string) (*Calibration, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, "calibration")
 	if err != nil {
-		return nil, fmt.Errorf("read calibration: %w", err)
+		return nil, err
 	}
 	return ParseCalibration(bytes.NewReader(data), path)
 }
@@ -149,9 +146,9 @@ func LoadCalibration(path string) (*Calibration, error) {
 // ParseCalibration decodes and validates a calibration; source names the
 // input in errors.
 func ParseCalibration(r io.Reader, source string) (*Calibration, error) {
-	data, err := io.ReadAll(r)
+	data, err := readBounded(r, source, "calibration")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, err
 	}
 	var c Calibration
 	if err := decodeStrict(data, &c, source); err != nil {
@@ -251,45 +248,47 @@ func (c *Calibration) Apply(cfg *Config) []string {
 // after the header lines (each written as a comment). Figures keep full
 // precision, so a written calibration loads back equal.
 func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
-	var b strings.Builder
-	for _, h := range header {
-		fmt.Fprintf(&b, "# %s\n", h)
-	}
-	kv := func(section, key, value string) {
-		fmt.Fprintf(&b, "%s = %s", key, value)
-		if cm := c.Comments[section+key]; cm != "" {
-			fmt.Fprintf(&b, "  # %s", cm)
-		}
-		b.WriteByte('\n')
-	}
+	tw := &topology.TOMLWriter{}
+	tw.Comment(header...)
 	g := c.Hardware
-	b.WriteString("\n[hardware]\n")
-	for _, f := range []struct{ key, value string }{
-		{"name", tomlString(g.Name)},
-		{"fp32_flops_per_s", tomlFloat(g.FP32FLOPsPerS)},
-		{"fp16_flops_per_s", tomlFloat(g.FP16FLOPsPerS)},
-		{"bf16_flops_per_s", tomlFloat(g.BF16FLOPsPerS)},
-		{"fp8_flops_per_s", tomlFloat(g.FP8FLOPsPerS)},
-		{"hbm_bytes", strconv.FormatInt(g.HBMBytes, 10)},
-		{"hbm_reserved_bytes", strconv.FormatInt(g.HBMReservedBytes, 10)},
-		{"hbm_bytes_per_s", tomlFloat(g.HBMBytesPerS)},
-		{"l2_bytes", strconv.FormatInt(g.L2Bytes, 10)},
-		{"l2_usable_fraction", tomlFloat(g.L2UsableFraction)},
-		{"l2_bytes_per_s", tomlFloat(g.L2BytesPerS)},
-		{"sms", strconv.Itoa(g.SMs)},
-		{"shared_mem_per_sm_bytes", strconv.FormatInt(g.SharedMemPerSM, 10)},
-		{"kernel_launch_s", tomlFloat(g.KernelLaunchS)},
-		{"compute_efficiency", tomlFloat(g.ComputeEfficiency)},
-		{"hbm_efficiency", tomlFloat(g.HBMEfficiency)},
+	tw.Table("hardware", "")
+	for _, f := range []struct {
+		key   string
+		value any
+	}{
+		{"name", g.Name},
+		{"fp32_flops_per_s", g.FP32FLOPsPerS},
+		{"fp16_flops_per_s", g.FP16FLOPsPerS},
+		{"bf16_flops_per_s", g.BF16FLOPsPerS},
+		{"fp8_flops_per_s", g.FP8FLOPsPerS},
+		{"hbm_bytes", g.HBMBytes},
+		{"hbm_reserved_bytes", g.HBMReservedBytes},
+		{"hbm_bytes_per_s", g.HBMBytesPerS},
+		{"l2_bytes", g.L2Bytes},
+		{"l2_usable_fraction", g.L2UsableFraction},
+		{"l2_bytes_per_s", g.L2BytesPerS},
+		{"sms", g.SMs},
+		{"shared_mem_per_sm_bytes", g.SharedMemPerSM},
+		{"kernel_launch_s", g.KernelLaunchS},
+		{"compute_efficiency", g.ComputeEfficiency},
+		{"hbm_efficiency", g.HBMEfficiency},
+		{"gemm_tile_m", g.GemmTileM},
+		{"gemm_tile_n", g.GemmTileN},
+		{"gemm_min_tile_m", g.GemmMinTileM},
+		{"step_overhead_s", g.StepOverheadS},
+		{"cuda_graphs", g.CUDAGraphs},
+		{"graph_launch_s", g.GraphLaunchS},
+		{"graph_kernel_s", g.GraphKernelS},
 	} {
-		kv("hardware.", f.key, f.value)
+		tw.KV(f.key, f.value, c.Comments["hardware."+f.key])
 	}
+	tw.Raw(tw.Prefix + "ranges = " + g.Ranges.Inline() + "\n")
 
 	t := c.Topology
-	b.WriteString("\n[topology]\n")
-	kv("topology.", "name", tomlString(t.Name))
-	kv("topology.", "nodes", strconv.Itoa(t.Nodes))
-	kv("topology.", "gpus_per_node", strconv.Itoa(t.GPUsPerNode))
+	tw.Table("topology", "")
+	tw.KV("name", t.Name, c.Comments["topology.name"])
+	tw.KV("nodes", t.Nodes, c.Comments["topology.nodes"])
+	tw.KV("gpus_per_node", t.GPUsPerNode, c.Comments["topology.gpus_per_node"])
 	for _, l := range []struct {
 		key  string
 		link topology.Link
@@ -299,12 +298,12 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 			continue
 		}
 		sec := "topology." + l.key + "."
-		fmt.Fprintf(&b, "\n[topology.%s]\n", l.key)
-		kv(sec, "class", tomlString(string(l.link.Class)))
-		kv(sec, "name", tomlString(l.link.Name))
-		kv(sec, "bytes_per_s", tomlFloat(l.link.BytesPerS))
-		kv(sec, "latency_s", tomlFloat(l.link.LatencyS))
-		kv(sec, "nvswitch", strconv.FormatBool(l.link.Switch))
+		tw.Table("topology."+l.key, "")
+		tw.KV("class", l.link.Class, c.Comments[sec+"class"])
+		tw.KV("name", l.link.Name, c.Comments[sec+"name"])
+		tw.KV("bytes_per_s", l.link.BytesPerS, c.Comments[sec+"bytes_per_s"])
+		tw.KV("latency_s", l.link.LatencyS, c.Comments[sec+"latency_s"])
+		tw.KV("nvswitch", l.link.Switch, c.Comments[sec+"nvswitch"])
 	}
 
 	keys := make([]string, 0, len(c.Spread))
@@ -314,65 +313,72 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	sort.Slice(keys, func(i, j int) bool { return spreadOrder(keys[i]) < spreadOrder(keys[j]) })
 	for _, k := range keys {
 		s := c.Spread[k]
-		fmt.Fprintf(&b, "\n[spread.%s]", k)
-		if cm := c.Comments["spread."+k]; cm != "" {
-			fmt.Fprintf(&b, "  # %s", cm)
-		}
-		fmt.Fprintf(&b, "\nmin = %s\nmedian = %s\nmax = %s\nn = %d\n", tomlFloat(s.Min), tomlFloat(s.Median), tomlFloat(s.Max), s.N)
+		tw.Table("spread."+k, c.Comments["spread."+k])
+		tw.KV("min", s.Min, "")
+		tw.KV("median", s.Median, "")
+		tw.KV("max", s.Max, "")
+		tw.KV("n", s.N, "")
 	}
 
 	in := c.Info
-	b.WriteString("\n[calibration]\n")
-	kv("calibration.", "host", tomlString(in.Host))
-	kv("calibration.", "cpu", tomlString(in.CPU))
-	kv("calibration.", "cores", strconv.Itoa(in.Cores))
-	kv("calibration.", "backend", tomlString(in.Backend))
-	kv("calibration.", "date", tomlString(in.Date))
-	kv("calibration.", "version", tomlString(in.Version))
-	kv("calibration.", "ranks", strconv.Itoa(in.Ranks))
-	kv("calibration.", "repeats", strconv.Itoa(in.Repeats))
-	kv("calibration.", "quick", strconv.FormatBool(in.Quick))
+	tw.Table("calibration", "")
+	for _, f := range []struct {
+		key   string
+		value any
+	}{
+		{"host", in.Host}, {"cpu", in.CPU}, {"cores", in.Cores}, {"backend", in.Backend}, {"date", in.Date},
+		{"version", in.Version}, {"ranks", in.Ranks}, {"repeats", in.Repeats}, {"quick", in.Quick},
+	} {
+		tw.KV(f.key, f.value, c.Comments["calibration."+f.key])
+	}
 	if len(in.Notes) > 0 {
-		b.WriteString("notes = [\n")
-		for _, n := range in.Notes {
-			fmt.Fprintf(&b, "  %s,\n", tomlString(n))
-		}
-		b.WriteString("]\n")
+		tw.KV("notes", in.Notes, "")
 	}
 
 	if len(c.GEMM) > 0 {
-		b.WriteString("\n# GEMM shapes of the Programs, timed through blas32.Gemm (the CPU backend's call).\n")
+		tw.Raw("\n")
+		tw.Comment("GEMM shapes of the Programs, timed through blas32.Gemm (the CPU backend's call).")
 	}
 	for _, s := range c.GEMM {
-		fmt.Fprintf(&b, "[[gemm]]\nsource = %s\nm = %d\nn = %d\nk = %d\nmeasured_m = %d\nmeasured_n = %d\nflops = %d\n",
-			tomlString(s.Source), s.M, s.N, s.K, s.MeasuredM, s.MeasuredN, s.FLOPs)
-		fmt.Fprintf(&b, "time_min_s = %s\ntime_median_s = %s\ntime_max_s = %s\nflops_per_s = %s\nmodel_time_s = %s\n",
-			tomlFloat(s.TimeMinS), tomlFloat(s.TimeMedianS), tomlFloat(s.TimeMaxS), tomlFloat(s.FLOPsPerS), tomlFloat(s.ModelTimeS))
+		tw.ArrayTable("gemm")
+		kvs(tw, "source", s.Source, "m", s.M, "n", s.N, "k", s.K, "measured_m", s.MeasuredM, "measured_n", s.MeasuredN, "flops", s.FLOPs,
+			"time_min_s", s.TimeMinS, "time_median_s", s.TimeMedianS, "time_max_s", s.TimeMaxS, "flops_per_s", s.FLOPsPerS, "model_time_s", s.ModelTimeS)
 	}
 	if len(c.Cache) > 0 {
-		b.WriteString("\n# Working-set curve: read bandwidth of a buffer read again and again.\n")
+		tw.Raw("\n")
+		tw.Comment("Working-set curve: read bandwidth of a buffer read again and again.")
 	}
 	for _, s := range c.Cache {
-		fmt.Fprintf(&b, "[[cache]]\nbytes = %d\nbytes_per_s_min = %s\nbytes_per_s_median = %s\nbytes_per_s_max = %s\nreuse_over_stream = %s\n",
-			s.Bytes, tomlFloat(s.BytesPerSMin), tomlFloat(s.BytesPerSMedian), tomlFloat(s.BytesPerSMax), tomlFloat(s.ReuseOverStream))
+		tw.ArrayTable("cache")
+		kvs(tw, "bytes", s.Bytes, "bytes_per_s_min", s.BytesPerSMin, "bytes_per_s_median", s.BytesPerSMedian, "bytes_per_s_max", s.BytesPerSMax,
+			"reuse_over_stream", s.ReuseOverStream)
 	}
 	if len(c.Comm) > 0 {
-		b.WriteString("\n# Communication samples and the collective model's time with the calibrated link.\n")
+		tw.Raw("\n")
+		tw.Comment("Communication samples and the collective model's time with the calibrated link.")
 	}
 	for _, s := range c.Comm {
-		fmt.Fprintf(&b, "[[comm]]\nop = %s\nranks = %d\nbytes = %d\ntime_min_s = %s\ntime_median_s = %s\ntime_max_s = %s\nmodel_time_s = %s\nalgo = %s\nproto = %s\n",
-			tomlString(s.Op), s.Ranks, s.Bytes, tomlFloat(s.TimeMinS), tomlFloat(s.TimeMedianS), tomlFloat(s.TimeMaxS),
-			tomlFloat(s.ModelTimeS), tomlString(s.Algo), tomlString(s.Proto))
+		tw.ArrayTable("comm")
+		kvs(tw, "op", s.Op, "ranks", s.Ranks, "bytes", s.Bytes, "time_min_s", s.TimeMinS, "time_median_s", s.TimeMedianS, "time_max_s", s.TimeMaxS,
+			"model_time_s", s.ModelTimeS, "algo", s.Algo, "proto", s.Proto)
 	}
 	if len(c.Ops) > 0 {
-		b.WriteString("\n# Compute ops of a one-rank config, per phase and kind: measured through the CPU backend and modeled.\n")
+		tw.Raw("\n")
+		tw.Comment("Compute ops of a one-rank config, per phase and kind: measured through the CPU backend and modeled.")
 	}
 	for _, s := range c.Ops {
-		fmt.Fprintf(&b, "[[op]]\nconfig = %s\nphase = %s\nkind = %s\ncalls = %d\nmeasured_s = %s\nmodel_s = %s\n",
-			tomlString(s.Config), tomlString(s.Phase), tomlString(s.Kind), s.Calls, tomlFloat(s.MeasuredS), tomlFloat(s.ModelS))
+		tw.ArrayTable("op")
+		kvs(tw, "config", s.Config, "phase", s.Phase, "kind", s.Kind, "calls", s.Calls, "measured_s", s.MeasuredS, "model_s", s.ModelS)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, tw.String())
 	return err
+}
+
+// kvs writes key, value pairs without comments.
+func kvs(tw *topology.TOMLWriter, pairs ...any) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		tw.KV(pairs[i].(string), pairs[i+1], "")
+	}
 }
 
 func spreadOrder(k string) int {
@@ -382,30 +388,4 @@ func spreadOrder(k string) int {
 		}
 	}
 	return len(SpreadKeys)
-}
-
-// tomlFloat writes v so that it decodes as a float and back to v exactly.
-func tomlFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	s := strconv.FormatFloat(v, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
-
-// tomlString quotes s as a TOML basic string (JSON's escapes are TOML's).
-func tomlString(s string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(buf.String(), "\n")
 }

@@ -51,11 +51,21 @@ func Presets(kind string) []string {
 // Load reads a strategy config from a file path or, when no such file exists
 // and the name has no directory part, from the embedded preset of that name
 // (with or without ".toml"). "test/<name>" names an embedded test config.
+//
+// "-" reads standard input. A file is read only when it is a regular file
+// of at most MaxConfigBytes (see ReadFile).
 func Load(name string) (*Config, error) {
-	if data, err := os.ReadFile(name); err == nil {
+	if name == "-" {
+		data, err := readBounded(os.Stdin, "standard input", "config")
+		if err != nil {
+			return nil, err
+		}
+		return Parse(bytes.NewReader(data), "standard input")
+	}
+	if data, err := ReadFile(name); err == nil {
 		return Parse(bytes.NewReader(data), name)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	preset := strings.TrimSuffix(strings.TrimPrefix(name, "configs/"), ".toml")
 	data, err := fs.ReadFile(Files, preset+".toml")
@@ -70,9 +80,9 @@ func Load(name string) (*Config, error) {
 // own keys override its preset's), fills defaults, and validates it. source
 // names the input in error messages.
 func Parse(r io.Reader, source string) (*Config, error) {
-	data, err := io.ReadAll(r)
+	data, err := readBounded(r, source, "config")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, err
 	}
 	// First pass: strict decode of the file alone, to learn which presets it names.
 	var probe Config
@@ -105,6 +115,9 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Source = source
+	if err := cfg.resolveModelDir(data); err != nil {
+		return nil, err
+	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
@@ -117,7 +130,7 @@ func decodeStrict(data []byte, into any, source string) error {
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
-			return fmt.Errorf("%s: %s", source, perr.ErrorWithPosition())
+			return syntaxError(data, source, perr)
 		}
 		return fmt.Errorf("%s: %w", source, err)
 	}

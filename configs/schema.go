@@ -37,6 +37,8 @@ type Model struct {
 	Embeddings bool   `toml:"embeddings" json:"embeddings"`
 	LMHead     bool   `toml:"lm_head" json:"lm_head"`
 	DType      string `toml:"dtype" json:"dtype"` // fp16, bf16, fp32, fp8
+	// ModelArch selects the architecture (arch.go); zero values: Llama-style.
+	ModelArch
 }
 
 // Workload is what the model serves.

@@ -5,6 +5,24 @@ import (
 	"fmt"
 )
 
+// Limits on what one config may ask for. They bound the time and memory of
+// an estimate or a search (docs/reliability.md, "Inputs and limits";
+// measured in docs/measurements/limits.md) and are far beyond any model
+// built: the largest published dense models have under 200 layers, the
+// largest training jobs ≈ 100,000 GPUs, the longest contexts ≈ 10M tokens.
+const (
+	MaxLayers       = 1000
+	MaxGPUs         = 100_000
+	MaxContext      = 10_000_000
+	MaxBatch        = 1 << 20
+	MaxMicrobatches = 4096
+	MaxHidden       = 1 << 20
+	MaxFFN          = 1 << 22
+	MaxVocab        = 1 << 24
+	MaxHeads        = 1 << 12
+	MaxTP           = 1 << 12
+)
+
 // Validate checks every field and returns all problems found, each naming the
 // field, the value and what is allowed.
 func (c *Config) Validate() error {
@@ -23,14 +41,14 @@ func (c *Config) Validate() error {
 	}
 
 	m := c.Model
-	rangeInt("model.layers", m.Layers, 1, 1<<16)
-	rangeInt("model.hidden", m.Hidden, 1, 1<<20)
-	okHeads := rangeInt("model.heads", m.Heads, 1, 1<<12)
-	okKV := rangeInt("model.kv_heads", m.KVHeads, 1, 1<<12)
+	rangeInt("model.layers", m.Layers, 1, MaxLayers)
+	rangeInt("model.hidden", m.Hidden, 1, MaxHidden)
+	okHeads := rangeInt("model.heads", m.Heads, 1, MaxHeads)
+	okKV := rangeInt("model.kv_heads", m.KVHeads, 1, MaxHeads)
 	rangeInt("model.head_dim", m.HeadDim, 1, 1<<12)
-	okFFN := rangeInt("model.ffn", m.FFN, 1, 1<<22)
+	okFFN := rangeInt("model.ffn", m.FFN, 1, MaxFFN)
 	if m.Embeddings || m.LMHead {
-		rangeInt("model.vocab", m.Vocab, 1, 1<<24)
+		rangeInt("model.vocab", m.Vocab, 1, MaxVocab)
 	} else if m.Vocab < 0 {
 		add("model.vocab: must be ≥ 0 (got %d)", m.Vocab)
 	}
@@ -44,9 +62,10 @@ func (c *Config) Validate() error {
 	}
 
 	w := c.Workload
-	rangeInt("workload.batch", w.Batch, 1, 1<<20)
-	if rangeInt("workload.context", w.Context, 2, 1<<24) {
-		rangeInt("workload.output_tokens", w.OutputTokens, 1, w.Context-1)
+	rangeInt("workload.batch", w.Batch, 1, MaxBatch)
+	if rangeInt("workload.context", w.Context, 2, MaxContext) &&
+		rangeInt("workload.output_tokens", w.OutputTokens, 1, w.Context-1) && w.OutputTokens == 1 {
+		add("workload.output_tokens: must be ≥ 2: one output token is the prefill alone, with no decode step to give a TPOT or TPS (for the prefill alone set phases = [\"prefill\"] and any output_tokens ≥ 2) (got 1)")
 	}
 	for i, p := range w.Phases {
 		if p != "prefill" && p != "decode" {
@@ -55,8 +74,8 @@ func (c *Config) Validate() error {
 	}
 
 	p := c.Parallel
-	okTP := rangeInt("parallel.tp", p.TP, 1, 1<<12)
-	okPP := rangeInt("parallel.pp", p.PP, 1, 1<<16)
+	okTP := rangeInt("parallel.tp", p.TP, 1, MaxTP)
+	okPP := rangeInt("parallel.pp", p.PP, 1, MaxLayers)
 	if okTP {
 		if okHeads && m.Heads%p.TP != 0 {
 			add("parallel.tp: must divide model.heads = %d (got %d)", m.Heads, p.TP)
@@ -71,7 +90,7 @@ func (c *Config) Validate() error {
 	if okPP && m.Layers >= 1 && p.PP > m.Layers {
 		add("parallel.pp: must be ≤ model.layers = %d (got %d)", m.Layers, p.PP)
 	}
-	if rangeInt("parallel.microbatches", p.Microbatches, 1, 1<<16) && w.Batch >= 1 && w.Batch%p.Microbatches != 0 {
+	if rangeInt("parallel.microbatches", p.Microbatches, 1, MaxMicrobatches) && w.Batch >= 1 && w.Batch%p.Microbatches != 0 {
 		add("parallel.microbatches: must divide workload.batch = %d (got %d)", w.Batch, p.Microbatches)
 	}
 	if len(p.LayerMap) > 0 {
@@ -107,6 +126,8 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Topology.Topology.Validate("topology"); err != nil {
 		errs = append(errs, err)
+	} else if n := c.Topology.Size(); n > MaxGPUs {
+		add("topology: nodes × gpus_per_node = %d × %d = %d GPUs, more than the %d allowed", c.Topology.Nodes, c.Topology.GPUsPerNode, n, MaxGPUs)
 	} else if okTP && okPP && p.TP*p.PP != c.Topology.Size() {
 		add("parallel: tp × pp = %d × %d = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
 			p.TP, p.PP, p.TP*p.PP, c.Topology.Name, c.Topology.Size(), c.Topology.Nodes, c.Topology.GPUsPerNode)
@@ -116,5 +137,6 @@ func (c *Config) Validate() error {
 		add("run.warmup: must be in [0, %d] (got %d)", 1<<20, c.Run.Warmup)
 	}
 	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
+	errs = append(errs, c.validateArch()...)
 	return errors.Join(errs...)
 }

@@ -42,12 +42,19 @@ type Kernels[B, W any] interface {
 	// when op.Tensor names one, else the synthetic inputs are used.
 	Input(op *partition.Op, past int, tokens, x B, emb W) error
 	// Norm writes op.Rows normalized rows to out from in, reading the last
-	// of every stride rows (stride 1: every row).
-	Norm(op *partition.Op, in, out B, w W, stride int) error
-	// Gemm is out[rows, N] = in[rows, K] @ w[K, N].
-	Gemm(op *partition.Op, in, out B, w W) error
-	// Attention rotates q and k, appends k and v to layer op.Layer's cache
-	// at [past, past+op.QLen), and writes causal attention to ao.
+	// of every stride rows (stride 1: every row): RMSNorm (op.Kind Norm) or
+	// LayerNorm plus bias (LayerNorm; bias is [1, op.OutWidth]), ε op.Eps.
+	Norm(op *partition.Op, in, out B, w, bias W, stride int) error
+	// Gemm is out[rows, N] = in[rows, K] @ w[K, N], plus bias [1, N] on
+	// every row when op.Bias names one (else bias is the zero W).
+	Gemm(op *partition.Op, in, out B, w, bias W) error
+	// Position adds row past + j of pos to row j of each of op.Seqs
+	// sequences' op.QLen rows of x.
+	Position(op *partition.Op, x B, pos W, past int) error
+	// Attention rotates q and k (θ op.RopeTheta; 0: no rotation), appends k
+	// and v to layer op.Layer's cache at [past, past+op.QLen), and writes
+	// attention to ao: causal, or over every position of the pass when
+	// op.Bidirectional.
 	Attention(op *partition.Op, qkv, ao B, past int) error
 	// Activation writes a from u (op.MLP).
 	Activation(op *partition.Op, u, a B) error
@@ -148,10 +155,22 @@ func (f *Frame[B, W]) Exec(k Kernels[B, W], op *partition.Op, past int) error {
 	switch op.Kind {
 	case partition.Input:
 		return f.input(k, op, p, past)
-	case partition.Norm:
+	case partition.Norm, partition.LayerNorm:
 		w, err := f.Weight(op)
 		if err != nil {
 			return err
+		}
+		if wk, wn := w.Shape(); wk != 1 || wn != op.OutWidth {
+			return fmt.Errorf("norm weight %q is [%d, %d], op wants [1, %d]", op.Tensor, wk, wn, op.OutWidth)
+		}
+		var bias W
+		if op.Kind == partition.LayerNorm {
+			if op.Bias == "" {
+				return fmt.Errorf("layer norm %q names no bias", op.Tensor)
+			}
+			if bias, err = f.bias(op, op.OutWidth); err != nil {
+				return err
+			}
 		}
 		rows := max(p.Rows, op.Rows)
 		if op.Rows == 0 || rows%op.Rows != 0 {
@@ -161,7 +180,7 @@ func (f *Frame[B, W]) Exec(k Kernels[B, W], op *partition.Op, past int) error {
 		if err != nil {
 			return err
 		}
-		return k.Norm(op, i, o, w, rows/op.Rows)
+		return k.Norm(op, i, o, w, bias, rows/op.Rows)
 	case partition.Gemm:
 		w, err := f.Weight(op)
 		if err != nil {
@@ -170,11 +189,33 @@ func (f *Frame[B, W]) Exec(k Kernels[B, W], op *partition.Op, past int) error {
 		if wk, wn := w.Shape(); wk != op.K || wn != op.N {
 			return fmt.Errorf("weight %q is [%d, %d], op wants [%d, %d]", op.Tensor, wk, wn, op.K, op.N)
 		}
+		var bias W
+		if op.Bias != "" {
+			if bias, err = f.bias(op, op.N); err != nil {
+				return err
+			}
+		}
 		i, o, err := f.io(p, op, op.Rows)
 		if err != nil {
 			return err
 		}
-		return k.Gemm(op, i, o, w)
+		return k.Gemm(op, i, o, w, bias)
+	case partition.Position:
+		w, err := f.Weight(op)
+		if err != nil {
+			return err
+		}
+		if op.Seqs*op.QLen != op.Rows {
+			return fmt.Errorf("%d sequences × %d tokens do not make the op's %d rows", op.Seqs, op.QLen, op.Rows)
+		}
+		if wk, wn := w.Shape(); wn != op.OutWidth || past < 0 || past+op.QLen > wk {
+			return fmt.Errorf("positions [%d, %d) of width %d are beyond position embedding %q of [%d, %d]", past, past+op.QLen, op.OutWidth, op.Tensor, wk, wn)
+		}
+		x, err := f.buf(p, op.Out, op.Microbatch, op.Rows*op.OutWidth)
+		if err != nil {
+			return err
+		}
+		return k.Position(op, x, w, past)
 	case partition.Attention:
 		if op.Seqs*op.QLen != op.Rows {
 			return fmt.Errorf("%d sequences × %d tokens do not make the op's %d rows", op.Seqs, op.QLen, op.Rows)
@@ -204,6 +245,18 @@ func (f *Frame[B, W]) Exec(k Kernels[B, W], op *partition.Op, past int) error {
 		return f.sample(k, op, p, past)
 	}
 	return fmt.Errorf("%s: op kind %q is not a compute op", f.Backend, op.Kind)
+}
+
+// bias is op's bias tensor, checked to be [1, n].
+func (f *Frame[B, W]) bias(op *partition.Op, n int) (W, error) {
+	b, ok := f.Weights[TensorKey{op.Layer, op.Bias}]
+	if !ok {
+		return b, fmt.Errorf("rank %d holds no bias %q of layer %d", f.Rank, op.Bias, op.Layer)
+	}
+	if bk, bn := b.Shape(); bk != 1 || bn != n {
+		return b, fmt.Errorf("bias %q is [%d, %d], op wants [1, %d]", op.Bias, bk, bn, n)
+	}
+	return b, nil
 }
 
 // io is op's input (inRows rows of op.InWidth) and output (op.Rows rows of

@@ -47,7 +47,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	host, _ := os.Hostname()
 	sess, err := rendezvous.Join(ctx, rendezvous.Options{
 		Addr: o.Env.RendezvousAddr, Rank: o.Env.Rank, Size: plan.Size(), LaunchedSize: o.Env.Size,
-		ConfigHash: cfg.Hash(), Hostname: host, JoinTimeout: o.JoinTimeout,
+		ConfigHash: cfg.Hash(), JobID: o.Env.JobID, Hostname: host, JoinTimeout: o.JoinTimeout,
 	})
 	if err != nil {
 		return nil, err

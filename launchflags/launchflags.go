@@ -16,15 +16,17 @@ import (
 // Nodes are torchrun's multi-node flags for the built-in launcher:
 // this launcher starts ranks nodeRank·N … nodeRank·N+N−1 of nnodes·N.
 type Nodes struct {
-	nnodes     int
+	NNodes     int
 	nodeRank   int
 	masterAddr string
 	masterPort int
+	rdzvID     string
 }
 
 func (n *Nodes) AddFlags(f *pflag.FlagSet) {
-	f.IntVar(&n.nnodes, "nnodes", 1, "nodes taking part, each starting --nproc-per-node ranks with its own launcher")
+	f.IntVar(&n.NNodes, "nnodes", 1, "nodes taking part, each starting --nproc-per-node ranks with its own launcher")
 	f.IntVar(&n.nodeRank, "node-rank", 0, "this node's index among --nnodes (0 hosts the rendezvous)")
+	f.StringVar(&n.rdzvID, "rdzv-id", "", "the job's id, the same on every node (default: derived from the rendezvous address)")
 	f.StringVar(&n.masterAddr, "master-addr", "", "node 0's address (default: MASTER_ADDR, else "+launch.DefaultRendezvousHost+")")
 	f.IntVar(&n.masterPort, "master-port", -1, "node 0's rendezvous port; 0 on node 0: pick a free one and print it (default: MASTER_PORT, else a free port on one node)")
 	cliflag.DefaultInUsage(f, "master-port")
@@ -36,10 +38,10 @@ func (n *Nodes) AddFlags(f *pflag.FlagSet) {
 func (n *Nodes) SpawnOptions(f *pflag.FlagSet, nproc int, endpoint string, stderr io.Writer) (launch.SpawnOptions, error) {
 	opts := launch.SpawnOptions{NProc: nproc}
 	switch {
-	case n.nnodes < 1:
-		return opts, fmt.Errorf("--nnodes: must be ≥ 1 (got %d)", n.nnodes)
-	case n.nodeRank < 0 || n.nodeRank >= n.nnodes:
-		return opts, fmt.Errorf("--node-rank: must be in [0, %d) for --nnodes %d (got %d)", n.nnodes, n.nnodes, n.nodeRank)
+	case n.NNodes < 1:
+		return opts, fmt.Errorf("--nnodes: must be ≥ 1 (got %d)", n.NNodes)
+	case n.nodeRank < 0 || n.nodeRank >= n.NNodes:
+		return opts, fmt.Errorf("--node-rank: must be in [0, %d) for --nnodes %d (got %d)", n.NNodes, n.NNodes, n.nodeRank)
 	case endpoint != "" && (f.Changed("master-addr") || f.Changed("master-port")):
 		return opts, fmt.Errorf("--rdzv-endpoint %s: give it or --master-addr/--master-port, not both", endpoint)
 	}
@@ -57,12 +59,12 @@ func (n *Nodes) SpawnOptions(f *pflag.FlagSet, nproc int, endpoint string, stder
 	if port > 65535 || port < -1 {
 		return opts, fmt.Errorf("--master-port: must be in [0, 65535] (got %d)", port)
 	}
-	if n.nnodes == 1 {
+	if n.NNodes == 1 {
 		opts.MasterAddr, opts.MasterPort = host, max(port, 0)
 		return opts, nil
 	}
 	if port < 0 {
-		return opts, fmt.Errorf("--nnodes %d: give node 0's port with --master-port or --rdzv-endpoint HOST:PORT (0 on node 0: pick one)", n.nnodes)
+		return opts, fmt.Errorf("--nnodes %d: give node 0's port with --master-port or --rdzv-endpoint HOST:PORT (0 on node 0: pick one)", n.NNodes)
 	}
 	if host == "" {
 		host = launch.DefaultRendezvousHost
@@ -80,15 +82,34 @@ func (n *Nodes) SpawnOptions(f *pflag.FlagSet, nproc int, endpoint string, stder
 		fmt.Fprintf(stderr, "partbench: rendezvous on %s (other nodes: --rdzv-endpoint %s)\n", net.JoinHostPort(host, strconv.Itoa(port)), net.JoinHostPort(host, strconv.Itoa(port)))
 	}
 	opts.MasterAddr, opts.MasterPort = host, port
+	// Every node's launcher must give its ranks one job id, or the
+	// rendezvous refuses the other nodes' ranks as another job's.
+	opts.JobID = n.rdzvID
+	if opts.JobID == "" {
+		opts.JobID = "pb-rdzv-" + net.JoinHostPort(host, strconv.Itoa(port))
+	}
 	return opts, nil
+}
+
+// Endpoint is --master-addr:--master-port when either was given ("" when
+// not), for a single node's launcher.
+func (n *Nodes) Endpoint(f *pflag.FlagSet) string {
+	if !f.Changed("master-addr") && !f.Changed("master-port") {
+		return ""
+	}
+	host, port := n.masterAddr, n.masterPort
+	if host == "" {
+		host = launch.DefaultRendezvousHost
+	}
+	return net.JoinHostPort(host, strconv.Itoa(max(port, 0)))
 }
 
 // ChildArgs tell each child which node it is on.
 func (n *Nodes) ChildArgs() []string {
-	if n.nnodes == 1 {
+	if n.NNodes == 1 {
 		return nil
 	}
-	return []string{"--nnodes", strconv.Itoa(n.nnodes), "--node-rank", strconv.Itoa(n.nodeRank)}
+	return []string{"--nnodes", strconv.Itoa(n.NNodes), "--node-rank", strconv.Itoa(n.nodeRank)}
 }
 
 // Place turns a child's local identity (RANK = LOCAL_RANK of the launcher's
@@ -96,11 +117,11 @@ func (n *Nodes) ChildArgs() []string {
 // the launcher's variables already say it (WORLD_SIZE > LOCAL_WORLD_SIZE),
 // and env is returned unchanged.
 func (n *Nodes) Place(env launch.Env) launch.Env {
-	if n.nnodes <= 1 || env.Source != launch.SourceRankEnv || env.Size != env.LocalSize {
+	if n.NNodes <= 1 || env.Source != launch.SourceRankEnv || env.Size != env.LocalSize {
 		return env
 	}
 	env.Rank += n.nodeRank * env.LocalSize
-	env.Size *= n.nnodes
+	env.Size *= n.NNodes
 	return env
 }
 

@@ -40,7 +40,7 @@ func TestPlace(t *testing.T) {
 func TestSpawnOptions(t *testing.T) {
 	n, fs := parse(t, "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "1234")
 	o, err := n.SpawnOptions(fs, 4, "", io.Discard)
-	if err != nil || o.MasterAddr != "10.0.0.1" || o.MasterPort != 1234 || o.NProc != 4 {
+	if err != nil || o.MasterAddr != "10.0.0.1" || o.MasterPort != 1234 || o.NProc != 4 || o.JobID != "pb-rdzv-10.0.0.1:1234" {
 		t.Errorf("SpawnOptions = %+v, %v", o, err)
 	}
 	if got := strings.Join(n.ChildArgs(), " "); got != "--nnodes 2 --node-rank 1" {

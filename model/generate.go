@@ -14,6 +14,14 @@ type Tensor struct {
 
 func newTensor(k, n int) *Tensor { return &Tensor{K: k, N: n, Data: make([]float32, k*n)} }
 
+// Source makes one rank's weight shards: the seeded Generator, or a
+// checkpoint's slices (Checkpoint). name is one of Shard.TensorShape's.
+type Source interface {
+	Tensor(layer int, name string) (*Tensor, error)
+}
+
+var _ Source = Generator{}
+
 // Generator makes one rank's shards of the seeded full model.
 type Generator struct {
 	Seed  int64
@@ -40,10 +48,22 @@ func (g Generator) Tensor(layer int, name string) (*Tensor, error) {
 		t = g.wDown(layer)
 	case AttnNorm, MLPNorm, FinalNorm:
 		t = g.norm(layer, name)
+	case AttnNormBias, MLPNormBias, FinalNormBias, BO, BDown:
+		t = g.bias(layer, name, 0, s.Hidden)
+	case BQKV:
+		t = g.bqkv(layer)
+	case BUp:
+		t = g.bias(layer, BUp, s.Index*s.FFN, s.FFN)
+	case PosEmbed:
+		t = g.posEmbed()
 	case Embed:
 		t = g.embed()
 	case LMHead:
-		t = g.lmHead()
+		if s.Arch.Tied {
+			t = g.tiedHead()
+		} else {
+			t = g.lmHead()
+		}
 	default:
 		return nil, fmt.Errorf("model: no tensor %q", name)
 	}
@@ -138,6 +158,62 @@ func (g Generator) norm(layer int, name string) *Tensor {
 		w.Data[i] = NormWeight(g.Seed, layer, name, i)
 	}
 	return w
+}
+
+// biasNoise is the spread of seeded biases around 0.
+const biasNoise = 0.1
+
+// bias is columns [off, off+n) of a full bias vector: 0.1·u, u uniform in [−1, 1).
+func (g Generator) bias(layer int, name string, off, n int) *Tensor {
+	w := newTensor(1, n)
+	for i := range w.Data {
+		w.Data[i] = biasNoise * Uniform(g.Seed, layer, name, 0, off+i)
+	}
+	return w
+}
+
+// bqkv is the QKV bias shard, its columns split like wqkv's: the rank's q
+// heads, then its k and v heads, of full vectors bq, bk, bv.
+func (g Generator) bqkv(layer int) *Tensor {
+	s := g.Shard
+	ql, kvl := s.AttnWidth(), s.KVWidth()
+	var data []float32
+	for _, p := range []struct {
+		name     string
+		off, len int
+	}{{"bq", s.Index * ql, ql}, {"bk", s.Index * kvl, kvl}, {"bv", s.Index * kvl, kvl}} {
+		data = append(data, g.bias(layer, p.name, p.off, p.len).Data...)
+	}
+	return &Tensor{K: 1, N: len(data), Data: data}
+}
+
+// posEmbed is the learned position embedding, replicated: 0.1·u per element.
+func (g Generator) posEmbed() *Tensor {
+	s := g.Shard
+	w := newTensor(s.Arch.MaxPositions, s.Hidden)
+	for p := 0; p < w.K; p++ {
+		for c := 0; c < w.N; c++ {
+			w.Data[p*w.N+c] = biasNoise * Uniform(g.Seed, -1, PosEmbed, p, c)
+		}
+	}
+	return w
+}
+
+// tiedHead is the LM head shard of a tied model: the rank's embedding rows,
+// transposed to [hidden, vocab shard].
+func (g Generator) tiedHead() *Tensor {
+	return Transpose(g.embed())
+}
+
+// Transpose is t as [N][K].
+func Transpose(t *Tensor) *Tensor {
+	out := newTensor(t.N, t.K)
+	for r := 0; r < t.K; r++ {
+		for c := 0; c < t.N; c++ {
+			out.Data[c*t.K+r] = t.Data[r*t.N+c]
+		}
+	}
+	return out
 }
 
 // embed is the vocab-parallel embedding shard: rows [off, off+size) of

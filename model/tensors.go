@@ -19,12 +19,81 @@ const (
 	Embed     = "embed"   // [vocab_padded, hidden], rows ≥ vocab zero
 	LMHead    = "lm_head" // [hidden, vocab_padded], columns ≥ vocab zero
 
+	// GPT-2-style architectures (Arch.Bias, LayerNorm, Learned positions).
+	BQKV          = "b_qkv"           // [1, (hl + 2·kvl)·hd], split like wqkv's columns
+	BO            = "b_o"             // [1, hidden], held and added by TP index 0
+	BUp           = "b_up"            // [1, ffn shard]
+	BDown         = "b_down"          // [1, hidden], held and added by TP index 0
+	AttnNormBias  = "attn_norm.bias"  // [1, hidden]
+	MLPNormBias   = "mlp_norm.bias"   // [1, hidden]
+	FinalNormBias = "final_norm.bias" // [1, hidden]
+	PosEmbed      = "pos_embed"       // [max_positions, hidden], replicated
+
 	SyntheticInput = "synthetic" // [token, hidden]: inputs of a model without embedding
 	Prompt         = "prompt"    // PromptToken's key
 )
 
-// LayerTensors are the shards every transformer layer holds, in order.
+// LayerTensors are the shards every transformer layer of a Llama-style
+// model holds, in order.
 var LayerTensors = []string{AttnNorm, WQKV, WO, MLPNorm, WUp, WDown}
+
+// LayerTensors are the shards each transformer layer holds on this rank, in
+// order: LayerTensors, plus with biases each linear's (row-parallel ones on
+// TP index 0 only) and each LayerNorm's bias.
+func (s Shard) LayerTensors() []string {
+	out := []string{AttnNorm}
+	if s.Arch.Norm == LayerNorm {
+		out = append(out, AttnNormBias)
+	}
+	out = append(out, WQKV)
+	if s.Arch.Bias {
+		out = append(out, BQKV)
+	}
+	out = append(out, WO)
+	if b := s.RowBias(BO); b != "" {
+		out = append(out, b)
+	}
+	out = append(out, MLPNorm)
+	if s.Arch.Norm == LayerNorm {
+		out = append(out, MLPNormBias)
+	}
+	out = append(out, WUp)
+	if s.Arch.Bias {
+		out = append(out, BUp)
+	}
+	out = append(out, WDown)
+	if b := s.RowBias(BDown); b != "" {
+		out = append(out, b)
+	}
+	return out
+}
+
+// NormBias is the bias of norm tensor name ("" for RMSNorm).
+func (s Shard) NormBias(name string) string {
+	if s.Arch.Norm != LayerNorm {
+		return ""
+	}
+	return name + ".bias"
+}
+
+// ColBias is the bias of a column-parallel linear's bias tensor b ("" without
+// biases).
+func (s Shard) ColBias(b string) string {
+	if !s.Arch.Bias {
+		return ""
+	}
+	return b
+}
+
+// RowBias is the bias a row-parallel linear adds on this rank: b on TP index
+// 0, "" elsewhere and without biases (the all-reduce that follows sums it in
+// once).
+func (s Shard) RowBias(b string) string {
+	if !s.Arch.Bias || s.Index != 0 {
+		return ""
+	}
+	return b
+}
 
 // Shard is one tensor-parallel rank's share of the model: the widths it
 // holds, each split width already divided by the TP degree (partition
@@ -77,8 +146,14 @@ func (s Shard) TensorShape(name string) (k, n int, ok bool) {
 		return H, s.UpWidth(), true
 	case WDown:
 		return s.ActWidth(), H, true
-	case AttnNorm, MLPNorm, FinalNorm:
+	case AttnNorm, MLPNorm, FinalNorm, AttnNormBias, MLPNormBias, FinalNormBias, BO, BDown:
 		return 1, H, true
+	case BQKV:
+		return 1, s.QKVWidth(), true
+	case BUp:
+		return 1, s.UpWidth(), true
+	case PosEmbed:
+		return s.Arch.MaxPositions, H, true
 	case Embed:
 		return s.VocabSize, H, true
 	case LMHead:

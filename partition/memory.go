@@ -16,21 +16,35 @@ type Memory struct {
 	CapacityBytes   int64 `json:"capacity_bytes"`
 }
 
-// layerWeightBytes is one layer's shard on one TP rank: the matrices split
-// TP ways, the norm vectors replicated.
+// layerWeightBytes is one layer's shard on TP index 0: the matrices split
+// TP ways, the norm vectors replicated, column biases split, row biases on
+// TP index 0 (the elements of the shards it holds).
 func (p *Plan) layerWeightBytes() int64 {
-	lp := Layer(p.Model)
-	return (lp.Matrices()/int64(p.TP) + lp.Norms) * int64(p.DTypeBytes)
+	s := p.Shard(0)
+	var n int64
+	for _, name := range s.LayerTensors() {
+		k, c, _ := s.TensorShape(name)
+		n += int64(k) * int64(c)
+	}
+	return n * int64(p.DTypeBytes)
 }
 
 func (p *Plan) weights(r Rank) (layers, embed int64) {
 	layers = int64(len(r.Layers)) * p.layerWeightBytes()
 	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(r.TPIndex).VocabSize)
-	if p.Model.Embeddings && p.FirstStage(r.Stage) {
+	first, last := p.FirstStage(r.Stage), p.LastStage(r.Stage)
+	if p.Model.Embeddings && first {
 		embed += vshard * h * dt
+		if p.Model.IsGPT2() {
+			embed += int64(p.Model.MaxPositions) * h * dt
+		}
 	}
-	if p.Model.LMHead && p.LastStage(r.Stage) {
-		embed += (h + h*vshard) * dt
+	if p.Model.LMHead && last {
+		embed += finalNormParams(p.Model) * dt
+		// A tied LM head on the embedding's own stage reads the embedding.
+		if !p.Model.Tied() || !first {
+			embed += h * vshard * dt
+		}
 	}
 	return layers, embed
 }
@@ -101,12 +115,42 @@ func (p *Plan) fitMemory() error {
 		}
 		if fixed || chunk == 1 || p.memory(p.Ranks[worst], 1).TotalBytes > p.Ranks[worst].Memory.CapacityBytes {
 			r := p.Ranks[worst]
-			mem := r.Memory
-			return fmt.Errorf("plan %s does not fit: rank %d (stage %d, tp %d) needs %.2f GB (weights %.2f + KV cache %.2f + activations %.2f at prefill chunk %d), usable HBM is %.2f GB (hardware.hbm_bytes − hardware.hbm_reserved_bytes)",
-				p.Config.Name, r.Rank, r.Stage, r.TPIndex, gb(mem.TotalBytes), gb(mem.WeightBytes), gb(mem.KVCacheBytes), gb(mem.ActivationBytes), chunk, gb(mem.CapacityBytes))
+			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, PrefillChunk: chunk}
 		}
 		chunk = (chunk + 1) / 2
 	}
 }
 
 func gb(b int64) float64 { return float64(b) / 1e9 }
+
+// NoFitError says a plan does not fit in memory: the rank that needs the
+// most, what it needs at the smallest prefill chunk tried, and its capacity.
+// NewPlan returns it (match with errors.As); any other error is not about
+// memory.
+type NoFitError struct {
+	Plan         string
+	Rank         int
+	Stage        int
+	TPIndex      int
+	Memory       Memory
+	PrefillChunk int
+}
+
+func (e *NoFitError) Error() string {
+	m := e.Memory
+	return fmt.Sprintf("plan %s does not fit: rank %d (stage %d, tp %d) needs %.2f GB (weights %.2f + KV cache %.2f + activations %.2f at prefill chunk %d), usable HBM is %.2f GB (hardware.hbm_bytes − hardware.hbm_reserved_bytes)",
+		e.Plan, e.Rank, e.Stage, e.TPIndex, gb(m.TotalBytes), gb(m.WeightBytes), gb(m.KVCacheBytes), gb(m.ActivationBytes), e.PrefillChunk, gb(m.CapacityBytes))
+}
+
+// Reason names what keeps the plan out of memory: the weights alone, the
+// weights with the KV cache, or else the activations at the smallest chunk.
+func (e *NoFitError) Reason() string {
+	m := e.Memory
+	switch {
+	case m.WeightBytes > m.CapacityBytes:
+		return "weights exceed usable HBM"
+	case m.WeightBytes+m.KVCacheBytes > m.CapacityBytes:
+		return "weights + KV cache exceed usable HBM"
+	}
+	return "activations do not fit even at the smallest prefill chunk"
+}

@@ -25,14 +25,16 @@ type LayerParams struct {
 	O     int64 // heads·head_dim × hidden
 	Up    int64 // hidden × ffn, twice when gated (gate and up)
 	Down  int64 // ffn × hidden
-	Norms int64 // two RMSNorm weight vectors of hidden
+	Norms int64 // two RMSNorm weight vectors of hidden (LayerNorm: weight and bias each)
+	// Biases of the linears (gpt2): qkv, o, up and down outputs.
+	Biases int64
 }
 
 // Matrices is the parameters TP shards.
 func (p LayerParams) Matrices() int64 { return p.QKV + p.O + p.Up + p.Down }
 
 // Total is every parameter of the layer.
-func (p LayerParams) Total() int64 { return p.Matrices() + p.Norms }
+func (p LayerParams) Total() int64 { return p.Matrices() + p.Norms + p.Biases }
 
 // Layer counts the parameters of one layer of m.
 func Layer(m configs.Model) LayerParams {
@@ -41,13 +43,26 @@ func Layer(m configs.Model) LayerParams {
 	if m.GatedMLP {
 		up *= 2
 	}
-	return LayerParams{
+	lp := LayerParams{
 		QKV:   h * int64(m.Heads+2*m.KVHeads) * hd,
 		O:     int64(m.Heads) * hd * h,
 		Up:    up,
 		Down:  int64(m.FFN) * h,
 		Norms: 2 * h,
 	}
+	if m.IsGPT2() {
+		lp.Norms = 4 * h
+		lp.Biases = int64(m.Heads+2*m.KVHeads)*hd + h + int64(m.FFN) + h
+	}
+	return lp
+}
+
+// finalNormParams is the final norm's weight (and bias with LayerNorm).
+func finalNormParams(m configs.Model) int64 {
+	if m.IsGPT2() {
+		return 2 * int64(m.Hidden)
+	}
+	return int64(m.Hidden)
 }
 
 // PaddedVocab is the vocabulary rounded up to a multiple of tp, so each TP
@@ -57,14 +72,21 @@ func PaddedVocab(m configs.Model, tp int) int {
 }
 
 // ParamsTotal counts every parameter of the model as configured: the layers,
-// plus the embedding, the final norm and the LM head when included (unpadded).
+// plus the embedding (and learned positions), the final norm and the LM head
+// when included (unpadded; a tied LM head is the embedding, counted once).
 func ParamsTotal(m configs.Model) int64 {
 	n := int64(m.Layers) * Layer(m).Total()
 	if m.Embeddings {
 		n += int64(m.Vocab) * int64(m.Hidden)
+		if m.IsGPT2() {
+			n += int64(m.MaxPositions) * int64(m.Hidden)
+		}
 	}
 	if m.LMHead {
-		n += int64(m.Hidden) + int64(m.Hidden)*int64(m.Vocab)
+		n += finalNormParams(m)
+		if !m.Tied() {
+			n += int64(m.Hidden) * int64(m.Vocab)
+		}
 	}
 	return n
 }

@@ -14,8 +14,12 @@ const (
 	// Input makes the stage-0 hidden states x from token ids: an embedding
 	// lookup (vocab-sharded under TP), or seeded synthetic states when the
 	// model has no embedding.
-	Input      Kind = "input"
-	Norm       Kind = "rmsnorm"
+	Input     Kind = "input"
+	Norm      Kind = "rmsnorm"
+	LayerNorm Kind = "layernorm" // with bias (Op.Bias)
+	// Position adds rows [past, past+QLen) of the learned position
+	// embedding (Op.Tensor) to each sequence's rows of x.
+	Position   Kind = "position"
 	Gemm       Kind = "gemm"
 	Attention  Kind = "attention" // rotary, KV-cache append and causal attention
 	Activation Kind = "activation"
@@ -93,6 +97,16 @@ type Op struct {
 	HeadDim int `json:"head_dim,omitempty"`
 	// Activation: the MLP's activation.
 	MLP model.MLP `json:"mlp,omitempty"`
+	// Bias names the bias tensor (in Layer) a GEMM adds to its output or a
+	// LayerNorm adds after scaling; empty: none.
+	Bias string `json:"bias,omitempty"`
+	// Norms: ε.
+	Eps float64 `json:"eps,omitempty"`
+	// Attention: the rotary base θ (0: no rotary embeddings), and whether
+	// every query sees every position of the pass (encoder) instead of those
+	// up to its own.
+	RopeTheta     float64 `json:"rope_theta,omitempty"`
+	Bidirectional bool    `json:"bidirectional,omitempty"`
 	// Input and sample: token ids lie in [0, Vocab); the rank's embedding or
 	// LM head shard holds padded-vocabulary rows [VocabOffset,
 	// VocabOffset+VocabSize) of VocabShards equal shards.
@@ -201,6 +215,11 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 		if p.Model.Embeddings && p.TP > 1 {
 			b.allReduce("embed.ar", -1, model.X, T)
 		}
+		if p.Model.Embeddings && b.s.Arch.Positions == model.Learned {
+			b.add(Op{Kind: Position, Name: "pos_embed", Layer: -1, Tensor: model.PosEmbed, In: model.X, Out: model.X,
+				Rows: T, Seqs: seqs, QLen: q, InWidth: H, OutWidth: H,
+				FLOPs: int64(T * H), WeightBytes: int64(T*H) * dt, ActBytes: int64(2*T*H) * dt})
+		}
 	} else {
 		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: model.X, Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
@@ -223,9 +242,8 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 	b.vocab(&sample)
 	if p.Model.LMHead {
 		V := p.VocabPadded
-		b.add(Op{Kind: Norm, Name: "final_norm", Layer: -1, Tensor: model.FinalNorm, In: model.X, Out: model.H, Rows: seqs,
-			InWidth: H, OutWidth: H, FLOPs: int64(4 * seqs * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*seqs*H) * dt})
-		b.gemm("lm_head", -1, model.LMHead, model.H, model.Logits, seqs, b.s.VocabSize, H)
+		b.norm("final_norm", -1, model.FinalNorm, seqs)
+		b.gemm("lm_head", -1, model.LMHead, "", model.H, model.Logits, seqs, b.s.VocabSize, H)
 		sample.In, sample.InWidth = model.Logits, V
 		if p.TP > 1 {
 			b.add(Op{Kind: AllGather, Name: "logits.ag", Layer: -1, In: model.Logits, Out: model.Logits, Rows: seqs, Group: r.TPGroup,
@@ -241,12 +259,35 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 	}
 }
 
-func (b *builder) gemm(name string, layer int, tensor string, in, out model.Buf, rows, n, k int) {
+// gemm appends out = in @ tensor (+ bias, a [1, n] tensor, when not "").
+func (b *builder) gemm(name string, layer int, tensor, bias string, in, out model.Buf, rows, n, k int) {
 	dt := b.dt
-	b.add(Op{Kind: Gemm, Name: name, Layer: layer, Tensor: tensor, In: in, Out: out, Rows: rows, N: n, K: k,
+	op := Op{Kind: Gemm, Name: name, Layer: layer, Tensor: tensor, Bias: bias, In: in, Out: out, Rows: rows, N: n, K: k,
 		InWidth: k, OutWidth: n,
 		FLOPs: 2 * int64(rows) * int64(n) * int64(k), WeightBytes: int64(n) * int64(k) * dt,
-		ActBytes: (int64(rows)*int64(k) + int64(rows)*int64(n)) * dt})
+		ActBytes: (int64(rows)*int64(k) + int64(rows)*int64(n)) * dt}
+	if bias != "" {
+		op.FLOPs += int64(rows) * int64(n)
+		op.WeightBytes += int64(n) * dt
+	}
+	b.add(op)
+}
+
+// norm appends the norm of x into h (rows rows, or each sequence's last
+// row of x when rows are sequences after a prefill pass): RMSNorm, about 4
+// FLOPs per element; LayerNorm with bias, about 6 (mean, centre, square,
+// scale, weight, bias), reading the weight and the bias.
+func (b *builder) norm(name string, layer int, tensor string, rows int) {
+	s, dt := b.s, b.dt
+	H := s.Hidden
+	op := Op{Kind: Norm, Name: name, Layer: layer, Tensor: tensor, In: model.X, Out: model.H, Rows: rows,
+		InWidth: H, OutWidth: H, Eps: s.Arch.NormEps,
+		FLOPs: int64(4 * rows * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*rows*H) * dt}
+	if s.Arch.Norm == model.LayerNorm {
+		op.Kind, op.Bias = LayerNorm, s.NormBias(tensor)
+		op.FLOPs, op.WeightBytes = int64(6*rows*H), int64(2*H)*dt
+	}
+	b.add(op)
 }
 
 func (b *builder) allReduce(name string, layer int, buf model.Buf, rows int) {
@@ -259,10 +300,7 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 	p, s, dt := b.p, b.s, b.dt
 	H := s.Hidden
 	ln := layerName(l)
-	norm := func(name, tensor string) {
-		b.add(Op{Kind: Norm, Name: ln + name, Layer: l, Tensor: tensor, In: model.X, Out: model.H, Rows: T,
-			InWidth: H, OutWidth: H, FLOPs: int64(4 * T * H), WeightBytes: int64(H) * dt, ActBytes: int64(2*T*H) * dt})
-	}
+	norm := func(name, tensor string) { b.norm(ln+name, l, tensor, T) }
 	residual := func(name string) {
 		b.add(Op{Kind: Residual, Name: ln + name, Layer: l, In: model.Y, Out: model.X, Rows: T,
 			InWidth: H, OutWidth: H, FLOPs: int64(T * H), ActBytes: int64(3*T*H) * dt})
@@ -274,26 +312,31 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 	}
 
 	norm("attn_norm", model.AttnNorm)
-	b.gemm(ln+"wqkv", l, model.WQKV, model.H, model.QKV, T, s.QKVWidth(), H)
+	b.gemm(ln+"wqkv", l, model.WQKV, s.ColBias(model.BQKV), model.H, model.QKV, T, s.QKVWidth(), H)
 	// Each query attends to the cached tokens and to the chunk's tokens up to
 	// itself: q·past + q(q+1)/2 (query, key) pairs per sequence, each costing
-	// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV.
+	// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV. Bidirectional: every
+	// query sees all q, q·(past + q) pairs.
 	pairs := int64(seqs) * (int64(q)*int64(past) + int64(q)*int64(q+1)/2)
+	if s.Arch.Bidirectional {
+		pairs = int64(seqs) * int64(q) * int64(past+q)
+	}
 	kvPerToken := int64(2*s.KVWidth()) * dt
 	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q, Past: past,
 		InWidth: s.QKVWidth(), OutWidth: s.AttnWidth(), Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim,
+		RopeTheta: s.Arch.RopeTheta, Bidirectional: s.Arch.Bidirectional,
 		FLOPs:       4 * int64(s.AttnWidth()) * pairs,
 		ActBytes:    int64(T*(s.QKVWidth()+s.AttnWidth())) * dt,
 		KVReadBytes: int64(seqs) * int64(past) * kvPerToken, KVWriteBytes: int64(T) * kvPerToken})
-	b.gemm(ln+"wo", l, model.WO, model.AO, model.Y, T, H, s.AttnWidth())
+	b.gemm(ln+"wo", l, model.WO, s.RowBias(model.BO), model.AO, model.Y, T, H, s.AttnWidth())
 	ar("attn.ar")
 	residual("attn_residual")
 	norm("mlp_norm", model.MLPNorm)
-	b.gemm(ln+"w_up", l, model.WUp, model.H, model.U, T, s.UpWidth(), H)
+	b.gemm(ln+"w_up", l, model.WUp, s.ColBias(model.BUp), model.H, model.U, T, s.UpWidth(), H)
 	b.add(Op{Kind: Activation, Name: ln + "act", Layer: l, In: model.U, Out: model.A, Rows: T,
 		InWidth: s.UpWidth(), OutWidth: s.ActWidth(), MLP: s.Arch.MLP,
 		FLOPs: int64(5 * T * s.ActWidth()), ActBytes: int64(T*(s.UpWidth()+s.ActWidth())) * dt})
-	b.gemm(ln+"w_down", l, model.WDown, model.A, model.Y, T, H, s.ActWidth())
+	b.gemm(ln+"w_down", l, model.WDown, s.RowBias(model.BDown), model.A, model.Y, T, H, s.ActWidth())
 	ar("mlp.ar")
 	residual("mlp_residual")
 }

@@ -137,8 +137,8 @@ func (p *Plan) RemoteWeights() ([]RemoteTensor, error) {
 		switch op.Kind {
 		case Input: // the embedding table, vocab × hidden
 			t.Shape = []int64{int64(p.VocabPadded), int64(p.Model.Hidden)}
-		case Gemm:
-			t.Shape = []int64{int64(op.N), int64(op.K)}
+		case Gemm: // row-major [k][n], as the op reads it
+			t.Shape = []int64{int64(op.K), int64(op.N)}
 		default: // norm vectors: the op reads the whole tensor
 			t.Shape = []int64{op.WeightBytes / elem}
 		}

@@ -30,7 +30,7 @@ type TensorShard struct {
 }
 
 // Tensors lists the weight shards rank holds: each of its layers'
-// model.LayerTensors, the embedding on the first stage, the final norm and
+// Shard.LayerTensors, the embedding (and learned positions) on the first stage, the final norm and
 // the LM head on the last.
 func (p *Plan) Tensors(rank int) []TensorShard {
 	r := p.Ranks[rank]
@@ -41,15 +41,21 @@ func (p *Plan) Tensors(rank int) []TensorShard {
 		out = append(out, TensorShard{Layer: layer, Name: name, K: k, N: n})
 	}
 	for _, l := range r.Layers {
-		for _, name := range model.LayerTensors {
+		for _, name := range s.LayerTensors() {
 			add(l, name)
 		}
 	}
 	if p.Model.Embeddings && p.FirstStage(r.Stage) {
 		add(-1, model.Embed)
+		if s.Arch.Positions == model.Learned {
+			add(-1, model.PosEmbed)
+		}
 	}
 	if p.Model.LMHead && p.LastStage(r.Stage) {
 		add(-1, model.FinalNorm)
+		if b := s.NormBias(model.FinalNorm); b != "" {
+			add(-1, b)
+		}
 		add(-1, model.LMHead)
 	}
 	return out

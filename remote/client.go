@@ -164,8 +164,13 @@ type StepResult struct {
 	Receive   time.Duration // server: receiving the request's data
 	Execute   time.Duration
 	Send      time.Duration // server: sending the reply
-	Wall      time.Duration // the client's call, end to end
-	Bytes     commcount.TransferSnapshot
+	// Import and Serialize are the engine's: installing the request's state
+	// on the device, and reading the reply's back and encoding it. Span is
+	// the server's whole request; Util the device's utilization over it.
+	Import, Serialize, Span time.Duration
+	Util                    Utilization
+	Wall                    time.Duration // the client's call, end to end
+	Bytes                   commcount.TransferSnapshot
 }
 
 // Step sends one request and reads its reply.
@@ -187,8 +192,12 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		h.Phase = pb.Phase_PHASE_DECODE
 	case PhaseLoad:
 		h.Phase = pb.Phase_PHASE_LOAD
+	case PhasePause:
+		h.Phase = pb.Phase_PHASE_PAUSE
+	case PhaseResume:
+		h.Phase = pb.Phase_PHASE_RESUME
 	default:
-		return nil, fmt.Errorf("step: phase %q: must be prefill, decode or load", phase)
+		return nil, fmt.Errorf("step: phase %q: must be prefill, decode, load, pause or resume", phase)
 	}
 	for _, t := range in {
 		if int64(len(t.Data)) != t.Bytes() {
@@ -234,7 +243,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
 			return nil, fmt.Errorf("server %s: step reply: %w", s.c.cfg.Addr, err)
 		}
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, 0, ti.Bytes)}
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
 		for int64(len(t.Data)) < ti.Bytes {
 			f, err := recv()
 			if err != nil {
@@ -244,7 +253,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
 				return nil, fmt.Errorf("server %s: step reply: tensor %q overran its %d B", s.c.cfg.Addr, ti.Name, ti.Bytes)
 			}
-			t.Data = append(t.Data, d...)
+			t.Data = appendChunk(t.Data, d, ti.Bytes)
 		}
 		res.Tensors = append(res.Tensors, t)
 	}
@@ -257,6 +266,8 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 	}
 	res.QueueWait, res.Receive = time.Duration(tl.QueueWaitNs), time.Duration(tl.ReceiveNs)
 	res.Execute, res.Send = time.Duration(tl.ExecuteNs), time.Duration(tl.SendNs)
+	res.Import, res.Serialize, res.Span = time.Duration(tl.ImportNs), time.Duration(tl.SerializeNs), time.Duration(tl.SpanNs)
+	res.Util = Utilization{Fraction: tl.Utilization, Source: tl.UtilSource}
 	res.Wall = time.Since(t0)
 	res.Bytes = tr.Snapshot()
 	return res, nil

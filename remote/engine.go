@@ -39,6 +39,10 @@ type StepInput struct {
 type StepOutput struct {
 	Tensors []Tensor
 	Execute time.Duration
+	// Import is the time spent installing the request's state (weights, KV
+	// cache) on the device; Serialize the time spent reading the reply's
+	// state back and encoding it. Zero for engines that do not measure them.
+	Import, Serialize time.Duration
 }
 
 // Engine runs a model for the server. SessionBytes must be known before
@@ -72,4 +76,17 @@ func checkTensor(name string, elem int, shape []int64, bytes int64) error {
 		return fmt.Errorf("tensor %q: shape %v × %d B = %d B, header says %d", name, shape, elem, n, bytes)
 	}
 	return nil
+}
+
+// appendChunk adds a received data chunk to a tensor of total bytes: a
+// tensor that arrives in one chunk keeps the chunk as its storage (the
+// decoded message owns it), a larger one is gathered into one allocation.
+func appendChunk(data, chunk []byte, total int64) []byte {
+	if len(data) == 0 && int64(len(chunk)) == total {
+		return chunk
+	}
+	if data == nil || cap(data) == 0 {
+		data = make([]byte, 0, total)
+	}
+	return append(data, chunk...)
 }

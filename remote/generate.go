@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
@@ -14,6 +15,10 @@ type Call struct {
 	Phase  partition.Phase
 	Step   int
 	Result *StepResult
+	// Serialize is the client's time assembling and encoding the request's
+	// tensors; Deserialize its time taking the reply apart (tokens, the KV
+	// cache kept for the next request).
+	Serialize, Deserialize time.Duration
 }
 
 // Generation is a whole generation: the tokens each request produced
@@ -21,6 +26,7 @@ type Call struct {
 type Generation struct {
 	Tokens [][]uint32
 	Open   commcount.TransferSnapshot // kv mode's weight upload
+	Load   *Call                      // kv mode's weight upload request (nil otherwise)
 	Calls  []Call
 }
 
@@ -71,6 +77,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 			return nil, fmt.Errorf("load weights: %w", err)
 		}
 		g.Open = r.Bytes
+		g.Load = &Call{Phase: PhaseLoad, Result: r}
 	}
 	byName := map[string]Tensor{}
 	for _, w := range weights {
@@ -88,6 +95,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 		if err != nil {
 			return nil, err
 		}
+		t0 := time.Now()
 		var in []Tensor
 		for _, want := range pl.Up {
 			var t Tensor
@@ -101,10 +109,12 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 			}
 			in = append(in, t)
 		}
+		ser := time.Since(t0)
 		r, err := s.Step(ctx, req.Phase, req.Step, in)
 		if err != nil {
 			return nil, fmt.Errorf("%s step %d: %w", req.Phase, req.Step, err)
 		}
+		t1 := time.Now()
 		for _, t := range r.Tensors {
 			byName[t.Name] = t // the updated KV cache travels back next time
 		}
@@ -112,7 +122,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 			return nil, err
 		}
 		g.Tokens = append(g.Tokens, ids)
-		g.Calls = append(g.Calls, Call{Phase: req.Phase, Step: req.Step, Result: r})
+		g.Calls = append(g.Calls, Call{Phase: req.Phase, Step: req.Step, Result: r, Serialize: ser, Deserialize: time.Since(t1)})
 	}
 	return g, nil
 }
@@ -133,15 +143,17 @@ func GenerateLocal(ctx context.Context, eng Engine, plan *partition.Plan, prompt
 		if k < 0 {
 			in.Phase, in.Step = partition.Prefill, 0
 		}
+		t0, stop := time.Now(), CPUBusy{}.Start()
 		out, err := es.Step(ctx, in)
 		if err != nil {
 			return nil, err
 		}
+		wall, util := time.Since(t0), stop()
 		if ids, err = tokensOf(out.Tensors); err != nil {
 			return nil, err
 		}
 		g.Tokens = append(g.Tokens, ids)
-		g.Calls = append(g.Calls, Call{Phase: in.Phase, Step: in.Step, Result: &StepResult{Execute: out.Execute}})
+		g.Calls = append(g.Calls, Call{Phase: in.Phase, Step: in.Step, Result: &StepResult{Execute: out.Execute, Import: out.Import, Serialize: out.Serialize, Wall: wall, Span: wall, Util: util}})
 	}
 	return g, nil
 }

@@ -45,6 +45,9 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// CallTimeout bounds every call on the server side (default 10 min).
 	CallTimeout time.Duration
+	// Util measures the device's utilization over each request and returns
+	// it in the trailer (default CPUBusy).
+	Util UtilSampler
 }
 
 func (c *ServerConfig) defaults() {
@@ -68,6 +71,9 @@ func (c *ServerConfig) defaults() {
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 10 * time.Minute
+	}
+	if c.Util == nil {
+		c.Util = CPUBusy{}
 	}
 }
 
@@ -362,6 +368,13 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	if h == nil {
 		return status.Error(codes.InvalidArgument, "step: the first frame must be a header")
 	}
+	span := time.Now()
+	stopUtil, utilOpen := s.cfg.Util.Start(), true
+	defer func() {
+		if utilOpen { // a failed request still closes its window
+			stopUtil()
+		}
+	}()
 	se, err := s.lookup(owner, h.SessionId)
 	if err != nil {
 		return err
@@ -374,6 +387,10 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		phase = partition.Decode
 	case pb.Phase_PHASE_LOAD:
 		phase = PhaseLoad
+	case pb.Phase_PHASE_PAUSE:
+		phase = PhasePause
+	case pb.Phase_PHASE_RESUME:
+		phase = PhaseResume
 	default:
 		return status.Errorf(codes.InvalidArgument, "step: phase %v", h.Phase)
 	}
@@ -400,7 +417,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	}()
 	t0 := time.Now()
 	for _, ti := range h.Tensors {
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, 0, ti.Bytes)}
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
 		for int64(len(t.Data)) < ti.Bytes {
 			f, err := st.Recv()
 			if err != nil {
@@ -410,7 +427,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
 				return status.Errorf(codes.InvalidArgument, "step: tensor %q: a frame of %d B past the declared %d B, or not a data frame", ti.Name, len(d), ti.Bytes)
 			}
-			t.Data = append(t.Data, d...)
+			t.Data = appendChunk(t.Data, d, ti.Bytes)
 		}
 		in.Tensors = append(in.Tensors, t)
 	}
@@ -435,8 +452,13 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	if err := sendData(st, out.Tensors, chunkBytes(s.cfg.MaxMessageBytes)); err != nil {
 		return err
 	}
+	sent := time.Since(t1)
+	u := stopUtil()
+	utilOpen = false
 	return st.Send(&pb.Frame{Kind: &pb.Frame_Trailer{Trailer: &pb.StepTrailer{
-		QueueWaitNs: wait.Nanoseconds(), ReceiveNs: recv.Nanoseconds(), ExecuteNs: out.Execute.Nanoseconds(), SendNs: time.Since(t1).Nanoseconds()}}})
+		QueueWaitNs: wait.Nanoseconds(), ReceiveNs: recv.Nanoseconds(), ExecuteNs: out.Execute.Nanoseconds(), SendNs: sent.Nanoseconds(),
+		ImportNs: out.Import.Nanoseconds(), SerializeNs: out.Serialize.Nanoseconds(), SpanNs: time.Since(span).Nanoseconds(),
+		Utilization: u.Fraction, UtilSource: u.Source}}})
 }
 
 // sendData streams tensors' bytes in chunks of at most chunk bytes.

@@ -41,7 +41,7 @@ func PlotFormat(path string) (string, error) {
 	case ".svg", ".png":
 		return ext[1:], nil
 	default:
-		return "", fmt.Errorf("--out: must end in .svg or .png (got %q)", path)
+		return "", fmt.Errorf("--output: must end in .svg or .png (got %q)", path)
 	}
 }
 

@@ -133,7 +133,7 @@ func TestPlotFormat(t *testing.T) {
 			t.Errorf("%s: %q %v", path, got, err)
 		}
 	}
-	if _, err := PlotFormat("a.pdf"); err == nil || !strings.Contains(err.Error(), "--out: must end in .svg or .png") {
+	if _, err := PlotFormat("a.pdf"); err == nil || !strings.Contains(err.Error(), "--output: must end in .svg or .png") {
 		t.Fatalf("pdf: %v", err)
 	}
 }

@@ -10,19 +10,8 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-// okabeIto is the Okabe–Ito palette, told apart with every common form of
-// colour blindness (Okabe & Ito, "Color Universal Design", 2002): orange,
-// sky blue, bluish green, blue, vermillion, reddish purple, yellow, black.
-var okabeIto = []color.Color{
-	color.RGBA{R: 0xE6, G: 0x9F, B: 0x00, A: 0xff},
-	color.RGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0xff},
-	color.RGBA{R: 0x00, G: 0x9E, B: 0x73, A: 0xff},
-	color.RGBA{R: 0x00, G: 0x72, B: 0xB2, A: 0xff},
-	color.RGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xff},
-	color.RGBA{R: 0xCC, G: 0x79, B: 0xA7, A: 0xff},
-	color.RGBA{R: 0xF0, G: 0xE4, B: 0x42, A: 0xff},
-	color.RGBA{R: 0x00, G: 0x00, B: 0x00, A: 0xff},
-}
+// The palette is okabeIto (report/suite.go): Okabe & Ito, "Color Universal
+// Design" (2002), told apart with every common form of colour blindness.
 
 // paletteColor is the i-th series colour.
 func paletteColor(i int) color.Color { return okabeIto[i%len(okabeIto)] }

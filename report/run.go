@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/partbench/partbench/compare"
@@ -125,16 +123,4 @@ func CheckGrid(r exec.CheckResult) Grid {
 			itoa(r.WorstStep), itoa(r.ArgmaxCompared), itoa(len(r.ArgmaxMismatches)), itoa(len(r.CountDiffs))}},
 		Notes: r.Failures}
 	return g
-}
-
-// WriteRunFiles writes results.json and results.csv of a run into dir
-// (created if missing), each atomically.
-func WriteRunFiles(dir string, d *RunDoc) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error { return RunJSON(w, d) }); err != nil {
-		return err
-	}
-	return WriteFileAtomic(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return RunCSV(w, d) })
 }

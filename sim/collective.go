@@ -329,6 +329,7 @@ func (g group) model(op commcount.Op, a, p string, s float64) (candidate, bool) 
 	case AlgoHierarchical:
 		c.latS, c.bwS = g.hierarchical(p, s)
 	}
+	c.latS += rampS(p, s)
 	return c, true
 }
 

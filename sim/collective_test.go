@@ -256,13 +256,14 @@ func TestCollectiveLatencyBoundAtEightBytes(t *testing.T) {
 
 func TestCollectiveNVLSOnlyOnNVSwitch(t *testing.T) {
 	// 1 GiB over 8 GPUs on NVSwitch: nvls 25.4 µs + 1.125·S/315.18 GB/s = 3.858 ms
-	// beats ring Simple 61.6 µs + 1.75·S/370.8 GB/s = 5.129 ms.
+	// beats ring Simple 61.6 µs + 1.75·S/370.8 GB/s = 5.129 ms; both add the
+	// Simple ramp 60 µs·S/(S + 8 MiB) = 60·1024/1032 = 59.5 µs: nvls 3.9175 ms.
 	e := mustCollective(t, dgxH100(1), commcount.AllReduce, firstRanks(8), 1<<30, CollectiveOptions{})
 	if e.Algo != AlgoNVLS || e.Proto != ProtoSimple {
 		t.Fatalf("large 8-GPU all_reduce on NVSwitch chose %s/%s, want nvls/Simple", e.Algo, e.Proto)
 	}
-	if !within(e.TimeS, 3.858e-3, 0.002) {
-		t.Errorf("nvls 1 GiB time %.4g s, want 3.858 ms", e.TimeS)
+	if !within(e.TimeS, 3.9175e-3, 0.002) {
+		t.Errorf("nvls 1 GiB time %.4g s, want 3.9175 ms", e.TimeS)
 	}
 	// Never on PCIe, at any size.
 	for _, s := range sweepSizes() {
@@ -303,7 +304,8 @@ func TestCollectiveTreeBeatsRingAcrossManyNodes(t *testing.T) {
 	sys := dgxH100(16)
 	ranks := firstRanks(128)
 	// 64 KiB over 16 nodes × 8 GPUs, latency terms (µs):
-	//   ring LL: 6.6 + (254 − 30) intra steps × 1.0 + 30 inter steps × 5.0 = 380.6
+	//   ring LL: 6.6 + (254 − 30) intra steps × 1.0 + 30 inter steps × 5.0 = 380.6,
+	//            plus the LL ramp 20·64 KiB/(64 KiB + 1 MiB) = 20/17 = 1.18 → 381.8
 	//   tree LL: 6.8 + 2·(7 × 1.0 + 4 × 7.3)                            = 79.2
 	// bandwidth terms are under 2 µs for both.
 	e := mustCollective(t, sys, commcount.AllReduce, ranks, 64<<10, CollectiveOptions{})
@@ -314,8 +316,8 @@ func TestCollectiveTreeBeatsRingAcrossManyNodes(t *testing.T) {
 	if !(e.TimeS < ring.TimeS/3) {
 		t.Errorf("tree %.4g s should beat ring %.4g s by far at 64 KiB", e.TimeS, ring.TimeS)
 	}
-	if !within(ring.LatencyTermS, 380.6e-6, 0.001) {
-		t.Errorf("ring latency %.4g µs, want 380.6", ring.LatencyTermS*1e6)
+	if !within(ring.LatencyTermS, 381.78e-6, 0.001) {
+		t.Errorf("ring latency %.4g µs, want 381.8", ring.LatencyTermS*1e6)
 	}
 	// At 8 GiB the tree's bandwidth (half the NVLink per GPU, 2S per node over
 	// the NICs beyond two nodes) loses: tree algbw 0.92·min(185.4, 192) = 170.6
@@ -435,10 +437,11 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 		t.Errorf("0 B: %+v", e)
 	}
 	// Two ranks: the ring degenerates to one exchange each way; 2(n−1)/n = 1, so
-	// 1e9 B take 1e9/370.8e9 = 2.6969 ms plus 8.4 + 2 × 3.8 = 16.0 µs (Simple).
+	// 1e9 B take 1e9/370.8e9 = 2.6969 ms plus 8.4 + 2 × 3.8 = 16.0 µs (Simple)
+	// plus the Simple ramp 60 µs·1e9/(1e9 + 8,388,608) = 59.50 µs.
 	e = mustCollective(t, sys, commcount.AllReduce, []int{3, 4}, 1e9, CollectiveOptions{Algo: "ring", Proto: "Simple"})
-	if !within(e.TimeS, 2.6969e-3+16.0e-6, 0.001) {
-		t.Errorf("2-rank ring all_reduce: %.5g s, want 2.7129 ms", e.TimeS)
+	if !within(e.TimeS, 2.6969e-3+16.0e-6+59.50e-6, 0.001) {
+		t.Errorf("2-rank ring all_reduce: %.5g s, want 2.7724 ms", e.TimeS)
 	}
 	if !within(e.BusBWBytesPerS, e.AlgBWBytesPerS, 1e-12) {
 		t.Errorf("2-rank busbw %g != algbw %g (factor 2·1/2 = 1)", e.BusBWBytesPerS, e.AlgBWBytesPerS)
@@ -456,10 +459,11 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 		t.Errorf("PCIe link %s", e.Link)
 	}
 	// Broadcast is a pipelined chain: S once through the slowest edge.
-	// 8 GPUs, 1e9 B, Simple: 1e9/370.8e9 = 2.6969 ms + 8.4 + 7 × 3.8 = 35.0 µs.
+	// 8 GPUs, 1e9 B, Simple: 1e9/370.8e9 = 2.6969 ms + 8.4 + 7 × 3.8 = 35.0 µs
+	// + the Simple ramp 59.50 µs.
 	e = mustCollective(t, sys, commcount.Broadcast, firstRanks(8), 1e9, CollectiveOptions{Proto: "Simple"})
-	if e.Algo != AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6, 0.001) {
-		t.Errorf("broadcast: %s %.5g s, want ring 2.7319 ms", e.Algo, e.TimeS)
+	if e.Algo != AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6+59.50e-6, 0.001) {
+		t.Errorf("broadcast: %s %.5g s, want ring 2.7914 ms", e.Algo, e.TimeS)
 	}
 }
 

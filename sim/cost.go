@@ -37,7 +37,9 @@ func linkBound(c topology.LinkClass) Bound {
 
 // OpCost is the modeled time of one compute op and the bytes it moves.
 type OpCost struct {
-	TimeS    float64
+	TimeS float64
+	// FixedS is the part of TimeS that is fixed cost (launch, host step).
+	FixedS   float64
 	Bound    Bound
 	HBMBytes int64 // bytes read or written in HBM
 	L2Bytes  int64 // weight bytes served from L2
@@ -51,18 +53,20 @@ func reusable(op *partition.Op) bool {
 
 // computeCost is the roofline time of a compute op:
 //
-//	max(FLOPs / (peak·eff), HBM bytes / (BW·eff), L2 bytes / L2 BW) + launch
+//	max(FLOPs / (peak·eff·shape), HBM bytes / (BW·eff), L2 bytes / L2 BW) + launch
+//
+// where shape is GemmShapeEfficiency for a GEMM (1 otherwise)
 //
 // where the resident fraction of reusable weights comes from L2 (except on
 // the pass that first loads them) and everything else from HBM.
-func computeCost(g topology.GPU, dtype string, op *partition.Op, residency float64, firstTouch bool) OpCost {
+func computeCost(g topology.GPU, dtype string, op *partition.Op, residency float64, firstTouch bool, phase partition.Phase) OpCost {
 	w := float64(op.WeightBytes)
 	fromL2 := 0.0
 	if reusable(op) && !firstTouch {
 		fromL2 = w * residency
 	}
 	hbm := float64(op.ActBytes+op.KVReadBytes+op.KVWriteBytes) + w - fromL2
-	tc := float64(op.FLOPs) / (g.PeakFLOPsPerS(dtype) * g.ComputeEfficiency)
+	tc := float64(op.FLOPs) / (g.PeakFLOPsPerS(dtype) * opComputeEfficiency(g, op))
 	th := hbm / (g.HBMBytesPerS * g.HBMEfficiency)
 	tl := fromL2 / g.L2BytesPerS
 	t, b := tc, BoundCompute
@@ -72,8 +76,34 @@ func computeCost(g topology.GPU, dtype string, op *partition.Op, residency float
 	if tl > t {
 		t, b = tl, BoundL2
 	}
-	if g.KernelLaunchS > t {
+	fixed := launchS(g, phase) + stepFixedS(g, phase, op)
+	if fixed > t {
 		b = BoundLatency
 	}
-	return OpCost{TimeS: t + g.KernelLaunchS, Bound: b, HBMBytes: int64(math.Round(hbm)), L2Bytes: int64(math.Round(fromL2))}
+	return OpCost{TimeS: t + fixed, FixedS: fixed, Bound: b, HBMBytes: int64(math.Round(hbm)), L2Bytes: int64(math.Round(fromL2))}
+}
+
+// launchS is the fixed cost of launching one kernel in a phase: KernelLaunchS
+// from the host, or GraphKernelS inside a CUDA graph (decode steps with
+// CUDAGraphs; prefill shapes vary and run ungraphed, as in vLLM and
+// TensorRT-LLM).
+func launchS(g topology.GPU, phase partition.Phase) float64 {
+	if g.CUDAGraphs && phase == partition.Decode {
+		return g.GraphKernelS
+	}
+	return g.KernelLaunchS
+}
+
+// stepFixedS is the per-pass host cost charged on the sample op (once per
+// forward pass on the last stage): StepOverheadS for scheduling and sampling,
+// plus GraphLaunchS when the decode step is one CUDA graph.
+func stepFixedS(g topology.GPU, phase partition.Phase, op *partition.Op) float64 {
+	if op.Kind != partition.Sample {
+		return 0
+	}
+	t := g.StepOverheadS
+	if g.CUDAGraphs && phase == partition.Decode {
+		t += g.GraphLaunchS
+	}
+	return t
 }

@@ -65,7 +65,11 @@ type Estimate struct {
 	Comm           CommEstimate    `json:"comm"`
 	L2             L2Estimate      `json:"l2"`
 	Collectives    []CollectiveUse `json:"collectives"`
-	Notes          []string        `json:"notes"`
+	// Range is min/median/max of the headline metrics over the GPU's stated
+	// parameter ranges (hardware.ranges): the estimate rerun with every ranged
+	// parameter at its fast end and at its slow end.
+	Range Range    `json:"range"`
+	Notes []string `json:"notes"`
 
 	Plan     *partition.Plan `json:"-"`
 	Timeline *Timeline       `json:"-"`
@@ -156,8 +160,53 @@ type CollectiveUse struct {
 	Count int                `json:"count_per_rank"`
 }
 
-// EstimatePlan models a plan's prefill and decode on its hardware.
+// Spread is min, median and max of one metric.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// Range holds the spreads of an estimate's headline metrics.
+type Range struct {
+	TTFTS      Spread `json:"ttft_s"`
+	TPOTS      Spread `json:"tpot_s"`
+	TokensPerS Spread `json:"tokens_per_s"`
+}
+
+// EstimatePlan models a plan's prefill and decode on its hardware, and again
+// at both ends of the GPU's stated parameter ranges for Estimate.Range.
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+	e, err := estimatePlan(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.Range = Range{
+		TTFTS:      Spread{e.Prefill.TTFTS, e.Prefill.TTFTS, e.Prefill.TTFTS},
+		TPOTS:      Spread{e.Decode.TPOTS, e.Decode.TPOTS, e.Decode.TPOTS},
+		TokensPerS: Spread{e.Decode.TokensPerS, e.Decode.TokensPerS, e.Decode.TokensPerS},
+	}
+	g := plan.System.GPU
+	if g.Ranges == (topology.ParamRanges{}) || opts.Measured != nil {
+		return e, nil
+	}
+	for _, fast := range []bool{true, false} {
+		p := *plan
+		p.System.GPU = g.Bound(fast)
+		b, err := estimatePlan(&p, opts)
+		if err != nil {
+			return nil, err
+		}
+		if fast {
+			e.Range.TTFTS.Min, e.Range.TPOTS.Min, e.Range.TokensPerS.Max = b.Prefill.TTFTS, b.Decode.TPOTS, b.Decode.TokensPerS
+		} else {
+			e.Range.TTFTS.Max, e.Range.TPOTS.Max, e.Range.TokensPerS.Min = b.Prefill.TTFTS, b.Decode.TPOTS, b.Decode.TokensPerS
+		}
+	}
+	return e, nil
+}
+
+func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -180,6 +229,17 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
+	// The TP ranks of a stage run the same ops: count one per stage before
+	// building every rank's Programs.
+	ops := 0
+	for s := 0; s < plan.PP; s++ {
+		r := plan.RankOf(s, 0)
+		n := len(plan.Program(r, partition.Prefill).Ops) + opts.DecodeSteps*len(plan.Program(r, partition.Decode).Ops)
+		ops += plan.TP * n
+		if ops > MaxTimelineOps {
+			return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
+		}
+	}
 	decode := make([]partition.Program, plan.Size())
 	var workingSets []int64
 	for r := range plan.Ranks {
@@ -277,6 +337,9 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.rankUse(partition.Decode, w0, w1)
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
+	if err := checkFinite(e); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -210,3 +210,31 @@ func treeFraction(proto string, multiNode bool) float64 {
 	}
 	return f
 }
+
+// The pipeline ramp (docs/collectives.md, "Ramp"): between latency-bound and
+// bandwidth-bound sizes NCCL runs fewer channels and smaller chunks, so the
+// time grows faster than a fixed latency plus S over the peak bandwidth. The
+// model adds R·S/(S + S½) to the latency term: zero for tiny messages,
+// saturating at R once S ≫ S½ (the pipeline's fill and drain at full chunk
+// size). Simple (ring, tree, NVLS and the stages of hierarchical) and the
+// fine-grained LL/LL128 protocols have their own pair. Fitted on two thirds of
+// the published 8×H100 NVLS all_reduce and 4×H100 ring all_gather points
+// ≥ 1 MiB (docs/validation.md lists the fit and held-out points and errors).
+type rampParams struct{ maxS, halfBytes float64 }
+
+var (
+	rampSimple = rampParams{60e-6, 8 << 20}
+	rampLL     = rampParams{20e-6, 1 << 20}
+)
+
+// rampS is the ramp term for a protocol at s bytes.
+func rampS(proto string, s float64) float64 {
+	r := rampSimple
+	if proto == ProtoLL || proto == ProtoLL128 {
+		r = rampLL
+	}
+	if s <= 0 {
+		return 0
+	}
+	return r.maxS * s / (s + r.halfBytes)
+}

@@ -152,7 +152,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	switch op.Kind {
 	case partition.Send:
 		sl.StartS = r.clock
-		sl.EndS = r.clock + g.KernelLaunchS
+		sl.EndS = r.clock + launchS(g, it.phase)
 		sl.Bound = BoundLatency
 		sl.Link = s.plan.System.Topology.Path(ri, op.Peer).Class
 		key := chanKey{ri, op.Peer}
@@ -184,7 +184,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		key := tensorKey{op.Layer, op.Tensor}
 		first := !r.touched[key]
 		r.touched[key] = true
-		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first)
+		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
 		if t, ok := s.opts.Measured.time(ri, it.phase, it.index); ok {
 			c.TimeS, c.Bound = t, BoundMeasured
 		}
@@ -224,7 +224,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	for _, a := range p.arrivals {
 		start = max(start, a)
 	}
-	end := start + est.TimeS + s.plan.System.GPU.KernelLaunchS
+	end := start + est.TimeS + launchS(s.plan.System.GPU, it.phase)
 	bound := linkBound(est.Link)
 	if est.LatencyBound {
 		bound = BoundLatency

@@ -7,6 +7,9 @@ import "errors"
 // Errors from Discover and DiscoverLocal match it with errors.Is.
 var ErrNoGPU = errors.New("no GPU found through NVML")
 
+// NoGPU is an error matching ErrNoGPU, with its cause (what failed).
+func NoGPU(cause string) error { return &noGPUError{cause: cause} }
+
 // noGPUError is ErrNoGPU with its cause, in one line that points at presets.
 type noGPUError struct{ cause string }
 

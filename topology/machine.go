@@ -252,10 +252,10 @@ func (m *Machine) NVSwitches() []string {
 	return out
 }
 
-// resolve works out, from the links' far ends, which links join two GPUs and
+// Resolve works out, from the links' far ends, which links join two GPUs and
 // which go to an NVSwitch, and the NVLink count of every pair. Discover calls
 // it once the raw facts are in; P2P statuses must be filled before.
-func (m *Machine) resolve() {
+func (m *Machine) Resolve() {
 	gpuAt := map[string]int{}
 	for i, d := range m.GPUs {
 		gpuAt[NormalizeBusID(d.BusID)] = i
@@ -338,8 +338,8 @@ func NormalizeBusID(s string) string {
 	return strings.ToUpper(s)
 }
 
-// cpuList writes a set of CPU numbers as ranges: 0-3,8,10-11.
-func cpuList(cpus []int) string {
+// CPUList writes a set of CPU numbers as ranges: 0-3,8,10-11.
+func CPUList(cpus []int) string {
 	sort.Ints(cpus)
 	var b strings.Builder
 	for i := 0; i < len(cpus); {
@@ -360,8 +360,8 @@ func cpuList(cpus []int) string {
 	return b.String()
 }
 
-// bitsSet lists the set bits of a mask held in 64-bit words, lowest first.
-func bitsSet(words []uint64) []int {
+// BitsSet lists the set bits of a mask held in 64-bit words, lowest first.
+func BitsSet(words []uint64) []int {
 	var out []int
 	for w, x := range words {
 		for b := 0; b < 64; b++ {
@@ -371,4 +371,16 @@ func bitsSet(words []uint64) []int {
 		}
 	}
 	return out
+}
+
+// MatchPreset is the hardware preset of the GPUs' model, "" when they differ
+// or partbench has none.
+func MatchPreset(gpus []Device) string {
+	for _, d := range gpus[1:] {
+		if d.Name != gpus[0].Name {
+			return ""
+		}
+	}
+	model, _ := LookupGPUModel(gpus[0].Name)
+	return model.Preset
 }

@@ -23,15 +23,15 @@ func TestNormalizeBusID(t *testing.T) {
 
 func TestCPUListAndBits(t *testing.T) {
 	// Word 0 holds CPUs 0–3 and 8; word 1 holds CPU 64 and 65.
-	bits := bitsSet([]uint64{0b1_0000_1111, 0b11})
+	bits := BitsSet([]uint64{0b1_0000_1111, 0b11})
 	if want := []int{0, 1, 2, 3, 8, 64, 65}; !reflect.DeepEqual(bits, want) {
-		t.Fatalf("bitsSet = %v, want %v", bits, want)
+		t.Fatalf("BitsSet = %v, want %v", bits, want)
 	}
-	if got := cpuList(bits); got != "0-3,8,64-65" {
-		t.Errorf("cpuList = %q, want 0-3,8,64-65", got)
+	if got := CPUList(bits); got != "0-3,8,64-65" {
+		t.Errorf("CPUList = %q, want 0-3,8,64-65", got)
 	}
-	if got := cpuList(nil); got != "" {
-		t.Errorf("cpuList(nil) = %q, want empty", got)
+	if got := CPUList(nil); got != "" {
+		t.Errorf("CPUList(nil) = %q, want empty", got)
 	}
 }
 
@@ -69,7 +69,7 @@ func quad() *Machine {
 		return SYS
 	})
 	m.HardwarePreset = "a100-sxm-80g"
-	m.resolve()
+	m.Resolve()
 	return m
 }
 
@@ -137,7 +137,7 @@ func TestResolveSwitchByRemoteBus(t *testing.T) {
 		m.GPUs = append(m.GPUs, d)
 	}
 	m.Pairs = pairs(3, func(i, j int) PCIeLevel { return NODE })
-	m.resolve()
+	m.Resolve()
 	want := [][]string{
 		{"X", "NV3", "NODE"},
 		{"NV3", "X", "NODE"},
@@ -174,7 +174,7 @@ func TestNVLinkP2PRefusedBySwitch(t *testing.T) {
 	}
 	m.Pairs = pairs(2, func(i, j int) PCIeLevel { return SYS })
 	m.Pairs[0][1].P2PNVLink, m.Pairs[1][0].P2PNVLink = P2PUnsupported, P2PUnsupported
-	m.resolve()
+	m.Resolve()
 	if got := m.Matrix()[0][1]; got != "SYS" {
 		t.Errorf("matrix[0][1] = %q, want SYS", got)
 	}

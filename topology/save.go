@@ -3,8 +3,6 @@ package topology
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 )
 
 // SaveTOML writes the machine as the [hardware] and [topology] sections of a
@@ -20,97 +18,60 @@ func (m *Machine) SaveTOML(w io.Writer) error {
 		return err
 	}
 	d := m.GPUs[0]
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Discovered by partbench topo on %s: %d × %s", oneLine(orUnknown(m.Hostname)), len(m.GPUs), oneLine(d.Name))
+	head := fmt.Sprintf("Discovered by partbench topo on %s: %d × %s", OneLine(orUnknown(m.Hostname)), len(m.GPUs), OneLine(d.Name))
 	if m.DriverVersion != "" {
-		fmt.Fprintf(&b, ", driver %s", m.DriverVersion)
+		head += fmt.Sprintf(", driver %s", m.DriverVersion)
 	}
 	if v := CUDAVersionString(m.CUDADriverVersion); v != "" {
-		fmt.Fprintf(&b, ", CUDA %s", v)
+		head += fmt.Sprintf(", CUDA %s", v)
 	}
-	b.WriteString(".\n# Paste these sections into a strategy config in place of its [hardware] and [topology].\n")
+	tw := &TOMLWriter{CommentColumn: 40}
+	tw.Comment(head+".", "Paste these sections into a strategy config in place of its [hardware] and [topology].")
 
+	type kv struct {
+		key     string
+		value   any
+		comment string
+	}
 	hw := []kv{
-		{"preset", tomlString(m.HardwarePreset), "matched by GPU name; the keys below are what NVML reported"},
-		{"name", tomlString(d.Name), ""},
+		{"preset", m.HardwarePreset, "matched by GPU name; the keys below are what NVML reported"},
+		{"name", d.Name, ""},
 	}
 	if d.MemoryBytes > 0 {
-		hw = append(hw, kv{"hbm_bytes", strconv.FormatInt(d.MemoryBytes, 10), "total device memory"})
+		hw = append(hw, kv{"hbm_bytes", d.MemoryBytes, "total device memory"})
 	}
 	if d.SMs > 0 {
-		hw = append(hw, kv{"sms", strconv.Itoa(d.SMs), "source: " + d.SMsFrom})
+		hw = append(hw, kv{"sms", d.SMs, "source: " + d.SMsFrom})
 	}
 	if d.L2Bytes > 0 {
-		hw = append(hw, kv{"l2_bytes", strconv.FormatInt(d.L2Bytes, 10), "source: " + d.L2From + " (NVML does not report L2)"})
+		hw = append(hw, kv{"l2_bytes", d.L2Bytes, "source: " + d.L2From + " (NVML does not report L2)"})
 	}
-	b.WriteString("\n")
 	if m.HardwarePreset != "" {
-		b.WriteString("[hardware]\n")
-		writeKVs(&b, "", hw)
+		tw.Table("hardware", "")
 	} else {
-		fmt.Fprintf(&b, "# [hardware]: no hardware preset matches %s; set preset = \"…\" (partbench presets) and keep these:\n", tomlString(d.Name))
-		writeKVs(&b, "# ", hw[1:])
+		tw.Raw(fmt.Sprintf("\n# [hardware]: no hardware preset matches %s; set preset = \"…\" (partbench presets) and keep these:\n", tomlString(d.Name)))
+		hw = hw[1:]
+		tw.Prefix = "# "
 	}
+	for _, p := range hw {
+		tw.KV(p.key, p.value, p.comment)
+	}
+	tw.Prefix = ""
 
-	b.WriteString("\n[topology]\n")
-	writeKVs(&b, "", []kv{
-		{"name", tomlString(t.Name), ""},
-		{"nodes", "1", "NVML sees one machine; raise it and add [topology.inter_node] for more"},
-		{"gpus_per_node", strconv.Itoa(t.GPUsPerNode), ""},
-	})
+	tw.Table("topology", "")
+	tw.KV("name", t.Name, "")
+	tw.KV("nodes", 1, "NVML sees one machine; raise it and add [topology.inter_node] for more")
+	tw.KV("gpus_per_node", t.GPUsPerNode, "")
 	if t.GPUsPerNode > 1 {
-		b.WriteString("\n[topology.intra_node]\n")
-		writeKVs(&b, "", []kv{
-			{"class", tomlString(string(t.Intra.Class)), ""},
-			{"name", tomlString(t.Intra.Name), ""},
-			{"bytes_per_s", tomlFloat(t.Intra.BytesPerS), m.intraDerivation()},
-			{"latency_s", tomlFloat(t.Intra.LatencyS), "assumption, as in the presets"},
-			{"nvswitch", strconv.FormatBool(t.Intra.Switch), "NVSwitch with in-switch reduction (NVLink SHARP)"},
-		})
+		tw.Table("topology.intra_node", "")
+		tw.KV("class", t.Intra.Class, "")
+		tw.KV("name", t.Intra.Name, "")
+		tw.KV("bytes_per_s", t.Intra.BytesPerS, m.intraDerivation())
+		tw.KV("latency_s", t.Intra.LatencyS, "assumption, as in the presets")
+		tw.KV("nvswitch", t.Intra.Switch, "NVSwitch with in-switch reduction (NVLink SHARP)")
 	}
-	_, err = io.WriteString(w, b.String())
+	_, err = io.WriteString(w, tw.String())
 	return err
-}
-
-type kv struct{ key, value, comment string }
-
-func writeKVs(b *strings.Builder, prefix string, kvs []kv) {
-	for _, p := range kvs {
-		line := prefix + p.key + " = " + p.value
-		if p.comment != "" {
-			line = fmt.Sprintf("%-40s # %s", line, p.comment)
-		}
-		b.WriteString(line + "\n")
-	}
-}
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// tomlFloat writes v so that TOML reads it back as the same float (never as
-// an integer).
-func tomlFloat(v float64) string {
-	s := strconv.FormatFloat(v, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eEn") {
-		s += ".0"
-	}
-	return s
 }
 
 // CUDAVersionString writes NVML's CUDA driver version (1000·major +
@@ -120,16 +81,6 @@ func CUDAVersionString(v int) string {
 		return ""
 	}
 	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
-}
-
-// oneLine drops control characters, so s cannot end a TOML comment early.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 func orUnknown(s string) string {

@@ -8,11 +8,22 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/topology"
-	"github.com/partbench/partbench/topology/topologytest"
+	"github.com/partbench/partbench/topology/nvmldiscover"
+	"github.com/partbench/partbench/topology/nvmldiscover/nvmltest"
 )
+
+func discover(t *testing.T, lib nvml.Interface) *topology.Machine {
+	t.Helper()
+	m, err := nvmldiscover.Discover(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 func presetGPU(name string) (topology.GPU, error) {
 	g, _, err := configs.LoadSystem(name, "dgx-h100x2")
@@ -23,10 +34,10 @@ func presetGPU(name string) (topology.GPU, error) {
 // and give back the Topology and GPU the conversion gives.
 func TestSaveTOMLRoundTrip(t *testing.T) {
 	for name, lib := range map[string]func() *topology.Machine{
-		"dgx-h100": func() *topology.Machine { return discover(t, topologytest.DGXH100NVML()) },
-		"h200":     func() *topology.Machine { return discover(t, topologytest.H200NodeNVML()) },
+		"dgx-h100": func() *topology.Machine { return discover(t, nvmltest.DGXH100NVML()) },
+		"h200":     func() *topology.Machine { return discover(t, nvmltest.H200NodeNVML()) },
 		"pcie-box": func() *topology.Machine {
-			m := discover(t, topologytest.PCIeBox8NVML())
+			m := discover(t, nvmltest.PCIeBox8NVML())
 			m.HardwarePreset = "h100-sxm" // as --hardware h100-sxm
 			return m
 		},
@@ -101,7 +112,7 @@ iterations = 1
 }
 
 func TestSaveTOMLWithoutPreset(t *testing.T) {
-	m := discover(t, topologytest.PCIeBox8NVML())
+	m := discover(t, nvmltest.PCIeBox8NVML())
 	var buf bytes.Buffer
 	if err := m.SaveTOML(&buf); err != nil {
 		t.Fatal(err)
@@ -126,9 +137,9 @@ func TestSaveTOMLWithoutPreset(t *testing.T) {
 }
 
 func TestSaveTOMLSingleGPU(t *testing.T) {
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.GPUs = spec.GPUs[:1]
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	var buf bytes.Buffer
 	if err := m.SaveTOML(&buf); err != nil {
 		t.Fatal(err)

@@ -172,11 +172,11 @@ next:
 // GPUModels lists the models partbench knows by name.
 func GPUModels() []GPUModel { return append([]GPUModel(nil), gpuModels...) }
 
-// fp32CoresPerSM is the number of FP32 lanes per SM by compute capability
+// FP32CoresPerSM is the number of FP32 lanes per SM by compute capability
 // (CUDA C++ Programming Guide, "Arithmetic Instructions": 32-bit
 // floating-point add/multiply results per clock cycle per multiprocessor),
 // used to turn NVML's core count into SMs.
-func fp32CoresPerSM(major, minor int) int {
+func FP32CoresPerSM(major, minor int) int {
 	switch {
 	case major == 6 && minor == 0, major == 7, major == 8 && minor == 0:
 		return 64

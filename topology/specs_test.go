@@ -93,13 +93,13 @@ func TestLookupGPUModel(t *testing.T) {
 
 func TestFP32CoresPerSM(t *testing.T) {
 	// H100 SXM5: 16,896 FP32 cores / 132 SMs = 128; A100: 6,912 / 108 = 64.
-	if got := fp32CoresPerSM(9, 0); 16896/got != 132 {
+	if got := FP32CoresPerSM(9, 0); 16896/got != 132 {
 		t.Errorf("Hopper: %d cores per SM gives %d SMs, want 132", got, 16896/got)
 	}
-	if got := fp32CoresPerSM(8, 0); 6912/got != 108 {
+	if got := FP32CoresPerSM(8, 0); 6912/got != 108 {
 		t.Errorf("A100: %d cores per SM gives %d SMs, want 108", got, 6912/got)
 	}
-	if got := fp32CoresPerSM(5, 0); got != 0 {
+	if got := FP32CoresPerSM(5, 0); got != 0 {
 		t.Errorf("Maxwell: %d, want 0 (not in the table)", got)
 	}
 }

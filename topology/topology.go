@@ -37,6 +37,15 @@ type Link struct {
 	Switch bool `toml:"nvswitch" json:"nvswitch"`
 }
 
+// Physically meaningful ranges of a link's numbers: from a slow serial line
+// to well beyond any link built (NVLink 5 is 900 GB/s per direction), and a
+// latency from none to a second.
+const (
+	MinLinkBytesPerS = 1e3
+	MaxLinkBytesPerS = 1e15
+	MaxLinkLatencyS  = 1
+)
+
 // Validate checks a link's numbers; field is the config path used in errors.
 func (l Link) Validate(field string) error {
 	switch l.Class {
@@ -44,16 +53,52 @@ func (l Link) Validate(field string) error {
 	default:
 		return fmt.Errorf("%s.class: must be one of nvlink, pcie, network (got %q)", field, l.Class)
 	}
-	if !(l.BytesPerS > 0) || math.IsInf(l.BytesPerS, 0) {
-		return fmt.Errorf("%s.bytes_per_s: must be a positive finite number (got %g)", field, l.BytesPerS)
-	}
-	if !(l.LatencyS >= 0) || l.LatencyS > 1 {
-		return fmt.Errorf("%s.latency_s: must be in [0, 1] seconds (got %g)", field, l.LatencyS)
+	if err := l.validateNumbers(field); err != nil {
+		return err
 	}
 	if l.Switch && l.Class != NVLink {
 		return fmt.Errorf("%s.nvswitch: only an nvlink path can have an NVSwitch (class is %q)", field, l.Class)
 	}
 	return nil
+}
+
+func (l Link) validateNumbers(field string) error {
+	if err := InRange(field+".bytes_per_s", l.BytesPerS, MinLinkBytesPerS, MaxLinkBytesPerS, "B/s"); err != nil {
+		return err
+	}
+	return InRange(field+".latency_s", l.LatencyS, 0, MaxLinkLatencyS, "seconds")
+}
+
+// validateUnused checks the numbers a link a topology does not use still
+// holds: an unset (zero) figure is allowed, a set one must be in range, so
+// that a NaN or 1e-308 is refused whether or not the section is used.
+func (l Link) validateUnused(field string) error {
+	switch l.Class {
+	case "", NVLink, PCIe, Network:
+	default:
+		return fmt.Errorf("%s.class: must be one of nvlink, pcie, network (got %q)", field, l.Class)
+	}
+	if l.BytesPerS != 0 {
+		if err := InRange(field+".bytes_per_s", l.BytesPerS, MinLinkBytesPerS, MaxLinkBytesPerS, "B/s"); err != nil {
+			return err
+		}
+	}
+	return InRange(field+".latency_s", l.LatencyS, 0, MaxLinkLatencyS, "seconds")
+}
+
+// InRange says, naming field, why v is not a finite number in [lo, hi].
+func InRange(field string, v, lo, hi float64, unit string) error {
+	if v >= lo && v <= hi { // false for NaN
+		return nil
+	}
+	if unit != "" {
+		unit = " " + unit
+	}
+	kind := "a finite number"
+	if lo > 0 {
+		kind = "a positive finite number"
+	}
+	return fmt.Errorf("%s: must be %s in [%g, %g]%s (got %g)", field, kind, lo, hi, unit, v)
 }
 
 // Topology is a set of identical nodes, each holding GPUsPerNode GPUs. Ranks
@@ -95,13 +140,16 @@ func (t Topology) Validate(field string) error {
 	if t.GPUsPerNode < 1 || t.GPUsPerNode > 576 {
 		return fmt.Errorf("%s.gpus_per_node: must be in [1, 576] (got %d)", field, t.GPUsPerNode)
 	}
-	if t.GPUsPerNode > 1 {
-		if err := t.Intra.Validate(field + ".intra_node"); err != nil {
-			return err
+	for _, l := range []struct {
+		link Link
+		name string
+		used bool
+	}{{t.Intra, ".intra_node", t.GPUsPerNode > 1}, {t.Inter, ".inter_node", t.Nodes > 1}} {
+		check := l.link.validateUnused
+		if l.used {
+			check = l.link.Validate
 		}
-	}
-	if t.Nodes > 1 {
-		if err := t.Inter.Validate(field + ".inter_node"); err != nil {
+		if err := check(field + l.name); err != nil {
 			return err
 		}
 	}
@@ -135,6 +183,70 @@ type GPU struct {
 	// large kernels reach; calibration replaces them with measured values.
 	ComputeEfficiency float64 `toml:"compute_efficiency" json:"compute_efficiency"`
 	HBMEfficiency     float64 `toml:"hbm_efficiency" json:"hbm_efficiency"`
+
+	// GEMM shape model (docs/costmodel.md, "GEMM shape"): a GEMM is cut into
+	// output tiles of GemmTileM × GemmTileN that run in waves over the SMs;
+	// a partial last wave and tiles padded past the matrix edge waste compute.
+	// GemmTileM is the tallest tile; a GEMM with fewer rows uses the smallest
+	// power of two ≥ its rows, from GemmMinTileM up. 0 turns the shape model off
+	// (every GEMM at ComputeEfficiency). `partbench calibrate` may fit them.
+	GemmTileM    int `toml:"gemm_tile_m" json:"gemm_tile_m,omitempty"`
+	GemmTileN    int `toml:"gemm_tile_n" json:"gemm_tile_n,omitempty"`
+	GemmMinTileM int `toml:"gemm_min_tile_m" json:"gemm_min_tile_m,omitempty"`
+
+	// Fixed costs per step (docs/costmodel.md, "Fixed costs"). StepOverheadS
+	// is the host's work once per forward pass on the last stage: scheduling,
+	// sampling, detokenising. With CUDAGraphs each decode step is one graph:
+	// GraphLaunchS once per step and GraphKernelS per kernel (the gap between
+	// kernels inside a graph) replace KernelLaunchS per kernel.
+	StepOverheadS float64 `toml:"step_overhead_s" json:"step_overhead_s,omitempty"`
+	CUDAGraphs    bool    `toml:"cuda_graphs" json:"cuda_graphs,omitempty"`
+	GraphLaunchS  float64 `toml:"graph_launch_s" json:"graph_launch_s,omitempty"`
+	GraphKernelS  float64 `toml:"graph_kernel_s" json:"graph_kernel_s,omitempty"`
+
+	// Ranges are the stated uncertainty of the assumed parameters: each
+	// estimate is also run at the optimistic and pessimistic end of every
+	// range to give min and max. Empty: no spread.
+	Ranges ParamRanges `toml:"ranges" json:"ranges"`
+}
+
+// ParamRanges gives [low, high] for the parameters an estimate is most
+// sensitive to; a zero pair means "no spread" for that parameter.
+
+// Inline is the ranges as one TOML inline table.
+func (r ParamRanges) Inline() string {
+	f := func(v [2]float64) string { return "[" + TOMLValue(v[0]) + ", " + TOMLValue(v[1]) + "]" }
+	return "{ compute_efficiency = " + f(r.ComputeEfficiency) + ", hbm_efficiency = " + f(r.HBMEfficiency) +
+		", kernel_launch_s = " + f(r.KernelLaunchS) + ", step_overhead_s = " + f(r.StepOverheadS) + " }"
+}
+
+type ParamRanges struct {
+	ComputeEfficiency [2]float64 `toml:"compute_efficiency" json:"compute_efficiency"`
+	HBMEfficiency     [2]float64 `toml:"hbm_efficiency" json:"hbm_efficiency"`
+	KernelLaunchS     [2]float64 `toml:"kernel_launch_s" json:"kernel_launch_s"`
+	StepOverheadS     [2]float64 `toml:"step_overhead_s" json:"step_overhead_s"`
+}
+
+// Bound returns the GPU with every ranged parameter at its optimistic (fast)
+// or pessimistic (slow) end; without ranges it returns g unchanged.
+func (g GPU) Bound(fast bool) GPU {
+	r := g.Ranges
+	pick := func(v float64, rg [2]float64, higherIsFaster bool) float64 {
+		if rg == [2]float64{} {
+			return v
+		}
+		// The value itself (e.g. a calibrated one outside the stated range)
+		// always lies between the two ends.
+		if fast == higherIsFaster {
+			return math.Max(v, rg[1])
+		}
+		return math.Min(v, rg[0])
+	}
+	g.ComputeEfficiency = pick(g.ComputeEfficiency, r.ComputeEfficiency, true)
+	g.HBMEfficiency = pick(g.HBMEfficiency, r.HBMEfficiency, true)
+	g.KernelLaunchS = pick(g.KernelLaunchS, r.KernelLaunchS, false)
+	g.StepOverheadS = pick(g.StepOverheadS, r.StepOverheadS, false)
+	return g
 }
 
 // PeakFLOPsPerS is the dense peak for a data type name (fp32, fp16, bf16, fp8).
@@ -158,49 +270,89 @@ func (g GPU) UsableL2Bytes() int64 { return int64(float64(g.L2Bytes) * g.L2Usabl
 // UsableHBMBytes is the device memory left for weights, KV cache and activations.
 func (g GPU) UsableHBMBytes() int64 { return g.HBMBytes - g.HBMReservedBytes }
 
+// Physically meaningful ranges of a GPU's figures: from a small CPU core to
+// well beyond any accelerator built (an H100 is ≈ 1e15 FLOP/s dense fp16
+// and 3.35e12 B/s of HBM, a B200 ≈ 4.5e15 and 8e12), so that a typo
+// (1e-308, 5e-324) or a NaN cannot reach the estimate.
+const (
+	MinFLOPsPerS    = 1e6
+	MaxFLOPsPerS    = 1e18
+	MinBytesPerS    = 1e6
+	MaxBytesPerS    = 1e16
+	MinEfficiency   = 1e-3
+	MaxHBMBytes     = 1 << 50 // 1 PiB
+	MaxL2Bytes      = 1 << 40 // 1 TiB
+	MaxSMs          = 1 << 20
+	MaxKernelLaunch = 1e-2 // seconds
+	MaxGemmTile     = 1 << 12
+	MaxStepOverhead = 1.0 // seconds
+)
+
 // Validate checks the GPU; field is the config path used in errors.
 func (g GPU) Validate(field string) error {
-	pos := func(name string, v float64) error {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("%s.%s: must be a positive finite number (got %g)", field, name, v)
-		}
-		return nil
-	}
-	frac := func(name string, v float64) error {
-		if !(v > 0 && v <= 1) {
-			return fmt.Errorf("%s.%s: must be in (0, 1] (got %g)", field, name, v)
-		}
-		return nil
-	}
+	f := func(name string) string { return field + "." + name }
 	for _, c := range []struct {
-		name string
-		v    float64
-		f    func(string, float64) error
+		name, unit string
+		v, lo, hi  float64
 	}{
-		{"fp32_flops_per_s", g.FP32FLOPsPerS, pos},
-		{"fp16_flops_per_s", g.FP16FLOPsPerS, pos},
-		{"bf16_flops_per_s", g.BF16FLOPsPerS, pos},
-		{"hbm_bytes", float64(g.HBMBytes), pos},
-		{"hbm_bytes_per_s", g.HBMBytesPerS, pos},
-		{"l2_bytes", float64(g.L2Bytes), pos},
-		{"l2_bytes_per_s", g.L2BytesPerS, pos},
-		{"sms", float64(g.SMs), pos},
-		{"l2_usable_fraction", g.L2UsableFraction, frac},
-		{"compute_efficiency", g.ComputeEfficiency, frac},
-		{"hbm_efficiency", g.HBMEfficiency, frac},
+		{"fp32_flops_per_s", "FLOP/s", g.FP32FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS},
+		{"fp16_flops_per_s", "FLOP/s", g.FP16FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS},
+		{"bf16_flops_per_s", "FLOP/s", g.BF16FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS},
+		{"hbm_bytes", "bytes", float64(g.HBMBytes), 1, MaxHBMBytes},
+		{"hbm_bytes_per_s", "B/s", g.HBMBytesPerS, MinBytesPerS, MaxBytesPerS},
+		{"l2_bytes", "bytes", float64(g.L2Bytes), 1, MaxL2Bytes},
+		{"l2_bytes_per_s", "B/s", g.L2BytesPerS, MinBytesPerS, MaxBytesPerS},
+		{"sms", "", float64(g.SMs), 1, MaxSMs},
+		{"shared_mem_per_sm_bytes", "bytes", float64(g.SharedMemPerSM), 0, MaxL2Bytes},
+		{"l2_usable_fraction", "", g.L2UsableFraction, MinEfficiency, 1},
+		{"compute_efficiency", "", g.ComputeEfficiency, MinEfficiency, 1},
+		{"hbm_efficiency", "", g.HBMEfficiency, MinEfficiency, 1},
+		{"kernel_launch_s", "seconds", g.KernelLaunchS, 0, MaxKernelLaunch},
+		{"gemm_tile_m", "rows, or 0 (no shape model)", float64(g.GemmTileM), 0, MaxGemmTile},
+		{"gemm_tile_n", "columns, or 0 (no shape model)", float64(g.GemmTileN), 0, MaxGemmTile},
+		{"gemm_min_tile_m", "rows", float64(g.GemmMinTileM), 0, MaxGemmTile},
+		{"step_overhead_s", "seconds", g.StepOverheadS, 0, MaxStepOverhead},
+		{"graph_launch_s", "seconds", g.GraphLaunchS, 0, MaxStepOverhead},
+		{"graph_kernel_s", "seconds", g.GraphKernelS, 0, MaxKernelLaunch},
 	} {
-		if err := c.f(c.name, c.v); err != nil {
+		if err := InRange(f(c.name), c.v, c.lo, c.hi, c.unit); err != nil {
 			return err
 		}
 	}
-	if !(g.FP8FLOPsPerS >= 0) || math.IsInf(g.FP8FLOPsPerS, 0) {
-		return fmt.Errorf("%s.fp8_flops_per_s: must be 0 (not supported) or a positive finite number (got %g)", field, g.FP8FLOPsPerS)
+	if g.FP8FLOPsPerS != 0 {
+		if err := InRange(f("fp8_flops_per_s"), g.FP8FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS, "FLOP/s, or 0 (not supported)"); err != nil {
+			return err
+		}
+	}
+	if (g.GemmTileM == 0) != (g.GemmTileN == 0) {
+		return fmt.Errorf("%s.gemm_tile_m, gemm_tile_n: set both or neither (got %d and %d)", field, g.GemmTileM, g.GemmTileN)
+	}
+	if g.GemmMinTileM > g.GemmTileM {
+		return fmt.Errorf("%s.gemm_min_tile_m: must be ≤ gemm_tile_m = %d (got %d)", field, g.GemmTileM, g.GemmMinTileM)
+	}
+	if r := g.Ranges; true {
+		for _, c := range []struct {
+			name  string
+			rg    [2]float64
+			v, hi float64
+			lo    float64
+		}{
+			{"compute_efficiency", r.ComputeEfficiency, g.ComputeEfficiency, 1, MinEfficiency},
+			{"hbm_efficiency", r.HBMEfficiency, g.HBMEfficiency, 1, MinEfficiency},
+			{"kernel_launch_s", r.KernelLaunchS, g.KernelLaunchS, MaxKernelLaunch, 0},
+			{"step_overhead_s", r.StepOverheadS, g.StepOverheadS, MaxStepOverhead, 0},
+		} {
+			if c.rg == [2]float64{} {
+				continue
+			}
+			if !(c.rg[0] >= c.lo && c.rg[0] <= c.rg[1] && c.rg[1] <= c.hi) {
+				return fmt.Errorf("%s.ranges.%s: must be [low, high] with %g ≤ low ≤ high ≤ %g (got [%g, %g])",
+					field, c.name, c.lo, c.hi, c.rg[0], c.rg[1])
+			}
+		}
 	}
 	if g.HBMReservedBytes < 0 || g.HBMReservedBytes >= g.HBMBytes {
 		return fmt.Errorf("%s.hbm_reserved_bytes: must be in [0, hbm_bytes) (got %d of %d)", field, g.HBMReservedBytes, g.HBMBytes)
-	}
-	if !(g.KernelLaunchS >= 0) || g.KernelLaunchS > 1e-2 {
-		return fmt.Errorf("%s.kernel_launch_s: must be in [0, 0.01] seconds (got %g)", field, g.KernelLaunchS)
 	}
 	return nil
 }

@@ -48,6 +48,11 @@ consistent, inconsistent with the model (by how much), physically impossible
 			if err != nil {
 				return err
 			}
+			if rj, err := judgeResumeClaims(f); err != nil {
+				return err
+			} else {
+				js = append(js, rj...)
+			}
 			if err := report.Claims(cmd.OutOrStdout(), format, version, f.Title, f.Source, js); err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 // Every command that prints a table takes --format table|markdown|csv|json
 // and refuses anything else with the same message.
 func TestEveryTableCommandTakesTheFourFormats(t *testing.T) {
-	for _, name := range []string{"model", "search", "claims", "compare", "bench", "l2", "calibrate", "topo", "presets", "collectives", "run"} {
+	for _, name := range []string{"model", "search", "claims", "compare", "bench", "l2", "calibrate", "topo", "presets", "collectives", "run", "remote", "resume"} {
 		cmd, _, err := newRootCmd().Find([]string{name})
 		if err != nil {
 			t.Fatal(err)

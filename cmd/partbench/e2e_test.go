@@ -149,7 +149,7 @@ func TestMPIRun(t *testing.T) {
 	}{{"test/tp8pp2-tiny", 16}, {"test/layerwise16-tiny", 16}, {"test/tp2pp2-tiny", 4}} {
 		dir := t.TempDir()
 		r := runCmd(t, 3*time.Minute, cleanEnv(), mpi, "--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(tc.np),
-			bin, "--config", tc.config, "--backend", "cpu", "--out", dir)
+			bin, "--config", tc.config, "--backend", "cpu", "--out", dir, "--rendezvous", freeAddr(t))
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d\n%s", tc.config, r.code, r.out)
 		}
@@ -167,7 +167,7 @@ func TestMPIRunWrongNP(t *testing.T) {
 	mpi, bin := mpirun(t), partbenchBinary(t)
 	// tp8pp2-tiny needs 16 ranks; 4 are started.
 	r := runCmd(t, time.Minute, cleanEnv(), mpi, "--allow-run-as-root", "--oversubscribe", "-np", "4",
-		bin, "--config", "test/tp8pp2-tiny", "--backend", "cpu", "--out", "", "--join-timeout", "20s")
+		bin, "--config", "test/tp8pp2-tiny", "--backend", "cpu", "--out", "", "--join-timeout", "20s", "--rendezvous", freeAddr(t))
 	if r.code == 0 || !strings.Contains(r.out, "world size mismatch") {
 		t.Fatalf("exit %d, want a world size mismatch:\n%s", r.code, r.out)
 	}

@@ -4,12 +4,7 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +37,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
-		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd())
+		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
+		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
 	addRunFlags(root)
 	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
 	addWideFlag(root)
@@ -50,15 +46,5 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "partbench:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
-	}
+	os.Exit(execute(newRootCmd(), os.Args[1:], os.Stderr))
 }

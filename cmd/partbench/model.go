@@ -15,6 +15,7 @@ import (
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 type modelOptions struct {
@@ -29,6 +30,10 @@ type modelOptions struct {
 	traceFull   bool
 	sweep       string
 	calibration string
+	// remote dry run (cmd/partbench/remote.go)
+	remoteLink, remoteMode string
+	resumeLayers           string
+	remoteOverheadS        float64
 }
 
 func newModelCmd() *cobra.Command {
@@ -54,6 +59,10 @@ The first strategy is the baseline of the comparison table.`,
 	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output (with --sweep too)", "o", "out")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
+	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
+	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
+	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
+	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	return cmd
@@ -81,6 +90,12 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
+	}
+	if o.resumeLayers != "" {
+		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
+	}
+	if o.remoteLink != "" {
+		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {

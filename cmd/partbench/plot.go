@@ -95,6 +95,9 @@ func (o *plotOptions) run(args []string) error {
 }
 
 func (o *plotOptions) fromFile(path string) (*report.Figure, error) {
+	if fig, ok, err := report.ResumeFigureFile(path); ok || err != nil {
+		return fig, err // partbench.resume/v1: the crossover figure
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -142,24 +142,8 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 				return o.runEmulate(cmd.Context(), cmd.OutOrStdout())
 			case o.check:
 				return o.runCheck(cmd.Context(), cmd.OutOrStdout())
-			case o.nproc > 0:
-				exe, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				spawn, err := o.nodes.SpawnOptions(cmd.Flags(), o.nproc, o.rendezvous, cmd.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				spawn.Argv = append(append([]string{exe}, o.rankArgs()...), o.nodes.ChildArgs()...)
-				code, err := launch.Spawn(cmd.Context(), spawn)
-				if err != nil {
-					return &exitError{code: max(code, 1), err: err}
-				}
-				if code != 0 {
-					return &exitError{code: code, err: fmt.Errorf("a rank exited with status %d", code)}
-				}
-				return nil
+			case cliflag.Changed(cmd.Flags(), "nproc-per-node", "nproc"):
+				return o.launch(cmd.Context(), cmd.Flags(), cmd.ErrOrStderr())
 			}
 			return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -228,10 +212,9 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if o.rendezvous != "" {
-		env.RendezvousAddr = o.rendezvous
+	if err := o.preflightRank(ctx, cfg, &env); err != nil {
+		return err
 	}
-	env = o.nodes.Place(env)
 	name, plan, rank, notes, err := o.backendFor(cfg, env)
 	if err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
@@ -274,11 +257,6 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	if o.outDir != "" {
-		if err := report.WriteRunFiles(o.outDir, doc); err != nil {
-			return fmt.Errorf("--output-dir: %w", err)
-		}
-	}
 	var err error
 	switch o.format {
 	case cliflag.JSON:
@@ -289,6 +267,9 @@ func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 		err = report.WriteGrids(stdout, o.format, report.RunGrids(doc, o.perRank)...)
 	}
 	if err != nil {
+		return err
+	}
+	if err := o.writeResults(stdout, doc); err != nil {
 		return err
 	}
 	if perr := compare.Problems(doc.Problems); perr != nil {

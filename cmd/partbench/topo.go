@@ -13,6 +13,7 @@ import (
 
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
 )
 
 // topoGPUProbePreset is the topology preset named when only the GPU half of
@@ -35,7 +36,7 @@ type topoOptions struct {
 }
 
 func newTopoCmd() *cobra.Command {
-	return (&topoOptions{discover: topology.DiscoverLocal, resolve: loadSystem}).command()
+	return (&topoOptions{discover: nvmldiscover.DiscoverLocal, resolve: loadSystem}).command()
 }
 
 func (o *topoOptions) command() *cobra.Command {

@@ -14,12 +14,13 @@ import (
 
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/topology"
-	"github.com/partbench/partbench/topology/topologytest"
+	"github.com/partbench/partbench/topology/nvmldiscover"
+	"github.com/partbench/partbench/topology/nvmldiscover/nvmltest"
 )
 
 func fakeMachine(lib nvml.Interface) *topoOptions {
 	return &topoOptions{resolve: cannedPresets, discover: func() (*topology.Machine, error) {
-		m, err := topology.Discover(lib)
+		m, err := nvmldiscover.Discover(lib)
 		if m != nil {
 			m.Hostname = "dgx01"
 		}
@@ -28,7 +29,7 @@ func fakeMachine(lib nvml.Interface) *topoOptions {
 }
 
 func TestTopoMachineTable(t *testing.T) {
-	out, err := runTopo(t, fakeMachine(topologytest.DGXH100NVML()))
+	out, err := runTopo(t, fakeMachine(nvmltest.DGXH100NVML()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestTopoMachineTable(t *testing.T) {
 }
 
 func TestTopoMachinePCIeBox(t *testing.T) {
-	out, err := runTopo(t, fakeMachine(topologytest.PCIeBox8NVML()))
+	out, err := runTopo(t, fakeMachine(nvmltest.PCIeBox8NVML()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestTopoMachinePCIeBox(t *testing.T) {
 		}
 	}
 	// Naming the hardware makes it modelable.
-	out, err = runTopo(t, fakeMachine(topologytest.PCIeBox8NVML()), "--hardware", "h100-sxm", "--format", "json")
+	out, err = runTopo(t, fakeMachine(nvmltest.PCIeBox8NVML()), "--hardware", "h100-sxm", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestTopoMachinePCIeBox(t *testing.T) {
 
 func TestTopoMachineDOTAndSave(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mine.toml")
-	out, err := runTopo(t, fakeMachine(topologytest.DGXH100NVML()), "--format", "dot", "--save", file)
+	out, err := runTopo(t, fakeMachine(nvmltest.DGXH100NVML()), "--format", "dot", "--save", file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestTopoMachineDOTAndSave(t *testing.T) {
 }
 
 func TestTopoMachineInitFails(t *testing.T) {
-	_, err := runTopo(t, fakeMachine(topologytest.NoNVML()))
+	_, err := runTopo(t, fakeMachine(nvmltest.NoNVML()))
 	if err == nil {
 		t.Fatal("want an error")
 	}

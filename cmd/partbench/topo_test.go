@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
@@ -32,7 +33,7 @@ func cannedPresets(hardware, topo string) (topology.System, error) {
 func runTopo(t *testing.T, o *topoOptions, args ...string) (string, error) {
 	t.Helper()
 	if o == nil {
-		o = &topoOptions{discover: topology.DiscoverLocal, resolve: cannedPresets}
+		o = &topoOptions{discover: nvmldiscover.DiscoverLocal, resolve: cannedPresets}
 	}
 	cmd := o.command()
 	var out bytes.Buffer
@@ -144,7 +145,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, markdown, csv, json, dot") {
 		t.Errorf("bad format: %v", err)
 	}
-	if _, err := runTopo(t, &topoOptions{discover: topology.DiscoverLocal}, "--preset", "dgx-h100x2"); err == nil {
+	if _, err := runTopo(t, &topoOptions{discover: nvmldiscover.DiscoverLocal}, "--preset", "dgx-h100x2"); err == nil {
 		t.Error("no resolver: want an error")
 	}
 }
@@ -152,7 +153,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 // Without --preset on a machine without NVML: one line naming the cause and
 // a preset to use instead, and exit status 2.
 func TestTopoNoGPU(t *testing.T) {
-	if m, err := topology.DiscoverLocal(); err == nil {
+	if m, err := nvmldiscover.DiscoverLocal(); err == nil {
 		t.Skipf("this machine has %d GPUs; the no-GPU path needs a machine without NVML", len(m.GPUs))
 	}
 	file := filepath.Join(t.TempDir(), "topo.toml")

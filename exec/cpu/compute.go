@@ -11,11 +11,12 @@ import (
 
 // Compute is one rank's float32 CPU backend.
 type Compute struct {
-	frame *pexec.Frame[pexec.F32, *model.Tensor]
-	rank  partition.Rank
-	seed  int64
-	kv    map[int]*kvCache
-	out   []mbOut
+	frame  *pexec.Frame[pexec.F32, *model.Tensor]
+	rank   partition.Rank
+	seed   int64
+	inputs *model.Inputs
+	kv     map[int]*kvCache
+	out    []mbOut
 
 	allocated int64
 }
@@ -31,11 +32,25 @@ type mbOut struct {
 // New allocates rank's weight shards, KV cache and per-micro-batch buffers
 // and generates its weights (seed plan.Config.Run.Seed).
 func New(plan *partition.Plan, rank int) (*Compute, error) {
+	return NewWith(plan, rank, Options{})
+}
+
+// Options are where a rank's weights and token ids come from.
+type Options struct {
+	// Weights makes the rank's shards (nil: plan.Generator(rank), the
+	// seeded model); it is given the rank's model.Shard.
+	Weights func(s model.Shard) (model.Source, error)
+	// Inputs are the token ids fed (nil: the seeded schedule).
+	Inputs *model.Inputs
+}
+
+// NewWith is New with weights and token ids from opts.
+func NewWith(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 	if rank < 0 || rank >= len(plan.Ranks) {
 		return nil, fmt.Errorf("cpu: rank %d outside the plan's %d ranks", rank, len(plan.Ranks))
 	}
 	r := plan.Ranks[rank]
-	c := &Compute{rank: r, seed: plan.Config.Run.Seed, kv: map[int]*kvCache{}, out: make([]mbOut, plan.Microbatches)}
+	c := &Compute{rank: r, seed: plan.Config.Run.Seed, inputs: opts.Inputs, kv: map[int]*kvCache{}, out: make([]mbOut, plan.Microbatches)}
 	f, err := pexec.NewFrame[pexec.F32, *model.Tensor]("cpu", plan, rank, func(_ model.Buf, n int) (pexec.F32, error) {
 		c.allocated += int64(4 * n)
 		return make(pexec.F32, n), nil
@@ -44,11 +59,19 @@ func New(plan *partition.Plan, rank int) (*Compute, error) {
 		return nil, err
 	}
 	c.frame = f
-	gen := plan.Generator(rank)
+	var gen model.Source = plan.Generator(rank)
+	if opts.Weights != nil {
+		if gen, err = opts.Weights(plan.Shard(r.TPIndex)); err != nil {
+			return nil, fmt.Errorf("cpu: rank %d: %w", rank, err)
+		}
+	}
 	for _, ts := range plan.Tensors(rank) {
 		t, err := gen.Tensor(ts.Layer, ts.Name)
 		if err != nil {
 			return nil, fmt.Errorf("cpu: rank %d: %w", rank, err)
+		}
+		if t.K != ts.K || t.N != ts.N {
+			return nil, fmt.Errorf("cpu: rank %d: tensor %q of layer %d is [%d, %d], the shard is [%d, %d]", rank, ts.Name, ts.Layer, t.K, t.N, ts.K, ts.N)
 		}
 		c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = t
 		c.allocated += int64(4 * len(t.Data))
@@ -107,7 +130,7 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x pexec.F32, emb *mod
 	if past < k.c.frame.Prompt {
 		for i := 0; i < seqs; i++ {
 			for j := 0; j < q; j++ {
-				tokens[i*q+j] = float32(model.PromptToken(k.c.seed, mb*seqs+i, past+j, op.Vocab))
+				tokens[i*q+j] = float32(k.c.inputs.Token(k.c.seed, mb*seqs+i, past+j, op.Vocab, -1))
 			}
 		}
 	}
@@ -131,23 +154,43 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x pexec.F32, emb *mod
 	return nil
 }
 
-// Norm is RMSNorm; with stride > 1 (the final norm after a prefill pass) it
-// takes each sequence's last position.
-func (k kernels) Norm(op *partition.Op, in, out pexec.F32, w *model.Tensor, stride int) error {
+// Norm is RMSNorm or LayerNorm with bias; with stride > 1 (the final norm
+// after a prefill pass) it takes each sequence's last position.
+func (k kernels) Norm(op *partition.Op, in, out pexec.F32, w, bias *model.Tensor, stride int) error {
 	H := op.OutWidth
+	norm := func(x, o []float32, rows int) { rmsNorm(x, o, w.Data, rows, op.Eps) }
+	if op.Kind == partition.LayerNorm {
+		norm = func(x, o []float32, rows int) { layerNorm(x, o, w.Data, bias.Data, rows, op.Eps) }
+	}
 	if stride > 1 {
 		for i := 0; i < op.Rows; i++ {
 			src := (i*stride + stride - 1) * H
-			rmsNorm(in[src:src+H], out[i*H:(i+1)*H], w.Data, 1)
+			norm(in[src:src+H], out[i*H:(i+1)*H], 1)
 		}
 		return nil
 	}
-	rmsNorm(in, out, w.Data, op.Rows)
+	norm(in, out, op.Rows)
 	return nil
 }
 
-func (k kernels) Gemm(op *partition.Op, in, out pexec.F32, w *model.Tensor) error {
+func (k kernels) Gemm(op *partition.Op, in, out pexec.F32, w, bias *model.Tensor) error {
 	gemm(in, w, out, op.Rows)
+	if op.Bias != "" {
+		addBias(out, bias.Data, op.Rows)
+	}
+	return nil
+}
+
+func (k kernels) Position(op *partition.Op, x pexec.F32, pos *model.Tensor, past int) error {
+	H := op.OutWidth
+	for i := 0; i < op.Seqs; i++ {
+		for j := 0; j < op.QLen; j++ {
+			xr, pr := x[(i*op.QLen+j)*H:(i*op.QLen+j+1)*H], pos.Data[(past+j)*H:(past+j+1)*H]
+			for e := range xr {
+				xr[e] += pr[e]
+			}
+		}
+	}
 	return nil
 }
 
@@ -157,7 +200,7 @@ func (k kernels) Attention(op *partition.Op, qkv, ao pexec.F32, past int) error 
 		return fmt.Errorf("rank %d holds no KV cache of layer %d", k.c.rank.Rank, op.Layer)
 	}
 	attention(qkv, ao, cache, attnShape{seq0: op.Microbatch * op.Seqs, seqs: op.Seqs, q: op.QLen, past: past,
-		hl: op.Heads, kvl: op.KVHeads, hd: op.HeadDim})
+		hl: op.Heads, kvl: op.KVHeads, hd: op.HeadDim, theta: op.RopeTheta, bidirectional: op.Bidirectional})
 	return nil
 }
 
@@ -173,18 +216,20 @@ func (k kernels) Residual(op *partition.Op, y, x pexec.F32) error {
 	return nil
 }
 
-// Sample writes the tokens fed to the next step: teacher-forced, the prompt
-// schedule's token at the position after the pass (PromptToken at p.End).
-// With an LM head it also keeps the argmax over the real vocabulary and the
-// logits; without, it keeps the last position's hidden state of each sequence.
+// Sample writes the tokens fed to the next step, the token at the position
+// after the pass (p.End): teacher-forced from the prompt schedule
+// (PromptToken), or from Options.Inputs (its prompt ids, then the argmax
+// when greedy). With an LM head it also keeps the argmax over the real
+// vocabulary and the logits; without, it keeps the last position's hidden
+// state of each sequence.
 func (k kernels) Sample(op *partition.Op, p *pexec.Pass[pexec.F32], past int, tokens, from pexec.F32, stride int) error {
 	mb, seqs := op.Microbatch, op.Rows
 	seq0 := mb * op.Seqs
-	for i := range tokens {
-		tokens[i] = float32(model.PromptToken(k.c.seed, seq0+i, p.End, op.Vocab))
-	}
 	res := &k.c.out[mb]
 	if op.In == model.X {
+		for i := range tokens {
+			tokens[i] = float32(k.c.inputs.Token(k.c.seed, seq0+i, p.End, op.Vocab, -1))
+		}
 		H := op.InWidth
 		out := make([]float32, seqs*H)
 		for i := 0; i < seqs; i++ {
@@ -198,6 +243,7 @@ func (k kernels) Sample(op *partition.Op, p *pexec.Pass[pexec.F32], past int, to
 	out, sampled := model.LogitsByVocab(from, seqs, op.InWidth, V, op.VocabShards), make([]int, seqs)
 	for i := range sampled {
 		sampled[i] = model.Argmax(out[i*V : (i+1)*V])
+		tokens[i] = float32(k.c.inputs.Token(k.c.seed, seq0+i, p.End, V, sampled[i]))
 	}
 	res.output, res.sampled = out, sampled
 	return nil

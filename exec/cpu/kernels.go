@@ -13,7 +13,7 @@ const geluCoeff = 0.044715
 
 // rmsNorm writes out[r] = x[r] / √(mean(x[r]²) + ε) · w for each row of
 // width len(w). The mean is accumulated in float64.
-func rmsNorm(x, out, w []float32, rows int) {
+func rmsNorm(x, out, w []float32, rows int, eps float64) {
 	n := len(w)
 	for r := 0; r < rows; r++ {
 		xr, or := x[r*n:(r+1)*n], out[r*n:(r+1)*n]
@@ -21,9 +21,44 @@ func rmsNorm(x, out, w []float32, rows int) {
 		for _, v := range xr {
 			ss += float64(v) * float64(v)
 		}
-		inv := float32(1 / math.Sqrt(ss/float64(n)+model.NormEps))
+		inv := float32(1 / math.Sqrt(ss/float64(n)+eps))
 		for i, v := range xr {
 			or[i] = v * inv * w[i]
+		}
+	}
+}
+
+// layerNorm writes out[r] = (x[r] − μ) / √(σ² + ε) · w + b for each row of
+// width len(w), with the row's mean μ and (biased) variance σ² accumulated
+// in float64, as torch.nn.LayerNorm defines them.
+func layerNorm(x, out, w, b []float32, rows int, eps float64) {
+	n := len(w)
+	for r := 0; r < rows; r++ {
+		xr, or := x[r*n:(r+1)*n], out[r*n:(r+1)*n]
+		var sum float64
+		for _, v := range xr {
+			sum += float64(v)
+		}
+		mean := sum / float64(n)
+		var ss float64
+		for _, v := range xr {
+			d := float64(v) - mean
+			ss += d * d
+		}
+		inv := 1 / math.Sqrt(ss/float64(n)+eps)
+		for i, v := range xr {
+			or[i] = float32((float64(v)-mean)*inv)*w[i] + b[i]
+		}
+	}
+}
+
+// addBias adds the row vector b to each of rows rows of out.
+func addBias(out, b []float32, rows int) {
+	n := len(b)
+	for r := 0; r < rows; r++ {
+		or := out[r*n : (r+1)*n]
+		for i, v := range b {
+			or[i] += v
 		}
 	}
 }
@@ -42,10 +77,10 @@ func gemm(x []float32, w *model.Tensor, out []float32, rows int) {
 
 // rope rotates one head's vector at position pos: pair (2i, 2i+1) turns by
 // pos·base^(−2i/hd). Angles are computed in float64.
-func rope(v []float32, pos int) {
+func rope(v []float32, pos int, base float64) {
 	hd := len(v)
 	for i := 0; i < hd/2; i++ {
-		theta := float64(pos) * math.Pow(model.RopeTheta, -float64(2*i)/float64(hd))
+		theta := float64(pos) * math.Pow(base, -float64(2*i)/float64(hd))
 		sin, cos := math.Sincos(theta)
 		c, s := float32(cos), float32(sin)
 		x0, x1 := v[2*i], v[2*i+1]
@@ -77,6 +112,8 @@ func (c *kvCache) at(buf []float32, seq, pos int) []float32 {
 type attnShape struct {
 	seq0, seqs, q, past int
 	hl, kvl, hd         int
+	theta               float64 // rotary base (0: no rotary embeddings)
+	bidirectional       bool    // every query sees all past+q positions
 }
 
 // attention applies rotary embeddings to the q and k parts of qkv (rows
@@ -95,18 +132,23 @@ func attention(qkv, ao []float32, cache *kvCache, s attnShape) {
 		for j := 0; j < s.q; j++ {
 			pos := s.past + j
 			r := qkv[(i*s.q+j)*row : (i*s.q+j+1)*row]
-			for h := 0; h < s.hl; h++ {
-				rope(r[h*s.hd:(h+1)*s.hd], pos)
-			}
 			k, v := r[qw:qw+kw], r[qw+kw:]
-			for h := 0; h < s.kvl; h++ {
-				rope(k[h*s.hd:(h+1)*s.hd], pos)
+			if s.theta > 0 {
+				for h := 0; h < s.hl; h++ {
+					rope(r[h*s.hd:(h+1)*s.hd], pos, s.theta)
+				}
+				for h := 0; h < s.kvl; h++ {
+					rope(k[h*s.hd:(h+1)*s.hd], pos, s.theta)
+				}
 			}
 			copy(cache.at(cache.k, seq, pos), k)
 			copy(cache.at(cache.v, seq, pos), v)
 		}
 		for j := 0; j < s.q; j++ {
 			n := s.past + j + 1 // positions 0..past+j
+			if s.bidirectional {
+				n = s.past + s.q
+			}
 			r := qkv[(i*s.q+j)*row:]
 			out := ao[(i*s.q+j)*qw : (i*s.q+j+1)*qw]
 			for h := 0; h < s.hl; h++ {

@@ -23,7 +23,7 @@ func TestRMSNorm(t *testing.T) {
 	const rows, n = 3, 16
 	x, w := randVec(rng, rows*n), randVec(rng, n)
 	out := make([]float32, rows*n)
-	rmsNorm(x, out, w, rows)
+	rmsNorm(x, out, w, rows, 1e-5)
 	for r := 0; r < rows; r++ {
 		var ss float64
 		for i := 0; i < n; i++ {
@@ -39,7 +39,7 @@ func TestRMSNorm(t *testing.T) {
 	// A row of equal values v normalizes to sign(v)·w (up to ε): here 2/√(4+ε).
 	one := []float32{2, 2, 2, 2}
 	res := make([]float32, 4)
-	rmsNorm(one, res, []float32{1, 1, 1, 1}, 1)
+	rmsNorm(one, res, []float32{1, 1, 1, 1}, 1, 1e-5)
 	if want := 2 / math.Sqrt(4+1e-5); !close32(res[0], want, 1e-7) {
 		t.Fatalf("constant row: %g, want %g", res[0], want)
 	}
@@ -48,7 +48,7 @@ func TestRMSNorm(t *testing.T) {
 func TestRope(t *testing.T) {
 	// head_dim 4, position 3: pair 0 turns by 3 rad, pair 1 by 3·10000^(−1/2) = 0.03 rad.
 	v := []float32{1, 0, 0, 1}
-	rope(v, 3)
+	rope(v, 3, 10000)
 	want := []float64{math.Cos(3), math.Sin(3), -math.Sin(0.03), math.Cos(0.03)}
 	for i := range v {
 		if !close32(v[i], want[i], 1e-6) {
@@ -57,7 +57,7 @@ func TestRope(t *testing.T) {
 	}
 	// Position 0 is the identity.
 	u := []float32{0.5, -1, 2, 3}
-	rope(u, 0)
+	rope(u, 0, 10000)
 	if u[0] != 0.5 || u[1] != -1 || u[2] != 2 || u[3] != 3 {
 		t.Fatalf("position 0 changed %v", u)
 	}
@@ -66,8 +66,8 @@ func TestRope(t *testing.T) {
 	q, k := randVec(rng, 8), randVec(rng, 8)
 	dot := func(qp, kp int) float64 {
 		a, b := append([]float32(nil), q...), append([]float32(nil), k...)
-		rope(a, qp)
-		rope(b, kp)
+		rope(a, qp, 10000)
+		rope(b, kp, 10000)
 		var d float64
 		for i := range a {
 			d += float64(a[i]) * float64(b[i])
@@ -102,7 +102,7 @@ func f64(v []float32) []float64 {
 // definitions: 2 sequences (global 1 and 2) of 3 new tokens after 2 cached
 // ones, 4 query heads sharing 2 kv heads of dimension 4.
 func TestAttentionMatchesNaive(t *testing.T) {
-	s := attnShape{seq0: 1, seqs: 2, q: 3, past: 2, hl: 4, kvl: 2, hd: 4}
+	s := attnShape{seq0: 1, seqs: 2, q: 3, past: 2, hl: 4, kvl: 2, hd: 4, theta: 10000}
 	rng := rand.New(rand.NewPCG(5, 6))
 	qw, kw := s.hl*s.hd, s.kvl*s.hd
 	row := qw + 2*kw

@@ -341,3 +341,45 @@ func TestEmulateWithGraphsStaysEager(t *testing.T) {
 		}
 	}
 }
+
+// The GPT-2-style ops (LayerNorm with bias, bias after each GEMM, learned
+// positions, no rotary, tied LM head) launch with their kernels'
+// signatures, eagerly and inside captured and replayed decode graphs, and
+// the communication they count is the Program's. The fake kernels compute
+// nothing: numbers are exec/cpu's tests' business.
+func TestGPT2RunsOnFakesWithGraphs(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.Arch, cfg.Model.GatedMLP, cfg.Model.KVHeads, cfg.Model.MaxPositions = configs.ArchGPT2, false, 8, 32
+	var made []*Compute
+	opts := checkOptions(Options{DType: "bf16", Graphs: true, GraphAfter: 1})
+	newCompute := opts.NewCompute
+	opts.NewCompute = func(plan *partition.Plan, rank int) (pexec.Compute, error) {
+		c, err := newCompute(plan, rank)
+		if g, ok := c.(*Compute); ok {
+			made = append(made, g)
+		}
+		return c, err
+	}
+	opts.DecodeSteps = cfg.Workload.OutputTokens
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := pexec.Check(ctx, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CountDiffs) > 0 {
+		t.Errorf("counted communication differs from the Program: %+v", res.CountDiffs)
+	}
+	if len(made) != 4 {
+		t.Fatalf("%d GPU ranks made", len(made))
+	}
+	for r, c := range made {
+		if s := c.LaunchStats(); s.GraphsCaptured == 0 || s.CaptureFailures != 0 {
+			t.Errorf("rank %d: %+v", r, s)
+		}
+	}
+}

@@ -153,21 +153,59 @@ __global__ void pb_rmsnorm(const elem* x, elem* out, const elem* w, int q, int H
 	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st(ld(xr[c]) * inv * ld(w[c]));
 }
 
+// LayerNorm of output row r from input row r·q + q − 1 (as pb_rmsnorm):
+// out = (x − μ) / √(σ² + ε) · w + b, with the row's mean μ and biased
+// variance σ² (two passes over the row, fp32 sums).
+__global__ void pb_layernorm(const elem* x, elem* out, const elem* w, const elem* b, int q, int H, float eps) {
+	const int r = blockIdx.x;
+	const elem* xr = x + ((size_t)r * q + q - 1) * H;
+	float s = 0.0f;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) s += ld(xr[c]);
+	const float mean = block_sum(s) / (float)H;
+	float ss = 0.0f;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) {
+		const float d = ld(xr[c]) - mean;
+		ss += d * d;
+	}
+	const float inv = 1.0f / sqrtf(block_sum(ss) / (float)H + eps);
+	elem* o = out + (size_t)r * H;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st((ld(xr[c]) - mean) * inv * ld(w[c]) + ld(b[c]));
+}
+
+// out[r][c] += bias[c] for rows rows of n (a linear's bias after its GEMM).
+__global__ void pb_bias(elem* out, const elem* bias, int rows, int n) {
+	const size_t total = (size_t)rows * n;
+	for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += (size_t)gridDim.x * blockDim.x) {
+		out[k] = st(ld(out[k]) + ld(bias[k % n]));
+	}
+}
+
+// Learned positions: row r = [seq][j] of x gains row *pos + j of the
+// position embedding pe [max_positions][H]. One block per row.
+__global__ void pb_pos_add(elem* x, const elem* pe, const int* pos, int q, int H) {
+	const int r = blockIdx.x;
+	const int p = *pos + r % q;
+	elem* xr = x + (size_t)r * H;
+	const elem* pr = pe + (size_t)p * H;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) xr[c] = st(ld(xr[c]) + ld(pr[c]));
+}
+
 // Rotary embeddings on the q and k heads of each row of qkv (in place; row
 // [seq][j] is at position *pos + j), then k and v appended to the cache
-// ([seq][pos][kvl·hd]). Pair (2i, 2i+1) turns by pos·10000^(−2i/hd), the
-// angle in fp64 as on the CPU. One block per row.
-__global__ void pb_rope_kv(elem* qkv, elem* kc, elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context) {
+// ([seq][pos][kvl·hd]). Pair (2i, 2i+1) turns by pos·base^(−2i/hd), the
+// angle in fp64 as on the CPU; base 0 rotates nothing (learned positions).
+// One block per row.
+__global__ void pb_rope_kv(elem* qkv, elem* kc, elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context, float base) {
 	const int r = blockIdx.x;
 	const int i = r / q, j = r % q;
 	const int p = *pos + j;
 	const int half = hd / 2;
 	elem* row = qkv + (size_t)r * (hl + 2 * kvl) * hd;
 	const int nq = hl * half, nk = kvl * half;
-	for (int t = threadIdx.x; t < nq + nk; t += blockDim.x) {
+	for (int t = threadIdx.x; base > 0.0f && t < nq + nk; t += blockDim.x) {
 		const int head = t / half, pi = t % half; // heads 0..hl−1 are q, hl.. are k (contiguous in the row)
 		elem* v = row + head * hd + 2 * pi;
-		const double theta = (double)p * pow(10000.0, -(double)(2 * pi) / (double)hd);
+		const double theta = (double)p * pow((double)base, -(double)(2 * pi) / (double)hd);
 		double sd, cd;
 		sincos(theta, &sd, &cd);
 		const float s = (float)sd, c = (float)cd;
@@ -216,7 +254,8 @@ template <> __device__ __forceinline__ void loadv<4>(const elem* p, float* f) {
 // One block per (row r = [seq][j], query head h) (rows on the grid's x,
 // which has no 65535 limit); query j of the pass sits
 // at position *pos + j and attends to cache positions [0, *pos + j]
-// (causal; a decode step has j = 0 and reads the whole cache). Query head h
+// (causal; a decode step has j = 0 and reads the whole cache), or with
+// bidir to every position of the pass, [0, *pos + q). Query head h
 // reads kv head h / (hl/kvl). L = hd/V lanes hold one key (V elements
 // each, one vector load); a warp holds 32/L keys at a time and the block
 // 256/L, each key group keeping an online softmax (running max m, sum l,
@@ -224,10 +263,10 @@ template <> __device__ __forceinline__ void loadv<4>(const elem* p, float* f) {
 // the CPU; all sums fp32.
 template <int V>
 __device__ void attention(const elem* qkv, elem* ao, const elem* kc, const elem* vc, const int* pos,
-	int seq0, int q, int hl, int kvl, int hd, int context, float scale) {
+	int seq0, int q, int hl, int kvl, int hd, int context, float scale, int bidir) {
 	const int r = blockIdx.x, h = blockIdx.y;
 	const int i = r / q, j = r % q;
-	const int n = *pos + j + 1;
+	const int n = bidir ? *pos + q : *pos + j + 1;
 	const int kvh = h / (hl / kvl);
 	const int L = hd / V;
 	const int G = 32 / L;
@@ -295,8 +334,9 @@ extern "C" {
 
 #define PB_ATTENTION(V)                                                                                        \
 	__global__ void __launch_bounds__(ATTN_THREADS) pb_attention_v##V(const elem* qkv, elem* ao, const elem* kc, \
-		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context, float scale) {      \
-		attention<V>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, hd, context, scale);                                  \
+		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context, float scale,        \
+		int bidir) {                                                                                           \
+		attention<V>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, hd, context, scale, bidir);                           \
 	}
 PB_ATTENTION(1)
 PB_ATTENTION(2)
@@ -383,7 +423,7 @@ __global__ void pb_argmax(const elem* logits, int* out, int seqs, int vl, int vo
 
 // kernelNames are the functions the backend looks up.
 var kernelNames = []string{
-	"pb_prompt_tokens", "pb_embed", "pb_synthetic", "pb_rmsnorm", "pb_rope_kv",
+	"pb_prompt_tokens", "pb_embed", "pb_synthetic", "pb_rmsnorm", "pb_layernorm", "pb_bias", "pb_pos_add", "pb_rope_kv",
 	"pb_attention_v1", "pb_attention_v2", "pb_attention_v4", "pb_attention_v8",
 	"pb_add", "pb_act", "pb_last_rows", "pb_teacher", "pb_argmax",
 }
@@ -391,7 +431,7 @@ var kernelNames = []string{
 // Launch shapes.
 const (
 	attnThreads   = 256 // ATTN_THREADS
-	rowThreads    = 256 // rmsnorm, embed, rope_kv, last_rows: one block per row
+	rowThreads    = 256 // rmsnorm, layernorm, embed, pos_add, rope_kv, last_rows: one block per row
 	argmaxThreads = 1024
 	flatThreads   = 256 // grid-stride kernels
 	maxFlatBlocks = 4096

@@ -114,22 +114,49 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x dbuf, emb *dtensor)
 	return c.launch("pb_embed", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 }
 
-// Norm is RMSNorm of op.Rows rows, of every stride rows' last.
-func (k kernels) Norm(op *partition.Op, in, out dbuf, w *dtensor, stride int) error {
-	a := k.c.newArgs().p(in.p).p(out.p).p(w.p).i(stride).i(op.OutWidth).f(model.NormEps)
+// Norm is RMSNorm, or LayerNorm with bias, of op.Rows rows, of every
+// stride rows' last, with ε op.Eps.
+func (k kernels) Norm(op *partition.Op, in, out dbuf, w, bias *dtensor, stride int) error {
+	if op.Kind == partition.LayerNorm {
+		a := k.c.newArgs().p(in.p).p(out.p).p(w.p).p(bias.p).i(stride).i(op.OutWidth).f(float32(op.Eps))
+		return k.c.launch("pb_layernorm", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
+	}
+	a := k.c.newArgs().p(in.p).p(out.p).p(w.p).i(stride).i(op.OutWidth).f(float32(op.Eps))
 	return k.c.launch("pb_rmsnorm", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
+}
+
+// Position adds the learned position embedding's rows [past, past+QLen) to
+// each sequence's rows of x (pb_pos_add reads past from the device's pos).
+func (k kernels) Position(op *partition.Op, x dbuf, pos *dtensor, past int) error {
+	c := k.c
+	st := c.mbs[op.Microbatch]
+	if err := c.setPos(st, past); err != nil {
+		return err
+	}
+	a := c.newArgs().p(x.p).p(pos.p).p(st.pos).i(op.QLen).i(op.OutWidth)
+	return c.launch("pb_pos_add", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 }
 
 // gemm is out[rows, n] = in[rows, k] @ w[k, n] with cublasGemmEx (element
 // type in and out, fp32 accumulation), row-major through
 // cuda.RowMajorGemm.
-func (k kernels) Gemm(op *partition.Op, in, out dbuf, w *dtensor) error {
+// With op.Bias, pb_bias adds the bias to every row after the GEMM.
+func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 	c := k.c
-	if op.Rows == 0 || c.replay {
+	if op.Rows == 0 {
 		return nil
 	}
-	c.stats.Launches++
-	return c.handle.GemmEx(cuda.RowMajorGemm(op.Rows, op.N, op.K, in.p, w.p, out.p, c.dt.blas))
+	if !c.replay {
+		c.stats.Launches++
+		if err := c.handle.GemmEx(cuda.RowMajorGemm(op.Rows, op.N, op.K, in.p, w.p, out.p, c.dt.blas)); err != nil {
+			return err
+		}
+	}
+	if op.Bias == "" {
+		return nil
+	}
+	n := op.Rows * op.N
+	return c.launch("pb_bias", cuda.D1(flatBlocks(n)), cuda.D1(flatThreads), c.newArgs().p(out.p).p(bias.p).i(op.Rows).i(op.N))
 }
 
 // attention applies rotary embeddings to q and k, appends k and v to the
@@ -147,12 +174,16 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 		return err
 	}
 	seq0 := op.Microbatch * op.Seqs
-	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context)
+	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(float32(op.RopeTheta))
 	if err := c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a); err != nil {
 		return err
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	a = c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale)
+	bidir := 0
+	if op.Bidirectional {
+		bidir = 1
+	}
+	a = c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
 	return c.launch(fmt.Sprintf("pb_attention_v%d", c.attnV), cuda.D2(op.Rows, hl), cuda.D1(attnThreads), a)
 }
 

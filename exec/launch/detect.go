@@ -49,6 +49,13 @@ type Env struct {
 	RendezvousAddr string
 	// RendezvousFromEnv is true when MASTER_ADDR or MASTER_PORT was set.
 	RendezvousFromEnv bool
+	// JobID identifies the job every rank of it shares ("" when no launcher
+	// names one): PARTBENCH_JOB_ID, else the launcher's own (Open MPI's PMIx
+	// namespace or job id, SLURM_JOB_ID.SLURM_STEP_ID, TORCHELASTIC_RUN_ID).
+	// The rendezvous refuses a rank of another job.
+	JobID string
+	// JobIDFrom names the variable JobID came from.
+	JobIDFrom string
 }
 
 // scheme is one launcher's variable names; detection tries them in order.
@@ -98,6 +105,7 @@ func Detect(env func(string) (string, bool)) (Env, error) {
 		return Env{}, err
 	}
 	e.RendezvousAddr, e.RendezvousFromEnv = addr, fromEnv
+	e.JobID, e.JobIDFrom = jobID(e.Source, get)
 	return e, nil
 }
 

@@ -21,6 +21,11 @@ import (
 // after one has failed (or after a forwarded signal) before killing them.
 const DefaultGrace = 10 * time.Second
 
+// DefaultInterruptGrace is how long Spawn lets the ranks exit after it
+// forwarded SIGINT/SIGTERM before killing them: a rank ends within 750 ms
+// of a signal by itself, and the launcher must end within a second.
+const DefaultInterruptGrace = 900 * time.Millisecond
+
 // SpawnOptions configures Spawn.
 type SpawnOptions struct {
 	// NProc is the number of ranks to start (≥ 1).
@@ -48,6 +53,14 @@ type SpawnOptions struct {
 	MasterAddr string
 	// MasterPort is the rendezvous port (0: a free port picked by Spawn).
 	MasterPort int
+	// InterruptGrace replaces Grace after a forwarded SIGINT/SIGTERM (0:
+	// DefaultInterruptGrace): the user asked to stop, so the ranks get only
+	// the time a clean exit needs.
+	InterruptGrace time.Duration
+	// JobID identifies the run to the rendezvous; every child gets it as
+	// PARTBENCH_JOB_ID ("": a random one), so that two runs on one port
+	// cannot join each other.
+	JobID string
 	// Signals, when set, replaces SIGINT/SIGTERM delivered to this process as
 	// the source of signals to forward (tests inject them).
 	Signals <-chan os.Signal
@@ -154,6 +167,12 @@ func Spawn(ctx context.Context, opts SpawnOptions) (int, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
+	if opts.InterruptGrace <= 0 {
+		opts.InterruptGrace = DefaultInterruptGrace
+	}
+	if opts.JobID == "" {
+		opts.JobID = NewJobID()
+	}
 	if opts.MasterAddr == "" {
 		opts.MasterAddr = DefaultRendezvousHost
 	}
@@ -214,7 +233,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (int, error) {
 	var startErr error
 	for r := 0; r < opts.NProc; r++ {
 		cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
-		cmd.Env = childEnv(opts.Env, r, opts.NProc, opts.MasterAddr, opts.MasterPort)
+		cmd.Env = append(childEnv(opts.Env, r, opts.NProc, opts.MasterAddr, opts.MasterPort), JobIDVar+"="+opts.JobID)
 		cmd.Dir = opts.Dir
 		cmd.SysProcAttr = sysProcAttr()
 		c := &child{rank: r, cmd: cmd}
@@ -286,6 +305,13 @@ func Spawn(ctx context.Context, opts SpawnOptions) (int, error) {
 			graceTimer = time.After(opts.Grace)
 		}
 	}
+	// shortenGrace: after a signal, the ranks get InterruptGrace at most.
+	interruptGrace := func() {
+		if !stopping || opts.InterruptGrace < opts.Grace {
+			stopping = true
+			graceTimer = time.After(opts.InterruptGrace)
+		}
+	}
 	if startErr != nil {
 		signalAll(syscall.SIGTERM, true, false)
 		startGrace()
@@ -315,7 +341,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (int, error) {
 				s = syscall.SIGTERM
 			}
 			signalAll(s, false, false)
-			startGrace()
+			interruptGrace()
 		case <-ctxDone:
 			ctxDone = nil
 			ctxErr = ctx.Err()

@@ -283,3 +283,66 @@ func TestSpawnRealSIGINT(t *testing.T) {
 		t.Fatalf("launcher exit code %d, want 130", c)
 	}
 }
+
+// After a forwarded signal the ranks get InterruptGrace, not Grace: ranks
+// that ignore SIGTERM are killed within the launcher's one-second bound.
+func TestSpawnInterruptGraceBoundsTheExit(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	dir := t.TempDir()
+	done := make(chan struct{})
+	var code int
+	var err error
+	var signalled time.Time
+	go func() {
+		defer close(done)
+		code, err, _, _ = spawnHelper(t, context.Background(), "hang", 2, func(o *SpawnOptions) {
+			o.Signals = sigs
+			o.Grace = time.Minute
+			o.Env = append(o.Env, "PB_DIR="+dir)
+		})
+	}()
+	waitFiles(t, dir, "ready", 2)
+	signalled = time.Now()
+	sigs <- syscall.SIGTERM
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ranks that ignore SIGTERM outlived the interrupt grace")
+	}
+	el := time.Since(signalled)
+	t.Logf("Spawn returned %v after the signal (InterruptGrace %v)", el, DefaultInterruptGrace)
+	var se *SpawnError
+	if code != 143 || !errors.As(err, &se) || se.Killed != 2 {
+		t.Fatalf("code %d err %v, want 143 with 2 ranks killed", code, err)
+	}
+	if el < DefaultInterruptGrace || el > DefaultInterruptGrace+time.Second {
+		t.Errorf("returned %v after the signal, want the interrupt grace %v (plus reaping)", el, DefaultInterruptGrace)
+	}
+}
+
+// Every child of one Spawn gets the same job id; two Spawns get different ones.
+func TestSpawnJobID(t *testing.T) {
+	ids := map[string]bool{}
+	for run := 0; run < 2; run++ {
+		_, err, _, dir := spawnHelper(t, context.Background(), "env", 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var job string
+		for r := 0; r < 2; r++ {
+			b, err := os.ReadFile(filepath.Join(dir, "env."+strconv.Itoa(r)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(strings.SplitN(string(b), "JobID:", 2)[1])[0]
+			if !strings.HasPrefix(f, "pb-") || (job != "" && f != job) {
+				t.Fatalf("run %d rank %d: job id %q (rank 0: %q)", run, r, f, job)
+			}
+			job = f
+		}
+		ids[job] = true
+	}
+	if len(ids) != 2 {
+		t.Fatalf("two launches share a job id: %v", ids)
+	}
+}

@@ -3,6 +3,7 @@ package rendezvous
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrClosed is returned by calls on a session that was closed.
@@ -46,3 +47,19 @@ type JoinError struct {
 }
 
 func (e *JoinError) Error() string { return "rendezvous: " + e.Reason }
+
+// StalledError reports that this rank itself did not run for For (stopped
+// with SIGSTOP, a frozen VM, a starved host), longer than the others wait
+// for a heartbeat: the connection failure it then saw (Seen) is the others
+// counting it lost, not a fault of the rank Seen names.
+type StalledError struct {
+	Rank      int
+	For       time.Duration
+	LostAfter time.Duration
+	Seen      *LostRankError
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("rendezvous: rank %d (this process) was not running for %v (stopped or starved), over the %v after which the other ranks count a silent rank lost; they ended the run (then: rank %d's connection: %s)",
+		e.Rank, e.For.Round(10*time.Millisecond), e.LostAfter, e.Seen.Rank, e.Seen.Cause)
+}

@@ -40,6 +40,10 @@ type Options struct {
 	LaunchedSize int
 	// ConfigHash identifies the config; every rank must have rank 0's.
 	ConfigHash string
+	// JobID identifies the job (launch.Env.JobID; "" when no launcher names
+	// one). Rank 0 refuses a rank whose job differs, naming both, and keeps
+	// waiting for its own: two jobs on one port never join each other.
+	JobID string
 	// Hostname names this rank in errors (""; os.Hostname).
 	Hostname string
 	// JoinTimeout bounds the join on every rank (0: DefaultJoinTimeout): rank 0
@@ -154,9 +158,9 @@ func join0(ctx context.Context, o Options, start time.Time, sizeErr error) (*Ses
 		if ln, err = net.Listen("tcp", la); err != nil {
 			hint := ""
 			if errors.Is(err, syscall.EADDRINUSE) {
-				hint = " (another run may be using the port: set MASTER_PORT to a free one)"
+				hint = " (" + describeHolder(ctx, dialAddr(o.Addr)) + ": set MASTER_PORT or --rendezvous to a free port)"
 			}
-			return nil, fmt.Errorf("rendezvous: rank 0 cannot listen on %s: %w%s", la, err, hint)
+			return nil, fmt.Errorf("rendezvous: rank 0 cannot listen on %s for job %s: %w%s", la, jobName(o.JobID), err, hint)
 		}
 	}
 	defer ln.Close()
@@ -168,23 +172,30 @@ func join0(ctx context.Context, o Options, start time.Time, sizeErr error) (*Ses
 	quit := make(chan struct{})
 	defer close(quit)
 	hellos := make(chan hello)
-	go acceptHellos(ln, hellos, quit, deadline.Add(failLinger))
+	holder := &frame{Type: tHolder, Job: o.JobID, Host: o.Hostname, PID: os.Getpid(), Size: o.Size}
+	go acceptHellos(ln, hellos, quit, deadline.Add(failLinger), holder)
 
 	joined := make([]*conn, o.Size)
 	var told []*conn // every connection that said hello, to answer
+	var refused []string
 	failure := sizeErr
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for n := 1; failure == nil && n < o.Size; {
 		select {
 		case h := <-hellos:
+			if h.version == ProtocolVersion && h.f.Job != o.JobID {
+				refused = append(refused, fmt.Sprintf("rank %d of job %s", h.f.Rank, jobName(h.f.Job)))
+				go refuse(h.c, strangerReason(o, addr, h.f))
+				continue
+			}
 			told = append(told, h.c)
 			if failure = check(o, joined, h); failure == nil {
 				joined[h.f.Rank] = h.c
 				n++
 			}
 		case <-timer.C:
-			failure = &JoinError{Reason: timeoutReason(o, addr, joined)}
+			failure = &JoinError{Reason: timeoutReason(o, addr, joined) + refusedNote(refused)}
 		case <-ctx.Done():
 			failure = &JoinError{Reason: fmt.Sprintf("rank 0 gave up the join: %v", ctx.Err())}
 		}
@@ -214,6 +225,11 @@ func join0(ctx context.Context, o Options, start time.Time, sizeErr error) (*Ses
 		for n := len(told); n < o.LaunchedSize-1; n++ {
 			select {
 			case h := <-hellos:
+				if h.version == ProtocolVersion && h.f.Job != o.JobID {
+					go refuse(h.c, strangerReason(o, addr, h.f))
+					n--
+					continue
+				}
 				tell(h.c)
 			case <-linger.C:
 				break wait
@@ -258,7 +274,7 @@ func writePreambleAndFrame(c *conn, f *frame, timeout time.Duration) error {
 
 // acceptHellos reads the preamble and hello of every connection; strangers
 // (not a partbench preamble) are dropped.
-func acceptHellos(ln net.Listener, out chan<- hello, quit <-chan struct{}, deadline time.Time) {
+func acceptHellos(ln net.Listener, out chan<- hello, quit <-chan struct{}, deadline time.Time, holder *frame) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -278,7 +294,12 @@ func acceptHellos(ln net.Listener, out chan<- hello, quit <-chan struct{}, deadl
 			}
 			f := &frame{Type: tHello}
 			if v == ProtocolVersion {
-				if f, err = c.readFrame(); err != nil || f.Type != tHello {
+				if f, err = c.readFrame(); err == nil && f.Type == tWho {
+					_ = writePreambleAndFrame(c, holder, time.Second)
+					_ = nc.Close()
+					return
+				}
+				if err != nil || f.Type != tHello {
 					_ = nc.Close()
 					return
 				}
@@ -388,7 +409,7 @@ func joinPeer(ctx context.Context, o Options, start time.Time, sizeErr error) (*
 		}
 		return nil, err
 	}
-	hi := &frame{Type: tHello, Rank: o.Rank, Size: o.Size, Launched: o.LaunchedSize, Hash: o.ConfigHash, Host: o.Hostname, PID: os.Getpid()}
+	hi := &frame{Type: tHello, Rank: o.Rank, Size: o.Size, Launched: o.LaunchedSize, Hash: o.ConfigHash, Job: o.JobID, Host: o.Hostname, PID: os.Getpid()}
 	b, err := encode(hi)
 	if err != nil {
 		return fail(err)

@@ -146,3 +146,37 @@ func TestKilledProcessDetected(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedRankBlamesItself stops a rank (SIGSTOP) past LostAfter and
+// resumes it (SIGCONT): the others report it lost, and the resumed rank says
+// that it was itself not running, instead of blaming a rank that left
+// because of it.
+func TestStoppedRankBlamesItself(t *testing.T) {
+	for _, victim := range []int{0, 2} {
+		t.Run(fmt.Sprintf("rank%d", victim), func(t *testing.T) {
+			ps := startRankProcs(t, 4)
+			pid := ps[victim].cmd.Process.Pid
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			for r, p := range ps {
+				if r == victim {
+					continue
+				}
+				if l := nextLine(t, p, 3*time.Second); !strings.Contains(l, fmt.Sprintf("rank %d", victim)) {
+					t.Fatalf("rank %d: %q, want the loss of rank %d", r, l, victim)
+				}
+			}
+			time.Sleep(1500 * time.Millisecond) // stopped ≥ 1.5 s, LostAfter 1 s
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			l := nextLine(t, ps[victim], 3*time.Second)
+			want := fmt.Sprintf("rank %d (this process) was not running for", victim)
+			if !strings.Contains(l, want) || strings.Contains(l, "lost rank") {
+				t.Fatalf("resumed rank %d: %q, want %q and no blame on another rank", victim, l, want)
+			}
+			t.Logf("resumed rank %d: %s", victim, l)
+		})
+	}
+}

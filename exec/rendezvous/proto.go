@@ -36,6 +36,8 @@ const (
 	tResult    = "result" // 0 → rank: the outcome of collective Seq
 	tAbort     = "abort"  // both ways: the run is over (Origin, Lost, Reason)
 	tBye       = "bye"    // both ways: a clean close
+	tWho       = "who"    // anyone → 0 during the join: who holds this port?
+	tHolder    = "holder" // 0 → anyone: its job, host, pid, world size
 )
 
 // Collective kinds.
@@ -53,6 +55,7 @@ type frame struct {
 	Size     int      `json:"size,omitempty"`
 	Launched int      `json:"launched,omitempty"`
 	Hash     string   `json:"hash,omitempty"`
+	Job      string   `json:"job,omitempty"`
 	Host     string   `json:"host,omitempty"`
 	PID      int      `json:"pid,omitempty"`
 	Peers    []Peer   `json:"peers,omitempty"`
@@ -153,17 +156,25 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return r.nc.Read(p)
 }
 
-func (c *conn) readFrame() (*frame, error) {
+func (c *conn) readFrame() (*frame, error) { return readFrame(c.rd) }
+
+// growStep is the most a frame's buffer grows before its bytes arrive: a
+// length prefix alone (from a stranger or a corrupt stream) makes the reader
+// allocate at most this, then at most twice what really arrived.
+const growStep = 64 << 10
+
+// readFrame decodes one frame from r: the length prefix, then the JSON body.
+func readFrame(r io.Reader) (*frame, error) {
 	var hdr [4]byte
-	if _, err := io.ReadFull(c.rd, hdr[:]); err != nil {
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > MaxFrameBytes {
 		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte cap", n, MaxFrameBytes)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.rd, body); err != nil {
+	body, err := readN(r, int(n))
+	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -174,6 +185,25 @@ func (c *conn) readFrame() (*frame, error) {
 		return nil, fmt.Errorf("bad frame: %w", err)
 	}
 	return f, nil
+}
+
+// readN reads exactly n bytes, growing its buffer as they arrive.
+func readN(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, growStep))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, min(n-len(buf), max(len(buf), growStep)))...)[:len(buf)]
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // writeRaw writes encoded bytes; each chunk must make progress within timeout.

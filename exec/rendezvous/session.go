@@ -34,6 +34,9 @@ type Session struct {
 	err      error
 	closedBy string        // "rank 0" when rank 0 closed the session cleanly
 	done     chan struct{} // closed when the session ends, cleanly or not
+	lastTick time.Time     // this process's own clock: the watch's last tick
+	stall    time.Duration // the longest gap between two ticks, when over the threshold
+	stallAt  time.Time     // when that gap ended
 	torn     chan struct{} // closed when every connection is shut down
 }
 
@@ -100,6 +103,57 @@ func (s *Session) start() {
 		go s.readLoop(c)
 		go s.heartbeat(c, hb)
 	}
+	s.mu.Lock()
+	s.lastTick = time.Now()
+	s.mu.Unlock()
+	go s.watch()
+}
+
+// watch ticks with the heartbeat so that this rank can tell when it was
+// itself not running (SIGSTOP, a frozen VM, a starved host): the monotonic
+// clock runs on while the process is stopped, so a gap between two ticks is
+// the time it did not run, and during it it sent no heartbeat either.
+func (s *Session) watch() {
+	t := time.NewTicker(s.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-t.C:
+			now = time.Now()
+			s.mu.Lock()
+			if gap := now.Sub(s.lastTick); gap > s.stallThreshold() {
+				s.stall, s.stallAt = gap, now
+			}
+			s.lastTick = now
+			s.mu.Unlock()
+		}
+	}
+}
+
+// stallThreshold is how long this process may go without running before a
+// connection failure is blamed on it rather than on the peer: half the
+// silence after which the others count it lost.
+func (s *Session) stallThreshold() time.Duration { return s.o.LostAfter / 2 }
+
+// selfStall returns how long this process was recently not running (0: it
+// ran). Either the watch has not ticked since it resumed, or its last gap
+// ended within LostAfter.
+func (s *Session) selfStall() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.lastTick.IsZero() {
+		return 0
+	}
+	if gap := now.Sub(s.lastTick); gap > s.stallThreshold() {
+		return gap
+	}
+	if s.stall > 0 && now.Sub(s.stallAt) < s.o.LostAfter {
+		return s.stall
+	}
+	return 0
 }
 
 func (s *Session) heartbeat(c *conn, hb []byte) {
@@ -170,6 +224,11 @@ func (s *Session) connLost(c *conn, err error) {
 		return
 	}
 	lost := &LostRankError{Rank: c.rank, Host: c.host, PID: c.pid, Cause: s.describe(err)}
+	if st := s.selfStall(); st > 0 {
+		stalled := &StalledError{Rank: s.rank, For: st, LostAfter: s.o.LostAfter, Seen: lost}
+		s.end(stalled, &frame{Type: tAbort, Origin: s.rank, Reason: stalled.Error()}, -1)
+		return
+	}
 	if s.rank != 0 {
 		s.end(lost, nil, -1)
 		return

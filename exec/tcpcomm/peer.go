@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -183,27 +183,23 @@ func (p *peer) flush(ctx context.Context) error {
 func (p *peer) readLoop() {
 	defer close(p.readerDone)
 	br := bufio.NewReaderSize(p.nc, 256<<10)
-	var hdr [hdrBytes]byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		ch, msg, err := readMessage(br)
+		var bad *badHeaderError
+		switch {
+		case errors.As(err, &bad):
+			p.c.fail(&PeerError{Rank: p.rank, Err: err})
+			return
+		case err != nil:
 			p.readFailed(err)
 			return
-		}
-		ch, n := binary.LittleEndian.Uint64(hdr[:]), binary.LittleEndian.Uint64(hdr[8:])
-		if ch == chBye {
+		case ch == chBye:
 			p.byeOnce.Do(func() { close(p.bye) })
 			continue
 		}
-		if n > MaxMessageBytes || n%4 != 0 {
-			p.c.fail(&PeerError{Rank: p.rank, Err: fmt.Errorf("bad message header (channel %#x, %d B)", ch, n)})
-			return
-		}
-		msg := make([]byte, n)
-		if _, err := io.ReadFull(br, msg); err != nil {
-			p.readFailed(err)
-			return
-		}
-		p.deliver(hdr[:8], msg)
+		var chBytes [8]byte
+		binary.LittleEndian.PutUint64(chBytes[:], ch)
+		p.deliver(chBytes[:], msg)
 	}
 }
 

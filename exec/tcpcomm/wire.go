@@ -3,6 +3,7 @@ package tcpcomm
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -65,4 +66,52 @@ func checkLen(what string, peer int, msg []byte, want int) error {
 	}
 	return fmt.Errorf("tcpcomm: %s from rank %d: message has %d elements (%d B), buffer has %d elements (%d B)",
 		what, peer, len(msg)/4, len(msg), want, 4*want)
+}
+
+// badHeaderError is a message header no partbench rank sends.
+type badHeaderError struct {
+	ch, n uint64
+}
+
+func (e *badHeaderError) Error() string {
+	return fmt.Sprintf("bad message header (channel %#x, %d B)", e.ch, e.n)
+}
+
+// growStep bounds what a message's buffer grows by before its bytes arrive:
+// a header alone (corrupt or hostile) makes readMessage allocate at most
+// this, then at most about twice what really arrived.
+const growStep = 1 << 20
+
+// readMessage decodes one message: the header, then the payload (none for
+// a goodbye). A header with a length over MaxMessageBytes or not a whole
+// number of float32s is a *badHeaderError; a stream that ends early is
+// io.EOF before a header and io.ErrUnexpectedEOF inside a message.
+func readMessage(r io.Reader) (ch uint64, msg []byte, err error) {
+	var hdr [hdrBytes]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	ch, n := binary.LittleEndian.Uint64(hdr[:]), binary.LittleEndian.Uint64(hdr[8:])
+	if ch == chBye {
+		return ch, nil, nil
+	}
+	if n > MaxMessageBytes || n%4 != 0 {
+		return 0, nil, &badHeaderError{ch: ch, n: n}
+	}
+	size := int(n)
+	msg = make([]byte, 0, min(size, growStep))
+	for len(msg) < size {
+		if len(msg) == cap(msg) {
+			msg = append(msg, make([]byte, min(size-len(msg), max(len(msg), growStep)))...)[:len(msg)]
+		}
+		m, err := io.ReadFull(r, msg[len(msg):min(size, cap(msg))])
+		msg = msg[:len(msg)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, err
+		}
+	}
+	return ch, msg, nil
 }

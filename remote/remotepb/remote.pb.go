@@ -88,6 +88,12 @@ const (
 	Phase_PHASE_DECODE      Phase = 2
 	// PHASE_LOAD uploads the weights into a kv-mode session once.
 	Phase_PHASE_LOAD Phase = 3
+	// PHASE_PAUSE runs a stateful session's prefill up to and including layer
+	// step (1-based) and keeps the hidden state on the device.
+	Phase_PHASE_PAUSE Phase = 4
+	// PHASE_RESUME applies the request's modification (or none) to the kept
+	// hidden state and runs the rest of the paused prefill.
+	Phase_PHASE_RESUME Phase = 5
 )
 
 // Enum value maps for Phase.
@@ -97,12 +103,16 @@ var (
 		1: "PHASE_PREFILL",
 		2: "PHASE_DECODE",
 		3: "PHASE_LOAD",
+		4: "PHASE_PAUSE",
+		5: "PHASE_RESUME",
 	}
 	Phase_value = map[string]int32{
 		"PHASE_UNSPECIFIED": 0,
 		"PHASE_PREFILL":     1,
 		"PHASE_DECODE":      2,
 		"PHASE_LOAD":        3,
+		"PHASE_PAUSE":       4,
+		"PHASE_RESUME":      5,
 	}
 )
 
@@ -488,11 +498,22 @@ func (x *StepHeader) GetTensors() []*TensorInfo {
 
 // StepTrailer ends a reply: the server's own timings of the step.
 type StepTrailer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	QueueWaitNs   int64                  `protobuf:"varint,1,opt,name=queue_wait_ns,json=queueWaitNs,proto3" json:"queue_wait_ns,omitempty"`
-	ReceiveNs     int64                  `protobuf:"varint,2,opt,name=receive_ns,json=receiveNs,proto3" json:"receive_ns,omitempty"`
-	ExecuteNs     int64                  `protobuf:"varint,3,opt,name=execute_ns,json=executeNs,proto3" json:"execute_ns,omitempty"`
-	SendNs        int64                  `protobuf:"varint,4,opt,name=send_ns,json=sendNs,proto3" json:"send_ns,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	QueueWaitNs int64                  `protobuf:"varint,1,opt,name=queue_wait_ns,json=queueWaitNs,proto3" json:"queue_wait_ns,omitempty"`
+	ReceiveNs   int64                  `protobuf:"varint,2,opt,name=receive_ns,json=receiveNs,proto3" json:"receive_ns,omitempty"`
+	ExecuteNs   int64                  `protobuf:"varint,3,opt,name=execute_ns,json=executeNs,proto3" json:"execute_ns,omitempty"`
+	SendNs      int64                  `protobuf:"varint,4,opt,name=send_ns,json=sendNs,proto3" json:"send_ns,omitempty"`
+	// import_ns: installing the request's weights and KV cache on the device;
+	// serialize_ns: reading the reply's state back and encoding it.
+	ImportNs    int64 `protobuf:"varint,5,opt,name=import_ns,json=importNs,proto3" json:"import_ns,omitempty"`
+	SerializeNs int64 `protobuf:"varint,6,opt,name=serialize_ns,json=serializeNs,proto3" json:"serialize_ns,omitempty"`
+	// span_ns: the server's whole request, header received to trailer sent.
+	SpanNs int64 `protobuf:"varint,7,opt,name=span_ns,json=spanNs,proto3" json:"span_ns,omitempty"`
+	// utilization: the device's busy fraction over span_ns, in [0, 1], as
+	// util_source measured it ("cpu-busy", "nvml-gpm-sm-activity",
+	// "nvml-utilization"; empty: not measured).
+	Utilization   float64 `protobuf:"fixed64,8,opt,name=utilization,proto3" json:"utilization,omitempty"`
+	UtilSource    string  `protobuf:"bytes,9,opt,name=util_source,json=utilSource,proto3" json:"util_source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +574,41 @@ func (x *StepTrailer) GetSendNs() int64 {
 		return x.SendNs
 	}
 	return 0
+}
+
+func (x *StepTrailer) GetImportNs() int64 {
+	if x != nil {
+		return x.ImportNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetSerializeNs() int64 {
+	if x != nil {
+		return x.SerializeNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetSpanNs() int64 {
+	if x != nil {
+		return x.SpanNs
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetUtilization() float64 {
+	if x != nil {
+		return x.Utilization
+	}
+	return 0
+}
+
+func (x *StepTrailer) GetUtilSource() string {
+	if x != nil {
+		return x.UtilSource
+	}
+	return ""
 }
 
 // Frame is one message of a Step stream: a header, then data chunks, then
@@ -950,14 +1006,20 @@ const file_remote_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1a.partbench.remote.v1.PhaseR\x05phase\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x129\n" +
-	"\atensors\x18\x04 \x03(\v2\x1f.partbench.remote.v1.TensorInfoR\atensors\"\x88\x01\n" +
+	"\atensors\x18\x04 \x03(\v2\x1f.partbench.remote.v1.TensorInfoR\atensors\"\xa4\x02\n" +
 	"\vStepTrailer\x12\"\n" +
 	"\rqueue_wait_ns\x18\x01 \x01(\x03R\vqueueWaitNs\x12\x1d\n" +
 	"\n" +
 	"receive_ns\x18\x02 \x01(\x03R\treceiveNs\x12\x1d\n" +
 	"\n" +
 	"execute_ns\x18\x03 \x01(\x03R\texecuteNs\x12\x17\n" +
-	"\asend_ns\x18\x04 \x01(\x03R\x06sendNs\"\x9e\x01\n" +
+	"\asend_ns\x18\x04 \x01(\x03R\x06sendNs\x12\x1b\n" +
+	"\timport_ns\x18\x05 \x01(\x03R\bimportNs\x12!\n" +
+	"\fserialize_ns\x18\x06 \x01(\x03R\vserializeNs\x12\x17\n" +
+	"\aspan_ns\x18\a \x01(\x03R\x06spanNs\x12 \n" +
+	"\vutilization\x18\b \x01(\x01R\vutilization\x12\x1f\n" +
+	"\vutil_source\x18\t \x01(\tR\n" +
+	"utilSource\"\x9e\x01\n" +
 	"\x05Frame\x129\n" +
 	"\x06header\x18\x01 \x01(\v2\x1f.partbench.remote.v1.StepHeaderH\x00R\x06header\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12<\n" +
@@ -984,13 +1046,15 @@ const file_remote_proto_rawDesc = "" +
 	"\n" +
 	"MODE_NAIVE\x10\x02\x12\v\n" +
 	"\aMODE_KV\x10\x03\x12\x11\n" +
-	"\rMODE_STATEFUL\x10\x04*S\n" +
+	"\rMODE_STATEFUL\x10\x04*v\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPHASE_PREFILL\x10\x01\x12\x10\n" +
 	"\fPHASE_DECODE\x10\x02\x12\x0e\n" +
 	"\n" +
-	"PHASE_LOAD\x10\x032\xe9\x01\n" +
+	"PHASE_LOAD\x10\x03\x12\x0f\n" +
+	"\vPHASE_PAUSE\x10\x04\x12\x10\n" +
+	"\fPHASE_RESUME\x10\x052\xe9\x01\n" +
 	"\x06Remote\x12K\n" +
 	"\x04Open\x12 .partbench.remote.v1.OpenRequest\x1a!.partbench.remote.v1.OpenResponse\x12N\n" +
 	"\x05Close\x12!.partbench.remote.v1.CloseRequest\x1a\".partbench.remote.v1.CloseResponse\x12B\n" +

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package topology_test
+package nvmldiscover_test
 
 import (
 	"errors"
@@ -11,12 +11,14 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
+	"github.com/partbench/partbench/topology/nvmldiscover/nvmltest"
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
 func discover(t *testing.T, lib nvml.Interface) *topology.Machine {
 	t.Helper()
-	m, err := topology.Discover(lib)
+	m, err := nvmldiscover.Discover(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func discover(t *testing.T, lib nvml.Interface) *topology.Machine {
 }
 
 func TestDiscoverDGXH100(t *testing.T) {
-	m := discover(t, topologytest.DGXH100NVML())
+	m := discover(t, nvmltest.DGXH100NVML())
 	// nvidia-smi topo -m on a DGX H100: every pair NV18 (18 links per GPU, all
 	// into the NVSwitch fabric).
 	want := [][]string{
@@ -98,9 +100,9 @@ func TestDiscoverDGXH100(t *testing.T) {
 func TestDiscoverDGXWithoutRemoteType(t *testing.T) {
 	// Older drivers cannot say what is at the far end; the four switch bus
 	// ids that all eight GPUs reach still give the NVSwitch away.
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.NoRemoteType = true
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	if got := m.Matrix()[3][6]; got != "NV18" {
 		t.Errorf("matrix[3][6] = %q, want NV18", got)
 	}
@@ -116,10 +118,10 @@ func TestDiscoverDGXWithoutRemoteType(t *testing.T) {
 
 func TestDiscoverDownLinks(t *testing.T) {
 	// Two of GPU 3's links down: its pairs count the 16 links left.
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.GPUs[3].NVLinks[0].Down = true
 	spec.GPUs[3].NVLinks[17].Down = true
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	if got, want := m.Matrix()[3][0], "NV16"; got != want {
 		t.Errorf("matrix[3][0] = %q, want %q", got, want)
 	}
@@ -136,7 +138,7 @@ func TestDiscoverDownLinks(t *testing.T) {
 }
 
 func TestDiscoverH200Node(t *testing.T) {
-	m := discover(t, topologytest.H200NodeNVML())
+	m := discover(t, nvmltest.H200NodeNVML())
 	if m.HardwarePreset != "h200-sxm" {
 		t.Errorf("HardwarePreset = %q, want h200-sxm", m.HardwarePreset)
 	}
@@ -161,7 +163,7 @@ func TestDiscoverH200Node(t *testing.T) {
 }
 
 func TestDiscoverPCIeBox(t *testing.T) {
-	m := discover(t, topologytest.PCIeBox8NVML())
+	m := discover(t, nvmltest.PCIeBox8NVML())
 	// Two PCIe switches, one per socket: PIX under a switch, SYS across.
 	want := [][]string{
 		{"X", "PIX", "PIX", "PIX", "SYS", "SYS", "SYS", "SYS"},
@@ -223,9 +225,9 @@ func TestDiscoverPCIeBox(t *testing.T) {
 }
 
 func TestDiscoverMIG(t *testing.T) {
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.GPUs[6].MIG = true
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	if m.GPUs[6].MIG != topology.MIGEnabled || m.GPUs[0].MIG != topology.MIGDisabled {
 		t.Errorf("MIG: GPU 6 %q, GPU 0 %q", m.GPUs[6].MIG, m.GPUs[0].MIG)
 	}
@@ -235,8 +237,8 @@ func TestDiscoverMIG(t *testing.T) {
 }
 
 func TestDiscoverNoNVML(t *testing.T) {
-	for name, lib := range map[string]nvml.Interface{"no library": topologytest.NoNVML(), "no devices": topologytest.NoGPUs()} {
-		m, err := topology.Discover(lib)
+	for name, lib := range map[string]nvml.Interface{"no library": nvmltest.NoNVML(), "no devices": nvmltest.NoGPUs()} {
+		m, err := nvmldiscover.Discover(lib)
 		if m != nil || !errors.Is(err, topology.ErrNoGPU) {
 			t.Errorf("%s: %v, %v; want ErrNoGPU", name, m, err)
 			continue
@@ -246,14 +248,14 @@ func TestDiscoverNoNVML(t *testing.T) {
 			t.Errorf("%s: message %q: want one line pointing at --preset, no trailing period", name, msg)
 		}
 	}
-	m, err := topology.Discover(topologytest.NoNVML())
+	m, err := nvmldiscover.Discover(nvmltest.NoNVML())
 	if err == nil || !strings.Contains(err.Error(), "ERROR_LIBRARY_NOT_FOUND") {
 		t.Errorf("cause missing: %v %v", m, err)
 	}
 }
 
 func TestDiscoverShutsDown(t *testing.T) {
-	lib := topologytest.DGXH100NVML()
+	lib := nvmltest.DGXH100NVML()
 	discover(t, lib)
 	if n := len(lib.ShutdownCalls()); n != 1 {
 		t.Errorf("Shutdown called %d times, want 1", n)
@@ -263,7 +265,7 @@ func TestDiscoverShutsDown(t *testing.T) {
 // On a machine with NVML, DiscoverLocal must give a consistent machine; on
 // any other it must fail with ErrNoGPU.
 func TestRealGPUDiscover(t *testing.T) {
-	m, err := topology.DiscoverLocal()
+	m, err := nvmldiscover.DiscoverLocal()
 	if errors.Is(err, topology.ErrNoGPU) {
 		t.Skipf("no NVML here: %v", err)
 	}
@@ -296,7 +298,7 @@ func TestRealGPUDiscover(t *testing.T) {
 // A DGX A100: 12 NVLink 3 links per GPU, two into each of six
 // second-generation NVSwitches, which do not reduce in the switch.
 func TestDiscoverDGXA100(t *testing.T) {
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.NVLinkVersion = 5 // what A100s report (hwloc issue #658)
 	for i := range spec.GPUs {
 		g := &spec.GPUs[i]
@@ -304,11 +306,11 @@ func TestDiscoverDGXA100(t *testing.T) {
 		g.NVLinks = nil
 		for s := 0; s < 6; s++ {
 			for k := 0; k < 2; k++ {
-				g.NVLinks = append(g.NVLinks, topologytest.FakeNVLink{Remote: "00000000:C" + string(rune('0'+s)) + ":00.0", Switch: true})
+				g.NVLinks = append(g.NVLinks, nvmltest.FakeNVLink{Remote: "00000000:C" + string(rune('0'+s)) + ":00.0", Switch: true})
 			}
 		}
 	}
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	if got := m.Matrix()[2][7]; got != "NV12" {
 		t.Errorf("matrix[2][7] = %q, want NV12", got)
 	}
@@ -328,9 +330,9 @@ func TestDiscoverDGXA100(t *testing.T) {
 // An old driver lacks the younger NVML functions: discovery asks before it
 // calls (the fake panics on a call to a missing one) and does without.
 func TestDiscoverOldDriver(t *testing.T) {
-	spec := topologytest.DGXH100Spec()
+	spec := nvmltest.DGXH100Spec()
 	spec.Missing = []string{"nvmlDeviceGetNumaNodeId", "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetNvLinkRemoteDeviceType", "nvmlDeviceGetMemoryAffinity"}
-	m := discover(t, topologytest.NewNVML(spec))
+	m := discover(t, nvmltest.NewNVML(spec))
 	g := m.GPUs[4]
 	if g.NUMANode != -1 || g.GPUNUMANode != -1 || g.CPUAffinity != "56-111,168-223" {
 		t.Errorf("NUMA %d, GPU NUMA %d, CPUs %q; want -1, -1 and the CPU list", g.NUMANode, g.GPUNUMANode, g.CPUAffinity)

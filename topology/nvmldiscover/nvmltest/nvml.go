@@ -1,6 +1,6 @@
 //go:build cgo
 
-package topologytest
+package nvmltest
 
 import (
 	"fmt"

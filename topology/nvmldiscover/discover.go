@@ -1,18 +1,20 @@
 //go:build cgo
 
-package topology
+package nvmldiscover
 
 import (
 	"fmt"
 	"os"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/partbench/partbench/topology"
 )
 
 // DiscoverLocal reads this machine through the NVML library the driver
 // installs (libnvidia-ml.so.1, opened at run time). Without it, or without
 // devices, the error matches ErrNoGPU.
-func DiscoverLocal() (*Machine, error) { return Discover(nvml.New()) }
+func DiscoverLocal() (*topology.Machine, error) { return Discover(nvml.New()) }
 
 // NVML functions younger than the oldest drivers partbench meets. Calling a
 // function the loaded library lacks ends the process, so Discover asks the
@@ -37,17 +39,17 @@ const (
 // which hardware preset matches the GPUs by name. A fact NVML does not
 // report is left unset; only a failure to list the GPUs is an error. When
 // NVML cannot be initialised or reports no devices the error matches ErrNoGPU.
-func Discover(lib nvml.Interface) (*Machine, error) {
+func Discover(lib nvml.Interface) (*topology.Machine, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, &noGPUError{cause: "nvml: " + ret.Error()}
+		return nil, topology.NoGPU("nvml: " + ret.Error())
 	}
 	defer lib.Shutdown()
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, &noGPUError{cause: "nvml device count: " + ret.Error()}
+		return nil, topology.NoGPU("nvml device count: " + ret.Error())
 	}
 	if n == 0 {
-		return nil, &noGPUError{cause: "NVML reports no devices"}
+		return nil, topology.NoGPU("NVML reports no devices")
 	}
 	present := map[string]bool{}
 	if ext := lib.Extensions(); ext != nil {
@@ -56,7 +58,7 @@ func Discover(lib nvml.Interface) (*Machine, error) {
 		}
 	}
 	has := func(sym string) bool { return present[sym] }
-	m := &Machine{}
+	m := &topology.Machine{}
 	m.Hostname, _ = os.Hostname()
 	if v, r := lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
 		m.DriverVersion = v
@@ -76,9 +78,9 @@ func Discover(lib nvml.Interface) (*Machine, error) {
 		devs[i] = d
 		m.GPUs = append(m.GPUs, readDevice(i, d, has))
 	}
-	m.Pairs = make([][]Pair, n)
+	m.Pairs = make([][]topology.Pair, n)
 	for i := range m.Pairs {
-		m.Pairs[i] = make([]Pair, n)
+		m.Pairs[i] = make([]topology.Pair, n)
 		for j := range m.Pairs[i] {
 			if i == j {
 				continue
@@ -91,25 +93,13 @@ func Discover(lib nvml.Interface) (*Machine, error) {
 			p.P2PNVLink = p2pStatus(devs[i].GetP2PStatus(devs[j], nvml.P2P_CAPS_INDEX_NVLINK))
 		}
 	}
-	m.resolve()
-	m.HardwarePreset = matchPreset(m.GPUs)
+	m.Resolve()
+	m.HardwarePreset = topology.MatchPreset(m.GPUs)
 	return m, nil
 }
 
-// matchPreset is the hardware preset of the GPUs' model, "" when they differ
-// or partbench has none.
-func matchPreset(gpus []Device) string {
-	for _, d := range gpus[1:] {
-		if d.Name != gpus[0].Name {
-			return ""
-		}
-	}
-	model, _ := LookupGPUModel(gpus[0].Name)
-	return model.Preset
-}
-
-func readDevice(i int, d nvml.Device, has func(string) bool) Device {
-	g := Device{Index: i, NUMANode: -1, GPUNUMANode: -1, MIG: MIGUnsupported}
+func readDevice(i int, d nvml.Device, has func(string) bool) topology.Device {
+	g := topology.Device{Index: i, NUMANode: -1, GPUNUMANode: -1, MIG: topology.MIGUnsupported}
 	if v, r := d.GetIndex(); r == nvml.SUCCESS {
 		g.Index = v
 	}
@@ -128,12 +118,12 @@ func readDevice(i int, d nvml.Device, has func(string) bool) Device {
 	if ma, mi, r := d.GetCudaComputeCapability(); r == nvml.SUCCESS {
 		g.CCMajor, g.CCMinor = ma, mi
 	}
-	model, known := LookupGPUModel(g.Name)
+	model, known := topology.LookupGPUModel(g.Name)
 	// SM count: NVML's attributes (MIG instances and some GPUs), else its
 	// core count over the FP32 lanes per SM, else the name table.
 	if a, r := d.GetAttributes(); r == nvml.SUCCESS && a.MultiprocessorCount > 0 {
 		g.SMs, g.SMsFrom = int(a.MultiprocessorCount), "nvml attributes"
-	} else if per := fp32CoresPerSM(g.CCMajor, g.CCMinor); has(symNumGPUCores) && per > 0 {
+	} else if per := topology.FP32CoresPerSM(g.CCMajor, g.CCMinor); has(symNumGPUCores) && per > 0 {
 		if c, r := d.GetNumGpuCores(); r == nvml.SUCCESS && c > 0 && c%per == 0 {
 			g.SMs, g.SMsFrom = c/per, "nvml cores"
 		}
@@ -164,7 +154,7 @@ func readDevice(i int, d nvml.Device, has func(string) bool) Device {
 	}
 	if has(symMemoryAffinity) {
 		if v, r := d.GetMemoryAffinity(affinityNodes, nvml.AFFINITY_SCOPE_NODE); r == nvml.SUCCESS {
-			if nodes := bitsSet(words(v)); len(nodes) > 0 {
+			if nodes := topology.BitsSet(words(v)); len(nodes) > 0 {
 				g.NUMANode = nodes[0]
 			}
 		}
@@ -175,7 +165,7 @@ func readDevice(i int, d nvml.Device, has func(string) bool) Device {
 		}
 	}
 	if v, r := d.GetCpuAffinity(affinityCPUs); r == nvml.SUCCESS {
-		g.CPUAffinity = cpuList(bitsSet(words(v)))
+		g.CPUAffinity = topology.CPUList(topology.BitsSet(words(v)))
 	}
 	if cur, pend, r := d.GetMigMode(); r == nvml.SUCCESS {
 		g.MIG = migMode(cur)
@@ -188,7 +178,7 @@ func readDevice(i int, d nvml.Device, has func(string) bool) Device {
 		if r != nvml.SUCCESS {
 			continue // no such link, or no NVLink at all
 		}
-		link := DeviceLink{Link: l, Active: st == nvml.FEATURE_ENABLED, RemoteType: RemoteUnknown, Peer: -1}
+		link := topology.DeviceLink{Link: l, Active: st == nvml.FEATURE_ENABLED, RemoteType: topology.RemoteUnknown, Peer: -1}
 		if link.Active {
 			if p, r := d.GetNvLinkRemotePciInfo(l); r == nvml.SUCCESS {
 				link.RemoteBusID = busID(p)
@@ -207,67 +197,67 @@ func readDevice(i int, d nvml.Device, has func(string) bool) Device {
 		g.NVLinks = append(g.NVLinks, link)
 	}
 	if active, _ := g.ActiveNVLinks(); active > 0 {
-		g.NVLinkVersion = NVLinkGeneration(g.CCMajor, g.CCMinor, g.NVLinkVersionNVML)
+		g.NVLinkVersion = topology.NVLinkGeneration(g.CCMajor, g.CCMinor, g.NVLinkVersionNVML)
 	}
 	return g
 }
 
 // pcieLevel spells NVML's common ancestor as nvidia-smi topo -m does; two
 // GPUs on one board (INTERNAL) count as PIX.
-func pcieLevel(l nvml.GpuTopologyLevel) PCIeLevel {
+func pcieLevel(l nvml.GpuTopologyLevel) topology.PCIeLevel {
 	switch l {
 	case nvml.TOPOLOGY_INTERNAL, nvml.TOPOLOGY_SINGLE:
-		return PIX
+		return topology.PIX
 	case nvml.TOPOLOGY_MULTIPLE:
-		return PXB
+		return topology.PXB
 	case nvml.TOPOLOGY_HOSTBRIDGE:
-		return PHB
+		return topology.PHB
 	case nvml.TOPOLOGY_NODE:
-		return NODE
+		return topology.NODE
 	case nvml.TOPOLOGY_SYSTEM:
-		return SYS
+		return topology.SYS
 	}
 	return ""
 }
 
-func p2pStatus(s nvml.GpuP2PStatus, r nvml.Return) P2PStatus {
+func p2pStatus(s nvml.GpuP2PStatus, r nvml.Return) topology.P2PStatus {
 	if r != nvml.SUCCESS {
 		return ""
 	}
 	switch s {
 	case nvml.P2P_STATUS_OK:
-		return P2POK
+		return topology.P2POK
 	case nvml.P2P_STATUS_CHIPSET_NOT_SUPPORTED:
-		return P2PChipset
+		return topology.P2PChipset
 	case nvml.P2P_STATUS_GPU_NOT_SUPPORTED:
-		return P2PGPU
+		return topology.P2PGPU
 	case nvml.P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED:
-		return P2PTopology
+		return topology.P2PTopology
 	case nvml.P2P_STATUS_DISABLED_BY_REGKEY:
-		return P2PDisabled
+		return topology.P2PDisabled
 	case nvml.P2P_STATUS_NOT_SUPPORTED:
-		return P2PUnsupported
+		return topology.P2PUnsupported
 	}
-	return P2PUnknown
+	return topology.P2PUnknown
 }
 
-func remoteType(t nvml.IntNvLinkDeviceType) NVLinkRemote {
+func remoteType(t nvml.IntNvLinkDeviceType) topology.NVLinkRemote {
 	switch t {
 	case nvml.NVLINK_DEVICE_TYPE_GPU:
-		return RemoteGPU
+		return topology.RemoteGPU
 	case nvml.NVLINK_DEVICE_TYPE_SWITCH:
-		return RemoteSwitch
+		return topology.RemoteSwitch
 	case nvml.NVLINK_DEVICE_TYPE_IBMNPU:
-		return RemoteIBMNPU
+		return topology.RemoteIBMNPU
 	}
-	return RemoteUnknown
+	return topology.RemoteUnknown
 }
 
-func migMode(v int) MIGMode {
+func migMode(v int) topology.MIGMode {
 	if v == nvml.DEVICE_MIG_ENABLE {
-		return MIGEnabled
+		return topology.MIGEnabled
 	}
-	return MIGDisabled
+	return topology.MIGDisabled
 }
 
 // busID is the PCI bus id NVML wrote, normalized.
@@ -279,7 +269,7 @@ func busID(p nvml.PciInfo) string {
 	if s == "" {
 		return ""
 	}
-	return NormalizeBusID(s)
+	return topology.NormalizeBusID(s)
 }
 
 func cString(b []int8) string {

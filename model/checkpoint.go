@@ -1,0 +1,294 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/checkpoint"
+)
+
+// Checkpoint is a Source of one rank's shards read from a Hugging Face
+// checkpoint: only the rows or columns of each tensor the shard holds are
+// read (column and row shards under TP; a stage asks only for its layers,
+// its embedding or LM head), converted to float32 and laid out as the
+// Program's tensors ([in, out]). Llama linears are stored [out, in] and are
+// transposed; GPT-2's Conv1D weights are stored [in, out] already.
+//
+// Llama's q and k projections are written for rotate-half rotary embeddings
+// (pairs (i, i + hd/2)); partbench rotates interleaved pairs (2i, 2i+1), so
+// each q and k head's output features are permuted on the way in (feature
+// 2i ← i, 2i+1 ← i + hd/2). Attention scores are dot products over a head's
+// features, unchanged when q and k are permuted alike.
+type Checkpoint struct {
+	W      *checkpoint.Weights
+	Config *checkpoint.Config
+	Shard  Shard
+
+	specs map[string]checkpoint.TensorSpec
+}
+
+var _ Source = (*Checkpoint)(nil)
+
+// NewCheckpoint is the Source of shard s of the checkpoint w described by c.
+func NewCheckpoint(w *checkpoint.Weights, c *checkpoint.Config, s Shard) *Checkpoint {
+	specs := map[string]checkpoint.TensorSpec{}
+	for _, sp := range checkpoint.ExpectedTensors(c) {
+		specs[sp.Name] = sp
+	}
+	return &Checkpoint{W: w, Config: c, Shard: s, specs: specs}
+}
+
+// tensor is the checkpoint's tensor name, checked against the config's shape
+// and a float dtype (errors name the tensor and its file).
+func (c *Checkpoint) tensor(name string) (checkpoint.Tensor, error) {
+	sp, ok := c.specs[name]
+	if !ok {
+		return checkpoint.Tensor{}, fmt.Errorf("%s: tensor %q is not a parameter of %s", c.W.Dir, name, c.Config.Architecture)
+	}
+	return c.W.Expect(sp)
+}
+
+// rows reads rows [r0, r1) of name (elements of a vector).
+func (c *Checkpoint) rows(name string, r0, r1 int) ([]float32, error) {
+	t, err := c.tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Rows(int64(r0), int64(r1))
+}
+
+// cols reads columns [c0, c1) of name, [rows][c1−c0].
+func (c *Checkpoint) cols(name string, c0, c1 int) ([]float32, error) {
+	t, err := c.tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Cols(int64(c0), int64(c1))
+}
+
+// Tensor reads the rank's shard of a tensor (a name of Shard.TensorShape).
+func (c *Checkpoint) Tensor(layer int, name string) (*Tensor, error) {
+	s := c.Shard
+	k, n, ok := s.TensorShape(name)
+	if !ok {
+		return nil, fmt.Errorf("model: no tensor %q", name)
+	}
+	var t *Tensor
+	var err error
+	switch c.Config.Family {
+	case checkpoint.Llama:
+		t, err = c.llama(layer, name)
+	case checkpoint.GPT2:
+		t, err = c.gpt2(layer, name)
+	default:
+		err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("layer %d %s: %w", layer, name, err)
+	}
+	if t.K != k || t.N != n || len(t.Data) != k*n {
+		return nil, fmt.Errorf("model: %s of layer %d read as [%d, %d], the shard is [%d, %d]", name, layer, t.K, t.N, k, n)
+	}
+	return t, nil
+}
+
+// outRows reads rows [r0, r0+n) of a [out, in] weight and returns them as
+// [in][n] (transposed).
+func (c *Checkpoint) outRows(name string, r0, n int) (*Tensor, error) {
+	d, err := c.rows(name, r0, r0+n)
+	if err != nil {
+		return nil, err
+	}
+	return Transpose(&Tensor{K: n, N: len(d) / max(n, 1), Data: d}), nil
+}
+
+// hcat joins [k][n_i] tensors side by side.
+func hcat(parts ...*Tensor) *Tensor {
+	n := 0
+	for _, p := range parts {
+		n += p.N
+	}
+	k := parts[0].K
+	out := newTensor(k, n)
+	for r := 0; r < k; r++ {
+		c := 0
+		for _, p := range parts {
+			copy(out.Data[r*n+c:r*n+c+p.N], p.Data[r*p.N:(r+1)*p.N])
+			c += p.N
+		}
+	}
+	return out
+}
+
+// interleave permutes each head's hd columns of t from rotate-half order to
+// interleaved pairs: column 2i ← i, 2i+1 ← i + hd/2.
+func interleave(t *Tensor, hd int) *Tensor {
+	out := newTensor(t.K, t.N)
+	half := hd / 2
+	for r := 0; r < t.K; r++ {
+		for h := 0; h < t.N/hd; h++ {
+			src, dst := t.Data[r*t.N+h*hd:], out.Data[r*t.N+h*hd:]
+			for i := 0; i < half; i++ {
+				dst[2*i], dst[2*i+1] = src[i], src[i+half]
+			}
+		}
+	}
+	return out
+}
+
+// vector is a [1, len(d)] tensor.
+func vector(d []float32, err error) (*Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{K: 1, N: len(d), Data: d}, nil
+}
+
+// vocabRows reads the rank's rows [off, off+size) of a [vocab, hidden]
+// embedding; rows past the vocabulary (padding) are zero.
+func (c *Checkpoint) vocabRows(name string) (*Tensor, error) {
+	s := c.Shard
+	t := newTensor(s.VocabSize, s.Hidden)
+	end := min(s.VocabOffset+s.VocabSize, s.Vocab)
+	if end <= s.VocabOffset {
+		return t, nil
+	}
+	d, err := c.rows(name, s.VocabOffset, end)
+	if err != nil {
+		return nil, err
+	}
+	copy(t.Data, d)
+	return t, nil
+}
+
+func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
+	s := c.Shard
+	p := fmt.Sprintf("model.layers.%d.", layer)
+	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
+	switch name {
+	case WQKV:
+		q, err := c.outRows(p+"self_attn.q_proj.weight", s.Index*ql, ql)
+		if err != nil {
+			return nil, err
+		}
+		k, err := c.outRows(p+"self_attn.k_proj.weight", s.Index*kvl, kvl)
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.outRows(p+"self_attn.v_proj.weight", s.Index*kvl, kvl)
+		if err != nil {
+			return nil, err
+		}
+		return hcat(interleave(q, s.HeadDim), interleave(k, s.HeadDim), v), nil
+	case WO:
+		d, err := c.cols(p+"self_attn.o_proj.weight", s.Index*ql, (s.Index+1)*ql)
+		if err != nil {
+			return nil, err
+		}
+		return Transpose(&Tensor{K: s.Hidden, N: ql, Data: d}), nil
+	case WUp:
+		g, err := c.outRows(p+"mlp.gate_proj.weight", s.Index*fl, fl)
+		if err != nil {
+			return nil, err
+		}
+		u, err := c.outRows(p+"mlp.up_proj.weight", s.Index*fl, fl)
+		if err != nil {
+			return nil, err
+		}
+		return hcat(g, u), nil
+	case WDown:
+		d, err := c.cols(p+"mlp.down_proj.weight", s.Index*fl, (s.Index+1)*fl)
+		if err != nil {
+			return nil, err
+		}
+		return Transpose(&Tensor{K: s.Hidden, N: fl, Data: d}), nil
+	case AttnNorm:
+		return vector(c.rows(p+"input_layernorm.weight", 0, s.Hidden))
+	case MLPNorm:
+		return vector(c.rows(p+"post_attention_layernorm.weight", 0, s.Hidden))
+	case FinalNorm:
+		return vector(c.rows("model.norm.weight", 0, s.Hidden))
+	case Embed:
+		return c.vocabRows("model.embed_tokens.weight")
+	case LMHead:
+		src := "lm_head.weight"
+		if c.Config.TieWordEmbeddings {
+			src = "model.embed_tokens.weight"
+		}
+		t, err := c.vocabRows(src)
+		if err != nil {
+			return nil, err
+		}
+		return Transpose(t), nil
+	}
+	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
+}
+
+func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
+	s := c.Shard
+	p := fmt.Sprintf("transformer.h.%d.", layer)
+	H := s.Hidden
+	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
+	// c_attn's columns are [q H | k H | v H]; the rank's are its heads of each.
+	qkv := [][2]int{{s.Index * ql, ql}, {H + s.Index*kvl, kvl}, {2*H + s.Index*kvl, kvl}}
+	switch name {
+	case WQKV:
+		var parts []*Tensor
+		for _, r := range qkv {
+			d, err := c.cols(p+"attn.c_attn.weight", r[0], r[0]+r[1])
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, &Tensor{K: H, N: r[1], Data: d})
+		}
+		return hcat(parts...), nil
+	case BQKV:
+		var d []float32
+		for _, r := range qkv {
+			part, err := c.rows(p+"attn.c_attn.bias", r[0], r[0]+r[1])
+			if err != nil {
+				return nil, err
+			}
+			d = append(d, part...)
+		}
+		return vector(d, nil)
+	case WO:
+		d, err := c.rows(p+"attn.c_proj.weight", s.Index*ql, (s.Index+1)*ql)
+		return &Tensor{K: ql, N: H, Data: d}, err
+	case BO:
+		return vector(c.rows(p+"attn.c_proj.bias", 0, H))
+	case WUp:
+		d, err := c.cols(p+"mlp.c_fc.weight", s.Index*fl, (s.Index+1)*fl)
+		return &Tensor{K: H, N: fl, Data: d}, err
+	case BUp:
+		return vector(c.rows(p+"mlp.c_fc.bias", s.Index*fl, (s.Index+1)*fl))
+	case WDown:
+		d, err := c.rows(p+"mlp.c_proj.weight", s.Index*fl, (s.Index+1)*fl)
+		return &Tensor{K: fl, N: H, Data: d}, err
+	case BDown:
+		return vector(c.rows(p+"mlp.c_proj.bias", 0, H))
+	case AttnNorm:
+		return vector(c.rows(p+"ln_1.weight", 0, H))
+	case AttnNormBias:
+		return vector(c.rows(p+"ln_1.bias", 0, H))
+	case MLPNorm:
+		return vector(c.rows(p+"ln_2.weight", 0, H))
+	case MLPNormBias:
+		return vector(c.rows(p+"ln_2.bias", 0, H))
+	case FinalNorm:
+		return vector(c.rows("transformer.ln_f.weight", 0, H))
+	case FinalNormBias:
+		return vector(c.rows("transformer.ln_f.bias", 0, H))
+	case PosEmbed:
+		d, err := c.rows("transformer.wpe.weight", 0, c.Config.MaxPositions)
+		return &Tensor{K: c.Config.MaxPositions, N: H, Data: d}, err
+	case Embed:
+		return c.vocabRows("transformer.wte.weight")
+	case LMHead:
+		t, err := c.vocabRows("transformer.wte.weight")
+		if err != nil {
+			return nil, err
+		}
+		return Transpose(t), nil
+	}
+	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
+}

@@ -1,0 +1,44 @@
+package model
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/checkpoint"
+)
+
+// TestCheckpointErrorsNameTensorAndFile: a tensor whose shape differs from
+// the config's, and one the checkpoint lacks, are errors naming the tensor
+// and where it was looked for.
+func TestCheckpointErrorsNameTensorAndFile(t *testing.T) {
+	dir := filepath.Join("..", "checkpoint", "testdata", "gpt2-tiny")
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := checkpoint.OpenWeights(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := Shard{Arch: Arch{Norm: LayerNorm, Positions: Learned, MLP: GELUTanh, Bias: true, Tied: true, MaxPositions: 128},
+		Hidden: 64, HeadDim: 16, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, VocabSize: 512}
+	if _, err := NewCheckpoint(w, hf, s).Tensor(0, WUp); err != nil {
+		t.Fatalf("the fixture's own shape: %v", err)
+	}
+	wrong := *hf
+	wrong.FFN = 128 // c_fc is [64, 256] in the file
+	s.FFN = 128
+	_, err = NewCheckpoint(w, &wrong, s).Tensor(0, WUp)
+	if err == nil || !strings.Contains(err.Error(), "transformer.h.0.mlp.c_fc.weight") || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Fatalf("wrong shape: %v", err)
+	}
+	more := *hf
+	more.Layers = 3
+	s.FFN = 256
+	_, err = NewCheckpoint(w, &more, s).Tensor(2, WO)
+	if err == nil || !strings.Contains(err.Error(), "transformer.h.2.attn.c_proj.weight") || !strings.Contains(err.Error(), "gpt2-tiny") {
+		t.Fatalf("missing tensor: %v", err)
+	}
+}

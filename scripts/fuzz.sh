@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target in the repository for a bounded time each.
+#   FUZZTIME=20s scripts/fuzz.sh          (default 20s per target)
+#   FUZZTIME=5m  scripts/fuzz.sh ./exec/...  (only these packages)
+# Targets are found with `go test -list '^Fuzz'`; a failing input is kept by
+# Go under the package's testdata/fuzz/FuzzX/ — commit it with the fix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-20s}
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+
+n=0
+failed=()
+for pkg in $($GO list "${pkgs[@]}"); do
+	targets=$($GO test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
+	for target in $targets; do
+		n=$((n + 1))
+		echo "== $pkg $target ($FUZZTIME)"
+		if ! $GO test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+			failed+=("$pkg $target")
+		fi
+	done
+done
+echo "fuzz: $n target(s), ${#failed[@]} failed"
+if [ ${#failed[@]} -gt 0 ]; then
+	printf '  %s\n' "${failed[@]}"
+	exit 1
+fi

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+)
+
+// MaxTimelineOps bounds the ops one discrete-event timeline simulates
+// (every rank's prefill ops plus decode steps × its decode ops; counted at
+// least, so the error may name a partial count). The timeline keeps a slice
+// per op (≈ 0.7 KB with its bookkeeping) and its time grows with ops and
+// ranks: at this bound an estimate stays under ≈ 1 GB and ≈ 30 s on a
+// 2-core VM (docs/measurements/limits.md). The seed's tp8pp2 simulates
+// ≈ 0.2 M ops.
+const MaxTimelineOps = 1_000_000
+
+// TooLargeError says a plan's timeline would simulate more than
+// MaxTimelineOps ops.
+type TooLargeError struct {
+	Name        string
+	Ops         int
+	Ranks       int
+	DecodeSteps int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("estimate %s: the timeline would simulate at least %d ops (%d ranks, prefill and %d decode steps), more than the %d allowed; "+
+		"use fewer micro-batches or ranks, or `partbench search`, whose closed form has no such bound",
+		e.Name, e.Ops, e.Ranks, e.DecodeSteps, MaxTimelineOps)
+}
+
+// NonFiniteError says an estimate would have held a NaN or an infinity:
+// an input outside what validation allows reached the model. Field is the
+// metric's JSON path.
+type NonFiniteError struct {
+	Field string
+	Value float64
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("estimate: %s is %v, not a finite number (an input out of its physical range reached the model)", e.Field, e.Value)
+}
+
+// checkFinite returns a NonFiniteError for the first float in v (walked
+// through structs, pointers, slices and maps, named by JSON path) that is
+// NaN or infinite. Fields the JSON omits (json:"-") are not walked.
+func checkFinite(v any) error {
+	return walkFinite(reflect.ValueOf(v), "")
+}
+
+func walkFinite(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return &NonFiniteError{Field: strings.TrimPrefix(path, "."), Value: f}
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return walkFinite(v.Elem(), path)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			p := path
+			if !f.Anonymous || name != "" {
+				if name == "" {
+					name = f.Name
+				}
+				p = path + "." + name
+			}
+			if err := walkFinite(v.Field(i), p); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := 0; i < v.Len(); i++ {
+			if err := walkFinite(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if err := walkFinite(it.Value(), fmt.Sprintf("%s.%v", path, it.Key())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,530 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// This file is the closed-form estimator: Quick prices a plan by the
+// pipeline law (fill, steady state, drain) from the same op costs, Collective
+// and P2P the timeline uses, each stage shape costed once per QuickCache. It
+// enumerates nothing; search.go ranks candidates by it. docs/search.md
+// states the law and its tolerance against the full timeline.
+
+// QuickEstimate is the closed-form estimate of a plan: op costs from the
+// same computeCost, Collective and P2P the timeline uses, combined by the
+// pipeline law instead of a discrete-event run.
+type QuickEstimate struct {
+	TTFTS      float64 `json:"ttft_s"`
+	TPOTS      float64 `json:"tpot_s"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	// BubbleFraction is the idle share of all ranks in a decode step;
+	// PrefillBubbleFraction the same over prefill.
+	BubbleFraction        float64 `json:"decode_bubble_fraction"`
+	PrefillBubbleFraction float64 `json:"prefill_bubble_fraction"`
+	// Bottleneck is what the busiest stage spends most of a decode step on.
+	Bottleneck Bound `json:"bottleneck"`
+	// RoundTripS is one micro-batch's decode trip through every stage and
+	// link and back to the first stage; BusiestS is m times the slowest stage
+	// or link. TPOT is the larger of the two (full-timeline values leave
+	// both at 0).
+	RoundTripS float64 `json:"round_trip_s,omitempty"`
+	BusiestS   float64 `json:"busiest_s,omitempty"`
+}
+
+// Quick estimates a plan in closed form. It is what Search ranks by; use
+// EstimatePlan for the discrete-event timeline.
+func Quick(plan *partition.Plan, opts Options) (QuickEstimate, error) {
+	return NewQuickCache(opts.Collectives).Quick(plan)
+}
+
+// FromEstimate puts a full estimate's headline numbers in QuickEstimate's
+// shape, so the two can be compared field by field.
+func FromEstimate(e *Estimate) QuickEstimate {
+	return QuickEstimate{TTFTS: e.Prefill.TTFTS, TPOTS: e.Decode.TPOTS, TokensPerS: e.Decode.TokensPerS,
+		BubbleFraction: e.Decode.BubbleFraction, PrefillBubbleFraction: e.Prefill.BubbleFraction, Bottleneck: e.Decode.Bottleneck}
+}
+
+// boundOrder lists bounds in the order phaseUse breaks ties.
+var boundOrder = []Bound{BoundCompute, BoundHBM, BoundL2, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble}
+
+func boundIndex(b Bound) int {
+	for i, o := range boundOrder {
+		if o == b {
+			return i
+		}
+	}
+	return len(boundOrder) - 2 // latency
+}
+
+// stageKind is a stage's position, which decides its extra ops.
+type stageKind int
+
+const (
+	kindOnly   stageKind = iota // pp = 1: input, layers, sample
+	kindFirst                   // input, layers, send
+	kindMiddle                  // recv, layers, send
+	kindLast                    // recv, layers, sample, token send
+)
+
+func kindOf(s, pp int) stageKind {
+	switch {
+	case pp == 1:
+		return kindOnly
+	case s == 0:
+		return kindFirst
+	case s == pp-1:
+		return kindLast
+	}
+	return kindMiddle
+}
+
+// passOps is one micro-batch's pass through a stage with a single layer:
+// the ops before the layer, the layer's ops, and the ops after it.
+type passOps struct {
+	pre, layer, post []partition.Op
+	// tail is the number of post ops after the sample (not on the path to
+	// the first token).
+	tail int
+}
+
+// kindOps are a stage kind's passes: one per prefill chunk, one decode step.
+type kindOps struct {
+	prefill          []passOps
+	decode           passOps
+	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
+}
+
+// proxyKey names the ops of one layout: passes depend on the TP degree,
+// the micro-batch size and the prefill chunk, never on how many layers a
+// stage holds (every layer's ops are the same) nor on the batch.
+type proxyKey struct{ tp, mbs, chunk, pp int }
+
+type stageKey struct {
+	proxyKey
+	kind   stageKind
+	layers int
+	off    int   // first rank of the stage modulo GPUs per node: the TP group's shape
+	out    uint8 // link classes its outgoing sends cross: 1 intra-node, 2 inter-node
+}
+
+// stageCost is the busy time of one micro-batch's pass on a stage.
+type stageCost struct {
+	pre0, preN []float64 // per prefill chunk: micro-batch 0 (first touch of weights), later ones
+	preSendS   []float64 // per prefill chunk: transfer time of the pass's send (0 if none)
+	tailS      float64   // last chunk: time after the sample
+	dec        float64
+	decBounds  [8]float64
+	decSendS   float64
+}
+
+type collCostKey struct {
+	op      partition.Kind
+	bytes   int64
+	tp, off int
+}
+
+type collCost struct {
+	t     float64
+	bound Bound
+}
+
+type p2pKey struct {
+	inter bool
+	bytes int64
+}
+
+// quickID is what every cached op and cost depends on besides the layout.
+type quickID struct {
+	model           configs.Model
+	context, output int
+	sys             topology.System
+}
+
+// QuickCache reuses ops and costs across plans that share a model,
+// workload and system: the passes of a stage are built once per (TP,
+// micro-batch size, prefill chunk) and costed once per stage shape. A plan
+// for another model, workload or system resets it. Not safe for
+// concurrent use.
+type QuickCache struct {
+	opts   CollectiveOptions
+	id     quickID
+	have   bool
+	passes map[proxyKey]*[4]*kindOps
+	stages map[stageKey]*stageCost
+	colls  map[collCostKey]collCost
+	p2ps   map[p2pKey]float64
+}
+
+// NewQuickCache returns an empty cache; opts forces collective algorithms
+// as in Options.Collectives.
+func NewQuickCache(opts CollectiveOptions) *QuickCache {
+	return &QuickCache{opts: opts}
+}
+
+func (c *QuickCache) reset(id quickID) {
+	c.id, c.have = id, true
+	c.passes = map[proxyKey]*[4]*kindOps{}
+	c.stages = map[stageKey]*stageCost{}
+	c.colls = map[collCostKey]collCost{}
+	c.p2ps = map[p2pKey]float64{}
+}
+
+// Quick estimates one plan (see the package-level Quick).
+func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
+	w := plan.Config.Workload
+	id := quickID{model: plan.Model, context: w.Context, output: w.OutputTokens, sys: plan.System}
+	if !c.have || c.id != id {
+		c.reset(id)
+	}
+	pk := proxyKey{tp: plan.TP, mbs: plan.MicrobatchSize, chunk: plan.PrefillChunk, pp: min(plan.PP, 3)}
+	kinds, err := c.proxy(plan, pk)
+	if err != nil {
+		return QuickEstimate{}, err
+	}
+	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
+	topo := plan.System.Topology
+	C := plan.PrefillChunks
+
+	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
+	// first/total/last are a server's time for the first pass, all passes,
+	// and the last pass of prefill.
+	nsv := 2*P - 1
+	first := make([]float64, nsv)
+	total := make([]float64, nsv)
+	last := make([]float64, nsv)
+	var busyPrefill, roundTrip, slowest, busyDecode float64
+	var crit *stageCost
+	for s := 0; s < P; s++ {
+		kind := kindOf(s, P)
+		a := s * T
+		var out uint8
+		if P > 1 {
+			dst := (s + 1) * T
+			if s == P-1 {
+				dst = 0
+			}
+			out = outClasses(topo, a, dst, T)
+		}
+		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
+		sc, err := c.stage(plan, key, kinds[kind], a)
+		if err != nil {
+			return QuickEstimate{}, err
+		}
+		// Prefill: micro-batch 0 of each chunk, then m−1 more.
+		var A float64
+		for ch := 0; ch < C; ch++ {
+			A += sc.pre0[ch] + (m-1)*sc.preN[ch]
+		}
+		lastPass := sc.pre0[C-1]
+		if m > 1 {
+			lastPass = sc.preN[C-1]
+		}
+		busyPrefill += A
+		first[2*s], total[2*s], last[2*s] = sc.pre0[0], A, lastPass
+		if s == P-1 {
+			total[2*s] -= sc.tailS
+			last[2*s] -= sc.tailS
+		} else {
+			var X float64
+			for ch := 0; ch < C; ch++ {
+				X += m * sc.preSendS[ch]
+			}
+			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSendS[0], X, sc.preSendS[C-1]
+		}
+		// Decode.
+		roundTrip += sc.dec + sc.decSendS
+		slowest = max(slowest, sc.dec, sc.decSendS)
+		busyDecode += m * sc.dec
+		if crit == nil || sc.dec > crit.dec {
+			crit = sc
+		}
+	}
+	// TTFT: the last pass leaves the last stage no earlier than any server k
+	// allows — the first pass reaching k, all passes through k, the last
+	// pass leaving from k to the end.
+	var ttft, before float64
+	after := 0.0
+	for k := 1; k < nsv; k++ {
+		after += last[k]
+	}
+	for k := 0; k < nsv; k++ {
+		ttft = max(ttft, before+total[k]+after)
+		before += first[k]
+		if k+1 < nsv {
+			after -= last[k+1]
+		}
+	}
+	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
+	q.TPOTS = max(q.RoundTripS, q.BusiestS)
+	q.TokensPerS = float64(w.Batch) / q.TPOTS
+	q.BubbleFraction = math.Max(0, 1-busyDecode/(float64(P)*q.TPOTS))
+	q.PrefillBubbleFraction = math.Max(0, 1-busyPrefill/(float64(P)*ttft))
+	var byBound [8]float64
+	for i, t := range crit.decBounds {
+		byBound[i] = m * t
+	}
+	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
+	q.Bottleneck, _ = argmaxBound(byBound)
+	return q, nil
+}
+
+func argmaxBound(t [8]float64) (Bound, float64) {
+	best, bi := -1.0, 0
+	for i, v := range t {
+		if v > best {
+			best, bi = v, i
+		}
+	}
+	return boundOrder[bi], best
+}
+
+// outClasses says which link classes the sends of TP index i from rank
+// src0+i to dst0+i cross, over all i: bit 1 intra-node, bit 2 inter-node.
+func outClasses(t topology.Topology, src0, dst0, tp int) uint8 {
+	var mask uint8
+	for i := 0; i < tp && mask != 3; i++ {
+		if t.NodeOf(src0+i) == t.NodeOf(dst0+i) {
+			mask |= 1
+		} else {
+			mask |= 2
+		}
+	}
+	return mask
+}
+
+// proxy returns the passes of every stage kind for a layout, built by
+// partition from a plan of one layer per stage, one micro-batch of the real
+// micro-batch size and the real prefill chunk: the same ops the real plan's
+// Programs hold, once.
+func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
+	if k, ok := c.passes[pk]; ok {
+		return k, nil
+	}
+	cfg := *plan.Config
+	cfg.Name = "quick-proxy"
+	cfg.Model = plan.Model
+	cfg.Model.Layers = pk.pp
+	cfg.Workload.Batch = pk.mbs
+	cfg.Workload.Phases = append([]string(nil), plan.Config.Workload.Phases...)
+	cfg.Parallel = configs.Parallel{TP: pk.tp, PP: pk.pp, Microbatches: 1, Schedule: "fill-drain", PrefillChunk: pk.chunk}
+	cfg.Hardware.GPU = plan.System.GPU
+	topo, err := proxyTopology(pk.tp * pk.pp)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Topology = configs.Topology{Topology: topo}
+	pp, err := partition.NewPlan(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sim: quick estimate of %s: %w", plan.Config.Name, err)
+	}
+	if pp.PrefillChunks != plan.PrefillChunks {
+		return nil, fmt.Errorf("sim: quick estimate of %s: proxy has %d prefill chunks, plan %d", plan.Config.Name, pp.PrefillChunks, plan.PrefillChunks)
+	}
+	var kinds [4]*kindOps
+	for s := 0; s < pk.pp; s++ {
+		r := pp.RankOf(s, 0)
+		k := &kindOps{prefill: make([]passOps, pp.PrefillChunks)}
+		pre := pp.Program(r, partition.Prefill)
+		start := 0
+		for ch := range k.prefill {
+			end := start
+			for end < len(pre.Ops) && pre.Ops[end].Chunk == ch {
+				end++
+			}
+			k.prefill[ch] = splitPass(pre.Ops[start:end])
+			start = end
+		}
+		dec := pp.Program(r, partition.Decode)
+		k.decode = splitPass(dec.Ops)
+		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
+		k.extraWS = workingSet(dec) - k.layerWS
+		kinds[kindOf(s, pk.pp)] = k
+	}
+	c.passes[pk] = &kinds
+	return &kinds, nil
+}
+
+// splitPass splits one pass of a one-layer stage into the ops before, of,
+// and after the layer.
+func splitPass(ops []partition.Op) passOps {
+	var p passOps
+	i := 0
+	for i < len(ops) && ops[i].Layer < 0 {
+		i++
+	}
+	j := i
+	for j < len(ops) && ops[j].Layer >= 0 {
+		j++
+	}
+	p.pre, p.layer, p.post = ops[:i], ops[i:j], ops[j:]
+	for k, op := range p.post {
+		if op.Kind == partition.Sample {
+			p.tail = len(p.post) - k - 1
+		}
+	}
+	return p
+}
+
+// proxyTopology is a placeholder system of n GPUs for building ops; op
+// shapes do not depend on links, and costs use the real system.
+func proxyTopology(n int) (topology.Topology, error) {
+	link := topology.Link{Class: topology.NVLink, Name: "proxy", BytesPerS: 1e9}
+	for g := min(n, 576); g >= 1; g-- {
+		if n%g == 0 && n/g <= 4096 {
+			return topology.Topology{Name: "quick-proxy", Nodes: n / g, GPUsPerNode: g, Intra: link, Inter: link}, nil
+		}
+	}
+	return topology.Topology{}, fmt.Errorf("sim: quick estimate: no placeholder topology for %d GPUs", n)
+}
+
+// stage costs one stage shape, once per cache.
+func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first int) (*stageCost, error) {
+	if sc, ok := c.stages[key]; ok {
+		return sc, nil
+	}
+	g := plan.System.GPU
+	L := float64(key.layers)
+	res := 1.0
+	if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
+	}
+	C := len(k.prefill)
+	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
+	var bounds [8]float64
+	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
+		bounds = [8]float64{}
+		var t float64
+		for _, part := range []struct {
+			ops   []partition.Op
+			mult  float64
+			first bool
+		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
+			for i := range part.ops {
+				ot, ob, err := c.opTime(plan, &part.ops[i], res, part.first, first, key.tp, phase)
+				if err != nil {
+					return 0, err
+				}
+				t += part.mult * ot
+				bounds[boundIndex(ob)] += part.mult * ot
+			}
+		}
+		return t, nil
+	}
+	var err error
+	for ch := 0; ch < C; ch++ {
+		p := &k.prefill[ch]
+		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
+			return nil, err
+		}
+		sc.pre0[ch] = sc.preN[ch]
+		if ch == 0 || ch == C-1 {
+			if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
+				return nil, err
+			}
+		}
+		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
+	}
+	if lp := &k.prefill[C-1]; lp.tail > 0 {
+		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
+			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
+			if err != nil {
+				return nil, err
+			}
+			sc.tailS += ot
+		}
+	}
+	if sc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
+		return nil, err
+	}
+	sc.decBounds = bounds
+	sc.decSendS = c.sendTime(plan, &k.decode, key.out)
+	c.stages[key] = sc
+	return sc, nil
+}
+
+// opTime is the busy time of one op on a stage whose TP group starts at
+// rank first, as the timeline charges it: compute by roofline, a collective
+// by Collective plus one launch, a send its launch (the transfer runs on the
+// link), a recv nothing (it waits).
+func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64, firstTouch bool, first, tp int, phase partition.Phase) (float64, Bound, error) {
+	g := plan.System.GPU
+	switch op.Kind {
+	case partition.Recv:
+		return 0, BoundBubble, nil
+	case partition.Send:
+		return launchS(g, phase), BoundLatency, nil
+	case partition.AllReduce, partition.AllGather:
+		cc, err := c.collective(plan, op, first, tp)
+		return cc.t + launchS(g, phase), cc.bound, err
+	}
+	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
+	return oc.TimeS, oc.Bound, nil
+}
+
+func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {
+	topo := plan.System.Topology
+	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % topo.GPUsPerNode}
+	if cc, ok := c.colls[key]; ok {
+		return cc, nil
+	}
+	group := make([]int, tp)
+	for i := range group {
+		group[i] = first + i
+	}
+	cop, _ := op.Kind.Comm()
+	est, err := Collective(plan.System, cop, group, op.Bytes, c.opts)
+	if err != nil {
+		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
+	}
+	cc := collCost{t: est.TimeS, bound: linkBound(est.Link)}
+	if est.LatencyBound {
+		cc.bound = BoundLatency
+	}
+	c.colls[key] = cc
+	return cc, nil
+}
+
+// sendTime is the link time of a pass's send: the slowest class its TP
+// ranks' parallel sends cross.
+func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float64 {
+	var bytes int64
+	for _, op := range p.post {
+		if op.Kind == partition.Send {
+			bytes += op.Bytes
+		}
+	}
+	if bytes == 0 || out == 0 {
+		return 0
+	}
+	var t float64
+	for _, inter := range []bool{false, true} {
+		if inter && out&2 == 0 || !inter && out&1 == 0 {
+			continue
+		}
+		key := p2pKey{inter, bytes}
+		x, ok := c.p2ps[key]
+		if !ok {
+			x = P2P(representativeSystem(plan.System, inter), 0, 1, bytes).TimeS
+			c.p2ps[key] = x
+		}
+		t = max(t, x)
+	}
+	return t
+}
+
+// representativeSystem is a two-GPU system whose ranks 0 and 1 are joined by
+// the real system's intra-node (inter false) or inter-node link.
+func representativeSystem(sys topology.System, inter bool) topology.System {
+	t := sys.Topology
+	if inter {
+		t.Nodes, t.GPUsPerNode = 2, 1
+	} else {
+		t.Nodes, t.GPUsPerNode = 1, 2
+	}
+	return topology.System{GPU: sys.GPU, Topology: t}
+}

@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// Published nccl-tests busbw (GB/s, out-of-place) at 1 MiB … 8 GiB, doubling.
+// Sources and settings: docs/validation.md.
+var (
+	// VP: 8×H100 80GB HBM3 SXM (HGX), NCCL 2.24.3, all_reduce, default algorithm (NVLS).
+	publishedVP8AllReduce = []float64{47.37, 84.89, 131.77, 173.79, 233.25, 293.02, 357.44, 399.19, 422.38, 436.40, 468.53, 474.62, 477.12, 479.72}
+	// WH: 4 of 8 H100 80GB HBM3 (NV18), NCCL 2.29, all_reduce (NVLS) and all_gather (ring).
+	publishedWH4AllReduce = []float64{58.18, 100.59, 144.94, 200.12, 246.47, 285.66, 308.92, 325.89, 340.82, 348.36, 357.03, 361.00, 363.25, 366.37}
+	publishedWH4AllGather = []float64{35.00, 69.65, 81.09, 110.23, 186.64, 229.34, 258.16, 287.39, 305.51, 317.53, 325.27, 334.16, 339.82, 343.92}
+)
+
+// heldOut: the split fixed before fitting — every third size from 2 MiB
+// (2, 16, 128 MiB, 1, 8 GiB) of the VP and WH all_gather tables is held
+// out; the whole WH all_reduce table (a group size the fit never saw) is held out.
+func heldOut(i int) bool { return i%3 == 1 }
+
+type collPoint struct {
+	table     string
+	op        commcount.Op
+	n         int
+	bytes     int64
+	published float64
+	fit       bool
+}
+
+func collValidationPoints() []collPoint {
+	var out []collPoint
+	for _, tb := range []struct {
+		name    string
+		op      commcount.Op
+		n       int
+		vals    []float64
+		allTest bool
+	}{
+		{"VP 8×H100 all_reduce", commcount.AllReduce, 8, publishedVP8AllReduce, false},
+		{"WH 4×H100 all_gather", commcount.AllGather, 4, publishedWH4AllGather, false},
+		{"WH 4×H100 all_reduce", commcount.AllReduce, 4, publishedWH4AllReduce, true},
+	} {
+		for i, v := range tb.vals {
+			out = append(out, collPoint{tb.name, tb.op, tb.n, int64(1<<20) << i, v, !tb.allTest && !heldOut(i)})
+		}
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// TestCollectiveRampValidation prints docs/validation.md's collective table
+// (run with -v) and asserts every fit point and every held-out point of the
+// 8-GPU NVLS table within 15 % (the issue's bar for sizes ≥ 1 MiB). The
+// held-out WH points (4 GPUs) are reported, not asserted: several miss the bar
+// (docs/validation.md says which and why).
+func TestCollectiveRampValidation(t *testing.T) {
+	var fitErr, testErr []float64
+	t.Log("| table | size | set | algo/proto | modeled busbw | published | error |")
+	for _, p := range collValidationPoints() {
+		e := mustCollective(t, dgxH100(1), p.op, firstRanks(p.n), p.bytes, CollectiveOptions{})
+		got := e.BusBWBytesPerS / 1e9
+		rel := (got - p.published) / p.published
+		set := "held-out"
+		if p.fit {
+			set = "fit"
+			fitErr = append(fitErr, math.Abs(rel))
+		} else {
+			testErr = append(testErr, math.Abs(rel))
+		}
+		t.Logf("| %s | %s | %s | %s/%s | %.1f | %.2f | %+.1f %% |", p.table, sizeLabel(p.bytes), set, e.Algo, e.Proto, got, p.published, 100*rel)
+		if (p.fit || p.table == "VP 8×H100 all_reduce") && math.Abs(rel) > 0.15 {
+			t.Errorf("%s %s (%s): modeled %.1f GB/s, published %.2f: %+.1f %% beyond 15 %%", p.table, sizeLabel(p.bytes), set, got, p.published, 100*rel)
+		}
+	}
+	t.Log(fmt.Sprintf("median |error|: fit %.1f %% (%d points), held-out %.1f %% (%d points)", 100*median(fitErr), len(fitErr), 100*median(testErr), len(testErr)))
+}
+
+// inferencePoint is one published end-to-end latency: NVIDIA NeMo Framework
+// user guide, "Llama-2 Results, Inference Performance" (Llama-2-7B, fp16,
+// 128 input and 20 output tokens, static batch, TensorRT-LLM;
+// docs.nvidia.com/nemo-framework/user-guide/latest/performance/llama.html).
+type inferencePoint struct {
+	gpu       string // hardware preset
+	tp, batch int
+	latencyMS float64
+	row       int // row of the published table (0-based), for the split
+}
+
+// publishedNeMo7B: rows (batch, TP) in the page's order with the A100 and
+// H100 columns. Held out before fitting: rows with row%3 == 2.
+func publishedNeMo7B() []inferencePoint {
+	rows := []struct {
+		batch, tp  int
+		a100, h100 float64
+	}{
+		{1, 1, 234.0, 153.8}, {2, 1, 249.6, 160.8}, {4, 1, 272.6, 174.8}, {8, 1, 329.5, 199.2},
+		{1, 2, 171.7, 128.6}, {2, 2, 180.3, 132.0}, {4, 2, 202.9, 137.9}, {8, 2, 237.6, 156.2},
+		{1, 4, 143.7, 107.4}, {2, 4, 149.9, 114.0}, {4, 4, 165.2, 120.4}, {8, 4, 196.4, 134.6},
+		{1, 8, 136.5, 97.6}, {2, 8, 143.3, 109.1}, {4, 8, 158.6, 116.2}, {8, 8, 181.9, 129.1},
+	}
+	var out []inferencePoint
+	for i, r := range rows {
+		out = append(out, inferencePoint{"a100-sxm-80g", r.tp, r.batch, r.a100, i}, inferencePoint{"h100-sxm", r.tp, r.batch, r.h100, i})
+	}
+	return out
+}
+
+func inferenceConfig(gpu string, tp, batch, prompt, output int) string {
+	link := `[topology.intra_node]
+class = "nvlink"
+name = "NVLink 4 via NVSwitch"
+bytes_per_s = 450e9
+latency_s = 1.0e-6
+nvswitch = true
+`
+	if gpu == "a100-sxm-80g" {
+		// DGX A100: NVLink 3, 600 GB/s per GPU = 300 per direction, NVSwitch
+		// without in-switch reduction.
+		link = `[topology.intra_node]
+class = "nvlink"
+name = "NVLink 3 via NVSwitch"
+bytes_per_s = 300e9
+latency_s = 1.0e-6
+nvswitch = false
+`
+	}
+	if tp == 1 {
+		link = ""
+	}
+	return fmt.Sprintf(`version = 1
+name = "validation"
+[model]
+preset = "llama-2-7b"
+[workload]
+batch = %d
+context = %d
+output_tokens = %d
+[parallel]
+tp = %d
+pp = 1
+microbatches = 1
+[hardware]
+preset = "%s"
+[topology]
+name = "one-node"
+nodes = 1
+gpus_per_node = %d
+%s[run]
+iterations = 1
+`, batch, prompt+output, output, tp, gpu, tp, link)
+}
+
+func estimateString(t *testing.T, toml string) *Estimate {
+	t.Helper()
+	c, err := configs.Parse(strings.NewReader(toml), "validation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := partition.NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := EstimatePlan(pl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestInferenceValidation prints docs/validation.md's inference table (run
+// with -v): modeled end-to-end latency TTFT + 19·TPOT against the published
+// one, fit and held-out medians separately, and asserts the held-out median
+// within the issue's 15 % latency bar.
+func TestInferenceValidation(t *testing.T) {
+	var fitE, testE []float64
+	t.Log("| GPU | TP | batch | set | published (ms) | modeled (ms) [min, max] | error |")
+	for _, p := range publishedNeMo7B() {
+		e := estimateString(t, inferenceConfig(p.gpu, p.tp, p.batch, 128, 20))
+		lat := 1e3 * (e.Prefill.TTFTS + 19*e.Decode.TPOTS)
+		lo := 1e3 * (e.Range.TTFTS.Min + 19*e.Range.TPOTS.Min)
+		hi := 1e3 * (e.Range.TTFTS.Max + 19*e.Range.TPOTS.Max)
+		rel := (lat - p.latencyMS) / p.latencyMS
+		set := "fit"
+		if p.row%3 == 2 {
+			set = "held-out"
+			testE = append(testE, math.Abs(rel))
+		} else {
+			fitE = append(fitE, math.Abs(rel))
+		}
+		t.Logf("| %s | %d | %d | %s | %.1f | %.1f [%.1f, %.1f] | %+.1f %% |", p.gpu, p.tp, p.batch, set, p.latencyMS, lat, lo, hi, 100*rel)
+	}
+	mf, mt := median(fitE), median(testE)
+	t.Logf("median |error|: fit %.1f %% (%d points), held-out %.1f %% (%d points)", 100*mf, len(fitE), 100*mt, len(testE))
+	if mt > 0.15 {
+		t.Errorf("held-out median |error| %.1f %% beyond 15 %%", 100*mt)
+	}
+}
+
+// TestNoEstimateBelowPhysicalFloor sweeps model, GPU, TP, batch and prompt
+// length and asserts every estimate (and its optimistic end) is at or above
+// its physical floors: TPOT ≥ the HBM floor (bytes that must move over all
+// GPUs' peak bandwidth), and TTFT ≥ the prefill FLOPs over all GPUs' peak.
+func TestNoEstimateBelowPhysicalFloor(t *testing.T) {
+	for _, gpu := range []string{"a100-sxm-80g", "h100-sxm"} {
+		for _, tp := range []int{1, 2, 8} {
+			for _, batch := range []int{1, 16} {
+				for _, prompt := range []int{16, 512} {
+					e := estimateString(t, inferenceConfig(gpu, tp, batch, prompt, 8))
+					g := e.Plan.System.GPU
+					// 2 FLOPs per parameter per prompt token is a floor on
+					// prefill work (attention adds more).
+					flopFloor := 2 * float64(e.ParamsTotal) * float64(batch*prompt) / (float64(tp) * g.PeakFLOPsPerS("fp16"))
+					for _, c := range []struct {
+						name       string
+						tpot, ttft float64
+					}{{"median", e.Decode.TPOTS, e.Prefill.TTFTS}, {"min", e.Range.TPOTS.Min, e.Range.TTFTS.Min}} {
+						if c.tpot < e.Decode.HBMLowerBoundTPOTS {
+							t.Errorf("%s tp%d b%d p%d %s: TPOT %g below HBM floor %g", gpu, tp, batch, prompt, c.name, c.tpot, e.Decode.HBMLowerBoundTPOTS)
+						}
+						if c.ttft < flopFloor {
+							t.Errorf("%s tp%d b%d p%d %s: TTFT %g below FLOP floor %g", gpu, tp, batch, prompt, c.name, c.ttft, flopFloor)
+						}
+					}
+					if !(e.Range.TPOTS.Min <= e.Decode.TPOTS && e.Decode.TPOTS <= e.Range.TPOTS.Max) {
+						t.Errorf("%s tp%d b%d p%d: TPOT %g outside its range %+v", gpu, tp, batch, prompt, e.Decode.TPOTS, e.Range.TPOTS)
+					}
+				}
+			}
+		}
+	}
+}
