@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/graph/encoding/dot"
+	"gonum.org/v1/gonum/graph/simple"
+
+	"github.com/partbench/partbench/topology/topologytest"
 )
 
 func TestGridFormats(t *testing.T) {
@@ -120,5 +125,21 @@ func TestLaTeXNumber(t *testing.T) {
 	}
 	if _, ok := LaTeXNumber("tp8pp2"); ok {
 		t.Error("a name is not a number")
+	}
+}
+
+// The DOT drawing parses back (gonum's decoder) into the same nodes and links.
+func TestTopoDOTParses(t *testing.T) {
+	g := topologytest.DGXH100(2).Topology.Graph()
+	var b strings.Builder
+	if err := TopoDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	back := simple.NewUndirectedGraph()
+	if err := dot.Unmarshal([]byte(b.String()), back); err != nil {
+		t.Fatalf("unmarshal: %v\n%s", err, b.String())
+	}
+	if n, e := back.Nodes().Len(), back.Edges().Len(); n != len(g.Nodes) || e != len(g.Edges) {
+		t.Errorf("parsed %d nodes, %d links; drew %d, %d", n, e, len(g.Nodes), len(g.Edges))
 	}
 }

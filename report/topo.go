@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gonum.org/v1/gonum/graph/encoding/dot"
+
 	"github.com/partbench/partbench/topology"
 )
 
@@ -238,42 +240,15 @@ func topoLegend(machine bool) []string {
 	return append(out, nv)
 }
 
-// TopoDOT writes the graph for Graphviz: one box per group (node or NUMA
-// node), NVLink edges green and bold, PCIe dashed, network blue.
+// TopoDOT writes the graph for Graphviz through gonum's DOT encoder: one
+// cluster per group (node or NUMA node), NVLink edges green and bold, PCIe
+// dashed, network blue.
 func TopoDOT(w io.Writer, g topology.Graph) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "graph %s {\n", strconv.Quote(g.Name))
-	b.WriteString("  graph [rankdir=LR fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\" fontsize=10];\n")
-	var groups []string
-	byGroup := map[string][]topology.GraphNode{}
-	for _, n := range g.Nodes {
-		if _, ok := byGroup[n.Group]; !ok {
-			groups = append(groups, n.Group)
-		}
-		byGroup[n.Group] = append(byGroup[n.Group], n)
+	b, err := dot.Marshal(newDOTGraph(g), g.Name, "", "  ")
+	if err != nil {
+		return err
 	}
-	for k, grp := range groups {
-		indent := "  "
-		if grp != "" {
-			fmt.Fprintf(&b, "  subgraph %s {\n    label=%s;\n", strconv.Quote(fmt.Sprintf("cluster_%d", k)), strconv.Quote(grp))
-			indent = "    "
-		}
-		for _, n := range byGroup[grp] {
-			fmt.Fprintf(&b, "%s%s [label=%s %s];\n", indent, strconv.Quote(n.ID), strconv.Quote(n.Label), topoDOTShape(n.Kind))
-		}
-		if grp != "" {
-			b.WriteString("  }\n")
-		}
-	}
-	for _, e := range g.Edges {
-		attrs := topoDOTEdge(e.Class)
-		if e.Label != "" {
-			attrs = "label=" + strconv.Quote(e.Label) + " " + attrs
-		}
-		fmt.Fprintf(&b, "  %s -- %s [%s];\n", strconv.Quote(e.From), strconv.Quote(e.To), attrs)
-	}
-	b.WriteString("}\n")
-	_, err := io.WriteString(w, b.String())
+	_, err = w.Write(append(b, '\n'))
 	return err
 }
 

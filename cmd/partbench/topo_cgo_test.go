@@ -97,12 +97,12 @@ func TestTopoMachineDOTAndSave(t *testing.T) {
 	}
 	// 8 GPUs in two NUMA boxes, 4 NVSwitch chips, links split 5+4+4+5.
 	for s, n := range map[string]int{
-		`subgraph "cluster_`:    2,
-		`shape=hexagon`:         4,
-		`[label="5× NVLink 4"`:  16,
-		`[label="4× NVLink 4"`:  16,
-		`style=dashed`:          0, // no PCIe-only pair
-		`"gpu0" -- "nvswitch0"`: 1,
+		`subgraph cluster_`:            2,
+		`shape=hexagon`:                4,
+		"[\n    label=\"5× NVLink 4\"": 16,
+		"[\n    label=\"4× NVLink 4\"": 16,
+		`style=dashed`:                 0, // no PCIe-only pair
+		"\n  gpu0 -- nvswitch0 [":      1,
 	} {
 		if got := strings.Count(out, s); got != n {
 			t.Errorf("dot: %d × %q, want %d\n%s", got, s, n, out)
