@@ -108,5 +108,8 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return enc.Encode(struct {
+		Schema string `json:"schema"`
+		pexec.GenerateResult
+	}{"partbench.generate/v1", res})
 }
