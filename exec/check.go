@@ -104,7 +104,8 @@ const maxFailureLines = 8
 
 // Check runs cfg's partitioning and the single-rank reference (tp = pp = 1,
 // one micro-batch, the prompt in one pass, on a 1×1 topology) in-process: prefill, then DecodeSteps
-// teacher-forced decode steps at the real positions. It compares the last
+// teacher-forced decode steps at the real positions (an encoder,
+// model.encoder, runs the prefill alone: its one forward pass). It compares the last
 // stage's outputs per sequence after every step and the argmax tokens, and
 // every rank's counted communication with plan.Counts of its Programs.
 // Both plans use dtype fp32, the arithmetic of the CPU backend, so counted
@@ -118,7 +119,13 @@ func Check(ctx context.Context, cfg *configs.Config, opts CheckOptions) (CheckRe
 	if steps == 0 {
 		steps = DefaultCheckDecodeSteps
 	}
-	if steps < 0 || steps > cfg.Workload.OutputTokens {
+	if cfg.Model.Encoder {
+		// An encoder runs one forward pass: the prefill is the whole check.
+		if opts.DecodeSteps > 0 {
+			return CheckResult{}, fmt.Errorf("check: %s is an encoder (model.encoder = true): one forward pass, no decode steps (got %d)", cfg.Name, opts.DecodeSteps)
+		}
+		steps = 0
+	} else if steps < 0 || steps > cfg.Workload.OutputTokens {
 		return CheckResult{}, fmt.Errorf("check: decode steps must be in [1, workload.output_tokens = %d] (got %d)", cfg.Workload.OutputTokens, steps)
 	}
 	tol := opts.Tolerance
@@ -165,6 +172,9 @@ func Check(ctx context.Context, cfg *configs.Config, opts CheckOptions) (CheckRe
 func checkConfigs(cfg *configs.Config) (ref, part *configs.Config) {
 	p := *cfg
 	p.Workload.Phases = []string{"prefill", "decode"}
+	if cfg.Model.Encoder {
+		p.Workload.Phases = []string{"prefill"}
+	}
 	p.Parallel.LayerMap = slices.Clone(cfg.Parallel.LayerMap)
 	p.Model.DType = "fp32"
 	r := p
@@ -240,16 +250,31 @@ func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
 		return nil, err
 	}
 
-	run := &checkRun{}
+	var diffs []RankCountDiff
 	for r := range size {
-		want := plan.Counts(plan.Program(r, partition.Prefill))
-		dec := plan.Counts(plan.Program(r, partition.Decode))
-		want = want.Add(dec.Times(steps))
-		if d := commcount.Diff(want, comms[r].Counter().Snapshot()); len(d) > 0 {
-			run.countDiffs = append(run.countDiffs, RankCountDiff{Rank: r, Diffs: d})
+		if d := countDiff(plan, r, steps, comms[r]); d != nil {
+			diffs = append(diffs, *d)
 		}
 	}
+	return assembleCheckRun(plan, steps, outs, diffs)
+}
 
+// countDiff compares rank's counted communication with plan.Counts of the
+// prefill and steps decode Programs it ran (nil when they agree).
+func countDiff(plan *partition.Plan, rank, steps int, comm Comm) *RankCountDiff {
+	want := plan.Counts(plan.Program(rank, partition.Prefill))
+	dec := plan.Counts(plan.Program(rank, partition.Decode))
+	want = want.Add(dec.Times(steps))
+	if d := commcount.Diff(want, comm.Counter().Snapshot()); len(d) > 0 {
+		return &RankCountDiff{Rank: rank, Diffs: d}
+	}
+	return nil
+}
+
+// assembleCheckRun gathers the last stage's outputs per step and sequence
+// from every rank's (outs[rank]), checking that its TP ranks agree.
+func assembleCheckRun(plan *partition.Plan, steps int, outs []rankOut, diffs []RankCountDiff) (*checkRun, error) {
+	run := &checkRun{countDiffs: diffs}
 	last := plan.RankOf(plan.PP-1, 0)
 	mbs := plan.MicrobatchSize
 	for step := 0; step <= steps; step++ {

@@ -34,6 +34,9 @@ type modelOptions struct {
 	remoteLink, remoteMode string
 	resumeLayers           string
 	remoteOverheadS        float64
+	// --model-dir: the model of a Hugging Face directory's config.json
+	modelDir string
+	dirRun   configs.ModelDirRun
 }
 
 func newModelCmd() *cobra.Command {
@@ -47,7 +50,12 @@ With no --config the embedded seed comparison runs: tp8pp2 against layerwise16.
 A config is a TOML file or the name of an embedded preset (see 'partbench presets').
 The first strategy is the baseline of the comparison table.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkModelDirFlags(cmd.Flags(), o.modelDir); err != nil {
+				return err
+			}
+			return o.run(cmd.OutOrStdout())
+		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.dryRun, "dry-run", false, "estimate analytically without running anything (required: measurement is 'partbench run')")
@@ -65,6 +73,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
+	addModelDirFlags(f, &o.modelDir, &o.dirRun)
 	return cmd
 }
 
@@ -76,9 +85,17 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if len(names) == 0 {
 		names = configs.DefaultStrategies
 	}
+	load := configs.Load
+	if o.modelDir != "" {
+		if len(names) != len(configs.DefaultStrategies) || len(o.configs)+len(o.compare) > 0 {
+			return fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
+		}
+		names = []string{o.modelDir}
+		load = func(string) (*configs.Config, error) { o.dirRun.Dir = o.modelDir; return o.dirRun.Config() }
+	}
 	var cfgs []*configs.Config
 	for _, n := range names {
-		cfg, err := configs.Load(n)
+		cfg, err := load(n)
 		if err != nil {
 			return err
 		}

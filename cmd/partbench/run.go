@@ -51,6 +51,9 @@ type runOptions struct {
 	emulate int
 	dtype   string
 	nodes   launchflags.Nodes
+	// --model-dir with --check (modeldir.go)
+	modelDir string
+	encoder  bool
 	// notes gathered while preparing the run, printed with its report
 	notes []string
 	// backends are the backends --backend chooses from.
@@ -134,8 +137,14 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
   partbench run --nnodes 2 --node-rank 1 --nproc-per-node 2 --rdzv-endpoint HOST0:PORT --config test/tp2pp2-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.modelDir != "" {
+				return o.runCheckModelDir(cmd.Context(), cmd.OutOrStdout())
+			}
+			if o.encoder {
+				return errors.New("run: --encoder: only with --check --model-dir (a config gives model.encoder itself)")
+			}
 			if o.config == "" {
-				return errors.New("run: --config is required")
+				return errors.New("run: --config (or --check --model-dir) is required")
 			}
 			switch {
 			case o.emulate > 0:
@@ -156,6 +165,8 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 	cmd.Flags().IntVar(&o.emulate, "emulate-ranks", 0, "play all N ranks in turn on this one device (compute measured, communication modeled)")
 	cmd.Flags().StringVar(&o.dtype, "dtype", "", "with --check --backend cuda: the GPU's storage type, fp32 (default), fp16 or bf16")
 	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (against the CPU reference)")
+	cmd.Flags().StringVar(&o.modelDir, "model-dir", "", "with --check: a Hugging Face model directory; every partitioning its shape allows (up to 8 ranks) against one rank, with its weights")
+	cmd.Flags().BoolVar(&o.encoder, "encoder", false, "with --check --model-dir: run the model as an encoder (bidirectional attention, one forward pass)")
 	return cmd
 }
 
