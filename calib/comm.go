@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gonum.org/v1/gonum/optimize"
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"net"
 	"sync"
@@ -270,10 +272,16 @@ func modelComm(p commPoint, link topology.Link) (sim.CollectiveEstimate, error) 
 // every sample (ring/tree all_reduce, p2p sendrecv, with NCCL's protocol
 // constants for a network link) best reproduces the measured times: least
 // squares of log time, over a 25 × 25 grid of α in 10^-8…10^-2 s and β in
-// 10^6…10^12 B/s, refined by a compass search that halves its step.
+// 10^6…10^12 B/s, refined from the best grid point by gonum's Nelder–Mead
+// (optimize.Minimize) inside those bounds.
 func fitLink(points []commPoint) (alpha, beta float64, err error) {
-	loss := func(la, lb float64) float64 {
-		link := linkOf("fit", math.Exp(la), math.Exp(lb))
+	aLo, aHi := math.Log(1e-8), math.Log(1e-2)
+	bLo, bHi := math.Log(1e6), math.Log(1e12)
+	loss := func(x []float64) float64 {
+		if x[0] < aLo || x[0] > aHi || x[1] < bLo || x[1] > bHi {
+			return math.Inf(1)
+		}
+		link := linkOf("fit", math.Exp(x[0]), math.Exp(x[1]))
 		var l float64
 		for _, p := range points {
 			e, err := modelComm(p, link)
@@ -285,58 +293,43 @@ func fitLink(points []commPoint) (alpha, beta float64, err error) {
 		}
 		return l
 	}
-	aLo, aHi := math.Log(1e-8), math.Log(1e-2)
-	bLo, bHi := math.Log(1e6), math.Log(1e12)
 	const n = 25
-	best, la, lb := math.Inf(1), 0.0, 0.0
+	best, start := math.Inf(1), []float64{0, 0}
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			x := aLo + (aHi-aLo)*float64(i)/(n-1)
-			y := bLo + (bHi-bLo)*float64(j)/(n-1)
-			if l := loss(x, y); l < best {
-				best, la, lb = l, x, y
+			x := []float64{aLo + (aHi-aLo)*float64(i)/(n-1), bLo + (bHi-bLo)*float64(j)/(n-1)}
+			if l := loss(x); l < best {
+				best, start = l, x
 			}
 		}
 	}
 	if math.IsInf(best, 1) {
 		return 0, 0, fmt.Errorf("link fit: the collective model failed on every candidate")
 	}
-	sa, sb := (aHi-aLo)/(n-1), (bHi-bLo)/(n-1)
-	for k := 0; k < 40; k++ {
-		moved := false
-		for _, d := range [][2]float64{{sa, 0}, {-sa, 0}, {0, sb}, {0, -sb}} {
-			x, y := la+d[0], lb+d[1]
-			if x < aLo || x > aHi || y < bLo || y > bHi {
-				continue
-			}
-			if l := loss(x, y); l < best {
-				best, la, lb, moved = l, x, y, true
-			}
-		}
-		if !moved {
-			sa, sb = sa/2, sb/2
-		}
+	x := minimize(loss, start, (aHi-aLo)/(n-1))
+	return math.Exp(x[0]), math.Exp(x[1]), nil
+}
+
+// minimize refines start with gonum's Nelder–Mead simplex (initial size
+// step), and returns start itself when the search finds nothing better.
+func minimize(f func([]float64) float64, start []float64, step float64) []float64 {
+	res, err := optimize.Minimize(optimize.Problem{Func: f}, start,
+		&optimize.Settings{FuncEvaluations: 2000, Converger: &optimize.FunctionConverge{Absolute: 1e-14, Iterations: 40}},
+		&optimize.NelderMead{SimplexSize: step})
+	if res == nil || (err != nil && res.F >= f(start)) || res.F > f(start) {
+		return start
 	}
-	return math.Exp(la), math.Exp(lb), nil
+	return res.X
 }
 
 // lineFit is the line t = a + b·s through (s, t) that minimizes the sum of
 // squared relative errors ((a + b·s − t)/t)², so that small sizes count as
-// much as large ones (weights 1/t² in weighted least squares).
+// much as large ones: weighted least squares with weights 1/t²
+// (gonum's stat.LinearRegression).
 func lineFit(s, t []float64) (a, b float64) {
-	var sw, sx, sy, sxx, sxy float64
-	for i := range s {
-		w := 1 / (t[i] * t[i])
-		sw += w
-		sx += w * s[i]
-		sy += w * t[i]
-		sxx += w * s[i] * s[i]
-		sxy += w * s[i] * t[i]
+	w := make([]float64, len(t))
+	for i := range t {
+		w[i] = 1 / (t[i] * t[i])
 	}
-	den := sw*sxx - sx*sx
-	if den == 0 {
-		return sy / sw, 0
-	}
-	b = (sw*sxy - sx*sy) / den
-	return (sy - b*sx) / sw, b
+	return stat.LinearRegression(s, t, w, false)
 }

@@ -131,7 +131,7 @@ func rooflineS(s gemmShape, flopsPerS float64, m memFigures) float64 {
 
 // fitFLOPs is the F that makes rooflineS best reproduce the measured times
 // (least squares of log time over the shapes, each shape weighted equally):
-// a grid over 10^6…10^14 FLOP/s, then golden-section search around the best
+// a grid over 10^6…10^14 FLOP/s, then gonum's Nelder–Mead around the best
 // point. ok is false when the top of the range fits as well as the best F
 // (the memory terms alone reach the measured times, so the shapes do not
 // determine F).
@@ -159,6 +159,11 @@ func fitFLOPs(shapes []gemmShape, times []float64, m memFigures) (f float64, ok 
 		// alone reach the measured times, and F has at most a lower bound.
 		return 0, false
 	}
-	x := goldenMin(loss, math.Max(lo, bestX-h), math.Min(hi, bestX+h), 60)
-	return math.Exp(x), true
+	x := minimize(func(v []float64) float64 {
+		if v[0] < lo || v[0] > hi {
+			return math.Inf(1)
+		}
+		return loss(v[0])
+	}, []float64{bestX}, h)
+	return math.Exp(x[0]), true
 }

@@ -56,23 +56,3 @@ func timePer(minDur time.Duration, f func()) float64 {
 		n = int(next)
 	}
 }
-
-// goldenMin minimizes a unimodal f on [lo, hi] by golden-section search.
-func goldenMin(f func(float64) float64, lo, hi float64, iters int) float64 {
-	const r = 0.6180339887498949
-	a, b := lo, hi
-	c, d := b-r*(b-a), a+r*(b-a)
-	fc, fd := f(c), f(d)
-	for i := 0; i < iters; i++ {
-		if fc < fd {
-			b, d, fd = d, c, fc
-			c = b - r*(b-a)
-			fc = f(c)
-		} else {
-			a, c, fc = c, d, fd
-			d = a + r*(b-a)
-			fd = f(d)
-		}
-	}
-	return (a + b) / 2
-}

@@ -14,7 +14,10 @@ import (
 
 // Row is one metric measured and modeled.
 type Row struct {
+	// Metric is a snake_case key scripts match on (ttft, tpot, tps, …);
+	// Label says it in words for tables.
 	Metric   string     `json:"metric"`
+	Label    string     `json:"label"`
 	Unit     string     `json:"unit"`
 	Measured exec.Stats `json:"measured"`
 	Modeled  float64    `json:"modeled"`
@@ -26,8 +29,8 @@ type Row struct {
 	Flag string `json:"flag,omitempty"`
 }
 
-func row(metric, unit string, measured exec.Stats, modeled, tol float64, exact bool) Row {
-	r := Row{Metric: metric, Unit: unit, Measured: measured, Modeled: modeled, Exact: exact}
+func row(metric, label, unit string, measured exec.Stats, modeled, tol float64, exact bool) Row {
+	r := Row{Metric: metric, Label: label, Unit: unit, Measured: measured, Modeled: modeled, Exact: exact}
 	if measured.Mean != 0 {
 		r.RelErr = (modeled - measured.Mean) / measured.Mean
 	} else if modeled != 0 {
@@ -52,9 +55,9 @@ func value(v float64) exec.Stats {
 func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol float64) (rows []Row, problems []string) {
 	iters, steps := float64(m.Iterations), float64(m.DecodeSteps)
 	rows = append(rows,
-		row("TTFT", "s", m.TTFT, e.Prefill.TTFTS, tol, false),
-		row("TPOT", "s", m.TPOT, e.Decode.TPOTS, tol, false),
-		row("TPS", "tok/s", m.TPS, e.Decode.TokensPerS, tol, false))
+		row("ttft", "TTFT", "s", m.TTFT, e.Prefill.TTFTS, tol, false),
+		row("tpot", "TPOT", "s", m.TPOT, e.Decode.TPOTS, tol, false),
+		row("tps", "TPS", "tok/s", m.TPS, e.Decode.TokensPerS, tol, false))
 
 	// Counts: every rank's counted calls, bytes and messages against its Programs.
 	var maxCalls, maxMsgs, collectives, sends float64
@@ -81,12 +84,12 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 	}
 	per := float64(plan.TP*plan.DP*plan.Microbatches) * iters * steps // every replica passes its micro-batches
 	rows = append(rows,
-		row("collective calls per micro-batch (logical)", "calls", value(collectives/per), float64(e.Comm.CollectiveCallsPerMicrobatch), tol, true),
-		row("sends per micro-batch (logical, activations + tokens)", "sends", value(sends/per), float64(e.Comm.P2PSendsPerMicrobatch+e.Comm.TokenSendsPerMicrobatch), tol, true),
-		row("NCCL calls per rank per decode step (max)", "calls", value(maxCalls), float64(e.Comm.MaxCallsPerRankPerStep), tol, true),
-		row("p2p messages per rank per decode step (max)", "messages", value(maxMsgs), float64(e.Comm.MaxMessagesPerRankPerStep), tol, true))
+		row("collective_calls_per_microbatch", "collective calls per micro-batch (logical)", "calls", value(collectives/per), float64(e.Comm.CollectiveCallsPerMicrobatch), tol, true),
+		row("sends_per_microbatch", "sends per micro-batch (logical, activations + tokens)", "sends", value(sends/per), float64(e.Comm.P2PSendsPerMicrobatch+e.Comm.TokenSendsPerMicrobatch), tol, true),
+		row("max_nccl_calls_per_rank_per_decode_step", "NCCL calls per rank per decode step (max)", "calls", value(maxCalls), float64(e.Comm.MaxCallsPerRankPerStep), tol, true),
+		row("max_p2p_messages_per_rank_per_decode_step", "p2p messages per rank per decode step (max)", "messages", value(maxMsgs), float64(e.Comm.MaxMessagesPerRankPerStep), tol, true))
 	for _, c := range topology.LinkClasses {
-		rows = append(rows, row("bytes per decode step over "+string(c), "B", value(linkBytes[c]), float64(e.Decode.Comm.BytesByLink[c]), tol, true))
+		rows = append(rows, row("decode_step_bytes_"+string(c), "bytes per decode step over "+string(c), "B", value(linkBytes[c]), float64(e.Decode.Comm.BytesByLink[c]), tol, true))
 	}
 	var maxAlloc float64
 	var maxModel int64
@@ -96,7 +99,7 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 	for _, r := range e.Ranks {
 		maxModel = max(maxModel, r.TotalBytes)
 	}
-	rows = append(rows, row("memory per GPU (largest rank)", "B", value(maxAlloc), float64(maxModel), tol, false))
+	rows = append(rows, row("max_memory_per_gpu", "memory per GPU (largest rank)", "B", value(maxAlloc), float64(maxModel), tol, false))
 	for _, r := range rows {
 		if r.Exact && r.Flag != "" {
 			problems = append(problems, fmt.Sprintf("%s: measured %g, modeled %g", r.Metric, r.Measured.Mean, r.Modeled))
@@ -118,7 +121,7 @@ func Problems(ps []string) error {
 func MeasuredOnly(rows []Row) []Row {
 	out := make([]Row, len(rows))
 	for i, r := range rows {
-		out[i] = Row{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured, Exact: r.Exact}
+		out[i] = Row{Metric: r.Metric, Label: r.Label, Unit: r.Unit, Measured: r.Measured, Exact: r.Exact}
 	}
 	return out
 }

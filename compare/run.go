@@ -95,3 +95,7 @@ func Strict(doc *RunDoc) error {
 	}
 	return nil
 }
+
+// DefaultTolerance is the relative error above which a timed metric is
+// flagged, for run and for plots of saved results that carry none.
+const DefaultTolerance = 0.15

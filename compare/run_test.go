@@ -72,7 +72,7 @@ func TestRunDocHoldsCountsExactlyAndFlagsTimes(t *testing.T) {
 		if r.Exact && r.Flag != "" {
 			t.Errorf("exact row %s flagged: %s", r.Metric, r.Flag)
 		}
-		if r.Metric == "TTFT" {
+		if r.Metric == "ttft" {
 			ttft = r
 		}
 	}
@@ -115,7 +115,7 @@ func TestRunDocCountMismatchIsAProblem(t *testing.T) {
 	}
 	var flagged bool
 	for _, r := range doc.Comparison {
-		if r.Metric == "collective calls per micro-batch (logical)" {
+		if r.Metric == "collective_calls_per_microbatch" {
 			flagged = strings.HasPrefix(r.Flag, "MISMATCH")
 		}
 	}

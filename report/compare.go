@@ -177,7 +177,7 @@ func Records(d *Doc) []Record {
 			rec.Key = d.Run.Config.Name + " on " + d.Run.Backend
 		}
 		for _, r := range d.Run.Comparison {
-			rec.Metrics = append(rec.Metrics, Metric{r.Metric + " measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + " modeled", r.Unit, r.Modeled})
+			rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
 		}
 		out = append(out, rec)
 	}
@@ -345,7 +345,10 @@ func valueString(v *float64) string {
 func CompareFromRun(d *RunDoc) *CompareDoc {
 	c := &CompareDoc{Schema: CompareSchema, Version: d.Version, Tolerance: d.Tolerance}
 	if d.Config != nil {
-		c.Title = d.Config.Name + " on " + d.Backend
+		c.Title = "Run: " + d.Config.Name + " on " + d.Backend
+		if len(d.Devices) > 0 {
+			c.Title += " (" + strings.Join(d.Devices, "; ") + ")"
+		}
 	}
 	for _, r := range d.Comparison {
 		c.Rows = append(c.Rows, CompareRow{Metric: r.Metric, Unit: r.Unit, Measured: r.Measured.Mean, Modeled: r.Modeled})
@@ -356,7 +359,11 @@ func CompareFromRun(d *RunDoc) *CompareDoc {
 // CompareFromSearch pairs each re-run candidate's closed-form TPOT and TTFT
 // (as "modeled") with the full timeline's (as "measured").
 func CompareFromSearch(d *SearchDoc) *CompareDoc {
-	c := &CompareDoc{Schema: CompareSchema, Version: d.Version, Title: "Search: closed form vs full timeline",
+	title := "Search: closed form vs full timeline"
+	if d.SearchResult != nil {
+		title = fmt.Sprintf("Search of %s on %d GPUs (%s, %s): closed form vs full timeline", d.Model, d.GPUs, d.Topology, d.Hardware)
+	}
+	c := &CompareDoc{Schema: CompareSchema, Version: d.Version, Title: title,
 		MeasuredLabel: "full timeline", ModeledLabel: "closed form"}
 	for _, r := range d.Rows {
 		if r.Full == nil || r.Quick == nil {

@@ -24,7 +24,7 @@ func TestLaTeXEscaping(t *testing.T) {
 	}
 	out := b.String()
 	for _, w := range []string{`\caption{T\_1}`, `\begin{tabular}{lr}`, `\toprule`, `name & TPOT (ms) \\`, `\midrule`,
-		`tp8\_pp2 & 14.2 \\`, `a\&b & +3.5 \\`, `\bottomrule`, `100\% sure`} {
+		`tp8\_pp2 & 14.20 \\`, `a\&b & $+$3.500 \\`, `\bottomrule`, `100\% sure`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("LaTeX lacks %q:\n%s", w, out)
 		}

@@ -1,9 +1,14 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -34,4 +39,36 @@ func EmulationGrid(backend string, emu, model *sim.Estimate, allocated []int64) 
 	}
 	add("memory per GPU, largest rank (GB)", float64(maxAlloc), float64(maxRank(model).TotalBytes), func(v float64) string { return gbs(int64(v)) })
 	return g
+}
+
+// EmulationSchema names the JSON layout of a rank emulation's results.
+const EmulationSchema = "partbench.emulate/v1"
+
+// EmulationDoc is what run --emulate-ranks measured, as results.json holds it.
+type EmulationDoc struct {
+	Schema         string          `json:"schema"`
+	Version        string          `json:"partbench_version"`
+	Backend        string          `json:"backend"`
+	Config         *configs.Config `json:"config"`
+	Ranks          int             `json:"ranks"`
+	Emulated       *sim.Estimate   `json:"emulated"`
+	Modeled        *sim.Estimate   `json:"modeled"`
+	AllocatedBytes []int64         `json:"allocated_bytes"`
+	Table          Grid            `json:"-"`
+}
+
+// WriteEmulationFiles writes results.json and results.csv (the table) of
+// an emulation into dir, as a run writes its own.
+func WriteEmulationFiles(dir string, d *EmulationDoc) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}); err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return WriteCSV(w, d.Table) })
 }

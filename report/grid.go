@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -42,7 +43,11 @@ func CheckFormat(f string, allowed ...string) error {
 
 // WriteGrids writes grids as terminal tables or Markdown, each under its title.
 func WriteGrids(w io.Writer, format string, grids ...Grid) error {
+	fw, fitted := w.(Fitted)
 	for i, g := range grids {
+		if fitted && fw.Cols > 0 && format == FormatTable {
+			g = fit(g, fw.Cols)
+		}
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
@@ -115,4 +120,69 @@ func WriteGrid(w io.Writer, format string, g Grid) error {
 		return WriteCSV(w, g)
 	}
 	return WriteGrids(w, format, g)
+}
+
+// TablesSchema is the schema of the JSON form of plain tables (commands
+// whose result has no richer document of its own).
+const TablesSchema = "partbench.tables/v1"
+
+// tablesDoc is the JSON form of grids.
+type tablesDoc struct {
+	Schema  string      `json:"schema"`
+	Version string      `json:"version,omitempty"`
+	Command string      `json:"command"`
+	Tables  []tableJSON `json:"tables"`
+}
+
+type tableJSON struct {
+	Title  string     `json:"title,omitempty"`
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
+	Notes  []string   `json:"notes,omitempty"`
+}
+
+// WriteTables writes grids in any table format: table and markdown (titled,
+// with notes), csv (one block per grid, a blank line between, notes left
+// out), json (partbench.tables/v1, command naming what printed them) and
+// latex.
+func WriteTables(w io.Writer, format, command, version string, grids ...Grid) error {
+	switch format {
+	case FormatJSON:
+		d := tablesDoc{Schema: TablesSchema, Version: version, Command: command, Tables: []tableJSON{}}
+		for _, g := range grids {
+			rows := g.Rows
+			if rows == nil {
+				rows = [][]string{}
+			}
+			d.Tables = append(d.Tables, tableJSON{Title: g.Title, Header: g.Header, Rows: rows, Notes: g.Notes})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	case FormatCSV:
+		for i, g := range grids {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			if err := WriteCSV(w, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	case FormatLaTeX:
+		return WriteLaTeX(w, grids...)
+	}
+	return WriteGrids(w, format, grids...)
+}
+
+// ToOutput runs write on the file path (atomically) or, when path is "",
+// on stdout: what every --output flag does.
+func ToOutput(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "" {
+		return write(stdout)
+	}
+	if err := WriteFileAtomic(path, write); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	return nil
 }

@@ -10,14 +10,18 @@ import (
 	"github.com/partbench/partbench/compare"
 )
 
+// L2Schema names the JSON layout of partbench l2.
+const L2Schema = "partbench.l2/v1"
+
 // L2JSON writes the strategies' L2 figures as JSON, version being partbench's.
 func L2JSON(w io.Writer, version string, ss []compare.L2Strategy) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
+		Schema     string               `json:"schema"`
 		Version    string               `json:"partbench_version"`
 		Strategies []compare.L2Strategy `json:"strategies"`
-	}{version, ss})
+	}{L2Schema, version, ss})
 }
 
 // L2Grids lays out the summary of every strategy and one grid per strategy

@@ -34,27 +34,31 @@ type Ratio struct {
 	Ratio *float64 `json:"ratio,omitempty"`
 }
 
+// ratioMetrics are the headline metrics compared with the baseline: the
+// JSON key, the words and unit a table shows, and how a value is printed.
+var ratioMetrics = []struct {
+	name, label string
+	format      func(float64) string
+	get         func(*sim.Estimate) float64
+}{
+	{"ttft_s", "TTFT (s)", sec, func(e *sim.Estimate) float64 { return e.Prefill.TTFTS }},
+	{"tpot_s", "TPOT (ms)", ms, func(e *sim.Estimate) float64 { return e.Decode.TPOTS }},
+	{"tokens_per_s", "TPS (tok/s)", num, func(e *sim.Estimate) float64 { return e.Decode.TokensPerS }},
+	{"decode_bubble_fraction", "decode bubble (%)", pct, func(e *sim.Estimate) float64 { return e.Decode.BubbleFraction }},
+	{"max_total_bytes_per_gpu", "memory per GPU, largest rank (GB)", func(v float64) string { return gbs(int64(v)) }, func(e *sim.Estimate) float64 { return float64(maxRank(e).TotalBytes) }},
+	{"collective_calls_per_microbatch", "collective calls per micro-batch", num, func(e *sim.Estimate) float64 { return float64(e.Comm.CollectiveCallsPerMicrobatch) }},
+	{"p2p_sends_per_microbatch", "p2p sends per micro-batch", num, func(e *sim.Estimate) float64 { return float64(e.Comm.P2PSendsPerMicrobatch) }},
+}
+
 // Comparisons lists the headline metrics of every strategy against the first.
 func Comparisons(es []*sim.Estimate) []Ratio {
 	if len(es) < 2 {
 		return nil
 	}
 	base := es[0]
-	metrics := []struct {
-		name string
-		get  func(*sim.Estimate) float64
-	}{
-		{"ttft_s", func(e *sim.Estimate) float64 { return e.Prefill.TTFTS }},
-		{"tpot_s", func(e *sim.Estimate) float64 { return e.Decode.TPOTS }},
-		{"tokens_per_s", func(e *sim.Estimate) float64 { return e.Decode.TokensPerS }},
-		{"decode_bubble_fraction", func(e *sim.Estimate) float64 { return e.Decode.BubbleFraction }},
-		{"max_total_bytes_per_gpu", func(e *sim.Estimate) float64 { return float64(maxRank(e).TotalBytes) }},
-		{"collective_calls_per_microbatch", func(e *sim.Estimate) float64 { return float64(e.Comm.CollectiveCallsPerMicrobatch) }},
-		{"p2p_sends_per_microbatch", func(e *sim.Estimate) float64 { return float64(e.Comm.P2PSendsPerMicrobatch) }},
-	}
 	var out []Ratio
 	for _, e := range es[1:] {
-		for _, m := range metrics {
+		for _, m := range ratioMetrics {
 			v, b := m.get(e), m.get(base)
 			r := Ratio{Metric: m.name, Strategy: e.Name, Baseline: base.Name, Value: v, Base: b}
 			if b != 0 {
@@ -148,8 +152,9 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 	}
 	if rs := Comparisons(es); len(rs) > 0 {
 		cmp := Grid{Title: fmt.Sprintf("Relative to %s", es[0].Name), Header: []string{"metric", "strategy", "value", es[0].Name, "ratio"}}
-		for _, r := range rs {
-			cmp.Rows = append(cmp.Rows, []string{r.Metric, r.Strategy, strconv.FormatFloat(r.Value, 'g', 6, 64), strconv.FormatFloat(r.Base, 'g', 6, 64), ratioString(r.Ratio)})
+		for i, r := range rs {
+			m := ratioMetrics[i%len(ratioMetrics)]
+			cmp.Rows = append(cmp.Rows, []string{m.label, r.Strategy, m.format(r.Value), m.format(r.Base), ratioString(r.Ratio)})
 		}
 		grids = append(grids, cmp)
 	}
@@ -162,8 +167,10 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 }
 
 func rankGrid(e *sim.Estimate) Grid {
+	steps := steadySteps(e)
 	g := Grid{Title: "Per rank: " + e.Name, Header: []string{"rank", "stage", "tp", "layers", "weights (GB)", "KV cache (GB)",
-		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)", "decode busy (ms)", "decode idle (ms)",
+		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)",
+		fmt.Sprintf("decode busy (ms, %d steps)", steps), fmt.Sprintf("decode idle (ms, %d steps)", steps),
 		"NCCL calls/step", "p2p msgs/step", "decode fixed (ms)"}}
 	worst := -1
 	for i, r := range e.Ranks {
@@ -282,4 +289,15 @@ func rangeNote(e *sim.Estimate) string {
 	return fmt.Sprintf("range over the stated parameter ranges (min / median / max): TTFT %s / %s / %s s, TPOT %s / %s / %s ms, TPS %s / %s / %s tok/s",
 		sec(r.TTFTS.Min), sec(r.TTFTS.Median), sec(r.TTFTS.Max), ms(r.TPOTS.Min), ms(r.TPOTS.Median), ms(r.TPOTS.Max),
 		num(r.TokensPerS.Min), num(r.TokensPerS.Median), num(r.TokensPerS.Max))
+}
+
+// steadySteps is how many decode steps the per-rank decode busy and idle
+// times cover: sim measures them over the steady-state window from step
+// n/2 to step n−1 of the n simulated steps (sim.EstimatePlan).
+func steadySteps(e *sim.Estimate) int {
+	n := 0
+	for _, sl := range e.Timeline.Slices {
+		n = max(n, sl.Step+1)
+	}
+	return n - 1 - n/2
 }

@@ -21,10 +21,10 @@ func CheckOutDir(dir string) error {
 		return nil
 	}
 	bad := func(why string, err error) error {
-		return fmt.Errorf("--out %s: %s (%v); results could not be saved, so the run does not start", dir, why, err)
+		return fmt.Errorf("--output-dir %s: %s (%v); results could not be saved, so the run does not start", dir, why, err)
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("--out %s: exists and is not a directory; results could not be saved, so the run does not start", dir)
+		return fmt.Errorf("--output-dir %s: exists and is not a directory; results could not be saved, so the run does not start", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return bad("cannot create the directory", err)
@@ -90,9 +90,9 @@ func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(
 	where := "the results are above"
 	if fallback != nil {
 		if err := fallback(stdout); err != nil {
-			return fmt.Errorf("--out %s: cannot write %v (%v), nor print the results: %w", dir, missing, failed, err)
+			return fmt.Errorf("--output-dir %s: cannot write %v (%v), nor print the results: %w", dir, missing, failed, err)
 		}
 		where = "the results were printed to standard output as JSON instead"
 	}
-	return fmt.Errorf("--out %s: cannot write %v (%v); %s", dir, missing, failed, where)
+	return fmt.Errorf("--output-dir %s: cannot write %v (%v); %s", dir, missing, failed, where)
 }

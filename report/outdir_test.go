@@ -17,8 +17,8 @@ func TestCheckOutDir(t *testing.T) {
 	}
 	for _, tc := range []struct{ dir, want string }{
 		{filepath.Join(tmp, "new", "sub"), ""}, // created
-		{file, "--out " + file + ": exists and is not a directory"},
-		{filepath.Join(file, "sub"), "--out " + filepath.Join(file, "sub") + ": cannot create the directory"},
+		{file, "--output-dir " + file + ": exists and is not a directory"},
+		{filepath.Join(file, "sub"), "--output-dir " + filepath.Join(file, "sub") + ": cannot create the directory"},
 	} {
 		err := CheckOutDir(tc.dir)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

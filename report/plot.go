@@ -11,12 +11,17 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 // Plot kinds.
@@ -36,15 +41,19 @@ func PlotFormat(path string) (string, error) {
 	case ".svg", ".png":
 		return ext[1:], nil
 	default:
-		return "", fmt.Errorf("--out: must end in .svg or .png (got %q)", path)
+		return "", fmt.Errorf("--output: must end in .svg or .png (got %q)", path)
 	}
 }
 
-// Figure is one or more plots side by side.
+// Figure is one or more plots in a grid under a title.
 type Figure struct {
+	// Title names what is drawn, the config(s) and the hardware.
+	Title  string
 	Panels []*plot.Plot
 	// PanelWidth and Height size each panel.
 	PanelWidth, Height vg.Length
+	// Cols is the panels per row (0: all in one row, up to 3; more wrap).
+	Cols int
 }
 
 // Write renders the figure as svg or png.
@@ -59,18 +68,56 @@ func (f *Figure) Write(w io.Writer, format string) error {
 	if h == 0 {
 		h = 4 * vg.Inch
 	}
-	c, err := draw.NewFormattedCanvas(pw*vg.Length(len(f.Panels)), h, format)
+	cols := f.Cols
+	if cols <= 0 {
+		cols = min(len(f.Panels), 3)
+	}
+	rows := (len(f.Panels) + cols - 1) / cols
+	titleH, width := vg.Length(0), pw*vg.Length(cols)
+	sty := text.Style{Color: color.Black, Font: font.From(plot.DefaultFont, 14), Handler: plot.DefaultTextHandler,
+		XAlign: draw.XCenter, YAlign: draw.YTop}
+	if f.Title != "" {
+		titleH = 0.45 * vg.Inch
+		width = max(width, sty.Width(f.Title)+0.4*vg.Inch) // the title is never cut
+	}
+	c, err := draw.NewFormattedCanvas(width, h*vg.Length(rows)+titleH, format)
 	if err != nil {
 		return err
 	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(f.Panels), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2,
-		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{f.Panels}, tiles, draw.New(c))
+	dc := draw.New(c)
+	if f.Title != "" {
+		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*2}, f.Title)
+		dc.Max.Y -= titleH
+	}
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
 	for i, p := range f.Panels {
-		p.Draw(canvases[0][i])
+		grid[i/cols][i%cols] = p
+	}
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 2,
+		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, p := range f.Panels {
+		p.Draw(canvases[i/cols][i%cols])
 	}
 	_, err = c.WriteTo(w)
 	return err
+}
+
+// systemOf names the strategies and the hardware of estimates for a title.
+func systemOf(es []*sim.Estimate) string {
+	var names, systems []string
+	seen := map[string]bool{}
+	for _, e := range es {
+		names = append(names, e.Name)
+		if sys := e.Topology + ", " + e.Hardware; !seen[sys] {
+			seen[sys] = true
+			systems = append(systems, sys)
+		}
+	}
+	return strings.Join(names, " vs ") + " on " + strings.Join(systems, "; ")
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -83,15 +130,16 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// boundColors gives every bound a fixed color across plots.
+// boundColors gives every bound a fixed Okabe–Ito color across plots;
+// the bubble (idle time) is light grey.
 var boundColors = map[sim.Bound]color.Color{
-	sim.BoundCompute: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	sim.BoundHBM:     color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	sim.BoundL2:      color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	sim.BoundNVLink:  color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	sim.BoundPCIe:    color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-	sim.BoundNetwork: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	sim.BoundLatency: color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	sim.BoundCompute: okabeIto[3],
+	sim.BoundHBM:     okabeIto[0],
+	sim.BoundL2:      okabeIto[2],
+	sim.BoundNVLink:  okabeIto[5],
+	sim.BoundPCIe:    okabeIto[1],
+	sim.BoundNetwork: okabeIto[4],
+	sim.BoundLatency: okabeIto[6],
 	sim.BoundBubble:  color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff},
 }
 
@@ -128,7 +176,7 @@ func BreakdownPlot(es []*sim.Estimate) (*Figure, error) {
 				return 1e3 * e.Decode.TPOTS / sum
 			}},
 	}
-	f := &Figure{PanelWidth: vg.Length(2.2+1.1*float64(len(es))) * vg.Inch, Height: 4.5 * vg.Inch}
+	f := &Figure{Title: "Dry run: " + systemOf(es), PanelWidth: vg.Length(3.2+1.1*float64(len(es))) * vg.Inch, Height: 4.5 * vg.Inch}
 	for _, ph := range phases {
 		p := newPlot(ph.title, "strategy", ph.y)
 		p.NominalX(names...)
@@ -161,15 +209,16 @@ func BreakdownPlot(es []*sim.Estimate) (*Figure, error) {
 			}
 			below = bar
 			p.Add(bar)
-			p.Legend.Add(string(b), bar)
+			p.Legend.Add(boundLabels[b], bar)
 		}
 		// Headroom above the tallest bar for the legend.
 		var tallest float64
 		for _, t := range top {
 			tallest = math.Max(tallest, t)
 		}
-		p.Y.Min, p.Y.Max = 0, 1.6*tallest
+		p.Y.Min, p.Y.Max = 0, 1.9*tallest
 		p.Legend.Left = true
+		p.Y.Tick.Marker = engTicks{inner: p.Y.Tick.Marker} // x names the strategies
 		f.Panels = append(f.Panels, p)
 	}
 	return f, nil
@@ -212,7 +261,18 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 		return nil, fmt.Errorf("sweep: no strategy has an estimate at any point")
 	}
 	logX := spansDecades(xs)
-	f := &Figure{PanelWidth: 5.5 * vg.Inch, Height: 4 * vg.Inch}
+	var strategies []*sim.Estimate
+	for _, p := range d.Points {
+		if len(p.Strategies) == len(order) {
+			strategies = p.Strategies
+			break
+		}
+	}
+	title := "Sweep of " + d.Key
+	if strategies != nil {
+		title += ": " + systemOf(strategies)
+	}
+	f := &Figure{Title: title, PanelWidth: 5.5 * vg.Inch, Height: 4 * vg.Inch}
 	for _, m := range []struct {
 		title, y string
 		data     map[string]plotter.XYs
@@ -230,10 +290,14 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+			l.Color, s.Color, s.Shape = paletteColor(i), paletteColor(i), plotutil.Shape(i)
+			l.Width = vg.Points(1.5)
 			p.Add(l, s)
 			p.Legend.Add(name, l, s)
 		}
+		p.Legend.Top = true
+		headroom(p, m.data)
+		useEng(p, false)
 		f.Panels = append(f.Panels, p)
 	}
 	return f, nil
@@ -315,8 +379,9 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 	if len(modeled) == 0 {
 		return nil, fmt.Errorf("collectives: nothing modeled")
 	}
-	p := newPlot(title, "message size (B, nccl-tests size)", "bus bandwidth (GB/s)")
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p := newPlot("modeled lines, published nccl-tests points", "message size (B; nccl-tests size, 1K = 1024)", "bus bandwidth (GB/s)")
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, binaryTicks{}
+	p.Y.Tick.Marker = engTicks{inner: p.Y.Tick.Marker}
 	p.Legend.Top, p.Legend.Left = true, true
 	for i, s := range modeled {
 		pts := make(plotter.XYs, len(s.Points))
@@ -327,7 +392,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		if err != nil {
 			return nil, err
 		}
-		l.Color = plotutil.Color(i)
+		l.Color = paletteColor(i)
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(s.Label, l)
@@ -338,7 +403,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		if ranks != 0 && c.Ranks != ranks {
 			continue
 		}
-		k := fmt.Sprintf("published %s, %d GPUs (%s)", c.Op, c.Ranks, c.Source)
+		k := fmt.Sprintf("published %s, %d GPUs (%s)", c.Op, c.Ranks, publishedSources[c.Source])
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -356,7 +421,17 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		p.Add(s)
 		p.Legend.Add(k, s)
 	}
-	return &Figure{Panels: []*plot.Plot{p}, PanelWidth: 7 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+	var tallest float64
+	for _, s := range modeled {
+		for _, c := range s.Points {
+			tallest = math.Max(tallest, c.BusBWGBps)
+		}
+	}
+	for _, c := range published {
+		tallest = math.Max(tallest, c.BusBWGBps)
+	}
+	p.Y.Min, p.Y.Max = 0, 1.7*tallest // the legend sits above the curves
+	return &Figure{Title: title, Panels: []*plot.Plot{p}, PanelWidth: 8 * vg.Inch, Height: 5 * vg.Inch}, nil
 }
 
 // ScatterPlot draws measured (y) against modeled (x) with the line y = x and
@@ -371,18 +446,23 @@ func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
 	if !(tol >= 0 && tol < 1) {
 		return nil, fmt.Errorf("--tolerance: must be in [0, 1) (got %g)", tol)
 	}
-	f := &Figure{PanelWidth: 5 * vg.Inch, Height: 5 * vg.Inch}
-	for _, unit := range d.units() {
+	title := "Measured vs modeled"
+	if d.Title != "" {
+		title = d.Title
+	}
+	f := &Figure{Title: title, PanelWidth: 4.5 * vg.Inch, Height: 4.5 * vg.Inch}
+	units := d.units()
+	if len(units) > 3 {
+		f.Cols = (len(units) + 1) / 2
+		f.Cols = min(f.Cols, 3)
+	}
+	for _, unit := range units {
 		label := unit
 		if label == "" {
 			label = "unitless"
 		}
-		title := "Measured vs modeled"
-		if d.Title != "" {
-			title = d.Title
-		}
 		xName, yName := orElse(d.ModeledLabel, "modeled"), orElse(d.MeasuredLabel, "measured")
-		p := newPlot(title, xName+" ("+label+")", yName+" ("+label+")")
+		p := newPlot(label+": "+d.metricsIn(unit), xName+" ("+label+")", yName+" ("+label+")")
 		p.Legend.Left = true
 		var pts plotter.XYs
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -415,7 +495,7 @@ func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			band.Color = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
+			band.Color = color.NRGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0x50} // Okabe–Ito sky blue
 			band.LineStyle.Width = 0
 			p.Add(band)
 			p.Legend.Add(fmt.Sprintf("±%g %%", 100*tol), band)
@@ -431,11 +511,17 @@ func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+		s.Color = okabeIto[4] // vermillion
 		s.Radius = vg.Points(3)
 		p.Add(s)
-		p.Legend.Add("metrics", s)
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, hi
+		p.Legend.Add("each metric's "+yName+" against "+xName, s)
+		// The y axis reaches above the data, so the legend at the top covers none.
+		top := hi + 0.4*(hi-lo)
+		if _, log := p.Y.Scale.(plot.LogScale); log {
+			top = hi * math.Pow(hi/lo, 0.4)
+		}
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, top
+		useEng(p, false)
 		f.Panels = append(f.Panels, p)
 	}
 	return f, nil
@@ -450,7 +536,7 @@ func orElse(s, d string) string {
 
 // DocFigure draws a saved result read from path: kind "" chooses by its
 // schema (model: breakdown, sweep: sweep, else scatter); a scatter's band is
-// tolerance, else the document's, else 0.1.
+// tolerance, else the document's, else compare.DefaultTolerance.
 func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	if kind == "" {
 		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep}[d.Schema]
@@ -493,7 +579,67 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	}
 	tol := tolerance
 	if tol == 0 && c.Tolerance == 0 {
-		tol = 0.1
+		tol = compare.DefaultTolerance
 	}
 	return ScatterPlot(c, tol)
+}
+
+// CollectivesFigure models the bus bandwidth of all_reduce and all_gather
+// over ranks 0..ranks−1 of sys for sizes 8 B … 8 GiB (doubling) and draws
+// it beside the published nccl-tests points.
+func CollectivesFigure(sys topology.System, ranks int, opt sim.CollectiveOptions) (*Figure, error) {
+	group := make([]int, ranks)
+	for i := range group {
+		group[i] = i
+	}
+	var series []CollectiveSeries
+	for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather} {
+		s := CollectiveSeries{Label: fmt.Sprintf("modeled %s, %d GPUs", op, ranks)}
+		for b := int64(8); b <= 8<<30; b *= 2 {
+			e, err := sim.Collective(sys, op, group, b, opt)
+			if err != nil {
+				return nil, err
+			}
+			s.Points = append(s.Points, CollectivePoint{Op: string(op), Ranks: ranks, Bytes: b, BusBWGBps: e.BusBWBytesPerS / 1e9})
+		}
+		series = append(series, s)
+	}
+	title := fmt.Sprintf("Bus bandwidth on %s (%s), %d GPUs: model and published nccl-tests", sys.Topology.Name, sys.GPU.Name, ranks)
+	return CollectivesPlot(title, ranks, series, PublishedBusBW)
+}
+
+// publishedSources spells out the short source labels of PublishedBusBW
+// (their URLs are in its comments).
+var publishedSources = map[string]string{
+	"VP":      "VP: Voltage Park 8×H100, nccl-tests 2.17.9",
+	"NV#212":  "NV#212: NCCL maintainer's peak figure",
+	"WH":      "WH: 4 of an HGX H100's 8 GPUs, NCCL 2.29",
+	"NV#2409": "NV#2409: a user's expectation, 2×8 H100",
+}
+
+// headroom raises a panel's y range so a legend at the top covers no data.
+func headroom(p *plot.Plot, data map[string]plotter.XYs) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xys := range data {
+		for _, xy := range xys {
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		}
+	}
+	if hi > lo {
+		p.Y.Min, p.Y.Max = math.Min(0, lo), hi+0.45*(hi-math.Min(0, lo))*float64(len(data)+1)/2
+	}
+}
+
+// metricsIn names the metrics plotted in unit's panel, short enough for its title.
+func (c *CompareDoc) metricsIn(unit string) string {
+	var names []string
+	for _, r := range c.Rows {
+		if r.Unit == unit {
+			names = append(names, r.Metric)
+		}
+	}
+	if all := strings.Join(names, ", "); len(all) <= 45 || len(names) == 1 {
+		return all
+	}
+	return fmt.Sprintf("%s and %d more", names[0], len(names)-1)
 }

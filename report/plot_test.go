@@ -80,9 +80,9 @@ func TestCollectivesPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg := render(t, f, "message size (B, nccl-tests size)", "bus bandwidth (GB/s)", "published all_reduce, 8 GPUs (VP)")
+	svg := render(t, f, "message size (B; nccl-tests size, 1K = 1024)", "bus bandwidth (GB/s)", "published all_reduce, 8 GPUs (VP: Voltage Park", ">1M<", ">1G<")
 	// Only 8-GPU citations are drawn for an 8-GPU group.
-	if strings.Contains(svg, "(WH)") {
+	if strings.Contains(svg, "(WH:") {
 		t.Error("4-GPU points drawn on an 8-GPU plot")
 	}
 	// Every citation carries a source label.
@@ -133,7 +133,32 @@ func TestPlotFormat(t *testing.T) {
 			t.Errorf("%s: %q %v", path, got, err)
 		}
 	}
-	if _, err := PlotFormat("a.pdf"); err == nil || !strings.Contains(err.Error(), "--out: must end in .svg or .png") {
+	if _, err := PlotFormat("a.pdf"); err == nil || !strings.Contains(err.Error(), "--output: must end in .svg or .png") {
 		t.Fatalf("pdf: %v", err)
+	}
+}
+
+func TestEngLabel(t *testing.T) {
+	for _, c := range []struct {
+		v      float64
+		binary bool
+		want   string
+	}{
+		{500000, false, "500K"}, {2.5e6, false, "2.5M"}, {1e9, false, "1G"}, {20000, false, "20K"}, {0, false, "0"}, {0.001, false, "0.001"},
+		{1 << 10, true, "1K"}, {32 << 20, true, "32M"}, {8 << 30, true, "8G"}, {8, true, "8"}, {-4000, false, "−4K"},
+	} {
+		if got := engLabel(c.v, c.binary); got != c.want {
+			t.Errorf("engLabel(%g, %v) = %q, want %q", c.v, c.binary, got, c.want)
+		}
+	}
+	// Major ticks of a byte axis from 8 B to 8 GiB: 32, 1K, 32K, 1M, 32M, 1G (powers of 32).
+	var labels []string
+	for _, tk := range (binaryTicks{}).Ticks(8, 8<<30) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "32 1K 32K 1M 32M 1G" {
+		t.Errorf("binary ticks %q", got)
 	}
 }

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/graph/encoding/dot"
+	"gonum.org/v1/gonum/graph/simple"
+
+	"github.com/partbench/partbench/topology/topologytest"
 )
 
 func TestGridFormats(t *testing.T) {
@@ -76,5 +81,65 @@ func TestChromeTraceFlowsAndTracks(t *testing.T) {
 	// Metadata first, so viewers name tracks before drawing them.
 	if doc.TraceEvents[0]["ph"] != "M" {
 		t.Fatal("metadata not first")
+	}
+}
+
+// A table wider than the terminal drops its rightmost columns and says so;
+// the first column stays.
+func TestFittedDropsColumns(t *testing.T) {
+	g := Grid{Header: []string{"strategy", "a", "bbbbbbbbbb", "c"}, Rows: [][]string{{"tp8pp2", "1", "2", "3"}}}
+	// Widths: strategy 8, a 1, bbbbbbbbbb 10, c 1 → 1 + (8+3) + (1+3) + (10+3) + (1+3) = 33.
+	if got := tableWidth(g, 4); got != 33 {
+		t.Fatalf("tableWidth = %d, want 33", got)
+	}
+	var b strings.Builder
+	if err := WriteGrids(Fitted{Writer: &b, Cols: 20}, FormatTable, g); err != nil {
+		t.Fatal(err)
+	}
+	// 20 columns hold strategy and a (1 + 11 + 4 = 16), not bbbbbbbbbb (29).
+	out := b.String()
+	if !strings.Contains(out, "│ strategy │ a │") || strings.Contains(out, "bbbbbbbbbb │") || !strings.Contains(out, "2 more columns (bbbbbbbbbb, c) do not fit 20 columns: --wide") {
+		t.Errorf("fitted table:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteGrids(&b, FormatTable, g); err != nil || !strings.Contains(b.String(), "bbbbbbbbbb") {
+		t.Errorf("unfitted table lost a column: %v\n%s", err, b.String())
+	}
+}
+
+func TestLaTeXNumber(t *testing.T) {
+	for in, want := range map[string]string{
+		"2.99192e+10": `$2.992\times10^{10}$`, // 4 significant figures, power of ten
+		"0.000857826": `$8.578\times10^{-4}$`,
+		"-3.5e-05":    `$-3.500\times10^{-5}$`, // a true minus inside math
+		"6932.45":     "6932",                  // 4 significant figures: 10^3 needs no decimals
+		"0.336867":    "0.3369",
+		"441344":      "441344",   // an integer below 10^6 as written
+		"-12.5":       "$-$12.50", // 4 significant figures, true minus
+		"+0.00":       "$+$0.00",
+		"9.99999e+06": `$1.000\times10^{7}$`, // rounding carries into the exponent
+	} {
+		if got, ok := LaTeXNumber(in); !ok || got != want {
+			t.Errorf("LaTeXNumber(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, ok := LaTeXNumber("tp8pp2"); ok {
+		t.Error("a name is not a number")
+	}
+}
+
+// The DOT drawing parses back (gonum's decoder) into the same nodes and links.
+func TestTopoDOTParses(t *testing.T) {
+	g := topologytest.DGXH100(2).Topology.Graph()
+	var b strings.Builder
+	if err := TopoDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	back := simple.NewUndirectedGraph()
+	if err := dot.Unmarshal([]byte(b.String()), back); err != nil {
+		t.Fatalf("unmarshal: %v\n%s", err, b.String())
+	}
+	if n, e := back.Nodes().Len(), back.Edges().Len(); n != len(g.Nodes) || e != len(g.Edges) {
+		t.Errorf("parsed %d nodes, %d links; drew %d, %d", n, e, len(g.Nodes), len(g.Edges))
 	}
 }

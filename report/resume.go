@@ -212,7 +212,7 @@ func ResumeFigureFile(path string) (fig *Figure, ok bool, err error) {
 // (the measured table), each atomically.
 func WriteResumeFiles(dir string, d *ResumeDoc) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return fmt.Errorf("--output-dir %s: %w", dir, err)
 	}
 	d.Schema = ResumeSchema
 	if err := WriteFileAtomic(filepath.Join(dir, "resume.json"), func(w io.Writer) error {

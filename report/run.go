@@ -58,7 +58,7 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 		if !math.IsInf(r.RelErr, 0) && !math.IsNaN(r.RelErr) {
 			e = strconv.FormatFloat(100*r.RelErr, 'f', 1, 64)
 		}
-		row := []string{r.Metric, unitHeader(r.Unit), scaled(r.Unit, s.Mean), std, p50, p95, p99, scaled(r.Unit, r.Modeled), e, r.Flag}
+		row := []string{r.Label, unitHeader(r.Unit), scaled(r.Unit, s.Mean), std, p50, p95, p99, scaled(r.Unit, r.Modeled), e, r.Flag}
 		if d.Estimate == nil {
 			row = row[:7] // measurements alone (--no-compare-model)
 		}
@@ -100,12 +100,12 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 
 // RunCSV writes the comparison rows of a run.
 func RunCSV(w io.Writer, d *RunDoc) error {
-	g := Grid{Header: []string{"config", "backend", "metric", "unit", "n", "measured_mean", "measured_std", "measured_p50", "measured_p95",
+	g := Grid{Header: []string{"config", "backend", "metric", "label", "unit", "n", "measured_mean", "measured_std", "measured_p50", "measured_p95",
 		"measured_p99", "modeled", "rel_err", "exact", "flag"}}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	for _, r := range d.Comparison {
 		s := r.Measured
-		g.Rows = append(g.Rows, []string{d.Config.Name, d.Backend, r.Metric, r.Unit, itoa(s.N), f(s.Mean), f(s.Std), f(s.P50), f(s.P95),
+		g.Rows = append(g.Rows, []string{d.Config.Name, d.Backend, r.Metric, r.Label, r.Unit, itoa(s.N), f(s.Mean), f(s.Std), f(s.P50), f(s.P95),
 			f(s.P99), f(r.Modeled), f(r.RelErr), strconv.FormatBool(r.Exact), r.Flag})
 	}
 	return WriteCSV(w, g)

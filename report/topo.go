@@ -9,11 +9,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gonum.org/v1/gonum/graph/encoding/dot"
+
 	"github.com/partbench/partbench/topology"
 )
 
 // TopoView is what partbench topo prints about a machine or a preset.
 type TopoView struct {
+	Schema string `json:"schema"` // TopoSchema
 	Source string `json:"source"` // "nvml" or "preset"
 	Name   string `json:"name"`
 	// Hardware is the hardware preset a topology preset is shown on.
@@ -45,13 +48,14 @@ func topoPathOf(between string, l topology.Link) TopoPath {
 	return TopoPath{Between: between, Class: l.Class, Name: l.Name, BytesPerS: l.BytesPerS, LatencyS: l.LatencyS, NVSwitch: l.Switch}
 }
 
-// TopoPresetView is the view of a topology preset on a hardware preset.
+// TopoPresetView is the view of a topology preset on a hardware preset:
+// one node's GPUs and NICs with nvidia-smi topo -m's codes (the nodes of a
+// preset are alike), and the paths partbench models within and between
+// nodes.
 func TopoPresetView(preset, hardware string, sys topology.System) TopoView {
 	t := sys.Topology
-	v := TopoView{Source: "preset", Name: preset, Hardware: hardware, System: &sys, Matrix: t.Matrix(), Graph: t.Graph()}
-	for r := 0; r < t.Size(); r++ {
-		v.Labels = append(v.Labels, fmt.Sprintf("GPU%d", r))
-	}
+	v := TopoView{Source: "preset", Name: preset, Hardware: hardware, System: &sys, Graph: t.Graph()}
+	v.Labels, v.Matrix = presetSMIMatrix(t)
 	if t.GPUsPerNode > 1 {
 		v.Paths = append(v.Paths, topoPathOf("GPUs of one node", t.Intra))
 	}
@@ -59,6 +63,61 @@ func TopoPresetView(preset, hardware string, sys topology.System) TopoView {
 		v.Paths = append(v.Paths, topoPathOf("GPUs of different nodes", t.Inter))
 	}
 	return v
+}
+
+// nvlinkBytesPerSPerLink is one NVLink's bandwidth per direction: 25 GB/s
+// for NVLink 3 and 4 (A100: 12 links, 300 GB/s; H100: 18 links, 450 GB/s
+// per direction, NVIDIA datasheets). NV# counts links of this size.
+const nvlinkBytesPerSPerLink = 25e9
+
+// smiCode is nvidia-smi's code for an intra-node path of a preset: NV#
+// (# links) for NVLink, PIX for PCIe through one switch, PHB otherwise.
+func smiCode(l topology.Link) string {
+	switch l.Class {
+	case topology.NVLink:
+		return fmt.Sprintf("NV%d", max(1, int(l.BytesPerS/nvlinkBytesPerSPerLink+0.5)))
+	case topology.PCIe:
+		if strings.Contains(strings.ToLower(l.Name), "switch") {
+			return string(topology.PIX)
+		}
+		return string(topology.PHB)
+	}
+	return string(topology.SYS)
+}
+
+// presetSMIMatrix is one node of t as nvidia-smi topo -m prints it: GPU
+// rows, then one NIC per GPU when the preset has more than one node (its
+// network path is per GPU, rail-aligned): GPU i and NIC i share a PCIe
+// switch (PIX); other GPU–NIC pairs, which the preset does not use, are SYS.
+func presetSMIMatrix(t topology.Topology) ([]string, [][]string) {
+	n, nics := t.GPUsPerNode, 0
+	if t.Nodes > 1 {
+		nics = n
+	}
+	var labels []string
+	for i := 0; i < n; i++ {
+		labels = append(labels, fmt.Sprintf("GPU%d", i))
+	}
+	for i := 0; i < nics; i++ {
+		labels = append(labels, fmt.Sprintf("NIC%d", i))
+	}
+	m := make([][]string, n+nics)
+	for a := range m {
+		m[a] = make([]string, n+nics)
+		for b := range m[a] {
+			switch {
+			case a == b:
+				m[a][b] = "X"
+			case a < n && b < n:
+				m[a][b] = smiCode(t.Intra)
+			case a%n == b%n: // GPU i and NIC i
+				m[a][b] = string(topology.PIX)
+			default:
+				m[a][b] = string(topology.SYS)
+			}
+		}
+	}
+	return labels, m
 }
 
 // TopoMachineView is the view of a discovered machine; lookup resolves its
@@ -79,8 +138,12 @@ func TopoMachineView(m *topology.Machine, lookup topology.GPULookup) TopoView {
 	return v
 }
 
+// TopoSchema names the JSON layout of partbench topo.
+const TopoSchema = "partbench.topo/v1"
+
 // TopoJSON writes the view as indented JSON.
 func TopoJSON(w io.Writer, v TopoView) error {
+	v.Schema = TopoSchema
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -99,26 +162,34 @@ func TopoTable(w io.Writer, v TopoView) error {
 	}
 
 	// The matrix, as nvidia-smi topo -m lays it out.
-	fmt.Fprint(tw, "\t"+strings.Join(v.Labels, "\t"))
-	if m != nil {
-		fmt.Fprint(tw, "\tCPU Affinity\tNUMA Affinity")
-	} else {
-		fmt.Fprint(tw, "\tNode")
-	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "\t"+strings.Join(v.Labels, "\t")+"\tCPU Affinity\tNUMA Affinity")
 	for i, row := range v.Matrix {
 		fmt.Fprint(tw, v.Labels[i]+"\t"+strings.Join(row, "\t"))
-		if m != nil {
+		if m != nil && i < len(m.GPUs) {
 			d := m.GPUs[i]
 			fmt.Fprintf(tw, "\t%s\t%s", topoOrDash(d.CPUAffinity), topoNUMA(d.NUMANode))
-		} else {
-			fmt.Fprintf(tw, "\t%d", v.System.Topology.NodeOf(i))
+		} else if strings.HasPrefix(v.Labels[i], "GPU") {
+			fmt.Fprint(tw, "\tN/A\tN/A") // a preset knows no CPU cores or NUMA nodes
 		}
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprintln(tw)
+	if m == nil && v.System.Topology.Nodes > 1 {
+		t := v.System.Topology
+		fmt.Fprintf(tw, "One node of %d alike; GPUs of different nodes reach each other through their own NICs: %s.\n\n", t.Nodes, t.Inter.Name)
+	}
+	fmt.Fprintln(tw, "Legend:")
+	fmt.Fprintln(tw)
 	for _, line := range topoLegend(m != nil) {
 		fmt.Fprintln(tw, "  "+line)
+	}
+	if m == nil && v.System.Topology.Nodes > 1 {
+		fmt.Fprintln(tw, "\nNIC Legend:")
+		fmt.Fprintln(tw)
+		for i := 0; i < v.System.Topology.GPUsPerNode; i++ {
+			fmt.Fprintf(tw, "  NIC%d: network port of GPU%d (%s)\n", i, i, v.System.Topology.Inter.Name)
+		}
+		fmt.Fprintln(tw, "  (the preset routes GPU i through NIC i only; SYS marks GPU–NIC pairs it does not use)")
 	}
 	fmt.Fprintln(tw)
 
@@ -155,60 +226,29 @@ func TopoTable(w io.Writer, v TopoView) error {
 	return tw.Flush()
 }
 
-// topoLegend explains the matrix entries.
+// topoLegend explains the matrix entries in nvidia-smi topo -m's words.
 func topoLegend(machine bool) []string {
+	out := []string{"X    = Self"}
+	for i := len(topology.PCIeLevels) - 1; i >= 0; i-- {
+		l := topology.PCIeLevels[i]
+		out = append(out, fmt.Sprintf("%-4s = Connection traversing %s", l, l.Describe()))
+	}
+	nv := "NV#  = Connection traversing a bonded set of # NVLinks (directly or through an NVSwitch)"
 	if !machine {
-		return []string{
-			"X    = self",
-			"NVS  = NVLink through an NVSwitch with in-switch reduction (NVLS)",
-			"NVL  = NVLink (direct, or through a switch without reduction)",
-			"PCI  = PCIe",
-			"NET  = network between nodes",
-		}
+		nv += "; # = bandwidth / 25 GB/s per link"
 	}
-	out := []string{"X    = self", "NV#  = # NVLinks between the pair, directly or through an NVSwitch"}
-	for _, l := range topology.PCIeLevels {
-		out = append(out, fmt.Sprintf("%-4s = %s", l, l.Describe()))
-	}
-	return out
+	return append(out, nv)
 }
 
-// TopoDOT writes the graph for Graphviz: one box per group (node or NUMA
-// node), NVLink edges green and bold, PCIe dashed, network blue.
+// TopoDOT writes the graph for Graphviz through gonum's DOT encoder: one
+// cluster per group (node or NUMA node), NVLink edges green and bold, PCIe
+// dashed, network blue.
 func TopoDOT(w io.Writer, g topology.Graph) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "graph %s {\n", strconv.Quote(g.Name))
-	b.WriteString("  graph [rankdir=LR fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\" fontsize=10];\n")
-	var groups []string
-	byGroup := map[string][]topology.GraphNode{}
-	for _, n := range g.Nodes {
-		if _, ok := byGroup[n.Group]; !ok {
-			groups = append(groups, n.Group)
-		}
-		byGroup[n.Group] = append(byGroup[n.Group], n)
+	b, err := dot.Marshal(newDOTGraph(g), g.Name, "", "  ")
+	if err != nil {
+		return err
 	}
-	for k, grp := range groups {
-		indent := "  "
-		if grp != "" {
-			fmt.Fprintf(&b, "  subgraph %s {\n    label=%s;\n", strconv.Quote(fmt.Sprintf("cluster_%d", k)), strconv.Quote(grp))
-			indent = "    "
-		}
-		for _, n := range byGroup[grp] {
-			fmt.Fprintf(&b, "%s%s [label=%s %s];\n", indent, strconv.Quote(n.ID), strconv.Quote(n.Label), topoDOTShape(n.Kind))
-		}
-		if grp != "" {
-			b.WriteString("  }\n")
-		}
-	}
-	for _, e := range g.Edges {
-		attrs := topoDOTEdge(e.Class)
-		if e.Label != "" {
-			attrs = "label=" + strconv.Quote(e.Label) + " " + attrs
-		}
-		fmt.Fprintf(&b, "  %s -- %s [%s];\n", strconv.Quote(e.From), strconv.Quote(e.To), attrs)
-	}
-	b.WriteString("}\n")
-	_, err := io.WriteString(w, b.String())
+	_, err = w.Write(append(b, '\n'))
 	return err
 }
 
@@ -266,4 +306,21 @@ func topoNUMA(n int) string {
 		return "N/A"
 	}
 	return strconv.Itoa(n)
+}
+
+// TopoGrids is the view as tables (markdown, csv): the matrix, the GPUs
+// and the modelled paths; notes ride on the last.
+func TopoGrids(v TopoView) []Grid {
+	mx := Grid{Title: "GPU topology " + v.Name, Header: append([]string{""}, v.Labels...)}
+	for i, row := range v.Matrix {
+		mx.Rows = append(mx.Rows, append([]string{v.Labels[i]}, row...))
+	}
+	mx.Notes = topoLegend(v.Machine != nil)
+	paths := Grid{Title: "Paths partbench models", Header: []string{"path", "class", "link", "GB/s per direction", "latency (µs)", "NVSwitch reduction"}}
+	for _, p := range v.Paths {
+		paths.Rows = append(paths.Rows, []string{p.Between, string(p.Class), p.Name,
+			strconv.FormatFloat(p.BytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(p.LatencyS*1e6, 'g', 3, 64), strconv.FormatBool(p.NVSwitch)})
+	}
+	paths.Notes = v.Notes
+	return []Grid{mx, paths}
 }

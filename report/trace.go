@@ -82,9 +82,20 @@ func ChromeTrace(w io.Writer, spans []Span) error {
 
 // EstimateSpans turns a simulated timeline into spans named as a measured
 // run names them: the Program's op names, with shapes and bytes in args.
-func EstimateSpans(e *sim.Estimate) []Span {
+func EstimateSpans(e *sim.Estimate) []Span { return EstimateSpansUpTo(e, -1) }
+
+// TraceDecodeSteps is how many decode steps a dry-run trace holds by
+// default: enough to see the pipeline's steady state, small enough to open.
+const TraceDecodeSteps = 3
+
+// EstimateSpansUpTo is EstimateSpans keeping prefill and the first
+// decodeSteps decode steps (all when decodeSteps < 0).
+func EstimateSpansUpTo(e *sim.Estimate, decodeSteps int) []Span {
 	out := make([]Span, 0, len(e.Timeline.Slices))
 	for _, sl := range e.Timeline.Slices {
+		if decodeSteps >= 0 && sl.Step >= decodeSteps {
+			continue
+		}
 		op := sl.Op
 		args := map[string]any{"phase": string(sl.Phase), "microbatch": op.Microbatch, "bound": string(sl.Bound)}
 		if sl.Step >= 0 {

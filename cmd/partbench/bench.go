@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
 )
@@ -34,14 +36,11 @@ BenchmarkSearch in sim/search_test.go; docs/measurements/search-bench.md records
 	f := cmd.Flags()
 	f.IntVar(&o.gpus, "gpus", 4096, "GPUs of the synthetic system (a multiple of 8)")
 	f.IntVar(&o.runs, "runs", 3, "times to run the search")
-	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, csv")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	return cmd
 }
 
 func (o *benchOptions) run(w io.Writer) error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV); err != nil {
-		return err
-	}
 	if o.runs < 1 {
 		return fmt.Errorf("--runs: must be ≥ 1 (got %d)", o.runs)
 	}
@@ -67,5 +66,5 @@ func (o *benchOptions) run(w io.Writer) error {
 	}
 	g := report.BenchGrid(fmt.Sprintf("Search benchmark: %s on %d GPUs (%s), %s/%s, GOMAXPROCS %d of %d CPUs, %s",
 		spec.Config.Model.Name, o.gpus, spec.System.Topology.Name, runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version()), runs)
-	return report.WriteGrid(w, o.format, g)
+	return report.WriteTables(w, o.format, "bench", version, g)
 }

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
+
+	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 )
 
@@ -27,7 +28,7 @@ type calibrateOptions struct {
 func newCalibrateCmd() *cobra.Command {
 	o := &calibrateOptions{}
 	cmd := &cobra.Command{
-		Use:   "calibrate --out calib.toml [--backend cpu] [--nproc N] [--quick]",
+		Use:   "calibrate --output calib.toml [--backend cpu] [--nproc N] [--quick]",
 		Short: "Measure this machine and write a hardware profile the model can load",
 		Long: `Run microbenchmarks on this machine and write a hardware profile in the schema of
 the hardware and topology presets, with the spread (min/median/max over repeats)
@@ -44,38 +45,24 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.out, "out", "", "file to write the calibration to (required)")
+	cliflag.Output(f, &o.out, "file to write the calibration to (required)", "out")
 	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend to calibrate: cpu (cuda needs a GPU backend build)")
 	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
-	f.StringVar(&o.format, "format", report.FormatTable, "how the summary is printed: table, markdown")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+")")
 	return cmd
 }
 
 func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown); err != nil {
-		return err
-	}
 	if o.out == "" {
-		return errors.New("calibrate: --out is required (the file to write, e.g. calib.toml)")
+		return errors.New("calibrate: --output is required (the file to write, e.g. calib.toml)")
 	}
 	if o.nproc < 1 || o.nproc > 64 {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
 	}
 	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, Version: version}
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		// The bar is made on the first step, when Run knows the total.
-		var bar func(done, total int)
-		opts.Progress = func(done, total int) {
-			if bar == nil {
-				bar = newProgress("calibrating", total)
-			}
-			if bar != nil {
-				bar(done, total)
-			}
-		}
-	}
+	opts.Progress = progress.Bar("calibrating")
 	cal, err := calib.Run(cmd.Context(), opts)
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
@@ -86,7 +73,7 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if err := report.WriteFileAtomic(o.out, func(w io.Writer) error { return cal.WriteTOML(w, header) }); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", o.out, err)
 	}
-	return report.WriteGrids(stdout, o.format, report.CalibrationGrids(cal, o.out)...)
+	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
 }
 
 // applyCalibration loads the calibration at path and applies it to cfg (its

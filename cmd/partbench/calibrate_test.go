@@ -137,12 +137,12 @@ func TestCalibrateCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"calibrate"}, "calibrate: --out is required"},
+		{[]string{"calibrate"}, "calibrate: --output is required"},
 		{[]string{"calibrate", "--out", out, "--backend", "cuda"}, "--backend cuda: calibration needs a GPU backend build"},
 		{[]string{"calibrate", "--out", out, "--nproc", "0"}, "--nproc: must be in [1, 64] (got 0)"},
-		{[]string{"calibrate", "--out", out, "--format", "csv"}, "--format: must be one of table, markdown"},
+		{[]string{"calibrate", "--out", out, "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 		{[]string{"l2", "--measure", "--backend", "cuda"}, "--backend cuda: the L2 probe needs a GPU backend build"},
-		{[]string{"l2", "--format", "csv"}, "--format: must be one of table, markdown, json"},
+		{[]string{"l2", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 	} {
 		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/claims"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/report"
@@ -28,9 +30,6 @@ consistent, inconsistent with the model (by how much), physically impossible
 (which bound, by how much), or contradicted by the document's own numbers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := report.CheckFormat(format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON); err != nil {
-				return err
-			}
 			f, err := loadClaims(args[0])
 			if err != nil {
 				return err
@@ -76,7 +75,7 @@ consistent, inconsistent with the model (by how much), physically impossible
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", report.FormatTable, "output format: table, markdown, csv, json")
+	cliflag.Format(cmd.Flags(), &format, cliflag.TableFormats...)
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit with status 3 when any claim is not consistent")
 	return cmd
 }

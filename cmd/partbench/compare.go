@@ -7,13 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/report"
 )
 
 func newCompareCmd() *cobra.Command {
 	var format, out string
 	cmd := &cobra.Command{
-		Use:   "compare A.json B.json [C.json ...] [--format table|markdown|latex|csv]",
+		Use:   "compare A.json B.json [C.json ...] [--format table|markdown|csv|json|latex] [--output FILE]",
 		Short: "Put saved results of one schema side by side with differences relative to the first",
 		Long: `Compare saved JSON results of one schema (model, sweep, search, compare or run).
 Records are matched by name — strategies for partbench.model/v1, key value and strategy
@@ -24,9 +26,6 @@ Records missing from some file are listed under the table.
   partbench compare before.json after.json --format latex`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := report.CheckFormat(format, report.FormatTable, report.FormatMarkdown, report.FormatLaTeX, report.FormatCSV); err != nil {
-				return err
-			}
 			var docs []*report.Doc
 			for _, path := range args {
 				d, err := readDocFile(path)
@@ -39,15 +38,13 @@ Records missing from some file are listed under the table.
 			if err != nil {
 				return err
 			}
-			write := func(w io.Writer) error { return report.WriteGrid(w, format, c.Grid()) }
-			if out != "" {
-				return report.WriteFileAtomic(out, write)
-			}
-			return write(cmd.OutOrStdout())
+			return report.ToOutput(out, cmd.OutOrStdout(), func(w io.Writer) error {
+				return report.WriteTables(w, format, "compare", version, c.Grid())
+			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", report.FormatTable, "output format: table, markdown, latex, csv")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	cliflag.Format(cmd.Flags(), &format, append(cliflag.TableFormats, cliflag.LaTeX)...)
+	cliflag.Output(cmd.Flags(), &out, "write to this file instead of standard output", "o", "out")
 	return cmd
 }
 

@@ -34,7 +34,7 @@ func TestCompareModelFiles(t *testing.T) {
 			t.Errorf("latex lacks %q", want)
 		}
 	}
-	if _, err := runCLI(t, "compare", a, b, "--format", "html"); err == nil || !strings.Contains(err.Error(), "--format: must be one of table, markdown, latex, csv") {
+	if _, err := runCLI(t, "compare", a, b, "--format", "html"); err == nil || !strings.Contains(err.Error(), "--format: must be one of table, markdown, csv, json, latex") {
 		t.Errorf("format error: %v", err)
 	}
 	if _, err := runCLI(t, "compare", a); err == nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
@@ -54,10 +56,11 @@ the logits at every prompt position as [sequence][position][vocab].`,
 	f.IntVar(&o.pp, "pp", 1, "pipeline stages")
 	f.IntVar(&o.microbatches, "microbatches", 1, "pipeline micro-batches (must divide the number of prompts)")
 	f.StringVar(&o.logitsOut, "logits-out", "", "write the logits at every prompt position to this JSON file")
-	f.StringVar(&o.format, "format", "json", "output format: json")
+	cliflag.Format(f, &o.format, cliflag.JSON)
 	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")
 	f.IntVar(&o.nproc, "nproc", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
+	cliflag.Alias(f, "nproc-per-node", "nproc", false)
 	f.StringVar(&o.rendezvous, "rendezvous", "", "under a launcher: rank 0's control address host:port (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "with --nproc or a launcher: how long ranks wait for each other at the start")
 	return cmd
@@ -99,7 +102,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	if cmd.Flags().Changed("nproc") {
+	if cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node") {
 		return o.launch(cmd.Context(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
 	}
 	env, err := launch.Detect(os.LookupEnv)
@@ -150,7 +153,10 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return enc.Encode(struct {
+		Schema string `json:"schema"`
+		pexec.GenerateResult
+	}{"partbench.generate/v1", res})
 }
 
 // launch starts n local ranks of this generation (the built-in launcher),

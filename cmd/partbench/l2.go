@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
@@ -46,14 +48,11 @@ the two bandwidths is a counter-free proxy of how much of it the caches hold
 	f.BoolVar(&o.measure, "measure", false, "measure every rank's working set on this machine (reuse against streaming)")
 	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend --measure runs on: cpu (cuda needs a GPU backend build)")
 	f.BoolVar(&o.quick, "quick", false, "with --measure: fewer repeats and shorter samples")
-	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, json")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	return cmd
 }
 
 func (o *l2Options) run(stdout io.Writer) error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatJSON); err != nil {
-		return err
-	}
 	if o.measure {
 		switch o.backend {
 		case configs.BackendCPU:
@@ -118,5 +117,5 @@ func (o *l2Options) run(stdout io.Writer) error {
 	if o.format == report.FormatJSON {
 		return report.L2JSON(stdout, version, out)
 	}
-	return report.WriteGrids(stdout, o.format, report.L2Grids(out, o.measure)...)
+	return report.WriteTables(stdout, o.format, "l2", version, report.L2Grids(out, o.measure)...)
 }

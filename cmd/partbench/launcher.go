@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/spf13/pflag"
+
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
@@ -19,10 +21,11 @@ import (
 // so a mistake prints one error rather than one per rank, then starts the
 // ranks and returns the worst one's exit code. After SIGINT/SIGTERM it ends
 // within a second with 128+signal, its ranks with it.
-func (o *runOptions) launch(ctx context.Context) error {
+func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io.Writer) error {
 	if o.nproc < 1 {
 		return fmt.Errorf("--nproc %d: must be at least 1 (the number of local ranks to start)", o.nproc)
 	}
+	world := o.nproc * max(o.nodes.NNodes, 1)
 	cfg, err := o.loadRunConfig()
 	if err != nil {
 		return err
@@ -31,7 +34,10 @@ func (o *runOptions) launch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if plan.Size() != o.nproc {
+	if plan.Size() != world && o.nodes.NNodes > 1 {
+		return fmt.Errorf("--nnodes %d × --nproc-per-node %d = %d ranks: %s needs %s = %d", o.nodes.NNodes, o.nproc, world, cfg.Name, plan.Factors(), plan.Size())
+	}
+	if plan.Size() != world {
 		return fmt.Errorf("--nproc %d: %s needs %s = %d ranks", o.nproc, cfg.Name, plan.Factors(), plan.Size())
 	}
 	if o.backend != "cuda" { // cuda is checked by each rank on its own GPU
@@ -40,7 +46,15 @@ func (o *runOptions) launch(ctx context.Context) error {
 		}
 	}
 	spawn := launch.SpawnOptions{NProc: o.nproc}
-	if o.rendezvous != "" {
+	if ep := o.nodes.Endpoint(flags); o.rendezvous == "" && o.nodes.NNodes <= 1 && ep != "" {
+		o.rendezvous = ep // --master-addr/--master-port on one node
+	}
+	if o.nodes.NNodes > 1 {
+		// torchrun's multi-node flags: node 0 may pick the port and print it.
+		if spawn, err = o.nodes.SpawnOptions(flags, o.nproc, o.rendezvous, stderr); err != nil {
+			return err
+		}
+	} else if o.rendezvous != "" {
 		host, port, err := parseRendezvous(o.rendezvous, o.nproc)
 		if err != nil {
 			return err
@@ -54,7 +68,7 @@ func (o *runOptions) launch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spawn.Argv = append([]string{exe}, o.rankArgs()...)
+	spawn.Argv = append(append([]string{exe}, o.rankArgs()...), o.nodes.ChildArgs()...)
 	boundsOwnExit(ctx)
 	// Spawn forwards the signal itself (and kills ranks that outlive the
 	// bound); a cancelled ctx would send SIGTERM before SIGINT is forwarded.
@@ -96,6 +110,7 @@ func (o *runOptions) preflightRank(ctx context.Context, cfg *configs.Config, env
 	if err != nil {
 		return err
 	}
+	*env = o.nodes.Place(*env)
 	if o.rendezvous != "" {
 		if _, _, err := parseRendezvous(o.rendezvous, plan.Size()); err != nil {
 			return err

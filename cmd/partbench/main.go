@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/partbench/partbench/cliflag"
 )
 
 // version is set at build time: -ldflags "-X main.version=$(git describe)".
@@ -38,6 +40,8 @@ func newRootCmd() *cobra.Command {
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
 		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
 	addRunFlags(root)
+	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
+	addWideFlag(root)
 	return root
 }
 

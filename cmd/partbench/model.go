@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
@@ -25,6 +27,7 @@ type modelOptions struct {
 	decodeSteps int
 	out         string
 	trace       string
+	traceFull   bool
 	sweep       string
 	calibration string
 	// remote dry run (cmd/partbench/remote.go)
@@ -58,17 +61,18 @@ The first strategy is the baseline of the comparison table.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "estimate analytically without running anything (required: measurement is 'partbench run')")
 	f.StringArrayVar(&o.configs, "config", nil, "strategy config: a TOML file or an embedded preset name (repeatable)")
 	f.StringArrayVar(&o.compare, "compare", nil, "further strategies to compare with the first (repeatable)")
-	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, csv, json")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
-	f.IntVar(&o.decodeSteps, "decode-steps", 16, "decode steps the timeline simulates to reach steady state (≥ 3)")
-	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	f.IntVar(&o.decodeSteps, "decode-steps", defaultDecodeSteps, "decode steps the timeline simulates to reach steady state (≥ 3)")
+	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output (with --sweep too)", "o", "out")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of each config's hardware and links")
 	f.StringVar(&o.sweep, "sweep", "", "what-if over one key: KEY=LO:HI (doubling), KEY=LO:HI:+STEP, or KEY=A,B,C; keys: "+strings.Join(configs.SweepKeys(), ", "))
 	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
 	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
 	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
-	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
+	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
+	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
 	return cmd
 }
@@ -76,9 +80,6 @@ The first strategy is the baseline of the comparison table.`,
 func (o *modelOptions) run(stdout io.Writer) error {
 	if !o.dryRun {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
-	}
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON); err != nil {
-		return err
 	}
 	names := append(append([]string{}, o.configs...), o.compare...)
 	if len(names) == 0 {
@@ -124,22 +125,17 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if o.trace != "" {
 		var spans []report.Span
 		for _, e := range es {
-			spans = append(spans, report.EstimateSpans(e)...)
+			steps := report.TraceDecodeSteps
+			if o.traceFull {
+				steps = -1
+			}
+			spans = append(spans, report.EstimateSpansUpTo(e, steps)...)
 		}
 		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
-	w := stdout
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	return report.Model(w, o.format, version, es, o.perRank)
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Model(w, o.format, version, es, o.perRank) })
 }
 
 // estimateConfig plans and estimates one config.
@@ -151,12 +147,15 @@ func estimateConfig(cfg *configs.Config, opts sim.Options) (*sim.Estimate, error
 	return sim.EstimatePlan(plan, opts)
 }
 
+// defaultDecodeSteps is the decode steps model and search simulate by default.
+const defaultDecodeSteps = 16
+
 func collectiveOptionsFromEnv() sim.CollectiveOptions {
 	return sim.OptionsFromEnv(os.Getenv)
 }
 
 func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts sim.Options) error {
-	key, values, err := parseSweep(o.sweep)
+	key, values, err := configs.ParseSweep(o.sweep)
 	if err != nil {
 		return err
 	}
@@ -176,66 +175,5 @@ func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts s
 		}
 		pts = append(pts, p)
 	}
-	return report.Sweep(stdout, o.format, version, key, pts)
-}
-
-// parseSweep reads KEY=LO:HI (doubling), KEY=LO:HI:+STEP (linear) or KEY=A,B,C.
-func parseSweep(s string) (string, []int, error) {
-	key, spec, ok := strings.Cut(s, "=")
-	bad := func(why string) (string, []int, error) {
-		return "", nil, fmt.Errorf("--sweep %q: %s (forms: KEY=LO:HI doubling, KEY=LO:HI:+STEP, KEY=A,B,C)", s, why)
-	}
-	if !ok || key == "" || spec == "" {
-		return bad("missing KEY=")
-	}
-	if _, known := configs.Sweepable[key]; !known {
-		return bad("unknown key; known: " + strings.Join(configs.SweepKeys(), ", "))
-	}
-	atoi := func(x string) (int, error) {
-		v, err := strconv.Atoi(strings.TrimSpace(x))
-		if err != nil || v <= 0 {
-			return 0, fmt.Errorf("%q is not a positive integer", x)
-		}
-		return v, nil
-	}
-	var vals []int
-	if parts := strings.Split(spec, ":"); len(parts) >= 2 && len(parts) <= 3 {
-		lo, err := atoi(parts[0])
-		if err != nil {
-			return bad(err.Error())
-		}
-		hi, err := atoi(parts[1])
-		if err != nil || hi < lo {
-			return bad("HI must be an integer ≥ LO")
-		}
-		step := 0
-		if len(parts) == 3 {
-			if !strings.HasPrefix(parts[2], "+") {
-				return bad("STEP must be written +N")
-			}
-			if step, err = atoi(parts[2][1:]); err != nil {
-				return bad(err.Error())
-			}
-		}
-		for v := lo; v <= hi && len(vals) <= 4096; {
-			vals = append(vals, v)
-			if step > 0 {
-				v += step
-			} else {
-				v *= 2
-			}
-		}
-	} else {
-		for _, x := range strings.Split(spec, ",") {
-			v, err := atoi(x)
-			if err != nil {
-				return bad(err.Error())
-			}
-			vals = append(vals, v)
-		}
-	}
-	if len(vals) > 4096 {
-		return bad("more than 4096 values")
-	}
-	return key, vals, nil
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Sweep(w, o.format, version, key, pts) })
 }

@@ -151,7 +151,7 @@ func TestConfigFileErrorNamesFileAndField(t *testing.T) {
 
 func TestModelTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.json")
-	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", path); err != nil {
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", path, "--trace-full"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -183,39 +183,16 @@ func TestModelTrace(t *testing.T) {
 	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*17*2 {
 		t.Fatalf("tracks %d flows %d names %d", len(tracks), flows, len(names))
 	}
-}
-
-func TestParseSweep(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []int
-		err  string
-	}{
-		{"hidden=1024:8192", []int{1024, 2048, 4096, 8192}, ""},
-		{"batch=8:20:+4", []int{8, 12, 16, 20}, ""},
-		{"microbatches=1,3,9", []int{1, 3, 9}, ""},
-		{"hidden=8192:1024", nil, "HI must be an integer ≥ LO"},
-		{"speed=1:2", nil, "unknown key"},
-		{"batch=a,b", nil, "not a positive integer"},
-		{"batch", nil, "missing KEY="},
-		{"batch=1:4:2", nil, "STEP must be written +N"},
-	} {
-		_, got, err := parseSweep(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || len(got) != len(tc.want) {
-			t.Errorf("%s: %v %v", tc.in, got, err)
-			continue
-		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
-			}
-		}
+	// Without --trace-full: prefill and 3 decode steps, 2 × 2 × (1 + 3) × 2 flows.
+	small := filepath.Join(t.TempDir(), "small.json")
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/tp2pp2-tiny", "--trace", small); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(small); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"ph":"s"`); n != 2*2*4*2 {
+		t.Errorf("default trace: %d flows, want %d", n, 2*2*4*2)
 	}
 }
 

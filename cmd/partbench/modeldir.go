@@ -78,7 +78,7 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 			failed = append(failed, err)
 		}
 	}
-	if err := report.WriteGrids(stdout, report.FormatTable, grids...); err != nil {
+	if err := report.WriteTables(stdout, o.format, "run --check --model-dir", version, grids...); err != nil {
 		return err
 	}
 	return errors.Join(failed...)

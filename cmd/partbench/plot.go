@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/cliflag"
+	"github.com/partbench/partbench/compare"
+
 	"github.com/partbench/partbench/report"
-	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -28,7 +30,7 @@ type plotOptions struct {
 func newPlotCmd() *cobra.Command {
 	o := &plotOptions{resolve: loadSystem}
 	cmd := &cobra.Command{
-		Use:   "plot [FILE] --out FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
+		Use:   "plot [FILE] --output FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
 		Short: "Draw a saved result (model, sweep, search, compare or run JSON) or the collective model as SVG or PNG",
 		Long: `Draw a figure from a saved JSON result, choosing the plot by its "schema":
 
@@ -39,27 +41,29 @@ func newPlotCmd() *cobra.Command {
   partbench.search/v1   scatter of the closed-form estimate against the full timeline
 
 --kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over
-the first --ranks GPUs of --preset, beside published nccl-tests points (docs/collectives.md).
-The format follows the --out extension (.svg or .png).
+the first --ranks GPUs of --topology, beside published nccl-tests points (docs/collectives.md).
+The format follows the --output extension (.svg or .png).
 
-  partbench model --dry-run --format json -o est.json && partbench plot est.json --out breakdown.svg
-  partbench plot --kind collectives --preset dgx-h100x2 --ranks 8 --out busbw.png`,
+  partbench model --dry-run --format json --output est.json && partbench plot est.json --output breakdown.svg
+  partbench plot --kind collectives --topology dgx-h100x2 --ranks 8 --output busbw.png`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(args) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.out, "out", "", "output image: a path ending in .svg or .png (required)")
+	cliflag.Output(f, &o.out, "output image: a path ending in .svg or .png (required)", "out")
 	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives or scatter (default: from the file's schema)")
-	f.StringVar(&o.preset, "preset", "dgx-h100x2", "collectives: topology preset")
+	f.StringVar(&o.preset, "topology", "dgx-h100x2", "collectives: topology preset")
+	cliflag.Alias(f, "preset", "topology", true)
 	f.StringVar(&o.hardware, "hardware", "h100-sxm", "collectives: hardware (GPU) preset")
 	f.IntVar(&o.ranks, "ranks", 8, "collectives: group size (ranks 0..N−1)")
-	f.Float64Var(&o.tolerance, "tolerance", 0, "scatter: relative band around y = x (default: the file's tolerance, else 0.1)")
+	f.Float64Var(&o.tolerance, "tolerance", 0, "scatter: relative band around y = x (default: the file's tolerance, else "+strconv.FormatFloat(compare.DefaultTolerance, 'g', -1, 64)+")")
+	cliflag.DefaultInUsage(f, "tolerance")
 	return cmd
 }
 
 func (o *plotOptions) run(args []string) error {
 	if o.out == "" {
-		return fmt.Errorf("--out: required: a path ending in .svg or .png")
+		return fmt.Errorf("--output: required: a path ending in .svg or .png")
 	}
 	format, err := report.PlotFormat(o.out)
 	if err != nil {
@@ -74,7 +78,7 @@ func (o *plotOptions) run(args []string) error {
 	var fig *report.Figure
 	if o.kind == report.PlotCollectives {
 		if len(args) > 0 {
-			return fmt.Errorf("plot --kind collectives: takes no FILE (got %q); it models --preset", args[0])
+			return fmt.Errorf("plot --kind collectives: takes no FILE (got %q); it models --topology", args[0])
 		}
 		if fig, err = o.collectives(); err != nil {
 			return err
@@ -113,30 +117,12 @@ func (o *plotOptions) collectives() (*report.Figure, error) {
 	}
 	sys, err := o.resolve(o.hardware, o.preset)
 	if err != nil {
-		return nil, fmt.Errorf("--preset/--hardware: %w", err)
+		return nil, fmt.Errorf("--topology/--hardware: %w", err)
 	}
 	if o.ranks < 2 || o.ranks > sys.Topology.Size() {
 		return nil, fmt.Errorf("--ranks: must be in [2, %d] for topology %q (got %d)", sys.Topology.Size(), sys.Topology.Name, o.ranks)
 	}
-	group := make([]int, o.ranks)
-	for i := range group {
-		group[i] = i
-	}
-	opt := collectiveOptionsFromEnv()
-	var series []report.CollectiveSeries
-	for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather} {
-		s := report.CollectiveSeries{Label: fmt.Sprintf("modeled %s, %d GPUs", op, o.ranks)}
-		for b := int64(8); b <= 8<<30; b *= 2 {
-			e, err := sim.Collective(sys, op, group, b, opt)
-			if err != nil {
-				return nil, err
-			}
-			s.Points = append(s.Points, report.CollectivePoint{Op: string(op), Ranks: o.ranks, Bytes: b, BusBWGBps: e.BusBWBytesPerS / 1e9})
-		}
-		series = append(series, s)
-	}
-	title := fmt.Sprintf("Bus bandwidth on %s (%s), %d GPUs: model and published nccl-tests", sys.Topology.Name, sys.GPU.Name, o.ranks)
-	return report.CollectivesPlot(title, o.ranks, series, report.PublishedBusBW)
+	return report.CollectivesFigure(sys, o.ranks, collectiveOptionsFromEnv())
 }
 
 func contains(xs []string, x string) bool {

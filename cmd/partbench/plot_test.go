@@ -39,8 +39,8 @@ func TestPlotFromModelJSONAndCollectives(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plot", est}, "--out: required"},
-		{[]string{"plot", est, "--out", filepath.Join(dir, "x.pdf")}, "--out: must end in .svg or .png"},
+		{[]string{"plot", est}, "--output: required"},
+		{[]string{"plot", est, "--out", filepath.Join(dir, "x.pdf")}, "--output: must end in .svg or .png"},
 		{[]string{"plot", est, "--kind", "pie", "--out", svg}, "--kind: must be one of breakdown, sweep, collectives, scatter"},
 		{[]string{"plot", est, "--kind", "sweep", "--out", svg}, "--kind sweep: " + est + " is partbench.model/v1; sweep needs partbench.sweep/v1"},
 		{[]string{"plot", "--out", svg}, "plot: FILE required"},

@@ -1,38 +1,50 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/topology"
 )
 
 func newPresetsCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "presets",
 		Short: "List the embedded strategy, model, hardware and topology presets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := cmd.OutOrStdout()
+			g := report.Grid{Header: []string{"kind", "use as", "names"}}
 			for _, k := range []struct{ title, kind, prefix string }{
-				{"strategies (--config NAME)", "", ""},
-				{"test strategies (--config test/NAME)", "test", "test/"},
-				{"models ([model] preset)", "model", ""},
-				{"hardware ([hardware] preset)", "hardware", ""},
-				{"topologies ([topology] preset)", "topology", ""},
+				{"strategy", "", ""},
+				{"test strategy", "test", "test/"},
+				{"model", "model", ""},
+				{"hardware", "hardware", ""},
+				{"topology", "topology", ""},
 			} {
 				names := configs.Presets(k.kind)
 				for i := range names {
 					names[i] = k.prefix + names[i]
 				}
-				fmt.Fprintf(w, "%-40s %s\n", k.title, strings.Join(names, ", "))
+				g.Rows = append(g.Rows, []string{k.title, presetUse[k.title], strings.Join(names, ", ")})
 			}
-			return nil
+			g.Wrap = 100
+			return report.WriteTables(cmd.OutOrStdout(), format, "presets", version, g)
 		},
 	}
+	cliflag.Format(cmd.Flags(), &format, cliflag.TableFormats...)
+	return cmd
+}
+
+// presetUse says where each kind of preset is named.
+var presetUse = map[string]string{
+	"strategy": "--config NAME", "test strategy": "--config test/NAME", "model": "[model] preset",
+	"hardware": "[hardware] preset, --hardware", "topology": "[topology] preset, --topology",
 }
 
 // loadSystem resolves a hardware and a topology preset by name.

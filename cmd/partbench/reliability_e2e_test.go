@@ -164,8 +164,8 @@ func TestLauncherRefusesBadInputOnce(t *testing.T) {
 		{[]string{"--nproc", "-1"}, "--nproc -1: must be at least 1"},
 		{[]string{"--nproc", "2"}, "--nproc 2: tp2pp2-tiny needs tp × pp = 4 ranks"},
 		{[]string{"--nproc", "64", "--config", "/nonexistent.toml"}, "/nonexistent.toml"},
-		{[]string{"--nproc", "4", "--out", notDir}, "--out " + notDir + ": exists and is not a directory"},
-		{[]string{"--nproc", "4", "--out", filepath.Join(notDir, "sub")}, "--out " + filepath.Join(notDir, "sub") + ": cannot create the directory"},
+		{[]string{"--nproc", "4", "--out", notDir}, "--output-dir " + notDir + ": exists and is not a directory"},
+		{[]string{"--nproc", "4", "--out", filepath.Join(notDir, "sub")}, "--output-dir " + filepath.Join(notDir, "sub") + ": cannot create the directory"},
 	} {
 		args := append([]string{"run", "--config", "test/tp2pp2-tiny", "--backend", "cpu"}, tc.args...)
 		r := runCmd(t, 30*time.Second, cleanEnv(), partbenchBinary(t), args...)
@@ -197,7 +197,7 @@ func TestRankRefusesUnwritableOut(t *testing.T) {
 	codes := waitAll(t, cmds, 30*time.Second)
 	el := time.Since(start)
 	for r, c := range codes {
-		if c == 0 || !strings.Contains(outs[r].String(), "--out "+notDir+": exists and is not a directory") {
+		if c == 0 || !strings.Contains(outs[r].String(), "--output-dir "+notDir+": exists and is not a directory") {
 			t.Errorf("rank %d: exit %d %q; want the --out error", r, c, outs[r].String())
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
@@ -74,7 +76,7 @@ type remoteOptions struct {
 func newRemoteCmd() *cobra.Command {
 	o := &remoteOptions{}
 	cmd := &cobra.Command{
-		Use:   "remote --config FILE (--server ADDR | --spawn-server) [--mode naive|kv|stateful|local|all] [--trials 3] [--warmup 1] [--out DIR]",
+		Use:   "remote --config FILE (--server ADDR | --spawn-server) [--mode naive|kv|stateful|local|all] [--trials 3] [--warmup 1] [--output-dir DIR]",
 		Short: "Measure the model on a remote device per mode: latency, bytes, utilization, where the time goes",
 		Long: `Drive a 'partbench serve' server in each mode (seeds 000 and 001):
   local     the model in this process (no network)
@@ -82,7 +84,7 @@ func newRemoteCmd() *cobra.Command {
   kv        weights stay on the server; the KV cache travels both ways
   stateful  weights and KV cache stay on the server; token ids travel
 Every mode generates the same tokens (checked). Payload bytes of every request must equal the
-model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and results.json to --out.`,
+model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and results.json to --output-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -98,9 +100,9 @@ model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and resu
 	f.StringVar(&o.mode, "mode", "all", "naive, kv, stateful, local, or all")
 	f.IntVar(&o.trials, "trials", 3, "recorded trials per mode")
 	f.IntVar(&o.warmup, "warmup", 1, "unrecorded trials per mode first")
-	f.StringVar(&o.out, "out", "results", "directory for results.csv and results.json")
+	cliflag.OutputDir(f, &o.out, "results", "directory for results.csv and results.json", "out")
 	f.StringVar(&o.link, "link", "loopback", "client link whose bandwidth prices payload in the overhead column: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
-	f.StringVar(&o.format, "format", report.FormatTable, "table or markdown")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.DurationVar(&o.callTimeout, "call-timeout", 2*time.Minute, "deadline of every call")
 	return cmd
 }
@@ -117,9 +119,6 @@ func (o *remoteOptions) modes() ([]partition.RemoteMode, error) {
 }
 
 func (o *remoteOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown); err != nil {
-		return err
-	}
 	if o.config == "" {
 		return fmt.Errorf("remote: --config is required (e.g. --config test/single-tiny)")
 	}
@@ -183,7 +182,7 @@ func (o *remoteOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err := rf.Write(o.out); err != nil {
 		return err
 	}
-	if err := report.WriteGrids(stdout, o.format, report.RemoteResultsGrids(rf)...); err != nil {
+	if err := report.WriteTables(stdout, o.format, "remote", version, report.RemoteResultsGrids(rf)...); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nwrote %s/results.csv and %s/results.json\n", o.out, o.out)

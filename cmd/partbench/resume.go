@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/claims"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/cpu"
@@ -31,7 +33,7 @@ type resumeOptions struct {
 func newResumeCmd() *cobra.Command {
 	o := &resumeOptions{}
 	cmd := &cobra.Command{
-		Use:   "resume --config FILE --layers 1,10,20 --strategies recompute,offload,stateful [--server ADDR | --spawn-server] --out DIR",
+		Use:   "resume --config FILE --layers 1,10,20 --strategies recompute,offload,stateful [--server ADDR | --spawn-server] --output-dir DIR",
 		Short: "Pause a prefill after layer N and resume it: recompute, host offload, or a server that kept the state (seed 002)",
 		Long: `Each trial runs the prefill up to and including layer N, hands over the hidden state
 (--perturb adds a seeded modification to every row), and resumes from layer N+1:
@@ -57,8 +59,8 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 	f.IntVar(&o.warmup, "warmup", 3, "unmeasured trials first")
 	f.BoolVar(&o.perturb, "perturb", false, "add a seeded modification to the paused hidden state")
 	f.Uint64Var(&o.perturbSeed, "perturb-seed", 1, "seed of --perturb")
-	f.StringVar(&o.out, "out", "results", "directory for resume.json and resume.csv")
-	f.StringVar(&o.format, "format", report.FormatTable, "printed table: table or markdown")
+	cliflag.OutputDir(f, &o.out, "results", "directory for resume.json and resume.csv", "out")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	return cmd
 }
 
@@ -76,9 +78,6 @@ func parseLayers(flag, s string) ([]int, error) {
 }
 
 func (o *resumeOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown); err != nil {
-		return err
-	}
 	if o.backend != configs.BackendCPU {
 		return fmt.Errorf("--backend %s: pause and resume run on the cpu backend only; on a GPU the hidden state is device memory and the offload's pinned copy (cuMemHostAlloc, cuMemcpyDtoH/HtoD) is not built", o.backend)
 	}
@@ -159,7 +158,7 @@ func (o *resumeOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err := report.WriteResumeFiles(o.out, doc); err != nil {
 		return err
 	}
-	if err := report.WriteGrids(stdout, o.format, report.ResumeGrid(res), report.ResumeModelGrid(model)); err != nil {
+	if err := report.WriteTables(stdout, o.format, "resume", version, report.ResumeGrid(res), report.ResumeModelGrid(model)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nwrote %s/resume.json and %s/resume.csv\n", o.out, o.out)

@@ -12,13 +12,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/launchflags"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 )
 
@@ -40,11 +44,13 @@ type runOptions struct {
 	calibration string
 	trace       string
 	compare     bool
+	quiet       bool
 	// run only
 	nproc   int
 	check   bool
 	emulate int
 	dtype   string
+	nodes   launchflags.Nodes
 	// --model-dir with --check (modeldir.go)
 	modelDir string
 	encoder  bool
@@ -58,23 +64,26 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.config, "config", "", "strategy config to run: a TOML file or an embedded preset name")
 	f.StringVar(&o.backend, "backend", "auto", "compute backend: cuda, cpu, or auto (cuda when a driver is found)")
 	f.StringVar(&o.rendezvous, "rendezvous", "", "rank 0's control address host:port (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
+	cliflag.Alias(f, "rdzv-endpoint", "rendezvous", false)
 	f.IntVar(&o.warmup, "warmup", -1, "warm-up iterations, discarded (default: the config's run.warmup)")
 	f.IntVar(&o.iterations, "iterations", -1, "measured iterations (default: the config's run.iterations)")
-	f.StringVar(&o.outDir, "out", ".", "directory where rank 0 writes results.json and results.csv (\"\" = none)")
-	f.StringVar(&o.format, "format", report.FormatTable, "what rank 0 prints: table, markdown, json")
+	cliflag.OutputDir(f, &o.outDir, ".", "directory where rank 0 writes results.json and results.csv (\"\" = none)", "out")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
-	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself, not only rank 0")
-	f.Float64Var(&o.tolerance, "tolerance", 0.15, "relative error above which a timed metric is flagged")
+	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself and its errors in full, not only rank 0")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress on standard error")
+	f.Float64Var(&o.tolerance, "tolerance", compare.DefaultTolerance, "relative error above which a timed metric is flagged")
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and 4 decode steps) as a Chrome/Perfetto trace to this file, beside the modeled one")
 	f.BoolVar(&o.compare, "compare-model", true, "print the dry-run estimate of the same config beside the measurements, with the error of each (--compare-model=false: measurements alone)")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
+	cliflag.DefaultInUsage(f, "warmup", "iterations")
 }
 
 // rankArgs re-creates the flags for a child rank of `run --nproc`.
 func (o *runOptions) rankArgs() []string {
-	a := []string{"run", "--config", o.config, "--backend", o.backend, "--out", o.outDir, "--format", o.format,
+	a := []string{"run", "--config", o.config, "--backend", o.backend, "--output-dir", o.outDir, "--format", o.format,
 		"--tolerance", strconv.FormatFloat(o.tolerance, 'g', -1, 64), "--join-timeout", o.joinTimeout.String()}
 	if o.warmup >= 0 {
 		a = append(a, "--warmup", strconv.Itoa(o.warmup))
@@ -91,7 +100,7 @@ func (o *runOptions) rankArgs() []string {
 	for _, b := range []struct {
 		on   bool
 		flag string
-	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.strict, "--strict"}, {!o.compare, "--compare-model=false"}} {
+	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.quiet, "--quiet"}, {o.strict, "--strict"}, {!o.compare, "--compare-model=false"}} {
 		if b.on {
 			a = append(a, b.flag)
 		}
@@ -102,6 +111,7 @@ func (o *runOptions) rankArgs() []string {
 func addRunFlags(root *cobra.Command) {
 	o := &runOptions{backends: backend.Default()}
 	o.addFlags(root.Flags())
+	cliflag.Underscores(root.Flags())
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.config == "" {
 			return cmd.Help()
@@ -113,14 +123,18 @@ func addRunFlags(root *cobra.Command) {
 func newRunCmd() *cobra.Command {
 	o := &runOptions{backends: backend.Default()}
 	cmd := &cobra.Command{
-		Use:   "run --config FILE [--nproc N | --check]",
+		Use:   "run --config FILE [--nproc-per-node N [--nnodes M --node-rank K --rdzv-endpoint HOST:PORT] | --check | --emulate-ranks N]",
 		Short: "Run a config for real and print measured against modeled",
 		Long: `Run every rank's shard of the model, count every communication call, and print
 (on rank 0) the measurements beside the dry-run estimate of the same config.
 
   mpirun -np 16 partbench --config configs/tp8pp2.toml    one process per rank (also srun, torchrun-style env)
-  partbench run --nproc 4 --config test/tp2pp2-tiny      start 4 local ranks, no MPI needed
-  partbench run --check --config test/tp2pp2-tiny        outputs of the partitioning equal a single rank's`,
+  partbench run --nproc-per-node 4 --config test/tp2pp2-tiny      start 4 local ranks, no MPI needed
+  partbench run --check --config test/tp2pp2-tiny        outputs of the partitioning equal a single rank's
+
+Two nodes as torchrun does it (node 0 prints the port it picked for --master-port 0):
+  partbench run --nnodes 2 --node-rank 0 --nproc-per-node 2 --master-addr HOST0 --master-port 0 --config test/tp2pp2-tiny
+  partbench run --nnodes 2 --node-rank 1 --nproc-per-node 2 --rdzv-endpoint HOST0:PORT --config test/tp2pp2-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.modelDir != "" {
@@ -137,14 +151,17 @@ func newRunCmd() *cobra.Command {
 				return o.runEmulate(cmd.Context(), cmd.OutOrStdout())
 			case o.check:
 				return o.runCheck(cmd.Context(), cmd.OutOrStdout())
-			case cmd.Flags().Changed("nproc"):
-				return o.launch(cmd.Context())
+			case cliflag.Changed(cmd.Flags(), "nproc-per-node", "nproc"):
+				return o.launch(cmd.Context(), cmd.Flags(), cmd.ErrOrStderr())
 			}
 			return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.addFlags(cmd.Flags())
-	cmd.Flags().IntVar(&o.nproc, "nproc", 0, "start this many local ranks (the built-in launcher) and wait for all")
+	cmd.Flags().IntVar(&o.nproc, "nproc-per-node", 0, "start this many local ranks (the built-in launcher) and wait for all")
+	cliflag.Alias(cmd.Flags(), "nproc", "nproc-per-node", false)
+	o.nodes.AddFlags(cmd.Flags())
+	cliflag.Underscores(cmd.Flags())
 	cmd.Flags().IntVar(&o.emulate, "emulate-ranks", 0, "play all N ranks in turn on this one device (compute measured, communication modeled)")
 	cmd.Flags().StringVar(&o.dtype, "dtype", "", "with --check --backend cuda: the GPU's storage type, fp32 (default), fp16 or bf16")
 	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (against the CPU reference)")
@@ -155,9 +172,6 @@ func newRunCmd() *cobra.Command {
 
 // loadRunConfig loads the config and applies the iteration overrides.
 func (o *runOptions) loadRunConfig() (*configs.Config, error) {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatJSON); err != nil {
-		return nil, err
-	}
 	cfg, err := configs.Load(o.config)
 	if err != nil {
 		return nil, err
@@ -214,19 +228,19 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	name, plan, rank, notes, err := o.backendFor(cfg, env)
 	if err != nil {
-		return fmt.Errorf("rank %d: %w", env.Rank, err)
+		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
-	var progress func(done, total int)
-	if env.Rank == 0 {
-		progress = newProgress(cfg.Name+" iterations", cfg.Run.Warmup+cfg.Run.Iterations)
+	var prog func(done, total int)
+	if env.Rank == 0 && !o.quiet {
+		prog = progress.Lines(cfg.Name + " iterations")
 	}
 	results, err := pexec.Run(ctx, pexec.RunOptions{
-		Plan: plan, Env: env, Backend: name, JoinTimeout: o.joinTimeout, NewCompute: rank.NewCompute, Progress: progress,
+		Plan: plan, Env: env, Backend: name, JoinTimeout: o.joinTimeout, NewCompute: rank.NewCompute, Progress: prog,
 		TraceDecodeSteps: traceSteps(o.trace),
 		NewComm:          rank.NewComm,
 	})
 	if err != nil {
-		return fmt.Errorf("rank %d: %w", env.Rank, err)
+		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
 	if o.verbose {
 		fmt.Fprintf(stderr, "rank %d of %d (%s): done\n", env.Rank, env.Size, env.Source)
@@ -255,9 +269,12 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 	var err error
-	if o.format == report.FormatJSON {
+	switch o.format {
+	case cliflag.JSON:
 		err = report.RunJSON(stdout, doc)
-	} else {
+	case cliflag.CSV:
+		err = report.RunCSV(stdout, doc)
+	default:
 		err = report.WriteGrids(stdout, o.format, report.RunGrids(doc, o.perRank)...)
 	}
 	if err != nil {
@@ -293,7 +310,7 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteGrids(stdout, report.FormatTable, report.CheckGrid(res)); err != nil {
+	if err := report.WriteTables(stdout, o.format, "run --check", version, report.CheckGrid(res)); err != nil {
 		return err
 	}
 	return res.Err()
@@ -323,7 +340,14 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	}
 	g := report.EmulationGrid(name, e.Emulated, e.Modeled, e.AllocatedBytes)
 	g.Notes = append(g.Notes, notes...)
-	return report.WriteGrids(stdout, o.format, g)
+	if o.outDir != "" {
+		doc := report.EmulationDoc{Schema: report.EmulationSchema, Version: version, Backend: name, Config: cfg, Ranks: o.emulate,
+			Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Table: g}
+		if err := report.WriteEmulationFiles(o.outDir, &doc); err != nil {
+			return fmt.Errorf("--output-dir: %w", err)
+		}
+	}
+	return report.WriteTables(stdout, o.format, "run --emulate-ranks", version, g)
 }
 
 // traceSteps is how many decode steps a run records for --trace.

@@ -12,7 +12,7 @@ func TestRankArgsCarryTheFlags(t *testing.T) {
 		joinTimeout: 5 * time.Second, warmup: 0, iterations: 7, calibration: "c.toml", trace: "t.json", strict: true, compare: false}
 	got := o.rankArgs()
 	for _, want := range [][]string{
-		{"--config", "test/tp2pp2-tiny"}, {"--backend", "cpu"}, {"--out", "/tmp/x"}, {"--format", "json"},
+		{"--config", "test/tp2pp2-tiny"}, {"--backend", "cpu"}, {"--output-dir", "/tmp/x"}, {"--format", "json"},
 		{"--tolerance", "0.2"}, {"--join-timeout", "5s"}, {"--warmup", "0"}, {"--iterations", "7"},
 		{"--calibration", "c.toml"}, {"--trace", "t.json"}, {"--strict"}, {"--compare-model=false"},
 	} {

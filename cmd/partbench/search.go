@@ -8,7 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -34,7 +37,7 @@ type searchOptions struct {
 func newSearchCmd() *cobra.Command {
 	o := &searchOptions{}
 	cmd := &cobra.Command{
-		Use:   "search --model CONFIG --gpus N [--objective tps|tpot|ttft] [--max-tpot-ms X] [--max-ttft-s Y]",
+		Use:   "search --config CONFIG [--gpus N] [--objective tps|tpot|ttft] [--max-tpot-ms X] [--max-ttft-s Y]",
 		Short: "Search every TP×PP, micro-batch count and layer map for the best partitioning",
 		Long: `Enumerate every partitioning of the config's model and workload over N GPUs:
 each tp × pp = N where tp divides heads, kv_heads and ffn and pp ≤ layers; every
@@ -46,16 +49,18 @@ memory are pruned; the rest are estimated with the closed-form pipeline law
 re-run through the full discrete-event timeline and both numbers are printed.
 
 The system is the config's hardware and topology unless --hardware/--topology
-name presets; --nodes scales the topology to that many nodes of its kind.
+name presets; --nodes scales the topology to that many nodes of its kind. N is
+the topology's GPU count unless --gpus says otherwise (then they must agree).
 
-  partbench search --model tp8pp2 --gpus 16
-  partbench search --model configs/tp8pp2.toml --gpus 64 --nodes 8 --objective tpot --max-ttft-s 5`,
+  partbench search --config tp8pp2
+  partbench search --config configs/tp8pp2.toml --gpus 64 --nodes 8 --objective tpot --max-ttft-s 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.model, "model", "", "config whose model and workload are searched: a TOML file or an embedded preset name")
-	f.IntVar(&o.gpus, "gpus", 0, "number of GPUs; must equal the topology's")
+	f.StringVar(&o.model, "config", "", "strategy config whose model and workload are searched: a TOML file or an embedded preset name")
+	cliflag.Alias(f, "model", "config", true)
+	f.IntVar(&o.gpus, "gpus", 0, "number of GPUs (default: the topology's GPU count; else must equal it)")
 	f.StringVar(&o.hardware, "hardware", "", "GPU preset (default: the config's hardware)")
 	f.StringVar(&o.topology, "topology", "", "topology preset (default: the config's topology)")
 	f.IntVar(&o.nodes, "nodes", 0, "scale the topology to this many nodes of the same kind")
@@ -64,22 +69,20 @@ name presets; --nodes scales the topology to that many nodes of its kind.
 	f.Float64Var(&o.maxTTFTs, "max-ttft-s", 0, "constraint: TTFT at most this many seconds (0: none)")
 	f.IntVar(&o.top, "top", 10, "rows to print")
 	f.IntVar(&o.full, "full", -1, "top candidates to re-run through the full timeline (default: --top; 0: none)")
-	f.IntVar(&o.decodeSteps, "decode-steps", sim.SearchDecodeSteps, "decode steps the full timeline re-run starts with (≥ 3; doubled up to 4× where it disagrees with the closed form)")
+	f.IntVar(&o.decodeSteps, "decode-steps", defaultDecodeSteps, "decode steps the full timeline re-run starts with (≥ 3; doubled up to 4× where it disagrees with the closed form)")
 	f.IntVar(&o.maxMicro, "max-microbatches", sim.DefaultMaxMicrobatches, "largest micro-batch count tried")
-	f.StringVar(&o.format, "format", report.FormatTable, "output format: table, markdown, csv, json")
-	f.StringVarP(&o.out, "output", "o", "", "write to this file instead of standard output")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
+	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output", "o", "out")
+	cliflag.DefaultInUsage(f, "gpus", "full")
 	return cmd
 }
 
 func (o *searchOptions) check() error {
-	if err := report.CheckFormat(o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON); err != nil {
-		return err
-	}
 	switch {
 	case o.model == "":
-		return fmt.Errorf("--model: required: a config file or embedded preset whose model and workload are searched (see 'partbench presets')")
-	case o.gpus < 1:
-		return fmt.Errorf("--gpus: required: a positive number of GPUs (got %d)", o.gpus)
+		return fmt.Errorf("--config: required: a config file or embedded preset whose model and workload are searched (see 'partbench presets')")
+	case o.gpus < 0:
+		return fmt.Errorf("--gpus: must be a positive number of GPUs (got %d)", o.gpus)
 	case o.nodes < 0:
 		return fmt.Errorf("--nodes: must be ≥ 1 (got %d)", o.nodes)
 	case o.top < 1:
@@ -143,6 +146,9 @@ func (o *searchOptions) system(cfg *configs.Config) (topology.System, error) {
 			return sys, fmt.Errorf("--nodes: %w", err)
 		}
 	}
+	if o.gpus == 0 {
+		o.gpus = sys.Topology.Size()
+	}
 	if n := sys.Topology.Size(); n != o.gpus {
 		return sys, fmt.Errorf("--gpus: %d, but the topology from %s (%s) has %d GPUs (nodes %d × gpus_per_node %d); pass --topology with a preset of %d GPUs or --nodes%s (presets: %s)",
 			o.gpus, from, sys.Topology.Name, n, sys.Topology.Nodes, sys.Topology.GPUsPerNode, o.gpus, nodesHint(sys.Topology, o.gpus), topologySizes())
@@ -182,14 +188,14 @@ func (o *searchOptions) run(stdout io.Writer) error {
 	}
 	cfg, err := configs.Load(o.model)
 	if err != nil {
-		return fmt.Errorf("--model: %w", err)
+		return fmt.Errorf("--config: %w", err)
 	}
 	sys, err := o.system(cfg)
 	if err != nil {
 		return err
 	}
 	spec := sim.SearchSpec{Config: cfg, System: sys, Objective: o.objective, MaxTPOTS: o.maxTPOTms / 1e3, MaxTTFTS: o.maxTTFTs,
-		MaxMicrobatches: o.maxMicro, Collectives: collectiveOptionsFromEnv(), Progress: lazyProgress("search")}
+		MaxMicrobatches: o.maxMicro, Collectives: collectiveOptionsFromEnv(), Progress: progress.Bar("search")}
 	res, err := sim.Search(spec)
 	if err != nil {
 		return err
@@ -200,38 +206,17 @@ func (o *searchOptions) run(stdout io.Writer) error {
 	}
 	if full > 0 {
 		opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: spec.Collectives}
-		if err := res.Refine(spec, full, opts, lazyProgress("full timeline")); err != nil {
+		if err := res.Refine(spec, full, opts, progress.Bar("full timeline")); err != nil {
 			return err
 		}
 	}
 	if res.Enumerated == 0 {
 		return res.Empty()
 	}
-	write := func(w io.Writer) error { return o.write(w, cfg, res) }
-	if o.out != "" {
-		err = report.WriteFileAtomic(o.out, write)
-	} else {
-		err = write(stdout)
-	}
-	if err != nil {
+	if err := report.ToOutput(o.out, stdout, func(w io.Writer) error { return o.write(w, cfg, res) }); err != nil {
 		return err
 	}
 	return res.Empty() // the table shows why; the exit status says there is no answer
-}
-
-// lazyProgress draws a bar once the total is known, only on a terminal.
-func lazyProgress(what string) func(done, total int) {
-	var bar func(done, total int)
-	started := false
-	return func(done, total int) {
-		if !started {
-			started = true
-			bar = newProgress(what, total)
-		}
-		if bar != nil {
-			bar(done, total)
-		}
-	}
 }
 
 func (o *searchOptions) write(w io.Writer, cfg *configs.Config, res *sim.SearchResult) error {

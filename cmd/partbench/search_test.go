@@ -103,13 +103,13 @@ func TestSearchErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"search", "--gpus", "16"}, "--model: required"},
-		{[]string{"search", "--model", "tp8pp2"}, "--gpus: required"},
+		{[]string{"search", "--gpus", "16"}, "--config: required"},
+		{[]string{"search", "--model", "tp8pp2", "--gpus", "-1"}, "--gpus: must be a positive number of GPUs (got -1)"},
 		{[]string{"search", "--model", "tp8pp2", "--gpus", "32"}, "--gpus: 32, but the topology from the config (dgx-h100x2) has 16 GPUs (nodes 2 × gpus_per_node 8); pass --topology with a preset of 32 GPUs or --nodes 4"},
 		{[]string{"search", "--model", "tp8pp2", "--gpus", "16", "--objective", "speed"}, `--objective: must be one of tps, tpot, ttft (got "speed")`},
 		{[]string{"search", "--model", "tp8pp2", "--gpus", "16", "--topology", "nope"}, `--topology: unknown topology preset "nope"`},
 		{[]string{"search", "--model", "tp8pp2", "--gpus", "16", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
-		{[]string{"search", "--model", "nope", "--gpus", "16"}, `--model: config "nope": no such file`},
+		{[]string{"search", "--model", "nope", "--gpus", "16"}, `--config: config "nope": no such file`},
 	} {
 		_, err := runCLI(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+
+	"github.com/partbench/partbench/cliflag"
 	"golang.org/x/term"
 
 	"github.com/partbench/partbench/remote"
@@ -27,7 +29,7 @@ type suiteOptions struct {
 func newSuiteCmd() *cobra.Command {
 	o := &suiteOptions{}
 	cmd := &cobra.Command{
-		Use:   "suite [--spec quick|seed-003|FILE] [--out results] [--resume]",
+		Use:   "suite [--spec quick|seed-003|FILE] [--output-dir results] [--resume]",
 		Short: "Run an evaluation matrix (baselines × workloads × runs) into statistics, a LaTeX table and PDF figures",
 		Long: `Run every baseline of a spec on every workload, warm-up runs first, then measured ones.
 Each run is appended to OUT/runs.jsonl as it finishes (fsynced), so a killed suite loses at most
@@ -43,7 +45,7 @@ this process for server = "in-process"). Embedded specs: ` + fmt.Sprint(suite.Em
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.spec, "spec", "quick", "suite spec: an embedded name or a TOML file")
-	f.StringVar(&o.out, "out", "results", "directory for runs.jsonl and the outputs")
+	cliflag.OutputDir(f, &o.out, "results", "directory for runs.jsonl and the outputs", "out")
 	f.BoolVar(&o.resume, "resume", false, "continue OUT/runs.jsonl: skip complete cells")
 	f.Int64Var(&o.budget, "memory-budget", 8<<30, "bytes the servers' sessions may hold")
 	cmd.AddCommand(&cobra.Command{

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/cliflag"
+
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/topology"
 	"github.com/partbench/partbench/topology/nvmldiscover"
@@ -39,48 +41,44 @@ func newTopoCmd() *cobra.Command {
 
 func (o *topoOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "topo [--preset NAME] [--hardware NAME] [--format table|json|dot] [--save FILE]",
+		Use:   "topo [--topology NAME] [--hardware NAME] [--format table|markdown|csv|json|dot] [--save FILE]",
 		Short: "Show this machine's GPU topology (through NVML) or a preset's, and the paths partbench models",
-		Long: `Without --preset, read this machine's GPUs through NVML and print the GPU×GPU
+		Long: `Without --topology, read this machine's GPUs through NVML and print the GPU×GPU
 matrix as nvidia-smi topo -m does (NV<n>: n NVLinks, directly or through an
 NVSwitch; PIX, PXB, PHB, NODE, SYS: the PCIe path), every GPU's facts, the
 driver and CUDA versions, and the bandwidth and latency partbench will use for
 each path class. The hardware preset is matched by GPU name; --hardware names
 another. With no GPU or no NVML it says so and exits with status 2.
 
-With --preset, show a topology preset (nodes × GPUs) the same way, on the
---hardware GPU.
+With --topology, show a topology preset the same way, on the --hardware GPU:
+one node's GPUs and NICs with the nvidia-smi codes, and the link between nodes.
 
 --format dot draws the link graph for Graphviz (dot -Tsvg); --save writes the
 [hardware] and [topology] sections of a config (docs/topology.md).
 
   partbench topo
   partbench topo --save mybox.toml
-  partbench topo --preset dgx-h100x2 --format dot | dot -Tsvg > dgx.svg`,
+  partbench topo --topology dgx-h100x2 --format dot | dot -Tsvg > dgx.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout(), cmd.Flags().Changed("hardware"))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.preset, "preset", "", "topology preset to show instead of this machine, e.g. dgx-h100x2")
+	f.StringVar(&o.preset, "topology", "", "topology preset to show instead of this machine, e.g. dgx-h100x2")
+	cliflag.Alias(f, "preset", "topology", true)
 	f.StringVar(&o.hardware, "hardware", "h100-sxm", "hardware (GPU) preset; for this machine it replaces the one matched by GPU name")
-	f.StringVar(&o.format, "format", "table", "output format: table, json, dot")
+	cliflag.Format(f, &o.format, append(cliflag.TableFormats, cliflag.DOT)...)
 	f.StringVar(&o.save, "save", "", "write the [hardware] and [topology] config sections to FILE")
 	return cmd
 }
 
 func (o *topoOptions) run(w io.Writer, hardwareSet bool) error {
-	switch o.format {
-	case "table", "json", "dot":
-	default:
-		return fmt.Errorf("--format: %q is not one of table, json, dot", o.format)
-	}
 	var v report.TopoView
 	var saved []byte
 	if o.preset != "" {
 		if o.resolve == nil {
-			return errors.New("topo --preset: no preset resolver in this build")
+			return errors.New("topo --topology: no preset resolver in this build")
 		}
 		sys, err := o.resolve(o.hardware, o.preset)
 		if err != nil {
@@ -114,12 +112,14 @@ func (o *topoOptions) run(w io.Writer, hardwareSet bool) error {
 		}
 	}
 	switch o.format {
-	case "json":
+	case cliflag.JSON:
 		return report.TopoJSON(w, v)
-	case "dot":
+	case cliflag.DOT:
 		return report.TopoDOT(w, v.Graph)
+	case cliflag.Table:
+		return report.TopoTable(w, v)
 	}
-	return report.TopoTable(w, v)
+	return report.WriteTables(w, o.format, "topo", version, report.TopoGrids(v)...)
 }
 
 // gpuLookup resolves a hardware preset through the preset resolver; nil

@@ -45,7 +45,7 @@ func TestTopoMachineTable(t *testing.T) {
 	}
 	for _, s := range []string{
 		"host dgx01  driver 550.54.15  CUDA 12.4  NVML 12.550.54.15  hardware preset h100-sxm",
-		"NV#  = # NVLinks", "SYS  = PCIe and the link between NUMA nodes",
+		"NV#  = Connection traversing a bonded set of # NVLinks", "SYS  = Connection traversing PCIe and the link between NUMA nodes",
 		// GPU 7: 81,559 MiB = 85.5 GB, 132 SMs, clocks, 50 MiB = 52.4 MB L2, Gen5 x16, NUMA 1, 18 links all to NVSwitch.
 		"7    NVIDIA H100 80GB HBM3  85.5         132  1980", "52.4", "Gen5 x16", "disabled", "9.0", "18 (18)",
 		"GPUs of this machine", "NVLink 4 via NVSwitch, 18 links", "450.0", "1",
@@ -97,12 +97,12 @@ func TestTopoMachineDOTAndSave(t *testing.T) {
 	}
 	// 8 GPUs in two NUMA boxes, 4 NVSwitch chips, links split 5+4+4+5.
 	for s, n := range map[string]int{
-		`subgraph "cluster_`:    2,
-		`shape=hexagon`:         4,
-		`[label="5× NVLink 4"`:  16,
-		`[label="4× NVLink 4"`:  16,
-		`style=dashed`:          0, // no PCIe-only pair
-		`"gpu0" -- "nvswitch0"`: 1,
+		`subgraph cluster_`:            2,
+		`shape=hexagon`:                4,
+		"[\n    label=\"5× NVLink 4\"": 16,
+		"[\n    label=\"4× NVLink 4\"": 16,
+		`style=dashed`:                 0, // no PCIe-only pair
+		"\n  gpu0 -- nvswitch0 [":      1,
 	} {
 		if got := strings.Count(out, s); got != n {
 			t.Errorf("dot: %d × %q, want %d\n%s", got, s, n, out)

@@ -51,20 +51,22 @@ func TestTopoPresetTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out, "\n")
-	// Rank 9 sits on node 1: network to ranks 0–7, NVSwitch to 8 and 10–15.
+	// One node as nvidia-smi topo -m shows it: GPU3 has 18 NVLinks (450 GB/s
+	// / 25 GB/s per link) to the other 7 GPUs, shares a PCIe switch with its
+	// own NIC3 (PIX), and the preset knows no CPU or NUMA affinity.
 	var row9 string
 	for _, l := range lines {
-		if strings.HasPrefix(l, "GPU9 ") {
+		if strings.HasPrefix(l, "GPU3 ") {
 			row9 = strings.Join(strings.Fields(l), " ")
 		}
 	}
-	want9 := "GPU9 NET NET NET NET NET NET NET NET NVS X NVS NVS NVS NVS NVS NVS 1"
+	want9 := "GPU3 NV18 NV18 NV18 X NV18 NV18 NV18 NV18 SYS SYS SYS PIX SYS SYS SYS SYS N/A N/A"
 	if row9 != want9 {
-		t.Errorf("row of GPU9:\n got %q\nwant %q\n%s", row9, want9, out)
+		t.Errorf("row of GPU3:\n got %q\nwant %q\n%s", row9, want9, out)
 	}
 	for _, s := range []string{
 		"preset dgx-h100x2: 2 node(s) × 8 GPUs of H100-SXM5-80GB (hardware preset h100-sxm)",
-		"NVS  = NVLink through an NVSwitch",
+		"NV#  = Connection traversing a bonded set of # NVLinks", "NIC3: network port of GPU3 (NDR InfiniBand 400 Gb/s",
 		"H100-SXM5-80GB  85.5",                               // HBM 85,520,809,984 B = 85.5 GB
 		"GPUs of one node", "NVLink 4 via NVSwitch", "450.0", // 18 × 25 GB/s
 		"GPUs of different nodes", "50.0", // 400 Gb/s / 8
@@ -93,7 +95,7 @@ func TestTopoPresetJSONAndDOT(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if v.Source != "preset" || len(v.Matrix) != 16 || v.Matrix[0][15] != "NET" || v.Matrix[3][4] != "NVS" {
+	if v.Source != "preset" || len(v.Matrix) != 16 || v.Matrix[0][15] != "SYS" || v.Matrix[3][4] != "NV18" || v.Matrix[3][11] != "PIX" {
 		t.Errorf("json: source %q, matrix %d rows", v.Source, len(v.Matrix))
 	}
 	if len(v.Paths) != 2 || v.Paths[0].Class != "nvlink" || v.Paths[0].BytesPerS != 450e9 || !v.Paths[0].NVSwitch || v.Paths[1].BytesPerS != 50e9 {
@@ -107,14 +109,15 @@ func TestTopoPresetJSONAndDOT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two node boxes, an NVSwitch in each, 16 NICs into one network.
+	// Two node boxes, an NVSwitch in each, 16 NICs into one network
+	// (gonum's DOT encoder: one attribute per line).
 	for s, n := range map[string]int{
-		`graph "dgx-h100x2" {`:                     1,
-		`subgraph "cluster_`:                       2,
-		`[label="NVSwitch" shape=hexagon`:          2,
-		`[label="NIC" shape=diamond]`:              16,
-		`-- "network" [label="50 GB/s"`:            16,
-		`-- "n1nvswitch" [label="450 GB/s" color=`: 8,
+		`strict graph "dgx-h100x2" {`:                         1,
+		`subgraph cluster_`:                                   2,
+		"label=NVSwitch\n    shape=hexagon":                   2,
+		"shape=diamond":                                       16,
+		"-- network [\n    label=\"50 GB/s\"":                 16,
+		"-- n1nvswitch [\n    label=\"450 GB/s\"\n    color=": 8,
 	} {
 		if got := strings.Count(out, s); got != n {
 			t.Errorf("dot: %d × %q, want %d\n%s", got, s, n, out)
@@ -140,7 +143,7 @@ func TestTopoPresetSaveAndErrors(t *testing.T) {
 	if _, err := runTopo(t, nil, "--preset", "nope"); err == nil || !strings.Contains(err.Error(), "unknown preset") {
 		t.Errorf("unknown preset: %v", err)
 	}
-	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, json, dot") {
+	if _, err := runTopo(t, nil, "--preset", "dgx-h100x2", "--format", "yaml"); err == nil || !strings.Contains(err.Error(), "table, markdown, csv, json, dot") {
 		t.Errorf("bad format: %v", err)
 	}
 	if _, err := runTopo(t, &topoOptions{discover: nvmldiscover.DiscoverLocal}, "--preset", "dgx-h100x2"); err == nil {

@@ -170,6 +170,7 @@ func probe(b Backend) error {
 // returned Plan.
 func Prepare(b Backend, cfg *configs.Config) (*partition.Plan, []string, error) {
 	var notes []string
+	orig := *cfg
 	if b.Adapt != nil {
 		notes = b.Adapt(cfg)
 	}
@@ -179,8 +180,27 @@ func Prepare(b Backend, cfg *configs.Config) (*partition.Plan, []string, error) 
 	}
 	if b.Admit != nil {
 		if err := b.Admit(plan); err != nil {
-			return nil, nil, err
+			return nil, nil, reconcileDType(err, &orig, cfg)
 		}
 	}
 	return plan, notes, nil
+}
+
+// reconcileDType adds to a refusal of an adapted config (the CPU backend
+// runs fp16 as float32) the memory the dry run reports for the config as
+// written, so the two numbers a user sees can be told apart.
+func reconcileDType(err error, orig, adapted *configs.Config) error {
+	if orig.Model.DType == adapted.Model.DType {
+		return err
+	}
+	p, perr := partition.NewPlan(orig)
+	if perr != nil {
+		return err
+	}
+	var worst int64
+	for _, r := range p.Ranks {
+		worst = max(worst, r.Memory.TotalBytes)
+	}
+	return fmt.Errorf("%w (the backend holds every value as %s, %d bytes each; 'model --dry-run' reports the config's %s, %d bytes each: %.1f GB for its largest rank)",
+		err, adapted.Model.DType, partition.DTypeBytes(adapted.Model.DType), orig.Model.DType, partition.DTypeBytes(orig.Model.DType), float64(worst)/1e9)
 }

@@ -2,11 +2,13 @@ package backend
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/partition"
 )
 
 func fake(name string, auto bool, probeErr error) Backend {
@@ -123,5 +125,22 @@ func TestPrepareCPU(t *testing.T) {
 	}
 	if _, _, err := Prepare(CPU(), big); err == nil || !strings.Contains(err.Error(), "--backend cpu: rank 0 would hold") {
 		t.Errorf("seed model on the CPU: %v", err)
+	}
+	// The refusal reconciles with the dry run: the seed is fp16, the CPU
+	// backend holds float32, and the dry run's figure is named beside it.
+	if big, err = configs.Load("tp8pp2"); err != nil || big.Model.DType != "fp16" {
+		t.Fatalf("seed dtype %q: %v", big.Model.DType, err)
+	}
+	plan16, err := partition.NewPlan(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst int64
+	for _, r := range plan16.Ranks {
+		worst = max(worst, r.Memory.TotalBytes)
+	}
+	dry := fmt.Sprintf("%.1f GB for its largest rank", float64(worst)/1e9)
+	if _, _, err := Prepare(CPU(), big); err == nil || !strings.Contains(err.Error(), "as fp32, 4 bytes each") || !strings.Contains(err.Error(), "fp16, 2 bytes each: "+dry) {
+		t.Errorf("refusal does not reconcile with the dry run (%s): %v", dry, err)
 	}
 }

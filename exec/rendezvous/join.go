@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/partbench/partbench/exec/retry"
 )
 
 // Defaults for Options.
@@ -453,33 +455,26 @@ func joinPeer(ctx context.Context, o Options, start time.Time, sizeErr error) (*
 
 // dialRetry dials addr with backoff until it connects or deadline passes.
 func dialRetry(ctx context.Context, addr string, deadline time.Time) (net.Conn, error) {
-	backoff := 20 * time.Millisecond
-	var last error
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			if last == nil {
-				last = errors.New("no time to dial")
-			}
-			return nil, last
-		}
-		d := net.Dialer{Timeout: min(left, 2*time.Second)}
-		nc, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return nc, nil
-		}
-		last = err
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		select {
-		case <-time.After(min(backoff, time.Until(deadline))):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
+	var nc net.Conn
+	err := dialBackoff.Do(ctx, deadline, func() error {
+		d := net.Dialer{Timeout: min(time.Until(deadline), 2*time.Second)}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		nc = c
+		return err
+	})
+	switch {
+	case err == nil:
+		return nc, nil
+	case errors.Is(err, retry.ErrNoTime):
+		return nil, errors.New("no time to dial")
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
+	return nil, err
 }
+
+// dialBackoff is the wait between attempts to reach rank 0.
+var dialBackoff = retry.Backoff{First: 20 * time.Millisecond, Max: 500 * time.Millisecond}
 
 func isTimeout(err error) bool {
 	var ne net.Error

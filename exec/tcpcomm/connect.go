@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/exec/retry"
 )
 
 // addrInfo is what each rank publishes through the Exchanger.
@@ -183,41 +184,42 @@ func dialHandshake(ctx context.Context, to addrInfo, rank, q int) (net.Conn, err
 	if err != nil || len(tok) != tokenBytes {
 		return nil, fmt.Errorf("bad token %q", to.Token)
 	}
-	var last error
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+	var conn net.Conn
+	err = dialBackoff.Do(ctx, time.Time{}, func() error {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "tcp", to.Addr)
-		if err == nil {
-			if dl, ok := ctx.Deadline(); ok {
-				_ = nc.SetDeadline(dl)
-			}
-			hs := make([]byte, 0, 12+tokenBytes)
-			hs = append(hs, protoMagic[:]...)
-			hs = binary.LittleEndian.AppendUint32(hs, protoVersion)
-			hs = binary.LittleEndian.AppendUint32(hs, uint32(rank))
-			hs = append(hs, tok...)
-			var reply [12]byte
-			if _, err = nc.Write(hs); err == nil {
-				_, err = io.ReadFull(nc, reply[:])
-			}
-			if err == nil {
-				v, from := binary.LittleEndian.Uint32(reply[4:]), binary.LittleEndian.Uint32(reply[8:])
-				if [4]byte(reply[:4]) != protoMagic || v != protoVersion || int(from) != q {
-					nc.Close()
-					return nil, fmt.Errorf("unexpected handshake answer (version %d, rank %d)", v, from)
-				}
-				return nc, nil
-			}
+		if err != nil {
+			return err
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = nc.SetDeadline(dl)
+		}
+		hs := make([]byte, 0, 12+tokenBytes)
+		hs = append(hs, protoMagic[:]...)
+		hs = binary.LittleEndian.AppendUint32(hs, protoVersion)
+		hs = binary.LittleEndian.AppendUint32(hs, uint32(rank))
+		hs = append(hs, tok...)
+		var reply [12]byte
+		if _, err = nc.Write(hs); err == nil {
+			_, err = io.ReadFull(nc, reply[:])
+		}
+		if err != nil {
 			nc.Close()
+			return err
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return nil, last
-		case <-time.After(backoff):
+		v, from := binary.LittleEndian.Uint32(reply[4:]), binary.LittleEndian.Uint32(reply[8:])
+		if [4]byte(reply[:4]) != protoMagic || v != protoVersion || int(from) != q {
+			nc.Close()
+			return retry.Permanent(fmt.Errorf("unexpected handshake answer (version %d, rank %d)", v, from))
 		}
-	}
+		conn = nc
+		return nil
+	})
+	return conn, err
 }
+
+// dialBackoff is the wait between attempts to reach a peer.
+var dialBackoff = retry.Backoff{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}
 
 func acceptHandshake(nc net.Conn, rank, size int, tok [tokenBytes]byte) (int, error) {
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))

@@ -1,0 +1,85 @@
+package launchflags
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/partbench/partbench/exec/launch"
+)
+
+func parse(t *testing.T, args ...string) (*Nodes, *pflag.FlagSet) {
+	t.Helper()
+	n := &Nodes{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	n.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return n, fs
+}
+
+func TestPlace(t *testing.T) {
+	n, _ := parse(t, "--nnodes", "3", "--node-rank", "2")
+	// The launcher of node 2 gives its second child RANK=1 of 4: globally
+	// 2·4 + 1 = 9 of 3·4 = 12.
+	got := n.Place(launch.Env{Rank: 1, Size: 4, LocalRank: 1, LocalSize: 4, Source: launch.SourceRankEnv})
+	if got.Rank != 9 || got.Size != 12 || got.LocalRank != 1 {
+		t.Errorf("Place = %+v, want rank 9 of 12", got)
+	}
+	// torchrun already says the global place (WORLD_SIZE > LOCAL_WORLD_SIZE): unchanged.
+	tr := launch.Env{Rank: 5, Size: 8, LocalRank: 1, LocalSize: 4, Source: launch.SourceRankEnv}
+	if got := n.Place(tr); got != tr {
+		t.Errorf("torchrun env changed: %+v", got)
+	}
+}
+
+func TestSpawnOptions(t *testing.T) {
+	n, fs := parse(t, "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "1234")
+	o, err := n.SpawnOptions(fs, 4, "", io.Discard)
+	if err != nil || o.MasterAddr != "10.0.0.1" || o.MasterPort != 1234 || o.NProc != 4 || o.JobID != "pb-rdzv-10.0.0.1:1234" {
+		t.Errorf("SpawnOptions = %+v, %v", o, err)
+	}
+	if got := strings.Join(n.ChildArgs(), " "); got != "--nnodes 2 --node-rank 1" {
+		t.Errorf("ChildArgs = %q", got)
+	}
+	// Node 0 with port 0 picks one and prints it.
+	n, fs = parse(t, "--nnodes", "2", "--master-port", "0")
+	var b strings.Builder
+	o, err = n.SpawnOptions(fs, 2, "", &b)
+	if err != nil || o.MasterPort == 0 || !strings.Contains(b.String(), "--rdzv-endpoint 127.0.0.1:") {
+		t.Errorf("port 0 on node 0: %+v %v %q", o, err, b.String())
+	}
+	for _, c := range []struct {
+		args     []string
+		endpoint string
+		want     string
+	}{
+		{[]string{"--nnodes", "2", "--node-rank", "2", "--master-port", "5"}, "", "--node-rank: must be in [0, 2)"},
+		{[]string{"--nnodes", "2", "--node-rank", "1", "--master-port", "0"}, "", "only node 0 picks the port"},
+		{[]string{"--nnodes", "2"}, "", "give node 0's port"},
+		{[]string{"--nnodes", "2", "--master-port", "5"}, "h:6", "give it or --master-addr/--master-port, not both"},
+		{[]string{"--nnodes", "2"}, "nohost", "not host:port"},
+	} {
+		n, fs := parse(t, c.args...)
+		if _, err := n.SpawnOptions(fs, 2, c.endpoint, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: %v, want %q", c.args, c.endpoint, err, c.want)
+		}
+	}
+}
+
+func TestRankError(t *testing.T) {
+	list := errors.New("dl: libcuda.so.1 not found; searched, in order:\n  LD_LIBRARY_PATH: unset\n  /usr/lib: no such file")
+	if got := RankError(3, false, list).Error(); strings.Contains(got, "\n") || !strings.HasPrefix(got, "rank 3: dl: libcuda.so.1 not found; searched, in order (rank 0 prints") {
+		t.Errorf("rank 3: %q", got)
+	}
+	if got := RankError(0, false, list).Error(); strings.Count(got, "\n") != 2 {
+		t.Errorf("rank 0 lost the search list: %q", got)
+	}
+	if got := RankError(3, true, list); !errors.Is(got, list) {
+		t.Errorf("--verbose: %v does not wrap the full error", got)
+	}
+}
