@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote"
 )
 
 // TestRemoteSpawnServer: 'remote --spawn-server' starts a server process,
@@ -139,6 +141,69 @@ func TestModelRemoteDryRun(t *testing.T) {
 	for _, s := range []string{"naive *", "25 Gb/s", "naive/stateful per decode step"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// paddingEngine is a server engine whose replies carry one tensor more than
+// the model's payload: 8 B the Program does not know of.
+type paddingEngine struct{ remote.Engine }
+
+type paddingSession struct{ remote.EngineSession }
+
+func (e paddingEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (remote.EngineSession, error) {
+	s, err := e.Engine.OpenSession(p, m, o)
+	if err != nil {
+		return nil, err
+	}
+	return paddingSession{s}, nil
+}
+
+func (s paddingSession) Step(ctx context.Context, in *remote.StepInput) (*remote.StepOutput, error) {
+	out, err := s.EngineSession.Step(ctx, in)
+	if err == nil {
+		out.Tensors = append(out.Tensors, remote.Tensor{Name: "pad", ElemBytes: 4, Shape: []int64{2}, Data: make([]byte, 8)})
+	}
+	return out, err
+}
+
+// TestRemoteExit4OnPayloadMismatch: a server whose replies carry bytes the
+// model does not (8 B per request) makes 'partbench remote' exit 4 naming
+// the requests, after writing its results; the same run against an honest
+// server exits 0.
+func TestRemoteExit4OnPayloadMismatch(t *testing.T) {
+	bin := partbenchBinary(t)
+	for _, tc := range []struct {
+		eng  remote.Engine
+		code int
+	}{{remote.NewCPUEngine(), 0}, {paddingEngine{remote.NewCPUEngine()}, exitPayloadMismatch}} {
+		srv, err := remote.NewServer(remote.ServerConfig{}, tc.eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := srv.ListenGRPC("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		r := runCmd(t, 2*time.Minute, cleanEnv(), bin, "remote", "--config", "test/single-tiny", "--server", addr.String(),
+			"--mode", "stateful", "--trials", "1", "--warmup", "0", "--out", dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(ctx)
+		cancel()
+		if r.code != tc.code {
+			t.Fatalf("%T: exit %d, want %d:\n%s", tc.eng, r.code, tc.code, r.out)
+		}
+		if tc.code == 0 {
+			continue
+		}
+		// 1 prefill + 3 decode steps of test/single-tiny, each 8 B over.
+		if !strings.Contains(r.out, "payload bytes differ from the model") || !strings.Contains(r.out, "in 4 requests") ||
+			!strings.Contains(r.out, "stateful decode step 2: payload up 16 B, down 24 B; the model says up 16 B, down 16 B") {
+			t.Errorf("exit 4 without naming the requests:\n%s", r.out)
+		}
+		if bad, _ := readResults(t, dir)["mismatches"].([]any); len(bad) != 4 {
+			t.Errorf("results.json lists %d mismatches, want the 4 requests", len(bad))
 		}
 	}
 }
