@@ -135,7 +135,8 @@ type child struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	stderr *strings.Builder
-	done   chan error
+	done   chan struct{} // closed once the process was waited for
+	err    error         // its exit, valid after done
 }
 
 func startChild(t *testing.T, role string, env ...string) *child {
@@ -146,7 +147,7 @@ func startChild(t *testing.T, role string, env ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: &strings.Builder{}, done: make(chan error, 1)}
+	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: &strings.Builder{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -158,12 +159,12 @@ func startChild(t *testing.T, role string, env ...string) *child {
 		}
 		io.Copy(io.Discard, out)
 		close(c.lines)
-		c.done <- cmd.Wait()
+		c.err = cmd.Wait()
+		close(c.done)
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
+		cmd.Process.Kill() // an error once it has exited; ProcessState is the waiter's
+		<-c.done
 	})
 	return c
 }
@@ -198,8 +199,8 @@ func serveChild(t *testing.T, transport string, env ...string) (*child, string) 
 func (c *child) wait(t *testing.T, bound time.Duration) error {
 	t.Helper()
 	select {
-	case err := <-c.done:
-		return err
+	case <-c.done:
+		return c.err
 	case <-time.After(bound):
 		t.Fatalf("child still running after %s; stderr: %s", bound, c.stderr)
 		return nil
