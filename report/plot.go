@@ -25,10 +25,11 @@ const (
 	PlotSweep       = "sweep"
 	PlotCollectives = "collectives"
 	PlotScatter     = "scatter"
+	PlotRemote      = "remote"
 )
 
 // PlotKinds lists the kinds `partbench plot --kind` accepts.
-var PlotKinds = []string{PlotBreakdown, PlotSweep, PlotCollectives, PlotScatter}
+var PlotKinds = []string{PlotBreakdown, PlotSweep, PlotCollectives, PlotScatter, PlotRemote}
 
 // PlotFormat is the image format of an output path: svg or png.
 func PlotFormat(path string) (string, error) {
@@ -453,7 +454,7 @@ func orElse(s, d string) string {
 // tolerance, else the document's, else 0.1.
 func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	if kind == "" {
-		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep}[d.Schema]
+		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep, RemoteSchema: PlotRemote}[d.Schema]
 		if kind == "" {
 			kind = PlotScatter
 		}
@@ -463,6 +464,7 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 			PlotBreakdown: "breakdown needs " + ModelSchema,
 			PlotSweep:     "sweep needs " + SweepSchema,
 			PlotScatter:   "scatter needs " + CompareSchema + ", " + RunSchema + " or " + SearchSchema,
+			PlotRemote:    "remote needs " + RemoteSchema,
 		}[kind])
 	}
 	switch kind {
@@ -476,6 +478,11 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 			return wrong()
 		}
 		return SweepPlot(d.Sweep)
+	case PlotRemote:
+		if d.Remote == nil {
+			return wrong()
+		}
+		return RemotePlot(d.Remote)
 	}
 	var c *CompareDoc
 	switch {

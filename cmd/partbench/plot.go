@@ -37,6 +37,8 @@ func newPlotCmd() *cobra.Command {
   partbench.compare/v1  scatter: measured against modeled with y = x and a ±tolerance band
   partbench.run/v1      scatter of the run's measured vs modeled rows
   partbench.search/v1   scatter of the closed-form estimate against the full timeline
+  partbench.remote.v1   remote: payload bytes and latency per request of each mode (partbench remote's
+                        results.json), with the naive/stateful gap
 
 --kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over
 the first --ranks GPUs of --preset, beside published nccl-tests points (docs/collectives.md).
@@ -49,7 +51,7 @@ The format follows the --out extension (.svg or .png).
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "", "output image: a path ending in .svg or .png (required)")
-	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives or scatter (default: from the file's schema)")
+	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives, scatter or remote (default: from the file's schema)")
 	f.StringVar(&o.preset, "preset", "dgx-h100x2", "collectives: topology preset")
 	f.StringVar(&o.hardware, "hardware", "h100-sxm", "collectives: hardware (GPU) preset")
 	f.IntVar(&o.ranks, "ranks", 8, "collectives: group size (ranks 0..N−1)")

@@ -48,6 +48,17 @@ func TestRemoteSpawnServer(t *testing.T) {
 	if _, bad := doc["mismatches"]; bad {
 		t.Errorf("mismatches reported: %v", doc["mismatches"])
 	}
+	// compare and plot read the results by their schema.
+	res := filepath.Join(dir, "results.json")
+	r = runCmd(t, time.Minute, cleanEnv(), bin, "compare", res, res)
+	if r.code != 0 || !strings.Contains(r.out, "naive decode") || !strings.Contains(r.out, "gap_bytes_ratio") {
+		t.Errorf("compare of two results.json: exit %d:\n%s", r.code, r.out)
+	}
+	png := filepath.Join(dir, "remote.png")
+	r = runCmd(t, time.Minute, cleanEnv(), bin, "plot", res, "--out", png)
+	if st, err := os.Stat(png); r.code != 0 || err != nil || st.Size() < 1000 {
+		t.Errorf("plot results.json: exit %d, %v:\n%s", r.code, err, r.out)
+	}
 }
 
 // TestServeProcess: 'serve' on port 0 prints its address, serves 'remote'
