@@ -31,6 +31,7 @@ type modelOptions struct {
 	remoteLink, remoteMode string
 	resumeLayers           string
 	remoteOverheadS        float64
+	remoteOverheadSet      bool // --remote-overhead given: it wins over the calibration's
 }
 
 func newModelCmd() *cobra.Command {
@@ -44,7 +45,10 @@ With no --config the embedded seed comparison runs: tp8pp2 against layerwise16.
 A config is a TOML file or the name of an embedded preset (see 'partbench presets').
 The first strategy is the baseline of the comparison table.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.remoteOverheadSet = cmd.Flags().Changed("remote-overhead")
+			return o.run(cmd.OutOrStdout())
+		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.dryRun, "dry-run", false, "estimate analytically without running anything (required: measurement is 'partbench run')")
@@ -59,7 +63,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
 	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
-	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
+	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
 	return cmd
 }
@@ -89,6 +93,13 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
+	}
+	if (o.resumeLayers != "" || o.remoteLink != "") && !o.remoteOverheadSet {
+		if v, ok, err := calibratedRequestOverhead(o.calibration); err != nil {
+			return err
+		} else if ok {
+			o.remoteOverheadS = v
+		}
 	}
 	if o.resumeLayers != "" {
 		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)

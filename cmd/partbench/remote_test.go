@@ -218,3 +218,48 @@ func TestRemoteExit4OnPayloadMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRemoteOverheadFromCalibration: model --dry-run --remote-link
+// prices each request with the calibration's measured request overhead
+// unless --remote-overhead is given; the modeled decode step grows by
+// exactly that overhead (5 ms here) against the same profile without it.
+func TestModelRemoteOverheadFromCalibration(t *testing.T) {
+	cal := cpuLikeCalibration()
+	without := writeTestCalibration(t, cal)
+	cal.Remote = &configs.RemoteCalibration{RequestOverheadS: 5e-3, Transport: "grpc", Config: "test/single-tiny", Samples: 60}
+	with := writeTestCalibration(t, cal)
+	decode := func(args ...string) (string, float64) {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"model", "--dry-run", "--config", "test/single-tiny", "--remote-link", "loopback", "--format", "markdown"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The latency table's stateful row: | stateful | prefill | prefill transfer | decode step | …
+		_, lat, _ := strings.Cut(out, "modeled latency")
+		for _, l := range strings.Split(lat, "\n") {
+			f := strings.Split(l, "|")
+			if len(f) > 5 && strings.TrimSpace(f[1]) == "stateful" {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(f[4]), 64); err == nil {
+					return out, v
+				}
+			}
+		}
+		t.Fatalf("no stateful latency row in:\n%s", out)
+		return "", 0
+	}
+	out, base := decode("--calibration", without)
+	if !strings.Contains(out, "request overhead 0 µs") {
+		t.Errorf("a calibration without [remote] should leave the overhead 0:\n%s", out)
+	}
+	out, got := decode("--calibration", with)
+	if !strings.Contains(out, "request overhead 5e+03 µs") {
+		t.Errorf("the calibration's 5 ms overhead is not used:\n%s", out)
+	}
+	if d := got - base; d < 4.999 || d > 5.001 {
+		t.Errorf("stateful decode step %.3f ms with the overhead, %.3f ms without: +%.3f ms, want +5", got, base, d)
+	}
+	out, _ = decode("--calibration", with, "--remote-overhead", "0")
+	if !strings.Contains(out, "request overhead 0 µs") {
+		t.Errorf("--remote-overhead 0 did not win over the calibration:\n%s", out)
+	}
+}
