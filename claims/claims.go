@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 // File is a claims TOML file.
@@ -18,6 +19,9 @@ type File struct {
 	Title     string  `toml:"title"`
 	Source    string  `toml:"source"`
 	Tolerance float64 `toml:"tolerance"`
+	// Link is the client↔server link the remote metrics are priced over
+	// (a topology.ClientLinks preset or inline values; default loopback).
+	Link string `toml:"link"`
 	// Strategies maps the roles claims use ("baseline", "proposed") to configs.
 	Strategies map[string]string `toml:"strategies"`
 	Claims     []Claim           `toml:"claim"`
@@ -32,6 +36,16 @@ type Claim struct {
 	Line     int     `toml:"line" json:"line"`
 	Layer    int     `toml:"layer" json:"layer,omitempty"` // resume metrics: the pause layer
 	Quote    string  `toml:"quote" json:"quote"`
+	// Remote metrics: the mode the number is about, the mode a ratio is
+	// taken against (ref), and the phase (prefill, decode: the mean decode
+	// step, empty: the whole generation).
+	Mode  string `toml:"mode" json:"mode,omitempty"`
+	Ref   string `toml:"ref" json:"ref,omitempty"`
+	Phase string `toml:"phase" json:"phase,omitempty"`
+	// Min and Max state a claimed range ("0.7-0.9x", or "more than" with
+	// Min alone); Value is then the range's midpoint (Min without Max).
+	Min *float64 `toml:"min" json:"min,omitempty"`
+	Max *float64 `toml:"max" json:"max,omitempty"`
 }
 
 // Metrics lists what a claim may be about.
@@ -86,6 +100,18 @@ func Parse(r io.Reader, source string) (*File, error) {
 		if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
 			return nil, fmt.Errorf("%s: claim[%d].value: must be finite", source, i)
 		}
+		if err := checkRange(&f.Claims[i]); err != nil {
+			return nil, fmt.Errorf("%s: claim[%d].%w", source, i, err)
+		}
+		if err := checkRemote(f.Claims[i]); err != nil {
+			return nil, fmt.Errorf("%s: claim[%d].%w", source, i, err)
+		}
+	}
+	if f.Link == "" {
+		f.Link = "loopback"
+	}
+	if _, err := topology.ParseClientLink("link", f.Link); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return &f, nil
 }
@@ -120,8 +146,8 @@ func Judge(f *File, est map[string]*sim.Estimate) ([]Judgement, error) {
 	base := est["baseline"]
 	var out []Judgement
 	for _, c := range f.Claims {
-		if IsResumeMetric(c.Metric) {
-			continue // JudgeResume
+		if IsResumeMetric(c.Metric) || IsRemoteMetric(c.Metric) {
+			continue // JudgeResume, JudgeRemote
 		}
 		e := est[c.Strategy]
 		if e == nil {

@@ -79,7 +79,7 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 			linkBytes[plan.System.Topology.Path(r.Rank, peer).Class] += float64(pc.WireBytes) / (iters * steps)
 		}
 	}
-	per := float64(plan.TP*plan.Microbatches) * iters * steps
+	per := float64(plan.TP*plan.DP*plan.Microbatches) * iters * steps // every replica passes its micro-batches
 	rows = append(rows,
 		row("collective calls per micro-batch (logical)", "calls", value(collectives/per), float64(e.Comm.CollectiveCallsPerMicrobatch), tol, true),
 		row("sends per micro-batch (logical, activations + tokens)", "sends", value(sends/per), float64(e.Comm.P2PSendsPerMicrobatch+e.Comm.TokenSendsPerMicrobatch), tol, true),

@@ -157,6 +157,9 @@ func (c *Config) applyDefaults() {
 	if c.Parallel.Microbatches == 0 {
 		c.Parallel.Microbatches = 1
 	}
+	if c.Parallel.DP == 0 {
+		c.Parallel.DP = 1
+	}
 	if c.Parallel.Schedule == "" {
 		c.Parallel.Schedule = "fill-drain"
 	}

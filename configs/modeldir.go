@@ -75,6 +75,7 @@ func (c *Config) resolveModelDir(data []byte) error {
 	}
 	m := ModelFromHF(hf, c.Model.DType)
 	m.Dir = dir
+	m.Encoder = c.Model.Encoder // how the model is run, not its shape
 	if c.Model.Name != "" {
 		m.Name = c.Model.Name
 	}
@@ -116,4 +117,141 @@ latency_s = 1e-6
 iterations = 1
 `, dir, seqs, max(context, 2), max(newTokens, 1), tp, pp, microbatches, tp*pp)
 	return Parse(strings.NewReader(src), "--model-dir "+dir)
+}
+
+// ModelDirRun describes a run of a Hugging Face model directory built from
+// command-line flags instead of a config file: the model from config.json
+// (no weights are read), the workload and the partitioning given, on
+// H100 SXM GPUs in DGX H100 nodes (8 per node on NVSwitch, NDR InfiniBand
+// between nodes) — the seed's machine.
+type ModelDirRun struct {
+	Dir                          string // the model directory (absolute or relative to the working directory)
+	TP, PP, Microbatches         int    // 0: 1
+	LayerMap                     []int  // optional stage of each layer
+	Batch, Context, OutputTokens int    // 0: 1, min(2048, max positions), min(128, context/2)
+	// Encoder runs the model as an encoder: bidirectional attention, one
+	// forward pass over the prompt (phases = ["prefill"]).
+	Encoder bool
+	// DType is the element type ("": the checkpoint's torch_dtype).
+	DType string
+}
+
+// GPUsPerDGXNode is the GPUs of one DGX H100 node (NVIDIA DGX H100 user
+// guide: 8 H100 SXM5 on NVSwitch).
+const GPUsPerDGXNode = 8
+
+// Config is the validated config of r; its source in errors is "--model-dir DIR".
+func (r ModelDirRun) Config() (*Config, error) {
+	tp, pp, mbs := max(r.TP, 1), max(r.PP, 1), max(r.Microbatches, 1)
+	ranks := tp * pp
+	nodes, perNode := 1, ranks
+	if ranks > GPUsPerDGXNode {
+		if ranks%GPUsPerDGXNode != 0 {
+			return nil, fmt.Errorf("--model-dir %s: tp × pp = %d × %d = %d GPUs do not fill DGX nodes of %d; allowed: at most %d, or a multiple of %d",
+				r.Dir, tp, pp, ranks, GPUsPerDGXNode, GPUsPerDGXNode, GPUsPerDGXNode)
+		}
+		nodes, perNode = ranks/GPUsPerDGXNode, GPUsPerDGXNode
+	}
+	batch, context, out := max(r.Batch, 1), r.Context, r.OutputTokens
+	if context == 0 {
+		context = 2048
+		if hf, err := checkpoint.ReadConfig(r.Dir); err == nil && hf.MaxPositions > 0 {
+			context = min(context, hf.MaxPositions)
+		}
+	}
+	if out == 0 {
+		out = max(min(128, context/2), 2)
+	}
+	var extra strings.Builder
+	if r.DType != "" {
+		fmt.Fprintf(&extra, "dtype = %q\n", r.DType)
+	}
+	if r.Encoder {
+		extra.WriteString("encoder = true\n")
+	}
+	phases := `["prefill", "decode"]`
+	if r.Encoder {
+		phases = `["prefill"]`
+	}
+	lm := ""
+	if r.LayerMap != nil {
+		lm = "layer_map = " + strings.ReplaceAll(fmt.Sprint(r.LayerMap), " ", ", ")
+	}
+	src := fmt.Sprintf(`version = 1
+name = %q
+[model]
+dir = %q
+%s[workload]
+batch = %d
+context = %d
+output_tokens = %d
+phases = %s
+[parallel]
+tp = %d
+pp = %d
+microbatches = %d
+%s
+[hardware]
+preset = "h100-sxm"
+[topology]
+preset = "dgx-h100x2"
+name = "dgx-h100x%d"
+nodes = %d
+gpus_per_node = %d
+[run]
+iterations = 1
+`, r.name(tp, pp, mbs), r.Dir, extra.String(), batch, context, out, phases, tp, pp, mbs, lm, nodes, nodes, perNode)
+	return Parse(strings.NewReader(src), "--model-dir "+r.Dir)
+}
+
+// name is the run's name: the directory's base name and the partitioning.
+func (r ModelDirRun) name(tp, pp, mbs int) string {
+	n := fmt.Sprintf("%s-tp%dpp%d", filepath.Base(r.Dir), tp, pp)
+	if r.LayerMap != nil {
+		n = fmt.Sprintf("%s-layerwise%d", filepath.Base(r.Dir), pp)
+	}
+	if mbs > 1 {
+		n += fmt.Sprintf("-mb%d", mbs)
+	}
+	return n
+}
+
+// Partitionings are the runs of r under every partitioning of at most
+// maxRanks ranks that m's shape allows: tp a power of two dividing the
+// heads, KV heads and FFN width; pp a power of two up to the layers (one
+// micro-batch per sequence when pp > 1 and the batch allows it); and
+// layer-wise (a stage per layer, layer_map) when the layers fit in
+// maxRanks. The first is the single rank.
+func (r ModelDirRun) Partitionings(m Model, maxRanks int) []ModelDirRun {
+	kv := m.KVHeads
+	if kv == 0 {
+		kv = m.Heads
+	}
+	var out []ModelDirRun
+	for tp := 1; tp <= maxRanks; tp *= 2 {
+		if m.Heads%tp != 0 || kv%tp != 0 || m.FFN%tp != 0 {
+			continue
+		}
+		for pp := 1; tp*pp <= maxRanks && pp <= m.Layers; pp *= 2 {
+			p := r
+			p.TP, p.PP, p.LayerMap, p.Microbatches = tp, pp, nil, 1
+			if pp > 1 && max(r.Batch, 1)%pp == 0 {
+				p.Microbatches = pp
+			}
+			out = append(out, p)
+		}
+	}
+	if m.Layers >= 2 && m.Layers <= maxRanks {
+		p := r
+		p.TP, p.PP, p.Microbatches = 1, m.Layers, 1
+		p.LayerMap = make([]int, m.Layers)
+		for i := range p.LayerMap {
+			p.LayerMap[i] = i
+		}
+		if b := max(r.Batch, 1); b%m.Layers == 0 {
+			p.Microbatches = m.Layers
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -58,6 +58,10 @@ type Workload struct {
 type Parallel struct {
 	TP int `toml:"tp" json:"tp"`
 	PP int `toml:"pp" json:"pp"`
+	// DP is the number of replicas of the TP×PP group (data parallelism):
+	// tp × pp × dp = GPUs. Each replica serves workload.batch sequences on
+	// its own, so the deployment serves dp × batch; 0 in a file means 1.
+	DP int `toml:"dp" json:"dp"`
 	// Microbatches splits the batch for the pipeline; must divide batch.
 	Microbatches int `toml:"microbatches" json:"microbatches"`
 	// LayerMap optionally gives the stage of each layer (len = layers,

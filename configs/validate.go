@@ -76,6 +76,11 @@ func (c *Config) Validate() error {
 	p := c.Parallel
 	okTP := rangeInt("parallel.tp", p.TP, 1, MaxTP)
 	okPP := rangeInt("parallel.pp", p.PP, 1, MaxLayers)
+	// A Config built in code may leave DP 0: one replica, as in a file.
+	if p.DP == 0 {
+		p.DP = 1
+	}
+	okDP := rangeInt("parallel.dp", p.DP, 1, MaxGPUs)
 	if okTP {
 		if okHeads && m.Heads%p.TP != 0 {
 			add("parallel.tp: must divide model.heads = %d (got %d)", m.Heads, p.TP)
@@ -128,9 +133,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	} else if n := c.Topology.Size(); n > MaxGPUs {
 		add("topology: nodes × gpus_per_node = %d × %d = %d GPUs, more than the %d allowed", c.Topology.Nodes, c.Topology.GPUsPerNode, n, MaxGPUs)
-	} else if okTP && okPP && p.TP*p.PP != c.Topology.Size() {
-		add("parallel: tp × pp = %d × %d = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
-			p.TP, p.PP, p.TP*p.PP, c.Topology.Name, c.Topology.Size(), c.Topology.Nodes, c.Topology.GPUsPerNode)
+	} else if okTP && okPP && okDP && p.TP*p.PP*p.DP != c.Topology.Size() {
+		layout := fmt.Sprintf("tp × pp = %d × %d", p.TP, p.PP)
+		if p.DP != 1 {
+			layout = fmt.Sprintf("tp × pp × dp = %d × %d × %d", p.TP, p.PP, p.DP)
+		}
+		add("parallel: %s = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
+			layout, p.TP*p.PP*p.DP, c.Topology.Name, c.Topology.Size(), c.Topology.Nodes, c.Topology.GPUsPerNode)
+	} else if okTP && okPP && okDP && !ReplicasAlign(p.TP*p.PP, p.DP, c.Topology.GPUsPerNode) {
+		add("parallel.dp: with dp = %d a replica of tp × pp = %d GPUs must fill whole nodes or divide a node's %d GPUs, so every replica has the same links (got %d)",
+			p.DP, p.TP*p.PP, c.Topology.GPUsPerNode, p.DP)
 	}
 
 	if c.Run.Warmup < 0 || c.Run.Warmup > 1<<20 {
@@ -139,4 +151,12 @@ func (c *Config) Validate() error {
 	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
 	errs = append(errs, c.validateArch()...)
 	return errors.Join(errs...)
+}
+
+// ReplicasAlign reports whether dp replicas of a group of size GPUs each lie
+// the same way on nodes of perNode GPUs: one replica (dp = 1), a group that
+// divides a node, or one made of whole nodes. Then every replica sees the
+// same links and one replica's timeline stands for all (docs/costmodel.md).
+func ReplicasAlign(size, dp, perNode int) bool {
+	return dp == 1 || perNode%size == 0 || size%perNode == 0
 }

@@ -104,7 +104,8 @@ const maxFailureLines = 8
 
 // Check runs cfg's partitioning and the single-rank reference (tp = pp = 1,
 // one micro-batch, the prompt in one pass, on a 1×1 topology) in-process: prefill, then DecodeSteps
-// teacher-forced decode steps at the real positions. It compares the last
+// teacher-forced decode steps at the real positions (an encoder,
+// model.encoder, runs the prefill alone: its one forward pass). It compares the last
 // stage's outputs per sequence after every step and the argmax tokens, and
 // every rank's counted communication with plan.Counts of its Programs.
 // Both plans use dtype fp32, the arithmetic of the CPU backend, so counted
@@ -118,7 +119,13 @@ func Check(ctx context.Context, cfg *configs.Config, opts CheckOptions) (CheckRe
 	if steps == 0 {
 		steps = DefaultCheckDecodeSteps
 	}
-	if steps < 0 || steps > cfg.Workload.OutputTokens {
+	if cfg.Model.Encoder {
+		// An encoder runs one forward pass: the prefill is the whole check.
+		if opts.DecodeSteps > 0 {
+			return CheckResult{}, fmt.Errorf("check: %s is an encoder (model.encoder = true): one forward pass, no decode steps (got %d)", cfg.Name, opts.DecodeSteps)
+		}
+		steps = 0
+	} else if steps < 0 || steps > cfg.Workload.OutputTokens {
 		return CheckResult{}, fmt.Errorf("check: decode steps must be in [1, workload.output_tokens = %d] (got %d)", cfg.Workload.OutputTokens, steps)
 	}
 	tol := opts.Tolerance
@@ -165,11 +172,14 @@ func Check(ctx context.Context, cfg *configs.Config, opts CheckOptions) (CheckRe
 func checkConfigs(cfg *configs.Config) (ref, part *configs.Config) {
 	p := *cfg
 	p.Workload.Phases = []string{"prefill", "decode"}
+	if cfg.Model.Encoder {
+		p.Workload.Phases = []string{"prefill"}
+	}
 	p.Parallel.LayerMap = slices.Clone(cfg.Parallel.LayerMap)
 	p.Model.DType = "fp32"
 	r := p
 	r.Name = cfg.Name + "-reference"
-	r.Parallel.TP, r.Parallel.PP, r.Parallel.Microbatches = 1, 1, 1
+	r.Parallel.TP, r.Parallel.PP, r.Parallel.DP, r.Parallel.Microbatches = 1, 1, 1, 1
 	r.Parallel.LayerMap = nil
 	r.Parallel.PrefillChunk = 0 // the whole prompt in one pass, unless it does not fit
 	r.Topology = configs.Topology{Topology: topology.Topology{Name: "reference-1x1", Nodes: 1, GPUsPerNode: 1, Intra: cfg.Topology.Intra}}
@@ -240,16 +250,31 @@ func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
 		return nil, err
 	}
 
-	run := &checkRun{}
+	var diffs []RankCountDiff
 	for r := range size {
-		want := plan.Counts(plan.Program(r, partition.Prefill))
-		dec := plan.Counts(plan.Program(r, partition.Decode))
-		want = want.Add(dec.Times(steps))
-		if d := commcount.Diff(want, comms[r].Counter().Snapshot()); len(d) > 0 {
-			run.countDiffs = append(run.countDiffs, RankCountDiff{Rank: r, Diffs: d})
+		if d := countDiff(plan, r, steps, comms[r]); d != nil {
+			diffs = append(diffs, *d)
 		}
 	}
+	return assembleCheckRun(plan, steps, outs, diffs)
+}
 
+// countDiff compares rank's counted communication with plan.Counts of the
+// prefill and steps decode Programs it ran (nil when they agree).
+func countDiff(plan *partition.Plan, rank, steps int, comm Comm) *RankCountDiff {
+	want := plan.Counts(plan.Program(rank, partition.Prefill))
+	dec := plan.Counts(plan.Program(rank, partition.Decode))
+	want = want.Add(dec.Times(steps))
+	if d := commcount.Diff(want, comm.Counter().Snapshot()); len(d) > 0 {
+		return &RankCountDiff{Rank: rank, Diffs: d}
+	}
+	return nil
+}
+
+// assembleCheckRun gathers the last stage's outputs per step and sequence
+// from every rank's (outs[rank]), checking that its TP ranks agree.
+func assembleCheckRun(plan *partition.Plan, steps int, outs []rankOut, diffs []RankCountDiff) (*checkRun, error) {
+	run := &checkRun{countDiffs: diffs}
 	last := plan.RankOf(plan.PP-1, 0)
 	mbs := plan.MicrobatchSize
 	for step := 0; step <= steps; step++ {
@@ -267,11 +292,17 @@ func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
 					tokens = append(tokens, s[i])
 				}
 			}
-			// Every TP rank of the last stage holds the same result.
-			for t := 1; t < plan.TP; t++ {
-				r := plan.RankOf(plan.PP-1, t)
-				if !slices.Equal(outs[r].out[step][mb], o) || !slices.Equal(outs[r].sampled[step][mb], s) {
-					run.failures = append(run.failures, fmt.Sprintf("%s: step %d micro-batch %d: rank %d's output differs from rank %d's", plan.Config.Name, step, mb, r, last))
+			// Every TP rank of the last stage holds the same result, and so
+			// does every replica's: each runs the same batch on its own.
+			for d := 0; d < plan.DP; d++ {
+				for t := 0; t < plan.TP; t++ {
+					r := plan.RankIn(d, plan.PP-1, t)
+					if r == last {
+						continue
+					}
+					if !slices.Equal(outs[r].out[step][mb], o) || !slices.Equal(outs[r].sampled[step][mb], s) {
+						run.failures = append(run.failures, fmt.Sprintf("%s: step %d micro-batch %d: rank %d's output (replica %d) differs from rank %d's", plan.Config.Name, step, mb, r, d, last))
+					}
 				}
 			}
 		}

@@ -50,44 +50,9 @@ func Generate(ctx context.Context, cfg *configs.Config, prompts [][]int, opts Ge
 	if opts.NewCompute == nil || opts.NewComms == nil {
 		return GenerateResult{}, errors.New("generate: NewCompute and NewComms are required")
 	}
-	if opts.NewTokens < 1 {
-		return GenerateResult{}, fmt.Errorf("generate: new tokens must be ≥ 1 (got %d)", opts.NewTokens)
-	}
-	if len(prompts) == 0 || len(prompts[0]) == 0 {
-		return GenerateResult{}, errors.New("generate: no prompt ids (want a list of token-id lists)")
-	}
-	P := len(prompts[0])
-	for i, p := range prompts {
-		if len(p) != P {
-			return GenerateResult{}, fmt.Errorf("generate: prompt %d has %d ids, prompt 0 has %d: prompts must have one length", i, len(p), P)
-		}
-		for j, id := range p {
-			if cfg.Model.Vocab > 0 && (id < 0 || id >= cfg.Model.Vocab) {
-				return GenerateResult{}, fmt.Errorf("generate: prompt %d position %d: id %d outside the vocabulary [0, %d)", i, j, id, cfg.Model.Vocab)
-			}
-		}
-	}
-	if !cfg.Model.LMHead {
-		return GenerateResult{}, errors.New("generate: the model has no LM head (model.lm_head = false): nothing to decode")
-	}
-	c := *cfg
-	c.Parallel.LayerMap = slices.Clone(cfg.Parallel.LayerMap)
-	c.Workload.Batch = len(prompts)
-	c.Workload.Context = P + opts.NewTokens
-	c.Workload.OutputTokens = opts.NewTokens
-	c.Workload.Phases = []string{"prefill", "decode"}
-	c.Parallel.PrefillChunk = 0
-	steps := opts.NewTokens - 1
-	if opts.Stepwise {
-		c.Workload.OutputTokens = P + opts.NewTokens - 1
-		steps = P + opts.NewTokens - 2
-	}
-	if err := c.Validate(); err != nil {
-		return GenerateResult{}, fmt.Errorf("generate: %w", err)
-	}
-	plan, err := partition.NewPlan(&c)
+	plan, steps, err := generatePlan(cfg, prompts, opts.NewTokens, opts.Stepwise)
 	if err != nil {
-		return GenerateResult{}, fmt.Errorf("generate: %w", err)
+		return GenerateResult{}, err
 	}
 	in := &model.Inputs{Prompts: prompts, Greedy: true}
 	run, err := runCheckPlan(ctx, plan, steps, func(p *partition.Plan, r int) (Compute, error) {
@@ -96,6 +61,58 @@ func Generate(ctx context.Context, cfg *configs.Config, prompts [][]int, opts Ge
 	if err != nil {
 		return GenerateResult{}, fmt.Errorf("generate: %s: %w", plan, err)
 	}
+	return generateResult(cfg, plan, prompts, opts.Stepwise, run)
+}
+
+// generatePlan is the plan of cfg for prompts and newTokens greedy tokens
+// (stepwise: the prompt fed one position per pass) and the decode steps
+// after the prefill.
+func generatePlan(cfg *configs.Config, prompts [][]int, newTokens int, stepwise bool) (*partition.Plan, int, error) {
+	if newTokens < 1 {
+		return nil, 0, fmt.Errorf("generate: new tokens must be ≥ 1 (got %d)", newTokens)
+	}
+	if len(prompts) == 0 || len(prompts[0]) == 0 {
+		return nil, 0, errors.New("generate: no prompt ids (want a list of token-id lists)")
+	}
+	P := len(prompts[0])
+	for i, p := range prompts {
+		if len(p) != P {
+			return nil, 0, fmt.Errorf("generate: prompt %d has %d ids, prompt 0 has %d: prompts must have one length", i, len(p), P)
+		}
+		for j, id := range p {
+			if cfg.Model.Vocab > 0 && (id < 0 || id >= cfg.Model.Vocab) {
+				return nil, 0, fmt.Errorf("generate: prompt %d position %d: id %d outside the vocabulary [0, %d)", i, j, id, cfg.Model.Vocab)
+			}
+		}
+	}
+	if !cfg.Model.LMHead {
+		return nil, 0, errors.New("generate: the model has no LM head (model.lm_head = false): nothing to decode")
+	}
+	c := *cfg
+	c.Parallel.LayerMap = slices.Clone(cfg.Parallel.LayerMap)
+	c.Workload.Batch = len(prompts)
+	c.Workload.Context = P + newTokens
+	c.Workload.OutputTokens = newTokens
+	c.Workload.Phases = []string{"prefill", "decode"}
+	c.Parallel.PrefillChunk = 0
+	steps := newTokens - 1
+	if stepwise {
+		c.Workload.OutputTokens = P + newTokens - 1
+		steps = P + newTokens - 2
+	}
+	if err := c.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("generate: %w", err)
+	}
+	plan, err := partition.NewPlan(&c)
+	if err != nil {
+		return nil, 0, fmt.Errorf("generate: %w", err)
+	}
+	return plan, steps, nil
+}
+
+// generateResult reads the greedy ids and logits of a run of plan.
+func generateResult(cfg *configs.Config, plan *partition.Plan, prompts [][]int, stepwise bool, run *checkRun) (GenerateResult, error) {
+	P := len(prompts[0])
 	var fails []string
 	fails = append(fails, run.failures...)
 	for _, d := range run.countDiffs {
@@ -108,7 +125,7 @@ func Generate(ctx context.Context, cfg *configs.Config, prompts [][]int, opts Ge
 	// Step k's output is the logits at position first+k; the argmax at the
 	// last prompt position and after it are the greedy tokens.
 	first := P - 1
-	if opts.Stepwise {
+	if stepwise {
 		first = 0
 	}
 	res.FirstPosition = first

@@ -22,7 +22,9 @@ type RankResult struct {
 	DataPlane string `json:"data_plane,omitempty"`
 	Stage     int    `json:"stage"`
 	TPIndex   int    `json:"tp_index"`
-	LastStage bool   `json:"last_stage"`
+	// Replica is the rank's data-parallel replica (0 without dp).
+	Replica   int  `json:"replica"`
+	LastStage bool `json:"last_stage"`
 	// AllocatedBytes is what the compute backend holds (weights, KV, buffers).
 	AllocatedBytes int64 `json:"allocated_bytes"`
 	// Per measured iteration: the rank's prefill time, and the times (from the
@@ -95,18 +97,26 @@ type Measurement struct {
 	// TPOT per token interval on the last stage (first interval from the
 	// prefill's token to decode step 0's).
 	TPOT Stats `json:"tpot_s"`
-	// TPS per iteration: batch × decode steps ÷ decode time.
+	// TPS per iteration: batch × replicas × decode steps ÷ decode time
+	// (the slowest replica's).
 	TPS   Stats        `json:"tokens_per_s"`
 	Ranks []RankResult `json:"ranks"`
 }
 
-// Aggregate builds a Measurement from every rank's result (index = rank).
+// Aggregate builds a Measurement from every rank's result (index = rank);
+// batch is the sequences each replica serves. With data parallelism, a
+// step ends when the last replica's last stage ends it, and every replica
+// produces batch tokens per step.
 func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	if len(results) == 0 {
 		return nil, fmt.Errorf("no rank results")
 	}
 	m := &Measurement{Warmup: warmup, Ranks: results}
 	var ttft, tpot, tps []float64
+	replicas := map[int]bool{}
+	for _, r := range results {
+		replicas[r.Replica] = true
+	}
 	iters := len(results[0].PrefillS)
 	m.Iterations = iters
 	for i := 0; i < iters; i++ {
@@ -135,7 +145,7 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 		}
 		m.DecodeSteps = len(ends)
 		if len(ends) > 0 && prev > first {
-			tps = append(tps, float64(batch*len(ends))/(prev-first))
+			tps = append(tps, float64(batch*len(replicas)*len(ends))/(prev-first))
 		}
 	}
 	m.TTFT, m.TPOT, m.TPS = Summarize(ttft), Summarize(tpot), Summarize(tps)

@@ -91,7 +91,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	prefill, decode := plan.Program(rank, partition.Prefill), plan.Program(rank, partition.Decode)
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
-	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex,
+	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex, Replica: r.Replica,
 		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)

@@ -49,9 +49,9 @@ func indexOf(xs []int, v int) int {
 
 // CommSummary is a phase's communication under each named definition.
 type CommSummary struct {
-	// Logical operations over the whole model for one micro-batch's pass: one
-	// all-reduce in one TP group is 1 call; one stage-boundary transfer is 1
-	// send however many TP ranks carry it.
+	// Logical operations over the whole model for one micro-batch's pass
+	// through one replica: one all-reduce in one TP group is 1 call; one
+	// stage-boundary transfer is 1 send however many TP ranks carry it.
 	CollectiveCallsPerMicrobatch int `json:"collective_calls_per_microbatch"`
 	P2PSendsPerMicrobatch        int `json:"p2p_sends_per_microbatch"`
 	// TokenSendsPerMicrobatch are the sampled tokens returned from the last
@@ -93,10 +93,12 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 		}
 	}
 	// Each logical collective and each boundary transfer appears once on
-	// every one of the TP ranks that carries it.
-	s.CollectiveCallsPerMicrobatch = collectiveOps / p.TP
-	s.P2PSendsPerMicrobatch = activationSends / p.TP
-	s.TokenSendsPerMicrobatch = tokenSends / p.TP
+	// every one of the TP ranks that carries it, in every replica (each
+	// replica passes its own micro-batch 0).
+	n := p.TP * p.DP
+	s.CollectiveCallsPerMicrobatch = collectiveOps / n
+	s.P2PSendsPerMicrobatch = activationSends / n
+	s.TokenSendsPerMicrobatch = tokenSends / n
 	return s
 }
 

@@ -98,9 +98,12 @@ func (p *Plan) fitMemory() error {
 	for {
 		worst, fits := -1, true
 		for i, r := range p.Ranks {
-			// The TP ranks of a stage hold the same: compute each stage once.
+			// The TP ranks of a stage, and every replica, hold the same:
+			// compute each stage of replica 0 once.
 			mem := p.Ranks[i-r.TPIndex].Memory
-			if r.TPIndex == 0 {
+			if r.Replica > 0 {
+				mem = p.Ranks[i-r.Replica*p.GroupSize()].Memory
+			} else if r.TPIndex == 0 {
 				mem = p.memory(r, chunk)
 			}
 			p.Ranks[i].Memory = mem

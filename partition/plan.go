@@ -8,14 +8,19 @@ import (
 )
 
 // Plan says who holds what: the stages and their layers, every rank's stage,
-// TP index, groups and memory. Ranks are numbered stage-major
-// (rank = stage·TP + tp index), so a TP group is contiguous and stays inside
-// a node whenever TP ≤ GPUs per node.
+// TP index, replica, groups and memory. Ranks are numbered replica-major,
+// then stage-major (rank = replica·TP·PP + stage·TP + tp index), so a TP
+// group is contiguous and stays inside a node whenever TP ≤ GPUs per node,
+// and no group or pipeline peer spans two replicas.
 type Plan struct {
-	Config         *configs.Config
-	Model          configs.Model
-	System         topology.System
-	TP, PP         int
+	Config *configs.Config
+	Model  configs.Model
+	System topology.System
+	TP, PP int
+	// DP is the number of replicas of the TP×PP group; each runs the whole
+	// workload on its own, so every replica's Programs are the same but for
+	// rank numbers.
+	DP             int
 	Microbatches   int
 	MicrobatchSize int // sequences per micro-batch
 	DTypeBytes     int
@@ -34,17 +39,27 @@ type Rank struct {
 	Rank    int   `json:"rank"`
 	Stage   int   `json:"stage"`
 	TPIndex int   `json:"tp_index"`
+	Replica int   `json:"replica"`
 	Layers  []int `json:"layers"`
 	// TPGroup lists the global ranks of this rank's tensor-parallel group.
 	TPGroup []int  `json:"tp_group"`
 	Memory  Memory `json:"memory"`
 }
 
-// RankOf is the global rank of (stage, tp index).
+// RankOf is the global rank of (stage, tp index) in replica 0.
 func (p *Plan) RankOf(stage, tpIndex int) int { return stage*p.TP + tpIndex }
 
-// Size is the number of ranks.
-func (p *Plan) Size() int { return p.TP * p.PP }
+// RankIn is the global rank of (stage, tp index) in a replica.
+func (p *Plan) RankIn(replica, stage, tpIndex int) int {
+	return replica*p.GroupSize() + stage*p.TP + tpIndex
+}
+
+// Size is the number of ranks: every replica's.
+func (p *Plan) Size() int { return p.TP * p.PP * p.DP }
+
+// GroupSize is the ranks of one replica, TP × PP; ranks [0, GroupSize) are
+// replica 0.
+func (p *Plan) GroupSize() int { return p.TP * p.PP }
 
 // FirstStage and LastStage report a stage's position in the pipeline.
 func (p *Plan) FirstStage(s int) bool { return s == 0 }
@@ -64,6 +79,7 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 		System:         topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology},
 		TP:             par.TP,
 		PP:             par.PP,
+		DP:             max(par.DP, 1),
 		Microbatches:   par.Microbatches,
 		MicrobatchSize: cfg.Workload.Batch / par.Microbatches,
 		DTypeBytes:     DTypeBytes(m.DType),
@@ -72,13 +88,15 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 		p.VocabPadded = PaddedVocab(m, p.TP)
 	}
 	p.StageLayers = stageLayers(m.Layers, p.PP, par.LayerMap)
-	for s := 0; s < p.PP; s++ {
-		group := make([]int, p.TP)
-		for t := range group {
-			group[t] = p.RankOf(s, t)
-		}
-		for t := 0; t < p.TP; t++ {
-			p.Ranks = append(p.Ranks, Rank{Rank: p.RankOf(s, t), Stage: s, TPIndex: t, Layers: p.StageLayers[s], TPGroup: group})
+	for d := 0; d < p.DP; d++ {
+		for s := 0; s < p.PP; s++ {
+			group := make([]int, p.TP)
+			for t := range group {
+				group[t] = p.RankIn(d, s, t)
+			}
+			for t := 0; t < p.TP; t++ {
+				p.Ranks = append(p.Ranks, Rank{Rank: p.RankIn(d, s, t), Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group})
+			}
 		}
 	}
 	if err := p.fitMemory(); err != nil {
@@ -113,6 +131,32 @@ func stageLayers(layers, pp int, layerMap []int) [][]int {
 
 // String is a one-line summary.
 func (p *Plan) String() string {
-	return fmt.Sprintf("%s: TP=%d × PP=%d on %d GPUs, %d micro-batches of %d, prefill chunk %d × %d",
-		p.Config.Name, p.TP, p.PP, p.Size(), p.Microbatches, p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
+	dp := ""
+	if p.DP > 1 {
+		dp = fmt.Sprintf(" × DP=%d", p.DP)
+	}
+	return fmt.Sprintf("%s: TP=%d × PP=%d%s on %d GPUs, %d micro-batches of %d, prefill chunk %d × %d",
+		p.Config.Name, p.TP, p.PP, dp, p.Size(), p.Microbatches, p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
+}
+
+// OneReplica is the plan cut to replica 0 (ranks [0, GroupSize)): what one
+// replica runs, on the same GPUs and links. Config still names every
+// replica. A plan with DP = 1 is returned as is.
+func (p *Plan) OneReplica() *Plan {
+	if p.DP <= 1 {
+		return p
+	}
+	one := *p
+	one.DP = 1
+	one.Ranks = p.Ranks[:p.GroupSize():p.GroupSize()]
+	return &one
+}
+
+// Factors names the layout's factors for messages: "tp × pp", or
+// "tp × pp × dp" with replicas.
+func (p *Plan) Factors() string {
+	if p.DP > 1 {
+		return "tp × pp × dp"
+	}
+	return "tp × pp"
 }

@@ -202,7 +202,7 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 	dt := b.dt
 	if p.FirstStage(r.Stage) {
 		if phase == Decode && p.PP > 1 {
-			b.add(Op{Kind: Recv, Name: "tokens.recv", Layer: -1, Out: model.Tokens, Rows: seqs, Peer: p.RankOf(p.PP-1, r.TPIndex),
+			b.add(Op{Kind: Recv, Name: "tokens.recv", Layer: -1, Out: model.Tokens, Rows: seqs, Peer: p.RankIn(r.Replica, p.PP-1, r.TPIndex),
 				Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
 		}
 		in := Op{Kind: Input, Name: "input", Layer: -1, In: model.Tokens, Out: model.X, Rows: T, Seqs: seqs, QLen: q,
@@ -221,14 +221,14 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 				FLOPs: int64(T * H), WeightBytes: int64(T*H) * dt, ActBytes: int64(2*T*H) * dt})
 		}
 	} else {
-		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: model.X, Rows: T, Peer: p.RankOf(r.Stage-1, r.TPIndex),
+		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: model.X, Rows: T, Peer: p.RankIn(r.Replica, r.Stage-1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
 	}
 	for _, l := range r.Layers {
 		b.layer(l, T, seqs, q, past)
 	}
 	if !p.LastStage(r.Stage) {
-		b.add(Op{Kind: Send, Name: "x.send", Layer: -1, In: model.X, Rows: T, Peer: p.RankOf(r.Stage+1, r.TPIndex),
+		b.add(Op{Kind: Send, Name: "x.send", Layer: -1, In: model.X, Rows: T, Peer: p.RankIn(r.Replica, r.Stage+1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
 		return
 	}
@@ -254,7 +254,7 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 	}
 	b.add(sample)
 	if p.PP > 1 {
-		b.add(Op{Kind: Send, Name: "tokens.send", Layer: -1, In: model.Tokens, Rows: seqs, Peer: p.RankOf(0, r.TPIndex),
+		b.add(Op{Kind: Send, Name: "tokens.send", Layer: -1, In: model.Tokens, Rows: seqs, Peer: p.RankIn(r.Replica, 0, r.TPIndex),
 			Elems: seqs, Bytes: int64(seqs) * 4, Payload: PayloadTokens})
 	}
 }

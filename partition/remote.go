@@ -198,9 +198,9 @@ func (p *Plan) remoteKV(tokens int) []RemoteTensor {
 }
 
 func (p *Plan) singleRank() error {
-	if p.TP != 1 || p.PP != 1 {
-		return fmt.Errorf("remote modes need a single-rank plan: config %s has tp %d × pp %d (set parallel.tp = 1 and parallel.pp = 1)",
-			p.Config.Name, p.TP, p.PP)
+	if p.TP != 1 || p.PP != 1 || p.DP > 1 {
+		return fmt.Errorf("remote modes need a single-rank plan: config %s has tp %d × pp %d × dp %d (set parallel.tp, parallel.pp and parallel.dp to 1)",
+			p.Config.Name, p.TP, p.PP, max(p.DP, 1))
 	}
 	return nil
 }

@@ -212,3 +212,21 @@ func TestRemoteWeightsGPT2(t *testing.T) {
 		t.Errorf("naive decode ships %d B of weights (%v), want 410,856", naive.UpWeights, err)
 	}
 }
+
+// TestRemoteRefusesReplicas: a plan with data-parallel replicas is not the
+// single rank a remote server runs (its batch is split among them).
+func TestRemoteRefusesReplicas(t *testing.T) {
+	c, err := configs.Load("test/tp2-dp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Parallel.TP = 1
+	c.Topology.Nodes, c.Topology.GPUsPerNode = 1, 2
+	p, err := NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RemoteBytesOf(RemoteNaive, RemoteRequest{Phase: Prefill}, RemoteOptions{}); err == nil || !strings.Contains(err.Error(), "tp 1 × pp 1 × dp 2") {
+		t.Errorf("a dp 2 plan: %v", err)
+	}
+}

@@ -134,6 +134,9 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 			coll.Rows = append(coll.Rows, []string{e.Name, string(u.Phase), u.Name, u.Op, itoa(u.Ranks), itoa(u.Bytes), itoa(u.Count),
 				u.Algo, u.Proto, string(u.Link), us(u.TimeS)})
 		}
+		if rg := rangeNote(e); rg != "" {
+			notes = append(notes, e.Name+": "+rg)
+		}
 		for _, n := range e.Notes {
 			notes = append(notes, e.Name+": "+n)
 		}
@@ -161,17 +164,44 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 func rankGrid(e *sim.Estimate) Grid {
 	g := Grid{Title: "Per rank: " + e.Name, Header: []string{"rank", "stage", "tp", "layers", "weights (GB)", "KV cache (GB)",
 		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)", "decode busy (ms)", "decode idle (ms)",
-		"NCCL calls/step", "p2p msgs/step"}}
-	for _, r := range e.Ranks {
+		"NCCL calls/step", "p2p msgs/step", "decode fixed (ms)"}}
+	worst := -1
+	for i, r := range e.Ranks {
+		if worst < 0 || r.DecodeFixed.TotalS > e.Ranks[worst].DecodeFixed.TotalS {
+			worst = i
+		}
 		layers := ""
 		if len(r.Layers) > 0 {
 			layers = fmt.Sprintf("%d–%d", r.Layers[0], r.Layers[len(r.Layers)-1])
 		}
 		g.Rows = append(g.Rows, []string{itoa(r.Rank), itoa(r.Stage), itoa(r.TPIndex), layers, gbs(r.WeightBytes), gbs(r.KVCacheBytes),
 			gbs(r.ActivationBytes), gbs(r.TotalBytes), pct(r.L2Residency), sec(r.PrefillBusyS), sec(r.PrefillIdleS),
-			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])})
+			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank]),
+			ms(r.DecodeFixed.TotalS)})
+	}
+	if worst >= 0 {
+		g.Notes = append(g.Notes, fixedNote(e, e.Ranks[worst]))
+	}
+	if e.DP > 1 {
+		g.Notes = append(g.Notes, fmt.Sprintf("rows are replica 0's ranks; the other %d replicas hold and do the same", e.DP-1))
 	}
 	return g
+}
+
+// fixedNote spells out a rank's fixed cost per decode step, the part of
+// TPOT no faster kernel removes (docs/costmodel.md, "Fixed costs").
+func fixedNote(e *sim.Estimate, r sim.RankEstimate) string {
+	f := r.DecodeFixed
+	launch := "launch"
+	if f.GraphLaunchS > 0 {
+		launch = "in-graph gap"
+	}
+	share := ""
+	if e.Decode.TPOTS > 0 {
+		share = fmt.Sprintf(", %s %% of TPOT %s ms", pct(f.TotalS/e.Decode.TPOTS), ms(e.Decode.TPOTS))
+	}
+	return fmt.Sprintf("fixed cost per decode step, rank %d (the largest): %d kernels × %s µs %s = %s ms + graph launch %s ms + host step overhead (scheduling, sampling) %s ms = %s ms%s; prefill %s ms",
+		r.Rank, f.Kernels, us(f.LaunchS/float64(max(f.Kernels, 1))), launch, ms(f.LaunchS), ms(f.GraphLaunchS), ms(f.StepOverheadS), ms(f.TotalS), share, ms(r.PrefillFixed.TotalS))
 }
 
 func maxOf(xs []int64) int64 {
@@ -239,4 +269,17 @@ func Model(w io.Writer, format, version string, es []*sim.Estimate, perRank bool
 		return ModelCSV(w, es, perRank)
 	}
 	return WriteGrids(w, format, ModelGrids(es, perRank)...)
+}
+
+// rangeNote is an estimate's uncertainty (JSON range): min / median / max
+// of TTFT, TPOT and TPS over the GPU's stated parameter ranges, or "" when
+// the GPU states none.
+func rangeNote(e *sim.Estimate) string {
+	r := e.Range
+	if r.TTFTS.Min == r.TTFTS.Max && r.TPOTS.Min == r.TPOTS.Max && r.TokensPerS.Min == r.TokensPerS.Max {
+		return ""
+	}
+	return fmt.Sprintf("range over the stated parameter ranges (min / median / max): TTFT %s / %s / %s s, TPOT %s / %s / %s ms, TPS %s / %s / %s tok/s",
+		sec(r.TTFTS.Min), sec(r.TTFTS.Median), sec(r.TTFTS.Max), ms(r.TPOTS.Min), ms(r.TPOTS.Median), ms(r.TPOTS.Max),
+		num(r.TokensPerS.Min), num(r.TokensPerS.Median), num(r.TokensPerS.Max))
 }

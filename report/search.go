@@ -40,7 +40,7 @@ func SearchGrids(cfg *configs.Config, res *sim.SearchResult, top, decodeSteps in
 	if res.MaxTTFTS > 0 {
 		title += fmt.Sprintf(", TTFT ≤ %g s", res.MaxTTFTS)
 	}
-	g := Grid{Title: title, Header: []string{"rank", "TP", "PP", "µbatches", "layers/stage", "memory/GPU (GB)",
+	g := Grid{Title: title, Header: []string{"rank", "TP", "PP", "DP", "µbatches", "layers/stage", "memory/GPU (GB)",
 		"TTFT (s)", "TPOT (ms)", "TPS (tok/s)", "decode bubble (%)", "bottleneck",
 		"full TTFT (s)", "full TPOT (ms)", "full TPS (tok/s)", "TPOT quick vs full (%)"}}
 	for _, r := range res.Rows {
@@ -48,28 +48,28 @@ func SearchGrids(cfg *configs.Config, res *sim.SearchResult, top, decodeSteps in
 			break
 		}
 		q := r.Quick
-		row := []string{strconv.Itoa(r.Rank), strconv.Itoa(r.TP), strconv.Itoa(r.PP), strconv.Itoa(r.Microbatches), r.LayerSummary(),
+		row := []string{strconv.Itoa(r.Rank), strconv.Itoa(r.TP), strconv.Itoa(r.PP), strconv.Itoa(max(r.DP, 1)), strconv.Itoa(r.Microbatches), r.LayerSummary(),
 			f3(float64(r.MemoryBytes) / 1e9), f3(q.TTFTS), f3(q.TPOTS * 1e3), strconv.FormatFloat(q.TokensPerS, 'f', 0, 64),
 			f1(100 * q.BubbleFraction), string(q.Bottleneck), "", "", "", ""}
 		if r.Full != nil {
-			row[11], row[12], row[13] = f3(r.Full.TTFTS), f3(r.Full.TPOTS*1e3), strconv.FormatFloat(r.Full.TokensPerS, 'f', 0, 64)
+			row[12], row[13], row[14] = f3(r.Full.TTFTS), f3(r.Full.TPOTS*1e3), strconv.FormatFloat(r.Full.TokensPerS, 'f', 0, 64)
 		}
 		if r.TPOTRelDiff != nil {
-			row[14] = strconv.FormatFloat(100**r.TPOTRelDiff, 'f', 2, 64)
+			row[15] = strconv.FormatFloat(100**r.TPOTRelDiff, 'f', 2, 64)
 		}
 		g.Rows = append(g.Rows, row)
 	}
 	g.Notes = searchNotes(res, decodeSteps)
 	grids := []Grid{g}
 	if res.Feasible == 0 && res.Violating > 0 {
-		v := Grid{Title: "Closest candidates (each violates a constraint)", Header: []string{"TP", "PP", "µbatches", "layers/stage",
+		v := Grid{Title: "Closest candidates (each violates a constraint)", Header: []string{"TP", "PP", "DP", "µbatches", "layers/stage",
 			"memory/GPU (GB)", "TTFT (s)", "TPOT (ms)", "TPS (tok/s)", "violation"}}
 		for _, r := range res.Rows {
 			if r.Status != sim.StatusViolates || len(v.Rows) == top {
 				continue
 			}
 			q := r.Quick
-			v.Rows = append(v.Rows, []string{strconv.Itoa(r.TP), strconv.Itoa(r.PP), strconv.Itoa(r.Microbatches), r.LayerSummary(),
+			v.Rows = append(v.Rows, []string{strconv.Itoa(r.TP), strconv.Itoa(r.PP), strconv.Itoa(max(r.DP, 1)), strconv.Itoa(r.Microbatches), r.LayerSummary(),
 				f3(float64(r.MemoryBytes) / 1e9), f3(q.TTFTS), f3(q.TPOTS * 1e3), strconv.FormatFloat(q.TokensPerS, 'f', 0, 64), r.Reason})
 		}
 		grids = append(grids, v)
@@ -83,7 +83,7 @@ func searchNotes(res *sim.SearchResult, decodeSteps int) []string {
 	var excluded []string
 	for _, f := range res.Factorizations {
 		if f.Excluded != "" {
-			excluded = append(excluded, fmt.Sprintf("tp %d × pp %d (%s)", f.TP, f.PP, f.Excluded))
+			excluded = append(excluded, fmt.Sprintf("tp %d × pp %d × dp %d (%s)", f.TP, f.PP, max(f.DP, 1), f.Excluded))
 		}
 	}
 	if len(excluded) > 0 {
@@ -160,7 +160,7 @@ func countList(m map[string]int) string {
 func SearchCSVGrid(res *sim.SearchResult) Grid {
 	g := Grid{Header: []string{"rank", "status", "reason", "tp", "pp", "microbatches", "microbatch_size", "layer_variant",
 		"stage_layers", "max_memory_bytes", "quick_ttft_s", "quick_tpot_s", "quick_tokens_per_s", "quick_decode_bubble_fraction",
-		"quick_bottleneck", "full_ttft_s", "full_tpot_s", "full_tokens_per_s", "tpot_rel_diff"}}
+		"quick_bottleneck", "full_ttft_s", "full_tpot_s", "full_tokens_per_s", "tpot_rel_diff", "dp"}}
 	fg := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	for _, r := range res.Rows {
 		layers := make([]string, len(r.StageLayers))
@@ -168,7 +168,7 @@ func SearchCSVGrid(res *sim.SearchResult) Grid {
 			layers[i] = strconv.Itoa(n)
 		}
 		row := []string{strconv.Itoa(r.Rank), r.Status, r.Reason, strconv.Itoa(r.TP), strconv.Itoa(r.PP), strconv.Itoa(r.Microbatches),
-			strconv.Itoa(r.MicrobatchSize), r.Variant, strings.Join(layers, " "), "", "", "", "", "", "", "", "", "", ""}
+			strconv.Itoa(r.MicrobatchSize), r.Variant, strings.Join(layers, " "), "", "", "", "", "", "", "", "", "", "", strconv.Itoa(max(r.DP, 1))}
 		if q := r.Quick; q != nil {
 			row[9], row[10], row[11], row[12], row[13], row[14] = strconv.FormatInt(r.MemoryBytes, 10), fg(q.TTFTS), fg(q.TPOTS),
 				fg(q.TokensPerS), fg(q.BubbleFraction), string(q.Bottleneck)

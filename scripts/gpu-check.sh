@@ -179,7 +179,7 @@ for s in $steps; do
 		[ $found -eq 1 ] || note tests "no *.test binaries here (go test -c -o exec-cuda.test ./exec/cuda)"
 		;;
 	check)
-		for c in tp2pp2-tiny single-tiny tp4-tiny pp4-tiny layerwise16-tiny tp8pp2-tiny layermap-tiny; do
+		for c in tp2pp2-tiny single-tiny tp4-tiny pp4-tiny layerwise16-tiny tp8pp2-tiny layermap-tiny tp2-dp2-tiny; do
 			step "check-$c" "$pb" run --check --backend cuda --config "test/$c"
 		done
 		if has_flag run --dtype; then

@@ -45,13 +45,17 @@ func (m *MeasuredOps) time(rank int, phase partition.Phase, index int) (float64,
 
 // Estimate is the modeled cost of one strategy.
 type Estimate struct {
-	Name           string          `json:"name"`
-	Description    string          `json:"description,omitempty"`
-	Hardware       string          `json:"hardware"`
-	Topology       string          `json:"topology"`
-	GPUs           int             `json:"gpus"`
-	TP             int             `json:"tp"`
-	PP             int             `json:"pp"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Hardware    string `json:"hardware"`
+	Topology    string `json:"topology"`
+	GPUs        int    `json:"gpus"`
+	TP          int    `json:"tp"`
+	PP          int    `json:"pp"`
+	// DP is the replicas of the TP×PP group; GPUs = TP × PP × DP. The
+	// timeline runs one replica (Ranks are replica 0's); throughput and
+	// summed bytes cover all of them, latency is one replica's.
+	DP             int             `json:"dp"`
 	Microbatches   int             `json:"microbatches"`
 	MicrobatchSize int             `json:"microbatch_size"`
 	Batch          int             `json:"batch"`
@@ -91,6 +95,46 @@ type RankEstimate struct {
 	PrefillIdleS float64 `json:"prefill_idle_s"`
 	DecodeBusyS  float64 `json:"decode_busy_s"`
 	DecodeIdleS  float64 `json:"decode_idle_s"`
+	// Fixed costs in the modeled time (docs/costmodel.md, "Fixed costs"):
+	// one decode step's, and the whole prefill's.
+	DecodeFixed  FixedCosts `json:"decode_fixed"`
+	PrefillFixed FixedCosts `json:"prefill_fixed"`
+}
+
+// FixedCosts is the part of a rank's modeled op time that does not depend
+// on shapes: Kernels compute kernels each costing LaunchS / Kernels to
+// launch (KernelLaunchS, or GraphKernelS inside a CUDA graph), the graph
+// launch of a graphed decode step, and the host's step overhead
+// (scheduling, sampling) on the pass that samples. TotalS is their sum, the
+// sum of OpCost.FixedS over the ops.
+type FixedCosts struct {
+	Kernels       int     `json:"kernels"`
+	LaunchS       float64 `json:"launch_s"`
+	GraphLaunchS  float64 `json:"graph_launch_s"`
+	StepOverheadS float64 `json:"step_overhead_s"`
+	TotalS        float64 `json:"total_s"`
+}
+
+// fixedCosts adds up the fixed costs of a Program's compute ops (the ops
+// computeCost prices; communication has its own latency terms).
+func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
+	var f FixedCosts
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if _, comm := op.Kind.Comm(); comm {
+			continue
+		}
+		f.Kernels++
+		f.LaunchS += launchS(g, prog.Phase)
+		if op.Kind == partition.Sample {
+			f.StepOverheadS += g.StepOverheadS
+			if g.CUDAGraphs && prog.Phase == partition.Decode {
+				f.GraphLaunchS += g.GraphLaunchS
+			}
+		}
+	}
+	f.TotalS = f.LaunchS + f.GraphLaunchS + f.StepOverheadS
+	return f
 }
 
 // PhaseEstimate is the timeline's verdict on one phase. Prefill fills
@@ -176,11 +220,18 @@ type Range struct {
 
 // EstimatePlan models a plan's prefill and decode on its hardware, and again
 // at both ends of the GPU's stated parameter ranges for Estimate.Range.
+// With DP replicas the timeline runs replica 0 alone: replicas share no
+// link (configs.ReplicasAlign puts each on whole nodes or inside one node,
+// and every GPU has its own NVSwitch and network port), so each runs as
+// replica 0 does; see docs/costmodel.md, "Data parallelism".
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+	full := plan
+	plan = plan.OneReplica()
 	e, err := estimatePlan(plan, opts)
 	if err != nil {
 		return nil, err
 	}
+	defer e.addReplicas(full)
 	e.Range = Range{
 		TTFTS:      Spread{e.Prefill.TTFTS, e.Prefill.TTFTS, e.Prefill.TTFTS},
 		TPOTS:      Spread{e.Decode.TPOTS, e.Decode.TPOTS, e.Decode.TPOTS},
@@ -217,7 +268,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	w := cfg.Workload
 	e := &Estimate{
 		Name: cfg.Name, Description: cfg.Description, Hardware: plan.System.GPU.Name, Topology: plan.System.Topology.Name,
-		GPUs: plan.Size(), TP: plan.TP, PP: plan.PP, Microbatches: plan.Microbatches, MicrobatchSize: plan.MicrobatchSize,
+		GPUs: plan.Size(), TP: plan.TP, PP: plan.PP, DP: plan.DP, Microbatches: plan.Microbatches, MicrobatchSize: plan.MicrobatchSize,
 		Batch: w.Batch, PromptTokens: w.PromptTokens(), OutputTokens: w.OutputTokens,
 		ParamsTotal: partition.ParamsTotal(plan.Model), DType: plan.Model.DType, Plan: plan,
 	}
@@ -242,9 +293,11 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 	decode := make([]partition.Program, plan.Size())
 	var workingSets []int64
+	preFixed := make([]FixedCosts, plan.Size())
 	for r := range plan.Ranks {
 		pre := plan.Program(r, partition.Prefill)
 		decode[r] = plan.Program(r, partition.Decode)
+		preFixed[r] = fixedCosts(plan.System.GPU, pre)
 		ws := workingSet(decode[r])
 		workingSets = append(workingSets, ws)
 		res := 1.0
@@ -330,7 +383,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 
 	for _, r := range plan.Ranks {
 		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank],
-			L2WorkingSetBytes: workingSets[r.Rank]}
+			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: fixedCosts(plan.System.GPU, decode[r.Rank]), PrefillFixed: preFixed[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
@@ -491,6 +544,53 @@ func notes(e *Estimate, plan *partition.Plan) []string {
 	}
 	if e.Decode.TPOTS < e.Decode.HBMLowerBoundTPOTS {
 		out = append(out, "model error: TPOT below the HBM lower bound")
+	}
+	return out
+}
+
+// addReplicas turns one replica's estimate into the deployment's: full.DP
+// replicas each serve the batch at the same TTFT and TPOT, so token rates,
+// summed bytes and per-rank counts scale by DP and latencies do not. The
+// HBM floor per step is DP times the bytes over DP times the GPUs: the same.
+func (e *Estimate) addReplicas(full *partition.Plan) {
+	e.Plan, e.GPUs, e.DP = full, full.Size(), full.DP
+	d := full.DP
+	if d <= 1 {
+		return
+	}
+	f := float64(d)
+	e.Prefill.PromptTokensPerS *= f
+	e.Decode.TokensPerS *= f
+	e.Range.TokensPerS.Min *= f
+	e.Range.TokensPerS.Median *= f
+	e.Range.TokensPerS.Max *= f
+	e.Decode.HBMBytesPerStep *= int64(d)
+	e.Decode.L2BytesPerStep *= int64(d)
+	e.Decode.HBMFloorBytesPerStep *= int64(d)
+	for _, pe := range []*PhaseEstimate{&e.Prefill, &e.Decode} {
+		pe.Comm = replicateComm(pe.Comm, d)
+	}
+	for c, b := range e.Comm.BytesByLink {
+		e.Comm.BytesByLink[c] = b * int64(d)
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("%d replicas of a TP=%d × PP=%d group: TTFT and TPOT are one replica's, token rates and bytes all %d replicas' (%d × batch %d sequences); per-rank rows are replica 0's",
+		d, e.TP, e.PP, d, d, e.Batch))
+}
+
+// replicateComm is one replica's communication summary repeated over d
+// replicas: the same calls and messages on each replica's ranks, d times the
+// bytes on each link class (replicas lie alike on the nodes), and the same
+// logical calls per micro-batch.
+func replicateComm(c partition.CommSummary, d int) partition.CommSummary {
+	out := c
+	out.CallsPerRank, out.MessagesPerRank = nil, nil
+	for range d {
+		out.CallsPerRank = append(out.CallsPerRank, c.CallsPerRank...)
+		out.MessagesPerRank = append(out.MessagesPerRank, c.MessagesPerRank...)
+	}
+	out.BytesByLink = map[topology.LinkClass]int64{}
+	for k, v := range c.BytesByLink {
+		out.BytesByLink[k] = v * int64(d)
 	}
 	return out
 }

@@ -261,7 +261,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	}
 	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
 	q.TPOTS = max(q.RoundTripS, q.BusiestS)
-	q.TokensPerS = float64(w.Batch) / q.TPOTS
+	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS // every replica serves the batch
 	q.BubbleFraction = math.Max(0, 1-busyDecode/(float64(P)*q.TPOTS))
 	q.PrefillBubbleFraction = math.Max(0, 1-busyPrefill/(float64(P)*ttft))
 	var byBound [8]float64

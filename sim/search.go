@@ -58,8 +58,10 @@ type SearchSpec struct {
 
 // Candidate is one partitioning.
 type Candidate struct {
-	TP           int `json:"tp"`
-	PP           int `json:"pp"`
+	TP int `json:"tp"`
+	PP int `json:"pp"`
+	// DP is the replicas of the TP×PP group (tp × pp × dp = GPUs).
+	DP           int `json:"dp"`
 	Microbatches int `json:"microbatches"`
 	// Variant names the layer map: even, first-1, last-1 or ends-1
 	// (docs/search.md).
@@ -68,9 +70,14 @@ type Candidate struct {
 	StageLayers []int `json:"stage_layers"`
 }
 
-// Name is a config name for the candidate, e.g. tp8pp2-m8 or tp4pp4-m16-first-1.
+// Name is a config name for the candidate, e.g. tp8pp2-m8,
+// tp4pp4-m16-first-1, or tp8pp1dp2-m8 with two replicas.
 func (c Candidate) Name() string {
-	n := fmt.Sprintf("tp%dpp%d-m%d", c.TP, c.PP, c.Microbatches)
+	dp := ""
+	if c.DP > 1 {
+		dp = fmt.Sprintf("dp%d", c.DP)
+	}
+	n := fmt.Sprintf("tp%dpp%d%s-m%d", c.TP, c.PP, dp, c.Microbatches)
 	if c.Variant != VariantEven {
 		n += "-" + c.Variant
 	}
@@ -181,10 +188,11 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// Factorization is one tp × pp = GPUs, with why it is not searched.
+// Factorization is one tp × pp × dp = GPUs, with why it is not searched.
 type Factorization struct {
 	TP       int    `json:"tp"`
 	PP       int    `json:"pp"`
+	DP       int    `json:"dp"`
 	Excluded string `json:"excluded,omitempty"`
 }
 
@@ -270,8 +278,10 @@ func (sp *SearchSpec) Check() error {
 	return sp.System.GPU.Validate("hardware")
 }
 
-// Enumerate lists every candidate of a spec, and every factorization of the
-// GPU count with why it is excluded.
+// Enumerate lists every candidate of a spec, and every factorization
+// tp × pp × dp of the GPU count with why it is excluded: every dp that
+// divides the GPUs, its replicas lying alike on the nodes
+// (configs.ReplicasAlign). workload.batch is per replica.
 func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 	m := sp.Config.Model
 	gpus := sp.System.Topology.Size()
@@ -285,32 +295,40 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 		if gpus%tp != 0 {
 			continue
 		}
-		f := Factorization{TP: tp, PP: gpus / tp}
-		var why []string
-		for _, d := range []struct {
-			name string
-			v    int
-		}{{"heads", m.Heads}, {"kv_heads", m.KVHeads}, {"ffn", m.FFN}} {
-			if d.v%tp != 0 {
-				why = append(why, fmt.Sprintf("tp %d does not divide %s %d", tp, d.name, d.v))
-			}
-		}
-		if f.PP > m.Layers {
-			why = append(why, fmt.Sprintf("pp %d exceeds layers %d", f.PP, m.Layers))
-		}
-		f.Excluded = strings.Join(why, "; ")
-		facts = append(facts, f)
-		if f.Excluded != "" {
-			continue
-		}
-		variants := LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
-		for mb := 1; mb <= maxM; mb++ {
-			if sp.Config.Workload.Batch%mb != 0 {
+		for pp := 1; pp <= gpus/tp; pp++ {
+			if (gpus/tp)%pp != 0 {
 				continue
 			}
-			for _, v := range variants {
-				v.TP, v.PP, v.Microbatches = tp, f.PP, mb
-				cands = append(cands, v)
+			f := Factorization{TP: tp, PP: pp, DP: gpus / (tp * pp)}
+			var why []string
+			for _, d := range []struct {
+				name string
+				v    int
+			}{{"heads", m.Heads}, {"kv_heads", m.KVHeads}, {"ffn", m.FFN}} {
+				if d.v%tp != 0 {
+					why = append(why, fmt.Sprintf("tp %d does not divide %s %d", tp, d.name, d.v))
+				}
+			}
+			if f.PP > m.Layers {
+				why = append(why, fmt.Sprintf("pp %d exceeds layers %d", f.PP, m.Layers))
+			}
+			if per := sp.System.Topology.GPUsPerNode; !configs.ReplicasAlign(tp*pp, f.DP, per) {
+				why = append(why, fmt.Sprintf("replicas of tp × pp = %d GPUs straddle nodes of %d", tp*pp, per))
+			}
+			f.Excluded = strings.Join(why, "; ")
+			facts = append(facts, f)
+			if f.Excluded != "" {
+				continue
+			}
+			variants := LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+			for mb := 1; mb <= maxM; mb++ {
+				if sp.Config.Workload.Batch%mb != 0 {
+					continue
+				}
+				for _, v := range variants {
+					v.TP, v.PP, v.DP, v.Microbatches = tp, f.PP, f.DP, mb
+					cands = append(cands, v)
+				}
 			}
 		}
 	}
@@ -322,9 +340,9 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 func (sp *SearchSpec) CandidateConfig(c Candidate) *configs.Config {
 	n := *sp.Config
 	n.Name = c.Name()
-	n.Description = fmt.Sprintf("search candidate: TP=%d × PP=%d, %d micro-batches, layers %s", c.TP, c.PP, c.Microbatches, c.LayerSummary())
+	n.Description = fmt.Sprintf("search candidate: TP=%d × PP=%d × DP=%d, %d micro-batches, layers %s", c.TP, c.PP, max(c.DP, 1), c.Microbatches, c.LayerSummary())
 	n.Workload.Phases = append([]string(nil), sp.Config.Workload.Phases...)
-	n.Parallel = configs.Parallel{TP: c.TP, PP: c.PP, Microbatches: c.Microbatches, LayerMap: c.LayerMap(),
+	n.Parallel = configs.Parallel{TP: c.TP, PP: c.PP, DP: max(c.DP, 1), Microbatches: c.Microbatches, LayerMap: c.LayerMap(),
 		Schedule: "fill-drain", PrefillChunk: sp.Config.Parallel.PrefillChunk}
 	n.Hardware = configs.Hardware{Preset: sp.Config.Hardware.Preset, GPU: sp.System.GPU}
 	n.Topology = configs.Topology{Topology: sp.System.Topology}
@@ -533,3 +551,32 @@ const SearchDecodeSteps = 12
 // QuickTolerance is the stated agreement of Quick with the full timeline in
 // steady state, on TTFT and TPOT (docs/search.md).
 const QuickTolerance = 0.005
+
+// Empty says why a search has no candidate to recommend, or nil: none was
+// enumerated (each factorization's exclusion is named), none fits in memory
+// (the reasons counted), or every one that fits breaks a constraint. A
+// caller exits non-zero on it, so a script never takes an empty search for
+// an answer.
+func (r *SearchResult) Empty() error {
+	switch {
+	case r.Enumerated == 0:
+		var why []string
+		for _, f := range r.Factorizations {
+			why = append(why, fmt.Sprintf("tp %d × pp %d × dp %d: %s", f.TP, f.PP, f.DP, f.Excluded))
+		}
+		return fmt.Errorf("search: no candidate for %s on %d GPUs: every factorization tp × pp × dp = %d is excluded (%s)",
+			r.Model, r.GPUs, r.GPUs, strings.Join(why, "; "))
+	case r.Feasible == 0 && r.Violating == 0:
+		reasons := make([]string, 0, len(r.PrunedByReason))
+		for k, n := range r.PrunedByReason {
+			reasons = append(reasons, fmt.Sprintf("%d: %s", n, k))
+		}
+		sort.Strings(reasons)
+		return fmt.Errorf("search: none of the %d candidates for %s on %d GPUs fits in memory (%s); try more GPUs, a smaller workload.batch or context",
+			r.Enumerated, r.Model, r.GPUs, strings.Join(reasons, "; "))
+	case r.Feasible == 0:
+		return fmt.Errorf("search: all %d candidates for %s on %d GPUs that fit break a constraint (%v); relax --max-tpot-ms or --max-ttft-s",
+			r.Violating, r.Model, r.GPUs, r.ViolatingBy)
+	}
+	return nil
+}

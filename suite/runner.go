@@ -74,7 +74,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	cells := s.Cells()
+	if err := writeModeled(o.Dir, s, link); err != nil {
+		return nil, err
+	}
+	cells := s.RunCells()
 	out := &Outcome{Total: len(cells) * (s.Warmup + s.Runs)}
 	clients := map[string]*remote.Client{}
 	defer func() {
@@ -255,6 +258,9 @@ func EstimateDuration(s *Spec) (time.Duration, error) {
 	}
 	var total float64
 	for _, w := range s.Workloads {
+		if s.ModelOnly(w) {
+			continue
+		}
 		cfg, err := w.Config(s)
 		if err != nil {
 			return 0, err
@@ -273,4 +279,80 @@ func EstimateDuration(s *Spec) (time.Duration, error) {
 		}
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// ModeledFile holds the model-only cells' figures.
+const ModeledFile = "modeled.json"
+
+// ModeledCell is one model-only cell: the model's headline latency (as
+// modeledLatency) and payload bytes of that headline, with no runs.
+type ModeledCell struct {
+	Cell     string  `json:"cell"`
+	Baseline string  `json:"baseline"`
+	Workload string  `json:"workload"`
+	Kind     string  `json:"kind"`
+	Mode     string  `json:"mode"`
+	ModeledS float64 `json:"modeled_s"`
+	Bytes    float64 `json:"modeled_bytes"`
+	Reason   string  `json:"reason"`
+}
+
+// Modeled prices every model-only cell of s over link.
+func Modeled(s *Spec, link topology.ClientLink) ([]ModeledCell, error) {
+	out := []ModeledCell{}
+	for _, c := range s.Cells() {
+		if !s.ModelOnly(c.Workload) {
+			continue
+		}
+		cfg, err := c.Workload.Config(s)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.ID(), err)
+		}
+		mode, _ := partition.ParseRemoteMode(c.Baseline.Mode)
+		lat, err := modeledLatency(plan, c, mode, link)
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.ID(), err)
+		}
+		e, err := sim.EstimateRemote(plan, sim.RemoteOptions{Link: link}, sim.Options{})
+		if err != nil {
+			return nil, err
+		}
+		m := e.Mode(mode)
+		var bytes float64
+		switch c.Workload.Kind {
+		case KindDecode:
+			bytes = float64(m.GenerationBytes-m.OpenBytes-m.Prefill.Bytes.Total()) / float64(max(plan.DecodeSteps(), 1))
+		case KindSmoke:
+			bytes = float64(m.GenerationBytes)
+		default:
+			bytes = float64(m.Prefill.Bytes.Total())
+		}
+		out = append(out, ModeledCell{Cell: c.ID(), Baseline: c.Baseline.Name, Workload: c.Workload.Name, Kind: c.Workload.Kind,
+			Mode: c.Baseline.Mode, ModeledS: lat, Bytes: bytes,
+			Reason: "model_only_cpu: the cpu backend cannot run this workload in a suite's time; run the spec with backend = \"cuda\" to measure it"})
+	}
+	return out, nil
+}
+
+// writeModeled writes dir/modeled.json (an empty list when no cell is
+// model-only), atomically.
+func writeModeled(dir string, s *Spec, link topology.ClientLink) error {
+	cells, err := Modeled(s, link)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cells, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, ModeledFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/partbench/partbench/topology"
 )
 
-// Specs holds the embedded specs (quick, seed-003, seed-001).
+// Specs holds the embedded specs (quick, seed-001, seed-003).
 //
 //go:embed specs/*.toml
 var Specs embed.FS
@@ -87,6 +87,27 @@ type Workload struct {
 	Batch        int    `toml:"batch" json:"batch"`
 	Context      int    `toml:"context" json:"context"`
 	OutputTokens int    `toml:"output_tokens" json:"output_tokens"`
+	// ModelOnlyCPU marks a workload the CPU backend cannot run in a
+	// suite's time (Llama-2-7B in fp32 on a few cores takes minutes per
+	// forward): with backend = "cpu" its cells are priced by the model
+	// (modeled.json) and not run; with backend = "cuda" they run.
+	ModelOnlyCPU bool `toml:"model_only_cpu,omitempty" json:"model_only_cpu,omitempty"`
+}
+
+// ModelOnly reports whether w's cells are modeled, not run, on s's backend.
+func (s *Spec) ModelOnly(w Workload) bool {
+	return w.ModelOnlyCPU && s.Backend == configs.BackendCPU
+}
+
+// RunCells is the matrix less the model-only cells, in run order.
+func (s *Spec) RunCells() []Cell {
+	var out []Cell
+	for _, c := range s.Cells() {
+		if !s.ModelOnly(c.Workload) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Workload kinds and what each cell's headline latency is.

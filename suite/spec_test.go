@@ -1,8 +1,13 @@
 package suite
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/topology"
 )
 
 func TestEmbeddedSpecsParse(t *testing.T) {
@@ -62,5 +67,64 @@ output_tokens = 4
 	}
 	if _, err := Parse(strings.NewReader(base), "t.toml"); err != nil {
 		t.Fatalf("base spec: %v", err)
+	}
+}
+
+// TestSeed001ModelOnly: on the CPU backend the two Llama-2-7B workloads are
+// priced, not run: 3 baselines × 4 workloads = 12 cells, 6 run, 6 modeled;
+// with backend cuda all 12 run.
+func TestSeed001ModelOnly(t *testing.T) {
+	s, err := Load("seed-001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cells()) != 12 || len(s.RunCells()) != 6 {
+		t.Fatalf("%d cells, %d run", len(s.Cells()), len(s.RunCells()))
+	}
+	for _, c := range s.RunCells() {
+		if strings.HasPrefix(c.Workload.Name, "llama") {
+			t.Errorf("%s runs on the cpu backend", c.ID())
+		}
+	}
+	dir := t.TempDir()
+	link, _ := topology.ParseClientLink("link", s.Link)
+	if err := writeModeled(dir, s, link); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ModeledFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []ModeledCell
+	if err := json.Unmarshal(data, &cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 6 {
+		t.Fatalf("%d modeled cells", len(cells))
+	}
+	got := map[string]ModeledCell{}
+	for _, c := range cells {
+		got[c.Cell] = c
+		if !(c.ModeledS > 0) {
+			t.Errorf("%s: modeled %g s", c.Cell, c.ModeledS)
+		}
+	}
+	// Stateful prefill: 1,024 int32 ids up, one sampled id back: 4,100 B; a
+	// decode step: 4 B each way. Local crosses no network. Naive's decode step
+	// carries at least Llama-2-7B's fp32 weights, 6,738,415,616 × 4 B.
+	for cell, want := range map[string]float64{"full/llama-prefill-1k": 4100, "full/llama-decode-1tok": 8, "native/llama-decode-1tok": 0} {
+		if got[cell].Bytes != want {
+			t.Errorf("%s: %g B, want %g", cell, got[cell].Bytes, want)
+		}
+	}
+	if b := got["semantic-blind/llama-decode-1tok"].Bytes; b <= 0 || b >= 6_738_415_616*4 {
+		t.Errorf("kv decode step: %g B: the KV cache both ways, not the weights", b)
+	}
+	s.Backend = "cuda"
+	if len(s.RunCells()) != 12 {
+		t.Errorf("cuda: %d cells run, want 12", len(s.RunCells()))
+	}
+	if m, _ := Modeled(s, link); len(m) != 0 {
+		t.Errorf("cuda: %d model-only cells", len(m))
 	}
 }

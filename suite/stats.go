@@ -170,7 +170,7 @@ func Analyze(s *Spec, recs []Record) (*Results, error) {
 		}
 		return out
 	}
-	for _, c := range s.Cells() {
+	for _, c := range s.RunCells() {
 		rs := by[c.ID()]
 		cr := CellResult{Cell: c.ID(), Baseline: c.Baseline.Name, Seed: c.Baseline.Seed, Workload: c.Workload.Name, Kind: c.Workload.Kind,
 			Mode: c.Baseline.Mode, Complete: len(rs) >= s.Runs}

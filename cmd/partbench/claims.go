@@ -54,6 +54,15 @@ consistent, inconsistent with the model (by how much), physically impossible
 			} else {
 				js = append(js, rj...)
 			}
+			in, err := claims.EstimateRemote(f, sim.Options{Collectives: collectiveOptionsFromEnv()})
+			if err != nil {
+				return fmt.Errorf("claims %s: %w", args[0], err)
+			}
+			rj, err := claims.JudgeRemote(f, in)
+			if err != nil {
+				return err
+			}
+			js = append(js, rj...)
 			if err := report.Claims(cmd.OutOrStdout(), format, version, f.Title, f.Source, js); err != nil {
 				return err
 			}

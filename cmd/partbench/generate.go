@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,13 +17,20 @@ import (
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/localcomm"
+	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/exec/tcpcomm"
+	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 )
 
 type generateOptions struct {
 	modelDir, idsFile, logitsOut, format, backend, dtype string
+	rendezvous                                           string
 	newTokens, tp, pp, microbatches                      int
+	nproc                                                int
+	joinTimeout                                          time.Duration
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -47,6 +57,9 @@ the logits at every prompt position as [sequence][position][vocab].`,
 	f.StringVar(&o.format, "format", "json", "output format: json")
 	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")
+	f.IntVar(&o.nproc, "nproc", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
+	f.StringVar(&o.rendezvous, "rendezvous", "", "under a launcher: rank 0's control address host:port (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
+	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "with --nproc or a launcher: how long ranks wait for each other at the start")
 	return cmd
 }
 
@@ -86,18 +99,49 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
+	if cmd.Flags().Changed("nproc") {
+		return o.launch(cmd.Context(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
+	}
+	env, err := launch.Detect(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if o.rendezvous != "" {
+		if _, _, err := parseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
+			return &exitError{2, fmt.Errorf("generate: %w", err)}
+		}
+		env.RendezvousAddr = o.rendezvous
+	}
 	w, err := checkpoint.OpenWeights(dir)
 	if err != nil {
 		return &exitError{2, err}
 	}
 	defer w.Close()
-	opts := pexec.GenerateOptions{
-		NewTokens: o.newTokens, Stepwise: o.logitsOut != "", NewComms: localcomm.Comms,
-		NewCompute: cpu.FromCheckpoint(w, hf),
-	}
-	res, err := pexec.Generate(cmd.Context(), cfg, prompts, opts)
-	if err != nil {
-		return err
+	var res pexec.GenerateResult
+	if env.Source == launch.SourceSingle {
+		opts := pexec.GenerateOptions{
+			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", NewComms: localcomm.Comms,
+			NewCompute: cpu.FromCheckpoint(w, hf),
+		}
+		if res, err = pexec.Generate(cmd.Context(), cfg, prompts, opts); err != nil {
+			return err
+		}
+	} else {
+		// One rank of a launched job: its own slices only; rank 0 prints.
+		r, err := pexec.GenerateRank(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
+			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
+			NewCompute: cpu.FromCheckpoint(w, hf),
+			NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
+				return tcpcomm.New(ctx, sess, rank, p.Size(), "")
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", env.Rank, err)
+		}
+		if r == nil {
+			return nil
+		}
+		res = *r
 	}
 	if o.logitsOut != "" {
 		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
@@ -107,4 +151,39 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// launch starts n local ranks of this generation (the built-in launcher),
+// each a `partbench generate` without --nproc, and waits for all.
+func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
+	if o.nproc != n {
+		return &exitError{2, fmt.Errorf("generate: --nproc %d: --tp %d × --pp %d needs %d ranks", o.nproc, o.tp, o.pp, n)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ids, err := filepath.Abs(o.idsFile)
+	if err != nil {
+		return err
+	}
+	argv := []string{exe, "generate", "--model-dir", dir, "--ids-file", ids, "--new-tokens", strconv.Itoa(o.newTokens),
+		"--tp", strconv.Itoa(o.tp), "--pp", strconv.Itoa(o.pp), "--microbatches", strconv.Itoa(o.microbatches),
+		"--format", o.format, "--backend", o.backend, "--dtype", o.dtype, "--join-timeout", o.joinTimeout.String()}
+	if o.logitsOut != "" {
+		out, err := filepath.Abs(o.logitsOut)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, "--logits-out", out)
+	}
+	boundsOwnExit(ctx)
+	code, err := launch.Spawn(context.WithoutCancel(ctx), launch.SpawnOptions{NProc: n, Argv: argv})
+	if err != nil {
+		return &exitError{code: max(code, 1), err: err}
+	}
+	if code != 0 {
+		return &exitError{code: code, err: fmt.Errorf("generate: a rank exited with status %d", code)}
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ func (o *runOptions) launch(ctx context.Context) error {
 		return err
 	}
 	if plan.Size() != o.nproc {
-		return fmt.Errorf("--nproc %d: %s needs tp × pp = %d ranks", o.nproc, cfg.Name, plan.Size())
+		return fmt.Errorf("--nproc %d: %s needs %s = %d ranks", o.nproc, cfg.Name, plan.Factors(), plan.Size())
 	}
 	if o.backend != "cuda" { // cuda is checked by each rank on its own GPU
 		if _, _, _, _, err := o.backendFor(cfg, launch.Env{}); err != nil {

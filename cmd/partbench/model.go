@@ -32,6 +32,9 @@ type modelOptions struct {
 	resumeLayers           string
 	remoteOverheadS        float64
 	remoteOverheadSet      bool // --remote-overhead given: it wins over the calibration's
+	// --model-dir: the model of a Hugging Face directory's config.json
+	modelDir string
+	dirRun   configs.ModelDirRun
 }
 
 func newModelCmd() *cobra.Command {
@@ -47,6 +50,9 @@ The first strategy is the baseline of the comparison table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.remoteOverheadSet = cmd.Flags().Changed("remote-overhead")
+			if err := checkModelDirFlags(cmd.Flags(), o.modelDir); err != nil {
+				return err
+			}
 			return o.run(cmd.OutOrStdout())
 		},
 	}
@@ -65,6 +71,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
 	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file")
+	addModelDirFlags(f, &o.modelDir, &o.dirRun)
 	return cmd
 }
 
@@ -79,9 +86,17 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if len(names) == 0 {
 		names = configs.DefaultStrategies
 	}
+	load := configs.Load
+	if o.modelDir != "" {
+		if len(names) != len(configs.DefaultStrategies) || len(o.configs)+len(o.compare) > 0 {
+			return fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
+		}
+		names = []string{o.modelDir}
+		load = func(string) (*configs.Config, error) { o.dirRun.Dir = o.modelDir; return o.dirRun.Config() }
+	}
 	var cfgs []*configs.Config
 	for _, n := range names {
-		cfg, err := configs.Load(n)
+		cfg, err := load(n)
 		if err != nil {
 			return err
 		}

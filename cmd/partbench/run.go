@@ -45,6 +45,9 @@ type runOptions struct {
 	check   bool
 	emulate int
 	dtype   string
+	// --model-dir with --check (modeldir.go)
+	modelDir string
+	encoder  bool
 	// notes gathered while preparing the run, printed with its report
 	notes []string
 	// backends are the backends --backend chooses from.
@@ -120,8 +123,14 @@ func newRunCmd() *cobra.Command {
   partbench run --check --config test/tp2pp2-tiny        outputs of the partitioning equal a single rank's`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.modelDir != "" {
+				return o.runCheckModelDir(cmd.Context(), cmd.OutOrStdout())
+			}
+			if o.encoder {
+				return errors.New("run: --encoder: only with --check --model-dir (a config gives model.encoder itself)")
+			}
 			if o.config == "" {
-				return errors.New("run: --config is required")
+				return errors.New("run: --config (or --check --model-dir) is required")
 			}
 			switch {
 			case o.emulate > 0:
@@ -139,6 +148,8 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.emulate, "emulate-ranks", 0, "play all N ranks in turn on this one device (compute measured, communication modeled)")
 	cmd.Flags().StringVar(&o.dtype, "dtype", "", "with --check --backend cuda: the GPU's storage type, fp32 (default), fp16 or bf16")
 	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (against the CPU reference)")
+	cmd.Flags().StringVar(&o.modelDir, "model-dir", "", "with --check: a Hugging Face model directory; every partitioning its shape allows (up to 8 ranks) against one rank, with its weights")
+	cmd.Flags().BoolVar(&o.encoder, "encoder", false, "with --check --model-dir: run the model as an encoder (bidirectional attention, one forward pass)")
 	return cmd
 }
 
@@ -300,7 +311,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if o.emulate != plan.Size() {
-		return fmt.Errorf("--emulate-ranks: %s needs tp × pp = %d ranks (got %d)", cfg.Name, plan.Size(), o.emulate)
+		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
 	}
 	em, err := pexec.Emulate(ctx, plan, rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
 	if err != nil {

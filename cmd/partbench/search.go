@@ -204,10 +204,19 @@ func (o *searchOptions) run(stdout io.Writer) error {
 			return err
 		}
 	}
-	if o.out != "" {
-		return report.WriteFileAtomic(o.out, func(w io.Writer) error { return o.write(w, cfg, res) })
+	if res.Enumerated == 0 {
+		return res.Empty()
 	}
-	return o.write(stdout, cfg, res)
+	write := func(w io.Writer) error { return o.write(w, cfg, res) }
+	if o.out != "" {
+		err = report.WriteFileAtomic(o.out, write)
+	} else {
+		err = write(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	return res.Empty() // the table shows why; the exit status says there is no answer
 }
 
 // lazyProgress draws a bar once the total is known, only on a terminal.

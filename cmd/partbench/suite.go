@@ -66,7 +66,7 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cells := len(s.Cells())
+	cells := len(s.RunCells())
 	fmt.Fprintf(stdout, "suite %s: %d baselines × %d workloads × (%d warm-up + %d runs) = %d runs; the model's estimate on %s over %s: %s (the model's figure on the %s backend's device: real runs add framework overhead, a CPU far more)\n",
 		s.Name, len(s.Baselines), len(s.Workloads), s.Warmup, s.Runs, cells*(s.Warmup+s.Runs), s.Hardware, s.Link, est.Round(time.Millisecond), s.Backend)
 	eng, err := remote.BackendEngine(s.Backend)

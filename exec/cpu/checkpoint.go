@@ -1,8 +1,13 @@
 package cpu
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
@@ -17,4 +22,54 @@ func FromCheckpoint(w *checkpoint.Weights, hf *checkpoint.Config) func(*partitio
 			Inputs:  in,
 		})
 	}
+}
+
+// CheckpointCheck is exec.Check's options for in-process CPU ranks whose
+// weights are their slices of the checkpoint w (of config hf), fed the
+// seeded token schedule (ids within the vocabulary).
+func CheckpointCheck(w *checkpoint.Weights, hf *checkpoint.Config) pexec.CheckOptions {
+	from := FromCheckpoint(w, hf)
+	return pexec.CheckOptions{
+		NewCompute: func(plan *partition.Plan, rank int) (pexec.Compute, error) { return from(plan, rank, nil) },
+		NewComms:   localcomm.Comms,
+	}
+}
+
+// CheckModelDir checks every partitioning of at most maxRanks ranks that
+// run's model allows (configs.ModelDirRun.Partitionings) against the single
+// rank, all with the checkpoint's weights: one result per partitioning of
+// more than one rank, in order. A partitioning that fails is a result that did not pass; an error
+// is a failure to read the directory or to run.
+func CheckModelDir(ctx context.Context, run configs.ModelDirRun, maxRanks int, opts pexec.CheckOptions) ([]pexec.CheckResult, error) {
+	base, err := run.Config()
+	if err != nil {
+		return nil, err
+	}
+	hf, err := checkpoint.ReadConfig(base.Model.Dir)
+	if err != nil {
+		return nil, err
+	}
+	w, err := checkpoint.OpenWeights(base.Model.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	co := CheckpointCheck(w, hf)
+	co.DecodeSteps, co.Tolerance = opts.DecodeSteps, opts.Tolerance
+	var out []pexec.CheckResult
+	for _, p := range run.Partitionings(base.Model, maxRanks) {
+		if p.TP*p.PP == 1 {
+			continue // the reference itself
+		}
+		cfg, err := p.Config()
+		if err != nil {
+			return nil, err
+		}
+		res, err := pexec.Check(ctx, cfg, co)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }

@@ -24,9 +24,21 @@ func H100SXM() topology.GPU {
 		L2BytesPerS:       5.5e12,
 		SMs:               132,
 		SharedMemPerSM:    233472,
-		KernelLaunchS:     4e-6,
+		KernelLaunchS:     6e-6,
 		ComputeEfficiency: 0.70,
 		HBMEfficiency:     0.90,
+		GemmTileM:         128,
+		GemmTileN:         128,
+		GemmMinTileM:      16,
+		StepOverheadS:     2e-3,
+		GraphLaunchS:      10e-6,
+		GraphKernelS:      1.5e-6,
+		Ranges: topology.ParamRanges{
+			ComputeEfficiency: [2]float64{0.5, 0.8},
+			HBMEfficiency:     [2]float64{0.8, 0.95},
+			KernelLaunchS:     [2]float64{3e-6, 10e-6},
+			StepOverheadS:     [2]float64{0.5e-3, 4e-3},
+		},
 	}
 }
 

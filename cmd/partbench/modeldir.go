@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/report"
+)
+
+// addModelDirFlags adds --model-dir and the flags that shape its run
+// (configs.ModelDirRun) to a command.
+func addModelDirFlags(f *pflag.FlagSet, dir *string, r *configs.ModelDirRun) {
+	f.StringVar(dir, "model-dir", "", "Hugging Face model directory: the model's shape from its config.json (instead of --config)")
+	f.IntVar(&r.TP, "tp", 1, "with --model-dir: tensor-parallel ranks")
+	f.IntVar(&r.PP, "pp", 1, "with --model-dir: pipeline stages")
+	f.IntVar(&r.Microbatches, "microbatches", 1, "with --model-dir: pipeline micro-batches")
+	f.IntVar(&r.Batch, "batch", 1, "with --model-dir: sequences per batch")
+	f.IntVar(&r.Context, "context", 0, "with --model-dir: tokens per sequence, prompt and output (0: 2048, at most the model's positions)")
+	f.IntVar(&r.OutputTokens, "output-tokens", 0, "with --model-dir: generated tokens per sequence (0: 128, at most half the context)")
+	f.BoolVar(&r.Encoder, "encoder", false, "with --model-dir: run the model as an encoder (bidirectional attention, one forward pass)")
+}
+
+// modelDirFlagNames are the flags addModelDirFlags adds besides --model-dir.
+var modelDirFlagNames = []string{"tp", "pp", "microbatches", "batch", "context", "output-tokens", "encoder"}
+
+// checkModelDirFlags refuses the run-shaping flags without --model-dir:
+// they would not act.
+func checkModelDirFlags(f *pflag.FlagSet, dir string) error {
+	if dir != "" {
+		return nil
+	}
+	for _, n := range modelDirFlagNames {
+		if f.Changed(n) {
+			return fmt.Errorf("--%s: only with --model-dir (a config file gives its own %s)", n, n)
+		}
+	}
+	return nil
+}
+
+// checkModelDirRanks is the most ranks `run --check --model-dir` checks.
+const checkModelDirRanks = 8
+
+// runCheckModelDir checks every partitioning the model directory's shape
+// allows against one rank, on the CPU with the checkpoint's weights.
+func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) error {
+	switch {
+	case !o.check:
+		return errors.New("run: --model-dir: only with --check (every partitioning against one rank); to decode a checkpoint, partbench generate --model-dir")
+	case o.config != "":
+		return errors.New("run: --model-dir and --config: give one (the model directory's config.json is the model)")
+	case o.backend != "auto" && o.backend != configs.BackendCPU:
+		return fmt.Errorf("run: --check --model-dir --backend %q: allowed cpu (the CUDA backend does not read checkpoints yet)", o.backend)
+	}
+	dir, err := filepath.Abs(o.modelDir)
+	if err != nil {
+		return err
+	}
+	// Two sequences of 16 positions: enough for two micro-batches, a
+	// multi-position prefill and decode steps with a KV cache.
+	run := configs.ModelDirRun{Dir: dir, Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32", Encoder: o.encoder}
+	results, err := cpu.CheckModelDir(ctx, run, checkModelDirRanks, pexec.CheckOptions{})
+	if err != nil {
+		return err
+	}
+	var grids []report.Grid
+	var failed []error
+	for _, r := range results {
+		grids = append(grids, report.CheckGrid(r))
+		if err := r.Err(); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := report.WriteGrids(stdout, report.FormatTable, grids...); err != nil {
+		return err
+	}
+	return errors.Join(failed...)
+}
