@@ -177,7 +177,8 @@ type StepResult struct {
 	Bytes                   commcount.TransferSnapshot
 }
 
-// Step sends one request and reads its reply.
+// Step sends one request and reads its reply. The tensors' data is sent
+// without a copy: it must not change until Step returns.
 func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []Tensor) (*StepResult, error) {
 	ctx, cancel := s.c.deadline(ctx)
 	defer cancel()
