@@ -39,6 +39,8 @@ func newPlotCmd() *cobra.Command {
   partbench.compare/v1  scatter: measured against modeled with y = x and a ±tolerance band
   partbench.run/v1      scatter of the run's measured vs modeled rows
   partbench.search/v1   scatter of the closed-form estimate against the full timeline
+  partbench.remote.v1   remote: payload bytes and latency per request of each mode (partbench remote's
+                        results.json), with the naive/stateful gap
 
 --kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over
 the first --ranks GPUs of --topology, beside published nccl-tests points (docs/collectives.md).
@@ -51,7 +53,7 @@ The format follows the --output extension (.svg or .png).
 	}
 	f := cmd.Flags()
 	cliflag.Output(f, &o.out, "output image: a path ending in .svg or .png (required)", "out")
-	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives or scatter (default: from the file's schema)")
+	f.StringVar(&o.kind, "kind", "", "breakdown, sweep, collectives, scatter or remote (default: from the file's schema)")
 	f.StringVar(&o.preset, "topology", "dgx-h100x2", "collectives: topology preset")
 	cliflag.Alias(f, "preset", "topology", true)
 	f.StringVar(&o.hardware, "hardware", "h100-sxm", "collectives: hardware (GPU) preset")

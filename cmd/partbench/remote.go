@@ -228,3 +228,19 @@ func modelRemote(w io.Writer, format string, cfgs []*configs.Config, linkSpec, m
 	}
 	return nil
 }
+
+// calibratedRequestOverhead is the remote per-request overhead a calibration
+// file measured (ok false without a file or without the measurement).
+func calibratedRequestOverhead(path string) (float64, bool, error) {
+	if path == "" {
+		return 0, false, nil
+	}
+	cal, err := configs.LoadCalibration(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("--calibration: %w", err)
+	}
+	if cal.Remote == nil {
+		return 0, false, nil
+	}
+	return cal.Remote.RequestOverheadS, true, nil
+}

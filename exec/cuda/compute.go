@@ -81,6 +81,8 @@ type Compute struct {
 	kv        map[int]*dkv
 	mbs       []*mbState
 	errFlag   cuda.DevicePtr // int32[2]: {row + 1, token bits} of an invalid token
+	promptDev cuda.DevicePtr // float32 [batch][prompt]: SetPrompt's ids
+	promptSet bool           // Input reads prompt positions from promptDev
 
 	argBuf    args
 	flagDirty bool // an input kernel ran since Sync last read errFlag
