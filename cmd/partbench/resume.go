@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -90,7 +91,7 @@ func modelResume(w io.Writer, format string, cfgs []*configs.Config, layers, lin
 	if err != nil {
 		return err
 	}
-	link, err := topology.ParseClientLink("--remote-link", orDefault(linkSpec, "loopback"))
+	link, err := topology.ParseClientLink("--remote-link", cmp.Or(linkSpec, "loopback"))
 	if err != nil {
 		return err
 	}
