@@ -109,10 +109,10 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		return o.runSweep(stdout, cfgs, opts)
 	}
 	if o.resumeLayers != "" {
-		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
+		return report.ModelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
 	}
 	if o.remoteLink != "" {
-		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
+		return report.ModelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {

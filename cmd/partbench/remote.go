@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -11,10 +10,8 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/report"
-	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -111,40 +108,4 @@ model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and resu
 	cliflag.Format(f, &format, cliflag.TableFormats...)
 	f.DurationVar(&o.Conn.CallTimeout, "call-timeout", 2*time.Minute, "deadline of every call")
 	return cmd
-}
-
-// modelRemote is model --dry-run --remote-link: every mode of each config
-// priced over the client link.
-func modelRemote(w io.Writer, format string, cfgs []*configs.Config, linkSpec, mode string, overheadS float64, opts sim.Options) error {
-	if format != report.FormatTable && format != report.FormatMarkdown {
-		return fmt.Errorf("--remote-link: --format must be table or markdown (got %q)", format)
-	}
-	link, err := topology.ParseClientLink("--remote-link", linkSpec)
-	if err != nil {
-		return err
-	}
-	var highlight partition.RemoteMode
-	if mode != "" && mode != "all" {
-		if highlight, err = partition.ParseRemoteMode(mode); err != nil {
-			return fmt.Errorf("--mode: %w (or all)", err)
-		}
-	}
-	for i, cfg := range cfgs {
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			return err
-		}
-		e, err := sim.EstimateRemote(plan, sim.RemoteOptions{Link: link, RequestOverheadS: overheadS}, opts)
-		if err != nil {
-			return fmt.Errorf("config %s: %w", cfg.Name, err)
-		}
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "%s over %s (%s)\n\n", cfg.Name, link.Name, link.Source)
-		if err := report.WriteGrids(w, format, report.RemoteEstimateGrids(e, highlight)...); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/cpu"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/resume"
 	"github.com/partbench/partbench/sim"
@@ -80,36 +77,4 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 	cliflag.OutputDir(f, &out, "results", "directory for resume.json and resume.csv", "out")
 	cliflag.Format(f, &format, cliflag.TableFormats...)
 	return cmd
-}
-
-// modelResume is model --dry-run --resume-layers.
-func modelResume(w io.Writer, format string, cfgs []*configs.Config, layers, linkSpec string, overheadS float64, opts sim.Options) error {
-	if format != report.FormatTable && format != report.FormatMarkdown {
-		return fmt.Errorf("--resume-layers: --format must be table or markdown (got %q)", format)
-	}
-	ls, err := resume.ParseLayers("--resume-layers", layers)
-	if err != nil {
-		return err
-	}
-	link, err := topology.ParseClientLink("--remote-link", cmp.Or(linkSpec, "loopback"))
-	if err != nil {
-		return err
-	}
-	for i, cfg := range cfgs {
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			return err
-		}
-		e, err := sim.EstimateResume(plan, sim.ResumeOptions{Layers: ls, Client: link, RequestOverheadS: overheadS}, opts)
-		if err != nil {
-			return fmt.Errorf("config %s: %w", cfg.Name, err)
-		}
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		if err := report.WriteGrids(w, format, report.ResumeModelGrid(e)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
