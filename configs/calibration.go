@@ -418,3 +418,19 @@ func spreadOrder(k string) int {
 	}
 	return len(SpreadKeys)
 }
+
+// CalibratedRequestOverhead is the remote per-request overhead a calibration
+// file measured (ok false without a file or without the measurement).
+func CalibratedRequestOverhead(path string) (float64, bool, error) {
+	if path == "" {
+		return 0, false, nil
+	}
+	cal, err := LoadCalibration(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("--calibration: %w", err)
+	}
+	if cal.Remote == nil {
+		return 0, false, nil
+	}
+	return cal.Remote.RequestOverheadS, true, nil
+}

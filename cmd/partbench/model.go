@@ -111,17 +111,17 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		return o.runSweep(stdout, cfgs, opts)
 	}
 	if (o.resumeLayers != "" || o.remoteLink != "") && !o.remoteOverheadSet {
-		if v, ok, err := calibratedRequestOverhead(o.calibration); err != nil {
+		if v, ok, err := configs.CalibratedRequestOverhead(o.calibration); err != nil {
 			return err
 		} else if ok {
 			o.remoteOverheadS = v
 		}
 	}
 	if o.resumeLayers != "" {
-		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
+		return report.ModelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
 	}
 	if o.remoteLink != "" {
-		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
+		return report.ModelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {
