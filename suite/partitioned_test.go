@@ -291,3 +291,17 @@ func TestPartitionedRunResume(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecHashWithoutPartitioned: the partitioned fields are left out of a
+// spec's hash when unset, so run logs of specs without them resume across
+// this change. The hash is the one the previous build wrote into the quick
+// suite's runs.jsonl.
+func TestSpecHashWithoutPartitioned(t *testing.T) {
+	s, err := Load("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Hash(); h != "1a8fd6354cb2bdd5" {
+		t.Errorf("quick hash %s, the earlier build's 1a8fd6354cb2bdd5", h)
+	}
+}

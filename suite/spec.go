@@ -72,9 +72,9 @@ type Baseline struct {
 	// the CPU backend), with Microbatches pipeline micro-batches. Mode,
 	// Server and Transport are then empty.
 	Kind         string `toml:"kind,omitempty" json:"kind,omitempty"`
-	TP           int    `toml:"tp,omitempty" json:"tp,omitempty"`
-	PP           int    `toml:"pp,omitempty" json:"pp,omitempty"`
-	Microbatches int    `toml:"microbatches,omitempty" json:"microbatches,omitempty"`
+	TP           int    `toml:"tp,omitzero" json:"tp,omitempty"`
+	PP           int    `toml:"pp,omitzero" json:"pp,omitempty"`
+	Microbatches int    `toml:"microbatches,omitzero" json:"microbatches,omitempty"`
 }
 
 // KindPartitioned is the baseline kind of a local TP/PP partitioning.
