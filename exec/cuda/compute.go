@@ -90,6 +90,7 @@ type Compute struct {
 	capturing bool
 	graphs    *graphs
 	timer     *timer
+	marks     []mark // exec.DeviceClock's marks since Marks last read them
 	stats     LaunchStats
 	fault     error // a device-side failure, returned by every later call
 	closeOnce sync.Once
@@ -97,8 +98,9 @@ type Compute struct {
 }
 
 var (
-	_ pexec.Compute   = (*Compute)(nil)
-	_ pexec.Inspector = (*Compute)(nil)
+	_ pexec.Compute     = (*Compute)(nil)
+	_ pexec.DeviceClock = (*Compute)(nil)
+	_ pexec.Inspector   = (*Compute)(nil)
 )
 
 // dtensor is a weight shard in device memory, row-major [k][n].
