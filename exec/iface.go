@@ -41,6 +41,20 @@ type DeviceClock interface {
 	Marks() ([]float64, error)
 }
 
+// Allocation kinds: what a backend's memory holds, for AllocatedByKind.
+const (
+	AllocWeights   = "weights"   // the rank's weight shards
+	AllocKV        = "kv_cache"  // the KV cache of the rank's layers
+	AllocBuffers   = "buffers"   // per-micro-batch activations, logits, tokens, positions, outputs
+	AllocWorkspace = "workspace" // library workspaces, flags, prompt ids: fixed per rank
+)
+
+// AllocationItemizer is a Compute that says what its AllocatedBytes hold:
+// bytes by kind (the Alloc* names), summing to AllocatedBytes.
+type AllocationItemizer interface {
+	AllocatedByKind() map[string]int64
+}
+
 // Buffer is a backend's array of elements (host memory for exec/cpu, device
 // memory for exec/cuda). A Comm only accepts the Buffer type of the Compute it
 // was paired with.

@@ -44,6 +44,9 @@ type RankResult struct {
 	// SpanClock says how spans were timed: "device" (a DeviceClock's marks
 	// around each op on its queue) or empty (host time around each call).
 	SpanClock string `json:"span_clock,omitempty"`
+	// AllocatedByKind itemizes AllocatedBytes (exec.Alloc* kinds) when the
+	// backend says (exec.AllocationItemizer).
+	AllocatedByKind map[string]int64 `json:"allocated_by_kind,omitempty"`
 }
 
 // Span is one op as a rank ran it.

@@ -96,6 +96,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
+	if it, ok := compute.(AllocationItemizer); ok {
+		res.AllocatedByKind = it.AllocatedByKind()
+	}
 
 	total := cfg.Run.Warmup + cfg.Run.Iterations
 	var windowStart, t0 time.Time

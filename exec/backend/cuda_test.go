@@ -201,6 +201,13 @@ func TestCudaBackendDeviceTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res[0]
+	var sum int64
+	for _, b := range r.AllocatedByKind {
+		sum += b
+	}
+	if len(r.AllocatedByKind) != 4 || sum != r.AllocatedBytes {
+		t.Errorf("allocated by kind %v (sum %d), AllocatedBytes %d", r.AllocatedByKind, sum, r.AllocatedBytes)
+	}
 	if r.SpanClock != "device" {
 		t.Fatalf("span clock %q, want device", r.SpanClock)
 	}
