@@ -207,7 +207,7 @@ func (c *Compute) SetPrompt(tokens []int32) error {
 	}
 	defer unpin()
 	if c.promptDev == 0 {
-		if c.promptDev, err = c.alloc(int64(4 * len(f))); err != nil {
+		if c.promptDev, err = c.alloc(pexec.AllocWorkspace, int64(4*len(f))); err != nil {
 			return err
 		}
 	}
