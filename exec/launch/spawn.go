@@ -91,6 +91,12 @@ func (r RankExit) String() string {
 	}
 }
 
+// ExitPeerFailed is a rank's exit status when it stopped only because
+// another rank of the job failed or was lost (partbench's ranks exit with it
+// for rendezvous.PeerFailed errors): Spawn reports the failing rank, not the
+// ranks it took down, whichever the operating system reaped first.
+const ExitPeerFailed = 5
+
 // SpawnError reports a run that did not end with every rank exiting 0.
 type SpawnError struct {
 	// Code is the launcher's exit code (what Spawn returned).

@@ -82,16 +82,21 @@ func rankExit(rank int, ps *os.ProcessState) RankExit {
 	return ex
 }
 
-// severity orders exits: killed by a signal from outside > non-zero
-// status > killed by Spawn > 0.
+// severity orders exits: killed by a signal from outside > a non-zero
+// status of the rank's own > ExitPeerFailed (it stopped because another
+// rank failed) > killed by Spawn > 0. A failing rank and the ranks it takes
+// down end within milliseconds of each other, in an order the reaping does
+// not keep; the status says which one was the cause.
 func severity(e RankExit) int {
 	switch {
 	case e.Killed:
 		return 1
 	case e.Signal != 0:
-		return 3
-	case e.Code != 0:
+		return 4
+	case e.Code == ExitPeerFailed:
 		return 2
+	case e.Code != 0:
+		return 3
 	}
 	return 0
 }

@@ -63,3 +63,17 @@ func (e *StalledError) Error() string {
 	return fmt.Sprintf("rendezvous: rank %d (this process) was not running for %v (stopped or starved), over the %v after which the other ranks count a silent rank lost; they ended the run (then: rank %d's connection: %s)",
 		e.Rank, e.For.Round(10*time.Millisecond), e.LostAfter, e.Seen.Rank, e.Seen.Cause)
 }
+
+// PeerFailed reports whether err ended this rank only because another rank
+// of the job failed: it was lost (LostRankError) or aborted the run
+// (AbortError). A rank that itself stalled (StalledError) is not a peer
+// failure, whatever it then saw.
+func PeerFailed(err error) bool {
+	var st *StalledError
+	if errors.As(err, &st) {
+		return false
+	}
+	var lost *LostRankError
+	var ab *AbortError
+	return errors.As(err, &lost) || errors.As(err, &ab)
+}

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("PB_TC_HELPER"); mode != "" {
 		if err := rankMain(mode); err != nil {
 			fmt.Println("err:", err)
+			if rendezvous.PeerFailed(err) {
+				os.Exit(launch.ExitPeerFailed)
+			}
 			os.Exit(1)
 		}
 		os.Exit(0)
