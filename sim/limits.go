@@ -12,9 +12,8 @@ import (
 // a stage's TP ranks are alike (the usual case) one rank per stage is
 // simulated, so the count is independent of TP: ops per stage × stages,
 // which grows with layers × micro-batches. The timeline keeps a slice per
-// op (≈ 0.5 KB with its bookkeeping): at this bound an estimate stays
-// under ≈ 1 GB and ≈ 10 s on a 2-core VM (docs/measurements/limits.md).
-// The seed's tp8pp2 simulates ≈ 26 k ops.
+// op (≈ 0.5–1 KB with its bookkeeping): at this bound an estimate stays
+// under ≈ 1.2 GB on a 2-core VM (docs/measurements/limits.md).
 const MaxTimelineOps = 1_000_000
 
 // TooLargeError says a plan's timeline would simulate more than
