@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,6 +24,11 @@ type Options struct {
 	// Measured, when set, replaces the modeled time of compute ops with
 	// times measured on a device (rank emulation); communication stays modeled.
 	Measured *MeasuredOps
+	// EveryRank simulates every rank's ops (a trace of every rank needs
+	// them). Otherwise, where a stage's TP ranks are alike, one rank per
+	// stage is simulated and stands for the others (Timeline.PerStage):
+	// the Estimate is the same, bit for bit, in less time and memory.
+	EveryRank bool
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -273,47 +281,100 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		ParamsTotal: partition.ParamsTotal(plan.Model), DType: plan.Model.DType, Plan: plan,
 	}
 
-	s := &simulator{plan: plan, opts: opts, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	usable := plan.System.GPU.UsableL2Bytes()
 	e.L2 = L2Estimate{UsableL2Bytes: usable, WeightResidency: 1}
 	lp := partition.Layer(plan.Model)
 	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
-	// The TP ranks of a stage run the same ops: count one per stage before
-	// building every rank's Programs.
-	ops := 0
-	for s := 0; s < plan.PP; s++ {
-		r := plan.RankOf(s, 0)
-		n := len(plan.Program(r, partition.Prefill).Ops) + opts.DecodeSteps*len(plan.Program(r, partition.Decode).Ops)
-		ops += plan.TP * n
-		if ops > MaxTimelineOps {
-			return nil, &TooLargeError{Name: cfg.Name, Ops: ops, Ranks: plan.Size(), DecodeSteps: opts.DecodeSteps}
+	// The TP ranks of a stage run the same ops on the same shapes: where
+	// their links are alike too, one rank per stage (TP index 0) is
+	// simulated for all of them (perStage). Count the simulated ops from
+	// one Program pair per stage before building the rest.
+	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && stageLinksAlike(plan)
+	repPre := make([]partition.Program, plan.PP)
+	repDec := make([]partition.Program, plan.PP)
+	perStageOps := 0
+	for st := 0; st < plan.PP; st++ {
+		r := plan.RankOf(st, 0)
+		repPre[st], repDec[st] = plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
+		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
+			return nil, err
 		}
 	}
-	decode := make([]partition.Program, plan.Size())
-	var workingSets []int64
-	preFixed := make([]FixedCosts, plan.Size())
+
+	// Every rank's fixed costs, working set and HBM floor bytes, from its
+	// own Programs; with perStage they are checked against the stand-in's
+	// and dropped, else kept for the timeline.
+	n := plan.Size()
+	pre := make([]partition.Program, n)
+	decode := make([]partition.Program, n)
+	preFixed := make([]FixedCosts, n)
+	decFixed := make([]FixedCosts, n)
+	workingSets := make([]int64, n)
+	residency := make([]float64, n)
+	var floor int64
+	programs := func(r int) (partition.Program, partition.Program) {
+		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
+			return repPre[rk.Stage], repDec[rk.Stage]
+		}
+		return plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+	}
 	for r := range plan.Ranks {
-		pre := plan.Program(r, partition.Prefill)
-		decode[r] = plan.Program(r, partition.Decode)
-		preFixed[r] = fixedCosts(plan.System.GPU, pre)
-		ws := workingSet(decode[r])
-		workingSets = append(workingSets, ws)
+		p, d := programs(r)
+		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 &&
+			!(sameWork(plan, repPre[rk.Stage], p) && sameWork(plan, repDec[rk.Stage], d)) {
+			// Not alike after all: simulate every rank.
+			perStage = false
+			if err := checkOps(plan, opts, perStageOps, false); err != nil {
+				return nil, err
+			}
+			for j := 0; j < r; j++ {
+				pre[j], decode[j] = programs(j)
+			}
+		}
+		if !perStage {
+			pre[r], decode[r] = p, d
+		}
+		preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+		ws := workingSet(d)
+		workingSets[r] = ws
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
 		}
-		s.residency = append(s.residency, res)
+		residency[r] = res
 		e.L2.WorkingSetBytes = max(e.L2.WorkingSetBytes, ws)
 		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
+		floor += hbmFloorBytes(d, ws, usable)
+	}
+
+	s := &simulator{plan: plan, opts: opts, perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
+		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
+	for r := range s.index {
+		s.index[r] = -1
+	}
+	for r := range plan.Ranks {
+		if perStage && plan.Ranks[r].TPIndex != 0 {
+			continue
+		}
+		p, d := pre[r], decode[r]
+		if perStage {
+			st := plan.Ranks[r].Stage
+			p, d = repPre[st], repDec[st]
+		}
+		s.index[r] = len(s.ids)
+		s.ids = append(s.ids, r)
+		s.residency = append(s.residency, residency[r])
 		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
-		for i := range pre.Ops {
-			st.items = append(st.items, item{partition.Prefill, -1, &pre.Ops[i], i})
+		st.items = make([]item, 0, len(p.Ops)+opts.DecodeSteps*len(d.Ops))
+		for i := range p.Ops {
+			st.items = append(st.items, item{partition.Prefill, -1, &p.Ops[i], i})
 		}
 		for k := 0; k < opts.DecodeSteps; k++ {
-			for i := range decode[r].Ops {
-				st.items = append(st.items, item{partition.Decode, k, &decode[r].Ops[i], i})
+			for i := range d.Ops {
+				st.items = append(st.items, item{partition.Decode, k, &d.Ops[i], i})
 			}
 		}
 		s.ranks = append(s.ranks, st)
@@ -355,13 +416,16 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
 	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
 	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
-	floor := hbmFloorBytes(plan, decode)
 	e.Decode.HBMFloorBytesPerStep = floor
 	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
+	weight := int64(1) // the ranks a simulated rank's slices stand for
+	if tl.PerStage {
+		weight = int64(plan.TP)
+	}
 	for _, sl := range tl.Slices {
 		if sl.Phase == partition.Decode && sl.Step == s0 {
-			e.Decode.HBMBytesPerStep += sl.HBMBytes
-			e.Decode.L2BytesPerStep += sl.L2Bytes
+			e.Decode.HBMBytesPerStep += weight * sl.HBMBytes
+			e.Decode.L2BytesPerStep += weight * sl.L2Bytes
 		}
 	}
 
@@ -382,8 +446,8 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 
 	for _, r := range plan.Ranks {
-		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: s.residency[r.Rank],
-			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: fixedCosts(plan.System.GPU, decode[r.Rank]), PrefillFixed: preFixed[r.Rank]}
+		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: residency[r.Rank],
+			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
@@ -394,6 +458,70 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// checkOps refuses a timeline of more than MaxTimelineOps simulated ops:
+// perStageOps counts one rank per stage, times TP when every rank is
+// simulated.
+func checkOps(plan *partition.Plan, opts Options, perStageOps int, perStage bool) error {
+	ops, ranks := perStageOps, plan.PP
+	if !perStage {
+		ops, ranks = perStageOps*plan.TP, plan.Size()
+	}
+	if ops > MaxTimelineOps {
+		return &TooLargeError{Name: plan.Config.Name, Ops: ops, Ranks: ranks, AllRanks: plan.Size(), DecodeSteps: opts.DecodeSteps,
+			Microbatches: plan.Microbatches, Layers: plan.Model.Layers, EveryRank: !perStage && plan.TP > 1}
+	}
+	return nil
+}
+
+// stageLinksAlike says whether every TP index sees the same links to the
+// neighbouring stages (and between the last and the first) as TP index 0,
+// so that per-stage simulation can be exact. Nodes holding whole TP groups
+// make it so; a TP group cut by a node boundary does not.
+func stageLinksAlike(plan *partition.Plan) bool {
+	topo := plan.System.Topology
+	for st := 0; st < plan.PP; st++ {
+		next := (st + 1) % plan.PP
+		a, b := plan.RankOf(st, 0), plan.RankOf(next, 0)
+		for t := 1; t < plan.TP; t++ {
+			if topo.Path(plan.RankOf(st, t), plan.RankOf(next, t)) != topo.Path(a, b) ||
+				topo.Path(plan.RankOf(next, t), plan.RankOf(st, t)) != topo.Path(b, a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameWork says whether Program q of a rank does what p (its stage's TP
+// index 0's) does: every op alike but for its vocabulary shard offset, the
+// same collective group, and a peer of the same stage and TP index as q's
+// rank over a link alike to p's.
+func sameWork(plan *partition.Plan, p, q partition.Program) bool {
+	if len(p.Ops) != len(q.Ops) {
+		return false
+	}
+	topo := plan.System.Topology
+	t := plan.Ranks[q.Rank].TPIndex
+	for i := range p.Ops {
+		a, b := p.Ops[i], q.Ops[i]
+		if a.Kind == partition.Send || a.Kind == partition.Recv {
+			if b.Peer != plan.RankOf(plan.Ranks[a.Peer].Stage, t) || topo.Path(q.Rank, b.Peer) != topo.Path(p.Rank, a.Peer) {
+				return false
+			}
+		} else if a.Peer != b.Peer {
+			return false
+		}
+		if len(a.Group) != len(b.Group) || len(a.Group) > 0 && &a.Group[0] != &b.Group[0] && !slices.Equal(a.Group, b.Group) {
+			return false
+		}
+		b.Peer, b.Group, b.VocabOffset = a.Peer, a.Group, a.VocabOffset
+		if !reflect.DeepEqual(a, b) {
+			return false
+		}
+	}
+	return true
 }
 
 // workingSet is the reusable weight bytes one decode step reads on a rank.
@@ -411,19 +539,16 @@ func workingSet(prog partition.Program) int64 {
 	return b
 }
 
-// hbmFloorBytes: per step every rank reads its KV cache and writes the new
-// entries, and reads at least the weights that do not fit its L2; all GPUs
+// hbmFloorBytes is one rank's share of the HBM floor: per step every rank
+// reads its KV cache and writes the new entries, and reads at least the
+// weights (ws, its working set) that do not fit its usable L2; all GPUs
 // together cannot move that faster than at their summed peak HBM bandwidth.
-func hbmFloorBytes(plan *partition.Plan, decode []partition.Program) int64 {
+func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 	var bytes int64
-	usable := plan.System.GPU.UsableL2Bytes()
-	for _, prog := range decode {
-		for _, op := range prog.Ops {
-			bytes += op.KVReadBytes + op.KVWriteBytes
-		}
-		bytes += max(0, workingSet(prog)-usable)
+	for _, op := range decode.Ops {
+		bytes += op.KVReadBytes + op.KVWriteBytes
 	}
-	return bytes
+	return bytes + max(0, ws-usable)
 }
 
 // overlap is the length of [a,b] ∩ [lo,hi].
@@ -433,13 +558,16 @@ func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-
 func busySpan(sl Slice) (float64, float64) { return sl.StartS + sl.WaitS, sl.EndS }
 
 func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi float64) {
-	n := e.Timeline.Ranks
+	tl := e.Timeline
+	n := tl.Ranks
 	busy := make([]float64, n)
 	byBound := make([]map[Bound]float64, n)
 	for i := range byBound {
-		byBound[i] = map[Bound]float64{}
+		if tl.StandIn(i) == i {
+			byBound[i] = map[Bound]float64{}
+		}
 	}
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range tl.Slices {
 		if sl.Phase != phase && !(phase == partition.Decode && sl.Phase == partition.Prefill) {
 			continue
 		}
@@ -450,6 +578,12 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		}
 		busy[sl.Rank] += d
 		byBound[sl.Rank][sl.Bound] += d
+	}
+	for r := range busy {
+		if sr := tl.StandIn(r); sr != r {
+			busy[r] = busy[sr]
+			byBound[r] = maps.Clone(byBound[sr])
+		}
 	}
 	window := hi - lo
 	crit := 0
@@ -485,6 +619,9 @@ func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 		}
 		a, b := busySpan(sl)
 		busy[sl.Rank] += overlap(a, b, lo, hi)
+	}
+	for r := range busy {
+		busy[r] = busy[e.Timeline.StandIn(r)]
 	}
 	for r := range e.Ranks {
 		if phase == partition.Prefill {

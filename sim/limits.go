@@ -7,28 +7,37 @@ import (
 	"strings"
 )
 
-// MaxTimelineOps bounds the ops one discrete-event timeline simulates
-// (every rank's prefill ops plus decode steps × its decode ops; counted at
-// least, so the error may name a partial count). The timeline keeps a slice
-// per op (≈ 0.7 KB with its bookkeeping) and its time grows with ops and
-// ranks: at this bound an estimate stays under ≈ 1 GB and ≈ 30 s on a
-// 2-core VM (docs/measurements/limits.md). The seed's tp8pp2 simulates
-// ≈ 0.2 M ops.
+// MaxTimelineOps bounds the ops one discrete-event timeline simulates: the
+// simulated ranks' prefill ops plus decode steps × their decode ops. Where
+// a stage's TP ranks are alike (the usual case) one rank per stage is
+// simulated, so the count is independent of TP: ops per stage × stages,
+// which grows with layers × micro-batches. The timeline keeps a slice per
+// op (≈ 0.5–1 KB with its bookkeeping): at this bound an estimate stays
+// under ≈ 1.2 GB on a 2-core VM (docs/measurements/limits.md).
 const MaxTimelineOps = 1_000_000
 
 // TooLargeError says a plan's timeline would simulate more than
-// MaxTimelineOps ops.
+// MaxTimelineOps ops. Ranks is the simulated ranks (one per stage, or
+// every rank when EveryRank), AllRanks the replica's.
 type TooLargeError struct {
-	Name        string
-	Ops         int
-	Ranks       int
-	DecodeSteps int
+	Name         string
+	Ops          int
+	Ranks        int
+	AllRanks     int
+	DecodeSteps  int
+	Microbatches int
+	Layers       int
+	EveryRank    bool
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("estimate %s: the timeline would simulate at least %d ops (%d ranks, prefill and %d decode steps), more than the %d allowed; "+
-		"use fewer micro-batches or ranks, or `partbench search`, whose closed form has no such bound",
-		e.Name, e.Ops, e.Ranks, e.DecodeSteps, MaxTimelineOps)
+	who := fmt.Sprintf("%d simulated ranks, one per pipeline stage, of %d", e.Ranks, e.AllRanks)
+	if e.EveryRank {
+		who = fmt.Sprintf("every one of %d ranks", e.AllRanks)
+	}
+	return fmt.Sprintf("estimate %s: the timeline would simulate at least %d ops (%s; prefill and %d decode steps of %d micro-batch(es) over %d layers), more than the %d allowed; "+
+		"reduce parallel.microbatches (the ops grow with micro-batches × layers), or use `partbench search`, whose closed form has no such bound",
+		e.Name, e.Ops, who, e.DecodeSteps, e.Microbatches, e.Layers, MaxTimelineOps)
 }
 
 // NonFiniteError says an estimate would have held a NaN or an infinity:

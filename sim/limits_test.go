@@ -95,7 +95,8 @@ func TestRefineSkipsTooLargeTimelines(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &SearchResult{Rows: []SearchRow{{Candidate: cand, Quick: &q}}}
-	// tp8pp2 decode: 16 ranks × > 8 ops a step; at 100,000 steps, > 1M ops.
+	// tp8pp2 decode: 2 simulated ranks (one per stage) × > 8 ops a step; at
+	// 100,000 steps, > 1M ops.
 	if err := r.Refine(spec, 1, Options{DecodeSteps: 100_000}, nil); err != nil {
 		t.Fatal(err)
 	}

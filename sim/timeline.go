@@ -26,10 +26,27 @@ type Slice struct {
 	HBMBytes, L2Bytes int64
 }
 
-// Timeline is every rank's ops in time order.
+// Timeline is the simulated ranks' ops, each rank's in time order. Ranks
+// is the plan's ranks (one replica's). With PerStage, Slices hold one rank
+// per pipeline stage, TP index 0, standing for every TP rank of its stage:
+// those run the same ops on the same shapes over links alike, so each
+// would have the same slices (sim.EstimatePlan checks this and otherwise
+// simulates every rank; Options.EveryRank asks for every rank).
 type Timeline struct {
-	Ranks  int
+	Ranks    int
+	PerStage bool
+	// TP is the plan's TP degree: rank r's slices are those of rank
+	// r − r mod TP when PerStage.
+	TP     int
 	Slices []Slice
+}
+
+// StandIn is the simulated rank whose slices are rank r's.
+func (t *Timeline) StandIn(r int) int {
+	if !t.PerStage {
+		return r
+	}
+	return r - r%t.TP
 }
 
 // item is one op in a rank's run order.
@@ -62,6 +79,19 @@ type pendingColl struct {
 	arrivals map[int]float64
 }
 
+// groupInfo caches a collective group's name and its simulated members
+// (simulator indices): a group is one shared slice of the plan (a rank's
+// TPGroup), so it is keyed by its first element and length.
+type groupInfo struct {
+	name    string
+	members []int
+}
+
+type groupKey struct {
+	first *int
+	n     int
+}
+
 type rankState struct {
 	items   []item
 	pc      int
@@ -71,13 +101,18 @@ type rankState struct {
 	touched map[tensorKey]bool
 }
 
-// simulator runs every rank's ops against each other: compute takes its
-// roofline time; a send posts a message that occupies its link channel and
-// does not block the sender; a recv waits for its message; a collective
-// starts when its last member arrives.
+// simulator runs the simulated ranks' ops against each other: compute
+// takes its roofline time; a send posts a message that occupies its link
+// channel and does not block the sender; a recv waits for its message; a
+// collective starts when its last simulated member arrives. Simulator
+// index i is plan rank ids[i]; residency is indexed like ranks.
 type simulator struct {
 	plan      *partition.Plan
 	opts      Options
+	perStage  bool
+	ids       []int
+	index     []int // plan rank → simulator index, −1: not simulated (nil ids: every rank)
+	groups    map[groupKey]*groupInfo
 	residency []float64
 	ranks     []*rankState
 	chanFree  map[chanKey]float64
@@ -98,7 +133,36 @@ func groupName(ranks []int) string {
 	return b.String()
 }
 
+// group is the cached name and simulated members of a collective's group.
+func (s *simulator) group(g []int) *groupInfo {
+	if len(g) == 0 {
+		return &groupInfo{}
+	}
+	k := groupKey{&g[0], len(g)}
+	if gi := s.groups[k]; gi != nil {
+		return gi
+	}
+	gi := &groupInfo{name: groupName(g)}
+	for _, m := range g {
+		if i := s.index[m]; i >= 0 {
+			gi.members = append(gi.members, i)
+		}
+	}
+	s.groups[k] = gi
+	return gi
+}
+
 func (s *simulator) run() (*Timeline, error) {
+	if s.ids == nil { // every rank, simulator index = rank
+		s.index = make([]int, len(s.ranks))
+		for i := range s.ranks {
+			s.ids = append(s.ids, i)
+			s.index[i] = i
+		}
+	}
+	if s.groups == nil {
+		s.groups = map[groupKey]*groupInfo{}
+	}
 	for !s.finished() {
 		progressed := false
 		for ri, r := range s.ranks {
@@ -118,7 +182,7 @@ func (s *simulator) run() (*Timeline, error) {
 			for ri, r := range s.ranks {
 				if r.pc < len(r.items) {
 					it := r.items[r.pc]
-					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", ri, it.phase, it.op.Name, it.op.Microbatch))
+					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", s.ids[ri], it.phase, it.op.Name, it.op.Microbatch))
 				}
 			}
 			return nil, fmt.Errorf("sim: the Programs deadlock: %s", strings.Join(stuck, "; "))
@@ -130,7 +194,7 @@ func (s *simulator) run() (*Timeline, error) {
 		}
 		return s.out[i].StartS < s.out[j].StartS
 	})
-	return &Timeline{Ranks: len(s.ranks), Slices: s.out}, nil
+	return &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}, nil
 }
 
 func (s *simulator) finished() bool {
@@ -142,29 +206,30 @@ func (s *simulator) finished() bool {
 	return true
 }
 
-// step tries to run rank ri's next op; false means it is blocked.
+// step tries to run simulated rank ri's next op; false means it is blocked.
 func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
 	it := r.items[r.pc]
 	op := it.op
 	g := s.plan.System.GPU
-	sl := Slice{Rank: ri, Phase: it.phase, Step: it.step, Op: op}
+	rank := s.ids[ri]
+	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
 	switch op.Kind {
 	case partition.Send:
 		sl.StartS = r.clock
 		sl.EndS = r.clock + launchS(g, it.phase)
 		sl.Bound = BoundLatency
-		sl.Link = s.plan.System.Topology.Path(ri, op.Peer).Class
-		key := chanKey{ri, op.Peer}
+		sl.Link = s.plan.System.Topology.Path(rank, op.Peer).Class
+		key := chanKey{rank, op.Peer}
 		start := max(sl.EndS, s.chanFree[key])
-		est := P2P(s.plan.System, ri, op.Peer, op.Bytes)
+		est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
 		s.chanFree[key] = start + est.TimeS
 		s.flows++
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + est.TimeS, s.flows})
 		r.clock = sl.EndS
 	case partition.Recv:
-		key := chanKey{op.Peer, ri}
+		key := chanKey{op.Peer, rank}
 		q := s.inbox[key]
 		if len(q) == 0 {
 			return false, nil
@@ -175,7 +240,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		sl.WaitS = sl.EndS - r.clock
-		sl.Link = s.plan.System.Topology.Path(op.Peer, ri).Class
+		sl.Link = s.plan.System.Topology.Path(op.Peer, rank).Class
 		sl.Bound = linkBound(sl.Link)
 		r.clock = sl.EndS
 	case partition.AllReduce, partition.AllGather:
@@ -185,7 +250,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		first := !r.touched[key]
 		r.touched[key] = true
 		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
-		if t, ok := s.opts.Measured.time(ri, it.phase, it.index); ok {
+		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
 			c.TimeS, c.Bound = t, BoundMeasured
 		}
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
@@ -200,7 +265,8 @@ func (s *simulator) step(ri int) (bool, error) {
 func (s *simulator) collective(ri int, it item) (bool, error) {
 	r := s.ranks[ri]
 	op := it.op
-	name := groupName(op.Group)
+	gi := s.group(op.Group)
+	name := gi.name
 	key := collKey{name, r.seq[name]}
 	p := s.pending[key]
 	if p == nil {
@@ -211,7 +277,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		p.arrivals[ri] = r.clock
 		r.arrived = true
 	}
-	if len(p.arrivals) < len(op.Group) {
+	if len(p.arrivals) < len(gi.members) {
 		return false, nil
 	}
 	// Everyone is here: run it for all members at once.
@@ -229,13 +295,13 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if est.LatencyBound {
 		bound = BoundLatency
 	}
-	for _, m := range op.Group {
+	for _, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.items[mr.pc]
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
-			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", m, mit.op.Name, ri, op.Name, name)
+			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
-		s.out = append(s.out, Slice{Rank: m, Phase: mit.phase, Step: mit.step, Op: mit.op,
+		s.out = append(s.out, Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: p.arrivals[m], EndS: end, WaitS: start - p.arrivals[m], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false

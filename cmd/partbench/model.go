@@ -106,7 +106,8 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		}
 		cfgs = append(cfgs, cfg)
 	}
-	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv()}
+	// A trace draws every rank: simulate each (else one per stage).
+	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""}
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
 	}

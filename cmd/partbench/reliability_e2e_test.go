@@ -64,9 +64,11 @@ func TestSignalEndsEverySubcommand(t *testing.T) {
 		sig  syscall.Signal
 		args []string
 	}{
-		// a search that takes a minute: 512 GPUs, every layout re-run on the timeline
-		{"search", syscall.SIGINT, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10"}},
-		{"search-term", syscall.SIGTERM, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10"}},
+		// a search that takes seconds: 512 GPUs, the top 10 re-run on the
+		// timeline over 512 decode steps (one rank per stage is simulated,
+		// so the default 16 steps end in well under a second)
+		{"search", syscall.SIGINT, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10", "--decode-steps", "512"}},
+		{"search-term", syscall.SIGTERM, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10", "--decode-steps", "512"}},
 		// one rank measuring a million iterations
 		{"run", syscall.SIGINT, []string{"run", "--config", "test/single-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir}},
 		{"run-term", syscall.SIGTERM, []string{"--config", "test/single-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir}},
