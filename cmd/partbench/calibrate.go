@@ -75,21 +75,3 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	}
 	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
 }
-
-// applyCalibration loads the calibration at path and applies it to cfg (its
-// hardware, and its links as configs.Calibration.Apply says), then validates
-// cfg. The notes say what was replaced; the caller shows them.
-func applyCalibration(cfg *configs.Config, path string) ([]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	cal, err := configs.LoadCalibration(path)
-	if err != nil {
-		return nil, fmt.Errorf("--calibration: %w", err)
-	}
-	notes := cal.Apply(cfg)
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("--calibration %s: the calibrated config is not valid: %w", path, err)
-	}
-	return notes, nil
-}

@@ -80,7 +80,7 @@ func (o *l2Options) run(stdout io.Writer) error {
 		var notes []string
 		var cacheBW float64
 		if o.calibration != "" {
-			if notes, err = applyCalibration(cfg, o.calibration); err != nil {
+			if notes, err = configs.ApplyCalibrationFile(cfg, o.calibration); err != nil {
 				return err
 			}
 			cacheBW = cfg.Hardware.L2BytesPerS

@@ -99,7 +99,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if _, err := applyCalibration(cfg, o.calibration); err != nil {
+		if _, err := configs.ApplyCalibrationFile(cfg, o.calibration); err != nil {
 			return err
 		}
 		cfgs = append(cfgs, cfg)

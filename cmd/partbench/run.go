@@ -170,27 +170,15 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 	return cmd
 }
 
-// loadRunConfig loads the config and applies the iteration overrides.
+// loadRunConfig checks --tolerance, then loads the config with the
+// iteration and calibration overrides (configs.LoadRun).
 func (o *runOptions) loadRunConfig() (*configs.Config, error) {
-	cfg, err := configs.Load(o.config)
-	if err != nil {
-		return nil, err
-	}
-	if o.warmup >= 0 {
-		cfg.Run.Warmup = o.warmup
-	}
-	if o.iterations >= 0 {
-		cfg.Run.Iterations = o.iterations
-	}
 	if !(o.tolerance > 0) {
 		return nil, fmt.Errorf("--tolerance: must be positive (got %g)", o.tolerance)
 	}
-	notes, err := applyCalibration(cfg, o.calibration)
-	if err != nil {
-		return nil, err
-	}
+	cfg, notes, err := configs.LoadRun(o.config, configs.RunOverrides{Warmup: o.warmup, Iterations: o.iterations, Calibration: o.calibration})
 	o.notes = append(o.notes, notes...)
-	return cfg, cfg.Validate()
+	return cfg, err
 }
 
 // backendFor resolves --backend for a run, makes the rank's constructors
