@@ -110,7 +110,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return err
 	}
 	if o.rendezvous != "" {
-		if _, _, err := parseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
+		if _, _, err := launch.ParseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
 			return &exitError{2, fmt.Errorf("generate: %w", err)}
 		}
 		env.RendezvousAddr = o.rendezvous
@@ -183,13 +183,5 @@ func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
 		}
 		argv = append(argv, "--logits-out", out)
 	}
-	boundsOwnExit(ctx)
-	code, err := launch.Spawn(context.WithoutCancel(ctx), launch.SpawnOptions{NProc: n, Argv: argv})
-	if err != nil {
-		return &exitError{code: max(code, 1), err: err}
-	}
-	if code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("generate: a rank exited with status %d", code)}
-	}
-	return nil
+	return spawnRanks(ctx, launch.SpawnOptions{NProc: n, Argv: argv}, "generate: ")
 }

@@ -256,19 +256,10 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	var err error
-	switch o.format {
-	case cliflag.JSON:
-		err = report.RunJSON(stdout, doc)
-	case cliflag.CSV:
-		err = report.RunCSV(stdout, doc)
-	default:
-		err = report.WriteGrids(stdout, o.format, report.RunGrids(doc, o.perRank)...)
-	}
-	if err != nil {
+	if err := report.WriteRun(stdout, o.format, doc, o.perRank); err != nil {
 		return err
 	}
-	if err := o.writeResults(stdout, doc); err != nil {
+	if err := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON); err != nil {
 		return err
 	}
 	if perr := compare.Problems(doc.Problems); perr != nil {
