@@ -75,3 +75,24 @@ func (r Reuse) ImpliedResidency(cacheBytesPerS float64) (f float64, ok bool) {
 	}
 	return math.Min(1, math.Max(0, (1-r.StreamBytesPerS/r.ReuseBytesPerS)/den)), true
 }
+
+// QuickProbeOptions are the probe's options for a quick pass: fewer repeats
+// and shorter samples.
+func QuickProbeOptions() ProbeOptions {
+	return ProbeOptions{Repeats: QuickRepeats, MinSample: 500 * time.Microsecond}
+}
+
+// MemoProbe returns a probe that measures each working-set size once with
+// ProbeReuse and answers again from memory (ranks often share a size). It
+// is not safe for concurrent use.
+func MemoProbe(o ProbeOptions) func(bytes int64) Reuse {
+	probed := map[int64]Reuse{}
+	return func(bytes int64) Reuse {
+		m, ok := probed[bytes]
+		if !ok {
+			m = ProbeReuse(bytes, o)
+			probed[bytes] = m
+		}
+		return m
+	}
+}

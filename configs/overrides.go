@@ -48,3 +48,25 @@ func LoadRun(name string, o RunOverrides) (*Config, []string, error) {
 	}
 	return cfg, notes, cfg.Validate()
 }
+
+// LoadCalibrated loads each named config (none: DefaultStrategies) and
+// applies the calibration at path to each ("" = none); notes[i] says what it
+// replaced in the i-th.
+func LoadCalibrated(names []string, calibration string) ([]*Config, [][]string, error) {
+	if len(names) == 0 {
+		names = DefaultStrategies
+	}
+	cfgs, notes := make([]*Config, 0, len(names)), make([][]string, 0, len(names))
+	for _, n := range names {
+		cfg, err := Load(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		ns, err := ApplyCalibrationFile(cfg, calibration)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfgs, notes = append(cfgs, cfg), append(notes, ns)
+	}
+	return cfgs, notes, nil
+}

@@ -45,3 +45,23 @@ func TestLoadRun(t *testing.T) {
 		t.Errorf("missing config: %v", err)
 	}
 }
+
+func TestLoadCalibrated(t *testing.T) {
+	cfgs, notes, err := LoadCalibrated(nil, "")
+	if err != nil || len(cfgs) != 2 || cfgs[0].Name != "tp8pp2" || cfgs[1].Name != "layerwise16" || notes[0] != nil || notes[1] != nil {
+		t.Fatalf("default strategies: %d configs, notes %q, %v", len(cfgs), notes, err)
+	}
+	cal := writeCalibration(t, sampleCalibration())
+	cfgs, notes, err = LoadCalibrated([]string{"test/tp2pp2-tiny", "test/single-tiny"}, cal)
+	if err != nil || len(cfgs) != 2 || len(notes) != 2 {
+		t.Fatalf("calibrated: %d configs, %d notes, %v", len(cfgs), len(notes), err)
+	}
+	for i, c := range cfgs {
+		if c.Hardware.Name != "cpu:AMD EPYC" || len(notes[i]) == 0 {
+			t.Errorf("%s: hardware %q, notes %q", c.Name, c.Hardware.Name, notes[i])
+		}
+	}
+	if _, _, err := LoadCalibrated([]string{"test/tp2pp2-tiny", "nope"}, ""); err == nil || !strings.Contains(err.Error(), `config "nope"`) {
+		t.Errorf("missing second config: %v", err)
+	}
+}
