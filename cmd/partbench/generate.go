@@ -79,16 +79,9 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	case o.dtype != "fp32":
 		return &exitError{2, fmt.Errorf("generate: --dtype %q: allowed fp32 (the CPU backend computes in float32)", o.dtype)}
 	}
-	data, err := os.ReadFile(o.idsFile)
+	prompts, err := checkpoint.ReadPromptIDs(o.idsFile)
 	if err != nil {
-		return &exitError{2, fmt.Errorf("generate: --ids-file: %w", err)}
-	}
-	var prompts [][]int
-	if err := json.Unmarshal(data, &prompts); err != nil {
-		return &exitError{2, fmt.Errorf("generate: --ids-file %s: want a JSON list of token-id lists: %w", o.idsFile, err)}
-	}
-	if len(prompts) == 0 {
-		return &exitError{2, fmt.Errorf("generate: --ids-file %s holds no prompts", o.idsFile)}
+		return &exitError{2, fmt.Errorf("generate: %w", err)}
 	}
 	dir, err := filepath.Abs(o.modelDir)
 	if err != nil {
@@ -151,12 +144,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 			return fmt.Errorf("generate: --logits-out: %w", err)
 		}
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Schema string `json:"schema"`
-		pexec.GenerateResult
-	}{"partbench.generate/v1", res})
+	return report.GenerateJSON(cmd.OutOrStdout(), res)
 }
 
 // launch starts n local ranks of this generation (the built-in launcher),

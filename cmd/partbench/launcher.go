@@ -35,7 +35,7 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 		return err
 	}
 	if o.backend != "cuda" { // cuda is checked by each rank on its own GPU
-		if _, _, _, _, err := o.backendFor(cfg, launch.Env{}); err != nil {
+		if _, err := o.backends.Setup(o.backend, cfg, launch.Env{}); err != nil {
 			return err
 		}
 	}

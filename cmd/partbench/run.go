@@ -21,7 +21,6 @@ import (
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/launchflags"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 )
@@ -181,25 +180,6 @@ func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	return cfg, err
 }
 
-// backendFor resolves --backend for a run, makes the rank's constructors
-// (failing before any rank joins when a library is missing), and builds the
-// Plan once, as the backend computes it: every rank and the comparison use it.
-func (o *runOptions) backendFor(cfg *configs.Config, env launch.Env) (string, *partition.Plan, backend.Rank, []string, error) {
-	b, err := o.backends.ForRun(o.backend)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	rank, err := b.New(env)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	plan, notes, err := backend.Prepare(b, cfg)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	return b.Name, plan, rank, notes, nil
-}
-
 // runRank runs this process as one rank of a launched job.
 func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) error {
 	started := time.Now()
@@ -214,10 +194,11 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err := o.preflightRank(ctx, cfg, &env); err != nil {
 		return err
 	}
-	name, plan, rank, notes, err := o.backendFor(cfg, env)
+	setup, err := o.backends.Setup(o.backend, cfg, env)
 	if err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
+	name, plan, rank := setup.Name, setup.Plan, setup.Rank
 	var prog func(done, total int)
 	if env.Rank == 0 && !o.quiet {
 		prog = progress.Lines(cfg.Name + " iterations")
@@ -241,7 +222,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
+	doc.Notes = append(append(o.notes, setup.Notes...), doc.Notes...)
 	if o.trace != "" {
 		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
 		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
@@ -302,14 +283,15 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	name, plan, rank, notes, err := o.backendFor(cfg, launch.Env{})
+	setup, err := o.backends.Setup(o.backend, cfg, launch.Env{})
 	if err != nil {
 		return err
 	}
+	name, plan := setup.Name, setup.Plan
 	if o.emulate != plan.Size() {
 		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
 	}
-	em, err := pexec.Emulate(ctx, plan, rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
+	em, err := pexec.Emulate(ctx, plan, setup.Rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
 	if err != nil {
 		return err
 	}
@@ -318,7 +300,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	g := report.EmulationGrid(name, e.Emulated, e.Modeled, e.AllocatedBytes)
-	g.Notes = append(g.Notes, notes...)
+	g.Notes = append(g.Notes, setup.Notes...)
 	if o.outDir != "" {
 		doc := report.EmulationDoc{Schema: report.EmulationSchema, Version: version, Backend: name, Config: cfg, Ranks: o.emulate,
 			Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Table: g}
