@@ -106,15 +106,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		es = append(es, e)
 	}
 	if o.trace != "" {
-		var spans []report.Span
-		for _, e := range es {
-			steps := report.TraceDecodeSteps
-			if o.traceFull {
-				steps = -1
-			}
-			spans = append(spans, report.EstimateSpansUpTo(e, steps)...)
-		}
-		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteModelTrace(o.trace, es, o.traceFull); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}

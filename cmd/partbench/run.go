@@ -224,8 +224,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	doc.Notes = append(append(o.notes, setup.Notes...), doc.Notes...)
 	if o.trace != "" {
-		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
-		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteRunTrace(o.trace, cfg.Name, results, doc.Estimate); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
@@ -270,10 +269,7 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteTables(stdout, o.format, "run --check", version, report.CheckGrid(res)); err != nil {
-		return err
-	}
-	return res.Err()
+	return report.WriteChecks(stdout, o.format, "run --check", version, res)
 }
 
 // runEmulate plays every rank in turn on one device and rebuilds the
