@@ -135,3 +135,25 @@ func RankError(rank int, verbose bool, err error) error {
 	}
 	return fmt.Errorf("rank %d: %w", rank, err)
 }
+
+// Spawn is the built-in launcher's options for nproc local ranks: several
+// nodes as SpawnOptions resolves them; on one node, the rendezvous address
+// rdzv (else --master-addr/--master-port, else none: Spawn picks a free
+// port), checked by launch.ParseRendezvous.
+func (n *Nodes) Spawn(f *pflag.FlagSet, nproc int, rdzv string, stderr io.Writer) (launch.SpawnOptions, error) {
+	if n.NNodes > 1 {
+		return n.SpawnOptions(f, nproc, rdzv, stderr)
+	}
+	opts := launch.SpawnOptions{NProc: nproc}
+	if rdzv == "" {
+		rdzv = n.Endpoint(f)
+	}
+	if rdzv != "" {
+		host, port, err := launch.ParseRendezvous(rdzv, nproc)
+		if err != nil {
+			return opts, err
+		}
+		opts.MasterAddr, opts.MasterPort = host, port
+	}
+	return opts, nil
+}

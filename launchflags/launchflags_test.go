@@ -83,3 +83,38 @@ func TestRankError(t *testing.T) {
 		t.Errorf("--verbose: %v does not wrap the full error", got)
 	}
 }
+
+func TestSpawnOneNode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		rdzv string
+		host string
+		port int
+		err  string
+	}{
+		{nil, "", "", 0, ""},                           // Spawn picks host and port
+		{nil, "10.0.0.1:29500", "10.0.0.1", 29500, ""}, // --rendezvous
+		{[]string{"--master-port", "29501"}, "", launch.DefaultRendezvousHost, 29501, ""},       // torchrun's flags on one node
+		{[]string{"--master-addr", "h", "--master-port", "1"}, "10.0.0.1:2", "10.0.0.1", 2, ""}, // --rendezvous wins
+		{nil, "h:0", "", 0, `--rendezvous "h:0": port 0 would let rank 0 pick a port the other 3 ranks cannot know`},
+	} {
+		n, fs := parse(t, c.args...)
+		got, err := n.Spawn(fs, 4, c.rdzv, io.Discard)
+		if c.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("%v %q: %v, want %q", c.args, c.rdzv, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.NProc != 4 || got.MasterAddr != c.host || got.MasterPort != c.port {
+			t.Errorf("%v %q: %+v %v, want %s:%d", c.args, c.rdzv, got, err, c.host, c.port)
+		}
+	}
+	// Two nodes: SpawnOptions' answer.
+	n, fs := parse(t, "--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port", "7")
+	got, err := n.Spawn(fs, 2, "", io.Discard)
+	want, werr := n.SpawnOptions(fs, 2, "", io.Discard)
+	if err != nil || werr != nil || got.MasterAddr != want.MasterAddr || got.MasterPort != want.MasterPort || got.NProc != want.NProc {
+		t.Errorf("two nodes: %+v %v, want %+v %v", got, err, want, werr)
+	}
+}

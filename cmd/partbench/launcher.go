@@ -39,21 +39,9 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 			return err
 		}
 	}
-	spawn := launch.SpawnOptions{NProc: o.nproc}
-	if ep := o.nodes.Endpoint(flags); o.rendezvous == "" && o.nodes.NNodes <= 1 && ep != "" {
-		o.rendezvous = ep // --master-addr/--master-port on one node
-	}
-	if o.nodes.NNodes > 1 {
-		// torchrun's multi-node flags: node 0 may pick the port and print it.
-		if spawn, err = o.nodes.SpawnOptions(flags, o.nproc, o.rendezvous, stderr); err != nil {
-			return err
-		}
-	} else if o.rendezvous != "" {
-		host, port, err := launch.ParseRendezvous(o.rendezvous, o.nproc)
-		if err != nil {
-			return err
-		}
-		spawn.MasterAddr, spawn.MasterPort = host, port
+	spawn, err := o.nodes.Spawn(flags, o.nproc, o.rendezvous, stderr)
+	if err != nil {
+		return err
 	}
 	if err := report.CheckOutDir(o.outDir); err != nil {
 		return err
