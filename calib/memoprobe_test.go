@@ -21,3 +21,17 @@ func TestMemoProbeMeasuresEachSizeOnce(t *testing.T) {
 		t.Errorf("quick options %+v", q)
 	}
 }
+
+func TestCheckProbeBackend(t *testing.T) {
+	if err := CheckProbeBackend("cpu"); err != nil {
+		t.Errorf("cpu: %v", err)
+	}
+	for b, want := range map[string]string{
+		"cuda": "--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)",
+		"tpu":  `--backend: must be cpu or cuda (got "tpu")`,
+	} {
+		if err := CheckProbeBackend(b); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", b, err, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package calib
 
 import (
+	"fmt"
+
+	"github.com/partbench/partbench/configs"
+
 	"math"
 	"time"
 )
@@ -95,4 +99,17 @@ func MemoProbe(o ProbeOptions) func(bytes int64) Reuse {
 		}
 		return m
 	}
+}
+
+// CheckProbeBackend says whether ProbeReuse can stand for backend's memory:
+// cpu only for now (cuda needs a GPU backend build that can time kernels).
+// Errors name the --backend flag.
+func CheckProbeBackend(backend string) error {
+	switch backend {
+	case configs.BackendCPU:
+		return nil
+	case configs.BackendCUDA:
+		return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
+	}
+	return fmt.Errorf("--backend: must be cpu or cuda (got %q)", backend)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,4 +157,17 @@ func (n *Nodes) Spawn(f *pflag.FlagSet, nproc int, rdzv string, stderr io.Writer
 		opts.MasterAddr, opts.MasterPort = host, port
 	}
 	return opts, nil
+}
+
+// Forward returns "--name=value" for every flag of f set on the command
+// line, in name order, except those named in skip: how a launcher hands its
+// own flags to the ranks it starts (each rank parses them as it would have).
+func Forward(f *pflag.FlagSet, skip ...string) []string {
+	var a []string
+	f.Visit(func(fl *pflag.Flag) {
+		if !slices.Contains(skip, fl.Name) {
+			a = append(a, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return a
 }

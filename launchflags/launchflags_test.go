@@ -3,8 +3,10 @@ package launchflags
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -116,5 +118,46 @@ func TestSpawnOneNode(t *testing.T) {
 	want, werr := n.SpawnOptions(fs, 2, "", io.Discard)
 	if err != nil || werr != nil || got.MasterAddr != want.MasterAddr || got.MasterPort != want.MasterPort || got.NProc != want.NProc {
 		t.Errorf("two nodes: %+v %v, want %+v %v", got, err, want, werr)
+	}
+}
+
+func TestForwardRoundTrips(t *testing.T) {
+	type vals struct {
+		config  string
+		tol     float64
+		iters   int
+		strict  bool
+		timeout time.Duration
+		nproc   int
+	}
+	flags := func(v *vals) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		fs.StringVar(&v.config, "config", "", "")
+		fs.Float64Var(&v.tol, "tolerance", 0.25, "")
+		fs.IntVar(&v.iters, "iterations", -1, "")
+		fs.BoolVar(&v.strict, "strict", false, "")
+		fs.DurationVar(&v.timeout, "join-timeout", time.Minute, "")
+		fs.IntVar(&v.nproc, "nproc", 0, "")
+		return fs
+	}
+	var in vals
+	fs := flags(&in)
+	if err := fs.Parse([]string{"--config", "a b.toml", "--tolerance", "0.1", "--strict", "--join-timeout", "90s", "--nproc", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	args := Forward(fs, "nproc")
+	if want := []string{"--config=a b.toml", "--join-timeout=1m30s", "--strict=true", "--tolerance=0.1"}; !slices.Equal(args, want) {
+		t.Fatalf("Forward = %q, want %q", args, want)
+	}
+	// A rank parsing them holds the launcher's values; unset and skipped
+	// flags keep their defaults.
+	var out vals
+	if err := flags(&out).Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	want := in
+	want.nproc = 0
+	if out != want {
+		t.Errorf("rank parsed %+v, want %+v", out, want)
 	}
 }

@@ -18,12 +18,11 @@ import (
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
-	"github.com/partbench/partbench/exec/tcpcomm"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 )
 
@@ -127,9 +126,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		r, err := pexec.GenerateRank(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
 			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
 			NewCompute: cpu.FromCheckpoint(w, hf),
-			NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
-				return tcpcomm.New(ctx, sess, rank, p.Size(), "")
-			},
+			NewComm:    backend.TCPComm,
 		})
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", env.Rank, err)

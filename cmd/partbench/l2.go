@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -51,12 +50,8 @@ the two bandwidths is a counter-free proxy of how much of it the caches hold
 
 func (o *l2Options) run(stdout io.Writer) error {
 	if o.measure {
-		switch o.backend {
-		case configs.BackendCPU:
-		case configs.BackendCUDA:
-			return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
-		default:
-			return fmt.Errorf("--backend: must be cpu or cuda (got %q)", o.backend)
+		if err := calib.CheckProbeBackend(o.backend); err != nil {
+			return err
 		}
 	}
 	cfgs, notes, err := configs.LoadCalibrated(o.configs, o.calibration)
