@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/partbench/partbench/cliflag"
 
@@ -23,6 +23,7 @@ import (
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/launchflags"
 	"github.com/partbench/partbench/report"
 )
 
@@ -95,7 +96,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, err}
 	}
 	if cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node") {
-		return o.launch(cmd.Context(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
+		return o.launch(cmd.Context(), cmd.Flags(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
 	}
 	env, err := launch.Detect(os.LookupEnv)
 	if err != nil {
@@ -146,7 +147,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 
 // launch starts n local ranks of this generation (the built-in launcher),
 // each a `partbench generate` without --nproc, and waits for all.
-func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
+func (o *generateOptions) launch(ctx context.Context, flags *pflag.FlagSet, dir string, n int) error {
 	if o.nproc != n {
 		return &exitError{2, fmt.Errorf("generate: --nproc %d: --tp %d × --pp %d needs %d ranks", o.nproc, o.tp, o.pp, n)}
 	}
@@ -158,9 +159,9 @@ func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
 	if err != nil {
 		return err
 	}
-	argv := []string{exe, "generate", "--model-dir", dir, "--ids-file", ids, "--new-tokens", strconv.Itoa(o.newTokens),
-		"--tp", strconv.Itoa(o.tp), "--pp", strconv.Itoa(o.pp), "--microbatches", strconv.Itoa(o.microbatches),
-		"--format", o.format, "--backend", o.backend, "--dtype", o.dtype, "--join-timeout", o.joinTimeout.String()}
+	// The ranks share this one's flags, with its paths made absolute.
+	argv := append([]string{exe, "generate", "--model-dir", dir, "--ids-file", ids},
+		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "nproc", "nproc-per-node", "rendezvous")...)
 	if o.logitsOut != "" {
 		out, err := filepath.Abs(o.logitsOut)
 		if err != nil {
