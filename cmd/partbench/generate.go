@@ -113,36 +113,21 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, err}
 	}
 	defer w.Close()
-	var res pexec.GenerateResult
-	if env.Source == launch.SourceSingle {
-		opts := pexec.GenerateOptions{
-			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", NewComms: localcomm.Comms,
-			NewCompute: cpu.FromCheckpoint(w, hf),
-		}
-		if res, err = pexec.Generate(cmd.Context(), cfg, prompts, opts); err != nil {
-			return err
-		}
-	} else {
-		// One rank of a launched job: its own slices only; rank 0 prints.
-		r, err := pexec.GenerateRank(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
-			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
-			NewCompute: cpu.FromCheckpoint(w, hf),
-			NewComm:    backend.TCPComm,
-		})
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", env.Rank, err)
-		}
-		if r == nil {
-			return nil
-		}
-		res = *r
+	// In one process every rank runs here; under a launcher, this rank reads
+	// only its own slices and rank 0 prints.
+	res, err := pexec.GenerateAs(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
+		NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
+		NewCompute: cpu.FromCheckpoint(w, hf), NewComm: backend.TCPComm,
+	}, localcomm.Comms)
+	if err != nil || res == nil {
+		return err
 	}
 	if o.logitsOut != "" {
 		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
 			return fmt.Errorf("generate: --logits-out: %w", err)
 		}
 	}
-	return report.GenerateJSON(cmd.OutOrStdout(), res)
+	return report.GenerateJSON(cmd.OutOrStdout(), *res)
 }
 
 // launch starts n local ranks of this generation (the built-in launcher),
