@@ -42,7 +42,7 @@ gpu-check:
 	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
 	$(GO) test -c -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
-	cp scripts/gpu-check.sh gpu-check/
+	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
 	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"
 
 clean:

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -135,7 +137,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	sizes := curveSizes(o.MaxWorkingSetBytes)
 	groups := commGroups(o.Ranks, o.Quick)
 
-	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + 1
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + 1 + 1
 	done := 0
 	step := func() error {
 		done++
@@ -205,7 +207,47 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := step(); err != nil {
 		return nil, err
 	}
+
+	// 6. The remote server's per-request overhead over loopback gRPC.
+	if err := measureRemote(ctx, o, cal); err != nil {
+		return nil, err
+	}
+	if err := step(); err != nil {
+		return nil, err
+	}
 	return cal, nil
+}
+
+// remoteSamples is the stateful decode requests timed per repeat.
+const (
+	remoteSamples      = 60
+	remoteQuickSamples = 15
+)
+
+// measureRemote times stateful decode requests through partbench's remote
+// server in this process over loopback gRPC (remote.MeasureRequestOverhead):
+// the median of each repeat gives the spread, the median of those the
+// figure model --dry-run --remote-link prices every request with.
+func measureRemote(ctx context.Context, o Options, cal *configs.Calibration) error {
+	n := remoteSamples
+	if o.Quick {
+		n = remoteQuickSamples
+	}
+	meds := make([]float64, o.Repeats)
+	for r := range meds {
+		xs, err := remote.MeasureRequestOverhead(ctx, "grpc", n)
+		if err != nil {
+			return fmt.Errorf("remote request overhead: %w", err)
+		}
+		sort.Float64s(xs)
+		meds[r] = median(xs)
+	}
+	sp := spreadOf(meds)
+	cal.Spread["remote_request_overhead_s"] = sp
+	cal.Remote = &configs.RemoteCalibration{RequestOverheadS: max(sp.Median, 0), Transport: "grpc", Config: remote.OverheadConfig, Samples: n * o.Repeats}
+	cal.Comments["remote"] = fmt.Sprintf("measured: stateful decode steps of %s through partbench's server over loopback gRPC: wall − execute − payload/bandwidth − 2 × latency (loopback link), median", remote.OverheadConfig)
+	cal.Comments["spread.remote_request_overhead_s"] = "each repeat's median"
+	return nil
 }
 
 // note adds a caveat to the calibration's notes.

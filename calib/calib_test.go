@@ -229,6 +229,9 @@ func TestQuickCalibrationLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
+	if cal.Remote == nil || back.Remote == nil || *back.Remote != *cal.Remote || cal.Remote.Samples != 2*remoteQuickSamples || cal.Remote.Transport != "grpc" {
+		t.Errorf("remote request overhead: measured %+v, loaded back %+v", cal.Remote, back.Remote)
+	}
 	if back.Hardware != cal.Hardware || back.Topology != cal.Topology {
 		t.Errorf("loaded %+v %+v, wrote %+v %+v", back.Hardware, back.Topology, cal.Hardware, cal.Topology)
 	}

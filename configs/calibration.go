@@ -28,6 +28,9 @@ type Calibration struct {
 	Cache  []CacheSample     `toml:"cache"`
 	Comm   []CommSample      `toml:"comm"`
 	Ops    []OpSample        `toml:"op"`
+	// Remote is the per-request overhead of partbench's remote server on
+	// this host (nil in calibrations that did not measure it).
+	Remote *RemoteCalibration `toml:"remote"`
 
 	// Source is the file it was loaded from.
 	Source string `toml:"-"`
@@ -52,6 +55,17 @@ type CalibrationInfo struct {
 	Quick   bool `toml:"quick"`
 	// Notes are caveats found while measuring.
 	Notes []string `toml:"notes"`
+}
+
+// RemoteCalibration is what a remote request costs besides the link and
+// the compute (sim.RemoteOptions.RequestOverheadS), measured as stateful
+// decode steps of Config over loopback on Transport: wall − execute −
+// payload / loopback bandwidth − 2 × loopback latency, the median.
+type RemoteCalibration struct {
+	RequestOverheadS float64 `toml:"request_overhead_s"`
+	Transport        string  `toml:"transport"`
+	Config           string  `toml:"config"`
+	Samples          int     `toml:"samples"`
 }
 
 // Spread is the minimum, median and maximum of a figure over N repeats.
@@ -124,7 +138,7 @@ type OpSample struct {
 // SpreadKeys are the figures a calibration measures, each with a spread.
 var SpreadKeys = []string{
 	"fp32_flops_per_s", "hbm_bytes_per_s", "l2_bytes", "l2_bytes_per_s", "kernel_launch_s",
-	"link_bytes_per_s", "link_latency_s",
+	"link_bytes_per_s", "link_latency_s", "remote_request_overhead_s",
 }
 
 // Calibration backends.
@@ -178,6 +192,17 @@ func (c *Calibration) Validate() error {
 	}
 	if c.Info.Ranks != c.Topology.Size() {
 		errs = append(errs, fmt.Errorf("calibration.ranks: must equal topology nodes × gpus_per_node = %d (got %d)", c.Topology.Size(), c.Info.Ranks))
+	}
+	if r := c.Remote; r != nil {
+		if !(r.RequestOverheadS >= 0 && r.RequestOverheadS <= 1) {
+			errs = append(errs, fmt.Errorf("remote.request_overhead_s: must be in [0, 1] seconds (got %g)", r.RequestOverheadS))
+		}
+		if r.Transport != "grpc" && r.Transport != "tcp" {
+			errs = append(errs, fmt.Errorf("remote.transport: must be \"grpc\" or \"tcp\" (got %q)", r.Transport))
+		}
+		if r.Samples < 1 {
+			errs = append(errs, fmt.Errorf("remote.samples: must be ≥ 1 (got %d)", r.Samples))
+		}
 	}
 	known := map[string]bool{}
 	for _, k := range SpreadKeys {
@@ -334,6 +359,10 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	if len(in.Notes) > 0 {
 		tw.KV("notes", in.Notes, "")
 	}
+	if r := c.Remote; r != nil {
+		tw.Table("remote", c.Comments["remote"])
+		kvs(tw, "request_overhead_s", r.RequestOverheadS, "transport", r.Transport, "config", r.Config, "samples", r.Samples)
+	}
 
 	if len(c.GEMM) > 0 {
 		tw.Raw("\n")
@@ -388,4 +417,20 @@ func spreadOrder(k string) int {
 		}
 	}
 	return len(SpreadKeys)
+}
+
+// CalibratedRequestOverhead is the remote per-request overhead a calibration
+// file measured (ok false without a file or without the measurement).
+func CalibratedRequestOverhead(path string) (float64, bool, error) {
+	if path == "" {
+		return 0, false, nil
+	}
+	cal, err := LoadCalibration(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("--calibration: %w", err)
+	}
+	if cal.Remote == nil {
+		return 0, false, nil
+	}
+	return cal.Remote.RequestOverheadS, true, nil
 }

@@ -26,6 +26,35 @@ type Compute interface {
 	Close() error
 }
 
+// DeviceClock is a Compute whose work runs on a device queue (a GPU
+// stream), so the host's clock around Exec measures queueing, not work.
+// exec.Run marks before and after each traced op and reads the marks back
+// after the iteration, with no host synchronization inside a step.
+type DeviceClock interface {
+	// Mark records a timestamp on the queue, after the work queued so far,
+	// without waiting for it.
+	Mark() error
+	// Marks waits for the queued work and returns the device time of every
+	// mark since the last call, in seconds from the first, in order, and
+	// forgets them. A mark that could not be timed (made while the queue
+	// was being captured into a graph) is NaN.
+	Marks() ([]float64, error)
+}
+
+// Allocation kinds: what a backend's memory holds, for AllocatedByKind.
+const (
+	AllocWeights   = "weights"   // the rank's weight shards
+	AllocKV        = "kv_cache"  // the KV cache of the rank's layers
+	AllocBuffers   = "buffers"   // per-micro-batch activations, logits, tokens, positions, outputs
+	AllocWorkspace = "workspace" // library workspaces, flags, prompt ids: fixed per rank
+)
+
+// AllocationItemizer is a Compute that says what its AllocatedBytes hold:
+// bytes by kind (the Alloc* names), summing to AllocatedBytes.
+type AllocationItemizer interface {
+	AllocatedByKind() map[string]int64
+}
+
 // Buffer is a backend's array of elements (host memory for exec/cpu, device
 // memory for exec/cuda). A Comm only accepts the Buffer type of the Compute it
 // was paired with.

@@ -80,14 +80,31 @@ func RunProgram(ctx context.Context, prog partition.Program, c Compute, comm Com
 // they queue (a GPU stream).
 func RunProgramObserved(ctx context.Context, prog partition.Program, c Compute, comm Comm, groups map[string]Group,
 	past func(op *partition.Op) int, observe func(op *partition.Op, start, end time.Time)) error {
+	return runProgramMarked(ctx, prog, c, comm, groups, past, observe, nil)
+}
+
+// runProgramMarked is RunProgramObserved calling mark (when set) before and
+// after each op.
+func runProgramMarked(ctx context.Context, prog partition.Program, c Compute, comm Comm, groups map[string]Group,
+	past func(op *partition.Op) int, observe func(op *partition.Op, start, end time.Time), mark func() error) error {
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
 		if err := ctx.Err(); err != nil {
 			return opErr(prog, op, err)
 		}
+		if mark != nil {
+			if err := mark(); err != nil {
+				return opErr(prog, op, fmt.Errorf("device mark: %w", err))
+			}
+		}
 		start := time.Now()
 		if err := runOp(ctx, op, c, comm, groups, past); err != nil {
 			return opErr(prog, op, err)
+		}
+		if mark != nil {
+			if err := mark(); err != nil {
+				return opErr(prog, op, fmt.Errorf("device mark: %w", err))
+			}
 		}
 		if observe != nil {
 			observe(op, start, time.Now())

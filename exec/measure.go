@@ -41,6 +41,12 @@ type RankResult struct {
 	// Spans are the ops of the last iteration (when a trace was asked for),
 	// timed from that iteration's start on this rank.
 	Spans []Span `json:"spans,omitempty"`
+	// SpanClock says how spans were timed: "device" (a DeviceClock's marks
+	// around each op on its queue) or empty (host time around each call).
+	SpanClock string `json:"span_clock,omitempty"`
+	// AllocatedByKind itemizes AllocatedBytes (exec.Alloc* kinds) when the
+	// backend says (exec.AllocationItemizer).
+	AllocatedByKind map[string]int64 `json:"allocated_by_kind,omitempty"`
 }
 
 // Span is one op as a rank ran it.
@@ -55,6 +61,9 @@ type Span struct {
 	Bytes      int64   `json:"bytes"`
 	StartS     float64 `json:"start_s"`
 	DurS       float64 `json:"dur_s"`
+	// Device is set when StartS and DurS are device times (from the
+	// iteration's first device mark) rather than host times.
+	Device bool `json:"device,omitempty"`
 }
 
 // Stats summarizes samples: mean, sample standard deviation and empirical

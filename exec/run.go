@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -95,6 +96,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
+	if it, ok := compute.(AllocationItemizer); ok {
+		res.AllocatedByKind = it.AllocatedByKind()
+	}
 
 	total := cfg.Run.Warmup + cfg.Run.Iterations
 	var windowStart, t0 time.Time
@@ -113,6 +117,18 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 				StartS: start.Sub(t0).Seconds(), DurS: end.Sub(start).Seconds()})
 		}
 	}
+	// A device's ops are timed on the device in the traced iteration: marks
+	// on its queue around each traced op, read back after the iteration.
+	clock, _ := compute.(DeviceClock)
+	var mark func() error
+	if clock != nil {
+		mark = func() error {
+			if !tracing || (phase != partition.Prefill && step >= o.TraceDecodeSteps) {
+				return nil
+			}
+			return clock.Mark()
+		}
+	}
 	for it := 0; it < total; it++ {
 		measured = it >= cfg.Run.Warmup
 		tracing = o.TraceDecodeSteps > 0 && it == total-1
@@ -128,7 +144,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		t0 = time.Now()
 		before := comm.Counter().Snapshot()
 		phase, step = partition.Prefill, -1
-		if err := RunProgramObserved(ctx, prefill, compute, comm, groups, Past(plan, partition.Prefill, 0), observe); err != nil {
+		if err := runProgramMarked(ctx, prefill, compute, comm, groups, Past(plan, partition.Prefill, 0), observe, mark); err != nil {
 			return fail(err)
 		}
 		if err := compute.Sync(ctx); err != nil { // a GPU's work is done, not only queued
@@ -139,7 +155,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		ends := make([]float64, 0, steps)
 		for s := 0; s < steps; s++ {
 			phase, step = partition.Decode, s
-			if err := RunProgramObserved(ctx, decode, compute, comm, groups, Past(plan, partition.Decode, s), observe); err != nil {
+			if err := runProgramMarked(ctx, decode, compute, comm, groups, Past(plan, partition.Decode, s), observe, mark); err != nil {
 				return fail(err)
 			}
 			if err := compute.Sync(ctx); err != nil {
@@ -156,6 +172,12 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 		if err := comm.Flush(ctx); err != nil {
 			return fail(err)
+		}
+		if tracing && clock != nil {
+			if err := deviceSpans(clock, res.Spans); err != nil {
+				return fail(err)
+			}
+			res.SpanClock = "device"
 		}
 		if measured {
 			res.PrefillCounts = res.PrefillCounts.Add(mid.Sub(before))
@@ -190,6 +212,28 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// deviceSpans replaces the traced spans' host times with the device times
+// of the marks made before and after each (two per span, in order): start
+// from the first mark, duration between its two. A span whose marks were
+// not timed keeps its host time.
+func deviceSpans(clock DeviceClock, spans []Span) error {
+	marks, err := clock.Marks()
+	if err != nil {
+		return fmt.Errorf("trace: device times: %w", err)
+	}
+	if len(marks) != 2*len(spans) {
+		return fmt.Errorf("trace: %d device marks for %d traced ops, want two per op", len(marks), len(spans))
+	}
+	for i := range spans {
+		a, b := marks[2*i], marks[2*i+1]
+		if math.IsNaN(a) || math.IsNaN(b) {
+			continue
+		}
+		spans[i].StartS, spans[i].DurS, spans[i].Device = a, b-a, true
+	}
+	return nil
 }
 
 // drainTokens runs the decode Program's token receives once more: the

@@ -3,6 +3,8 @@ package partition
 import (
 	"fmt"
 	"sort"
+
+	"github.com/partbench/partbench/model"
 )
 
 // RemoteMode is how a client without the model's device drives a server
@@ -109,47 +111,62 @@ type RemoteRequest struct {
 func (p *Plan) DecodeSteps() int { return p.Config.Workload.OutputTokens - 1 }
 
 // RemoteWeights lists every weight tensor of a single-rank plan in Program
-// order, one per (layer, tensor), sized from the ops that read them. The
-// embedding is the whole (padded) table, which the lookup op reads only
-// rows of.
+// order, one per (layer, tensor), each op's weight then its bias. Sizes are
+// the shard's (model.Shard.TensorShape, the one definition the backends
+// allocate from and partition's memory counts), not the bytes an op reads:
+// the embedding and the learned position table are whole tables the ops
+// read rows of. A tied LM head is the embedding transposed: it is not
+// shipped (the server derives it), so the list sums to the plan's weight
+// memory exactly.
 func (p *Plan) RemoteWeights() ([]RemoteTensor, error) {
 	if err := p.singleRank(); err != nil {
 		return nil, err
 	}
-	prog := p.Program(0, Decode)
+	s := p.Shard(p.Ranks[0].TPIndex)
 	type key struct {
 		layer  int
 		tensor string
 	}
 	seen := map[key]bool{}
 	var out []RemoteTensor
-	for _, op := range prog.Ops {
-		k := key{op.Layer, op.Tensor}
-		if op.Tensor == "" || seen[k] {
-			continue
+	add := func(layer int, name string) error {
+		k := key{layer, name}
+		if name == "" || seen[k] {
+			return nil
 		}
 		seen[k] = true
-		elem := int64(p.DTypeBytes)
-		t := RemoteTensor{Name: op.Tensor, Layer: op.Layer, ElemBytes: p.DTypeBytes}
-		if op.Layer >= 0 {
-			t.Name = layerName(op.Layer) + op.Tensor
+		if layer < 0 && name == model.LMHead && p.RemoteTiedHead() {
+			return nil
 		}
-		switch op.Kind {
-		case Input: // the embedding table, vocab × hidden
-			t.Shape = []int64{int64(p.VocabPadded), int64(p.Model.Hidden)}
-		case Gemm: // row-major [k][n], as the op reads it
-			t.Shape = []int64{int64(op.K), int64(op.N)}
-		default: // norm vectors: the op reads the whole tensor
-			t.Shape = []int64{op.WeightBytes / elem}
+		rows, cols, ok := s.TensorShape(name)
+		if !ok {
+			return fmt.Errorf("remote weights: config %s: op tensor %q of layer %d has no shard shape", p.Config.Name, name, layer)
 		}
-		t.Bytes = elem * t.Shape[0]
-		if len(t.Shape) == 2 {
-			t.Bytes *= t.Shape[1]
+		t := RemoteTensor{Name: name, Layer: layer, ElemBytes: p.DTypeBytes,
+			Shape: []int64{int64(rows), int64(cols)}, Bytes: int64(rows) * int64(cols) * int64(p.DTypeBytes)}
+		if rows == 1 { // vectors: norm weights and biases
+			t.Shape = []int64{int64(cols)}
+		}
+		if layer >= 0 {
+			t.Name = layerName(layer) + name
 		}
 		out = append(out, t)
+		return nil
+	}
+	for _, op := range p.Program(0, Decode).Ops {
+		if err := add(op.Layer, op.Tensor); err != nil {
+			return nil, err
+		}
+		if err := add(op.Layer, op.Bias); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
+
+// RemoteTiedHead says whether the plan's LM head is the embedding
+// transposed, which a server installs from the shipped embedding.
+func (p *Plan) RemoteTiedHead() bool { return p.Model.LMHead && p.Model.Tied() }
 
 // kvPerToken is each layer's KV-cache bytes per token, read from the
 // Program's attention ops (what one token writes).
@@ -181,9 +198,9 @@ func (p *Plan) remoteKV(tokens int) []RemoteTensor {
 }
 
 func (p *Plan) singleRank() error {
-	if p.TP != 1 || p.PP != 1 {
-		return fmt.Errorf("remote modes need a single-rank plan: config %s has tp %d × pp %d (set parallel.tp = 1 and parallel.pp = 1)",
-			p.Config.Name, p.TP, p.PP)
+	if p.TP != 1 || p.PP != 1 || p.DP > 1 {
+		return fmt.Errorf("remote modes need a single-rank plan: config %s has tp %d × pp %d × dp %d (set parallel.tp, parallel.pp and parallel.dp to 1)",
+			p.Config.Name, p.TP, p.PP, max(p.DP, 1))
 	}
 	return nil
 }

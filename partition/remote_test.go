@@ -166,3 +166,67 @@ func TestRemoteErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteWeightsGPT2: the GPT-2 architecture's weights are the shard's
+// tensors, sized by model.Shard (the learned position table whole, every
+// bias, no tied LM head), and sum to the plan's weight memory.
+//
+// test/gpt2-tiny (tiny-gpt2: 2 layers, hidden 2, 2 heads, head_dim 1, ffn 8,
+// vocab 50,257, 1,024 positions, tied head, fp32):
+//
+//	per layer: attn_norm 2 + attn_norm.bias 2 + wqkv 2×6 = 12 + b_qkv 6
+//	           + wo 2×2 = 4 + b_o 2 + mlp_norm 2 + mlp_norm.bias 2
+//	           + w_up 2×8 = 16 + b_up 8 + w_down 8×2 = 16 + b_down 2 = 74 el
+//	embed 50,257×2 = 100,514; pos_embed 1,024×2 = 2,048; final_norm 2 + bias 2
+//	total 2·74 + 100,514 + 2,048 + 4 = 102,714 el (the public parameter
+//	count) = 410,856 B; 12 tensors a layer → 24 + 4 = 28 tensors.
+func TestRemoteWeightsGPT2(t *testing.T) {
+	p := singlePlan(t, "test/gpt2-tiny")
+	ws, err := p.RemoteWeights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	byName := map[string]RemoteTensor{}
+	for _, w := range ws {
+		sum += w.Bytes
+		byName[w.Name] = w
+	}
+	if sum != 410_856 || sum != p.Ranks[0].Memory.WeightBytes {
+		t.Errorf("weights %d B, want 410,856 B and the plan's weight memory %d B", sum, p.Ranks[0].Memory.WeightBytes)
+	}
+	if len(ws) != 28 || ws[0].Name != "embed" || ws[1].Name != "pos_embed" || ws[len(ws)-1].Name != "final_norm.bias" {
+		t.Errorf("weights: %d tensors, first %q, %q, last %q; want 28, embed, pos_embed, final_norm.bias", len(ws), ws[0].Name, ws[1].Name, ws[len(ws)-1].Name)
+	}
+	if pe := byName["pos_embed"]; pe.Bytes != 8_192 || len(pe.Shape) != 2 || pe.Shape[0] != 1024 || pe.Shape[1] != 2 {
+		t.Errorf("pos_embed %v %d B, want [1024 2] 8,192 B", pe.Shape, pe.Bytes)
+	}
+	if b := byName["L01.b_qkv"]; b.Bytes != 24 {
+		t.Errorf("L01.b_qkv %d B, want 6 × 4 = 24 B", b.Bytes)
+	}
+	if _, ok := byName["lm_head"]; ok || !p.RemoteTiedHead() {
+		t.Errorf("a tied LM head is shipped (%v) or not reported tied (%v)", ok, p.RemoteTiedHead())
+	}
+	naive, err := p.RemoteBytesOf(RemoteNaive, RemoteRequest{Phase: Decode, Step: 0}, RemoteOptions{})
+	if err != nil || naive.UpWeights != 410_856 {
+		t.Errorf("naive decode ships %d B of weights (%v), want 410,856", naive.UpWeights, err)
+	}
+}
+
+// TestRemoteRefusesReplicas: a plan with data-parallel replicas is not the
+// single rank a remote server runs (its batch is split among them).
+func TestRemoteRefusesReplicas(t *testing.T) {
+	c, err := configs.Load("test/tp2-dp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Parallel.TP = 1
+	c.Topology.Nodes, c.Topology.GPUsPerNode = 1, 2
+	p, err := NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RemoteBytesOf(RemoteNaive, RemoteRequest{Phase: Prefill}, RemoteOptions{}); err == nil || !strings.Contains(err.Error(), "tp 1 × pp 1 × dp 2") {
+		t.Errorf("a dp 2 plan: %v", err)
+	}
+}

@@ -60,6 +60,10 @@ type clientStream interface {
 	Send(*pb.Frame) error
 	CloseSend() error
 	Recv() (*pb.Frame, error)
+	// sendData sends one data chunk without copying it, recvData receives
+	// one into dst; both return the framed size.
+	sendData(d []byte) (int64, error)
+	recvData(dst []byte) (int, int64, error)
 	finish()
 	wire(f *pb.Frame) int64 // framed size of one message
 }
@@ -173,7 +177,8 @@ type StepResult struct {
 	Bytes                   commcount.TransferSnapshot
 }
 
-// Step sends one request and reads its reply.
+// Step sends one request and reads its reply. The tensors' data is sent
+// without a copy: it must not change until Step returns.
 func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []Tensor) (*StepResult, error) {
 	ctx, cancel := s.c.deadline(ctx)
 	defer cancel()
@@ -212,7 +217,11 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 	err = send(&pb.Frame{Kind: &pb.Frame_Header{Header: h}})
 	for _, t := range in {
 		for off := 0; err == nil && off < len(t.Data); off += s.maxChunk {
-			err = send(&pb.Frame{Kind: &pb.Frame_Data{Data: t.Data[off:min(off+s.maxChunk, len(t.Data))]}})
+			d := t.Data[off:min(off+s.maxChunk, len(t.Data))]
+			var wire int64
+			if wire, err = st.sendData(d); err == nil {
+				tr.Up(int64(len(d)), wire)
+			}
 		}
 	}
 	if err == nil {
@@ -243,17 +252,14 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
 			return nil, fmt.Errorf("server %s: step reply: %w", s.c.cfg.Addr, err)
 		}
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
-		for int64(len(t.Data)) < ti.Bytes {
-			f, err := recv()
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, ti.Bytes)}
+		for off := 0; off < len(t.Data); {
+			n, wire, err := st.recvData(t.Data[off:])
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("server %s: step reply: tensor %q at byte %d of %d: %w", s.c.cfg.Addr, ti.Name, off, ti.Bytes, err)
 			}
-			d := f.GetData()
-			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
-				return nil, fmt.Errorf("server %s: step reply: tensor %q overran its %d B", s.c.cfg.Addr, ti.Name, ti.Bytes)
-			}
-			t.Data = appendChunk(t.Data, d, ti.Bytes)
+			tr.Down(int64(n), wire)
+			off += n
 		}
 		res.Tensors = append(res.Tensors, t)
 	}
@@ -319,6 +325,8 @@ func dialGRPC(c *Client) (transport, error) {
 			return countingConn{conn, c}, nil
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
+		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
+		grpc.WithReadBufferSize(ioBufferBytes), grpc.WithWriteBufferSize(ioBufferBytes),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
@@ -347,12 +355,24 @@ type grpcClientStream struct {
 	cancel context.CancelFunc
 }
 
+func (s grpcClientStream) sendData(d []byte) (int64, error) {
+	return int64(dataHeaderLen(len(d)) + len(d) + grpcPrefixBytes), s.SendMsg(&dataOut{d})
+}
+
+func (s grpcClientStream) recvData(dst []byte) (int, int64, error) {
+	d := &dataIn{dst: dst}
+	if err := s.RecvMsg(d); err != nil {
+		return 0, 0, err
+	}
+	return d.n, int64(d.wire + grpcPrefixBytes), nil
+}
+
 func (s grpcClientStream) finish()                { s.cancel() }
 func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + grpcPrefixBytes) }
 
 func (g *grpcTransport) step(ctx context.Context) (clientStream, error) {
 	ctx, cancel := context.WithCancel(g.ctx(ctx))
-	st, err := g.rc.Step(ctx)
+	st, err := g.rc.Step(ctx, grpc.ForceCodecV2(frames))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -474,6 +494,10 @@ func (s *tcpClientStream) Recv() (*pb.Frame, error) {
 	}
 	return e.GetFrame(), nil
 }
+
+func (s *tcpClientStream) sendData(d []byte) (int64, error) { return s.t.tc.writeData(d) }
+
+func (s *tcpClientStream) recvData(dst []byte) (int, int64, error) { return s.t.tc.readData(dst) }
 
 func (s *tcpClientStream) finish() {
 	s.stop()

@@ -54,7 +54,9 @@ type Engine interface {
 }
 
 // EngineSession is one client's model state on the server. The server
-// calls Step for one request at a time per session.
+// calls Step for one request at a time per session. Step must not keep a
+// request's tensor data after it returns (the server reuses the buffers
+// for the session's next request): it copies what it keeps.
 type EngineSession interface {
 	Step(ctx context.Context, in *StepInput) (*StepOutput, error)
 	Close()
@@ -76,17 +78,4 @@ func checkTensor(name string, elem int, shape []int64, bytes int64) error {
 		return fmt.Errorf("tensor %q: shape %v × %d B = %d B, header says %d", name, shape, elem, n, bytes)
 	}
 	return nil
-}
-
-// appendChunk adds a received data chunk to a tensor of total bytes: a
-// tensor that arrives in one chunk keeps the chunk as its storage (the
-// decoded message owns it), a larger one is gathered into one allocation.
-func appendChunk(data, chunk []byte, total int64) []byte {
-	if len(data) == 0 && int64(len(chunk)) == total {
-		return chunk
-	}
-	if data == nil || cap(data) == 0 {
-		data = make([]byte, 0, total)
-	}
-	return append(data, chunk...)
 }

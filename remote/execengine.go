@@ -9,6 +9,7 @@ import (
 
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -111,8 +112,27 @@ func (s *execSession) importWeights(ts map[string]Tensor) error {
 		if err := s.io.ImportWeight(layer, name, t.Data); err != nil {
 			return err
 		}
+		if layer < 0 && name == model.Embed && s.plan.RemoteTiedHead() {
+			// A tied LM head is the shipped embedding transposed.
+			head := transposeBytes(t.Data, int(w.Shape[0]), int(w.Shape[1]), w.ElemBytes)
+			if err := s.io.ImportWeight(-1, model.LMHead, head); err != nil {
+				return fmt.Errorf("tied LM head: %w", err)
+			}
+		}
 	}
 	return nil
+}
+
+// transposeBytes is the row-major [rows][cols] matrix of elem-byte
+// elements in src as [cols][rows].
+func transposeBytes(src []byte, rows, cols, elem int) []byte {
+	out := make([]byte, len(src))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			copy(out[(c*rows+r)*elem:(c*rows+r+1)*elem], src[(r*cols+c)*elem:])
+		}
+	}
+	return out
 }
 
 func int32s(d []byte) []int32 {

@@ -7,9 +7,10 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
-// Two tiny configs: single-tiny (gated MLP, 8 layers) and layermap-tiny run
-// on one rank (plain MLP, 4 layers).
-var engineConfigs = []string{"test/single-tiny", "test/layermap-tiny"}
+// Three tiny configs: single-tiny (gated MLP, 8 layers), layermap-tiny run
+// on one rank (plain MLP, 4 layers) and gpt2-tiny (the GPT-2 architecture:
+// biases, LayerNorm, learned positions, tied LM head).
+var engineConfigs = []string{"test/single-tiny", "test/layermap-tiny", "test/gpt2-tiny"}
 
 // TestExecEngineModesAgree runs one generation per mode through a real
 // server over the CPU backend: every mode's tokens are the local mode's, and

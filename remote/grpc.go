@@ -35,6 +35,14 @@ const grpcPrefixBytes = 5
 // killed closes its socket and is noticed at once.
 const DisconnectBound = keepaliveTime + keepaliveTimeout
 
+// HTTP/2 flow-control windows and socket buffers of both ends: a window
+// of a few chunks lets a weight stream run without waiting for window
+// updates (a fixed window turns off gRPC's bandwidth-delay estimation).
+const (
+	windowBytes   = 16 << 20
+	ioBufferBytes = 256 << 10
+)
+
 const (
 	keepaliveTime    = 20 * time.Second
 	keepaliveTimeout = 10 * time.Second
@@ -110,6 +118,9 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 	g := &grpcServer{s: s, health: health.NewServer()}
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(g),
+		grpc.ForceServerCodecV2(frames),
+		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
+		grpc.ReadBufferSize(ioBufferBytes), grpc.WriteBufferSize(ioBufferBytes),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
@@ -226,6 +237,20 @@ func (c grpcServerStream) Recv() (*pb.Frame, error) {
 	}
 	c.s.Bytes.Up(int64(len(f.GetData())), int64(proto.Size(f)+grpcPrefixBytes))
 	return f, nil
+}
+
+func (c grpcServerStream) RecvData(dst []byte) (int, error) {
+	d := &dataIn{dst: dst}
+	if err := c.st.RecvMsg(d); err != nil {
+		return 0, err
+	}
+	c.s.Bytes.Up(int64(d.n), int64(d.wire+grpcPrefixBytes))
+	return d.n, nil
+}
+
+func (c grpcServerStream) SendData(d []byte) error {
+	c.s.Bytes.Down(int64(len(d)), int64(dataHeaderLen(len(d))+len(d)+grpcPrefixBytes))
+	return c.st.SendMsg(&dataOut{d})
 }
 
 func (g *grpcServer) Step(st pb.Remote_StepServer) error {

@@ -96,6 +96,26 @@ func childClient() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if os.Getenv("CHILD_LOOP") != "" {
+		// Naive generations back to back: weights stream with every request.
+		s, err := c.Open(ctx, cfg, partition.RemoteNaive, partition.RemoteOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		ws, err := ModelWeights(s.Plan)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("streaming")
+		for {
+			if _, err := Generate(ctx, s, ws, SeededPrompt(s.Plan)); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	}
 	s, err := c.Open(ctx, cfg, partition.RemoteStateful, partition.RemoteOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -115,7 +135,8 @@ type child struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	stderr *strings.Builder
-	done   chan error
+	done   chan struct{} // closed once the process was waited for
+	err    error         // its exit, valid after done
 }
 
 func startChild(t *testing.T, role string, env ...string) *child {
@@ -126,7 +147,7 @@ func startChild(t *testing.T, role string, env ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: &strings.Builder{}, done: make(chan error, 1)}
+	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: &strings.Builder{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,12 +159,12 @@ func startChild(t *testing.T, role string, env ...string) *child {
 		}
 		io.Copy(io.Discard, out)
 		close(c.lines)
-		c.done <- cmd.Wait()
+		c.err = cmd.Wait()
+		close(c.done)
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
+		cmd.Process.Kill() // an error once it has exited; ProcessState is the waiter's
+		<-c.done
 	})
 	return c
 }
@@ -178,8 +199,8 @@ func serveChild(t *testing.T, transport string, env ...string) (*child, string) 
 func (c *child) wait(t *testing.T, bound time.Duration) error {
 	t.Helper()
 	select {
-	case err := <-c.done:
-		return err
+	case <-c.done:
+		return c.err
 	case <-time.After(bound):
 		t.Fatalf("child still running after %s; stderr: %s", bound, c.stderr)
 		return nil
@@ -380,5 +401,93 @@ func TestProcessTLS(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("a plaintext client was served by the TLS server")
+	}
+}
+
+// TestProcessServerKilled: a server process dies (SIGKILL) while a client's
+// request is inside it, or stops answering (SIGSTOP): the client's call
+// fails, naming the server's address, promptly for a dead server and
+// within the call's deadline for a silent one.
+func TestProcessServerKilled(t *testing.T) {
+	const deadline = 2 * time.Second
+	for _, tr := range transports {
+		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+			t.Run(tr+"/"+sig.String(), func(t *testing.T) {
+				srv, addr := serveChild(t, tr, "CHILD_DELAY=500ms")
+				c, err := Dial(ctx(t), ClientConfig{Addr: addr, Transport: tr, CallTimeout: deadline})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				cfg, plan := testConfig(t, "test/single-tiny")
+				s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				t0 := time.Now()
+				go func() {
+					// No deadline of its own: the client's CallTimeout applies.
+					_, err := s.Step(context.Background(), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
+					done <- err
+				}()
+				time.Sleep(150 * time.Millisecond) // inside the 500 ms engine delay
+				if err := srv.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				if sig == syscall.SIGSTOP {
+					t.Cleanup(func() { srv.cmd.Process.Kill(); srv.cmd.Process.Signal(syscall.SIGCONT) })
+				}
+				select {
+				case err = <-done:
+				case <-time.After(deadline + 5*time.Second):
+					t.Fatalf("the call still waits %s after the server got %s (deadline %s)", time.Since(t0), sig, deadline)
+				}
+				took := time.Since(t0)
+				if err == nil {
+					t.Fatalf("the call succeeded against a server that got %s", sig)
+				}
+				if !strings.Contains(err.Error(), addr) {
+					t.Errorf("error %q does not name the server %s", err, addr)
+				}
+				if sig == syscall.SIGKILL && took > deadline {
+					t.Errorf("a dead server's client failed after %s, not before the %s deadline", took, deadline)
+				}
+				if sig == syscall.SIGSTOP && (took < deadline-100*time.Millisecond || took > deadline+2*time.Second) {
+					t.Errorf("a silent server's client failed after %s, want about its %s deadline", took, deadline)
+				}
+				t.Logf("%s: failed after %s: %v", sig, took.Round(time.Millisecond), err)
+			})
+		}
+	}
+}
+
+// TestProcessKilledMidStream: a client process streaming naive requests
+// (weights and KV cache every step) is killed while its requests are in
+// flight; the server frees its session and its reserved bytes within 5 s.
+func TestProcessKilledMidStream(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			srv, addrs := startServer(t, ServerConfig{}, delayEngine{NewCPUEngine(), 20 * time.Millisecond})
+			cl := startChild(t, "client", "CHILD_ADDR="+addrs[tr], "CHILD_TRANSPORT="+tr, "CHILD_LOOP=1")
+			cl.line(t, "streaming")
+			time.Sleep(300 * time.Millisecond) // several requests in, one in flight
+			if n := srv.Sessions(); n != 1 {
+				t.Fatalf("%d sessions with the client streaming, want 1", n)
+			}
+			before := srv.Bytes.Snapshot()
+			cl.cmd.Process.Kill()
+			cl.wait(t, 10*time.Second)
+			if before.PayloadUp == 0 {
+				t.Fatal("the client shipped nothing before it was killed")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for srv.Sessions() != 0 || srv.ReservedBytes() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("5 s after the client died mid-stream: %d sessions, %d B reserved", srv.Sessions(), srv.ReservedBytes())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }

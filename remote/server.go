@@ -110,6 +110,8 @@ type session struct {
 	eng      EngineSession
 	mu       sync.Mutex // one step at a time
 	lastUsed atomic.Int64
+	bufMu    sync.Mutex
+	bufs     *recvBuffers
 }
 
 // NewServer makes a server over engine.
@@ -356,6 +358,11 @@ func (s *Server) release() { <-s.slots }
 type frameStream interface {
 	Send(*pb.Frame) error
 	Recv() (*pb.Frame, error)
+	// SendData sends one data chunk without copying it; RecvData receives
+	// the next message, which must be a data chunk of at most len(dst)
+	// bytes, into dst.
+	SendData(d []byte) error
+	RecvData(dst []byte) (int, error)
 }
 
 // serveStep runs one Step: header, data, execute, reply.
@@ -416,18 +423,15 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		}
 	}()
 	t0 := time.Now()
-	for _, ti := range h.Tensors {
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: []byte{}}
-		for int64(len(t.Data)) < ti.Bytes {
-			f, err := st.Recv()
+	bufs := se.takeBuffers()
+	for i, ti := range h.Tensors {
+		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: bufs.get(i, ti.Bytes)}
+		for off := 0; off < len(t.Data); {
+			n, err := st.RecvData(t.Data[off:])
 			if err != nil {
-				return err
+				return status.Errorf(status.Code(err), "step: tensor %q at byte %d of %d: %s", ti.Name, off, ti.Bytes, status.Convert(err).Message())
 			}
-			d := f.GetData()
-			if d == nil || int64(len(t.Data)+len(d)) > ti.Bytes {
-				return status.Errorf(codes.InvalidArgument, "step: tensor %q: a frame of %d B past the declared %d B, or not a data frame", ti.Name, len(d), ti.Bytes)
-			}
-			t.Data = appendChunk(t.Data, d, ti.Bytes)
+			off += n
 		}
 		in.Tensors = append(in.Tensors, t)
 	}
@@ -435,6 +439,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	se.mu.Lock()
 	out, err := se.eng.Step(ctx, in)
 	se.mu.Unlock()
+	se.putBuffers(bufs)
 	se.lastUsed.Store(time.Now().UnixNano())
 	s.release()
 	held = false
@@ -465,13 +470,48 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 func sendData(st frameStream, ts []Tensor, chunk int) error {
 	for _, t := range ts {
 		for off := 0; off < len(t.Data); off += chunk {
-			end := min(off+chunk, len(t.Data))
-			if err := st.Send(&pb.Frame{Kind: &pb.Frame_Data{Data: t.Data[off:end]}}); err != nil {
+			if err := st.SendData(t.Data[off:min(off+chunk, len(t.Data))]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// recvBuffers are a session's request buffers, one per tensor position,
+// kept between requests: a naive session receives the same weights every
+// step, and allocating (and zeroing) them anew would cost a pass over the
+// payload. Engines copy what they keep (EngineSession.Step must not retain
+// a request's tensor data).
+type recvBuffers [][]byte
+
+func (b *recvBuffers) get(i int, n int64) []byte {
+	for len(*b) <= i {
+		*b = append(*b, nil)
+	}
+	if int64(len((*b)[i])) != n {
+		(*b)[i] = make([]byte, n)
+	}
+	return (*b)[i]
+}
+
+// takeBuffers hands the session's buffers to one request (a concurrent
+// request on the same session gets fresh ones).
+func (se *session) takeBuffers() *recvBuffers {
+	se.bufMu.Lock()
+	defer se.bufMu.Unlock()
+	b := se.bufs
+	se.bufs = nil
+	if b == nil {
+		b = &recvBuffers{}
+	}
+	return b
+}
+
+func (se *session) putBuffers(b *recvBuffers) {
+	se.bufMu.Lock()
+	defer se.bufMu.Unlock()
+	se.bufs = b
 }
 
 // Shutdown stops accepting, lets running calls finish until ctx ends, then

@@ -56,26 +56,44 @@ func (t *tcpConn) flush() error { return t.w.Flush() }
 // read reads one envelope, refusing one longer than the limit before
 // reading its body.
 func (t *tcpConn) read() (*pb.Envelope, int64, error) {
+	n, err := t.readPrefix()
+	if err != nil {
+		return nil, 0, err
+	}
+	e, err := t.readBody(n)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e, int64(n + tcpPrefixBytes), nil
+}
+
+// readPrefix reads a message's length and checks it against the limit.
+func (t *tcpConn) readPrefix() (int, error) {
 	var hdr [tcpPrefixBytes]byte
 	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	n := int(binary.BigEndian.Uint32(hdr[:]))
 	if n > t.max {
-		return nil, 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
+		return 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
 	}
+	return n, nil
+}
+
+// readBody reads and decodes an envelope of n bytes.
+func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
 	if cap(t.buf) < n {
 		t.buf = make([]byte, n)
 	}
 	b := t.buf[:n]
 	if _, err := io.ReadFull(t.r, b); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	e := &pb.Envelope{}
 	if err := proto.Unmarshal(b, e); err != nil {
-		return nil, 0, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
+		return nil, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
 	}
-	return e, int64(n + tcpPrefixBytes), nil
+	return e, nil
 }
 
 func errEnvelope(err error) *pb.Envelope {
@@ -241,6 +259,22 @@ func (t *tcpServerStream) Recv() (*pb.Frame, error) {
 	}
 	t.s.Bytes.Up(int64(len(f.GetData())), n)
 	return f, nil
+}
+
+func (t *tcpServerStream) RecvData(dst []byte) (int, error) {
+	n, wire, err := t.tc.readData(dst)
+	if err == nil {
+		t.s.Bytes.Up(int64(n), wire)
+	}
+	return n, err
+}
+
+func (t *tcpServerStream) SendData(d []byte) error {
+	wire, err := t.tc.writeData(d)
+	if err == nil {
+		t.s.Bytes.Down(int64(len(d)), wire)
+	}
+	return err
 }
 
 func (t *tcpServerStream) Send(f *pb.Frame) error {

@@ -30,6 +30,7 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 		{"kernel_launch_s", g.KernelLaunchS, "s"},
 		{"link_latency_s", cal.Topology.Intra.LatencyS, "s"},
 		{"link_bytes_per_s", cal.Topology.Intra.BytesPerS, "B/s"},
+		{"remote_request_overhead_s", remoteOverhead(cal), "s"},
 	} {
 		if s, ok := cal.Spread[r.key]; ok {
 			figs.Rows = append(figs.Rows, []string{r.key, f(r.v), f(s.Min), f(s.Median), f(s.Max), r.unit})
@@ -71,4 +72,11 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 		grids = append(grids, ops)
 	}
 	return grids
+}
+
+func remoteOverhead(cal *configs.Calibration) float64 {
+	if cal.Remote == nil {
+		return 0
+	}
+	return cal.Remote.RequestOverheadS
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
@@ -23,7 +24,7 @@ const (
 )
 
 // KnownSchemas lists the schemas ReadDoc accepts.
-var KnownSchemas = []string{ModelSchema, SweepSchema, SearchSchema, CompareSchema, RunSchema}
+var KnownSchemas = []string{ModelSchema, SweepSchema, SearchSchema, CompareSchema, RunSchema, RemoteSchema}
 
 // CompareDoc pairs measured with modeled values, one row per metric.
 type CompareDoc struct {
@@ -74,6 +75,7 @@ type Doc struct {
 	Search  *SearchDoc
 	Compare *CompareDoc
 	Run     *RunDoc
+	Remote  *remote.ResultsFile
 }
 
 // ReadDoc decodes a saved result, dispatching on its "schema" key. name
@@ -110,6 +112,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	case RunSchema:
 		d.Run = &RunDoc{}
 		into = d.Run
+	case RemoteSchema:
+		d.Remote = &remote.ResultsFile{}
+		into = d.Remote
 	default:
 		return nil, fmt.Errorf("%s: unknown schema %q (known: %s)", name, d.Schema, strings.Join(KnownSchemas, ", "))
 	}
@@ -119,6 +124,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	}
 	if d.Model != nil && len(d.Model.Strategies) == 0 {
 		return nil, fmt.Errorf("%s: %s: no strategies", name, d.Schema)
+	}
+	if d.Remote != nil && len(d.Remote.Aggregates) == 0 {
+		return nil, fmt.Errorf("%s: %s: no aggregates (a run with no recorded trials)", name, d.Schema)
 	}
 	return d, nil
 }
@@ -180,6 +188,8 @@ func Records(d *Doc) []Record {
 			rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
 		}
 		out = append(out, rec)
+	case d.Remote != nil:
+		out = remoteRecords(d.Remote)
 	}
 	return out
 }

@@ -295,6 +295,9 @@ func rangeNote(e *sim.Estimate) string {
 // times cover: sim measures them over the steady-state window from step
 // n/2 to step n−1 of the n simulated steps (sim.EstimatePlan).
 func steadySteps(e *sim.Estimate) int {
+	if e.Timeline == nil {
+		return 0
+	}
 	n := 0
 	for _, sl := range e.Timeline.Slices {
 		n = max(n, sl.Step+1)

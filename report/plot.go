@@ -30,10 +30,11 @@ const (
 	PlotSweep       = "sweep"
 	PlotCollectives = "collectives"
 	PlotScatter     = "scatter"
+	PlotRemote      = "remote"
 )
 
 // PlotKinds lists the kinds `partbench plot --kind` accepts.
-var PlotKinds = []string{PlotBreakdown, PlotSweep, PlotCollectives, PlotScatter}
+var PlotKinds = []string{PlotBreakdown, PlotSweep, PlotCollectives, PlotScatter, PlotRemote}
 
 // PlotFormat is the image format of an output path: svg or png.
 func PlotFormat(path string) (string, error) {
@@ -539,7 +540,7 @@ func orElse(s, d string) string {
 // tolerance, else the document's, else compare.DefaultTolerance.
 func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	if kind == "" {
-		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep}[d.Schema]
+		kind = map[string]string{ModelSchema: PlotBreakdown, SweepSchema: PlotSweep, RemoteSchema: PlotRemote}[d.Schema]
 		if kind == "" {
 			kind = PlotScatter
 		}
@@ -549,6 +550,7 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 			PlotBreakdown: "breakdown needs " + ModelSchema,
 			PlotSweep:     "sweep needs " + SweepSchema,
 			PlotScatter:   "scatter needs " + CompareSchema + ", " + RunSchema + " or " + SearchSchema,
+			PlotRemote:    "remote needs " + RemoteSchema,
 		}[kind])
 	}
 	switch kind {
@@ -562,6 +564,11 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 			return wrong()
 		}
 		return SweepPlot(d.Sweep)
+	case PlotRemote:
+		if d.Remote == nil {
+			return wrong()
+		}
+		return RemotePlot(d.Remote)
 	}
 	var c *CompareDoc
 	switch {

@@ -18,6 +18,9 @@
 #   single    a measured run of the seed model on one GPU (OUTDIR/single-gpu-seed.toml)
 #   emulate   every rank of TP=8×PP=2 and of layer-wise 16 played in turn on this GPU,
 #             at a reduced workload (run --emulate-ranks)
+#   torch     the single-GPU seed config run by partbench and, on the same shapes, by
+#             PyTorch (torch_baseline.py: eager SDPA prefill, eager and CUDA-graph decode);
+#             one table, OUTDIR/torch-vs-partbench.md (needs python3 with torch)
 #
 # Each step runs under `timeout` (STEP_TIMEOUT seconds, default 300). A device
 # session limits one command to 10 minutes: run the steps in two calls, e.g.
@@ -25,12 +28,13 @@
 set -u
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate ...]" >&2
+	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|torch ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-steps=${*:-system nccl tests check single emulate}
+steps=${*:-system nccl tests check single emulate torch}
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 pb=${PARTBENCH:-./partbench}
@@ -194,9 +198,9 @@ for s in $steps; do
 	single)
 		write_configs
 		step single-gpu-seed "$pb" run --nproc 1 --backend cuda --config "$out/single-gpu-seed.toml" \
-			--out "$out/single-gpu-seed" --format markdown --per-rank
+			--output-dir "$out/single-gpu-seed" --format markdown --per-rank
 		step single-gpu-tiny "$pb" run --nproc 1 --backend cuda --config test/single-tiny \
-			--out "$out/single-gpu-tiny" --format markdown
+			--output-dir "$out/single-gpu-tiny" --format markdown
 		;;
 	emulate)
 		write_configs
@@ -207,6 +211,18 @@ for s in $steps; do
 				--warmup 1 --iterations 2 --format markdown
 		else
 			note emulate "this build's run has no --emulate-ranks flag"
+		fi
+		;;
+	torch)
+		write_configs
+		py=${PYTHON:-python3}
+		if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+			note torch "$py has no torch with CUDA (pip install torch, or set PYTHON)"
+		else
+			step torch-partbench "$pb" run --nproc 1 --backend cuda --config "$out/single-gpu-seed.toml" \
+				--output-dir "$out/torch-partbench" --format markdown
+			step torch-baseline sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/torch-partbench/results.json\" --warmup 1 --iterations 3 >\"$out/torch.jsonl\""
+			step torch-table sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/torch-partbench/results.json\" \"$out/torch.jsonl\" >\"$out/torch-vs-partbench.md\" && cat \"$out/torch-vs-partbench.md\""
 		fi
 		;;
 	*)

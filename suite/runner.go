@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
@@ -35,6 +36,9 @@ type Options struct {
 	Progress Progress
 	// Backend names the engine's device in records.
 	Backend string
+	// newComms connects a partitioned cell's ranks (nil: exec/localcomm);
+	// tests give a miscounting one.
+	newComms func(int) []pexec.Comm
 }
 
 // Outcome is what a suite did.
@@ -94,7 +98,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			n += s.Warmup + s.Runs
 			continue
 		}
-		cfg, err := cell.Workload.Config(s)
+		cfg, err := cell.Config(s)
 		if err != nil {
 			return out, err
 		}
@@ -102,23 +106,44 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		if err != nil {
 			return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
 		}
-		mode, _ := partition.ParseRemoteMode(cell.Baseline.Mode)
-		modeled, err := modeledLatency(plan, cell, mode, link)
-		if err != nil {
-			return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
-		}
-		topts := remote.TrialOptions{Config: cfg, Modes: []partition.RemoteMode{mode}, Trials: 1, Link: link, Engine: o.Engine}
-		if mode != partition.RemoteLocal {
-			key := cell.Baseline.Server + "/" + cell.Baseline.Transport
-			if clients[key] == nil {
-				if o.Dial == nil {
-					return out, fmt.Errorf("cell %s: mode %s needs a server and none was given", cell.ID(), mode)
-				}
-				if clients[key], err = o.Dial(ctx, cell.Baseline); err != nil {
-					return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
-				}
+		var modeled float64
+		var runOnce func() (Record, error)
+		if cell.Baseline.Partitioned() {
+			if modeled, _, _, err = partitionedModel(plan, cell.Workload.Kind); err != nil {
+				return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
 			}
-			topts.Client = clients[key]
+			runOnce = func() (Record, error) {
+				run, util, err := partitionedRun(ctx, plan, o.newComms)
+				if err != nil {
+					return Record{}, err
+				}
+				return partitionedRecord(s, hash, cell, plan, run, util), nil
+			}
+		} else {
+			mode, _ := partition.ParseRemoteMode(cell.Baseline.Mode)
+			if modeled, err = modeledLatency(plan, cell, mode, link); err != nil {
+				return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
+			}
+			topts := remote.TrialOptions{Config: cfg, Modes: []partition.RemoteMode{mode}, Trials: 1, Link: link, Engine: o.Engine}
+			if mode != partition.RemoteLocal {
+				key := cell.Baseline.Server + "/" + cell.Baseline.Transport
+				if clients[key] == nil {
+					if o.Dial == nil {
+						return out, fmt.Errorf("cell %s: mode %s needs a server and none was given", cell.ID(), mode)
+					}
+					if clients[key], err = o.Dial(ctx, cell.Baseline); err != nil {
+						return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
+					}
+				}
+				topts.Client = clients[key]
+			}
+			runOnce = func() (Record, error) {
+				tr, err := remote.RunTrials(ctx, topts)
+				if err != nil {
+					return Record{}, err
+				}
+				return recordOf(s, hash, cell, tr, plan.DecodeSteps()), nil
+			}
 		}
 		out.Skipped += have
 		n += have
@@ -129,11 +154,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 				idx = i + s.Warmup
 			}
 			t0 := time.Now()
-			tr, err := remote.RunTrials(ctx, topts)
+			rec, err := runOnce()
 			if err != nil {
 				return out, fmt.Errorf("cell %s run %d: %w", cell.ID(), idx, err)
 			}
-			rec := recordOf(s, hash, cell, tr, plan.DecodeSteps())
 			rec.Run, rec.Warmup, rec.ModeledS = idx, warm, modeled
 			rec.Backend, rec.Time = o.Backend, t0.UTC().Format(time.RFC3339Nano)
 			if err := log.Append(rec); err != nil {
@@ -274,8 +298,24 @@ func EstimateDuration(s *Spec) (time.Duration, error) {
 			return 0, err
 		}
 		for _, b := range s.Baselines {
-			m, _ := partition.ParseRemoteMode(b.Mode)
-			total += float64(s.Warmup+s.Runs) * e.Mode(m).GenerationS
+			gen := 0.0
+			if b.Partitioned() {
+				pc, err := w.PartitionedConfig(s, b)
+				if err != nil {
+					return 0, err
+				}
+				pp, err := partition.NewPlan(pc)
+				if err != nil {
+					return 0, err
+				}
+				if _, _, gen, err = partitionedModel(pp, w.Kind); err != nil {
+					return 0, err
+				}
+			} else {
+				m, _ := partition.ParseRemoteMode(b.Mode)
+				gen = e.Mode(m).GenerationS
+			}
+			total += float64(s.Warmup+s.Runs) * gen
 		}
 	}
 	return time.Duration(total * float64(time.Second)), nil
@@ -304,7 +344,7 @@ func Modeled(s *Spec, link topology.ClientLink) ([]ModeledCell, error) {
 		if !s.ModelOnly(c.Workload) {
 			continue
 		}
-		cfg, err := c.Workload.Config(s)
+		cfg, err := c.Config(s)
 		if err != nil {
 			return nil, err
 		}
@@ -312,30 +352,42 @@ func Modeled(s *Spec, link topology.ClientLink) ([]ModeledCell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.ID(), err)
 		}
-		mode, _ := partition.ParseRemoteMode(c.Baseline.Mode)
-		lat, err := modeledLatency(plan, c, mode, link)
-		if err != nil {
-			return nil, fmt.Errorf("cell %s: %w", c.ID(), err)
-		}
-		e, err := sim.EstimateRemote(plan, sim.RemoteOptions{Link: link}, sim.Options{})
-		if err != nil {
+		var lat, bytes float64
+		if c.Baseline.Partitioned() {
+			if lat, bytes, _, err = partitionedModel(plan, c.Workload.Kind); err != nil {
+				return nil, fmt.Errorf("cell %s: %w", c.ID(), err)
+			}
+		} else if lat, bytes, err = remoteModeled(plan, c, link); err != nil {
 			return nil, err
 		}
-		m := e.Mode(mode)
-		var bytes float64
-		switch c.Workload.Kind {
-		case KindDecode:
-			bytes = float64(m.GenerationBytes-m.OpenBytes-m.Prefill.Bytes.Total()) / float64(max(plan.DecodeSteps(), 1))
-		case KindSmoke:
-			bytes = float64(m.GenerationBytes)
-		default:
-			bytes = float64(m.Prefill.Bytes.Total())
-		}
 		out = append(out, ModeledCell{Cell: c.ID(), Baseline: c.Baseline.Name, Workload: c.Workload.Name, Kind: c.Workload.Kind,
-			Mode: c.Baseline.Mode, ModeledS: lat, Bytes: bytes,
+			Mode: c.Baseline.RecordMode(), ModeledS: lat, Bytes: bytes,
 			Reason: "model_only_cpu: the cpu backend cannot run this workload in a suite's time; run the spec with backend = \"cuda\" to measure it"})
 	}
 	return out, nil
+}
+
+// remoteModeled is a remote-mode cell's modeled headline latency and
+// payload bytes.
+func remoteModeled(plan *partition.Plan, c Cell, link topology.ClientLink) (lat, bytes float64, err error) {
+	mode, _ := partition.ParseRemoteMode(c.Baseline.Mode)
+	if lat, err = modeledLatency(plan, c, mode, link); err != nil {
+		return 0, 0, fmt.Errorf("cell %s: %w", c.ID(), err)
+	}
+	e, err := sim.EstimateRemote(plan, sim.RemoteOptions{Link: link}, sim.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	m := e.Mode(mode)
+	switch c.Workload.Kind {
+	case KindDecode:
+		bytes = float64(m.GenerationBytes-m.OpenBytes-m.Prefill.Bytes.Total()) / float64(max(plan.DecodeSteps(), 1))
+	case KindSmoke:
+		bytes = float64(m.GenerationBytes)
+	default:
+		bytes = float64(m.Prefill.Bytes.Total())
+	}
+	return lat, bytes, nil
 }
 
 // writeModeled writes dir/modeled.json (an empty list when no cell is

@@ -67,6 +67,29 @@ type Baseline struct {
 	Server string `toml:"server" json:"server,omitempty"`
 	// Transport is grpc or tcp (the raw-TCP twin: no RPC framework).
 	Transport string `toml:"transport" json:"transport,omitempty"`
+	// Kind is empty for a remote mode (Mode) or "partitioned": the workload
+	// split over TP × PP in-process ranks (goroutines over exec/localcomm on
+	// the CPU backend), with Microbatches pipeline micro-batches. Mode,
+	// Server and Transport are then empty.
+	Kind         string `toml:"kind,omitempty" json:"kind,omitempty"`
+	TP           int    `toml:"tp,omitzero" json:"tp,omitempty"`
+	PP           int    `toml:"pp,omitzero" json:"pp,omitempty"`
+	Microbatches int    `toml:"microbatches,omitzero" json:"microbatches,omitempty"`
+}
+
+// KindPartitioned is the baseline kind of a local TP/PP partitioning.
+const KindPartitioned = "partitioned"
+
+// Partitioned reports whether b runs a local partitioning.
+func (b Baseline) Partitioned() bool { return b.Kind == KindPartitioned }
+
+// RecordMode is b's mode in records and results: the remote mode, or
+// "partitioned".
+func (b Baseline) RecordMode() string {
+	if b.Partitioned() {
+		return KindPartitioned
+	}
+	return b.Mode
 }
 
 // Workload is one model and phase.
@@ -232,6 +255,12 @@ func (s *Spec) defaults() {
 	}
 	for i := range s.Baselines {
 		b := &s.Baselines[i]
+		if b.Kind != "" {
+			if b.Kind == KindPartitioned && b.Microbatches == 0 {
+				b.Microbatches = 1
+			}
+			continue
+		}
 		if b.Mode != string(partition.RemoteLocal) && b.Server == "" {
 			b.Server = ServerSpawn
 		}
@@ -291,7 +320,7 @@ func (s *Spec) Validate() error {
 	for i, b := range s.Baselines {
 		p := fmt.Sprintf("baseline[%d]", i)
 		if why, ok := refusedBaselines[strings.ToLower(b.Name)]; ok {
-			add("%s.name: %q: partbench has no %s executor; its baselines are local, naive, kv and stateful remote modes", p, b.Name, why)
+			add("%s.name: %q: partbench has no %s executor; its baselines are local, naive, kv and stateful remote modes and local partitionings (kind = \"partitioned\")", p, b.Name, why)
 			continue
 		}
 		if !validName(b.Name) {
@@ -301,6 +330,13 @@ func (s *Spec) Validate() error {
 			add("%s.name: %q appears twice", p, b.Name)
 		}
 		seen["b:"+b.Name] = true
+		if b.Kind != "" {
+			s.validatePartitioned(p, b, add)
+			continue
+		}
+		if b.TP != 0 || b.PP != 0 || b.Microbatches != 0 {
+			add("%s: tp, pp and microbatches belong to kind = %q (got tp %d, pp %d, microbatches %d for mode %q)", p, KindPartitioned, b.TP, b.PP, b.Microbatches, b.Mode)
+		}
 		m, err := partition.ParseRemoteMode(b.Mode)
 		if err != nil {
 			add("%s.mode: %v", p, err)
@@ -345,6 +381,87 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validatePartitioned checks a kind = "partitioned" baseline and that it
+// can run every workload of s.
+func (s *Spec) validatePartitioned(p string, b Baseline, add func(string, ...any)) {
+	if b.Kind != KindPartitioned {
+		add("%s.kind: must be %q or left out for a remote mode (got %q)", p, KindPartitioned, b.Kind)
+		return
+	}
+	if b.Mode != "" || b.Server != "" || b.Transport != "" {
+		add("%s: kind %q runs in-process ranks: mode, server and transport must be empty (got mode %q, server %q, transport %q)", p, b.Kind, b.Mode, b.Server, b.Transport)
+	}
+	ok := true
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"tp", b.TP}, {"pp", b.PP}, {"microbatches", b.Microbatches}} {
+		if f.v < 1 || f.v > 64 {
+			add("%s.%s: must be in [1, 64] (got %d)", p, f.name, f.v)
+			ok = false
+		}
+	}
+	if ok && b.TP*b.PP < 2 {
+		add("%s: tp × pp must be at least 2: one rank is the local baseline (mode = \"local\") (got tp %d, pp %d)", p, b.TP, b.PP)
+		ok = false
+	}
+	if s.Backend != configs.BackendCPU {
+		add("%s: kind %q runs its ranks in this process on the cpu backend (exec/localcomm); backend must be %q (got %q)", p, b.Kind, configs.BackendCPU, s.Backend)
+		ok = false
+	}
+	if !ok {
+		return
+	}
+	for j, w := range s.Workloads {
+		if _, bad := refusedKinds[strings.ToLower(w.Kind)]; bad || !contains(kinds, w.Kind) {
+			continue // the workload's own error says why
+		}
+		if _, err := w.Config(s); err != nil {
+			continue // likewise
+		}
+		if w.DType != "fp32" {
+			add("%s (%s) cannot run workload[%d] (%s): the cpu backend computes in fp32, so the counted bytes match the Program's only with dtype = \"fp32\" (got %q)", p, b.Name, j, w.Name, w.DType)
+			continue
+		}
+		if _, err := w.PartitionedConfig(s, b); err != nil {
+			add("%s (%s) cannot run workload[%d] (%s): %v", p, b.Name, j, w.Name, err)
+		}
+	}
+}
+
+// PartitionedConfig is w's config split over b's tp × pp ranks with b's
+// micro-batches, on one node of tp × pp GPUs of Spec.Hardware (the model
+// prices the plan there; the suite runs its ranks in this process).
+func (w Workload) PartitionedConfig(s *Spec, b Baseline) (*configs.Config, error) {
+	cfg, err := w.Config(s)
+	if err != nil {
+		return nil, err
+	}
+	c := *cfg
+	c.Name = cfg.Name + "-" + b.Name
+	c.Parallel.TP, c.Parallel.PP, c.Parallel.DP, c.Parallel.Microbatches = b.TP, b.PP, 1, b.Microbatches
+	c.Parallel.LayerMap = nil
+	c.Topology.Name = fmt.Sprintf("local-1x%d", b.TP*b.PP)
+	c.Topology.Nodes, c.Topology.GPUsPerNode = 1, b.TP*b.PP
+	c.Topology.Intra.Name = "in-process ranks (priced as NVLink)"
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := partition.NewPlan(&c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CellConfig is the config a cell runs: the workload's single-rank config,
+// or its partitioning for a partitioned baseline.
+func (c Cell) Config(s *Spec) (*configs.Config, error) {
+	if c.Baseline.Partitioned() {
+		return c.Workload.PartitionedConfig(s, c.Baseline)
+	}
+	return c.Workload.Config(s)
 }
 
 // Config is the workload as a single-rank partbench config, built as TOML

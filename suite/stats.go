@@ -173,7 +173,7 @@ func Analyze(s *Spec, recs []Record) (*Results, error) {
 	for _, c := range s.RunCells() {
 		rs := by[c.ID()]
 		cr := CellResult{Cell: c.ID(), Baseline: c.Baseline.Name, Seed: c.Baseline.Seed, Workload: c.Workload.Name, Kind: c.Workload.Kind,
-			Mode: c.Baseline.Mode, Complete: len(rs) >= s.Runs}
+			Mode: c.Baseline.RecordMode(), Complete: len(rs) >= s.Runs}
 		res.Complete = res.Complete && cr.Complete
 		if len(rs) > 0 {
 			col := func(f func(Record) float64) []float64 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,11 +82,16 @@ func TestOneNamePerConceptWithOldSpellings(t *testing.T) {
 	if err != nil || len(recs) < 2 || recs[0][3] != "tp" || recs[0][4] != "pp" {
 		t.Fatalf("search csv: %v\n%s", err, out)
 	}
+	dpCol := slices.Index(recs[0], "dp")
+	if dpCol < 0 {
+		t.Fatalf("search csv has no dp column: %v", recs[0])
+	}
 	for _, r := range recs[1:] {
 		tp, _ := strconv.Atoi(r[3])
 		pp, _ := strconv.Atoi(r[4])
-		if r[1] == "feasible" && tp*pp != 16 { // dgx-h100x2: 2 nodes × 8 GPUs
-			t.Errorf("candidate tp %d × pp %d is not the topology's 16 GPUs", tp, pp)
+		dp, _ := strconv.Atoi(r[dpCol])
+		if r[1] == "feasible" && tp*pp*dp != 16 { // dgx-h100x2: 2 nodes × 8 GPUs
+			t.Errorf("candidate tp %d × pp %d × dp %d is not the topology's 16 GPUs", tp, pp, dp)
 		}
 	}
 	// Defaults agree across commands.

@@ -17,9 +17,10 @@ func newCompareCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A.json B.json [C.json ...] [--format table|markdown|csv|json|latex] [--output FILE]",
 		Short: "Put saved results of one schema side by side with differences relative to the first",
-		Long: `Compare saved JSON results of one schema (model, sweep, search, compare or run).
+		Long: `Compare saved JSON results of one schema (model, sweep, search, compare, run or remote).
 Records are matched by name — strategies for partbench.model/v1, key value and strategy
-for sweeps, candidates for searches, metrics for compare files — and each later file's
+for sweeps, candidates for searches, metrics for compare files, mode and phase (bytes,
+latency, the naive/stateful gap) for partbench remote's results.json — and each later file's
 value is shown beside the first with the relative difference (B − A)/A in percent.
 Records missing from some file are listed under the table.
 

@@ -31,7 +31,7 @@ func TestLocalLauncherReplicas(t *testing.T) {
 	found := false
 	for _, row := range doc["comparison"].([]any) {
 		m := row.(map[string]any)
-		if m["metric"] == "collective calls per micro-batch (logical)" {
+		if m["metric"] == "collective_calls_per_microbatch" {
 			found = true
 			if m["modeled"] != 18.0 {
 				t.Errorf("modeled logical collectives %v, want 18", m["modeled"])

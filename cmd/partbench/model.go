@@ -33,6 +33,7 @@ type modelOptions struct {
 	remoteLink, remoteMode string
 	resumeLayers           string
 	remoteOverheadS        float64
+	remoteOverheadSet      bool // --remote-overhead given: it wins over the calibration's
 	// --model-dir: the model of a Hugging Face directory's config.json
 	modelDir string
 	dirRun   configs.ModelDirRun
@@ -50,6 +51,7 @@ A config is a TOML file or the name of an embedded preset (see 'partbench preset
 The first strategy is the baseline of the comparison table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.remoteOverheadSet = cmd.Flags().Changed("remote-overhead")
 			if err := checkModelDirFlags(cmd.Flags(), o.modelDir); err != nil {
 				return err
 			}
@@ -69,7 +71,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
 	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
-	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (calibrate measures it)")
+	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
@@ -91,11 +93,18 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
 	}
+	if (o.resumeLayers != "" || o.remoteLink != "") && !o.remoteOverheadSet {
+		if v, ok, err := configs.CalibratedRequestOverhead(o.calibration); err != nil {
+			return err
+		} else if ok {
+			o.remoteOverheadS = v
+		}
+	}
 	if o.resumeLayers != "" {
-		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
+		return report.ModelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
 	}
 	if o.remoteLink != "" {
-		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
+		return report.ModelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {

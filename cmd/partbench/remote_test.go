@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote"
 )
 
 // TestRemoteSpawnServer: 'remote --spawn-server' starts a server process,
@@ -45,6 +47,17 @@ func TestRemoteSpawnServer(t *testing.T) {
 	}
 	if _, bad := doc["mismatches"]; bad {
 		t.Errorf("mismatches reported: %v", doc["mismatches"])
+	}
+	// compare and plot read the results by their schema.
+	res := filepath.Join(dir, "results.json")
+	r = runCmd(t, time.Minute, cleanEnv(), bin, "compare", res, res)
+	if r.code != 0 || !strings.Contains(r.out, "naive decode") || !strings.Contains(r.out, "gap_bytes_ratio") {
+		t.Errorf("compare of two results.json: exit %d:\n%s", r.code, r.out)
+	}
+	png := filepath.Join(dir, "remote.png")
+	r = runCmd(t, time.Minute, cleanEnv(), bin, "plot", res, "--out", png)
+	if st, err := os.Stat(png); r.code != 0 || err != nil || st.Size() < 1000 {
+		t.Errorf("plot results.json: exit %d, %v:\n%s", r.code, err, r.out)
 	}
 }
 
@@ -140,5 +153,113 @@ func TestModelRemoteDryRun(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
+	}
+}
+
+// paddingEngine is a server engine whose replies carry one tensor more than
+// the model's payload: 8 B the Program does not know of.
+type paddingEngine struct{ remote.Engine }
+
+type paddingSession struct{ remote.EngineSession }
+
+func (e paddingEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (remote.EngineSession, error) {
+	s, err := e.Engine.OpenSession(p, m, o)
+	if err != nil {
+		return nil, err
+	}
+	return paddingSession{s}, nil
+}
+
+func (s paddingSession) Step(ctx context.Context, in *remote.StepInput) (*remote.StepOutput, error) {
+	out, err := s.EngineSession.Step(ctx, in)
+	if err == nil {
+		out.Tensors = append(out.Tensors, remote.Tensor{Name: "pad", ElemBytes: 4, Shape: []int64{2}, Data: make([]byte, 8)})
+	}
+	return out, err
+}
+
+// TestRemoteExit4OnPayloadMismatch: a server whose replies carry bytes the
+// model does not (8 B per request) makes 'partbench remote' exit 4 naming
+// the requests, after writing its results; the same run against an honest
+// server exits 0.
+func TestRemoteExit4OnPayloadMismatch(t *testing.T) {
+	bin := partbenchBinary(t)
+	for _, tc := range []struct {
+		eng  remote.Engine
+		code int
+	}{{remote.NewCPUEngine(), 0}, {paddingEngine{remote.NewCPUEngine()}, exitPayloadMismatch}} {
+		srv, err := remote.NewServer(remote.ServerConfig{}, tc.eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := srv.ListenGRPC("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		r := runCmd(t, 2*time.Minute, cleanEnv(), bin, "remote", "--config", "test/single-tiny", "--server", addr.String(),
+			"--mode", "stateful", "--trials", "1", "--warmup", "0", "--out", dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(ctx)
+		cancel()
+		if r.code != tc.code {
+			t.Fatalf("%T: exit %d, want %d:\n%s", tc.eng, r.code, tc.code, r.out)
+		}
+		if tc.code == 0 {
+			continue
+		}
+		// 1 prefill + 3 decode steps of test/single-tiny, each 8 B over.
+		if !strings.Contains(r.out, "payload bytes differ from the model") || !strings.Contains(r.out, "in 4 requests") ||
+			!strings.Contains(r.out, "stateful decode step 2: payload up 16 B, down 24 B; the model says up 16 B, down 16 B") {
+			t.Errorf("exit 4 without naming the requests:\n%s", r.out)
+		}
+		if bad, _ := readResults(t, dir)["mismatches"].([]any); len(bad) != 4 {
+			t.Errorf("results.json lists %d mismatches, want the 4 requests", len(bad))
+		}
+	}
+}
+
+// TestModelRemoteOverheadFromCalibration: model --dry-run --remote-link
+// prices each request with the calibration's measured request overhead
+// unless --remote-overhead is given; the modeled decode step grows by
+// exactly that overhead (5 ms here) against the same profile without it.
+func TestModelRemoteOverheadFromCalibration(t *testing.T) {
+	cal := cpuLikeCalibration()
+	without := writeTestCalibration(t, cal)
+	cal.Remote = &configs.RemoteCalibration{RequestOverheadS: 5e-3, Transport: "grpc", Config: "test/single-tiny", Samples: 60}
+	with := writeTestCalibration(t, cal)
+	decode := func(args ...string) (string, float64) {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"model", "--dry-run", "--config", "test/single-tiny", "--remote-link", "loopback", "--format", "markdown"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The latency table's stateful row: | stateful | prefill | prefill transfer | decode step | …
+		_, lat, _ := strings.Cut(out, "modeled latency")
+		for _, l := range strings.Split(lat, "\n") {
+			f := strings.Split(l, "|")
+			if len(f) > 5 && strings.TrimSpace(f[1]) == "stateful" {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(f[4]), 64); err == nil {
+					return out, v
+				}
+			}
+		}
+		t.Fatalf("no stateful latency row in:\n%s", out)
+		return "", 0
+	}
+	out, base := decode("--calibration", without)
+	if !strings.Contains(out, "request overhead 0 µs") {
+		t.Errorf("a calibration without [remote] should leave the overhead 0:\n%s", out)
+	}
+	out, got := decode("--calibration", with)
+	if !strings.Contains(out, "request overhead 5e+03 µs") {
+		t.Errorf("the calibration's 5 ms overhead is not used:\n%s", out)
+	}
+	if d := got - base; d < 4.999 || d > 5.001 {
+		t.Errorf("stateful decode step %.3f ms with the overhead, %.3f ms without: +%.3f ms, want +5", got, base, d)
+	}
+	out, _ = decode("--calibration", with, "--remote-overhead", "0")
+	if !strings.Contains(out, "request overhead 0 µs") {
+		t.Errorf("--remote-overhead 0 did not win over the calibration:\n%s", out)
 	}
 }

@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/cliflag"
-	"golang.org/x/term"
 
+	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/suite"
@@ -53,7 +50,7 @@ this process for server = "in-process"). Embedded specs: ` + fmt.Sprint(suite.Em
 		Short: "Regenerate results.json, the LaTeX table, the figures and the summary from DIR/runs.jsonl",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return suiteReport(cmd.OutOrStdout(), args[0])
+			return report.SuiteFromLog(cmd.OutOrStdout(), args[0])
 		},
 	})
 	return cmd
@@ -68,9 +65,7 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	cells := len(s.RunCells())
-	fmt.Fprintf(stdout, "suite %s: %d baselines × %d workloads × (%d warm-up + %d runs) = %d runs; the model's estimate on %s over %s: %s (the model's figure on the %s backend's device: real runs add framework overhead, a CPU far more)\n",
-		s.Name, len(s.Baselines), len(s.Workloads), s.Warmup, s.Runs, cells*(s.Warmup+s.Runs), s.Hardware, s.Link, est.Round(time.Millisecond), s.Backend)
+	report.SuitePlan(stdout, s, est)
 	eng, err := remote.BackendEngine(s.Backend)
 	if err != nil {
 		return err
@@ -95,85 +90,21 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return nil, err
 		}
 		children = append(children, child)
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		return remote.Dial(dctx, remote.ClientConfig{Addr: addr, Transport: b.Transport})
+		return remote.DialWithin(ctx, remote.ClientConfig{Addr: addr, Transport: b.Transport})
 	}
 	out, err := suite.Run(ctx, suite.Options{Spec: s, Dir: o.out, Resume: o.resume, Engine: eng, Dial: dial, Backend: s.Backend,
-		Progress: suiteProgress(stderr)})
+		Progress: progress.Described(stderr)})
 	if out != nil && o.resume {
-		fmt.Fprintf(stdout, "resume: %d of %d cells were complete and skipped (%d runs kept)\n", out.SkippedCells, cells, out.Skipped)
+		fmt.Fprintf(stdout, "resume: %d of %d cells were complete and skipped (%d runs kept)\n", out.SkippedCells, len(s.RunCells()), out.Skipped)
 	}
 	if err != nil {
 		return err
 	}
-	if err := suiteReport(stdout, o.out); err != nil {
+	if err := report.SuiteFromLog(stdout, o.out); err != nil {
 		return err
 	}
 	if out.Mismatches > 0 {
 		return &exitError{code: exitPayloadMismatch, err: fmt.Errorf("%d runs moved payload bytes that differ from the model's (see mismatches in %s)", out.Mismatches, filepath.Join(o.out, suite.RunsFile))}
 	}
 	return nil
-}
-
-// suiteProgress draws a bar with an ETA on a terminal, plain lines otherwise.
-func suiteProgress(w io.Writer) suite.Progress {
-	start := time.Now()
-	first := -1
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		var bar *progressbar.ProgressBar
-		return func(done, total int, line string) {
-			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionShowCount(),
-					progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
-			}
-			bar.Describe(line)
-			_ = bar.Set(done)
-		}
-	}
-	return func(done, total int, line string) {
-		if first < 0 {
-			first, start = done-1, time.Now()
-		}
-		eta := "?"
-		if n := done - first; n > 0 {
-			eta = (time.Since(start) / time.Duration(n) * time.Duration(total-done)).Round(time.Second).String()
-		}
-		fmt.Fprintf(w, "[%d/%d] %s (ETA %s)\n", done, total, line, eta)
-	}
-}
-
-// suiteReport regenerates every output from dir's run log.
-func suiteReport(w io.Writer, dir string) error {
-	s, err := suite.ReadSpec(dir)
-	if err != nil {
-		return err
-	}
-	recs, _, err := suite.ReadLog(filepath.Join(dir, suite.RunsFile))
-	if err != nil {
-		return err
-	}
-	res, err := suite.Analyze(s, recs)
-	if err != nil {
-		return err
-	}
-	if err := report.WriteSuite(dir, res); err != nil {
-		return err
-	}
-	if err := report.SuiteMarkdown(w, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nwrote %s/{%s}\n", dir, joinNames(report.SuiteFiles))
-	return nil
-}
-
-func joinNames(xs []string) string {
-	out := ""
-	for i, x := range xs {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }

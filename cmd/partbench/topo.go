@@ -111,15 +111,7 @@ func (o *topoOptions) run(w io.Writer, hardwareSet bool) error {
 			return fmt.Errorf("--save: %w", err)
 		}
 	}
-	switch o.format {
-	case cliflag.JSON:
-		return report.TopoJSON(w, v)
-	case cliflag.DOT:
-		return report.TopoDOT(w, v.Graph)
-	case cliflag.Table:
-		return report.TopoTable(w, v)
-	}
-	return report.WriteTables(w, o.format, "topo", version, report.TopoGrids(v)...)
+	return report.Topo(w, o.format, version, v)
 }
 
 // gpuLookup resolves a hardware preset through the preset resolver; nil

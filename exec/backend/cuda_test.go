@@ -4,6 +4,7 @@ package backend
 
 import (
 	"context"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -153,5 +154,88 @@ func TestCudaBackendRunOnFakes(t *testing.T) {
 		if res.Backend != "cuda" || res.AllocatedBytes == 0 {
 			t.Errorf("rank %d: backend %q, %d bytes allocated", res.Rank, res.Backend, res.AllocatedBytes)
 		}
+	}
+}
+
+// A traced run on the GPU backend takes each span's time from events on
+// the rank's stream (exec.DeviceClock), not from the host clock around the
+// call. The fake driver's clock moves 0.25 ms per event record, so every
+// span's device time is known: a mark before the op, the op's own records,
+// a mark after. single-tiny on one rank (3 decode steps per iteration,
+// graphs on, captured after 2 op-by-op runs, so in the warm-up iteration):
+//   - prefill ops run op by op between the timer's two events: 3 records
+//     from the mark before to the mark after, 0.75 ms;
+//   - a traced decode step replays its graph: its first op launches it
+//     between two timer events (0.75 ms), the others queue nothing (0.25 ms);
+//   - each span starts 0.25 ms after the previous one ended (the next op's
+//     mark), so the first span starts at 0 and the spans tile the trace.
+func TestCudaBackendDeviceTrace(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	nccltest.Setenv(t)
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.DType = "fp16"
+	cfg.Run.Warmup, cfg.Run.Iterations = 1, 1
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+	newCompute, newComm, err := cudaBackend(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
+		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	var sum int64
+	for _, b := range r.AllocatedByKind {
+		sum += b
+	}
+	if len(r.AllocatedByKind) != 4 || sum != r.AllocatedBytes {
+		t.Errorf("allocated by kind %v (sum %d), AllocatedBytes %d", r.AllocatedByKind, sum, r.AllocatedBytes)
+	}
+	if r.SpanClock != "device" {
+		t.Fatalf("span clock %q, want device", r.SpanClock)
+	}
+	nPrefill, nDecode := len(plan.Program(0, partition.Prefill).Ops), len(plan.Program(0, partition.Decode).Ops)
+	if len(r.Spans) != nPrefill+2*nDecode {
+		t.Fatalf("%d spans, want %d prefill + 2 × %d decode ops", len(r.Spans), nPrefill, nDecode)
+	}
+	const q = 0.25e-3
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	end := -q
+	var prefillSum float64
+	for i, s := range r.Spans {
+		want := 3 * q
+		if s.Phase == string(partition.Decode) && (i-nPrefill)%nDecode != 0 {
+			want = q
+		}
+		if !s.Device || !near(s.DurS, want) || !near(s.StartS, end+q) {
+			t.Errorf("span %d %s %s step %d: device %v start %g dur %g, want start %g dur %g",
+				i, s.Phase, s.Name, s.Step, s.Device, s.StartS, s.DurS, end+q, want)
+		}
+		end = s.StartS + s.DurS
+		if s.Phase == string(partition.Prefill) {
+			prefillSum += s.DurS
+		}
+	}
+	// The prefill spans sum to the prefill's device time less the gaps
+	// between one op's end mark and the next op's start mark.
+	if !near(prefillSum, float64(nPrefill)*3*q) {
+		t.Errorf("prefill spans sum to %g s, want %d ops × 0.75 ms", prefillSum, nPrefill)
 	}
 }

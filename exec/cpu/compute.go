@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/model"
@@ -19,6 +20,7 @@ type Compute struct {
 	out    []mbOut
 
 	allocated int64
+	byKind    map[string]int64
 }
 
 var _ pexec.Compute = (*Compute)(nil)
@@ -52,7 +54,7 @@ func NewWith(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 	r := plan.Ranks[rank]
 	c := &Compute{rank: r, seed: plan.Config.Run.Seed, inputs: opts.Inputs, kv: map[int]*kvCache{}, out: make([]mbOut, plan.Microbatches)}
 	f, err := pexec.NewFrame[pexec.F32, *model.Tensor]("cpu", plan, rank, func(_ model.Buf, n int) (pexec.F32, error) {
-		c.allocated += int64(4 * n)
+		c.count(pexec.AllocBuffers, int64(4*n))
 		return make(pexec.F32, n), nil
 	})
 	if err != nil {
@@ -74,13 +76,13 @@ func NewWith(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 			return nil, fmt.Errorf("cpu: rank %d: tensor %q of layer %d is [%d, %d], the shard is [%d, %d]", rank, ts.Name, ts.Layer, t.K, t.N, ts.K, ts.N)
 		}
 		c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = t
-		c.allocated += int64(4 * len(t.Data))
+		c.count(pexec.AllocWeights, int64(4*len(t.Data)))
 	}
 	w := plan.Config.Workload
 	kvWidth := plan.Shard(r.TPIndex).KVWidth()
 	for _, l := range r.Layers {
 		kv := newKVCache(w.Batch, w.Context, kvWidth)
-		c.allocated += int64(4 * (len(kv.k) + len(kv.v)))
+		c.count(pexec.AllocKV, int64(4*(len(kv.k)+len(kv.v))))
 		c.kv[l] = kv
 	}
 	return c, nil
@@ -273,6 +275,17 @@ func (c *Compute) Sync(ctx context.Context) error { return ctx.Err() }
 
 // AllocatedBytes is the bytes of weights, KV cache and buffers allocated.
 func (c *Compute) AllocatedBytes() int64 { return c.allocated }
+
+// AllocatedByKind is AllocatedBytes by kind (exec.AllocationItemizer).
+func (c *Compute) AllocatedByKind() map[string]int64 { return maps.Clone(c.byKind) }
+
+func (c *Compute) count(kind string, bytes int64) {
+	if c.byKind == nil {
+		c.byKind = map[string]int64{}
+	}
+	c.byKind[kind] += bytes
+	c.allocated += bytes
+}
 
 // Close drops the rank's memory.
 func (c *Compute) Close() error {

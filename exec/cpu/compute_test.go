@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -156,5 +157,30 @@ func TestBufferErrors(t *testing.T) {
 	op := plan.Program(0, partition.Decode).Ops[0]
 	if err := c.Exec(context.Background(), &op, plan.Config.Workload.Context); err == nil || !strings.Contains(err.Error(), "exceed") {
 		t.Fatalf("input at the end of the context: %v", err)
+	}
+}
+
+// AllocatedByKind splits TestAllocatedBytes's total: weights and KV cache as
+// the plan counts them, buffers the same hand count, nothing else.
+func TestAllocatedByKind(t *testing.T) {
+	var _ pexec.AllocationItemizer = (*Compute)(nil)
+	cfg, err := configs.Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, rk := range plan.Ranks {
+		c := newCompute(t, plan, r)
+		bufs := int64(2 * 40 * 481 * 4)
+		if rk.Stage == 1 {
+			bufs += 2 * 288 * 4
+		}
+		want := map[string]int64{pexec.AllocWeights: rk.Memory.WeightBytes, pexec.AllocKV: rk.Memory.KVCacheBytes, pexec.AllocBuffers: bufs}
+		if got := c.AllocatedByKind(); !maps.Equal(got, want) {
+			t.Errorf("rank %d: by kind %v, want %v", r, got, want)
+		}
 	}
 }

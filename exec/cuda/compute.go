@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 
@@ -78,9 +79,12 @@ type Compute struct {
 
 	allocs    []cuda.DevicePtr
 	allocated int64
+	byKind    map[string]int64
 	kv        map[int]*dkv
 	mbs       []*mbState
 	errFlag   cuda.DevicePtr // int32[2]: {row + 1, token bits} of an invalid token
+	promptDev cuda.DevicePtr // float32 [batch][prompt]: SetPrompt's ids
+	promptSet bool           // Input reads prompt positions from promptDev
 
 	argBuf    args
 	flagDirty bool // an input kernel ran since Sync last read errFlag
@@ -88,6 +92,7 @@ type Compute struct {
 	capturing bool
 	graphs    *graphs
 	timer     *timer
+	marks     []mark // exec.DeviceClock's marks since Marks last read them
 	stats     LaunchStats
 	fault     error // a device-side failure, returned by every later call
 	closeOnce sync.Once
@@ -95,8 +100,10 @@ type Compute struct {
 }
 
 var (
-	_ pexec.Compute   = (*Compute)(nil)
-	_ pexec.Inspector = (*Compute)(nil)
+	_ pexec.Compute            = (*Compute)(nil)
+	_ pexec.DeviceClock        = (*Compute)(nil)
+	_ pexec.AllocationItemizer = (*Compute)(nil)
+	_ pexec.Inspector          = (*Compute)(nil)
 )
 
 // dtensor is a weight shard in device memory, row-major [k][n].
@@ -224,7 +231,7 @@ func (c *Compute) init() error {
 	if err := c.initKernels(); err != nil {
 		return err
 	}
-	if c.errFlag, err = c.alloc(8); err != nil {
+	if c.errFlag, err = c.alloc(pexec.AllocWorkspace, 8); err != nil {
 		return err
 	}
 	if err := c.stream.MemsetD8Async(c.errFlag, 0, 8); err != nil {
@@ -255,7 +262,7 @@ func (c *Compute) initBLAS() error {
 		return err
 	}
 	if c.handle.HasWorkspace() {
-		ws, err := c.alloc(cublasWorkspaceBytes)
+		ws, err := c.alloc(pexec.AllocWorkspace, cublasWorkspaceBytes)
 		if err != nil {
 			return err
 		}
@@ -266,16 +273,23 @@ func (c *Compute) initBLAS() error {
 	return nil
 }
 
-// alloc allocates device memory and counts it.
-func (c *Compute) alloc(bytes int64) (cuda.DevicePtr, error) {
+// alloc allocates device memory and counts it under kind (exec.Alloc*).
+func (c *Compute) alloc(kind string, bytes int64) (cuda.DevicePtr, error) {
 	p, err := c.drv.MemAlloc(bytes)
 	if err != nil {
 		return 0, err
 	}
 	c.allocs = append(c.allocs, p)
 	c.allocated += bytes
+	if c.byKind == nil {
+		c.byKind = map[string]int64{}
+	}
+	c.byKind[kind] += bytes
 	return p, nil
 }
+
+// AllocatedByKind is AllocatedBytes by kind (exec.AllocationItemizer).
+func (c *Compute) AllocatedByKind() map[string]int64 { return maps.Clone(c.byKind) }
 
 // upload copies float32 values, converted to the element type, to dst.
 func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
@@ -289,7 +303,7 @@ func (c *Compute) initWeights() error {
 		if err != nil {
 			return err
 		}
-		p, err := c.alloc(int64(len(t.Data)) * int64(c.dt.bytes))
+		p, err := c.alloc(pexec.AllocWeights, int64(len(t.Data))*int64(c.dt.bytes))
 		if err != nil {
 			return err
 		}
@@ -310,11 +324,11 @@ func (c *Compute) initBuffers() error {
 	c.kv = map[int]*dkv{}
 	kvElems := int64(p.KVElems(c.rank.Rank))
 	for _, l := range c.rank.Layers {
-		kp, err := c.alloc(kvElems * eb)
+		kp, err := c.alloc(pexec.AllocKV, kvElems*eb)
 		if err != nil {
 			return err
 		}
-		vp, err := c.alloc(kvElems * eb)
+		vp, err := c.alloc(pexec.AllocKV, kvElems*eb)
 		if err != nil {
 			return err
 		}
@@ -331,7 +345,7 @@ func (c *Compute) initBuffers() error {
 		if b == model.Tokens {
 			size = int64(n) * 4
 		}
-		ptr, err := c.alloc(max(size, 4))
+		ptr, err := c.alloc(pexec.AllocBuffers, max(size, 4))
 		return dbuf{p: ptr, n: n, f32: b == model.Tokens}, err
 	})
 	if err != nil {
@@ -342,14 +356,14 @@ func (c *Compute) initBuffers() error {
 	for range p.Microbatches {
 		st := &mbState{posHost: -1, outElems: outElems}
 		var err error
-		if st.pos, err = c.alloc(4); err != nil {
+		if st.pos, err = c.alloc(pexec.AllocBuffers, 4); err != nil {
 			return err
 		}
 		if outElems > 0 {
-			if st.out, err = c.alloc(int64(outElems) * eb); err != nil {
+			if st.out, err = c.alloc(pexec.AllocBuffers, int64(outElems)*eb); err != nil {
 				return err
 			}
-			if st.sampled, err = c.alloc(int64(p.MicrobatchSize) * 4); err != nil {
+			if st.sampled, err = c.alloc(pexec.AllocBuffers, int64(p.MicrobatchSize)*4); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"github.com/partbench/partbench/model"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,36 @@ func TestNewOnFakes(t *testing.T) {
 	}
 	if _, err := c.Buffer(model.Buf(99), 0, 1); err == nil {
 		t.Error("unknown buffer accepted")
+	}
+}
+
+// AllocatedByKind splits TestNewOnFakes's total by the same hand count
+// (rank 3 of tp2pp2-tiny in fp16, 2-byte elements).
+func TestAllocatedByKindOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := tinyPlan(t, "test/tp2pp2-tiny")
+	c := fakeCompute(t, plan, 3, Options{DType: "fp16"})
+	want := map[string]int64{
+		pexec.AllocWeights:   2 * (4*18560 + 64 + 3072),
+		pexec.AllocKV:        2 * 4 * 3072,
+		pexec.AllocBuffers:   2*2*(19488+192) + 2*(160+4+8),
+		pexec.AllocWorkspace: 8 + cublasWorkspaceBytes, // the invalid-token flag, cuBLAS's workspace
+	}
+	got := c.AllocatedByKind()
+	if !maps.Equal(got, want) {
+		t.Errorf("by kind %v, want %v", got, want)
+	}
+	var sum int64
+	for _, b := range got {
+		sum += b
+	}
+	if sum != c.AllocatedBytes() {
+		t.Errorf("kinds sum to %d, AllocatedBytes %d", sum, c.AllocatedBytes())
+	}
+	// The plan's own weight and KV figures for the rank, in fp16.
+	rk := plan.Ranks[3]
+	if got[pexec.AllocWeights] != rk.Memory.WeightBytes/2 || got[pexec.AllocKV] != rk.Memory.KVCacheBytes/2 {
+		t.Errorf("weights %d, KV %d: want half the fp32 plan's %d and %d", got[pexec.AllocWeights], got[pexec.AllocKV], rk.Memory.WeightBytes, rk.Memory.KVCacheBytes)
 	}
 }
 

@@ -88,7 +88,8 @@ func (c *Compute) setPos(st *mbState, past int) error {
 }
 
 // Input makes x from token ids: the prompt's tokens for positions below
-// the prompt length (pb_prompt_tokens), else the ids in the tokens buffer
+// the prompt length (pb_prompt_tokens, or SetPrompt's ids copied on the
+// device), else the ids in the tokens buffer
 // (fed back by sample), through the vocabulary-sharded embedding or the
 // synthetic inputs.
 func (k kernels) Input(op *partition.Op, past int, tokens, x dbuf, emb *dtensor) error {
@@ -98,7 +99,13 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x dbuf, emb *dtensor)
 	if err := c.setPos(st, past); err != nil {
 		return err
 	}
-	if past < c.frame.Prompt {
+	if past < c.frame.Prompt && c.promptSet {
+		if !c.replay {
+			if err := c.promptTokens(tokens, seqs, q, mb*seqs, past); err != nil {
+				return err
+			}
+		}
+	} else if past < c.frame.Prompt {
 		a := c.newArgs().p(tokens.p).p(st.pos).i(seqs).i(q).i(mb * seqs).i(c.frame.Prompt).i(op.Vocab).u(c.promptBase)
 		if err := c.launch("pb_prompt_tokens", cuda.D1(flatBlocks(op.Rows)), cuda.D1(flatThreads), a); err != nil {
 			return err

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"math"
 	"sort"
 
 	"github.com/partbench/partbench/cgo/cuda"
@@ -118,6 +119,80 @@ func (c *Compute) ResetTimes() error {
 		}
 	}
 	return nil
+}
+
+// mark is one exec.DeviceClock mark: an event recorded on the stream, or
+// none (ok false) when it was made during a graph capture.
+type mark struct {
+	e  cuda.Event
+	ok bool
+}
+
+// Mark records an event on the rank's stream after the work queued so far
+// (exec.DeviceClock), without waiting. During a decode segment's capture an
+// event record would become part of the graph, so the mark is left untimed.
+func (c *Compute) Mark() error {
+	if c.fault != nil {
+		return c.fault
+	}
+	unpin, err := c.pin()
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	if c.capturing {
+		c.marks = append(c.marks, mark{})
+		return nil
+	}
+	e, err := c.timer.event()
+	if err != nil {
+		return err
+	}
+	if err := e.Record(c.stream); err != nil {
+		c.timer.release(e)
+		return err
+	}
+	c.marks = append(c.marks, mark{e, true})
+	return nil
+}
+
+// Marks waits for the stream and returns each mark's time since the first
+// timed one, in seconds (NaN for an untimed mark), and forgets them.
+func (c *Compute) Marks() ([]float64, error) {
+	unpin, err := c.pin()
+	if err != nil {
+		return nil, err
+	}
+	defer unpin()
+	marks := c.marks
+	c.marks = nil
+	defer func() {
+		for _, m := range marks {
+			if m.ok {
+				c.timer.release(m.e)
+			}
+		}
+	}()
+	if err := c.stream.Synchronize(); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(marks))
+	var first *cuda.Event
+	for i, m := range marks {
+		if !m.ok {
+			out[i] = math.NaN()
+			continue
+		}
+		if first == nil {
+			first = &marks[i].e
+		}
+		ms, err := cuda.ElapsedMS(*first, m.e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = float64(ms) / 1e3
+	}
+	return out, nil
 }
 
 // timedOp runs an op op by op, between two events when timing is on.

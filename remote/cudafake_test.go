@@ -1,0 +1,58 @@
+//go:build cgo
+
+package remote
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	pexec "github.com/partbench/partbench/exec"
+	xcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/partition"
+)
+
+// TestExecEngineOnFakeCUDA: the exec engine over exec/cuda, on the fake
+// driver (device memory is host memory, kernels compute nothing), takes
+// every mode's payload — weights, KV caches, prompts, token ids — through
+// exec.StateIO with the model's bytes exactly, and, the arithmetic being
+// absent, the modes still agree: each returns what the device's memory
+// holds. It proves the plumbing only; it has not run on a GPU.
+func TestExecEngineOnFakeCUDA(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	eng := &ExecEngine{Backend: "cuda", New: func(plan *partition.Plan) (pexec.Compute, error) { return xcuda.New(plan, 0, xcuda.Options{}) }}
+	for _, name := range []string{"test/single-tiny", "test/gpt2-tiny"} {
+		cfg, plan := testConfig(t, name)
+		_, addrs := startServer(t, ServerConfig{}, eng)
+		prompt := SeededPrompt(plan)
+		local, err := GenerateLocal(ctx(t), eng, plan, prompt)
+		if err != nil {
+			t.Fatalf("%s local: %v", name, err)
+		}
+		weights, err := ModelWeights(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t, addrs["tcp"], "tcp", "")
+		for _, mode := range []partition.RemoteMode{partition.RemoteNaive, partition.RemoteKV, partition.RemoteStateful} {
+			s, err := c.Open(ctx(t), cfg, mode, partition.RemoteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Generate(ctx(t), s, weights, prompt)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, mode, err)
+			}
+			if !slices.EqualFunc(g.Tokens, local.Tokens, slices.Equal) {
+				t.Errorf("%s %s tokens %v, local %v", name, mode, g.Tokens, local.Tokens)
+			}
+			for _, call := range g.Calls {
+				want, _ := plan.RemoteBytesOf(mode, partition.RemoteRequest{Phase: call.Phase, Step: call.Step}, partition.RemoteOptions{})
+				if b := call.Result.Bytes; b.PayloadUp != want.Up() || b.PayloadDown != want.Down() {
+					t.Errorf("%s %s %s/%d: payload %d up %d down, the model says %d and %d", name, mode, call.Phase, call.Step, b.PayloadUp, b.PayloadDown, want.Up(), want.Down())
+				}
+			}
+			s.Close(ctx(t))
+		}
+	}
+}
