@@ -57,7 +57,7 @@ func estimateWith(t *testing.T, name, calibration string) (*sim.Estimate, []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := estimateConfig(cfg, sim.Options{})
+	e, err := sim.EstimateConfig(cfg, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCalibrationMovesTheTinyEstimate(t *testing.T) {
 	// links against the H100 without it, as the reasoning above does.
 	h100cfg, _ := configs.Load("test/tp2pp2-tiny")
 	h100cfg.Hardware.StepOverheadS = 0
-	h100NoStep, err := estimateConfig(h100cfg, sim.Options{})
+	h100NoStep, err := sim.EstimateConfig(h100cfg, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {
-		e, err := estimateConfig(cfg, opts)
+		e, err := sim.EstimateConfig(cfg, opts)
 		if err != nil {
 			return err
 		}
@@ -136,11 +136,6 @@ func (o *modelOptions) load() ([]*configs.Config, error) {
 	}
 	_, err = configs.ApplyCalibrationFile(cfg, o.calibration)
 	return []*configs.Config{cfg}, err
-}
-
-// estimateConfig plans and estimates one config (sim.EstimateConfig).
-func estimateConfig(cfg *configs.Config, opts sim.Options) (*sim.Estimate, error) {
-	return sim.EstimateConfig(cfg, opts)
 }
 
 // defaultDecodeSteps is the decode steps model and search simulate by default.
