@@ -283,7 +283,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	name, plan := setup.Name, setup.Plan
+	plan := setup.Plan
 	if o.emulate != plan.Size() {
 		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
 	}
@@ -295,16 +295,9 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := report.EmulationGrid(name, e.Emulated, e.Modeled, e.AllocatedBytes)
-	g.Notes = append(g.Notes, setup.Notes...)
-	if o.outDir != "" {
-		doc := report.EmulationDoc{Schema: report.EmulationSchema, Version: version, Backend: name, Config: cfg, Ranks: o.emulate,
-			Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Table: g}
-		if err := report.WriteEmulationFiles(o.outDir, &doc); err != nil {
-			return fmt.Errorf("--output-dir: %w", err)
-		}
-	}
-	return report.WriteTables(stdout, o.format, "run --emulate-ranks", version, g)
+	doc := report.EmulationDoc{Version: version, Backend: setup.Name, Config: cfg, Ranks: o.emulate,
+		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes}
+	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, setup.Notes)
 }
 
 // traceSteps is how many decode steps a run records for --trace.
