@@ -67,10 +67,7 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
-	header := []string{fmt.Sprintf("partbench calibration: host %s, backend %s, date %s, partbench version %s",
-		cal.Info.Host, cal.Info.Backend, cal.Info.Date, cal.Info.Version),
-		"Load it with --calibration FILE (model --dry-run, run, l2); docs/calibration.md says how each figure is fitted."}
-	if err := report.WriteFileAtomic(o.out, func(w io.Writer) error { return cal.WriteTOML(w, header) }); err != nil {
+	if err := report.WriteCalibration(o.out, cal); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", o.out, err)
 	}
 	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
