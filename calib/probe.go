@@ -1,6 +1,10 @@
 package calib
 
 import (
+	"fmt"
+
+	"github.com/partbench/partbench/configs"
+
 	"math"
 	"time"
 )
@@ -74,4 +78,38 @@ func (r Reuse) ImpliedResidency(cacheBytesPerS float64) (f float64, ok bool) {
 		return 0, false
 	}
 	return math.Min(1, math.Max(0, (1-r.StreamBytesPerS/r.ReuseBytesPerS)/den)), true
+}
+
+// QuickProbeOptions are the probe's options for a quick pass: fewer repeats
+// and shorter samples.
+func QuickProbeOptions() ProbeOptions {
+	return ProbeOptions{Repeats: QuickRepeats, MinSample: 500 * time.Microsecond}
+}
+
+// MemoProbe returns a probe that measures each working-set size once with
+// ProbeReuse and answers again from memory (ranks often share a size). It
+// is not safe for concurrent use.
+func MemoProbe(o ProbeOptions) func(bytes int64) Reuse {
+	probed := map[int64]Reuse{}
+	return func(bytes int64) Reuse {
+		m, ok := probed[bytes]
+		if !ok {
+			m = ProbeReuse(bytes, o)
+			probed[bytes] = m
+		}
+		return m
+	}
+}
+
+// CheckProbeBackend says whether ProbeReuse can stand for backend's memory:
+// cpu only for now (cuda needs a GPU backend build that can time kernels).
+// Errors name the --backend flag.
+func CheckProbeBackend(backend string) error {
+	switch backend {
+	case configs.BackendCPU:
+		return nil
+	case configs.BackendCUDA:
+		return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
+	}
+	return fmt.Errorf("--backend: must be cpu or cuda (got %q)", backend)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,4 +135,39 @@ func RankError(rank int, verbose bool, err error) error {
 		return fmt.Errorf("rank %d: %s (rank 0 prints the details; --verbose: every rank)", rank, strings.TrimSuffix(first, ":"))
 	}
 	return fmt.Errorf("rank %d: %w", rank, err)
+}
+
+// Spawn is the built-in launcher's options for nproc local ranks: several
+// nodes as SpawnOptions resolves them; on one node, the rendezvous address
+// rdzv (else --master-addr/--master-port, else none: Spawn picks a free
+// port), checked by launch.ParseRendezvous.
+func (n *Nodes) Spawn(f *pflag.FlagSet, nproc int, rdzv string, stderr io.Writer) (launch.SpawnOptions, error) {
+	if n.NNodes > 1 {
+		return n.SpawnOptions(f, nproc, rdzv, stderr)
+	}
+	opts := launch.SpawnOptions{NProc: nproc}
+	if rdzv == "" {
+		rdzv = n.Endpoint(f)
+	}
+	if rdzv != "" {
+		host, port, err := launch.ParseRendezvous(rdzv, nproc)
+		if err != nil {
+			return opts, err
+		}
+		opts.MasterAddr, opts.MasterPort = host, port
+	}
+	return opts, nil
+}
+
+// Forward returns "--name=value" for every flag of f set on the command
+// line, in name order, except those named in skip: how a launcher hands its
+// own flags to the ranks it starts (each rank parses them as it would have).
+func Forward(f *pflag.FlagSet, skip ...string) []string {
+	var a []string
+	f.Visit(func(fl *pflag.Flag) {
+		if !slices.Contains(skip, fl.Name) {
+			a = append(a, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return a
 }

@@ -3,8 +3,10 @@ package launchflags
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -81,5 +83,81 @@ func TestRankError(t *testing.T) {
 	}
 	if got := RankError(3, true, list); !errors.Is(got, list) {
 		t.Errorf("--verbose: %v does not wrap the full error", got)
+	}
+}
+
+func TestSpawnOneNode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		rdzv string
+		host string
+		port int
+		err  string
+	}{
+		{nil, "", "", 0, ""},                           // Spawn picks host and port
+		{nil, "10.0.0.1:29500", "10.0.0.1", 29500, ""}, // --rendezvous
+		{[]string{"--master-port", "29501"}, "", launch.DefaultRendezvousHost, 29501, ""},       // torchrun's flags on one node
+		{[]string{"--master-addr", "h", "--master-port", "1"}, "10.0.0.1:2", "10.0.0.1", 2, ""}, // --rendezvous wins
+		{nil, "h:0", "", 0, `--rendezvous "h:0": port 0 would let rank 0 pick a port the other 3 ranks cannot know`},
+	} {
+		n, fs := parse(t, c.args...)
+		got, err := n.Spawn(fs, 4, c.rdzv, io.Discard)
+		if c.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("%v %q: %v, want %q", c.args, c.rdzv, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.NProc != 4 || got.MasterAddr != c.host || got.MasterPort != c.port {
+			t.Errorf("%v %q: %+v %v, want %s:%d", c.args, c.rdzv, got, err, c.host, c.port)
+		}
+	}
+	// Two nodes: SpawnOptions' answer.
+	n, fs := parse(t, "--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port", "7")
+	got, err := n.Spawn(fs, 2, "", io.Discard)
+	want, werr := n.SpawnOptions(fs, 2, "", io.Discard)
+	if err != nil || werr != nil || got.MasterAddr != want.MasterAddr || got.MasterPort != want.MasterPort || got.NProc != want.NProc {
+		t.Errorf("two nodes: %+v %v, want %+v %v", got, err, want, werr)
+	}
+}
+
+func TestForwardRoundTrips(t *testing.T) {
+	type vals struct {
+		config  string
+		tol     float64
+		iters   int
+		strict  bool
+		timeout time.Duration
+		nproc   int
+	}
+	flags := func(v *vals) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		fs.StringVar(&v.config, "config", "", "")
+		fs.Float64Var(&v.tol, "tolerance", 0.25, "")
+		fs.IntVar(&v.iters, "iterations", -1, "")
+		fs.BoolVar(&v.strict, "strict", false, "")
+		fs.DurationVar(&v.timeout, "join-timeout", time.Minute, "")
+		fs.IntVar(&v.nproc, "nproc", 0, "")
+		return fs
+	}
+	var in vals
+	fs := flags(&in)
+	if err := fs.Parse([]string{"--config", "a b.toml", "--tolerance", "0.1", "--strict", "--join-timeout", "90s", "--nproc", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	args := Forward(fs, "nproc")
+	if want := []string{"--config=a b.toml", "--join-timeout=1m30s", "--strict=true", "--tolerance=0.1"}; !slices.Equal(args, want) {
+		t.Fatalf("Forward = %q, want %q", args, want)
+	}
+	// A rank parsing them holds the launcher's values; unset and skipped
+	// flags keep their defaults.
+	var out vals
+	if err := flags(&out).Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	want := in
+	want.nproc = 0
+	if out != want {
+		t.Errorf("rank parsed %+v, want %+v", out, want)
 	}
 }

@@ -12,13 +12,9 @@ import (
 // SweepSchema names the JSON layout of `partbench model --dry-run --sweep`.
 const SweepSchema = "partbench.sweep/v1"
 
-// SweepPoint is every strategy's estimate at one value of the swept key;
-// Skipped names strategies the value makes invalid, with the reason.
-type SweepPoint struct {
-	Value      int             `json:"value"`
-	Strategies []*sim.Estimate `json:"strategies"`
-	Skipped    []string        `json:"skipped,omitempty"`
-}
+// SweepPoint is every strategy's estimate at one value of the swept key
+// (sim.Sweep computes them).
+type SweepPoint = sim.SweepPoint
 
 // SweepGrid tabulates a sweep: one row per value and strategy, and a note
 // on where the ranking by throughput changes.

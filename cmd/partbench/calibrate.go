@@ -67,29 +67,8 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
-	header := []string{fmt.Sprintf("partbench calibration: host %s, backend %s, date %s, partbench version %s",
-		cal.Info.Host, cal.Info.Backend, cal.Info.Date, cal.Info.Version),
-		"Load it with --calibration FILE (model --dry-run, run, l2); docs/calibration.md says how each figure is fitted."}
-	if err := report.WriteFileAtomic(o.out, func(w io.Writer) error { return cal.WriteTOML(w, header) }); err != nil {
+	if err := report.WriteCalibration(o.out, cal); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", o.out, err)
 	}
 	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
-}
-
-// applyCalibration loads the calibration at path and applies it to cfg (its
-// hardware, and its links as configs.Calibration.Apply says), then validates
-// cfg. The notes say what was replaced; the caller shows them.
-func applyCalibration(cfg *configs.Config, path string) ([]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	cal, err := configs.LoadCalibration(path)
-	if err != nil {
-		return nil, fmt.Errorf("--calibration: %w", err)
-	}
-	notes := cal.Apply(cfg)
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("--calibration %s: the calibrated config is not valid: %w", path, err)
-	}
-	return notes, nil
 }

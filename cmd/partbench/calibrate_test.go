@@ -53,11 +53,11 @@ func estimateWith(t *testing.T, name, calibration string) (*sim.Estimate, []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes, err := applyCalibration(cfg, calibration)
+	notes, err := configs.ApplyCalibrationFile(cfg, calibration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := estimateConfig(cfg, sim.Options{})
+	e, err := sim.EstimateConfig(cfg, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCalibrationMovesTheTinyEstimate(t *testing.T) {
 	// links against the H100 without it, as the reasoning above does.
 	h100cfg, _ := configs.Load("test/tp2pp2-tiny")
 	h100cfg.Hardware.StepOverheadS = 0
-	h100NoStep, err := estimateConfig(h100cfg, sim.Options{})
+	h100NoStep, err := sim.EstimateConfig(h100cfg, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,19 +115,6 @@ func TestCalibrationMovesTheTinyEstimate(t *testing.T) {
 		if c.Link != topology.Network {
 			t.Errorf("collective %s runs over %s, want the calibrated network link", c.Name, c.Link)
 		}
-	}
-}
-
-func TestApplyCalibrationErrors(t *testing.T) {
-	cfg, _ := configs.Load("test/tp2pp2-tiny")
-	if _, err := applyCalibration(cfg, filepath.Join(t.TempDir(), "none.toml")); err == nil || !strings.HasPrefix(err.Error(), "--calibration: read calibration") {
-		t.Errorf("missing file: %v", err)
-	}
-	// The CPU profile has no fp8: a config in fp8 does not validate.
-	cfg.Model.DType = "fp8"
-	_, err := applyCalibration(cfg, writeTestCalibration(t, cpuLikeCalibration()))
-	if err == nil || !strings.Contains(err.Error(), "model.dtype: fp8 is not supported by hardware \"cpu:test\"") {
-		t.Errorf("fp8 on the CPU profile: %v", err)
 	}
 }
 

@@ -8,22 +8,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
-	"github.com/partbench/partbench/exec/tcpcomm"
-	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/launchflags"
 	"github.com/partbench/partbench/report"
 )
 
@@ -79,16 +79,9 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	case o.dtype != "fp32":
 		return &exitError{2, fmt.Errorf("generate: --dtype %q: allowed fp32 (the CPU backend computes in float32)", o.dtype)}
 	}
-	data, err := os.ReadFile(o.idsFile)
+	prompts, err := checkpoint.ReadPromptIDs(o.idsFile)
 	if err != nil {
-		return &exitError{2, fmt.Errorf("generate: --ids-file: %w", err)}
-	}
-	var prompts [][]int
-	if err := json.Unmarshal(data, &prompts); err != nil {
-		return &exitError{2, fmt.Errorf("generate: --ids-file %s: want a JSON list of token-id lists: %w", o.idsFile, err)}
-	}
-	if len(prompts) == 0 {
-		return &exitError{2, fmt.Errorf("generate: --ids-file %s holds no prompts", o.idsFile)}
+		return &exitError{2, fmt.Errorf("generate: %w", err)}
 	}
 	dir, err := filepath.Abs(o.modelDir)
 	if err != nil {
@@ -103,14 +96,14 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, err}
 	}
 	if cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node") {
-		return o.launch(cmd.Context(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
+		return o.launch(cmd.Context(), cmd.Flags(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
 	}
 	env, err := launch.Detect(os.LookupEnv)
 	if err != nil {
 		return err
 	}
 	if o.rendezvous != "" {
-		if _, _, err := parseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
+		if _, _, err := launch.ParseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
 			return &exitError{2, fmt.Errorf("generate: %w", err)}
 		}
 		env.RendezvousAddr = o.rendezvous
@@ -120,48 +113,26 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, err}
 	}
 	defer w.Close()
-	var res pexec.GenerateResult
-	if env.Source == launch.SourceSingle {
-		opts := pexec.GenerateOptions{
-			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", NewComms: localcomm.Comms,
-			NewCompute: cpu.FromCheckpoint(w, hf),
-		}
-		if res, err = pexec.Generate(cmd.Context(), cfg, prompts, opts); err != nil {
-			return err
-		}
-	} else {
-		// One rank of a launched job: its own slices only; rank 0 prints.
-		r, err := pexec.GenerateRank(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
-			NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
-			NewCompute: cpu.FromCheckpoint(w, hf),
-			NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
-				return tcpcomm.New(ctx, sess, rank, p.Size(), "")
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", env.Rank, err)
-		}
-		if r == nil {
-			return nil
-		}
-		res = *r
+	// In one process every rank runs here; under a launcher, this rank reads
+	// only its own slices and rank 0 prints.
+	res, err := pexec.GenerateAs(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
+		NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
+		NewCompute: cpu.FromCheckpoint(w, hf), NewComm: backend.TCPComm,
+	}, localcomm.Comms)
+	if err != nil || res == nil {
+		return err
 	}
 	if o.logitsOut != "" {
 		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
 			return fmt.Errorf("generate: --logits-out: %w", err)
 		}
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Schema string `json:"schema"`
-		pexec.GenerateResult
-	}{"partbench.generate/v1", res})
+	return report.GenerateJSON(cmd.OutOrStdout(), *res)
 }
 
 // launch starts n local ranks of this generation (the built-in launcher),
 // each a `partbench generate` without --nproc, and waits for all.
-func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
+func (o *generateOptions) launch(ctx context.Context, flags *pflag.FlagSet, dir string, n int) error {
 	if o.nproc != n {
 		return &exitError{2, fmt.Errorf("generate: --nproc %d: --tp %d × --pp %d needs %d ranks", o.nproc, o.tp, o.pp, n)}
 	}
@@ -173,9 +144,9 @@ func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
 	if err != nil {
 		return err
 	}
-	argv := []string{exe, "generate", "--model-dir", dir, "--ids-file", ids, "--new-tokens", strconv.Itoa(o.newTokens),
-		"--tp", strconv.Itoa(o.tp), "--pp", strconv.Itoa(o.pp), "--microbatches", strconv.Itoa(o.microbatches),
-		"--format", o.format, "--backend", o.backend, "--dtype", o.dtype, "--join-timeout", o.joinTimeout.String()}
+	// The ranks share this one's flags, with its paths made absolute.
+	argv := append([]string{exe, "generate", "--model-dir", dir, "--ids-file", ids},
+		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "nproc", "nproc-per-node", "rendezvous")...)
 	if o.logitsOut != "" {
 		out, err := filepath.Abs(o.logitsOut)
 		if err != nil {
@@ -183,13 +154,5 @@ func (o *generateOptions) launch(ctx context.Context, dir string, n int) error {
 		}
 		argv = append(argv, "--logits-out", out)
 	}
-	boundsOwnExit(ctx)
-	code, err := launch.Spawn(context.WithoutCancel(ctx), launch.SpawnOptions{NProc: n, Argv: argv})
-	if err != nil {
-		return &exitError{code: max(code, 1), err: err}
-	}
-	if code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("generate: a rank exited with status %d", code)}
-	}
-	return nil
+	return spawnRanks(ctx, launch.SpawnOptions{NProc: n, Argv: argv}, "generate: ")
 }

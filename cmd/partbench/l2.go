@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,9 +10,7 @@ import (
 	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
-	"github.com/partbench/partbench/sim"
 )
 
 type l2Options struct {
@@ -54,65 +50,25 @@ the two bandwidths is a counter-free proxy of how much of it the caches hold
 
 func (o *l2Options) run(stdout io.Writer) error {
 	if o.measure {
-		switch o.backend {
-		case configs.BackendCPU:
-		case configs.BackendCUDA:
-			return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
-		default:
-			return fmt.Errorf("--backend: must be cpu or cuda (got %q)", o.backend)
-		}
-	}
-	names := o.configs
-	if len(names) == 0 {
-		names = configs.DefaultStrategies
-	}
-	probeOpts := calib.ProbeOptions{}
-	if o.quick {
-		probeOpts = calib.ProbeOptions{Repeats: calib.QuickRepeats, MinSample: 500 * time.Microsecond}
-	}
-	probed := map[int64]calib.Reuse{}
-	var out []compare.L2Strategy
-	for _, name := range names {
-		cfg, err := configs.Load(name)
-		if err != nil {
+		if err := calib.CheckProbeBackend(o.backend); err != nil {
 			return err
 		}
-		var notes []string
-		var cacheBW float64
-		if o.calibration != "" {
-			if notes, err = applyCalibration(cfg, o.calibration); err != nil {
-				return err
-			}
-			cacheBW = cfg.Hardware.L2BytesPerS
+	}
+	cfgs, notes, err := configs.LoadCalibrated(o.configs, o.calibration)
+	if err != nil {
+		return err
+	}
+	var probe func(int64) calib.Reuse
+	if o.measure {
+		opts := calib.ProbeOptions{}
+		if o.quick {
+			opts = calib.QuickProbeOptions()
 		}
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			return err
-		}
-		e, err := sim.EstimatePlan(plan, sim.Options{})
-		if err != nil {
-			return err
-		}
-		var probe func(int64) calib.Reuse
-		if o.measure {
-			probe = func(bytes int64) calib.Reuse {
-				m, ok := probed[bytes]
-				if !ok {
-					m = calib.ProbeReuse(bytes, probeOpts)
-					probed[bytes] = m
-				}
-				return m
-			}
-		}
-		st := compare.L2(e, probe, cacheBW)
-		st.Notes = notes
-		if o.measure && o.calibration == "" {
-			st.Notes = append(st.Notes, fmt.Sprintf("the modeled residency is for %s, the measured ratio for this machine: give --calibration to model this machine", e.Hardware))
-		}
-		if o.measure && cfg.Model.DType != "fp32" {
-			st.Notes = append(st.Notes, fmt.Sprintf("working sets are the model's %s bytes; the CPU backend holds float32 weights, %d× as many", cfg.Model.DType, 4/partition.DTypeBytes(cfg.Model.DType)))
-		}
-		out = append(out, st)
+		probe = calib.MemoProbe(opts)
+	}
+	out, err := compare.L2Strategies(cfgs, notes, o.calibration != "", probe)
+	if err != nil {
+		return err
 	}
 	if o.format == report.FormatJSON {
 		return report.L2JSON(stdout, version, out)

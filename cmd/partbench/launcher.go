@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -25,7 +23,6 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 	if o.nproc < 1 {
 		return fmt.Errorf("--nproc %d: must be at least 1 (the number of local ranks to start)", o.nproc)
 	}
-	world := o.nproc * max(o.nodes.NNodes, 1)
 	cfg, err := o.loadRunConfig()
 	if err != nil {
 		return err
@@ -34,32 +31,17 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 	if err != nil {
 		return err
 	}
-	if plan.Size() != world && o.nodes.NNodes > 1 {
-		return fmt.Errorf("--nnodes %d × --nproc-per-node %d = %d ranks: %s needs %s = %d", o.nodes.NNodes, o.nproc, world, cfg.Name, plan.Factors(), plan.Size())
-	}
-	if plan.Size() != world {
-		return fmt.Errorf("--nproc %d: %s needs %s = %d ranks", o.nproc, cfg.Name, plan.Factors(), plan.Size())
+	if err := launch.CheckWorld(o.nproc, o.nodes.NNodes, cfg.Name, plan.Factors(), plan.Size()); err != nil {
+		return err
 	}
 	if o.backend != "cuda" { // cuda is checked by each rank on its own GPU
-		if _, _, _, _, err := o.backendFor(cfg, launch.Env{}); err != nil {
+		if _, err := o.backends.Setup(o.backend, cfg, launch.Env{}); err != nil {
 			return err
 		}
 	}
-	spawn := launch.SpawnOptions{NProc: o.nproc}
-	if ep := o.nodes.Endpoint(flags); o.rendezvous == "" && o.nodes.NNodes <= 1 && ep != "" {
-		o.rendezvous = ep // --master-addr/--master-port on one node
-	}
-	if o.nodes.NNodes > 1 {
-		// torchrun's multi-node flags: node 0 may pick the port and print it.
-		if spawn, err = o.nodes.SpawnOptions(flags, o.nproc, o.rendezvous, stderr); err != nil {
-			return err
-		}
-	} else if o.rendezvous != "" {
-		host, port, err := parseRendezvous(o.rendezvous, o.nproc)
-		if err != nil {
-			return err
-		}
-		spawn.MasterAddr, spawn.MasterPort = host, port
+	spawn, err := o.nodes.Spawn(flags, o.nproc, o.rendezvous, stderr)
+	if err != nil {
+		return err
 	}
 	if err := report.CheckOutDir(o.outDir); err != nil {
 		return err
@@ -69,36 +51,23 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 		return err
 	}
 	spawn.Argv = append(append([]string{exe}, o.rankArgs()...), o.nodes.ChildArgs()...)
+	return spawnRanks(ctx, spawn, "")
+}
+
+// spawnRanks starts the local ranks of opts, waits for all and returns the
+// worst one's exit code as an exitError; prefix starts its message.
+func spawnRanks(ctx context.Context, opts launch.SpawnOptions, prefix string) error {
 	boundsOwnExit(ctx)
 	// Spawn forwards the signal itself (and kills ranks that outlive the
 	// bound); a cancelled ctx would send SIGTERM before SIGINT is forwarded.
-	code, err := launch.Spawn(context.WithoutCancel(ctx), spawn)
+	code, err := launch.Spawn(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return &exitError{code: max(code, 1), err: err}
 	}
 	if code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("a rank exited with status %d", code)}
+		return &exitError{code: code, err: fmt.Errorf("%sa rank exited with status %d", prefix, code)}
 	}
 	return nil
-}
-
-// parseRendezvous checks --rendezvous host:port for a world of size ranks.
-func parseRendezvous(addr string, size int) (string, int, error) {
-	host, ps, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("--rendezvous %q: not host:port (%v)", addr, err)
-	}
-	port, err := strconv.Atoi(ps)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--rendezvous %q: port %q is not a number from 1 to 65535", addr, ps)
-	}
-	if port == 0 && size > 1 {
-		return "", 0, fmt.Errorf("--rendezvous %q: port 0 would let rank 0 pick a port the other %d ranks cannot know; give a port from 1 to 65535 (or leave --rendezvous out under `run --nproc`, which picks a free one)", addr, size-1)
-	}
-	if host == "" {
-		host = launch.DefaultRendezvousHost
-	}
-	return host, port, nil
 }
 
 // preflightRank checks, before a rank joins, what would otherwise fail late:
@@ -112,7 +81,7 @@ func (o *runOptions) preflightRank(ctx context.Context, cfg *configs.Config, env
 	}
 	*env = o.nodes.Place(*env)
 	if o.rendezvous != "" {
-		if _, _, err := parseRendezvous(o.rendezvous, plan.Size()); err != nil {
+		if _, _, err := launch.ParseRendezvous(o.rendezvous, plan.Size()); err != nil {
 			return err
 		}
 		env.RendezvousAddr = o.rendezvous
@@ -128,19 +97,4 @@ func (o *runOptions) preflightRank(ctx context.Context, cfg *configs.Config, env
 		return err
 	}
 	return nil
-}
-
-// writeResults writes results.json and results.csv into --out; when that
-// fails, the results go to stdout as JSON (unless they were printed so
-// already) and the error says so.
-func (o *runOptions) writeResults(stdout io.Writer, doc *report.RunDoc) error {
-	asJSON := func(w io.Writer) error { return report.RunJSON(w, doc) }
-	fallback := asJSON
-	if o.format == report.FormatJSON {
-		fallback = nil
-	}
-	return report.WriteOutFiles(o.outDir, []report.OutFile{
-		{Name: "results.json", Write: asJSON},
-		{Name: "results.csv", Write: func(w io.Writer) error { return report.RunCSV(w, doc) }},
-	}, stdout, fallback)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -83,28 +82,12 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if !o.dryRun {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
 	}
-	names := append(append([]string{}, o.configs...), o.compare...)
-	if len(names) == 0 {
-		names = configs.DefaultStrategies
+	if o.modelDir != "" && len(o.configs)+len(o.compare) > 0 {
+		return fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
 	}
-	load := configs.Load
-	if o.modelDir != "" {
-		if len(names) != len(configs.DefaultStrategies) || len(o.configs)+len(o.compare) > 0 {
-			return fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
-		}
-		names = []string{o.modelDir}
-		load = func(string) (*configs.Config, error) { o.dirRun.Dir = o.modelDir; return o.dirRun.Config() }
-	}
-	var cfgs []*configs.Config
-	for _, n := range names {
-		cfg, err := load(n)
-		if err != nil {
-			return err
-		}
-		if _, err := applyCalibration(cfg, o.calibration); err != nil {
-			return err
-		}
-		cfgs = append(cfgs, cfg)
+	cfgs, err := o.load()
+	if err != nil {
+		return err
 	}
 	// A trace draws every rank: simulate each (else one per stage).
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""}
@@ -126,35 +109,34 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {
-		e, err := estimateConfig(cfg, opts)
+		e, err := sim.EstimateConfig(cfg, opts)
 		if err != nil {
 			return err
 		}
 		es = append(es, e)
 	}
 	if o.trace != "" {
-		var spans []report.Span
-		for _, e := range es {
-			steps := report.TraceDecodeSteps
-			if o.traceFull {
-				steps = -1
-			}
-			spans = append(spans, report.EstimateSpansUpTo(e, steps)...)
-		}
-		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteModelTrace(o.trace, es, o.traceFull); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
 	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Model(w, o.format, version, es, o.perRank) })
 }
 
-// estimateConfig plans and estimates one config.
-func estimateConfig(cfg *configs.Config, opts sim.Options) (*sim.Estimate, error) {
-	plan, err := partition.NewPlan(cfg)
+// load loads the strategies (--model-dir, else --config and --compare, else
+// the seed comparison) with --calibration applied.
+func (o *modelOptions) load() ([]*configs.Config, error) {
+	if o.modelDir == "" {
+		cfgs, _, err := configs.LoadCalibrated(append(append([]string{}, o.configs...), o.compare...), o.calibration)
+		return cfgs, err
+	}
+	o.dirRun.Dir = o.modelDir
+	cfg, err := o.dirRun.Config()
 	if err != nil {
 		return nil, err
 	}
-	return sim.EstimatePlan(plan, opts)
+	_, err = configs.ApplyCalibrationFile(cfg, o.calibration)
+	return []*configs.Config{cfg}, err
 }
 
 // defaultDecodeSteps is the decode steps model and search simulate by default.
@@ -169,21 +151,6 @@ func (o *modelOptions) runSweep(stdout io.Writer, cfgs []*configs.Config, opts s
 	if err != nil {
 		return err
 	}
-	var pts []report.SweepPoint
-	for _, v := range values {
-		p := report.SweepPoint{Value: v}
-		for _, c := range cfgs {
-			n, err := c.With(key, v)
-			if err == nil {
-				var e *sim.Estimate
-				if e, err = estimateConfig(n, opts); err == nil {
-					p.Strategies = append(p.Strategies, e)
-					continue
-				}
-			}
-			p.Skipped = append(p.Skipped, c.Name+": "+err.Error())
-		}
-		pts = append(pts, p)
-	}
+	pts := sim.Sweep(cfgs, key, values, opts)
 	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Sweep(w, o.format, version, key, pts) })
 }

@@ -70,16 +70,5 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	var grids []report.Grid
-	var failed []error
-	for _, r := range results {
-		grids = append(grids, report.CheckGrid(r))
-		if err := r.Err(); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if err := report.WriteTables(stdout, o.format, "run --check --model-dir", version, grids...); err != nil {
-		return err
-	}
-	return errors.Join(failed...)
+	return report.WriteChecks(stdout, o.format, "run --check --model-dir", version, results...)
 }

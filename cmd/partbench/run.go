@@ -21,7 +21,6 @@ import (
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/launchflags"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 )
@@ -170,46 +169,15 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 	return cmd
 }
 
-// loadRunConfig loads the config and applies the iteration overrides.
+// loadRunConfig checks --tolerance, then loads the config with the
+// iteration and calibration overrides (configs.LoadRun).
 func (o *runOptions) loadRunConfig() (*configs.Config, error) {
-	cfg, err := configs.Load(o.config)
-	if err != nil {
-		return nil, err
-	}
-	if o.warmup >= 0 {
-		cfg.Run.Warmup = o.warmup
-	}
-	if o.iterations >= 0 {
-		cfg.Run.Iterations = o.iterations
-	}
 	if !(o.tolerance > 0) {
 		return nil, fmt.Errorf("--tolerance: must be positive (got %g)", o.tolerance)
 	}
-	notes, err := applyCalibration(cfg, o.calibration)
-	if err != nil {
-		return nil, err
-	}
+	cfg, notes, err := configs.LoadRun(o.config, configs.RunOverrides{Warmup: o.warmup, Iterations: o.iterations, Calibration: o.calibration})
 	o.notes = append(o.notes, notes...)
-	return cfg, cfg.Validate()
-}
-
-// backendFor resolves --backend for a run, makes the rank's constructors
-// (failing before any rank joins when a library is missing), and builds the
-// Plan once, as the backend computes it: every rank and the comparison use it.
-func (o *runOptions) backendFor(cfg *configs.Config, env launch.Env) (string, *partition.Plan, backend.Rank, []string, error) {
-	b, err := o.backends.ForRun(o.backend)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	rank, err := b.New(env)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	plan, notes, err := backend.Prepare(b, cfg)
-	if err != nil {
-		return "", nil, backend.Rank{}, nil, err
-	}
-	return b.Name, plan, rank, notes, nil
+	return cfg, err
 }
 
 // runRank runs this process as one rank of a launched job.
@@ -226,10 +194,11 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err := o.preflightRank(ctx, cfg, &env); err != nil {
 		return err
 	}
-	name, plan, rank, notes, err := o.backendFor(cfg, env)
+	setup, err := o.backends.Setup(o.backend, cfg, env)
 	if err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
+	name, plan, rank := setup.Name, setup.Plan, setup.Rank
 	var prog func(done, total int)
 	if env.Rank == 0 && !o.quiet {
 		prog = progress.Lines(cfg.Name + " iterations")
@@ -253,10 +222,9 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	doc.Notes = append(append(o.notes, notes...), doc.Notes...)
+	doc.Notes = append(append(o.notes, setup.Notes...), doc.Notes...)
 	if o.trace != "" {
-		spans := append(report.RunSpans(cfg.Name+" (measured)", results), report.EstimateSpans(doc.Estimate)...)
-		if err := report.WriteFileAtomic(o.trace, func(w io.Writer) error { return report.ChromeTrace(w, spans) }); err != nil {
+		if err := report.WriteRunTrace(o.trace, cfg.Name, results, doc.Estimate); err != nil {
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
@@ -268,19 +236,10 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	var err error
-	switch o.format {
-	case cliflag.JSON:
-		err = report.RunJSON(stdout, doc)
-	case cliflag.CSV:
-		err = report.RunCSV(stdout, doc)
-	default:
-		err = report.WriteGrids(stdout, o.format, report.RunGrids(doc, o.perRank)...)
-	}
-	if err != nil {
+	if err := report.WriteRun(stdout, o.format, doc, o.perRank); err != nil {
 		return err
 	}
-	if err := o.writeResults(stdout, doc); err != nil {
+	if err := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON); err != nil {
 		return err
 	}
 	if perr := compare.Problems(doc.Problems); perr != nil {
@@ -310,10 +269,7 @@ func (o *runOptions) runCheck(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteTables(stdout, o.format, "run --check", version, report.CheckGrid(res)); err != nil {
-		return err
-	}
-	return res.Err()
+	return report.WriteChecks(stdout, o.format, "run --check", version, res)
 }
 
 // runEmulate plays every rank in turn on one device and rebuilds the
@@ -323,14 +279,15 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	name, plan, rank, notes, err := o.backendFor(cfg, launch.Env{})
+	setup, err := o.backends.Setup(o.backend, cfg, launch.Env{})
 	if err != nil {
 		return err
 	}
+	plan := setup.Plan
 	if o.emulate != plan.Size() {
 		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
 	}
-	em, err := pexec.Emulate(ctx, plan, rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
+	em, err := pexec.Emulate(ctx, plan, setup.Rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
 	if err != nil {
 		return err
 	}
@@ -338,16 +295,9 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := report.EmulationGrid(name, e.Emulated, e.Modeled, e.AllocatedBytes)
-	g.Notes = append(g.Notes, notes...)
-	if o.outDir != "" {
-		doc := report.EmulationDoc{Schema: report.EmulationSchema, Version: version, Backend: name, Config: cfg, Ranks: o.emulate,
-			Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Table: g}
-		if err := report.WriteEmulationFiles(o.outDir, &doc); err != nil {
-			return fmt.Errorf("--output-dir: %w", err)
-		}
-	}
-	return report.WriteTables(stdout, o.format, "run --emulate-ranks", version, g)
+	doc := report.EmulationDoc{Version: version, Backend: setup.Name, Config: cfg, Ranks: o.emulate,
+		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes}
+	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, setup.Notes)
 }
 
 // traceSteps is how many decode steps a run records for --trace.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sim"
-	"github.com/partbench/partbench/topology"
 )
 
 type searchOptions struct {
@@ -106,82 +104,6 @@ func (o *searchOptions) check() error {
 	return fmt.Errorf("--objective: must be one of %s (got %q)", strings.Join(sim.Objectives, ", "), o.objective)
 }
 
-// system resolves the hardware and topology a search runs on.
-func (o *searchOptions) system(cfg *configs.Config) (topology.System, error) {
-	sys := topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology}
-	from := "the config"
-	if o.hardware != "" || o.topology != "" {
-		hw, topo := o.hardware, o.topology
-		if hw == "" {
-			hw = firstPreset("hardware")
-		}
-		if topo == "" {
-			topo = firstPreset("topology")
-		}
-		g, t, err := configs.LoadSystem(hw, topo)
-		if err != nil {
-			flag := "--topology"
-			if strings.Contains(err.Error(), "hardware") {
-				flag = "--hardware"
-			}
-			return sys, fmt.Errorf("%s: %w", flag, err)
-		}
-		if o.hardware != "" {
-			sys.GPU = g
-		}
-		if o.topology != "" {
-			sys.Topology, from = t, "--topology"
-		}
-	}
-	if o.nodes > 0 {
-		t := &sys.Topology
-		if o.nodes > 1 {
-			if err := t.Inter.Validate("topology.inter_node"); err != nil {
-				return sys, fmt.Errorf("--nodes: topology %q has no link between nodes: %w", t.Name, err)
-			}
-		}
-		t.Name = fmt.Sprintf("%s scaled to %d nodes", t.Name, o.nodes)
-		t.Nodes = o.nodes
-		if err := t.Validate("topology"); err != nil {
-			return sys, fmt.Errorf("--nodes: %w", err)
-		}
-	}
-	if o.gpus == 0 {
-		o.gpus = sys.Topology.Size()
-	}
-	if n := sys.Topology.Size(); n != o.gpus {
-		return sys, fmt.Errorf("--gpus: %d, but the topology from %s (%s) has %d GPUs (nodes %d × gpus_per_node %d); pass --topology with a preset of %d GPUs or --nodes%s (presets: %s)",
-			o.gpus, from, sys.Topology.Name, n, sys.Topology.Nodes, sys.Topology.GPUsPerNode, o.gpus, nodesHint(sys.Topology, o.gpus), topologySizes())
-	}
-	return sys, nil
-}
-
-// nodesHint suggests --nodes when the GPU count is a multiple of the node size.
-func nodesHint(t topology.Topology, gpus int) string {
-	if t.GPUsPerNode > 0 && gpus%t.GPUsPerNode == 0 {
-		return " " + strconv.Itoa(gpus/t.GPUsPerNode)
-	}
-	return fmt.Sprintf(" (with %d GPUs per node, --gpus must be a multiple of %d)", t.GPUsPerNode, t.GPUsPerNode)
-}
-
-func firstPreset(kind string) string {
-	if p := configs.Presets(kind); len(p) > 0 {
-		return p[0]
-	}
-	return ""
-}
-
-// topologySizes lists the topology presets with their GPU counts.
-func topologySizes() string {
-	var out []string
-	for _, name := range configs.Presets("topology") {
-		if _, t, err := configs.LoadSystem(firstPreset("hardware"), name); err == nil {
-			out = append(out, fmt.Sprintf("%s %d", name, t.Size()))
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
 func (o *searchOptions) run(stdout io.Writer) error {
 	if err := o.check(); err != nil {
 		return err
@@ -190,7 +112,7 @@ func (o *searchOptions) run(stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	sys, err := o.system(cfg)
+	sys, err := configs.SystemOverride{Hardware: o.hardware, Topology: o.topology, Nodes: o.nodes, GPUs: o.gpus}.Resolve(cfg)
 	if err != nil {
 		return err
 	}
@@ -213,12 +135,10 @@ func (o *searchOptions) run(stdout io.Writer) error {
 	if res.Enumerated == 0 {
 		return res.Empty()
 	}
-	if err := report.ToOutput(o.out, stdout, func(w io.Writer) error { return o.write(w, cfg, res) }); err != nil {
+	if err := report.ToOutput(o.out, stdout, func(w io.Writer) error {
+		return report.Search(w, o.format, version, cfg, res, o.top, o.decodeSteps)
+	}); err != nil {
 		return err
 	}
 	return res.Empty() // the table shows why; the exit status says there is no answer
-}
-
-func (o *searchOptions) write(w io.Writer, cfg *configs.Config, res *sim.SearchResult) error {
-	return report.Search(w, o.format, version, cfg, res, o.top, o.decodeSteps)
 }

@@ -55,15 +55,19 @@ func CPU() Backend {
 		New: func(launch.Env) (Rank, error) {
 			return Rank{
 				NewCompute: newCPUCompute,
-				NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ exec.Compute) (exec.Comm, error) {
-					return tcpcomm.New(ctx, sess, rank, p.Size(), "")
-				},
+				NewComm:    TCPComm,
 			}, nil
 		},
 		Check: func(string) exec.CheckOptions {
 			return exec.CheckOptions{NewCompute: newCPUCompute, NewComms: localcomm.Comms}
 		},
 	}
+}
+
+// TCPComm is the CPU backend's communicator: rank's exec/tcpcomm endpoint
+// among the plan's ranks, its addresses exchanged through sess.
+func TCPComm(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ exec.Compute) (exec.Comm, error) {
+	return tcpcomm.New(ctx, sess, rank, p.Size(), "")
 }
 
 func newCPUCompute(p *partition.Plan, rank int) (exec.Compute, error) { return cpu.New(p, rank) }

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec"
+)
+
+func testRunDoc() *RunDoc {
+	return &RunDoc{Schema: RunSchema, Backend: "cpu", Config: &configs.Config{Name: "tiny"},
+		Comparison: []compare.Row{{Metric: "tpot", Label: "TPOT", Unit: "s", Measured: exec.Stats{N: 3, Mean: 2e-3}, Modeled: 1e-3, RelErr: -0.5}}}
+}
+
+func TestWriteRunFormats(t *testing.T) {
+	d := testRunDoc()
+	var want bytes.Buffer
+	for format, write := range map[string]func(*bytes.Buffer) error{
+		FormatJSON: func(b *bytes.Buffer) error { return RunJSON(b, d) },
+		FormatCSV:  func(b *bytes.Buffer) error { return RunCSV(b, d) },
+	} {
+		want.Reset()
+		if err := write(&want); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := WriteRun(&got, format, d, true); err != nil || got.String() != want.String() {
+			t.Errorf("%s: %v\n%s\nwant\n%s", format, err, got.String(), want.String())
+		}
+	}
+}
+
+func TestWriteRunFiles(t *testing.T) {
+	d := testRunDoc()
+	var js, csv bytes.Buffer
+	_ = RunJSON(&js, d)
+	_ = RunCSV(&csv, d)
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	if err := WriteRunFiles(dir, d, &stdout, false); err != nil || stdout.Len() != 0 {
+		t.Fatalf("%v, stdout %q", err, stdout.String())
+	}
+	for name, want := range map[string]string{"results.json": js.String(), "results.csv": csv.String()} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s: %v\n%s\nwant\n%s", name, err, got, want)
+		}
+	}
+	// A directory under a plain file cannot be made: the JSON goes to
+	// stdout, unless it was printed there already.
+	file := filepath.Join(dir, "results.json")
+	for _, printed := range []bool{false, true} {
+		stdout.Reset()
+		err := WriteRunFiles(filepath.Join(file, "sub"), d, &stdout, printed)
+		if err == nil {
+			t.Fatalf("printed %v: no error for an impossible directory", printed)
+		}
+		if want := map[bool]string{false: js.String(), true: ""}[printed]; stdout.String() != want {
+			t.Errorf("printed %v: stdout %q, want %q", printed, stdout.String(), want)
+		}
+	}
+	if err := WriteRunFiles("", d, &stdout, false); err != nil {
+		t.Errorf("no directory: %v", err)
+	}
+}

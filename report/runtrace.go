@@ -1,0 +1,50 @@
+package report
+
+import (
+	"errors"
+	"io"
+
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/sim"
+)
+
+// WriteModelTrace writes the simulated timelines of es as one
+// Chrome/Perfetto trace to path, atomically: prefill and the first
+// TraceDecodeSteps decode steps of each, or every step when full.
+func WriteModelTrace(path string, es []*sim.Estimate, full bool) error {
+	steps := TraceDecodeSteps
+	if full {
+		steps = -1
+	}
+	var spans []Span
+	for _, e := range es {
+		spans = append(spans, EstimateSpansUpTo(e, steps)...)
+	}
+	return WriteFileAtomic(path, func(w io.Writer) error { return ChromeTrace(w, spans) })
+}
+
+// WriteRunTrace writes a run's measured timeline (process "name
+// (measured)") beside its estimate's as one Chrome/Perfetto trace to path,
+// atomically.
+func WriteRunTrace(path, name string, ranks []exec.RankResult, e *sim.Estimate) error {
+	spans := append(RunSpans(name+" (measured)", ranks), EstimateSpans(e)...)
+	return WriteFileAtomic(path, func(w io.Writer) error { return ChromeTrace(w, spans) })
+}
+
+// WriteChecks prints each check's table in format (command and version
+// head a document), then returns the checks' failures joined: nil when
+// every one passed.
+func WriteChecks(w io.Writer, format, command, version string, results ...exec.CheckResult) error {
+	var grids []Grid
+	var failed []error
+	for _, r := range results {
+		grids = append(grids, CheckGrid(r))
+		if err := r.Err(); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := WriteTables(w, format, command, version, grids...); err != nil {
+		return err
+	}
+	return errors.Join(failed...)
+}
