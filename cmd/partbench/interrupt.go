@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/sigexit"
 )
 
@@ -23,7 +26,16 @@ func boundsOwnExit(ctx context.Context) { sigexit.BoundsOwnExit(ctx) }
 func drainsOnSignal(ctx context.Context) { sigexit.DrainsOnSignal(ctx) }
 
 // execute runs root with args under sigexit.Run and returns the exit code.
+// A rank that stopped only because another rank failed exits
+// launch.ExitPeerFailed, so a launcher names the failing rank.
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
-	return sigexit.Run("partbench", root.ExecuteContext, stderr)
+	return sigexit.Run("partbench", func(ctx context.Context) error {
+		err := root.ExecuteContext(ctx)
+		var ee *exitError
+		if rendezvous.PeerFailed(err) && !errors.As(err, &ee) {
+			return &exitError{code: launch.ExitPeerFailed, err: err}
+		}
+		return err
+	}, stderr)
 }
