@@ -3,15 +3,12 @@ package report
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/partbench/partbench/sim"
 )
 
-// BenchRun is one timed run of the search benchmark.
-type BenchRun struct {
-	Enumerated, Feasible, PrunedMemory int
-	ElapsedS                           float64
-	// Best names the top candidate ("" when none is feasible).
-	Best string
-}
+// BenchRun is one timed run of the search benchmark (sim.BenchSearch).
+type BenchRun = sim.BenchRun
 
 // BenchGrid lays out the benchmark's runs, each with its rate in candidates
 // per second, and the best rate.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -397,4 +398,15 @@ func (c *CompareDoc) units() []string {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i] != "" && out[j] == "" })
 	return out
+}
+
+// ReadDocFile reads the saved results document at path (ReadDoc); an error
+// opening it starts with "compare: ".
+func ReadDocFile(path string) (*Doc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	defer f.Close()
+	return ReadDoc(f, path)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,28 +40,9 @@ BenchmarkSearch in sim/search_test.go; docs/measurements/search-bench.md records
 }
 
 func (o *benchOptions) run(w io.Writer) error {
-	if o.runs < 1 {
-		return fmt.Errorf("--runs: must be ≥ 1 (got %d)", o.runs)
-	}
-	if o.gpus < 8 || o.gpus%8 != 0 || o.gpus > 8*4096 {
-		return fmt.Errorf("--gpus: must be a multiple of 8 in [8, 32768] (got %d)", o.gpus)
-	}
-	spec, err := sim.SyntheticSearchSpec(o.gpus)
+	spec, runs, err := sim.BenchSearch(o.gpus, o.runs)
 	if err != nil {
 		return err
-	}
-	var runs []report.BenchRun
-	for i := 1; i <= o.runs; i++ {
-		start := time.Now()
-		res, err := sim.Search(spec)
-		if err != nil {
-			return err
-		}
-		r := report.BenchRun{Enumerated: res.Enumerated, Feasible: res.Feasible, PrunedMemory: res.PrunedMemory, ElapsedS: time.Since(start).Seconds()}
-		if len(res.Rows) > 0 && res.Rows[0].Rank == 1 {
-			r.Best = res.Rows[0].Name()
-		}
-		runs = append(runs, r)
 	}
 	g := report.BenchGrid(fmt.Sprintf("Search benchmark: %s on %d GPUs (%s), %s/%s, GOMAXPROCS %d of %d CPUs, %s",
 		spec.Config.Model.Name, o.gpus, spec.System.Topology.Name, runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version()), runs)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +27,7 @@ Records missing from some file are listed under the table.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var docs []*report.Doc
 			for _, path := range args {
-				d, err := readDocFile(path)
+				d, err := report.ReadDocFile(path)
 				if err != nil {
 					return err
 				}
@@ -47,13 +45,4 @@ Records missing from some file are listed under the table.
 	cliflag.Format(cmd.Flags(), &format, append(cliflag.TableFormats, cliflag.LaTeX)...)
 	cliflag.Output(cmd.Flags(), &out, "write to this file instead of standard output", "o", "out")
 	return cmd
-}
-
-func readDocFile(path string) (*report.Doc, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("compare: %w", err)
-	}
-	defer f.Close()
-	return report.ReadDoc(f, path)
 }

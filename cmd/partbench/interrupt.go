@@ -19,12 +19,6 @@ const interruptBound = sigexit.Bound
 // ExitCode makes exitError a sigexit.ExitCoder.
 func (e *exitError) ExitCode() int { return e.code }
 
-// boundsOwnExit: see sigexit.BoundsOwnExit.
-func boundsOwnExit(ctx context.Context) { sigexit.BoundsOwnExit(ctx) }
-
-// drainsOnSignal: see sigexit.DrainsOnSignal.
-func drainsOnSignal(ctx context.Context) { sigexit.DrainsOnSignal(ctx) }
-
 // execute runs root with args under sigexit.Run and returns the exit code.
 // A rank that stopped only because another rank failed exits
 // launch.ExitPeerFailed, so a launcher names the failing rank.

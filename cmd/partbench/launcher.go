@@ -13,6 +13,7 @@ import (
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/sigexit"
 )
 
 // launch is `run --nproc N`: it checks the config and every flag once, here,
@@ -57,7 +58,7 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 // spawnRanks starts the local ranks of opts, waits for all and returns the
 // worst one's exit code as an exitError; prefix starts its message.
 func spawnRanks(ctx context.Context, opts launch.SpawnOptions, prefix string) error {
-	boundsOwnExit(ctx)
+	sigexit.BoundsOwnExit(ctx)
 	// Spawn forwards the signal itself (and kills ranks that outlive the
 	// bound); a cancelled ctx would send SIGTERM before SIGINT is forwarded.
 	code, err := launch.Spawn(context.WithoutCancel(ctx), opts)

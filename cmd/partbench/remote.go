@@ -12,6 +12,7 @@ import (
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/sigexit"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -43,7 +44,7 @@ finish (up to --drain-timeout), new ones are refused. Nothing is written to disk
 					o.Util = s
 				}
 			}
-			drainsOnSignal(cmd.Context())
+			sigexit.DrainsOnSignal(cmd.Context())
 			return remote.Serve(cmd.Context(), o, eng, cmd.OutOrStdout())
 		},
 	}

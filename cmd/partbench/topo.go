@@ -2,10 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,10 +12,6 @@ import (
 	"github.com/partbench/partbench/topology"
 	"github.com/partbench/partbench/topology/nvmldiscover"
 )
-
-// topoGPUProbePreset is the topology preset named when only the GPU half of
-// the preset resolver is wanted (the spec of a discovered machine's hardware preset).
-const topoGPUProbePreset = "dgx-h100x2"
 
 // topoExitNoGPU is the exit status when there is no GPU to discover.
 const topoExitNoGPU = 2
@@ -74,54 +67,10 @@ one node's GPUs and NICs with the nvidia-smi codes, and the link between nodes.
 }
 
 func (o *topoOptions) run(w io.Writer, hardwareSet bool) error {
-	var v report.TopoView
-	var saved []byte
-	if o.preset != "" {
-		if o.resolve == nil {
-			return errors.New("topo --topology: no preset resolver in this build")
-		}
-		sys, err := o.resolve(o.hardware, o.preset)
-		if err != nil {
-			return err
-		}
-		v = report.TopoPresetView(o.preset, o.hardware, sys)
-		saved = []byte(fmt.Sprintf("[hardware]\npreset = %q\n\n[topology]\npreset = %q\n", o.hardware, o.preset))
-	} else {
-		m, err := o.discover()
-		if errors.Is(err, topology.ErrNoGPU) {
-			return &exitError{code: topoExitNoGPU, err: err}
-		}
-		if err != nil {
-			return err
-		}
-		if hardwareSet {
-			m.HardwarePreset = o.hardware
-		}
-		v = report.TopoMachineView(m, o.gpuLookup())
-		if o.save != "" {
-			var b strings.Builder
-			if err := m.SaveTOML(&b); err != nil {
-				return fmt.Errorf("--save: %w", err)
-			}
-			saved = []byte(b.String())
-		}
+	err := report.ShowTopo(w, o.format, version, report.TopoRequest{Preset: o.preset, Hardware: o.hardware, HardwareSet: hardwareSet,
+		Save: o.save, Discover: o.discover, Resolve: o.resolve})
+	if errors.Is(err, topology.ErrNoGPU) {
+		return &exitError{code: topoExitNoGPU, err: err}
 	}
-	if o.save != "" {
-		if err := os.WriteFile(o.save, saved, 0o644); err != nil {
-			return fmt.Errorf("--save: %w", err)
-		}
-	}
-	return report.Topo(w, o.format, version, v)
-}
-
-// gpuLookup resolves a hardware preset through the preset resolver; nil
-// when there is none.
-func (o *topoOptions) gpuLookup() topology.GPULookup {
-	if o.resolve == nil {
-		return nil
-	}
-	return func(preset string) (topology.GPU, error) {
-		s, err := o.resolve(preset, topoGPUProbePreset)
-		return s.GPU, err
-	}
+	return err
 }
