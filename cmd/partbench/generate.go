@@ -16,12 +16,9 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/checkpoint"
-	"github.com/partbench/partbench/configs"
-	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/launch"
-	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/launchflags"
 	"github.com/partbench/partbench/report"
@@ -87,38 +84,24 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := configs.GenerateConfig(dir, len(prompts), len(prompts[0])+o.newTokens, o.newTokens, o.tp, o.pp, o.microbatches)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("generate: %w", err)}
-	}
-	hf, err := checkpoint.ReadConfig(dir)
-	if err != nil {
-		return &exitError{2, err}
-	}
+	g := cpu.GenerateDir{Dir: dir, Prompts: prompts, NewTokens: o.newTokens, TP: o.tp, PP: o.pp, Microbatches: o.microbatches,
+		Stepwise: o.logitsOut != "", JoinTimeout: o.joinTimeout, NewComm: backend.TCPComm}
 	if cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node") {
-		return o.launch(cmd.Context(), cmd.Flags(), dir, cfg.Parallel.TP*cfg.Parallel.PP)
+		if _, _, err := g.Config(); err != nil { // once here, not in every rank
+			return &exitError{2, err}
+		}
+		return o.launch(cmd.Context(), cmd.Flags(), dir, o.tp*o.pp)
 	}
-	env, err := launch.Detect(os.LookupEnv)
-	if err != nil {
+	if g.Env, err = launch.Detect(os.LookupEnv); err != nil {
 		return err
 	}
 	if o.rendezvous != "" {
-		if _, _, err := launch.ParseRendezvous(o.rendezvous, cfg.Parallel.TP*cfg.Parallel.PP); err != nil {
+		if _, _, err := launch.ParseRendezvous(o.rendezvous, o.tp*o.pp); err != nil {
 			return &exitError{2, fmt.Errorf("generate: %w", err)}
 		}
-		env.RendezvousAddr = o.rendezvous
+		g.Env.RendezvousAddr = o.rendezvous
 	}
-	w, err := checkpoint.OpenWeights(dir)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	defer w.Close()
-	// In one process every rank runs here; under a launcher, this rank reads
-	// only its own slices and rank 0 prints.
-	res, err := pexec.GenerateAs(cmd.Context(), cfg, prompts, pexec.GenerateRankOptions{
-		NewTokens: o.newTokens, Stepwise: o.logitsOut != "", Env: env, JoinTimeout: o.joinTimeout,
-		NewCompute: cpu.FromCheckpoint(w, hf), NewComm: backend.TCPComm,
-	}, localcomm.Comms)
+	res, err := cpu.Generate(cmd.Context(), g)
 	if err != nil || res == nil {
 		return err
 	}
