@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -70,29 +69,12 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	inproc, err := suite.NewInProcess(eng, o.budget)
+	servers, err := suite.NewServers(eng, s.Backend, o.budget, stderr)
 	if err != nil {
 		return err
 	}
-	defer inproc.Close()
-	var children []*remote.ServerChild
-	defer func() {
-		for _, c := range children {
-			c.Stop(stderr)
-		}
-	}()
-	dial := func(ctx context.Context, b suite.Baseline) (*remote.Client, error) {
-		if b.Server == suite.ServerInProcess {
-			return inproc.Dial(ctx, b)
-		}
-		child, addr, err := remote.SpawnServer(b.Transport, stderr, "--backend", s.Backend, "--memory-budget", strconv.FormatInt(o.budget, 10))
-		if err != nil {
-			return nil, err
-		}
-		children = append(children, child)
-		return remote.DialWithin(ctx, remote.ClientConfig{Addr: addr, Transport: b.Transport})
-	}
-	out, err := suite.Run(ctx, suite.Options{Spec: s, Dir: o.out, Resume: o.resume, Engine: eng, Dial: dial, Backend: s.Backend,
+	defer servers.Close()
+	out, err := suite.Run(ctx, suite.Options{Spec: s, Dir: o.out, Resume: o.resume, Engine: eng, Dial: servers.Dial, Backend: s.Backend,
 		Progress: progress.Described(stderr)})
 	if out != nil && o.resume {
 		fmt.Fprintf(stdout, "resume: %d of %d cells were complete and skipped (%d runs kept)\n", out.SkippedCells, len(s.RunCells()), out.Skipped)
