@@ -85,7 +85,7 @@ func GenerateRank(ctx context.Context, cfg *configs.Config, prompts [][]int, o G
 		return fail(fmt.Errorf("communicator: %w", err))
 	}
 	defer comm.Close()
-	out, err := runCheckRank(ctx, plan, rank, steps, compute, comm)
+	out, err := runCheckRank(ctx, plan, rank, steps, compute, comm, nil)
 	if err != nil {
 		return fail(err)
 	}
