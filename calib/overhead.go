@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 )
@@ -20,11 +19,7 @@ const overheadConfig = "test/single-tiny"
 // is the call's fixed cost: op dispatch, buffer look-ups and bounds checks.
 // Seconds per call, once per repeat.
 func execOverhead(ctx context.Context, repeats int, minDur time.Duration) ([]float64, error) {
-	cfg, err := configs.Load(overheadConfig)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.NewPlan(cfg)
+	plan, err := partition.LoadPlan(overheadConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,19 +130,19 @@ func TestHalfDTypesSlices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equal(r, []float32{3, 0, -0.25}) {
+		if !slices.Equal(r, []float32{3, 0, -0.25}) {
 			t.Errorf("%s Rows(1,2) = %v", name, r)
 		}
 		c, err := x.Cols(1, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equal(c, []float32{-2, 0.5, 0, -0.25}) {
+		if !slices.Equal(c, []float32{-2, 0.5, 0, -0.25}) {
 			t.Errorf("%s Cols(1,3) = %v", name, c)
 		}
 	}
 	v, _ := f.Tensor("v")
-	if r, err := v.Rows(1, 3); err != nil || !equal(r, []float32{8, 9}) {
+	if r, err := v.Rows(1, 3); err != nil || !slices.Equal(r, []float32{8, 9}) {
 		t.Errorf("1-D Rows(1,3) = %v, %v", r, err)
 	}
 	if _, err := v.Cols(0, 1); err == nil || !strings.Contains(err.Error(), "rank 2") {
@@ -166,18 +167,6 @@ func TestHalfDTypesSlices(t *testing.T) {
 	if _, err := i.Float32(); err == nil || !strings.Contains(err.Error(), "I32 cannot be read as float32") || !strings.Contains(err.Error(), path) {
 		t.Errorf("I32 as float: %v", err)
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // header builds a file from a raw JSON header (padded) and a data section.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,7 +141,7 @@ func TestShardedCheckpoint(t *testing.T) {
 		b, _ := single.Tensor(name)
 		x, _ := a.Float32()
 		y, _ := b.Float32()
-		if !equal(x, y) || len(x) == 0 {
+		if !slices.Equal(x, y) || len(x) == 0 {
 			t.Errorf("%s differs between the shards and the single file", name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -155,23 +156,11 @@ func (w *Weights) Expect(s TensorSpec) (Tensor, error) {
 	if !ok {
 		return Tensor{}, fmt.Errorf("%s: tensor %q is missing from the checkpoint", w.Dir, s.Name)
 	}
-	if !sameShape(t.Info.Shape, s.Shape) {
+	if !slices.Equal(t.Info.Shape, s.Shape) {
 		return Tensor{}, t.errorf("shape %v, the config needs %v", t.Info.Shape, s.Shape)
 	}
 	if err := t.checkFloat(); err != nil {
 		return Tensor{}, err
 	}
 	return t, nil
-}
-
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -41,11 +41,7 @@ func EstimateResume(f *File, simOpts sim.Options) (*sim.ResumeEstimate, error) {
 	if !has {
 		return nil, nil
 	}
-	cfg, err := configs.Load(f.Strategies["baseline"])
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.NewPlan(cfg)
+	plan, err := partition.LoadPlan(f.Strategies["baseline"])
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -121,11 +120,7 @@ func EstimateRemote(f *File, simOpts sim.Options) (map[string]*RemoteInput, erro
 		if !IsRemoteMetric(c.Metric) || out[c.Strategy] != nil {
 			continue
 		}
-		cfg, err := configs.Load(f.Strategies[c.Strategy])
-		if err != nil {
-			return nil, fmt.Errorf("strategies.%s: %w", c.Strategy, err)
-		}
-		plan, err := partition.NewPlan(cfg)
+		plan, err := partition.LoadPlan(f.Strategies[c.Strategy])
 		if err != nil {
 			return nil, fmt.Errorf("strategies.%s: %w", c.Strategy, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -204,55 +204,22 @@ type rankOut struct {
 func runCheckPlan(ctx context.Context, plan *partition.Plan, steps int,
 	newCompute func(*partition.Plan, int) (Compute, error), newComms func(int) []Comm) (*checkRun, error) {
 	size := plan.Size()
-	comms := newComms(size)
-	if len(comms) != size {
-		return nil, fmt.Errorf("NewComms(%d) returned %d communicators", size, len(comms))
-	}
-	defer func() {
-		for _, c := range comms {
-			c.Close()
-		}
-	}()
-	computes := make([]Compute, size)
-	defer func() {
-		for _, c := range computes {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for r := range computes {
-		c, err := newCompute(plan, r)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: %w", r, err)
-		}
-		computes[r] = c
-		if _, ok := c.(Inspector); !ok {
-			return nil, fmt.Errorf("rank %d: compute %T does not report outputs (Output, Sampled)", r, c)
-		}
-	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	outs := make([]rankOut, size)
-	errs := make([]error, size)
-	var wg sync.WaitGroup
-	for r := range size {
-		wg.Go(func() {
-			outs[r], errs[r] = runCheckRank(ctx, plan, r, steps, computes[r], comms[r])
-			if errs[r] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	if err := firstCause(errs); err != nil {
+	rankDiffs := make([]*RankCountDiff, size)
+	err := runRanksInProcess(ctx, plan, newCompute, newComms, func(ctx context.Context, r int, c Compute, comm Comm) (err error) {
+		if outs[r], err = runCheckRank(ctx, plan, r, steps, c, comm, nil); err != nil {
+			return err
+		}
+		// Only this rank's goroutine counts on comm, and it has flushed.
+		rankDiffs[r] = countDiff(plan, r, steps, comm)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-
 	var diffs []RankCountDiff
-	for r := range size {
-		if d := countDiff(plan, r, steps, comms[r]); d != nil {
+	for _, d := range rankDiffs {
+		if d != nil {
 			diffs = append(diffs, *d)
 		}
 	}
@@ -313,8 +280,10 @@ func assembleCheckRun(plan *partition.Plan, steps int, outs []rankOut, diffs []R
 }
 
 // runCheckRank runs prefill and steps decode steps on one rank, keeping the
-// last stage's outputs after each.
-func runCheckRank(ctx context.Context, plan *partition.Plan, rank, steps int, c Compute, comm Comm) (rankOut, error) {
+// last stage's outputs after each. With a clock, the rank passes a barrier
+// before the prefill and clock records the times and counted communication
+// of every step (RunInProcess).
+func runCheckRank(ctx context.Context, plan *partition.Plan, rank, steps int, c Compute, comm Comm, clock *stepClock) (rankOut, error) {
 	var out rankOut
 	groups, err := NewGroups(ctx, comm, plan, rank)
 	if err != nil {
@@ -326,6 +295,13 @@ func runCheckRank(ctx context.Context, plan *partition.Plan, rank, steps int, c 
 	}
 	insp := c.(Inspector)
 	lastStage := plan.LastStage(plan.Ranks[rank].Stage)
+	if clock != nil {
+		if err := comm.Barrier(ctx); err != nil {
+			return out, err
+		}
+		clock.base = comm.Counter().Snapshot()
+		clock.ready = time.Now()
+	}
 	for step := 0; step <= steps; step++ {
 		phase, past := partition.Prefill, Past(plan, partition.Prefill, 0)
 		if step > 0 {
@@ -336,6 +312,12 @@ func runCheckRank(ctx context.Context, plan *partition.Plan, rank, steps int, c 
 		}
 		if err := comm.Flush(ctx); err != nil {
 			return out, fmt.Errorf("rank %d: flush: %w", rank, err)
+		}
+		if clock != nil {
+			clock.ends = append(clock.ends, time.Now())
+			snap := comm.Counter().Snapshot()
+			clock.counted = append(clock.counted, snap.Sub(clock.base))
+			clock.base = snap
 		}
 		if !lastStage {
 			continue

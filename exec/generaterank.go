@@ -51,24 +51,12 @@ func GenerateRank(ctx context.Context, cfg *configs.Config, prompts [][]int, o G
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	sess, err := rendezvous.Join(ctx, rendezvous.Options{
-		Addr: o.Env.RendezvousAddr, Rank: o.Env.Rank, Size: plan.Size(), LaunchedSize: o.Env.Size,
-		ConfigHash: plan.Config.Hash(), JobID: o.Env.JobID, Hostname: host, JoinTimeout: o.JoinTimeout,
-	})
+	sess, ctx, release, err := joinLaunched(ctx, plan, o.Env, host, o.JoinTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer sess.Close()
+	defer release()
 	rank := o.Env.Rank
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-sess.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	fail := func(err error) (*GenerateResult, error) { return nil, sess.Cause(err, 2*time.Second) }
 
 	in := &model.Inputs{Prompts: prompts, Greedy: true}
@@ -85,7 +73,7 @@ func GenerateRank(ctx context.Context, cfg *configs.Config, prompts [][]int, o G
 		return fail(fmt.Errorf("communicator: %w", err))
 	}
 	defer comm.Close()
-	out, err := runCheckRank(ctx, plan, rank, steps, compute, comm)
+	out, err := runCheckRank(ctx, plan, rank, steps, compute, comm, nil)
 	if err != nil {
 		return fail(err)
 	}

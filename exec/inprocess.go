@@ -69,9 +69,66 @@ func RunInProcess(ctx context.Context, plan *partition.Plan, o InProcessOptions)
 		return nil, fmt.Errorf("run in process: decode steps must be ≥ 0 (got %d)", o.DecodeSteps)
 	}
 	size, steps := plan.Size(), o.DecodeSteps
-	comms := o.NewComms(size)
+	outs := make([]rankOut, size)
+	clocks := make([]stepClock, size)
+	err := runRanksInProcess(ctx, plan, o.NewCompute, o.NewComms, func(ctx context.Context, r int, c Compute, comm Comm) (err error) {
+		outs[r], err = runCheckRank(ctx, plan, r, steps, c, comm, &clocks[r])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	run := &InProcessRun{}
+	prev := clocks[0].ready
+	for _, c := range clocks[1:] {
+		if c.ready.Before(prev) {
+			prev = c.ready
+		}
+	}
+	for k := 0; k <= steps; k++ {
+		last := clocks[0].ends[k]
+		for r := 1; r < size; r++ {
+			if clocks[r].ends[k].After(last) {
+				last = clocks[r].ends[k]
+			}
+		}
+		run.StepS = append(run.StepS, last.Sub(prev).Seconds())
+		prev = last
+		phase := partition.Prefill
+		if k > 0 {
+			phase = partition.Decode
+		}
+		var got, want []commcount.Snapshot
+		for r := range size {
+			w := plan.Counts(plan.Program(r, phase))
+			got, want = append(got, clocks[r].counted[k]), append(want, w)
+			if d := commcount.Diff(w, clocks[r].counted[k]); len(d) > 0 {
+				run.CountDiffs = append(run.CountDiffs, fmt.Sprintf("%s step %d rank %d: %s", phase, k, r, strings.Join(d, ", ")))
+			}
+		}
+		run.Counted, run.Want = append(run.Counted, got), append(run.Want, want)
+	}
+	cr, err := assembleCheckRun(plan, steps, outs, nil)
+	if err != nil {
+		return nil, err
+	}
+	run.Tokens, run.Failures = cr.tokens, cr.failures
+	return run, nil
+}
+
+// runRanksInProcess connects plan's ranks in this process (newComms),
+// builds each rank's Compute (newCompute; it must implement Inspector) and
+// runs rank for every rank as a goroutine, cancelling the others when one
+// fails; it returns firstCause of the ranks' errors. The communicators and
+// Computes are closed before it returns. Check, Generate and RunInProcess
+// run their ranks through it.
+func runRanksInProcess(ctx context.Context, plan *partition.Plan,
+	newCompute func(*partition.Plan, int) (Compute, error), newComms func(int) []Comm,
+	rank func(ctx context.Context, r int, c Compute, comm Comm) error) error {
+	size := plan.Size()
+	comms := newComms(size)
 	if len(comms) != size {
-		return nil, fmt.Errorf("NewComms(%d) returned %d communicators", size, len(comms))
+		return fmt.Errorf("NewComms(%d) returned %d communicators", size, len(comms))
 	}
 	defer func() {
 		for _, c := range comms {
@@ -87,116 +144,38 @@ func RunInProcess(ctx context.Context, plan *partition.Plan, o InProcessOptions)
 		}
 	}()
 	for r := range computes {
-		c, err := o.NewCompute(plan, r)
+		c, err := newCompute(plan, r)
 		if err != nil {
-			return nil, fmt.Errorf("rank %d: %w", r, err)
+			return fmt.Errorf("rank %d: %w", r, err)
 		}
 		computes[r] = c
 		if _, ok := c.(Inspector); !ok {
-			return nil, fmt.Errorf("rank %d: compute %T does not report outputs (Output, Sampled)", r, c)
+			return fmt.Errorf("rank %d: compute %T does not report outputs (Output, Sampled)", r, c)
 		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	outs := make([]rankOut, size)
 	errs := make([]error, size)
-	ready := make([]time.Time, size)
-	ends := make([][]time.Time, size)
-	counted := make([][]commcount.Snapshot, size)
 	var wg sync.WaitGroup
 	for r := range size {
 		wg.Go(func() {
-			outs[r], ready[r], ends[r], counted[r], errs[r] = timedRank(ctx, plan, r, steps, computes[r], comms[r])
+			errs[r] = rank(ctx, r, computes[r], comms[r])
 			if errs[r] != nil {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	if err := firstCause(errs); err != nil {
-		return nil, err
-	}
-	run := &InProcessRun{}
-	prev := ready[0]
-	for _, t := range ready[1:] {
-		if t.Before(prev) {
-			prev = t
-		}
-	}
-	for k := 0; k <= steps; k++ {
-		last := ends[0][k]
-		for r := 1; r < size; r++ {
-			if ends[r][k].After(last) {
-				last = ends[r][k]
-			}
-		}
-		run.StepS = append(run.StepS, last.Sub(prev).Seconds())
-		prev = last
-		phase := partition.Prefill
-		if k > 0 {
-			phase = partition.Decode
-		}
-		var got, want []commcount.Snapshot
-		for r := range size {
-			w := plan.Counts(plan.Program(r, phase))
-			got, want = append(got, counted[r][k]), append(want, w)
-			if d := commcount.Diff(w, counted[r][k]); len(d) > 0 {
-				run.CountDiffs = append(run.CountDiffs, fmt.Sprintf("%s step %d rank %d: %s", phase, k, r, strings.Join(d, ", ")))
-			}
-		}
-		run.Counted, run.Want = append(run.Counted, got), append(run.Want, want)
-	}
-	cr, err := assembleCheckRun(plan, steps, outs, nil)
-	if err != nil {
-		return nil, err
-	}
-	run.Tokens, run.Failures = cr.tokens, cr.failures
-	return run, nil
+	return firstCause(errs)
 }
 
-// timedRank is runCheckRank with a barrier before the prefill and the end
-// time and counted communication of every step.
-func timedRank(ctx context.Context, plan *partition.Plan, rank, steps int, c Compute, comm Comm) (out rankOut, ready time.Time, ends []time.Time, counted []commcount.Snapshot, err error) {
-	groups, err := NewGroups(ctx, comm, plan, rank)
-	if err != nil {
-		return
-	}
-	progs := map[partition.Phase]partition.Program{
-		partition.Prefill: plan.Program(rank, partition.Prefill),
-		partition.Decode:  plan.Program(rank, partition.Decode),
-	}
-	insp := c.(Inspector)
-	lastStage := plan.LastStage(plan.Ranks[rank].Stage)
-	if err = comm.Barrier(ctx); err != nil {
-		return
-	}
-	base := comm.Counter().Snapshot()
-	ready = time.Now()
-	for step := 0; step <= steps; step++ {
-		phase, past := partition.Prefill, Past(plan, partition.Prefill, 0)
-		if step > 0 {
-			phase, past = partition.Decode, Past(plan, partition.Decode, step-1)
-		}
-		if err = RunProgram(ctx, progs[phase], c, comm, groups, past); err != nil {
-			return
-		}
-		if err = comm.Flush(ctx); err != nil {
-			err = fmt.Errorf("rank %d: flush: %w", rank, err)
-			return
-		}
-		ends = append(ends, time.Now())
-		snap := comm.Counter().Snapshot()
-		counted = append(counted, snap.Sub(base))
-		base = snap
-		if !lastStage {
-			continue
-		}
-		o, s := make([][]float32, plan.Microbatches), make([][]int, plan.Microbatches)
-		for mb := range o {
-			o[mb], s[mb] = insp.Output(mb), insp.Sampled(mb)
-		}
-		out.out, out.sampled = append(out.out, o), append(out.sampled, s)
-	}
-	return
+// stepClock is what runCheckRank records of one rank for RunInProcess: the
+// time it passed the barrier before the prefill, the end time of every
+// step and the communication it counted during each.
+type stepClock struct {
+	ready   time.Time
+	ends    []time.Time
+	counted []commcount.Snapshot
+	base    commcount.Snapshot
 }

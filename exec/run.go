@@ -35,6 +35,30 @@ type RunOptions struct {
 	TraceDecodeSteps int
 }
 
+// joinLaunched joins the rendezvous of plan's launched job as env's rank
+// (host names this machine). The context it returns ends when the session
+// does, so a lost rank or an abort from another rank ends this one's work;
+// release cancels it and closes the session. Run and GenerateRank start
+// with it.
+func joinLaunched(ctx context.Context, plan *partition.Plan, env launch.Env, host string, joinTimeout time.Duration) (*rendezvous.Session, context.Context, func(), error) {
+	sess, err := rendezvous.Join(ctx, rendezvous.Options{
+		Addr: env.RendezvousAddr, Rank: env.Rank, Size: plan.Size(), LaunchedSize: env.Size,
+		ConfigHash: plan.Config.Hash(), JobID: env.JobID, Hostname: host, JoinTimeout: joinTimeout,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return sess, ctx, func() { cancel(); sess.Close() }, nil
+}
+
 // Run is one rank's whole run: rendezvous, allocate, warm up, measure,
 // count, and gather every rank's results on rank 0, which returns them (the
 // other ranks return nil). A lost rank, a mismatched config or world size
@@ -46,26 +70,12 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	}
 	cfg := plan.Config
 	host, _ := os.Hostname()
-	sess, err := rendezvous.Join(ctx, rendezvous.Options{
-		Addr: o.Env.RendezvousAddr, Rank: o.Env.Rank, Size: plan.Size(), LaunchedSize: o.Env.Size,
-		ConfigHash: cfg.Hash(), JobID: o.Env.JobID, Hostname: host, JoinTimeout: o.JoinTimeout,
-	})
+	sess, ctx, release, err := joinLaunched(ctx, plan, o.Env, host, o.JoinTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer sess.Close()
+	defer release()
 	rank := o.Env.Rank
-
-	// A lost rank or an abort from another rank ends this one's work.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-sess.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	// fail names the cause: a lost rank or another rank's abort when there is
 	// one (the data plane often reports a healthy peer that stopped because of
 	// it), else this rank's own error, which aborts every other rank.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
@@ -49,7 +50,7 @@ iterations = 1
 // safetensors (checkpoint.Verify counts them, independently of partition).
 func TestParamsOfCheckpoints(t *testing.T) {
 	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
-		dir, _ := filepath.Abs(filepath.Join("..", "checkpoint", "testdata", fx))
+		dir := checkpointtest.Dir(t, fx)
 		_, n, err := checkpoint.Verify(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -65,6 +65,16 @@ func (p *Plan) GroupSize() int { return p.TP * p.PP }
 func (p *Plan) FirstStage(s int) bool { return s == 0 }
 func (p *Plan) LastStage(s int) bool  { return s == p.PP-1 }
 
+// LoadPlan loads the config name (configs.Load: a file or an embedded
+// preset) and partitions it (NewPlan).
+func LoadPlan(name string) (*Plan, error) {
+	cfg, err := configs.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	return NewPlan(cfg)
+}
+
 // NewPlan partitions cfg's model over its GPUs. It fails when a rank's memory
 // (weights, KV cache, activation peak) exceeds the usable HBM, naming the rank.
 func NewPlan(cfg *configs.Config) (*Plan, error) {

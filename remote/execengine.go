@@ -235,11 +235,23 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 	t2 := time.Now()
 	s.next = past + q
 	out := &StepOutput{Import: t1.Sub(t0), Execute: t2.Sub(t1)}
-	for _, want := range pl.Down {
+	if out.Tensors, err = s.reply(pl.Down, past+q); err != nil {
+		return nil, err
+	}
+	out.Serialize = time.Since(t2)
+	return out, nil
+}
+
+// reply reads the reply tensors down from the device: a layer's KV cache
+// over positions [0, kvEnd), the sampled tokens or the logits.
+func (s *execSession) reply(down []partition.RemoteTensor, kvEnd int) ([]Tensor, error) {
+	var out []Tensor
+	for _, want := range down {
 		t := Tensor{Name: want.Name, ElemBytes: want.ElemBytes, Shape: want.Shape, Data: make([]byte, want.Bytes)}
+		var err error
 		switch {
 		case want.Layer >= 0:
-			err = s.io.ExportKV(want.Layer, past+q, t.Data)
+			err = s.io.ExportKV(want.Layer, kvEnd, t.Data)
 		case want.Name == partition.RemoteTokensOut:
 			err = s.sampled(t.Data)
 		case want.Name == partition.RemoteLogits:
@@ -250,9 +262,8 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 		if err != nil {
 			return nil, err
 		}
-		out.Tensors = append(out.Tensors, t)
+		out = append(out, t)
 	}
-	out.Serialize = time.Since(t2)
 	return out, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -26,11 +25,7 @@ func MeasureRequestOverhead(ctx context.Context, transport string, samples int) 
 	if samples < 1 {
 		return nil, fmt.Errorf("request overhead: samples must be ≥ 1 (got %d)", samples)
 	}
-	cfg, err := configs.Load(OverheadConfig)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.NewPlan(cfg)
+	plan, err := partition.LoadPlan(OverheadConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +62,7 @@ func MeasureRequestOverhead(ctx context.Context, transport string, samples int) 
 	prompt := SeededPrompt(plan)
 	out := make([]float64, 0, samples)
 	for len(out) < samples {
-		s, err := c.Open(ctx, cfg, partition.RemoteStateful, partition.RemoteOptions{})
+		s, err := c.Open(ctx, plan.Config, partition.RemoteStateful, partition.RemoteOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("request overhead: %w", err)
 		}

@@ -130,20 +130,9 @@ func (s *execSession) pauseResume(ctx context.Context, in *StepInput) (*StepOutp
 	if err != nil {
 		return nil, err
 	}
-	for _, want := range pl.Down {
-		t := Tensor{Name: want.Name, ElemBytes: want.ElemBytes, Shape: want.Shape, Data: make([]byte, want.Bytes)}
-		switch want.Name {
-		case partition.RemoteTokensOut:
-			err = s.sampled(t.Data)
-		case partition.RemoteLogits:
-			err = s.logits(t.Data, int(want.Shape[1]))
-		default:
-			err = fmt.Errorf("no reply tensor %q", want.Name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out.Tensors = append(out.Tensors, t)
+	// A stateful session's reply carries no KV cache (it stays on the device).
+	if out.Tensors, err = s.reply(pl.Down, s.next); err != nil {
+		return nil, err
 	}
 	out.Serialize = time.Since(t2)
 	return out, nil

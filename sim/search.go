@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,7 +151,7 @@ func LayerVariants(layers, pp int, ends bool) []Candidate {
 	}
 	add := func(v string, counts []int) {
 		for _, o := range out {
-			if equalInts(o.StageLayers, counts) {
+			if slices.Equal(o.StageLayers, counts) {
 				return
 			}
 		}
@@ -174,18 +175,6 @@ func LayerVariants(layers, pp int, ends bool) []Candidate {
 		}
 	}
 	return out
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Factorization is one tp × pp × dp = GPUs, with why it is not searched.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,7 +208,7 @@ func TestLayerVariants(t *testing.T) {
 			continue
 		}
 		for _, v := range got {
-			if !equalInts(v.StageLayers, tc.want[v.Variant]) {
+			if !slices.Equal(v.StageLayers, tc.want[v.Variant]) {
 				t.Errorf("%d layers over %d: %s = %v, want %v", tc.layers, tc.pp, v.Variant, v.StageLayers, tc.want[v.Variant])
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -25,7 +26,7 @@ func TestCheckModelDir(t *testing.T) {
 		{"gpt2-tiny", []string{"gpt2-tiny-tp1pp2-mb2", "gpt2-tiny-tp2pp1", "gpt2-tiny-tp2pp2-mb2", "gpt2-tiny-tp4pp1", "gpt2-tiny-layerwise2-mb2"}},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			run := configs.ModelDirRun{Dir: fixtureDir(t, tc.fixture), Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32"}
+			run := configs.ModelDirRun{Dir: checkpointtest.Dir(t, tc.fixture), Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32"}
 			res, err := cpu.CheckModelDir(context.Background(), run, 4, pexec.CheckOptions{})
 			if err != nil {
 				t.Fatal(err)

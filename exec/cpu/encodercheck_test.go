@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -71,7 +72,7 @@ func TestEncoderCheck(t *testing.T) {
 		t.Fatal("decode steps accepted for an encoder")
 	}
 	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
-		run := configs.ModelDirRun{Dir: fixtureDir(t, fx), Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32", Encoder: true}
+		run := configs.ModelDirRun{Dir: checkpointtest.Dir(t, fx), Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32", Encoder: true}
 		results, err := cpu.CheckModelDir(context.Background(), run, 4, pexec.CheckOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/launch"
@@ -17,8 +18,8 @@ import (
 // transformers' greedy ids (reference.json). As rank 1 of a launched job
 // whose rank 0 never comes, the join times out and the error names rank 1.
 func TestGenerateAs(t *testing.T) {
-	dir := fixtureDir(t, "llama-tiny")
-	ref := readReference(t, dir)
+	dir := checkpointtest.Dir(t, "llama-tiny")
+	ref := checkpointtest.ReadReference(t, dir)
 	cfg := hfConfig(t, dir, 2, 1, 1, nil)
 	o := pexec.GenerateRankOptions{NewTokens: len(ref.GreedyIDs[0]), NewCompute: hfCompute(t, dir), NewComm: backend.TCPComm,
 		Env: launch.Env{Size: 1, LocalSize: 1, Source: launch.SourceSingle}}

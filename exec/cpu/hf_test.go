@@ -2,16 +2,15 @@ package cpu_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -19,36 +18,6 @@ import (
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
-
-// reference is transformers' output for a fixture (checkpoint/testdata/*/
-// reference.json, computed in fp32 on the CPU with eager attention).
-type reference struct {
-	PromptIDs [][]int       `json:"prompt_ids"`
-	Logits    [][][]float64 `json:"logits"`
-	GreedyIDs [][]int       `json:"greedy_ids"`
-}
-
-func fixtureDir(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "checkpoint", "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func readReference(t *testing.T, dir string) reference {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref reference
-	if err := json.Unmarshal(data, &ref); err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
 
 // hfConfig is a config running the model in dir (model.dir) in fp32 with
 // tp × pp ranks on one node.
@@ -141,8 +110,8 @@ const logitsTol = 1e-4
 // identical (whole-prompt prefill, then decode with the KV cache).
 func TestHuggingFaceFixtures(t *testing.T) {
 	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
-		dir := fixtureDir(t, fx)
-		ref := readReference(t, dir)
+		dir := checkpointtest.Dir(t, fx)
+		ref := checkpointtest.ReadReference(t, dir)
 		newCompute := hfCompute(t, dir)
 		for _, p := range partitionings {
 			t.Run(fx+"/"+p.name, func(t *testing.T) {

@@ -375,6 +375,18 @@ func (c *Compute) initBuffers() error {
 // pin pins the calling goroutine to its thread with the context current.
 func (c *Compute) pin() (func(), error) { return c.ctx.Pin() }
 
+// enter pins the context for a call that queues or waits for work (Exec,
+// Sync), or reports that ctx has ended or an earlier fault.
+func (c *Compute) enter(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.fault != nil {
+		return nil, c.fault
+	}
+	return c.pin()
+}
+
 // Buffer returns micro-batch mb's buffer b as its first elems elements, a
 // *Buffer in device memory (b is an op's In or Out, or
 // model.Logits.Gathered()); elements are of the model type, tokens float32.
@@ -461,13 +473,7 @@ func (c *Compute) downloadInto(dst []byte, p cuda.DevicePtr) error {
 // Sync waits for the queued work, reports a device-side failure (an
 // invalid token id) and collects the finished op timings.
 func (c *Compute) Sync(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if c.fault != nil {
-		return c.fault
-	}
-	unpin, err := c.pin()
+	unpin, err := c.enter(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,13 +18,7 @@ import (
 // Options.Graphs, the ops of a decode segment that has been captured only
 // update the host's bookkeeping: the segment's first op launches its graph.
 func (c *Compute) Exec(ctx context.Context, op *partition.Op, past int) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if c.fault != nil {
-		return c.fault
-	}
-	unpin, err := c.pin()
+	unpin, err := c.enter(ctx)
 	if err != nil {
 		return err
 	}
