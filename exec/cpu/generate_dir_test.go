@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/launch"
 )
@@ -14,8 +15,8 @@ import (
 // gpt2-tiny), gives transformers' greedy continuation; Config refuses what
 // cannot run before any weight is read.
 func TestGenerateDir(t *testing.T) {
-	dir := fixtureDir(t, "gpt2-tiny")
-	ref := readReference(t, dir)
+	dir := checkpointtest.Dir(t, "gpt2-tiny")
+	ref := checkpointtest.ReadReference(t, dir)
 	g := cpu.GenerateDir{Dir: dir, Prompts: ref.PromptIDs, NewTokens: len(ref.GreedyIDs[0]), TP: 2, PP: 2, Microbatches: 1,
 		Env: launch.Env{Source: launch.SourceSingle}}
 	res, err := cpu.Generate(context.Background(), g)
