@@ -1,6 +1,9 @@
 package compare
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
@@ -35,4 +38,19 @@ func Emulate(plan *partition.Plan, em *exec.Emulation, collectives sim.Collectiv
 		return nil, err
 	}
 	return &Emulation{Emulated: emu, Modeled: model, AllocatedBytes: em.AllocatedBytes}, nil
+}
+
+// EmulateRun plays every rank of plan in turn on one device
+// (exec.Emulate, the config's warm-up and measured iterations) and holds
+// the rebuilt timeline against the model (Emulate); ranks is the count the
+// user asked for, which must be the plan's.
+func EmulateRun(ctx context.Context, plan *partition.Plan, ranks int, newCompute func(*partition.Plan, int) (exec.Compute, error), collectives sim.CollectiveOptions) (*Emulation, error) {
+	if ranks != plan.Size() {
+		return nil, fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", plan.Config.Name, plan.Factors(), plan.Size(), ranks)
+	}
+	em, err := exec.Emulate(ctx, plan, newCompute, plan.Config.Run.Warmup, plan.Config.Run.Iterations)
+	if err != nil {
+		return nil, err
+	}
+	return Emulate(plan, em, collectives)
 }

@@ -99,3 +99,31 @@ func Strict(doc *RunDoc) error {
 // DefaultTolerance is the relative error above which a timed metric is
 // flagged, for run and for plots of saved results that carry none.
 const DefaultTolerance = 0.15
+
+// VerdictError is how a run ends when it did not pass: counted
+// communication that differs from the Program (exit status 4, a bug,
+// never noise), or with strict, a timed metric outside the tolerance (3).
+type VerdictError struct {
+	Code int
+	Err  error
+}
+
+func (e *VerdictError) Error() string { return e.Err.Error() }
+func (e *VerdictError) Unwrap() error { return e.Err }
+
+// ExitCode is the process's exit status for this verdict.
+func (e *VerdictError) ExitCode() int { return e.Code }
+
+// Verdict is nil when doc's counts equal the Program's and (with strict)
+// every timed metric is inside the tolerance; else a *VerdictError.
+func Verdict(doc *RunDoc, strict bool) error {
+	if err := Problems(doc.Problems); err != nil {
+		return &VerdictError{Code: 4, Err: err}
+	}
+	if strict {
+		if err := Strict(doc); err != nil {
+			return &VerdictError{Code: 3, Err: fmt.Errorf("--strict: %w", err)}
+		}
+	}
+	return nil
+}

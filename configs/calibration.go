@@ -419,18 +419,19 @@ func spreadOrder(k string) int {
 	return len(SpreadKeys)
 }
 
-// CalibratedRequestOverhead is the remote per-request overhead a calibration
-// file measured (ok false without a file or without the measurement).
-func CalibratedRequestOverhead(path string) (float64, bool, error) {
-	if path == "" {
-		return 0, false, nil
+// RequestOverhead is the remote per-request overhead a dry run prices:
+// given (set), the flag's value; else the one the calibration file at path
+// measured; else 0.
+func RequestOverhead(given float64, set bool, path string) (float64, error) {
+	if set || path == "" {
+		return given, nil
 	}
 	cal, err := LoadCalibration(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("--calibration: %w", err)
+		return 0, fmt.Errorf("--calibration: %w", err)
 	}
 	if cal.Remote == nil {
-		return 0, false, nil
+		return given, nil
 	}
-	return cal.Remote.RequestOverheadS, true, nil
+	return cal.Remote.RequestOverheadS, nil
 }

@@ -172,3 +172,17 @@ func TestCalibrationApply(t *testing.T) {
 		t.Errorf("one-rank calibration changed the topology to %+v (notes %q)", cfg.Topology, notes)
 	}
 }
+
+// RequestOverhead: a given flag wins; without one, the file's measurement;
+// without a file, the (default) flag value; an unreadable file is an error.
+func TestRequestOverhead(t *testing.T) {
+	if v, err := RequestOverhead(5e-3, true, "/nonexistent.toml"); err != nil || v != 5e-3 {
+		t.Errorf("given: %g %v", v, err)
+	}
+	if v, err := RequestOverhead(0, false, ""); err != nil || v != 0 {
+		t.Errorf("no file: %g %v", v, err)
+	}
+	if _, err := RequestOverhead(0, false, filepath.Join(t.TempDir(), "none.toml")); err == nil || !strings.HasPrefix(err.Error(), "--calibration:") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -70,3 +70,24 @@ func LoadCalibrated(names []string, calibration string) ([]*Config, [][]string, 
 	}
 	return cfgs, notes, nil
 }
+
+// LoadEstimated is what a dry run estimates: the model directory's run
+// when dir is set (its model, workload and partitioning from dir.Dir and
+// its fields), else the named configs (none: DefaultStrategies); each with
+// the calibration at path applied ("" = none). A directory and names
+// together are refused: one says what the other would.
+func LoadEstimated(names []string, dir ModelDirRun, calibration string) ([]*Config, error) {
+	if dir.Dir == "" {
+		cfgs, _, err := LoadCalibrated(names, calibration)
+		return cfgs, err
+	}
+	if len(names) > 0 {
+		return nil, fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
+	}
+	cfg, err := dir.Config()
+	if err != nil {
+		return nil, err
+	}
+	_, err = ApplyCalibrationFile(cfg, calibration)
+	return []*Config{cfg}, err
+}

@@ -65,3 +65,27 @@ func TestLoadCalibrated(t *testing.T) {
 		t.Errorf("missing second config: %v", err)
 	}
 }
+
+// LoadEstimated: names (none: the seed's two strategies), or a model
+// directory, never both.
+func TestLoadEstimated(t *testing.T) {
+	cfgs, err := LoadEstimated(nil, ModelDirRun{}, "")
+	if err != nil || len(cfgs) != len(DefaultStrategies) || cfgs[0].Name != DefaultStrategies[0] {
+		t.Fatalf("defaults: %v %v", cfgs, err)
+	}
+	cfgs, err = LoadEstimated([]string{"test/tp2pp2-tiny"}, ModelDirRun{}, "")
+	if err != nil || len(cfgs) != 1 || cfgs[0].Parallel.TP != 2 {
+		t.Fatalf("named: %v %v", cfgs, err)
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "checkpoint", "testdata", "llama-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEstimated([]string{"tp8pp2"}, ModelDirRun{Dir: dir}, ""); err == nil || !strings.Contains(err.Error(), "--config and --compare cannot be given with it") {
+		t.Errorf("both: %v", err)
+	}
+	cfgs, err = LoadEstimated(nil, ModelDirRun{Dir: dir, Batch: 2, Context: 16, OutputTokens: 4}, "")
+	if err != nil || len(cfgs) != 1 || cfgs[0].Model.Layers != 2 || cfgs[0].Model.Hidden != 64 { // llama-tiny: 2 layers of 64
+		t.Fatalf("model dir: %v %v", cfgs, err)
+	}
+}

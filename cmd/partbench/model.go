@@ -82,10 +82,8 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if !o.dryRun {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
 	}
-	if o.modelDir != "" && len(o.configs)+len(o.compare) > 0 {
-		return fmt.Errorf("--model-dir: the model, workload and partitioning come from --model-dir and its flags; --config and --compare cannot be given with it")
-	}
-	cfgs, err := o.load()
+	o.dirRun.Dir = o.modelDir
+	cfgs, err := configs.LoadEstimated(append(append([]string{}, o.configs...), o.compare...), o.dirRun, o.calibration)
 	if err != nil {
 		return err
 	}
@@ -94,11 +92,9 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	if o.sweep != "" {
 		return o.runSweep(stdout, cfgs, opts)
 	}
-	if (o.resumeLayers != "" || o.remoteLink != "") && !o.remoteOverheadSet {
-		if v, ok, err := configs.CalibratedRequestOverhead(o.calibration); err != nil {
+	if o.resumeLayers != "" || o.remoteLink != "" {
+		if o.remoteOverheadS, err = configs.RequestOverhead(o.remoteOverheadS, o.remoteOverheadSet, o.calibration); err != nil {
 			return err
-		} else if ok {
-			o.remoteOverheadS = v
 		}
 	}
 	if o.resumeLayers != "" {
@@ -121,22 +117,6 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		}
 	}
 	return report.ToOutput(o.out, stdout, func(w io.Writer) error { return report.Model(w, o.format, version, es, o.perRank) })
-}
-
-// load loads the strategies (--model-dir, else --config and --compare, else
-// the seed comparison) with --calibration applied.
-func (o *modelOptions) load() ([]*configs.Config, error) {
-	if o.modelDir == "" {
-		cfgs, _, err := configs.LoadCalibrated(append(append([]string{}, o.configs...), o.compare...), o.calibration)
-		return cfgs, err
-	}
-	o.dirRun.Dir = o.modelDir
-	cfg, err := o.dirRun.Config()
-	if err != nil {
-		return nil, err
-	}
-	_, err = configs.ApplyCalibrationFile(cfg, o.calibration)
-	return []*configs.Config{cfg}, err
 }
 
 // defaultDecodeSteps is the decode steps model and search simulate by default.

@@ -242,15 +242,7 @@ func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
 	if err := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON); err != nil {
 		return err
 	}
-	if perr := compare.Problems(doc.Problems); perr != nil {
-		return &exitError{code: 4, err: perr}
-	}
-	if o.strict {
-		if err := compare.Strict(doc); err != nil {
-			return &exitError{code: 3, err: fmt.Errorf("--strict: %w", err)}
-		}
-	}
-	return nil
+	return compare.Verdict(doc, o.strict)
 }
 
 // runCheck compares the partitioned run with a single rank, in process.
@@ -283,15 +275,7 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan := setup.Plan
-	if o.emulate != plan.Size() {
-		return fmt.Errorf("--emulate-ranks: %s needs %s = %d ranks (got %d)", cfg.Name, plan.Factors(), plan.Size(), o.emulate)
-	}
-	em, err := pexec.Emulate(ctx, plan, setup.Rank.NewCompute, cfg.Run.Warmup, cfg.Run.Iterations)
-	if err != nil {
-		return err
-	}
-	e, err := compare.Emulate(plan, em, collectiveOptionsFromEnv())
+	e, err := compare.EmulateRun(ctx, setup.Plan, o.emulate, setup.Rank.NewCompute, collectiveOptionsFromEnv())
 	if err != nil {
 		return err
 	}
