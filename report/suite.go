@@ -88,7 +88,8 @@ func (e errPoints) YError(i int) (float64, float64) { return e.lo[i], e.hi[i] }
 
 func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.CellResult) suite.Stats, scale float64) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = title
+	// The title names what was run and where, as every partbench figure does.
+	p.Title.Text = fmt.Sprintf("%s\nsuite %s, %s backend (modeled for %s, link %s)", title, r.Spec, r.Backend, r.Hardware, r.Link)
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.Y.Label.Text = unit
 	p.X.Label.Text = "workload"
