@@ -69,3 +69,14 @@ func TestReplicasAlign(t *testing.T) {
 		}
 	}
 }
+
+// Ranks is tp × pp × dp, a missing dp counting 1: 8 × 2 × 1 = 16 and
+// 2 × 1 × 2 = 4.
+func TestParallelRanks(t *testing.T) {
+	if got := (Parallel{TP: 8, PP: 2}).Ranks(); got != 16 {
+		t.Errorf("tp8pp2: %d", got)
+	}
+	if got := (Parallel{TP: 2, PP: 1, DP: 2}).Ranks(); got != 4 {
+		t.Errorf("tp2dp2: %d", got)
+	}
+}

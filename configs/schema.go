@@ -75,6 +75,10 @@ type Parallel struct {
 	PrefillChunk int `toml:"prefill_chunk" json:"prefill_chunk"`
 }
 
+// Ranks is the job's size, tp × pp × dp (dp 0 in a file counts 1): what a
+// launcher and the rendezvous check before any Plan is built.
+func (p Parallel) Ranks() int { return p.TP * p.PP * max(p.DP, 1) }
+
 // Hardware names a GPU preset and/or overrides its fields inline.
 type Hardware struct {
 	Preset string `toml:"preset" json:"preset,omitempty"`

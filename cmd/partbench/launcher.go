@@ -76,13 +76,10 @@ func spawnRanks(ctx context.Context, opts launch.SpawnOptions, prefix string) er
 // --out. A rank 0 that cannot save results does not run, and tells the ranks
 // that reach it why, so they end at once rather than after the join timeout.
 func (o *runOptions) preflightRank(ctx context.Context, cfg *configs.Config, env *launch.Env) error {
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		return err
-	}
+	size := cfg.Parallel.Ranks() // the Plan is built once, by the backend's Setup
 	*env = o.nodes.Place(*env)
 	if o.rendezvous != "" {
-		if _, _, err := launch.ParseRendezvous(o.rendezvous, plan.Size()); err != nil {
+		if _, _, err := launch.ParseRendezvous(o.rendezvous, size); err != nil {
 			return err
 		}
 		env.RendezvousAddr = o.rendezvous
@@ -92,7 +89,7 @@ func (o *runOptions) preflightRank(ctx context.Context, cfg *configs.Config, env
 	}
 	if err := report.CheckOutDir(o.outDir); err != nil {
 		_ = rendezvous.Refuse(ctx, rendezvous.Options{
-			Addr: env.RendezvousAddr, Rank: 0, Size: plan.Size(), LaunchedSize: env.Size,
+			Addr: env.RendezvousAddr, Rank: 0, Size: size, LaunchedSize: env.Size,
 			ConfigHash: cfg.Hash(), JobID: env.JobID, JoinTimeout: o.joinTimeout,
 		}, "rank 0 cannot run: "+err.Error())
 		return err
