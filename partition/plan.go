@@ -32,6 +32,11 @@ type Plan struct {
 	// StageLayers[s] lists the (0-based) layers stage s runs, in order.
 	StageLayers [][]int
 	Ranks       []Rank
+	// Params is the whole model's parameter count (ParamsTotal) and
+	// LayerParams one transformer layer's (Layer): the model's arithmetic
+	// done once here, read by every interpreter.
+	Params      int64
+	LayerParams LayerParams
 }
 
 // Rank is one GPU's share of the plan.
@@ -86,6 +91,8 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 	p := &Plan{
 		Config:         cfg,
 		Model:          m,
+		Params:         ParamsTotal(m),
+		LayerParams:    Layer(m),
 		System:         topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology},
 		TP:             par.TP,
 		PP:             par.PP,

@@ -278,12 +278,12 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		Name: cfg.Name, Description: cfg.Description, Hardware: plan.System.GPU.Name, Topology: plan.System.Topology.Name,
 		GPUs: plan.Size(), TP: plan.TP, PP: plan.PP, DP: plan.DP, Microbatches: plan.Microbatches, MicrobatchSize: plan.MicrobatchSize,
 		Batch: w.Batch, PromptTokens: w.PromptTokens(), OutputTokens: w.OutputTokens,
-		ParamsTotal: partition.ParamsTotal(plan.Model), DType: plan.Model.DType, Plan: plan,
+		ParamsTotal: plan.Params, DType: plan.Model.DType, Plan: plan,
 	}
 
 	usable := plan.System.GPU.UsableL2Bytes()
 	e.L2 = L2Estimate{UsableL2Bytes: usable, WeightResidency: 1}
-	lp := partition.Layer(plan.Model)
+	lp := plan.LayerParams
 	e.L2.WholeLayerBytes = lp.Total() * int64(plan.DTypeBytes)
 	e.L2.WholeLayerResidency = math.Min(1, float64(usable)/float64(e.L2.WholeLayerBytes))
 
