@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -60,19 +59,7 @@ func procStatusKB(b *testing.B, field string) int64 {
 // rank's share of the file converted to float32. Set PARTBENCH_CKPT_BENCH_MB
 // (default 64; a multi-GB file for a real measurement) and -benchtime=1x.
 func BenchmarkRankSlicesCold(b *testing.B) {
-	mb := 64
-	if s := os.Getenv("PARTBENCH_CKPT_BENCH_MB"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			b.Fatalf("PARTBENCH_CKPT_BENCH_MB = %q: must be a positive integer", s)
-		}
-		mb = v
-	}
-	path, layers := benchCheckpoint(b, mb)
-	st, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	path, layers, size := benchFile(b)
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			buf := make([]byte, 4<<20)
@@ -81,14 +68,7 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				how = evict(b, path)
 				t0 := time.Now()
-				r, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
-					b.Fatal(err)
-				}
-				r.Close()
+				readSequential(b, path, buf)
 				seqNS += time.Since(t0).Nanoseconds()
 
 				evict(b, path)
@@ -98,51 +78,20 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				dst := map[string][]float32{}
-				sliceBytes = 0
-				for l := 0; l < layers; l++ {
-					p := fmt.Sprintf("model.layers.%d.", l)
-					for _, m := range []struct {
-						name string
-						cols bool
-					}{
-						{"self_attn.q_proj.weight", false}, {"self_attn.k_proj.weight", false}, {"self_attn.v_proj.weight", false},
-						{"self_attn.o_proj.weight", true},
-						{"mlp.gate_proj.weight", false}, {"mlp.up_proj.weight", false}, {"mlp.down_proj.weight", true},
-					} {
-						x, _ := f.Tensor(p + m.name)
-						dim := x.Info.Shape[0]
-						if m.cols {
-							dim = x.Info.Shape[1]
-						}
-						out := make([]float32, x.Info.Elements()/int64(tp))
-						dst[x.Info.Name] = out
-						if m.cols {
-							err = x.ReadCols(out, 0, dim/int64(tp))
-						} else {
-							err = x.ReadRows(out, 0, dim/int64(tp))
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						sliceBytes += 2 * int64(len(out))
-					}
-				}
+				// fresh buffers every iteration: their growth is what the rank holds
+				sliceBytes = readRankShards(b, f, layers, tp, map[string][]float32{})
 				sliceNS += time.Since(t1).Nanoseconds()
 				anonKB = max(anonKB, procStatusKB(b, "RssAnon")-anon0)
 				f.Close()
-				for k := range dst {
-					delete(dst, k)
-				}
 			}
-			seqBps := float64(st.Size()) * float64(b.N) / (float64(seqNS) / 1e9)
+			seqBps := float64(size) * float64(b.N) / (float64(seqNS) / 1e9)
 			sliceBps := float64(sliceBytes) * float64(b.N) / (float64(sliceNS) / 1e9)
 			b.ReportMetric(seqBps/1e6, "seq-MB/s")
 			b.ReportMetric(sliceBps/1e6, "slice-MB/s")
 			b.ReportMetric(sliceBps/seqBps, "slice/seq")
 			b.ReportMetric(float64(anonKB)*1024/1e6, "anon-MB")
 			b.ReportMetric(float64(2*sliceBytes)/1e6, "share-f32-MB")
-			b.Logf("file %.0f MB, eviction by %s", float64(st.Size())/1e6, how)
+			b.Logf("file %.0f MB, eviction by %s", float64(size)/1e6, how)
 		})
 	}
 }

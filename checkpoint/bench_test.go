@@ -44,14 +44,11 @@ func benchCheckpoint(b *testing.B, mb int) (string, int) {
 	return path, layers
 }
 
-// BenchmarkRankSlices compares, in one run, a tensor-parallel rank reading
-// its shards (column-parallel weights by rows, row-parallel by columns,
-// converted to float32) with a plain sequential read of the whole file, and
-// reports both bandwidths in bytes of the file per second and their ratio.
-// The file is in the page cache after the first iteration: this measures the
-// reader's overhead; cold-cache numbers need a multi-GB checkpoint and a
-// dropped cache (PARTBENCH_CKPT_BENCH_MB sets the size, default 64).
-func BenchmarkRankSlices(b *testing.B) {
+// benchFile is the benchmarks' checkpoint: PARTBENCH_CKPT_BENCH_MB
+// megabytes (default 64) of bf16 Llama-shaped layers; its path, layer count
+// and size in bytes.
+func benchFile(b *testing.B) (string, int, int64) {
+	b.Helper()
 	mb := 64
 	if s := os.Getenv("PARTBENCH_CKPT_BENCH_MB"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -65,6 +62,73 @@ func BenchmarkRankSlices(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return path, layers, st.Size()
+}
+
+// readSequential reads the whole file at path through buf, as a plain copy.
+func readSequential(b *testing.B, path string, buf []byte) {
+	b.Helper()
+	r, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// readRankShards reads tensor-parallel rank 0's shards of every layer of f
+// (column-parallel weights by rows, row-parallel by columns), converted to
+// float32 into dst's buffers (made when missing), and returns the bytes of
+// the file they cover.
+func readRankShards(b *testing.B, f *File, layers, tp int, dst map[string][]float32) int64 {
+	b.Helper()
+	var n int64
+	for l := 0; l < layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		for _, m := range []struct {
+			name string
+			cols bool // row-parallel: the rank's input columns
+		}{
+			{"self_attn.q_proj.weight", false}, {"self_attn.k_proj.weight", false}, {"self_attn.v_proj.weight", false},
+			{"self_attn.o_proj.weight", true},
+			{"mlp.gate_proj.weight", false}, {"mlp.up_proj.weight", false}, {"mlp.down_proj.weight", true},
+		} {
+			x, _ := f.Tensor(p + m.name)
+			dim := x.Info.Shape[0]
+			if m.cols {
+				dim = x.Info.Shape[1]
+			}
+			out := dst[x.Info.Name]
+			if out == nil {
+				out = make([]float32, x.Info.Elements()/int64(tp))
+				dst[x.Info.Name] = out
+			}
+			var err error
+			if m.cols {
+				err = x.ReadCols(out, 0, dim/int64(tp))
+			} else {
+				err = x.ReadRows(out, 0, dim/int64(tp))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += 2 * int64(len(out))
+		}
+	}
+	return n
+}
+
+// BenchmarkRankSlices compares, in one run, a tensor-parallel rank reading
+// its shards (column-parallel weights by rows, row-parallel by columns,
+// converted to float32) with a plain sequential read of the whole file, and
+// reports both bandwidths in bytes of the file per second and their ratio.
+// The file is in the page cache after the first iteration: this measures the
+// reader's overhead; cold-cache numbers need a multi-GB checkpoint and a
+// dropped cache (PARTBENCH_CKPT_BENCH_MB sets the size, default 64).
+func BenchmarkRankSlices(b *testing.B) {
+	path, layers, size := benchFile(b)
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			f, err := Open(path)
@@ -77,53 +141,14 @@ func BenchmarkRankSlices(b *testing.B) {
 			var seqNS, sliceNS, sliceBytes int64
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				r, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
-					b.Fatal(err)
-				}
-				r.Close()
+				readSequential(b, path, buf)
 				t1 := time.Now()
-				sliceBytes = 0
-				for l := 0; l < layers; l++ {
-					p := fmt.Sprintf("model.layers.%d.", l)
-					for _, m := range []struct {
-						name string
-						cols bool // row-parallel: the rank's input columns
-					}{
-						{"self_attn.q_proj.weight", false}, {"self_attn.k_proj.weight", false}, {"self_attn.v_proj.weight", false},
-						{"self_attn.o_proj.weight", true},
-						{"mlp.gate_proj.weight", false}, {"mlp.up_proj.weight", false}, {"mlp.down_proj.weight", true},
-					} {
-						x, _ := f.Tensor(p + m.name)
-						dim := x.Info.Shape[0]
-						if m.cols {
-							dim = x.Info.Shape[1]
-						}
-						lo, hi := int64(0), dim/int64(tp) // rank 0's shard
-						out := dst[x.Info.Name]
-						if out == nil {
-							out = make([]float32, x.Info.Elements()/int64(tp))
-							dst[x.Info.Name] = out
-						}
-						if m.cols {
-							err = x.ReadCols(out, lo, hi)
-						} else {
-							err = x.ReadRows(out, lo, hi)
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						sliceBytes += 2 * int64(len(out))
-					}
-				}
+				sliceBytes = readRankShards(b, f, layers, tp, dst)
 				t2 := time.Now()
 				seqNS += t1.Sub(t0).Nanoseconds()
 				sliceNS += t2.Sub(t1).Nanoseconds()
 			}
-			seqBps := float64(st.Size()) * float64(b.N) / (float64(seqNS) / 1e9)
+			seqBps := float64(size) * float64(b.N) / (float64(seqNS) / 1e9)
 			sliceBps := float64(sliceBytes) * float64(b.N) / (float64(sliceNS) / 1e9)
 			b.ReportMetric(seqBps/1e6, "seq-MB/s")
 			b.ReportMetric(sliceBps/1e6, "slice-MB/s")
