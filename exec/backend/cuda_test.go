@@ -94,24 +94,7 @@ func TestCudaBackendCompute(t *testing.T) {
 // gather). Every rank's counts equal the Program's: prefill once and the
 // decode Program once per step, per measured iteration.
 func TestCudaBackendRunOnFakes(t *testing.T) {
-	cudatest.Build(t).Setenv(t)
-	nccltest.Setenv(t)
-	cfg, err := configs.Load("test/tp2pp2-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Model.DType = "fp16"
-	cfg.Run.Warmup, cfg.Run.Iterations = 1, 2
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	plan, addr := fakeGPURun(t, "test/tp2pp2-tiny", 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -139,10 +122,10 @@ func TestCudaBackendRunOnFakes(t *testing.T) {
 	if len(got) != plan.Size() {
 		t.Fatalf("rank 0 gathered %d results", len(got))
 	}
-	steps := cfg.Workload.OutputTokens - 1
+	steps := plan.Config.Workload.OutputTokens - 1
 	for _, res := range got {
-		prefill := plan.Counts(plan.Program(res.Rank, partition.Prefill)).Times(cfg.Run.Iterations)
-		decode := plan.Counts(plan.Program(res.Rank, partition.Decode)).Times(steps * cfg.Run.Iterations)
+		prefill := plan.Counts(plan.Program(res.Rank, partition.Prefill)).Times(plan.Config.Run.Iterations)
+		decode := plan.Counts(plan.Program(res.Rank, partition.Decode)).Times(steps * plan.Config.Run.Iterations)
 		for _, c := range []struct {
 			phase     string
 			want, got commcount.Snapshot
@@ -170,24 +153,7 @@ func TestCudaBackendRunOnFakes(t *testing.T) {
 //   - each span starts 0.25 ms after the previous one ended (the next op's
 //     mark), so the first span starts at 0 and the spans tile the trace.
 func TestCudaBackendDeviceTrace(t *testing.T) {
-	cudatest.Build(t).Setenv(t)
-	nccltest.Setenv(t)
-	cfg, err := configs.Load("test/single-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Model.DType = "fp16"
-	cfg.Run.Warmup, cfg.Run.Iterations = 1, 1
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
 	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
 	newCompute, newComm, err := cudaBackend(env)
 	if err != nil {
@@ -238,4 +204,29 @@ func TestCudaBackendDeviceTrace(t *testing.T) {
 	if !near(prefillSum, float64(nPrefill)*3*q) {
 		t.Errorf("prefill spans sum to %g s, want %d ops × 0.75 ms", prefillSum, nPrefill)
 	}
+}
+
+// fakeGPURun sets up the fake CUDA driver and NCCL for a test of the GPU
+// path and returns the named config's plan in fp16 with one warm-up and
+// iterations measured iterations, and a free loopback rendezvous address.
+func fakeGPURun(t *testing.T, name string, iterations int) (*partition.Plan, string) {
+	t.Helper()
+	cudatest.Build(t).Setenv(t)
+	nccltest.Setenv(t)
+	cfg, err := configs.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.DType = "fp16"
+	cfg.Run.Warmup, cfg.Run.Iterations = 1, iterations
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return plan, ln.Addr().String()
 }
