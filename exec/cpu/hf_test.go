@@ -74,12 +74,7 @@ func hfCompute(t *testing.T, dir string) func(*partition.Plan, int, *model.Input
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	return func(plan *partition.Plan, rank int, in *model.Inputs) (pexec.Compute, error) {
-		return cpu.NewWith(plan, rank, cpu.Options{
-			Weights: func(s model.Shard) (model.Source, error) { return model.NewCheckpoint(w, hf, s), nil },
-			Inputs:  in,
-		})
-	}
+	return cpu.FromCheckpoint(w, hf)
 }
 
 var partitionings = []struct {
