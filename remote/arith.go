@@ -84,7 +84,6 @@ type arithSession struct {
 	sum    uint64
 	loaded bool
 	kv     map[string][]byte // stateful: each layer's cache, [batch, tokens, width]
-	past   int
 }
 
 func (s *arithSession) Close() {}

@@ -225,14 +225,6 @@ func (c *conn) writeRaw(b []byte, timeout time.Duration) error {
 	return nil
 }
 
-func (c *conn) write(f *frame, timeout time.Duration) error {
-	b, err := encode(f)
-	if err != nil {
-		return err
-	}
-	return c.writeRaw(b, timeout)
-}
-
 // closeWrite sends FIN after any write in progress; later writes fail.
 func (c *conn) closeWrite() {
 	c.wmu.Lock()
