@@ -423,10 +423,11 @@ func (g group) tree(p string, s float64) (latS, bwS float64) {
 // nvlsBW is the usable bandwidth through the NVSwitch's multicast/reduction.
 func (g group) nvlsBW() float64 { return usableBW(g.topo.Intra) * nvlsEfficiency }
 
-// nvlsLatencyS is one in-switch operation: link latency plus NCCL's NVLS
-// overhead (25 µs in NCCL's tuner, less its 0.6 µs NVLink wire part).
-func (g group) nvlsLatencyS() float64 {
-	return g.topo.Intra.LatencyS + protoHopOverheadS(topology.NVLink, AlgoNVLS, ProtoSimple)
+// nvlsLatencyS is one in-switch operation among k GPUs: link latency plus
+// the NVLS overhead, which grows with the number of GPUs that synchronize
+// through the switch (protocol.go, nvlsOverheadS).
+func (g group) nvlsLatencyS(k int) float64 {
+	return g.topo.Intra.LatencyS + nvlsOverheadS(k)
 }
 
 // nvls: all_reduce reads each rank's reduced 1/n shard through the switch
@@ -438,7 +439,7 @@ func (g group) nvls(op commcount.Op, s float64) (latS, bwS float64) {
 	if op == commcount.AllReduce {
 		vol = 1 + 1/float64(g.n)
 	}
-	return g.nvlsLatencyS(), vol * s / g.nvlsBW()
+	return g.nvlsLatencyS(g.n), vol * s / g.nvlsBW()
 }
 
 // hierarchical all-reduce over N nodes with k ranks each, three pipelined
@@ -455,7 +456,7 @@ func (g group) hierarchical(p string, s float64) (latS, bwS float64) {
 	k, N := float64(g.minPer), float64(g.nodes)
 	var intraLat, intraBW, interHop float64
 	if g.nvlsNode(g.minPer) {
-		intraLat = g.nvlsLatencyS()
+		intraLat = g.nvlsLatencyS(g.minPer)
 		intraBW = (1 + 1/k) * s / g.nvlsBW()
 		interHop = g.interHopS(AlgoHierarchical, p) // NCCL's NVLSTree network latency
 	} else {

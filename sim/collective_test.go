@@ -255,15 +255,16 @@ func TestCollectiveLatencyBoundAtEightBytes(t *testing.T) {
 }
 
 func TestCollectiveNVLSOnlyOnNVSwitch(t *testing.T) {
-	// 1 GiB over 8 GPUs on NVSwitch: nvls 25.4 µs + 1.125·S/315.18 GB/s = 3.858 ms
-	// beats ring Simple 61.6 µs + 1.75·S/370.8 GB/s = 5.129 ms; both add the
-	// Simple ramp 60 µs·S/(S + 8 MiB) = 60·1024/1032 = 59.5 µs: nvls 3.9175 ms.
+	// 1 GiB over 8 GPUs on NVSwitch: nvls 1 + 6.5 + 3·8 = 31.5 µs
+	// + 1.125·S/315.18 GB/s = 3.8642 ms beats ring Simple 61.6 µs
+	// + 1.75·S/370.8 GB/s = 5.129 ms; both add the Simple ramp
+	// 80 µs·S/(S + 32 MiB) = 80·1024/1056 = 77.58 µs: nvls 3.9417 ms.
 	e := mustCollective(t, dgxH100(1), commcount.AllReduce, firstRanks(8), 1<<30, CollectiveOptions{})
 	if e.Algo != AlgoNVLS || e.Proto != ProtoSimple {
 		t.Fatalf("large 8-GPU all_reduce on NVSwitch chose %s/%s, want nvls/Simple", e.Algo, e.Proto)
 	}
-	if !within(e.TimeS, 3.9175e-3, 0.002) {
-		t.Errorf("nvls 1 GiB time %.4g s, want 3.9175 ms", e.TimeS)
+	if !within(e.TimeS, 3.9417e-3, 0.002) {
+		t.Errorf("nvls 1 GiB time %.4g s, want 3.9417 ms", e.TimeS)
 	}
 	// Never on PCIe, at any size.
 	for _, s := range sweepSizes() {
@@ -438,10 +439,10 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 	}
 	// Two ranks: the ring degenerates to one exchange each way; 2(n−1)/n = 1, so
 	// 1e9 B take 1e9/370.8e9 = 2.6969 ms plus 8.4 + 2 × 3.8 = 16.0 µs (Simple)
-	// plus the Simple ramp 60 µs·1e9/(1e9 + 8,388,608) = 59.50 µs.
+	// plus the Simple ramp 80 µs·1e9/(1e9 + 33,554,432) = 77.40 µs.
 	e = mustCollective(t, sys, commcount.AllReduce, []int{3, 4}, 1e9, CollectiveOptions{Algo: "ring", Proto: "Simple"})
-	if !within(e.TimeS, 2.6969e-3+16.0e-6+59.50e-6, 0.001) {
-		t.Errorf("2-rank ring all_reduce: %.5g s, want 2.7724 ms", e.TimeS)
+	if !within(e.TimeS, 2.6969e-3+16.0e-6+77.40e-6, 0.001) {
+		t.Errorf("2-rank ring all_reduce: %.5g s, want 2.7903 ms", e.TimeS)
 	}
 	if !within(e.BusBWBytesPerS, e.AlgBWBytesPerS, 1e-12) {
 		t.Errorf("2-rank busbw %g != algbw %g (factor 2·1/2 = 1)", e.BusBWBytesPerS, e.AlgBWBytesPerS)
@@ -460,10 +461,10 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 	}
 	// Broadcast is a pipelined chain: S once through the slowest edge.
 	// 8 GPUs, 1e9 B, Simple: 1e9/370.8e9 = 2.6969 ms + 8.4 + 7 × 3.8 = 35.0 µs
-	// + the Simple ramp 59.50 µs.
+	// + the Simple ramp 77.40 µs.
 	e = mustCollective(t, sys, commcount.Broadcast, firstRanks(8), 1e9, CollectiveOptions{Proto: "Simple"})
-	if e.Algo != AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6+59.50e-6, 0.001) {
-		t.Errorf("broadcast: %s %.5g s, want ring 2.7914 ms", e.Algo, e.TimeS)
+	if e.Algo != AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6+77.40e-6, 0.001) {
+		t.Errorf("broadcast: %s %.5g s, want ring 2.8093 ms", e.Algo, e.TimeS)
 	}
 }
 
