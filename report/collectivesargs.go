@@ -21,12 +21,18 @@ type CollectivesArgs struct {
 	StepBytes, DType, Algo, Proto, Format string
 	NGPUs, Iters, Warmup                  int
 	StepFactor                            int64
+	// Measured are nccl-tests output files to hold against the model
+	// (--measured); the collective, ranks, sizes and type come from them.
+	Measured []string
 }
 
 // Write models a's sweep on the system resolve gives for a's hardware and
 // topology presets and prints it in a.Format; changed says whether a flag
 // was given (-g/--ngpus, --collective).
 func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
+	if len(o.Measured) > 0 {
+		return o.writeCompare(w, resolve, changed)
+	}
 	collective, redop := o.Collective, o.Redop
 	if _, err := sim.ParseCollectiveOp(redop); err == nil { // the old --op all_reduce
 		if changed("collective") {
@@ -70,14 +76,8 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 	if s.Sys, err = resolve(o.Hardware, o.Topology); err != nil {
 		return err
 	}
-	opt := sim.OptionsFromEnv(os.Getenv)
-	if o.Algo != "" {
-		opt.Algo = o.Algo
-	}
-	if o.Proto != "" {
-		opt.Proto = o.Proto
-	}
-	if err := opt.Validate(); err != nil {
+	opt, err := o.options()
+	if err != nil {
 		return err
 	}
 	if s.Rows, err = sim.CollectiveSweep(s.Sys, op, counts, rng.Sizes, typeName, typeSize, opt); err != nil {
@@ -85,4 +85,93 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 	}
 	s.Redop, s.Root = nccltests.Columns(op, redop)
 	return Collectives(w, o.Format, s)
+}
+
+// options are the model's options: NCCL_ALGO/NCCL_PROTO, overridden by
+// --algo/--proto.
+func (o *CollectivesArgs) options() (sim.CollectiveOptions, error) {
+	opt := sim.OptionsFromEnv(os.Getenv)
+	if o.Algo != "" {
+		opt.Algo = o.Algo
+	}
+	if o.Proto != "" {
+		opt.Proto = o.Proto
+	}
+	return opt, opt.Validate()
+}
+
+// writeCompare reads every --measured file and prints it beside the model.
+// The collective and rank count come from the file: a -g or a collective
+// given as well must agree; flags that only shape a modeled sweep (sizes,
+// type, reduction, iterations) are refused, the file fixes them.
+func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
+	for _, f := range [][]string{{"minbytes", "-b/--minbytes"}, {"maxbytes", "-e/--maxbytes"}, {"stepfactor", "-f/--stepfactor"},
+		{"stepbytes", "-i/--stepbytes"}, {"sizes", "--sizes"}, {"ranks", "--ranks"}, {"datatype", "-d/--datatype"}, {"dtype", "-d/--datatype"},
+		{"op", "-o/--op"}, {"iters", "-n/--iters"}, {"warmup-iters", "-w/--warmup_iters"}} {
+		if changed(f[0]) {
+			return fmt.Errorf("%s with --measured: the sizes, type, reduction and iterations are the nccl-tests file's", f[1])
+		}
+	}
+	var want commcount.Op
+	if changed("collective") {
+		c := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o.Collective)), "_perf")
+		if c == "sendrecv" {
+			c = string(commcount.Send)
+		}
+		op, err := sim.ParseCollectiveOp(c)
+		if err != nil {
+			return fmt.Errorf("collective %q: must be one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv", o.Collective)
+		}
+		want = op
+	}
+	if changed("ngpus") && o.NGPUs < 1 {
+		return fmt.Errorf("-g/--ngpus: must be ≥ 1 (got %d)", o.NGPUs)
+	}
+	opt, err := o.options()
+	if err != nil {
+		return err
+	}
+	sys, err := resolve(o.Hardware, o.Topology)
+	if err != nil {
+		return err
+	}
+	var cs []CollectiveCompare
+	for _, name := range o.Measured {
+		out, err := readMeasured(name)
+		if err != nil {
+			return err
+		}
+		if want != "" {
+			switch {
+			case out.Op == "" && out.Binary == "":
+				out.Op = want // the file does not say: the user does
+			case out.Op != want:
+				return fmt.Errorf("%s: the file is %s (%s), the collective given is %q: leave it out with --measured, the file names it", name, out.Binary, out.Op, o.Collective)
+			}
+		}
+		if changed("ngpus") {
+			switch n := out.NRanks(); {
+			case len(out.Ranks) == 0 && !out.HeaderSeen:
+				out.NThread, out.NGPUs = 1, o.NGPUs // the file does not say
+			case n != o.NGPUs:
+				return fmt.Errorf("%s: the file ran %d ranks, -g/--ngpus is %d: leave -g out with --measured, the file gives the rank count", name, n, o.NGPUs)
+			}
+		}
+		c, err := CompareCollectiveRun(out, sys, opt)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+	}
+	return WriteCollectivesCompare(w, o.Format, cs)
+}
+
+// readMeasured parses one nccl-tests output file.
+func readMeasured(name string) (*nccltests.Output, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("--measured: %w", err)
+	}
+	defer f.Close()
+	return nccltests.ParseOutput(f, name)
 }

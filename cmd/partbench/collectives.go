@@ -35,7 +35,15 @@ suffixes, powers of 1024: 8G is 2^33 B (tables elsewhere use SI units, GB = 1e9 
 host launch cost (gpu.kernel_launch_s) is not included. For sendrecv, -g N
 sends from rank 0 to rank N−1.
 
-  partbench collectives all_reduce -b 8 -e 8G -f 2 -g 16 --topology dgx-h100x2`,
+--measured FILE (repeat it, or comma-separate several) reads the output of a
+real nccl-tests run (all_reduce_perf … > FILE) and prints it beside the model
+of the same collective, rank count and sizes on --topology: measured
+out-of-place time and busbw, the model's algo/proto, time and busbw, and the
+busbw error (modeled − measured) / measured, then the median |error| over the
+sizes ≥ 1 MiB and how many are beyond 15 %.
+
+  partbench collectives all_reduce -b 8 -e 8G -f 2 -g 16 --topology dgx-h100x2
+  partbench collectives --measured all_reduce.txt --topology dgx-h100x2`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -44,7 +52,13 @@ sends from rank 0 to rank N−1.
 				}
 				o.Collective = args[0]
 			}
-			return o.Write(cmd.OutOrStdout(), loadSystem, cmd.Flags().Changed)
+			changed := func(name string) bool {
+				if name == "collective" && len(args) == 1 {
+					return true // the argument is the collective given explicitly
+				}
+				return cliflag.Changed(cmd.Flags(), name)
+			}
+			return o.Write(cmd.OutOrStdout(), loadSystem, changed)
 		},
 	}
 	f := cmd.Flags()
@@ -67,6 +81,7 @@ sends from rank 0 to rank N−1.
 	f.IntVarP(&o.Warmup, "warmup-iters", "w", 5, "warm-up iterations (header only)")
 	f.StringVar(&o.Algo, "algo", "", "force the algorithm, NCCL_ALGO syntax (default: $NCCL_ALGO, else the fastest)")
 	f.StringVar(&o.Proto, "proto", "", "force the protocol, NCCL_PROTO syntax (default: $NCCL_PROTO, else the fastest)")
+	f.StringSliceVar(&o.Measured, "measured", nil, "nccl-tests output file(s) to print beside the model (repeat or comma-separate)")
 	cliflag.Format(f, &o.Format, cliflag.TableFormats...)
 	cliflag.DefaultInUsage(f, "ngpus")
 	return cmd
