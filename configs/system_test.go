@@ -45,3 +45,43 @@ func TestSystemOverrideResolve(t *testing.T) {
 		}
 	}
 }
+
+// A config's [topology.collectives] reaches the system; a partial one is
+// refused with the key's path.
+func TestConfigCollectiveTuning(t *testing.T) {
+	base := `version = 1
+[model]
+preset = "seed-dense16"
+[workload]
+batch = 8
+context = 256
+output_tokens = 16
+[parallel]
+tp = 8
+pp = 2
+[hardware]
+preset = "h100-sxm"
+[run]
+iterations = 1
+[topology]
+preset = "dgx-h100x2"
+[topology.collectives]
+ramp_simple_s = 4e-05
+ramp_simple_half_bytes = 8388608
+ramp_ll_s = 1e-05
+ramp_ll_half_bytes = 524288
+nvls_base_s = 1.25e-05
+`
+	cfg, err := Parse(strings.NewReader(base+"nvls_per_rank_s = 1.5e-06\nsource = \"fit\"\n"), "tuned.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Topology.Collectives
+	if c == nil || *c.RampSimpleS != 4e-05 || *c.NVLSPerRankS != 1.5e-06 || c.Source != "fit" {
+		t.Fatalf("section not decoded: %+v", c)
+	}
+	_, err = Parse(strings.NewReader(base), "partial.toml")
+	if err == nil || !strings.Contains(err.Error(), "partial.toml") || !strings.Contains(err.Error(), "topology.collectives.nvls_per_rank_s: missing") {
+		t.Errorf("partial section: %v", err)
+	}
+}

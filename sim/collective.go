@@ -229,6 +229,7 @@ type group struct {
 	link     topology.LinkClass
 	hasIntra bool // some node holds ≥ 2 members
 	hasInter bool // the group spans nodes
+	par      collectiveParams
 }
 
 func analyze(t topology.Topology, ranks []int) group {
@@ -236,7 +237,7 @@ func analyze(t topology.Topology, ranks []int) group {
 	for _, r := range ranks {
 		per[t.NodeOf(r)]++
 	}
-	g := group{topo: t, n: len(ranks), nodes: len(per), minPer: math.MaxInt}
+	g := group{topo: t, n: len(ranks), nodes: len(per), minPer: math.MaxInt, par: collectiveParamsOf(t)}
 	for _, c := range per {
 		g.minPer = min(g.minPer, c)
 		g.maxPer = max(g.maxPer, c)
@@ -329,7 +330,7 @@ func (g group) model(op commcount.Op, a, p string, s float64) (candidate, bool) 
 	case AlgoHierarchical:
 		c.latS, c.bwS = g.hierarchical(p, s)
 	}
-	c.latS += rampS(p, s)
+	c.latS += g.par.rampS(p, s)
 	return c, true
 }
 
@@ -425,9 +426,9 @@ func (g group) nvlsBW() float64 { return usableBW(g.topo.Intra) * nvlsEfficiency
 
 // nvlsLatencyS is one in-switch operation among k GPUs: link latency plus
 // the NVLS overhead, which grows with the number of GPUs that synchronize
-// through the switch (protocol.go, nvlsOverheadS).
+// through the switch (protocol.go, collectiveParams).
 func (g group) nvlsLatencyS(k int) float64 {
-	return g.topo.Intra.LatencyS + nvlsOverheadS(k)
+	return g.topo.Intra.LatencyS + g.par.nvlsOverheadS(k)
 }
 
 // nvls: all_reduce reads each rank's reduced 1/n shard through the switch

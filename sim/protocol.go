@@ -223,37 +223,76 @@ func treeFraction(proto string, multiNode bool) float64 {
 // errors, and the tables that were held back blind.
 type rampParams struct{ maxS, halfBytes float64 }
 
-var (
-	rampSimple = rampParams{80e-6, 32 << 20}
-	rampLL     = rampParams{20e-6, 1 << 20}
-)
-
-// The NVLS overhead of one in-switch operation among k GPUs, beyond the link
-// latency: nvlsBaseOverheadUS + nvlsPerRankUS·k. NCCL's tuner uses one
-// constant (25 µs on NVLink, hwLatencies) for every group size, but every
-// step of an NVLS collective waits for all k GPUs to signal through the
-// multicast object, and the published tables agree: the 1 MiB all_reduce
-// takes 38.7 µs on 8 H100s and 27.0 µs on 4 (docs/validation.md). Fitted
-// with the ramp (grid 0–20 µs × 0–3.5 µs per GPU): 6.5 + 3·k µs, i.e. 30.5 µs
-// for 8 GPUs (NCCL: 24.4 beyond its 0.6 µs wire part) and 18.5 µs for 4.
-const (
-	nvlsBaseOverheadUS = 6.5
-	nvlsPerRankUS      = 3.0
-)
-
-// nvlsOverheadS is the NVLS overhead among k GPUs, in seconds.
-func nvlsOverheadS(k int) float64 {
-	return (nvlsBaseOverheadUS + nvlsPerRankUS*float64(k)) * 1e-6
-}
-
-// rampS is the ramp term for a protocol at s bytes.
-func rampS(proto string, s float64) float64 {
-	r := rampSimple
-	if proto == ProtoLL || proto == ProtoLL128 {
-		r = rampLL
-	}
+// at is the ramp term at s bytes.
+func (r rampParams) at(s float64) float64 {
 	if s <= 0 {
 		return 0
 	}
 	return r.maxS * s / (s + r.halfBytes)
+}
+
+// collectiveParams are the fitted constants of the collective model: the
+// defaults below, or a system's own (topology.CollectiveTuning).
+type collectiveParams struct {
+	rampSimple, rampLL      rampParams
+	nvlsBaseS, nvlsPerRankS float64
+}
+
+// The NVLS overhead of one in-switch operation among k GPUs, beyond the link
+// latency: base + perRank·k. NCCL's tuner uses one constant (25 µs on NVLink,
+// hwLatencies) for every group size, but every step of an NVLS collective
+// waits for all k GPUs to signal through the multicast object, and the
+// published tables agree: the 1 MiB all_reduce takes 38.7 µs on 8 H100s and
+// 27.0 µs on 4 (docs/validation.md). Fitted with the ramp (grid 0–20 µs ×
+// 0–3.5 µs per GPU): 6.5 + 3·k µs, i.e. 30.5 µs for 8 GPUs (NCCL: 24.4
+// beyond its 0.6 µs wire part) and 18.5 µs for 4.
+var defaultCollectiveParams = collectiveParams{
+	rampSimple:   rampParams{80e-6, 32 << 20},
+	rampLL:       rampParams{20e-6, 1 << 20},
+	nvlsBaseS:    6.5e-6,
+	nvlsPerRankS: 3.0e-6,
+}
+
+// collectiveParamsOf is the system's tuning where it has one, else the
+// defaults. The topology's Validate has checked every key is present.
+func collectiveParamsOf(t topology.Topology) collectiveParams {
+	c := t.Collectives
+	if c == nil || c.Validate("topology.collectives") != nil {
+		return defaultCollectiveParams
+	}
+	return collectiveParams{
+		rampSimple:   rampParams{*c.RampSimpleS, *c.RampSimpleHalfBytes},
+		rampLL:       rampParams{*c.RampLLS, *c.RampLLHalfBytes},
+		nvlsBaseS:    *c.NVLSBaseS,
+		nvlsPerRankS: *c.NVLSPerRankS,
+	}
+}
+
+// tuning writes p as a topology section.
+func (p collectiveParams) tuning(source string) topology.CollectiveTuning {
+	f := func(v float64) *float64 { return &v }
+	return topology.CollectiveTuning{
+		RampSimpleS: f(p.rampSimple.maxS), RampSimpleHalfBytes: f(p.rampSimple.halfBytes),
+		RampLLS: f(p.rampLL.maxS), RampLLHalfBytes: f(p.rampLL.halfBytes),
+		NVLSBaseS: f(p.nvlsBaseS), NVLSPerRankS: f(p.nvlsPerRankS), Source: source,
+	}
+}
+
+// DefaultCollectiveTuning is the model's own constants as a topology
+// section (what a system without one gets).
+func DefaultCollectiveTuning() topology.CollectiveTuning {
+	return defaultCollectiveParams.tuning("partbench defaults (docs/validation.md)")
+}
+
+// nvlsOverheadS is the NVLS overhead among k GPUs, in seconds.
+func (p collectiveParams) nvlsOverheadS(k int) float64 {
+	return p.nvlsBaseS + p.nvlsPerRankS*float64(k)
+}
+
+// rampS is the ramp term for a protocol at s bytes.
+func (p collectiveParams) rampS(proto string, s float64) float64 {
+	if proto == ProtoLL || proto == ProtoLL128 {
+		return p.rampLL.at(s)
+	}
+	return p.rampSimple.at(s)
 }

@@ -112,6 +112,9 @@ type Topology struct {
 	// Inter is the path between GPUs of different nodes, per GPU (one NIC per
 	// GPU, rail-aligned, as in a DGX).
 	Inter Link `toml:"inter_node" json:"inter_node"`
+	// Collectives, when set, replaces the collective model's fitted
+	// constants for this system (CollectiveTuning).
+	Collectives *CollectiveTuning `toml:"collectives" json:"collectives,omitempty"`
 }
 
 // Size is the number of GPUs.
@@ -153,7 +156,7 @@ func (t Topology) Validate(field string) error {
 			return err
 		}
 	}
-	return nil
+	return t.Collectives.Validate(field + ".collectives")
 }
 
 // GPU is the specification of one accelerator. Peak figures are dense
