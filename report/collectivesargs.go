@@ -24,6 +24,9 @@ type CollectivesArgs struct {
 	// Measured are nccl-tests output files to hold against the model
 	// (--measured); the collective, ranks, sizes and type come from them.
 	Measured []string
+	// Fit fits the system's collective constants to the Measured files and
+	// prints them as a [topology.collectives] section (--fit).
+	Fit bool
 }
 
 // Write models a's sweep on the system resolve gives for a's hardware and
@@ -32,6 +35,9 @@ type CollectivesArgs struct {
 func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
 	if len(o.Measured) > 0 {
 		return o.writeCompare(w, resolve, changed)
+	}
+	if o.Fit {
+		return fmt.Errorf("--fit: fits the model to measurements, so it needs --measured FILE (nccl-tests output)")
 	}
 	collective, redop := o.Collective, o.Redop
 	if _, err := sim.ParseCollectiveOp(redop); err == nil { // the old --op all_reduce
@@ -163,7 +169,25 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 		}
 		cs = append(cs, c)
 	}
-	return WriteCollectivesCompare(w, o.Format, cs)
+	var fit *sim.CollectiveFit
+	if o.Fit {
+		var pts []sim.MeasuredCollective
+		for _, c := range cs {
+			ranks := make([]int, c.Ranks)
+			for i := range ranks {
+				ranks[i] = i
+			}
+			for _, r := range c.Rows {
+				pts = append(pts, sim.MeasuredCollective{Op: c.Op, Ranks: ranks, Bytes: r.SizeBytes, BusBWBytesPerS: r.MeasuredBusBWBytesPerS, Opt: opt})
+			}
+		}
+		f, err := sim.FitCollectiveTuning(sys, pts, "partbench collectives --fit: "+strings.Join(o.Measured, ", "))
+		if err != nil {
+			return fmt.Errorf("--fit: %w", err)
+		}
+		fit = &f
+	}
+	return WriteCollectivesCompare(w, o.Format, cs, fit)
 }
 
 // readMeasured parses one nccl-tests output file.

@@ -22,13 +22,6 @@ import (
 // CollectivesCompareSchema names the JSON layout of collectives --measured.
 const CollectivesCompareSchema = "partbench.collectives-compare/v1"
 
-// The validation bar of docs/validation.md: every busbw point of 1 MiB or
-// more within 15 % of the measurement.
-const (
-	compareBarMinBytes = 1 << 20
-	compareBarRelErr   = 0.15
-)
-
 // CollectiveCompareRow is one size: nccl-tests' out-of-place figures and
 // the model's.
 type CollectiveCompareRow struct {
@@ -117,9 +110,9 @@ func CompareCollectiveRun(out *nccltests.Output, sys topology.System, opt sim.Co
 		if row.MeasuredBusBWBytesPerS > 0 {
 			e := (row.ModeledBusBWBytesPerS - row.MeasuredBusBWBytesPerS) / row.MeasuredBusBWBytesPerS
 			row.BusBWRelErr = &e
-			if r.SizeBytes >= compareBarMinBytes {
+			if r.SizeBytes >= sim.FitMinBytes {
 				barErrs = append(barErrs, math.Abs(e))
-				if math.Abs(e) > compareBarRelErr {
+				if math.Abs(e) > sim.FitBarRelErr {
 					c.BeyondBar++
 				}
 			}
@@ -128,21 +121,10 @@ func CompareCollectiveRun(out *nccltests.Output, sys topology.System, opt sim.Co
 	}
 	c.BarPoints = len(barErrs)
 	if len(barErrs) > 0 {
-		med := median(barErrs)
+		med := sim.SummarizeErrors(barErrs).Median
 		c.MedianAbsRelErr = &med
 	}
 	return c, nil
-}
-
-// median is the middle value, the mean of the two middle ones for an even
-// count: the definition docs/validation.md's medians use.
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 func sortedBinaries() []string {
@@ -157,18 +139,24 @@ func sortedBinaries() []string {
 type collectivesCompareDoc struct {
 	Schema string              `json:"schema"`
 	Files  []CollectiveCompare `json:"files"`
+	Fit    *sim.CollectiveFit  `json:"fit,omitempty"`
 }
 
 // WriteCollectivesCompare writes the comparisons in format: table and
 // markdown a header and a grid per file, csv one row per size of every file,
-// json every file under partbench.collectives-compare/v1.
-func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare) error {
+// json every file under partbench.collectives-compare/v1. fit, when not
+// nil, is the system's constants fitted to the files: json carries it, table
+// and markdown end with it as a [topology.collectives] section, csv refuses it.
+func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare, fit *sim.CollectiveFit) error {
 	switch format {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(collectivesCompareDoc{Schema: CollectivesCompareSchema, Files: cs})
+		return enc.Encode(collectivesCompareDoc{Schema: CollectivesCompareSchema, Files: cs, Fit: fit})
 	case FormatCSV:
+		if fit != nil {
+			return fmt.Errorf("--fit with --format csv: the fit is no row of sizes; use table, markdown or json")
+		}
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"file", "op", "ranks", "size_bytes", "measured_time_us", "measured_busbw_gb_per_s",
 			"algo", "proto", "modeled_time_us", "modeled_busbw_gb_per_s", "busbw_error_pct"})
@@ -217,7 +205,32 @@ func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare)
 			return err
 		}
 	}
+	if fit != nil {
+		return writeCollectiveFit(w, format, fit)
+	}
 	return nil
+}
+
+// writeCollectiveFit prints a fit's errors and its constants as the
+// [topology.collectives] section a config or topology file takes.
+func writeCollectiveFit(w io.Writer, format string, fit *sim.CollectiveFit) error {
+	lines := []string{
+		fmt.Sprintf("collective constants fitted to %d sizes ≥ 1 MiB: max |error| %.1f %% → %.1f %%, median %.1f %% → %.1f %%",
+			fit.Points, 100*fit.Before.Max, 100*fit.After.Max, 100*fit.Before.Median, 100*fit.After.Median),
+		"to use them, put this section in the config's [topology] (model, run, search read it):",
+	}
+	tw := &topology.TOMLWriter{}
+	tw.Table("topology.collectives", "")
+	for _, k := range fit.Tuning.Keys() {
+		tw.KV(k.Key, *k.Val, "")
+	}
+	tw.KV("source", fit.Tuning.Source, "")
+	if format == FormatMarkdown {
+		_, err := fmt.Fprintf(w, "\n### Fit\n\n- %s\n- %s\n\n```toml\n%s```\n", lines[0], lines[1], tw.String())
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n# %s\n# %s\n%s", lines[0], lines[1], tw.String())
+	return err
 }
 
 // compareHeader is the lines above a file's grid: the title first.

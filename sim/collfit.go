@@ -20,10 +20,14 @@ type MeasuredCollective struct {
 	Opt            CollectiveOptions
 }
 
-// FitMinBytes is the smallest size a fit uses: below it nccl-tests' times
-// carry the host launch the model leaves out, and busbw is rounded to
-// 0.01 GB/s.
-const FitMinBytes = 1 << 20
+// FitMinBytes is the smallest size a fit uses and docs/validation.md's bar
+// counts: below it nccl-tests' times carry the host launch the model leaves
+// out, and busbw is rounded to 0.01 GB/s. FitBarRelErr is that bar: every
+// busbw point of FitMinBytes or more within 15 % of the measurement.
+const (
+	FitMinBytes  = 1 << 20
+	FitBarRelErr = 0.15
+)
 
 // CollectiveErrors summarizes |modeled − measured| / measured busbw over
 // the points of a fit.
@@ -83,7 +87,7 @@ func FitCollectiveTuning(sys topology.System, pts []MeasuredCollective, source s
 			}
 			errs[i] = math.Abs(e.BusBWBytesPerS-p.BusBWBytesPerS) / p.BusBWBytesPerS
 		}
-		return summarize(errs), nil
+		return SummarizeErrors(errs), nil
 	}
 	better := func(a, b CollectiveErrors) bool {
 		return a.Max < b.Max-1e-12 || (math.Abs(a.Max-b.Max) <= 1e-12 && a.Median < b.Median-1e-12)
@@ -148,7 +152,10 @@ func FitCollectiveTuning(sys topology.System, pts []MeasuredCollective, source s
 	return CollectiveFit{Tuning: cur.tuning(source), Points: len(use), Before: before, After: best}, nil
 }
 
-func summarize(errs []float64) CollectiveErrors {
+// SummarizeErrors is the median (the mean of the middle two for an even
+// count, as docs/validation.md's medians) and the maximum of |errors|; errs
+// must not be empty.
+func SummarizeErrors(errs []float64) CollectiveErrors {
 	s := append([]float64(nil), errs...)
 	sort.Float64s(s)
 	n := len(s)

@@ -93,3 +93,22 @@ func TestCollectiveTuningReplacesDefaults(t *testing.T) {
 		t.Errorf("tuned nvls 1 GiB: %.6g s, want %.6g", e.TimeS, 1e-6+1.125*float64(1<<30)/nvlsUsable)
 	}
 }
+
+// A config's [topology.collectives] reaches the estimate: the TP=8 decode
+// step's all-reduces take longer with a 1 ms Simple ramp and a 100 µs NVLS
+// overhead per GPU than with the defaults.
+func TestConfigTuningReachesEstimate(t *testing.T) {
+	base := modelConfig("llama-2-7b", "h100-sxm", 8, 64, 2048, 16)
+	tuned := base + `[topology.collectives]
+ramp_simple_s = 1e-3
+ramp_simple_half_bytes = 1048576
+ramp_ll_s = 1e-3
+ramp_ll_half_bytes = 1048576
+nvls_base_s = 1e-4
+nvls_per_rank_s = 1e-4
+`
+	a, b := estimateString(t, base), estimateString(t, tuned)
+	if !(b.Decode.TPOTS > a.Decode.TPOTS && b.Prefill.TTFTS > a.Prefill.TTFTS) {
+		t.Errorf("tuned TPOT %g TTFT %g, defaults %g %g: the section did not reach the model", b.Decode.TPOTS, b.Prefill.TTFTS, a.Decode.TPOTS, a.Prefill.TTFTS)
+	}
+}

@@ -40,10 +40,14 @@ real nccl-tests run (all_reduce_perf … > FILE) and prints it beside the model
 of the same collective, rank count and sizes on --topology: measured
 out-of-place time and busbw, the model's algo/proto, time and busbw, and the
 busbw error (modeled − measured) / measured, then the median |error| over the
-sizes ≥ 1 MiB and how many are beyond 15 %.
+sizes ≥ 1 MiB and how many are beyond 15 %. --fit then fits the topology's
+collective constants (the pipeline ramp and the NVLS overhead,
+docs/collectives.md) to the files and prints them, with the errors before and
+after, as a [topology.collectives] section for a config's [topology].
 
   partbench collectives all_reduce -b 8 -e 8G -f 2 -g 16 --topology dgx-h100x2
-  partbench collectives --measured all_reduce.txt --topology dgx-h100x2`,
+  partbench collectives --measured all_reduce.txt --topology dgx-h100x2
+  partbench collectives --measured ar8.txt,ag8.txt --fit`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -82,6 +86,7 @@ sizes ≥ 1 MiB and how many are beyond 15 %.
 	f.StringVar(&o.Algo, "algo", "", "force the algorithm, NCCL_ALGO syntax (default: $NCCL_ALGO, else the fastest)")
 	f.StringVar(&o.Proto, "proto", "", "force the protocol, NCCL_PROTO syntax (default: $NCCL_PROTO, else the fastest)")
 	f.StringSliceVar(&o.Measured, "measured", nil, "nccl-tests output file(s) to print beside the model (repeat or comma-separate)")
+	f.BoolVar(&o.Fit, "fit", false, "with --measured: fit the topology's collective constants (ramp, NVLS overhead) to the files and print them as a [topology.collectives] section")
 	cliflag.Format(f, &o.Format, cliflag.TableFormats...)
 	cliflag.DefaultInUsage(f, "ngpus")
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +48,65 @@ func TestCollectivesMeasured(t *testing.T) {
 	} {
 		_, err := runCLI(t, append([]string{"collectives", "--measured", measuredFixture}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// --fit: the fitted constants come back, in json with the errors before and
+// after (after never above before: the fit starts from the current constants
+// and moves only on a strict improvement), and in the table as a
+// [topology.collectives] section that a config accepts. Without --measured,
+// or with csv, it is refused.
+func TestCollectivesFit(t *testing.T) {
+	t.Setenv("NCCL_ALGO", "")
+	t.Setenv("NCCL_PROTO", "")
+	out, err := runCLI(t, "collectives", "--measured", measuredFixture, "--topology", "dgx-h100x2", "--fit", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Fit struct {
+			Points int                   `json:"points"`
+			Before struct{ Max float64 } `json:"before"`
+			After  struct{ Max float64 } `json:"after"`
+			Tuning map[string]any        `json:"tuning"`
+		} `json:"fit"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Fit.Points == 0 || doc.Fit.After.Max > doc.Fit.Before.Max || len(doc.Fit.Tuning) < 6 {
+		t.Fatalf("fit: %+v", doc.Fit)
+	}
+
+	out, err = runCLI(t, "collectives", "--measured", measuredFixture, "--topology", "dgx-h100x2", "--fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(out, "[topology.collectives]")
+	if i < 0 {
+		t.Fatalf("no section in:\n%s", out)
+	}
+	// The section, pasted into a config, parses and validates.
+	cfg := "version = 1\n[model]\npreset = \"seed-dense16\"\n[workload]\nbatch = 8\ncontext = 256\noutput_tokens = 16\n" +
+		"[parallel]\ntp = 8\npp = 2\n[hardware]\npreset = \"h100-sxm\"\n[run]\niterations = 1\n[topology]\npreset = \"dgx-h100x2\"\n" + out[i:]
+	path := filepath.Join(t.TempDir(), "tuned.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "model", "--dry-run", "--config", path); err != nil {
+		t.Errorf("a config with the fitted section: %v\n%s", err, cfg)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collectives", "--fit"}, "--fit: fits the model to measurements, so it needs --measured FILE"},
+		{[]string{"collectives", "--measured", measuredFixture, "--fit", "--format", "csv"}, "--fit with --format csv"},
+	} {
+		if _, err := runCLI(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
 		}
 	}
