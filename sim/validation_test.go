@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
@@ -69,15 +68,10 @@ func collValidationPoints() []collPoint {
 }
 
 func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
+	if len(xs) == 0 {
 		return math.NaN()
 	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return SummarizeErrors(xs).Median
 }
 
 // TestCollectiveRampValidation prints docs/validation.md's collective table
