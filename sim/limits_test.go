@@ -6,27 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
-
-func plan(t *testing.T, name string) *partition.Plan {
-	t.Helper()
-	c, err := configs.Load(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.NewPlan(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // Issue 12 item 2: a NaN that gets past validation (here set on the plan's
 // system after it) is an error naming the metric, never a number in the estimate.
 func TestEstimateRefusesNonFinite(t *testing.T) {
-	p := plan(t, "test/tp2pp2-tiny")
+	p := seedPlan(t, "test/tp2pp2-tiny")
 	p.System.Topology.Intra.LatencyS = math.NaN()
 	_, err := EstimatePlan(p, Options{})
 	var nf *NonFiniteError
@@ -72,7 +58,7 @@ func TestCheckFiniteNamesThePath(t *testing.T) {
 // Issue 12 item 3: a timeline beyond MaxTimelineOps is refused before it is
 // built, naming the count.
 func TestEstimateBounded(t *testing.T) {
-	p := plan(t, "test/single-tiny")
+	p := seedPlan(t, "test/single-tiny")
 	// One rank; at 1,000,000 decode steps its decode ops alone exceed 1M.
 	_, err := EstimatePlan(p, Options{DecodeSteps: 1_000_000})
 	var tl *TooLargeError

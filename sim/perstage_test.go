@@ -161,7 +161,7 @@ func TestPerStageFallsBackWhenLinksDiffer(t *testing.T) {
 
 // sameWork refuses Programs that differ in what a simulated op costs.
 func TestSameWorkDetectsDifferences(t *testing.T) {
-	p := plan(t, "test/tp2pp2-tiny")
+	p := seedPlan(t, "test/tp2pp2-tiny")
 	a, b := p.Program(0, partition.Decode), p.Program(1, partition.Decode)
 	if !sameWork(p, a, b) {
 		t.Fatal("TP ranks 0 and 1 of tp2pp2-tiny: want alike")
