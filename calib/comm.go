@@ -261,11 +261,7 @@ func modelComm(p commPoint, link topology.Link) (sim.CollectiveEstimate, error) 
 	if p.op == opSendRecv {
 		return sim.P2P(sys, 0, 1, p.bytes), nil
 	}
-	ranks := make([]int, p.ranks)
-	for i := range ranks {
-		ranks[i] = i
-	}
-	return sim.Collective(sys, commcount.AllReduce, ranks, p.bytes, sim.CollectiveOptions{})
+	return sim.Collective(sys, commcount.AllReduce, sim.GroupRanks(commcount.AllReduce, p.ranks), p.bytes, sim.CollectiveOptions{})
 }
 
 // fitLink finds the link latency α and bandwidth β for which sim's model of

@@ -173,10 +173,7 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 	if o.Fit {
 		var pts []sim.MeasuredCollective
 		for _, c := range cs {
-			ranks := make([]int, c.Ranks)
-			for i := range ranks {
-				ranks[i] = i
-			}
+			ranks := sim.GroupRanks(c.Op, c.Ranks)
 			for _, r := range c.Rows {
 				pts = append(pts, sim.MeasuredCollective{Op: c.Op, Ranks: ranks, Bytes: r.SizeBytes, BusBWBytesPerS: r.MeasuredBusBWBytesPerS, Opt: opt})
 			}

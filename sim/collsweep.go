@@ -29,6 +29,19 @@ type CollectiveRow struct {
 	LatencyBound   bool               `json:"latency_bound"`
 }
 
+// GroupRanks is the group a sweep of n ranks models: ranks 0..n−1, or for
+// send/recv the pair from rank 0 to rank n−1.
+func GroupRanks(op commcount.Op, n int) []int {
+	if !op.Collective() {
+		return []int{0, n - 1}
+	}
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ranks
+}
+
 // CollectiveSweep models op over the first n ranks of sys for every n in
 // groups and every size, as nccl-tests runs it: sizes are rounded down to
 // whole elements of typeName (typeBytes each) on every rank, and send/recv
@@ -43,16 +56,10 @@ func CollectiveSweep(sys topology.System, op commcount.Op, groups []int, sizes [
 		if n > sys.Topology.Size() {
 			return nil, fmt.Errorf("--ranks: %d ranks, but topology %q has %d GPUs", n, sys.Topology.Name, sys.Topology.Size())
 		}
-		ranks := make([]int, n)
-		for i := range ranks {
-			ranks[i] = i
+		if !op.Collective() && n < 2 {
+			return nil, fmt.Errorf("--ranks: %s needs at least 2 ranks (it sends from rank 0 to rank N−1)", op)
 		}
-		if !op.Collective() {
-			if n < 2 {
-				return nil, fmt.Errorf("--ranks: %s needs at least 2 ranks (it sends from rank 0 to rank N−1)", op)
-			}
-			ranks = []int{0, n - 1}
-		}
+		ranks := GroupRanks(op, n)
 		for _, size := range sizes {
 			// nccl-tests rounds the size down to whole elements on every rank.
 			per := typeBytes

@@ -99,6 +99,21 @@ func TestCollectivesFit(t *testing.T) {
 		t.Errorf("a config with the fitted section: %v\n%s", err, cfg)
 	}
 
+	// A sendrecv run fits too: its group is the pair from rank 0 to rank
+	// N−1 (here 3), as the compare models it (numbers made up, 1 and 2 MiB).
+	sr := filepath.Join(t.TempDir(), "sendrecv.txt")
+	srText := "# Collective test starting: sendrecv_perf\n# nThread 1 nGpus 4 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+		"#  Rank  0 Group  0 Pid 1 on node-a device  0 [0000:19:00] NVIDIA H100 80GB HBM3\n#  Rank  1 Group  0 Pid 1 on node-a device  1 [0000:3b:00] NVIDIA H100 80GB HBM3\n" +
+		"#  Rank  2 Group  0 Pid 1 on node-a device  2 [0000:4c:00] NVIDIA H100 80GB HBM3\n#  Rank  3 Group  0 Pid 1 on node-a device  3 [0000:5d:00] NVIDIA H100 80GB HBM3\n" +
+		"     1048576        262144     float     sum      -1    12.00   87.38   87.38       0    12.00   87.38   87.38       0\n" +
+		"     2097152        524288     float     sum      -1    18.00  116.51  116.51       0    18.00  116.51  116.51       0\n"
+	if err := os.WriteFile(sr, []byte(srText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI(t, "collectives", "--measured", sr, "--fit"); err != nil || !strings.Contains(out, "[topology.collectives]") {
+		t.Errorf("sendrecv --fit: %v\n%s", err, out)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
