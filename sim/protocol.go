@@ -253,11 +253,13 @@ var defaultCollectiveParams = collectiveParams{
 	nvlsPerRankS: 3.0e-6,
 }
 
-// collectiveParamsOf is the system's tuning where it has one, else the
-// defaults. The topology's Validate has checked every key is present.
+// collectiveParamsOf is the system's tuning where it has a whole one, else
+// the defaults. A config's topology has been validated when it was loaded
+// (ranges and missing keys name their path there); this runs on every
+// collective, so it only checks the keys are there.
 func collectiveParamsOf(t topology.Topology) collectiveParams {
 	c := t.Collectives
-	if c == nil || c.Validate("topology.collectives") != nil {
+	if !c.Complete() {
 		return defaultCollectiveParams
 	}
 	return collectiveParams{

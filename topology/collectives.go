@@ -42,6 +42,13 @@ func (c *CollectiveTuning) Keys() []struct {
 	}
 }
 
+// Complete says every key is present (Validate says which is not). It
+// allocates nothing: the collective model asks it on every collective.
+func (c *CollectiveTuning) Complete() bool {
+	return c != nil && c.RampSimpleS != nil && c.RampSimpleHalfBytes != nil && c.RampLLS != nil &&
+		c.RampLLHalfBytes != nil && c.NVLSBaseS != nil && c.NVLSPerRankS != nil
+}
+
 // Validate checks every key is present and in range; field is the config
 // path of the section ("topology.collectives").
 func (c *CollectiveTuning) Validate(field string) error {

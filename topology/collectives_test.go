@@ -16,8 +16,11 @@ func TestCollectiveTuningValidate(t *testing.T) {
 	if err := (*CollectiveTuning)(nil).Validate("topology.collectives"); err != nil {
 		t.Errorf("no section: %v", err)
 	}
-	if err := fullTuning().Validate("topology.collectives"); err != nil {
-		t.Errorf("full section: %v", err)
+	if err := fullTuning().Validate("topology.collectives"); err != nil || !fullTuning().Complete() {
+		t.Errorf("full section: %v, complete %v", err, fullTuning().Complete())
+	}
+	if (*CollectiveTuning)(nil).Complete() {
+		t.Error("no section is complete")
 	}
 	for _, c := range []struct {
 		name string
@@ -31,6 +34,9 @@ func TestCollectiveTuningValidate(t *testing.T) {
 	} {
 		tu := fullTuning()
 		c.edit(tu)
+		if c.name == "missing" && tu.Complete() {
+			t.Error("a section without nvls_per_rank_s is complete")
+		}
 		err := tu.Validate("topology.collectives")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
