@@ -27,6 +27,11 @@ type CollectiveSweep struct {
 	// The nccl-tests arguments: -b, -e, -f, -i, -w, -n.
 	MinBytes, MaxBytes, StepFactor, StepBytes int64
 	Warmup, Iters                             int
+	// Threads (-t), AggIters (-m), Check (-c) and Graph (-G) are printed in
+	// nccl-tests' first header line (nThread, agg iters, validation, graph);
+	// Echo is a header line of the other arguments taken. Threads 0 is 1.
+	Threads, AggIters, Check, Graph int
+	Echo                            string
 }
 
 type collectivesDoc struct {
@@ -60,7 +65,7 @@ func Collectives(w io.Writer, format string, s CollectiveSweep) error {
 		_ = cw.Write([]string{"op", "ranks", "size_bytes", "count", "type", "redop", "root", "algo", "proto", "time_us", "algbw_gb_per_s", "busbw_gb_per_s"})
 		for _, r := range s.Rows {
 			_ = cw.Write([]string{string(s.Op), strconv.Itoa(r.Ranks), strconv.FormatInt(r.SizeBytes, 10), strconv.FormatInt(r.Count, 10),
-				r.Type, s.Redop, strconv.Itoa(s.Root), r.Algo, r.Proto,
+				r.Type, s.Redop, strconv.Itoa(s.Root), sim.NCCLAlgoName(s.Sys.Topology, r.Algo), r.Proto,
 				strconv.FormatFloat(r.TimeS*1e6, 'f', 2, 64),
 				strconv.FormatFloat(r.AlgBWBytesPerS/1e9, 'f', 2, 64),
 				strconv.FormatFloat(r.BusBWBytesPerS/1e9, 'f', 2, 64)})
@@ -72,7 +77,8 @@ func Collectives(w io.Writer, format string, s CollectiveSweep) error {
 			Header: []string{"ranks", "size (B)", "count (elements)", "type", "redop", "root", "time (µs)", "algbw (GB/s)", "busbw (GB/s)", "algo", "proto"}}
 		for _, r := range s.Rows {
 			g.Rows = append(g.Rows, []string{strconv.Itoa(r.Ranks), strconv.FormatInt(r.SizeBytes, 10), strconv.FormatInt(r.Count, 10), r.Type, s.Redop,
-				strconv.Itoa(s.Root), ncclTime(r.TimeS * 1e6), fmt.Sprintf("%.2f", r.AlgBWBytesPerS/1e9), fmt.Sprintf("%.2f", r.BusBWBytesPerS/1e9), r.Algo, r.Proto})
+				strconv.Itoa(s.Root), ncclTime(r.TimeS * 1e6), fmt.Sprintf("%.2f", r.AlgBWBytesPerS/1e9), fmt.Sprintf("%.2f", r.BusBWBytesPerS/1e9),
+				sim.NCCLAlgoName(s.Sys.Topology, r.Algo), r.Proto})
 		}
 		return WriteGrids(w, format, g)
 	}
@@ -113,24 +119,29 @@ func ncclTestsLayout(w io.Writer, s CollectiveSweep) error {
 		if gi > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: 0 graph: 0\n",
-			n, s.MinBytes, s.MaxBytes, step, s.Warmup, s.Iters)
+		threads, agg := max(s.Threads, 1), max(s.AggIters, 1)
+		fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d\n",
+			threads, n/threads, s.MinBytes, s.MaxBytes, step, s.Warmup, s.Iters, agg, s.Check, s.Graph)
 		fmt.Fprintf(w, "#\n# partbench: %s modeled on %s (%s), no GPU ran: time is the model's, out-of-place = in-place, #wrong N/A\n",
 			s.Op, s.Sys.Topology.Name, s.Sys.GPU.Name)
+		if s.Echo != "" {
+			fmt.Fprintf(w, "# partbench: also given %s (how nccl-tests measures; one collective's device time does not change)\n", s.Echo)
+		}
 		fmt.Fprintf(w, "#\n# Using devices\n")
 		for r := 0; r < n; r++ {
 			fmt.Fprintf(w, "#  Rank %2d Group  0 Pid      0 on %10s device %2d [modeled] %s\n", r,
 				fmt.Sprintf("node%d", s.Sys.Topology.NodeOf(r)), r%max(s.Sys.Topology.GPUsPerNode, 1), s.Sys.GPU.Name)
 		}
 		fmt.Fprintf(w, "#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                        in-place\n", "", "", "", "", "")
-		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %6s  %6s\n",
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %8s  %6s\n",
 			"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "algo", "proto")
 		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n",
 			"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
 		var sum float64
 		for _, r := range byGroup[n] {
 			half := fmt.Sprintf("  %7s  %6.2f  %6.2f  %6s", ncclTime(r.TimeS*1e6), r.AlgBWBytesPerS/1e9, r.BusBWBytesPerS/1e9, "N/A")
-			fmt.Fprintf(w, "%12d  %12d  %8s  %6s  %6d%s%s  %6s  %6s\n", r.SizeBytes, r.Count, r.Type, s.Redop, s.Root, half, half, r.Algo, r.Proto)
+			fmt.Fprintf(w, "%12d  %12d  %8s  %6s  %6d%s%s  %8s  %6s\n", r.SizeBytes, r.Count, r.Type, s.Redop, s.Root, half, half,
+				sim.NCCLAlgoName(s.Sys.Topology, r.Algo), r.Proto)
 			sum += r.BusBWBytesPerS / 1e9
 		}
 		avg := 0.0

@@ -27,6 +27,48 @@ type CollectivesArgs struct {
 	// Fit fits the system's collective constants to the Measured files and
 	// prints them as a [topology.collectives] section (--fit).
 	Fit bool
+	// NCCLTests are the nccl-tests arguments that shape no modeled figure
+	// but are accepted, checked and echoed in the header (-t, -r, -c, …).
+	NCCLTests NCCLTestsArgs
+}
+
+// NCCLTestsArgs are nccl-tests' remaining arguments. -t multiplies the rank
+// count (nccl-tests runs processes × threads × GPUs ranks; the model has one
+// process, so -t T -g G is T×G ranks) and -r sets the root of broadcast and
+// reduce; the others change how nccl-tests measures, not what one collective
+// costs on the device, so they are echoed. -C 1 (report CPU time) is refused:
+// the model has no host.
+type NCCLTestsArgs struct {
+	NThreads, Root, AggIters, RunCycles, ParallelInit, Check, Blocking, StreamNull int
+	Timeout, CudaGraph, ReportCPUTime, Average, LocalRegister                      int
+}
+
+// check refuses values nccl-tests refuses or the model cannot honour,
+// naming the flag.
+func (a NCCLTestsArgs) check() error {
+	for _, c := range []struct {
+		flag      string
+		v, lo, hi int
+	}{
+		{"-t/--nthreads", a.NThreads, 1, 1 << 16}, {"-r/--root", a.Root, 0, 1 << 20}, {"-m/--agg_iters", a.AggIters, 1, 1 << 20},
+		{"-N/--run_cycles", a.RunCycles, 0, 1 << 30}, {"-p/--parallel_init", a.ParallelInit, 0, 1}, {"-c/--check", a.Check, 0, 1 << 30},
+		{"-z/--blocking", a.Blocking, 0, 1}, {"-y/--stream_null", a.StreamNull, 0, 1}, {"-T/--timeout", a.Timeout, 0, 1 << 30},
+		{"-G/--cudagraph", a.CudaGraph, 0, 1 << 30}, {"-C/--report_cputime", a.ReportCPUTime, 0, 1}, {"-a/--average", a.Average, 0, 3},
+		{"-R/--local_register", a.LocalRegister, 0, 2},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%s: must be from %d to %d (got %d)", c.flag, c.lo, c.hi, c.v)
+		}
+	}
+	if a.ReportCPUTime == 1 {
+		return fmt.Errorf("-C/--report_cputime 1: nccl-tests then reports the host's CPU time per call; the model has device time only (leave -C at 0)")
+	}
+	return nil
+}
+
+// echo is the header line of the arguments that shape no modeled figure.
+func (a NCCLTestsArgs) echo() string {
+	return fmt.Sprintf("-z %d -y %d -a %d -p %d -R %d -N %d -T %d", a.Blocking, a.StreamNull, a.Average, a.ParallelInit, a.LocalRegister, a.RunCycles, a.Timeout)
 }
 
 // Write models a's sweep on the system resolve gives for a's hardware and
@@ -64,11 +106,31 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 	if err != nil {
 		return err
 	}
-	if changed("ngpus") {
-		if o.NGPUs < 1 {
-			return fmt.Errorf("-g/--ngpus: must be ≥ 1 (got %d)", o.NGPUs)
+	if err := o.NCCLTests.check(); err != nil {
+		return err
+	}
+	threads := o.NCCLTests.NThreads
+	if changed("ngpus") || changed("nthreads") {
+		g := 1 // nccl-tests' default when only -t is given
+		if changed("ngpus") {
+			if o.NGPUs < 1 {
+				return fmt.Errorf("-g/--ngpus: must be ≥ 1 (got %d)", o.NGPUs)
+			}
+			g = o.NGPUs
 		}
-		counts = []int{o.NGPUs}
+		counts = []int{threads * g}
+		if changed("ranks") {
+			return fmt.Errorf("--ranks with -g/-t: -t × -g is the rank count (%d); give one or the other", threads*g)
+		}
+	} else {
+		threads = 1
+	}
+	if changed("root") {
+		for _, n := range counts {
+			if o.NCCLTests.Root >= n {
+				return fmt.Errorf("-r/--root %d: must be a rank of the group, 0 to %d", o.NCCLTests.Root, n-1)
+			}
+		}
 	}
 	rng, err := nccltests.Range{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepBytes: o.StepBytes, StepFactor: o.StepFactor, Sizes: o.Sizes}.Resolve(sim.ParseSize, sim.ParseSizeRange)
 	if err != nil {
@@ -90,6 +152,10 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 		return err
 	}
 	s.Redop, s.Root = nccltests.Columns(op, redop)
+	if s.Root >= 0 {
+		s.Root = o.NCCLTests.Root // broadcast and reduce: the root asked for
+	}
+	s.Threads, s.AggIters, s.Check, s.Graph, s.Echo = threads, o.NCCLTests.AggIters, o.NCCLTests.Check, o.NCCLTests.CudaGraph, o.NCCLTests.echo()
 	return Collectives(w, o.Format, s)
 }
 
@@ -113,7 +179,7 @@ func (o *CollectivesArgs) options() (sim.CollectiveOptions, error) {
 func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
 	for _, f := range [][]string{{"minbytes", "-b/--minbytes"}, {"maxbytes", "-e/--maxbytes"}, {"stepfactor", "-f/--stepfactor"},
 		{"stepbytes", "-i/--stepbytes"}, {"sizes", "--sizes"}, {"ranks", "--ranks"}, {"datatype", "-d/--datatype"}, {"dtype", "-d/--datatype"},
-		{"op", "-o/--op"}, {"iters", "-n/--iters"}, {"warmup-iters", "-w/--warmup_iters"}} {
+		{"op", "-o/--op"}, {"iters", "-n/--iters"}, {"warmup-iters", "-w/--warmup_iters"}, {"nthreads", "-t/--nthreads"}, {"root", "-r/--root"}} {
 		if changed(f[0]) {
 			return fmt.Errorf("%s with --measured: the sizes, type, reduction and iterations are the nccl-tests file's", f[1])
 		}

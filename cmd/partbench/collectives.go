@@ -26,9 +26,20 @@ algorithm and protocol the model picks (as NCCL's tuner would), and the closing
 "# Avg bus bandwidth" line, so scripts that parse all_reduce_perf parse this.
 
 Flags are nccl-tests': -b/--minbytes, -e/--maxbytes, -f/--stepfactor,
--i/--stepbytes, -o/--op (reduction), -d/--datatype, -g/--ngpus (the rank count;
---ranks 8,16 prints one block per count), -n/--iters and -w/--warmup_iters
-(printed in the header: the model has no iterations). Sizes take nccl-tests
+-i/--stepbytes, -o/--op (reduction), -d/--datatype, -t/--nthreads and
+-g/--ngpus, -r/--root, -n/--iters, -w/--warmup_iters, -m/--agg_iters,
+-c/--check and -G/--cudagraph (printed in nccl-tests' header line), and
+-z, -y, -a, -p, -R, -N, -T (accepted, checked and echoed on a header line:
+they change how nccl-tests measures, not what one collective costs on the
+device). -C 1 (CPU time) is refused: the model has device time only.
+
+Where -g differs: nccl-tests' -g is GPUs per thread, and a run has
+processes × threads × GPUs ranks. The model has one process, so here the
+group is -t × -g ranks (-g 16 is a 16-rank group, as all_reduce_perf -g 16
+on one 16-GPU process would be); to model "mpirun -np 16 all_reduce_perf
+-g 1", give -g 16. Without -g or -t, --ranks 8,16 prints one block per count.
+The algo column uses NCCL's names: Ring, Tree, NVLS, NVLSTree (CollNet and
+PAT are not modelled). Sizes take nccl-tests
 suffixes, powers of 1024: 8G is 2^33 B (tables elsewhere use SI units, GB = 1e9 B).
 --algo/--proto, or NCCL_ALGO/NCCL_PROTO, force the algorithm and protocol
 ("ring", "^nvls", "ring;allreduce:tree"). Time is the collective alone: the
@@ -83,6 +94,20 @@ after, as a [topology.collectives] section for a config's [topology].
 	cliflag.Alias(f, "dtype", "datatype", true)
 	f.IntVarP(&o.Iters, "iters", "n", 20, "iterations (header only: the model has none)")
 	f.IntVarP(&o.Warmup, "warmup-iters", "w", 5, "warm-up iterations (header only)")
+	nt := &o.NCCLTests
+	f.IntVarP(&nt.NThreads, "nthreads", "t", 1, "threads per process: the group is -t × -g ranks (one process)")
+	f.IntVarP(&nt.Root, "root", "r", 0, "root rank of broadcast and reduce")
+	f.IntVarP(&nt.AggIters, "agg-iters", "m", 1, "operations aggregated per iteration (header only)")
+	f.IntVarP(&nt.Check, "check", "c", 1, "validation iterations (header only: nothing is checked, #wrong is N/A)")
+	f.IntVarP(&nt.CudaGraph, "cudagraph", "G", 0, "CUDA graph launches (header only: the time excludes host launch)")
+	f.IntVarP(&nt.Blocking, "blocking", "z", 0, "0/1: blocking collectives (echoed)")
+	f.IntVarP(&nt.StreamNull, "stream-null", "y", 0, "0/1: the default stream (echoed)")
+	f.IntVarP(&nt.Average, "average", "a", 1, "0-3: rank 0, average, min, max (echoed: every modeled rank is alike)")
+	f.IntVarP(&nt.ParallelInit, "parallel-init", "p", 0, "0/1: initialise NCCL in parallel (echoed)")
+	f.IntVarP(&nt.LocalRegister, "local-register", "R", 0, "0-2: buffer registration (echoed)")
+	f.IntVarP(&nt.RunCycles, "run-cycles", "N", 0, "run cycles (echoed)")
+	f.IntVarP(&nt.Timeout, "timeout", "T", 0, "seconds before nccl-tests gives up (echoed)")
+	f.IntVarP(&nt.ReportCPUTime, "report-cputime", "C", 0, "must be 0: the model has device time only")
 	f.StringVar(&o.Algo, "algo", "", "force the algorithm, NCCL_ALGO syntax (default: $NCCL_ALGO, else the fastest)")
 	f.StringVar(&o.Proto, "proto", "", "force the protocol, NCCL_PROTO syntax (default: $NCCL_PROTO, else the fastest)")
 	f.StringSliceVar(&o.Measured, "measured", nil, "nccl-tests output file(s) to print beside the model (repeat or comma-separate)")

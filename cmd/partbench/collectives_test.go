@@ -126,3 +126,69 @@ func TestCollectivesFit(t *testing.T) {
 		}
 	}
 }
+
+// An nccl-tests command line is taken whole: every flag all_reduce_perf
+// takes is accepted, the ones in its header line are printed there, the
+// rest echoed; -t × -g is the rank count; -r is the root of reduce; the
+// algorithm column has NCCL's names and stays aligned with the header.
+func TestCollectivesTakeNCCLTestsCommandLines(t *testing.T) {
+	out, err := runCLI(t, "collectives", "reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-t", "2", "-g", "4", "-c", "0", "-G", "3",
+		"-z", "1", "-a", "2", "-m", "4", "-r", "5", "-p", "1", "-C", "0", "-T", "10", "-N", "0", "-R", "1", "-y", "0", "--topology", "dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "# nThread 2 nGpus 4 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 4 validation: 0 graph: 3\n") {
+		t.Errorf("header line:\n%s", out)
+	}
+	if !strings.Contains(out, "also given -z 1 -y 0 -a 2 -p 1 -R 1 -N 0 -T 10") {
+		t.Errorf("echo line:\n%s", out)
+	}
+	// 2 threads × 4 GPUs = 8 ranks, 0..7.
+	if !strings.Contains(out, "#  Rank  7 ") || strings.Contains(out, "#  Rank  8 ") {
+		t.Errorf("want ranks 0..7:\n%s", out)
+	}
+	var header []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "#       size") {
+			header = strings.Fields(l)
+		}
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) != 15 || f[4] != "5" {
+			t.Fatalf("row %q: want 15 fields and root 5", l)
+		}
+		if algo := f[13]; algo != "Ring" && algo != "Tree" && algo != "NVLS" && algo != "NVLSTree" {
+			t.Errorf("algo %q is not one of NCCL's names", algo)
+		}
+		// Right-aligned columns: the algo name ends where the header's "algo" ends.
+		if i, j := strings.Index(out, "algo   proto"), 0; i < 0 {
+			t.Fatalf("header lacks algo/proto:\n%s", out)
+		} else {
+			hdr := out[strings.LastIndex(out[:i], "\n")+1:]
+			hdr = hdr[:strings.Index(hdr, "\n")]
+			j = strings.Index(hdr, "algo") + len("algo")
+			if !strings.HasSuffix(l[:j], f[13]) {
+				t.Errorf("algo %q not aligned under the header in %q", f[13], l)
+			}
+		}
+	}
+	if len(header) == 0 {
+		t.Fatalf("no column header:\n%s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-C", "1"}, "-C/--report_cputime 1: nccl-tests then reports the host's CPU time"},
+		{[]string{"-a", "4"}, "-a/--average: must be from 0 to 3 (got 4)"},
+		{[]string{"broadcast", "-g", "4", "-r", "4"}, "-r/--root 4: must be a rank of the group, 0 to 3"},
+		{[]string{"-t", "0"}, "-t/--nthreads: must be from 1"},
+		{[]string{"-t", "2", "--ranks", "8"}, "--ranks with -g/-t"},
+	} {
+		if _, err := runCLI(t, append([]string{"collectives"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("collectives %v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
