@@ -51,3 +51,39 @@ func TestWriteChecksJoinsFailures(t *testing.T) {
 		t.Errorf("all pass: %v\n%s", err, out.String())
 	}
 }
+
+// A trace cut after a few decode steps holds no half message: every flow
+// id that remains has its send and its recv, and cutting removed some
+// (pp2's stage 0 sends step 3's activations, whose recv lies past the cut).
+func TestModelTraceFlowsArePaired(t *testing.T) {
+	e := tinyEstimates(t, "test/tp2pp2-tiny")[0]
+	count := func(spans []Span) (paired, dangling int) {
+		ends := map[int]int{}
+		for _, s := range spans {
+			if s.Flow == 0 {
+				continue
+			}
+			if s.Cat == "send" {
+				ends[s.Flow] |= 1
+			} else {
+				ends[s.Flow] |= 2
+			}
+		}
+		for _, v := range ends {
+			if v == 3 {
+				paired++
+			} else {
+				dangling++
+			}
+		}
+		return
+	}
+	fullPaired, _ := count(EstimateSpans(e))
+	cutPaired, dangling := count(EstimateSpansUpTo(e, 1))
+	if dangling != 0 {
+		t.Errorf("%d flows with one end after cutting at 1 decode step", dangling)
+	}
+	if cutPaired == 0 || cutPaired >= fullPaired {
+		t.Errorf("paired flows: %d cut, %d full: want some, and fewer than the whole trace's", cutPaired, fullPaired)
+	}
+}

@@ -137,7 +137,31 @@ func EstimateSpansUpTo(e *sim.Estimate, decodeSteps int) []Span {
 		out = append(out, Span{Process: e.Name + " (modeled)", Rank: sl.Rank, Name: op.Name, Cat: string(op.Kind),
 			StartS: sl.StartS, DurS: sl.EndS - sl.StartS, Args: args, Flow: sl.Flow})
 	}
-	return out
+	return pairedFlows(out)
+}
+
+// pairedFlows clears the flow of a send or recv whose partner lies outside
+// the spans (a message crossing the trace's last decode step): an arrow
+// needs both ends, and viewers draw a start without an end as a dangling
+// arrow or not at all.
+func pairedFlows(spans []Span) []Span {
+	ends := map[int]int{} // flow → 1 send seen | 2 recv seen
+	for _, s := range spans {
+		if s.Flow == 0 {
+			continue
+		}
+		if s.Cat == "send" {
+			ends[s.Flow] |= 1
+		} else {
+			ends[s.Flow] |= 2
+		}
+	}
+	for i := range spans {
+		if f := spans[i].Flow; f != 0 && ends[f] != 3 {
+			spans[i].Flow = 0
+		}
+	}
+	return spans
 }
 
 // RunSpans turns the ops every rank recorded into spans named as the
