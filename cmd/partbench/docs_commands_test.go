@@ -125,7 +125,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 		if len(cmds) == 0 {
 			continue
 		}
-		dir := t.TempDir()
+		dir := docDir(t)
 		for _, c := range cmds {
 			if why := whyNotRun(c); why != "" {
 				skipped[why]++
@@ -144,6 +144,25 @@ func TestDocumentedCommandsRun(t *testing.T) {
 	if ran < 20 {
 		t.Errorf("ran only %d documented commands: the extraction lost them", ran)
 	}
+}
+
+// docDir is a fresh directory laid out as a reader's checkout would be
+// for the documents' examples: the repository's checkpoint fixtures at
+// checkpoint/, and the prompts file the README's echo line writes.
+func docDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	abs, err := filepath.Abs("../../checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, filepath.Join(dir, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prompts.json"), []byte("[[1, 2, 3, 4], [5, 6, 7, 8]]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func tail(s string, n int) string {
