@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/topology"
@@ -152,8 +153,19 @@ func (p *Plan) String() string {
 	if p.DP > 1 {
 		dp = fmt.Sprintf(" × DP=%d", p.DP)
 	}
-	return fmt.Sprintf("%s: TP=%d × PP=%d%s on %d GPUs, %d micro-batches of %d, prefill chunk %d × %d",
-		p.Config.Name, p.TP, p.PP, dp, p.Size(), p.Microbatches, p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
+	return fmt.Sprintf("%s: TP=%d × PP=%d%s on %s, %s of %d, prefill chunk %d × %d",
+		p.Config.Name, p.TP, p.PP, dp, plural(p.Size(), "GPU"), plural(p.Microbatches, "micro-batch"), p.MicrobatchSize, p.PrefillChunk, p.PrefillChunks)
+}
+
+// plural is "1 GPU", "2 GPUs", "1 micro-batch", "4 micro-batches".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // OneReplica is the plan cut to replica 0 (ranks [0, GroupSize)): what one

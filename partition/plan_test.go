@@ -231,3 +231,15 @@ func TestCountsMatchRingFormula(t *testing.T) {
 		t.Fatalf("peers %v", s.Peers)
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		noun string
+		want string
+	}{{1, "GPU", "1 GPU"}, {16, "GPU", "16 GPUs"}, {1, "micro-batch", "1 micro-batch"}, {4, "micro-batch", "4 micro-batches"}, {0, "GPU", "0 GPUs"}} {
+		if got := plural(c.n, c.noun); got != c.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
