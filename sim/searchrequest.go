@@ -22,6 +22,9 @@ type SearchRequest struct {
 	Full               int // --full re-runs through the timeline (-1: Top)
 	DecodeSteps        int // --decode-steps of the full re-run
 	MaxMicrobatches    int // --max-microbatches
+	// Workload replaces the config's batch and lengths (--batch-size,
+	// --input-len, --output-len).
+	Workload configs.WorkloadOverrides
 	Collectives        CollectiveOptions
 	// Progress makes a progress callback for a phase ("search", "full
 	// timeline"); nil: none.
@@ -71,6 +74,12 @@ func RunSearch(r SearchRequest) (*configs.Config, *SearchResult, error) {
 	cfg, err := configs.Load(r.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	if r.Workload.Batch > 0 {
+		cfg.Parallel.Microbatches = 1 // the search picks micro-batch counts itself
+	}
+	if err := r.Workload.Apply(cfg); err != nil {
+		return nil, nil, err
 	}
 	sys, err := configs.SystemOverride{Hardware: r.Hardware, Topology: r.Topology, Nodes: r.Nodes, GPUs: r.GPUs}.Resolve(cfg)
 	if err != nil {

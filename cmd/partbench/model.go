@@ -37,6 +37,8 @@ type modelOptions struct {
 	// --model-dir: the model of a Hugging Face directory's config.json
 	modelDir string
 	dirRun   configs.ModelDirRun
+	// --batch-size, --input-len, --output-len
+	workload configs.WorkloadOverrides
 }
 
 func newModelCmd() *cobra.Command {
@@ -75,6 +77,8 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
+	addWorkloadFlags(f, &o.workload)
+	cliflag.DefaultInUsage(f, "batch-size", "input-len", "output-len")
 	return cmd
 }
 
@@ -86,6 +90,11 @@ func (o *modelOptions) run(stdout io.Writer) error {
 	cfgs, err := configs.LoadEstimated(append(append([]string{}, o.configs...), o.compare...), o.dirRun, o.calibration)
 	if err != nil {
 		return err
+	}
+	for _, cfg := range cfgs {
+		if err := o.workload.Apply(cfg); err != nil {
+			return err
+		}
 	}
 	// A trace draws every rank: simulate each (else one per stage).
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""}

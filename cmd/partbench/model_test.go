@@ -206,3 +206,35 @@ func TestSweepSkipsInvalidPointsAndNamesThem(t *testing.T) {
 		t.Fatalf("sweep output:\n%s", out)
 	}
 }
+
+// --batch-size, --input-len and --output-len set the workload of model and
+// search as benchmark_latency's flags do: the prompt is --input-len, the
+// context prompt + output.
+func TestWorkloadFlags(t *testing.T) {
+	out, err := runCLI(t, "model", "--dry-run", "--config", "test/single-tiny", "--batch-size", "8", "--input-len", "100", "--output-len", "10", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Strategies []struct {
+			Batch        int `json:"batch"`
+			PromptTokens int `json:"prompt_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc.Strategies) != 1 {
+		t.Fatalf("%d strategies", len(doc.Strategies))
+	}
+	if w := doc.Strategies[0]; w.Batch != 8 || w.PromptTokens != 100 || w.OutputTokens != 10 {
+		t.Errorf("workload %+v, want batch 8, prompt 100, output 10", w)
+	}
+	if _, err := runCLI(t, "search", "--config", "test/single-tiny", "--batch-size", "4", "--output-len", "1"); err == nil || !strings.Contains(err.Error(), "output") {
+		t.Errorf("search --output-len 1: %v", err)
+	}
+	if _, err := runCLI(t, "model", "--dry-run", "--config", "test/single-tiny", "--input-len", "-5"); err == nil || !strings.Contains(err.Error(), "--input-len: must be ≥ 1 (got -5") {
+		t.Errorf("--input-len -5: %v", err)
+	}
+}

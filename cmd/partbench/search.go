@@ -57,7 +57,8 @@ the topology's GPU count unless --gpus says otherwise (then they must agree).
 	f.IntVar(&o.MaxMicrobatches, "max-microbatches", sim.DefaultMaxMicrobatches, "largest micro-batch count tried")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output", "o", "out")
-	cliflag.DefaultInUsage(f, "gpus", "full")
+	addWorkloadFlags(f, &o.Workload)
+	cliflag.DefaultInUsage(f, "gpus", "full", "batch-size", "input-len", "output-len")
 	return cmd
 }
 
