@@ -24,8 +24,8 @@ type SearchRequest struct {
 	MaxMicrobatches    int // --max-microbatches
 	// Workload replaces the config's batch and lengths (--batch-size,
 	// --input-len, --output-len).
-	Workload configs.WorkloadOverrides
-	Collectives        CollectiveOptions
+	Workload    configs.WorkloadOverrides
+	Collectives CollectiveOptions
 	// Progress makes a progress callback for a phase ("search", "full
 	// timeline"); nil: none.
 	Progress func(phase string) func(done, total int)
