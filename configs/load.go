@@ -118,6 +118,9 @@ func Parse(r io.Reader, source string) (*Config, error) {
 	if err := cfg.resolveModelDir(data); err != nil {
 		return nil, err
 	}
+	if !hasTable(data, "run") {
+		cfg.Run = DefaultRun // a dry-run config needs no [run]
+	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
@@ -142,6 +145,21 @@ func decodeStrict(data []byte, into any, source string) error {
 		return fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, strings.Join(keys, ", "))
 	}
 	return nil
+}
+
+// DefaultRun is a config's [run] when the file has none: a short measured
+// run (nccl-tests' own defaults are 5 warm-up and 20 measured iterations).
+var DefaultRun = Run{Warmup: 2, Iterations: 10, Seed: 1}
+
+// hasTable says whether the TOML text data defines the top-level table
+// name (as [name], [name.sub] or name.key = …). data has already decoded.
+func hasTable(data []byte, name string) bool {
+	var m map[string]any
+	if _, err := toml.Decode(string(data), &m); err != nil {
+		return true // cannot tell: keep what was decoded
+	}
+	_, ok := m[name]
+	return ok
 }
 
 func (c *Config) applyDefaults() {

@@ -52,3 +52,32 @@ func TestWorkloadOverrides(t *testing.T) {
 		}
 	}
 }
+
+// A dry-run config needs no [run]: without one it gets DefaultRun; a [run]
+// that is there is still checked (iterations = 0 is refused).
+func TestRunSectionOptional(t *testing.T) {
+	data, err := ReadFile("test/single-tiny.toml")
+	if err != nil {
+		data2, err2 := Files.ReadFile("test/single-tiny.toml")
+		if err2 != nil {
+			t.Fatal(err, err2)
+		}
+		data = data2
+	}
+	text := string(data)
+	i := strings.Index(text, "[run]")
+	if i < 0 {
+		t.Fatal("test/single-tiny has no [run] to cut")
+	}
+	cfg, err := Parse(strings.NewReader(text[:i]), "norun.toml")
+	if err != nil {
+		t.Fatalf("a config without [run]: %v", err)
+	}
+	if cfg.Run != DefaultRun {
+		t.Errorf("run %+v, want the default %+v", cfg.Run, DefaultRun)
+	}
+	_, err = Parse(strings.NewReader(text[:i]+"[run]\niterations = 0\n"), "zero.toml")
+	if err == nil || !strings.Contains(err.Error(), "run.iterations") {
+		t.Errorf("explicit iterations = 0: %v", err)
+	}
+}
