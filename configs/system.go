@@ -50,7 +50,8 @@ func (o SystemOverride) Resolve(cfg *Config) (topology.System, error) {
 		t := &sys.Topology
 		if o.Nodes > 1 {
 			if err := t.Inter.Validate("topology.inter_node"); err != nil {
-				return sys, fmt.Errorf("--nodes: topology %q has no link between nodes: %w", t.Name, err)
+				return sys, fmt.Errorf("--nodes %d: topology %q (%s) is one node with no link between nodes; give a multi-node topology with --topology (%s), then --nodes scales it (%w)",
+					o.Nodes, t.Name, from, strings.Join(multiNodeTopologies(), ", "), err)
 			}
 		}
 		t.Name = fmt.Sprintf("%s scaled to %d nodes", t.Name, o.Nodes)
@@ -95,4 +96,17 @@ func topologySizes() string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// multiNodeTopologies are the embedded topology presets with a link between
+// nodes: the ones --nodes can scale.
+func multiNodeTopologies() []string {
+	var out []string
+	for _, name := range Presets("topology") {
+		_, t, err := LoadSystem(firstPreset("hardware"), name)
+		if err == nil && t.Inter.Validate("topology.inter_node") == nil {
+			out = append(out, name)
+		}
+	}
+	return out
 }
