@@ -38,7 +38,7 @@ func TestSystemOverrideResolve(t *testing.T) {
 		{SystemOverride{GPUs: 12, Topology: "nvl16"}, "--gpus: 12, but the topology from --topology (nvl16) has 16 GPUs (nodes 1 × gpus_per_node 16); pass --topology with a preset of 12 GPUs or --nodes (with 16 GPUs per node, --gpus must be a multiple of 16)"},
 		{SystemOverride{Topology: "nope"}, `--topology: unknown topology preset "nope"`},
 		{SystemOverride{Hardware: "nope"}, `--hardware: `},
-		{SystemOverride{Nodes: 2, Topology: "nvl16"}, `--nodes 2: topology "nvl16" (--topology) is one node with no link between nodes; give a multi-node topology with --topology (dgx-h100x2`},
+		{SystemOverride{Nodes: 2, Topology: "nvl16"}, `--nodes 2: topology "nvl16" (--topology) is one node with no link between nodes; give a multi-node topology with --topology (`},
 	} {
 		if _, err := c.o.Resolve(cfg); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
