@@ -91,6 +91,9 @@ func searchNotes(res *sim.SearchResult, decodeSteps int) []string {
 	}
 	notes = append(notes, fmt.Sprintf("searched in %.3f s (%.0f candidates/s); TTFT, TPOT, TPS, bubble and bottleneck are the closed-form estimate (docs/search.md), full columns the discrete-event timeline from %d decode steps",
 		res.ElapsedS, res.CandidatesPerS, decodeSteps))
+	if res.FullRuns > 0 {
+		notes = append(notes, fmt.Sprintf("full-timeline re-run of the top %d: %d timelines in %.3f s; %.3f s in all", res.FullTop, res.FullRuns, res.FullElapsedS, res.ElapsedS+res.FullElapsedS))
+	}
 	var longer, disagree []string
 	for _, r := range res.Rows {
 		if r.Full == nil {

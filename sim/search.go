@@ -233,6 +233,12 @@ type SearchResult struct {
 	ElapsedS       float64        `json:"elapsed_s"`
 	CandidatesPerS float64        `json:"candidates_per_s"`
 	FullTop        int            `json:"full_top"`
+	// FullElapsedS is the time of the full-timeline re-run of the top
+	// candidates (Refine), which ElapsedS leaves out; FullRuns counts the
+	// timelines it simulated (a row whose TPOT disagrees runs again with
+	// more decode steps).
+	FullElapsedS float64 `json:"full_elapsed_s"`
+	FullRuns     int     `json:"full_runs"`
 	// FullSkipped names the top candidates not re-run because their timeline
 	// would exceed MaxTimelineOps; their rows keep the closed form alone.
 	FullSkipped []string    `json:"full_skipped,omitempty"`
@@ -456,6 +462,8 @@ func sortRows(rows []SearchRow, objective string) {
 // start, since an unbalanced pipeline's timeline can take that long to
 // reach steady state. progress, when set, is called after each row.
 func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress func(done, total int)) error {
+	start := time.Now()
+	defer func() { r.FullElapsedS += time.Since(start).Seconds() }()
 	if opts.Collectives == (CollectiveOptions{}) {
 		opts.Collectives = spec.Collectives
 	}
@@ -477,6 +485,7 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 		o := opts
 		for {
 			e, err := EstimatePlan(plan, o)
+			r.FullRuns++
 			var tooLarge *TooLargeError
 			if errors.As(err, &tooLarge) && row.Full != nil {
 				break // keep the last re-run that fitted the bound

@@ -307,6 +307,11 @@ func TestSearchSeedCountsAndRanking(t *testing.T) {
 	if r.FullTop != 2 || r.Rows[0].Full == nil || r.Rows[1].Full == nil || r.Rows[2].Full != nil || math.Abs(*r.Rows[0].TPOTRelDiff) > quickTol {
 		t.Fatalf("refine: full top %d, rows %+v", r.FullTop, r.Rows[:3])
 	}
+	// The re-run's cost is reported apart from the search's: one timeline
+	// per row at least (more where the steps were doubled), and its time.
+	if r.FullRuns < 2 || r.FullRuns > 2*3 || r.FullElapsedS <= 0 {
+		t.Errorf("refine: %d timelines in %g s, want 2 to 6 in a positive time", r.FullRuns, r.FullElapsedS)
+	}
 }
 
 func TestSearchPrunesByMemory(t *testing.T) {
