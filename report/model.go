@@ -219,13 +219,25 @@ func maxOf(xs []int64) int64 {
 	return m
 }
 
-// ModelCSV writes one row per strategy and phase, and with perRank one row
-// per rank (phase "rank"), in one table with a fixed header.
+// ModelCSV writes one row per strategy and phase, with perRank one row per
+// rank (phase "rank": memory, stage, layers, busy and idle times, fixed
+// costs), and one row per modeled collective (phase "collective"), in one
+// table with a fixed header: everything the table and markdown forms show.
 func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 	g := Grid{Header: []string{"strategy", "phase", "rank", "gpus", "tp", "pp", "microbatches", "ttft_s", "tpot_s", "tokens_per_s",
 		"hbm_lower_bound_tpot_s", "bubble_fraction", "bottleneck", "weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes",
 		"capacity_bytes", "l2_residency", "collective_calls_per_microbatch", "p2p_sends_per_microbatch", "token_sends_per_microbatch",
-		"max_calls_per_rank", "max_messages_per_rank", "nvlink_bytes", "pcie_bytes", "network_bytes"}}
+		"max_calls_per_rank", "max_messages_per_rank", "nvlink_bytes", "pcie_bytes", "network_bytes",
+		// rank rows (phase "rank"): what the per-rank table shows
+		"stage", "tp_index", "first_layer", "last_layer", "prefill_busy_s", "prefill_idle_s", "decode_busy_s", "decode_idle_s",
+		"decode_window_steps", "decode_fixed_s", "prefill_fixed_s",
+		// collective rows (phase "collective"): the collectives table
+		"collective_phase", "collective_name", "collective_op", "collective_ranks", "collective_bytes", "collective_count_per_rank",
+		"algo", "proto", "link", "collective_time_s"}}
+	col := map[string]int{}
+	for i, h := range g.Header {
+		col[h] = i
+	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	for _, e := range es {
 		r := maxRank(e)
@@ -240,20 +252,47 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 			} else {
 				tpot, tps, floor = f(ph.pe.TPOTS), f(ph.pe.TokensPerS), f(ph.pe.HBMLowerBoundTPOTS)
 			}
-			g.Rows = append(g.Rows, []string{e.Name, ph.name, "", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches), ttft, tpot, tps,
+			row := make([]string, len(g.Header))
+			copy(row, []string{e.Name, ph.name, "", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches), ttft, tpot, tps,
 				floor, f(ph.pe.BubbleFraction), string(ph.pe.Bottleneck), itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes),
 				itoa(r.TotalBytes), itoa(r.CapacityBytes), f(e.L2.WeightResidency), itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
 				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
 				itoa(c.BytesByLink[topology.NVLink]), itoa(c.BytesByLink[topology.PCIe]), itoa(c.BytesByLink[topology.Network])})
+			g.Rows = append(g.Rows, row)
 		}
 		if perRank {
+			steps := itoa(steadySteps(e))
 			for _, r := range e.Ranks {
 				row := make([]string, len(g.Header))
+				set := func(k, v string) { row[col[k]] = v }
 				row[0], row[1], row[2], row[3], row[4], row[5], row[6] = e.Name, "rank", itoa(r.Rank), itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches)
 				row[13], row[14], row[15], row[16], row[17], row[18] = itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes), itoa(r.TotalBytes), itoa(r.CapacityBytes), f(r.L2Residency)
 				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])
+				set("stage", itoa(r.Stage))
+				set("tp_index", itoa(r.TPIndex))
+				if len(r.Layers) > 0 {
+					set("first_layer", itoa(r.Layers[0]))
+					set("last_layer", itoa(r.Layers[len(r.Layers)-1]))
+				}
+				set("prefill_busy_s", f(r.PrefillBusyS))
+				set("prefill_idle_s", f(r.PrefillIdleS))
+				set("decode_busy_s", f(r.DecodeBusyS))
+				set("decode_idle_s", f(r.DecodeIdleS))
+				set("decode_window_steps", steps)
+				set("decode_fixed_s", f(r.DecodeFixed.TotalS))
+				set("prefill_fixed_s", f(r.PrefillFixed.TotalS))
 				g.Rows = append(g.Rows, row)
 			}
+		}
+		for _, u := range e.Collectives {
+			row := make([]string, len(g.Header))
+			row[0], row[1] = e.Name, "collective"
+			for k, v := range map[string]string{"collective_phase": string(u.Phase), "collective_name": u.Name, "collective_op": u.Op,
+				"collective_ranks": itoa(u.Ranks), "collective_bytes": itoa(u.Bytes), "collective_count_per_rank": itoa(u.Count),
+				"algo": u.Algo, "proto": u.Proto, "link": string(u.Link), "collective_time_s": f(u.TimeS)} {
+				row[col[k]] = v
+			}
+			g.Rows = append(g.Rows, row)
 		}
 	}
 	return WriteCSV(w, g)

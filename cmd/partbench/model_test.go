@@ -102,9 +102,33 @@ func TestModelCSVPerRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Header, prefill, decode, and 16 rank rows.
-	if len(rows) != 1+2+16 || rows[0][0] != "strategy" || rows[3][1] != "rank" {
+	// Header, prefill, decode, 16 rank rows, then one row per modeled
+	// collective; every row as wide as the header.
+	if len(rows) < 1+2+16 || rows[0][0] != "strategy" || rows[3][1] != "rank" {
 		t.Fatalf("%d rows; first %v", len(rows), rows[:min(4, len(rows))])
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	phases := map[string]int{}
+	for _, r := range rows[1:] {
+		phases[r[1]]++
+		switch r[1] {
+		case "rank":
+			// tp8pp2: 16 layers over 2 stages, rank 9 is stage 1, TP index 1, layers 8–15.
+			if r[col["rank"]] == "9" && (r[col["stage"]] != "1" || r[col["tp_index"]] != "1" || r[col["first_layer"]] != "8" || r[col["last_layer"]] != "15" ||
+				r[col["decode_busy_s"]] == "" || r[col["decode_fixed_s"]] == "") {
+				t.Errorf("rank 9 row %v", r)
+			}
+		case "collective":
+			if r[col["collective_op"]] == "" || r[col["algo"]] == "" || r[col["collective_time_s"]] == "" {
+				t.Errorf("collective row %v", r)
+			}
+		}
+	}
+	if phases["prefill"] != 1 || phases["decode"] != 1 || phases["rank"] != 16 || phases["collective"] == 0 {
+		t.Errorf("rows by phase %v", phases)
 	}
 }
 
@@ -178,9 +202,11 @@ func TestModelTrace(t *testing.T) {
 			flows++
 		}
 	}
-	// 4 ranks; the Program's op names; a flow per send (2 stage-0 ranks × 2
-	// micro-batches × (1 prefill + 6 decode steps) activations, and as many token returns).
-	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*17*2 {
+	// 4 ranks; the Program's op names; a flow per message whose send and
+	// recv both lie in the timeline: 2 ranks × 2 micro-batches × (1 prefill
+	// + 16 decode steps) activations and as many token returns, less the 4
+	// last token returns, which the next step (not simulated) would receive.
+	if len(tracks) != 4 || !names["L00.wqkv"] || !names["x.send"] || flows != 2*2*17*2-4 {
 		t.Fatalf("tracks %d flows %d names %d", len(tracks), flows, len(names))
 	}
 	// Without --trace-full: prefill and 3 decode steps, 2 × 2 × (1 + 3) × 2 flows.
@@ -191,8 +217,10 @@ func TestModelTrace(t *testing.T) {
 	if b, err = os.ReadFile(small); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), `"ph":"s"`); n != 2*2*4*2 {
-		t.Errorf("default trace: %d flows, want %d", n, 2*2*4*2)
+	// Cut after 3 decode steps: the 4 token returns of step 2 are received
+	// in step 3, past the cut, so they carry no arrow.
+	if n := strings.Count(string(b), `"ph":"s"`); n != 2*2*4*2-4 {
+		t.Errorf("default trace: %d flows, want %d", n, 2*2*4*2-4)
 	}
 }
 
