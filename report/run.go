@@ -47,7 +47,7 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 	m := d.Measurement
 	cmp := Grid{Title: fmt.Sprintf("Measured vs modeled: %s on %s (%d ranks, %d warm-up + %d measured iterations, %d decode steps each)",
 		d.Config.Name, d.Backend, len(m.Ranks), m.Warmup, m.Iterations, m.DecodeSteps),
-		Header: []string{"metric", "unit", "measured mean", "std", "p50", "p95", "p99", "modeled", "error (%)", "flag"},
+		Header: []string{"metric", "unit", "measured mean", "std", "p50", "p95", "p99", "modeled", "error " + stats.ErrorDefinition + " (%)", "flag"},
 		Notes:  append(append([]string{}, d.Notes...), d.Problems...)}
 	for _, r := range d.Comparison {
 		s := r.Measured
