@@ -17,11 +17,11 @@ import (
 type Row struct {
 	// Metric is a snake_case key scripts match on (ttft, tpot, tps, …);
 	// Label says it in words for tables.
-	Metric   string     `json:"metric"`
-	Label    string     `json:"label"`
-	Unit     string     `json:"unit"`
+	Metric   string        `json:"metric"`
+	Label    string        `json:"label"`
+	Unit     string        `json:"unit"`
 	Measured stats.Summary `json:"measured"`
-	Modeled  float64    `json:"modeled"`
+	Modeled  float64       `json:"modeled"`
 	// RelErr is stats.ModelError: (modeled − measured mean) / measured mean
 	// (+Inf when nothing was measured but something was modeled).
 	RelErr float64 `json:"rel_err"`
