@@ -116,3 +116,27 @@ func TestModelError(t *testing.T) {
 		t.Errorf("RelDiff(4, 5) = %g %v, want 0.25 true", d, ok)
 	}
 }
+
+func TestMeasuredBand(t *testing.T) {
+	// Modeled 1, tolerance 15 %: 1/1.15 = 0.869565 and 1/0.85 = 1.176471,
+	// where ModelError is (1 − 1/1.15)·1.15 = +0.15 and (1 − 1/0.85)·0.85 =
+	// −0.15.
+	lo, hi := MeasuredBand(1, 0.15)
+	near(t, "lo", lo, 0.869565217, 1e-8)
+	near(t, "hi", hi, 1.176470588, 1e-8)
+	for _, c := range []struct{ meas, want float64 }{{lo, 0.15}, {hi, -0.15}} {
+		e, _ := ModelError(1, c.meas)
+		near(t, "error at the band's edge", e, c.want, 1e-12)
+	}
+	// Inside the band, |error| ≤ tol; just outside, above it.
+	for _, m := range []float64{lo * 1.0001, 1, hi * 0.9999} {
+		if e, _ := ModelError(1, m); math.Abs(e) > 0.15 {
+			t.Errorf("measured %g inside the band has error %g", m, e)
+		}
+	}
+	for _, m := range []float64{lo * 0.9999, hi * 1.0001} {
+		if e, _ := ModelError(1, m); math.Abs(e) <= 0.15 {
+			t.Errorf("measured %g outside the band has error %g", m, e)
+		}
+	}
+}

@@ -22,3 +22,12 @@ func RelDiff(ref, x float64) (d float64, ok bool) {
 	}
 	return (x - ref) / ref, true
 }
+
+// MeasuredBand is the range of measurements whose ModelError against
+// modeled is within ±tol (0 ≤ tol < 1, modeled ≥ 0): from modeled/(1+tol)
+// (the model 100·tol % high) to modeled/(1−tol) (the model 100·tol % low).
+// A figure's tolerance band draws this range, so a point inside it is a
+// row that is not flagged.
+func MeasuredBand(modeled, tol float64) (lo, hi float64) {
+	return modeled / (1 + tol), modeled / (1 - tol)
+}
