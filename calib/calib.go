@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/partbench/partbench/configs"
@@ -239,8 +238,7 @@ func measureRemote(ctx context.Context, o Options, cal *configs.Calibration) err
 		if err != nil {
 			return fmt.Errorf("remote request overhead: %w", err)
 		}
-		sort.Float64s(xs)
-		meds[r] = median(xs)
+		meds[r] = medianOf(xs)
 	}
 	sp := spreadOf(meds)
 	cal.Spread["remote_request_overhead_s"] = sp

@@ -2,38 +2,32 @@ package calib
 
 import (
 	"math"
-	"sort"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/stats"
 )
 
-// spreadOf is the min, median and max of xs (not modified).
+// spreadOf is the min, median and max of xs (not modified), from
+// stats.Summarize: the median is stats' one definition (for an even count
+// the lower middle sample, so always one of the samples).
 func spreadOf(xs []float64) configs.Spread {
-	if len(xs) == 0 {
-		return configs.Spread{}
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return configs.Spread{Min: s[0], Median: median(s), Max: s[len(s)-1], N: len(s)}
+	s := stats.Summarize(xs, stats.Linear)
+	return configs.Spread{Min: s.Min, Median: s.P50, Max: s.Max, N: s.N}
 }
 
-// median of sorted xs: gonum's empirical 0.5-quantile, the definition every
-// median and p50 in partbench uses (for an even count, the lower middle
-// element: a median that is always one of the samples).
-func median(sorted []float64) float64 { return stat.Quantile(0.5, stat.Empirical, sorted, nil) }
-
-// lowerMedianInt is the lower middle element, so that the median of sizes is
-// one of the sizes measured.
-func lowerMedianInt(xs []int64) int64 {
-	s := append([]int64(nil), xs...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)/2]
-}
-
+// medianOf is stats.Median, 0 for no samples.
 func medianOf(xs []float64) float64 { return spreadOf(xs).Median }
+
+// lowerMedianInt is stats.Median of sizes: the lower middle element, so
+// that the median of sizes is one of the sizes measured.
+func lowerMedianInt(xs []int64) int64 {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return int64(stats.Median(f))
+}
 
 // timePer is the time of one call of f: after one warm-up call, f runs in
 // batches, each sized from the last, until one batch lasts at least minDur.

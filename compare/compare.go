@@ -9,6 +9,7 @@ import (
 	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -16,12 +17,13 @@ import (
 type Row struct {
 	// Metric is a snake_case key scripts match on (ttft, tpot, tps, …);
 	// Label says it in words for tables.
-	Metric   string     `json:"metric"`
-	Label    string     `json:"label"`
-	Unit     string     `json:"unit"`
-	Measured exec.Stats `json:"measured"`
-	Modeled  float64    `json:"modeled"`
-	// RelErr is (modeled − measured mean) / measured mean.
+	Metric   string        `json:"metric"`
+	Label    string        `json:"label"`
+	Unit     string        `json:"unit"`
+	Measured stats.Summary `json:"measured"`
+	Modeled  float64       `json:"modeled"`
+	// RelErr is stats.ModelError: (modeled − measured mean) / measured mean
+	// (+Inf when nothing was measured but something was modeled).
 	RelErr float64 `json:"rel_err"`
 	// Exact rows (counts) must agree exactly; any difference is a bug.
 	Exact bool `json:"exact"`
@@ -29,11 +31,10 @@ type Row struct {
 	Flag string `json:"flag,omitempty"`
 }
 
-func row(metric, label, unit string, measured exec.Stats, modeled, tol float64, exact bool) Row {
+func row(metric, label, unit string, measured stats.Summary, modeled, tol float64, exact bool) Row {
 	r := Row{Metric: metric, Label: label, Unit: unit, Measured: measured, Modeled: modeled, Exact: exact}
-	if measured.Mean != 0 {
-		r.RelErr = (modeled - measured.Mean) / measured.Mean
-	} else if modeled != 0 {
+	var ok bool
+	if r.RelErr, ok = stats.ModelError(modeled, measured.Mean); !ok {
 		r.RelErr = math.Inf(1)
 	}
 	switch {
@@ -45,9 +46,8 @@ func row(metric, label, unit string, measured exec.Stats, modeled, tol float64, 
 	return r
 }
 
-func value(v float64) exec.Stats {
-	return exec.Stats{N: 1, Mean: v, Min: v, P50: v, P95: v, P99: v, Max: v}
-}
+// value is an exact figure (a count) as a one-sample Summary.
+func value(v float64) stats.Summary { return stats.Summarize([]float64{v}, stats.Linear) }
 
 // Compare holds a measurement against the estimate of the same plan.
 // tol is the relative tolerance of timed rows. The returned problems list

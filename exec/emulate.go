@@ -3,12 +3,10 @@ package exec
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
 )
 
 // Emulation is what one device measured while playing every rank in turn.
@@ -67,9 +65,8 @@ func Emulate(ctx context.Context, plan *partition.Plan, newCompute func(*partiti
 
 func samples(n int) [][]float64 { return make([][]float64, n) }
 
-// medians are the median of each op's samples, by the one definition runs
-// use for p50 too (Summarize): gonum's empirical quantile at 0.5, the lower
-// middle sample of an even count; −1 where there is none.
+// medians are the median of each op's samples (stats.Median, the one
+// definition runs use for p50 too); −1 where there is none.
 func medians(s [][]float64) []float64 {
 	out := make([]float64, len(s))
 	for i, xs := range s {
@@ -77,8 +74,7 @@ func medians(s [][]float64) []float64 {
 			out[i] = -1
 			continue
 		}
-		sort.Float64s(xs)
-		out[i] = stat.Quantile(0.5, stat.Empirical, xs, nil)
+		out[i] = stats.Median(xs)
 	}
 	return out
 }

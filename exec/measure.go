@@ -3,11 +3,9 @@ package exec
 import (
 	"fmt"
 	"math"
-	"sort"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/stats"
 )
 
 // RankResult is what one rank measured; ranks send it to rank 0 at the end.
@@ -66,50 +64,20 @@ type Span struct {
 	Device bool `json:"device,omitempty"`
 }
 
-// Stats summarizes samples: mean, sample standard deviation and empirical
-// quantiles (gonum/stat).
-type Stats struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean"`
-	Std  float64 `json:"std"`
-	Min  float64 `json:"min"`
-	P50  float64 `json:"p50"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
-	Max  float64 `json:"max"`
-}
-
-// Summarize computes Stats of xs (not modified).
-func Summarize(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	st := Stats{N: len(s), Mean: stat.Mean(s, nil), Min: s[0], Max: s[len(s)-1],
-		P50: stat.Quantile(0.50, stat.Empirical, s, nil),
-		P95: stat.Quantile(0.95, stat.Empirical, s, nil),
-		P99: stat.Quantile(0.99, stat.Empirical, s, nil)}
-	if len(s) > 1 {
-		st.Std = stat.StdDev(s, nil)
-	}
-	return st
-}
-
 // Measurement is a run's results over all ranks.
 type Measurement struct {
 	Iterations  int `json:"iterations"`
 	Warmup      int `json:"warmup"`
 	DecodeSteps int `json:"decode_steps_per_iteration"`
 	// TTFT per iteration: the last stage's prefill end, from the iteration start.
-	TTFT Stats `json:"ttft_s"`
+	TTFT stats.Summary `json:"ttft_s"`
 	// TPOT per token interval on the last stage (first interval from the
 	// prefill's token to decode step 0's).
-	TPOT Stats `json:"tpot_s"`
+	TPOT stats.Summary `json:"tpot_s"`
 	// TPS per iteration: batch × replicas × decode steps ÷ decode time
 	// (the slowest replica's).
-	TPS   Stats        `json:"tokens_per_s"`
-	Ranks []RankResult `json:"ranks"`
+	TPS   stats.Summary `json:"tokens_per_s"`
+	Ranks []RankResult  `json:"ranks"`
 }
 
 // Aggregate builds a Measurement from every rank's result (index = rank);
@@ -157,6 +125,7 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 			tps = append(tps, float64(batch*len(replicas)*len(ends))/(prev-first))
 		}
 	}
-	m.TTFT, m.TPOT, m.TPS = Summarize(ttft), Summarize(tpot), Summarize(tps)
+	// Times and rates are positive: their intervals are on the log scale.
+	m.TTFT, m.TPOT, m.TPS = stats.Summarize(ttft, stats.Positive), stats.Summarize(tpot, stats.Positive), stats.Summarize(tps, stats.Positive)
 	return m, nil
 }

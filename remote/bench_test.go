@@ -4,13 +4,11 @@ import (
 	"context"
 	"io"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
 )
 
 // sinkEngine accepts any payload and returns the sampled tokens only, with
@@ -29,12 +27,6 @@ func (s sinkSession) Step(_ context.Context, in *StepInput) (*StepOutput, error)
 	t0 := time.Now()
 	out := Tensor{Name: partition.RemoteTokensOut, ElemBytes: 4, Shape: []int64{int64(s.batch)}, Data: make([]byte, 4*s.batch)}
 	return &StepOutput{Tensors: []Tensor{out}, Execute: time.Since(t0)}, nil
-}
-
-func quantile(p float64, xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return stat.Quantile(p, stat.Empirical, s, nil)
 }
 
 // BenchmarkStatefulStep is a stateful decode step of test/single-tiny (16 B
@@ -59,8 +51,8 @@ func BenchmarkStatefulStep(b *testing.B) {
 				}
 				over = append(over, (r.Wall-r.Execute).Seconds()*1e6)
 			}
-			b.ReportMetric(quantile(0.5, over), "overhead-p50-µs")
-			b.ReportMetric(stat.Mean(over, nil), "overhead-mean-µs")
+			b.ReportMetric(stats.Percentile(over, 0.5), "overhead-p50-µs")
+			b.ReportMetric(stats.Summarize(over, stats.Linear).Mean, "overhead-mean-µs")
 		})
 	}
 }

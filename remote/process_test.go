@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,13 +74,70 @@ func childServe() int {
 	if d, err := time.ParseDuration(os.Getenv("CHILD_DELAY")); err == nil {
 		eng = delayEngine{eng, d}
 	}
+	out := &addrTap{w: os.Stdout}
+	// CHILD_GATE: every step prints gateStartedLine and is held, until the
+	// server drains after SIGTERM ("drain") or for good ("never").
+	switch os.Getenv("CHILD_GATE") {
+	case "drain":
+		g := newGateEngine(eng)
+		g.announce = out
+		go func() {
+			<-ctx.Done()
+			// Let the held step go once the server refuses connections: it
+			// is then draining with the step in flight.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && out.accepting(); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(g.open)
+		}()
+		eng = g
+	case "never":
+		g := newGateEngine(eng)
+		g.announce = out
+		eng = g
+	}
 	o := ServeOptions{Listen: os.Getenv("CHILD_LISTEN"), Transport: os.Getenv("CHILD_TRANSPORT"), TokenFile: os.Getenv("CHILD_TOKEN_FILE"),
 		TLSCert: os.Getenv("CHILD_TLS_CERT"), TLSKey: os.Getenv("CHILD_TLS_KEY"), DrainTimeout: 10 * time.Second}
-	if err := Serve(ctx, o, eng, os.Stdout); err != nil {
+	if err := Serve(ctx, o, eng, out); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
 	}
 	return 0
+}
+
+// addrTap passes a server child's output on and notes the addresses it
+// says it listens on.
+type addrTap struct {
+	w     io.Writer
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (a *addrTap) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(string(p), "\n") {
+		if _, addr, ok := strings.Cut(l, " listening on "); ok {
+			a.mu.Lock()
+			a.addrs = append(a.addrs, strings.TrimSpace(addr))
+			a.mu.Unlock()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.w.Write(p)
+}
+
+// accepting says whether any noted address still accepts a connection.
+func (a *addrTap) accepting() bool {
+	a.mu.Lock()
+	addrs := slices.Clone(a.addrs)
+	a.mu.Unlock()
+	for _, addr := range addrs {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // childClient opens a stateful session, runs its prefill, says so, and
@@ -314,12 +372,13 @@ func TestProcessKilledClientFreed(t *testing.T) {
 	}
 }
 
-// TestProcessSIGTERMDrains: SIGTERM during a request lets it finish, then
-// the server exits 0 and refuses new connections.
+// TestProcessSIGTERMDrains: SIGTERM during a request lets it finish (the
+// request is held in the engine until the server has stopped accepting),
+// then the server exits 0 and refuses new connections.
 func TestProcessSIGTERMDrains(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv, addr := serveChild(t, tr, "CHILD_DELAY=600ms")
+			srv, addr := serveChild(t, tr, "CHILD_GATE=drain")
 			c := dial(t, addr, tr, "")
 			cfg, plan := testConfig(t, "test/single-tiny")
 			s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
@@ -331,7 +390,8 @@ func TestProcessSIGTERMDrains(t *testing.T) {
 				_, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
 				done <- err
 			}()
-			time.Sleep(200 * time.Millisecond) // the step is inside the 600 ms engine delay
+			// The step is in the engine, held there until the server drains.
+			srv.line(t, gateStartedLine)
 			srv.cmd.Process.Signal(syscall.SIGTERM)
 			if err := <-done; err != nil {
 				t.Errorf("the request in flight at SIGTERM: %v", err)
@@ -413,7 +473,7 @@ func TestProcessServerKilled(t *testing.T) {
 	for _, tr := range transports {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
 			t.Run(tr+"/"+sig.String(), func(t *testing.T) {
-				srv, addr := serveChild(t, tr, "CHILD_DELAY=500ms")
+				srv, addr := serveChild(t, tr, "CHILD_GATE=never")
 				c, err := Dial(ctx(t), ClientConfig{Addr: addr, Transport: tr, CallTimeout: deadline})
 				if err != nil {
 					t.Fatal(err)
@@ -431,7 +491,8 @@ func TestProcessServerKilled(t *testing.T) {
 					_, err := s.Step(context.Background(), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
 					done <- err
 				}()
-				time.Sleep(150 * time.Millisecond) // inside the 500 ms engine delay
+				srv.line(t, gateStartedLine) // the request is inside the server, held for good
+				signalled := time.Now()
 				if err := srv.cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
 				}
@@ -450,8 +511,8 @@ func TestProcessServerKilled(t *testing.T) {
 				if !strings.Contains(err.Error(), addr) {
 					t.Errorf("error %q does not name the server %s", err, addr)
 				}
-				if sig == syscall.SIGKILL && took > deadline {
-					t.Errorf("a dead server's client failed after %s, not before the %s deadline", took, deadline)
+				if since := time.Since(signalled); sig == syscall.SIGKILL && since > deadline {
+					t.Errorf("a dead server's client failed %s after the kill, not before the %s deadline", since, deadline)
 				}
 				if sig == syscall.SIGSTOP && (took < deadline-100*time.Millisecond || took > deadline+2*time.Second) {
 					t.Errorf("a silent server's client failed after %s, want about its %s deadline", took, deadline)
@@ -468,16 +529,19 @@ func TestProcessServerKilled(t *testing.T) {
 func TestProcessKilledMidStream(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv, addrs := startServer(t, ServerConfig{}, delayEngine{NewCPUEngine(), 20 * time.Millisecond})
+			eng := newGateEngine(NewCPUEngine())
+			eng.free = 3
+			srv, addrs := startServer(t, ServerConfig{}, eng)
 			cl := startChild(t, "client", "CHILD_ADDR="+addrs[tr], "CHILD_TRANSPORT="+tr, "CHILD_LOOP=1")
 			cl.line(t, "streaming")
-			time.Sleep(300 * time.Millisecond) // several requests in, one in flight
+			eng.waitStarted(t, 4) // three requests served, the fourth in flight (held in the engine)
 			if n := srv.Sessions(); n != 1 {
 				t.Fatalf("%d sessions with the client streaming, want 1", n)
 			}
 			before := srv.Bytes.Snapshot()
 			cl.cmd.Process.Kill()
 			cl.wait(t, 10*time.Second)
+			close(eng.open) // the request in flight finishes into a dead connection
 			if before.PayloadUp == 0 {
 				t.Fatal("the client shipped nothing before it was killed")
 			}

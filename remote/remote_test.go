@@ -346,10 +346,11 @@ func TestSessionBoundToConnection(t *testing.T) {
 	}
 }
 
-// Shutdown lets a running step finish, then refuses new work.
+// Shutdown lets a running step finish, then refuses new work, on both
+// transports.
 func TestGracefulDrain(t *testing.T) {
 	for _, tr := range transports {
-		eng := &ArithEngine{Delay: 300 * time.Millisecond}
+		eng := newGateEngine(&ArithEngine{})
 		srv, err := NewServer(ServerConfig{}, eng)
 		if err != nil {
 			t.Fatal(err)
@@ -368,18 +369,44 @@ func TestGracefulDrain(t *testing.T) {
 			_, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(plan))})
 			done <- err
 		}()
-		time.Sleep(100 * time.Millisecond) // the step is executing (300 ms)
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
-		if err != nil {
+		eng.waitStarted(t, 1) // the step is in the engine, held there until the gate opens
+		drained := make(chan error, 1)
+		go func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			drained <- srv.Shutdown(sctx)
+		}()
+		// The drain has begun once both listeners refuse connections.
+		waitFor(t, 10*time.Second, func() bool {
+			for _, a := range []string{ga.String(), ta.String()} {
+				if conn, err := net.Dial("tcp", a); err == nil {
+					conn.Close()
+					return false
+				}
+			}
+			return true
+		}, tr+": listeners closed by Shutdown")
+		select {
+		case err := <-drained:
+			t.Fatalf("%s: Shutdown returned (%v) while a step was still running", tr, err)
+		default:
+		}
+		close(eng.open)
+		if err := <-drained; err != nil {
 			t.Errorf("%s: drain: %v", tr, err)
 		}
 		if err := <-done; err != nil {
 			t.Errorf("%s: the in-flight step was cut off: %v", tr, err)
 		}
-		if _, err := Dial(ctx(t), ClientConfig{Addr: addr, Transport: "tcp", CallTimeout: 2 * time.Second}); err == nil && tr == "tcp" {
-			t.Errorf("%s: a new connection was accepted after shutdown", tr)
+		// New work is refused on this transport: the dial fails, or (gRPC
+		// connects lazily) the first call does.
+		nc, err := Dial(ctx(t), ClientConfig{Addr: addr, Transport: tr, CallTimeout: 2 * time.Second})
+		if err == nil {
+			_, err = nc.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+			nc.Close()
+		}
+		if err == nil {
+			t.Errorf("%s: a new session was opened after shutdown", tr)
 		}
 		if srv.Sessions() != 0 {
 			t.Errorf("%s: %d sessions after shutdown", tr, srv.Sessions())
@@ -390,40 +417,50 @@ func TestGracefulDrain(t *testing.T) {
 // Beyond MaxConcurrent executing and MaxQueue waiting, a request is refused
 // by name; a queued one reports its wait.
 func TestBoundedQueue(t *testing.T) {
-	_, addrs := startServer(t, ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, &ArithEngine{Delay: 300 * time.Millisecond})
+	eng := newGateEngine(&ArithEngine{})
+	srv, addrs := startServer(t, ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, eng)
 	cfg, plan := testConfig(t, "test/single-tiny")
 	type res struct {
 		r   *StepResult
 		err error
 	}
-	out := make(chan res, 3)
-	for i := 0; i < 3; i++ {
+	var out [3]chan res
+	var seenQueued time.Time
+	for i := range out {
 		c := dial(t, addrs["grpc"], "grpc", "")
 		s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		out[i] = make(chan res, 1)
 		go func() {
 			r, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(plan))})
-			out <- res{r, err}
+			out[i] <- res{r, err}
 		}()
-		time.Sleep(50 * time.Millisecond)
-	}
-	var ok, full int
-	var maxWait time.Duration
-	for i := 0; i < 3; i++ {
-		r := <-out
-		switch {
-		case r.err == nil:
-			ok++
-			maxWait = max(maxWait, r.r.QueueWait)
-		case status.Code(r.err) == codes.ResourceExhausted && strings.Contains(r.err.Error(), "queue full"):
-			full++
-		default:
-			t.Errorf("unexpected: %v", r.err)
+		switch i {
+		case 0:
+			eng.waitStarted(t, 1) // the first executes (held in the engine)
+		case 1:
+			waitFor(t, 10*time.Second, func() bool { return srv.waiting.Load() == 1 }, "the second request queued")
+			seenQueued = time.Now()
 		}
 	}
-	if ok != 2 || full != 1 || maxWait < 100*time.Millisecond {
-		t.Errorf("%d served, %d refused, longest queue wait %v; want 2, 1 and ≥ 100 ms", ok, full, maxWait)
+	// The third finds the slot taken and the queue full.
+	third := <-out[2]
+	if status.Code(third.err) != codes.ResourceExhausted || !strings.Contains(third.err.Error(), "queue full") {
+		t.Errorf("the third request: %v, want ResourceExhausted naming the full queue", third.err)
+	}
+	opened := time.Now()
+	close(eng.open)
+	first, second := <-out[0], <-out[1]
+	if first.err != nil || second.err != nil {
+		t.Fatalf("served requests failed: %v, %v", first.err, second.err)
+	}
+	// The second was already waiting when it was seen queued and could not
+	// leave the queue before the gate opened and the first finished: its
+	// reported wait covers at least that span (a bound from the order of
+	// events, not from a guess at how fast the machine is).
+	if min := opened.Sub(seenQueued); second.r.QueueWait < min || second.r.QueueWait <= 0 {
+		t.Errorf("the queued request reports a wait of %v; it waited at least %v", second.r.QueueWait, min)
 	}
 }

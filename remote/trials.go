@@ -3,14 +3,11 @@ package remote
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"time"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -220,31 +217,6 @@ func rowsOf(plan *partition.Plan, mode partition.RemoteMode, g *Generation, link
 	return out, bad
 }
 
-// Summary is one statistic over the recorded trials.
-type Summary struct {
-	Mean float64 `json:"mean"`
-	Std  float64 `json:"std"`
-	P50  float64 `json:"p50"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
-}
-
-// Summarize is the mean, sample standard deviation and empirical quantiles
-// (gonum stat) of xs.
-func Summarize(xs []float64) Summary {
-	if len(xs) == 0 {
-		return Summary{}
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	m, sd := stat.MeanStdDev(s, nil)
-	if math.IsNaN(sd) {
-		sd = 0
-	}
-	q := func(p float64) float64 { return stat.Quantile(p, stat.Empirical, s, nil) }
-	return Summary{Mean: m, Std: sd, P50: q(0.5), P95: q(0.95), P99: q(0.99)}
-}
-
 // Aggregate is one mode's phase over the recorded trials.
 type Aggregate struct {
 	Mode       partition.RemoteMode `json:"mode"`
@@ -253,10 +225,10 @@ type Aggregate struct {
 	Requests   int                  `json:"requests_per_trial"`
 	NetBytes   int64                `json:"net_bytes_per_trial"`
 	ModelBytes int64                `json:"model_bytes_per_trial"`
-	LatencyS   Summary              `json:"latency_s"`
-	WallS      Summary              `json:"wall_s"`
-	TokensPS   Summary              `json:"tokens_per_s"`
-	AvgSM      Summary              `json:"avg_sm"`
+	LatencyS   stats.Summary        `json:"latency_s"`
+	WallS      stats.Summary        `json:"wall_s"`
+	TokensPS   stats.Summary        `json:"tokens_per_s"`
+	AvgSM      stats.Summary        `json:"avg_sm"`
 	UtilSource string               `json:"util_source"`
 	Breakdown  Breakdown            `json:"breakdown_mean"`
 }
@@ -286,12 +258,14 @@ func (t *Trials) Aggregates() []Aggregate {
 			}
 			return v
 		}
-		mean := func(f func(Row) float64) float64 { return stat.Mean(col(f), nil) }
+		// Breakdown components are differences (overhead can be negative):
+		// their mean is Summarize's on the linear scale.
+		mean := func(f func(Row) float64) float64 { return stats.Summarize(col(f), stats.Linear).Mean }
 		a := Aggregate{Mode: k.m, Phase: k.p, Trials: len(rs), Requests: rs[0].Requests, NetBytes: rs[0].NetBytes, ModelBytes: rs[0].WantBytes,
-			LatencyS: Summarize(col(func(r Row) float64 { return r.LatencyS })),
-			WallS:    Summarize(col(func(r Row) float64 { return r.WallS })),
-			TokensPS: Summarize(col(func(r Row) float64 { return r.TokensPS })),
-			AvgSM:    Summarize(col(func(r Row) float64 { return r.AvgSM })), UtilSource: rs[0].UtilSrc}
+			LatencyS: stats.Summarize(col(func(r Row) float64 { return r.LatencyS }), stats.Positive),
+			WallS:    stats.Summarize(col(func(r Row) float64 { return r.WallS }), stats.Positive),
+			TokensPS: stats.Summarize(col(func(r Row) float64 { return r.TokensPS }), stats.Positive),
+			AvgSM:    stats.Summarize(col(func(r Row) float64 { return r.AvgSM }), stats.Fraction), UtilSource: rs[0].UtilSrc}
 		a.Breakdown = Breakdown{
 			ClientSerializeS:   mean(func(r Row) float64 { return r.ClientSerializeS }),
 			ClientToServerS:    mean(func(r Row) float64 { return r.ClientToServerS }),

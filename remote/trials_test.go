@@ -41,6 +41,14 @@ func TestRunTrials(t *testing.T) {
 		if a.Trials != 2 {
 			t.Errorf("%s %s: %d trials recorded, want 2 (the warm-up is not)", a.Mode, a.Phase, a.Trials)
 		}
+		// Latency is positive: its interval is on the log scale and stays
+		// above 0 around the mean; utilization stays inside [0, 1].
+		if l := a.LatencyS; l.N != 2 || l.CIScale != "log" || !(0 < l.CILow && l.CILow <= l.Mean && l.Mean <= l.CIHigh) {
+			t.Errorf("%s %s latency: %+v, want 2 samples and a log-scale interval in (0, ∞) around the mean", a.Mode, a.Phase, l)
+		}
+		if u := a.AvgSM; u.CIScale != "logit[0,1]" || u.CILow < 0 || u.CIHigh > 1 {
+			t.Errorf("%s %s avg_sm: %+v, want its interval inside [0, 1]", a.Mode, a.Phase, u)
+		}
 	}
 	// Hand check, single-tiny: 8 layers, kv width 2·4·8 = 64 floats = 256 B per
 	// token, batch 4; prompt = context 24 − output_tokens 4 = 20, and 3 decode

@@ -16,6 +16,7 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/nccltests"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -33,7 +34,8 @@ type CollectiveCompareRow struct {
 	Proto                  string  `json:"proto"`
 	ModeledTimeS           float64 `json:"modeled_time_s"`
 	ModeledBusBWBytesPerS  float64 `json:"modeled_busbw_bytes_per_s"`
-	// BusBWRelErr is (modeled − measured) / measured busbw; null when the
+	// BusBWRelErr is stats.ModelError of busbw, (modeled − measured) /
+	// measured; null when the
 	// measured busbw is 0 (nccl-tests prints 0.00 below ~10 kB).
 	BusBWRelErr *float64 `json:"busbw_rel_err"`
 }
@@ -108,7 +110,7 @@ func CompareCollectiveRun(out *nccltests.Output, sys topology.System, opt sim.Co
 			MeasuredTimeS: r.OutOfPlace.TimeUS * 1e-6, MeasuredBusBWBytesPerS: r.OutOfPlace.BusBWGBPerS * 1e9,
 			Algo: m.Algo, Proto: m.Proto, ModeledTimeS: m.TimeS, ModeledBusBWBytesPerS: m.BusBWBytesPerS}
 		if row.MeasuredBusBWBytesPerS > 0 {
-			e := (row.ModeledBusBWBytesPerS - row.MeasuredBusBWBytesPerS) / row.MeasuredBusBWBytesPerS
+			e, _ := stats.ModelError(row.ModeledBusBWBytesPerS, row.MeasuredBusBWBytesPerS)
 			row.BusBWRelErr = &e
 			if r.SizeBytes >= sim.FitMinBytes {
 				barErrs = append(barErrs, math.Abs(e))
@@ -190,7 +192,7 @@ func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare,
 				fmt.Fprintf(w, "# %s\n", l)
 			}
 		}
-		g := Grid{Header: []string{"size (B)", "measured time (µs)", "measured busbw (GB/s)", "model algo/proto", "model time (µs)", "model busbw (GB/s)", "busbw error (%)"}}
+		g := Grid{Header: []string{"size (B)", "measured time (µs)", "measured busbw (GB/s)", "model algo/proto", "model time (µs)", "model busbw (GB/s)", "busbw error " + stats.ErrorDefinition + " (%)"}}
 		for _, r := range c.Rows {
 			e := "—"
 			if r.BusBWRelErr != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -304,15 +305,14 @@ func metricValue(r Record, name string, hint int) (float64, bool) {
 	return 0, false
 }
 
+// relDiff is stats.RelDiff of b from a, (b − a)/a; nil when either is
+// missing or a is 0 and b is not.
 func relDiff(a, b *float64) *float64 {
 	if a == nil || b == nil {
 		return nil
 	}
-	var d float64
-	switch {
-	case *a != 0:
-		d = (*b - *a) / *a
-	case *b != 0:
+	d, ok := stats.RelDiff(*a, *b)
+	if !ok {
 		return nil
 	}
 	return &d

@@ -21,6 +21,7 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -491,15 +492,17 @@ func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
 			lo, hi = lo-pad, hi+pad
 		}
 		if tol > 0 {
-			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: lo * (1 - tol)}, {X: hi, Y: hi * (1 - tol)},
-				{X: hi, Y: hi * (1 + tol)}, {X: lo, Y: lo * (1 + tol)}})
+			// The measurements a row is not flagged for: |stats.ModelError| ≤ tol.
+			loLow, loHigh := stats.MeasuredBand(lo, tol)
+			hiLow, hiHigh := stats.MeasuredBand(hi, tol)
+			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: loLow}, {X: hi, Y: hiLow}, {X: hi, Y: hiHigh}, {X: lo, Y: loHigh}})
 			if err != nil {
 				return nil, err
 			}
 			band.Color = color.NRGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0x50} // Okabe–Ito sky blue
 			band.LineStyle.Width = 0
 			p.Add(band)
-			p.Legend.Add(fmt.Sprintf("±%g %%", 100*tol), band)
+			p.Legend.Add(fmt.Sprintf("±%g %% error %s", 100*tol, stats.ErrorDefinition), band)
 		}
 		diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/resume"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 )
 
 // ResumeSchema marks a saved `partbench resume` result.
@@ -37,21 +38,21 @@ func ResumeGrid(r *resume.Result) Grid {
 		Header: []string{"strategy", "layer", "resume mean ms", "std ms", "p50 ms", "p95 ms", "to output mean ms", "to output p95 ms",
 			"to host B", "to device B", "net up B", "net down B", "replayed layer ops", "restore ms", "compute ms", "framework ms", "mismatches"}}
 	for _, row := range r.Results {
-		opt := func(s *resume.Stats) string {
+		opt := func(s *stats.Summary) string {
 			if s == nil {
 				return ""
 			}
-			return ms(s.MeanS)
+			return ms(s.Mean)
 		}
-		g.Rows = append(g.Rows, []string{row.Strategy, strconv.Itoa(row.Layer), ms(row.ResumeLatency.MeanS), ms(row.ResumeLatency.StdS),
-			ms(row.ResumeLatency.P50S), ms(row.ResumeLatency.P95S), ms(row.TimeToOutput.MeanS), ms(row.TimeToOutput.P95S),
+		g.Rows = append(g.Rows, []string{row.Strategy, strconv.Itoa(row.Layer), ms(row.ResumeLatency.Mean), ms(row.ResumeLatency.Std),
+			ms(row.ResumeLatency.P50), ms(row.ResumeLatency.P95), ms(row.TimeToOutput.Mean), ms(row.TimeToOutput.P95),
 			strconv.FormatInt(row.ToHostBytes, 10), strconv.FormatInt(row.ToDeviceBytes, 10), strconv.FormatInt(row.NetUpBytes, 10),
 			strconv.FormatInt(row.NetDownBytes, 10), strconv.Itoa(row.ReplayedLayerOps), opt(row.Restore), opt(row.Compute), opt(row.Framework),
 			strconv.Itoa(row.Mismatches)})
 	}
 	if r.RawTCPRTT != nil {
 		g.Notes = append(g.Notes, fmt.Sprintf("raw TCP round trip (connect) to the server: mean %s ms, p95 %s ms; framework = call − round trip − restore − compute",
-			ms(r.RawTCPRTT.MeanS), ms(r.RawTCPRTT.P95S)))
+			ms(r.RawTCPRTT.Mean), ms(r.RawTCPRTT.P95)))
 	}
 	g.Notes = append(g.Notes, r.Notes...)
 	return g
@@ -98,8 +99,8 @@ func ResumePlot(d *ResumeDoc) (*Figure, error) {
 		for _, st := range partition.ResumeStrategies {
 			var xy plotter.XYs
 			for _, r := range d.Measured.Results {
-				if r.Strategy == st && r.ResumeLatency.MeanS > 0 {
-					xy = append(xy, plotter.XY{X: float64(r.Layer), Y: r.ResumeLatency.MeanS * 1e3})
+				if r.Strategy == st && r.ResumeLatency.Mean > 0 {
+					xy = append(xy, plotter.XY{X: float64(r.Layer), Y: r.ResumeLatency.Mean * 1e3})
 				}
 			}
 			if err := addLine(p, st, xy, false); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/resume"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 )
 
 // TestResumeFiles: a written resume.json is recognised by ResumeFigureFile
@@ -15,7 +16,7 @@ import (
 func TestResumeFiles(t *testing.T) {
 	dir := t.TempDir()
 	d := &ResumeDoc{Measured: &resume.Result{Config: "c", Backend: "cpu", Trials: 1,
-		Results: []resume.Row{{Strategy: "recompute", Layer: 1, ResumeLatency: resume.Stats{N: 1, MeanS: 1e-3}}}},
+		Results: []resume.Row{{Strategy: "recompute", Layer: 1, ResumeLatency: stats.Summary{N: 1, Mean: 1e-3}}}},
 		Model: &sim.ResumeEstimate{Config: "c", Points: []sim.ResumePoint{{Layer: 1, RecomputeS: 1e-3, OffloadS: 1e-4, StatefulS: 1e-4, ComputeFloorS: 1e-4}}, Crossover: map[string]int{}}}
 	if err := WriteResumeFiles(dir, d); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/stats"
 )
 
 // RunSchema names the JSON layout of a measured run (docs/json-schema.md).
@@ -46,7 +47,7 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 	m := d.Measurement
 	cmp := Grid{Title: fmt.Sprintf("Measured vs modeled: %s on %s (%d ranks, %d warm-up + %d measured iterations, %d decode steps each)",
 		d.Config.Name, d.Backend, len(m.Ranks), m.Warmup, m.Iterations, m.DecodeSteps),
-		Header: []string{"metric", "unit", "measured mean", "std", "p50", "p95", "p99", "modeled", "error (%)", "flag"},
+		Header: []string{"metric", "unit", "measured mean", "std", "p50", "p95", "p99", "modeled", "error " + stats.ErrorDefinition + " (%)", "flag"},
 		Notes:  append(append([]string{}, d.Notes...), d.Problems...)}
 	for _, r := range d.Comparison {
 		s := r.Measured
@@ -89,7 +90,7 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 				wire += p.WireBytes
 			}
 			g.Rows = append(g.Rows, []string{itoa(r.Rank), r.Host, itoa(r.PID), itoa(r.Stage), itoa(r.TPIndex),
-				strconv.FormatFloat(float64(r.AllocatedBytes)/1e6, 'f', 3, 64), strconv.FormatFloat(1e3*exec.Summarize(r.PrefillS).Mean, 'f', 3, 64),
+				strconv.FormatFloat(float64(r.AllocatedBytes)/1e6, 'f', 3, 64), strconv.FormatFloat(1e3*stats.Summarize(r.PrefillS, stats.Positive).Mean, 'f', 3, 64),
 				strconv.FormatFloat(comp, 'f', 3, 64), strconv.FormatFloat(comm, 'f', 3, 64), itoa(calls), itoa(msgs),
 				strconv.FormatFloat(float64(wire)/1e6, 'f', 3, 64)})
 		}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/stats"
 )
 
 func testRunDoc() *RunDoc {
 	return &RunDoc{Schema: RunSchema, Backend: "cpu", Config: &configs.Config{Name: "tiny"},
-		Comparison: []compare.Row{{Metric: "tpot", Label: "TPOT", Unit: "s", Measured: exec.Stats{N: 3, Mean: 2e-3}, Modeled: 1e-3, RelErr: -0.5}}}
+		Comparison: []compare.Row{{Metric: "tpot", Label: "TPOT", Unit: "s", Measured: stats.Summary{N: 3, Mean: 2e-3}, Modeled: 1e-3, RelErr: -0.5}}}
 }
 
 func TestWriteRunFormats(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/suite"
 )
 
@@ -51,12 +52,12 @@ func WriteSuite(dir string, r *suite.Results) error {
 	figs := []struct {
 		file, title, unit string
 		log               bool
-		val               func(suite.CellResult) suite.Stats
+		val               func(suite.CellResult) stats.Summary
 		scale             float64
 	}{
-		{SuiteLatencyPDF, "Latency per workload's unit (mean, 95 % CI)", "latency (ms, log scale)", true, func(c suite.CellResult) suite.Stats { return c.LatencyS }, 1e3},
-		{SuiteTrafficPDF, "Network payload per workload's unit (measured = model)", "payload (B, log; local 0: not drawn)", true, func(c suite.CellResult) suite.Stats { return c.NetBytes }, 1},
-		{SuiteUtilPDF, "Device utilization over the server's span (mean, 95 % CI)", "utilization (%)", false, func(c suite.CellResult) suite.Stats { return c.Util }, 100},
+		{SuiteLatencyPDF, "Latency per workload's unit (mean, 95 % CI on the log scale)", "latency (ms, log scale)", true, func(c suite.CellResult) stats.Summary { return c.LatencyS }, 1e3},
+		{SuiteTrafficPDF, "Network payload per workload's unit (measured = model)", "payload (B, log; local 0: not drawn)", true, func(c suite.CellResult) stats.Summary { return c.NetBytes }, 1},
+		{SuiteUtilPDF, "Device utilization over the server's span (mean, 95 % CI on the logit scale, inside 0–100 %)", "utilization (%)", false, func(c suite.CellResult) stats.Summary { return c.Util }, 100},
 	}
 	for _, f := range figs {
 		p, err := suitePlot(r, f.title, f.unit, f.log, f.val, f.scale)
@@ -86,7 +87,29 @@ type errPoints struct {
 
 func (e errPoints) YError(i int) (float64, float64) { return e.lo[i], e.hi[i] }
 
-func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.CellResult) suite.Stats, scale float64) (*plot.Plot, error) {
+// ClippedLabel marks a point whose interval a figure cannot draw whole: an
+// interval stats clipped at its scale's bound, or a bound at or below 0 on
+// a log axis.
+const ClippedLabel = "CI clipped"
+
+// suiteErrBar is the point (s's mean × scale) and the lengths of its bar
+// below and above, drawn from s's interval as it is. clipped says the bar
+// stops at a bound rather than at the interval's end; ok is false for a
+// point a log axis cannot show (mean ≤ 0).
+func suiteErrBar(s stats.Summary, scale float64, logY bool) (y, below, above float64, clipped, ok bool) {
+	y = s.Mean * scale
+	if logY && y <= 0 {
+		return 0, 0, 0, false, false
+	}
+	below, above, clipped = (s.Mean-s.CILow)*scale, (s.CIHigh-s.Mean)*scale, s.CIClipped
+	if logY && y-below <= 0 {
+		// A log axis has no 0: the bar ends at the point and says why.
+		below, clipped = 0, true
+	}
+	return y, below, above, clipped, true
+}
+
+func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.CellResult) stats.Summary, scale float64) (*plot.Plot, error) {
 	p := plot.New()
 	// The title names what was run and where, as every partbench figure does.
 	p.Title.Text = fmt.Sprintf("%s\nsuite %s, %s backend (modeled for %s, link %s)", title, r.Spec, r.Backend, r.Hardware, r.Link)
@@ -103,23 +126,23 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 	width := 0.8
 	for bi, b := range r.Baselines {
 		var pts errPoints
+		var clips plotter.XYLabels
 		for wi, w := range r.Workloads {
 			for _, c := range r.Cells {
 				if c.Baseline != b.Name || c.Workload != w.Name || c.LatencyS.N == 0 {
 					continue
 				}
-				s := val(c)
-				m := s.Mean * scale
-				if logY && m <= 0 {
+				m, lo, hi, clipped, ok := suiteErrBar(val(c), scale, logY)
+				if !ok {
 					continue
-				}
-				lo, hi := (s.Mean-s.CILow)*scale, (s.CIHigh-s.Mean)*scale
-				if logY && m-lo <= 0 {
-					lo = m * 0.5 // a log axis cannot show a bound ≤ 0: clip
 				}
 				x := float64(wi) - width/2 + width*(float64(bi)+0.5)/float64(nb)
 				pts.XYs = append(pts.XYs, plotter.XY{X: x, Y: m})
 				pts.lo, pts.hi = append(pts.lo, lo), append(pts.hi, hi)
+				if clipped {
+					clips.XYs = append(clips.XYs, plotter.XY{X: x, Y: m})
+					clips.Labels = append(clips.Labels, ClippedLabel)
+				}
 			}
 		}
 		if len(pts.XYs) == 0 {
@@ -137,6 +160,19 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 		}
 		eb.LineStyle.Color, eb.LineStyle.Width = col, vg.Points(1)
 		p.Add(eb, sc)
+		if len(clips.XYs) > 0 {
+			l, err := plotter.NewLabels(clips)
+			if err != nil {
+				return nil, err
+			}
+			for i := range l.TextStyle {
+				l.TextStyle[i].Color = col
+				l.TextStyle[i].Font.Size = vg.Points(6)
+				l.TextStyle[i].XAlign = draw.XLeft
+			}
+			l.Offset = vg.Point{X: vg.Points(4)}
+			p.Add(l)
+		}
 		label := b.Name
 		if b.Seed != "" {
 			label += " (" + b.Seed + ")"
@@ -165,7 +201,7 @@ func SuiteLaTeX(w io.Writer, r *suite.Results) error {
 	var b strings.Builder
 	b.WriteString("% Generated by partbench suite report from runs.jsonl; needs \\usepackage{booktabs,siunitx}.\n")
 	b.WriteString("\\begin{table}[t]\n\\centering\n\\small\n\\setlength{\\tabcolsep}{4pt}\n")
-	fmt.Fprintf(&b, "\\caption{Latency and speedup, %d runs per cell after %d warm-up (%s). Speedup = reference mean / mean; $\\pm$: 95\\,\\%% confidence half-width.}\n",
+	fmt.Fprintf(&b, "\\caption{Latency and speedup, %d runs per cell after %d warm-up (%s). Speedup: the reference's latency over this one's, the ratio of geometric means (Welch's $t$ on log latencies).}\n",
 		r.Runs, r.Warmup, LaTeXEscape(r.Spec))
 	b.WriteString("\\label{tab:suite-speedup}\n")
 	b.WriteString("\\begin{tabular}{@{}llS[table-format=4.3]S[table-format=2.2]S[table-format=2.2]@{}}\n\\toprule\n")
@@ -214,7 +250,7 @@ func SuiteMarkdown(w io.Writer, r *suite.Results) error {
 		fmt.Fprintln(w, "**Incomplete**: some cells have fewer runs than the spec asks (`partbench suite --resume` continues).")
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "| cell | n | latency ms (mean ± 95 % CI) | median ms | modeled ms | model error | payload B (model B) | util % | vs local (p) | vs naive (p) |")
+	fmt.Fprintf(w, "| cell | n | latency ms (mean [95 %% CI, log scale]) | median ms | modeled ms | model error %s | payload B (model B) | util %% | vs local [95 %% CI] (p) | vs naive [95 %% CI] (p) |\n", stats.ErrorDefinition)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	cmp := func(c *suite.Comparison) string {
 		if c == nil {
@@ -224,8 +260,8 @@ func SuiteMarkdown(w io.Writer, r *suite.Results) error {
 	}
 	for _, c := range r.Cells {
 		l := c.LatencyS
-		fmt.Fprintf(w, "| %s | %d | %.4g ± %.2g | %.4g | %.4g | %+.0f %% | %.0f (%.0f) | %.0f | %s | %s |\n",
-			c.Cell, l.N, l.Mean*1e3, (l.CIHigh-l.Mean)*1e3, l.Median*1e3, c.ModeledS*1e3, c.ModelErr*100,
+		fmt.Fprintf(w, "| %s | %d | %.4g [%.4g, %.4g] | %.4g | %.4g | %+.0f %% | %.0f (%.0f) | %.0f | %s | %s |\n",
+			c.Cell, l.N, l.Mean*1e3, l.CILow*1e3, l.CIHigh*1e3, l.P50*1e3, c.ModeledS*1e3, c.ModelErr*100,
 			c.NetBytes.Mean, c.ModelBytes, c.Util.Mean*100, cmp(c.VsLocal), cmp(c.VsNaive))
 	}
 	fmt.Fprintf(w, "\nThe model prices %s; measured cells ran on the %s backend, so a large model error on a CPU run is the hardware gap, not a fault.\n", r.Hardware, r.Backend)

@@ -180,16 +180,6 @@ func TestResumeErrors(t *testing.T) {
 	}
 }
 
-// TestSummarize: 1, 2, 3, 4 s: mean 2.5; sample std √(((1.5²+0.5²)·2)/3) =
-// √(5/3) ≈ 1.29099; gonum's empirical 0.5-quantile is the lower middle, 2;
-// the 0.95-quantile the largest, 4.
-func TestSummarize(t *testing.T) {
-	s := Summarize([]float64{4, 2, 1, 3})
-	if s.N != 4 || s.MeanS != 2.5 || s.P50S != 2 || s.P95S != 4 || s.StdS < 1.29098 || s.StdS > 1.29100 {
-		t.Errorf("Summarize = %+v", s)
-	}
-}
-
 // TestRun: a whole measurement on single-tiny: every row's outputs match
 // the reference, rows come in layer × strategy order, and the stateful row
 // carries its decomposition.
@@ -217,7 +207,7 @@ func TestRun(t *testing.T) {
 		if want := partition.ResumeStrategies[i%3]; row.Strategy != want || row.Layer != []int{2, 6}[i/3] {
 			t.Errorf("row %d is %s at %d", i, row.Strategy, row.Layer)
 		}
-		if row.ResumeLatency.N != 2 || row.ResumeLatency.MeanS <= 0 || row.TimeToOutput.MeanS < row.ResumeLatency.MeanS {
+		if row.ResumeLatency.N != 2 || row.ResumeLatency.Mean <= 0 || row.TimeToOutput.Mean < row.ResumeLatency.Mean {
 			t.Errorf("row %d timings %+v %+v", i, row.ResumeLatency, row.TimeToOutput)
 		}
 		if (row.Strategy == partition.ResumeStateful) != (row.Framework != nil) {

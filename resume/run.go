@@ -7,10 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/stats"
 )
 
 // Options say what Run measures.
@@ -29,36 +28,12 @@ type Options struct {
 	Addr string
 }
 
-// Stats summarise one quantity over the measured trials, in seconds.
-type Stats struct {
-	N     int     `json:"n"`
-	MeanS float64 `json:"mean_s"`
-	StdS  float64 `json:"std_s"`
-	P50S  float64 `json:"p50_s"`
-	P95S  float64 `json:"p95_s"`
-}
-
-// Summarize is gonum's mean, sample standard deviation and empirical
-// quantiles of xs (seconds).
-func Summarize(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	st := Stats{N: len(s), MeanS: stat.Mean(s, nil), P50S: stat.Quantile(0.5, stat.Empirical, s, nil), P95S: stat.Quantile(0.95, stat.Empirical, s, nil)}
-	if len(s) > 1 {
-		st.StdS = stat.StdDev(s, nil)
-	}
-	return st
-}
-
 // Row is one strategy at one pause layer.
 type Row struct {
-	Strategy      string `json:"strategy"`
-	Layer         int    `json:"layer"`
-	ResumeLatency Stats  `json:"resume_latency"`
-	TimeToOutput  Stats  `json:"time_to_output"`
+	Strategy      string        `json:"strategy"`
+	Layer         int           `json:"layer"`
+	ResumeLatency stats.Summary `json:"resume_latency"`
+	TimeToOutput  stats.Summary `json:"time_to_output"`
 	// Per resume (identical every trial).
 	ToHostBytes      int64 `json:"to_host_bytes"`
 	ToDeviceBytes    int64 `json:"to_device_bytes"`
@@ -67,9 +42,9 @@ type Row struct {
 	ReplayedLayerOps int   `json:"replayed_layer_ops"`
 	// Stateful decomposition: the server's restore and compute, and the RPC
 	// framework = call − raw-TCP round trip − restore − compute.
-	Restore   *Stats `json:"restore,omitempty"`
-	Compute   *Stats `json:"compute,omitempty"`
-	Framework *Stats `json:"framework,omitempty"`
+	Restore   *stats.Summary `json:"restore,omitempty"`
+	Compute   *stats.Summary `json:"compute,omitempty"`
+	Framework *stats.Summary `json:"framework,omitempty"`
 	// Mismatches counts trials whose output differed from the uninterrupted
 	// forward with the same modification (must be 0).
 	Mismatches int `json:"mismatches"`
@@ -77,18 +52,18 @@ type Row struct {
 
 // Result is a whole measurement.
 type Result struct {
-	Config          string   `json:"config"`
-	Backend         string   `json:"backend"`
-	Layers          int      `json:"model_layers"`
-	Rows            int      `json:"rows"`
-	Hidden          int      `json:"hidden"`
-	ActivationBytes int64    `json:"activation_bytes"`
-	DeltaBytes      int64    `json:"delta_bytes"`
-	Trials          int      `json:"trials"`
-	Warmup          int      `json:"warmup"`
-	RawTCPRTT       *Stats   `json:"raw_tcp_rtt,omitempty"`
-	Results         []Row    `json:"results"`
-	Notes           []string `json:"notes,omitempty"`
+	Config          string         `json:"config"`
+	Backend         string         `json:"backend"`
+	Layers          int            `json:"model_layers"`
+	Rows            int            `json:"rows"`
+	Hidden          int            `json:"hidden"`
+	ActivationBytes int64          `json:"activation_bytes"`
+	DeltaBytes      int64          `json:"delta_bytes"`
+	Trials          int            `json:"trials"`
+	Warmup          int            `json:"warmup"`
+	RawTCPRTT       *stats.Summary `json:"raw_tcp_rtt,omitempty"`
+	Results         []Row          `json:"results"`
+	Notes           []string       `json:"notes,omitempty"`
 }
 
 // Mismatches is the number of trials whose output was wrong.
@@ -102,19 +77,19 @@ func (r *Result) Mismatches() int {
 
 // TCPRoundTrip times n TCP connects to addr: the kernel's SYN / SYN-ACK
 // exchange, one network round trip without any framework on top.
-func TCPRoundTrip(ctx context.Context, addr string, n int) (Stats, error) {
+func TCPRoundTrip(ctx context.Context, addr string, n int) (stats.Summary, error) {
 	var xs []float64
 	var d net.Dialer
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return Stats{}, fmt.Errorf("raw TCP round trip to %s: %w", addr, err)
+			return stats.Summary{}, fmt.Errorf("raw TCP round trip to %s: %w", addr, err)
 		}
 		xs = append(xs, time.Since(t0).Seconds())
 		c.Close()
 	}
-	return Summarize(xs), nil
+	return stats.Summarize(xs, stats.Positive), nil
 }
 
 // Run measures every strategy at every layer.
@@ -131,7 +106,7 @@ func Run(ctx context.Context, plan *partition.Plan, o Options) (*Result, error) 
 	}
 	res := &Result{Config: plan.Config.Name, Backend: "cpu", Layers: plan.Model.Layers, Rows: first.Rows, Hidden: first.Hidden,
 		ActivationBytes: first.ActivationBytes, DeltaBytes: int64(4 * len(o.Delta)), Trials: o.Trials, Warmup: o.Warmup}
-	var rtt Stats
+	var rtt stats.Summary
 	if slices.Contains(o.Strategies, partition.ResumeStateful) {
 		if o.Session == nil {
 			return nil, fmt.Errorf("resume: strategy stateful needs a server (--server HOST:PORT or --spawn-server)")
@@ -177,12 +152,13 @@ func Run(ctx context.Context, plan *partition.Plan, o Options) (*Result, error) 
 				if st == partition.ResumeStateful {
 					rest = append(rest, out.Restore.Seconds())
 					comp = append(comp, out.Compute.Seconds())
-					fw = append(fw, (out.TimeToOutput-out.Restore-out.Compute).Seconds()-rtt.MeanS)
+					fw = append(fw, (out.TimeToOutput-out.Restore-out.Compute).Seconds()-rtt.Mean)
 				}
 			}
-			row.ResumeLatency, row.TimeToOutput = Summarize(lat), Summarize(tto)
+			row.ResumeLatency, row.TimeToOutput = stats.Summarize(lat, stats.Positive), stats.Summarize(tto, stats.Positive)
 			if st == partition.ResumeStateful {
-				r, c, f := Summarize(rest), Summarize(comp), Summarize(fw)
+				// The framework's share is a difference: it can be negative.
+				r, c, f := stats.Summarize(rest, stats.Positive), stats.Summarize(comp, stats.Positive), stats.Summarize(fw, stats.Linear)
 				row.Restore, row.Compute, row.Framework = &r, &c, &f
 			}
 			res.Results = append(res.Results, row)

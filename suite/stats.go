@@ -2,101 +2,38 @@ package suite
 
 import (
 	"fmt"
-	"math"
-	"sort"
 
-	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
+	"github.com/partbench/partbench/stats"
 )
 
-// Confidence is the level of every interval.
-const Confidence = 0.95
-
-// Stats describe one sample.
-type Stats struct {
-	N      int     `json:"n"`
-	Mean   float64 `json:"mean"`
-	Median float64 `json:"median"`
-	Std    float64 `json:"std"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	// CILow and CIHigh bound the mean: mean ± t(0.975, n−1)·std/√n.
-	CILow  float64 `json:"ci95_low"`
-	CIHigh float64 `json:"ci95_high"`
-}
-
-// Describe is xs's statistics: gonum's mean and sample standard deviation,
-// its empirical 0.5-quantile as the median (the project's one definition),
-// and Student's t interval of the mean.
-func Describe(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{}
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	st := Stats{N: len(s), Min: s[0], Max: s[len(s)-1], Median: stat.Quantile(0.5, stat.Empirical, s, nil)}
-	st.Mean, st.Std = stat.MeanStdDev(s, nil)
-	st.CILow, st.CIHigh = st.Mean, st.Mean
-	if len(s) < 2 {
-		st.Std = 0
-		return st
-	}
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(s) - 1)}.Quantile(1 - (1-Confidence)/2)
-	h := t * stat.StdErr(st.Std, float64(len(s)))
-	st.CILow, st.CIHigh = st.Mean-h, st.Mean+h
-	return st
-}
+// Confidence is the level of every interval (stats').
+const Confidence = stats.Confidence
 
 // Comparison holds a cell against a reference cell of the same workload.
 type Comparison struct {
 	Reference string `json:"reference"`
-	// Speedup is reference mean ÷ this mean (> 1: this one is faster), with
-	// an interval from the delta method on the log ratio using Welch's
-	// degrees of freedom.
+	// Speedup is the reference's latency over this one's (> 1: this one is
+	// faster) as stats.LogWelch infers it: the ratio of geometric means,
+	// its interval and the p-value all from one Welch t on log latencies,
+	// so the interval excludes 1 exactly when PValue < 1 − Confidence.
 	Speedup       float64 `json:"speedup"`
 	SpeedupCILow  float64 `json:"speedup_ci95_low"`
 	SpeedupCIHigh float64 `json:"speedup_ci95_high"`
-	// WelchT, WelchDF and PValue are Welch's two-sided t-test of equal means.
-	WelchT  float64 `json:"welch_t"`
-	WelchDF float64 `json:"welch_df"`
-	PValue  float64 `json:"p_value"`
+	WelchT        float64 `json:"welch_t"`
+	WelchDF       float64 `json:"welch_df"`
+	PValue        float64 `json:"p_value"`
 	// CohensD is (reference mean − this mean) / pooled standard deviation.
 	CohensD float64 `json:"cohens_d"`
 }
 
 // Compare is cell b against reference a (both samples of latency).
 func Compare(refName string, a, b []float64) (Comparison, error) {
-	if len(a) < 2 || len(b) < 2 {
-		return Comparison{}, fmt.Errorf("compare with %s: need two runs each (got %d and %d)", refName, len(a), len(b))
+	r, err := stats.LogWelch(a, b)
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare with %s: %w", refName, err)
 	}
-	ma, va := stat.MeanVariance(a, nil)
-	mb, vb := stat.MeanVariance(b, nil)
-	na, nb := float64(len(a)), float64(len(b))
-	c := Comparison{Reference: refName, Speedup: ma / mb}
-	sa, sb := va/na, vb/nb
-	se := math.Sqrt(sa + sb)
-	// Welch–Satterthwaite degrees of freedom.
-	c.WelchDF = (sa + sb) * (sa + sb) / (sa*sa/(na-1) + sb*sb/(nb-1))
-	if se > 0 {
-		c.WelchT = (ma - mb) / se
-		td := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: c.WelchDF}
-		c.PValue = 2 * td.Survival(math.Abs(c.WelchT))
-		// Var(ln ā) ≈ Var(ā)/ā²: the log ratio's standard error.
-		sl := math.Sqrt(sa/(ma*ma) + sb/(mb*mb))
-		h := td.Quantile(1-(1-Confidence)/2) * sl
-		c.SpeedupCILow, c.SpeedupCIHigh = c.Speedup*math.Exp(-h), c.Speedup*math.Exp(h)
-	} else {
-		c.WelchDF, c.SpeedupCILow, c.SpeedupCIHigh = 0, c.Speedup, c.Speedup
-		c.PValue = 1
-		if ma != mb {
-			c.PValue = 0
-		}
-	}
-	pooled := math.Sqrt(((na-1)*va + (nb-1)*vb) / (na + nb - 2))
-	if pooled > 0 {
-		c.CohensD = (ma - mb) / pooled
-	}
-	return c, nil
+	return Comparison{Reference: refName, Speedup: r.Ratio, SpeedupCILow: r.CILow, SpeedupCIHigh: r.CIHigh,
+		WelchT: r.T, WelchDF: r.DF, PValue: r.P, CohensD: stats.CohensD(a, b)}, nil
 }
 
 // CellResult is one cell's statistics.
@@ -108,14 +45,15 @@ type CellResult struct {
 	Kind     string `json:"kind"`
 	Mode     string `json:"mode"`
 	// Complete is false when the log holds fewer runs than the spec asks.
-	Complete bool  `json:"complete"`
-	LatencyS Stats `json:"latency_s"`
-	NetBytes Stats `json:"net_bytes"`
+	Complete bool          `json:"complete"`
+	LatencyS stats.Summary `json:"latency_s"`
+	NetBytes stats.Summary `json:"net_bytes"`
 	// ModelBytes is the model's payload for the same unit (exact).
-	ModelBytes float64 `json:"model_bytes"`
-	Util       Stats   `json:"util"`
-	UtilSource string  `json:"util_source"`
-	// ModeledS is sim's latency; ModelErr = (measured mean − modeled) / modeled.
+	ModelBytes float64       `json:"model_bytes"`
+	Util       stats.Summary `json:"util"`
+	UtilSource string        `json:"util_source"`
+	// ModeledS is sim's latency; ModelErr is stats.ModelError,
+	// (modeled − measured mean) / measured mean, the sign every command uses.
 	ModeledS   float64     `json:"modeled_latency_s"`
 	ModelErr   float64     `json:"model_error"`
 	Mismatches int         `json:"byte_mismatches"`
@@ -183,12 +121,12 @@ func Analyze(s *Spec, recs []Record) (*Results, error) {
 				}
 				return out
 			}
-			cr.LatencyS = Describe(lat(rs))
-			cr.NetBytes = Describe(col(func(r Record) float64 { return r.NetBytes }))
-			cr.Util = Describe(col(func(r Record) float64 { return r.Util }))
+			cr.LatencyS = stats.Summarize(lat(rs), stats.Positive)
+			cr.NetBytes = stats.Summarize(col(func(r Record) float64 { return r.NetBytes }), stats.Positive)
+			cr.Util = stats.Summarize(col(func(r Record) float64 { return r.Util }), stats.Fraction)
 			cr.ModelBytes, cr.ModeledS, cr.UtilSource = rs[0].ModelBytes, rs[0].ModeledS, rs[0].UtilSource
 			if cr.ModeledS > 0 {
-				cr.ModelErr = (cr.LatencyS.Mean - cr.ModeledS) / cr.ModeledS
+				cr.ModelErr, _ = stats.ModelError(cr.ModeledS, cr.LatencyS.Mean)
 			}
 			for _, r := range rs {
 				if len(r.Mismatches) > 0 {

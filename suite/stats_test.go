@@ -2,7 +2,10 @@ package suite
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/stats"
 )
 
 func near(t *testing.T, what string, got, want, tol float64) {
@@ -12,45 +15,47 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// The fixed sample a = {1,2,3,4,5} (reference) and b = {2,4,6,8,10}.
+// The fixed sample a = {1,2,3,4,5} (reference) and b = {2,4,6,8,10} = 2a.
 //
-//	a: mean 3, sample variance ((−2)²+(−1)²+0+1+2²)/4 = 2.5, std 1.58113883,
-//	   median 3, min 1, max 5; 95 % CI 3 ± t(0.975, 4)·√(2.5/5)
-//	   = 3 ± 2.77644511·0.70710678 = [1.03675684, 4.96324316].
-//	b: mean 6, sample variance 10.
-//	speedup of b vs a = 3/6 = 0.5.
-//	Welch: se² = 2.5/5 + 10/5 = 2.5, t = (3−6)/√2.5 = −1.89736660,
-//	   df = 2.5² / (0.5²/4 + 2²/4) = 6.25/1.0625 = 5.88235294.
-//	   p = 2·(1 − F_t(1.8973666; 5.88235)) = 0.1075312 (Simpson's rule on the
-//	   t density in a separate script; a t table brackets it: t(0.95, 5) =
-//	   2.015 > 1.897 > t(0.90, 6) = 1.440, so 0.1 < p < 0.2).
-//	Speedup CI: log-ratio se = √(0.5/3² + 2/6²) = 1/3, t(0.975, 5.88235) =
-//	   2.45882371, so 0.5·exp(∓2.45882371/3) = [0.22030219, 1.13480488].
+//	a: mean 3, sample std √2.5 = 1.58113883, median 3, min 1, max 5.
+//	   Latency is positive: the interval of the mean is on the log scale,
+//	   3·exp(∓t(0.975, 4)·1.58113883/(3·√5)) = 3·exp(∓2.77644511·0.23570226)
+//	   = 3·exp(∓0.65441439) = [1.55923903, 5.77204638].
+//	Log-scale Welch: ln b = ln 2 + ln a, so both log samples have the
+//	   variance of ln{1..5}: mean ln(120)/5 = 0.95749835, variance
+//	   0.40387225. SE = √(2·0.40387225/5) = 0.40193146; Welch df =
+//	   (2v/5)²/(2(v/5)²/4) = 8 exactly; t = −ln 2/0.40193146 = −1.72454075.
+//	   Speedup (ratio of geometric means) exactly 0.5; p = 2(1 − F_t(1.72454; 8))
+//	   = 0.12289606 (Simpson's rule on the t density, a separate script; a t
+//	   table brackets it: t(0.95, 8) = 1.860 > 1.7245 > t(0.90, 8) = 1.397,
+//	   so 0.1 < p < 0.2); interval 0.5·exp(∓t(0.975, 8)·SE) =
+//	   0.5·exp(∓2.30600414·0.40193146) = [0.19789815, 1.26327610], which
+//	   contains 1 as p > 0.05 says.
 //	Cohen's d = (3 − 6)/√((4·2.5 + 4·10)/8) = −3/2.5 = −1.2.
 func TestStatsHandDerived(t *testing.T) {
 	a := []float64{5, 1, 4, 2, 3} // order must not matter
 	b := []float64{2, 4, 6, 8, 10}
-	s := Describe(a)
-	if s.N != 5 || s.Min != 1 || s.Max != 5 || s.Median != 3 {
-		t.Errorf("describe: %+v", s)
+	s := stats.Summarize(a, stats.Positive)
+	if s.N != 5 || s.Min != 1 || s.Max != 5 || s.P50 != 3 {
+		t.Errorf("summary: %+v", s)
 	}
 	near(t, "mean", s.Mean, 3, 1e-12)
 	near(t, "std", s.Std, 1.58113883, 1e-8)
-	near(t, "ci low", s.CILow, 1.03675684, 1e-7)
-	near(t, "ci high", s.CIHigh, 4.96324316, 1e-7)
+	near(t, "ci low", s.CILow, 1.55923903, 1e-7)
+	near(t, "ci high", s.CIHigh, 5.77204638, 1e-7)
 	c, err := Compare("a", a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	near(t, "speedup", c.Speedup, 0.5, 1e-12)
-	near(t, "welch t", c.WelchT, -1.89736660, 1e-8)
-	near(t, "welch df", c.WelchDF, 5.88235294, 1e-8)
-	near(t, "p", c.PValue, 0.1075312, 1e-6)
-	near(t, "speedup ci low", c.SpeedupCILow, 0.22030219, 1e-6)
-	near(t, "speedup ci high", c.SpeedupCIHigh, 1.13480488, 1e-6)
+	near(t, "welch t", c.WelchT, -1.72454075, 1e-8)
+	near(t, "welch df", c.WelchDF, 8, 1e-9)
+	near(t, "p", c.PValue, 0.12289606, 1e-7)
+	near(t, "speedup ci low", c.SpeedupCILow, 0.19789815, 1e-7)
+	near(t, "speedup ci high", c.SpeedupCIHigh, 1.26327610, 1e-7)
 	near(t, "cohen d", c.CohensD, -1.2, 1e-12)
-	if _, err := Compare("a", a[:1], b); err == nil {
-		t.Error("one run: want an error")
+	if _, err := Compare("a", a[:1], b); err == nil || !strings.Contains(err.Error(), "compare with a") {
+		t.Errorf("one run: %v, want an error naming the reference", err)
 	}
 }
 
@@ -60,7 +65,7 @@ func TestAnalyzeCompleteness(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := []Record{
-		{Cell: "local/smoke", Run: 0, LatencyS: 1}, {Cell: "local/smoke", Run: 1, LatencyS: 2}, {Cell: "local/smoke", Run: 2, LatencyS: 3},
+		{Cell: "local/smoke", Run: 0, LatencyS: 1, ModeledS: 1.5}, {Cell: "local/smoke", Run: 1, LatencyS: 2, ModeledS: 1.5}, {Cell: "local/smoke", Run: 2, LatencyS: 3, ModeledS: 1.5},
 		{Cell: "naive/smoke", Run: 0, LatencyS: 2}, {Cell: "naive/smoke", Run: 1, LatencyS: 4}, {Cell: "naive/smoke", Run: 2, LatencyS: 6},
 		{Cell: "naive/smoke", Run: 0, LatencyS: 9, Warmup: true},
 	}
@@ -75,8 +80,13 @@ func TestAnalyzeCompleteness(t *testing.T) {
 	if naive.Cell != "naive/smoke" || !naive.Complete || naive.VsLocal == nil || naive.VsNaive != nil {
 		t.Fatalf("naive/smoke: %+v", naive)
 	}
-	// local mean 2, naive mean 4 (the warm-up's 9 is not a sample): 0.5.
+	// naive's runs are twice local's (the warm-up's 9 is not a sample): the
+	// ratio of geometric means is 0.5.
 	near(t, "naive vs local", naive.VsLocal.Speedup, 0.5, 1e-12)
+	// The model said 1.5 s where local measured a mean of 2 s: the error is
+	// (modeled − measured)/measured = (1.5 − 2)/2 = −25 %, the sign of run
+	// and collectives --measured.
+	near(t, "local model error", r.Cells[0].ModelErr, -0.25, 1e-12)
 	if _, err := Analyze(s, append(recs, Record{Cell: "local/smoke", Run: 1, LatencyS: 5})); err == nil {
 		t.Error("a duplicate run: want an error")
 	}

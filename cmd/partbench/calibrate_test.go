@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,18 +166,61 @@ func TestCalibrateCommandQuick(t *testing.T) {
 	}
 }
 
-// With PARTBENCH_CALIBRATION set to a calibration file, log the calibrated
-// estimate of the tiny configs (docs/measurements/cpu-calibration.md quotes it).
+// The calibrated estimate of the tiny configs, logged for
+// docs/measurements/cpu-calibration.md (PARTBENCH_CALIBRATION names the
+// machine's file; without it the fixed CPU-like profile stands in, so the
+// checks always run): the calibration's hardware replaces the preset and
+// says so in notes, every figure is finite and positive, TPS is the batch
+// over TPOT (sim's definition), the bottleneck is the bound with the most
+// time, and the estimate moves.
 func TestCalibratedEstimateReport(t *testing.T) {
 	p := os.Getenv("PARTBENCH_CALIBRATION")
 	if p == "" {
-		t.Skip("set PARTBENCH_CALIBRATION to a calibration file to log its estimates")
+		p = writeTestCalibration(t, cpuLikeCalibration())
+	}
+	cal, err := configs.LoadCalibration(p)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, name := range []string{"test/tp2pp2-tiny", "test/single-tiny"} {
-		for _, cal := range []string{"", p} {
-			e, notes := estimateWith(t, name, cal)
+		cfg, err := configs.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tpots []float64
+		for _, file := range []string{"", p} {
+			e, notes := estimateWith(t, name, file)
 			t.Logf("%s on %s: TTFT %.4g ms, TPOT %.4g ms, TPS %.4g, decode bottleneck %s, by bound %v; notes %q",
 				name, e.Hardware, e.Prefill.TTFTS*1e3, e.Decode.TPOTS*1e3, e.Decode.TokensPerS, e.Decode.Bottleneck, e.Decode.TimeByBound, notes)
+			want := cfg.Hardware.GPU.Name
+			if file != "" {
+				want = cal.Hardware.Name
+				if len(notes) == 0 {
+					t.Errorf("%s with %s: no notes say the calibration was applied", name, file)
+				}
+			} else if len(notes) != 0 {
+				t.Errorf("%s without a calibration: notes %q", name, notes)
+			}
+			if e.Hardware != want {
+				t.Errorf("%s with calibration %q: hardware %q, want %q", name, file, e.Hardware, want)
+			}
+			for what, v := range map[string]float64{"TTFT": e.Prefill.TTFTS, "TPOT": e.Decode.TPOTS, "TPS": e.Decode.TokensPerS} {
+				if !(v > 0) || math.IsInf(v, 0) {
+					t.Errorf("%s on %s: %s = %g, want finite and > 0", name, e.Hardware, what, v)
+				}
+			}
+			if got, want := e.Decode.TokensPerS*e.Decode.TPOTS, float64(cfg.Workload.Batch); math.Abs(got-want) > 1e-9*want {
+				t.Errorf("%s on %s: TPS × TPOT = %g, want the batch %g", name, e.Hardware, got, want)
+			}
+			for b, v := range e.Decode.TimeByBound {
+				if v > e.Decode.TimeByBound[e.Decode.Bottleneck] {
+					t.Errorf("%s on %s: bottleneck %s (%g s) but %s holds %g s", name, e.Hardware, e.Decode.Bottleneck, e.Decode.TimeByBound[e.Decode.Bottleneck], b, v)
+				}
+			}
+			tpots = append(tpots, e.Decode.TPOTS)
+		}
+		if tpots[0] == tpots[1] {
+			t.Errorf("%s: the calibration left TPOT at %g s", name, tpots[0])
 		}
 	}
 }

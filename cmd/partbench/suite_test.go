@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/suite"
 )
 
@@ -49,7 +50,10 @@ func TestSuiteKillResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(before) >= 100 {
-		t.Skipf("the suite finished (%d runs) before the kill landed", len(before))
+		// The suite finished before the kill landed (a fast machine): leave
+		// the log as a kill during run 31 leaves it, 30 whole lines and a
+		// torn one, so the resume below is tested on every machine.
+		before = killedLog(t, log, 30)
 	}
 	res := exec.Command(bin, "suite", "--out", out, "--resume")
 	res.Env = cleanEnv()
@@ -88,6 +92,32 @@ func TestSuiteKillResume(t *testing.T) {
 		}
 	}
 	checkSuiteFiles(t, out)
+}
+
+// killedLog cuts the run log at path to its first n lines and half of the
+// next (a write the kill tore), and returns the records it then holds.
+func killedLog(t *testing.T, path string, n int) []suite.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) <= n {
+		t.Fatalf("%s: %d lines, want more than %d to cut", path, len(lines), n)
+	}
+	cut := append(bytes.Join(lines[:n], nil), lines[n][:len(lines[n])/2]...)
+	if err := os.WriteFile(path, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := suite.ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != n {
+		t.Fatalf("%s cut to %d lines reads as %d runs", path, n, len(recs))
+	}
+	return recs
 }
 
 func countCells(rs []suite.Record) map[string]int {
@@ -142,7 +172,7 @@ func checkSuiteFiles(t *testing.T, dir string) {
 }
 
 // checkLaTeX checks balanced braces and environments and the packages'
-// commands; with pdflatex on the machine it compiles the table.
+// commands (TestSuiteLaTeXCompiles compiles a table with pdflatex).
 func checkLaTeX(t *testing.T, name, s string) {
 	t.Helper()
 	depth := 0
@@ -175,23 +205,51 @@ func checkLaTeX(t *testing.T, name, s string) {
 			t.Errorf("%s: row %q has %d cells, want 5", name, line, strings.Count(line, "&")+1)
 		}
 	}
+}
+
+// The speedup table from fixed results: the syntax checks always run; the
+// compile needs pdflatex with siunitx and says so when it is missing.
+func TestSuiteLaTeXCompiles(t *testing.T) {
+	lat := func(xs ...float64) stats.Summary { return stats.Summarize(xs, stats.Positive) }
+	loc, nai := lat(1e-3, 2e-3, 3e-3), lat(2e-3, 4e-3, 6e-3)
+	cmp, err := suite.Compare("local", []float64{1e-3, 2e-3, 3e-3}, []float64{2e-3, 4e-3, 6e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &suite.Results{Spec: "fixed_spec", Runs: 3, Warmup: 1,
+		Workloads: []suite.Workload{{Name: "smoke"}, {Name: "long_prompt"}},
+		Cells: []suite.CellResult{
+			{Cell: "local/smoke", Baseline: "local", Workload: "smoke", LatencyS: loc},
+			{Cell: "naive/smoke", Baseline: "naive", Workload: "smoke", LatencyS: nai, VsLocal: &cmp},
+			{Cell: "local/long_prompt", Baseline: "local", Workload: "long_prompt", LatencyS: loc},
+		}}
+	var b strings.Builder
+	if err := report.SuiteLaTeX(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	checkLaTeX(t, "fixed", s)
+	// naive against local: the ratio of geometric means, exactly 0.5.
+	if !strings.Contains(s, ` & naive & 4 & 0.50 & {--}`) || !strings.Contains(s, `fixed\_spec`) {
+		t.Errorf("table lacks the naive row (4 ms, 0.50 vs local) or the escaped spec name:\n%s", s)
+	}
 	pdflatex, err := exec.LookPath("pdflatex")
 	if err != nil {
-		t.Logf("pdflatex not installed: syntax check only")
-		return
+		t.Skipf("pdflatex not installed: the table's syntax was checked, its compile was not")
 	}
 	if kpse, err := exec.LookPath("kpsewhich"); err == nil {
 		if out, err := exec.Command(kpse, "siunitx.sty").Output(); err != nil || len(strings.TrimSpace(string(out))) == 0 {
-			t.Logf("pdflatex without siunitx.sty (Debian: texlive-science): syntax check only")
-			return
+			t.Skipf("pdflatex without siunitx.sty (Debian: texlive-science): the table's syntax was checked, its compile was not")
 		}
 	}
 	dir := t.TempDir()
 	doc := "\\documentclass[twocolumn]{article}\\usepackage{booktabs,siunitx}\\begin{document}\n" + s + "\\end{document}\n"
-	os.WriteFile(filepath.Join(dir, "t.tex"), []byte(doc), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "t.tex"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := exec.Command(pdflatex, "-interaction=nonstopmode", "-halt-on-error", "t.tex")
 	c.Dir = dir
 	if o, err := c.CombinedOutput(); err != nil {
-		t.Errorf("%s: pdflatex: %v\n%s", name, err, o)
+		t.Errorf("pdflatex: %v\n%s", err, o)
 	}
 }
