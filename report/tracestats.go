@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/tracestats"
 )
 
@@ -64,7 +65,7 @@ func TraceStatsGrids(s TraceStats) []Grid {
 	}
 	if len(s.Pairs) > 0 {
 		g := Grid{Title: "measured beside modeled (mean per instance)", Header: []string{"run", "rank", "phase", opHead,
-			"count meas", "count model", "mean meas (µs)", "mean model (µs)", "error (model−meas)/meas"}}
+			"count meas", "count model", "mean meas (µs)", "mean model (µs)", "error " + stats.ErrorDefinition}}
 		for _, p := range s.Pairs {
 			row := []string{p.Run, rankLabel(p.Rank), phaseLabel(p.Phase), p.Op, "—", "—", "—", "—", "—"}
 			if p.Measured != nil {

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"gonum.org/v1/gonum/stat"
+	"github.com/partbench/partbench/stats"
 )
 
 // By is what a summary groups ops by.
@@ -101,11 +101,9 @@ func Summarize(t *Trace, o Options) []Row {
 		for _, v := range d {
 			total += v
 		}
+		sum := stats.Summarize(d, stats.Linear)
 		r := Row{Process: k.process, Rank: k.rank, Phase: k.phase, Op: k.op, Count: len(d), TotalS: total,
-			MeanS: total / float64(len(d)), MedianS: stat.Quantile(0.5, stat.Empirical, d, nil), MinS: d[0], MaxS: d[len(d)-1]}
-		if len(d) > 1 {
-			r.StdDevS = stat.StdDev(d, nil)
-		}
+			MeanS: total / float64(len(d)), MedianS: sum.P50, MinS: sum.Min, MaxS: sum.Max, StdDevS: sum.Std}
 		if s := scope[scopeKey{k.process, k.rank, k.phase}]; s > 0 {
 			r.Percent = 100 * total / s
 		}
@@ -185,9 +183,10 @@ func Pairs(rows []Row) []Pair {
 			return
 		}
 		p := Pair{Run: k.run, Rank: k.rank, Phase: k.phase, Op: k.op, Measured: meas[k], Modeled: mod[k]}
-		if p.Measured != nil && p.Modeled != nil && p.Measured.MeanS > 0 {
-			e := (p.Modeled.MeanS - p.Measured.MeanS) / p.Measured.MeanS
-			p.Error = &e
+		if p.Measured != nil && p.Modeled != nil {
+			if e, ok := stats.ModelError(p.Modeled.MeanS, p.Measured.MeanS); ok {
+				p.Error = &e
+			}
 		}
 		out = append(out, p)
 	}
