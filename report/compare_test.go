@@ -23,7 +23,7 @@ func TestLaTeXEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, w := range []string{`\caption{T\_1}`, `\begin{tabular}{lr}`, `\toprule`, `name & TPOT (ms) \\`, `\midrule`,
+	for _, w := range []string{`\caption{T\_1}`, `\begin{tabular}{@{}lr@{}}`, `\toprule`, `name & TPOT (ms) \\`, `\midrule`,
 		`tp8\_pp2 & 14.20 \\`, `a\&b & $+$3.500 \\`, `\bottomrule`, `100\% sure`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("LaTeX lacks %q:\n%s", w, out)

@@ -41,39 +41,100 @@ var latexReplacer = strings.NewReplacer(
 // LaTeXEscape escapes text for a LaTeX table cell.
 func LaTeXEscape(s string) string { return latexReplacer.Replace(s) }
 
-// WriteLaTeX writes each grid as a table environment holding a booktabs
-// tabular (\toprule, \midrule, \bottomrule); numeric columns are right
-// aligned with numbers to 4 significant figures (powers of ten as
-// $2.992\times10^{10}$, negatives with a true minus), a tabular wider than
-// the text shrinks to \linewidth, notes follow in small type. Needs
-// \usepackage{booktabs,graphicx}.
+// Widths of a two-column article (10 pt, letter or A4), in points: what a
+// table must fit in a paper. A table narrower than a column is set in one
+// (table), a wider one across both (table*).
+const (
+	latexColumnPt = 229.0
+	latexTextPt   = 469.0
+)
+
+// latexSize is a grid's type size, column separation and float: the
+// largest of \small and \footnotesize whose estimated width fits a column,
+// else the page's width, else \scriptsize across the page. The estimate is
+// per character (Computer Modern figures and lower case average 0.5 em) plus
+// the column separation on both sides of every column: coarse, so the
+// compile test (pdflatex, overfull boxes refused) is the judge.
+func latexSize(g Grid, spec string) (size, env string, sepPt float64) {
+	widths := make([]int, len(g.Header))
+	measure := func(cells []string) {
+		for i, c := range cells {
+			if i >= len(widths) {
+				break
+			}
+			n := len([]rune(c))
+			if i < len(spec) && spec[i] == 'r' {
+				if v, ok := LaTeXNumber(c); ok && strings.Contains(v, "times") {
+					n = 11 // m.mmm×10^e
+				}
+			}
+			widths[i] = max(widths[i], n)
+		}
+	}
+	measure(g.Header)
+	for _, r := range g.Rows {
+		measure(r)
+	}
+	chars := 0
+	for _, w := range widths {
+		chars += w
+	}
+	for _, c := range []struct {
+		size   string
+		charPt float64
+		sepPt  float64
+	}{{"\\small", 4.6, 4}, {"\\footnotesize", 4.1, 3}, {"\\scriptsize", 3.6, 2.5}} {
+		w := float64(chars)*c.charPt + float64(len(widths))*2*c.sepPt
+		if w <= latexColumnPt {
+			return c.size, "table", c.sepPt
+		}
+	}
+	for _, c := range []struct {
+		size   string
+		charPt float64
+		sepPt  float64
+	}{{"\\small", 4.6, 4}, {"\\footnotesize", 4.1, 3}} {
+		if float64(chars)*c.charPt+float64(len(widths))*2*c.sepPt <= latexTextPt {
+			return c.size, "table*", c.sepPt
+		}
+	}
+	return "\\scriptsize", "table*", 2.5
+}
+
+// WriteLaTeX writes each grid as a table holding a booktabs tabular
+// (\toprule, \midrule, \bottomrule) sized for a two-column paper: \small or
+// \footnotesize in one column, else across both (table*), never scaled
+// (type stays at least \scriptsize). Numeric columns are right aligned with
+// numbers to 4 significant figures (powers of ten as $2.992\times10^{10}$,
+// negatives with a true minus); notes follow in small type. Needs
+// \usepackage{booktabs}.
 func WriteLaTeX(w io.Writer, grids ...Grid) error {
-	fmt.Fprintln(w, "% partbench table: needs \\usepackage{booktabs,graphicx}")
+	fmt.Fprintln(w, "% partbench table: needs \\usepackage{booktabs}; sized for a two-column paper")
 	for i, g := range grids {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
 		var b strings.Builder
-		b.WriteString("\\begin{table}[htbp]\n\\centering\n")
+		spec := columnSpec(g)
+		size, env, sep := latexSize(g, spec)
+		fmt.Fprintf(&b, "\\begin{%s}[htbp]\n\\centering\n%s\n\\setlength{\\tabcolsep}{%gpt}\n", env, size, sep)
 		if g.Title != "" {
 			fmt.Fprintf(&b, "\\caption{%s}\n", LaTeXEscape(g.Title))
 		}
-		spec := columnSpec(g)
-		b.WriteString("\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n")
-		fmt.Fprintf(&b, "\\begin{tabular}{%s}\n\\toprule\n", spec)
+		fmt.Fprintf(&b, "\\begin{tabular}{@{}%s@{}}\n\\toprule\n", spec)
 		b.WriteString(latexRow(g.Header, ""))
 		b.WriteString("\\midrule\n")
 		for _, r := range g.Rows {
 			b.WriteString(latexRow(r, spec))
 		}
-		b.WriteString("\\bottomrule\n\\end{tabular}}\n")
+		b.WriteString("\\bottomrule\n\\end{tabular}\n")
 		if len(g.Notes) > 0 {
 			b.WriteString("\n\\par\\smallskip\\footnotesize\n")
 			for _, n := range g.Notes {
 				fmt.Fprintf(&b, "%s\\\\\n", LaTeXEscape(n))
 			}
 		}
-		b.WriteString("\\end{table}\n")
+		fmt.Fprintf(&b, "\\end{%s}\n", env)
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return err
 		}

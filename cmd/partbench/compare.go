@@ -38,6 +38,9 @@ Records missing from some file are listed under the table.
 				return err
 			}
 			return report.ToOutput(out, cmd.OutOrStdout(), func(w io.Writer) error {
+				if format == report.FormatLaTeX {
+					return report.WriteLaTeX(w, c.LaTeXGrid()) // labels in words, no paths
+				}
 				return report.WriteTables(w, format, "compare", version, c.Grid())
 			})
 		},

@@ -29,10 +29,14 @@ func TestCompareModelFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`\toprule`, `\midrule`, `\bottomrule`, `tpot\_s`, `(\%)`} {
+	// For a paper: metrics in words, files by base name, no directory.
+	for _, want := range []string{`\toprule`, `\midrule`, `\bottomrule`, `TPOT (s)`, `(\%)`, `pp4-tiny: not in b`, `\caption{b against a`} {
 		if !strings.Contains(tex, want) {
-			t.Errorf("latex lacks %q", want)
+			t.Errorf("latex lacks %q:\n%s", want, tex)
 		}
+	}
+	if strings.Contains(tex, dir) || strings.Contains(tex, `tpot\_s`) {
+		t.Errorf("latex shows a path or a snake_case key:\n%s", tex)
 	}
 	if _, err := runCLI(t, "compare", a, b, "--format", "html"); err == nil || !strings.Contains(err.Error(), "--format: must be one of table, markdown, csv, json, latex") {
 		t.Errorf("format error: %v", err)

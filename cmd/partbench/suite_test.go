@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/partbench/partbench/report/latextest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,23 +234,5 @@ func TestSuiteLaTeXCompiles(t *testing.T) {
 	if !strings.Contains(s, ` & naive & 4 & 0.50 & {--}`) || !strings.Contains(s, `fixed\_spec`) {
 		t.Errorf("table lacks the naive row (4 ms, 0.50 vs local) or the escaped spec name:\n%s", s)
 	}
-	pdflatex, err := exec.LookPath("pdflatex")
-	if err != nil {
-		t.Skipf("pdflatex not installed: the table's syntax was checked, its compile was not")
-	}
-	if kpse, err := exec.LookPath("kpsewhich"); err == nil {
-		if out, err := exec.Command(kpse, "siunitx.sty").Output(); err != nil || len(strings.TrimSpace(string(out))) == 0 {
-			t.Skipf("pdflatex without siunitx.sty (Debian: texlive-science): the table's syntax was checked, its compile was not")
-		}
-	}
-	dir := t.TempDir()
-	doc := "\\documentclass[twocolumn]{article}\\usepackage{booktabs,siunitx}\\begin{document}\n" + s + "\\end{document}\n"
-	if err := os.WriteFile(filepath.Join(dir, "t.tex"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(pdflatex, "-interaction=nonstopmode", "-halt-on-error", "t.tex")
-	c.Dir = dir
-	if o, err := c.CombinedOutput(); err != nil {
-		t.Errorf("pdflatex: %v\n%s", err, o)
-	}
+	latextest.Compile(t, "suite", s, "booktabs", "siunitx")
 }
