@@ -51,13 +51,15 @@ type Run struct {
 	Started time.Time
 	// Collectives are the collective model's options for the estimate.
 	Collectives sim.CollectiveOptions
+	// EveryRank simulates every rank, not one per stage (a trace draws each).
+	EveryRank bool
 }
 
 // NewRunDoc aggregates the ranks' results and holds them against the
 // estimate of the same Plan.
 func NewRunDoc(r Run) (*RunDoc, error) {
 	plan, cfg := r.Plan, r.Plan.Config
-	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: r.Collectives})
+	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: r.Collectives, EveryRank: r.EveryRank})
 	if err != nil {
 		return nil, err
 	}

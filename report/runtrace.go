@@ -25,9 +25,16 @@ func WriteModelTrace(path string, es []*sim.Estimate, full bool) error {
 
 // WriteRunTrace writes a run's measured timeline (process "name
 // (measured)") beside its estimate's as one Chrome/Perfetto trace to path,
-// atomically.
+// atomically. The modeled side covers as many decode steps as the measured
+// one recorded, so the two tracks hold the same ops.
 func WriteRunTrace(path, name string, ranks []exec.RankResult, e *sim.Estimate) error {
-	spans := append(RunSpans(name+" (measured)", ranks), EstimateSpans(e)...)
+	steps := 0
+	for _, r := range ranks {
+		for _, s := range r.Spans {
+			steps = max(steps, s.Step+1)
+		}
+	}
+	spans := append(RunSpans(name+" (measured)", ranks), EstimateSpansUpTo(e, steps)...)
 	return WriteFileAtomic(path, func(w io.Writer) error { return ChromeTrace(w, spans) })
 }
 

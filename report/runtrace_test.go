@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,42 @@ func TestModelTraceFlowsArePaired(t *testing.T) {
 	}
 	if cutPaired == 0 || cutPaired >= fullPaired {
 		t.Errorf("paired flows: %d cut, %d full: want some, and fewer than the whole trace's", cutPaired, fullPaired)
+	}
+}
+
+// A run's trace holds the model for the decode steps the run recorded, not
+// every simulated step: measured steps 0 and 1 → modeled steps up to 1.
+func TestRunTraceModelsTheMeasuredSteps(t *testing.T) {
+	e := tinyEstimates(t, "test/single-tiny")[0]
+	ranks := []exec.RankResult{{Rank: 0, Spans: []exec.Span{
+		{Name: "L00.wqkv", Kind: "gemm", Phase: "prefill", Step: -1, DurS: 1e-6},
+		{Name: "L00.wqkv", Kind: "gemm", Phase: "decode", Step: 0, DurS: 1e-6},
+		{Name: "L00.wqkv", Kind: "gemm", Phase: "decode", Step: 1, DurS: 1e-6},
+	}}}
+	p := filepath.Join(t.TempDir(), "run.json")
+	if err := WriteRunTrace(p, "single-tiny", ranks, e); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	maxStep := -1.0
+	for _, ev := range doc.TraceEvents {
+		if s, ok := ev.Args["step"].(float64); ok && ev.Ph == "X" {
+			maxStep = max(maxStep, s)
+		}
+	}
+	if maxStep != 1 {
+		t.Errorf("latest step in the trace %v, want 1 (the run recorded steps 0 and 1)", maxStep)
 	}
 }

@@ -218,7 +218,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 		return nil
 	}
 	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: name, Launcher: string(env.Source), Version: version,
-		Results: results, Tolerance: o.tolerance, Started: started, Collectives: collectiveOptionsFromEnv()})
+		Results: results, Tolerance: o.tolerance, Started: started, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""})
 	if err != nil {
 		return err
 	}
