@@ -143,3 +143,18 @@ func TestTopoDOTParses(t *testing.T) {
 		t.Errorf("parsed %d nodes, %d links; drew %d, %d", n, e, len(g.Nodes), len(g.Edges))
 	}
 }
+
+// A sweep of one strategy has no ranking to show: no "best TPS" column, no
+// note about the ranking; with two the column is there.
+func TestSweepGridOneStrategy(t *testing.T) {
+	one := tinyEstimates(t, "test/single-tiny")
+	two := tinyEstimates(t, "test/single-tiny", "test/tp2pp2-tiny")
+	g := SweepGrid("hidden", []SweepPoint{{Value: 64, Strategies: one}})
+	if g.Header[len(g.Header)-1] == "best TPS" || len(g.Rows[0]) != len(g.Header) || len(g.Notes) != 0 {
+		t.Errorf("one strategy: header %v, row %v, notes %v", g.Header, g.Rows[0], g.Notes)
+	}
+	g = SweepGrid("hidden", []SweepPoint{{Value: 64, Strategies: two}})
+	if g.Header[len(g.Header)-1] != "best TPS" || len(g.Rows[0]) != len(g.Header) {
+		t.Errorf("two strategies: header %v, row %v", g.Header, g.Rows[0])
+	}
+}

@@ -17,10 +17,18 @@ const SweepSchema = "partbench.sweep/v1"
 type SweepPoint = sim.SweepPoint
 
 // SweepGrid tabulates a sweep: one row per value and strategy, and a note
-// on where the ranking by throughput changes.
+// on where the ranking by throughput changes. With one strategy there is no
+// ranking: the "best TPS" column and the note are left out.
 func SweepGrid(key string, pts []SweepPoint) Grid {
+	several := false
+	for _, p := range pts {
+		several = several || len(p.Strategies) > 1
+	}
 	g := Grid{Title: "What-if: " + key, Header: []string{key, "strategy", "TTFT (s)", "TPOT (ms)", "TPS (tok/s)", "decode bubble (%)",
-		"L2 residency (%)", "max memory/GPU (GB)", "decode bottleneck", "best TPS"}}
+		"L2 residency (%)", "max memory/GPU (GB)", "decode bottleneck"}}
+	if several {
+		g.Header = append(g.Header, "best TPS")
+	}
 	prevBest := ""
 	for _, p := range pts {
 		best := ""
@@ -35,8 +43,12 @@ func SweepGrid(key string, pts []SweepPoint) Grid {
 			if e.Name == best && len(p.Strategies) > 1 {
 				mark = "◀"
 			}
-			g.Rows = append(g.Rows, []string{itoa(p.Value), e.Name, sec(e.Prefill.TTFTS), ms(e.Decode.TPOTS), num(e.Decode.TokensPerS),
-				pct(e.Decode.BubbleFraction), pct(e.L2.WeightResidency), gbs(maxRank(e).TotalBytes), string(e.Decode.Bottleneck), mark})
+			row := []string{itoa(p.Value), e.Name, sec(e.Prefill.TTFTS), ms(e.Decode.TPOTS), num(e.Decode.TokensPerS),
+				pct(e.Decode.BubbleFraction), pct(e.L2.WeightResidency), gbs(maxRank(e).TotalBytes), string(e.Decode.Bottleneck)}
+			if several {
+				row = append(row, mark)
+			}
+			g.Rows = append(g.Rows, row)
 		}
 		for _, s := range p.Skipped {
 			g.Notes = append(g.Notes, fmt.Sprintf("%s = %d: %s", key, p.Value, s))
@@ -48,7 +60,7 @@ func SweepGrid(key string, pts []SweepPoint) Grid {
 			prevBest = best
 		}
 	}
-	if len(pts) > 0 && len(g.Notes) == 0 {
+	if several && len(pts) > 0 && len(g.Notes) == 0 {
 		g.Notes = append(g.Notes, "the ranking by throughput does not change over this range")
 	}
 	return g
