@@ -224,7 +224,11 @@ func writeCollectiveFit(w io.Writer, format string, fit *sim.CollectiveFit) erro
 	tw := &topology.TOMLWriter{}
 	tw.Table("topology.collectives", "")
 	for _, k := range fit.Tuning.Keys() {
-		tw.KV(k.Key, *k.Val, "")
+		var v any = *k.Val
+		if strings.HasSuffix(k.Key, "_bytes") && *k.Val == math.Trunc(*k.Val) && math.Abs(*k.Val) < 1<<53 {
+			v = int64(*k.Val) // a byte count reads as one: 33554432, not 3.3554432e+07
+		}
+		tw.KV(k.Key, v, "")
 	}
 	tw.KV("source", fit.Tuning.Source, "")
 	if format == FormatMarkdown {

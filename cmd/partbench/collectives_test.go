@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -87,6 +88,10 @@ func TestCollectivesFit(t *testing.T) {
 	i := strings.Index(out, "[topology.collectives]")
 	if i < 0 {
 		t.Fatalf("no section in:\n%s", out)
+	}
+	// Byte counts are written as integers (the grid's half sizes are whole bytes).
+	if !regexp.MustCompile(`(?m)^ramp_simple_half_bytes = [0-9]+$`).MatchString(out[i:]) || !regexp.MustCompile(`(?m)^ramp_ll_half_bytes = [0-9]+$`).MatchString(out[i:]) {
+		t.Errorf("byte counts not written as integers:\n%s", out[i:])
 	}
 	// The section, pasted into a config, parses and validates.
 	cfg := "version = 1\n[model]\npreset = \"seed-dense16\"\n[workload]\nbatch = 8\ncontext = 256\noutput_tokens = 16\n" +
