@@ -16,10 +16,11 @@ import (
 // playing every rank) with the pure model.
 func EmulationGrid(backend string, emu, model *sim.Estimate, allocated []int64) Grid {
 	g := Grid{Title: fmt.Sprintf("Rank emulation: %s, %d ranks played in turn on one %s device", emu.Name, emu.GPUs, backend),
-		Header: []string{"metric", "emulated (measured compute, modeled communication)", "modeled", "emulated / modeled"},
+		Header: []string{"metric", "emulated (measured compute, modeled communication)", "modeled (" + model.Hardware + ")", "emulated / modeled"},
 		Notes: []string{
 			"communication was not executed: every collective and send/recv time is replayed from the topology model",
 			"compute times are medians per op over the measured iterations, each op timed to completion",
+			fmt.Sprintf("the modeled column is priced on %s, the emulated one computed by this machine's %s backend (--calibration prices the model on this machine)", model.Hardware, backend),
 		}}
 	add := func(name string, e, m float64, f func(float64) string) {
 		r := "n/a"
@@ -37,7 +38,12 @@ func EmulationGrid(backend string, emu, model *sim.Estimate, allocated []int64) 
 	for _, a := range allocated {
 		maxAlloc = max(maxAlloc, a)
 	}
-	add("memory per GPU, largest rank (GB)", float64(maxAlloc), float64(maxRank(model).TotalBytes), func(v float64) string { return gbs(int64(v)) })
+	modelBytes := float64(maxRank(model).TotalBytes)
+	unit, scale := "GB", 1e9
+	if max(float64(maxAlloc), modelBytes) < 1e8 {
+		unit, scale = "MB", 1e6 // a tiny config's memory reads as 0.000 GB
+	}
+	add("memory per GPU, largest rank ("+unit+")", float64(maxAlloc), modelBytes, func(v float64) string { return strconv.FormatFloat(v/scale, 'f', 3, 64) })
 	return g
 }
 

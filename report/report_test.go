@@ -158,3 +158,17 @@ func TestSweepGridOneStrategy(t *testing.T) {
 		t.Errorf("two strategies: header %v, row %v", g.Header, g.Rows[0])
 	}
 }
+
+// The emulation table names the modeled hardware and shows a tiny config's
+// memory in MB, not as 0.000 GB.
+func TestEmulationGridNamesHardwareAndScalesMemory(t *testing.T) {
+	e := tinyEstimates(t, "test/tp2pp2-tiny")[0]
+	g := EmulationGrid("cpu", e, e, []int64{515_000})
+	if !strings.Contains(g.Header[2], e.Hardware) || e.Hardware == "" {
+		t.Errorf("modeled column %q does not name %q", g.Header[2], e.Hardware)
+	}
+	last := g.Rows[len(g.Rows)-1]
+	if last[0] != "memory per GPU, largest rank (MB)" || last[1] != "0.515" {
+		t.Errorf("memory row %v, want MB and 0.515", last)
+	}
+}
