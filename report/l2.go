@@ -40,17 +40,23 @@ func L2Grids(ss []compare.L2Strategy, measured bool) []Grid {
 		if measured {
 			g.Header = append(g.Header, "measured at (MB)", "re-read (GB/s)", "stream (GB/s)", "re-read / stream", "implied residency (%)")
 		}
+		dash := false
 		for _, r := range s.Ranks {
 			row := []string{strconv.Itoa(r.Rank), strconv.Itoa(r.Stage), strconv.Itoa(r.TPIndex), layerRange(r.Layers), mb(r.WorkingSetBytes), pct(r.ModeledResidency)}
 			if m := r.Measured; m != nil {
 				implied := "—"
 				if r.ImpliedResidency != nil {
 					implied = pct(*r.ImpliedResidency)
+				} else {
+					dash = true
 				}
 				row = append(row, mb(m.MeasuredBytes), strconv.FormatFloat(m.ReuseBytesPerS/1e9, 'f', 1, 64),
 					strconv.FormatFloat(m.StreamBytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(m.Ratio, 'f', 2, 64), implied)
 			}
 			g.Rows = append(g.Rows, row)
+		}
+		if dash {
+			g.Notes = append(g.Notes, "implied residency —: it needs the cache bandwidth of a calibration of this machine (--calibration FILE from partbench calibrate) and a stream bandwidth below it")
 		}
 		grids = append(grids, g)
 	}

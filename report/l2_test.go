@@ -1,6 +1,12 @@
 package report
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/calib"
+	"github.com/partbench/partbench/compare"
+)
 
 func TestLayerRange(t *testing.T) {
 	for _, c := range []struct {
@@ -10,5 +16,19 @@ func TestLayerRange(t *testing.T) {
 		if got := layerRange(c.in); got != c.want {
 			t.Errorf("layerRange(%v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A measured rank without an implied residency says why its cell is "—".
+func TestL2GridsSayWhyNoImpliedResidency(t *testing.T) {
+	ss := []compare.L2Strategy{{Name: "s", Ranks: []compare.L2Rank{{Rank: 0, Layers: []int{0}, Measured: &calib.Reuse{MeasuredBytes: 1e6, ReuseBytesPerS: 2e10, StreamBytesPerS: 1e10, Ratio: 2}}}}}
+	gs := L2Grids(ss, true)
+	if got := strings.Join(gs[1].Notes, "\n"); !strings.Contains(got, "implied residency —: it needs the cache bandwidth of a calibration") {
+		t.Errorf("notes %q", got)
+	}
+	f := 0.5
+	ss[0].Ranks[0].ImpliedResidency = &f
+	if got := strings.Join(L2Grids(ss, true)[1].Notes, "\n"); strings.Contains(got, "implied residency —") {
+		t.Errorf("a rank with an implied residency still explains a dash: %q", got)
 	}
 }
