@@ -26,6 +26,9 @@ type ResumeOptions struct {
 	// DeltaBytes is the modification a stateful resume sends (default one
 	// row of the hidden state: hidden × dtype bytes).
 	DeltaBytes int64
+	// NoDelta prices a resume that changes nothing (DeltaBytes is then 0):
+	// a stateful resume sends only its request.
+	NoDelta bool
 }
 
 // ResumePoint is the modeled cost of resuming at one layer. ResumeS is the
@@ -88,7 +91,10 @@ func EstimateResume(plan *partition.Plan, opts ResumeOptions, simOpts Options) (
 		return nil, fmt.Errorf("resume request overhead: must be in [0, 1] seconds (got %g)", opts.RequestOverheadS)
 	}
 	L := plan.Model.Layers
-	if opts.DeltaBytes == 0 {
+	if opts.NoDelta && opts.DeltaBytes != 0 {
+		return nil, fmt.Errorf("resume: NoDelta with %d delta bytes: give one or the other", opts.DeltaBytes)
+	}
+	if opts.DeltaBytes == 0 && !opts.NoDelta {
 		opts.DeltaBytes = int64(plan.Model.Hidden * plan.DTypeBytes)
 	}
 	if opts.DeltaBytes < 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -86,7 +87,7 @@ model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and resu
 			if err := report.WriteTables(stdout, format, "remote", version, report.RemoteResultsGrids(rf)...); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "\nwrote %s/results.csv and %s/results.json\n", o.Out, o.Out)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", filepath.Join(o.Out, "results.csv"), filepath.Join(o.Out, "results.json")) // stdout holds only the tables
 			if len(tr.Mismatches) > 0 {
 				return &exitError{code: exitPayloadMismatch, err: fmt.Errorf("payload bytes differ from the model (partition.RemoteBytesOf) in %d requests: %s",
 					len(tr.Mismatches), strings.Join(tr.Mismatches, "; "))}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,8 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 			if err != nil {
 				return err
 			}
-			model, err := sim.EstimateResume(s.Plan, sim.ResumeOptions{Layers: s.Layers, Client: s.Link}, sim.Options{Collectives: collectiveOptionsFromEnv()})
+			// The model prices the modification the run sends: none without --perturb.
+			model, err := sim.EstimateResume(s.Plan, sim.ResumeOptions{Layers: s.Layers, Client: s.Link, NoDelta: !o.Perturb}, sim.Options{Collectives: collectiveOptionsFromEnv()})
 			if err != nil {
 				return err
 			}
@@ -54,7 +56,7 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 			if err := report.WriteTables(stdout, format, "resume", version, report.ResumeGrid(res), report.ResumeModelGrid(model)); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "\nwrote %s/resume.json and %s/resume.csv\n", out, out)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", filepath.Join(out, "resume.json"), filepath.Join(out, "resume.csv")) // stdout holds only the tables
 			if n := res.Mismatches(); n > 0 {
 				return &exitError{code: 4, err: fmt.Errorf("resume: %d resumed outputs differ from the uninterrupted forward with the same modification", n)}
 			}
