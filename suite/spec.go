@@ -31,6 +31,10 @@ const SpecVersion = 1
 // MaxSpecBytes bounds a spec file.
 const MaxSpecBytes = 1 << 20
 
+// MaxSpecJSONBytes bounds the spec.json a suite directory holds: the spec
+// partbench itself wrote, as indented JSON (a few times its TOML's size).
+const MaxSpecJSONBytes = 8 * MaxSpecBytes
+
 // Spec is one evaluation: every baseline runs every workload, Warmup
 // unrecorded-in-statistics runs then Runs measured ones.
 type Spec struct {
