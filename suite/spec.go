@@ -224,17 +224,16 @@ func Parse(r io.Reader, source string) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("spec %s: larger than %d bytes", source, MaxSpecBytes)
 	}
+	if err := configs.CheckTOMLShape(data, "spec "+source); err != nil {
+		return nil, err
+	}
 	var s Spec
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&s)
 	if err != nil {
 		return nil, fmt.Errorf("spec %s: %w", source, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return nil, fmt.Errorf("spec %s: unknown key %s (see docs/suite.md)", source, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("spec %s: unknown key %s (see docs/suite.md)", source, configs.UnknownKeys(und))
 	}
 	s.Source = source
 	s.defaults()
