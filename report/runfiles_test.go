@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/compare"
@@ -64,5 +66,21 @@ func TestWriteRunFiles(t *testing.T) {
 	}
 	if err := WriteRunFiles("", d, &stdout, false); err != nil {
 		t.Errorf("no directory: %v", err)
+	}
+}
+
+// Issue 24 item 11: a run whose document JSON cannot hold (a NaN) still
+// writes results.csv; the error names results.json.
+func TestWriteRunFilesNonFiniteKeepsWhatItCan(t *testing.T) {
+	d := testRunDoc()
+	d.Comparison[0].RelErr = math.NaN()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	err := WriteRunFiles(dir, d, &stdout, false)
+	if err == nil || !strings.Contains(err.Error(), "cannot write [results.json]") {
+		t.Fatalf("err = %v, want results.json named as missing", err)
+	}
+	if b, rerr := os.ReadFile(filepath.Join(dir, "results.csv")); rerr != nil || !strings.Contains(string(b), "tpot") {
+		t.Errorf("results.csv: %v %q: lost with results.json", rerr, b)
 	}
 }

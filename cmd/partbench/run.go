@@ -71,7 +71,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
 	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself and its errors in full, not only rank 0")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on standard error")
-	f.Float64Var(&o.tolerance, "tolerance", compare.DefaultTolerance, "relative error above which a timed metric is flagged")
+	cliflag.FiniteFloat(f, &o.tolerance, "tolerance", compare.DefaultTolerance, "relative error above which a timed metric is flagged")
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and 4 decode steps) as a Chrome/Perfetto trace to this file, beside the modeled one")
@@ -236,10 +236,14 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	if err := report.WriteRun(stdout, o.format, doc, o.perRank); err != nil {
-		return err
+	// The files are written even when printing failed (and the other way
+	// round): a run's results are never lost to one formatting error.
+	printErr := report.WriteRun(stdout, o.format, doc, o.perRank)
+	if printErr != nil {
+		printErr = fmt.Errorf("run: cannot print the results as %s: %w", o.format, printErr)
 	}
-	if err := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON); err != nil {
+	fileErr := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON && printErr == nil)
+	if err := errors.Join(printErr, fileErr); err != nil {
 		return err
 	}
 	return compare.Verdict(doc, o.strict)
