@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,31 +79,37 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	cliflag.DefaultInUsage(f, "warmup", "iterations")
 }
 
-// rankArgs re-creates the flags for a child rank of `run --nproc`.
-func (o *runOptions) rankArgs() []string {
-	a := []string{"run", "--config", o.config, "--backend", o.backend, "--output-dir", o.outDir, "--format", o.format,
-		"--tolerance", strconv.FormatFloat(o.tolerance, 'g', -1, 64), "--join-timeout", o.joinTimeout.String()}
-	if o.warmup >= 0 {
-		a = append(a, "--warmup", strconv.Itoa(o.warmup))
+// runLauncherOnly are the `run` flags a child rank of `run --nproc` is not
+// given, each for its reason; every other flag set on the command line is
+// forwarded as given (launchflags.Forward), so a new flag reaches the ranks
+// without an edit here (TestRankArgsForwardEveryRunFlag holds the list to
+// the command's flag set).
+var runLauncherOnly = map[string]string{
+	"nproc-per-node": "the launcher's: the child is one rank",
+	"nproc":          "alias of --nproc-per-node",
+	"nnodes":         "given by Nodes.ChildArgs, checked first",
+	"node-rank":      "given by Nodes.ChildArgs, checked first",
+	"rdzv-id":        "becomes the children's job id (launch.SpawnOptions.JobID)",
+	"master-addr":    "becomes the children's MASTER_ADDR",
+	"master-port":    "becomes the children's MASTER_PORT (a picked port, not 0)",
+	"rendezvous":     "becomes the children's MASTER_ADDR:MASTER_PORT",
+	"rdzv-endpoint":  "alias of --rendezvous",
+	"check":          "runs in process: `run --check` never launches",
+	"emulate-ranks":  "runs in process: `run --emulate-ranks` never launches",
+	"model-dir":      "only with --check, which never launches",
+	"encoder":        "only with --check --model-dir, which never launches",
+	"dtype":          "only with --check, which never launches",
+}
+
+// rankArgs is the command line of a child rank of `run --nproc`: `run` and
+// every flag of flags set on the launcher's command line but those in
+// runLauncherOnly.
+func rankArgs(flags *pflag.FlagSet) []string {
+	skip := make([]string, 0, len(runLauncherOnly))
+	for name := range runLauncherOnly {
+		skip = append(skip, name)
 	}
-	if o.iterations >= 0 {
-		a = append(a, "--iterations", strconv.Itoa(o.iterations))
-	}
-	if o.calibration != "" {
-		a = append(a, "--calibration", o.calibration)
-	}
-	if o.trace != "" {
-		a = append(a, "--trace", o.trace)
-	}
-	for _, b := range []struct {
-		on   bool
-		flag string
-	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.quiet, "--quiet"}, {o.strict, "--strict"}, {!o.compare, "--compare-model=false"}} {
-		if b.on {
-			a = append(a, b.flag)
-		}
-	}
-	return a
+	return append([]string{"run"}, launchflags.Forward(flags, skip...)...)
 }
 
 func addRunFlags(root *cobra.Command) {
