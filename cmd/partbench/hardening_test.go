@@ -26,6 +26,12 @@ func TestNonFiniteFlagsRefused(t *testing.T) {
 		{[]string{"plot", "--tolerance", "nan", "x.json"}, `--tolerance: must be a finite number (got "nan")`},
 		{[]string{"run", "--tolerance", "inf"}, `--tolerance: must be a finite number (got "inf")`},
 		{[]string{"model", "--dry-run", "--remote-overhead", "NaN"}, `--remote-overhead: must be a finite number (got "NaN")`},
+		// Issue 24 item 12: launcher flags that were accepted unchecked.
+		{[]string{"run", "--config", "test/tp2pp2-tiny", "--nproc", "4", "--join-timeout", "-5s"}, "--join-timeout: must be in (0s, 24h0m0s] (got -5s)"},
+		{[]string{"run", "--config", "test/tp2pp2-tiny", "--nproc", "4", "--master-addr", "bad host"}, `--master-addr "bad host": not a host name or IP address`},
+		{[]string{"run", "--config", "test/tp2pp2-tiny", "--nproc", "4", "--rdzv-id", "a b"}, `--rdzv-id "a b": no spaces or control characters`},
+		{[]string{"run", "--config", "test/tp2pp2-tiny", "--nproc", "4", "--warmup", "-5"}, "--warmup: must be ≥ 0 (got -5"},
+		{[]string{"generate", "--model-dir", "x", "--ids-file", "y", "--join-timeout", "0s"}, "--join-timeout: must be in (0s, 24h0m0s] (got 0s)"},
 		// A finite flag whose derived time is not: 1e-300 B/s.
 		{[]string{"model", "--dry-run", "--config", "test/single-tiny", "--remote-link", "bytes_per_s=1e-300,latency_s=0"},
 			"bytes_per_s: must be a positive finite number in [1000, 1e+15] B/s (got 1e-300)"},

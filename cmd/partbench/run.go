@@ -120,6 +120,9 @@ func addRunFlags(root *cobra.Command) {
 		if o.config == "" {
 			return cmd.Help()
 		}
+		if err := launchflags.Check(cmd.Flags()); err != nil {
+			return err
+		}
 		return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 }
@@ -141,6 +144,9 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
   partbench run --nnodes 2 --node-rank 1 --nproc-per-node 2 --rdzv-endpoint HOST0:PORT --config test/tp2pp2-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := launchflags.Check(cmd.Flags()); err != nil {
+				return err
+			}
 			if o.modelDir != "" {
 				return o.runCheckModelDir(cmd.Context(), cmd.OutOrStdout())
 			}
@@ -179,6 +185,15 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	if !(o.tolerance > 0) {
 		return nil, fmt.Errorf("--tolerance: must be positive (got %g)", o.tolerance)
+	}
+	// -1 (the default) means the config's; any other negative is a mistake.
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"warmup", o.warmup}, {"iterations", o.iterations}} {
+		if c.v < -1 {
+			return nil, fmt.Errorf("--%s: must be ≥ 0 (got %d; leave it out for the config's run.%s)", c.flag, c.v, c.flag)
+		}
 	}
 	cfg, notes, err := configs.LoadRun(o.config, configs.RunOverrides{Warmup: o.warmup, Iterations: o.iterations, Calibration: o.calibration})
 	o.notes = append(o.notes, notes...)
