@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -192,17 +192,10 @@ func EmbeddedSpecs() []string {
 
 // Load reads a spec file, or an embedded spec by name.
 func Load(name string) (*Spec, error) {
-	f, err := os.Open(name)
+	// Checked before it is opened: opening a named pipe waits for a writer.
+	data, err := fileio.ReadSmall(name, "spec", MaxSpecBytes)
 	if err == nil {
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if !fi.Mode().IsRegular() || fi.Size() > MaxSpecBytes {
-			return nil, fmt.Errorf("spec %s: must be a regular file of at most %d bytes", name, MaxSpecBytes)
-		}
-		return Parse(f, name)
+		return Parse(bytes.NewReader(data), name)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("spec %s: %w", name, err)
