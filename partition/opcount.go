@@ -18,7 +18,10 @@ func (p *Plan) OpCount(rank int, phase Phase) int {
 		return b.n
 	}
 	if phase == Prefill {
-		return satAdd(satMul(satMul(max(p.PrefillChunks-1, 0), p.Microbatches), passOps(false)),
+		if p.PrefillChunks < 1 {
+			return 0 // no chunk, no pass: as Program builds it
+		}
+		return satAdd(satMul(satMul(p.PrefillChunks-1, p.Microbatches), passOps(false)),
 			satMul(p.Microbatches, passOps(true)))
 	}
 	return satMul(p.Microbatches, passOps(true))
