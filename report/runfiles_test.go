@@ -84,3 +84,27 @@ func TestWriteRunFilesNonFiniteKeepsWhatItCan(t *testing.T) {
 		t.Errorf("results.csv: %v %q: lost with results.json", rerr, b)
 	}
 }
+
+// Issue 24 item 5: a results.json in --output-dir that is a symlink stays
+// one; the file it names gets the results.
+func TestWriteRunFilesKeepsASymlinkedResultsFile(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(t.TempDir(), "kept.json")
+	if err := os.WriteFile(keep, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "results.json")
+	if err := os.Symlink(keep, link); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := WriteRunFiles(dir, testRunDoc(), &stdout, false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("results.json is no longer a symlink (%v)", err)
+	}
+	if b, _ := os.ReadFile(keep); !strings.Contains(string(b), RunSchema) {
+		t.Errorf("the symlink's target holds %.60q, want the results", b)
+	}
+}
