@@ -74,13 +74,17 @@ func FuzzConfig(f *testing.F) {
 // simulation is still reached through tp2pp2-tiny, tp4-tiny and tp2-dp2-tiny.
 const fuzzMaxOps = 4_000
 
-// shapeOps is the simulated ops of every rank of plan (an upper bound of
-// what the timeline simulates), from partition.OpCount.
+// shapeOps is the ops of every rank of plan (an upper bound of what the
+// timeline simulates), from partition.OpCount, counted until they pass
+// fuzzMaxOps.
 func shapeOps(plan *partition.Plan, opts Options) int {
 	ops := 0
 	for r := range plan.Ranks {
 		ops = partition.SatAdd(ops, partition.SatAdd(plan.OpCount(r, partition.Prefill),
 			partition.SatMul(opts.DecodeSteps, plan.OpCount(r, partition.Decode))))
+		if ops > fuzzMaxOps {
+			break
+		}
 	}
 	return ops
 }
