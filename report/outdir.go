@@ -62,9 +62,9 @@ type OutFile struct {
 }
 
 // WriteOutFiles writes every file into dir atomically, each tried even when
-// another failed. If one cannot be written, fallback (the results as JSON) goes to stdout so the run is not
-// lost, and the error says which files are missing and where the results
-// went instead.
+// another failed. If one cannot be written, fallback (the results as JSON)
+// goes to stdout so the run is not lost, and the error says which files are
+// missing, which were written, and where the results went instead.
 func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(io.Writer) error) error {
 	if dir == "" {
 		return nil
@@ -74,7 +74,7 @@ func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(
 	if mkErr != nil {
 		failed = mkErr
 	}
-	var missing []string
+	var missing, written []string
 	for _, f := range files {
 		if mkErr != nil {
 			missing = append(missing, f.Name)
@@ -87,7 +87,9 @@ func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(
 				failed = err
 			}
 			missing = append(missing, f.Name)
+			continue
 		}
+		written = append(written, f.Name)
 	}
 	if failed == nil {
 		return nil
@@ -95,6 +97,9 @@ func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(
 	where := "the results are above"
 	if fallback != nil {
 		if err := fallback(stdout); err != nil {
+			if len(written) > 0 {
+				return fmt.Errorf("--output-dir %s: cannot write %v (%v), nor print them (%v); %v written", dir, missing, failed, err, written)
+			}
 			return fmt.Errorf("--output-dir %s: cannot write %v (%v), nor print the results: %w", dir, missing, failed, err)
 		}
 		where = "the results were printed to standard output as JSON instead"

@@ -77,7 +77,7 @@ func TestWriteRunFilesNonFiniteKeepsWhatItCan(t *testing.T) {
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	err := WriteRunFiles(dir, d, &stdout, false)
-	if err == nil || !strings.Contains(err.Error(), "cannot write [results.json]") {
+	if err == nil || !strings.Contains(err.Error(), "cannot write [results.json]") || !strings.Contains(err.Error(), "[results.csv] written") {
 		t.Fatalf("err = %v, want results.json named as missing", err)
 	}
 	if b, rerr := os.ReadFile(filepath.Join(dir, "results.csv")); rerr != nil || !strings.Contains(string(b), "tpot") {
