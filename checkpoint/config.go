@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/partbench/partbench/fileio"
 )
 
 // Family is an architecture family partbench knows.
@@ -63,12 +65,16 @@ var architectures = map[string]struct {
 	"GPT2LMHeadModel":    {GPT2, "gpt2"},
 }
 
+// MaxConfigJSONBytes bounds a model directory's config.json: Hugging Face
+// configs are a few KiB (Llama-3-70B's is under 1 KiB).
+const MaxConfigJSONBytes = 1 << 20
+
 // ReadConfig reads config.json from a model directory (or the file itself).
 func ReadConfig(path string) (*Config, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, ConfigFile)
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadSmall(path, ConfigFile, MaxConfigJSONBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -146,5 +147,35 @@ func TestConfigRefusals(t *testing.T) {
 	cfg, err := ParseConfig(llamaJSON(t, map[string]string{"architectures": `["MistralForCausalLM"]`, "model_type": `"mistral"`, "sliding_window": "null"}), "m")
 	if err != nil || cfg.Family != Llama {
 		t.Errorf("Mistral without sliding window: %+v, %v", cfg, err)
+	}
+}
+
+// A model directory whose config.json is a device, a pipe or too large is
+// refused before any read, naming config.json and the path.
+func TestReadConfigBounded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(p string) error
+		want string
+	}{
+		{"device", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a character device)"},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a named pipe)"},
+		// 1 MiB + 1 = 1048577 bytes.
+		{"big", func(p string) error {
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+			return os.Truncate(p, MaxConfigJSONBytes+1)
+		}, "1048577 bytes, more than the 1048576 bytes (1 MiB) a config.json may have"},
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, ConfigFile)
+		if err := c.make(p); err != nil {
+			t.Skipf("%s: %v", c.name, err)
+		}
+		_, err := ReadConfig(dir)
+		if want := "read config.json " + p + ": " + c.want; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, want)
+		}
 	}
 }

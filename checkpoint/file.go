@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/partbench/partbench/fileio"
 )
 
 // File is one memory-mapped, validated safetensors file. Tensors are views
@@ -20,6 +22,11 @@ type File struct {
 
 // Open maps and validates a safetensors file.
 func Open(path string) (*File, error) {
+	// Refuse a device or a pipe before opening it (opening a named pipe
+	// waits for a writer); checked again on the open file below.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileio.FileKind(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/partbench/partbench/fileio"
 )
 
 // The file names of the Hugging Face layout.
@@ -17,6 +19,10 @@ const (
 	IndexFile  = "model.safetensors.index.json"
 	ConfigFile = "config.json"
 )
+
+// MaxIndexBytes bounds model.safetensors.index.json: one line per tensor,
+// about 100 KiB for a 70B-parameter Llama.
+const MaxIndexBytes = 16 << 20
 
 // Weights is the safetensors weights of one model directory: a single
 // model.safetensors, or the shards named by model.safetensors.index.json.
@@ -51,7 +57,7 @@ func OpenWeights(dir string) (*Weights, error) {
 		return w, nil
 	}
 	ipath := filepath.Join(dir, IndexFile)
-	data, err := os.ReadFile(ipath)
+	data, err := fileio.ReadSmall(ipath, IndexFile, MaxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		hint := ""
 		if _, e := os.Stat(filepath.Join(dir, "pytorch_model.bin")); e == nil {

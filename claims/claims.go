@@ -9,6 +9,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
@@ -62,8 +64,11 @@ var Metrics = map[string]string{
 
 // Parse reads and validates a claims file.
 func Parse(r io.Reader, source string) (*File, error) {
-	data, err := io.ReadAll(r)
+	data, err := fileio.ReadBounded(r, source, "claims file", configs.MaxConfigBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := configs.CheckTOMLShape(data, source); err != nil {
 		return nil, err
 	}
 	var f File

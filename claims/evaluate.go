@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/partbench/partbench/configs"
@@ -17,7 +16,7 @@ import (
 // Load reads a claims file from disk or, when no such file exists, the
 // embedded configs/claims of that name ("seed-004", "claims/seed-004.toml").
 func Load(name string) (*File, error) {
-	data, err := os.ReadFile(name)
+	data, err := configs.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		short := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(name, "configs/"), "claims/"), ".toml")
 		data, err = fs.ReadFile(configs.Files, "claims/"+short+".toml")

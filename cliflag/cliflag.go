@@ -3,7 +3,9 @@ package cliflag
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -161,4 +163,33 @@ func Underscores(fs *pflag.FlagSet) {
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 	})
+}
+
+// finite is a float64 flag that refuses NaN and ±Inf when it is parsed.
+type finite struct {
+	p    *float64
+	name string
+}
+
+func (f *finite) String() string { return strconv.FormatFloat(*f.p, 'g', -1, 64) }
+func (f *finite) Type() string   { return "float64" }
+func (f *finite) Set(v string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return &Error{fmt.Sprintf("--%s: must be a number (got %q)", f.name, v)}
+	}
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return &Error{fmt.Sprintf("--%s: must be a finite number (got %q)", f.name, v)}
+	}
+	*f.p = x
+	return nil
+}
+
+// FiniteFloat registers --name as a float64 that is refused at parse time,
+// naming the flag, when it is NaN, ±Inf or out of float64's range ("1e999"):
+// every float flag of a command is one, so a non-finite value never reaches
+// an estimate, a comparison or a results file.
+func FiniteFloat(fs *pflag.FlagSet, p *float64, name string, def float64, usage string) {
+	*p = def
+	fs.Var(&finite{p: p, name: name}, name, usage)
 }

@@ -1,6 +1,7 @@
 package cliflag
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,5 +54,48 @@ func TestUnderscores(t *testing.T) {
 	fs.IntVar(&n, "warmup-iters", 5, "")
 	if err := fs.Parse([]string{"--warmup_iters", "7"}); err != nil || n != 7 {
 		t.Errorf("--warmup_iters 7: %d %v", n, err)
+	}
+}
+
+func TestFiniteFloat(t *testing.T) {
+	for _, c := range []struct {
+		arg  string
+		want float64
+		err  string
+	}{
+		{"0.25", 0.25, ""},
+		{"-3", -3, ""},
+		{"1e3", 1000, ""},
+		{"nan", 0, `--tol: must be a finite number (got "nan")`},
+		{"NaN", 0, `--tol: must be a finite number (got "NaN")`},
+		{"inf", 0, `--tol: must be a finite number (got "inf")`},
+		{"-Inf", 0, `--tol: must be a finite number (got "-Inf")`},
+		{"1e999", 0, `--tol: must be a finite number (got "1e999")`}, // ParseFloat: ±Inf with ErrRange
+		{"x", 0, `--tol: must be a number (got "x")`},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var v float64
+		FiniteFloat(fs, &v, "tol", 0.5, "tolerance")
+		err := fs.Parse([]string{"--tol=" + c.arg})
+		if c.err == "" {
+			if err != nil || v != c.want {
+				t.Errorf("%s: got %v, %v; want %v", c.arg, v, err, c.want)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Error() != c.err {
+			t.Errorf("%s: err = %v, want %q", c.arg, err, c.err)
+		}
+		if v != 0.5 {
+			t.Errorf("%s: value changed to %v on a refused flag", c.arg, v)
+		}
+	}
+	// The default shows in help as a number.
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	var v float64
+	FiniteFloat(fs, &v, "tol", 0.05, "tolerance")
+	if f := fs.Lookup("tol"); f.DefValue != "0.05" || f.Value.Type() != "float64" {
+		t.Errorf("DefValue %q, Type %q", f.DefValue, f.Value.Type())
 	}
 }

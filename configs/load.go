@@ -129,6 +129,9 @@ func Parse(r io.Reader, source string) (*Config, error) {
 }
 
 func decodeStrict(data []byte, into any, source string) error {
+	if err := CheckTOMLShape(data, source); err != nil {
+		return err
+	}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(into)
 	if err != nil {
 		var perr toml.ParseError
@@ -138,11 +141,7 @@ func decodeStrict(data []byte, into any, source string) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, strings.Join(keys, ", "))
+		return fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, UnknownKeys(und))
 	}
 	return nil
 }

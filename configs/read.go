@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/partbench/partbench/fileio"
 )
 
 // MaxConfigBytes bounds every config and calibration file partbench reads.
@@ -25,65 +27,16 @@ func ReadFile(name string) ([]byte, error) { return readFile(name, "config") }
 
 // readFile is ReadFile with what ("config", "calibration") in its errors.
 func readFile(name, what string) ([]byte, error) {
-	// Stat before opening: opening a named pipe blocks until a writer comes.
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
+	data, err := fileio.ReadSmall(name, what, MaxConfigBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "not a regular file") {
+		return nil, fmt.Errorf("%w, or standard input (-)", err)
 	}
-	if err := regularAndSmall(name, what, fi); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	defer f.Close()
-	// Again on the open file, in case the path was replaced in between.
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if err := regularAndSmall(name, what, fi); err != nil {
-		return nil, err
-	}
-	return readBounded(f, name, what)
-}
-
-func regularAndSmall(name, what string, fi os.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("read %s %s: not a regular file (%s); a %s is read from a regular file or standard input (-)", what, name, fileKind(fi.Mode()), what)
-	}
-	if fi.Size() > MaxConfigBytes {
-		return fmt.Errorf("read %s %s: %d bytes, more than the %d bytes (1 MiB) a %s may have", what, name, fi.Size(), MaxConfigBytes, what)
-	}
-	return nil
+	return data, err
 }
 
 // readBounded reads r to its end, refusing more than MaxConfigBytes.
 func readBounded(r io.Reader, source, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", what, source, err)
-	}
-	if len(data) > MaxConfigBytes {
-		return nil, fmt.Errorf("read %s %s: more than the %d bytes (1 MiB) a %s may have", what, source, MaxConfigBytes, what)
-	}
-	return data, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
+	return fileio.ReadBounded(r, source, what, MaxConfigBytes)
 }
 
 // syntaxError reports a TOML syntax error as file:line:column, the message

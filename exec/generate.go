@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -134,6 +135,15 @@ func generateResult(cfg *configs.Config, plan *partition.Plan, prompts [][]int, 
 		for seq := range prompts {
 			if len(run.tokens[step]) != len(prompts) || len(run.out[step]) != len(prompts) {
 				return GenerateResult{}, fmt.Errorf("generate: step %d returned %d sequences, want %d", step, len(run.out[step]), len(prompts))
+			}
+			// A NaN or an infinity in the weights (or an overflow) reaches
+			// every later position: refuse it at the first, rather than print
+			// the argmax of NaNs (-1) as a token.
+			for i, v := range run.out[step][seq] {
+				if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+					return GenerateResult{}, fmt.Errorf("generate: the logits of sequence %d at position %d are not finite (index %d is %v): "+
+						"the checkpoint's weights hold a NaN or an infinity, or the computation overflowed float32", seq, pos, i, v)
+				}
 			}
 			if pos < P {
 				res.Logits[seq] = append(res.Logits[seq], run.out[step][seq])

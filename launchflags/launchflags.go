@@ -146,6 +146,12 @@ func (n *Nodes) Spawn(f *pflag.FlagSet, nproc int, rdzv string, stderr io.Writer
 		return n.SpawnOptions(f, nproc, rdzv, stderr)
 	}
 	opts := launch.SpawnOptions{NProc: nproc}
+	if rdzv == "" && f.Changed("master-addr") && !f.Changed("master-port") {
+		// A host without a port: Spawn picks a free port there (port 0
+		// would reach the ranks, which cannot share a picked port).
+		opts.MasterAddr = n.masterAddr
+		return opts, nil
+	}
 	if rdzv == "" {
 		rdzv = n.Endpoint(f)
 	}

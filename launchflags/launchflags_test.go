@@ -161,3 +161,41 @@ func TestForwardRoundTrips(t *testing.T) {
 		t.Errorf("rank parsed %+v, want %+v", out, want)
 	}
 }
+
+func TestCheckLaunchFlags(t *testing.T) {
+	newSet := func() *pflag.FlagSet {
+		f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var n Nodes
+		n.AddFlags(f)
+		var d time.Duration
+		f.DurationVar(&d, "join-timeout", time.Minute, "")
+		return f
+	}
+	for _, c := range []struct {
+		args []string
+		want string // "" : accepted
+	}{
+		{nil, ""},
+		{[]string{"--join-timeout", "90s", "--master-addr", "node-0.cluster", "--rdzv-id", "job-42"}, ""},
+		{[]string{"--master-addr", "10.0.0.1"}, ""},
+		{[]string{"--master-addr", "::1"}, ""},
+		{[]string{"--join-timeout", "0s"}, "--join-timeout: must be in (0s, 24h0m0s] (got 0s)"},
+		{[]string{"--join-timeout", "-5s"}, "--join-timeout: must be in (0s, 24h0m0s] (got -5s)"},
+		{[]string{"--join-timeout", "25h"}, "(got 25h0m0s)"},
+		{[]string{"--master-addr", "bad host"}, `--master-addr "bad host": not a host name or IP address (' ' in "bad host")`},
+		{[]string{"--master-addr", ""}, `--master-addr "": empty`},
+		{[]string{"--master-addr", "-x.org"}, `not a host name or IP address (label "-x")`},
+		{[]string{"--rdzv-id", ""}, "--rdzv-id: must not be empty"},
+		{[]string{"--rdzv-id", "a\nb"}, `--rdzv-id "a\nb": no spaces or control characters`},
+		{[]string{"--rdzv-id", strings.Repeat("x", 129)}, "--rdzv-id: at most 128 bytes (got 129)"},
+	} {
+		f := newSet()
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := Check(f)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%q: err = %v, want %q", c.args, err, c.want)
+		}
+	}
+}

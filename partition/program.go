@@ -176,9 +176,16 @@ type builder struct {
 	ops []Op
 	mb  int
 	c   int
+	// countOnly counts ops in n instead of keeping them (OpCount).
+	countOnly bool
+	n         int
 }
 
 func (b *builder) add(op Op) {
+	if b.countOnly {
+		b.n++
+		return
+	}
 	op.Microbatch, op.Chunk = b.mb, b.c
 	b.ops = append(b.ops, op)
 }

@@ -1,12 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/nccltests"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -255,10 +257,13 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 
 // readMeasured parses one nccl-tests output file.
 func readMeasured(name string) (*nccltests.Output, error) {
-	f, err := os.Open(name)
+	data, err := fileio.ReadSmall(name, "--measured", MaxMeasuredBytes)
 	if err != nil {
-		return nil, fmt.Errorf("--measured: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	return nccltests.ParseOutput(f, name)
+	return nccltests.ParseOutput(bytes.NewReader(data), name)
 }
+
+// MaxMeasuredBytes bounds one nccl-tests output file: a full sweep of every
+// size on every collective is well under 1 MiB of text.
+const MaxMeasuredBytes = 64 << 20

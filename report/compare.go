@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/stats"
@@ -403,10 +403,13 @@ func (c *CompareDoc) units() []string {
 // ReadDocFile reads the saved results document at path (ReadDoc); an error
 // opening it starts with "compare: ".
 func ReadDocFile(path string) (*Doc, error) {
-	f, err := os.Open(path)
+	data, err := fileio.ReadSmall(path, "results file", MaxDocBytes)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	defer f.Close()
-	return ReadDoc(f, path)
+	return ReadDoc(bytes.NewReader(data), path)
 }
+
+// MaxDocBytes bounds a saved results document read back (compare, plot):
+// the largest partbench writes, a search over every strategy, is a few MiB.
+const MaxDocBytes = 256 << 20

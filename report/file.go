@@ -1,34 +1,14 @@
 package report
 
 import (
-	"bufio"
 	"io"
-	"os"
-	"path/filepath"
+
+	"github.com/partbench/partbench/fileio"
 )
 
-// WriteFileAtomic writes a file through a temporary file in the same
-// directory and renames it into place, so a reader never sees a partial one.
+// WriteFileAtomic writes a file so a reader never sees a partial one,
+// without destroying a symlink or a special file at path (see
+// fileio.WriteAtomic): what every --output, --trace and results file does.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fileio.WriteAtomic(path, write)
 }

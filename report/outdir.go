@@ -61,28 +61,35 @@ type OutFile struct {
 	Write func(io.Writer) error
 }
 
-// WriteOutFiles writes every file into dir atomically. If one cannot be
-// written, fallback (the results as JSON) goes to stdout so the run is not
-// lost, and the error says which files are missing and where the results
-// went instead.
+// WriteOutFiles writes every file into dir atomically, each tried even when
+// another failed. If one cannot be written, fallback (the results as JSON)
+// goes to stdout so the run is not lost, and the error says which files are
+// missing, which were written, and where the results went instead.
 func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(io.Writer) error) error {
 	if dir == "" {
 		return nil
 	}
 	var failed error
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		failed = err
+	mkErr := os.MkdirAll(dir, 0o755)
+	if mkErr != nil {
+		failed = mkErr
 	}
-	var missing []string
+	var missing, written []string
 	for _, f := range files {
-		if failed != nil {
+		if mkErr != nil {
 			missing = append(missing, f.Name)
 			continue
 		}
+		// Every file is tried: one that cannot be formatted (a value JSON
+		// cannot hold) does not cost the others.
 		if err := WriteFileAtomic(filepath.Join(dir, f.Name), f.Write); err != nil {
-			failed = err
+			if failed == nil {
+				failed = err
+			}
 			missing = append(missing, f.Name)
+			continue
 		}
+		written = append(written, f.Name)
 	}
 	if failed == nil {
 		return nil
@@ -90,6 +97,9 @@ func WriteOutFiles(dir string, files []OutFile, stdout io.Writer, fallback func(
 	where := "the results are above"
 	if fallback != nil {
 		if err := fallback(stdout); err != nil {
+			if len(written) > 0 {
+				return fmt.Errorf("--output-dir %s: cannot write %v (%v), nor print them (%v); %v written", dir, missing, failed, err, written)
+			}
 			return fmt.Errorf("--output-dir %s: cannot write %v (%v), nor print the results: %w", dir, missing, failed, err)
 		}
 		where = "the results were printed to standard output as JSON instead"

@@ -1,13 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
@@ -25,12 +26,11 @@ type PlotArgs struct {
 
 // readDocFile reads the saved result at path.
 func readDocFile(path string) (*Doc, error) {
-	f, err := os.Open(path)
+	data, err := fileio.ReadSmall(path, "results file", MaxDocBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return ReadDoc(f, path)
+	return ReadDoc(bytes.NewReader(data), path)
 }
 
 // Write draws the figure args (at most one saved JSON result) and a ask

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/resume"
 	"github.com/partbench/partbench/sim"
@@ -191,7 +192,7 @@ func addLine(p *plot.Plot, label string, xy plotter.XYs, dashed bool) error {
 // ResumeFigureFile draws path when it is a resume result: ok is false (and
 // err nil) for any other document, which the caller then reads as usual.
 func ResumeFigureFile(path string) (fig *Figure, ok bool, err error) {
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadSmall(path, "results file", MaxDocBytes)
 	if err != nil {
 		return nil, false, err
 	}

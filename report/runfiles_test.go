@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/compare"
@@ -64,5 +66,45 @@ func TestWriteRunFiles(t *testing.T) {
 	}
 	if err := WriteRunFiles("", d, &stdout, false); err != nil {
 		t.Errorf("no directory: %v", err)
+	}
+}
+
+// Issue 24 item 11: a run whose document JSON cannot hold (a NaN) still
+// writes results.csv; the error names results.json.
+func TestWriteRunFilesNonFiniteKeepsWhatItCan(t *testing.T) {
+	d := testRunDoc()
+	d.Comparison[0].RelErr = math.NaN()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	err := WriteRunFiles(dir, d, &stdout, false)
+	if err == nil || !strings.Contains(err.Error(), "cannot write [results.json]") || !strings.Contains(err.Error(), "[results.csv] written") {
+		t.Fatalf("err = %v, want results.json named as missing", err)
+	}
+	if b, rerr := os.ReadFile(filepath.Join(dir, "results.csv")); rerr != nil || !strings.Contains(string(b), "tpot") {
+		t.Errorf("results.csv: %v %q: lost with results.json", rerr, b)
+	}
+}
+
+// Issue 24 item 5: a results.json in --output-dir that is a symlink stays
+// one; the file it names gets the results.
+func TestWriteRunFilesKeepsASymlinkedResultsFile(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(t.TempDir(), "kept.json")
+	if err := os.WriteFile(keep, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "results.json")
+	if err := os.Symlink(keep, link); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := WriteRunFiles(dir, testRunDoc(), &stdout, false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("results.json is no longer a symlink (%v)", err)
+	}
+	if b, _ := os.ReadFile(keep); !strings.Contains(string(b), RunSchema) {
+		t.Errorf("the symlink's target holds %.60q, want the results", b)
 	}
 }

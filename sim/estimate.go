@@ -292,6 +292,9 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	// simulated for all of them (perStage). Count the simulated ops from
 	// one Program pair per stage before building the rest.
 	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && stageLinksAlike(plan)
+	if err := checkOpsFromShape(plan, opts, perStage); err != nil {
+		return nil, err
+	}
 	repPre := make([]partition.Program, plan.PP)
 	repDec := make([]partition.Program, plan.PP)
 	perStageOps := 0
@@ -466,7 +469,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 func checkOps(plan *partition.Plan, opts Options, perStageOps int, perStage bool) error {
 	ops, ranks := perStageOps, plan.PP
 	if !perStage {
-		ops, ranks = perStageOps*plan.TP, plan.Size()
+		ops, ranks = partition.SatMul(perStageOps, plan.TP), plan.Size()
 	}
 	if ops > MaxTimelineOps {
 		return &TooLargeError{Name: plan.Config.Name, Ops: ops, Ranks: ranks, AllRanks: plan.Size(), DecodeSteps: opts.DecodeSteps,

@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"strings"
+
+	"github.com/partbench/partbench/partition"
 )
 
 // MaxTimelineOps bounds the ops one discrete-event timeline simulates: the
@@ -15,6 +17,26 @@ import (
 // op (≈ 0.5–1 KB with its bookkeeping): at this bound an estimate stays
 // under ≈ 1.2 GB on a 2-core VM (docs/measurements/limits.md).
 const MaxTimelineOps = 1_000_000
+
+// checkOpsFromShape refuses a plan whose timeline would exceed
+// MaxTimelineOps before any Program is built: the ops of each stage's
+// simulated rank come from partition.OpCount (the shape: layers per stage ×
+// micro-batches × prefill chunks and decode steps × ops per layer), summed
+// stage by stage (saturating, so no count overflows) and checked after each.
+// Building even one stage's Programs of such a plan took seconds and
+// gigabytes (docs/measurements/limits.md).
+func checkOpsFromShape(plan *partition.Plan, opts Options, perStage bool) error {
+	ops := 0
+	for st := 0; st < plan.PP; st++ {
+		r := plan.RankOf(st, 0)
+		ops = partition.SatAdd(ops, partition.SatAdd(plan.OpCount(r, partition.Prefill),
+			partition.SatMul(opts.DecodeSteps, plan.OpCount(r, partition.Decode))))
+		if err := checkOps(plan, opts, ops, perStage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // TooLargeError says a plan's timeline would simulate more than
 // MaxTimelineOps ops. Ranks is the simulated ranks (one per stage, or

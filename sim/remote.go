@@ -145,7 +145,7 @@ func PriceRemote(plan *partition.Plan, compute RemoteCompute, opts RemoteOptions
 		out.GapBytesRatio = float64(naive.Decode.Bytes.Total()) / float64(stateful.Decode.Bytes.Total())
 		out.GapLatencyRatio = naive.Decode.TotalS / stateful.Decode.TotalS
 	}
-	return out, nil
+	return out, checkFinite(out)
 }
 
 // Mode returns one mode's estimate.

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/partbench/partbench/fileio"
 )
 
 // RunsFile is the run log's name in the output directory.
@@ -110,12 +112,17 @@ func (l *Log) Append(r Record) error {
 // Close closes the log.
 func (l *Log) Close() error { return l.f.Close() }
 
+// MaxRunLogBytes bounds runs.jsonl: a record is under 2 KiB, so this is
+// over 100,000 runs, more than a suite spec (at most MaxSpecBytes of cells
+// × trials) asks for in practice.
+const MaxRunLogBytes = 256 << 20
+
 // ReadLog reads every complete record of a run log and the byte offset
 // after the last one. A last line without its newline is a run killed
 // while writing and is ignored; a malformed complete line is an error
 // naming the line.
 func ReadLog(path string) ([]Record, int64, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadSmall(path, "run log", MaxRunLogBytes)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"time"
 
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
@@ -248,17 +249,15 @@ func writeSpec(dir string, s *Spec) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, SpecFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	return fileio.WriteAtomic(filepath.Join(dir, SpecFile), func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
 		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }
 
 // ReadSpec reads the spec a suite directory was run with.
 func ReadSpec(dir string) (*Spec, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SpecFile))
+	b, err := fileio.ReadSmall(filepath.Join(dir, SpecFile), "suite spec", MaxSpecJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("suite directory %s: %w (was it written by partbench suite?)", dir, err)
 	}
@@ -401,10 +400,8 @@ func writeModeled(dir string, s *Spec, link topology.ClientLink) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, ModeledFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	return fileio.WriteAtomic(filepath.Join(dir, ModeledFile), func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
 		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }

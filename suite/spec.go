@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -30,6 +30,10 @@ const SpecVersion = 1
 
 // MaxSpecBytes bounds a spec file.
 const MaxSpecBytes = 1 << 20
+
+// MaxSpecJSONBytes bounds the spec.json a suite directory holds: the spec
+// partbench itself wrote, as indented JSON (a few times its TOML's size).
+const MaxSpecJSONBytes = 8 * MaxSpecBytes
 
 // Spec is one evaluation: every baseline runs every workload, Warmup
 // unrecorded-in-statistics runs then Runs measured ones.
@@ -188,17 +192,10 @@ func EmbeddedSpecs() []string {
 
 // Load reads a spec file, or an embedded spec by name.
 func Load(name string) (*Spec, error) {
-	f, err := os.Open(name)
+	// Checked before it is opened: opening a named pipe waits for a writer.
+	data, err := fileio.ReadSmall(name, "spec", MaxSpecBytes)
 	if err == nil {
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if !fi.Mode().IsRegular() || fi.Size() > MaxSpecBytes {
-			return nil, fmt.Errorf("spec %s: must be a regular file of at most %d bytes", name, MaxSpecBytes)
-		}
-		return Parse(f, name)
+		return Parse(bytes.NewReader(data), name)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("spec %s: %w", name, err)
@@ -220,17 +217,16 @@ func Parse(r io.Reader, source string) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("spec %s: larger than %d bytes", source, MaxSpecBytes)
 	}
+	if err := configs.CheckTOMLShape(data, "spec "+source); err != nil {
+		return nil, err
+	}
 	var s Spec
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&s)
 	if err != nil {
 		return nil, fmt.Errorf("spec %s: %w", source, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return nil, fmt.Errorf("spec %s: unknown key %s (see docs/suite.md)", source, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("spec %s: unknown key %s (see docs/suite.md)", source, configs.UnknownKeys(und))
 	}
 	s.Source = source
 	s.defaults()

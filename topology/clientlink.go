@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,8 +109,11 @@ func ParseClientLink(field, spec string) (ClientLink, error) {
 
 // Validate checks a link's numbers; field names it in errors.
 func (l ClientLink) Validate(field string) error {
-	if !(l.BytesPerS > 0) || math.IsInf(l.BytesPerS, 0) {
-		return fmt.Errorf("%s.bytes_per_s: must be a positive finite number (got %g)", field, l.BytesPerS)
+	// The range topology links have in configs (configs/validate.go): below
+	// it a transfer's time overflows (bytes_per_s = 1e-300 priced every
+	// mode at +Inf).
+	if !(l.BytesPerS >= 1e3 && l.BytesPerS <= 1e15) {
+		return fmt.Errorf("%s.bytes_per_s: must be a positive finite number in [1000, 1e+15] B/s (got %g)", field, l.BytesPerS)
 	}
 	if !(l.LatencyS >= 0) || l.LatencyS > 1 {
 		return fmt.Errorf("%s.latency_s: must be in [0, 1] seconds (got %g)", field, l.LatencyS)

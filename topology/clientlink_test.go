@@ -40,6 +40,9 @@ func TestClientLinkInline(t *testing.T) {
 		{"bytes_per_s=x,latency_s=1", `bytes_per_s="x" is not a number`},
 		{"bytes_per_s=1e9,latency_s=1e-6,mtu=9000", `unknown key "mtu"`},
 		{"bytes_per_s=0,latency_s=1e-6", "bytes_per_s: must be a positive"},
+		// 1e-300 B/s priced every remote mode at +Inf.
+		{"bytes_per_s=1e-300,latency_s=1e-6", "bytes_per_s: must be a positive finite number in [1000, 1e+15] B/s (got 1e-300)"},
+		{"bytes_per_s=inf,latency_s=1e-6", "(got +Inf)"},
 		{"bytes_per_s=1e9,latency_s=-1", "latency_s: must be in [0, 1]"},
 	} {
 		_, err := ParseClientLink("--remote-link", tc.spec)

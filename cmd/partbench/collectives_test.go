@@ -45,7 +45,9 @@ func TestCollectivesMeasured(t *testing.T) {
 		{[]string{"--collective", "broadcast"}, `the collective given is "broadcast"`},
 		{[]string{"-b", "1M"}, "-b/--minbytes with --measured: "},
 		{[]string{"--dtype", "half"}, "-d/--datatype with --measured: "},
-		{[]string{"--topology", "nvl16", "--measured", missing}, "--measured: open " + missing + ": no such file"},
+		{[]string{"--topology", "nvl16", "--measured", missing}, "read --measured: stat " + missing + ": no such file"},
+		// A device is refused before it is read (it never ends).
+		{[]string{"--topology", "nvl16", "--measured", "/dev/zero"}, "read --measured /dev/zero: not a regular file (a character device)"},
 	} {
 		_, err := runCLI(t, append([]string{"collectives", "--measured", measuredFixture}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -64,6 +64,9 @@ the logits at every prompt position as [sequence][position][vocab].`,
 }
 
 func runGenerate(cmd *cobra.Command, o *generateOptions) error {
+	if err := launchflags.Check(cmd.Flags()); err != nil {
+		return &exitError{2, fmt.Errorf("generate: %w", err)}
+	}
 	switch {
 	case o.modelDir == "":
 		return &exitError{2, errors.New("generate: --model-dir is required")}

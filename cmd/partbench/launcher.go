@@ -51,7 +51,7 @@ func (o *runOptions) launch(ctx context.Context, flags *pflag.FlagSet, stderr io
 	if err != nil {
 		return err
 	}
-	spawn.Argv = append(append([]string{exe}, o.rankArgs()...), o.nodes.ChildArgs()...)
+	spawn.Argv = append(append([]string{exe}, rankArgs(flags)...), o.nodes.ChildArgs()...)
 	return spawnRanks(ctx, spawn, "")
 }
 

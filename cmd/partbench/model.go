@@ -73,7 +73,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.resumeLayers, "resume-layers", "", "price a pause after each of these layers (1,10,20) and its resume: recompute, offload, stateful (over --remote-link, default loopback)")
 	f.StringVar(&o.remoteLink, "remote-link", "", "price the remote modes (partbench remote) over this client link: "+strings.Join(topology.ClientLinkNames(), ", ")+", or BYTES_PER_S[:LATENCY_S]")
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
-	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
+	cliflag.FiniteFloat(f, &o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)

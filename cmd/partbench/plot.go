@@ -44,7 +44,7 @@ The format follows the --output extension (.svg or .png).
 	cliflag.Alias(f, "preset", "topology", true)
 	f.StringVar(&o.Hardware, "hardware", "h100-sxm", "collectives: hardware (GPU) preset")
 	f.IntVar(&o.Ranks, "ranks", 8, "collectives: group size (ranks 0..N−1)")
-	f.Float64Var(&o.Tolerance, "tolerance", 0, "scatter: relative band around y = x (default: the file's tolerance, else "+strconv.FormatFloat(compare.DefaultTolerance, 'g', -1, 64)+")")
+	cliflag.FiniteFloat(f, &o.Tolerance, "tolerance", 0, "scatter: relative band around y = x (default: the file's tolerance, else "+strconv.FormatFloat(compare.DefaultTolerance, 'g', -1, 64)+")")
 	cliflag.DefaultInUsage(f, "tolerance")
 	return cmd
 }

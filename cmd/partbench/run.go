@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +70,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
 	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself and its errors in full, not only rank 0")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on standard error")
-	f.Float64Var(&o.tolerance, "tolerance", compare.DefaultTolerance, "relative error above which a timed metric is flagged")
+	cliflag.FiniteFloat(f, &o.tolerance, "tolerance", compare.DefaultTolerance, "relative error above which a timed metric is flagged")
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and the first 4 decode steps, all of them when workload.output_tokens − 1 is fewer) as a Chrome/Perfetto trace to this file, beside the model of the same ranks and steps (partbench trace stats FILE summarises it)")
@@ -80,31 +79,37 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	cliflag.DefaultInUsage(f, "warmup", "iterations")
 }
 
-// rankArgs re-creates the flags for a child rank of `run --nproc`.
-func (o *runOptions) rankArgs() []string {
-	a := []string{"run", "--config", o.config, "--backend", o.backend, "--output-dir", o.outDir, "--format", o.format,
-		"--tolerance", strconv.FormatFloat(o.tolerance, 'g', -1, 64), "--join-timeout", o.joinTimeout.String()}
-	if o.warmup >= 0 {
-		a = append(a, "--warmup", strconv.Itoa(o.warmup))
+// runLauncherOnly are the `run` flags a child rank of `run --nproc` is not
+// given, each for its reason; every other flag set on the command line is
+// forwarded as given (launchflags.Forward), so a new flag reaches the ranks
+// without an edit here (TestRankArgsForwardEveryRunFlag holds the list to
+// the command's flag set).
+var runLauncherOnly = map[string]string{
+	"nproc-per-node": "the launcher's: the child is one rank",
+	"nproc":          "alias of --nproc-per-node",
+	"nnodes":         "given by Nodes.ChildArgs, checked first",
+	"node-rank":      "given by Nodes.ChildArgs, checked first",
+	"rdzv-id":        "becomes the children's job id (launch.SpawnOptions.JobID)",
+	"master-addr":    "becomes the children's MASTER_ADDR",
+	"master-port":    "becomes the children's MASTER_PORT (a picked port, not 0)",
+	"rendezvous":     "becomes the children's MASTER_ADDR:MASTER_PORT",
+	"rdzv-endpoint":  "alias of --rendezvous",
+	"check":          "runs in process: `run --check` never launches",
+	"emulate-ranks":  "runs in process: `run --emulate-ranks` never launches",
+	"model-dir":      "only with --check, which never launches",
+	"encoder":        "only with --check --model-dir, which never launches",
+	"dtype":          "only with --check, which never launches",
+}
+
+// rankArgs is the command line of a child rank of `run --nproc`: `run` and
+// every flag of flags set on the launcher's command line but those in
+// runLauncherOnly.
+func rankArgs(flags *pflag.FlagSet) []string {
+	skip := make([]string, 0, len(runLauncherOnly))
+	for name := range runLauncherOnly {
+		skip = append(skip, name)
 	}
-	if o.iterations >= 0 {
-		a = append(a, "--iterations", strconv.Itoa(o.iterations))
-	}
-	if o.calibration != "" {
-		a = append(a, "--calibration", o.calibration)
-	}
-	if o.trace != "" {
-		a = append(a, "--trace", o.trace)
-	}
-	for _, b := range []struct {
-		on   bool
-		flag string
-	}{{o.perRank, "--per-rank"}, {o.verbose, "--verbose"}, {o.quiet, "--quiet"}, {o.strict, "--strict"}, {!o.compare, "--compare-model=false"}} {
-		if b.on {
-			a = append(a, b.flag)
-		}
-	}
-	return a
+	return append([]string{"run"}, launchflags.Forward(flags, skip...)...)
 }
 
 func addRunFlags(root *cobra.Command) {
@@ -114,6 +119,9 @@ func addRunFlags(root *cobra.Command) {
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.config == "" {
 			return cmd.Help()
+		}
+		if err := launchflags.Check(cmd.Flags()); err != nil {
+			return err
 		}
 		return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
@@ -136,6 +144,9 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
   partbench run --nnodes 2 --node-rank 1 --nproc-per-node 2 --rdzv-endpoint HOST0:PORT --config test/tp2pp2-tiny`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := launchflags.Check(cmd.Flags()); err != nil {
+				return err
+			}
 			if o.modelDir != "" {
 				return o.runCheckModelDir(cmd.Context(), cmd.OutOrStdout())
 			}
@@ -174,6 +185,15 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 	if !(o.tolerance > 0) {
 		return nil, fmt.Errorf("--tolerance: must be positive (got %g)", o.tolerance)
+	}
+	// -1 (the default) means the config's; any other negative is a mistake.
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"warmup", o.warmup}, {"iterations", o.iterations}} {
+		if c.v < -1 {
+			return nil, fmt.Errorf("--%s: must be ≥ 0 (got %d; leave it out for the config's run.%s)", c.flag, c.v, c.flag)
+		}
 	}
 	cfg, notes, err := configs.LoadRun(o.config, configs.RunOverrides{Warmup: o.warmup, Iterations: o.iterations, Calibration: o.calibration})
 	o.notes = append(o.notes, notes...)
@@ -236,10 +256,14 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 
 // finish prints rank 0's report and writes the results files.
 func (o *runOptions) finish(stdout io.Writer, doc *report.RunDoc) error {
-	if err := report.WriteRun(stdout, o.format, doc, o.perRank); err != nil {
-		return err
+	// The files are written even when printing failed (and the other way
+	// round): a run's results are never lost to one formatting error.
+	printErr := report.WriteRun(stdout, o.format, doc, o.perRank)
+	if printErr != nil {
+		printErr = fmt.Errorf("run: cannot print the results as %s: %w", o.format, printErr)
 	}
-	if err := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON); err != nil {
+	fileErr := report.WriteRunFiles(o.outDir, doc, stdout, o.format == report.FormatJSON && printErr == nil)
+	if err := errors.Join(printErr, fileErr); err != nil {
 		return err
 	}
 	return compare.Verdict(doc, o.strict)

@@ -111,6 +111,11 @@ type SpawnError struct {
 	Interrupt os.Signal
 	// Cause is a start failure or the ctx error, if any.
 	Cause error
+	// Frozen says First is a rank that neither failed nor exited: the others
+	// stopped because a peer was lost (Victim is the first of them), and the
+	// launcher killed First after the grace period.
+	Frozen bool
+	Victim RankExit
 }
 
 func (e *SpawnError) Error() string {
@@ -118,6 +123,9 @@ func (e *SpawnError) Error() string {
 	switch {
 	case e.Cause != nil && (e.First.Rank < 0 || e.Code == exitStartFailed || e.Code == exitNotFound):
 		msg = e.Cause.Error()
+	case e.Frozen:
+		msg = fmt.Sprintf("launch: rank %d stopped responding: it did not exit when %s because a peer was lost, and was killed by the launcher after the grace period",
+			e.First.Rank, e.Victim)
 	case e.First.Rank >= 0 && !e.First.Killed:
 		msg = "launch: " + e.First.String()
 	case e.Interrupt != nil:

@@ -114,13 +114,17 @@ func TestSpawnWorstExit(t *testing.T) {
 	}
 }
 
+// Rank 0 freezes; rank 1 stops because its peer is lost (ExitPeerFailed).
+// The launcher kills rank 0 after the grace period, and its last line names
+// rank 0, the frozen one, not rank 1, its victim.
 func TestSpawnKillsStragglersAfterGrace(t *testing.T) {
 	code, err, el, _ := spawnHelper(t, context.Background(), "hang,5", 2, nil)
 	var se *SpawnError
-	if code != 5 || !errors.As(err, &se) || se.Killed != 1 || se.First.Rank != 1 {
-		t.Fatalf("code %d err %v; want 5 from rank 1 with one rank killed", code, err)
+	if code != ExitPeerFailed || !errors.As(err, &se) || se.Killed != 1 || se.First.Rank != 0 || !se.Frozen || se.Victim.Rank != 1 {
+		t.Fatalf("code %d err %v; want 5 naming the frozen rank 0, rank 1 its victim, one rank killed", code, err)
 	}
-	if !strings.Contains(err.Error(), "rank 1 exited with status 5") || !strings.Contains(err.Error(), "1 rank(s) killed") {
+	if !strings.HasPrefix(err.Error(), "launch: rank 0 stopped responding: it did not exit when rank 1 exited with status 5 because a peer was lost") ||
+		!strings.Contains(err.Error(), "1 rank(s) killed") {
 		t.Fatalf("error %q", err)
 	}
 	// grace 300 ms plus process start-up; never the hanging rank's 60 s

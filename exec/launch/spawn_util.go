@@ -143,7 +143,20 @@ func verdict(exits []RankExit, interrupt os.Signal, startErr, ctxErr error) (int
 	if cause == nil {
 		cause = ctxErr
 	}
-	return code, &SpawnError{Code: code, First: first, Ranks: exits, Killed: killed, Interrupt: interrupt, Cause: cause}
+	se := &SpawnError{Code: code, First: first, Ranks: exits, Killed: killed, Interrupt: interrupt, Cause: cause}
+	// Only peers of a lost rank failed, and a rank had to be killed after the
+	// grace period: that rank is the one that froze (it neither failed nor
+	// exited when the others did). Name it, not the first of its victims;
+	// the exit code stays the victims' (ExitPeerFailed).
+	if best == 2 && startErr == nil && interrupt == nil && ctxErr == nil {
+		for _, e := range exits {
+			if e.Killed {
+				se.Victim, se.First, se.Frozen = first, e, true
+				break
+			}
+		}
+	}
+	return code, se
 }
 
 // prefixWriter writes whole lines, each prefixed, to a shared writer.

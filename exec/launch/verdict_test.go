@@ -1,7 +1,10 @@
 package launch
 
 import (
+	"errors"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,5 +32,32 @@ func TestVerdictNamesTheFailingRankNotItsVictims(t *testing.T) {
 	code, _ = verdict(append(exits, RankExit{Rank: 3, Signal: 9, Code: 128 + 9, At: 4 * time.Millisecond}), nil, nil, nil)
 	if code != 128+9 {
 		t.Fatalf("signal: code %d, want 137", code)
+	}
+}
+
+// A rank the launcher had to kill while the others only lost a peer is the
+// frozen one, and the verdict names it; after an interrupt or beside a real
+// failure it is not.
+func TestVerdictNamesTheFrozenRank(t *testing.T) {
+	exits := []RankExit{
+		{Rank: 2, Code: ExitPeerFailed, At: 1 * time.Millisecond},
+		{Rank: 0, Code: ExitPeerFailed, At: 2 * time.Millisecond},
+		{Rank: 1, Code: 128 + 9, Signal: 9, Killed: true, At: 3 * time.Millisecond},
+	}
+	code, err := verdict(slices.Clone(exits), nil, nil, nil)
+	var se *SpawnError
+	if code != ExitPeerFailed || !errors.As(err, &se) || !se.Frozen || se.First.Rank != 1 || se.Victim.Rank != 2 {
+		t.Fatalf("code %d, err %v; want rank 1 named frozen, rank 2 its first victim", code, err)
+	}
+	if !strings.HasPrefix(err.Error(), "launch: rank 1 stopped responding") {
+		t.Errorf("error %q", err)
+	}
+	_, err = verdict(slices.Clone(exits), syscall.SIGINT, nil, nil)
+	if errors.As(err, &se) && se.Frozen {
+		t.Errorf("after an interrupt: %v names a frozen rank", err)
+	}
+	_, err = verdict(append(slices.Clone(exits), RankExit{Rank: 3, Code: 2, At: 4 * time.Millisecond}), nil, nil, nil)
+	if !errors.As(err, &se) || se.Frozen || se.First.Rank != 3 {
+		t.Errorf("beside a failing rank 3: %v", err)
 	}
 }
