@@ -78,6 +78,37 @@ func Format(fs *pflag.FlagSet, p *string, allowed ...string) {
 // nccl-tests gives -o to the reduction op).
 func Output(fs *pflag.FlagSet, p *string, usage string, old ...string) {
 	register(fs, p, "output", "", usage, old)
+	MarkOutputFile(fs, "output")
+}
+
+// outputFileAnnotation marks a flag whose value is a file the command will
+// write (--output, --trace, --logits-out, --save).
+const outputFileAnnotation = "partbench_output_file"
+
+// MarkOutputFile marks flags whose values are files the command writes, so
+// CheckOutputFiles probes them before any work.
+func MarkOutputFile(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, outputFileAnnotation, []string{"true"}); err != nil {
+			panic("cliflag: " + err.Error())
+		}
+	}
+}
+
+// CheckOutputFiles runs check on the value of every given flag marked as
+// an output file, so a path that cannot be written is refused before the
+// work, naming the flag and the path the user gave.
+func CheckOutputFiles(fs *pflag.FlagSet, check func(path string) error) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || f.Annotations[outputFileAnnotation] == nil || f.Value.String() == "" {
+			return
+		}
+		if e := check(f.Value.String()); e != nil {
+			err = fmt.Errorf("--%s %s: %w", f.Name, f.Value.String(), e)
+		}
+	})
+	return err
 }
 
 // OutputDir registers --output-dir DIR: the directory a run writes its

@@ -223,3 +223,31 @@ func TestReadBoundedStream(t *testing.T) {
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	// A missing folder is named, with the user's path, not a temporary file.
+	err := CheckWritable(filepath.Join(dir, "no", "t.json"))
+	if err == nil || !strings.Contains(err.Error(), "cannot create "+filepath.Join(dir, "no", "t.json")+": folder "+filepath.Join(dir, "no")+" does not exist") || strings.Contains(err.Error(), ".tmp") || strings.Contains(err.Error(), ".probe") {
+		t.Errorf("missing folder: %v", err)
+	}
+	if err := CheckWritable(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	// A writable folder passes and is left as it was; so does /dev/null.
+	ok := filepath.Join(dir, "out.json")
+	if err := CheckWritable(ok); err != nil {
+		t.Errorf("writable: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the probe left %d files behind", len(entries))
+	}
+	if err := CheckWritable("/dev/null"); err != nil {
+		t.Errorf("/dev/null: %v", err)
+	}
+	// WriteAtomic's own error names the user's path too.
+	err = WriteAtomic(filepath.Join(dir, "no", "t.json"), func(io.Writer) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "folder "+filepath.Join(dir, "no")+" does not exist") {
+		t.Errorf("WriteAtomic into a missing folder: %v", err)
+	}
+}

@@ -51,7 +51,7 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return err
+		return createError(path, target, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := writeAndClose(tmp, write); err != nil {
@@ -155,4 +155,56 @@ func writeAndClose(f *os.File, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// createError says why path cannot be created, naming the user's path and
+// the folder, not the temporary file the write would have used.
+func createError(path, target string, err error) error {
+	dir := filepath.Dir(target)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot create %s: folder %s does not exist", path, dir)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cannot create %s: no permission to write in %s", path, dir)
+	}
+	return fmt.Errorf("cannot create %s in %s: %w", path, dir, err)
+}
+
+// CheckWritable says, before any work, whether WriteAtomic could write
+// path: a directory is refused, an existing special file or one reached
+// through /proc must open for writing, and otherwise the folder the file
+// would land in must take a new file (probed with a temporary file,
+// removed at once). Nothing at path is changed.
+func CheckWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	target, fi, err := resolve(path)
+	if err != nil {
+		return err
+	}
+	if fi != nil {
+		switch {
+		case fi.IsDir():
+			return fmt.Errorf("%s is a directory", path)
+		case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeNamedPipe != 0:
+			return nil // opening a pipe for writing waits for a reader: the write will
+		case !fi.Mode().IsRegular(), viaProc(path):
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("cannot write %s: %w", path, err)
+			}
+			return f.Close()
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".probe-*")
+	if err != nil {
+		return createError(path, target, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
 }

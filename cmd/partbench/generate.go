@@ -53,6 +53,7 @@ the logits at every prompt position as [sequence][position][vocab].`,
 	f.IntVar(&o.pp, "pp", 1, "pipeline stages")
 	f.IntVar(&o.microbatches, "microbatches", 1, "pipeline micro-batches (must divide the number of prompts)")
 	f.StringVar(&o.logitsOut, "logits-out", "", "write the logits at every prompt position to this JSON file")
+	cliflag.MarkOutputFile(f, "logits-out")
 	cliflag.Format(f, &o.format, cliflag.JSON)
 	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")

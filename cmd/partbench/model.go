@@ -75,6 +75,7 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.remoteMode, "mode", "all", "with --remote-link: the mode to mark (naive, kv, stateful, local, all)")
 	cliflag.FiniteFloat(f, &o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per request besides link and compute (default: the --calibration file's, else 0)")
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
+	cliflag.MarkOutputFile(f, "trace")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
 	addWorkloadFlags(f, &o.workload)

@@ -74,6 +74,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.strict, "strict", false, "exit with status 3 when a timed metric is outside the tolerance")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate': the estimate uses it instead of the config's hardware")
 	f.StringVar(&o.trace, "trace", "", "rank 0 writes the last iteration's measured timeline (prefill and the first 4 decode steps, all of them when workload.output_tokens − 1 is fewer) as a Chrome/Perfetto trace to this file, beside the model of the same ranks and steps (partbench trace stats FILE summarises it)")
+	cliflag.MarkOutputFile(f, "trace")
 	f.BoolVar(&o.compare, "compare-model", true, "print the dry-run estimate of the same config beside the measurements, with the error of each (--compare-model=false: measurements alone)")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 	cliflag.DefaultInUsage(f, "warmup", "iterations")

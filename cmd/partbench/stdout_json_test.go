@@ -36,3 +36,29 @@ func TestJSONStdoutIsOnlyJSON(t *testing.T) {
 		t.Errorf("stderr does not say where the files went: %q", errs)
 	}
 }
+
+// Output files are probed before any work, and errors name the flag and the
+// path given, never a temporary file.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	missing := t.TempDir() + "/no/such/folder/out.json"
+	for _, args := range [][]string{
+		{"model", "--dry-run", "--trace", missing},
+		{"model", "--dry-run", "--output", missing},
+		{"search", "--config", "test/single-tiny", "--output", missing},
+		{"trace", "stats", "--output", missing, "x.json"},
+		{"generate", "--model-dir", "x", "--ids-file", "y", "--logits-out", missing},
+	} {
+		_, _, err := runCLISplit(t, args...)
+		flag := args[len(args)-2]
+		if args[0] == "trace" {
+			flag = "--output"
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), flag+" "+missing+": cannot create "+missing+": folder ") || strings.Contains(err.Error(), ".tmp") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	// A directory given as a file is refused as such.
+	if _, _, err := runCLISplit(t, "model", "--dry-run", "--output", t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("--output DIR: %v", err)
+	}
+}

@@ -63,6 +63,7 @@ one node's GPUs and NICs with the nvidia-smi codes, and the link between nodes.
 	f.StringVar(&o.hardware, "hardware", "h100-sxm", "hardware (GPU) preset; for this machine it replaces the one matched by GPU name")
 	cliflag.Format(f, &o.format, append(cliflag.TableFormats, cliflag.DOT)...)
 	f.StringVar(&o.save, "save", "", "write the [hardware] and [topology] config sections to FILE")
+	cliflag.MarkOutputFile(f, "save")
 	return cmd
 }
 
