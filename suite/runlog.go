@@ -24,6 +24,9 @@ const SpecFile = "spec.json"
 // Record is one run as the log holds it: one JSON line, appended and
 // fsynced as the run finishes. Times are seconds, bytes integers.
 type Record struct {
+	// Schema is RecordSchema on every line partbench writes (empty on logs
+	// written before it was recorded, which are read as the same layout).
+	Schema   string `json:"schema,omitempty"`
 	Spec     string `json:"spec"`
 	SpecHash string `json:"spec_hash"`
 	Cell     string `json:"cell"`
@@ -97,8 +100,12 @@ func OpenLog(dir string, fresh bool) (*Log, []Record, error) {
 	return &Log{f: f}, recs, nil
 }
 
+// RecordSchema names the layout of one runs.jsonl line.
+const RecordSchema = "partbench.suite-run/v1"
+
 // Append writes one record as one line and fsyncs it.
 func (l *Log) Append(r Record) error {
+	r.Schema = RecordSchema
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -142,6 +149,9 @@ func ReadLog(path string) ([]Record, int64, error) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {
 			return nil, 0, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if r.Schema != "" && r.Schema != RecordSchema {
+			return nil, 0, fmt.Errorf("%s:%d: schema %q: this partbench reads %s", path, line, r.Schema, RecordSchema)
 		}
 		out = append(out, r)
 		off += n

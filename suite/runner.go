@@ -244,8 +244,14 @@ func modeledLatency(plan *partition.Plan, cell Cell, mode partition.RemoteMode, 
 	}
 }
 
+// SpecSchema names the layout of spec.json, the spec a suite ran.
+const SpecSchema = "partbench.suite-spec/v1"
+
 func writeSpec(dir string, s *Spec) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := json.MarshalIndent(struct {
+		Schema string `json:"schema"`
+		*Spec
+	}{SpecSchema, s}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -261,10 +267,17 @@ func ReadSpec(dir string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("suite directory %s: %w (was it written by partbench suite?)", dir, err)
 	}
-	var s Spec
-	if err := json.Unmarshal(b, &s); err != nil {
+	var doc struct {
+		Schema string `json:"schema"`
+		Spec
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SpecFile), err)
 	}
+	if doc.Schema != "" && doc.Schema != SpecSchema { // "": written before the schema was recorded
+		return nil, fmt.Errorf("%s: schema %q: this partbench reads %s", filepath.Join(dir, SpecFile), doc.Schema, SpecSchema)
+	}
+	s := doc.Spec
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SpecFile), err)
 	}

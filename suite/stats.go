@@ -61,8 +61,13 @@ type CellResult struct {
 	VsNaive    *Comparison `json:"vs_naive,omitempty"`
 }
 
+// ResultsSchema names the layout of a suite's results.json.
+const ResultsSchema = "partbench.suite/v1"
+
 // Results are a suite's statistics (results.json).
 type Results struct {
+	// Schema is ResultsSchema (results.json).
+	Schema     string       `json:"schema"`
 	Spec       string       `json:"spec"`
 	SpecHash   string       `json:"spec_hash"`
 	Hardware   string       `json:"modeled_hardware"`
@@ -90,7 +95,7 @@ func Analyze(s *Spec, recs []Record) (*Results, error) {
 	for _, r := range m {
 		by[r.Cell] = append(by[r.Cell], r)
 	}
-	res := &Results{Spec: s.Name, SpecHash: s.Hash(), Hardware: s.Hardware, Link: s.Link, Backend: s.Backend, Warmup: s.Warmup, Runs: s.Runs,
+	res := &Results{Schema: ResultsSchema, Spec: s.Name, SpecHash: s.Hash(), Hardware: s.Hardware, Link: s.Link, Backend: s.Backend, Warmup: s.Warmup, Runs: s.Runs,
 		Confidence: Confidence, Complete: true, Baselines: s.Baselines, Workloads: s.Workloads}
 	ref := func(mode string) string {
 		for _, b := range s.Baselines {
