@@ -74,7 +74,7 @@ func NewResultsFile(t *Trials) *ResultsFile {
 // Write writes results.csv and results.json into dir (created if missing).
 func (f *ResultsFile) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return fmt.Errorf("--output-dir %s: %w", dir, err)
 	}
 	cf, err := os.Create(filepath.Join(dir, "results.csv"))
 	if err != nil {

@@ -75,7 +75,7 @@ type Log struct {
 // returned. fresh refuses a log that already holds records.
 func OpenLog(dir string, fresh bool) (*Log, []Record, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("--out %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("--output-dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, RunsFile)
 	recs, good, err := ReadLog(path)

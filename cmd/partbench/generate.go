@@ -57,9 +57,10 @@ the logits at every prompt position as [sequence][position][vocab].`,
 	cliflag.Format(f, &o.format, cliflag.JSON)
 	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")
-	f.IntVar(&o.nproc, "nproc", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
-	cliflag.Alias(f, "nproc-per-node", "nproc", false)
-	f.StringVar(&o.rendezvous, "rendezvous", "", "under a launcher: rank 0's control address host:port (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
+	f.IntVar(&o.nproc, "nproc-per-node", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
+	cliflag.Alias(f, "nproc", "nproc-per-node", false)
+	f.StringVar(&o.rendezvous, "rdzv-endpoint", "", "under a launcher: rank 0's control address host:port, as torchrun's (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
+	cliflag.Alias(f, "rendezvous", "rdzv-endpoint", false)
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "with --nproc or a launcher: how long ranks wait for each other at the start")
 	return cmd
 }
@@ -133,7 +134,7 @@ func (o *generateOptions) launch(ctx context.Context, flags *pflag.FlagSet, dir 
 	}
 	// The ranks share this one's flags, with its paths made absolute.
 	argv := append([]string{exe, "generate", "--model-dir", dir, "--ids-file", ids},
-		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "nproc", "nproc-per-node", "rendezvous")...)
+		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "nproc", "nproc-per-node", "rendezvous", "rdzv-endpoint")...)
 	if o.logitsOut != "" {
 		out, err := filepath.Abs(o.logitsOut)
 		if err != nil {

@@ -61,11 +61,11 @@ type runOptions struct {
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.config, "config", "", "strategy config to run: a TOML file or an embedded preset name")
 	f.StringVar(&o.backend, "backend", "auto", "compute backend: cuda, cpu, or auto (cuda when a driver is found)")
-	f.StringVar(&o.rendezvous, "rendezvous", "", "rank 0's control address host:port (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
-	cliflag.Alias(f, "rdzv-endpoint", "rendezvous", false)
+	f.StringVar(&o.rendezvous, "rdzv-endpoint", "", "rank 0's control address host:port, as torchrun's (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
+	cliflag.Alias(f, "rendezvous", "rdzv-endpoint", false)
 	f.IntVar(&o.warmup, "warmup", -1, "warm-up iterations, discarded (default: the config's run.warmup)")
 	f.IntVar(&o.iterations, "iterations", -1, "measured iterations (default: the config's run.iterations)")
-	cliflag.OutputDir(f, &o.outDir, ".", "directory where rank 0 writes results.json and results.csv (\"\" = none)", "out")
+	cliflag.OutputDir(f, &o.outDir, "results", "directory where rank 0 writes results.json and results.csv, as remote, resume and suite do (\"\" = none)", "out")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.BoolVar(&o.perRank, "per-rank", false, "add one row per rank")
 	f.BoolVar(&o.verbose, "verbose", false, "every rank prints a line about itself and its errors in full, not only rank 0")
@@ -93,8 +93,8 @@ var runLauncherOnly = map[string]string{
 	"rdzv-id":        "becomes the children's job id (launch.SpawnOptions.JobID)",
 	"master-addr":    "becomes the children's MASTER_ADDR",
 	"master-port":    "becomes the children's MASTER_PORT (a picked port, not 0)",
-	"rendezvous":     "becomes the children's MASTER_ADDR:MASTER_PORT",
-	"rdzv-endpoint":  "alias of --rendezvous",
+	"rdzv-endpoint":  "becomes the children's MASTER_ADDR:MASTER_PORT",
+	"rendezvous":     "alias of --rdzv-endpoint",
 	"check":          "runs in process: `run --check` never launches",
 	"emulate-ranks":  "runs in process: `run --emulate-ranks` never launches",
 	"model-dir":      "only with --check, which never launches",
