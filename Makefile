@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # go-nvml's header marks NVML calls partbench never makes as deprecated; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test test-go deps-test run vet fuzz gpu-check clean
+.PHONY: build test test-fast test-go deps-test run vet fuzz gpu-check clean
 
 ## build: the partbench binary in bin/
 build:
@@ -17,6 +17,12 @@ run:
 
 ## test: everything CI runs (installs Open MPI first when mpirun is missing)
 test: deps-test test-go
+
+## test-fast: a developer's loop: vet, then every package's tests without -race, -short
+## (skips the end-to-end runs under mpirun, the documented-commands run and other minute-long tests)
+test-fast:
+	$(GO) vet ./...
+	$(GO) test -short -timeout 10m ./...
 
 deps-test:
 	@bash scripts/install-test-deps.sh
