@@ -2,6 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 
@@ -10,25 +14,82 @@ import (
 
 // NVRTC is the loaded CUDA runtime compiler.
 type NVRTC struct {
-	dl     *dl.Library
-	c      rtcAPI
-	closed sync.Once
+	dl       *dl.Library
+	builtins []*dl.Library // libnvrtc-builtins from libnvrtc's own folder
+	c        rtcAPI
+	closed   sync.Once
 }
 
-// LoadNVRTC finds NVRTC (dl.NVRTC: libnvrtc.so.13, .12 in
+// LoadNVRTC finds NVRTC (dl.NVRTC: libnvrtc.so.13, .12, .11.2 in
 // $PARTBENCH_NVRTC_LIB, LD_LIBRARY_PATH, $CUDA_HOME, the system loader,
-// the nvidia-cuda-nvrtc wheels) and binds it.
+// partbench's cache folder, the nvidia-cuda-nvrtc wheels) and binds it.
+// It first loads libnvrtc-builtins from libnvrtc's own folder, where
+// there is one: libnvrtc opens it by soname at its first compilation,
+// which fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE when that folder
+// is not on the loader's path, and the loader reuses a library already
+// loaded under the soname.
 func LoadNVRTC() (*NVRTC, error) {
 	lib, err := dl.Find(dl.NVRTC())
 	if err != nil {
 		return nil, fmt.Errorf("nvrtc: %w", err)
 	}
-	n, err := LoadNVRTCFrom(lib)
+	builtins, err := openBuiltins(lib.File())
 	if err != nil {
 		lib.Close()
 		return nil, err
 	}
+	n, err := LoadNVRTCFrom(lib)
+	if err != nil {
+		lib.Close()
+		closeAll(builtins)
+		return nil, err
+	}
+	n.builtins = builtins
 	return n, nil
+}
+
+// builtinsName is a libnvrtc-builtins soname: libnvrtc-builtins.so.MAJOR.MINOR.
+var builtinsName = regexp.MustCompile(`^libnvrtc-builtins\.so\.(\d+)\.\d+$`)
+
+// nvrtcMajor is the major version in libnvrtc's file name (libnvrtc.so.12,
+// libnvrtc.so.11.2, libnvrtc.so.12.4.127).
+var nvrtcMajor = regexp.MustCompile(`^libnvrtc\.so\.(\d+)`)
+
+// openBuiltins opens every libnvrtc-builtins.so.MAJOR.MINOR beside the
+// libnvrtc at path whose MAJOR is libnvrtc's, newest first (none is not an
+// error: the builtins may be on the loader's path).
+func openBuiltins(path string) ([]*dl.Library, error) {
+	m := nvrtcMajor.FindStringSubmatch(filepath.Base(path))
+	if m == nil || !filepath.IsAbs(path) {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, nil
+	}
+	var names []string
+	for _, e := range entries {
+		if b := builtinsName.FindStringSubmatch(e.Name()); b != nil && b[1] == m[1] {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	var libs []*dl.Library
+	for _, name := range names {
+		b, err := dl.Open(filepath.Join(filepath.Dir(path), name), dl.Now|dl.Local)
+		if err != nil {
+			closeAll(libs)
+			return nil, fmt.Errorf("nvrtc: loading %s beside %s: %w", name, path, err)
+		}
+		libs = append(libs, b)
+	}
+	return libs, nil
+}
+
+func closeAll(libs []*dl.Library) {
+	for _, l := range libs {
+		l.Close()
+	}
 }
 
 // LoadNVRTCFrom binds an already opened NVRTC (the test seam). On success
@@ -51,6 +112,7 @@ func (n *NVRTC) Close() error {
 	n.closed.Do(func() {
 		n.c.free()
 		err = n.dl.Close()
+		closeAll(n.builtins)
 	})
 	return err
 }
