@@ -144,6 +144,14 @@ func ArchOption(major, minor int, cubin bool) string {
 	return fmt.Sprintf("--gpu-architecture=compute_%d%d", major, minor)
 }
 
+// ArchSpecificOption is ArchOption for the architecture-specific target
+// of compute capability major.minor: "sm_90a" (real) or "compute_90a"
+// (virtual). Hopper-only instructions (wgmma, setmaxnreg) compile only for
+// it, and its code runs on exactly that architecture.
+func ArchSpecificOption(major, minor int, cubin bool) string {
+	return ArchOption(major, minor, cubin) + "a"
+}
+
 // Compiled is NVRTC's output.
 type Compiled struct {
 	// Image is the PTX text (with its terminating NUL) or the cubin, ready
@@ -152,8 +160,11 @@ type Compiled struct {
 	// CUBIN reports which: a cubin when the options named a real
 	// architecture (sm_XX) and the library has nvrtcGetCUBIN.
 	CUBIN bool
-	// Log is the compiler's log (warnings), possibly empty.
+	// Log is the compiler's log (warnings; with --ptxas-options=-v the
+	// registers, shared memory and spills of each kernel), possibly empty.
 	Log string
+	// PTX is the PTX text beside a cubin (nil when Image is the PTX).
+	PTX []byte
 }
 
 // Compile compiles CUDA C++ source src (name is used in messages) with
@@ -190,6 +201,9 @@ func (n *NVRTC) Compile(src, name string, opts ...string) (Compiled, error) {
 			return out, n.fail("nvrtcGetCUBIN", r)
 		}
 		out.Image, out.CUBIN = img, true
+		if ptx, r := n.c.ptx(prog); r == NVRTCSuccess {
+			out.PTX = ptx
+		}
 		return out, nil
 	}
 	img, r := n.c.ptx(prog)

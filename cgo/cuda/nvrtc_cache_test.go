@@ -57,5 +57,18 @@ func TestRealNVRTCCompilesWithBuiltinsBesideIt(t *testing.T) {
 		if !out.CUBIN || !strings.HasPrefix(string(out.Image), "\x7fELF") {
 			t.Errorf("cubin %v, image starts %q", out.CUBIN, out.Image[:min(4, len(out.Image))])
 		}
+		// The PTX comes with the cubin; sm_90a needs NVRTC 12.
+		if !strings.Contains(string(out.PTX), ".target sm_80") {
+			t.Errorf("no sm_80 PTX beside the cubin:\n%.300s", out.PTX)
+		}
+		if major >= 12 {
+			out, err := n.Compile(src, "k.cu", ArchSpecificOption(9, 0, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out.PTX), ".target sm_90a") {
+				t.Errorf("no sm_90a PTX:\n%.300s", out.PTX)
+			}
+		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // emuTol is the bound on |got − want| / max(1, |want|) per element type:
 // twice the storage rounding (half an ulp: 2^−24, 2^−11, 2^−8) plus fp32
 // arithmetic, with room. docs/numerics.md quotes it.
-var emuTol = map[string]float64{"fp32": 5e-6, "fp16": 1.5e-3, "bf16": 1.2e-2}
+var emuTol = map[string]float64{"fp32": 1e-6, "fp16": 1.5e-3, "bf16": 1.2e-2}
 
 // emuKernels are every kernel the backend launches with its signature.
 func emuKernels() []hostemu.Kernel {
