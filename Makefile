@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # go-nvml's header marks NVML calls partbench never makes as deprecated; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test test-go deps-test run vet fuzz gpu-check clean
+.PHONY: build test test-go deps-test kernel-check run vet fuzz gpu-check clean
 
 ## build: the partbench binary in bin/
 build:
@@ -15,11 +15,22 @@ build:
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/partbench model --dry-run
 
-## test: everything CI runs (installs Open MPI first when mpirun is missing)
-test: deps-test test-go
+## test: everything CI runs (installs Open MPI first when mpirun is missing, and Debian's
+## NVRTC into the cache; the kernel gate then requires NVRTC)
+test: export PARTBENCH_REQUIRE_NVRTC = 1
+test: deps-test kernel-check test-go
 
 deps-test:
 	@bash scripts/install-test-deps.sh
+
+## kernel-check: NVRTC compiles every kernel file (fp32, fp16, bf16; sm_80, sm_90, and sm_90a
+## where a file uses Hopper-only instructions) with ptxas -v and prints registers, shared
+## memory and spills per architecture; the host-emulation harness runs every kernel against
+## float64 references. PARTBENCH_REQUIRE_NVRTC=1 makes a missing NVRTC a failure (docs/gpu.md).
+KERNEL_TESTS := TestKernelCheck|TestPtxasAndPTXParsers|TestSpillAllowlist|TestHostEmulat|TestTensorCoreHelpersEmulated|TestRealNVRTC
+kernel-check:
+	@bash -o pipefail -c '$(GO) test -count=1 -v -run "$(KERNEL_TESTS)" ./cgo/cuda ./exec/cuda ./exec/cuda/hostemu \
+		| grep -v -E "^=== (RUN|PAUSE|CONT|NAME)"'
 
 test-go:
 	$(GO) vet ./...

@@ -317,9 +317,9 @@ func (e *emu) ropeKV() {
 // attnCase is one attention launch: seqs sequences of q queries at
 // positions p0.., hl query heads on kvl kv heads of hd, the variant V.
 type attnCase struct {
-	name                       string
+	name                        string
 	seqs, q, p0, hl, kvl, hd, v int
-	bidir                      bool
+	bidir                       bool
 }
 
 // attnCases cover decode (q = 1) and prefill (q > 1), causal and

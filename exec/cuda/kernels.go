@@ -1,6 +1,10 @@
 package cuda
 
-import kernelsrc "github.com/partbench/partbench/exec/cuda/kernels"
+import (
+	"fmt"
+
+	kernelsrc "github.com/partbench/partbench/exec/cuda/kernels"
+)
 
 // The CUDA C++ source of every kernel the backend launches lives in
 // kernels/*.cu (package kernels, embedded), compiled once per process and
@@ -45,6 +49,51 @@ const (
 	flatThreads   = 256 // grid-stride kernels
 	maxFlatBlocks = 4096
 )
+
+// launchBound is the largest launch of a kernel that the backend makes:
+// threads per block, and bytes of dynamic shared memory (beyond 48 KiB
+// only with optIn, the cuFuncSetAttribute opt-in). make kernel-check holds
+// each compiled kernel's registers and shared memory to it, and launch
+// refuses a launch beyond it.
+type launchBound struct {
+	threads int
+	dynSmem int
+	optIn   bool
+}
+
+// kernelLaunch is every kernel's launchBound (ops.go's launches).
+var kernelLaunch = map[string]launchBound{
+	"pb_prompt_tokens": {threads: flatThreads},
+	"pb_embed":         {threads: rowThreads},
+	"pb_synthetic":     {threads: rowThreads},
+	"pb_rmsnorm":       {threads: rowThreads},
+	"pb_layernorm":     {threads: rowThreads},
+	"pb_bias":          {threads: flatThreads},
+	"pb_pos_add":       {threads: rowThreads},
+	"pb_rope_kv":       {threads: rowThreads},
+	"pb_attention_v1":  {threads: attnThreads},
+	"pb_attention_v2":  {threads: attnThreads},
+	"pb_attention_v4":  {threads: attnThreads},
+	"pb_attention_v8":  {threads: attnThreads},
+	"pb_add":           {threads: flatThreads},
+	"pb_act":           {threads: flatThreads},
+	"pb_last_rows":     {threads: rowThreads},
+	"pb_teacher":       {threads: flatThreads},
+	"pb_argmax":        {threads: argmaxThreads},
+}
+
+// checkLaunchBound refuses a launch of name beyond its kernelLaunch entry.
+func checkLaunchBound(name string, threads, dynSmem int) error {
+	b, ok := kernelLaunch[name]
+	if !ok {
+		return fmt.Errorf("cuda: kernel %s has no launch bound in kernelLaunch", name)
+	}
+	if threads > b.threads || dynSmem > b.dynSmem {
+		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (kernelLaunch, checked by make kernel-check)",
+			name, threads, dynSmem, b.threads, b.dynSmem)
+	}
+	return nil
+}
 
 // attentionVec picks the elements per lane V of the attention kernel for
 // head_dim hd and elements of elemBytes: hd/V lanes hold one key, which
