@@ -144,4 +144,108 @@ func TestRewriteExternShared(t *testing.T) {
 	}
 }
 
-var _ = strings.Contains
+func i32s(b []byte) []int {
+	out := make([]int, len(b)/4)
+	for i := range out {
+		out[i] = int(int32(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	return out
+}
+
+var probeKernels = []Kernel{
+	{"emu_shuffles", "p"}, {"emu_barrier", "p"}, {"emu_extern_shared", "pi"}, {"emu_cp_async", "pp"},
+	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"},
+}
+
+// The prelude's shuffles, barriers, dynamic shared memory and cp.async
+// against CUDA's documented semantics, with the expected values derived
+// by hand in the comments.
+func TestPreludeSemantics(t *testing.T) {
+	p := build(t, "prelude_selftest.cu", "", probeKernels)
+	out, err := run(t, p, [][]byte{make([]byte, 4*4*64)}, Launch{Kernel: "emu_shuffles", Grid: D1(1), Block: D1(64), Args: []Arg{Ptr(0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := i32s(out[0])
+	for tid := 0; tid < 64; tid++ {
+		lane, warp := tid%32, tid/32*32
+		want := [4]int{
+			warp + lane ^ 1,    // xor 1 swaps neighbours
+			tid + 3,            // down 3 within the warp; lanes 29–31 keep their own
+			tid - 2,            // up 2 within segments of 16; lanes 0, 1, 16, 17 keep their own
+			warp + lane&^7 + 5, // lane 5 of each 8-lane segment
+		}
+		if lane+3 >= 32 {
+			want[1] = tid
+		}
+		if lane%16 < 2 {
+			want[2] = tid
+		}
+		for k := 0; k < 4; k++ {
+			if got[4*tid+k] != want[k] {
+				t.Errorf("thread %d shuffle %d = %d, want %d", tid, k, got[4*tid+k], want[k])
+			}
+		}
+	}
+
+	out, err = run(t, p, [][]byte{make([]byte, 4*64*2)}, Launch{Kernel: "emu_barrier", Grid: D1(2), Block: D1(64), Args: []Arg{Ptr(0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = i32s(out[0])
+	for b := 0; b < 2; b++ {
+		for tid := 0; tid < 48; tid++ {
+			if want := (tid+1)%48*10 + b; got[b*64+tid] != want {
+				t.Errorf("barrier block %d thread %d read %d, want %d", b, tid, got[b*64+tid], want)
+			}
+		}
+	}
+
+	const n = 40
+	out, err = run(t, p, [][]byte{make([]byte, 4*(n+1))}, Launch{Kernel: "emu_extern_shared", Grid: D1(1), Block: D1(n), DynSmem: 4 * (n + 1), Args: []Arg{Ptr(0, 0), I32(n)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := f32s(out[0])
+	for tid := 0; tid < n; tid++ {
+		if fs[tid] != float32(n-1-tid) {
+			t.Errorf("dynamic shared memory: thread %d read %g, want %d", tid, fs[tid], n-1-tid)
+		}
+	}
+	if !math.IsNaN(float64(fs[n])) {
+		t.Errorf("unwritten dynamic shared memory reads %g, want the 0xff fill (NaN)", fs[n])
+	}
+
+	out, err = run(t, p, [][]byte{f32bytes([]float32{1, 2, 3, 4}), make([]byte, 8)},
+		Launch{Kernel: "emu_cp_async", Grid: D1(1), Block: D1(1), DynSmem: 16, Args: []Arg{Ptr(0, 0), Ptr(1, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := f32s(out[1]); !math.IsNaN(float64(fs[0])) || fs[1] != 4 {
+		t.Errorf("cp.async: before the wait %g (want NaN, the copy not yet done), after %g (want 4)", fs[0], fs[1])
+	}
+}
+
+// A divergent barrier stops as a deadlock, and a shuffle from a lane that
+// skipped it stops the run: both with exit status 3 and a message.
+func TestPreludeStopsOnFaults(t *testing.T) {
+	t.Setenv("PB_EMU_WATCHDOG_S", "1")
+	p := build(t, "prelude_selftest.cu", "", probeKernels)
+	for _, c := range []struct{ kernel, want string }{
+		{"emu_deadlock", "hostemu: deadlock: no barrier moved for 1 s"},
+		{"emu_missing_lane", "warp exchange reads lane 31, which did not take part"},
+	} {
+		_, err := run(t, p, [][]byte{make([]byte, 4*32)}, Launch{Kernel: c.kernel, Grid: D1(1), Block: D1(32), Args: []Arg{Ptr(0, 0)}})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "exit status 3") {
+			t.Errorf("%s: err = %v, want %q and exit status 3", c.kernel, err, c.want)
+		}
+	}
+	// A launch the program does not know, and arguments of the wrong kinds,
+	// are refused before anything runs.
+	if _, err := run(t, p, nil, Launch{Kernel: "nope", Grid: D1(1), Block: D1(1)}); err == nil || !strings.Contains(err.Error(), "was not built with") {
+		t.Errorf("unknown kernel: %v", err)
+	}
+	if _, err := run(t, p, [][]byte{make([]byte, 4)}, Launch{Kernel: "emu_extern_shared", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0), F32(1)}}); err == nil || !strings.Contains(err.Error(), `arguments "pf", the kernel takes "pi"`) {
+		t.Errorf("wrong argument kinds: %v", err)
+	}
+}

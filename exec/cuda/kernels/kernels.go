@@ -55,7 +55,7 @@ var includeLine = regexp.MustCompile(`^\s*#\s*include\s*"([^"]+)"\s*$`)
 // they are.
 func Source(name string) (string, error) {
 	var b strings.Builder
-	if err := expand(&b, name, map[string]bool{}); err != nil {
+	if err := expand(files, &b, name, map[string]bool{}); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -68,32 +68,35 @@ func Module() (string, error) {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, f := range Files() {
-		if err := expand(&b, f, seen); err != nil {
+		if err := expand(files, &b, f, seen); err != nil {
 			return "", err
 		}
 	}
 	return b.String(), nil
 }
 
-func expand(b *strings.Builder, name string, seen map[string]bool) error {
+// expand writes file name of fsys with its .cuh includes expanded, each
+// header once per seen.
+func expand(fsys fs.FS, b *strings.Builder, name string, seen map[string]bool) error {
 	if seen[name] {
 		return nil
 	}
 	seen[name] = true
-	text, err := Raw(name)
+	raw, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		return err
+		return fmt.Errorf("kernels: no file %q", name)
 	}
+	text := string(raw)
 	fmt.Fprintf(b, "#line 1 %q\n", name)
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if m := includeLine.FindStringSubmatch(line); m != nil && path.Ext(m[1]) == ".cuh" {
-			if _, err := fs.Stat(files, m[1]); err != nil {
+			if _, err := fs.Stat(fsys, m[1]); err != nil {
 				return fmt.Errorf("kernels: %s line %d includes %q, which is not in exec/cuda/kernels", name, n, m[1])
 			}
-			if err := expand(b, m[1], seen); err != nil {
+			if err := expand(fsys, b, m[1], seen); err != nil {
 				return err
 			}
 			fmt.Fprintf(b, "#line %d %q\n", n+1, name)
