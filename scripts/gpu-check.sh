@@ -18,6 +18,9 @@
 #   single    a measured run of the seed model on one GPU (OUTDIR/single-gpu-seed.toml)
 #   emulate   every rank of TP=8×PP=2 and of layer-wise 16 played in turn on this GPU,
 #             at a reduced workload (run --emulate-ranks)
+#   sanitize  compute-sanitizer memcheck, then racecheck, over exec-cuda.test's kernel tests on
+#             the tiny test shapes (SANITIZE_RUN, a -test.run pattern; each tool limited to
+#             SANITIZE_TIMEOUT seconds, default 240); skipped, saying so, without compute-sanitizer
 #   torch     the single-GPU seed config run by partbench and, on the same shapes, by
 #             PyTorch (torch_baseline.py: eager SDPA prefill, eager and CUDA-graph decode);
 #             one table, OUTDIR/torch-vs-partbench.md (needs python3 with torch)
@@ -28,12 +31,12 @@
 set -u
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|torch ...]" >&2
+	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|sanitize|torch ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-steps=${*:-system nccl tests check single emulate torch}
+steps=${*:-system nccl tests check single emulate sanitize torch}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
@@ -211,6 +214,27 @@ for s in $steps; do
 				--warmup 1 --iterations 2 --format markdown
 		else
 			note emulate "this build's run has no --emulate-ranks flag"
+		fi
+		;;
+	sanitize)
+		san=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || true)}
+		for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+			[ -n "$san" ] && break
+			[ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ] && san=$d/bin/compute-sanitizer
+		done
+		if [ -z "$san" ]; then
+			note sanitize "no compute-sanitizer on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin (set COMPUTE_SANITIZER)"
+		elif [ ! -x ./exec-cuda.test ]; then
+			note sanitize "no exec-cuda.test here (go test -c -o exec-cuda.test ./exec/cuda)"
+		else
+			run=${SANITIZE_RUN:-TestRealGPUCheck/(fp32|fp16|bf16)/(single|tp2pp2)-tiny}
+			saved=$limit
+			limit=${SANITIZE_TIMEOUT:-240}
+			for tool in memcheck racecheck; do
+				step "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
+					./exec-cuda.test -test.run "$run" -test.v -test.timeout "${limit}s"
+			done
+			limit=$saved
 		fi
 		;;
 	torch)
