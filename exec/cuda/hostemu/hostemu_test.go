@@ -154,7 +154,35 @@ func i32s(b []byte) []int {
 
 var probeKernels = []Kernel{
 	{"emu_shuffles", "p"}, {"emu_barrier", "p"}, {"emu_extern_shared", "pi"}, {"emu_cp_async", "pp"},
-	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"},
+	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"}, {"emu_out_of_bounds", "pi"},
+}
+
+// With Options.ASan a kernel's write one element past its buffer stops the
+// run with AddressSanitizer's report (buffers are allocated exactly).
+func TestASanCatchesOutOfBounds(t *testing.T) {
+	if _, err := Compiler(); err != nil {
+		t.Skipf("no C++ compiler: %v", err)
+	}
+	b, err := os.ReadFile("testdata/prelude_selftest.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := Build(ctx, t.TempDir(), Options{Name: "prelude_selftest.cu", Source: string(b), Kernels: probeKernels, ASan: true})
+	if err != nil {
+		if strings.Contains(err.Error(), "asan") {
+			t.Skipf("the compiler has no AddressSanitizer runtime: %v", err)
+		}
+		t.Fatal(err)
+	}
+	_, err = run(t, p, [][]byte{make([]byte, 4*5)}, Launch{Kernel: "emu_out_of_bounds", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0), I32(5)}})
+	if err == nil || !strings.Contains(err.Error(), "AddressSanitizer: heap-buffer-overflow") {
+		t.Errorf("err = %v, want AddressSanitizer's heap-buffer-overflow", err)
+	}
+	if _, err := run(t, p, [][]byte{make([]byte, 4*5)}, Launch{Kernel: "emu_out_of_bounds", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0), I32(4)}}); err != nil {
+		t.Errorf("the last element in bounds: %v", err)
+	}
 }
 
 // The prelude's shuffles, barriers, dynamic shared memory and cp.async

@@ -60,4 +60,7 @@ __global__ void emu_missing_lane(int* out) {
 	out[threadIdx.x] = v;
 }
 
+// One thread writes element n of a buffer of n ints: past its end.
+__global__ void emu_out_of_bounds(int* out, int n) { out[n] = 1; }
+
 } // extern "C"
