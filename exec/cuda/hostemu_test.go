@@ -140,6 +140,7 @@ func (e *emu) check(what string, got []float32, want []float64) float64 {
 }
 
 func TestHostEmulatedKernels(t *testing.T) {
+	kernelCheckOnly(t)
 	src := moduleSource(t)
 	for _, name := range []string{"fp32", "fp16", "bf16"} {
 		t.Run(name, func(t *testing.T) {
@@ -511,6 +512,7 @@ func plantBug(t *testing.T, src, old, new string) string {
 // a causal mask that lets each query see the whole pass, and an online
 // softmax that drops the rescale of its running sums.
 func TestHostEmulationCatchesPlantedBugs(t *testing.T) {
+	kernelCheckOnly(t)
 	src := moduleSource(t)
 	dt := dtypes["fp32"]
 	bugs := []struct{ name, old, new string }{

@@ -300,6 +300,7 @@ func gateUnits(t *testing.T) []gateUnit {
 }
 
 func TestKernelCheck(t *testing.T) {
+	kernelCheckOnly(t)
 	rtc, err := cuda.LoadNVRTC()
 	if err != nil {
 		if os.Getenv("PARTBENCH_REQUIRE_NVRTC") == "1" {
@@ -524,5 +525,16 @@ func TestKernelCheckCatchesPlantedFaults(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)
 		}
+	}
+}
+
+// kernelCheckOnly skips a test that compiles kernels with g++ or NVRTC
+// (tens of seconds on two cores) unless PARTBENCH_KERNEL_CHECK=1, which
+// make kernel-check sets: make test runs them there once, not again in
+// go test ./... .
+func kernelCheckOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PARTBENCH_KERNEL_CHECK") != "1" {
+		t.Skip("a kernel-check test: run make kernel-check (or set PARTBENCH_KERNEL_CHECK=1)")
 	}
 }

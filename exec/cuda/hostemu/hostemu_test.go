@@ -102,6 +102,7 @@ func f16bits(f float32) uint16 {
 // 1/4096), D equals the float64 product exactly. A wrong fragment layout
 // puts elements in the wrong place and fails.
 func TestTensorCoreHelpersEmulated(t *testing.T) {
+	kernelCheckOnly(t)
 	for _, dt := range []struct {
 		define string
 		bf16   bool
@@ -160,6 +161,7 @@ var probeKernels = []Kernel{
 // With Options.ASan a kernel's write one element past its buffer stops the
 // run with AddressSanitizer's report (buffers are allocated exactly).
 func TestASanCatchesOutOfBounds(t *testing.T) {
+	kernelCheckOnly(t)
 	if _, err := Compiler(); err != nil {
 		t.Skipf("no C++ compiler: %v", err)
 	}
@@ -189,6 +191,7 @@ func TestASanCatchesOutOfBounds(t *testing.T) {
 // against CUDA's documented semantics, with the expected values derived
 // by hand in the comments.
 func TestPreludeSemantics(t *testing.T) {
+	kernelCheckOnly(t)
 	p := build(t, "prelude_selftest.cu", "", probeKernels)
 	out, err := run(t, p, [][]byte{make([]byte, 4*4*64)}, Launch{Kernel: "emu_shuffles", Grid: D1(1), Block: D1(64), Args: []Arg{Ptr(0, 0)}})
 	if err != nil {
@@ -257,6 +260,7 @@ func TestPreludeSemantics(t *testing.T) {
 // A divergent barrier stops as a deadlock, and a shuffle from a lane that
 // skipped it stops the run: both with exit status 3 and a message.
 func TestPreludeStopsOnFaults(t *testing.T) {
+	kernelCheckOnly(t)
 	t.Setenv("PB_EMU_WATCHDOG_S", "1")
 	p := build(t, "prelude_selftest.cu", "", probeKernels)
 	for _, c := range []struct{ kernel, want string }{
@@ -275,5 +279,16 @@ func TestPreludeStopsOnFaults(t *testing.T) {
 	}
 	if _, err := run(t, p, [][]byte{make([]byte, 4)}, Launch{Kernel: "emu_extern_shared", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0), F32(1)}}); err == nil || !strings.Contains(err.Error(), `arguments "pf", the kernel takes "pi"`) {
 		t.Errorf("wrong argument kinds: %v", err)
+	}
+}
+
+// kernelCheckOnly skips a test that compiles kernels with g++ or NVRTC
+// (tens of seconds on two cores) unless PARTBENCH_KERNEL_CHECK=1, which
+// make kernel-check sets: make test runs them there once, not again in
+// go test ./... .
+func kernelCheckOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PARTBENCH_KERNEL_CHECK") != "1" {
+		t.Skip("a kernel-check test: run make kernel-check (or set PARTBENCH_KERNEL_CHECK=1)")
 	}
 }
