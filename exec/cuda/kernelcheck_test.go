@@ -295,7 +295,8 @@ func gateUnits(t *testing.T) []gateUnit {
 		src = strings.Replace(src, `#include "`+h+`"`, text, 1)
 	}
 	us = append(us, gateUnit{name: "hostemu/testdata/tc_selftest.cu", src: src,
-		sigs: map[string]string{"pb_tc_selftest": "pppp"}, bounds: map[string]launchBound{"pb_tc_selftest": {threads: 32}}})
+		sigs:   map[string]string{"pb_tc_selftest": "pppp", "pb_ldmatrix_selftest": "pp", "pb_cp_async_zfill_selftest": "pp"},
+		bounds: map[string]launchBound{"pb_tc_selftest": {threads: 32}, "pb_ldmatrix_selftest": {threads: 32}, "pb_cp_async_zfill_selftest": {threads: 32}}})
 	return us
 }
 

@@ -134,6 +134,67 @@ func TestTensorCoreHelpersEmulated(t *testing.T) {
 	}
 }
 
+// Every ldmatrix form against the PTX ISA's layout, restated here: for
+// matrix j, lane l receives elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1)
+// in its low and high halves, of the transpose with .trans; x1 reads
+// matrix 0, x2 matrices 0–1, x4 all four, from the rows lanes 8j..8j+7
+// name. Elements are distinct (their index), so any misplacement shows.
+func TestLdmatrixEmulated(t *testing.T) {
+	kernelCheckOnly(t)
+	p := build(t, "tc_selftest.cu", "", []Kernel{{"pb_ldmatrix_selftest", "pp"}, {"pb_cp_async_zfill_selftest", "pp"}}, "-DPB_F16")
+	m := make([]byte, 2*256)
+	for i := 0; i < 256; i++ {
+		binary.LittleEndian.PutUint16(m[2*i:], uint16(i)) // the raw bits: ldmatrix moves, never converts
+	}
+	out, err := run(t, p, [][]byte{m, make([]byte, 4*32*16)}, Launch{Kernel: "pb_ldmatrix_selftest", Grid: D1(1), Block: D1(32), Args: []Arg{Ptr(0, 0), Ptr(1, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := func(j, r, c int) uint32 { return uint32(64*j + 8*r + c) }
+	reg := func(j, l int, trans bool) uint32 {
+		r, c := l/4, 2*(l%4)
+		if trans {
+			return el(j, c, r) | el(j, c+1, r)<<16
+		}
+		return el(j, r, c) | el(j, r, c+1)<<16
+	}
+	got := make([]uint32, 32*16)
+	for i := range got {
+		got[i] = binary.LittleEndian.Uint32(out[1][4*i:])
+	}
+	for l := 0; l < 32; l++ {
+		want := map[int]uint32{0: reg(0, l, false), 1: reg(0, l, false), 2: reg(1, l, false), 7: reg(0, l, true), 8: reg(0, l, true), 9: reg(1, l, true)}
+		for j := 0; j < 4; j++ {
+			want[3+j], want[10+j] = reg(j, l, false), reg(j, l, true)
+		}
+		for k, w := range want {
+			if got[l*16+k] != w {
+				t.Errorf("lane %d register slot %d = %#x, want %#x", l, k, got[l*16+k], w)
+			}
+		}
+	}
+
+	g := make([]byte, 32*16)
+	for i := range g {
+		g[i] = byte(i%251 + 1) // never 0 or 0xee
+	}
+	out, err = run(t, p, [][]byte{g, make([]byte, 32*16)}, Launch{Kernel: "pb_cp_async_zfill_selftest", Grid: D1(1), Block: D1(32), Args: []Arg{Ptr(0, 0), Ptr(1, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := 0; l < 32; l++ {
+		for i := 0; i < 16; i++ {
+			want := byte(0)
+			if i < l%17 {
+				want = g[16*l+i]
+			}
+			if out[1][16*l+i] != want {
+				t.Fatalf("cp.async zfill lane %d byte %d = %#x, want %#x", l, i, out[1][16*l+i], want)
+			}
+		}
+	}
+}
+
 func TestRewriteExternShared(t *testing.T) {
 	got := RewriteExternShared("extern __shared__ __align__(16) unsigned char smem[];\n\textern __shared__ float s [ ];")
 	want := "unsigned char* smem = (unsigned char*)pb_emu_dynamic_smem();\n\tfloat* s = (float*)pb_emu_dynamic_smem();"
