@@ -60,6 +60,14 @@ have_nvrtc() {
 if have_nvrtc; then
 	exit 0
 fi
+# One fetch at a time per cache (parallel jobs on one machine): the others
+# wait, then find the libraries there.
+mkdir -p "$cache"
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$cache/.nvrtc.lock"
+	flock 9
+	have_nvrtc && exit 0
+fi
 command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1 ||
 	nvrtc_fail "no apt-get/dpkg on this machine: cannot fetch Debian's NVRTC; set PARTBENCH_NVRTC_LIB to a libnvrtc instead"
 
