@@ -3,6 +3,7 @@ package hostemu
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -216,7 +217,7 @@ func i32s(b []byte) []int {
 
 var probeKernels = []Kernel{
 	{"emu_shuffles", "p"}, {"emu_barrier", "p"}, {"emu_extern_shared", "pi"}, {"emu_cp_async", "pp"},
-	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"}, {"emu_out_of_bounds", "pi"},
+	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"}, {"emu_out_of_bounds", "pi"}, {"emu_minmax", "p"},
 }
 
 // With Options.ASan a kernel's write one element past its buffer stops the
@@ -306,6 +307,14 @@ func TestPreludeSemantics(t *testing.T) {
 	}
 	if !math.IsNaN(float64(fs[n])) {
 		t.Errorf("unwritten dynamic shared memory reads %g, want the 0xff fill (NaN)", fs[n])
+	}
+
+	out, err = run(t, p, [][]byte{make([]byte, 4*5)}, Launch{Kernel: "emu_minmax", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := i32s(out[0]), []int{-3, 5, 2, -1, int(int32(math.Float32bits(-2)))}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("min/max = %v, want %v", got, want)
 	}
 
 	out, err = run(t, p, [][]byte{f32bytes([]float32{1, 2, 3, 4}), make([]byte, 8)},

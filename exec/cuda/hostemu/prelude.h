@@ -143,6 +143,25 @@ inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 template <typename T> inline T __ldg(const T* p) { return *p; }
+
+// CUDA's min and max overloads (integer and floating; a mixed signed and
+// unsigned pair compares as unsigned, as CUDA's do).
+#define PB_EMU_MINMAX(T)                                   \
+	inline T min(T a, T b) { return b < a ? b : a; }       \
+	inline T max(T a, T b) { return a < b ? b : a; }
+PB_EMU_MINMAX(int)
+PB_EMU_MINMAX(unsigned int)
+PB_EMU_MINMAX(long long)
+PB_EMU_MINMAX(unsigned long long)
+#undef PB_EMU_MINMAX
+inline unsigned int min(int a, unsigned int b) { return min((unsigned int)a, b); }
+inline unsigned int min(unsigned int a, int b) { return min(a, (unsigned int)b); }
+inline unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
+inline unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
 inline void sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
 // sincos(double) is glibc's.
 

@@ -60,6 +60,16 @@ __global__ void emu_missing_lane(int* out) {
 	out[threadIdx.x] = v;
 }
 
+// CUDA's min and max: out = {min(−3, 5), max(−3, 5), min(2u, 7u),
+// max(−1, 2u) (unsigned: 0xffffffff), min of floats 1.5 and −2 (as int bits)}.
+__global__ void emu_minmax(int* out) {
+	out[0] = min(-3, 5);
+	out[1] = max(-3, 5);
+	out[2] = (int)min(2u, 7u);
+	out[3] = (int)max(-1, 2u);
+	out[4] = __float_as_int(min(1.5f, -2.0f));
+}
+
 // One thread writes element n of a buffer of n ints: past its end.
 __global__ void emu_out_of_bounds(int* out, int n) { out[n] = 1; }
 
