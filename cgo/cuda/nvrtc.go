@@ -22,30 +22,38 @@ type NVRTC struct {
 
 // LoadNVRTC finds NVRTC (dl.NVRTC: libnvrtc.so.13, .12, .11.2 in
 // $PARTBENCH_NVRTC_LIB, LD_LIBRARY_PATH, $CUDA_HOME, the system loader,
-// partbench's cache folder, the nvidia-cuda-nvrtc wheels) and binds it.
-// It first loads libnvrtc-builtins from libnvrtc's own folder, where
-// there is one: libnvrtc opens it by soname at its first compilation,
-// which fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE when that folder
-// is not on the loader's path, and the loader reuses a library already
-// loaded under the soname.
+// partbench's cache folder, the nvidia-cuda-nvrtc wheels) and binds it
+// (LoadNVRTCFrom).
 func LoadNVRTC() (*NVRTC, error) {
 	lib, err := dl.Find(dl.NVRTC())
 	if err != nil {
 		return nil, fmt.Errorf("nvrtc: %w", err)
 	}
-	builtins, err := openBuiltins(lib.File())
-	if err != nil {
-		lib.Close()
-		return nil, err
-	}
 	n, err := LoadNVRTCFrom(lib)
 	if err != nil {
 		lib.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// LoadNVRTCFrom binds an already opened NVRTC (the test seam). On success
+// the NVRTC owns lib. It first loads libnvrtc-builtins from libnvrtc's own
+// folder, where there is one: libnvrtc opens it by soname at its first
+// compilation, which fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE when
+// that folder is not on the loader's path, and the loader reuses a library
+// already loaded under the soname.
+func LoadNVRTCFrom(lib *dl.Library) (*NVRTC, error) {
+	builtins, err := openBuiltins(lib.File())
+	if err != nil {
+		return nil, err
+	}
+	c, err := bindNVRTC(lib)
+	if err != nil {
 		closeAll(builtins)
 		return nil, err
 	}
-	n.builtins = builtins
-	return n, nil
+	return &NVRTC{dl: lib, builtins: builtins, c: c}, nil
 }
 
 // builtinsName is a libnvrtc-builtins soname: libnvrtc-builtins.so.MAJOR.MINOR.
@@ -90,16 +98,6 @@ func closeAll(libs []*dl.Library) {
 	for _, l := range libs {
 		l.Close()
 	}
-}
-
-// LoadNVRTCFrom binds an already opened NVRTC (the test seam). On success
-// the NVRTC owns lib.
-func LoadNVRTCFrom(lib *dl.Library) (*NVRTC, error) {
-	c, err := bindNVRTC(lib)
-	if err != nil {
-		return nil, err
-	}
-	return &NVRTC{dl: lib, c: c}, nil
 }
 
 // Path is the file the library was loaded from.

@@ -302,14 +302,13 @@ func gateUnits(t *testing.T) []gateUnit {
 
 func TestKernelCheck(t *testing.T) {
 	kernelCheckOnly(t)
-	rtc, err := cuda.LoadNVRTC()
+	rtc, err := loadNVRTC() // the backend's own loader (and binding, kept for the process)
 	if err != nil {
 		if os.Getenv("PARTBENCH_REQUIRE_NVRTC") == "1" {
 			t.Fatalf("PARTBENCH_REQUIRE_NVRTC=1 and no NVRTC (scripts/install-test-deps.sh fetches Debian's): %v", err)
 		}
 		t.Skipf("no NVRTC (scripts/install-test-deps.sh fetches Debian's; PARTBENCH_REQUIRE_NVRTC=1 makes this a failure): %v", err)
 	}
-	defer rtc.Close()
 	major, minor, err := rtc.Version()
 	if err != nil {
 		t.Fatal(err)
@@ -498,11 +497,10 @@ func TestSpillAllowlist(t *testing.T) {
 // warning; and a spill beyond an allowance of zero when registers are
 // capped.
 func TestKernelCheckCatchesPlantedFaults(t *testing.T) {
-	rtc, err := cuda.LoadNVRTC()
+	rtc, err := loadNVRTC() // the backend's own loader (and binding, kept for the process)
 	if err != nil {
 		t.Skipf("no NVRTC: %v", err)
 	}
-	defer rtc.Close()
 	src := `extern "C" __global__ void pb_probe(float* x, int n) {
 	__shared__ float s[10240]; // 40 KiB
 	int unused;
