@@ -260,6 +260,36 @@ type Launch struct {
 	Args        []Arg
 }
 
+// checkLaunch refuses a launch of a kernel not in ks, or whose arguments
+// differ from its signature or point outside bufs.
+func checkLaunch(ks map[string]Kernel, bufs [][]byte, l Launch) error {
+	k, ok := ks[l.Kernel]
+	if !ok {
+		return fmt.Errorf("hostemu: launch of %s, which the program was not built with", l.Kernel)
+	}
+	sig := make([]byte, len(l.Args))
+	for i, a := range l.Args {
+		sig[i] = a.kind
+		if a.kind == 'p' && (a.buf < 0 || a.buf >= len(bufs) || a.off > uint64(len(bufs[a.buf]))) {
+			return fmt.Errorf("hostemu: %s argument %d points at buffer %d offset %d, outside the %d buffers given", l.Kernel, i, a.buf, a.off, len(bufs))
+		}
+	}
+	if string(sig) != k.Sig {
+		return fmt.Errorf("hostemu: launch %s with arguments %q, the kernel takes %q", l.Kernel, sig, k.Sig)
+	}
+	return nil
+}
+
+// Runner runs launches on buffers: a Program on CPU threads, or a Device.
+type Runner interface {
+	Run(ctx context.Context, bufs [][]byte, launches []Launch) ([][]byte, error)
+}
+
+var (
+	_ Runner = (*Program)(nil)
+	_ Runner = (*Device)(nil)
+)
+
 // Run copies bufs to the program, runs the launches in order and returns
 // the buffers as the kernels left them. A failure carries the program's
 // message (a deadlock, a warp exchange with a missing lane, an ASan
@@ -276,19 +306,8 @@ func (p *Program) Run(ctx context.Context, bufs [][]byte, launches []Launch) ([]
 	}
 	put(uint32(len(launches)))
 	for _, l := range launches {
-		k, ok := p.kernels[l.Kernel]
-		if !ok {
-			return nil, fmt.Errorf("hostemu: launch of %s, which the program was not built with", l.Kernel)
-		}
-		sig := make([]byte, len(l.Args))
-		for i, a := range l.Args {
-			sig[i] = a.kind
-			if a.kind == 'p' && (a.buf < 0 || a.buf >= len(bufs) || a.off > uint64(len(bufs[a.buf]))) {
-				return nil, fmt.Errorf("hostemu: %s argument %d points at buffer %d offset %d, outside the %d buffers given", l.Kernel, i, a.buf, a.off, len(bufs))
-			}
-		}
-		if string(sig) != k.Sig {
-			return nil, fmt.Errorf("hostemu: launch %s with arguments %q, the kernel takes %q", l.Kernel, sig, k.Sig)
+		if err := checkLaunch(p.kernels, bufs, l); err != nil {
+			return nil, err
 		}
 		put(uint32(len(l.Kernel)))
 		in.WriteString(l.Kernel)

@@ -2,7 +2,9 @@ package hostemu
 
 import (
 	"context"
+	"embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -12,6 +14,35 @@ import (
 	"time"
 )
 
+//go:embed testdata/*.cu
+var testdata embed.FS
+
+// testdataSource is testdata/name (embedded: a test binary carried to a GPU
+// machine has no source tree beside it).
+func testdataSource(t *testing.T, name string) string {
+	t.Helper()
+	b, err := testdata.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// device compiles testdata/name for the GPU, skipping without one.
+func device(t *testing.T, name string, ks []Kernel, defines ...string) *Device {
+	t.Helper()
+	d, err := NewDevice(Options{Name: name, Source: testdataSource(t, name), Defines: defines, Kernels: ks})
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	t.Logf("device image: %s", d.What)
+	return d
+}
+
 // build compiles testdata/name (or src when not empty) with defines, skipping
 // without a C++ compiler.
 func build(t *testing.T, name, src string, ks []Kernel, defines ...string) *Program {
@@ -20,11 +51,7 @@ func build(t *testing.T, name, src string, ks []Kernel, defines ...string) *Prog
 		t.Skipf("no C++ compiler for the host-emulation harness: %v", err)
 	}
 	if src == "" {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = string(b)
+		src = testdataSource(t, name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -35,7 +62,7 @@ func build(t *testing.T, name, src string, ks []Kernel, defines ...string) *Prog
 	return p
 }
 
-func run(t *testing.T, p *Program, bufs [][]byte, ls ...Launch) ([][]byte, error) {
+func run(t *testing.T, p Runner, bufs [][]byte, ls ...Launch) ([][]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -104,34 +131,52 @@ func f16bits(f float32) uint16 {
 // puts elements in the wrong place and fails.
 func TestTensorCoreHelpersEmulated(t *testing.T) {
 	kernelCheckOnly(t)
-	for _, dt := range []struct {
-		define string
-		bf16   bool
-	}{{"-DPB_F16", false}, {"-DPB_BF16", true}} {
+	for _, dt := range tcTypes {
 		t.Run(dt.define, func(t *testing.T) {
 			t.Parallel()
-			p := build(t, "tc_selftest.cu", "", []Kernel{{"pb_tc_selftest", "pppp"}}, dt.define)
-			r := rand.New(rand.NewSource(1))
-			a, b, c := exactSmall(r, 16*16), exactSmall(r, 16*8), exactSmall(r, 16*8)
-			bufs := [][]byte{u16bytes(a, dt.bf16), u16bytes(b, dt.bf16), f32bytes(c), make([]byte, 4*16*8)}
-			out, err := run(t, p, bufs, Launch{Kernel: "pb_tc_selftest", Grid: D1(1), Block: D1(32),
-				Args: []Arg{Ptr(0, 0), Ptr(1, 0), Ptr(2, 0), Ptr(3, 0)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := f32s(out[3])
-			for i := 0; i < 16; i++ {
-				for j := 0; j < 8; j++ {
-					want := float64(c[i*8+j])
-					for k := 0; k < 16; k++ {
-						want += float64(a[i*16+k]) * float64(b[k*8+j])
-					}
-					if float64(d[i*8+j]) != want {
-						t.Errorf("D[%d][%d] = %g, want %g", i, j, d[i*8+j], want)
-					}
-				}
-			}
+			checkTensorCore(t, build(t, "tc_selftest.cu", "", tcKernels, dt.define), dt.bf16)
 		})
+	}
+}
+
+// The same launches and expectations on a GPU: the emulation's layouts
+// are the hardware's.
+func TestRealGPUTensorCoreHelpers(t *testing.T) {
+	for _, dt := range tcTypes {
+		t.Run(dt.define, func(t *testing.T) {
+			checkTensorCore(t, device(t, "tc_selftest.cu", tcKernels, dt.define), dt.bf16)
+		})
+	}
+}
+
+var tcTypes = []struct {
+	define string
+	bf16   bool
+}{{"-DPB_F16", false}, {"-DPB_BF16", true}}
+
+var tcKernels = []Kernel{{"pb_tc_selftest", "pppp"}, {"pb_ldmatrix_selftest", "pp"}, {"pb_cp_async_zfill_selftest", "pp"}}
+
+func checkTensorCore(t *testing.T, p Runner, bf16 bool) {
+	t.Helper()
+	r := rand.New(rand.NewSource(1))
+	a, b, c := exactSmall(r, 16*16), exactSmall(r, 16*8), exactSmall(r, 16*8)
+	bufs := [][]byte{u16bytes(a, bf16), u16bytes(b, bf16), f32bytes(c), make([]byte, 4*16*8)}
+	out, err := run(t, p, bufs, Launch{Kernel: "pb_tc_selftest", Grid: D1(1), Block: D1(32),
+		Args: []Arg{Ptr(0, 0), Ptr(1, 0), Ptr(2, 0), Ptr(3, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f32s(out[3])
+	for i := 0; i < 16; i++ {
+		for j := 0; j < 8; j++ {
+			want := float64(c[i*8+j])
+			for k := 0; k < 16; k++ {
+				want += float64(a[i*16+k]) * float64(b[k*8+j])
+			}
+			if float64(d[i*8+j]) != want {
+				t.Errorf("D[%d][%d] = %g, want %g", i, j, d[i*8+j], want)
+			}
+		}
 	}
 }
 
@@ -142,7 +187,16 @@ func TestTensorCoreHelpersEmulated(t *testing.T) {
 // name. Elements are distinct (their index), so any misplacement shows.
 func TestLdmatrixEmulated(t *testing.T) {
 	kernelCheckOnly(t)
-	p := build(t, "tc_selftest.cu", "", []Kernel{{"pb_ldmatrix_selftest", "pp"}, {"pb_cp_async_zfill_selftest", "pp"}}, "-DPB_F16")
+	checkLdmatrix(t, build(t, "tc_selftest.cu", "", tcKernels, "-DPB_F16"))
+}
+
+// The same on a GPU.
+func TestRealGPULdmatrix(t *testing.T) {
+	checkLdmatrix(t, device(t, "tc_selftest.cu", tcKernels, "-DPB_F16"))
+}
+
+func checkLdmatrix(t *testing.T, p Runner) {
+	t.Helper()
 	m := make([]byte, 2*256)
 	for i := 0; i < 256; i++ {
 		binary.LittleEndian.PutUint16(m[2*i:], uint16(i)) // the raw bits: ldmatrix moves, never converts
@@ -227,13 +281,10 @@ func TestASanCatchesOutOfBounds(t *testing.T) {
 	if _, err := Compiler(); err != nil {
 		t.Skipf("no C++ compiler: %v", err)
 	}
-	b, err := os.ReadFile("testdata/prelude_selftest.cu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testdataSource(t, "prelude_selftest.cu")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := Build(ctx, t.TempDir(), Options{Name: "prelude_selftest.cu", Source: string(b), Kernels: probeKernels, ASan: true})
+	p, err := Build(ctx, t.TempDir(), Options{Name: "prelude_selftest.cu", Source: b, Kernels: probeKernels, ASan: true})
 	if err != nil {
 		if strings.Contains(err.Error(), "asan") {
 			t.Skipf("the compiler has no AddressSanitizer runtime: %v", err)

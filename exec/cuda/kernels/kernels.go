@@ -50,7 +50,24 @@ var includeLine = regexp.MustCompile(`^\s*#\s*include\s*"([^"]+)"\s*$`)
 // they are.
 func Source(name string) (string, error) {
 	var b strings.Builder
-	if err := expand(files, &b, name, map[string]bool{}); err != nil {
+	if err := expand(embedded, &b, name, map[string]bool{}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// Expand is text (named name in messages) with its includes of the
+// embedded headers expanded as Source does: for a kernel file that is not
+// embedded here (a test's, a mutated copy).
+func Expand(name, text string) (string, error) {
+	read := func(n string) ([]byte, error) {
+		if n == name {
+			return []byte(text), nil
+		}
+		return fs.ReadFile(files, n)
+	}
+	var b strings.Builder
+	if err := expand(read, &b, name, map[string]bool{}); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -63,21 +80,24 @@ func Module() (string, error) {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, f := range Files() {
-		if err := expand(files, &b, f, seen); err != nil {
+		if err := expand(embedded, &b, f, seen); err != nil {
 			return "", err
 		}
 	}
 	return b.String(), nil
 }
 
-// expand writes file name of fsys with its .cuh includes expanded, each
-// header once per seen.
-func expand(fsys fs.FS, b *strings.Builder, name string, seen map[string]bool) error {
+// embedded reads an embedded file.
+func embedded(name string) ([]byte, error) { return fs.ReadFile(files, name) }
+
+// expand writes file name (read with read) with its .cuh includes
+// expanded, each header once per seen.
+func expand(read func(string) ([]byte, error), b *strings.Builder, name string, seen map[string]bool) error {
 	if seen[name] {
 		return nil
 	}
 	seen[name] = true
-	raw, err := fs.ReadFile(fsys, name)
+	raw, err := read(name)
 	if err != nil {
 		return fmt.Errorf("kernels: no file %q", name)
 	}
@@ -88,10 +108,10 @@ func expand(fsys fs.FS, b *strings.Builder, name string, seen map[string]bool) e
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if m := includeLine.FindStringSubmatch(line); m != nil && path.Ext(m[1]) == ".cuh" {
-			if _, err := fs.Stat(fsys, m[1]); err != nil {
+			if _, err := read(m[1]); err != nil {
 				return fmt.Errorf("kernels: %s line %d includes %q, which is not in exec/cuda/kernels", name, n, m[1])
 			}
-			if err := expand(fsys, b, m[1], seen); err != nil {
+			if err := expand(read, b, m[1], seen); err != nil {
 				return err
 			}
 			fmt.Fprintf(b, "#line %d %q\n", n+1, name)

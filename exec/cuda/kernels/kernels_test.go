@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -54,7 +55,8 @@ func TestExpandLinesAndMissingHeader(t *testing.T) {
 		"bad.cu": {Data: []byte("\n\n#include \"gone.cuh\"\n")},
 	}
 	var b strings.Builder
-	if err := expand(fsys, &b, "a.cu", map[string]bool{}); err != nil {
+	read := func(n string) ([]byte, error) { return fs.ReadFile(fsys, n) }
+	if err := expand(read, &b, "a.cu", map[string]bool{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "#line 1 \"a.cu\"\n// a\n#line 1 \"h.cuh\"\nint h;\n#line 3 \"a.cu\"\nint a;\n#include <x.h>\n"
@@ -62,8 +64,22 @@ func TestExpandLinesAndMissingHeader(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	err := expand(fsys, &b, "bad.cu", map[string]bool{})
+	err := expand(read, &b, "bad.cu", map[string]bool{})
 	if err == nil || !strings.Contains(err.Error(), `bad.cu line 3 includes "gone.cuh"`) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Expand treats a text that is not embedded like an embedded file.
+func TestExpandOther(t *testing.T) {
+	got, err := Expand("mine.cu", "#include \"pb_common.cuh\"\nint mine;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "#line 1 \"mine.cu\"\n#line 1 \"pb_common.cuh\"\n") || !strings.HasSuffix(got, "#line 2 \"mine.cu\"\nint mine;\n") {
+		t.Errorf("got %.200q … %q", got, got[len(got)-40:])
+	}
+	if _, err := Expand("x.cu", "#include \"nope.cuh\"\n"); err == nil {
+		t.Error("an include of a missing header expanded")
 	}
 }
