@@ -51,6 +51,7 @@ gpu-check:
 	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
 	$(GO) test -c -o gpu-check/cgo-cuda.test ./cgo/cuda
 	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
+	$(GO) test -c -o gpu-check/hostemu.test ./exec/cuda/hostemu
 	$(GO) test -c -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/

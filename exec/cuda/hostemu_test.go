@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -60,7 +61,7 @@ func moduleSource(t *testing.T) string {
 // emu is one dtype's program and the helpers of its tests.
 type emu struct {
 	t  *testing.T
-	p  *hostemu.Program
+	p  hostemu.Runner
 	dt dtype
 	r  *rand.Rand
 }
@@ -149,21 +150,49 @@ func TestHostEmulatedKernels(t *testing.T) {
 			// fp32 runs under AddressSanitizer: a kernel's access past its
 			// buffer stops the run (the CPU's memcheck).
 			e := &emu{t: t, p: buildEmu(t, dt, "kernels.Module", src, name == "fp32"), dt: dt, r: rand.New(rand.NewSource(7))}
-			t.Run("norms", func(t *testing.T) { e.t = t; e.norms() })
-			t.Run("elementwise", func(t *testing.T) { e.t = t; e.elementwise() })
-			t.Run("rope_kv", func(t *testing.T) { e.t = t; e.ropeKV() })
-			t.Run("attention", func(t *testing.T) {
-				e.t = t
-				for _, c := range attnCases {
-					if err := e.attention(c, true); err != nil {
-						t.Error(err)
-					}
-				}
-			})
-			t.Run("tokens", func(t *testing.T) { e.t = t; e.tokens() })
-			t.Run("argmax", func(t *testing.T) { e.t = t; e.argmax() })
+			e.all(t)
 		})
 	}
+}
+
+// The same launches and float64 references on a GPU (device 0, the same
+// source compiled by NVRTC): what the harness proves on CPUs, held on the
+// device.
+func TestRealGPUKernelsAgainstFloat64(t *testing.T) {
+	src := moduleSource(t)
+	for _, name := range []string{"fp32", "fp16", "bf16"} {
+		t.Run(name, func(t *testing.T) {
+			dt := dtypes[name]
+			d, err := hostemu.NewDevice(hostemu.Options{Name: "kernels.Module", Source: src, Defines: []string{dt.define}, Kernels: emuKernels()})
+			if errors.Is(err, hostemu.ErrUnavailable) {
+				t.Skipf("%v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			t.Logf("device image: %s", d.What)
+			e := &emu{t: t, p: d, dt: dt, r: rand.New(rand.NewSource(7))}
+			e.all(t)
+		})
+	}
+}
+
+// all runs every kernel's checks as subtests of t.
+func (e *emu) all(t *testing.T) {
+	t.Run("norms", func(t *testing.T) { e.t = t; e.norms() })
+	t.Run("elementwise", func(t *testing.T) { e.t = t; e.elementwise() })
+	t.Run("rope_kv", func(t *testing.T) { e.t = t; e.ropeKV() })
+	t.Run("attention", func(t *testing.T) {
+		e.t = t
+		for _, c := range attnCases {
+			if err := e.attention(c, true); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	t.Run("tokens", func(t *testing.T) { e.t = t; e.tokens() })
+	t.Run("argmax", func(t *testing.T) { e.t = t; e.argmax() })
 }
 
 // norms: RMSNorm and LayerNorm of the last of every q rows (q = 2), H not
