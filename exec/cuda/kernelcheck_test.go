@@ -537,3 +537,30 @@ func kernelCheckOnly(t *testing.T) {
 		t.Skip("a kernel-check test: run make kernel-check (or set PARTBENCH_KERNEL_CHECK=1)")
 	}
 }
+
+// A Hopper-only instruction compiles for sm_90a and not for sm_90, and a
+// file naming one is compiled for sm_90a by the gate.
+func TestKernelCheckSm90a(t *testing.T) {
+	src := `extern "C" __global__ void pb_probe(float* x) {
+	asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+	x[threadIdx.x] = 1.0f;
+}
+`
+	if !hopperOnly.MatchString(src) || !hopperOnly.MatchString("// kernel-check: sm_90a") || hopperOnly.MatchString(`#include "pb_tc.cuh"`) {
+		t.Fatal("hopperOnly does not tell Hopper-only files")
+	}
+	rtc, err := loadNVRTC()
+	if err != nil {
+		t.Skipf("no NVRTC: %v", err)
+	}
+	if major, minor, _ := rtc.Version(); major < 12 {
+		t.Skipf("NVRTC %d.%d cannot target sm_90a", major, minor)
+	}
+	u := gateUnit{name: "probe.cu", src: src, sigs: map[string]string{"pb_probe": "p"}, bounds: map[string]launchBound{"pb_probe": {threads: 128}}}
+	if res := gateCompile(rtc, u, dtypes["fp32"], gateArchs[2], nil); len(res.problems) > 0 {
+		t.Errorf("sm_90a: %v", res.problems)
+	}
+	if res := gateCompile(rtc, u, dtypes["fp32"], gateArchs[1], nil); len(res.problems) == 0 {
+		t.Error("wgmma compiled for sm_90 (not arch-specific)")
+	}
+}
