@@ -569,3 +569,107 @@ func TestHostEmulationCatchesPlantedBugs(t *testing.T) {
 		})
 	}
 }
+
+// roundProbe stores floats in the element type with the kernels' st().
+const roundProbe = `#include "pb_common.cuh"
+extern "C" __global__ void pb_round_probe(const float* in, elem* out, int n) {
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = st(in[i]);
+}
+`
+
+// roundInputs are float32 values around every rounding decision: random
+// bit patterns, every 16-bit value widened, the midpoints between
+// neighbouring 16-bit values (ties to even) and one fp32 ulp either side,
+// subnormals, overflow, ±0, ±Inf and NaN.
+func roundInputs(dt dtype) []float32 {
+	r := rand.New(rand.NewSource(3))
+	var in []float32
+	widen := f16ToF32
+	if dt.name == "bf16" {
+		widen = bf16ToF32
+	}
+	for h := 0; h < 1<<16; h++ {
+		lo, hi := widen(uint16(h)), widen(uint16(h+1))
+		in = append(in, lo)
+		if h&0x7fff < 0x7c00 && h != 0x7fff && !math.IsInf(float64(hi), 0) && !math.IsNaN(float64(hi)) && (h>>15) == ((h+1)>>15) {
+			mid := float32((float64(lo) + float64(hi)) / 2)
+			in = append(in, mid, math.Nextafter32(mid, float32(math.Inf(1))), math.Nextafter32(mid, float32(math.Inf(-1))))
+		}
+	}
+	for range 20000 {
+		in = append(in, math.Float32frombits(r.Uint32()))
+	}
+	return append(in, 0, float32(math.Copysign(0, -1)), 65504, 65520, 65519.99, 1e-8, -1e-8, 3e-8, 6e-8,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3.4e38, -3.4e38)
+}
+
+// checkRounding holds the kernels' stores against the Go conversions the
+// backend uploads with (half.go): bit for bit, NaN to a NaN.
+func checkRounding(t *testing.T, p hostemu.Runner, dt dtype) {
+	in := roundInputs(dt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := p.Run(ctx, [][]byte{f32enc(in), make([]byte, 2*len(in))}, []hostemu.Launch{{Kernel: "pb_round_probe",
+		Grid: hostemu.D1(8), Block: hostemu.D1(flatThreads), Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(len(in))}}}) // grid-stride: few blocks, each thread many values
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, isNaN := f32ToF16, func(h uint16) bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
+	if dt.name == "bf16" {
+		conv, isNaN = f32ToBF16, func(h uint16) bool { return h&0x7f80 == 0x7f80 && h&0x7f != 0 }
+	}
+	bad := 0
+	for i, f := range in {
+		got, want := binary.LittleEndian.Uint16(out[1][2*i:]), conv(f)
+		if got != want && !(isNaN(got) && isNaN(want)) {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: st(%g = %#08x) = %#04x, want %#04x", dt.name, f, math.Float32bits(f), got, want)
+			}
+		}
+	}
+	t.Logf("%s: %d values, %d differ", dt.name, len(in), bad)
+}
+
+// The harness's 16-bit stores (fp16 through g++'s _Float16, bf16 by bit
+// arithmetic) round exactly as the Go conversions, on every 16-bit value,
+// every tie and its neighbours, and random patterns.
+func TestHostEmulatedRounding(t *testing.T) {
+	kernelCheckOnly(t)
+	for _, name := range []string{"fp16", "bf16"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dt := dtypes[name]
+			if _, err := hostemu.Compiler(); err != nil {
+				t.Skipf("no C++ compiler: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			p, err := hostemu.Build(ctx, t.TempDir(), hostemu.Options{Name: "round_probe.cu", Source: roundProbe, Defines: []string{dt.define},
+				Kernels: []hostemu.Kernel{{Name: "pb_round_probe", Sig: "ppi"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRounding(t, p, dt)
+		})
+	}
+}
+
+// The device's stores (cvt.rn.f16.f32; the bf16 bit arithmetic) against
+// the same Go conversions.
+func TestRealGPURounding(t *testing.T) {
+	for _, name := range []string{"fp16", "bf16"} {
+		t.Run(name, func(t *testing.T) {
+			dt := dtypes[name]
+			d, err := hostemu.NewDevice(hostemu.Options{Name: "round_probe.cu", Source: roundProbe, Defines: []string{dt.define},
+				Kernels: []hostemu.Kernel{{Name: "pb_round_probe", Sig: "ppi"}}})
+			if errors.Is(err, hostemu.ErrUnavailable) {
+				t.Skipf("%v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			checkRounding(t, d, dt)
+		})
+	}
+}
