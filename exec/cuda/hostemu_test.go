@@ -16,7 +16,7 @@ import (
 	kernelsrc "github.com/partbench/partbench/exec/cuda/kernels"
 )
 
-// The backend's kernels, compiled from kernels.Module() with g++ behind the
+// The backend's kernels, compiled from kernelSource (mainModule) with g++ behind the
 // host-emulation prelude, run on small shapes against float64 references
 // (docs/numerics.md states the tolerances and the harness's semantics).
 // The launch shapes are the ones ops.go uses.
@@ -51,7 +51,7 @@ func buildEmu(t *testing.T, dt dtype, name, src string, asan bool) *hostemu.Prog
 
 func moduleSource(t *testing.T) string {
 	t.Helper()
-	src, err := kernelsrc.Module()
+	src, err := kernelsrc.Module(mainModule...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 // The CUDA C++ source of every kernel the backend launches lives in
 // kernels/*.cu (package kernels, embedded), compiled once per process and
 // element type by NVRTC (-DPB_F16, -DPB_BF16 or -DPB_F32) as one module
-// (kernels.Module). It includes no CUDA header: 16-bit elements are
+// (kernels.Module of mainModule). It includes no CUDA header: 16-bit elements are
 // stored as unsigned short and converted with PTX cvt instructions (fp16)
 // or bit arithmetic (bf16), so it compiles with any NVRTC that has no CUDA
 // headers beside it. All arithmetic is fp32; elements are rounded to
@@ -24,10 +24,15 @@ import (
 // splitmix64 finalizer and its top-24-bit map to [−1, 1), ported exactly
 // (hash.go holds the Go mirror the tests compare with exec/cpu).
 
-// kernelSource is kernels.Module(): every kernel file in one translation
-// unit.
+// mainModule are the kernel files of the backend's module: the kernels of
+// kernelNames. (make kernel-check compiles every file of exec/cuda/kernels,
+// listed here or not.)
+var mainModule = []string{"attention.cu", "elementwise.cu", "norm.cu", "rope.cu", "tokens.cu"}
+
+// kernelSource is kernels.Module(mainModule...): the backend's kernel files
+// in one translation unit.
 var kernelSource = func() string {
-	s, err := kernelsrc.Module()
+	s, err := kernelsrc.Module(mainModule...)
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; kernels' tests check them
 	}

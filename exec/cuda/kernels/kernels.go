@@ -73,13 +73,19 @@ func Expand(name, text string) (string, error) {
 	return b.String(), nil
 }
 
-// Module is the source of every kernel file in one translation unit (in
-// Files order, headers once): what the backend compiles and loads as one
-// module. Kernel files must therefore not define the same name twice.
-func Module() (string, error) {
+// Module is the source of the named kernel files in one translation unit
+// (in the order given, each header once): what the backend compiles and
+// loads as one module. The files must not define the same name twice.
+func Module(names ...string) (string, error) {
+	if len(names) == 0 {
+		return "", fmt.Errorf("kernels: a module of no files")
+	}
 	var b strings.Builder
 	seen := map[string]bool{}
-	for _, f := range Files() {
+	for _, f := range names {
+		if path.Ext(f) != ".cu" {
+			return "", fmt.Errorf("kernels: %q is not a kernel file (.cu)", f)
+		}
 		if err := expand(embedded, &b, f, seen); err != nil {
 			return "", err
 		}

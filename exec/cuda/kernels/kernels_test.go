@@ -32,7 +32,7 @@ func TestSourceExpandsHeaders(t *testing.T) {
 			t.Errorf("%s: no #line directives for the file and the header", f)
 		}
 	}
-	mod, err := Module()
+	mod, err := Module(Files()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +81,17 @@ func TestExpandOther(t *testing.T) {
 	}
 	if _, err := Expand("x.cu", "#include \"nope.cuh\"\n"); err == nil {
 		t.Error("an include of a missing header expanded")
+	}
+}
+
+func TestModuleRefusesNonKernels(t *testing.T) {
+	if _, err := Module(); err == nil {
+		t.Error("an empty module was made")
+	}
+	if _, err := Module("pb_common.cuh"); err == nil || !strings.Contains(err.Error(), "not a kernel file") {
+		t.Errorf("a header as a module: %v", err)
+	}
+	if _, err := Module("nope.cu"); err == nil {
+		t.Error("a missing file made a module")
 	}
 }
