@@ -19,8 +19,10 @@
 #   emulate   every rank of TP=8×PP=2 and of layer-wise 16 played in turn on this GPU,
 #             at a reduced workload (run --emulate-ranks)
 #   sanitize  compute-sanitizer memcheck, then racecheck, over exec-cuda.test's kernel tests on
-#             the tiny test shapes (SANITIZE_RUN, a -test.run pattern; each tool limited to
-#             SANITIZE_TIMEOUT seconds, default 240); skipped, saying so, without compute-sanitizer
+#             their test shapes (every kernel against float64, the 16-bit stores, the tiny
+#             fp16 checks; SANITIZE_RUN, a -test.run pattern) and hostemu.test's tensor-core
+#             tests, each run limited to SANITIZE_TIMEOUT seconds (240); skipped, saying so,
+#             without compute-sanitizer
 #   torch     the single-GPU seed config run by partbench and, on the same shapes, by
 #             PyTorch (torch_baseline.py: eager SDPA prefill, eager and CUDA-graph decode);
 #             one table, OUTDIR/torch-vs-partbench.md (needs python3 with torch)
@@ -227,12 +229,16 @@ for s in $steps; do
 		elif [ ! -x ./exec-cuda.test ]; then
 			note sanitize "no exec-cuda.test here (go test -c -o exec-cuda.test ./exec/cuda)"
 		else
-			run=${SANITIZE_RUN:-TestRealGPUCheck/(fp32|fp16|bf16)/(single|tp2pp2)-tiny}
+			run=${SANITIZE_RUN:-TestRealGPUKernelsAgainstFloat64|TestRealGPURounding|TestRealGPUCheck/fp16/(single|tp2pp2)-tiny}
 			saved=$limit
 			limit=${SANITIZE_TIMEOUT:-240}
 			for tool in memcheck racecheck; do
 				step "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
 					./exec-cuda.test -test.run "$run" -test.v -test.timeout "${limit}s"
+				if [ -x ./hostemu.test ]; then
+					step "sanitize-$tool-tc" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
+						./hostemu.test -test.run RealGPU -test.v -test.timeout "${limit}s"
+				fi
 			done
 			limit=$saved
 		fi
