@@ -272,6 +272,7 @@ func i32s(b []byte) []int {
 var probeKernels = []Kernel{
 	{"emu_shuffles", "p"}, {"emu_barrier", "p"}, {"emu_extern_shared", "pi"}, {"emu_cp_async", "pp"},
 	{"emu_deadlock", "p"}, {"emu_missing_lane", "p"}, {"emu_out_of_bounds", "pi"}, {"emu_minmax", "p"},
+	{"emu_static_shared", "p"},
 }
 
 // With Options.ASan a kernel's write one element past its buffer stops the
@@ -358,6 +359,14 @@ func TestPreludeSemantics(t *testing.T) {
 	}
 	if !math.IsNaN(float64(fs[n])) {
 		t.Errorf("unwritten dynamic shared memory reads %g, want the 0xff fill (NaN)", fs[n])
+	}
+
+	out, err = run(t, p, [][]byte{make([]byte, 4*4)}, Launch{Kernel: "emu_static_shared", Grid: D1(2), Block: D1(1), Args: []Arg{Ptr(0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := f32s(out[0]); !math.IsNaN(float64(fs[0])) || fs[1] != 1 || !math.IsNaN(float64(fs[2])) || fs[3] != 1 {
+		t.Errorf("static shared memory read before a write gave %v, want [NaN 1 NaN 1] (filled before each block)", fs)
 	}
 
 	out, err = run(t, p, [][]byte{make([]byte, 4*5)}, Launch{Kernel: "emu_minmax", Grid: D1(1), Block: D1(1), Args: []Arg{Ptr(0, 0)}})

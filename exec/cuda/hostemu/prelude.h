@@ -7,10 +7,11 @@
 // __syncthreads is a barrier of the block's live threads, and the warp
 // operations (shuffles, __syncwarp, and pb_tc.cuh's mma.sync and ldmatrix)
 // are barrier-exchanges among the live lanes of the 32-thread warp. Static
-// __shared__ variables become static storage (one block runs at a time, so
-// each block has them to itself); extern __shared__ arrays point at the
-// launch's dynamic shared memory, filled with 0xff bytes before each block
-// (NaN in every float type) so a read before a write shows. A thread that
+// __shared__ variables become static storage in one section (one block
+// runs at a time, so each block has them to itself); extern __shared__
+// arrays point at the launch's dynamic shared memory. Both are filled with
+// 0xff bytes before each block (NaN in every float type), so a read before
+// a write shows. A thread that
 // returns leaves its barriers, as on the device. A thread that reads a
 // shuffle from a lane that did not take part, a barrier that no longer
 // moves (divergent __syncthreads, a missing lane), or an access helper out
@@ -49,7 +50,7 @@
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static
+#define __shared__ static __attribute__((section("pb_emu_shared")))
 #define __constant__ static
 
 [[noreturn]] inline void pb_emu_fail(const char* what);
@@ -363,6 +364,17 @@ inline void pb_emu_cp_async_wait(int n) {
 	}
 }
 
+// ---- static shared memory: every __shared__ variable lies in the section
+// pb_emu_shared, whose bounds the linker names; it is filled with 0xff
+// bytes before each block, as dynamic shared memory is. ----
+extern "C" unsigned char __start_pb_emu_shared[] __attribute__((weak));
+extern "C" unsigned char __stop_pb_emu_shared[] __attribute__((weak));
+inline void pb_emu_poison_static_shared() {
+	if (__start_pb_emu_shared != nullptr && __stop_pb_emu_shared > __start_pb_emu_shared) {
+		std::memset(__start_pb_emu_shared, 0xff, (size_t)(__stop_pb_emu_shared - __start_pb_emu_shared));
+	}
+}
+
 // ---- dynamic shared memory ----
 inline unsigned char* pb_emu_dynamic_smem() { return pb_emu_block->dyn; }
 
@@ -457,6 +469,7 @@ inline void pb_emu_launch(dim3 grid, dim3 block, size_t dyn_bytes, const std::fu
 					for (int l = 0; l < 32; l++) st.warps[w].tag[l] = ~0ull;
 				}
 				std::memset(st.dyn, 0xff, dyn_bytes);
+				pb_emu_poison_static_shared();
 				start.wait();
 				end.wait();
 			}

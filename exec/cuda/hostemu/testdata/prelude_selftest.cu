@@ -70,6 +70,15 @@ __global__ void emu_minmax(int* out) {
 	out[4] = __float_as_int(min(1.5f, -2.0f));
 }
 
+// Static shared memory reads as the 0xff fill (NaN) before a write, in
+// every block: out[2b] = the read before, out[2b + 1] = after writing 1.
+__global__ void emu_static_shared(float* out) {
+	__shared__ float s[4];
+	out[2 * blockIdx.x] = s[1];
+	s[1] = 1.0f;
+	out[2 * blockIdx.x + 1] = s[1];
+}
+
 // One thread writes element n of a buffer of n ints: past its end.
 __global__ void emu_out_of_bounds(int* out, int n) { out[n] = 1; }
 
