@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # go-nvml's header marks NVML calls partbench never makes as deprecated; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test test-fast test-go deps-test run vet fuzz gpu-check clean
+.PHONY: build test test-fast test-go deps-test kernel-check run vet fuzz gpu-check clean
 
 ## build: the partbench binary in bin/
 build:
@@ -15,8 +15,11 @@ build:
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/partbench model --dry-run
 
-## test: everything CI runs (installs Open MPI first when mpirun is missing)
-test: deps-test test-go
+## test: everything CI runs (installs Open MPI and pdflatex first when missing, and Debian's
+## NVRTC into the cache; the kernel gate then requires NVRTC, the LaTeX tests pdflatex)
+test: export PARTBENCH_REQUIRE_NVRTC = 1
+test: export PARTBENCH_REQUIRE_LATEX = 1
+test: deps-test kernel-check test-go
 
 ## test-fast: a developer's loop: vet, then every package's tests without -race, -short
 ## (skips the end-to-end runs under mpirun, the documented-commands run and other minute-long tests)
@@ -26,6 +29,15 @@ test-fast:
 
 deps-test:
 	@bash scripts/install-test-deps.sh
+
+## kernel-check: NVRTC compiles every kernel file (fp32, fp16, bf16; sm_80, sm_90, and sm_90a
+## where a file uses Hopper-only instructions) with ptxas -v and prints registers, shared
+## memory and spills per architecture; the host-emulation harness runs every kernel against
+## float64 references. PARTBENCH_REQUIRE_NVRTC=1 makes a missing NVRTC a failure (docs/gpu.md).
+KERNEL_TESTS := TestKernelCheck|TestKernelCheckSm90a|TestPtxasAndPTXParsers|TestSpillAllowlist|HostEmulat|Emulated$$|EmulatedPlantedBugs|SourceCompiles|TestPrelude|TestASan|TestRewriteExternShared|TestSource|TestExpand|TestRealNVRTC
+kernel-check:
+	@PARTBENCH_KERNEL_CHECK=1 bash -o pipefail -c '$(GO) test -count=1 -v -run "$(KERNEL_TESTS)" ./cgo/cuda ./exec/cuda ./exec/cuda/hostemu ./exec/cuda/kernels \
+		| grep -v -E "^=== (RUN|PAUSE|CONT|NAME)"'
 
 test-go:
 	$(GO) vet ./...
@@ -46,6 +58,7 @@ gpu-check:
 	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
 	$(GO) test -c -o gpu-check/cgo-cuda.test ./cgo/cuda
 	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
+	$(GO) test -c -o gpu-check/hostemu.test ./exec/cuda/hostemu
 	$(GO) test -c -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/

@@ -18,6 +18,11 @@
 #   single    a measured run of the seed model on one GPU (OUTDIR/single-gpu-seed.toml)
 #   emulate   every rank of TP=8×PP=2 and of layer-wise 16 played in turn on this GPU,
 #             at a reduced workload (run --emulate-ranks)
+#   sanitize  compute-sanitizer memcheck, then racecheck, over exec-cuda.test's kernel tests on
+#             their test shapes (every kernel against float64, the 16-bit stores, the tiny
+#             fp16 checks; SANITIZE_RUN, a -test.run pattern) and hostemu.test's tensor-core
+#             tests, each run limited to SANITIZE_TIMEOUT seconds (240); skipped, saying so,
+#             without compute-sanitizer
 #   torch     the single-GPU seed config run by partbench and, on the same shapes, by
 #             PyTorch (torch_baseline.py: eager SDPA prefill, eager and CUDA-graph decode);
 #             one table, OUTDIR/torch-vs-partbench.md (needs python3 with torch)
@@ -28,12 +33,12 @@
 set -u
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|torch ...]" >&2
+	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|sanitize|torch ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-steps=${*:-system nccl tests check single emulate torch}
+steps=${*:-system nccl tests check single emulate sanitize torch}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
@@ -211,6 +216,31 @@ for s in $steps; do
 				--warmup 1 --iterations 2 --format markdown
 		else
 			note emulate "this build's run has no --emulate-ranks flag"
+		fi
+		;;
+	sanitize)
+		san=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || true)}
+		for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+			[ -n "$san" ] && break
+			[ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ] && san=$d/bin/compute-sanitizer
+		done
+		if [ -z "$san" ]; then
+			note sanitize "no compute-sanitizer on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin (set COMPUTE_SANITIZER)"
+		elif [ ! -x ./exec-cuda.test ]; then
+			note sanitize "no exec-cuda.test here (go test -c -o exec-cuda.test ./exec/cuda)"
+		else
+			run=${SANITIZE_RUN:-TestRealGPUKernelsAgainstFloat64|TestRealGPURounding|TestRealGPUCheck/fp16/(single|tp2pp2)-tiny}
+			saved=$limit
+			limit=${SANITIZE_TIMEOUT:-240}
+			for tool in memcheck racecheck; do
+				step "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
+					./exec-cuda.test -test.run "$run" -test.v -test.timeout "${limit}s"
+				if [ -x ./hostemu.test ]; then
+					step "sanitize-$tool-tc" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
+						./hostemu.test -test.run RealGPU -test.v -test.timeout "${limit}s"
+				fi
+			done
+			limit=$saved
 		fi
 		;;
 	torch)

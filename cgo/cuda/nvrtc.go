@@ -2,6 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 
@@ -10,14 +14,16 @@ import (
 
 // NVRTC is the loaded CUDA runtime compiler.
 type NVRTC struct {
-	dl     *dl.Library
-	c      rtcAPI
-	closed sync.Once
+	dl       *dl.Library
+	builtins []*dl.Library // libnvrtc-builtins from libnvrtc's own folder
+	c        rtcAPI
+	closed   sync.Once
 }
 
-// LoadNVRTC finds NVRTC (dl.NVRTC: libnvrtc.so.13, .12 in
+// LoadNVRTC finds NVRTC (dl.NVRTC: libnvrtc.so.13, .12, .11.2 in
 // $PARTBENCH_NVRTC_LIB, LD_LIBRARY_PATH, $CUDA_HOME, the system loader,
-// the nvidia-cuda-nvrtc wheels) and binds it.
+// partbench's cache folder, the nvidia-cuda-nvrtc wheels) and binds it
+// (LoadNVRTCFrom).
 func LoadNVRTC() (*NVRTC, error) {
 	lib, err := dl.Find(dl.NVRTC())
 	if err != nil {
@@ -32,13 +38,66 @@ func LoadNVRTC() (*NVRTC, error) {
 }
 
 // LoadNVRTCFrom binds an already opened NVRTC (the test seam). On success
-// the NVRTC owns lib.
+// the NVRTC owns lib. It first loads libnvrtc-builtins from libnvrtc's own
+// folder, where there is one: libnvrtc opens it by soname at its first
+// compilation, which fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE when
+// that folder is not on the loader's path, and the loader reuses a library
+// already loaded under the soname.
 func LoadNVRTCFrom(lib *dl.Library) (*NVRTC, error) {
-	c, err := bindNVRTC(lib)
+	builtins, err := openBuiltins(lib.File())
 	if err != nil {
 		return nil, err
 	}
-	return &NVRTC{dl: lib, c: c}, nil
+	c, err := bindNVRTC(lib)
+	if err != nil {
+		closeAll(builtins)
+		return nil, err
+	}
+	return &NVRTC{dl: lib, builtins: builtins, c: c}, nil
+}
+
+// builtinsName is a libnvrtc-builtins soname: libnvrtc-builtins.so.MAJOR.MINOR.
+var builtinsName = regexp.MustCompile(`^libnvrtc-builtins\.so\.(\d+)\.\d+$`)
+
+// nvrtcMajor is the major version in libnvrtc's file name (libnvrtc.so.12,
+// libnvrtc.so.11.2, libnvrtc.so.12.4.127).
+var nvrtcMajor = regexp.MustCompile(`^libnvrtc\.so\.(\d+)`)
+
+// openBuiltins opens every libnvrtc-builtins.so.MAJOR.MINOR beside the
+// libnvrtc at path whose MAJOR is libnvrtc's, newest first (none is not an
+// error: the builtins may be on the loader's path).
+func openBuiltins(path string) ([]*dl.Library, error) {
+	m := nvrtcMajor.FindStringSubmatch(filepath.Base(path))
+	if m == nil || !filepath.IsAbs(path) {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, nil
+	}
+	var names []string
+	for _, e := range entries {
+		if b := builtinsName.FindStringSubmatch(e.Name()); b != nil && b[1] == m[1] {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	var libs []*dl.Library
+	for _, name := range names {
+		b, err := dl.Open(filepath.Join(filepath.Dir(path), name), dl.Now|dl.Local)
+		if err != nil {
+			closeAll(libs)
+			return nil, fmt.Errorf("nvrtc: loading %s beside %s: %w", name, path, err)
+		}
+		libs = append(libs, b)
+	}
+	return libs, nil
+}
+
+func closeAll(libs []*dl.Library) {
+	for _, l := range libs {
+		l.Close()
+	}
 }
 
 // Path is the file the library was loaded from.
@@ -51,6 +110,7 @@ func (n *NVRTC) Close() error {
 	n.closed.Do(func() {
 		n.c.free()
 		err = n.dl.Close()
+		closeAll(n.builtins)
 	})
 	return err
 }
@@ -82,6 +142,14 @@ func ArchOption(major, minor int, cubin bool) string {
 	return fmt.Sprintf("--gpu-architecture=compute_%d%d", major, minor)
 }
 
+// ArchSpecificOption is ArchOption for the architecture-specific target
+// of compute capability major.minor: "sm_90a" (real) or "compute_90a"
+// (virtual). Hopper-only instructions (wgmma, setmaxnreg) compile only for
+// it, and its code runs on exactly that architecture.
+func ArchSpecificOption(major, minor int, cubin bool) string {
+	return ArchOption(major, minor, cubin) + "a"
+}
+
 // Compiled is NVRTC's output.
 type Compiled struct {
 	// Image is the PTX text (with its terminating NUL) or the cubin, ready
@@ -90,8 +158,11 @@ type Compiled struct {
 	// CUBIN reports which: a cubin when the options named a real
 	// architecture (sm_XX) and the library has nvrtcGetCUBIN.
 	CUBIN bool
-	// Log is the compiler's log (warnings), possibly empty.
+	// Log is the compiler's log (warnings; with --ptxas-options=-v the
+	// registers, shared memory and spills of each kernel), possibly empty.
 	Log string
+	// PTX is the PTX text beside a cubin (nil when Image is the PTX).
+	PTX []byte
 }
 
 // Compile compiles CUDA C++ source src (name is used in messages) with
@@ -128,6 +199,9 @@ func (n *NVRTC) Compile(src, name string, opts ...string) (Compiled, error) {
 			return out, n.fail("nvrtcGetCUBIN", r)
 		}
 		out.Image, out.CUBIN = img, true
+		if ptx, r := n.c.ptx(prog); r == NVRTCSuccess {
+			out.PTX = ptx
+		}
 		return out, nil
 	}
 	img, r := n.c.ptx(prog)

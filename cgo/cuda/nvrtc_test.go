@@ -34,6 +34,12 @@ func TestArchOption(t *testing.T) {
 	if got := ArchOption(10, 0, true); got != "--gpu-architecture=sm_100" {
 		t.Errorf("real: %q", got)
 	}
+	if got := ArchSpecificOption(9, 0, true); got != "--gpu-architecture=sm_90a" {
+		t.Errorf("arch-specific real: %q", got)
+	}
+	if got := ArchSpecificOption(9, 0, false); got != "--gpu-architecture=compute_90a" {
+		t.Errorf("arch-specific virtual: %q", got)
+	}
 }
 
 func TestCompilePTXAndCUBIN(t *testing.T) {

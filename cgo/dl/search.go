@@ -59,7 +59,8 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 //  2. each folder of LD_LIBRARY_PATH;
 //  3. $CUDA_HOME and $CUDA_PATH, each with /lib64 and /lib;
 //  4. the system loader (dlopen of the bare soname: ld.so.cache, /etc/ld.so.conf);
-//  5. each Python site-packages folder joined with each of spec.WheelDirs.
+//  5. each of spec.CacheDirs below partbench's cache folder (CacheRoot);
+//  6. each Python site-packages folder joined with each of spec.WheelDirs.
 //
 // In every folder the sonames are tried in order. A miss returns a
 // *NotFoundError naming every place searched.
@@ -101,10 +102,40 @@ func (s Searcher) Find(spec Spec) (*Library, error) {
 		}
 		f.tried("system loader", so, unwrapOpen(err))
 	}
+	if len(spec.CacheDirs) > 0 {
+		root := CacheRoot(getenv)
+		if root == "" {
+			f.unset("partbench cache", "neither $PARTBENCH_CACHE nor $HOME is set")
+		}
+		for _, d := range spec.CacheDirs {
+			if root == "" {
+				break
+			}
+			if lib := f.dir("partbench cache", filepath.Join(root, d)); lib != nil {
+				return lib, nil
+			}
+		}
+	}
 	if lib := f.wheels(s.pythonDirs()); lib != nil {
 		return lib, nil
 	}
 	return nil, &NotFoundError{Spec: spec, Attempts: f.attempts}
+}
+
+// CacheRoot is partbench's cache folder: $PARTBENCH_CACHE, else
+// $HOME/.cache/partbench ("" when neither is set). getenv nil means
+// os.Getenv.
+func CacheRoot(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := getenv("PARTBENCH_CACHE"); v != "" {
+		return v
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "partbench")
+	}
+	return ""
 }
 
 func (s Searcher) pythonDirs() []string {

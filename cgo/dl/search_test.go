@@ -158,3 +158,49 @@ func TestFindNoPython(t *testing.T) {
 		t.Errorf("err = %v, want a line saying no python answered", err)
 	}
 }
+
+// A spec with CacheDirs is looked for in partbench's cache folder
+// ($PARTBENCH_CACHE, else $HOME/.cache/partbench) after the system loader
+// and before the Python wheels.
+func TestFindCacheFolder(t *testing.T) {
+	l := newLayout(t)
+	buildFake(t, l.p("cache/fake/lib"), "libpbfake.so.1", "1")
+	buildFake(t, l.p("home/.cache/partbench/fake/lib"), "libpbfake.so.1", "1")
+	spec := fakeSpec
+	spec.CacheDirs = []string{"fake/lib"}
+	sites := func() []string { return []string{l.p("site")} }
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"PARTBENCH_CACHE before the wheels", map[string]string{"PARTBENCH_CACHE": l.p("cache"), "HOME": l.p("home")},
+			l.p("cache/fake/lib/libpbfake.so.1")},
+		{"HOME/.cache/partbench without PARTBENCH_CACHE", map[string]string{"HOME": l.p("home")},
+			l.p("home/.cache/partbench/fake/lib/libpbfake.so.1")},
+		{"wheels when the cache misses", map[string]string{"PARTBENCH_CACHE": l.p("nocache")},
+			l.p("site/nvidia/fake/lib/libpbfake.so.1")},
+		{"LD_LIBRARY_PATH before the cache", map[string]string{"PARTBENCH_CACHE": l.p("cache"), "LD_LIBRARY_PATH": l.p("ld")},
+			l.p("ld/libpbfake.so.1")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lib, err := Searcher{Getenv: envOf(c.env), PythonDirs: sites}.Find(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lib.Close()
+			if lib.Path() != c.want {
+				t.Errorf("found %s, want %s", lib.Path(), c.want)
+			}
+		})
+	}
+	_, err := Searcher{Getenv: envOf(map[string]string{"PARTBENCH_CACHE": l.p("nocache")}), PythonDirs: func() []string { return nil }}.Find(spec)
+	if want := "  partbench cache " + l.p("nocache/fake/lib") + ": no such folder"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want a line %q", err, want)
+	}
+	_, err = Searcher{Getenv: envOf(nil), PythonDirs: func() []string { return nil }}.Find(spec)
+	if want := "  partbench cache: neither $PARTBENCH_CACHE nor $HOME is set"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want a line %q", err, want)
+	}
+}

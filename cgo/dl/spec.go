@@ -12,6 +12,9 @@ type Spec struct {
 	// WheelDirs are folders below a Python site-packages folder where
 	// pip wheels keep the library ("nvidia/nccl/lib").
 	WheelDirs []string
+	// CacheDirs are folders below partbench's cache (CacheRoot) where
+	// scripts/install-test-deps.sh keeps a library it fetched ("nvrtc/lib").
+	CacheDirs []string
 }
 
 // NCCL is libnccl.so.2, also shipped by the nvidia-nccl-cu* wheels.
@@ -46,12 +49,16 @@ func CUBLAS() Spec {
 	}
 }
 
-// NVRTC is the CUDA runtime compiler, newest major version first.
+// NVRTC is the CUDA runtime compiler, newest major version first: CUDA
+// 13, 12, and 11.2–11.8 (which all keep the soname libnvrtc.so.11.2).
+// scripts/install-test-deps.sh unpacks Debian's libnvrtc12 (or
+// libnvrtc11.2) into the cache folder nvrtc/lib.
 func NVRTC() Spec {
 	return Spec{
 		Name:      "NVRTC",
-		Sonames:   []string{"libnvrtc.so.13", "libnvrtc.so.12"},
+		Sonames:   []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"},
 		EnvVar:    "PARTBENCH_NVRTC_LIB",
 		WheelDirs: []string{"nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib"},
+		CacheDirs: []string{"nvrtc/lib"},
 	}
 }

@@ -112,3 +112,34 @@ func TestKernelSourceCompilesWithClang(t *testing.T) {
 		}
 	}
 }
+
+// Every kernel has a launch bound, the bound is the block the launches use
+// (ops.go's constants), and a launch beyond it is refused with both sizes.
+func TestLaunchBounds(t *testing.T) {
+	for _, name := range kernelNames {
+		b, ok := kernelLaunch[name]
+		if !ok {
+			t.Errorf("%s has no launch bound", name)
+			continue
+		}
+		if b.threads <= 0 || b.threads > 1024 || b.dynSmem < 0 {
+			t.Errorf("%s: bound %+v outside 1..1024 threads", name, b)
+		}
+	}
+	if len(kernelLaunch) != len(kernelNames) {
+		t.Errorf("%d launch bounds for %d kernels", len(kernelLaunch), len(kernelNames))
+	}
+	if err := checkLaunchBound("pb_argmax", argmaxThreads, 0); err != nil {
+		t.Errorf("pb_argmax at its own block: %v", err)
+	}
+	err := checkLaunchBound("pb_add", 2*flatThreads, 0)
+	if err == nil || !strings.Contains(err.Error(), "launch of pb_add with 512 threads and 0 bytes of dynamic shared memory, beyond its bound of 256 threads and 0 bytes") {
+		t.Errorf("pb_add with 512 threads: %v", err)
+	}
+	if err := checkLaunchBound("pb_add", flatThreads, 1); err == nil {
+		t.Error("pb_add with dynamic shared memory it does not use was accepted")
+	}
+	if err := checkLaunchBound("pb_nothing", 1, 0); err == nil || !strings.Contains(err.Error(), "no launch bound") {
+		t.Errorf("unknown kernel: %v", err)
+	}
+}

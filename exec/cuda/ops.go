@@ -60,6 +60,9 @@ func (c *Compute) launch(name string, grid, block cuda.Dim3, a *args) error {
 	if err := k.check(a); err != nil {
 		return err
 	}
+	if err := checkLaunchBound(name, int(block.X*block.Y*block.Z), 0); err != nil {
+		return err
+	}
 	c.stats.Launches++
 	return k.fn.Launch(grid, block, 0, c.stream, a.vals[:a.n]...)
 }
