@@ -37,6 +37,10 @@ type modelOptions struct {
 	// --model-dir: the model of a Hugging Face directory's config.json
 	modelDir string
 	dirRun   configs.ModelDirRun
+	// --runtime and --measured/--fit (runtime.go, measured.go)
+	runtime  string
+	measured string
+	fit      bool
 }
 
 func newModelCmd() *cobra.Command {
@@ -75,17 +79,25 @@ The first strategy is the baseline of the comparison table.`,
 	f.StringVar(&o.trace, "trace", "", "write the simulated timeline as a Chrome/Perfetto trace (JSON) to this file: prefill and the first "+strconv.Itoa(report.TraceDecodeSteps)+" decode steps")
 	f.BoolVar(&o.traceFull, "trace-full", false, "with --trace: every simulated decode step (tens of MB for the seed)")
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
+	addRuntimeFlag(f, &o.runtime)
+	addMeasuredFlags(f, &o.measured, &o.fit)
 	return cmd
 }
 
 func (o *modelOptions) run(stdout io.Writer) error {
-	if !o.dryRun {
+	if !o.dryRun && o.measured == "" && !o.fit {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
 	}
 	o.dirRun.Dir = o.modelDir
 	cfgs, err := configs.LoadEstimated(append(append([]string{}, o.configs...), o.compare...), o.dirRun, o.calibration)
 	if err != nil {
 		return err
+	}
+	if err := configs.ApplyRuntimeFlag(cfgs, o.runtime); err != nil {
+		return err
+	}
+	if o.measured != "" || o.fit {
+		return o.runMeasured(stdout, cfgs)
 	}
 	// A trace draws every rank: simulate each (else one per stage).
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""}

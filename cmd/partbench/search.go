@@ -57,6 +57,7 @@ the topology's GPU count unless --gpus says otherwise (then they must agree).
 	f.IntVar(&o.MaxMicrobatches, "max-microbatches", sim.DefaultMaxMicrobatches, "largest micro-batch count tried")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output", "o", "out")
+	addRuntimeFlag(f, &o.Runtime)
 	cliflag.DefaultInUsage(f, "gpus", "full")
 	return cmd
 }
