@@ -36,7 +36,7 @@ type Runtime struct {
 	// AllReduce is "nccl" or "custom" (topology.GPU.AllReduce).
 	AllReduce               string  `toml:"all_reduce" json:"all_reduce"`
 	CustomAllReduceMaxBytes int64   `toml:"custom_all_reduce_max_bytes" json:"custom_all_reduce_max_bytes,omitempty"`
-	CustomAllReduceFixedS float64 `toml:"custom_all_reduce_fixed_s" json:"custom_all_reduce_fixed_s,omitempty"`
+	CustomAllReduceFixedS   float64 `toml:"custom_all_reduce_fixed_s" json:"custom_all_reduce_fixed_s,omitempty"`
 	// Ranges are the stated uncertainty of the host costs: they replace the
 	// hardware's ranges for step_overhead_s and kernel_launch_s.
 	Ranges RuntimeRanges `toml:"ranges" json:"ranges"`

@@ -221,7 +221,7 @@ type GPU struct {
 	// custom kernel's fixed cost per shot (launch and barrier).
 	AllReduce               string  `toml:"all_reduce" json:"all_reduce,omitempty"`
 	CustomAllReduceMaxBytes int64   `toml:"custom_all_reduce_max_bytes" json:"custom_all_reduce_max_bytes,omitempty"`
-	CustomAllReduceFixedS float64 `toml:"custom_all_reduce_fixed_s" json:"custom_all_reduce_fixed_s,omitempty"`
+	CustomAllReduceFixedS   float64 `toml:"custom_all_reduce_fixed_s" json:"custom_all_reduce_fixed_s,omitempty"`
 
 	// Ranges are the stated uncertainty of the assumed parameters: each
 	// estimate is also run at the optimistic and pessimistic end of every
