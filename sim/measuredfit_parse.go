@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -150,9 +151,18 @@ func parseMeasuredCSV(data []byte, name string) ([]MeasuredPoint, error) {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.Comment = '#'
 	r.TrimLeadingSpace = true
-	recs, err := r.ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: not CSV, vLLM JSON or TensorRT-LLM [BENCHMARK] output: %w", name, err)
+	var recs [][]string
+	var lines []int // each record's line in the file (comments skipped)
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: not CSV, vLLM JSON or TensorRT-LLM [BENCHMARK] output: %w", name, err)
+		}
+		line, _ := r.FieldPos(0)
+		recs, lines = append(recs, rec), append(lines, line)
 	}
 	if len(recs) < 2 {
 		return nil, fmt.Errorf("%s: a CSV needs the header %s and at least one row", name, strings.Join(measuredCSVColumns, ","))
@@ -171,7 +181,7 @@ func parseMeasuredCSV(data []byte, name string) ([]MeasuredPoint, error) {
 	}
 	var pts []MeasuredPoint
 	for n, rec := range recs[1:] {
-		line := n + 2
+		line := lines[n+1]
 		p := MeasuredPoint{Source: fmt.Sprintf("%s:%d", name, line)}
 		get := func(c string) (float64, bool, error) {
 			i, ok := col[c]

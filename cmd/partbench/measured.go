@@ -30,6 +30,9 @@ func (o *modelOptions) runMeasured(stdout io.Writer, cfgs []*configs.Config) err
 	if o.sweep != "" || o.trace != "" || o.remoteLink != "" || o.resumeLayers != "" || o.perRank {
 		return fmt.Errorf("--measured: cannot be combined with --sweep, --trace, --remote-link, --resume-layers or --per-rank")
 	}
+	if o.fit && o.format == report.FormatCSV {
+		return fmt.Errorf("--fit with --format csv: the fit is no row of points; use table, markdown or json")
+	}
 	data, err := configs.ReadFile(o.measured)
 	if err != nil {
 		return fmt.Errorf("--measured: %w", err)
