@@ -264,7 +264,7 @@ func compareHeader(c CollectiveCompare) []string {
 	if c.CUDAGraph {
 		lines = append(lines, "CUDA graphs: yes (graph ≥ 1): the measured times carry no per-iteration host launch, as the model's")
 	} else {
-		lines = append(lines, fmt.Sprintf("CUDA graphs: no (graph: 0): the modeled times add nccl-tests' host launch, %.1f µs per iteration for %d GPU(s) per thread, hidden as the GPU time grows (docs/collectives.md)",
+		lines = append(lines, fmt.Sprintf("CUDA graphs: no (graph: 0): the modeled times add nccl-tests' host launch, %.1f µs per iteration for %d GPU(s) per thread, hidden as the GPU time grows (docs/costmodel.md)",
 			1e6*sim.NCCLTestsTiming{GPUsPerThread: c.GPUsPerThread}.HostS(), max(c.GPUsPerThread, 1)))
 	}
 	return lines
