@@ -168,3 +168,7 @@ func RuntimeTOML(r Runtime) (string, error) {
 	}{r})
 	return b.String(), err
 }
+
+// ReadMeasuredFile reads a file of measured results (model --measured) with
+// ReadFile's limits: a regular file of at most MaxConfigBytes.
+func ReadMeasuredFile(name string) ([]byte, error) { return readFile(name, "measured results") }

@@ -52,7 +52,11 @@ func newModelCmd() *cobra.Command {
 
 With no --config the embedded seed comparison runs: tp8pp2 against layerwise16.
 A config is a TOML file or the name of an embedded preset (see 'partbench presets').
-The first strategy is the baseline of the comparison table.`,
+The first strategy is the baseline of the comparison table.
+
+--runtime NAME prices host costs, CUDA graphs and the all-reduce as that engine
+runs them. --measured FILE puts one config beside measured results (vLLM,
+TensorRT-LLM or CSV; --dry-run is implied) and --fit fits the runtime to them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.remoteOverheadSet = cmd.Flags().Changed("remote-overhead")
