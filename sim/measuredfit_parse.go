@@ -75,8 +75,8 @@ func parseVLLMJSON(data []byte, name string) ([]MeasuredPoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n != math.Trunc(n) {
-			return nil, fmt.Errorf("%s: num_requests: must be a whole number (got %g)", name, n)
+		if n != math.Trunc(n) || n > maxMeasuredCount {
+			return nil, fmt.Errorf("%s: num_requests: must be a whole number in [1, %d] (got %g)", name, maxMeasuredCount, n)
 		}
 		p.Requests = int(n)
 		if p.TokensTotal, err = num("total_num_tokens"); err != nil {
@@ -115,8 +115,8 @@ func parseTRTLLM(data []byte, name string) ([]MeasuredPoint, error) {
 				to  *int
 			}{{"batch_size", &p.Batch}, {"input_length", &p.Input}, {"output_length", &p.Output}} {
 				v, ok := kv[k.key]
-				if !ok || v < 1 || v != math.Trunc(v) {
-					return nil, fmt.Errorf("%s:%d: %s: must be a whole number ≥ 1 (got %q)", name, i+1, k.key, fmt.Sprint(kv[k.key]))
+				if !ok || v < 1 || v > maxMeasuredCount || v != math.Trunc(v) {
+					return nil, fmt.Errorf("%s:%d: %s: must be a whole number in [1, %d] (got %q)", name, i+1, k.key, maxMeasuredCount, fmt.Sprint(kv[k.key]))
 				}
 				*k.to = int(v)
 			}
@@ -143,6 +143,10 @@ func parseTRTLLM(data []byte, name string) ([]MeasuredPoint, error) {
 	}
 	return pts, nil
 }
+
+// maxMeasuredCount bounds a batch, a length or a request count read from a
+// file (far above any run; it keeps the int conversion exact).
+const maxMeasuredCount = 1 << 30
 
 // measuredCSVColumns are the CSV's columns and their scale to partbench's units.
 var measuredCSVColumns = []string{"batch", "input", "output", "ttft_ms", "tpot_ms", "e2e_ms", "tok_s"}
@@ -202,8 +206,8 @@ func parseMeasuredCSV(data []byte, name string) ([]MeasuredPoint, error) {
 			if err != nil {
 				return nil, err
 			}
-			if ok && v != math.Trunc(v) {
-				return nil, fmt.Errorf("%s:%d: %s: must be a whole number (got %g)", name, line, c.key, v)
+			if ok && (v != math.Trunc(v) || v > maxMeasuredCount) {
+				return nil, fmt.Errorf("%s:%d: %s: must be a whole number in [1, %d] (got %g)", name, line, c.key, maxMeasuredCount, v)
 			}
 			*c.to = int(v)
 		}
