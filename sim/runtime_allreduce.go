@@ -30,16 +30,23 @@ const (
 	ProtoCustom = "custom"
 )
 
+// customAllReduceMaxRanks is the largest group the custom kernels take:
+// vLLM's custom_all_reduce.py supports world sizes 2, 4, 6 and 8
+// (_SUPPORTED_WORLD_SIZES) and falls back to NCCL beyond; TensorRT-LLM's
+// kernels are likewise written for up to 8 peers in one node.
+const customAllReduceMaxRanks = 8
+
 // customAllReduce models the custom kernel for an all-reduce of bytes over
 // ranks; ok is false where the runtime would not use it (another op, NCCL
-// runtime, a message over the workspace, a group across nodes or off NVLink).
+// runtime, a message over the workspace, a group across nodes, off NVLink
+// or of more than customAllReduceMaxRanks GPUs).
 func customAllReduce(sys topology.System, op commcount.Op, ranks []int, bytes int64) (CollectiveEstimate, bool) {
 	g := sys.GPU
 	if op != commcount.AllReduce || g.AllReduce != topology.AllReduceCustom || bytes <= 0 || bytes > g.CustomAllReduceMaxBytes || len(ranks) < 2 {
 		return CollectiveEstimate{}, false
 	}
 	grp := analyze(sys.Topology, ranks)
-	if grp.hasInter || grp.link != topology.NVLink {
+	if grp.hasInter || grp.link != topology.NVLink || grp.n > customAllReduceMaxRanks {
 		return CollectiveEstimate{}, false
 	}
 	n, s := float64(grp.n), float64(bytes)

@@ -111,6 +111,8 @@ func TestCustomAllReduceHandDerived(t *testing.T) {
 	// Where the runtime would not use it: over the workspace, across nodes,
 	// another op, an NCCL runtime.
 	across := []int{0, 8}
+	nvl16 := sys // one 16-GPU NVLink domain: too many peers for the custom kernels
+	nvl16.Topology.Nodes, nvl16.Topology.GPUsPerNode = 1, 16
 	for _, c := range []struct {
 		name  string
 		sys   topology.System
@@ -122,6 +124,7 @@ func TestCustomAllReduceHandDerived(t *testing.T) {
 		{"across nodes", sys, commcount.AllReduce, across, 1 << 10},
 		{"all_gather", sys, commcount.AllGather, node, 1 << 10},
 		{"nccl runtime", topologytest.DGXH100(2), commcount.AllReduce, node, 1 << 10},
+		{"more than 8 GPUs", nvl16, commcount.AllReduce, firstRanks(16), 1 << 10},
 	} {
 		if e, ok := customAllReduce(c.sys, c.op, c.ranks, c.bytes); ok {
 			t.Errorf("%s: custom all-reduce used: %+v", c.name, e)
