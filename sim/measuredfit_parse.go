@@ -27,6 +27,16 @@ import (
 //     "[BENCHMARK] key value" lines (one point: avg_sequence_latency(ms),
 //     token_throughput(token/sec), avg_time_to_first_token(ms),
 //     avg_inter_token_latency(ms));
+//   - trtllm-bench's report (a "PERFORMANCE OVERVIEW" or, in early
+//     releases, "STATISTICS" section; format as printed in TensorRT-LLM's
+//     docs/source/performance/perf-benchmarking.md): one point
+//     of the config's batch (standing for the run's concurrency) with
+//     "Average time-to-first-token [TTFT] (ms)", "Average
+//     time-per-output-token [TPOT] (ms)", "Average request latency (ms)" and,
+//     with "Number of requests" and "Average Output Length (tokens)",
+//     "Total Output Throughput (tokens/sec)" (earlier: "Token Throughput
+//     (tokens/sec)", output tokens too) as a throughput run of that many
+//     requests; "Average Input/Output Length (tokens)" set the lengths;
 //   - CSV with the header batch,input,output,ttft_ms,tpot_ms,e2e_ms,tok_s
 //     (columns in any order, empty cells: not measured; tok_s is output
 //     tokens per second of the batch).
@@ -39,6 +49,8 @@ func ParseMeasured(data []byte, name string) ([]MeasuredPoint, error) {
 		return nil, fmt.Errorf("%s: empty file", name)
 	case trim[0] == '{':
 		return parseVLLMJSON(trim, name)
+	case bytes.Contains(trim, []byte("PERFORMANCE OVERVIEW")) || bytes.Contains(trim, []byte("= STATISTICS")):
+		return parseTRTLLMBench(trim, name)
 	case bytes.Contains(trim, []byte("[BENCHMARK]")):
 		return parseTRTLLM(trim, name)
 	}
@@ -229,4 +241,60 @@ func parseMeasuredCSV(data []byte, name string) ([]MeasuredPoint, error) {
 		pts = append(pts, p)
 	}
 	return pts, nil
+}
+
+// trtllmBenchKeys maps trtllm-bench's report labels (before the colon) to
+// what they fill; ms marks milliseconds.
+var trtllmBenchKeys = map[string]struct {
+	field string
+	ms    bool
+}{
+	"Average time-to-first-token [TTFT] (ms)":   {"ttft", true},
+	"Average time-per-output-token [TPOT] (ms)": {"tpot", true},
+	"Average request latency (ms)":              {"e2e", true},
+	"Total Output Throughput (tokens/sec)":      {"rate", false},
+	"Token Throughput (tokens/sec)":             {"rate", false}, // earlier releases: output tokens / total latency
+	"Number of requests":                        {"requests", false},
+	"Average Input Length (tokens)":             {"input", false},
+	"Average Output Length (tokens)":            {"output", false},
+}
+
+func parseTRTLLMBench(data []byte, name string) ([]MeasuredPoint, error) {
+	v := map[string]float64{}
+	for i, line := range strings.Split(string(data), "\n") {
+		label, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		k, known := trtllmBenchKeys[strings.TrimSpace(label)]
+		if !known {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return nil, fmt.Errorf("%s:%d: %s: must be a number ≥ 0 (got %q)", name, i+1, strings.TrimSpace(label), strings.TrimSpace(value))
+		}
+		if k.ms {
+			x /= 1e3
+		}
+		v[k.field] = x
+	}
+	p := MeasuredPoint{Source: name + ": PERFORMANCE OVERVIEW", TTFTS: v["ttft"], TPOTS: v["tpot"], E2ES: v["e2e"]}
+	for _, c := range []struct {
+		key string
+		to  *int
+	}{{"input", &p.Input}, {"output", &p.Output}, {"requests", &p.Requests}} {
+		if x := math.Round(v[c.key]); x >= 1 && x <= maxMeasuredCount {
+			*c.to = int(x)
+		}
+	}
+	if p.Requests > 0 && p.Output > 0 && v["rate"] > 0 {
+		p.TokensPerS, p.TokensTotal = v["rate"], float64(p.Requests*p.Output)
+	} else {
+		p.Requests = 0
+	}
+	if p.TTFTS == 0 && p.TPOTS == 0 && p.E2ES == 0 && p.TokensPerS == 0 {
+		return nil, fmt.Errorf("%s: a PERFORMANCE OVERVIEW without the average TTFT, TPOT or request latency (ms), or the output throughput with the number of requests and output length", name)
+	}
+	return []MeasuredPoint{p}, nil
 }

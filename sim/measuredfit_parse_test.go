@@ -34,6 +34,10 @@ func TestParseMeasuredFormats(t *testing.T) {
 			{Source: "trtllm_session.txt:2", Batch: 1, Input: 128, Output: 128, E2ES: 1.5, TokensPerS: 85.33},
 			{Source: "trtllm_session.txt:3", Batch: 8, Input: 128, Output: 128, E2ES: 1.8, TokensPerS: 568.89}}},
 		{"trtllm_manager.txt", []MeasuredPoint{{Source: "trtllm_manager.txt: [BENCHMARK] summary", E2ES: 2.5, TTFTS: 0.06, TPOTS: 0.019, TokensPerS: 409.6}}},
+		{"trtllm_bench.txt", []MeasuredPoint{{Source: "trtllm_bench.txt: PERFORMANCE OVERVIEW", Input: 512, Output: 128, Requests: 64, TokensTotal: 64 * 128,
+			TTFTS: 0.06, TPOTS: 0.0192, E2ES: 2.5, TokensPerS: 409.6}}},
+		{"trtllm_bench_early.txt", []MeasuredPoint{{Source: "trtllm_bench_early.txt: PERFORMANCE OVERVIEW", Input: 128, Output: 128, Requests: 3000, TokensTotal: 3000 * 128,
+			TokensPerS: 18886.813971319196}}},
 		{"points.csv", []MeasuredPoint{
 			{Source: "points.csv:3", Batch: 1, Input: 512, Output: 32, TTFTS: 0.040, TPOTS: 0.025},
 			{Source: "points.csv:4", Batch: 4, Input: 512, Output: 32, TTFTS: 0.150, TPOTS: 0.026},
@@ -71,6 +75,8 @@ func TestParseMeasuredRefusesBadInput(t *testing.T) {
 		{"csv no measurement", "batch,input,output,tpot_ms\n1,8,8,\n", "f:2: no measurement: give at least one of ttft_ms, tpot_ms, e2e_ms, tok_s"},
 		{"csv huge batch", "batch,tpot_ms\n1e300,3\n", "f:2: batch: must be a whole number in [1, 1073741824] (got 1e+300)"},
 		{"trtllm huge batch", "[BENCHMARK] batch_size 1e300 input_length 8 output_length 8 latency(ms) 1", "f:1: batch_size: must be a whole number in [1, 1073741824]"},
+		{"trtllm-bench bad value", "= PERFORMANCE OVERVIEW\nAverage request latency (ms): fast\n", `f:2: Average request latency (ms): must be a number ≥ 0 (got "fast")`},
+		{"trtllm-bench nothing known", "= PERFORMANCE OVERVIEW\nRequest Throughput (req/sec): 3\n", "f: a PERFORMANCE OVERVIEW without the average TTFT"},
 		{"csv header only", "batch,tpot_ms\n", "f: a CSV needs the header"},
 	} {
 		_, err := ParseMeasured([]byte(c.data), "f")

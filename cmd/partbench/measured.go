@@ -14,7 +14,7 @@ import (
 
 // addMeasuredFlags registers model's --measured FILE and --fit.
 func addMeasuredFlags(f *pflag.FlagSet, file *string, fit *bool) {
-	f.StringVar(file, "measured", "", "put the model beside measured inference results: vLLM benchmark_latency/benchmark_throughput JSON (batch and lengths: the config's workload), TensorRT-LLM [BENCHMARK] output, or CSV (batch,input,output,ttft_ms,tpot_ms,e2e_ms,tok_s)")
+	f.StringVar(file, "measured", "", "put the model beside measured inference results: vLLM benchmark_latency/benchmark_throughput JSON (batch and lengths: the config's workload), TensorRT-LLM [BENCHMARK] lines or trtllm-bench report, or CSV (batch,input,output,ttft_ms,tpot_ms,e2e_ms,tok_s)")
 	f.BoolVar(fit, "fit", false, "with --measured: fit the runtime's host costs and the compute efficiency to the file and print them as TOML")
 }
 
