@@ -29,7 +29,7 @@ import (
 //     avg_inter_token_latency(ms));
 //   - trtllm-bench's report (a "PERFORMANCE OVERVIEW" or, in early
 //     releases, "STATISTICS" section; format as printed in TensorRT-LLM's
-//     docs/source/performance/perf-benchmarking.md): one point
+//     trtllm-bench documentation and its benchmark reports): one point
 //     of the config's batch (standing for the run's concurrency) with
 //     "Average time-to-first-token [TTFT] (ms)", "Average
 //     time-per-output-token [TPOT] (ms)", "Average request latency (ms)" and,
