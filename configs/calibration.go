@@ -304,6 +304,11 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		{"cuda_graphs", g.CUDAGraphs},
 		{"graph_launch_s", g.GraphLaunchS},
 		{"graph_kernel_s", g.GraphKernelS},
+		{"step_per_seq_s", g.StepPerSeqS},
+		{"step_per_token_s", g.StepPerTokenS},
+		{"all_reduce", g.AllReduce},
+		{"custom_all_reduce_max_bytes", g.CustomAllReduceMaxBytes},
+		{"custom_all_reduce_fixed_s", g.CustomAllReduceFixedS},
 	} {
 		tw.KV(f.key, f.value, c.Comments["hardware."+f.key])
 	}

@@ -23,7 +23,7 @@ import (
 // Files holds every embedded preset: strategies at the top level, and the
 // model, hardware and topology presets they name.
 //
-//go:embed *.toml model/*.toml hardware/*.toml topology/*.toml test/*.toml claims/*.toml
+//go:embed *.toml model/*.toml hardware/*.toml topology/*.toml runtime/*.toml test/*.toml claims/*.toml
 var Files embed.FS
 
 // DefaultStrategies are the presets `partbench model --dry-run` compares when
@@ -31,7 +31,7 @@ var Files embed.FS
 var DefaultStrategies = []string{"tp8pp2", "layerwise16"}
 
 // Presets lists the embedded preset names of a kind: "" for strategies,
-// or "model", "hardware", "topology", "test".
+// or "model", "hardware", "topology", "runtime", "test".
 func Presets(kind string) []string {
 	dir := "."
 	if kind != "" {
@@ -97,6 +97,7 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		{"model", probe.Model.Preset, &cfg.Model},
 		{"hardware", probe.Hardware.Preset, &cfg.Hardware},
 		{"topology", probe.Topology.Preset, &cfg.Topology},
+		{"runtime", probe.Runtime.Preset, &cfg.Runtime},
 	} {
 		if p.name == "" {
 			continue
@@ -122,6 +123,10 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		cfg.Run = DefaultRun // a dry-run config needs no [run]
 	}
 	cfg.applyDefaults()
+	if err := cfg.Runtime.Validate("runtime"); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	cfg.Hardware.GPU = cfg.Runtime.Apply(cfg.Hardware.GPU)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}

@@ -15,6 +15,8 @@ func ApplyCalibrationFile(cfg *Config, path string) ([]string, error) {
 		return nil, fmt.Errorf("--calibration: %w", err)
 	}
 	notes := cal.Apply(cfg)
+	// A calibration measures the hardware; a chosen runtime's host costs stay.
+	cfg.Hardware.GPU = cfg.Runtime.Apply(cfg.Hardware.GPU)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("--calibration %s: the calibrated config is not valid: %w", path, err)
 	}

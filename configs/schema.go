@@ -17,7 +17,10 @@ type Config struct {
 	Hardware    Hardware `toml:"hardware" json:"hardware"`
 	Topology    Topology `toml:"topology" json:"topology"`
 	Run         Run      `toml:"run" json:"run"`
-	Source      string   `toml:"-" json:"source"` // file or preset it came from
+	// Runtime is the engine's host costs and all-reduce (runtime.go); unset:
+	// the hardware's own fixed-cost keys.
+	Runtime Runtime `toml:"runtime" json:"runtime"`
+	Source  string  `toml:"-" json:"source"` // file or preset it came from
 }
 
 // Model is a dense decoder-only transformer.

@@ -33,7 +33,7 @@ func TestSystemOverrideResolve(t *testing.T) {
 		want string
 	}{
 		// 32 = 4 × 8: the hint names --nodes 4; the presets are listed with their sizes.
-		{SystemOverride{GPUs: 32}, "--gpus: 32, but the topology from the config (dgx-h100x2) has 16 GPUs (nodes 2 × gpus_per_node 8); pass --topology with a preset of 32 GPUs or --nodes 4 (presets: dgx-h100x2 16, nvl16 16, pcie-gen5 16)"},
+		{SystemOverride{GPUs: 32}, "--gpus: 32, but the topology from the config (dgx-h100x2) has 16 GPUs (nodes 2 × gpus_per_node 8); pass --topology with a preset of 32 GPUs or --nodes 4 (presets: dgx-h100x2 16, gb200-nvl72 72, hgx-a100 8, hgx-b200 8, hgx-h100 8, hgx-h20 8, hgx-h200 8, mi300x-8 8, nvl16 16, pcie-gen4 8, pcie-gen5 16)"},
 		// 12 is no multiple of 8.
 		{SystemOverride{GPUs: 12, Topology: "nvl16"}, "--gpus: 12, but the topology from --topology (nvl16) has 16 GPUs (nodes 1 × gpus_per_node 16); pass --topology with a preset of 12 GPUs or --nodes (with 16 GPUs per node, --gpus must be a multiple of 16)"},
 		{SystemOverride{Topology: "nope"}, `--topology: unknown topology preset "nope"`},

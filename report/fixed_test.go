@@ -14,7 +14,7 @@ func TestModelGridsShowFixedCostsAndRange(t *testing.T) {
 	e := &sim.Estimate{Name: "s", GPUs: 4, TP: 2, PP: 1, DP: 2, Microbatches: 2,
 		Ranks: []sim.RankEstimate{
 			{Rank: 0, DecodeFixed: sim.FixedCosts{Kernels: 82, LaunchS: 492e-6, TotalS: 492e-6}},
-			{Rank: 1, DecodeFixed: sim.FixedCosts{Kernels: 86, LaunchS: 516e-6, StepOverheadS: 4e-3, TotalS: 4.516e-3},
+			{Rank: 1, DecodeFixed: sim.FixedCosts{Kernels: 86, LaunchS: 516e-6, StepOverheadS: 4e-3, HostS: 4e-3, TotalS: 4.516e-3},
 				PrefillFixed: sim.FixedCosts{TotalS: 4.6e-3}},
 		},
 		Decode: sim.PhaseEstimate{TPOTS: 9.032e-3, Comm: partition.CommSummary{CallsPerRank: []int64{1, 1}, MessagesPerRank: []int64{2, 2}}},
@@ -23,11 +23,12 @@ func TestModelGridsShowFixedCostsAndRange(t *testing.T) {
 	}
 	grids := ModelGrids([]*sim.Estimate{e}, true)
 	rg := grids[len(grids)-1]
-	if h := rg.Header[len(rg.Header)-1]; h != "decode fixed (ms)" {
+	if h := rg.Header[len(rg.Header)-2:]; h[0] != "decode fixed (ms)" || h[1] != "decode host (ms)" {
 		t.Fatalf("per-rank header ends with %q", h)
 	}
-	if rg.Rows[0][len(rg.Header)-1] != "0.492" || rg.Rows[1][len(rg.Header)-1] != "4.516" {
-		t.Fatalf("fixed column %v", rg.Rows)
+	// The host column is the host's share alone: 0 on rank 0, the 4 ms of step overhead on rank 1.
+	if n := len(rg.Header); rg.Rows[0][n-2] != "0.492" || rg.Rows[1][n-2] != "4.516" || rg.Rows[0][n-1] != "0.000" || rg.Rows[1][n-1] != "4.000" {
+		t.Fatalf("fixed and host columns %v", rg.Rows)
 	}
 	notes := strings.Join(rg.Notes, "\n")
 	for _, want := range []string{"rank 1 (the largest): 86 kernels × 6.0 µs launch = 0.516 ms", "host step overhead (scheduling, sampling) 4.000 ms = 4.516 ms, 50.0 % of TPOT 9.032 ms",

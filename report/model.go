@@ -171,7 +171,7 @@ func rankGrid(e *sim.Estimate) Grid {
 	g := Grid{Title: "Per rank: " + e.Name, Header: []string{"rank", "stage", "tp", "layers", "weights (GB)", "KV cache (GB)",
 		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)",
 		fmt.Sprintf("decode busy (ms, %d steps)", steps), fmt.Sprintf("decode idle (ms, %d steps)", steps),
-		"NCCL calls/step", "p2p msgs/step", "decode fixed (ms)"}}
+		"NCCL calls/step", "p2p msgs/step", "decode fixed (ms)", "decode host (ms)"}}
 	worst := -1
 	for i, r := range e.Ranks {
 		if worst < 0 || r.DecodeFixed.TotalS > e.Ranks[worst].DecodeFixed.TotalS {
@@ -184,7 +184,7 @@ func rankGrid(e *sim.Estimate) Grid {
 		g.Rows = append(g.Rows, []string{itoa(r.Rank), itoa(r.Stage), itoa(r.TPIndex), layers, gbs(r.WeightBytes), gbs(r.KVCacheBytes),
 			gbs(r.ActivationBytes), gbs(r.TotalBytes), pct(r.L2Residency), sec(r.PrefillBusyS), sec(r.PrefillIdleS),
 			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank]),
-			ms(r.DecodeFixed.TotalS)})
+			ms(r.DecodeFixed.TotalS), ms(r.DecodeFixed.HostS)})
 	}
 	if worst >= 0 {
 		g.Notes = append(g.Notes, fixedNote(e, e.Ranks[worst]))
@@ -207,8 +207,15 @@ func fixedNote(e *sim.Estimate, r sim.RankEstimate) string {
 	if e.Decode.TPOTS > 0 {
 		share = fmt.Sprintf(", %s %% of TPOT %s ms", pct(f.TotalS/e.Decode.TPOTS), ms(e.Decode.TPOTS))
 	}
-	return fmt.Sprintf("fixed cost per decode step, rank %d (the largest): %d kernels × %s µs %s = %s ms + graph launch %s ms + host step overhead (scheduling, sampling) %s ms = %s ms%s; prefill %s ms",
-		r.Rank, f.Kernels, us(f.LaunchS/float64(max(f.Kernels, 1))), launch, ms(f.LaunchS), ms(f.GraphLaunchS), ms(f.StepOverheadS), ms(f.TotalS), share, ms(r.PrefillFixed.TotalS))
+	host := fmt.Sprintf("host step overhead (scheduling, sampling) %s ms", ms(f.StepOverheadS))
+	if f.HostPerSeqS > 0 || f.HostPerTokenS > 0 {
+		host = fmt.Sprintf("host %s ms (step %s + per sequence %s + per token %s)", ms(f.HostS), ms(f.StepOverheadS), ms(f.HostPerSeqS), ms(f.HostPerTokenS))
+	}
+	if e.Runtime != "" {
+		host += " from runtime " + e.Runtime
+	}
+	return fmt.Sprintf("fixed cost per decode step, rank %d (the largest): %d kernels × %s µs %s = %s ms + graph launch %s ms + %s = %s ms%s; prefill %s ms",
+		r.Rank, f.Kernels, us(f.LaunchS/float64(max(f.Kernels, 1))), launch, ms(f.LaunchS), ms(f.GraphLaunchS), host, ms(f.TotalS), share, ms(r.PrefillFixed.TotalS))
 }
 
 func maxOf(xs []int64) int64 {

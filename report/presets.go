@@ -10,10 +10,11 @@ import (
 var presetUse = map[string]string{
 	"strategy": "--config NAME", "test strategy": "--config test/NAME", "model": "[model] preset",
 	"hardware": "[hardware] preset, --hardware", "topology": "[topology] preset, --topology",
+	"runtime": "[runtime] preset, --runtime",
 }
 
 // PresetsGrid lists the embedded presets by kind (strategy, test strategy,
-// model, hardware, topology), where each is named, and their names.
+// model, hardware, topology, runtime), where each is named, and their names.
 func PresetsGrid() Grid {
 	g := Grid{Header: []string{"kind", "use as", "names"}}
 	for _, k := range []struct{ title, kind, prefix string }{
@@ -22,6 +23,7 @@ func PresetsGrid() Grid {
 		{"model", "model", ""},
 		{"hardware", "hardware", ""},
 		{"topology", "topology", ""},
+		{"runtime", "runtime", ""},
 	} {
 		names := configs.Presets(k.kind)
 		for i := range names {

@@ -94,16 +94,21 @@ func launchS(g topology.GPU, phase partition.Phase) float64 {
 	return g.KernelLaunchS
 }
 
-// stepFixedS is the per-pass host cost charged on the sample op (once per
-// forward pass on the last stage): StepOverheadS for scheduling and sampling,
-// plus GraphLaunchS when the decode step is one CUDA graph.
+// stepFixedS is the per-pass host cost of an op (docs/costmodel.md, "Fixed
+// costs"). On the sample op (once per forward pass on the last stage):
+// StepOverheadS for scheduling and sampling, StepPerSeqS per sequence, plus
+// GraphLaunchS when the decode step is one CUDA graph. On the input op
+// (first stage): StepPerTokenS per token the pass schedules.
 func stepFixedS(g topology.GPU, phase partition.Phase, op *partition.Op) float64 {
-	if op.Kind != partition.Sample {
-		return 0
+	switch op.Kind {
+	case partition.Input:
+		return g.StepPerTokenS * float64(op.Rows)
+	case partition.Sample:
+		t := g.StepOverheadS + g.StepPerSeqS*float64(op.Seqs)
+		if g.CUDAGraphs && phase == partition.Decode {
+			t += g.GraphLaunchS
+		}
+		return t
 	}
-	t := g.StepOverheadS
-	if g.CUDAGraphs && phase == partition.Decode {
-		t += g.GraphLaunchS
-	}
-	return t
+	return 0
 }

@@ -57,9 +57,12 @@ type Estimate struct {
 	Description string `json:"description,omitempty"`
 	Hardware    string `json:"hardware"`
 	Topology    string `json:"topology"`
-	GPUs        int    `json:"gpus"`
-	TP          int    `json:"tp"`
-	PP          int    `json:"pp"`
+	// Runtime is the runtime profile the fixed costs come from ("" : the
+	// hardware's own keys; configs [runtime], --runtime).
+	Runtime string `json:"runtime,omitempty"`
+	GPUs    int    `json:"gpus"`
+	TP      int    `json:"tp"`
+	PP      int    `json:"pp"`
 	// DP is the replicas of the TP×PP group; GPUs = TP × PP × DP. The
 	// timeline runs one replica (Ranks are replica 0's); throughput and
 	// summed bytes cover all of them, latency is one replica's.
@@ -112,14 +115,19 @@ type RankEstimate struct {
 // FixedCosts is the part of a rank's modeled op time that does not depend
 // on shapes: Kernels compute kernels each costing LaunchS / Kernels to
 // launch (KernelLaunchS, or GraphKernelS inside a CUDA graph), the graph
-// launch of a graphed decode step, and the host's step overhead
-// (scheduling, sampling) on the pass that samples. TotalS is their sum, the
-// sum of OpCost.FixedS over the ops.
+// launch of a graphed decode step, and the host's work: the step overhead
+// (scheduling, sampling) on the pass that samples, its per-sequence part
+// there and its per-token part where tokens enter. HostS is the host's
+// share (StepOverheadS + HostPerSeqS + HostPerTokenS); TotalS is the sum of
+// all, the sum of OpCost.FixedS over the ops.
 type FixedCosts struct {
 	Kernels       int     `json:"kernels"`
 	LaunchS       float64 `json:"launch_s"`
 	GraphLaunchS  float64 `json:"graph_launch_s"`
 	StepOverheadS float64 `json:"step_overhead_s"`
+	HostPerSeqS   float64 `json:"host_per_seq_s"`
+	HostPerTokenS float64 `json:"host_per_token_s"`
+	HostS         float64 `json:"host_s"`
 	TotalS        float64 `json:"total_s"`
 }
 
@@ -134,14 +142,19 @@ func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
 		}
 		f.Kernels++
 		f.LaunchS += launchS(g, prog.Phase)
-		if op.Kind == partition.Sample {
+		switch op.Kind {
+		case partition.Input:
+			f.HostPerTokenS += g.StepPerTokenS * float64(op.Rows)
+		case partition.Sample:
 			f.StepOverheadS += g.StepOverheadS
+			f.HostPerSeqS += g.StepPerSeqS * float64(op.Seqs)
 			if g.CUDAGraphs && prog.Phase == partition.Decode {
 				f.GraphLaunchS += g.GraphLaunchS
 			}
 		}
 	}
-	f.TotalS = f.LaunchS + f.GraphLaunchS + f.StepOverheadS
+	f.HostS = f.StepOverheadS + f.HostPerSeqS + f.HostPerTokenS
+	f.TotalS = f.LaunchS + f.GraphLaunchS + f.HostS
 	return f
 }
 
@@ -275,7 +288,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	cfg := plan.Config
 	w := cfg.Workload
 	e := &Estimate{
-		Name: cfg.Name, Description: cfg.Description, Hardware: plan.System.GPU.Name, Topology: plan.System.Topology.Name,
+		Name: cfg.Name, Description: cfg.Description, Hardware: plan.System.GPU.Name, Topology: plan.System.Topology.Name, Runtime: cfg.Runtime.Name,
 		GPUs: plan.Size(), TP: plan.TP, PP: plan.PP, DP: plan.DP, Microbatches: plan.Microbatches, MicrobatchSize: plan.MicrobatchSize,
 		Batch: w.Batch, PromptTokens: w.PromptTokens(), OutputTokens: w.OutputTokens,
 		ParamsTotal: plan.Params, DType: plan.Model.DType, Plan: plan,

@@ -477,7 +477,7 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 		group[i] = first + i
 	}
 	cop, _ := op.Kind.Comm()
-	est, err := Collective(plan.System, cop, group, op.Bytes, c.opts)
+	est, err := programCollective(plan.System, cop, group, op.Bytes, c.opts)
 	if err != nil {
 		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
 	}

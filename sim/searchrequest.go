@@ -18,10 +18,11 @@ type SearchRequest struct {
 	Objective          string // --objective
 	MaxTPOTms          float64
 	MaxTTFTs           float64
-	Top                int // --top rows printed
-	Full               int // --full re-runs through the timeline (-1: Top)
-	DecodeSteps        int // --decode-steps of the full re-run
-	MaxMicrobatches    int // --max-microbatches
+	Top                int    // --top rows printed
+	Full               int    // --full re-runs through the timeline (-1: Top)
+	DecodeSteps        int    // --decode-steps of the full re-run
+	MaxMicrobatches    int    // --max-microbatches
+	Runtime            string // --runtime profile ("": the config's)
 	// Workload replaces the config's batch and lengths (--batch-size,
 	// --input-len, --output-len).
 	Workload    configs.WorkloadOverrides
@@ -81,10 +82,15 @@ func RunSearch(r SearchRequest) (*configs.Config, *SearchResult, error) {
 	if err := r.Workload.Apply(cfg); err != nil {
 		return nil, nil, err
 	}
+	if err := configs.ApplyRuntimeFlag([]*configs.Config{cfg}, r.Runtime); err != nil {
+		return nil, nil, err
+	}
 	sys, err := configs.SystemOverride{Hardware: r.Hardware, Topology: r.Topology, Nodes: r.Nodes, GPUs: r.GPUs}.Resolve(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	// A --hardware preset keeps the config's runtime (its host costs).
+	sys.GPU = cfg.Runtime.Apply(sys.GPU)
 	progress := func(phase string) func(done, total int) {
 		if r.Progress == nil {
 			return nil

@@ -282,7 +282,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	}
 	// Everyone is here: run it for all members at once.
 	cop, _ := op.Kind.Comm()
-	est, err := Collective(s.plan.System, cop, op.Group, op.Bytes, s.opts.Collectives)
+	est, err := programCollective(s.plan.System, cop, op.Group, op.Bytes, s.opts.Collectives)
 	if err != nil {
 		return false, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, name, err)
 	}

@@ -206,12 +206,34 @@ type GPU struct {
 	CUDAGraphs    bool    `toml:"cuda_graphs" json:"cuda_graphs,omitempty"`
 	GraphLaunchS  float64 `toml:"graph_launch_s" json:"graph_launch_s,omitempty"`
 	GraphKernelS  float64 `toml:"graph_kernel_s" json:"graph_kernel_s,omitempty"`
+	// StepPerSeqS is the host's work per sequence in a pass that samples
+	// (sampler, stop checks, detokenising, batch bookkeeping), on top of
+	// StepOverheadS; StepPerTokenS is its work per token scheduled in a pass
+	// (input preparation), charged where the tokens enter (the input op).
+	// Runtime profiles (configs [runtime]) set them; 0: none.
+	StepPerSeqS   float64 `toml:"step_per_seq_s" json:"step_per_seq_s,omitempty"`
+	StepPerTokenS float64 `toml:"step_per_token_s" json:"step_per_token_s,omitempty"`
+	// AllReduce is the tensor-parallel all-reduce the runtime uses: "" or
+	// "nccl" (NCCL's algorithms only), or "custom": a one-shot/two-shot
+	// kernel over NVLink peer memory for messages up to
+	// CustomAllReduceMaxBytes within one node, as vLLM and TensorRT-LLM do
+	// (sim takes the fastest of it and NCCL). CustomAllReduceFixedS is the
+	// custom kernel's fixed cost per shot (launch and barrier).
+	AllReduce               string  `toml:"all_reduce" json:"all_reduce,omitempty"`
+	CustomAllReduceMaxBytes int64   `toml:"custom_all_reduce_max_bytes" json:"custom_all_reduce_max_bytes,omitempty"`
+	CustomAllReduceFixedS   float64 `toml:"custom_all_reduce_fixed_s" json:"custom_all_reduce_fixed_s,omitempty"`
 
 	// Ranges are the stated uncertainty of the assumed parameters: each
 	// estimate is also run at the optimistic and pessimistic end of every
 	// range to give min and max. Empty: no spread.
 	Ranges ParamRanges `toml:"ranges" json:"ranges"`
 }
+
+// The all-reduce a runtime uses (GPU.AllReduce).
+const (
+	AllReduceNCCL   = "nccl"
+	AllReduceCustom = "custom"
+)
 
 // ParamRanges gives [low, high] for the parameters an estimate is most
 // sensitive to; a zero pair means "no spread" for that parameter.
@@ -317,6 +339,10 @@ func (g GPU) Validate(field string) error {
 		{"step_overhead_s", "seconds", g.StepOverheadS, 0, MaxStepOverhead},
 		{"graph_launch_s", "seconds", g.GraphLaunchS, 0, MaxStepOverhead},
 		{"graph_kernel_s", "seconds", g.GraphKernelS, 0, MaxKernelLaunch},
+		{"step_per_seq_s", "seconds", g.StepPerSeqS, 0, MaxKernelLaunch},
+		{"step_per_token_s", "seconds", g.StepPerTokenS, 0, MaxKernelLaunch},
+		{"custom_all_reduce_fixed_s", "seconds", g.CustomAllReduceFixedS, 0, MaxKernelLaunch},
+		{"custom_all_reduce_max_bytes", "bytes", float64(g.CustomAllReduceMaxBytes), 0, MaxL2Bytes},
 	} {
 		if err := InRange(f(c.name), c.v, c.lo, c.hi, c.unit); err != nil {
 			return err
@@ -326,6 +352,15 @@ func (g GPU) Validate(field string) error {
 		if err := InRange(f("fp8_flops_per_s"), g.FP8FLOPsPerS, MinFLOPsPerS, MaxFLOPsPerS, "FLOP/s, or 0 (not supported)"); err != nil {
 			return err
 		}
+	}
+	switch g.AllReduce {
+	case "", AllReduceNCCL:
+	case AllReduceCustom:
+		if g.CustomAllReduceMaxBytes <= 0 {
+			return fmt.Errorf("%s.custom_all_reduce_max_bytes: all_reduce = %q needs the largest message the custom kernel takes, > 0 bytes (got %d)", field, g.AllReduce, g.CustomAllReduceMaxBytes)
+		}
+	default:
+		return fmt.Errorf("%s.all_reduce: must be %q or %q (got %q)", field, AllReduceNCCL, AllReduceCustom, g.AllReduce)
 	}
 	if (g.GemmTileM == 0) != (g.GemmTileN == 0) {
 		return fmt.Errorf("%s.gemm_tile_m, gemm_tile_n: set both or neither (got %d and %d)", field, g.GemmTileM, g.GemmTileN)

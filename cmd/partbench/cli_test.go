@@ -141,11 +141,14 @@ func TestPresetsJSON(t *testing.T) {
 			Rows [][]string `json:"rows"`
 		} `json:"tables"`
 	}
-	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Schema != "partbench.tables/v1" || len(d.Tables) != 1 || len(d.Tables[0].Rows) != 5 {
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Schema != "partbench.tables/v1" || len(d.Tables) != 1 || len(d.Tables[0].Rows) != 6 {
 		t.Fatalf("presets json: %v %+v\n%s", err, d, out)
 	}
 	if d.Tables[0].Rows[4][0] != "topology" || !strings.Contains(d.Tables[0].Rows[4][2], "dgx-h100x2") {
 		t.Errorf("topology row: %v", d.Tables[0].Rows[4])
+	}
+	if d.Tables[0].Rows[5][0] != "runtime" || !strings.Contains(d.Tables[0].Rows[5][2], "tensorrt-llm") {
+		t.Errorf("runtime row: %v", d.Tables[0].Rows[5])
 	}
 }
 

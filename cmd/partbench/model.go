@@ -39,6 +39,10 @@ type modelOptions struct {
 	dirRun   configs.ModelDirRun
 	// --batch-size, --input-len, --output-len
 	workload configs.WorkloadOverrides
+	// --runtime and --measured/--fit (runtime.go, measured.go)
+	runtime  string
+	measured string
+	fit      bool
 }
 
 func newModelCmd() *cobra.Command {
@@ -50,7 +54,11 @@ func newModelCmd() *cobra.Command {
 
 With no --config the embedded seed comparison runs: tp8pp2 against layerwise16.
 A config is a TOML file or the name of an embedded preset (see 'partbench presets').
-The first strategy is the baseline of the comparison table.`,
+The first strategy is the baseline of the comparison table.
+
+--runtime NAME prices host costs, CUDA graphs and the all-reduce as that engine
+runs them. --measured FILE puts one config beside measured results (vLLM,
+TensorRT-LLM or CSV; --dry-run is implied) and --fit fits the runtime to them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.remoteOverheadSet = cmd.Flags().Changed("remote-overhead")
@@ -80,11 +88,13 @@ The first strategy is the baseline of the comparison table.`,
 	addModelDirFlags(f, &o.modelDir, &o.dirRun)
 	addWorkloadFlags(f, &o.workload)
 	cliflag.DefaultInUsage(f, "batch-size", "input-len", "output-len")
+	addRuntimeFlag(f, &o.runtime)
+	addMeasuredFlags(f, &o.measured, &o.fit)
 	return cmd
 }
 
 func (o *modelOptions) run(stdout io.Writer) error {
-	if !o.dryRun {
+	if !o.dryRun && o.measured == "" && !o.fit {
 		return fmt.Errorf("model needs --dry-run: it only estimates; to measure, run 'partbench run' or 'mpirun -np N partbench --config FILE'")
 	}
 	o.dirRun.Dir = o.modelDir
@@ -96,6 +106,12 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		if err := o.workload.Apply(cfg); err != nil {
 			return err
 		}
+	}
+	if err := configs.ApplyRuntimeFlag(cfgs, o.runtime); err != nil {
+		return err
+	}
+	if o.measured != "" || o.fit {
+		return o.runMeasured(stdout, cfgs)
 	}
 	// A trace draws every rank: simulate each (else one per stage).
 	opts := sim.Options{DecodeSteps: o.decodeSteps, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""}

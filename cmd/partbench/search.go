@@ -67,6 +67,7 @@ closing note gives each phase's time.
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	cliflag.Output(f, &o.out, "write the table or document to this file instead of standard output", "o", "out")
 	addWorkloadFlags(f, &o.Workload)
+	addRuntimeFlag(f, &o.Runtime)
 	cliflag.DefaultInUsage(f, "gpus", "full", "batch-size", "input-len", "output-len")
 	return cmd
 }
