@@ -156,12 +156,12 @@ var storageTypes = []struct {
 }{{"fp32", 0x1p-24}, {"fp16", 0x1p-11}, {"bf16", 0x1p-8}}
 
 var prefillCases = []attnCase{
-	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 64},    // one tile, exactly
-	{seqs: 2, hl: 4, kvl: 2, hd: 64, past: 0, q: 150},   // GQA 2, q not a multiple of 64
-	{seqs: 1, hl: 4, kvl: 1, hd: 128, past: 0, q: 97},   // GQA 4 (MQA), hd 128
-	{seqs: 2, hl: 2, kvl: 1, hd: 128, past: 37, q: 70},  // chunked prefill: past not a tile multiple
-	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 1},     // one query
-	{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 100, q: 1},   // decode-shaped call
+	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 64},   // one tile, exactly
+	{seqs: 2, hl: 4, kvl: 2, hd: 64, past: 0, q: 150},  // GQA 2, q not a multiple of 64
+	{seqs: 1, hl: 4, kvl: 1, hd: 128, past: 0, q: 97},  // GQA 4 (MQA), hd 128
+	{seqs: 2, hl: 2, kvl: 1, hd: 128, past: 37, q: 70}, // chunked prefill: past not a tile multiple
+	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 1},    // one query
+	{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 100, q: 1},  // decode-shaped call
 	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 90, bidir: true},
 	{seqs: 2, hl: 4, kvl: 4, hd: 128, past: 20, q: 130, bidir: true},
 }
@@ -206,4 +206,3 @@ func TestFlashPrefillModelPlantedBugs(t *testing.T) {
 		}
 	}
 }
-
