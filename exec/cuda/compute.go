@@ -75,7 +75,8 @@ type Compute struct {
 	module cuda.Module
 	loaded bool
 	k      map[string]kernel
-	image  string // "cubin sm_90" or "ptx compute_90"
+	image  string     // "cubin sm_90" or "ptx compute_90"
+	flash  flashState // the tensor-core attention module (flash.go)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -231,6 +232,7 @@ func (c *Compute) init() error {
 	if err := c.initKernels(); err != nil {
 		return err
 	}
+	c.initFlash() // flash.go: tensor-core prefill attention where the device and dtype allow
 	if c.errFlag, err = c.alloc(pexec.AllocWorkspace, 8); err != nil {
 		return err
 	}
@@ -574,6 +576,9 @@ func (c *Compute) release() error {
 			keep(c.timer.destroy())
 			if c.loaded {
 				keep(c.module.Unload())
+			}
+			if c.flash.loaded {
+				keep(c.flash.module.Unload())
 			}
 			if c.handle != nil {
 				keep(c.handle.Destroy())

@@ -1,0 +1,109 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// flashPlan is single-tiny with one layer of 4 query heads and 2 KV heads
+// of head dim hd, 2 sequences and a 76-token prompt (context 80, 4 output
+// tokens): a prefill long enough for the tensor-core kernel.
+func flashPlan(t *testing.T, hd int) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &cfg.Model
+	m.Layers, m.Heads, m.KVHeads, m.HeadDim, m.Hidden, m.FFN = 1, 4, 2, hd, 4*hd, 64
+	cfg.Workload.Batch, cfg.Workload.Context, cfg.Workload.OutputTokens = 2, 80, 4
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// runPhase runs every compute op of rank 0's Program of phase at past and
+// returns the timing entries' names.
+func runPhase(t *testing.T, c *Compute, plan *partition.Plan, phase partition.Phase, past int) []string {
+	t.Helper()
+	prog := plan.Program(0, phase)
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if _, comm := op.Kind.Comm(); comm {
+			continue
+		}
+		if err := c.Exec(context.Background(), op, past); err != nil {
+			t.Fatalf("%s: %v", op.Name, err)
+		}
+	}
+	times, err := c.OpTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ot := range times {
+		names = append(names, ot.Name)
+	}
+	return names
+}
+
+// On the fake driver (an sm_90 device) an fp16 prefill of 76 queries with
+// head dim 128 runs on pb_flash_fwd_d128 and its timing entry says so. Its
+// 87,040 bytes of dynamic shared memory exceed the 48 KiB default, which
+// the fake driver refuses unless cuFuncSetAttribute raised the kernel's
+// limit: the launch going through proves the backend raised it. Decode
+// (one query) stays on pb_attention_vV, and fp32 and head dim 64 choose as
+// the shape rules say.
+func TestFlashChosenByShapeOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	cases := []struct {
+		dt        string
+		hd        int
+		wantFlash bool
+		why       string
+	}{
+		{"fp16", 128, true, ""},
+		{"bf16", 64, true, ""},
+		{"fp32", 128, false, "fp32 has no m16n8k16 mma"},
+	}
+	for _, tc := range cases {
+		plan := flashPlan(t, tc.hd)
+		c := fakeCompute(t, plan, 0, Options{DType: tc.dt})
+		_, ok, why := c.FlashAttention()
+		if ok != tc.wantFlash || why != tc.why {
+			t.Errorf("%s hd %d: flash %v (%q), want %v (%q)", tc.dt, tc.hd, ok, why, tc.wantFlash, tc.why)
+		}
+		names := runPhase(t, c, plan, partition.Prefill, 0)
+		tag := " [flash d" + map[int]string{64: "64", 128: "128"}[tc.hd] + "]"
+		var tagged int
+		for _, n := range names {
+			if strings.HasSuffix(n, tag) {
+				tagged++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 0}[tc.wantFlash]; tagged != want {
+			t.Errorf("%s hd %d prefill: %d timing entries end in %q, want %d (entries %v)", tc.dt, tc.hd, tagged, tag, want, names)
+		}
+		if tc.wantFlash {
+			if got, want := c.flash.shared[tc.hd], (64+4*64)*(tc.hd+8)*2; got != want {
+				t.Errorf("%s hd %d: dynamic shared memory %d, want %d", tc.dt, tc.hd, got, want)
+			}
+		}
+		c.ResetTimes()
+		past := plan.Config.Workload.PromptTokens()
+		for _, n := range runPhase(t, c, plan, partition.Decode, past) {
+			if strings.Contains(n, "[flash") {
+				t.Errorf("%s hd %d decode: %q ran on the prefill kernel", tc.dt, tc.hd, n)
+			}
+		}
+	}
+}
