@@ -26,69 +26,77 @@
 
 #if defined(PB_F16) || defined(PB_BF16)
 
-typedef unsigned short elem;
-typedef unsigned int u32;
-
-#define PB_INF __int_as_float(0x7f800000)
 #define FLASH_BR 64
 #define FLASH_BC 64
 #define FLASH_THREADS 128
 
-// The tensor-core and async-copy instructions, one function each. The
-// host-emulation harness defines PB_TC_HELPERS and brings host versions
-// with the same names and fragment layouts.
-#ifndef PB_TC_HELPERS
-
+// Stand-alone, this file defines what it needs from the shared kernel
+// headers, with their names and semantics: the element type and pb_pack2
+// (pb_common.cuh), the mma.sync, ldmatrix and cp.async helpers (pb_tc.cuh).
+// Where those headers come first (the host-emulation harness, which brings
+// their emulated branch under -DPB_HOSTEMU), these copies step aside.
+#ifndef PB_COMMON_CUH
+typedef unsigned short elem;
+#define PB_ELEM_BYTES 2
+#define PB_INF __int_as_float(0x7f800000)
 #if defined(PB_F16)
-#define PB_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#define PB_CVT2 "cvt.rn.f16x2.f32"
+__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 #else
-#define PB_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#define PB_CVT2 "cvt.rn.bf16x2.f32"
+__device__ __forceinline__ elem st(float f) {
+	unsigned int u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
+	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
+	return (elem)(u >> 16);
+}
 #endif
+// Two fp32 values rounded to nearest even into one register, lo in the
+// low half (the layout of mma.sync and ldmatrix fragments).
+__device__ __forceinline__ unsigned int pb_pack2(float lo, float hi) {
+	return (unsigned int)st(lo) | ((unsigned int)st(hi) << 16);
+}
+#endif // PB_COMMON_CUH
 
-__device__ __forceinline__ u32 pb_smem_addr(const void* p) {
-	u32 a;
-	asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(p));
+#ifndef PB_TC_CUH
+__device__ __forceinline__ unsigned int pb_smem_addr(const void* p) {
+	unsigned int a;
+	asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }\n" : "=r"(a) : "l"(p));
 	return a;
 }
 
-// d += a·b: a the 16×16 A fragment (4 registers of 2 elements), b the
-// 16×8 B fragment (2 registers), d the 16×8 fp32 accumulator.
-__device__ __forceinline__ void pb_mma_m16n8k16(float* d, const u32* a, const u32* b) {
-	asm volatile(PB_MMA " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+// d = a·b + c: a the 16×16 A fragment (4 registers of 2 elements), b the
+// 16×8 B fragment (2 registers), c and d 16×8 fp32 accumulators.
+__device__ __forceinline__ void pb_mma_m16n8k16(float d[4], const unsigned int a[4], const unsigned int b[2], const float c[4]) {
+#if defined(PB_F16)
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+#else
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+#endif
+		: "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
-// Four 8×8 matrices of 16-bit elements; lane 8i+r gives row r of matrix i.
-__device__ __forceinline__ void pb_ldmatrix_x4(u32* r, const elem* p) {
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(p)));
+// Four 8×8 matrices of 16-bit elements; lane 8j + r gives row r of matrix j.
+__device__ __forceinline__ void pb_ldmatrix_x4(unsigned int r[4], const void* row) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
 }
 
 // The same, each matrix transposed.
-__device__ __forceinline__ void pb_ldmatrix_x4_trans(u32* r, const elem* p) {
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(p)));
+__device__ __forceinline__ void pb_ldmatrix_x4_trans(unsigned int r[4], const void* row) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
 }
 
-// 16 bytes from global to shared memory, asynchronously; zeros when !full.
-__device__ __forceinline__ void pb_cp_async16(elem* dst, const elem* src, bool full) {
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(pb_smem_addr(dst)), "l"(src), "r"(full ? 16 : 0));
+// 16 bytes to shared memory, asynchronously: src_bytes (0 or 16) from
+// global src, the rest zeros.
+__device__ __forceinline__ void pb_cp_async_16_zfill(void* dst, const void* src, int src_bytes) {
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(pb_smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
-__device__ __forceinline__ void pb_cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void pb_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+__device__ __forceinline__ void pb_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void pb_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+#endif // PB_TC_CUH
 
-// Two fp32 values rounded to nearest even into one register of two
-// elements, lo in the low half.
-__device__ __forceinline__ u32 pb_pack2(float lo, float hi) {
-	u32 r;
-	asm(PB_CVT2 " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-	return r;
-}
-
-#endif // PB_TC_HELPERS
+typedef unsigned int u32;
 
 // Loads rows [0, 64) of a tile (row stride ld elements in shared memory)
 // from global rows src(r) (null: zeros), 16 bytes per copy.
@@ -98,7 +106,7 @@ __device__ __forceinline__ void flash_load_tile(elem* dst, const elem* fallback,
 	for (int k = threadIdx.x; k < FLASH_BR * CH; k += FLASH_THREADS) {
 		const int r = k / CH, c = k % CH;
 		const elem* s = src(r);
-		pb_cp_async16(dst + r * (D + 8) + c * 8, s ? s + c * 8 : fallback, s != 0);
+		pb_cp_async_16_zfill(dst + r * (D + 8) + c * 8, s ? s + c * 8 : fallback, s ? 16 : 0);
 	}
 }
 
@@ -174,8 +182,8 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 			for (int np = 0; np < FLASH_BC / 16; np++) {
 				u32 b[4];
 				pb_ldmatrix_x4(b, tk + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 + ((lane >> 3) & 1) * 8);
-				pb_mma_m16n8k16(s[2 * np], qf[kk], b);
-				pb_mma_m16n8k16(s[2 * np + 1], qf[kk], b + 2);
+				pb_mma_m16n8k16(s[2 * np], qf[kk], b, s[2 * np]);
+				pb_mma_m16n8k16(s[2 * np + 1], qf[kk], b + 2, s[2 * np + 1]);
 			}
 		}
 
@@ -240,8 +248,8 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 			for (int dp = 0; dp < D / 16; dp++) {
 				u32 b[4];
 				pb_ldmatrix_x4_trans(b, tv + (ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + dp * 16 + (lane >> 4) * 8);
-				pb_mma_m16n8k16(o[2 * dp], a, b);
-				pb_mma_m16n8k16(o[2 * dp + 1], a, b + 2);
+				pb_mma_m16n8k16(o[2 * dp], a, b, o[2 * dp]);
+				pb_mma_m16n8k16(o[2 * dp + 1], a, b + 2, o[2 * dp + 1]);
 			}
 		}
 		__syncthreads(); // the next iteration's copies overwrite this tile's buffer
