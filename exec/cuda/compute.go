@@ -64,19 +64,20 @@ type Compute struct {
 	promptBase, synthBase uint64
 	attnV                 int
 
-	drv    *cuda.Driver
-	blas   *cuda.BLAS
-	rtc    *cuda.NVRTC
-	dev    cuda.Device
-	info   cuda.DeviceInfo
-	ctx    *cuda.Context
-	stream cuda.Stream
-	handle *cuda.Handle
-	module cuda.Module
-	loaded bool
-	k      map[string]kernel
-	image  string     // "cubin sm_90" or "ptx compute_90"
-	flash  flashState // the tensor-core attention module (flash.go)
+	drv     *cuda.Driver
+	blas    *cuda.BLAS
+	rtc     *cuda.NVRTC
+	dev     cuda.Device
+	info    cuda.DeviceInfo
+	ctx     *cuda.Context
+	stream  cuda.Stream
+	handle  *cuda.Handle
+	module  cuda.Module
+	loaded  bool
+	k       map[string]kernel
+	image   string       // "cubin sm_90" or "ptx compute_90"
+	flash   flashState   // the tensor-core attention module (flash.go)
+	splitKV splitKVState // split-KV decode attention (splitkv.go)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -240,6 +241,9 @@ func (c *Compute) init() error {
 		return err
 	}
 	if err := c.initBuffers(); err != nil {
+		return err
+	}
+	if err := c.initSplitKV(); err != nil { // splitkv.go: after the frame, whose decode ops size its workspace
 		return err
 	}
 	if err := c.initWeights(); err != nil {
@@ -579,6 +583,9 @@ func (c *Compute) release() error {
 			}
 			if c.flash.loaded {
 				keep(c.flash.module.Unload())
+			}
+			if c.splitKV.loaded {
+				keep(c.splitKV.module.Unload())
 			}
 			if c.handle != nil {
 				keep(c.handle.Destroy())

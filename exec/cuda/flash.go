@@ -163,14 +163,18 @@ func (c *Compute) attentionKernel(op *partition.Op) string {
 }
 
 // opTag is what the op's timing entry adds to its name to say which
-// kernel ran it: " [flash d128]" where attention runs on pb_flash_fwd_d128;
-// nothing for the other kernels, whose names stay as the Program has them.
+// kernel ran it: " [flash d128]" where attention runs on pb_flash_fwd_d128,
+// " [split-kv S=8]" where decode attention is split 8 ways; nothing for
+// the other kernels, whose names stay as the Program has them.
 func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
 		return ""
 	}
 	if k := c.attentionKernel(op); strings.HasPrefix(k, "pb_flash_fwd_d") {
 		return " [flash d" + strings.TrimPrefix(k, "pb_flash_fwd_d") + "]"
+	}
+	if s := c.splits(op); s > 1 {
+		return fmt.Sprintf(" [split-kv S=%d]", s)
 	}
 	return ""
 }

@@ -107,3 +107,57 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 		}
 	}
 }
+
+// On the fake driver (132 SMs) a decode step of one sequence with 4 query
+// heads over a 2048-position cache is split: 4 (row, head) pairs want
+// ⌈2·132/4⌉ = 66 splits for two waves, capped at ⌈2048/256⌉ = 8 by the
+// shortest planned split; the workspace holds 1·4·8 partials of 2 + 64
+// floats = 8448 bytes. Prefill (76 queries) is not split.
+func TestSplitKVChosenOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &cfg.Model
+	m.Layers, m.Heads, m.KVHeads, m.HeadDim, m.Hidden, m.FFN = 1, 4, 2, 64, 256, 64
+	cfg.Workload.Batch, cfg.Workload.Context, cfg.Workload.OutputTokens = 1, 2048, 4
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
+	if ws := c.AllocatedByKind()["workspace"]; ws != 8+cublasWorkspaceBytes+8448 {
+		t.Errorf("workspace %d bytes, want %d (error flag, cuBLAS, split-KV partials)", ws, 8+cublasWorkspaceBytes+8448)
+	}
+	for _, n := range runPhase(t, c, plan, partition.Prefill, 0) {
+		if strings.Contains(n, "split-kv") {
+			t.Errorf("prefill entry %q is split", n)
+		}
+	}
+	c.ResetTimes()
+	var split int
+	for _, n := range runPhase(t, c, plan, partition.Decode, plan.Config.Workload.PromptTokens()) {
+		if strings.HasSuffix(n, " [split-kv S=8]") {
+			split++
+		}
+	}
+	if split != 1 {
+		t.Errorf("%d decode entries split 8 ways, want 1 (the layer's attention)", split)
+	}
+}
+
+func TestSplitKVCount(t *testing.T) {
+	for _, tc := range []struct{ sms, pairs, context, want int }{
+		{132, 4, 2048, 8},       // two waves want 66; 2048/256 = 8 caps it
+		{132, 32, 8192, 9},      // batch 1 × 32 heads: ⌈264/32⌉ = 9, under 32 and 64
+		{132, 16 * 32, 2048, 1}, // batch 16 × 32 heads already fill two waves
+		{132, 1, 1 << 20, 64},   // one pair, a huge cache: the cap
+		{132, 4, 200, 1},        // a short cache is not split
+		{0, 4, 2048, 1},         // no SM count known
+	} {
+		if got := splitKVCount(tc.sms, tc.pairs, tc.context); got != tc.want {
+			t.Errorf("splitKVCount(%d SMs, %d pairs, context %d) = %d, want %d", tc.sms, tc.pairs, tc.context, got, tc.want)
+		}
+	}
+}

@@ -184,8 +184,12 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 	if op.Bidirectional {
 		bidir = 1
 	}
-	// flash.go: prefill on tensor cores where attentionKernel picks it.
+	// flash.go: prefill on tensor cores where attentionKernel picks it;
+	// splitkv.go: decode split over the cache where splits picks S > 1.
 	if ok, err := c.flashAttention(op, qkv, ao, cache, st, seq0); ok {
+		return err
+	}
+	if ok, err := c.splitKVAttention(op, qkv, ao, cache, st, seq0); ok {
 		return err
 	}
 	a = c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
