@@ -78,6 +78,8 @@ type Compute struct {
 	image   string       // "cubin sm_90" or "ptx compute_90"
 	flash   flashState   // the tensor-core attention module (flash.go)
 	splitKV splitKVState // split-KV decode attention (splitkv.go)
+	extra   extraState   // the second module: splitkv.cu, fused.cu (extra.go)
+	rope    ropeState    // the rotary table (extra.go)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -243,7 +245,11 @@ func (c *Compute) init() error {
 	if err := c.initBuffers(); err != nil {
 		return err
 	}
+	c.initExtra()                           // extra.go: the second module (split-KV, fused kernels)
 	if err := c.initSplitKV(); err != nil { // splitkv.go: after the frame, whose decode ops size its workspace
+		return err
+	}
+	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
 	if err := c.initWeights(); err != nil {
@@ -584,8 +590,8 @@ func (c *Compute) release() error {
 			if c.flash.loaded {
 				keep(c.flash.module.Unload())
 			}
-			if c.splitKV.loaded {
-				keep(c.splitKV.module.Unload())
+			if c.extra.loaded {
+				keep(c.extra.module.Unload())
 			}
 			if c.handle != nil {
 				keep(c.handle.Destroy())

@@ -90,20 +90,22 @@ func ptxEntrySig(ptx, name string) (string, bool) {
 	return sig.String(), true
 }
 
-// TestSplitKVSourceCompiles compiles splitkv.cu with NVRTC for sm_80 and
-// sm_90 in every element type and checks its entries' parameter lists.
-func TestSplitKVSourceCompiles(t *testing.T) {
+// TestExtraSourceCompiles compiles the second module (splitkv.cu and
+// fused.cu) with NVRTC for sm_80 and sm_90 in every element type and
+// checks its entries' parameter lists.
+func TestExtraSourceCompiles(t *testing.T) {
 	rtc := flashNVRTC(t)
 	for _, arch := range []int{80, 90} {
 		for _, dt := range []string{"fp16", "bf16", "fp32"} {
-			out, err := rtc.Compile(splitKVSource, "splitkv.cu", cuda.ArchOption(arch/10, arch%10, false), dtypes[dt].define)
+			out, err := rtc.Compile(extraSource(), "partbench_extra.cu", cuda.ArchOption(arch/10, arch%10, false), dtypes[dt].define)
 			if err != nil {
 				t.Fatalf("sm_%d %s: %v", arch, dt, err)
 			}
 			if strings.TrimSpace(out.Log) != "" {
 				t.Errorf("sm_%d %s: compiler log is not empty:\n%s", arch, dt, out.Log)
 			}
-			want := map[string]string{"pb_splitkv_merge": splitKVMergeSig}
+			want := map[string]string{"pb_splitkv_merge": splitKVMergeSig, "pb_rope_kv_table": ropeTableSig,
+				"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig}
 			for _, v := range []int{1, 2, 4, 8} {
 				want[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
 			}

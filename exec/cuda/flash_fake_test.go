@@ -112,7 +112,8 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 // heads over a 2048-position cache is split: 4 (row, head) pairs want
 // ⌈2·132/4⌉ = 66 splits for two waves, capped at ⌈2048/256⌉ = 8 by the
 // shortest planned split; the workspace holds 1·4·8 partials of 2 + 64
-// floats = 8448 bytes. Prefill (76 queries) is not split.
+// floats = 8448 bytes, beside the rotary table of 2048 positions · 32
+// pairs · 8 bytes = 524288. Prefill (76 queries) is not split.
 func TestSplitKVChosenOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	cfg, err := configs.Load("test/single-tiny")
@@ -127,8 +128,8 @@ func TestSplitKVChosenOnFakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
-	if ws := c.AllocatedByKind()["workspace"]; ws != 8+cublasWorkspaceBytes+8448 {
-		t.Errorf("workspace %d bytes, want %d (error flag, cuBLAS, split-KV partials)", ws, 8+cublasWorkspaceBytes+8448)
+	if ws, want := c.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+8448+524288); ws != want {
+		t.Errorf("workspace %d bytes, want %d (error flag, cuBLAS, split-KV partials, rotary table)", ws, want)
 	}
 	for _, n := range runPhase(t, c, plan, partition.Prefill, 0) {
 		if strings.Contains(n, "split-kv") {

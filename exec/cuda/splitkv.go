@@ -49,9 +49,9 @@ func splitKVCount(sms, pairs, context int) int {
 	return max(s, 1)
 }
 
-// splitKVState is the split-KV module of a Compute and its workspace.
+// splitKVState is split-KV attention's kernels (in the second module,
+// extra.go) and workspace.
 type splitKVState struct {
-	module  cuda.Module
 	loaded  bool
 	why     string
 	partial string // pb_splitkv_partial_vV for the rank's head dim
@@ -74,26 +74,20 @@ func splitKVWorkspace(op *partition.Op, s int) int64 {
 	return int64(op.Rows) * int64(op.Heads) * int64(s) * int64(2+op.HeadDim) * 4
 }
 
-// initSplitKV compiles and loads splitkv.cu and allocates the workspace
+// initSplitKV looks up splitkv.cu's kernels and allocates the workspace
 // of the rank's largest split decode attention. A failure leaves split-KV
 // off with the reason (pb_attention_vV runs every decode step, as before).
 func (c *Compute) initSplitKV() error {
 	sk := &c.splitKV
-	m, _, err := c.loadExtraModule(splitKVSource, "splitkv.cu")
-	if err != nil {
-		sk.why = err.Error()
-		return nil
-	}
-	sk.module, sk.loaded = m, true
 	sk.partial = fmt.Sprintf("pb_splitkv_partial_v%d", c.attnV)
 	for name, sig := range map[string]string{sk.partial: splitKVPartialSig, "pb_splitkv_merge": splitKVMergeSig} {
-		fn, err := m.Function(name)
-		if err != nil {
-			sk.loaded, sk.why = false, err.Error()
+		if err := c.extraKernel(name, sig); err != nil {
+			sk.why = err.Error()
 			return nil
 		}
-		c.k[name] = kernel{fn: fn, sig: sig}
 	}
+	sk.loaded = true
+	var err error
 	prog := c.plan.Program(c.rank.Rank, partition.Decode)
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
