@@ -127,7 +127,7 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 
 	const int past = *pos;
 	const int n = past + q; // keys in the cache after this pass
-	const int last = min(j0 + FLASH_BR, q) - 1;
+	const int last = (j0 + FLASH_BR < q ? j0 + FLASH_BR : q) - 1;
 	const int end = bidir ? n : past + last + 1;
 	const int ntk = (end + FLASH_BC - 1) / FLASH_BC;
 

@@ -38,15 +38,16 @@ func (g attnGeom) scaleLog2() float32 {
 // warp), bc keys per K/V tile.
 type flashTiles struct{ br, bc int }
 
-// mmaK is the reduction length of one mma.sync m16n8k16: the model adds
-// 16 products exactly (float64, then one fp32 rounding) and accumulates
-// the 16-term sums in fp32, as the tensor core's fp32 accumulator does.
+// mmaK is the reduction length of one mma.sync m16n8k16. The model takes
+// each mma as d = c + Σ of its 16 products, the products exact and the
+// sum in float64 rounded once to fp32: the documented bound on what the
+// tensor core's fp32 accumulation does, and what the host-emulation
+// harness computes.
 const mmaK = 16
 
-// dot16 is Σ a[e]·b[e] over one mma's k extent, summed in float64 and
-// rounded once to fp32.
-func dot16(a, b []float32) float32 {
-	var s float64
+// mma16 is one mma's contribution to the accumulator c: c + Σ a[e]·b[e].
+func mma16(c float32, a, b []float32) float32 {
+	s := float64(c)
 	for e := range a {
 		s += float64(a[e]) * float64(b[e])
 	}
@@ -108,7 +109,7 @@ func flashPrefillModel(g attnGeom, t flashTiles, round func(float32) float32, qk
 							kv := kc[cache+key*kvw+kvh*hd:][:hd]
 							var acc float32
 							for d := 0; d < hd; d += mmaK {
-								acc += dot16(qv[d:d+mmaK], kv[d:d+mmaK])
+								acc = mma16(acc, qv[d:d+mmaK], kv[d:d+mmaK])
 							}
 							s[c] = acc * sl2
 							mt = max(mt, s[c])
@@ -138,11 +139,11 @@ func flashPrefillModel(g attnGeom, t flashTiles, round func(float32) float32, qk
 								break // keys past the cache's end weigh 0 (and may not exist)
 							}
 							for d := range o {
-								var acc float64
+								acc := float64(o[d])
 								for c := c0; c < c0+mmaK && k0+c < n; c++ {
 									acc += float64(p[c]) * float64(vc[cache+(k0+c)*kvw+kvh*hd+d])
 								}
-								o[d] += float32(acc)
+								o[d] = float32(acc)
 							}
 						}
 						m = mt

@@ -13,19 +13,19 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
-// attnCase is one attention call held against exec/cpu: a first call over
+// flashCase is one attention call held against exec/cpu: a first call over
 // positions [0, past) fills the cache (chunked prefill), the second is the
 // call under test over [past, past+q).
-type attnCase struct {
+type flashCase struct {
 	seqs, hl, kvl, hd, past, q int
 	bidir                      bool
 }
 
-func (c attnCase) String() string {
+func (c flashCase) String() string {
 	return fmt.Sprintf("seqs%d_h%d_kv%d_hd%d_past%d_q%d_bidir%v", c.seqs, c.hl, c.kvl, c.hd, c.past, c.q, c.bidir)
 }
 
-func (c attnCase) geom() attnGeom {
+func (c flashCase) geom() attnGeom {
 	return attnGeom{seqs: c.seqs, q: c.q, past: c.past, hl: c.hl, kvl: c.kvl, hd: c.hd, context: c.past + c.q + 2, bidir: c.bidir}
 }
 
@@ -39,7 +39,7 @@ type attnInputs struct {
 // newAttnInputs draws q uniform in [−qAmp, qAmp) and k, v in [−1, 1),
 // rounded by round; qAmp > 1 spreads the scores so that the running max
 // moves between tiles (a dropped rescale shows).
-func newAttnInputs(c attnCase, g attnGeom, round func(float32) float32, seed uint64, qAmp float32) attnInputs {
+func newAttnInputs(c flashCase, g attnGeom, round func(float32) float32, seed uint64, qAmp float32) attnInputs {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	row, kvw := (c.hl+2*c.kvl)*c.hd, c.kvl*c.hd
 	draw := func(rows int) []float32 {
@@ -75,7 +75,7 @@ func newAttnInputs(c attnCase, g attnGeom, round func(float32) float32, seed uin
 
 // cpuAttention runs exec/cpu's attention op (no rotary embeddings) on the
 // two calls of c and returns the second call's output rows.
-func cpuAttention(t *testing.T, c attnCase, in attnInputs) []float32 {
+func cpuAttention(t *testing.T, c flashCase, in attnInputs) []float32 {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
@@ -155,7 +155,7 @@ var storageTypes = []struct {
 	u    float64
 }{{"fp32", 0x1p-24}, {"fp16", 0x1p-11}, {"bf16", 0x1p-8}}
 
-var prefillCases = []attnCase{
+var prefillCases = []flashCase{
 	{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 64},   // one tile, exactly
 	{seqs: 2, hl: 4, kvl: 2, hd: 64, past: 0, q: 150},  // GQA 2, q not a multiple of 64
 	{seqs: 1, hl: 4, kvl: 1, hd: 128, past: 0, q: 97},  // GQA 4 (MQA), hd 128
@@ -189,7 +189,7 @@ func TestFlashPrefillModelMatchesCPU(t *testing.T) {
 // TestFlashPrefillModelPlantedBugs: a dropped rescale and a mask that lets
 // a query see the next key must both fail the comparison above.
 func TestFlashPrefillModelPlantedBugs(t *testing.T) {
-	c := attnCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 0, q: 150}
+	c := flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 0, q: 150}
 	g := c.geom()
 	round := dtypes["fp16"].round
 	in := newAttnInputs(c, g, round, 11, 3)

@@ -60,7 +60,7 @@ __device__ void splitkv_partial(const elem* qkv, const elem* kc, const elem* vc,
 	const int ncall = *pos + q;
 	const int n = bidir ? ncall : *pos + j + 1;
 	const int chunk = (ncall + S - 1) / S;
-	const int lo = k * chunk, hi = min(lo + chunk, n);
+	const int lo = k * chunk, hi = lo + chunk < n ? lo + chunk : n;
 	const int kvh = h / (hl / kvl);
 	const int L = hd / V, G = 32 / L;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

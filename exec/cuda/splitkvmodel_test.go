@@ -6,14 +6,14 @@ import "testing"
 // with split counts that leave empty splits, split a row unevenly, or
 // give every key its own split.
 var splitKVCases = []struct {
-	c      attnCase
+	c      flashCase
 	splits []int
 }{
-	{attnCase{seqs: 2, hl: 4, kvl: 2, hd: 64, past: 300, q: 1}, []int{1, 2, 7, 32}},
-	{attnCase{seqs: 1, hl: 2, kvl: 1, hd: 128, past: 129, q: 1}, []int{3, 130}},
-	{attnCase{seqs: 1, hl: 4, kvl: 4, hd: 64, past: 40, q: 5}, []int{4, 64}}, // rows see 41..45 keys: trailing splits empty for the shorter
-	{attnCase{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 1}, []int{8}},      // one key, seven empty splits
-	{attnCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 50, q: 3, bidir: true}, []int{5}},
+	{flashCase{seqs: 2, hl: 4, kvl: 2, hd: 64, past: 300, q: 1}, []int{1, 2, 7, 32}},
+	{flashCase{seqs: 1, hl: 2, kvl: 1, hd: 128, past: 129, q: 1}, []int{3, 130}},
+	{flashCase{seqs: 1, hl: 4, kvl: 4, hd: 64, past: 40, q: 5}, []int{4, 64}}, // rows see 41..45 keys: trailing splits empty for the shorter
+	{flashCase{seqs: 1, hl: 2, kvl: 2, hd: 64, past: 0, q: 1}, []int{8}},      // one key, seven empty splits
+	{flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 50, q: 3, bidir: true}, []int{5}},
 }
 
 // TestSplitKVModelMatchesCPU holds the split-KV model against exec/cpu's
@@ -42,7 +42,7 @@ func TestSplitKVModelMatchesCPU(t *testing.T) {
 // TestSplitKVModelPlantedBug: merging the partials without rescaling them
 // to the common max must fail the comparison.
 func TestSplitKVModelPlantedBug(t *testing.T) {
-	c := attnCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 300, q: 1}
+	c := flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 300, q: 1}
 	g := c.geom()
 	round := dtypes["fp16"].round
 	in := newAttnInputs(c, g, round, 5, 3)
