@@ -2,19 +2,25 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/cgo/cuda"
 )
 
-// flashNVRTC is the NVRTC the backend finds, or a skip naming why not.
+// flashNVRTC is NVRTC as cuda.LoadNVRTC finds it, or a skip naming why
+// not.
 func flashNVRTC(t *testing.T) *cuda.NVRTC {
 	t.Helper()
-	rtc, err := loadNVRTC()
+	rtc, err := cuda.LoadNVRTC()
 	if err != nil {
+		if os.Getenv("PARTBENCH_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("PARTBENCH_REQUIRE_NVRTC=1 and no NVRTC: %v", err)
+		}
 		t.Skipf("no NVRTC: %v", err)
 	}
+	t.Cleanup(func() { rtc.Close() })
 	return rtc
 }
 
