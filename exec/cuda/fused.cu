@@ -103,7 +103,8 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 
 // pb_rope_kv with the angles from table: float2 (cos, sin) of
 // pos·base^(−2i/hd) at [pos][i], i < hd/2 (ropeTable in fusedmodel.go).
-// Each product is rounded before the difference (no fused multiply-add),
+// Each product is rounded before the sum (__fmul_rn: never contracted into
+// a fused multiply-add),
 // so the rotation is bit-identical to the Go model's. One block per row.
 __global__ void pb_rope_kv_table(elem* qkv, elem* kc, elem* vc, const float2* table, const int* pos, int seq0, int q, int hl, int kvl,
 	int hd, int context) {
@@ -118,8 +119,8 @@ __global__ void pb_rope_kv_table(elem* qkv, elem* kc, elem* vc, const float2* ta
 		elem* v = row + head * hd + 2 * pi;
 		const float2 cs = table[(size_t)p * half + pi];
 		const float x0 = ld(v[0]), x1 = ld(v[1]);
-		v[0] = st(__fsub_rn(__fmul_rn(x0, cs.x), __fmul_rn(x1, cs.y)));
-		v[1] = st(__fadd_rn(__fmul_rn(x0, cs.y), __fmul_rn(x1, cs.x)));
+		v[0] = st(__fmul_rn(x0, cs.x) - __fmul_rn(x1, cs.y));
+		v[1] = st(__fmul_rn(x0, cs.y) + __fmul_rn(x1, cs.x));
 	}
 	__syncthreads();
 	const int kvw = kvl * hd;
