@@ -32,6 +32,9 @@ type Options struct {
 	DType string
 	// NoTiming turns off the CUDA events around each op (OpTimes is empty).
 	NoTiming bool
+	// HostWeights generates the weights on the host and uploads them even
+	// where the device could generate them (gen.go).
+	HostWeights bool
 }
 
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
@@ -64,22 +67,23 @@ type Compute struct {
 	promptBase, synthBase uint64
 	attnV                 int
 
-	drv     *cuda.Driver
-	blas    *cuda.BLAS
-	rtc     *cuda.NVRTC
-	dev     cuda.Device
-	info    cuda.DeviceInfo
-	ctx     *cuda.Context
-	stream  cuda.Stream
-	handle  *cuda.Handle
-	module  cuda.Module
-	loaded  bool
-	k       map[string]kernel
-	image   string       // "cubin sm_90" or "ptx compute_90"
-	flash   flashState   // the tensor-core attention module (flash.go)
-	splitKV splitKVState // split-KV decode attention (splitkv.go)
-	extra   extraState   // the second module: splitkv.cu, fused.cu (extra.go)
-	rope    ropeState    // the rotary table (extra.go)
+	drv          *cuda.Driver
+	blas         *cuda.BLAS
+	rtc          *cuda.NVRTC
+	dev          cuda.Device
+	info         cuda.DeviceInfo
+	ctx          *cuda.Context
+	stream       cuda.Stream
+	handle       *cuda.Handle
+	module       cuda.Module
+	loaded       bool
+	k            map[string]kernel
+	image        string       // "cubin sm_90" or "ptx compute_90"
+	flash        flashState   // the tensor-core attention module (flash.go)
+	splitKV      splitKVState // split-KV decode attention (splitkv.go)
+	extra        extraState   // the second module: splitkv.cu, fused.cu (extra.go)
+	rope         ropeState    // the rotary table (extra.go)
+	weightSource string       // where the weights were generated (gen.go)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -310,6 +314,9 @@ func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
 
 func (c *Compute) initWeights() error {
 	gen := c.plan.Generator(c.rank.Rank)
+	if done, err := c.genWeights(gen); done || err != nil { // gen.go: on the device where pb_gen loaded
+		return err
+	}
 	for _, ts := range c.plan.Tensors(c.rank.Rank) {
 		t, err := gen.Tensor(ts.Layer, ts.Name)
 		if err != nil {

@@ -18,7 +18,7 @@ var fusedSource string
 // kernels that run on every architecture and element type but came after
 // it (split-KV decode attention, the fused row kernels). Each file
 // carries its own stand-alone element type, defined once.
-func extraSource() string { return splitKVSource + "\n" + fusedSource }
+func extraSource() string { return splitKVSource + "\n" + fusedSource + "\n" + genSource }
 
 // extraState is the second module, or why it is not loaded (the backend
 // then runs kernelSource's kernels for everything, as before).

@@ -186,9 +186,11 @@ func TestExtraKernelsEmulated(t *testing.T) {
 		partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
 		p := buildKflashEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
 			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig},
-			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig}})
+			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
+			{Name: "pb_gen", Sig: genSig}})
 		splitKVEmulated(t, p, st.name, st.u, partial)
 		fusedEmulated(t, p, st.name, st.u)
+		genEmulated(t, p, st.name)
 	}
 }
 
@@ -310,6 +312,52 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 			// a few fp32 ulps of 1/σ, within one storage ulp (fp32: 2^−20).
 			if bad, worst := ulpBound(dt.decode(out[2]), wo, max(st.u, 0x1p-20)); bad > 0 {
 				t.Errorf("%s %s: %d of %d outputs beyond one ulp of the model (max |Δ| %.3g)", st.name, name, bad, rows*H, worst)
+			}
+		}
+	}
+}
+
+// genEmulated: pb_gen writes, bit for bit, the host generator's elements
+// rounded to the element type: single-tiny's wqkv (three segments, the
+// fan-in scale), a norm vector (1 + 0.1·u) and a transposed rectangle (a
+// tied head's layout), each into a tensor with a margin that must stay 0.
+func genEmulated(t *testing.T, p *hostemu.Program, dtName string) {
+	dt := dtypes[dtName]
+	gen := tinyPlan(t, "test/single-tiny").Generator(0)
+	wqkv, err := genSegments(gen, 2, "wqkv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := genSegments(gen, 2, "mlp_norm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tied := []genSegment{{dstRow0: 1, dstCol0: 2, rows: 8, cols: 5, base: 0x0123456789abcdef, keyRow0: 3, keyCol0: 1, transposed: true, scale: 1}}
+	for _, tc := range []struct {
+		name string
+		k, n int
+		segs []genSegment
+	}{{"wqkv", 64, 128, wqkv}, {"mlp_norm", 1, 64, norm}, {"transposed", 10, 9, tied}} {
+		var ls []hostemu.Launch
+		for _, s := range tc.segs {
+			tr := 0
+			if s.transposed {
+				tr = 1
+			}
+			ls = append(ls, hostemu.Launch{Kernel: "pb_gen", Grid: hostemu.D1(2), Block: hostemu.D1(flatThreads),
+				Args: []hostemu.Arg{hostemu.Ptr(0, (s.dstRow0*tc.n+s.dstCol0)*dt.bytes), hostemu.I32(tc.n), hostemu.I32(s.rows), hostemu.I32(s.cols),
+					hostemu.U64(s.base), hostemu.I32(s.keyRow0), hostemu.I32(s.keyCol0), hostemu.I32(tr), hostemu.F32(s.scale), hostemu.F32(s.add)}})
+		}
+		out, err := runKflashEmu(t, p, [][]byte{make([]byte, tc.k*tc.n*dt.bytes)}, ls...)
+		if err != nil {
+			t.Fatalf("%s %s: %v", dtName, tc.name, err)
+		}
+		want := make([]float32, tc.k*tc.n)
+		genApply(tc.segs, want, tc.n)
+		got := dt.decode(out[0])
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(dt.round(want[i])) {
+				t.Fatalf("%s %s: element %d (row %d, column %d) = %v, the host's %v", dtName, tc.name, i, i/tc.n, i%tc.n, got[i], dt.round(want[i]))
 			}
 		}
 	}

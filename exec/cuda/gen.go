@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/model"
+	"github.com/partbench/partbench/partition"
 )
 
 // genSource is the device weight generator (gen.cu), part of the second
@@ -140,3 +143,100 @@ func genSegments(g model.Generator, layer int, name string) ([]genSegment, error
 	}
 	return nil, fmt.Errorf("model: no tensor %q", name)
 }
+
+// genWeights allocates the rank's weight shards and generates them on the
+// device with pb_gen, where the second module loaded it and
+// Options.HostWeights is off; it reports whether it did (false: the caller
+// generates on the host and uploads, as before). It then reads back a
+// sample, the first and last element of every launch, and compares it bit
+// for bit with the host's statement of the same elements (genSegment.at,
+// rounded to the element type): on any difference it says so in
+// c.weightSource and fills the same shards from the host generator, so a
+// wrong kernel costs start-up time, never wrong weights.
+func (c *Compute) genWeights(gen model.Generator) (bool, error) {
+	switch {
+	case c.opts.HostWeights:
+		c.weightSource = "host (Options.HostWeights)"
+		return false, nil
+	case !c.extra.loaded:
+		c.weightSource = "host (no second module: " + c.extra.why + ")"
+		return false, nil
+	}
+	if err := c.extraKernel("pb_gen", genSig); err != nil {
+		c.weightSource = "host (" + err.Error() + ")"
+		return false, nil
+	}
+	type sample struct {
+		p    cuda.DevicePtr
+		want float32
+		what string
+	}
+	var samples []sample
+	tensors := c.plan.Tensors(c.rank.Rank)
+	ptrs := make([]cuda.DevicePtr, len(tensors))
+	eb := c.dt.bytes
+	for i, ts := range tensors {
+		segs, err := genSegments(gen, ts.Layer, ts.Name)
+		if err != nil {
+			return true, err
+		}
+		bytes := int64(ts.K) * int64(ts.N) * int64(eb)
+		p, err := c.alloc(pexec.AllocWeights, bytes)
+		if err != nil {
+			return true, err
+		}
+		ptrs[i] = p
+		c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = &dtensor{k: ts.K, n: ts.N, p: p}
+		if err := c.stream.MemsetD8Async(p, 0, bytes); err != nil {
+			return true, err
+		}
+		for _, s := range segs {
+			dst := p + cuda.DevicePtr((s.dstRow0*ts.N+s.dstCol0)*eb)
+			transposed := 0
+			if s.transposed {
+				transposed = 1
+			}
+			a := c.newArgs().p(dst).i(ts.N).i(s.rows).i(s.cols).u(s.base).i(s.keyRow0).i(s.keyCol0).i(transposed).f(s.scale).f(s.add)
+			if err := c.launch("pb_gen", cuda.D1(flatBlocks(s.rows*s.cols)), cuda.D1(flatThreads), a); err != nil {
+				return true, err
+			}
+			for _, rc := range [][2]int{{0, 0}, {s.rows - 1, s.cols - 1}} {
+				samples = append(samples, sample{p: dst + cuda.DevicePtr((rc[0]*ts.N+rc[1])*eb), want: c.dt.round(s.at(rc[0], rc[1])),
+					what: fmt.Sprintf("%s of layer %d, element (%d, %d)", ts.Name, ts.Layer, s.dstRow0+rc[0], s.dstCol0+rc[1])})
+			}
+		}
+	}
+	if err := c.stream.Synchronize(); err != nil {
+		return true, err
+	}
+	raw := make([]byte, eb)
+	for _, s := range samples {
+		if err := c.stream.CopyDtoHAsync(raw, s.p); err != nil {
+			return true, err
+		}
+		if got := c.dt.decode(raw)[0]; math.Float32bits(got) != math.Float32bits(s.want) {
+			c.weightSource = fmt.Sprintf("host (the device generated %v for %s, the host generator %v)", got, s.what, s.want)
+			return true, c.uploadWeights(gen, tensors, ptrs)
+		}
+	}
+	c.weightSource = fmt.Sprintf("device (pb_gen; %d sampled elements equal the host generator's)", len(samples))
+	return true, nil
+}
+
+// uploadWeights generates tensors on the host and uploads them into ptrs.
+func (c *Compute) uploadWeights(gen model.Generator, tensors []partition.TensorShard, ptrs []cuda.DevicePtr) error {
+	for i, ts := range tensors {
+		t, err := gen.Tensor(ts.Layer, ts.Name)
+		if err != nil {
+			return err
+		}
+		if err := c.upload(ptrs[i], t.Data); err != nil {
+			return err
+		}
+	}
+	return c.stream.Synchronize()
+}
+
+// WeightSource says where the rank's weights were generated: "device
+// (pb_gen; …)" or "host (why)".
+func (c *Compute) WeightSource() string { return c.weightSource }

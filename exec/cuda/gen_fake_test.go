@@ -1,0 +1,50 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	pexec "github.com/partbench/partbench/exec"
+)
+
+// On the fake driver pb_gen loads and launches but writes nothing, so the
+// sample read back (zeros from the memset) differs from the host
+// generator: the backend says so and fills the same shards from the host.
+// Every shard in device memory then equals the generator's, rounded to the
+// element type; with Options.HostWeights the device is not tried.
+func TestDeviceWeightsFallBackOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := tinyPlan(t, "test/tp2pp2-tiny")
+	for _, opts := range []Options{{DType: "fp16"}, {DType: "bf16", HostWeights: true}} {
+		c := fakeCompute(t, plan, 3, opts)
+		src := c.WeightSource()
+		want := "host (the device generated 0 for "
+		if opts.HostWeights {
+			want = "host (Options.HostWeights)"
+		}
+		if !strings.HasPrefix(src, want) {
+			t.Errorf("%+v: weight source %q, want it to start with %q", opts, src, want)
+		}
+		gen := plan.Generator(3)
+		for _, ts := range plan.Tensors(3) {
+			w := c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}]
+			raw, err := c.download(w.p, w.k*w.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, err := gen.Tensor(ts.Layer, ts.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.dt.decode(raw)
+			for i := range got {
+				if got[i] != c.dt.round(host.Data[i]) {
+					t.Fatalf("%+v: %s of layer %d element %d on the device %v, the generator's %v", opts, ts.Name, ts.Layer, i, got[i], c.dt.round(host.Data[i]))
+				}
+			}
+		}
+	}
+}
