@@ -53,6 +53,44 @@ func (c *Compute) extraKernel(name, sig string) error {
 	return nil
 }
 
+// extraBound is the largest launch the backend makes of a kernel of
+// flash.cu or the second module: threads per block, bytes of dynamic
+// shared memory, and whether that is above 48 KiB (raised with
+// cuFuncSetAttribute).
+type extraBound struct {
+	threads, dynSmem int
+	optIn            bool
+}
+
+// extraLaunch is every such kernel's bound; launchShared refuses a launch
+// beyond it (the same rule as kernelSource's kernels).
+var extraLaunch = map[string]extraBound{
+	"pb_flash_fwd_d64":      {flashThreads, flashSharedBytes(64, 2), flashSharedBytes(64, 2) > cuda.DefaultDynamicSharedBytes},
+	"pb_flash_fwd_d128":     {flashThreads, flashSharedBytes(128, 2), flashSharedBytes(128, 2) > cuda.DefaultDynamicSharedBytes},
+	"pb_splitkv_partial_v1": {threads: splitKVThreads},
+	"pb_splitkv_partial_v2": {threads: splitKVThreads},
+	"pb_splitkv_partial_v4": {threads: splitKVThreads},
+	"pb_splitkv_partial_v8": {threads: splitKVThreads},
+	"pb_splitkv_merge":      {threads: splitKVThreads},
+	"pb_rope_kv_table":      {threads: rowThreads},
+	"pb_add_rmsnorm":        {threads: rowThreads},
+	"pb_add_layernorm":      {threads: rowThreads},
+	"pb_gen":                {threads: flatThreads},
+}
+
+// checkExtraLaunch refuses a launch of name beyond its extraLaunch entry.
+func checkExtraLaunch(name string, threads, dynSmem int) error {
+	b, ok := extraLaunch[name]
+	if !ok {
+		return fmt.Errorf("cuda: kernel %s has no launch bound in extraLaunch", name)
+	}
+	if threads > b.threads || dynSmem > b.dynSmem {
+		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (extraLaunch)",
+			name, threads, dynSmem, b.threads, b.dynSmem)
+	}
+	return nil
+}
+
 // The fused residual add + norm kernels' parameter lists: x, y, out, w,
 // (b,) H, eps. The backend runs the residual and the norm as the
 // Program's two ops; these are for a caller that fuses them.
@@ -112,5 +150,5 @@ func (c *Compute) ropeKV(op *partition.Op, qkv dbuf, cache *dkv, st *mbState, se
 		return c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(c.rope.table).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(op.HeadDim).i(c.frame.Context)
-	return c.launch("pb_rope_kv_table", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
+	return c.launchShared("pb_rope_kv_table", cuda.D1(op.Rows), cuda.D1(rowThreads), 0, a)
 }

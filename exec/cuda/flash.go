@@ -198,7 +198,9 @@ func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st 
 	return true, c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads), c.flash.shared[hd], a)
 }
 
-// launchShared is launch with dynamic shared memory.
+// launchShared launches a kernel of flash.cu or the second module with
+// dynamic shared memory: launch's checks, and the kernel's bound in
+// extraLaunch.
 func (c *Compute) launchShared(name string, grid, block cuda.Dim3, shared int, a *args) error {
 	if c.replay {
 		return nil
@@ -208,6 +210,9 @@ func (c *Compute) launchShared(name string, grid, block cuda.Dim3, shared int, a
 		return fmt.Errorf("cuda: kernel %s is not loaded", name)
 	}
 	if err := k.check(a); err != nil {
+		return err
+	}
+	if err := checkExtraLaunch(name, int(block.X*block.Y*block.Z), shared); err != nil {
 		return err
 	}
 	c.stats.Launches++

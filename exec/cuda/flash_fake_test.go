@@ -162,3 +162,32 @@ func TestSplitKVCount(t *testing.T) {
 		}
 	}
 }
+
+// Every kernel of flash.cu and the second module has a launch bound, the
+// flash kernels' the dynamic shared memory flash.go asks for (hd 128 above
+// 48 KiB: raised), and a launch beyond a bound is refused.
+func TestExtraLaunchBounds(t *testing.T) {
+	for _, hd := range flashHeadDims {
+		b, ok := extraLaunch[flashKernelName(hd)]
+		if want := (64 + 4*64) * (hd + 8) * 2; !ok || b.dynSmem != want || b.threads != 128 || b.optIn != (want > 48<<10) {
+			t.Errorf("hd %d: bound %+v, want 128 threads and %d bytes", hd, b, want)
+		}
+	}
+	for _, name := range []string{"pb_splitkv_merge", "pb_rope_kv_table", "pb_gen", "pb_add_rmsnorm", "pb_add_layernorm", "pb_splitkv_partial_v8"} {
+		if _, ok := extraLaunch[name]; !ok {
+			t.Errorf("no bound for %s", name)
+		}
+	}
+	if err := checkExtraLaunch("pb_flash_fwd_d128", 128, 87040); err != nil {
+		t.Error(err)
+	}
+	if err := checkExtraLaunch("pb_flash_fwd_d128", 128, 87041); err == nil {
+		t.Error("a flash launch one byte above its shared memory bound passed")
+	}
+	if err := checkExtraLaunch("pb_gen", 512, 0); err == nil {
+		t.Error("pb_gen with 512 threads passed a bound of 256")
+	}
+	if err := checkExtraLaunch("pb_nope", 1, 0); err == nil {
+		t.Error("a kernel without a bound passed")
+	}
+}

@@ -197,7 +197,7 @@ func (c *Compute) genWeights(gen model.Generator) (bool, error) {
 				transposed = 1
 			}
 			a := c.newArgs().p(dst).i(ts.N).i(s.rows).i(s.cols).u(s.base).i(s.keyRow0).i(s.keyCol0).i(transposed).f(s.scale).f(s.add)
-			if err := c.launch("pb_gen", cuda.D1(flatBlocks(s.rows*s.cols)), cuda.D1(flatThreads), a); err != nil {
+			if err := c.launchShared("pb_gen", cuda.D1(flatBlocks(s.rows*s.cols)), cuda.D1(flatThreads), 0, a); err != nil {
 				return true, err
 			}
 			for _, rc := range [][2]int{{0, 0}, {s.rows - 1, s.cols - 1}} {

@@ -143,9 +143,9 @@ func (c *Compute) splitKVAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, s
 		bidir = 1
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(c.splitKV.ws).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
-	if err := c.launch(c.splitKV.partial, cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}, cuda.D1(splitKVThreads), a); err != nil {
+	if err := c.launchShared(c.splitKV.partial, cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}, cuda.D1(splitKVThreads), 0, a); err != nil {
 		return true, err
 	}
 	a = c.newArgs().p(c.splitKV.ws).p(ao.p).i(hl).i(hd).i(s)
-	return true, c.launch("pb_splitkv_merge", cuda.D2(op.Rows, hl), cuda.D1(splitKVThreads), a)
+	return true, c.launchShared("pb_splitkv_merge", cuda.D2(op.Rows, hl), cuda.D1(splitKVThreads), 0, a)
 }
