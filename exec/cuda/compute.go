@@ -624,5 +624,6 @@ func (c *Compute) release() error {
 func (c *Compute) Describe() string {
 	i := c.info
 	return fmt.Sprintf("%s (sm_%d%d, GPU %d, CUDA driver %d.%d), %s, kernels %s",
-		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image)
+		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image) +
+		c.describeExtra() // flash.go
 }

@@ -219,6 +219,20 @@ func (c *Compute) launchShared(name string, grid, block cuda.Dim3, shared int, a
 	return k.fn.Launch(grid, block, shared, c.stream, a.vals[:a.n]...)
 }
 
+// describeExtra is Describe's account of the additions: the tensor-core
+// attention, the second module and where the weights were generated.
+func (c *Compute) describeExtra() string {
+	flash := "flash attention off (" + c.flash.why + ")"
+	if c.flash.loaded && len(c.flash.names) > 0 {
+		flash = "flash attention " + c.flash.image
+	}
+	extra := "split-KV/fused off (" + c.extra.why + ")"
+	if c.extra.loaded {
+		extra = "split-KV/fused " + c.extra.image
+	}
+	return fmt.Sprintf(", %s, %s, weights %s", flash, extra, c.weightSource)
+}
+
 // FlashAttention says whether prefill attention runs on the tensor-core
 // kernels (flash.cu) and, when not, why.
 func (c *Compute) FlashAttention() (image string, ok bool, why string) {

@@ -48,3 +48,15 @@ func TestDeviceWeightsFallBackOnFakes(t *testing.T) {
 		}
 	}
 }
+
+// Describe names the additions and where the weights came from.
+func TestDescribeNamesTheAdditions(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	c := fakeCompute(t, tinyPlan(t, "test/single-tiny"), 0, Options{DType: "fp32"})
+	d := c.Describe()
+	for _, want := range []string{"flash attention off (fp32 has no m16n8k16 mma)", "split-KV/fused cubin sm_90", "weights host (the device generated 0 for "} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Describe() = %q, lacks %q", d, want)
+		}
+	}
+}
