@@ -362,3 +362,35 @@ func genEmulated(t *testing.T, p *hostemu.Program, dtName string) {
 		}
 	}
 }
+
+// TestSplitKVKernelEmulatedPlantedBug: pb_splitkv_merge adding the
+// partial sums without rescaling them to the common max fails.
+func TestSplitKVKernelEmulatedPlantedBug(t *testing.T) {
+	const old = "if (l > 0.0f) L += l * exp2f(p[k * (2 + hd)] - M);"
+	if !strings.Contains(splitKVSource, old) {
+		t.Fatalf("splitkv.cu has no %q", old)
+	}
+	dt := dtypes["fp32"]
+	src := strings.Replace(extraSource(), old, "if (l > 0.0f) L += l;", 1)
+	partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
+	p := buildKflashEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}})
+	c := flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 300, q: 1}
+	a := newEmuAttn(c, dt, 30)
+	g := a.g
+	const s = 4
+	out, err := runKflashEmu(t, p, [][]byte{a.qkvB, a.kB, a.vB, i32le(g.past), make([]byte, g.hl*s*(2+g.hd)*4), make([]byte, g.hl*g.hd*dt.bytes)},
+		hostemu.Launch{Kernel: partial, Grid: hostemu.Dim{X: 1, Y: g.hl, Z: s}, Block: hostemu.D1(splitKVThreads),
+			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0),
+				hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.hd), hostemu.I32(g.context),
+				hostemu.F32(g.scaleLog2()), hostemu.I32(0)}},
+		hostemu.Launch{Kernel: "pb_splitkv_merge", Grid: hostemu.D2(1, g.hl), Block: hostemu.D1(splitKVThreads),
+			Args: []hostemu.Arg{hostemu.Ptr(4, 0), hostemu.Ptr(5, 0), hostemu.I32(g.hl), hostemu.I32(g.hd), hostemu.I32(s)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, g.hl*g.hd)
+	splitKVModel(g, s, dt.round, a.qkv, a.kc, a.vc, want)
+	if bad, worst := ulpBound(dt.decode(out[5]), want, 0x1p-20); bad == 0 {
+		t.Errorf("a merge without rescaling passes (max |Δ| %.3g)", worst)
+	}
+}
