@@ -35,6 +35,10 @@ type Options struct {
 	// HostWeights generates the weights on the host and uploads them even
 	// where the device could generate them (gen.go).
 	HostWeights bool
+	// Without turns additions off, for timing them against what they
+	// replace: a comma-separated list of flash, splitkv, rope-table,
+	// device-weights ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
+	Without string
 }
 
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
@@ -78,12 +82,13 @@ type Compute struct {
 	module       cuda.Module
 	loaded       bool
 	k            map[string]kernel
-	image        string       // "cubin sm_90" or "ptx compute_90"
-	flash        flashState   // the tensor-core attention module (flash.go)
-	splitKV      splitKVState // split-KV decode attention (splitkv.go)
-	extra        extraState   // the second module: splitkv.cu, fused.cu (extra.go)
-	rope         ropeState    // the rotary table (extra.go)
-	weightSource string       // where the weights were generated (gen.go)
+	image        string          // "cubin sm_90" or "ptx compute_90"
+	flash        flashState      // the tensor-core attention module (flash.go)
+	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
+	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
+	rope         ropeState       // the rotary table (extra.go)
+	weightSource string          // where the weights were generated (gen.go)
+	without      map[string]bool // additions turned off (Options.Without)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -177,7 +182,11 @@ func New(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 	if err != nil {
 		return nil, noDriver(err)
 	}
-	c := &Compute{plan: plan, rank: plan.Ranks[rank], opts: opts, dt: dt, drv: drv}
+	without, err := parseWithout(opts.Without) // extra.go
+	if err != nil {
+		return nil, err
+	}
+	c := &Compute{plan: plan, rank: plan.Ranks[rank], opts: opts, dt: dt, drv: drv, without: without}
 	c.timer = newTimer(c, !opts.NoTiming)
 	if err := c.init(); err != nil {
 		c.Close()

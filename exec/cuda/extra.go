@@ -3,6 +3,9 @@ package cuda
 import (
 	_ "embed" // fused.cu
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
@@ -38,6 +41,33 @@ func (c *Compute) initExtra() {
 		return
 	}
 	c.extra = extraState{module: m, loaded: true, image: what}
+}
+
+// withoutChoices are Options.Without's values.
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights"}
+
+// withoutEnv is Options.Without's environment variable.
+const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
+
+// parseWithout reads Options.Without (or $PARTBENCH_CUDA_WITHOUT when it
+// is empty) into a set, refusing a value it does not know.
+func parseWithout(s string) (map[string]bool, error) {
+	from := "Options.Without"
+	if s == "" {
+		s, from = os.Getenv(withoutEnv), withoutEnv
+	}
+	set := map[string]bool{}
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !slices.Contains(withoutChoices, v) {
+			return nil, fmt.Errorf("cuda: %s=%q: %q is not one of %s", from, s, v, strings.Join(withoutChoices, ", "))
+		}
+		set[v] = true
+	}
+	return set, nil
 }
 
 // extraKernel looks up name in the second module into c.k.
@@ -115,6 +145,9 @@ type ropeState struct {
 // when the model has no rotary embeddings or the second module is not
 // loaded.
 func (c *Compute) initRope() error {
+	if c.without["rope-table"] {
+		return nil
+	}
 	if err := c.extraKernel("pb_rope_kv_table", ropeTableSig); err != nil {
 		return nil //nolint:nilerr // pb_rope_kv stays
 	}

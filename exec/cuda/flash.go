@@ -73,6 +73,9 @@ func (c *Compute) initFlash() {
 	f := &c.flash
 	major, minor := c.info.ComputeMajor, c.info.ComputeMinor
 	switch {
+	case c.without["flash"]:
+		f.why = "turned off (Options.Without)"
+		return
 	case c.dt.bytes != 2:
 		f.why = "fp32 has no m16n8k16 mma"
 		return

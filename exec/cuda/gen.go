@@ -158,6 +158,9 @@ func (c *Compute) genWeights(gen model.Generator) (bool, error) {
 	case c.opts.HostWeights:
 		c.weightSource = "host (Options.HostWeights)"
 		return false, nil
+	case c.without["device-weights"]:
+		c.weightSource = "host (turned off (Options.Without))"
+		return false, nil
 	case !c.extra.loaded:
 		c.weightSource = "host (no second module: " + c.extra.why + ")"
 		return false, nil

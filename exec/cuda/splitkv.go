@@ -79,6 +79,10 @@ func splitKVWorkspace(op *partition.Op, s int) int64 {
 // off with the reason (pb_attention_vV runs every decode step, as before).
 func (c *Compute) initSplitKV() error {
 	sk := &c.splitKV
+	if c.without["splitkv"] {
+		sk.why = "turned off (Options.Without)"
+		return nil
+	}
 	sk.partial = fmt.Sprintf("pb_splitkv_partial_v%d", c.attnV)
 	for name, sig := range map[string]string{sk.partial: splitKVPartialSig, "pb_splitkv_merge": splitKVMergeSig} {
 		if err := c.extraKernel(name, sig); err != nil {
