@@ -60,3 +60,35 @@ func TestDescribeNamesTheAdditions(t *testing.T) {
 		}
 	}
 }
+
+// Options.Without (or $PARTBENCH_CUDA_WITHOUT) turns the additions off one
+// by one, and an unknown name is refused naming the variable, the value
+// and the choices.
+func TestWithoutTurnsAdditionsOff(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := flashPlan(t, 128)
+	c := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: "flash, rope-table,device-weights"})
+	if _, ok, why := c.FlashAttention(); ok || why != "turned off (Options.Without)" {
+		t.Errorf("flash %v (%q) with Without flash", ok, why)
+	}
+	if c.rope.table != 0 {
+		t.Error("the rotary table was made with Without rope-table")
+	}
+	if c.WeightSource() != "host (turned off (Options.Without))" {
+		t.Errorf("weights %q with Without device-weights", c.WeightSource())
+	}
+	t.Setenv("PARTBENCH_CUDA_WITHOUT", "splitkv")
+	c = fakeCompute(t, plan, 0, Options{DType: "fp16"})
+	if c.splitKV.loaded || c.splitKV.why != "turned off (Options.Without)" {
+		t.Errorf("split-KV loaded %v (%q) with $PARTBENCH_CUDA_WITHOUT=splitkv", c.splitKV.loaded, c.splitKV.why)
+	}
+	if _, ok, _ := c.FlashAttention(); !ok {
+		t.Error("flash is off though only split-KV was turned off")
+	}
+	t.Setenv("PARTBENCH_CUDA_WITHOUT", "flash,tensorcores")
+	_, err := New(plan, 0, Options{DType: "fp16"})
+	want := `cuda: PARTBENCH_CUDA_WITHOUT="flash,tensorcores": "tensorcores" is not one of flash, splitkv, rope-table, device-weights`
+	if err == nil || err.Error() != want {
+		t.Errorf("unknown name: %v\nwant %s", err, want)
+	}
+}
