@@ -94,19 +94,24 @@ type extraBound struct {
 
 // extraLaunch is every such kernel's bound; launchShared refuses a launch
 // beyond it (the same rule as kernelSource's kernels).
-var extraLaunch = map[string]extraBound{
-	"pb_flash_fwd_d64":      {flashThreads, flashSharedBytes(64, 2), flashSharedBytes(64, 2) > cuda.DefaultDynamicSharedBytes},
-	"pb_flash_fwd_d128":     {flashThreads, flashSharedBytes(128, 2), flashSharedBytes(128, 2) > cuda.DefaultDynamicSharedBytes},
-	"pb_splitkv_partial_v1": {threads: splitKVThreads},
-	"pb_splitkv_partial_v2": {threads: splitKVThreads},
-	"pb_splitkv_partial_v4": {threads: splitKVThreads},
-	"pb_splitkv_partial_v8": {threads: splitKVThreads},
-	"pb_splitkv_merge":      {threads: splitKVThreads},
-	"pb_rope_kv_table":      {threads: rowThreads},
-	"pb_add_rmsnorm":        {threads: rowThreads},
-	"pb_add_layernorm":      {threads: rowThreads},
-	"pb_gen":                {threads: flatThreads},
-}
+var extraLaunch = func() map[string]extraBound {
+	m := map[string]extraBound{
+		"pb_splitkv_partial_v1": {threads: splitKVThreads},
+		"pb_splitkv_partial_v2": {threads: splitKVThreads},
+		"pb_splitkv_partial_v4": {threads: splitKVThreads},
+		"pb_splitkv_partial_v8": {threads: splitKVThreads},
+		"pb_splitkv_merge":      {threads: splitKVThreads},
+		"pb_rope_kv_table":      {threads: rowThreads},
+		"pb_add_rmsnorm":        {threads: rowThreads},
+		"pb_add_layernorm":      {threads: rowThreads},
+		"pb_gen":                {threads: flatThreads},
+	}
+	for _, fk := range flashKeys() {
+		smem := flashSharedBytes(fk.hd, fk.br, 2)
+		m[flashKernelName(fk.hd, fk.br)] = extraBound{flashThreads(fk.br), smem, smem > cuda.DefaultDynamicSharedBytes}
+	}
+	return m
+}()
 
 // checkExtraLaunch refuses a launch of name beyond its extraLaunch entry.
 func checkExtraLaunch(name string, threads, dynSmem int) error {

@@ -26,9 +26,7 @@
 
 #if defined(PB_F16) || defined(PB_BF16)
 
-#define FLASH_BR 64
-#define FLASH_BC 64
-#define FLASH_THREADS 128
+#define FLASH_BC 64 // keys per K/V tile; a block of BR queries has BR/16 warps
 
 // Stand-alone, this file defines what it needs from the shared kernel
 // headers, with their names and semantics: the element type and pb_pack2
@@ -98,36 +96,38 @@ template <int N> __device__ __forceinline__ void pb_cp_async_wait() { asm volati
 
 typedef unsigned int u32;
 
-// Loads rows [0, 64) of a tile (row stride ld elements in shared memory)
-// from global rows src(r) (null: zeros), 16 bytes per copy.
-template <int D, typename Src>
+// Loads rows [0, ROWS) of a tile (row stride D + 8 elements in shared
+// memory) from global rows src(r) (null: zeros), 16 bytes per copy, by
+// THREADS threads.
+template <int D, int ROWS, int THREADS, typename Src>
 __device__ __forceinline__ void flash_load_tile(elem* dst, const elem* fallback, Src src) {
 	constexpr int CH = D / 8; // 16-byte chunks per row
-	for (int k = threadIdx.x; k < FLASH_BR * CH; k += FLASH_THREADS) {
+	for (int k = threadIdx.x; k < ROWS * CH; k += THREADS) {
 		const int r = k / CH, c = k % CH;
 		const elem* s = src(r);
 		pb_cp_async_16_zfill(dst + r * (D + 8) + c * 8, s ? s + c * 8 : fallback, s ? 16 : 0);
 	}
 }
 
-template <int D>
+template <int D, int BR>
 __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem* vc, const int* pos,
 	int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
 	constexpr int LD = D + 8;
+	constexpr int THREADS = BR * 2; // BR/16 warps
 	extern __shared__ __align__(16) unsigned char flash_smem[];
 	elem* sq = reinterpret_cast<elem*>(flash_smem);
-	elem* sk = sq + FLASH_BR * LD;       // [2][64][LD]
+	elem* sk = sq + BR * LD;             // [2][64][LD]
 	elem* sv = sk + 2 * FLASH_BC * LD;   // [2][64][LD]
 
-	const int tiles = (q + FLASH_BR - 1) / FLASH_BR;
-	const int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * FLASH_BR;
+	const int tiles = (q + BR - 1) / BR;
+	const int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * BR;
 	const int h = blockIdx.y, kvh = h / (hl / kvl);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int g = lane >> 2, qd = lane & 3; // the accumulator's row and column pair
 
 	const int past = *pos;
 	const int n = past + q; // keys in the cache after this pass
-	const int last = (j0 + FLASH_BR < q ? j0 + FLASH_BR : q) - 1;
+	const int last = (j0 + BR < q ? j0 + BR : q) - 1;
 	const int end = bidir ? n : past + last + 1;
 	const int ntk = (end + FLASH_BC - 1) / FLASH_BC;
 
@@ -136,13 +136,13 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 	const elem* qbase = qkv + (size_t)i * q * qrow + (size_t)h * D;
 	const size_t cbase = (size_t)(seq0 + i) * context * kvw + (size_t)kvh * D;
 
-	flash_load_tile<D>(sq, qkv, [&](int r) -> const elem* { return j0 + r < q ? qbase + (size_t)(j0 + r) * qrow : 0; });
+	flash_load_tile<D, BR, THREADS>(sq, qkv, [&](int r) -> const elem* { return j0 + r < q ? qbase + (size_t)(j0 + r) * qrow : 0; });
 	auto load_kv = [&](int t) {
 		const int k0 = t * FLASH_BC;
 		elem* dk = sk + (t & 1) * FLASH_BC * LD;
 		elem* dv = sv + (t & 1) * FLASH_BC * LD;
-		flash_load_tile<D>(dk, kc, [&](int r) -> const elem* { return k0 + r < n ? kc + cbase + (size_t)(k0 + r) * kvw : 0; });
-		flash_load_tile<D>(dv, vc, [&](int r) -> const elem* { return k0 + r < n ? vc + cbase + (size_t)(k0 + r) * kvw : 0; });
+		flash_load_tile<D, FLASH_BC, THREADS>(dk, kc, [&](int r) -> const elem* { return k0 + r < n ? kc + cbase + (size_t)(k0 + r) * kvw : 0; });
+		flash_load_tile<D, FLASH_BC, THREADS>(dv, vc, [&](int r) -> const elem* { return k0 + r < n ? vc + cbase + (size_t)(k0 + r) * kvw : 0; });
 	};
 	load_kv(0);
 	pb_cp_async_commit();
@@ -271,15 +271,17 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 
 extern "C" {
 
-__global__ void __launch_bounds__(FLASH_THREADS) pb_flash_fwd_d64(const elem* qkv, elem* ao, const elem* kc, const elem* vc,
-	const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
-	flash_fwd<64>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);
-}
-
-__global__ void __launch_bounds__(FLASH_THREADS) pb_flash_fwd_d128(const elem* qkv, elem* ao, const elem* kc, const elem* vc,
-	const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
-	flash_fwd<128>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);
-}
+// pb_flash_fwd_d{64,128}: 64-query tiles, 4 warps; _b128: 128-query
+// tiles, 8 warps (K and V tiles shared by twice the queries).
+#define PB_FLASH(D, BR, SUFFIX)                                                                                    \
+	__global__ void __launch_bounds__(BR * 2) pb_flash_fwd_d##D##SUFFIX(const elem* qkv, elem* ao, const elem* kc,  \
+		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) { \
+		flash_fwd<D, BR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                        \
+	}
+PB_FLASH(64, 64, )
+PB_FLASH(128, 64, )
+PB_FLASH(64, 128, _b128)
+PB_FLASH(128, 128, _b128)
 
 } // extern "C"
 

@@ -18,13 +18,19 @@ import (
 //go:embed flash.cu
 var flashSource string
 
-// Launch shape of pb_flash_fwd_dD: 4 warps, 64 queries per block, key
-// tiles of 64 (FLASH_THREADS, FLASH_BR, FLASH_BC in flash.cu).
+// Launch shapes of pb_flash_fwd_dD[_b128]: 64 or 128 queries per block
+// (flashBrs), 16 per warp, so 2·br threads; key tiles of 64 (FLASH_BC in
+// flash.cu).
 const (
-	flashThreads = 128
-	flashBr      = 64
-	flashBc      = 64
+	flashBr = 64 // the smaller query tile (and the fewest queries flash runs)
+	flashBc = 64
 )
+
+// flashBrs are the query tiles flash.cu is instantiated for.
+var flashBrs = []int{64, 128}
+
+// flashThreads is the block of query tile br: br/16 warps.
+func flashThreads(br int) int { return 2 * br }
 
 // flashKernelSig is the parameter list of every pb_flash_fwd_dD, in
 // launch.go's letters: qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context,
@@ -34,13 +40,21 @@ const flashKernelSig = "pppppiiiiifi"
 // flashHeadDims are the head dims flash.cu is instantiated for.
 var flashHeadDims = []int{64, 128}
 
-// flashKernelName is the kernel for head dim hd.
-func flashKernelName(hd int) string { return fmt.Sprintf("pb_flash_fwd_d%d", hd) }
+// flashKernelName is the kernel for head dim hd and query tile br.
+func flashKernelName(hd, br int) string {
+	if br == flashBr {
+		return fmt.Sprintf("pb_flash_fwd_d%d", hd)
+	}
+	return fmt.Sprintf("pb_flash_fwd_d%d_b%d", hd, br)
+}
 
-// flashSharedBytes is the dynamic shared memory of pb_flash_fwd_dD: Q one
-// 64-row tile, K and V two each (double buffering), rows of hd+8
-// elements (the pad spreads ldmatrix's rows over the banks).
-func flashSharedBytes(hd, elemBytes int) int { return (flashBr + 4*flashBc) * (hd + 8) * elemBytes }
+// flashSharedBytes is the dynamic shared memory of a flash kernel: Q one
+// br-row tile, K and V two 64-row tiles each (double buffering), rows of
+// hd+8 elements (the pad spreads ldmatrix's rows over the banks).
+func flashSharedBytes(hd, br, elemBytes int) int { return (br + 4*flashBc) * (hd + 8) * elemBytes }
+
+// flashKey is a flash kernel's head dim and query tile.
+type flashKey struct{ hd, br int }
 
 // flashMinArch is the first compute capability with the instructions
 // flash.cu uses (sm_80).
@@ -58,10 +72,10 @@ const flashMinQ = flashBr
 type flashState struct {
 	module cuda.Module
 	loaded bool
-	image  string         // "cubin sm_90" or "ptx compute_90"
-	shared map[int]int    // dynamic shared memory per head dim, set on each function
-	why    string         // why flash.cu is not used, when !loaded
-	names  map[int]string // kernel per head dim (flashKernelName)
+	image  string              // "cubin sm_90" or "ptx compute_90"
+	shared map[flashKey]int    // dynamic shared memory per kernel, set on each function
+	why    string              // why flash.cu is not used, when !loaded
+	names  map[flashKey]string // the kernels loaded (flashKernelName)
 }
 
 // initFlash compiles flash.cu for the device and the element type, loads
@@ -105,15 +119,16 @@ func (c *Compute) initFlash() {
 		f.why = strings.Join(errs, "; ")
 		return
 	}
-	f.shared, f.names = map[int]int{}, map[int]string{}
-	for _, hd := range flashHeadDims {
-		name := flashKernelName(hd)
+	f.shared, f.names = map[flashKey]int{}, map[flashKey]string{}
+	for _, fk := range flashKeys() {
+		hd, br := fk.hd, fk.br
+		name := flashKernelName(hd, br)
 		fn, err := f.module.Function(name)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		smem := flashSharedBytes(hd, c.dt.bytes)
+		smem := flashSharedBytes(hd, br, c.dt.bytes)
 		if optin := c.info.SharedPerBlockOptin; optin > 0 && int64(smem) > optin {
 			errs = append(errs, fmt.Sprintf("%s needs %d bytes of shared memory, the device allows %d", name, smem, optin))
 			continue
@@ -125,7 +140,7 @@ func (c *Compute) initFlash() {
 			}
 		}
 		c.k[name] = kernel{fn: fn, sig: flashKernelSig}
-		f.shared[hd], f.names[hd] = smem, name
+		f.shared[fk], f.names[fk] = smem, name
 	}
 	if len(f.names) == 0 {
 		f.why = strings.Join(errs, "; ")
@@ -155,26 +170,66 @@ func (c *Compute) compileSource(src, name string, major, minor int, cubin bool) 
 	return img, nil
 }
 
+// flashKeys are every (head dim, query tile) flash.cu is built for.
+func flashKeys() []flashKey {
+	var ks []flashKey
+	for _, hd := range flashHeadDims {
+		for _, br := range flashBrs {
+			ks = append(ks, flashKey{hd, br})
+		}
+	}
+	return ks
+}
+
+// flashTile is the query tile for a prefill of q queries per sequence,
+// seqs sequences and hl heads on sms SMs: 128 (K and V tiles shared by
+// twice the queries) where q fills such tiles and they still make at
+// least one block per SM; else 64.
+func flashTile(q, seqs, hl, sms int) int {
+	if q >= 128 && seqs*((q+127)/128)*hl >= sms {
+		return 128
+	}
+	return flashBr
+}
+
 // attentionKernel is the kernel that runs op (an attention op): the
-// tensor-core pb_flash_fwd_dD for a prefill of at least flashMinQ queries
-// per sequence with a head dim it is built for, else pb_attention_vV.
+// tensor-core pb_flash_fwd_dD[_b128] for a prefill of at least flashMinQ
+// queries per sequence with a head dim it is built for (query tile by
+// flashTile), else pb_attention_vV.
 func (c *Compute) attentionKernel(op *partition.Op) string {
-	if name, ok := c.flash.names[op.HeadDim]; ok && c.flash.loaded && op.QLen >= flashMinQ {
-		return name
+	if c.flash.loaded && op.QLen >= flashMinQ {
+		br := flashTile(op.QLen, op.Seqs, op.Heads, c.info.SMs)
+		if name, ok := c.flash.names[flashKey{op.HeadDim, br}]; ok {
+			return name
+		}
+		if name, ok := c.flash.names[flashKey{op.HeadDim, flashBr}]; ok {
+			return name
+		}
 	}
 	return fmt.Sprintf("pb_attention_v%d", c.attnV)
 }
 
+// flashKeyOf is the head dim and query tile of a flash kernel's name.
+func flashKeyOf(name string) (flashKey, bool) {
+	for _, fk := range flashKeys() {
+		if flashKernelName(fk.hd, fk.br) == name {
+			return fk, true
+		}
+	}
+	return flashKey{}, false
+}
+
 // opTag is what the op's timing entry adds to its name to say which
-// kernel ran it: " [flash d128]" where attention runs on pb_flash_fwd_d128,
+// kernel ran it: " [flash d128 b64]" where attention runs on
+// pb_flash_fwd_d128 (64-query tiles),
 // " [split-kv S=8]" where decode attention is split 8 ways; nothing for
 // the other kernels, whose names stay as the Program has them.
 func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
 		return ""
 	}
-	if k := c.attentionKernel(op); strings.HasPrefix(k, "pb_flash_fwd_d") {
-		return " [flash d" + strings.TrimPrefix(k, "pb_flash_fwd_d") + "]"
+	if fk, ok := flashKeyOf(c.attentionKernel(op)); ok {
+		return fmt.Sprintf(" [flash d%d b%d]", fk.hd, fk.br)
 	}
 	if s := c.splits(op); s > 1 {
 		return fmt.Sprintf(" [split-kv S=%d]", s)
@@ -187,7 +242,8 @@ func (c *Compute) opTag(op *partition.Op) string {
 // the cache), and reports whether it did.
 func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) (bool, error) {
 	name := c.attentionKernel(op)
-	if !strings.HasPrefix(name, "pb_flash_fwd_d") {
+	fk, ok := flashKeyOf(name)
+	if !ok {
 		return false, nil
 	}
 	hd := op.HeadDim
@@ -197,8 +253,8 @@ func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st 
 		bidir = 1
 	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(c.frame.Context).f(scaleLog2).i(bidir)
-	tiles := (op.QLen + flashBr - 1) / flashBr
-	return true, c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads), c.flash.shared[hd], a)
+	tiles := (op.QLen + fk.br - 1) / fk.br
+	return true, c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads(fk.br)), c.flash.shared[fk], a)
 }
 
 // launchShared launches a kernel of flash.cu or the second module with

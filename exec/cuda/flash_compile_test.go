@@ -40,8 +40,8 @@ func TestFlashSourceCompiles(t *testing.T) {
 				t.Errorf("sm_%d %s: compiler log is not empty:\n%s", arch, dt, out.Log)
 			}
 			ptx := string(out.Image)
-			for _, hd := range flashHeadDims {
-				name := flashKernelName(hd)
+			for _, fk := range flashKeys() {
+				name := flashKernelName(fk.hd, fk.br)
 				sig, ok := ptxEntrySig(ptx, name)
 				if dt == "fp32" {
 					if ok {

@@ -99,26 +99,30 @@ func (a emuAttn) bidir() int {
 	return 0
 }
 
-var flashEmuCases = []flashCase{
-	{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 0, q: 70},   // two query tiles, the second of 6 rows; GQA 2
-	{seqs: 1, hl: 1, kvl: 1, hd: 128, past: 37, q: 66}, // chunked: keys 0..102 in two tiles, a diagonal inside each
-	{seqs: 2, hl: 2, kvl: 2, hd: 64, past: 5, q: 64, bidir: true},
+var flashEmuCases = []struct {
+	flashCase
+	br int
+}{
+	{flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 0, q: 70}, 64},   // two query tiles, the second of 6 rows; GQA 2
+	{flashCase{seqs: 1, hl: 1, kvl: 1, hd: 128, past: 37, q: 66}, 64}, // chunked: keys 0..102 in two tiles, a diagonal inside each
+	{flashCase{seqs: 2, hl: 2, kvl: 2, hd: 64, past: 5, q: 64, bidir: true}, 64},
+	{flashCase{seqs: 1, hl: 1, kvl: 1, hd: 128, past: 3, q: 150}, 128}, // 128-query tiles: 8 warps, the second tile of 22 rows
 }
 
 func flashEmuKernels() []hostemu.Kernel {
 	var ks []hostemu.Kernel
-	for _, hd := range flashHeadDims {
-		ks = append(ks, hostemu.Kernel{Name: flashKernelName(hd), Sig: flashKernelSig})
+	for _, fk := range flashKeys() {
+		ks = append(ks, hostemu.Kernel{Name: flashKernelName(fk.hd, fk.br), Sig: flashKernelSig})
 	}
 	return ks
 }
 
-func runFlashEmu(t *testing.T, p *hostemu.Program, a emuAttn, dt dtype) ([]float32, error) {
+func runFlashEmu(t *testing.T, p *hostemu.Program, a emuAttn, dt dtype, br int) ([]float32, error) {
 	g := a.g
-	tiles := (g.q + flashBr - 1) / flashBr
+	tiles := (g.q + br - 1) / br
 	out, err := runKflashEmu(t, p, [][]byte{a.qkvB, make([]byte, g.seqs*g.q*g.hl*g.hd*dt.bytes), a.kB, a.vB, i32le(g.past)},
-		hostemu.Launch{Kernel: flashKernelName(g.hd), Grid: hostemu.D2(g.seqs*tiles, g.hl), Block: hostemu.D1(flashThreads),
-			DynSmem: flashSharedBytes(g.hd, dt.bytes),
+		hostemu.Launch{Kernel: flashKernelName(g.hd, br), Grid: hostemu.D2(g.seqs*tiles, g.hl), Block: hostemu.D1(flashThreads(br)),
+			DynSmem: flashSharedBytes(g.hd, br, dt.bytes),
 			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0),
 				hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.context),
 				hostemu.F32(g.scaleLog2()), hostemu.I32(a.bidir())}})
@@ -138,15 +142,15 @@ func TestFlashKernelEmulated(t *testing.T) {
 			if st.name == "bf16" && i > 0 {
 				break // the fragment paths are the same; bf16 differs only in the mma type and rounding
 			}
-			a := newEmuAttn(c, dt, uint64(i))
-			got, err := runFlashEmu(t, p, a, dt)
+			a := newEmuAttn(c.flashCase, dt, uint64(i))
+			got, err := runFlashEmu(t, p, a, dt, c.br)
 			if err != nil {
-				t.Fatalf("%s %v: %v", st.name, c, err)
+				t.Fatalf("%s %v b%d: %v", st.name, c.flashCase, c.br, err)
 			}
 			want := make([]float32, len(got))
-			flashPrefillModel(a.g, flashTiles{flashBr, flashBc}, dt.round, a.qkv, a.kc, a.vc, want)
+			flashPrefillModel(a.g, flashTiles{c.br, flashBc}, dt.round, a.qkv, a.kc, a.vc, want)
 			if bad, worst := ulpBound(got, want, st.u); bad > 0 {
-				t.Errorf("%s %v: %d of %d outputs beyond one ulp of the model (max |Δ| %.3g)", st.name, c, bad, len(got), worst)
+				t.Errorf("%s %v b%d: %d of %d outputs beyond one ulp of the model (max |Δ| %.3g)", st.name, c.flashCase, c.br, bad, len(got), worst)
 			}
 		}
 	}
@@ -168,7 +172,7 @@ func TestFlashKernelEmulatedPlantedBugs(t *testing.T) {
 			t.Fatalf("planted bug %s: flash.cu has no %q", bug.name, bug.old)
 		}
 		p := buildKflashEmu(t, "flash.cu", strings.Replace(flashSource, bug.old, bug.new, 1), dt, flashEmuKernels())
-		got, err := runFlashEmu(t, p, a, dt)
+		got, err := runFlashEmu(t, p, a, dt, flashBr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 			t.Errorf("%s hd %d: flash %v (%q), want %v (%q)", tc.dt, tc.hd, ok, why, tc.wantFlash, tc.why)
 		}
 		names := runPhase(t, c, plan, partition.Prefill, 0)
-		tag := " [flash d" + map[int]string{64: "64", 128: "128"}[tc.hd] + "]"
+		tag := fmt.Sprintf(" [flash d%d b64]", tc.hd) // 76 queries: one 64-query tile and a partial one
 		var tagged int
 		for _, n := range names {
 			if strings.HasSuffix(n, tag) {
@@ -94,7 +95,7 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 			t.Errorf("%s hd %d prefill: %d timing entries end in %q, want %d (entries %v)", tc.dt, tc.hd, tagged, tag, want, names)
 		}
 		if tc.wantFlash {
-			if got, want := c.flash.shared[tc.hd], (64+4*64)*(tc.hd+8)*2; got != want {
+			if got, want := c.flash.shared[flashKey{tc.hd, 64}], (64+4*64)*(tc.hd+8)*2; got != want {
 				t.Errorf("%s hd %d: dynamic shared memory %d, want %d", tc.dt, tc.hd, got, want)
 			}
 		}
@@ -148,6 +149,25 @@ func TestSplitKVChosenOnFakes(t *testing.T) {
 	}
 }
 
+// flashTile takes 128-query tiles where the prefill fills them and they
+// still make a block per SM.
+func TestFlashTile(t *testing.T) {
+	for _, tc := range []struct{ q, seqs, hl, sms, want int }{
+		{2048, 16, 32, 132, 128}, // seed prefill: 16·16·32 = 8192 blocks of 128
+		{2048, 1, 4, 132, 64},    // 1·16·4 = 64 blocks of 128 < 132 SMs: 128 blocks of 64
+		{76, 2, 4, 132, 64},      // fewer than 128 queries
+		{256, 2, 33, 132, 128},   // 2·2·33 = 132 blocks: exactly one per SM
+		{256, 2, 32, 132, 64},    // 128 blocks: one SM idle
+	} {
+		if got := flashTile(tc.q, tc.seqs, tc.hl, tc.sms); got != tc.want {
+			t.Errorf("flashTile(q %d, seqs %d, heads %d, %d SMs) = %d, want %d", tc.q, tc.seqs, tc.hl, tc.sms, got, tc.want)
+		}
+	}
+	if flashKernelName(128, 128) != "pb_flash_fwd_d128_b128" || flashKernelName(64, 64) != "pb_flash_fwd_d64" {
+		t.Error("flash kernel names")
+	}
+}
+
 func TestSplitKVCount(t *testing.T) {
 	for _, tc := range []struct{ sms, pairs, context, want int }{
 		{132, 4, 2048, 8},       // two waves want 66; 2048/256 = 8 caps it
@@ -167,10 +187,10 @@ func TestSplitKVCount(t *testing.T) {
 // flash kernels' the dynamic shared memory flash.go asks for (hd 128 above
 // 48 KiB: raised), and a launch beyond a bound is refused.
 func TestExtraLaunchBounds(t *testing.T) {
-	for _, hd := range flashHeadDims {
-		b, ok := extraLaunch[flashKernelName(hd)]
-		if want := (64 + 4*64) * (hd + 8) * 2; !ok || b.dynSmem != want || b.threads != 128 || b.optIn != (want > 48<<10) {
-			t.Errorf("hd %d: bound %+v, want 128 threads and %d bytes", hd, b, want)
+	for _, fk := range flashKeys() {
+		b, ok := extraLaunch[flashKernelName(fk.hd, fk.br)]
+		if want := (fk.br + 4*64) * (fk.hd + 8) * 2; !ok || b.dynSmem != want || b.threads != 2*fk.br || b.optIn != (want > 48<<10) {
+			t.Errorf("%+v: bound %+v, want %d threads and %d bytes", fk, b, 2*fk.br, want)
 		}
 	}
 	for _, name := range []string{"pb_splitkv_merge", "pb_rope_kv_table", "pb_gen", "pb_add_rmsnorm", "pb_add_layernorm", "pb_splitkv_partial_v8"} {
