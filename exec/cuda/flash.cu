@@ -5,8 +5,8 @@
 // no m16n8k16 mma: with -DPB_F32 this file defines no kernel and the
 // backend keeps pb_attention_vV). It includes no header.
 //
-// One block of 4 warps per (64-query tile of one sequence, query head);
-// warp w owns query rows 16w..16w+15 of the tile. K and V pass through
+// One block per (64- or 128-query tile of one sequence, query head), of 4
+// or 8 warps; warp w owns query rows 16w..16w+15 of the tile. K and V pass through
 // shared memory in tiles of 64 keys, double-buffered with cp.async: tile
 // t+1 is in flight while tile t is multiplied. S = Q·Kᵀ and O += P·V run on
 // mma.sync m16n8k16 (fp16 or bf16 inputs, fp32 accumulators), with A and B
@@ -19,10 +19,11 @@
 // diagonal or the cache's end are masked per element. Query head h reads
 // key/value head h / (hl / kvl).
 //
-// Shared memory (dynamic): Q [64][D+8], K [2][64][D+8], V [2][64][D+8]
+// Shared memory (dynamic): Q [BR][D+8], K [2][64][D+8], V [2][64][D+8]
 // elements; the 8-element pad puts the 8 rows an ldmatrix reads in
-// different banks. D = 64: 46,080 bytes; D = 128: 87,040 bytes, above the
-// 48 KB default, which the host raises with cuFuncSetAttribute.
+// different banks. BR = 64: 46,080 bytes for D = 64, 87,040 for D = 128;
+// BR = 128: 55,296 and 104,448. Above the 48 KB default the host raises
+// the kernel's limit with cuFuncSetAttribute.
 
 #if defined(PB_F16) || defined(PB_BF16)
 
