@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -236,6 +237,11 @@ func (c *Compute) opTag(op *partition.Op) string {
 	}
 	return ""
 }
+
+// OpLabel is opTag for traces (exec.OpLabeler).
+func (c *Compute) OpLabel(op *partition.Op) string { return c.opTag(op) }
+
+var _ pexec.OpLabeler = (*Compute)(nil)
 
 // flashAttention launches pb_flash_fwd_dD for op when attentionKernel
 // picks it (after pb_rope_kv has rotated q and k and appended k and v to
