@@ -367,9 +367,9 @@ func genEmulated(t *testing.T, p *hostemu.Program, dtName string) {
 	}
 }
 
-// TestSplitKVKernelEmulatedPlantedBug: pb_splitkv_merge adding the
+// TestSplitKVKernelEmulatedPlantedBugs: pb_splitkv_merge adding the
 // partial sums without rescaling them to the common max fails.
-func TestSplitKVKernelEmulatedPlantedBug(t *testing.T) {
+func TestSplitKVKernelEmulatedPlantedBugs(t *testing.T) {
 	const old = "if (l > 0.0f) L += l * exp2f(p[k * (2 + hd)] - M);"
 	if !strings.Contains(splitKVSource, old) {
 		t.Fatalf("splitkv.cu has no %q", old)
