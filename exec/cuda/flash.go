@@ -4,6 +4,7 @@ import (
 	_ "embed" // flash.cu
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/partbench/partbench/cgo/cuda"
@@ -97,6 +98,9 @@ func (c *Compute) initFlash() {
 	case major*10+minor < flashMinArch:
 		f.why = fmt.Sprintf("sm_%d%d is older than sm_80", major, minor)
 		return
+	case !c.flashFits():
+		f.why = fmt.Sprintf("no attention of the plan has head dim %v and %d or more queries", flashHeadDims, flashMinQ)
+		return // nothing to compile (NVRTC takes seconds over flash.cu)
 	}
 	var errs []string
 	for _, cubin := range []bool{true, false} {
@@ -146,6 +150,21 @@ func (c *Compute) initFlash() {
 	if len(f.names) == 0 {
 		f.why = strings.Join(errs, "; ")
 	}
+}
+
+// flashFits reports whether some attention op of the rank's Programs has
+// a shape the flash kernels take.
+func (c *Compute) flashFits() bool {
+	for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+		prog := c.plan.Program(c.rank.Rank, ph)
+		for i := range prog.Ops {
+			op := &prog.Ops[i]
+			if op.Kind == partition.Attention && op.QLen >= flashMinQ && slices.Contains(flashHeadDims, op.HeadDim) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compileSource is compile for a source other than kernelSource, cached

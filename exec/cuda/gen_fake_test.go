@@ -59,6 +59,11 @@ func TestDescribeNamesTheAdditions(t *testing.T) {
 			t.Errorf("Describe() = %q, lacks %q", d, want)
 		}
 	}
+	// single-tiny's head dim is 8: nothing for flash.cu to run, so it is not compiled.
+	c = fakeCompute(t, tinyPlan(t, "test/single-tiny"), 0, Options{DType: "fp16"})
+	if want := "flash attention off (no attention of the plan has head dim [64 128] and 64 or more queries)"; !strings.Contains(c.Describe(), want) {
+		t.Errorf("Describe() = %q, lacks %q", c.Describe(), want)
+	}
 }
 
 // Options.Without (or $PARTBENCH_CUDA_WITHOUT) turns the additions off one
