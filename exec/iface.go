@@ -41,6 +41,13 @@ type DeviceClock interface {
 	Marks() ([]float64, error)
 }
 
+// OpLabeler is a Compute that runs some ops in more than one way (a kernel
+// chosen by shape) and says which: OpLabel(op) is appended to the op's
+// name in traces (" [flash d128 b64]"), "" for the default way.
+type OpLabeler interface {
+	OpLabel(op *partition.Op) string
+}
+
 // Allocation kinds: what a backend's memory holds, for AllocatedByKind.
 const (
 	AllocWeights   = "weights"   // the rank's weight shards

@@ -116,13 +116,18 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	phase, step := partition.Prefill, -1
 	// observe adds each op's time to the busy total of its kind over the
 	// measured iterations, and records the last iteration's ops for a trace.
+	labeler, _ := compute.(OpLabeler)
 	observe := func(op *partition.Op, start, end time.Time) {
 		if !measured {
 			return
 		}
 		res.BusyS[string(op.Kind)] += end.Sub(start).Seconds()
 		if tracing && (phase == partition.Prefill || step < o.TraceDecodeSteps) {
-			res.Spans = append(res.Spans, Span{Name: op.Name, Kind: string(op.Kind), Phase: string(phase), Step: step,
+			name := op.Name
+			if labeler != nil {
+				name += labeler.OpLabel(op) // the kernel a backend chose by shape
+			}
+			res.Spans = append(res.Spans, Span{Name: name, Kind: string(op.Kind), Phase: string(phase), Step: step,
 				Microbatch: op.Microbatch, Chunk: op.Chunk, Peer: op.Peer, Bytes: op.Bytes,
 				StartS: start.Sub(t0).Seconds(), DurS: end.Sub(start).Seconds()})
 		}

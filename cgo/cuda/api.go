@@ -54,6 +54,8 @@ type drvAPI interface {
 	graphLaunch(exec, st uintptr) Result
 	graphExecDestroy(exec uintptr) Result
 	graphDestroy(g uintptr) Result
+	funcSetAttribute(fn uintptr, attr FuncAttribute, v int) Result
+	funcGetAttribute(fn uintptr, attr FuncAttribute) (int, Result)
 }
 
 // blasAPI is cuBLAS as the Go side sees it.

@@ -70,6 +70,8 @@ var driverSymbols = [C.PBC_NUM_SYMS]struct {
 	C.PBC_GRAPH_LAUNCH:          {"cuGraphLaunch", true},
 	C.PBC_GRAPH_EXEC_DESTROY:    {"cuGraphExecDestroy", true},
 	C.PBC_GRAPH_DESTROY:         {"cuGraphDestroy", true},
+	C.PBC_FUNC_SET_ATTRIBUTE:    {"cuFuncSetAttribute", false},
+	C.PBC_FUNC_GET_ATTRIBUTE:    {"cuFuncGetAttribute", false},
 }
 
 // graphSlots must all be present for graphs to be used.
@@ -350,4 +352,14 @@ func cLayout() boundaryLayout {
 		handle: uintptr(C.pb_layout(C.PBL_HANDLE)), argSlot: uintptr(C.pb_layout(C.PBL_ARG_SLOT)),
 		enum: uintptr(C.pb_layout(C.PBL_ENUM)), maxArgs: uintptr(C.pb_layout(C.PBL_MAX_ARGS)),
 	}
+}
+
+func (a drvC) funcSetAttribute(fn uintptr, attr FuncAttribute, v int) Result {
+	return Result(C.pbc_func_set_attribute(a.t, C.uintptr_t(fn), C.int(attr), C.int(v)))
+}
+
+func (a drvC) funcGetAttribute(fn uintptr, attr FuncAttribute) (int, Result) {
+	var v C.int
+	r := Result(C.pbc_func_get_attribute(a.t, &v, C.int(attr), C.uintptr_t(fn)))
+	return int(v), r
 }

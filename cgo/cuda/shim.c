@@ -71,6 +71,8 @@ struct pbCuda {
 	pbCUresult (*graphLaunch)(pbPtr, pbPtr);                   // cuGraphLaunch(CUgraphExec, CUstream)
 	pbCUresult (*graphExecDestroy)(pbPtr);                     // cuGraphExecDestroy(CUgraphExec)
 	pbCUresult (*graphDestroy)(pbPtr);                         // cuGraphDestroy(CUgraph)
+	pbCUresult (*funcSetAttribute)(pbPtr, int, int);           // cuFuncSetAttribute(CUfunction, CUfunction_attribute, int)
+	pbCUresult (*funcGetAttribute)(int*, int, pbPtr);          // cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction)
 };
 
 pbCuda* pbc_new(void) { return calloc(1, sizeof(pbCuda)); }
@@ -123,6 +125,8 @@ void pbc_set(pbCuda* s, int slot, void* fn) {
 	SLOT(PBC_GRAPH_LAUNCH, graphLaunch);
 	SLOT(PBC_GRAPH_EXEC_DESTROY, graphExecDestroy);
 	SLOT(PBC_GRAPH_DESTROY, graphDestroy);
+	SLOT(PBC_FUNC_SET_ATTRIBUTE, funcSetAttribute);
+	SLOT(PBC_FUNC_GET_ATTRIBUTE, funcGetAttribute);
 	}
 }
 
@@ -231,6 +235,9 @@ pbCUresult pbc_module_get_function(const pbCuda* s, uintptr_t* fn, uintptr_t mod
 	*fn = (uintptr_t)h;
 	return r;
 }
+
+pbCUresult pbc_func_set_attribute(const pbCuda* s, uintptr_t fn, int attr, int v) { return s->funcSetAttribute(P(fn), attr, v); }
+pbCUresult pbc_func_get_attribute(const pbCuda* s, int* v, int attr, uintptr_t fn) { return s->funcGetAttribute(v, attr, P(fn)); }
 
 // pbc_launch packs kernelParams: cuLaunchKernel takes an array of pointers,
 // one per kernel parameter, each pointing at the parameter's value; the

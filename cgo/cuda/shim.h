@@ -46,6 +46,7 @@ enum {
 	PBC_MODULE_LOAD_DATA, PBC_MODULE_UNLOAD, PBC_MODULE_GET_FUNCTION, PBC_LAUNCH_KERNEL,
 	PBC_STREAM_BEGIN_CAPTURE, PBC_STREAM_END_CAPTURE, PBC_GRAPH_INSTANTIATE,
 	PBC_GRAPH_LAUNCH, PBC_GRAPH_EXEC_DESTROY, PBC_GRAPH_DESTROY,
+	PBC_FUNC_SET_ATTRIBUTE, PBC_FUNC_GET_ATTRIBUTE,
 	PBC_NUM_SYMS
 };
 
@@ -93,6 +94,10 @@ pbCUresult pbc_event_elapsed_time(const pbCuda* s, float* ms, uintptr_t start, u
 pbCUresult pbc_module_load_data(const pbCuda* s, uintptr_t* mod, const void* image);
 pbCUresult pbc_module_unload(const pbCuda* s, uintptr_t mod);
 pbCUresult pbc_module_get_function(const pbCuda* s, uintptr_t* fn, uintptr_t mod, const char* name);
+// cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) and
+// cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction).
+pbCUresult pbc_func_set_attribute(const pbCuda* s, uintptr_t fn, int attr, int v);
+pbCUresult pbc_func_get_attribute(const pbCuda* s, int* v, int attr, uintptr_t fn);
 pbCUresult pbc_launch(const pbCuda* s, uintptr_t fn, unsigned int gx, unsigned int gy, unsigned int gz,
 	unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t st,
 	const uint64_t* args, int nargs);

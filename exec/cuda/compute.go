@@ -32,6 +32,13 @@ type Options struct {
 	DType string
 	// NoTiming turns off the CUDA events around each op (OpTimes is empty).
 	NoTiming bool
+	// HostWeights generates the weights on the host and uploads them even
+	// where the device could generate them (gen.go).
+	HostWeights bool
+	// Without turns additions off, for timing them against what they
+	// replace: a comma-separated list of flash, splitkv, rope-table,
+	// device-weights ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
+	Without string
 }
 
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
@@ -64,18 +71,24 @@ type Compute struct {
 	promptBase, synthBase uint64
 	attnV                 int
 
-	drv    *cuda.Driver
-	blas   *cuda.BLAS
-	rtc    *cuda.NVRTC
-	dev    cuda.Device
-	info   cuda.DeviceInfo
-	ctx    *cuda.Context
-	stream cuda.Stream
-	handle *cuda.Handle
-	module cuda.Module
-	loaded bool
-	k      map[string]kernel
-	image  string // "cubin sm_90" or "ptx compute_90"
+	drv          *cuda.Driver
+	blas         *cuda.BLAS
+	rtc          *cuda.NVRTC
+	dev          cuda.Device
+	info         cuda.DeviceInfo
+	ctx          *cuda.Context
+	stream       cuda.Stream
+	handle       *cuda.Handle
+	module       cuda.Module
+	loaded       bool
+	k            map[string]kernel
+	image        string          // "cubin sm_90" or "ptx compute_90"
+	flash        flashState      // the tensor-core attention module (flash.go)
+	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
+	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
+	rope         ropeState       // the rotary table (extra.go)
+	weightSource string          // where the weights were generated (gen.go)
+	without      map[string]bool // additions turned off (Options.Without)
 
 	allocs    []cuda.DevicePtr
 	allocated int64
@@ -169,7 +182,11 @@ func New(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 	if err != nil {
 		return nil, noDriver(err)
 	}
-	c := &Compute{plan: plan, rank: plan.Ranks[rank], opts: opts, dt: dt, drv: drv}
+	without, err := parseWithout(opts.Without) // extra.go
+	if err != nil {
+		return nil, err
+	}
+	c := &Compute{plan: plan, rank: plan.Ranks[rank], opts: opts, dt: dt, drv: drv, without: without}
 	c.timer = newTimer(c, !opts.NoTiming)
 	if err := c.init(); err != nil {
 		c.Close()
@@ -231,6 +248,7 @@ func (c *Compute) init() error {
 	if err := c.initKernels(); err != nil {
 		return err
 	}
+	c.initFlash() // flash.go: tensor-core prefill attention where the device and dtype allow
 	if c.errFlag, err = c.alloc(pexec.AllocWorkspace, 8); err != nil {
 		return err
 	}
@@ -238,6 +256,13 @@ func (c *Compute) init() error {
 		return err
 	}
 	if err := c.initBuffers(); err != nil {
+		return err
+	}
+	c.initExtra()                           // extra.go: the second module (split-KV, fused kernels)
+	if err := c.initSplitKV(); err != nil { // splitkv.go: after the frame, whose decode ops size its workspace
+		return err
+	}
+	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
 	if err := c.initWeights(); err != nil {
@@ -298,6 +323,9 @@ func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
 
 func (c *Compute) initWeights() error {
 	gen := c.plan.Generator(c.rank.Rank)
+	if done, err := c.genWeights(gen); done || err != nil { // gen.go: on the device where pb_gen loaded
+		return err
+	}
 	for _, ts := range c.plan.Tensors(c.rank.Rank) {
 		t, err := gen.Tensor(ts.Layer, ts.Name)
 		if err != nil {
@@ -575,6 +603,12 @@ func (c *Compute) release() error {
 			if c.loaded {
 				keep(c.module.Unload())
 			}
+			if c.flash.loaded {
+				keep(c.flash.module.Unload())
+			}
+			if c.extra.loaded {
+				keep(c.extra.module.Unload())
+			}
 			if c.handle != nil {
 				keep(c.handle.Destroy())
 			}
@@ -599,5 +633,6 @@ func (c *Compute) release() error {
 func (c *Compute) Describe() string {
 	i := c.info
 	return fmt.Sprintf("%s (sm_%d%d, GPU %d, CUDA driver %d.%d), %s, kernels %s",
-		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image)
+		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image) +
+		c.describeExtra() // flash.go
 }

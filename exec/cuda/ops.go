@@ -178,8 +178,7 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 		return err
 	}
 	seq0 := op.Microbatch * op.Seqs
-	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(float32(op.RopeTheta))
-	if err := c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a); err != nil {
+	if err := c.ropeKV(op, qkv, cache, st, seq0); err != nil { // extra.go: from the rotary table where it is loaded
 		return err
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
@@ -187,7 +186,15 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 	if op.Bidirectional {
 		bidir = 1
 	}
-	a = c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
+	// flash.go: prefill on tensor cores where attentionKernel picks it;
+	// splitkv.go: decode split over the cache where splits picks S > 1.
+	if ok, err := c.flashAttention(op, qkv, ao, cache, st, seq0); ok {
+		return err
+	}
+	if ok, err := c.splitKVAttention(op, qkv, ao, cache, st, seq0); ok {
+		return err
+	}
+	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
 	return c.launch(fmt.Sprintf("pb_attention_v%d", c.attnV), cuda.D2(op.Rows, hl), cuda.D1(attnThreads), a)
 }
 

@@ -208,7 +208,7 @@ func (c *Compute) timedOp(op *partition.Op, past int) error {
 		c.timer.release(start)
 		return err
 	}
-	return c.timer.end(start, op.Name, string(op.Kind))
+	return c.timer.end(start, op.Name+c.opTag(op), string(op.Kind)) // opTag: flash.go
 }
 
 // maxPending is how many recorded spans wait before the finished ones are

@@ -14,7 +14,10 @@
 //     CUDA_ERROR_LAUNCH_FAILED; any other kernel (partbench's own) only
 //     counts and its parameters are not read. Signature letters
 //     give each parameter's C type: p pointer, i int, u unsigned, f float,
-//     d double, l long long.
+//     d double, l long long. A launch asking for more dynamic shared
+//     memory than its function allows (48 KiB until cuFuncSetAttribute
+//     raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, at most to
+//     the device's opt-in 232448 bytes) fails with CUDA_ERROR_INVALID_VALUE.
 //   - Stream capture records launches instead of running them; launching
 //     the instantiated graph runs them.
 //   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
@@ -307,6 +310,59 @@ CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
 	return OK;
 }
 
+// Function attributes (cuFuncSetAttribute), per function handle as in the
+// real driver: the dynamic shared memory a launch may ask for is 48 KiB
+// until CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8) raises it, at
+// most to the device's opt-in limit (attribute 97: 232448 bytes) minus
+// the static shared memory (none in the fake's kernels).
+#define DEFAULT_DYNAMIC_SHARED (48 * 1024)
+#define OPTIN_SHARED 232448
+#define MAX_FUNCS 256
+static struct { void* fn; int maxDynamicShared; } funcAttrs[MAX_FUNCS];
+static int nFuncAttrs;
+
+static int maxDynamicShared(void* fn) {
+	int v = DEFAULT_DYNAMIC_SHARED;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nFuncAttrs; i++) {
+		if (funcAttrs[i].fn == fn) v = funcAttrs[i].maxDynamicShared;
+	}
+	pthread_mutex_unlock(&mu);
+	return v;
+}
+
+CUresult cuFuncSetAttribute(void* fn, int attr, int v) {
+	if (fn == NULL) return INVALID_HANDLE;
+	note("cuFuncSetAttribute(%s, %d, %d)", (const char*)fn, attr, v);
+	if (attr != 8) return INVALID_VALUE; // the fake knows only the dynamic shared memory limit
+	if (v < 0 || v > OPTIN_SHARED) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int i = 0;
+	while (i < nFuncAttrs && funcAttrs[i].fn != fn) i++;
+	if (i == nFuncAttrs) {
+		if (nFuncAttrs == MAX_FUNCS) {
+			pthread_mutex_unlock(&mu);
+			return OUT_OF_MEMORY;
+		}
+		funcAttrs[nFuncAttrs++].fn = fn;
+	}
+	funcAttrs[i].maxDynamicShared = v;
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuFuncGetAttribute(int* v, int attr, void* fn) {
+	if (fn == NULL) return INVALID_HANDLE;
+	switch (attr) {
+	case 0: *v = 1024; return OK; // max threads per block
+	case 1: *v = 0; return OK;    // static shared memory
+	case 3: *v = 0; return OK;    // local memory per thread
+	case 4: *v = 32; return OK;   // registers per thread
+	case 8: *v = maxDynamicShared(fn); return OK;
+	}
+	return INVALID_VALUE;
+}
+
 // run executes one launch of a known op on host memory.
 static void run(const struct fakeLaunch* l) {
 	if (strcmp(l->name, "memcpy_dtod") == 0) {
@@ -326,6 +382,9 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 	const char* name = fn;
 	if (extra != NULL) return INVALID_VALUE;
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return INVALID_VALUE;
+	// More dynamic shared memory than the function allows: the real driver
+	// refuses the launch with CUDA_ERROR_INVALID_VALUE.
+	if ((int)shared > maxDynamicShared(fn) || shared > OPTIN_SHARED) return INVALID_VALUE;
 	struct fakeLaunch l = {0};
 	snprintf(l.name, sizeof l.name, "%s", name);
 	l.gx = gx; l.gy = gy; l.gz = gz; l.bx = bx; l.by = by; l.bz = bz;

@@ -1,0 +1,64 @@
+//go:build cgo
+
+package backend
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/partition"
+
+	pexec "github.com/partbench/partbench/exec"
+)
+
+// A traced run names the kernel the GPU backend chose by shape: on the
+// fake driver (sm_90) an fp16 prefill of 76 queries per sequence with head
+// dim 64 runs its attention on pb_flash_fwd_d64 (64-query tiles), and the
+// span says so; decode attention (one query, a short cache) keeps its name.
+func TestCudaTraceNamesTheAttentionKernel(t *testing.T) {
+	base, addr := fakeGPURun(t, "test/single-tiny", 1)
+	cfg := *base.Config
+	m := &cfg.Model
+	m.Layers, m.Heads, m.KVHeads, m.HeadDim, m.Hidden, m.FFN = 1, 4, 2, 64, 256, 64
+	cfg.Workload.Batch, cfg.Workload.Context, cfg.Workload.OutputTokens = 2, 80, 4
+	cfg.Parallel.Microbatches = 1
+	plan, err := partition.NewPlan(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+	newCompute, newComm, err := cudaBackend(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
+		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flash, plain int
+	for _, s := range res[0].Spans {
+		if s.Kind != string(partition.Attention) {
+			continue
+		}
+		switch {
+		case s.Phase == string(partition.Prefill) && s.Name == "L00.attn [flash d64 b64]":
+			flash++
+		case s.Phase == string(partition.Decode) && s.Name == "L00.attn":
+			plain++
+		default:
+			t.Errorf("attention span %q in %s", s.Name, s.Phase)
+		}
+	}
+	if flash != 1 || plain != 1 {
+		t.Errorf("%d prefill spans on flash, %d decode spans on pb_attention: want 1 and 1", flash, plain)
+	}
+	if d := res[0].Device; !strings.Contains(d, "flash attention cubin sm_90") {
+		t.Errorf("device %q does not name the flash module", d)
+	}
+}

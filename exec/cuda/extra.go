@@ -1,0 +1,192 @@
+package cuda
+
+import (
+	_ "embed" // fused.cu
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+)
+
+// fusedSource is the fused row kernels (fused.cu).
+//
+//go:embed fused.cu
+var fusedSource string
+
+// extraSource is the backend's second module, beside kernelSource: the
+// kernels that run on every architecture and element type but came after
+// it (split-KV decode attention, the fused row kernels). Each file
+// carries its own stand-alone element type, defined once.
+func extraSource() string { return splitKVSource + "\n" + fusedSource + "\n" + genSource }
+
+// extraState is the second module, or why it is not loaded (the backend
+// then runs kernelSource's kernels for everything, as before).
+type extraState struct {
+	module cuda.Module
+	loaded bool
+	image  string
+	why    string
+}
+
+// initExtra compiles and loads the second module. A failure is kept in
+// c.extra.why, never returned: each of its users falls back.
+func (c *Compute) initExtra() {
+	m, what, err := c.loadExtraModule(extraSource(), "partbench_extra.cu")
+	if err != nil {
+		c.extra.why = err.Error()
+		return
+	}
+	c.extra = extraState{module: m, loaded: true, image: what}
+}
+
+// withoutChoices are Options.Without's values.
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights"}
+
+// withoutEnv is Options.Without's environment variable.
+const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
+
+// parseWithout reads Options.Without (or $PARTBENCH_CUDA_WITHOUT when it
+// is empty) into a set, refusing a value it does not know.
+func parseWithout(s string) (map[string]bool, error) {
+	from := "Options.Without"
+	if s == "" {
+		s, from = os.Getenv(withoutEnv), withoutEnv
+	}
+	set := map[string]bool{}
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !slices.Contains(withoutChoices, v) {
+			return nil, fmt.Errorf("cuda: %s=%q: %q is not one of %s", from, s, v, strings.Join(withoutChoices, ", "))
+		}
+		set[v] = true
+	}
+	return set, nil
+}
+
+// extraKernel looks up name in the second module into c.k.
+func (c *Compute) extraKernel(name, sig string) error {
+	if !c.extra.loaded {
+		return fmt.Errorf("cuda: the second kernel module is not loaded: %s", c.extra.why)
+	}
+	fn, err := c.extra.module.Function(name)
+	if err != nil {
+		return err
+	}
+	c.k[name] = kernel{fn: fn, sig: sig}
+	return nil
+}
+
+// extraBound is the largest launch the backend makes of a kernel of
+// flash.cu or the second module: threads per block, bytes of dynamic
+// shared memory, and whether that is above 48 KiB (raised with
+// cuFuncSetAttribute).
+type extraBound struct {
+	threads, dynSmem int
+	optIn            bool
+}
+
+// extraLaunch is every such kernel's bound; launchShared refuses a launch
+// beyond it (the same rule as kernelSource's kernels).
+var extraLaunch = func() map[string]extraBound {
+	m := map[string]extraBound{
+		"pb_splitkv_partial_v1": {threads: splitKVThreads},
+		"pb_splitkv_partial_v2": {threads: splitKVThreads},
+		"pb_splitkv_partial_v4": {threads: splitKVThreads},
+		"pb_splitkv_partial_v8": {threads: splitKVThreads},
+		"pb_splitkv_merge":      {threads: splitKVThreads},
+		"pb_rope_kv_table":      {threads: rowThreads},
+		"pb_add_rmsnorm":        {threads: rowThreads},
+		"pb_add_layernorm":      {threads: rowThreads},
+		"pb_gen":                {threads: flatThreads},
+	}
+	for _, fk := range flashKeys() {
+		smem := flashSharedBytes(fk.hd, fk.br, 2)
+		m[flashKernelName(fk.hd, fk.br)] = extraBound{flashThreads(fk.br), smem, smem > cuda.DefaultDynamicSharedBytes}
+	}
+	return m
+}()
+
+// checkExtraLaunch refuses a launch of name beyond its extraLaunch entry.
+func checkExtraLaunch(name string, threads, dynSmem int) error {
+	b, ok := extraLaunch[name]
+	if !ok {
+		return fmt.Errorf("cuda: kernel %s has no launch bound in extraLaunch", name)
+	}
+	if threads > b.threads || dynSmem > b.dynSmem {
+		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (extraLaunch)",
+			name, threads, dynSmem, b.threads, b.dynSmem)
+	}
+	return nil
+}
+
+// The fused residual add + norm kernels' parameter lists: x, y, out, w,
+// (b,) H, eps. The backend runs the residual and the norm as the
+// Program's two ops; these are for a caller that fuses them.
+const (
+	addRMSNormSig   = "ppppif"
+	addLayerNormSig = "pppppif"
+)
+
+// ropeTableSig is pb_rope_kv_table's parameter list: qkv, kc, vc, table,
+// pos, seq0, q, hl, kvl, hd, context.
+const ropeTableSig = "pppppiiiiii"
+
+// ropeState is the rotary table in device memory: fp32 (cos, sin) of every
+// position of the context and pair of the head dim, for base theta.
+type ropeState struct {
+	table cuda.DevicePtr
+	theta float64
+}
+
+// initRope uploads the rotary table for the rank's attention (its first
+// attention op's base; an op with another base keeps pb_rope_kv). Nothing
+// when the model has no rotary embeddings or the second module is not
+// loaded.
+func (c *Compute) initRope() error {
+	if c.without["rope-table"] {
+		return nil
+	}
+	if err := c.extraKernel("pb_rope_kv_table", ropeTableSig); err != nil {
+		return nil //nolint:nilerr // pb_rope_kv stays
+	}
+	var theta float64
+	var hd int
+	prog := c.plan.Program(c.rank.Rank, partition.Prefill)
+	for i := range prog.Ops {
+		if op := &prog.Ops[i]; op.Kind == partition.Attention {
+			theta, hd = op.RopeTheta, op.HeadDim
+			break
+		}
+	}
+	if theta <= 0 {
+		return nil
+	}
+	t := ropeTable(c.frame.Context, hd, theta)
+	p, err := c.alloc(pexec.AllocWorkspace, int64(4*len(t)))
+	if err != nil {
+		return err
+	}
+	if err := c.stream.CopyHtoDAsync(p, dtypes["fp32"].encode(t)); err != nil {
+		return err
+	}
+	c.rope = ropeState{table: p, theta: theta}
+	return c.stream.Synchronize()
+}
+
+// ropeKV launches the rotation of q and k and the cache append of op:
+// from the table where it was made for op's base, else pb_rope_kv.
+func (c *Compute) ropeKV(op *partition.Op, qkv dbuf, cache *dkv, st *mbState, seq0 int) error {
+	if c.rope.table == 0 || op.RopeTheta != c.rope.theta {
+		a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(op.HeadDim).i(c.frame.Context).f(float32(op.RopeTheta))
+		return c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
+	}
+	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(c.rope.table).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(op.HeadDim).i(c.frame.Context)
+	return c.launchShared("pb_rope_kv_table", cuda.D1(op.Rows), cuda.D1(rowThreads), 0, a)
+}

@@ -1,0 +1,289 @@
+// Prefill attention on tensor cores, FlashAttention-2 style (flashmodel.go
+// is its Go model: the same tiles, the same order, the same rounding).
+//
+// Compiled by NVRTC per element type with -DPB_F16 or -DPB_BF16 (fp32 has
+// no m16n8k16 mma: with -DPB_F32 this file defines no kernel and the
+// backend keeps pb_attention_vV). It includes no header.
+//
+// One block per (64- or 128-query tile of one sequence, query head), of 4
+// or 8 warps; warp w owns query rows 16w..16w+15 of the tile. K and V pass through
+// shared memory in tiles of 64 keys, double-buffered with cp.async: tile
+// t+1 is in flight while tile t is multiplied. S = Q·Kᵀ and O += P·V run on
+// mma.sync m16n8k16 (fp16 or bf16 inputs, fp32 accumulators), with A and B
+// fragments read from shared memory by ldmatrix (.trans for V). The
+// softmax is online, per row in registers: running max m of base-2 scores,
+// running sum l of the unrounded p = 2^(s − m), rescale of l and O by
+// 2^(m − m') when a tile raises the max; P is rounded to the storage type
+// as it becomes the A operand of the PV mma. Causal key tiles past the
+// query tile's last position are never loaded; tiles that cross the
+// diagonal or the cache's end are masked per element. Query head h reads
+// key/value head h / (hl / kvl).
+//
+// Shared memory (dynamic): Q [BR][D+8], K [2][64][D+8], V [2][64][D+8]
+// elements; the 8-element pad puts the 8 rows an ldmatrix reads in
+// different banks. BR = 64: 46,080 bytes for D = 64, 87,040 for D = 128;
+// BR = 128: 55,296 and 104,448. Above the 48 KB default the host raises
+// the kernel's limit with cuFuncSetAttribute.
+
+#if defined(PB_F16) || defined(PB_BF16)
+
+#define FLASH_BC 64 // keys per K/V tile; a block of BR queries has BR/16 warps
+
+// Stand-alone, this file defines what it needs from the shared kernel
+// headers, with their names and semantics: the element type and pb_pack2
+// (pb_common.cuh), the mma.sync, ldmatrix and cp.async helpers (pb_tc.cuh).
+// Where those headers come first (the host-emulation harness, which brings
+// their emulated branch under -DPB_HOSTEMU), these copies step aside.
+#ifndef PB_COMMON_CUH
+typedef unsigned short elem;
+#define PB_ELEM_BYTES 2
+#define PB_INF __int_as_float(0x7f800000)
+#if defined(PB_F16)
+__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#else
+__device__ __forceinline__ elem st(float f) {
+	unsigned int u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
+	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
+	return (elem)(u >> 16);
+}
+#endif
+// Two fp32 values rounded to nearest even into one register, lo in the
+// low half (the layout of mma.sync and ldmatrix fragments).
+__device__ __forceinline__ unsigned int pb_pack2(float lo, float hi) {
+	return (unsigned int)st(lo) | ((unsigned int)st(hi) << 16);
+}
+#endif // PB_COMMON_CUH
+
+#ifndef PB_TC_CUH
+__device__ __forceinline__ unsigned int pb_smem_addr(const void* p) {
+	unsigned int a;
+	asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }\n" : "=r"(a) : "l"(p));
+	return a;
+}
+
+// d = a·b + c: a the 16×16 A fragment (4 registers of 2 elements), b the
+// 16×8 B fragment (2 registers), c and d 16×8 fp32 accumulators.
+__device__ __forceinline__ void pb_mma_m16n8k16(float d[4], const unsigned int a[4], const unsigned int b[2], const float c[4]) {
+#if defined(PB_F16)
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+#else
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+#endif
+		: "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+// Four 8×8 matrices of 16-bit elements; lane 8j + r gives row r of matrix j.
+__device__ __forceinline__ void pb_ldmatrix_x4(unsigned int r[4], const void* row) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
+}
+
+// The same, each matrix transposed.
+__device__ __forceinline__ void pb_ldmatrix_x4_trans(unsigned int r[4], const void* row) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
+}
+
+// 16 bytes to shared memory, asynchronously: src_bytes (0 or 16) from
+// global src, the rest zeros.
+__device__ __forceinline__ void pb_cp_async_16_zfill(void* dst, const void* src, int src_bytes) {
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(pb_smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void pb_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void pb_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+#endif // PB_TC_CUH
+
+typedef unsigned int u32;
+
+// Loads rows [0, ROWS) of a tile (row stride D + 8 elements in shared
+// memory) from global rows src(r) (null: zeros), 16 bytes per copy, by
+// THREADS threads.
+template <int D, int ROWS, int THREADS, typename Src>
+__device__ __forceinline__ void flash_load_tile(elem* dst, const elem* fallback, Src src) {
+	constexpr int CH = D / 8; // 16-byte chunks per row
+	for (int k = threadIdx.x; k < ROWS * CH; k += THREADS) {
+		const int r = k / CH, c = k % CH;
+		const elem* s = src(r);
+		pb_cp_async_16_zfill(dst + r * (D + 8) + c * 8, s ? s + c * 8 : fallback, s ? 16 : 0);
+	}
+}
+
+template <int D, int BR>
+__device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem* vc, const int* pos,
+	int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
+	constexpr int LD = D + 8;
+	constexpr int THREADS = BR * 2; // BR/16 warps
+	extern __shared__ __align__(16) unsigned char flash_smem[];
+	elem* sq = reinterpret_cast<elem*>(flash_smem);
+	elem* sk = sq + BR * LD;             // [2][64][LD]
+	elem* sv = sk + 2 * FLASH_BC * LD;   // [2][64][LD]
+
+	const int tiles = (q + BR - 1) / BR;
+	const int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * BR;
+	const int h = blockIdx.y, kvh = h / (hl / kvl);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int g = lane >> 2, qd = lane & 3; // the accumulator's row and column pair
+
+	const int past = *pos;
+	const int n = past + q; // keys in the cache after this pass
+	const int last = (j0 + BR < q ? j0 + BR : q) - 1;
+	const int end = bidir ? n : past + last + 1;
+	const int ntk = (end + FLASH_BC - 1) / FLASH_BC;
+
+	const size_t qrow = (size_t)(hl + 2 * kvl) * D;
+	const size_t kvw = (size_t)kvl * D;
+	const elem* qbase = qkv + (size_t)i * q * qrow + (size_t)h * D;
+	const size_t cbase = (size_t)(seq0 + i) * context * kvw + (size_t)kvh * D;
+
+	flash_load_tile<D, BR, THREADS>(sq, qkv, [&](int r) -> const elem* { return j0 + r < q ? qbase + (size_t)(j0 + r) * qrow : 0; });
+	auto load_kv = [&](int t) {
+		const int k0 = t * FLASH_BC;
+		elem* dk = sk + (t & 1) * FLASH_BC * LD;
+		elem* dv = sv + (t & 1) * FLASH_BC * LD;
+		flash_load_tile<D, FLASH_BC, THREADS>(dk, kc, [&](int r) -> const elem* { return k0 + r < n ? kc + cbase + (size_t)(k0 + r) * kvw : 0; });
+		flash_load_tile<D, FLASH_BC, THREADS>(dv, vc, [&](int r) -> const elem* { return k0 + r < n ? vc + cbase + (size_t)(k0 + r) * kvw : 0; });
+	};
+	load_kv(0);
+	pb_cp_async_commit();
+
+	u32 qf[D / 16][4];
+	float o[D / 8][4];
+#pragma unroll
+	for (int d = 0; d < D / 8; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+	float m[2] = {-PB_INF, -PB_INF}, l[2] = {0.0f, 0.0f};
+	const int row0 = warp * 16 + g; // this thread's rows: row0 and row0 + 8
+	const int qpos0 = past + j0 + row0;
+
+	for (int t = 0; t < ntk; t++) {
+		if (t + 1 < ntk) {
+			load_kv(t + 1);
+			pb_cp_async_commit();
+			pb_cp_async_wait<1>();
+		} else {
+			pb_cp_async_wait<0>();
+		}
+		__syncthreads();
+		if (t == 0) {
+#pragma unroll
+			for (int kk = 0; kk < D / 16; kk++) pb_ldmatrix_x4(qf[kk], sq + (warp * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8);
+		}
+		const elem* tk = sk + (t & 1) * FLASH_BC * LD;
+		const elem* tv = sv + (t & 1) * FLASH_BC * LD;
+		const int k0 = t * FLASH_BC;
+
+		// S = Q·Kᵀ for the warp's 16 rows × 64 keys: 8 accumulators of 16×8.
+		float s[FLASH_BC / 8][4];
+#pragma unroll
+		for (int nt = 0; nt < FLASH_BC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+#pragma unroll
+			for (int np = 0; np < FLASH_BC / 16; np++) {
+				u32 b[4];
+				pb_ldmatrix_x4(b, tk + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 + ((lane >> 3) & 1) * 8);
+				pb_mma_m16n8k16(s[2 * np], qf[kk], b, s[2 * np]);
+				pb_mma_m16n8k16(s[2 * np + 1], qf[kk], b + 2, s[2 * np + 1]);
+			}
+		}
+
+		// Scale to base 2, mask, and the tile's row maxima.
+		float mt[2] = {m[0], m[1]};
+#pragma unroll
+		for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int key = k0 + nt * 8 + 2 * qd + (e & 1);
+				const int qp = qpos0 + (e >> 1) * 8;
+				const bool visible = key < n && (bidir || key <= qp);
+				s[nt][e] = visible ? s[nt][e] * scale_log2 : -PB_INF;
+				mt[e >> 1] = fmaxf(mt[e >> 1], s[nt][e]);
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 1));
+			mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 2));
+		}
+		// p = 2^(s − m'), with 0 subtracted while a row has seen no key.
+		float ms[2], corr[2], ls[2] = {0.0f, 0.0f};
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			ms[r] = mt[r] == -PB_INF ? 0.0f : mt[r];
+			corr[r] = exp2f(m[r] - ms[r]);
+		}
+#pragma unroll
+		for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				s[nt][e] = exp2f(s[nt][e] - ms[e >> 1]);
+				ls[e >> 1] += s[nt][e];
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			ls[r] += __shfl_xor_sync(0xffffffffu, ls[r], 1);
+			ls[r] += __shfl_xor_sync(0xffffffffu, ls[r], 2);
+			l[r] = l[r] * corr[r] + ls[r];
+			m[r] = mt[r];
+		}
+#pragma unroll
+		for (int d = 0; d < D / 8; d++) {
+			o[d][0] *= corr[0];
+			o[d][1] *= corr[0];
+			o[d][2] *= corr[1];
+			o[d][3] *= corr[1];
+		}
+
+		// O += P·V: P's accumulators of keys 16ks..16ks+15 are the A fragment.
+#pragma unroll
+		for (int ks = 0; ks < FLASH_BC / 16; ks++) {
+			if (k0 + ks * 16 >= n) break; // past the cache's end: p = 0 (V rows zero-filled)
+			u32 a[4];
+			a[0] = pb_pack2(s[2 * ks][0], s[2 * ks][1]);
+			a[1] = pb_pack2(s[2 * ks][2], s[2 * ks][3]);
+			a[2] = pb_pack2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+			a[3] = pb_pack2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+#pragma unroll
+			for (int dp = 0; dp < D / 16; dp++) {
+				u32 b[4];
+				pb_ldmatrix_x4_trans(b, tv + (ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + dp * 16 + (lane >> 4) * 8);
+				pb_mma_m16n8k16(o[2 * dp], a, b, o[2 * dp]);
+				pb_mma_m16n8k16(o[2 * dp + 1], a, b + 2, o[2 * dp + 1]);
+			}
+		}
+		__syncthreads(); // the next iteration's copies overwrite this tile's buffer
+	}
+
+	// O / l, rounded, for the rows that are queries of this pass.
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const int j = j0 + row0 + r * 8;
+		if (j >= q) continue;
+		const float inv = 1.0f / l[r];
+		elem* out = ao + ((size_t)i * q + j) * hl * D + (size_t)h * D;
+#pragma unroll
+		for (int d = 0; d < D / 8; d++) {
+			*reinterpret_cast<u32*>(out + d * 8 + 2 * qd) = pb_pack2(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+		}
+	}
+}
+
+extern "C" {
+
+// pb_flash_fwd_d{64,128}: 64-query tiles, 4 warps; _b128: 128-query
+// tiles, 8 warps (K and V tiles shared by twice the queries).
+#define PB_FLASH(D, BR, SUFFIX)                                                                                    \
+	__global__ void __launch_bounds__(BR * 2) pb_flash_fwd_d##D##SUFFIX(const elem* qkv, elem* ao, const elem* kc,  \
+		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) { \
+		flash_fwd<D, BR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                        \
+	}
+PB_FLASH(64, 64, )
+PB_FLASH(128, 64, )
+PB_FLASH(64, 128, _b128)
+PB_FLASH(128, 128, _b128)
+
+} // extern "C"
+
+#endif // PB_F16 || PB_BF16

@@ -1,0 +1,134 @@
+// Fused row kernels; fusedmodel.go is their Go model. Compiled by NVRTC per
+// element type (-DPB_F16, -DPB_BF16 or -DPB_F32), fp32 arithmetic, for any
+// architecture, in one module with splitkv.cu (whose stand-alone element
+// type this file shares when it comes first).
+//
+//   pb_add_rmsnorm, pb_add_layernorm: the residual add x += y and the next
+//     norm of x in one pass over the row (one read of x and y, one write of
+//     x and of the norm's output) instead of two kernels and a re-read.
+//   pb_rope_kv_table: rotary embeddings from an fp32 table of cos and sin
+//     per (position, pair), computed once on the host, instead of pow and
+//     sincos in fp64 per element and step; then k and v appended to the
+//     cache, as pb_rope_kv.
+
+#ifndef PB_COMMON_CUH
+#ifndef PB_STANDALONE_ELEM
+#define PB_STANDALONE_ELEM
+#if defined(PB_F16)
+typedef unsigned short elem;
+__device__ __forceinline__ float ld(elem v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
+__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#define PB_ELEM_BYTES 2
+#elif defined(PB_BF16)
+typedef unsigned short elem;
+__device__ __forceinline__ float ld(elem v) { return __uint_as_float(((unsigned int)v) << 16); }
+__device__ __forceinline__ elem st(float f) {
+	unsigned int u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
+	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
+	return (elem)(u >> 16);
+}
+#define PB_ELEM_BYTES 2
+#else
+typedef float elem;
+__device__ __forceinline__ float ld(elem v) { return v; }
+__device__ __forceinline__ elem st(float f) { return f; }
+#define PB_ELEM_BYTES 4
+#endif
+#define PB_INF __int_as_float(0x7f800000)
+#endif // PB_STANDALONE_ELEM
+#endif // PB_COMMON_CUH
+
+// fused_sum adds v over the block (blockDim.x a multiple of 32, ≤ 1024).
+__device__ float fused_sum(float v) {
+	__shared__ float part[32];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+	if (lane == 0) part[warp] = v;
+	__syncthreads();
+	const int nw = blockDim.x >> 5;
+	v = threadIdx.x < nw ? part[threadIdx.x] : 0.0f;
+	if (warp == 0) {
+		for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+	}
+	if (threadIdx.x == 0) part[0] = v;
+	__syncthreads();
+	v = part[0];
+	__syncthreads();
+	return v;
+}
+
+extern "C" {
+
+// x[r] += y[r] (stored in the element type), then out[r] = x / √(mean(x²) + ε)
+// · w over the stored x. One block per row of H.
+__global__ void pb_add_rmsnorm(elem* x, const elem* y, elem* out, const elem* w, int H, float eps) {
+	const size_t r = blockIdx.x;
+	elem* xr = x + r * H;
+	const elem* yr = y + r * H;
+	float ss = 0.0f;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) {
+		const elem s = st(ld(xr[c]) + ld(yr[c]));
+		xr[c] = s;
+		const float v = ld(s);
+		ss += v * v;
+	}
+	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+	elem* o = out + r * H;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st(ld(xr[c]) * inv * ld(w[c]));
+}
+
+// x[r] += y[r], then out[r] = (x − μ) / √(σ² + ε) · w + b with the row's
+// mean and biased variance (two passes, fp32 sums).
+__global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* w, const elem* b, int H, float eps) {
+	const size_t r = blockIdx.x;
+	elem* xr = x + r * H;
+	const elem* yr = y + r * H;
+	float s = 0.0f;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) {
+		const elem e = st(ld(xr[c]) + ld(yr[c]));
+		xr[c] = e;
+		s += ld(e);
+	}
+	const float mean = fused_sum(s) / (float)H;
+	float ss = 0.0f;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) {
+		const float d = ld(xr[c]) - mean;
+		ss += d * d;
+	}
+	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+	elem* o = out + r * H;
+	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st((ld(xr[c]) - mean) * inv * ld(w[c]) + ld(b[c]));
+}
+
+// pb_rope_kv with the angles from table: float2 (cos, sin) of
+// pos·base^(−2i/hd) at [pos][i], i < hd/2 (ropeTable in fusedmodel.go).
+// Each product is rounded before the sum (__fmul_rn: never contracted into
+// a fused multiply-add),
+// so the rotation is bit-identical to the Go model's. One block per row.
+__global__ void pb_rope_kv_table(elem* qkv, elem* kc, elem* vc, const float2* table, const int* pos, int seq0, int q, int hl, int kvl,
+	int hd, int context) {
+	const int r = blockIdx.x;
+	const int i = r / q, j = r % q;
+	const int p = *pos + j;
+	const int half = hd / 2;
+	elem* row = qkv + (size_t)r * (hl + 2 * kvl) * hd;
+	const int nq = hl * half, nk = kvl * half;
+	for (int t = threadIdx.x; table != 0 && t < nq + nk; t += blockDim.x) {
+		const int head = t / half, pi = t % half; // heads 0..hl−1 are q, hl.. are k (contiguous in the row)
+		elem* v = row + head * hd + 2 * pi;
+		const float2 cs = table[(size_t)p * half + pi];
+		const float x0 = ld(v[0]), x1 = ld(v[1]);
+		v[0] = st(__fmul_rn(x0, cs.x) - __fmul_rn(x1, cs.y));
+		v[1] = st(__fmul_rn(x0, cs.y) + __fmul_rn(x1, cs.x));
+	}
+	__syncthreads();
+	const int kvw = kvl * hd;
+	const size_t at = ((size_t)(seq0 + i) * context + p) * kvw;
+	for (int e = threadIdx.x; e < kvw; e += blockDim.x) {
+		kc[at + e] = row[hl * hd + e];
+		vc[at + e] = row[hl * hd + kvw + e];
+	}
+}
+
+} // extern "C"

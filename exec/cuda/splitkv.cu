@@ -1,0 +1,166 @@
+// Split-KV decode attention (flash-decoding); splitkvmodel.go is its Go
+// model. Compiled by NVRTC per element type (-DPB_F16, -DPB_BF16 or
+// -DPB_F32, fp32 arithmetic throughout), for any architecture.
+//
+// A decode step of a small batch has few (row, head) pairs: one block per
+// pair leaves most SMs idle while each block walks the whole cache. Here
+// the keys of each row are cut into S splits (grid z; the host picks S
+// from the SM count so the grid covers about two waves): block (r, h, k)
+// computes, over keys [k·chunk, min((k+1)·chunk, n)), the max m of the
+// base-2 scores, the sum l = Σ 2^(x − m) and the unnormalized
+// accumulator a = Σ 2^(x − m)·v, and writes them in fp32 to a workspace
+// [r][h][k][2 + hd]; pb_splitkv_merge then writes
+// Σ a_k·2^(m_k − M) / Σ l_k·2^(m_k − M), M = max m_k, rounded once.
+// chunk = ⌈(*pos + q) / S⌉ is computed on the device, so a captured decode
+// step replays at any position. Within a block the keys are spread as in
+// pb_attention_vV: hd/V lanes per key (one 16-byte load each), 128/L key
+// groups of online softmax, merged through shared memory.
+
+#ifndef PB_COMMON_CUH
+#ifndef PB_STANDALONE_ELEM
+#define PB_STANDALONE_ELEM
+#if defined(PB_F16)
+typedef unsigned short elem;
+__device__ __forceinline__ float ld(elem v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
+__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#define PB_ELEM_BYTES 2
+#elif defined(PB_BF16)
+typedef unsigned short elem;
+__device__ __forceinline__ float ld(elem v) { return __uint_as_float(((unsigned int)v) << 16); }
+__device__ __forceinline__ elem st(float f) {
+	unsigned int u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
+	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
+	return (elem)(u >> 16);
+}
+#define PB_ELEM_BYTES 2
+#else
+typedef float elem;
+__device__ __forceinline__ float ld(elem v) { return v; }
+__device__ __forceinline__ elem st(float f) { return f; }
+#define PB_ELEM_BYTES 4
+#endif
+#define PB_INF __int_as_float(0x7f800000)
+#endif // PB_STANDALONE_ELEM
+#endif // PB_COMMON_CUH
+
+#define SPLITKV_THREADS 128
+
+// V consecutive elements as floats.
+template <int V> __device__ __forceinline__ void splitkv_load(const elem* p, float* f) {
+#pragma unroll
+	for (int e = 0; e < V; e++) f[e] = ld(p[e]);
+}
+
+template <int V>
+__device__ void splitkv_partial(const elem* qkv, const elem* kc, const elem* vc, const int* pos, float* ws,
+	int seq0, int q, int hl, int kvl, int hd, int context, float scale_log2, int bidir) {
+	const int r = blockIdx.x, h = blockIdx.y, k = blockIdx.z, S = gridDim.z;
+	const int i = r / q, j = r % q;
+	const int ncall = *pos + q;
+	const int n = bidir ? ncall : *pos + j + 1;
+	const int chunk = (ncall + S - 1) / S;
+	const int lo = k * chunk, hi = lo + chunk < n ? lo + chunk : n;
+	const int kvh = h / (hl / kvl);
+	const int L = hd / V, G = 32 / L;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int g = lane / L, gl = lane % L;
+	const int NG = (SPLITKV_THREADS / 32) * G;
+	const int gid = warp * G + g;
+
+	float qv[V];
+	splitkv_load<V>(qkv + (size_t)r * (hl + 2 * kvl) * hd + h * hd + gl * V, qv);
+	const size_t kvw = (size_t)kvl * hd;
+	const size_t base = (size_t)(seq0 + i) * context * kvw + (size_t)kvh * hd + gl * V;
+
+	float m = -PB_INF, l = 0.0f, acc[V];
+#pragma unroll
+	for (int e = 0; e < V; e++) acc[e] = 0.0f;
+	for (int t0 = lo + warp * G; t0 < hi; t0 += NG) {
+		const int t = t0 + g;
+		const bool valid = t < hi;
+		float kv[V], vv[V], s = 0.0f;
+		if (valid) {
+			splitkv_load<V>(kc + base + (size_t)t * kvw, kv);
+			splitkv_load<V>(vc + base + (size_t)t * kvw, vv);
+#pragma unroll
+			for (int e = 0; e < V; e++) s += qv[e] * kv[e];
+		}
+		for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+		if (valid) {
+			const float x = s * scale_log2;
+			const float mn = fmaxf(m, x);
+			const float corr = exp2f(m - mn), p = exp2f(x - mn);
+			l = l * corr + p;
+#pragma unroll
+			for (int e = 0; e < V; e++) acc[e] = acc[e] * corr + p * vv[e];
+			m = mn;
+		}
+	}
+
+	__shared__ float sm[SPLITKV_THREADS], sl[SPLITKV_THREADS];
+	__shared__ float sacc[SPLITKV_THREADS * 8];
+	if (gl == 0) {
+		sm[gid] = m;
+		sl[gid] = l;
+	}
+#pragma unroll
+	for (int e = 0; e < V; e++) sacc[gid * hd + gl * V + e] = acc[e];
+	__syncthreads();
+	float M = -PB_INF;
+	for (int c = 0; c < NG; c++) M = fmaxf(M, sm[c]);
+	float* out = ws + ((size_t)(r * hl + h) * S + k) * (2 + hd);
+	if (threadIdx.x == 0) {
+		float den = 0.0f;
+		for (int c = 0; c < NG; c++) {
+			if (sl[c] > 0.0f) den += sl[c] * exp2f(sm[c] - M);
+		}
+		out[0] = M; // −∞ with den 0 when the split has no keys
+		out[1] = den;
+	}
+	for (int d = threadIdx.x; d < hd; d += SPLITKV_THREADS) {
+		float num = 0.0f;
+		for (int c = 0; c < NG; c++) {
+			if (sl[c] > 0.0f) num += sacc[c * hd + d] * exp2f(sm[c] - M);
+		}
+		out[2 + d] = num;
+	}
+}
+
+extern "C" {
+
+#define PB_SPLITKV(V)                                                                                            \
+	__global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_partial_v##V(const elem* qkv, const elem* kc,   \
+		const elem* vc, const int* pos, float* ws, int seq0, int q, int hl, int kvl, int hd, int context,         \
+		float scale_log2, int bidir) {                                                                            \
+		splitkv_partial<V>(qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir);                \
+	}
+PB_SPLITKV(1)
+PB_SPLITKV(2)
+PB_SPLITKV(4)
+PB_SPLITKV(8)
+
+// ao[r][h] from the S partials of (r, h): one block per (row, head).
+__global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_merge(const float* ws, elem* ao, int hl, int hd, int S) {
+	const int r = blockIdx.x, h = blockIdx.y;
+	const float* p = ws + (size_t)(r * hl + h) * S * (2 + hd);
+	float M = -PB_INF;
+	for (int k = 0; k < S; k++) M = fmaxf(M, p[k * (2 + hd)]);
+	float L = 0.0f;
+	for (int k = 0; k < S; k++) {
+		const float l = p[k * (2 + hd) + 1];
+		if (l > 0.0f) L += l * exp2f(p[k * (2 + hd)] - M);
+	}
+	const float inv = 1.0f / L;
+	elem* out = ao + ((size_t)r * hl + h) * hd;
+	for (int d = threadIdx.x; d < hd; d += SPLITKV_THREADS) {
+		float acc = 0.0f;
+		for (int k = 0; k < S; k++) {
+			const float* pk = p + k * (2 + hd);
+			if (pk[1] > 0.0f) acc += pk[2 + d] * exp2f(pk[0] - M);
+		}
+		out[d] = st(acc * inv);
+	}
+}
+
+} // extern "C"

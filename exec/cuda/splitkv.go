@@ -1,0 +1,155 @@
+package cuda
+
+import (
+	_ "embed" // splitkv.cu
+	"fmt"
+	"math"
+
+	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+)
+
+// splitKVSource is split-KV decode attention (splitkv.cu), compiled as a
+// module of its own for every element type and architecture.
+//
+//go:embed splitkv.cu
+var splitKVSource string
+
+const (
+	splitKVThreads = 128 // SPLITKV_THREADS
+	// splitKVMaxSplits bounds the splits per row (and the workspace).
+	splitKVMaxSplits = 64
+	// splitKVMinKeys is the fewest cache positions per split the host
+	// plans for: below it a block's work is too short to pay for its
+	// partial's write and the merge.
+	splitKVMinKeys = 256
+	// splitKVWaves is the waves of blocks over the SMs the split count
+	// aims at: one wave leaves the tail of the slowest block exposed.
+	splitKVWaves = 2
+)
+
+// splitKVSigs are the parameter lists of splitkv.cu's kernels.
+const (
+	splitKVPartialSig = "pppppiiiiiifi" // qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir
+	splitKVMergeSig   = "ppiii"         // ws, ao, hl, hd, S
+)
+
+// splitKVCount is the splits per row of a decode attention with pairs
+// (row, head) pairs on sms SMs and a cache of context positions: enough
+// blocks for splitKVWaves waves, no split planned shorter than
+// splitKVMinKeys positions, at most splitKVMaxSplits. 1 means no split
+// (pb_attention_vV runs the op).
+func splitKVCount(sms, pairs, context int) int {
+	if sms <= 0 || pairs <= 0 {
+		return 1
+	}
+	s := (splitKVWaves*sms + pairs - 1) / pairs
+	s = min(s, (context+splitKVMinKeys-1)/splitKVMinKeys, splitKVMaxSplits)
+	return max(s, 1)
+}
+
+// splitKVState is split-KV attention's kernels (in the second module,
+// extra.go) and workspace.
+type splitKVState struct {
+	loaded  bool
+	why     string
+	partial string // pb_splitkv_partial_vV for the rank's head dim
+	ws      cuda.DevicePtr
+	wsBytes int64
+}
+
+// splits is op's split count (1: not split): decode ops only (one query
+// per sequence).
+func (c *Compute) splits(op *partition.Op) int {
+	if !c.splitKV.loaded || op.Kind != partition.Attention || op.QLen != 1 {
+		return 1
+	}
+	return splitKVCount(c.info.SMs, op.Rows*op.Heads, c.frame.Context)
+}
+
+// splitKVWorkspace is the fp32 partials of op: (m, l, a[hd]) per row,
+// head and split.
+func splitKVWorkspace(op *partition.Op, s int) int64 {
+	return int64(op.Rows) * int64(op.Heads) * int64(s) * int64(2+op.HeadDim) * 4
+}
+
+// initSplitKV looks up splitkv.cu's kernels and allocates the workspace
+// of the rank's largest split decode attention. A failure leaves split-KV
+// off with the reason (pb_attention_vV runs every decode step, as before).
+func (c *Compute) initSplitKV() error {
+	sk := &c.splitKV
+	if c.without["splitkv"] {
+		sk.why = "turned off (Options.Without)"
+		return nil
+	}
+	sk.partial = fmt.Sprintf("pb_splitkv_partial_v%d", c.attnV)
+	for name, sig := range map[string]string{sk.partial: splitKVPartialSig, "pb_splitkv_merge": splitKVMergeSig} {
+		if err := c.extraKernel(name, sig); err != nil {
+			sk.why = err.Error()
+			return nil
+		}
+	}
+	sk.loaded = true
+	var err error
+	prog := c.plan.Program(c.rank.Rank, partition.Decode)
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if s := c.splits(op); s > 1 {
+			sk.wsBytes = max(sk.wsBytes, splitKVWorkspace(op, s))
+		}
+	}
+	if sk.wsBytes == 0 {
+		return nil
+	}
+	sk.ws, err = c.alloc(pexec.AllocWorkspace, sk.wsBytes)
+	return err
+}
+
+// loadExtraModule compiles src for the device (a cubin where NVRTC can,
+// else PTX) and loads it.
+func (c *Compute) loadExtraModule(src, name string) (cuda.Module, string, error) {
+	major, minor := c.info.ComputeMajor, c.info.ComputeMinor
+	var errs []error
+	for _, cubin := range []bool{true, false} {
+		if cubin && !c.rtc.HasCUBIN() {
+			continue
+		}
+		img, err := c.compileSource(src, name, major, minor, cubin)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m, err := c.drv.LoadModule(img.image)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("loading the %s %s: %w", img.what, name, err))
+			continue
+		}
+		return m, img.what, nil
+	}
+	return cuda.Module{}, "", fmt.Errorf("%s: %v", name, errs)
+}
+
+// splitKVAttention launches the split-KV kernels for op when splits picks
+// more than one split, and reports whether it did.
+func (c *Compute) splitKVAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) (bool, error) {
+	s := c.splits(op)
+	if s <= 1 {
+		return false, nil
+	}
+	if need := splitKVWorkspace(op, s); need > c.splitKV.wsBytes {
+		return true, fmt.Errorf("cuda: split-KV attention of %s needs %d bytes of workspace, %d were allocated", op.Name, need, c.splitKV.wsBytes)
+	}
+	hl, hd := op.Heads, op.HeadDim
+	scaleLog2 := float32(1 / math.Sqrt(float64(hd)) * math.Log2E)
+	bidir := 0
+	if op.Bidirectional {
+		bidir = 1
+	}
+	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(c.splitKV.ws).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
+	if err := c.launchShared(c.splitKV.partial, cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}, cuda.D1(splitKVThreads), 0, a); err != nil {
+		return true, err
+	}
+	a = c.newArgs().p(c.splitKV.ws).p(ao.p).i(hl).i(hd).i(s)
+	return true, c.launchShared("pb_splitkv_merge", cuda.D2(op.Rows, hl), cuda.D1(splitKVThreads), 0, a)
+}
