@@ -1,8 +1,6 @@
-//go:build kflashemu
-
-// This file needs the host-emulation harness (exec/cuda/hostemu) and the
-// shared kernel headers (exec/cuda/kernels): it is built with
-// -tags kflashemu until both are in the tree, then the tag line goes.
+// The tensor-core, split-KV, fused and generator kernels in the
+// host-emulation harness (exec/cuda/hostemu) with the shared kernel headers
+// (exec/cuda/kernels): make kernel-check runs these (kernelCheckOnly).
 
 package cuda
 
@@ -31,6 +29,7 @@ const emuHeaders = "#include \"pb_common.cuh\"\n#include \"pb_tc.cuh\"\n"
 
 func buildKflashEmu(t *testing.T, name, src string, dt dtype, ks []hostemu.Kernel) *hostemu.Program {
 	t.Helper()
+	kernelCheckOnly(t)
 	if _, err := hostemu.Compiler(); err != nil {
 		t.Skipf("no C++ compiler for the host-emulation harness: %v", err)
 	}
