@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
 		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
+	root.AddCommand(newServingCmd())
 	addRunFlags(root)
 	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
 	addWideFlag(root)

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/partbench/partbench/cliflag"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/serving"
+	"github.com/partbench/partbench/sim"
+)
+
+type servingOptions struct {
+	dryRun      bool
+	config      string
+	calibration string
+	format      string
+	out         string
+	plot        string
+	// workload
+	requestRate    string
+	arrival        string
+	burstiness     float64
+	numPrompts     int
+	maxConcurrency int
+	seed           uint64
+	datasetName    string
+	datasetPath    string
+	shareGPTOut    int
+	inputLen       int
+	outputLen      int
+	rangeRatio     float64
+	trace          string
+	// scheduler
+	scheduler      string
+	maxNumSeqs     int
+	maxBatched     int
+	blockSize      int
+	memUtil        float64
+	blocksOverride int
+	preemption     string
+	router         string
+	// metrics
+	percentiles string
+	goodput     []string
+	attainment  float64
+	// the measured side
+	server      string
+	spawnServer bool
+}
+
+func newServingCmd() *cobra.Command {
+	o := &servingOptions{}
+	cmd := &cobra.Command{
+		Use:   "serving --dry-run --config FILE [--request-rate R[,R…]] [flags]",
+		Short: "Requests under load: a batching scheduler over the modeled iteration cost, benchmark_serving's metrics",
+		Long: `Simulate a serving deployment of a config request by request: arrivals and
+lengths (vLLM benchmark_serving's flags), an iteration-level scheduler
+(continuous batching, chunked prefill or static batches) over a paged KV cache
+sized by the memory model, data-parallel replicas (parallel.dp) behind a
+router, and every iteration priced by sim from the plan's own ops for that
+iteration's mixed prefill/decode shape. Prints benchmark_serving's metrics
+(TTFT, TPOT, ITL, E2EL, throughput, goodput) under its names.
+
+A comma list of --request-rate values is a sweep: one row per rate, the knee,
+and with --goodput the highest rate at which --slo-attainment of requests
+meet the SLO; --plot draws the curve.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Flags(), cmd.OutOrStdout()) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.dryRun, "dry-run", false, "simulate with the cost model (required: the measured side is not built yet)")
+	f.StringVar(&o.config, "config", "", "strategy config: a TOML file or an embedded preset name (required)")
+	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of the config's hardware")
+	cliflag.Format(f, &o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON)
+	cliflag.Output(f, &o.out, "write the result to this file instead of standard output")
+	f.StringVar(&o.plot, "plot", "", "draw the latency–throughput curve to this file (.png, .svg or .pdf)")
+
+	f.StringVar(&o.requestRate, "request-rate", "inf", "requests per second, a comma list for a sweep; inf sends every request at once")
+	cliflag.Choice(f, &o.arrival, "arrival", "arrival process: poisson (gamma when --burstiness ≠ 1), gamma, fixed (a gap of exactly 1/rate)",
+		serving.ArrivalPoisson, serving.ArrivalGamma, serving.ArrivalFixed)
+	f.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps (1: Poisson; < 1 burstier; > 1 more regular), as vLLM's")
+	f.IntVar(&o.numPrompts, "num-prompts", 1000, "requests to send")
+	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests sent and not finished (0: none)")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of arrivals, lengths and dataset order")
+	cliflag.Choice(f, &o.datasetName, "dataset-name", "lengths: random (uniform, --random-*) or sharegpt (--dataset-path)", "random", "sharegpt")
+	f.StringVar(&o.datasetPath, "dataset-path", "", "ShareGPT-format JSON file (with --dataset-name sharegpt)")
+	f.IntVar(&o.shareGPTOut, "sharegpt-output-len", 0, "replace every ShareGPT completion's length (0: the completion's own)")
+	f.IntVar(&o.inputLen, "random-input-len", 1024, "prompt tokens per request (random dataset)")
+	f.IntVar(&o.outputLen, "random-output-len", 128, "output tokens per request (random dataset)")
+	f.Float64Var(&o.rangeRatio, "random-range-ratio", 0, "lengths uniform in [len·(1−r), len·(1+r)], r in [0, 1)")
+	f.StringVar(&o.trace, "trace", "", "replay a JSONL trace of {arrival_s, input_len, output_len} instead of generating requests")
+
+	cliflag.Choice(f, &o.scheduler, "scheduler", "batching: continuous (vLLM, prefills first), chunked (chunked prefill, Sarathi), static (whole batches)",
+		serving.PolicyChunked, serving.PolicyContinuous, serving.PolicyStatic)
+	f.IntVar(&o.maxNumSeqs, "max-num-seqs", 256, "sequences per iteration (vLLM --max-num-seqs)")
+	f.IntVar(&o.maxBatched, "max-num-batched-tokens", 8192, "new tokens per iteration (vLLM --max-num-batched-tokens)")
+	f.IntVar(&o.blockSize, "block-size", 16, "tokens per KV cache block")
+	f.Float64Var(&o.memUtil, "gpu-memory-utilization", 0.9, "share of the HBM left after weights and activations that holds the KV cache")
+	f.IntVar(&o.blocksOverride, "num-gpu-blocks-override", 0, "KV blocks per replica instead of the memory model's (0: the model's)")
+	cliflag.Choice(f, &o.preemption, "preemption-mode", "what happens when KV blocks run out: recompute (swap is refused)", "recompute", "swap")
+	cliflag.Choice(f, &o.router, "router", "how requests are spread over parallel.dp replicas", serving.RouterRoundRobin, serving.RouterLeastOutstanding)
+
+	f.StringVar(&o.percentiles, "metric-percentiles", "99", "percentiles to report, a comma list (vLLM's)")
+	f.StringArrayVar(&o.goodput, "goodput", nil, "SLO per request, KEY:MS for ttft, tpot, e2el (repeatable or space separated); adds request_goodput")
+	f.Float64Var(&o.attainment, "slo-attainment", 0.99, "share of requests that must meet the --goodput SLO for a rate to count as sustained")
+
+	f.StringVar(&o.server, "server", "", "measure a running 'partbench serve' (not built yet: refused)")
+	f.BoolVar(&o.spawnServer, "spawn-server", false, "start a server and measure it (not built yet: refused)")
+	return cmd
+}
+
+func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
+	if o.server != "" || o.spawnServer {
+		return fmt.Errorf("--server/--spawn-server: the measured side (a continuous-batching engine in 'partbench serve' and a load generator) is not built yet; use --dry-run")
+	}
+	if !o.dryRun {
+		return fmt.Errorf("--dry-run is required: serving is simulated (the measured side is not built yet)")
+	}
+	if o.config == "" {
+		return fmt.Errorf("--config: required (a TOML file or an embedded preset name; see 'partbench presets')")
+	}
+	if o.preemption == "swap" {
+		return fmt.Errorf("--preemption-mode swap: not modeled (host swap traffic is not priced); use recompute, vLLM's default and its only mode since V1")
+	}
+	if o.trace != "" && cliflag.Changed(fs, "request-rate", "arrival", "burstiness", "num-prompts", "dataset-name", "dataset-path",
+		"random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len") {
+		return fmt.Errorf("--trace: the trace gives arrivals and lengths; --request-rate, --arrival, --burstiness, --num-prompts and the dataset flags cannot act with it")
+	}
+	if o.datasetName == "sharegpt" && o.datasetPath == "" {
+		return fmt.Errorf("--dataset-path: required with --dataset-name sharegpt")
+	}
+	if o.datasetName != "sharegpt" && o.datasetPath != "" {
+		return fmt.Errorf("--dataset-path: only read with --dataset-name sharegpt (got --dataset-name %s)", o.datasetName)
+	}
+	if o.blocksOverride < 0 {
+		return fmt.Errorf("--num-gpu-blocks-override: must be ≥ 0, 0 for the memory model's (got %d)", o.blocksOverride)
+	}
+	if o.plot != "" {
+		if _, err := report.ServingPlotFormat(o.plot); err != nil {
+			return err
+		}
+	}
+	rates, err := serving.ParseRates(o.requestRate)
+	if err != nil {
+		return err
+	}
+	ps, err := serving.ParsePercentiles(o.percentiles)
+	if err != nil {
+		return err
+	}
+	slo, err := serving.ParseGoodput(o.goodput)
+	if err != nil {
+		return err
+	}
+	cfgs, _, err := configs.LoadCalibrated([]string{o.config}, o.calibration)
+	if err != nil {
+		return err
+	}
+	plan, err := partition.NewPlan(cfgs[0])
+	if err != nil {
+		return err
+	}
+	one := plan.OneReplica()
+	im, err := sim.NewIterationModel(one, sim.Options{})
+	if err != nil {
+		return err
+	}
+	kv, err := serving.KVBlocks(one, o.blockSize, o.memUtil)
+	if err != nil {
+		return err
+	}
+	if o.blocksOverride > 0 {
+		kv.NumBlocks = o.blocksOverride
+	}
+	cfg := serving.Config{
+		Scheduler: serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxBatched,
+			BlockSize: o.blockSize, NumBlocks: kv.NumBlocks},
+		Replicas: plan.DP, Router: o.router, MaxConcurrency: o.maxConcurrency,
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	process := o.arrival
+	if process == serving.ArrivalPoisson && o.burstiness != 1 {
+		process = serving.ArrivalGamma
+	}
+	doc := &report.ServingDoc{Config: plan.Config.Name, Plan: plan.String(), Hardware: plan.System.GPU.Name, Replicas: plan.DP,
+		Router: o.router, Scheduler: cfg.Scheduler, KV: kv, NumPrompts: o.numPrompts, Burstiness: o.burstiness,
+		MaxConcurrency: o.maxConcurrency, Seed: o.seed}
+	if o.trace != "" {
+		reqs, err := serving.ReadTrace(o.trace)
+		if err != nil {
+			return err
+		}
+		doc.NumPrompts, doc.Workload = len(reqs), "trace "+o.trace
+		if doc.Sweep, err = serving.RunTrace(reqs, cfg, im, ps, slo, o.attainment); err != nil {
+			return err
+		}
+	} else {
+		spec := serving.Spec{NumPrompts: o.numPrompts, Seed: o.seed,
+			Arrivals: serving.Arrivals{Process: process, Burstiness: o.burstiness, RequestRate: rates[0]},
+			Lengths:  serving.Lengths{InputLen: o.inputLen, OutputLen: o.outputLen, RangeRatio: o.rangeRatio}}
+		doc.Workload = fmt.Sprintf("random %d/%d tokens ±%g, %s arrivals", o.inputLen, o.outputLen, o.rangeRatio, process)
+		if o.datasetName == "sharegpt" {
+			if spec.Dataset, err = serving.ReadShareGPT(o.datasetPath, o.shareGPTOut); err != nil {
+				return err
+			}
+			doc.Workload = fmt.Sprintf("sharegpt %s (%d conversations), %s arrivals", o.datasetPath, len(spec.Dataset), process)
+		}
+		if doc.Sweep, err = serving.RunSweep(rates, spec, cfg, im, ps, slo, o.attainment); err != nil {
+			return err
+		}
+	}
+	if o.plot != "" {
+		fig, err := report.ServingPlot(doc)
+		if err != nil {
+			return err
+		}
+		format, _ := report.ServingPlotFormat(o.plot)
+		if err := report.WriteFileAtomic(o.plot, func(w io.Writer) error { return fig.Write(w, format) }); err != nil {
+			return fmt.Errorf("--plot %s: %w", o.plot, err)
+		}
+	}
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error {
+		switch {
+		case o.format == report.FormatJSON:
+			return report.ServingJSON(w, version, doc)
+		case o.format == report.FormatTable && len(doc.Sweep.Points) == 1:
+			return report.ServingText(w, doc, doc.Sweep.Points[0])
+		}
+		return report.WriteTables(w, o.format, "serving", version, report.ServingGrid(doc))
+	})
+}
+
