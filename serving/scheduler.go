@@ -111,7 +111,9 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, freeBlocks: cfg.NumBlocks}, nil
 }
 
-func (s *Scheduler) blocksFor(tokens int) int { return (tokens + s.cfg.BlockSize - 1) / s.cfg.BlockSize }
+func (s *Scheduler) blocksFor(tokens int) int {
+	return (tokens + s.cfg.BlockSize - 1) / s.cfg.BlockSize
+}
 
 // Add queues a request. A request that can never run is refused with the
 // reason: its whole context needs more KV blocks than the replica has, or

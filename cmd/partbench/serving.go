@@ -237,4 +237,3 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 		return report.WriteTables(w, o.format, "serving", version, report.ServingGrid(doc))
 	})
 }
-
