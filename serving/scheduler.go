@@ -94,7 +94,7 @@ type Scheduled struct {
 // iteration. Not safe for concurrent use.
 type Scheduler struct {
 	cfg         SchedulerConfig
-	waiting     []*Seq // FIFO; preempted sequences go back to the front
+	waiting     queue  // FIFO; preempted sequences go back to the front
 	running     []*Seq // in admission order; the last is preempted first
 	freeBlocks  int
 	batch       []Scheduled
@@ -127,19 +127,56 @@ func (s *Scheduler) Add(seq *Seq) error {
 	if s.cfg.Policy != PolicyChunked && r.InputLen > s.cfg.MaxNumBatchedTokens {
 		return fmt.Errorf("request %d: prompt of %d tokens is over --max-num-batched-tokens %d (use --scheduler chunked)", r.ID, r.InputLen, s.cfg.MaxNumBatchedTokens)
 	}
-	s.waiting = append(s.waiting, seq)
+	s.waiting.push(seq)
 	return nil
+}
+
+// queue is the waiting line: a FIFO whose front also takes preempted
+// sequences back (the latest preempted first, as vLLM prepends them), all
+// in O(1).
+type queue struct {
+	front []*Seq // a stack: its last element is the head of the line
+	back  []*Seq
+	head  int
+}
+
+func (q *queue) len() int { return len(q.front) + len(q.back) - q.head }
+
+func (q *queue) push(s *Seq) { q.back = append(q.back, s) }
+
+func (q *queue) pushFront(s *Seq) { q.front = append(q.front, s) }
+
+func (q *queue) peek() *Seq {
+	if n := len(q.front); n > 0 {
+		return q.front[n-1]
+	}
+	return q.back[q.head]
+}
+
+func (q *queue) pop() {
+	if n := len(q.front); n > 0 {
+		q.front[n-1] = nil
+		q.front = q.front[:n-1]
+		return
+	}
+	q.back[q.head] = nil
+	q.head++
+	if q.head > 1024 && q.head*2 > len(q.back) {
+		n := copy(q.back, q.back[q.head:])
+		clear(q.back[n:])
+		q.back, q.head = q.back[:n], 0
+	}
 }
 
 // Waiting and Running are the queue lengths; Preemptions the sequences
 // preempted so far; FreeBlocks the KV blocks not held.
-func (s *Scheduler) Waiting() int     { return len(s.waiting) }
+func (s *Scheduler) Waiting() int     { return s.waiting.len() }
 func (s *Scheduler) Running() int     { return len(s.running) }
 func (s *Scheduler) Preemptions() int { return s.preemptions }
 func (s *Scheduler) FreeBlocks() int  { return s.freeBlocks }
 
 // Idle reports that the scheduler holds no request.
-func (s *Scheduler) Idle() bool { return len(s.waiting) == 0 && len(s.running) == 0 }
+func (s *Scheduler) Idle() bool { return s.waiting.len() == 0 && len(s.running) == 0 }
 
 // grow makes seq hold blocks for tokens tokens; false if not enough are free.
 func (s *Scheduler) grow(seq *Seq, tokens int) bool {
@@ -170,7 +207,7 @@ func (s *Scheduler) preemptLast() *Seq {
 	v.Computed = 0
 	v.Preemptions++
 	s.preemptions++
-	s.waiting = append([]*Seq{v}, s.waiting...)
+	s.waiting.pushFront(v)
 	return v
 }
 
@@ -201,8 +238,8 @@ func (s *Scheduler) add(seq *Seq, q int) {
 func (s *Scheduler) scheduleStatic() {
 	if len(s.running) == 0 {
 		tokens := 0
-		for len(s.waiting) > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-			w := s.waiting[0]
+		for s.waiting.len() > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+			w := s.waiting.peek()
 			if len(s.running) > 0 && tokens+w.pending() > s.cfg.MaxNumBatchedTokens {
 				break
 			}
@@ -210,7 +247,7 @@ func (s *Scheduler) scheduleStatic() {
 				break
 			}
 			tokens += w.pending()
-			s.waiting = s.waiting[1:]
+			s.waiting.pop()
 			s.running = append(s.running, w)
 		}
 	}
@@ -224,8 +261,8 @@ func (s *Scheduler) scheduleStatic() {
 // one may exceed the budget (a recompute of prompt + output).
 func (s *Scheduler) admitPrefills() bool {
 	tokens := 0
-	for len(s.waiting) > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-		w := s.waiting[0]
+	for s.waiting.len() > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		w := s.waiting.peek()
 		p := w.pending()
 		if len(s.batch) > 0 && tokens+p > s.cfg.MaxNumBatchedTokens {
 			break
@@ -234,7 +271,7 @@ func (s *Scheduler) admitPrefills() bool {
 			break
 		}
 		tokens += p
-		s.waiting = s.waiting[1:]
+		s.waiting.pop()
 		s.running = append(s.running, w)
 		s.add(w, p)
 	}
@@ -280,13 +317,13 @@ func (s *Scheduler) scheduleChunked() {
 			budget -= q
 		}
 	}
-	for !preempted && budget > 0 && len(s.waiting) > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-		w := s.waiting[0]
+	for !preempted && budget > 0 && s.waiting.len() > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		w := s.waiting.peek()
 		q := min(w.pending(), budget)
 		if !s.grow(w, w.Computed+q) {
 			break
 		}
-		s.waiting = s.waiting[1:]
+		s.waiting.pop()
 		s.running = append(s.running, w)
 		s.add(w, q)
 		budget -= q

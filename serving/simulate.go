@@ -71,6 +71,9 @@ type Result struct {
 	ITL         Weighted
 	Preemptions int
 	Iterations  int
+	// SeqSteps is Σ over iterations of the sequences in the batch: the
+	// simulator's work.
+	SeqSteps int64
 	// InSystemS is ∫ N(t) dt over the run, N the requests sent and not
 	// finished, integrated event by event (independently of the per-request
 	// times), for Little's law: InSystemS / DurationS = throughput × mean E2EL.
@@ -258,6 +261,7 @@ func (r *run) startIteration(ri int, t float64) error {
 	}
 	rep.busy, rep.startS, rep.endS = true, t, t+d
 	r.res.Iterations++
+	r.res.SeqSteps += int64(len(batch))
 	return nil
 }
 

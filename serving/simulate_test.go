@@ -137,12 +137,14 @@ func TestSaturationTTFTGrows(t *testing.T) {
 
 func loadPlan(t *testing.T, name string) *partition.Plan {
 	t.Helper()
-	p, err := partition.LoadPlan(name)
+	p, err := partitionPlan(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+func partitionPlan(name string) (*partition.Plan, error) { return partition.LoadPlan(name) }
 
 // KV exhaustion: four requests of 100 prompt + 200 output tokens, all at
 // once, blocks of 16. Each needs ⌈300/16⌉ = 19 blocks at its end, 76 in all.

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const servingConfig = "../../serving/testdata/llama2-7b-h100.toml"
+
+// --format json carries benchmark_serving's result keys, with "schema",
+// and the numbers agree with each other: output_throughput = total output
+// tokens / duration; completed = num_prompts (nothing fails here).
+func TestServingJSONKeys(t *testing.T) {
+	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--request-rate", "8", "--num-prompts", "200",
+		"--random-input-len", "256", "--random-output-len", "32", "--format", "json", "--goodput", "ttft:500 tpot:50", "--metric-percentiles", "50,99.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"schema", "completed", "duration", "request_throughput", "output_throughput", "total_token_throughput",
+		"total_input_tokens", "total_output_tokens", "request_goodput", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms",
+		"mean_tpot_ms", "p99.9_tpot_ms", "mean_itl_ms", "p99.9_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99.9_e2el_ms", "request_rate", "burstiness", "max_concurrency"} {
+		if _, ok := d[k]; !ok {
+			t.Errorf("no %q", k)
+		}
+	}
+	if d["schema"] != "partbench.serving/v1" || d["completed"] != 200.0 {
+		t.Errorf("schema %v, completed %v", d["schema"], d["completed"])
+	}
+	if got, want := d["output_throughput"].(float64), 200*32/d["duration"].(float64); got != want {
+		t.Errorf("output_throughput %g, want 6400/duration = %g", got, want)
+	}
+}
+
+// A sweep prints one row per rate, the knee and the best rate, and draws
+// the plot as a PNG.
+func TestServingSweepAndPlot(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "curve.png")
+	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--request-rate", "2,8,40", "--num-prompts", "300",
+		"--random-input-len", "512", "--random-output-len", "64", "--goodput", "ttft:1000", "--plot", png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rate (req/s)", "p99 TTFT (ms)", "highest rate meeting the SLO", "knee"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sweep table lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(png)
+	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
+		t.Errorf("plot: %v, %d bytes", err, len(b))
+	}
+}
+
+// Bad input names the flag and what is allowed, and nothing runs.
+func TestServingRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", servingConfig}, "--dry-run is required"},
+		{[]string{"--dry-run"}, "--config: required"},
+		{[]string{"--dry-run", "--config", servingConfig, "--request-rate", "0"}, "--request-rate"},
+		{[]string{"--dry-run", "--config", servingConfig, "--scheduler", "fifo"}, "--scheduler"},
+		{[]string{"--dry-run", "--config", servingConfig, "--preemption-mode", "swap"}, "--preemption-mode swap"},
+		{[]string{"--dry-run", "--config", servingConfig, "--server", "127.0.0.1:1"}, "--server/--spawn-server"},
+		{[]string{"--dry-run", "--config", servingConfig, "--trace", "x.jsonl", "--request-rate", "3"}, "--trace"},
+		{[]string{"--dry-run", "--config", servingConfig, "--dataset-name", "sharegpt"}, "--dataset-path"},
+		{[]string{"--dry-run", "--config", servingConfig, "--plot", "x.jpg"}, "--plot"},
+		{[]string{"--dry-run", "--config", servingConfig, "--goodput", "ttft"}, "--goodput"},
+		{[]string{"--dry-run", "--config", servingConfig, "--max-num-seqs", "0"}, "--max-num-seqs"},
+		{[]string{"--dry-run", "--config", servingConfig, "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
+	} {
+		_, err := runCLI(t, append([]string{"serving"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// A trace and a ShareGPT-format dataset drive the same simulator.
+func TestServingTraceAndShareGPT(t *testing.T) {
+	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--trace", "../../serving/testdata/trace-small.jsonl")
+	if err != nil || !strings.Contains(out, "Successful requests:                     5") {
+		t.Errorf("trace: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--dataset-name", "sharegpt",
+		"--dataset-path", "../../serving/testdata/sharegpt-synthetic.json", "--num-prompts", "40", "--request-rate", "5")
+	if err != nil || !strings.Contains(out, "Successful requests:                     40") {
+		t.Errorf("sharegpt: %v\n%s", err, out)
+	}
+}
