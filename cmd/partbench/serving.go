@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/serving"
 	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/topology"
 )
 
 type servingOptions struct {
@@ -49,6 +51,10 @@ type servingOptions struct {
 	percentiles string
 	goodput     []string
 	attainment  float64
+	// a remote placement
+	remoteLink      string
+	remoteMode      string
+	remoteOverheadS float64
 	// the measured side
 	server      string
 	spawnServer bool
@@ -110,6 +116,10 @@ meet the SLO; --plot draws the curve.`,
 	f.StringArrayVar(&o.goodput, "goodput", nil, "SLO per request, KEY:MS for ttft, tpot, e2el (repeatable or space separated); adds request_goodput")
 	f.Float64Var(&o.attainment, "slo-attainment", 0.99, "share of requests that must meet the --goodput SLO for a rate to count as sustained")
 
+	f.StringVar(&o.remoteLink, "remote-link", "", "serve from a remote GPU over this client link (as 'model --remote-link'): "+strings.Join(topology.ClientLinkNames(), ", ")+", or bytes_per_s=…,latency_s=…")
+	f.StringVar(&o.remoteMode, "mode", "stateful", "with --remote-link: naive, kv, stateful or local")
+	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per iteration's request besides link and compute (default: the --calibration file's, else 0)")
+
 	f.StringVar(&o.server, "server", "", "measure a running 'partbench serve' (not built yet: refused)")
 	f.BoolVar(&o.spawnServer, "spawn-server", false, "start a server and measure it (not built yet: refused)")
 	return cmd
@@ -167,9 +177,18 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 		return err
 	}
 	one := plan.OneReplica()
-	im, err := sim.NewIterationModel(one, sim.Options{})
-	if err != nil {
-		return err
+	var im serving.Coster
+	if o.remoteLink != "" {
+		if im, err = o.remoteModel(fs, one); err != nil {
+			return err
+		}
+	} else {
+		if cliflag.Changed(fs, "mode", "remote-overhead") {
+			return fmt.Errorf("--mode and --remote-overhead price a remote placement: give --remote-link too")
+		}
+		if im, err = sim.NewIterationModel(one, sim.Options{}); err != nil {
+			return err
+		}
 	}
 	kv, err := serving.KVBlocks(one, o.blockSize, o.memUtil)
 	if err != nil {
@@ -190,7 +209,11 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	if process == serving.ArrivalPoisson && o.burstiness != 1 {
 		process = serving.ArrivalGamma
 	}
-	doc := &report.ServingDoc{Config: plan.Config.Name, Plan: plan.String(), Hardware: plan.System.GPU.Name, Replicas: plan.DP,
+	planText := plan.String()
+	if o.remoteLink != "" {
+		planText += fmt.Sprintf("; remote %s over %s", o.remoteMode, o.remoteLink)
+	}
+	doc := &report.ServingDoc{Config: plan.Config.Name, Plan: planText, Hardware: plan.System.GPU.Name, Replicas: plan.DP,
 		Router: o.router, Scheduler: cfg.Scheduler, KV: kv, NumPrompts: o.numPrompts, Burstiness: o.burstiness,
 		MaxConcurrency: o.maxConcurrency, Seed: o.seed}
 	if o.trace != "" {
@@ -236,4 +259,22 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 		}
 		return report.WriteTables(w, o.format, "serving", version, report.ServingGrid(doc))
 	})
+}
+
+// remoteModel prices each iteration on a remote server over --remote-link
+// in --mode, as 'model --remote-link' prices one request.
+func (o *servingOptions) remoteModel(fs *pflag.FlagSet, plan *partition.Plan) (serving.Coster, error) {
+	link, err := topology.ParseClientLink("--remote-link", o.remoteLink)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := partition.ParseRemoteMode(o.remoteMode)
+	if err != nil {
+		return nil, fmt.Errorf("--mode: %w", err)
+	}
+	overhead, err := configs.RequestOverhead(o.remoteOverheadS, cliflag.Changed(fs, "remote-overhead"), o.calibration)
+	if err != nil {
+		return nil, err
+	}
+	return sim.NewRemoteIterationModel(plan, mode, sim.RemoteOptions{Link: link, RequestOverheadS: overhead}, sim.Options{})
 }

@@ -96,3 +96,35 @@ func TestServingTraceAndShareGPT(t *testing.T) {
 		t.Errorf("sharegpt: %v\n%s", err, out)
 	}
 }
+
+// A remote placement adds its payload to every iteration: at one request
+// at a time (--max-concurrency 1, so batching cannot reorder anything) the
+// mean TPOT grows local < stateful < kv < naive — stateful ships token
+// ids, kv the KV cache both ways, naive the weights as well. A multi-rank
+// plan is refused, naming the parallel fields.
+func TestServingRemoteLink(t *testing.T) {
+	tpot := map[string]float64{}
+	for _, mode := range []string{"local", "stateful", "kv", "naive"} {
+		out, err := runCLI(t, "serving", "--dry-run", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "inf", "--num-prompts", "20",
+			"--max-concurrency", "1", "--random-input-len", "16", "--random-output-len", "4", "--remote-link", "25gbe", "--mode", mode, "--format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d map[string]any
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		tpot[mode] = d["mean_tpot_ms"].(float64)
+	}
+	if !(tpot["local"] < tpot["stateful"] && tpot["stateful"] < tpot["kv"] && tpot["kv"] < tpot["naive"]) {
+		t.Errorf("mean TPOT by mode: %v", tpot)
+	}
+	_, err := runCLI(t, "serving", "--dry-run", "--config", "../../configs/test/tp2pp2-tiny.toml", "--remote-link", "25gbe", "--random-input-len", "8", "--random-output-len", "2")
+	if err == nil || !strings.Contains(err.Error(), "single-rank") {
+		t.Errorf("multi-rank remote: %v", err)
+	}
+	_, err = runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--mode", "kv")
+	if err == nil || !strings.Contains(err.Error(), "--remote-link") {
+		t.Errorf("--mode without --remote-link: %v", err)
+	}
+}
