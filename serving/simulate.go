@@ -20,6 +20,18 @@ type Coster interface {
 	TimeS(sim.IterationShape) (float64, error)
 }
 
+// StageCoster also prices each pipeline stage of an iteration (the stage's
+// ops and its link onward). With Stages() > 1 a replica runs one virtual
+// engine per stage, as vLLM does under pipeline parallelism: each has its
+// own scheduler and an equal share of the KV blocks, and their iterations
+// overlap, each stage serving one iteration at a time in the order they
+// started.
+type StageCoster interface {
+	Coster
+	Stages() int
+	StageTimesS(sh sim.IterationShape, dst []float64) ([]float64, error)
+}
+
 // Config is a serving deployment and its client.
 type Config struct {
 	Scheduler SchedulerConfig
@@ -91,19 +103,31 @@ func (w *Weighted) add(v, n float64) {
 	w.Weight = append(w.Weight, n)
 }
 
+// engine is one scheduler: a replica's, or one of its virtual engines
+// under pipeline parallelism.
+type engine struct {
+	sched   *Scheduler
+	replica int
+	busy    bool
+	startS  float64
+	endS    float64
+	out     int // outstanding requests routed here
+	shape   sim.IterationShape
+}
+
 type replica struct {
-	sched  *Scheduler
-	busy   bool
-	startS float64
-	endS   float64
-	out    int // outstanding requests routed here
-	shape  sim.IterationShape
+	out       int
+	engines   []int     // indices into run.engines
+	stageFree []float64 // when each pipeline stage is next free
 }
 
 // run is one simulation's state.
 type run struct {
 	cfg      Config
 	cost     Coster
+	staged   StageCoster // nil: one engine per replica, priced whole
+	stageBuf []float64
+	engines  []engine
 	reps     []replica
 	seqs     []Seq
 	res      *Result
@@ -129,12 +153,25 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 	}
 	r := &run{cfg: cfg, cost: cost, reps: make([]replica, cfg.Replicas), seqs: make([]Seq, len(reqs)),
 		res: &Result{Requests: make([]RequestResult, len(reqs))}, lastTok: make([]float64, len(reqs))}
+	stages := 1
+	if sc, ok := cost.(StageCoster); ok && sc.Stages() > 1 {
+		r.staged, stages = sc, sc.Stages()
+	}
+	sc := cfg.Scheduler
+	sc.NumBlocks /= stages
+	if sc.NumBlocks < 1 {
+		return nil, fmt.Errorf("KV cache: %d blocks cannot be shared by %d pipeline stages' virtual engines (--num-gpu-blocks-override)", cfg.Scheduler.NumBlocks, stages)
+	}
 	for i := range r.reps {
-		s, err := NewScheduler(cfg.Scheduler)
-		if err != nil {
-			return nil, err
+		r.reps[i].stageFree = make([]float64, stages)
+		for v := 0; v < stages; v++ {
+			s, err := NewScheduler(sc)
+			if err != nil {
+				return nil, err
+			}
+			r.reps[i].engines = append(r.reps[i].engines, len(r.engines))
+			r.engines = append(r.engines, engine{sched: s, replica: i})
 		}
-		r.reps[i].sched = s
 	}
 	for i, q := range reqs {
 		r.seqs[i] = Seq{Req: q, Slot: i}
@@ -145,9 +182,9 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 		// The earliest event: an iteration ending (first on a tie: it may
 		// free a slot for the arrival) or an arrival.
 		ri, tc := -1, math.Inf(1)
-		for i := range r.reps {
-			if r.reps[i].busy && r.reps[i].endS < tc {
-				ri, tc = i, r.reps[i].endS
+		for i := range r.engines {
+			if r.engines[i].busy && r.engines[i].endS < tc {
+				ri, tc = i, r.engines[i].endS
 			}
 		}
 		ta := math.Inf(1)
@@ -176,7 +213,7 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 			return nil, err
 		}
 	}
-	for _, rep := range r.reps {
+	for _, rep := range r.engines {
 		r.res.Preemptions += rep.sched.Preemptions()
 		if !rep.sched.Idle() {
 			return nil, fmt.Errorf("serving: internal error: a replica stopped with %d waiting and %d running requests", rep.sched.Waiting(), rep.sched.Running())
@@ -192,25 +229,33 @@ func (r *run) account(t float64) {
 	r.lastT = t
 }
 
-func (r *run) route() int {
+// route picks a replica by the router, then its virtual engine with the
+// fewest outstanding requests (the lowest on a tie), as vLLM does.
+func (r *run) route() (rep, eng int) {
 	if r.cfg.Router == RouterRoundRobin {
-		i := r.rr
+		rep = r.rr
 		r.rr = (r.rr + 1) % len(r.reps)
-		return i
-	}
-	best := 0
-	for i := range r.reps {
-		if r.reps[i].out < r.reps[best].out {
-			best = i
+	} else {
+		for i := range r.reps {
+			if r.reps[i].out < r.reps[rep].out {
+				rep = i
+			}
 		}
 	}
-	return best
+	es := r.reps[rep].engines
+	eng = es[0]
+	for _, e := range es[1:] {
+		if r.engines[e].out < r.engines[eng].out {
+			eng = e
+		}
+	}
+	return rep, eng
 }
 
 // startIdle starts an iteration on every idle replica that has work.
 func (r *run) startIdle(t float64) error {
-	for i := range r.reps {
-		if !r.reps[i].busy && !r.reps[i].sched.Idle() {
+	for i := range r.engines {
+		if !r.engines[i].busy && !r.engines[i].sched.Idle() {
 			if err := r.startIteration(i, t); err != nil {
 				return err
 			}
@@ -225,10 +270,10 @@ func (r *run) send(i int, t float64) {
 	r.account(t)
 	rr := &r.res.Requests[i]
 	rr.SentS = t
-	ri := r.route()
+	ri, ei := r.route()
 	seq := &r.seqs[i]
 	seq.Replica, rr.Replica = ri, ri
-	rep := &r.reps[ri]
+	rep := &r.engines[ei]
 	if err := rep.sched.Add(seq); err != nil {
 		rr.Error = err.Error()
 		rr.EndS = t
@@ -236,10 +281,11 @@ func (r *run) send(i int, t float64) {
 	}
 	r.inSys++
 	rep.out++
+	r.reps[ri].out++
 }
 
 func (r *run) startIteration(ri int, t float64) error {
-	rep := &r.reps[ri]
+	rep := &r.engines[ri]
 	batch := rep.sched.Schedule()
 	if len(batch) == 0 {
 		rep.busy = false
@@ -252,22 +298,56 @@ func (r *run) startIteration(ri int, t float64) error {
 	for _, b := range batch {
 		rep.shape.Add(b.Q, b.Past, b.Sample)
 	}
-	d, err := r.cost.TimeS(rep.shape)
+	end, err := r.price(rep, t)
 	if err != nil {
 		return err
 	}
-	if !(d > 0) || math.IsInf(d, 0) {
-		return fmt.Errorf("serving: an iteration of %d tokens over %d sequences was priced %g s", rep.shape.Tokens, rep.shape.Seqs, d)
-	}
-	rep.busy, rep.startS, rep.endS = true, t, t+d
+	rep.busy, rep.startS, rep.endS = true, t, end
 	r.res.Iterations++
 	r.res.SeqSteps += int64(len(batch))
 	return nil
 }
 
+// price returns when an iteration started at t ends: t + its time, or,
+// through a pipeline, each stage taken in turn as soon as both the
+// iteration reaches it and the stage is free.
+func (r *run) price(e *engine, t float64) (float64, error) {
+	bad := func(d float64) error {
+		return fmt.Errorf("serving: an iteration of %d tokens over %d sequences was priced %g s", e.shape.Tokens, e.shape.Seqs, d)
+	}
+	if r.staged == nil {
+		d, err := r.cost.TimeS(e.shape)
+		if err != nil {
+			return 0, err
+		}
+		if !(d > 0) || math.IsInf(d, 0) {
+			return 0, bad(d)
+		}
+		return t + d, nil
+	}
+	ts, err := r.staged.StageTimesS(e.shape, r.stageBuf[:0])
+	r.stageBuf = ts
+	if err != nil {
+		return 0, err
+	}
+	free := r.reps[e.replica].stageFree
+	cur := t
+	for s, d := range ts {
+		if !(d >= 0) || math.IsInf(d, 0) {
+			return 0, bad(d)
+		}
+		cur = max(cur, free[s]) + d
+		free[s] = cur
+	}
+	if !(cur > t) {
+		return 0, bad(cur - t)
+	}
+	return cur, nil
+}
+
 func (r *run) finishIteration(ri int, t float64) error {
 	r.account(t)
-	rep := &r.reps[ri]
+	rep := &r.engines[ri]
 	consecutive := 0.0 // tokens whose previous token ended the previous iteration
 	rep.sched.Complete(func(seq *Seq, done bool) {
 		i := seq.Slot
@@ -285,6 +365,7 @@ func (r *run) finishIteration(ri int, t float64) error {
 			rr.Preemptions = seq.Preemptions
 			r.inSys--
 			rep.out--
+			r.reps[rep.replica].out--
 		}
 	})
 	if consecutive > 0 {

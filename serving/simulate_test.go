@@ -2,6 +2,7 @@ package serving
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/partition"
@@ -301,5 +302,46 @@ func TestMaxConcurrency(t *testing.T) {
 	m := checkRun(t, res)
 	if m.TTFT.MeanMs != 1000 || m.DurationS != 3 || res.Requests[2].SentS != 2 {
 		t.Errorf("mean TTFT %g ms, duration %g s, third sent at %g s", m.TTFT.MeanMs, m.DurationS, res.Requests[2].SentS)
+	}
+}
+
+// stagedCost prices every iteration at s seconds on each of n stages.
+type stagedCost struct {
+	s float64
+	n int
+}
+
+func (c stagedCost) TimeS(sim.IterationShape) (float64, error) { return c.s * float64(c.n), nil }
+func (c stagedCost) Stages() int                              { return c.n }
+func (c stagedCost) StageTimesS(_ sim.IterationShape, dst []float64) ([]float64, error) {
+	for i := 0; i < c.n; i++ {
+		dst = append(dst, c.s)
+	}
+	return dst, nil
+}
+
+// Pipeline parallelism: two stages of 1 s run two virtual engines, each
+// with half the KV blocks. Two one-token requests at t = 0 go one to each
+// engine. Engine 0 takes stage 0 in [0, 1] and stage 1 in [1, 2]; engine 1
+// waits for stage 0 until 1 and for stage 1 until 2: [1, 2] then [2, 3].
+// TTFTs 2 s and 3 s. A third request at t = 0.5 joins engine 0 (its
+// iteration ends at 2, then [2, 3] on stage 0 and [3, 4] on stage 1).
+func TestPipelineVirtualEngines(t *testing.T) {
+	reqs := []Request{{ID: 0, InputLen: 4, OutputLen: 1}, {ID: 1, InputLen: 4, OutputLen: 1}, {ID: 2, ArrivalS: 0.5, InputLen: 4, OutputLen: 1}}
+	cfg := cfgOf(PolicyContinuous, 8, 64, 100)
+	res, err := Simulate(reqs, cfg, stagedCost{s: 1, n: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, res)
+	for i, want := range []float64{2, 3, 4} {
+		if got := res.Requests[i].FirstTokenS; got != want {
+			t.Errorf("request %d: first token at %g s, want %g", i, got, want)
+		}
+	}
+	// One block cannot be split between two engines.
+	cfg.Scheduler.NumBlocks = 1
+	if _, err := Simulate(reqs, cfg, stagedCost{s: 1, n: 2}); err == nil || !strings.Contains(err.Error(), "pipeline stages") {
+		t.Errorf("1 block over 2 stages: %v", err)
 	}
 }

@@ -76,12 +76,13 @@ type iterKey struct {
 // IterationModel prices iterations of one replica of a plan. Not safe for
 // concurrent use (it caches).
 type IterationModel struct {
-	plan   *partition.Plan
-	opts   CollectiveOptions
-	stages []iterStage
-	rowsS  map[iterKey]float64 // token-count-dependent time of every stage and link
-	sampS  map[iterKey]float64 // sample-count-dependent time (LM head, sampler, token return)
-	attn   []*partition.Op     // per stage: the layer's attention template
+	plan    *partition.Plan
+	opts    CollectiveOptions
+	stages  []iterStage
+	rowsS   map[iterKey][]float64 // per stage: token-count-dependent time, with the link to the next stage
+	sampS   map[iterKey][]float64 // per stage: sample-count-dependent time (LM head, sampler, token return)
+	attn    []*partition.Op       // per stage: the layer's attention template
+	scratch []float64
 }
 
 // NewIterationModel builds the templates of a plan's replica 0. Encoder
@@ -90,7 +91,7 @@ func NewIterationModel(plan *partition.Plan, opts Options) (*IterationModel, err
 	if err := opts.Collectives.Validate(); err != nil {
 		return nil, err
 	}
-	m := &IterationModel{plan: plan, opts: opts.Collectives, rowsS: map[iterKey]float64{}, sampS: map[iterKey]float64{}}
+	m := &IterationModel{plan: plan, opts: opts.Collectives, rowsS: map[iterKey][]float64{}, sampS: map[iterKey][]float64{}}
 	g := plan.System.GPU
 	for s := 0; s < plan.PP; s++ {
 		rank := plan.RankOf(s, 0)
@@ -185,14 +186,15 @@ func (m *IterationModel) opS(op *partition.Op, res float64, phase partition.Phas
 // rowsTime is everything of an iteration that depends on its token count:
 // the ops before and of each layer but attention, times the stage's layers,
 // and the activation transfers between stages.
-func (m *IterationModel) rowsTime(k iterKey) (float64, error) {
+func (m *IterationModel) rowsTime(k iterKey) ([]float64, error) {
 	if t, ok := m.rowsS[k]; ok {
 		return t, nil
 	}
 	phase := phaseOf(k.prefill)
-	var t float64
+	ts := make([]float64, len(m.stages))
 	for si := range m.stages {
 		st := &m.stages[si]
+		t := &ts[si]
 		for i := range st.pre {
 			if st.pre[i].Payload == partition.PayloadTokens {
 				continue // the token ids: priced per sample
@@ -200,9 +202,9 @@ func (m *IterationModel) rowsTime(k iterKey) (float64, error) {
 			o := scaled(&st.pre[i], k.rows)
 			x, err := m.opS(&o, st.res, phase)
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			t += x
+			*t += x
 		}
 		for i := range st.layer {
 			if st.layer[i].Kind == partition.Attention {
@@ -211,9 +213,9 @@ func (m *IterationModel) rowsTime(k iterKey) (float64, error) {
 			o := scaled(&st.layer[i], k.rows)
 			x, err := m.opS(&o, st.res, phase)
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			t += st.layers * x
+			*t += st.layers * x
 		}
 		for i := range st.post {
 			op := &st.post[i]
@@ -221,29 +223,30 @@ func (m *IterationModel) rowsTime(k iterKey) (float64, error) {
 				o := scaled(op, k.rows)
 				x, err := m.opS(&o, st.res, phase)
 				if err != nil {
-					return 0, err
+					return nil, err
 				}
-				t += x + P2P(m.plan.System, st.rank, op.Peer, o.Bytes).TimeS
+				*t += x + P2P(m.plan.System, st.rank, op.Peer, o.Bytes).TimeS
 			}
 		}
 	}
-	m.rowsS[k] = t
-	return t, nil
+	m.rowsS[k] = ts
+	return ts, nil
 }
 
 // sampleTime is what depends on the sequences that produce a token: the
 // final norm, LM head, logits gather and sampler on the last stage, the
 // token ids' trip back to stage 0; with no sample, the step's fixed host
 // cost alone.
-func (m *IterationModel) sampleTime(k iterKey) (float64, error) {
+func (m *IterationModel) sampleTime(k iterKey) ([]float64, error) {
 	if t, ok := m.sampS[k]; ok {
 		return t, nil
 	}
 	phase := phaseOf(k.prefill)
 	g := m.plan.System.GPU
-	var t float64
+	ts := make([]float64, len(m.stages))
 	for si := range m.stages {
 		st := &m.stages[si]
+		t := &ts[si]
 		for i := range st.post {
 			op := &st.post[i]
 			if op.Payload == partition.PayloadActivation {
@@ -251,23 +254,23 @@ func (m *IterationModel) sampleTime(k iterKey) (float64, error) {
 			}
 			if k.rows == 0 {
 				if op.Kind == partition.Sample {
-					t += stepFixedS(g, phase, op)
+					*t += stepFixedS(g, phase, op)
 				}
 				continue
 			}
 			o := scaled(op, k.rows)
 			x, err := m.opS(&o, st.res, phase)
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			t += x
+			*t += x
 			if op.Kind == partition.Send {
-				t += P2P(m.plan.System, st.rank, op.Peer, o.Bytes).TimeS
+				*t += P2P(m.plan.System, st.rank, op.Peer, o.Bytes).TimeS
 			}
 		}
 	}
-	m.sampS[k] = t
-	return t, nil
+	m.sampS[k] = ts
+	return ts, nil
 }
 
 func phaseOf(prefill bool) partition.Phase {
@@ -278,22 +281,36 @@ func phaseOf(prefill bool) partition.Phase {
 }
 
 // TimeS is the modeled time of one iteration of the replica: one pass of
-// the batch through every stage in turn (an iteration is not pipelined
-// with the next: the scheduler needs its tokens first) and the links
-// between them.
+// the batch through every stage in turn and the links between them
+// (StageTimesS summed).
 func (m *IterationModel) TimeS(sh IterationShape) (float64, error) {
+	ts, err := m.StageTimesS(sh, m.scratch[:0])
+	m.scratch = ts
+	var t float64
+	for _, x := range ts {
+		t += x
+	}
+	return t, err
+}
+
+// Stages is the number of pipeline stages an iteration passes.
+func (m *IterationModel) Stages() int { return len(m.stages) }
+
+// StageTimesS is the busy time of each stage in one iteration, appended to
+// dst: its ops, and the transfer to the next stage (the last stage: the
+// token ids back to stage 0).
+func (m *IterationModel) StageTimesS(sh IterationShape, dst []float64) ([]float64, error) {
 	if sh.Tokens <= 0 || sh.Seqs <= 0 {
-		return 0, fmt.Errorf("sim: an iteration needs tokens and sequences (got %d tokens, %d sequences)", sh.Tokens, sh.Seqs)
+		return dst, fmt.Errorf("sim: an iteration needs tokens and sequences (got %d tokens, %d sequences)", sh.Tokens, sh.Seqs)
 	}
 	rt, err := m.rowsTime(iterKey{sh.Tokens, sh.Prefill})
 	if err != nil {
-		return 0, err
+		return dst, err
 	}
 	st, err := m.sampleTime(iterKey{sh.Samples, sh.Prefill})
 	if err != nil {
-		return 0, err
+		return dst, err
 	}
-	t := rt + st
 	phase := phaseOf(sh.Prefill)
 	g := m.plan.System.GPU
 	for si := range m.stages {
@@ -306,7 +323,8 @@ func (m *IterationModel) TimeS(sh IterationShape) (float64, error) {
 		o.ActBytes = a.ActBytes / int64(a.Rows) * int64(sh.Tokens)
 		o.KVWriteBytes = kvPerToken * int64(sh.Tokens)
 		o.KVReadBytes = kvPerToken * sh.Past
-		t += m.stages[si].layers * computeCost(g, m.plan.Model.DType, &o, m.stages[si].res, false, phase).TimeS
+		at := m.stages[si].layers * computeCost(g, m.plan.Model.DType, &o, m.stages[si].res, false, phase).TimeS
+		dst = append(dst, rt[si]+st[si]+at)
 	}
-	return t, nil
+	return dst, nil
 }

@@ -99,3 +99,29 @@ func TestIterationAttentionPerSequence(t *testing.T) {
 		t.Error("an empty iteration was priced")
 	}
 }
+
+// On a pipeline, each stage's time is its own: tp8pp2's two stages hold 8
+// layers each, so their times differ only by the first stage's embedding
+// and the last's LM head; they sum to TimeS.
+func TestIterationStageTimes(t *testing.T) {
+	p := seedPlan(t, "tp8pp2")
+	m, err := NewIterationModel(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := decodeShape(p)
+	ts, err := m.StageTimesS(sh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, err := m.TimeS(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || m.Stages() != 2 || relErr(ts[0]+ts[1], total) > 1e-12 {
+		t.Fatalf("stage times %v, total %g", ts, total)
+	}
+	if relErr(ts[0], ts[1]) > 0.5 || ts[0] <= 0 {
+		t.Errorf("stage times %v: not two alike halves", ts)
+	}
+}
