@@ -55,6 +55,10 @@ type servingOptions struct {
 	remoteLink      string
 	remoteMode      string
 	remoteOverheadS float64
+	// the placement search
+	searchPlacements bool
+	hardware, topo   string
+	nodes, gpus      int
 	// the measured side
 	server      string
 	spawnServer bool
@@ -120,6 +124,12 @@ meet the SLO; --plot draws the curve.`,
 	f.StringVar(&o.remoteMode, "mode", "stateful", "with --remote-link: naive, kv, stateful or local")
 	f.Float64Var(&o.remoteOverheadS, "remote-overhead", 0, "with --remote-link: fixed seconds per iteration's request besides link and compute (default: the --calibration file's, else 0)")
 
+	f.BoolVar(&o.searchPlacements, "search-placements", false, "rank every tp × pp × dp of the GPUs by the highest request rate per GPU that meets --goodput (the workload's --request-rate is searched)")
+	f.StringVar(&o.hardware, "hardware", "", "with --search-placements: GPU preset (default: the config's hardware)")
+	f.StringVar(&o.topo, "topology", "", "with --search-placements: topology preset (default: the config's topology)")
+	f.IntVar(&o.nodes, "nodes", 0, "with --search-placements: scale the topology to this many nodes")
+	f.IntVar(&o.gpus, "gpus", 0, "with --search-placements: number of GPUs (default: the topology's; else must equal it)")
+
 	f.StringVar(&o.server, "server", "", "measure a running 'partbench serve' (not built yet: refused)")
 	f.BoolVar(&o.spawnServer, "spawn-server", false, "start a server and measure it (not built yet: refused)")
 	return cmd
@@ -171,6 +181,12 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	cfgs, _, err := configs.LoadCalibrated([]string{o.config}, o.calibration)
 	if err != nil {
 		return err
+	}
+	if o.searchPlacements {
+		return o.runPlacements(fs, stdout, cfgs[0], ps, slo)
+	}
+	if cliflag.Changed(fs, "hardware", "topology", "nodes", "gpus") {
+		return fmt.Errorf("--hardware, --topology, --nodes and --gpus act with --search-placements only (a single run uses the config's system)")
 	}
 	plan, err := partition.NewPlan(cfgs[0])
 	if err != nil {
@@ -277,4 +293,53 @@ func (o *servingOptions) remoteModel(fs *pflag.FlagSet, plan *partition.Plan) (s
 		return nil, err
 	}
 	return sim.NewRemoteIterationModel(plan, mode, sim.RemoteOptions{Link: link, RequestOverheadS: overhead}, sim.Options{})
+}
+
+// runPlacements ranks every placement of the GPUs by the highest request
+// rate per GPU that meets the SLO.
+func (o *servingOptions) runPlacements(fs *pflag.FlagSet, stdout io.Writer, cfg *configs.Config, ps []float64, slo serving.Goodput) error {
+	switch {
+	case o.trace != "":
+		return fmt.Errorf("--search-placements: searches the request rate of a generated workload; --trace cannot act with it")
+	case o.remoteLink != "":
+		return fmt.Errorf("--search-placements: remote placements are single-rank; --remote-link cannot act with it")
+	case cliflag.Changed(fs, "request-rate"):
+		return fmt.Errorf("--request-rate: --search-placements searches the rate itself")
+	case o.plot != "":
+		return fmt.Errorf("--plot: draws a --request-rate sweep, not a placement search")
+	case !slo.Set():
+		return fmt.Errorf("--goodput: --search-placements needs an SLO (ttft:MS, tpot:MS or e2el:MS)")
+	}
+	sys, err := configs.SystemOverride{Hardware: o.hardware, Topology: o.topo, Nodes: o.nodes, GPUs: o.gpus}.Resolve(cfg)
+	if err != nil {
+		return err
+	}
+	process := o.arrival
+	if process == serving.ArrivalPoisson && o.burstiness != 1 {
+		process = serving.ArrivalGamma
+	}
+	spec := serving.Spec{NumPrompts: o.numPrompts, Seed: o.seed, Arrivals: serving.Arrivals{Process: process, Burstiness: o.burstiness},
+		Lengths: serving.Lengths{InputLen: o.inputLen, OutputLen: o.outputLen, RangeRatio: o.rangeRatio}}
+	workload := fmt.Sprintf("random %d/%d tokens ±%g, %s arrivals, %d requests", o.inputLen, o.outputLen, o.rangeRatio, process, o.numPrompts)
+	if o.datasetName == "sharegpt" {
+		if spec.Dataset, err = serving.ReadShareGPT(o.datasetPath, o.shareGPTOut); err != nil {
+			return err
+		}
+		workload = fmt.Sprintf("sharegpt %s, %s arrivals, %d requests", o.datasetPath, process, o.numPrompts)
+	}
+	sc := serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxBatched, BlockSize: o.blockSize, NumBlocks: o.blocksOverride}
+	pls, err := serving.SearchPlacements(serving.PlacementSpec{Config: cfg, System: sys, Workload: spec, BlockSize: o.blockSize, MemUtil: o.memUtil,
+		Percentiles: ps, SLO: slo, Attainment: o.attainment,
+		Serving: serving.Config{Scheduler: sc, Router: o.router, MaxConcurrency: o.maxConcurrency}})
+	if err != nil {
+		return err
+	}
+	doc := &report.ServingPlacementsDoc{Config: cfg.Name, System: fmt.Sprintf("%d × %s, %s", sys.Topology.Size(), sys.GPU.Name, sys.Topology.Name),
+		Workload: workload, SLO: slo, Attainment: o.attainment, Scheduler: sc, Placements: pls}
+	return report.ToOutput(o.out, stdout, func(w io.Writer) error {
+		if o.format == report.FormatJSON {
+			return report.ServingPlacementsJSON(w, version, doc)
+		}
+		return report.WriteTables(w, o.format, "serving", version, report.ServingPlacementsGrid(doc))
+	})
 }

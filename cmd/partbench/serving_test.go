@@ -128,3 +128,37 @@ func TestServingRemoteLink(t *testing.T) {
 		t.Errorf("--mode without --remote-link: %v", err)
 	}
 }
+
+// --search-placements over two one-GPU nodes ranks tp1pp1dp2, tp1pp2 and
+// tp2 (over the network) by rate per GPU; it needs an SLO, searches the
+// rate itself, and --nodes acts only with it.
+func TestServingSearchPlacements(t *testing.T) {
+	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--search-placements", "--nodes", "2",
+		"--goodput", "ttft:1000", "--num-prompts", "200", "--random-input-len", "256", "--random-output-len", "32", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Objective  string `json:"objective"`
+		Placements []struct {
+			Name     string   `json:"name"`
+			PerGPU   *float64 `json:"max_request_rate_per_gpu"`
+			Excluded string   `json:"excluded"`
+		} `json:"placements"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	names := map[string]bool{}
+	for _, p := range d.Placements {
+		names[p.Name] = p.Excluded == "" && p.PerGPU != nil && *p.PerGPU > 0
+	}
+	if d.Objective != "max_request_rate_per_gpu" || !names["tp1pp1dp2-m1"] || !names["tp1pp2-m1"] || !names["tp2pp1-m1"] {
+		t.Errorf("objective %q, placements %v", d.Objective, names)
+	}
+	for _, args := range [][]string{{"--search-placements"}, {"--search-placements", "--goodput", "ttft:100", "--request-rate", "3"}, {"--nodes", "2"}} {
+		if _, err := runCLI(t, append([]string{"serving", "--dry-run", "--config", servingConfig}, args...)...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
