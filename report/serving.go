@@ -73,6 +73,7 @@ func servingResult(d *ServingDoc, p serving.Point) map[string]any {
 		"output_throughput":       m.OutputThroughput,
 		"total_token_throughput":  m.TotalTokenThroughput,
 		"num_preemptions":         m.Preemptions,
+		"num_swaps":               m.Swaps,
 		"mean_requests_in_system": m.MeanInSystem,
 	}
 	if d.MaxConcurrency > 0 {
@@ -184,7 +185,10 @@ func ServingText(w io.Writer, d *ServingDoc, p serving.Point) error {
 		}
 	}
 	sep("Scheduler")
-	line("Preemptions (recompute):", m.Preemptions)
+	line("Preemptions:", m.Preemptions)
+	if d.Scheduler.Preemption == serving.PreemptSwap {
+		line("  of which swapped out:", m.Swaps)
+	}
 	line("KV cache blocks per replica:", fmt.Sprintf("%d × %d tokens", d.KV.NumBlocks, d.KV.BlockSize))
 	line("Mean requests in system:", m.MeanInSystem)
 	fmt.Fprintln(w, "==================================================")

@@ -3,6 +3,8 @@ package serving
 import (
 	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/sim"
 )
 
 // Llama-2-7B, fp16, on one H100 (serving/testdata/llama2-7b-h100.toml):
@@ -83,4 +85,54 @@ func FuzzParseTrace(f *testing.F) {
 			last = r.ArrivalS
 		}
 	})
+}
+
+// tokenCounter prices every iteration at 10 ms and sums the tokens and
+// swapped KV entries it was asked to price.
+type tokenCounter struct {
+	tokens, swapped int64
+}
+
+func (c *tokenCounter) TimeS(sh sim.IterationShape) (float64, error) {
+	c.tokens += int64(sh.Tokens)
+	c.swapped += sh.SwapTokens
+	return 0.01, nil
+}
+
+// Preemption by swap keeps a sequence's KV entries: the four 100 + 200
+// token requests of TestKVExhaustionPreempts, squeezed into 40 blocks,
+// compute exactly 4 × 100 prompt + 4 × 199 decode tokens = 1,196, as
+// without any preemption, and move entries to the host and back. By
+// recompute they compute more (prompts and generated tokens again). With
+// no swap space, swap mode falls back to recompute.
+func TestSwapPreemption(t *testing.T) {
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{ID: i, InputLen: 100, OutputLen: 200}
+	}
+	for _, policy := range []string{PolicyContinuous, PolicyChunked} {
+		for _, tc := range []struct {
+			mode      string
+			swap      int
+			recompute bool
+		}{{PreemptSwap, 100, false}, {PreemptRecompute, 100, true}, {PreemptSwap, 0, true}} {
+			cfg := cfgOf(policy, 8, 512, 40)
+			cfg.Scheduler.Preemption, cfg.Scheduler.SwapBlocks = tc.mode, tc.swap
+			c := &tokenCounter{}
+			res, err := Simulate(reqs, cfg, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := checkRun(t, res)
+			if m.Completed != 4 || res.Preemptions == 0 {
+				t.Fatalf("%s %s swap %d: %d completed, %d preemptions", policy, tc.mode, tc.swap, m.Completed, res.Preemptions)
+			}
+			swapped := res.Swaps == res.Preemptions && c.swapped > 0 && c.tokens == 1196
+			recomputed := res.Swaps == 0 && c.swapped == 0 && c.tokens > 1196
+			if tc.recompute && !recomputed || !tc.recompute && !swapped {
+				t.Errorf("%s %s swap space %d: %d preemptions, %d swaps, %d tokens computed, %d swapped",
+					policy, tc.mode, tc.swap, res.Preemptions, res.Swaps, c.tokens, c.swapped)
+			}
+		}
+	}
 }

@@ -82,6 +82,7 @@ type Metrics struct {
 	TTFT, TPOT     Dist
 	ITL, E2EL      Dist
 	Preemptions    int
+	Swaps          int
 	// MeanInSystem is ∫N(t)dt / duration; Little's law says it equals
 	// RequestThroughput × mean E2EL (s).
 	MeanInSystem float64
@@ -92,7 +93,7 @@ type Metrics struct {
 // with more than one output token; ITL over every token after the first of
 // every request; duration from the first send (time 0) to the last finish.
 func Summarize(res *Result, ps []float64, slo Goodput) Metrics {
-	m := Metrics{Ps: ps, DurationS: res.DurationS, Preemptions: res.Preemptions, RequestGoodput: math.NaN()}
+	m := Metrics{Ps: ps, DurationS: res.DurationS, Preemptions: res.Preemptions, Swaps: res.Swaps, RequestGoodput: math.NaN()}
 	var ttft, tpot, e2el []float64
 	good := 0
 	for _, r := range res.Requests {

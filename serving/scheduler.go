@@ -34,7 +34,19 @@ type SchedulerConfig struct {
 	// KV cache holds (KVBlocks derives them from the memory model).
 	BlockSize int
 	NumBlocks int
+	// Preemption is how a sequence gives its blocks back when they run out:
+	// PreemptRecompute (the default, "") or PreemptSwap into SwapBlocks
+	// blocks of host memory (vLLM V0's --preemption-mode swap and
+	// --swap-space), falling back to recompute when the swap space is full.
+	Preemption string
+	SwapBlocks int
 }
+
+// Preemption modes.
+const (
+	PreemptRecompute = "recompute"
+	PreemptSwap      = "swap"
+)
 
 // Validate names the flag and the allowed values of a wrong field.
 func (c SchedulerConfig) Validate() error {
@@ -52,6 +64,14 @@ func (c SchedulerConfig) Validate() error {
 	if c.BlockSize < 1 || c.BlockSize > 1<<16 {
 		return fmt.Errorf("--block-size: must be in [1, %d] tokens (got %d)", 1<<16, c.BlockSize)
 	}
+	switch c.Preemption {
+	case "", PreemptRecompute, PreemptSwap:
+	default:
+		return fmt.Errorf("--preemption-mode: must be recompute or swap (got %q)", c.Preemption)
+	}
+	if c.SwapBlocks < 0 {
+		return fmt.Errorf("--swap-space: must be ≥ 0 (got %d blocks)", c.SwapBlocks)
+	}
 	if c.NumBlocks < 1 {
 		return fmt.Errorf("KV cache: %d blocks of %d tokens: the memory left after weights and activations holds no block (--num-gpu-blocks-override sets it)", c.NumBlocks, c.BlockSize)
 	}
@@ -66,8 +86,9 @@ type Seq struct {
 	// those not yet computed are the next prefill (all of them after a
 	// preemption: recompute).
 	Computed, Generated int
-	Blocks              int // KV blocks held
+	Blocks              int // KV blocks held (on the device; in host memory while swapped)
 	Preemptions         int
+	Swaps               int // preemptions by swap (of Preemptions)
 	// Replica is the replica the router sent it to; Slot is free for the
 	// driver's bookkeeping.
 	Replica int
@@ -96,9 +117,15 @@ type Scheduler struct {
 	cfg         SchedulerConfig
 	waiting     queue  // FIFO; preempted sequences go back to the front
 	running     []*Seq // in admission order; the last is preempted first
+	swapped     queue  // swapped out, FIFO; they come back before anything waiting is admitted
 	freeBlocks  int
+	freeSwap    int
 	batch       []Scheduled
 	preemptions int
+	swaps       int
+	// swapTokens is the KV entries the last Schedule moved between device
+	// and host (out and in).
+	swapTokens int64
 	// staticOpen: a static batch is running and admits nothing.
 	staticOpen bool
 }
@@ -108,7 +135,10 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, freeBlocks: cfg.NumBlocks}, nil
+	if cfg.Preemption != PreemptSwap {
+		cfg.SwapBlocks = 0
+	}
+	return &Scheduler{cfg: cfg, freeBlocks: cfg.NumBlocks, freeSwap: cfg.SwapBlocks}, nil
 }
 
 func (s *Scheduler) blocksFor(tokens int) int {
@@ -173,10 +203,17 @@ func (q *queue) pop() {
 func (s *Scheduler) Waiting() int     { return s.waiting.len() }
 func (s *Scheduler) Running() int     { return len(s.running) }
 func (s *Scheduler) Preemptions() int { return s.preemptions }
-func (s *Scheduler) FreeBlocks() int  { return s.freeBlocks }
+
+// Swaps is the preemptions that swapped out; SwapTokens the KV entries the
+// last Schedule moved between device and host.
+func (s *Scheduler) Swaps() int        { return s.swaps }
+func (s *Scheduler) SwapTokens() int64 { return s.swapTokens }
+func (s *Scheduler) FreeBlocks() int   { return s.freeBlocks }
 
 // Idle reports that the scheduler holds no request.
-func (s *Scheduler) Idle() bool { return s.waiting.len() == 0 && len(s.running) == 0 }
+func (s *Scheduler) Idle() bool {
+	return s.waiting.len() == 0 && len(s.running) == 0 && s.swapped.len() == 0
+}
 
 // grow makes seq hold blocks for tokens tokens; false if not enough are free.
 func (s *Scheduler) grow(seq *Seq, tokens int) bool {
@@ -197,18 +234,47 @@ func (s *Scheduler) release(seq *Seq) {
 	seq.Blocks = 0
 }
 
-// preemptLast preempts the most recently admitted running sequence by
-// recompute: its blocks are freed and it goes back to the front of the
-// queue, to prefill its prompt and the tokens it generated again.
+// preemptLast preempts the most recently admitted running sequence. By
+// swap (when the mode says so and host memory has room) its blocks move to
+// host memory with their entries, and it waits in the swapped line; by
+// recompute its blocks are freed and it goes back to the front of the
+// waiting line, to prefill its prompt and the tokens it generated again.
 func (s *Scheduler) preemptLast() *Seq {
 	v := s.running[len(s.running)-1]
 	s.running = s.running[:len(s.running)-1]
-	s.release(v)
-	v.Computed = 0
 	v.Preemptions++
 	s.preemptions++
+	if s.cfg.Preemption == PreemptSwap && v.Blocks <= s.freeSwap && v.Computed > 0 {
+		s.freeBlocks += v.Blocks
+		s.freeSwap -= v.Blocks
+		s.swapTokens += int64(v.Computed)
+		v.Swaps++
+		s.swaps++
+		s.swapped.push(v)
+		return v
+	}
+	s.release(v)
+	v.Computed = 0
 	s.waiting.pushFront(v)
 	return v
+}
+
+// swapIn brings swapped sequences back (FIFO) while device blocks and the
+// sequence limit allow; it reports whether any is still out (then nothing
+// new is admitted, as vLLM V0 does).
+func (s *Scheduler) swapIn() bool {
+	for s.swapped.len() > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		v := s.swapped.peek()
+		if s.blocksFor(v.Computed+1) > s.freeBlocks {
+			break
+		}
+		s.swapped.pop()
+		s.freeSwap += v.Blocks
+		s.freeBlocks -= v.Blocks
+		s.swapTokens += int64(v.Computed)
+		s.running = append(s.running, v)
+	}
+	return s.swapped.len() > 0
 }
 
 // Schedule decides the next iteration; an empty batch means there is
@@ -216,11 +282,12 @@ func (s *Scheduler) preemptLast() *Seq {
 // next Schedule.
 func (s *Scheduler) Schedule() []Scheduled {
 	s.batch = s.batch[:0]
+	s.swapTokens = 0
 	switch s.cfg.Policy {
 	case PolicyStatic:
 		s.scheduleStatic()
 	case PolicyContinuous:
-		if !s.admitPrefills() {
+		if s.swapIn() || !s.admitPrefills() {
 			s.scheduleDecodes()
 		}
 	default:
@@ -300,7 +367,7 @@ func (s *Scheduler) scheduleDecodes() {
 // iteration preempted.
 func (s *Scheduler) scheduleChunked() {
 	budget := s.cfg.MaxNumBatchedTokens
-	preempted := false
+	preempted := s.swapIn()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		r := s.running[i]
 		q := min(r.pending(), budget)

@@ -72,6 +72,7 @@ type RequestResult struct {
 	EndS        float64 `json:"end_s"`
 	Replica     int     `json:"replica"`
 	Preemptions int     `json:"preemptions"`
+	Swaps       int     `json:"swaps"`
 	Error       string  `json:"error,omitempty"`
 }
 
@@ -82,7 +83,9 @@ type Result struct {
 	Requests    []RequestResult
 	ITL         Weighted
 	Preemptions int
-	Iterations  int
+	// Swaps is the preemptions that swapped out (of Preemptions).
+	Swaps      int
+	Iterations int
 	// SeqSteps is Σ over iterations of the sequences in the batch: the
 	// simulator's work.
 	SeqSteps int64
@@ -215,6 +218,7 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 	}
 	for _, rep := range r.engines {
 		r.res.Preemptions += rep.sched.Preemptions()
+		r.res.Swaps += rep.sched.Swaps()
 		if !rep.sched.Idle() {
 			return nil, fmt.Errorf("serving: internal error: a replica stopped with %d waiting and %d running requests", rep.sched.Waiting(), rep.sched.Running())
 		}
@@ -294,7 +298,7 @@ func (r *run) startIteration(ri int, t float64) error {
 		}
 		return nil
 	}
-	rep.shape = sim.IterationShape{}
+	rep.shape = sim.IterationShape{SwapTokens: rep.sched.SwapTokens()}
 	for _, b := range batch {
 		rep.shape.Add(b.Q, b.Past, b.Sample)
 	}
@@ -362,7 +366,7 @@ func (r *run) finishIteration(ri int, t float64) error {
 		r.lastTok[i] = t
 		if done {
 			rr.EndS = t
-			rr.Preemptions = seq.Preemptions
+			rr.Preemptions, rr.Swaps = seq.Preemptions, seq.Swaps
 			r.inSys--
 			rep.out--
 			r.reps[rep.replica].out--

@@ -312,7 +312,7 @@ type stagedCost struct {
 }
 
 func (c stagedCost) TimeS(sim.IterationShape) (float64, error) { return c.s * float64(c.n), nil }
-func (c stagedCost) Stages() int                              { return c.n }
+func (c stagedCost) Stages() int                               { return c.n }
 func (c stagedCost) StageTimesS(_ sim.IterationShape, dst []float64) ([]float64, error) {
 	for i := 0; i < c.n; i++ {
 		dst = append(dst, c.s)

@@ -37,6 +37,10 @@ type IterationShape struct {
 	// Prefill: some sequence brings more than one token (the iteration runs
 	// ungraphed, as vLLM runs mixed batches).
 	Prefill bool
+	// SwapTokens is the KV entries (per sequence token, all layers) moved
+	// between device and host memory before the iteration: preemptions by
+	// swap and their return.
+	SwapTokens int64
 }
 
 // Add puts one sequence in the shape: q new tokens after past cached ones;
@@ -324,6 +328,12 @@ func (m *IterationModel) StageTimesS(sh IterationShape, dst []float64) ([]float6
 		o.KVWriteBytes = kvPerToken * int64(sh.Tokens)
 		o.KVReadBytes = kvPerToken * sh.Past
 		at := m.stages[si].layers * computeCost(g, m.plan.Model.DType, &o, m.stages[si].res, false, phase).TimeS
+		if sh.SwapTokens > 0 {
+			// Every GPU of the stage moves its own layers' entries over its
+			// own host link.
+			host := Gen5HostLink()
+			at += float64(sh.SwapTokens)*m.stages[si].layers*float64(kvPerToken)/host.BytesPerS + host.LatencyS
+		}
 		dst = append(dst, rt[si]+st[si]+at)
 	}
 	return dst, nil

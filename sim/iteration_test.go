@@ -125,3 +125,28 @@ func TestIterationStageTimes(t *testing.T) {
 		t.Errorf("stage times %v: not two alike halves", ts)
 	}
 }
+
+// Swapping KV entries costs their bytes over the host link: Llama-2-7B
+// holds 32 × 2 × 4,096 × 2 B = 524,288 B per token, so 1,000 tokens are
+// 524,288,000 B over PCIe Gen5 x16, plus one link latency.
+func TestIterationSwapCost(t *testing.T) {
+	p := seedPlan(t, "../serving/testdata/llama2-7b-h100.toml")
+	m, err := NewIterationModel(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := decodeShape(p)
+	base, err := m.TimeS(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.SwapTokens = 1000
+	with, err := m.TimeS(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := Gen5HostLink()
+	if want := 524_288_000/host.BytesPerS + host.LatencyS; relErr(with-base, want) > 1e-9 {
+		t.Errorf("swap of 1000 tokens adds %.6g s, want %.6g s", with-base, want)
+	}
+}

@@ -46,6 +46,7 @@ type servingOptions struct {
 	memUtil        float64
 	blocksOverride int
 	preemption     string
+	swapSpaceGiB   float64
 	router         string
 	// metrics
 	percentiles string
@@ -113,7 +114,9 @@ meet the SLO; --plot draws the curve.`,
 	f.IntVar(&o.blockSize, "block-size", 16, "tokens per KV cache block")
 	f.Float64Var(&o.memUtil, "gpu-memory-utilization", 0.9, "share of the HBM left after weights and activations that holds the KV cache")
 	f.IntVar(&o.blocksOverride, "num-gpu-blocks-override", 0, "KV blocks per replica instead of the memory model's (0: the model's)")
-	cliflag.Choice(f, &o.preemption, "preemption-mode", "what happens when KV blocks run out: recompute (swap is refused)", "recompute", "swap")
+	cliflag.Choice(f, &o.preemption, "preemption-mode", "when KV blocks run out, the last admitted sequence is preempted: recompute (its tokens again later) or swap (its KV entries to host memory and back over PCIe)",
+		serving.PreemptRecompute, serving.PreemptSwap)
+	f.Float64Var(&o.swapSpaceGiB, "swap-space", 4, "with --preemption-mode swap: host memory per GPU for swapped KV blocks, GiB (vLLM's)")
 	cliflag.Choice(f, &o.router, "router", "how requests are spread over parallel.dp replicas", serving.RouterRoundRobin, serving.RouterLeastOutstanding)
 
 	f.StringVar(&o.percentiles, "metric-percentiles", "99", "percentiles to report, a comma list (vLLM's)")
@@ -145,8 +148,11 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	if o.config == "" {
 		return fmt.Errorf("--config: required (a TOML file or an embedded preset name; see 'partbench presets')")
 	}
-	if o.preemption == "swap" {
-		return fmt.Errorf("--preemption-mode swap: not modeled (host swap traffic is not priced); use recompute, vLLM's default and its only mode since V1")
+	if !(o.swapSpaceGiB >= 0) || o.swapSpaceGiB > 1<<20 {
+		return fmt.Errorf("--swap-space: must be in [0, %d] GiB (got %g)", 1<<20, o.swapSpaceGiB)
+	}
+	if cliflag.Changed(fs, "swap-space") && o.preemption != serving.PreemptSwap {
+		return fmt.Errorf("--swap-space: acts with --preemption-mode swap only")
 	}
 	if o.trace != "" && cliflag.Changed(fs, "request-rate", "arrival", "burstiness", "num-prompts", "dataset-name", "dataset-path",
 		"random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len") {
@@ -215,7 +221,7 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	}
 	cfg := serving.Config{
 		Scheduler: serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxBatched,
-			BlockSize: o.blockSize, NumBlocks: kv.NumBlocks},
+			BlockSize: o.blockSize, NumBlocks: kv.NumBlocks, Preemption: o.preemption, SwapBlocks: o.swapBlocks(kv)},
 		Replicas: plan.DP, Router: o.router, MaxConcurrency: o.maxConcurrency,
 	}
 	if err := cfg.Validate(); err != nil {
@@ -327,6 +333,9 @@ func (o *servingOptions) runPlacements(fs *pflag.FlagSet, stdout io.Writer, cfg 
 		}
 		workload = fmt.Sprintf("sharegpt %s, %s arrivals, %d requests", o.datasetPath, process, o.numPrompts)
 	}
+	if o.preemption == serving.PreemptSwap {
+		return fmt.Errorf("--preemption-mode swap: --search-placements uses recompute (the swap space differs per placement)")
+	}
 	sc := serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxBatched, BlockSize: o.blockSize, NumBlocks: o.blocksOverride}
 	pls, err := serving.SearchPlacements(serving.PlacementSpec{Config: cfg, System: sys, Workload: spec, BlockSize: o.blockSize, MemUtil: o.memUtil,
 		Percentiles: ps, SLO: slo, Attainment: o.attainment,
@@ -342,4 +351,12 @@ func (o *servingOptions) runPlacements(fs *pflag.FlagSet, stdout io.Writer, cfg 
 		}
 		return report.WriteTables(w, o.format, "serving", version, report.ServingPlacementsGrid(doc))
 	})
+}
+
+// swapBlocks is --swap-space in KV blocks of the tightest rank.
+func (o *servingOptions) swapBlocks(kv serving.KVCache) int {
+	if o.preemption != serving.PreemptSwap || kv.BytesPerToken <= 0 {
+		return 0
+	}
+	return int(o.swapSpaceGiB * (1 << 30) / float64(int64(kv.BlockSize)*kv.BytesPerToken))
 }
