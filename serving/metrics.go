@@ -91,7 +91,7 @@ type Metrics struct {
 // Summarize computes the metrics of a run as benchmark_serving does:
 // completed requests only; TPOT = (E2EL − TTFT)/(output − 1) for requests
 // with more than one output token; ITL over every token after the first of
-// every request; duration from the first send (time 0) to the last finish.
+// every request; duration from the first send to the last finish.
 func Summarize(res *Result, ps []float64, slo Goodput) Metrics {
 	m := Metrics{Ps: ps, DurationS: res.DurationS, Preemptions: res.Preemptions, Swaps: res.Swaps, RequestGoodput: math.NaN()}
 	var ttft, tpot, e2el []float64

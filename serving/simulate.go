@@ -93,6 +93,7 @@ type Result struct {
 	// finished, integrated event by event (independently of the per-request
 	// times), for Little's law: InSystemS / DurationS = throughput × mean E2EL.
 	InSystemS float64
+	// DurationS runs from the first request's arrival to the last event.
 	DurationS float64
 }
 
@@ -223,7 +224,9 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 			return nil, fmt.Errorf("serving: internal error: a replica stopped with %d waiting and %d running requests", rep.sched.Waiting(), rep.sched.Running())
 		}
 	}
-	r.res.DurationS = r.lastT
+	if len(reqs) > 0 {
+		r.res.DurationS = r.lastT - reqs[0].ArrivalS
+	}
 	return r.res, nil
 }
 

@@ -345,3 +345,16 @@ func TestPipelineVirtualEngines(t *testing.T) {
 		t.Errorf("1 block over 2 stages: %v", err)
 	}
 }
+
+// A trace that starts late: duration runs from the first arrival (10 s),
+// not from 0. One request of one 1 s iteration: duration 1 s.
+func TestDurationFromFirstArrival(t *testing.T) {
+	cfg := cfgOf(PolicyContinuous, 8, 64, 100)
+	res, err := Simulate([]Request{{ID: 0, ArrivalS: 10, InputLen: 4, OutputLen: 1}}, cfg, &constCost{t: t, s: 1, cfg: cfg.Scheduler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := checkRun(t, res); m.DurationS != 1 || m.RequestThroughput != 1 {
+		t.Errorf("duration %g s, throughput %g req/s; want 1, 1", m.DurationS, m.RequestThroughput)
+	}
+}
