@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -305,7 +306,30 @@ func ServingPlot(d *ServingDoc) (*Figure, error) {
 	} {
 		p := newPlot(panel.title+" vs request rate", "request rate (req/s)", panel.y)
 		p.Legend.Left = true
-		ymax := panel.slo
+		ymax, ymin := panel.slo, math.Inf(1)
+		if panel.slo > 0 {
+			ymin = panel.slo
+		}
+		for _, xy := range panel.data {
+			for _, v := range xy {
+				if v.Y > 0 {
+					ymin = math.Min(ymin, v.Y)
+				}
+			}
+		}
+		// Latencies that span two decades (past the knee) go on a log axis,
+		// so the SLO line and the curve below the knee stay readable.
+		logY := ymin > 0 && !math.IsInf(ymin, 1)
+		for _, xy := range panel.data {
+			for _, v := range xy {
+				logY = logY && v.Y > 0
+				ymax = math.Max(ymax, v.Y)
+			}
+		}
+		logY = logY && ymax >= 100*ymin
+		if logY {
+			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		}
 		for i, xy := range panel.data {
 			l, s, err := plotter.NewLinePoints(xy)
 			if err != nil {
@@ -340,7 +364,11 @@ func ServingPlot(d *ServingDoc) (*Figure, error) {
 			if math.IsNaN(mark.x) || math.IsInf(mark.x, 0) {
 				continue
 			}
-			l, err := plotter.NewLine(plotter.XYs{{X: mark.x, Y: 0}, {X: mark.x, Y: ymax * 1.05}})
+			lo := 0.0
+			if logY {
+				lo = ymin / 1.5
+			}
+			l, err := plotter.NewLine(plotter.XYs{{X: mark.x, Y: lo}, {X: mark.x, Y: ymax * 1.05}})
 			if err != nil {
 				return nil, err
 			}
@@ -348,11 +376,47 @@ func ServingPlot(d *ServingDoc) (*Figure, error) {
 			p.Add(l)
 			p.Legend.Add(fmt.Sprintf("%s %s req/s", mark.label, rateLabel(mark.x)), l)
 		}
-		p.Y.Min = 0
-		p.Y.Max = ymax * 1.1
+		p.Y.Min, p.Y.Max = 0, ymax*1.1
+		if logY {
+			p.Y.Min, p.Y.Max = ymin/1.5, ymax*1.5
+		}
 		useEng(p, false)
 		f.Panels = append(f.Panels, p)
 	}
+	// Achieved against offered: on the diagonal below the knee, flat past it.
+	p := newPlot("Throughput vs request rate", "request rate (req/s)", "achieved (req/s)")
+	p.Legend.Left = true
+	got := series(func(m serving.Metrics) float64 { return m.RequestThroughput })
+	var diag plotter.XYs
+	for _, q := range got {
+		diag = append(diag, plotter.XY{X: q.X, Y: q.X})
+	}
+	dl, err := plotter.NewLine(diag)
+	if err != nil {
+		return nil, err
+	}
+	dl.Color, dl.Dashes, dl.Width = paletteColor(7), []vg.Length{vg.Points(2), vg.Points(3)}, vg.Points(1)
+	l, sc, err := plotter.NewLinePoints(got)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, sc.Color, sc.Shape = paletteColor(2), paletteColor(2), plotutil.Shape(2)
+	l.Width = vg.Points(1.5)
+	p.Add(dl, l, sc)
+	p.Legend.Add("achieved", l, sc)
+	p.Legend.Add("offered", dl)
+	if k := d.Sweep.Knee; !math.IsNaN(k) {
+		kl, err := plotter.NewLine(plotter.XYs{{X: k, Y: 0}, {X: k, Y: k}})
+		if err != nil {
+			return nil, err
+		}
+		kl.Color, kl.Dashes, kl.Width = paletteColor(7), []vg.Length{vg.Points(2), vg.Points(2)}, vg.Points(1.5)
+		p.Add(kl)
+		p.Legend.Add(fmt.Sprintf("knee %s req/s", rateLabel(k)), kl)
+	}
+	p.Y.Min = 0
+	useEng(p, false)
+	f.Panels = append(f.Panels, p)
 	return f, nil
 }
 
