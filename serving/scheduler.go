@@ -126,6 +126,10 @@ type Scheduler struct {
 	// swapTokens is the KV entries the last Schedule moved between device
 	// and host (out and in).
 	swapTokens int64
+	// Released, when set, is told every time a sequence gives up its KV
+	// cache: it finished, or was preempted by recompute (an engine frees
+	// the sequence's slot).
+	Released func(*Seq)
 	// staticOpen: a static batch is running and admits nothing.
 	staticOpen bool
 }
@@ -232,6 +236,9 @@ func (s *Scheduler) grow(seq *Seq, tokens int) bool {
 func (s *Scheduler) release(seq *Seq) {
 	s.freeBlocks += seq.Blocks
 	seq.Blocks = 0
+	if s.Released != nil {
+		s.Released(seq)
+	}
 }
 
 // preemptLast preempts the most recently admitted running sequence. By

@@ -322,6 +322,16 @@ func (r *run) price(e *engine, t float64) (float64, error) {
 	bad := func(d float64) error {
 		return fmt.Errorf("serving: an iteration of %d tokens over %d sequences was priced %g s", e.shape.Tokens, e.shape.Seqs, d)
 	}
+	if bc, ok := r.cost.(BatchCoster); ok {
+		d, err := bc.BatchTimeS(e.sched.batch)
+		if err != nil {
+			return 0, err
+		}
+		if !(d > 0) || math.IsInf(d, 0) {
+			return 0, bad(d)
+		}
+		return t + d, nil
+	}
 	if r.staged == nil {
 		d, err := r.cost.TimeS(e.shape)
 		if err != nil {

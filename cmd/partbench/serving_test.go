@@ -64,7 +64,10 @@ func TestServingRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--config", servingConfig}, "--dry-run is required"},
+		{[]string{"--config", servingConfig}, "--dry-run or --measure is required"},
+		{[]string{"--measure", "--config", "../../configs/test/tp2pp2-tiny.toml"}, "single-rank"},
+		{[]string{"--measure", "--config", servingConfig, "--max-num-seqs", "1"}, "CPU engine is for small models"},
+		{[]string{"--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "1,2"}, "one --request-rate"},
 		{[]string{"--dry-run"}, "--config: required"},
 		{[]string{"--dry-run", "--config", servingConfig, "--request-rate", "0"}, "--request-rate"},
 		{[]string{"--dry-run", "--config", servingConfig, "--scheduler", "fifo"}, "--scheduler"},
@@ -160,6 +163,39 @@ func TestServingSearchPlacements(t *testing.T) {
 	for _, args := range [][]string{{"--search-placements"}, {"--search-placements", "--goodput", "ttft:100", "--request-rate", "3"}, {"--nodes", "2"}} {
 		if _, err := runCLI(t, append([]string{"serving", "--dry-run", "--config", servingConfig}, args...)...); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// --measure runs the workload for real on the CPU engine and modeled for
+// it: both complete every request, and each comparison row's error is
+// (modeled − measured) / measured. No accuracy is asserted: the model here
+// describes an H100, not this CPU (docs/measurements/serving.md has the
+// calibrated figures).
+func TestServingMeasure(t *testing.T) {
+	out, err := runCLI(t, "serving", "--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "400", "--num-prompts", "40",
+		"--random-input-len", "10", "--random-output-len", "4", "--max-num-seqs", "4", "--max-num-batched-tokens", "12", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Schema     string           `json:"schema"`
+		Comparison []map[string]any `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var full map[string]map[string]any
+	_ = json.Unmarshal([]byte(out), &full)
+	if d.Schema != "partbench.serving/v1" || full["measured"]["completed"] != 40.0 || full["modeled"]["completed"] != 40.0 || len(d.Comparison) == 0 {
+		t.Fatalf("measured %v, modeled %v, %d rows", full["measured"]["completed"], full["modeled"]["completed"], len(d.Comparison))
+	}
+	for _, r := range d.Comparison {
+		mo, me := r["modeled"].(float64), r["measured"].(float64)
+		if e, ok := r["rel_err"].(float64); ok && me != 0 {
+			if want := (mo - me) / me; e != want {
+				t.Errorf("%v: error %g, want (modeled − measured)/measured = %g", r["metric"], e, want)
+			}
 		}
 	}
 }
