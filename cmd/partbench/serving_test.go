@@ -67,7 +67,7 @@ func TestServingRefusals(t *testing.T) {
 		{[]string{"--config", servingConfig}, "--dry-run or --measure is required"},
 		{[]string{"--measure", "--config", "../../configs/test/tp2pp2-tiny.toml"}, "single-rank"},
 		{[]string{"--measure", "--config", servingConfig, "--max-num-seqs", "1"}, "CPU engine is for small models"},
-		{[]string{"--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "1,2"}, "one --request-rate"},
+		{[]string{"--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "1,2"}, "one rate at a time"},
 		{[]string{"--dry-run"}, "--config: required"},
 		{[]string{"--dry-run", "--config", servingConfig, "--request-rate", "0"}, "--request-rate"},
 		{[]string{"--dry-run", "--config", servingConfig, "--scheduler", "fifo"}, "--scheduler"},
