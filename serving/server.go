@@ -65,21 +65,27 @@ type tokenEvent struct {
 type EngineServer struct {
 	cfg    Config
 	ex     Executor
+	// maxContext is the tokens one sequence may reach (its KV slot).
+	maxContext int
 	submit chan submission
 	mu     sync.Mutex
 	nextID int
 }
 
-// NewEngineServer checks cfg (one replica) and returns the server; call
-// Run to start its engine loop.
-func NewEngineServer(cfg Config, ex Executor) (*EngineServer, error) {
+// NewEngineServer checks cfg (one replica) and returns the server for
+// sequences of up to maxContext tokens (prompt + output); call Run to start
+// its engine loop.
+func NewEngineServer(cfg Config, ex Executor, maxContext int) (*EngineServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Replicas != 1 {
 		return nil, fmt.Errorf("serving engine: one replica (parallel.dp = 1)")
 	}
-	return &EngineServer{cfg: cfg, ex: ex, submit: make(chan submission, 1024)}, nil
+	if maxContext < 2 {
+		return nil, fmt.Errorf("serving engine: a sequence must reach at least 2 tokens (got %d)", maxContext)
+	}
+	return &EngineServer{cfg: cfg, ex: ex, maxContext: maxContext, submit: make(chan submission, 1024)}, nil
 }
 
 // Run is the engine loop: it takes new requests at every iteration
@@ -195,6 +201,9 @@ func (s *EngineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.MaxTokens < 1 || req.MaxTokens > MaxOutputTokens:
 		http.Error(w, fmt.Sprintf("max_tokens: must be in [1, %d] (got %d)", MaxOutputTokens, req.MaxTokens), http.StatusBadRequest)
+		return
+	case in+req.MaxTokens > s.maxContext:
+		http.Error(w, fmt.Sprintf("prompt + max_tokens: %d + %d tokens, the engine holds %d per sequence (--engine-context)", in, req.MaxTokens, s.maxContext), http.StatusBadRequest)
 		return
 	case !req.Stream:
 		http.Error(w, "stream: the engine streams (set \"stream\": true)", http.StatusBadRequest)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,7 @@ func TestLoadAgainstEngineServer(t *testing.T) {
 	_, ex := tinyEngine(t, 4, 24, 8)
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 4 * 24},
 		Replicas: 1, Router: RouterRoundRobin}
-	srv, err := NewEngineServer(cfg, ex)
+	srv, err := NewEngineServer(cfg, ex, 24)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,3 +101,33 @@ func TestLoadCountsFailures(t *testing.T) {
 }
 
 func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// The server refuses what it cannot serve with 400 and the reason: a
+// sequence longer than its slots, a request that does not stream.
+func TestEngineServerRefuses(t *testing.T) {
+	_, ex := tinyEngine(t, 2, 24, 8)
+	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 2, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 48},
+		Replicas: 1, Router: RouterRoundRobin}
+	srv, err := NewEngineServer(cfg, ex, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	for _, tc := range []struct{ body, want string }{
+		{`{"prompt": [1,2,3], "max_tokens": 30, "stream": true}`, "--engine-context"},
+		{`{"prompt": [1,2,3], "max_tokens": 3}`, "stream"},
+		{`{"prompt": {}, "max_tokens": 3, "stream": true}`, "prompt"},
+		{`not json`, "body"},
+	} {
+		resp, err := http.Post(hs.URL+"/v1/completions", "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: HTTP %d %q, want 400 naming %q", tc.body, resp.StatusCode, b, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -18,6 +19,7 @@ import (
 )
 
 type servingOptions struct {
+	ctx         context.Context // ends on SIGINT/SIGTERM
 	dryRun      bool
 	config      string
 	calibration string
@@ -61,10 +63,13 @@ type servingOptions struct {
 	hardware, topo   string
 	nodes, gpus      int
 	// the measured side
-	measure     bool
-	measureTime float64
-	server      string
-	spawnServer bool
+	measure       bool
+	measureTime   float64
+	server        string
+	spawnServer   bool
+	serveEngine   string
+	engineContext int
+	modelName     string
 }
 
 func newServingCmd() *cobra.Command {
@@ -84,7 +89,10 @@ A comma list of --request-rate values is a sweep: one row per rate, the knee,
 and with --goodput the highest rate at which --slo-attainment of requests
 meet the SLO; --plot draws the curve.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Flags(), cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.ctx = cmd.Context()
+			return o.run(cmd.Flags(), cmd.OutOrStdout())
+		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.dryRun, "dry-run", false, "simulate with the cost model (required: the measured side is not built yet)")
@@ -137,17 +145,38 @@ meet the SLO; --plot draws the curve.`,
 
 	f.BoolVar(&o.measure, "measure", false, "also run the workload for real: the same scheduler driving an engine on this machine's CPU backend (single-rank configs), measured beside the model")
 	f.Float64Var(&o.measureTime, "measure-timeout", 600, "with --measure: seconds after which unfinished requests are failed")
-	f.StringVar(&o.server, "server", "", "measure a running 'partbench serve' (not built yet: refused)")
-	f.BoolVar(&o.spawnServer, "spawn-server", false, "start a server and measure it (not built yet: refused)")
+	f.StringVar(&o.server, "server", "", "send the workload to this OpenAI-style completions server (http://HOST:PORT: 'serving --serve-engine', or vLLM) and measure it at the client; with --config, beside the model of partbench's CPU engine run with these flags")
+	f.BoolVar(&o.spawnServer, "spawn-server", false, "start 'serving --serve-engine' on a loopback port with this config and these flags, measure it as --server does, stop it")
+	f.StringVar(&o.serveEngine, "serve-engine", "", "serve the config on this machine's CPU engine at HOST:PORT (OpenAI-style POST /v1/completions, streamed) until SIGINT/SIGTERM")
+	f.IntVar(&o.engineContext, "engine-context", 512, "with --serve-engine: tokens one sequence may reach (prompt + output): the engine's KV slot")
+	f.StringVar(&o.modelName, "served-model-name", "", "with --server: the \"model\" field sent (default: the config's name)")
 	return cmd
 }
 
 func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
-	if o.server != "" || o.spawnServer {
-		return fmt.Errorf("--server/--spawn-server: 'partbench serve' has no continuous-batching engine yet; --measure runs the engine in this process on the CPU backend")
+	modes := 0
+	for _, on := range []bool{o.dryRun, o.measure, o.server != "", o.spawnServer, o.serveEngine != ""} {
+		if on {
+			modes++
+		}
 	}
-	if !o.dryRun && !o.measure {
-		return fmt.Errorf("--dry-run or --measure is required: --dry-run simulates, --measure also runs the engine on this machine's CPU")
+	if modes != 1 {
+		return fmt.Errorf("one of --dry-run (simulate), --measure (run the CPU engine in this process), --server URL or --spawn-server (load a server), --serve-engine ADDR (be one) is required, and only one")
+	}
+	if o.server != "" && o.config == "" {
+		ps, err := serving.ParsePercentiles(o.percentiles)
+		if err != nil {
+			return err
+		}
+		slo, err := serving.ParseGoodput(o.goodput)
+		if err != nil {
+			return err
+		}
+		rates, err := serving.ParseRates(o.requestRate)
+		if err != nil {
+			return err
+		}
+		return o.runLoad(fs, stdout, nil, rates, ps, slo)
 	}
 	if o.config == "" {
 		return fmt.Errorf("--config: required (a TOML file or an embedded preset name; see 'partbench presets')")
@@ -193,13 +222,18 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 		return err
 	}
 	if o.searchPlacements {
-		if o.measure {
-			return fmt.Errorf("--measure: measures one workload, not a placement search")
+		if !o.dryRun {
+			return fmt.Errorf("--search-placements: a dry run only (--dry-run)")
 		}
 		return o.runPlacements(fs, stdout, cfgs[0], ps, slo)
 	}
-	if o.measure {
+	switch {
+	case o.measure:
 		return o.runMeasure(fs, stdout, cfgs[0], rates, ps, slo)
+	case o.serveEngine != "":
+		return o.runServeEngine(fs, stdout, cfgs[0])
+	case o.server != "" || o.spawnServer:
+		return o.runLoad(fs, stdout, cfgs[0], rates, ps, slo)
 	}
 	if cliflag.Changed(fs, "hardware", "topology", "nodes", "gpus") {
 		return fmt.Errorf("--hardware, --topology, --nodes and --gpus act with --search-placements only (a single run uses the config's system)")

@@ -117,7 +117,7 @@ func (o *servingOptions) runMeasure(fs *pflag.FlagSet, stdout io.Writer, cfg *co
 		return err
 	}
 	defer ex.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.measureTime*float64(time.Second)))
+	ctx, cancel := context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
 	defer cancel()
 	measured, err := serving.Measure(ctx, reqs, scfg, ex)
 	if err != nil {

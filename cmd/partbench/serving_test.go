@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const servingConfig = "../../serving/testdata/llama2-7b-h100.toml"
@@ -64,7 +68,8 @@ func TestServingRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--config", servingConfig}, "--dry-run or --measure is required"},
+		{[]string{"--config", servingConfig}, "one of --dry-run"},
+		{[]string{"--config", servingConfig, "--dry-run", "--measure"}, "only one"},
 		{[]string{"--measure", "--config", "../../configs/test/tp2pp2-tiny.toml"}, "single-rank"},
 		{[]string{"--measure", "--config", servingConfig, "--max-num-seqs", "1"}, "CPU engine is for small models"},
 		{[]string{"--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "1,2"}, "one rate at a time"},
@@ -73,7 +78,7 @@ func TestServingRefusals(t *testing.T) {
 		{[]string{"--dry-run", "--config", servingConfig, "--scheduler", "fifo"}, "--scheduler"},
 		{[]string{"--dry-run", "--config", servingConfig, "--preemption-mode", "move"}, "--preemption-mode"},
 		{[]string{"--dry-run", "--config", servingConfig, "--swap-space", "8"}, "--swap-space: acts with --preemption-mode swap"},
-		{[]string{"--dry-run", "--config", servingConfig, "--server", "127.0.0.1:1"}, "--server/--spawn-server"},
+		{[]string{"--config", "../../configs/test/single-tiny.toml", "--server", "127.0.0.1:1"}, "--server: want http://"},
 		{[]string{"--dry-run", "--config", servingConfig, "--trace", "x.jsonl", "--request-rate", "3"}, "--trace"},
 		{[]string{"--dry-run", "--config", servingConfig, "--dataset-name", "sharegpt"}, "--dataset-path"},
 		{[]string{"--dry-run", "--config", servingConfig, "--plot", "x.jpg"}, "--plot"},
@@ -225,5 +230,83 @@ func TestServingMeasuredThroughputMatchesModel(t *testing.T) {
 	mo, me := d.Modeled["request_throughput"].(float64), d.Measured["request_throughput"].(float64)
 	if e := (mo - me) / me; e < -0.5 || e > 0.5 {
 		t.Errorf("request throughput modeled %.2f, measured %.2f req/s: error %.0f %%, tolerance 50 %%", mo, me, 100*e)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// --serve-engine serves the CPU engine on port 0 and prints its URL;
+// --server loads it and measures at the client, beside the model of the
+// engine (with --config) or alone (without); the engine drains when its
+// context ends.
+func TestServingServeEngineAndLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		cmd := newRootCmd()
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"serving", "--serve-engine", "127.0.0.1:0", "--config", "../../configs/test/single-tiny.toml",
+			"--max-num-seqs", "4", "--max-num-batched-tokens", "12", "--engine-context", "32"})
+		served <- cmd.ExecuteContext(ctx)
+	}()
+	var url string
+	for deadline := time.Now().Add(30 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if l, ok := strings.CutPrefix(strings.TrimSpace(out.String()), engineListening); ok {
+			url = l
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("the engine stopped: %v\n%s", err, out.String())
+		default:
+		}
+	}
+	if url == "" {
+		t.Fatalf("no URL: %q", out.String())
+	}
+	args := []string{"serving", "--server", url, "--request-rate", "300", "--num-prompts", "20", "--random-input-len", "10",
+		"--random-output-len", "4", "--format", "json"}
+	got, err := runCLI(t, append(args, "--config", "../../configs/test/single-tiny.toml", "--max-num-seqs", "4", "--max-num-batched-tokens", "12")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ Measured, Modeled map[string]any }
+	if err := json.Unmarshal([]byte(got), &d); err != nil || d.Measured["completed"] != 20.0 || d.Modeled["completed"] != 20.0 {
+		t.Errorf("with --config: %v, measured %v, modeled %v", err, d.Measured["completed"], d.Modeled["completed"])
+	}
+	got, err = runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(got), &m); err != nil || m["completed"] != 20.0 || m["schema"] != "partbench.serving/v1" {
+		t.Errorf("alone: %v, %v", err, got)
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the engine did not drain within 30 s")
 	}
 }
