@@ -63,13 +63,13 @@ type tokenEvent struct {
 // Its engine loop is the only goroutine that touches the scheduler and the
 // executor.
 type EngineServer struct {
-	cfg    Config
-	ex     Executor
+	cfg Config
+	ex  Executor
 	// maxContext is the tokens one sequence may reach (its KV slot).
 	maxContext int
-	submit chan submission
-	mu     sync.Mutex
-	nextID int
+	submit     chan submission
+	mu         sync.Mutex
+	nextID     int
 }
 
 // NewEngineServer checks cfg (one replica) and returns the server for
