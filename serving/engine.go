@@ -38,10 +38,11 @@ type CPUExecutor struct {
 
 // EngineConfig is the config an engine of slots sequences runs: the
 // model, hardware and run seed of cfg on one rank, with a KV cache of
-// context tokens per slot and passes of up to chunk tokens. Every position
-// below the context counts as prompt, so the seeded token schedule feeds
-// each pass (token values do not change the work).
-func EngineConfig(cfg *configs.Config, slots, context, chunk int) (*configs.Config, error) {
+// context tokens per slot and buffers for a pass over a whole sequence (a
+// recompute after preemption prefills prompt and output at once). Every
+// position below the context counts as prompt, so the seeded token schedule
+// feeds each pass (token values do not change the work).
+func EngineConfig(cfg *configs.Config, slots, context int) (*configs.Config, error) {
 	if cfg.Parallel.Ranks() != 1 {
 		return nil, fmt.Errorf("--measure: the engine runs one rank on this machine's CPU: config %s has tp × pp × dp = %d (use a single-rank config such as test/single-tiny)", cfg.Name, cfg.Parallel.Ranks())
 	}
@@ -50,7 +51,7 @@ func EngineConfig(cfg *configs.Config, slots, context, chunk int) (*configs.Conf
 	// The smallest output the workload takes (2) leaves a prompt of context
 	// positions: every position a request reaches.
 	n.Workload = configs.Workload{Batch: slots, Context: context + 2, OutputTokens: 2, Phases: []string{"prefill", "decode"}}
-	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots, Schedule: "fill-drain", PrefillChunk: min(chunk, context)}
+	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots, Schedule: "fill-drain", PrefillChunk: context}
 	return &n, nil
 }
 

@@ -11,13 +11,13 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-func tinyEngine(t *testing.T, slots, context, chunk int) (*partition.Plan, *CPUExecutor) {
+func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *CPUExecutor) {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, err := EngineConfig(cfg, slots, context, chunk)
+	ec, err := EngineConfig(cfg, slots, context)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func tinyEngine(t *testing.T, slots, context, chunk int) (*partition.Plan, *CPUE
 // the scheduler made; Little's law holds on the measured timeline as on a
 // simulated one; and the iterations were real work (positive durations).
 func TestMeasureOnCPU(t *testing.T) {
-	_, ex := tinyEngine(t, 4, 24, 8)
+	_, ex := tinyEngine(t, 4, 24)
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, NumBlocks: 4 * 24 / 4},
 		Replicas: 1, Router: RouterRoundRobin}
 	reqs := mustGenerate(t, Spec{NumPrompts: 30, Arrivals: Arrivals{Process: ArrivalPoisson, RequestRate: 500},
@@ -69,7 +69,7 @@ func TestMeasureOnCPU(t *testing.T) {
 
 // A run cut short fails what it did not finish, and says so.
 func TestMeasureCancelledCountsFailures(t *testing.T) {
-	_, ex := tinyEngine(t, 2, 24, 8)
+	_, ex := tinyEngine(t, 2, 24)
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyContinuous, MaxNumSeqs: 2, MaxNumBatchedTokens: 16, BlockSize: 4, NumBlocks: 12},
 		Replicas: 1, Router: RouterRoundRobin}
 	reqs := []Request{{ID: 0, InputLen: 8, OutputLen: 2}, {ID: 1, ArrivalS: 3600, InputLen: 8, OutputLen: 2}}
@@ -88,7 +88,7 @@ func TestMeasureCancelledCountsFailures(t *testing.T) {
 // The modeled twin prices the engine's iterations as it runs them: a batch
 // costs the sum of its sequences' passes, each priced alone.
 func TestPerSequenceCost(t *testing.T) {
-	plan, _ := tinyEngine(t, 2, 24, 8)
+	plan, _ := tinyEngine(t, 2, 24)
 	im, err := sim.NewIterationModel(plan, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -109,5 +109,29 @@ func TestPerSequenceCost(t *testing.T) {
 	}
 	if want := one(8, 0) + one(1, 10); math.Abs(got-want) > 1e-15*want {
 		t.Errorf("batch %g s, sum of passes %g s", got, want)
+	}
+}
+
+// Continuous batching on the engine with a KV cache too small for every
+// sequence at once: sequences are preempted by recompute (a prefill of
+// prompt and generated tokens together, longer than the token budget) and
+// still every request finishes, the slots all returned.
+func TestMeasurePreemptsOnCPU(t *testing.T) {
+	_, ex := tinyEngine(t, 4, 24)
+	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyContinuous, MaxNumSeqs: 4, MaxNumBatchedTokens: 12, BlockSize: 1, NumBlocks: 40},
+		Replicas: 1, Router: RouterRoundRobin}
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{ID: i, InputLen: 6, OutputLen: 12}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Measure(ctx, reqs, cfg, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := checkRun(t, res)
+	if m.Completed != 4 || res.Preemptions == 0 || len(ex.slotOf) != 0 {
+		t.Errorf("%d completed, %d preemptions, %d slots held", m.Completed, res.Preemptions, len(ex.slotOf))
 	}
 }

@@ -16,7 +16,7 @@ import (
 // requests at 400 req/s, all streamed to [DONE] with one chunk per token
 // (so as many inter-token gaps as tokens after the first), over port 0.
 func TestLoadAgainstEngineServer(t *testing.T) {
-	_, ex := tinyEngine(t, 4, 24, 8)
+	_, ex := tinyEngine(t, 4, 24)
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 4 * 24},
 		Replicas: 1, Router: RouterRoundRobin}
 	srv, err := NewEngineServer(cfg, ex, 24)
@@ -105,7 +105,7 @@ func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).D
 // The server refuses what it cannot serve with 400 and the reason: a
 // sequence longer than its slots, a request that does not stream.
 func TestEngineServerRefuses(t *testing.T) {
-	_, ex := tinyEngine(t, 2, 24, 8)
+	_, ex := tinyEngine(t, 2, 24)
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 2, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 48},
 		Replicas: 1, Router: RouterRoundRobin}
 	srv, err := NewEngineServer(cfg, ex, 24)

@@ -76,7 +76,7 @@ func longestOf(reqs []serving.Request) int {
 // enginePlan is the CPU engine's plan (--max-num-seqs slots of context
 // tokens) and its scheduler, checked against what this machine may hold.
 func (o *servingOptions) enginePlan(cfg *configs.Config, context int) (*partition.Plan, serving.Config, error) {
-	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context, o.maxBatched)
+	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context)
 	if err != nil {
 		return nil, serving.Config{}, err
 	}
@@ -90,7 +90,7 @@ func (o *servingOptions) enginePlan(cfg *configs.Config, context int) (*partitio
 			float64(need)/1e9, o.maxNumSeqs, context, float64(maxEngineBytes)/1e9)
 	}
 	// Each slot holds a whole request: blocks of one token account exactly.
-	sc := serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: min(o.maxBatched, plan.PrefillChunk),
+	sc := serving.SchedulerConfig{Policy: o.scheduler, MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxBatched,
 		BlockSize: 1, NumBlocks: o.maxNumSeqs * context}
 	scfg := serving.Config{Scheduler: sc, Replicas: 1, Router: o.router, MaxConcurrency: o.maxConcurrency}
 	return plan, scfg, scfg.Validate()
