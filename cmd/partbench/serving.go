@@ -163,24 +163,6 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	if modes != 1 {
 		return fmt.Errorf("one of --dry-run (simulate), --measure (run the CPU engine in this process), --server URL or --spawn-server (load a server), --serve-engine ADDR (be one) is required, and only one")
 	}
-	if o.server != "" && o.config == "" {
-		ps, err := serving.ParsePercentiles(o.percentiles)
-		if err != nil {
-			return err
-		}
-		slo, err := serving.ParseGoodput(o.goodput)
-		if err != nil {
-			return err
-		}
-		rates, err := serving.ParseRates(o.requestRate)
-		if err != nil {
-			return err
-		}
-		return o.runLoad(fs, stdout, nil, rates, ps, slo)
-	}
-	if o.config == "" {
-		return fmt.Errorf("--config: required (a TOML file or an embedded preset name; see 'partbench presets')")
-	}
 	if !(o.swapSpaceGiB >= 0) || o.swapSpaceGiB > 1<<20 {
 		return fmt.Errorf("--swap-space: must be in [0, %d] GiB (got %g)", 1<<20, o.swapSpaceGiB)
 	}
@@ -216,6 +198,20 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	slo, err := serving.ParseGoodput(o.goodput)
 	if err != nil {
 		return err
+	}
+	if o.serveEngine != "" && cliflag.Changed(fs, "request-rate", "arrival", "burstiness", "num-prompts", "max-concurrency", "seed", "trace",
+		"dataset-name", "dataset-path", "random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len",
+		"goodput", "metric-percentiles", "slo-attainment", "calibration", "format", "output", "search-placements") {
+		return fmt.Errorf("--serve-engine: serves whatever requests come; the workload, metric, --calibration and output flags act on the client (--server, --spawn-server)")
+	}
+	if o.config == "" {
+		if o.calibration != "" {
+			return fmt.Errorf("--calibration: describes the hardware of --config's model; give --config too")
+		}
+		if o.server != "" && !o.searchPlacements {
+			return o.runLoad(fs, stdout, nil, rates, ps, slo) // a server partbench does not model
+		}
+		return fmt.Errorf("--config: required (a TOML file or an embedded preset name; see 'partbench presets')")
 	}
 	cfgs, _, err := configs.LoadCalibrated([]string{o.config}, o.calibration)
 	if err != nil {

@@ -166,9 +166,6 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	}
 	args := []string{"serving", "--serve-engine", "127.0.0.1:0", "--config", o.config, "--engine-context", strconv.Itoa(o.engineContext),
 		"--max-num-seqs", strconv.Itoa(o.maxNumSeqs), "--max-num-batched-tokens", strconv.Itoa(o.maxBatched), "--scheduler", o.scheduler}
-	if o.calibration != "" {
-		args = append(args, "--calibration", o.calibration)
-	}
 	cmd := osexec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -70,6 +70,8 @@ func TestServingRefusals(t *testing.T) {
 	}{
 		{[]string{"--config", servingConfig}, "one of --dry-run"},
 		{[]string{"--config", servingConfig, "--dry-run", "--measure"}, "only one"},
+		{[]string{"--config", servingConfig, "--serve-engine", "127.0.0.1:0", "--request-rate", "3"}, "--serve-engine: serves whatever"},
+		{[]string{"--server", "http://127.0.0.1:1", "--calibration", "x.toml"}, "--calibration: describes"},
 		{[]string{"--measure", "--config", "../../configs/test/tp2pp2-tiny.toml"}, "single-rank"},
 		{[]string{"--measure", "--config", servingConfig, "--max-num-seqs", "1"}, "CPU engine is for small models"},
 		{[]string{"--measure", "--config", "../../configs/test/single-tiny.toml", "--request-rate", "1,2"}, "one rate at a time"},
