@@ -150,3 +150,42 @@ func TestIterationSwapCost(t *testing.T) {
 		t.Errorf("swap of 1000 tokens adds %.6g s, want %.6g s", with-base, want)
 	}
 }
+
+// The rescaled template prices exactly what partition builds for the same
+// shape: for one sequence of q new tokens after past cached ones, summing
+// the cost of every op of partition.Plan.Pass (all layers, built for that
+// shape) gives the iteration model's time. This holds the per-row scaling
+// and the attention pair count to partition's own arithmetic.
+func TestIterationMatchesPassOps(t *testing.T) {
+	for _, name := range []string{"../serving/testdata/llama2-7b-h100.toml", "test/tp4-tiny", "test/single-tiny"} {
+		p := seedPlan(t, name)
+		m, err := NewIterationModel(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ q, past int }{{1, 100}, {7, 0}, {16, 5}, {3, 40}} {
+			var sh IterationShape
+			sh.Add(tc.q, tc.past, true)
+			got, err := m.TimeS(sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			phase := partition.Decode
+			if tc.q > 1 {
+				phase = partition.Prefill
+			}
+			var want float64
+			ops := p.Pass(0, phase, 0, 1, tc.q, tc.past, true)
+			for i := range ops {
+				x, err := m.opS(&ops[i], m.stages[0].res, phase)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want += x
+			}
+			if relErr(got, want) > 1e-12 {
+				t.Errorf("%s q=%d past=%d: iteration %.9g s, Pass ops %.9g s", name, tc.q, tc.past, got, want)
+			}
+		}
+	}
+}
