@@ -23,6 +23,9 @@ const (
 	MaxPromptTokens = 1 << 20
 	MaxOutputTokens = 1 << 20
 	maxBodyBytes    = 64 << 20
+	// MaxInFlight bounds the requests the server holds at once (queued and
+	// running); more get 503.
+	MaxInFlight = 4096
 )
 
 // completionRequest is the part of an OpenAI completions request the
@@ -68,6 +71,7 @@ type EngineServer struct {
 	// maxContext is the tokens one sequence may reach (its KV slot).
 	maxContext int
 	submit     chan submission
+	inFlight   chan struct{}
 	mu         sync.Mutex
 	nextID     int
 }
@@ -85,7 +89,7 @@ func NewEngineServer(cfg Config, ex Executor, maxContext int) (*EngineServer, er
 	if maxContext < 2 {
 		return nil, fmt.Errorf("serving engine: a sequence must reach at least 2 tokens (got %d)", maxContext)
 	}
-	return &EngineServer{cfg: cfg, ex: ex, maxContext: maxContext, submit: make(chan submission, 1024)}, nil
+	return &EngineServer{cfg: cfg, ex: ex, maxContext: maxContext, submit: make(chan submission, 1024), inFlight: make(chan struct{}, MaxInFlight)}, nil
 }
 
 // Run is the engine loop: it takes new requests at every iteration
@@ -212,6 +216,13 @@ func (s *EngineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		http.Error(w, fmt.Sprintf("overloaded: %d requests in flight", MaxInFlight), http.StatusServiceUnavailable)
 		return
 	}
 	s.mu.Lock()
