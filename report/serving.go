@@ -251,3 +251,15 @@ func sloText(s serving.Goodput) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ServingRequestsJSONL writes one request's timeline per line (seconds from
+// the start of the run; error set on a failed request).
+func ServingRequestsJSONL(w io.Writer, reqs []serving.RequestResult) error {
+	enc := json.NewEncoder(w)
+	for _, r := range reqs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

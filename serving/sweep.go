@@ -33,6 +33,8 @@ type Point struct {
 	// requests (NaN without an SLO).
 	GoodFraction float64
 	MeetsSLO     bool
+	// Requests is every request's timeline in the run.
+	Requests []RequestResult
 }
 
 // Sweep is a latency–throughput curve: one run per request rate.
@@ -100,7 +102,7 @@ func RunTrace(reqs []Request, cfg Config, cost Coster, ps []float64, slo Goodput
 
 func pointOf(rate float64, res *Result, ps []float64, slo Goodput, attainment float64) Point {
 	m := Summarize(res, ps, slo)
-	p := Point{RequestRate: rate, Metrics: m, GoodFraction: math.NaN()}
+	p := Point{RequestRate: rate, Metrics: m, GoodFraction: math.NaN(), Requests: res.Requests}
 	if slo.Set() && len(res.Requests) > 0 {
 		p.GoodFraction = m.RequestGoodput * m.DurationS / float64(len(res.Requests))
 		p.MeetsSLO = p.GoodFraction >= attainment

@@ -19,13 +19,14 @@ import (
 )
 
 type servingOptions struct {
-	ctx         context.Context // ends on SIGINT/SIGTERM
-	dryRun      bool
-	config      string
-	calibration string
-	format      string
-	out         string
-	plot        string
+	ctx          context.Context // ends on SIGINT/SIGTERM
+	dryRun       bool
+	config       string
+	calibration  string
+	format       string
+	out          string
+	plot         string
+	saveRequests string
 	// workload
 	requestRate    string
 	arrival        string
@@ -100,6 +101,7 @@ meet the SLO; --plot draws the curve.`,
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to use instead of the config's hardware")
 	cliflag.Format(f, &o.format, report.FormatTable, report.FormatMarkdown, report.FormatCSV, report.FormatJSON)
 	cliflag.Output(f, &o.out, "write the result to this file instead of standard output")
+	f.StringVar(&o.saveRequests, "save-requests", "", "write every request's timeline (arrival, sent, first token, end, preemptions, error) to this file as JSON Lines (one --request-rate)")
 	f.StringVar(&o.plot, "plot", "", "draw the latency–throughput curve to this file (.png, .svg or .pdf)")
 
 	f.StringVar(&o.requestRate, "request-rate", "inf", "requests per second, a comma list for a sweep; inf sends every request at once")
@@ -201,7 +203,7 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	}
 	if o.serveEngine != "" && cliflag.Changed(fs, "request-rate", "arrival", "burstiness", "num-prompts", "max-concurrency", "seed", "trace",
 		"dataset-name", "dataset-path", "random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len",
-		"goodput", "metric-percentiles", "slo-attainment", "calibration", "format", "output", "search-placements") {
+		"goodput", "metric-percentiles", "slo-attainment", "calibration", "format", "output", "search-placements", "save-requests") {
 		return fmt.Errorf("--serve-engine: serves whatever requests come; the workload, metric, --calibration and output flags act on the client (--server, --spawn-server)")
 	}
 	if o.config == "" {
@@ -220,6 +222,9 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 	if o.searchPlacements {
 		if !o.dryRun {
 			return fmt.Errorf("--search-placements: a dry run only (--dry-run)")
+		}
+		if o.saveRequests != "" {
+			return fmt.Errorf("--save-requests: writes one run's requests, not a placement search's probes")
 		}
 		return o.runPlacements(fs, stdout, cfgs[0], ps, slo)
 	}
@@ -302,6 +307,14 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 			return err
 		}
 	}
+	if o.saveRequests != "" {
+		if len(doc.Sweep.Points) != 1 {
+			return fmt.Errorf("--save-requests: one --request-rate at a time (got %d)", len(doc.Sweep.Points))
+		}
+		if err := o.writeRequests(doc.Sweep.Points[0].Requests); err != nil {
+			return err
+		}
+	}
 	if o.plot != "" {
 		fig, err := report.ServingPlot(doc)
 		if err != nil {
@@ -347,4 +360,12 @@ func (o *servingOptions) swapBlocks(kv serving.KVCache) int {
 		return 0
 	}
 	return int(o.swapSpaceGiB * (1 << 30) / float64(int64(kv.BlockSize)*kv.BytesPerToken))
+}
+
+// writeRequests writes --save-requests.
+func (o *servingOptions) writeRequests(reqs []serving.RequestResult) error {
+	if err := report.WriteFileAtomic(o.saveRequests, func(w io.Writer) error { return report.ServingRequestsJSONL(w, reqs) }); err != nil {
+		return fmt.Errorf("--save-requests %s: %w", o.saveRequests, err)
+	}
+	return nil
 }

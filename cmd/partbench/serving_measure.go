@@ -138,6 +138,11 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	if err != nil {
 		return err
 	}
+	if o.saveRequests != "" {
+		if err := o.writeRequests(measured.Requests); err != nil {
+			return err
+		}
+	}
 	mm, dm := serving.Summarize(measured, ps, slo), serving.Summarize(modeled, ps, slo)
 	rate := math.NaN()
 	if o.trace == "" {

@@ -127,6 +127,11 @@ func (o *servingOptions) runLoad(fs *pflag.FlagSet, stdout io.Writer, cfg *confi
 		return err
 	}
 	if cfg == nil {
+		if o.saveRequests != "" {
+			if err := o.writeRequests(measured.Requests); err != nil {
+				return err
+			}
+		}
 		m := serving.Summarize(measured, ps, slo)
 		doc := &report.ServingDoc{Config: url, Plan: "measured at the client", Workload: workload, NumPrompts: len(reqs), Burstiness: o.burstiness,
 			MaxConcurrency: o.maxConcurrency, Seed: o.seed, Sweep: &serving.Sweep{Points: []serving.Point{{RequestRate: rateOf(o, rates), Metrics: m}}}}

@@ -70,6 +70,7 @@ func TestServingRefusals(t *testing.T) {
 	}{
 		{[]string{"--config", servingConfig}, "one of --dry-run"},
 		{[]string{"--config", servingConfig, "--dry-run", "--measure"}, "only one"},
+		{[]string{"--config", servingConfig, "--dry-run", "--request-rate", "1,2", "--save-requests", "r.jsonl"}, "--save-requests: one --request-rate"},
 		{[]string{"--config", servingConfig, "--serve-engine", "127.0.0.1:0", "--request-rate", "3"}, "--serve-engine: serves whatever"},
 		{[]string{"--server", "http://127.0.0.1:1", "--calibration", "x.toml"}, "--calibration: describes"},
 		{[]string{"--measure", "--config", "../../configs/test/tp2pp2-tiny.toml"}, "single-rank"},
@@ -97,9 +98,22 @@ func TestServingRefusals(t *testing.T) {
 
 // A trace and a ShareGPT-format dataset drive the same simulator.
 func TestServingTraceAndShareGPT(t *testing.T) {
-	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--trace", "../../serving/testdata/trace-small.jsonl")
+	saved := filepath.Join(t.TempDir(), "requests.jsonl")
+	out, err := runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--trace", "../../serving/testdata/trace-small.jsonl", "--save-requests", saved)
 	if err != nil || !strings.Contains(out, "Successful requests:                     5") {
 		t.Errorf("trace: %v\n%s", err, out)
+	}
+	// One line per request of the trace, its lengths and arrival kept.
+	b, err := os.ReadFile(saved)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var last struct {
+		ID        int     `json:"id"`
+		ArrivalS  float64 `json:"arrival_s"`
+		OutputLen int     `json:"output_len"`
+		EndS      float64 `json:"end_s"`
+	}
+	if err != nil || len(lines) != 5 || json.Unmarshal([]byte(lines[4]), &last) != nil || last.ID != 4 || last.ArrivalS != 2 || last.OutputLen != 300 || !(last.EndS > 2) {
+		t.Errorf("--save-requests: %v, %d lines, last %+v", err, len(lines), last)
 	}
 	out, err = runCLI(t, "serving", "--dry-run", "--config", servingConfig, "--dataset-name", "sharegpt",
 		"--dataset-path", "../../serving/testdata/sharegpt-synthetic.json", "--num-prompts", "40", "--request-rate", "5")
