@@ -48,7 +48,7 @@ the topology's GPU count unless --gpus says otherwise (then they must agree).
 	f.StringVar(&o.Hardware, "hardware", "", "GPU preset (default: the config's hardware)")
 	f.StringVar(&o.Topology, "topology", "", "topology preset (default: the config's topology)")
 	f.IntVar(&o.Nodes, "nodes", 0, "scale the topology to this many nodes of the same kind")
-	f.StringVar(&o.Objective, "objective", sim.ObjectiveTPS, "rank by: tps (highest), tpot (lowest) or ttft (lowest)")
+	f.StringVar(&o.Objective, "objective", sim.ObjectiveTPS, "rank by: tps (highest), tpot (lowest), ttft (lowest), or "+servingObjective+" (highest sustainable requests/s per GPU under --max-ttft-s/--max-tpot-ms: 'partbench serving --search-placements')")
 	f.Float64Var(&o.MaxTPOTms, "max-tpot-ms", 0, "constraint: TPOT at most this many milliseconds (0: none)")
 	f.Float64Var(&o.MaxTTFTs, "max-ttft-s", 0, "constraint: TTFT at most this many seconds (0: none)")
 	f.IntVar(&o.Top, "top", 10, "rows to print")
@@ -62,6 +62,9 @@ the topology's GPU count unless --gpus says otherwise (then they must agree).
 }
 
 func (o *searchOptions) run(stdout io.Writer) error {
+	if o.Objective == servingObjective {
+		return o.runServingObjective(stdout)
+	}
 	o.Collectives = collectiveOptionsFromEnv()
 	o.Progress = func(phase string) func(done, total int) { return progress.Bar(phase) }
 	cfg, res, err := sim.RunSearch(o.SearchRequest)

@@ -326,3 +326,24 @@ func TestServingServeEngineAndLoad(t *testing.T) {
 		t.Error("the engine did not drain within 30 s")
 	}
 }
+
+// `search --objective request-rate` ranks placements by sustainable
+// requests per GPU under --max-ttft-s/--max-tpot-ms, and needs an SLO.
+func TestSearchRequestRateObjective(t *testing.T) {
+	out, err := runCLI(t, "search", "--config", servingConfig, "--nodes", "2", "--objective", "request-rate", "--max-ttft-s", "1", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Objective  string `json:"objective"`
+		Placements []struct {
+			Name string `json:"name"`
+		} `json:"placements"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Objective != "max_request_rate_per_gpu" || len(d.Placements) < 3 {
+		t.Errorf("%v: %+v", err, d)
+	}
+	if _, err := runCLI(t, "search", "--config", servingConfig, "--objective", "request-rate"); err == nil || !strings.Contains(err.Error(), "needs an SLO") {
+		t.Errorf("no SLO: %v", err)
+	}
+}
