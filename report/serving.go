@@ -29,6 +29,9 @@ type ServingDoc struct {
 	MaxConcurrency int
 	Seed           uint64
 	Sweep          *serving.Sweep
+	// Client marks a run measured at the client of a server partbench does
+	// not model: no plan, scheduler or KV cache to show.
+	Client bool
 }
 
 // percentileWord is vLLM's: 99 → "99", 99.9 → "99.9".
@@ -109,6 +112,11 @@ func ServingJSON(w io.Writer, version string, d *ServingDoc) error {
 		"workload": d.Workload,
 		"seed":     d.Seed,
 	}
+	if d.Client {
+		// A server partbench does not model: what was measured, and where.
+		head = map[string]any{"schema": ServingSchema, "version": version, "backend": "openai-completions", "base_url": d.Config,
+			"workload": d.Workload, "seed": d.Seed}
+	}
 	if s := d.Sweep.SLO; s.Set() {
 		head["goodput_slo_ms"] = map[string]float64{"ttft": s.TTFTMs, "tpot": s.TPOTMs, "e2el": s.E2ELMs}
 		head["slo_attainment"] = d.Sweep.Attainment
@@ -154,7 +162,11 @@ func ServingText(w io.Writer, d *ServingDoc, p serving.Point) error {
 		n := 50 - len(title)
 		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat("-", n/2), title, strings.Repeat("-", n-n/2))
 	}
-	fmt.Fprintf(w, "%s (modeled: %s; %s; request rate %s)\n", d.Config, d.Plan, d.Workload, rateLabel(p.RequestRate))
+	if d.Client {
+		fmt.Fprintf(w, "%s (measured at the client; %s; request rate %s)\n", d.Config, d.Workload, rateLabel(p.RequestRate))
+	} else {
+		fmt.Fprintf(w, "%s (modeled: %s; %s; request rate %s)\n", d.Config, d.Plan, d.Workload, rateLabel(p.RequestRate))
+	}
 	fmt.Fprintln(w, "============ Serving Benchmark Result ============")
 	line("Successful requests:", m.Completed)
 	line("Failed requests:", m.Failed)
@@ -181,6 +193,10 @@ func ServingText(w io.Writer, d *ServingDoc, p serving.Point) error {
 		for i, pc := range m.Ps {
 			line("P"+percentileWord(pc)+" "+x.short+" (ms):", x.d.Percentiles[i])
 		}
+	}
+	if d.Client {
+		fmt.Fprintln(w, "==================================================")
+		return nil
 	}
 	sep("Scheduler")
 	line("Preemptions:", m.Preemptions)

@@ -133,7 +133,7 @@ func (o *servingOptions) runLoad(fs *pflag.FlagSet, stdout io.Writer, cfg *confi
 			}
 		}
 		m := serving.Summarize(measured, ps, slo)
-		doc := &report.ServingDoc{Config: url, Plan: "measured at the client", Workload: workload, NumPrompts: len(reqs), Burstiness: o.burstiness,
+		doc := &report.ServingDoc{Config: url, Client: true, Workload: workload, NumPrompts: len(reqs), Burstiness: o.burstiness,
 			MaxConcurrency: o.maxConcurrency, Seed: o.seed, Sweep: &serving.Sweep{Points: []serving.Point{{RequestRate: rateOf(o, rates), Metrics: m}}}}
 		return report.ToOutput(o.out, stdout, func(w io.Writer) error {
 			if o.format == report.FormatJSON {
