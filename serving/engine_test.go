@@ -73,7 +73,9 @@ func TestMeasureCancelledCountsFailures(t *testing.T) {
 	cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyContinuous, MaxNumSeqs: 2, MaxNumBatchedTokens: 16, BlockSize: 4, NumBlocks: 12},
 		Replicas: 1, Router: RouterRoundRobin}
 	reqs := []Request{{ID: 0, InputLen: 8, OutputLen: 2}, {ID: 1, ArrivalS: 3600, InputLen: 8, OutputLen: 2}}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for request 0 on a busy CI machine; request 1 arrives an
+	// hour later, so the run always ends here.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	res, err := Measure(ctx, reqs, cfg, ex)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestLoadCountsFailures(t *testing.T) {
 	}))
 	defer hs.Close()
 	reqs := []Request{{ID: 0, InputLen: 3, OutputLen: 1}, {ID: 1, InputLen: 3, OutputLen: 2}, {ID: 2, InputLen: 3, OutputLen: 3}, {ID: 3, InputLen: 3, OutputLen: 4}}
-	res, err := Load(context.Background(), reqs, LoadTarget{BaseURL: hs.URL, RequestTimeout: 300 * time.Millisecond}, 2)
+	res, err := Load(context.Background(), reqs, LoadTarget{BaseURL: hs.URL, RequestTimeout: time.Second}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
