@@ -227,6 +227,9 @@ func Simulate(reqs []Request, cfg Config, cost Coster) (*Result, error) {
 	if len(reqs) > 0 {
 		r.res.DurationS = r.lastT - reqs[0].ArrivalS
 	}
+	if err := r.res.checkLittle(); err != nil {
+		return nil, err
+	}
 	return r.res, nil
 }
 
@@ -394,4 +397,27 @@ func (r *run) finishIteration(ri int, t float64) error {
 		r.heldHead++
 	}
 	return r.startIdle(t)
+}
+
+// LittleTolerance is the relative tolerance of Little's law on a run. Every
+// request is sent and finishes (or fails) inside the run, so ∫N dt, summed
+// event by event, equals Σ (end − sent) over the requests up to float
+// rounding (about 1e-16 per event); 1e-9 leaves room for 10⁶ events.
+const LittleTolerance = 1e-9
+
+// checkLittle holds Little's law on every run: the time-average of the
+// requests in the system (InSystemS, integrated as events happen) against
+// throughput × mean time in system (Σ end − sent over the finished
+// requests). A difference is a bookkeeping bug, reported as one.
+func (res *Result) checkLittle() error {
+	var sum float64
+	for _, r := range res.Requests {
+		if r.Error == "" {
+			sum += r.EndS - r.SentS
+		}
+	}
+	if d := math.Abs(res.InSystemS - sum); d > LittleTolerance*math.Max(sum, 1e-12) && d > 1e-12 {
+		return fmt.Errorf("serving: internal error: Little's law: ∫N dt = %.12g s, Σ time in system = %.12g s", res.InSystemS, sum)
+	}
+	return nil
 }

@@ -29,11 +29,9 @@ func (c *constCost) TimeS(sh sim.IterationShape) (float64, error) {
 	return c.s, nil
 }
 
-// littleTol is the relative tolerance of Little's law on a simulated run.
-// Every request is sent and finishes inside [0, duration], so ∫N dt equals
-// Σ E2EL exactly and the law holds up to float rounding of the event sum
-// (about 1e-16 per event); 1e-9 leaves room for 10⁶ events.
-const littleTol = 1e-9
+// littleTol is the relative tolerance of Little's law on a run (Simulate
+// also holds every run to it, LittleTolerance).
+const littleTol = LittleTolerance
 
 // checkRun asserts Little's law (mean requests in system = throughput ×
 // mean E2EL) and that every request either finished or failed.
@@ -356,5 +354,20 @@ func TestDurationFromFirstArrival(t *testing.T) {
 	}
 	if m := checkRun(t, res); m.DurationS != 1 || m.RequestThroughput != 1 {
 		t.Errorf("duration %g s, throughput %g req/s; want 1, 1", m.DurationS, m.RequestThroughput)
+	}
+}
+
+// Little's law is held on every simulated run: a result whose integral of
+// requests in the system disagrees with the requests' own times is an
+// error. Two requests in the system for 1 s and 3 s: ∫N dt must be 4 s.
+func TestLittleCheckCatchesBookkeeping(t *testing.T) {
+	res := &Result{Requests: []RequestResult{{SentS: 0, EndS: 1}, {SentS: 1, EndS: 4}, {SentS: 2, EndS: 2, Error: "refused"}}}
+	res.InSystemS = 4
+	if err := res.checkLittle(); err != nil {
+		t.Errorf("∫N dt = 4 s: %v", err)
+	}
+	res.InSystemS = 4.001
+	if err := res.checkLittle(); err == nil {
+		t.Error("∫N dt = 4.001 s against 4 s of requests passed")
 	}
 }
