@@ -166,3 +166,22 @@ func Percentile(xs []float64, p float64) float64 {
 
 // Median is Percentile(xs, 0.5).
 func Median(xs []float64) float64 { return Percentile(xs, 0.5) }
+
+// WeightedPercentile is Percentile with a weight per sample: the smallest
+// sample with at least a fraction p of the total weight at or below it (w
+// nil: every weight 1, which is Percentile). xs must be sorted ascending,
+// ws in the same order. NaN when xs is empty.
+func WeightedPercentile(xs, ws []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return stat.Quantile(p, stat.Empirical, xs, ws)
+}
+
+// PopulationMeanStd is the weighted mean and population (n, not n − 1)
+// standard deviation of xs (ws nil: unweighted), as numpy's mean and std
+// report them, for figures that follow a tool that uses them (vLLM's
+// benchmark_serving).
+func PopulationMeanStd(xs, ws []float64) (mean, std float64) {
+	return stat.PopMeanStdDev(xs, ws)
+}

@@ -131,3 +131,23 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("Median(nil) should be NaN")
 	}
 }
+
+// Weighted percentiles by hand: samples 1, 2, 3 with weights 1, 1, 2 — a
+// fraction 0.5 of the weight (2 of 4) is reached at 2, 0.51 only at 3.
+func TestWeightedPercentile(t *testing.T) {
+	xs, ws := []float64{1, 2, 3}, []float64{1, 1, 2}
+	if got := WeightedPercentile(xs, ws, 0.5); got != 2 {
+		t.Errorf("p50 = %g, want 2", got)
+	}
+	if got := WeightedPercentile(xs, ws, 0.51); got != 3 {
+		t.Errorf("p51 = %g, want 3", got)
+	}
+	if got := WeightedPercentile(xs, nil, 0.5); got != Percentile(xs, 0.5) {
+		t.Errorf("unweighted p50 = %g, want Percentile's %g", got, Percentile(xs, 0.5))
+	}
+	// mean (1+2+3·2)/4 = 2.25; variance (1.25² + 0.25² + 2·0.75²)/4 = 0.6875.
+	m, s := PopulationMeanStd(xs, ws)
+	if math.Abs(m-2.25) > 1e-12 || math.Abs(s-math.Sqrt(0.6875)) > 1e-12 {
+		t.Errorf("mean %g std %g", m, s)
+	}
+}

@@ -88,7 +88,7 @@ func whyNotRun(c docCommand) string {
 	case strings.Contains(s, "--backend cuda"), strings.Contains(s, " nccl-check"),
 		strings.HasPrefix(c.text, "partbench topo") && !strings.Contains(s, "--topology"):
 		return "needs a GPU"
-	case strings.Contains(s, "--nnodes"), strings.Contains(s, " serve "), strings.Contains(s, "--server "):
+	case strings.Contains(s, "--nnodes"), strings.Contains(s, " serve "), strings.Contains(s, "--server "), strings.Contains(s, "--serve-engine"):
 		return "needs a second machine or a running server"
 	case strings.Contains(s, " suite ") && strings.Contains(s, "--spec seed-"), strings.Contains(s, "--gpus 4096"),
 		strings.Contains(s, "--emulate-ranks 16"):

@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
 		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
 	root.AddCommand(newTraceCmd())
+	root.AddCommand(newServingCmd())
 	addRunFlags(root)
 	root.SetFlagErrorFunc(cliflag.FlagErrorFunc)
 	addWideFlag(root)

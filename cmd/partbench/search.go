@@ -57,7 +57,7 @@ closing note gives each phase's time.
 	f.StringVar(&o.Hardware, "hardware", "", "GPU preset (default: the config's hardware)")
 	f.StringVar(&o.Topology, "topology", "", "topology preset (default: the config's topology)")
 	f.IntVar(&o.Nodes, "nodes", 0, "scale the topology to this many nodes of the same kind")
-	f.StringVar(&o.Objective, "objective", sim.ObjectiveTPS, "rank by: tps (highest), tpot (lowest) or ttft (lowest)")
+	f.StringVar(&o.Objective, "objective", sim.ObjectiveTPS, "rank by: tps (highest), tpot (lowest), ttft (lowest), or "+servingObjective+" (highest sustainable requests/s per GPU under --max-ttft-s/--max-tpot-ms: 'partbench serving --search-placements')")
 	cliflag.FiniteFloat(f, &o.MaxTPOTms, "max-tpot-ms", 0, "constraint: TPOT at most this many milliseconds (0: none)")
 	cliflag.FiniteFloat(f, &o.MaxTTFTs, "max-ttft-s", 0, "constraint: TTFT at most this many seconds (0: none)")
 	f.IntVar(&o.Top, "top", 10, "rows to print")
@@ -73,6 +73,9 @@ closing note gives each phase's time.
 }
 
 func (o *searchOptions) run(stdout io.Writer) error {
+	if o.Objective == servingObjective {
+		return o.runServingObjective(stdout)
+	}
 	o.Collectives = collectiveOptionsFromEnv()
 	o.Progress = func(phase string) func(done, total int) { return progress.Lines(phase) }
 	cfg, res, err := sim.RunSearch(o.SearchRequest)

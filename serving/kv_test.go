@@ -1,0 +1,138 @@
+package serving
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/sim"
+)
+
+// Llama-2-7B, fp16, on one H100 (serving/testdata/llama2-7b-h100.toml):
+//
+//	KV per token: 32 layers × 2 × 4,096 × 2 B                    = 524,288 B
+//	usable HBM: 85,520,809,984 − 2,147,483,648                  = 83,373,326,336 B
+//	weights: 6,738,415,616 parameters × 2 B                     = 13,476,831,232 B
+//	activations (prefill chunk 3,968 tokens, 1 logit row):
+//	  (3·4,096 + max(4·4,096, 3·11,008) + 2·4,096) × 2 B × 3,968
+//	  + 32,000 × 2 B                                            = 424,671,744 B
+//	free × 0.9 = (83,373,326,336 − 13,476,831,232 − 424,671,744) × 0.9
+//	                                                            = 62,524,641,024 B
+//	tokens: ⌊62,524,641,024 / 524,288⌋ = 119,256; blocks of 16: 7,453.
+func TestKVBlocksFromMemoryModel(t *testing.T) {
+	p := loadPlan(t, "testdata/llama2-7b-h100.toml")
+	kv, err := KVBlocks(p, 16, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv.BytesPerToken != 524_288 || kv.FreeBytes != 62_524_641_024 || kv.NumBlocks != 7_453 {
+		t.Errorf("KV cache %+v; want 524288 B/token, 62524641024 B free, 7453 blocks", kv)
+	}
+	for _, tc := range []struct {
+		block int
+		util  float64
+		want  string
+	}{{0, 0.9, "--block-size"}, {16, 0, "--gpu-memory-utilization"}, {16, 1.01, "--gpu-memory-utilization"}} {
+		if _, err := KVBlocks(p, tc.block, tc.util); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("block %d, utilization %g: %v", tc.block, tc.util, err)
+		}
+	}
+}
+
+// Static batching admits nothing into a running batch: with two sequences
+// per batch and 1 s per iteration, requests 0 (1 output token) and 1 (3)
+// form the first batch; request 2 (1 token), there from t = 0, waits until
+// request 1 finishes at t = 3 and gets its token at t = 4. Continuous
+// batching admits it at the first iteration boundary (t = 1, a prefill-only
+// iteration ending at t = 2).
+func TestStaticVersusContinuous(t *testing.T) {
+	reqs := []Request{{ID: 0, InputLen: 4, OutputLen: 1}, {ID: 1, InputLen: 4, OutputLen: 3}, {ID: 2, InputLen: 4, OutputLen: 1}}
+	for _, tc := range []struct {
+		policy string
+		want   float64
+	}{{PolicyStatic, 4}, {PolicyContinuous, 2}} {
+		cfg := cfgOf(tc.policy, 2, 64, 100)
+		res, err := Simulate(reqs, cfg, &constCost{t: t, s: 1, cfg: cfg.Scheduler})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, res)
+		if got := res.Requests[2].FirstTokenS; got != tc.want {
+			t.Errorf("%s: request 2's token at %g s, want %g", tc.policy, got, tc.want)
+		}
+	}
+}
+
+// The trace reader never panics and either errors or returns requests
+// whose fields hold what it promises. `go test` runs the seeds; fuzz at
+// most 20 s (`-fuzz FuzzParseTrace -fuzztime 20s`).
+func FuzzParseTrace(f *testing.F) {
+	f.Add(`{"arrival_s": 0, "input_len": 1, "output_len": 1}`)
+	f.Add("{\"arrival_s\": 1e308, \"input_len\": 2, \"output_len\": 3}\n\n{\"arrival_s\": 0}")
+	f.Add(`{"arrival_s": -0, "input_len": 9223372036854775807, "output_len": 1}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		reqs, err := parseTrace(strings.NewReader(text), "f.jsonl")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--trace f.jsonl") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		last := 0.0
+		for i, r := range reqs {
+			if r.ID != i || r.ArrivalS < last || r.InputLen < 1 || r.OutputLen < 1 {
+				t.Fatalf("request %d: %+v", i, r)
+			}
+			last = r.ArrivalS
+		}
+	})
+}
+
+// tokenCounter prices every iteration at 10 ms and sums the tokens and
+// swapped KV entries it was asked to price.
+type tokenCounter struct {
+	tokens, swapped int64
+}
+
+func (c *tokenCounter) TimeS(sh sim.IterationShape) (float64, error) {
+	c.tokens += int64(sh.Tokens)
+	c.swapped += sh.SwapTokens
+	return 0.01, nil
+}
+
+// Preemption by swap keeps a sequence's KV entries: the four 100 + 200
+// token requests of TestKVExhaustionPreempts, squeezed into 40 blocks,
+// compute exactly 4 × 100 prompt + 4 × 199 decode tokens = 1,196, as
+// without any preemption, and move entries to the host and back. By
+// recompute they compute more (prompts and generated tokens again). With
+// no swap space, swap mode falls back to recompute.
+func TestSwapPreemption(t *testing.T) {
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{ID: i, InputLen: 100, OutputLen: 200}
+	}
+	for _, policy := range []string{PolicyContinuous, PolicyChunked} {
+		for _, tc := range []struct {
+			mode      string
+			swap      int
+			recompute bool
+		}{{PreemptSwap, 100, false}, {PreemptRecompute, 100, true}, {PreemptSwap, 0, true}} {
+			cfg := cfgOf(policy, 8, 512, 40)
+			cfg.Scheduler.Preemption, cfg.Scheduler.SwapBlocks = tc.mode, tc.swap
+			c := &tokenCounter{}
+			res, err := Simulate(reqs, cfg, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := checkRun(t, res)
+			if m.Completed != 4 || res.Preemptions == 0 {
+				t.Fatalf("%s %s swap %d: %d completed, %d preemptions", policy, tc.mode, tc.swap, m.Completed, res.Preemptions)
+			}
+			swapped := res.Swaps == res.Preemptions && c.swapped > 0 && c.tokens == 1196
+			recomputed := res.Swaps == 0 && c.swapped == 0 && c.tokens > 1196
+			if tc.recompute && !recomputed || !tc.recompute && !swapped {
+				t.Errorf("%s %s swap space %d: %d preemptions, %d swaps, %d tokens computed, %d swapped",
+					policy, tc.mode, tc.swap, res.Preemptions, res.Swaps, c.tokens, c.swapped)
+			}
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/partition"
+)
+
+// RemoteIterationModel prices a serving iteration run on a remote server
+// driven by a client over a link, as PriceRemote prices one request: the
+// iteration's compute (IterationModel) plus its payload over the link, one
+// link latency each way and the request overhead. The batch of an
+// iteration travels as one request. Payload per iteration, per mode:
+//
+//	naive:    every weight + the KV cache of Σ past tokens up, the KV cache
+//	          of Σ (past + new) tokens down
+//	kv:       the KV caches as naive, no weights (sent once at session open)
+//	stateful: token ids up (Σ new), sampled tokens (or logits) down
+//
+// plus the token ids and outputs in every mode. The per-token and
+// per-sequence sizes are partition's (RemoteBytesOf of the plan's own
+// prefill, divided by its tokens and sequences), not derived here.
+type RemoteIterationModel struct {
+	inner *IterationModel
+	mode  partition.RemoteMode
+	opts  RemoteOptions
+	// Bytes from partition: weights per request, KV per token, token id
+	// per token, output per sampled sequence.
+	weights, kvPerToken, tokenBytes, outPerSample int64
+}
+
+// NewRemoteIterationModel builds the model for a single-rank plan.
+func NewRemoteIterationModel(plan *partition.Plan, mode partition.RemoteMode, opts RemoteOptions, simOpts Options) (*RemoteIterationModel, error) {
+	if err := opts.Link.Validate("remote link " + opts.Link.Name); err != nil {
+		return nil, err
+	}
+	if !(opts.RequestOverheadS >= 0) || opts.RequestOverheadS > 1 {
+		return nil, fmt.Errorf("remote request overhead: must be in [0, 1] seconds (got %g)", opts.RequestOverheadS)
+	}
+	inner, err := NewIterationModel(plan, simOpts)
+	if err != nil {
+		return nil, err
+	}
+	m := &RemoteIterationModel{inner: inner, mode: mode, opts: opts}
+	if mode == partition.RemoteLocal {
+		return m, nil
+	}
+	popts := partition.RemoteOptions{Logits: opts.Logits}
+	pre := partition.RemoteRequest{Phase: partition.Prefill}
+	naive, err := plan.RemoteBytesOf(partition.RemoteNaive, pre, popts)
+	if err != nil {
+		return nil, err
+	}
+	w := plan.Config.Workload
+	tokens := int64(w.Batch) * int64(w.PromptTokens())
+	m.weights = naive.UpWeights
+	m.kvPerToken = naive.DownKV / tokens
+	m.tokenBytes = naive.UpTokens / tokens
+	m.outPerSample = naive.DownOutputs / int64(w.Batch)
+	return m, nil
+}
+
+// Bytes is one iteration's payload up (client → server) and down.
+func (m *RemoteIterationModel) Bytes(sh IterationShape) (up, down int64) {
+	if m.mode == partition.RemoteLocal {
+		return 0, 0
+	}
+	up = int64(sh.Tokens) * m.tokenBytes
+	down = int64(sh.Samples) * m.outPerSample
+	if m.mode == partition.RemoteNaive {
+		up += m.weights
+	}
+	if m.mode == partition.RemoteNaive || m.mode == partition.RemoteKV {
+		up += sh.Past * m.kvPerToken
+		down += (sh.Past + int64(sh.Tokens)) * m.kvPerToken
+	}
+	return up, down
+}
+
+// TimeS is the iteration's compute plus, off the local mode, its payload
+// over the link, two link latencies and the request overhead.
+func (m *RemoteIterationModel) TimeS(sh IterationShape) (float64, error) {
+	t, err := m.inner.TimeS(sh)
+	if err != nil || m.mode == partition.RemoteLocal {
+		return t, err
+	}
+	up, down := m.Bytes(sh)
+	return t + float64(up+down)/m.opts.Link.BytesPerS + 2*m.opts.Link.LatencyS + m.opts.RequestOverheadS, nil
+}
