@@ -147,17 +147,20 @@ func TestDocumentedCommandsRun(t *testing.T) {
 }
 
 // docDir is a fresh directory laid out as a reader's checkout would be
-// for the documents' examples: the repository's checkpoint fixtures at
-// checkpoint/, and the prompts file the README's echo line writes.
+// for the documents' examples: the repository's checkpoint and serving
+// fixtures at checkpoint/ and serving/, and the prompts file the README's
+// echo line writes.
 func docDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	abs, err := filepath.Abs("../../checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(abs, filepath.Join(dir, "checkpoint")); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"checkpoint", "serving"} { // fixtures the examples name by repository path
+		abs, err := filepath.Abs(filepath.Join("../..", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "prompts.json"), []byte("[[1, 2, 3, 4], [5, 6, 7, 8]]\n"), 0o644); err != nil {
 		t.Fatal(err)
