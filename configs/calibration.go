@@ -28,6 +28,9 @@ type Calibration struct {
 	Cache  []CacheSample     `toml:"cache"`
 	Comm   []CommSample      `toml:"comm"`
 	Ops    []OpSample        `toml:"op"`
+	// OpTimes is the op-time table sim prices ops from (Apply copies it into
+	// the config's hardware).
+	OpTimes []OpTime `toml:"op_time"`
 	// Remote is the per-request overhead of partbench's remote server on
 	// this host (nil in calibrations that did not measure it).
 	Remote *RemoteCalibration `toml:"remote"`
@@ -204,6 +207,9 @@ func (c *Calibration) Validate() error {
 			errs = append(errs, fmt.Errorf("remote.samples: must be ≥ 1 (got %d)", r.Samples))
 		}
 	}
+	if err := ValidateOpTimes("op_time", c.OpTimes); err != nil {
+		errs = append(errs, err)
+	}
 	known := map[string]bool{}
 	for _, k := range SpreadKeys {
 		known[k] = true
@@ -243,6 +249,20 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	notes = append(notes, fmt.Sprintf("hardware %q replaced by the calibrated profile %q (%s, measured %s)", cfg.Hardware.Name, c.Hardware.Name, src, c.Info.Date))
 	cfg.Hardware.Preset = ""
 	cfg.Hardware.GPU = c.Hardware
+	perHost := cfg.Topology.Size()
+	if n := cfg.Topology.Nodes; n > 1 {
+		perHost = (perHost + n - 1) / n
+	}
+	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
+	perHost = min(perHost, max(1, ranks))
+	times, at := OpTimesFor(c.OpTimes, perHost)
+	cfg.Hardware.OpTimes = times
+	if len(times) > 0 {
+		notes = append(notes, fmt.Sprintf("%d measured op times (%s; %d concurrent rank(s) on the host) price the ops whose shapes they cover; the roofline prices the rest", len(times), opTimeKinds(times), at))
+		if at != perHost {
+			notes = append(notes, fmt.Sprintf("warning: the op times were measured with %d concurrent rank(s) on the host, this config runs %d per host: shared cores are priced at the wrong placement (calibrate with --op-ranks %d)", at, perHost, perHost))
+		}
+	}
 
 	measured := c.Ranks()
 	if measured < 2 {
@@ -399,8 +419,30 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		tw.ArrayTable("op")
 		kvs(tw, "config", s.Config, "phase", s.Phase, "kind", s.Kind, "calls", s.Calls, "measured_s", s.MeasuredS, "model_s", s.ModelS)
 	}
+	if len(c.OpTimes) > 0 {
+		tw.Raw("\n")
+		tw.Comment("Op-time table: each op kind timed at the Programs' shapes (size: rows, or bytes for communication; context: attention's positions).")
+	}
+	for _, s := range c.OpTimes {
+		tw.ArrayTable("op_time")
+		kvs(tw, "kind", s.Kind, "shape", s.Shape, "size", s.Size, "context", s.Context, "time_s", s.TimeS, "time_min_s", s.TimeMinS, "time_max_s", s.TimeMaxS,
+			"samples", s.Samples, "ranks", s.Ranks)
+	}
 	_, err := io.WriteString(w, tw.String())
 	return err
+}
+
+// opTimeKinds lists the kinds of ts once each, in order of first entry.
+func opTimeKinds(ts []OpTime) string {
+	seen := map[string]bool{}
+	var ks []string
+	for _, t := range ts {
+		if !seen[t.Kind] {
+			seen[t.Kind] = true
+			ks = append(ks, t.Kind)
+		}
+	}
+	return strings.Join(ks, ", ")
 }
 
 // kvs writes key, value pairs without comments.

@@ -350,7 +350,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		floor += hbmFloorBytes(d, ws, usable)
 	}
 
-	s := &simulator{plan: plan, opts: opts, perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	for r := range s.index {
 		s.index[r] = -1
@@ -604,7 +604,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	}
 	pe.Bottleneck = BoundBubble
 	best := -1.0
-	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
+	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundTable, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
 		if t := pe.TimeByBound[b]; t > best {
 			best, pe.Bottleneck = t, b
 		}

@@ -1,0 +1,98 @@
+package configs
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleOpTimes() []OpTime {
+	return []OpTime{
+		{Kind: "gemm", Shape: "n=64 k=64 bias=false", Size: 4, TimeS: 2e-6, TimeMinS: 1.5e-6, TimeMaxS: 3e-6, Samples: 5, Ranks: 1},
+		{Kind: "attention", Shape: "seqs=4 heads=8 kv_heads=4 head_dim=8 rope=true bidirectional=false", Size: 1, Context: 22, TimeS: 9e-6, TimeMinS: 8e-6, TimeMaxS: 1e-5, Samples: 5, Ranks: 1},
+		{Kind: "gemm", Shape: "n=64 k=64 bias=false", Size: 4, TimeS: 5e-6, TimeMinS: 4e-6, TimeMaxS: 6e-6, Samples: 5, Ranks: 4},
+		{Kind: "all_reduce", Shape: "ranks=2", Size: 512, TimeS: 4e-5, TimeMinS: 3e-5, TimeMaxS: 6e-5, Samples: 5, Ranks: 4},
+	}
+}
+
+func TestCalibrationOpTimesRoundTrip(t *testing.T) {
+	want := sampleCalibration()
+	want.OpTimes = sampleOpTimes()
+	p := writeCalibration(t, want)
+	got, err := LoadCalibration(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.OpTimes, want.OpTimes) {
+		t.Errorf("op times changed in the round trip:\ngot  %+v\nwant %+v", got.OpTimes, want.OpTimes)
+	}
+}
+
+func TestValidateOpTimes(t *testing.T) {
+	bad := sampleOpTimes()
+	bad[0].Size = 0
+	bad[1].TimeS = -1
+	bad[3].Ranks = 0
+	bad = append(bad, sampleOpTimes()[2]) // the same entry twice
+	err := ValidateOpTimes("op_time", bad)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"op_time[0].size: must be ≥ 1 (got 0)",
+		"op_time[1].time_s: must be a positive, finite time in seconds (got -1)",
+		"op_time[3].ranks: must be ≥ 1 (got 0)",
+		"op_time[4]: same kind, shape, size, context and ranks as op_time[2]",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if err := ValidateOpTimes("op_time", sampleOpTimes()); err != nil {
+		t.Errorf("valid entries: %v", err)
+	}
+}
+
+func TestOpTimesFor(t *testing.T) {
+	ts := sampleOpTimes() // two entries at 1 rank, two at 4
+	for _, c := range []struct{ perHost, wantRanks, wantN int }{
+		{1, 1, 2}, {4, 4, 2},
+		{2, 1, 2}, // |1−2| < |4−2|
+		{3, 4, 2}, // |4−3| < |1−3|
+		{8, 4, 2},
+	} {
+		got, at := OpTimesFor(ts, c.perHost)
+		if at != c.wantRanks || len(got) != c.wantN {
+			t.Errorf("%d per host: %d entries at %d ranks, want %d at %d", c.perHost, len(got), at, c.wantN, c.wantRanks)
+		}
+		for _, e := range got {
+			if e.Ranks != at {
+				t.Errorf("%d per host: entry of %d ranks among those of %d", c.perHost, e.Ranks, at)
+			}
+		}
+	}
+	if got, at := OpTimesFor(nil, 4); got != nil || at != 0 {
+		t.Errorf("no entries: %v at %d", got, at)
+	}
+}
+
+// Apply gives a config the op times of its own placement and warns when
+// the profile has none measured there.
+func TestCalibrationApplyOpTimes(t *testing.T) {
+	cal := sampleCalibration()
+	cal.OpTimes = sampleOpTimes()
+	cfg, err := Load("test/tp2pp2-tiny") // 4 ranks on one host
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 2 || cfg.Hardware.OpTimes[0].Ranks != 4 || strings.Contains(notes, "warning") {
+		t.Errorf("tp2pp2-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+	cal.OpTimes = sampleOpTimes()[:2] // measured with the host to one rank only
+	cfg, _ = Load("test/tp2pp2-tiny")
+	notes = strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 2 || !strings.Contains(notes, "warning: the op times were measured with 1 concurrent rank(s) on the host, this config runs 4 per host") {
+		t.Errorf("tp2pp2-tiny with 1-rank op times: notes %q", notes)
+	}
+}
