@@ -39,6 +39,13 @@ type Options struct {
 	// (default 2^28 FLOPs and 64 MiB of weights; quick 2^25 and 16 MiB).
 	GEMMFLOPBudget     int64
 	GEMMWeightCapBytes int64
+	// OpConfigs name the configs whose compute ops are timed into the
+	// op-time table (DefaultOpConfigs).
+	OpConfigs []string
+	// OpRanks are the numbers of concurrent workers the op times are
+	// measured with, one table per count (default 1, 2 and Ranks when > 1;
+	// quick: 1 and Ranks): a run's local ranks share the host's cores.
+	OpRanks []int
 	// CommSizes are the payloads timed (DefaultCommSizes; quick QuickCommSizes).
 	CommSizes []int64
 	// Version is partbench's version, recorded in the file.
@@ -114,6 +121,25 @@ func (o *Options) defaults(h host) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if len(o.OpConfigs) == 0 {
+		o.OpConfigs = DefaultOpConfigs
+	}
+	if len(o.OpRanks) == 0 {
+		o.OpRanks = []int{1}
+		if o.Ranks > 2 && !o.Quick {
+			o.OpRanks = append(o.OpRanks, 2)
+		}
+		if o.Ranks > 1 {
+			o.OpRanks = append(o.OpRanks, o.Ranks)
+		}
+	}
+	seen := map[int]bool{}
+	for _, n := range o.OpRanks {
+		if n < 1 || n > 64 || seen[n] {
+			return fmt.Errorf("--op-ranks: each must be in [1, 64] and given once (got %v)", o.OpRanks)
+		}
+		seen[n] = true
+	}
 	return nil
 }
 
@@ -136,8 +162,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	}
 	sizes := curveSizes(o.MaxWorkingSetBytes)
 	groups := commGroups(o.Ranks, o.Quick)
+	cases, err := opCases(o.OpConfigs)
+	if err != nil {
+		return nil, fmt.Errorf("op times: %w", err)
+	}
 
-	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + 1 + 1
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + len(o.OpRanks)*opRankCount(cases) + 1 + 1
 	done := 0
 	step := func() error {
 		done++
@@ -200,7 +230,22 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
 	}
 
-	// 5. The profile held against the CPU backend, op kind by op kind.
+	// 5. The op-time table: every compute op kind of the test configs'
+	// Programs at their shapes, with 1…N ranks sharing the host; every
+	// collective and transfer from the link samples.
+	for _, n := range o.OpRanks {
+		ts, err := measureOpTimes(ctx, cases, n, o.Repeats, o.MinSample, step)
+		if err != nil {
+			return nil, err
+		}
+		cal.OpTimes = append(cal.OpTimes, ts...)
+	}
+	cal.OpTimes = append(cal.OpTimes, commOpTimes(cal.Comm, o.Ranks, o.Repeats)...)
+	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
+		return nil, fmt.Errorf("calibration: measured op times: %w", err)
+	}
+
+	// 6. The profile held against the CPU backend, op kind by op kind.
 	if cal.Ops, err = CheckOps(ctx, cal, OpsConfig, o.Repeats); err != nil {
 		return nil, err
 	}
@@ -208,7 +253,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, err
 	}
 
-	// 6. The remote server's per-request overhead over loopback gRPC.
+	// 7. The remote server's per-request overhead over loopback gRPC.
 	if err := measureRemote(ctx, o, cal); err != nil {
 		return nil, err
 	}

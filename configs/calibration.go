@@ -255,12 +255,12 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	}
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
-	times, at := OpTimesFor(c.OpTimes, perHost)
+	times, off := OpTimesFor(c.OpTimes, perHost)
 	cfg.Hardware.OpTimes = times
 	if len(times) > 0 {
-		notes = append(notes, fmt.Sprintf("%d measured op times (%s; %d concurrent rank(s) on the host) price the ops whose shapes they cover; the roofline prices the rest", len(times), opTimeKinds(times), at))
-		if at != perHost {
-			notes = append(notes, fmt.Sprintf("warning: the op times were measured with %d concurrent rank(s) on the host, this config runs %d per host: shared cores are priced at the wrong placement (calibrate with --op-ranks %d)", at, perHost, perHost))
+		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover, at %d rank(s) per host; the roofline prices the rest", len(times), opTimeKinds(times), perHost))
+		if len(off) > 0 {
+			notes = append(notes, fmt.Sprintf("warning: this config runs %d rank(s) per host, but the profile has no op times measured at that placement for %s: shared cores are priced at another placement (calibrate with --op-ranks %d)", perHost, strings.Join(off, ", "), perHost))
 		}
 	}
 

@@ -75,25 +75,33 @@ func ValidateOpTimes(key string, ts []OpTime) error {
 	return errors.Join(errs...)
 }
 
-// OpTimesFor picks from ts the entries measured at the placement closest to
-// ranksPerHost ranks sharing one host: those measured at exactly that many
-// concurrent ranks if any, else those of the nearest count (ties: the
-// larger). It returns the count it took (0: ts is empty).
-func OpTimesFor(ts []OpTime, ranksPerHost int) ([]OpTime, int) {
-	best := 0
+// OpTimesFor picks from ts, for each kind and shape, the entries measured
+// at the placement closest to ranksPerHost ranks sharing one host: those
+// measured at exactly that many concurrent ranks if any, else those of the
+// nearest count (ties: the larger). off lists "kind (measured at N)" for
+// each kind taken at another count than ranksPerHost.
+func OpTimesFor(ts []OpTime, ranksPerHost int) (out []OpTime, off []string) {
+	best := map[string]int{}
 	for _, t := range ts {
-		d, bd := abs(t.Ranks-ranksPerHost), abs(best-ranksPerHost)
-		if best == 0 || d < bd || (d == bd && t.Ranks > best) {
-			best = t.Ranks
+		k := t.Kind + "\x00" + t.Shape
+		b, ok := best[k]
+		d, bd := abs(t.Ranks-ranksPerHost), abs(b-ranksPerHost)
+		if !ok || d < bd || (d == bd && t.Ranks > b) {
+			best[k] = t.Ranks
 		}
 	}
-	var out []OpTime
+	seen := map[string]bool{}
 	for _, t := range ts {
-		if t.Ranks == best {
-			out = append(out, t)
+		if t.Ranks != best[t.Kind+"\x00"+t.Shape] {
+			continue
+		}
+		out = append(out, t)
+		if w := fmt.Sprintf("%s (measured at %d)", t.Kind, t.Ranks); t.Ranks != ranksPerHost && !seen[w] {
+			seen[w] = true
+			off = append(off, w)
 		}
 	}
-	return out, best
+	return out, off
 }
 
 func abs(x int) int {

@@ -54,25 +54,28 @@ func TestValidateOpTimes(t *testing.T) {
 }
 
 func TestOpTimesFor(t *testing.T) {
-	ts := sampleOpTimes() // two entries at 1 rank, two at 4
-	for _, c := range []struct{ perHost, wantRanks, wantN int }{
-		{1, 1, 2}, {4, 4, 2},
-		{2, 1, 2}, // |1−2| < |4−2|
-		{3, 4, 2}, // |4−3| < |1−3|
-		{8, 4, 2},
+	ts := sampleOpTimes() // gemm at 1 and 4 ranks; attention at 1; all_reduce at 4
+	for _, c := range []struct {
+		perHost int
+		want    []int // the indices of ts taken
+		off     string
+	}{
+		{1, []int{0, 1, 3}, "all_reduce (measured at 4)"},
+		{4, []int{1, 2, 3}, "attention (measured at 1)"},
+		{2, []int{0, 1, 3}, "gemm (measured at 1), attention (measured at 1), all_reduce (measured at 4)"}, // gemm: |1−2| < |4−2|
+		{3, []int{1, 2, 3}, "attention (measured at 1), gemm (measured at 4), all_reduce (measured at 4)"},
 	} {
-		got, at := OpTimesFor(ts, c.perHost)
-		if at != c.wantRanks || len(got) != c.wantN {
-			t.Errorf("%d per host: %d entries at %d ranks, want %d at %d", c.perHost, len(got), at, c.wantN, c.wantRanks)
+		got, off := OpTimesFor(ts, c.perHost)
+		var want []OpTime
+		for _, i := range c.want {
+			want = append(want, ts[i])
 		}
-		for _, e := range got {
-			if e.Ranks != at {
-				t.Errorf("%d per host: entry of %d ranks among those of %d", c.perHost, e.Ranks, at)
-			}
+		if !reflect.DeepEqual(got, want) || strings.Join(off, ", ") != c.off {
+			t.Errorf("%d per host: %+v (off %q), want %+v (off %q)", c.perHost, got, off, want, c.off)
 		}
 	}
-	if got, at := OpTimesFor(nil, 4); got != nil || at != 0 {
-		t.Errorf("no entries: %v at %d", got, at)
+	if got, off := OpTimesFor(nil, 4); got != nil || off != nil {
+		t.Errorf("no entries: %v, %v", got, off)
 	}
 }
 
@@ -86,13 +89,12 @@ func TestCalibrationApplyOpTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 2 || cfg.Hardware.OpTimes[0].Ranks != 4 || strings.Contains(notes, "warning") {
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 || !strings.Contains(notes, "warning: this config runs 4 rank(s) per host, but the profile has no op times measured at that placement for attention (measured at 1)") {
 		t.Errorf("tp2pp2-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
-	cal.OpTimes = sampleOpTimes()[:2] // measured with the host to one rank only
-	cfg, _ = Load("test/tp2pp2-tiny")
+	cfg, _ = Load("test/single-tiny") // 1 rank: gemm and attention at 1, all_reduce only at 4
 	notes = strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 2 || !strings.Contains(notes, "warning: the op times were measured with 1 concurrent rank(s) on the host, this config runs 4 per host") {
-		t.Errorf("tp2pp2-tiny with 1-rank op times: notes %q", notes)
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 || !strings.Contains(notes, "for all_reduce (measured at 4)") {
+		t.Errorf("single-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 }

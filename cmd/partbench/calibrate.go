@@ -23,6 +23,7 @@ type calibrateOptions struct {
 	quick   bool
 	configs []string
 	format  string
+	opRanks []int
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -39,6 +40,9 @@ of every figure:
   cache curve         read bandwidth from 16 KiB to beyond the last-level cache → l2_bytes, l2_bytes_per_s
   per-op overhead     exec/cpu Compute.Exec of the smallest op → kernel_launch_s
   link                all_reduce and sendrecv among N local ranks over exec/tcpcomm → latency, bandwidth
+  op times            every compute op of the test configs' Programs through exec/cpu, at their shapes,
+                      with 1, 2 and N workers sharing the cores; collectives and transfers from the
+                      link samples → the [[op_time]] table sim prices ops from
 
 Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.md.`,
 		Args: cobra.NoArgs,
@@ -50,6 +54,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
+	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host)")
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+")")
 	return cmd
 }
@@ -61,7 +66,7 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if o.nproc < 1 || o.nproc > 64 {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
 	}
-	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, Version: version}
+	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, Version: version}
 	opts.Progress = progress.Bar("calibrating")
 	cal, err := calib.Run(cmd.Context(), opts)
 	if err != nil {

@@ -1,0 +1,85 @@
+package calib
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// Every compute op of single-tiny's Programs has an op-time entry after
+// measuring (so sim prices none of them by roofline), and decode attention
+// has one at every cache length a run's decode steps see.
+func TestOpTimesCoverTheProgram(t *testing.T) {
+	cases, err := opCases([]string{"test/single-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := measureOpTimes(context.Background(), cases, 2, 1, 20*time.Microsecond, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
+		t.Fatal(err)
+	}
+	tab := sim.NewOpTable(ts)
+	cfg, _ := configs.Load("test/single-tiny")
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[partition.Kind]bool{}
+	for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+		for _, op := range plan.Program(0, ph).Ops {
+			if _, ok := tab.Time(&op); !ok {
+				t.Errorf("%s %s (%s): no entry", ph, op.Name, op.Kind)
+			}
+			kinds[op.Kind] = true
+		}
+	}
+	// input, rmsnorm, gemm, attention, activation, residual, sample
+	if len(kinds) != 7 {
+		t.Errorf("kinds %v, want the 7 compute kinds of a Llama-style Program", kinds)
+	}
+	// Decode attention: prompt 20, 4 output tokens → steps at past 20, 21, 22
+	// (contexts 21–23), and sim's representative past 20 + 4/2 = 22.
+	var ctxs []int64
+	for _, e := range ts {
+		if e.Kind == "attention" && e.Size == 1 {
+			ctxs = append(ctxs, e.Context)
+		}
+		if e.Ranks != 2 {
+			t.Fatalf("entry %+v: ranks %d, want 2", e, e.Ranks)
+		}
+	}
+	if len(ctxs) != 3 || ctxs[0] != 21 || ctxs[2] != 23 {
+		t.Errorf("decode attention contexts %v, want [21 22 23]", ctxs)
+	}
+}
+
+func TestCommOpTimes(t *testing.T) {
+	got := commOpTimes([]configs.CommSample{
+		{Op: opAllReduce, Ranks: 4, Bytes: 256, TimeMinS: 1, TimeMedianS: 2, TimeMaxS: 3},
+		{Op: opSendRecv, Ranks: 2, Bytes: 16, TimeMinS: 1, TimeMedianS: 1, TimeMaxS: 1},
+	}, 4, 5)
+	want := []configs.OpTime{
+		{Kind: "all_reduce", Shape: "ranks=4", Size: 256, TimeS: 2, TimeMinS: 1, TimeMaxS: 3, Samples: 5, Ranks: 4},
+		{Kind: "send", Shape: "ranks=2", Size: 16, TimeS: 1, TimeMinS: 1, TimeMaxS: 1, Samples: 5, Ranks: 4},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The keys are sim's: an all_reduce of 256 B over 4 ranks, a send of 16 B.
+	tab := sim.NewOpTable(got)
+	if v, ok := tab.Time(&partition.Op{Kind: partition.AllReduce, Group: []int{0, 1, 2, 3}, Bytes: 256}); !ok || v != 2 {
+		t.Errorf("all_reduce look-up: %g, %v", v, ok)
+	}
+	if v, ok := tab.Time(&partition.Op{Kind: partition.Send, Peer: 1, Bytes: 16}); !ok || v != 1 {
+		t.Errorf("send look-up: %g, %v", v, ok)
+	}
+}
