@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -256,6 +257,11 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
 	times, off := OpTimesFor(c.OpTimes, perHost)
+	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
+		off = slices.DeleteFunc(off, func(w string) bool {
+			return strings.HasPrefix(w, "all_reduce ") || strings.HasPrefix(w, "all_gather ") || strings.HasPrefix(w, "send ") || strings.HasPrefix(w, "recv ")
+		})
+	}
 	cfg.Hardware.OpTimes = times
 	if len(times) > 0 {
 		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover, at %d rank(s) per host; the roofline prices the rest", len(times), opTimeKinds(times), perHost))

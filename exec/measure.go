@@ -33,6 +33,9 @@ type RankResult struct {
 	StepEndS [][]float64 `json:"step_end_s"`
 	// BusyS is the time spent in ops of each kind over all measured iterations.
 	BusyS map[string]float64 `json:"busy_s"`
+	// DecodeBusyS is the part of BusyS spent in decode steps (the rest is
+	// prefill), for the op check of a run (compare.OpCheck).
+	DecodeBusyS map[string]float64 `json:"decode_busy_s,omitempty"`
 	// Counts of the communication layer over the measured iterations, by phase.
 	PrefillCounts commcount.Snapshot `json:"prefill_counts"`
 	DecodeCounts  commcount.Snapshot `json:"decode_counts"`

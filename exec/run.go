@@ -103,7 +103,8 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
 	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex, Replica: r.Replica,
-		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
+		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{},
+		DecodeBusyS: map[string]float64{}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
 	if it, ok := compute.(AllocationItemizer); ok {
@@ -121,6 +122,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			return
 		}
 		res.BusyS[string(op.Kind)] += end.Sub(start).Seconds()
+		if phase == partition.Decode {
+			res.DecodeBusyS[string(op.Kind)] += end.Sub(start).Seconds()
+		}
 		if tracing && (phase == partition.Prefill || step < o.TraceDecodeSteps) {
 			res.Spans = append(res.Spans, Span{Name: op.Name, Kind: string(op.Kind), Phase: string(phase), Step: step,
 				Microbatch: op.Microbatch, Chunk: op.Chunk, Peer: op.Peer, Bytes: op.Bytes,
