@@ -183,3 +183,21 @@ func planOpTable(plan *partition.Plan) *OpTable {
 	}
 	return NewOpTable(plan.Config.Hardware.OpTimes)
 }
+
+// quickTable caches the op-time table of the hardware a QuickCache last
+// priced (indexed once per profile, not per op).
+type quickTable struct {
+	src   []configs.OpTime
+	table *OpTable
+}
+
+func (q *quickTable) of(plan *partition.Plan) *OpTable {
+	if plan == nil || plan.Config == nil || len(plan.Config.Hardware.OpTimes) == 0 {
+		return nil
+	}
+	ts := plan.Config.Hardware.OpTimes
+	if len(q.src) != len(ts) || &q.src[0] != &ts[0] {
+		q.src, q.table = ts, NewOpTable(ts)
+	}
+	return q.table
+}
