@@ -12,8 +12,11 @@ import (
 	"github.com/partbench/partbench/topology"
 )
 
-// Repeat counts: every figure is measured this many times.
+// Repeat counts: every figure is measured this many times (the op-time
+// table: opIterationsPerRepeat iterations of every pass per repeat).
 const (
+	opIterationsPerRepeat = 4
+
 	DefaultRepeats = 5
 	QuickRepeats   = 3
 )
@@ -162,12 +165,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	}
 	sizes := curveSizes(o.MaxWorkingSetBytes)
 	groups := commGroups(o.Ranks, o.Quick)
-	cases, err := opCases(o.OpConfigs)
+	opPlanList, err := opPlans(o.OpConfigs)
 	if err != nil {
 		return nil, fmt.Errorf("op times: %w", err)
 	}
 
-	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + len(o.OpRanks)*opRankCount(cases) + 1 + 1
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + len(o.OpRanks)*opRankCount(opPlanList) + 1 + 1
 	done := 0
 	step := func() error {
 		done++
@@ -231,10 +234,11 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	}
 
 	// 5. The op-time table: every compute op kind of the test configs'
-	// Programs at their shapes, with 1…N ranks sharing the host; every
-	// collective and transfer from the link samples.
+	// Programs at their shapes, timed in sequence as a run executes them,
+	// with 1…N ranks sharing the host; every collective and transfer from
+	// the link samples.
 	for _, n := range o.OpRanks {
-		ts, err := measureOpTimes(ctx, cases, n, o.Repeats, o.MinSample, step)
+		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, step)
 		if err != nil {
 			return nil, err
 		}

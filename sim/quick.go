@@ -468,7 +468,7 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 	}
 	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
 	if t, ok := c.table.of(plan).Time(op); ok {
-		return t, BoundTable, nil
+		return t + stepFixedS(g, phase, op), BoundTable, nil
 	}
 	return oc.TimeS, oc.Bound, nil
 }

@@ -254,8 +254,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		first := !r.touched[key]
 		r.touched[key] = true
 		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
-		if t, ok := s.table.Time(op); ok {
-			c.TimeS, c.FixedS, c.Bound = t, 0, BoundTable
+		if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
+			c.FixedS = stepFixedS(g, it.phase, op)
+			c.TimeS, c.Bound = t+c.FixedS, BoundTable
 		}
 		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
 			c.TimeS, c.Bound = t, BoundMeasured
