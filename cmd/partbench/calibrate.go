@@ -24,6 +24,7 @@ type calibrateOptions struct {
 	configs []string
 	format  string
 	opRanks []int
+	opFrom  []string
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -54,6 +55,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
+	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+")")
 	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host)")
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+")")
 	return cmd
@@ -66,7 +68,7 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if o.nproc < 1 || o.nproc > 64 {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
 	}
-	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, Version: version}
+	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom, Version: version}
 	opts.Progress = progress.Bar("calibrating")
 	cal, err := calib.Run(cmd.Context(), opts)
 	if err != nil {
