@@ -36,7 +36,7 @@ func newCalibrateCmd() *cobra.Command {
 the hardware and topology presets, with the spread (min/median/max over repeats)
 of every figure:
 
-  GEMM throughput     blas32.Gemm, the CPU backend's call, over the Programs' GEMM shapes
+  GEMM throughput     cpu.MatMul (gonum sgemm, serial tiles), the CPU backend's GEMM, over the Programs' GEMM shapes
   memory bandwidth    streaming read of a working set far beyond the last-level cache
   cache curve         read bandwidth from 16 KiB to beyond the last-level cache → l2_bytes, l2_bytes_per_s
   per-op overhead     exec/cpu Compute.Exec of the smallest op → kernel_launch_s

@@ -65,16 +65,46 @@ func addBias(out, b []float32, rows int) {
 	}
 }
 
-// gemm computes out[rows, n] = x[rows, k] @ w[k, n].
+// gemm computes out[rows, n] = x[rows, k] @ w[k, n] (MatMul).
 func gemm(x []float32, w *model.Tensor, out []float32, rows int) {
-	if rows == 0 {
+	MatMul(rows, w.N, w.K, x, w.Data, out)
+}
+
+// Tiles of MatMul: gonum's sgemm splits a product into 64 × 64 blocks and
+// computes them on goroutines once there are 4 or more; a tile of at most
+// 64 rows × 192 columns has at most 3, so gonum computes it serially.
+const (
+	matMulTileRows = 64
+	matMulTileCols = 192
+)
+
+// MatMul computes c[m, n] = a[m, k] @ b[k, n] (row-major, no transposes)
+// through gonum's sgemm, one tile of at most 64 × 192 outputs at a time, so
+// every product runs serially on the calling goroutine: a rank is one
+// device, and on a host where ranks share the cores, a product fanned out
+// over goroutines waits for cores other ranks hold (and its timing with
+// them). Each output is the same sum in the same order as one whole call
+// (gonum accumulates along k in order either way). calib times GEMMs
+// through this function.
+func MatMul(m, n, k int, a, b, c []float32) {
+	if m == 0 || n == 0 {
 		return
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: rows, Cols: w.K, Stride: w.K, Data: x[:rows*w.K]},
-		blas32.General{Rows: w.K, Cols: w.N, Stride: w.N, Data: w.Data},
-		0,
-		blas32.General{Rows: rows, Cols: w.N, Stride: w.N, Data: out[:rows*w.N]})
+	if k == 0 { // an empty sum
+		clear(c[:m*n])
+		return
+	}
+	for i := 0; i < m; i += matMulTileRows {
+		mi := min(matMulTileRows, m-i)
+		for j := 0; j < n; j += matMulTileCols {
+			nj := min(matMulTileCols, n-j)
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+				blas32.General{Rows: mi, Cols: k, Stride: k, Data: a[i*k : (i+mi)*k]},
+				blas32.General{Rows: k, Cols: nj, Stride: n, Data: b[j : (k-1)*n+j+nj]},
+				0,
+				blas32.General{Rows: mi, Cols: nj, Stride: n, Data: c[i*n+j : (i+mi-1)*n+j+nj]})
+		}
+	}
 }
 
 // ropeTable holds cos and sin of every rotary angle pos·base^(−2i/hd) for

@@ -187,3 +187,43 @@ func BenchmarkElementwise(b *testing.B) {
 		}
 	}
 }
+
+// MatMul's tiles give every output the same sum as one whole blas32.Gemm
+// call (gonum accumulates along k in order in both), bit for bit, at shapes
+// below, at and above the tiles on each side (k = 0 included: zeros).
+func TestMatMulEqualsOneGemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, sh := range [][3]int{{1, 1, 1}, {80, 128, 64}, {64, 192, 64}, {65, 193, 7}, {130, 400, 130}, {3, 5, 0}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		a, b := randVec(rng, m*k), randVec(rng, k*n)
+		got, want := randVec(rng, m*n), make([]float32, m*n) // got starts dirty: β = 0 must overwrite it
+		MatMul(m, n, k, a, b, got)
+		if k > 0 { // k = 0: want stays zero
+			refGemm(m, n, k, a, b, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%d×%d×%d: element %d = %g, one call %g", m, n, k, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func BenchmarkGemm(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range [][3]int{{80, 128, 64}, {80, 256, 64}, {4, 256, 64}, {512, 1024, 1024}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		x, w, out := randVec(rng, m*k), randVec(rng, k*n), make([]float32, m*n)
+		name := fmt.Sprintf("%dx%dx%d", m, n, k)
+		b.Run(name+"/ref", func(b *testing.B) {
+			for b.Loop() {
+				refGemm(m, n, k, x, w, out)
+			}
+		})
+		b.Run(name+"/fast", func(b *testing.B) {
+			for b.Loop() {
+				MatMul(m, n, k, x, w, out)
+			}
+		})
+	}
+}

@@ -1,6 +1,11 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
 
 // The kernels as first written (scalar Go, math.Pow and Sincos per rotary
 // pair per token, a function call per element): the reference the faster
@@ -148,4 +153,17 @@ func rope(v []float32, pos int, base float64) {
 		v[2*i] = x0*c - x1*s
 		v[2*i+1] = x0*s + x1*c
 	}
+}
+
+// refGemm is the first gemm: one blas32.Gemm call (parallel over 64 × 64
+// blocks on goroutines once there are 4 or more).
+func refGemm(m, n, k int, a, b, c []float32) {
+	if m == 0 {
+		return
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: m, Cols: k, Stride: k, Data: a[:m*k]},
+		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
+		0,
+		blas32.General{Rows: m, Cols: n, Stride: n, Data: c[:m*n]})
 }
