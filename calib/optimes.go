@@ -110,6 +110,10 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					for it := 0; it <= iterations; it++ { // iteration 0 warms up
 						for _, ps := range passes {
 							prog := progs[ps.phase]
+							if err := fillReceived(c, prog); err != nil {
+								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+								return
+							}
 							for i := range prog.Ops {
 								op := &prog.Ops[i]
 								if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
@@ -192,4 +196,31 @@ func commOpTimes(samples []configs.CommSample, ranks, repeats int) []configs.OpT
 			TimeS: s.TimeMedianS, TimeMinS: s.TimeMinS, TimeMaxS: s.TimeMaxS, Samples: repeats, Ranks: ranks})
 	}
 	return out
+}
+
+// fillReceived writes values into every activation buffer prog's recv ops
+// fill in a run (measureOpTimes runs no communication): left at zero,
+// a GEMM reading them would be timed too fast — gonum's sgemm skips the
+// zero elements of its left operand. Values are a fixed pattern in
+// (−1, 1), none zero, written before every pass (the residual adds of a pass grow
+// them otherwise).
+func fillReceived(c *cpu.Compute, prog partition.Program) error {
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if op.Kind != partition.Recv || op.Payload == partition.PayloadTokens {
+			continue // token ids stay ids (0)
+		}
+		b, err := c.Buffer(op.Out, op.Microbatch, op.Elems)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op.Name, err)
+		}
+		f, ok := b.(pexec.F32)
+		if !ok {
+			return fmt.Errorf("%s: buffer is %T, not float32", op.Name, b)
+		}
+		for j := range f {
+			f[j] = (float32((j*7919)%2000)+0.5)/1000 - 1 // never 0
+		}
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -80,5 +82,48 @@ func TestCommOpTimes(t *testing.T) {
 	}
 	if v, ok := tab.Time(&partition.Op{Kind: partition.Send, Peer: 1, Bytes: 16}); !ok || v != 1 {
 		t.Errorf("send look-up: %g, %v", v, ok)
+	}
+}
+
+// fillReceived leaves no zero in a received activation buffer (a GEMM on
+// zeros is timed too fast: gonum skips zero elements) and keeps token ids.
+func TestFillReceived(t *testing.T) {
+	plans, err := opPlans([]string{"test/tp2pp2-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := plans[0]
+	c, err := cpu.New(plan, 2) // stage 1: receives activations from stage 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prog := plan.Program(2, partition.Decode)
+	if err := fillReceived(c, prog); err != nil {
+		t.Fatal(err)
+	}
+	acts := 0
+	for _, op := range prog.Ops {
+		if op.Kind != partition.Recv {
+			continue
+		}
+		b, err := c.Buffer(op.Out, op.Microbatch, op.Elems)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range b.(pexec.F32) {
+			if op.Payload == partition.PayloadTokens && v != 0 {
+				t.Fatalf("%s: token %d = %g, want id 0", op.Name, i, v)
+			}
+			if op.Payload == partition.PayloadActivation && (v == 0 || v <= -1 || v >= 1) {
+				t.Fatalf("%s: element %d = %g, want a non-zero value in (−1, 1)", op.Name, i, v)
+			}
+		}
+		if op.Payload == partition.PayloadActivation {
+			acts++
+		}
+	}
+	if acts == 0 {
+		t.Fatal("stage 1 received no activations")
 	}
 }
