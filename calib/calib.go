@@ -49,6 +49,11 @@ type Options struct {
 	// measured with, one table per count (default 1, 2 and Ranks when > 1;
 	// quick: 1 and Ranks): a run's local ranks share the host's cores.
 	OpRanks []int
+	// LinkArgv, when set, is the command that runs this program as one rank
+	// of a link measurement (LinkWorker, selected by LinkWorkerEnv): the
+	// link is then timed among Ranks processes started as a run starts its
+	// local ranks. Without it the ranks are goroutines of this process.
+	LinkArgv []string
 	// CommSizes are the payloads timed (DefaultCommSizes; quick QuickCommSizes).
 	CommSizes []int64
 	// Version is partbench's version, recorded in the file.
@@ -414,11 +419,6 @@ type commGroup struct {
 // measureLink times every group at every size, fits α and β per repeat, and
 // fills cal's samples and spreads. The link it returns has the medians.
 func measureLink(ctx context.Context, o Options, groups []commGroup, cal *configs.Calibration, step func() error) (topology.Link, error) {
-	w, err := newWorld(ctx, o.Ranks)
-	if err != nil {
-		return topology.Link{}, err
-	}
-	defer w.close()
 	type sample struct {
 		op    string
 		ranks int
@@ -426,6 +426,38 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 		times []float64
 	}
 	var samples []sample
+	how := "in one process"
+	if len(o.LinkArgv) > 0 {
+		how = "as processes"
+		times, err := measureLinkProcs(ctx, o.LinkArgv, o.Ranks, groups, o.CommSizes, o.Repeats, o.MinSample)
+		if err != nil {
+			return topology.Link{}, err
+		}
+		for gi, g := range groups {
+			for si, s := range o.CommSizes {
+				n := len(g.ranks)
+				if g.op == opSendRecv {
+					n = 2
+				}
+				if len(times[gi][si]) != o.Repeats {
+					return topology.Link{}, fmt.Errorf("communication: %s over %v, %d B: %d times from rank 0, want %d", g.op, g.ranks, s, len(times[gi][si]), o.Repeats)
+				}
+				samples = append(samples, sample{g.op, n, s, times[gi][si]})
+				if err := step(); err != nil {
+					return topology.Link{}, err
+				}
+			}
+		}
+		groups = nil // measured
+	}
+	var w *world
+	if len(groups) > 0 {
+		var err error
+		if w, err = newWorld(ctx, o.Ranks); err != nil {
+			return topology.Link{}, err
+		}
+		defer w.close()
+	}
 	for _, g := range groups {
 		b, err := w.bench(ctx, g.op, g.ranks)
 		if err != nil {
@@ -460,7 +492,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 	}
 	cal.Spread["link_latency_s"] = spreadOf(alphas)
 	cal.Spread["link_bytes_per_s"] = spreadOf(betas)
-	link := linkOf(fmt.Sprintf("TCP over loopback (exec/tcpcomm), %d ranks in one process", o.Ranks), medianOf(alphas), medianOf(betas))
+	link := linkOf(fmt.Sprintf("TCP over loopback (exec/tcpcomm), %d ranks %s", o.Ranks, how), medianOf(alphas), medianOf(betas))
 
 	// The raw line through the sendrecv medians, for comparison with the fit.
 	var xs, ys []float64

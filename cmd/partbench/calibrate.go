@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,7 @@ of every figure:
   memory bandwidth    streaming read of a working set far beyond the last-level cache
   cache curve         read bandwidth from 16 KiB to beyond the last-level cache → l2_bytes, l2_bytes_per_s
   per-op overhead     exec/cpu Compute.Exec of the smallest op → kernel_launch_s
-  link                all_reduce and sendrecv among N local ranks over exec/tcpcomm → latency, bandwidth
+  link                all_reduce and sendrecv among N local process ranks over exec/tcpcomm → latency, bandwidth
   op times            every compute op of the test configs' Programs through exec/cpu, at their shapes,
                       with 1, 2 and N workers sharing the cores; collectives and transfers from the
                       link samples → the [[op_time]] table sim prices ops from
@@ -62,6 +63,9 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 }
 
 func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
+	if spec := os.Getenv(calib.LinkWorkerEnv); spec != "" { // one rank of the link measurement (below)
+		return calib.LinkWorker(cmd.Context(), spec, stdout)
+	}
 	if o.out == "" {
 		return errors.New("calibrate: --output is required (the file to write, e.g. calib.toml)")
 	}
@@ -69,6 +73,9 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
 	}
 	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom, Version: version}
+	if exe, err := os.Executable(); err == nil && o.nproc > 1 { // the link among process ranks, as a run's
+		opts.LinkArgv = []string{exe, "calibrate"}
+	}
 	opts.Progress = progress.Bar("calibrating")
 	cal, err := calib.Run(cmd.Context(), opts)
 	if err != nil {
