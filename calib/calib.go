@@ -250,6 +250,30 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		cal.OpTimes = append(cal.OpTimes, ts...)
 	}
 	cal.OpTimes = append(cal.OpTimes, commOpTimes(cal.Comm, o.Ranks, o.Repeats)...)
+	// The other placements' communication: the link again among n process
+	// ranks for every other count of --op-ranks above one.
+	for _, n := range o.OpRanks {
+		if n < 2 || n == o.Ranks || len(o.LinkArgv) == 0 {
+			continue
+		}
+		gs := commGroups(n, o.Quick)
+		times, err := measureLinkProcs(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample)
+		if err != nil {
+			return nil, err
+		}
+		var samples []configs.CommSample
+		for gi, g := range gs {
+			for si, size := range o.CommSizes {
+				ranks := len(g.ranks)
+				if g.op == opSendRecv {
+					ranks = 2
+				}
+				sp := spreadOf(times[gi][si])
+				samples = append(samples, configs.CommSample{Op: g.op, Ranks: ranks, Bytes: size, TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max})
+			}
+		}
+		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
+	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}
