@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -76,8 +78,11 @@ func passesOf(plan *partition.Plan) []opPass {
 // cores). Every (config, rank) runs its passes (passesOf) iterations times
 // after one warm-up; each op's time joins the samples of its key
 // (sim.OpKey, with attention's context at the pass's cache length). An
-// entry's time is the median of its samples (over occurrences in the
-// Program, iterations and workers); Ranks = n.
+// entry's time is the mean of its samples (over occurrences in the Program,
+// iterations and workers): a pass's time is the sum of its ops', and the
+// mean of a sum is the sum of the means — on a host whose cores other
+// ranks or jobs share, an op's time then includes its share of the waits
+// for a core, which a median would drop. Ranks = n.
 func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, step func() error) ([]configs.OpTime, error) {
 	type key struct {
 		kind, shape   string
@@ -164,7 +169,7 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 	for _, k := range order {
 		sp := spreadOf(samples[k])
 		out = append(out, configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context,
-			TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: sp.N, Ranks: n})
+			TimeS: stat.Mean(samples[k], nil), TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: sp.N, Ranks: n})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
