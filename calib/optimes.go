@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
@@ -78,17 +76,22 @@ func passesOf(plan *partition.Plan) []opPass {
 // cores). Every (config, rank) runs its passes (passesOf) iterations times
 // after one warm-up; each op's time joins the samples of its key
 // (sim.OpKey, with attention's context at the pass's cache length). An
-// entry's time is the mean of its samples (over occurrences in the Program,
-// iterations and workers): a pass's time is the sum of its ops', and the
-// mean of a sum is the sum of the means — on a host whose cores other
-// ranks or jobs share, an op's time then includes its share of the waits
-// for a core, which a median would drop. Ranks = n.
+// entry's time is the median over iterations of the iteration's mean (over
+// occurrences in the Program and workers): a pass's time is the sum of its
+// ops', and the mean of a sum is the sum of the means — on a host whose
+// cores other ranks share, an op's time then includes its share of the
+// waits for a core, which a median of single samples would drop (a short
+// op is rarely the one preempted, and then for a whole time slice); the
+// median over iterations keeps a burst of another job's load in a few
+// iterations out. Ranks = n.
 func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, step func() error) ([]configs.OpTime, error) {
 	type key struct {
 		kind, shape   string
 		size, context int64
 	}
 	samples := map[key][]float64{}
+	sums := map[key][]float64{} // per iteration: the samples' sum and count
+	counts := map[key][]int{}
 	var order []key
 	for _, plan := range plans {
 		passes := passesOf(plan)
@@ -99,6 +102,7 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 			}
 			workers := make([][]key, n)   // keys of the ops timed, per worker, in order
 			times := make([][]float64, n) // and their times
+			iters := make([][]int, n)     // and their iterations
 			errs := make([]error, n)
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -140,6 +144,7 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
 								workers[w] = append(workers[w], k)
 								times[w] = append(times[w], d)
+								iters[w] = append(iters[w], it-1)
 							}
 						}
 					}
@@ -158,6 +163,11 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 						order = append(order, k)
 					}
 					samples[k] = append(samples[k], times[w][i])
+					if sums[k] == nil {
+						sums[k], counts[k] = make([]float64, iterations), make([]int, iterations)
+					}
+					sums[k][iters[w][i]] += times[w][i]
+					counts[k][iters[w][i]]++
 				}
 			}
 			if err := step(); err != nil {
@@ -168,8 +178,15 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 	out := make([]configs.OpTime, 0, len(order))
 	for _, k := range order {
 		sp := spreadOf(samples[k])
+		var means []float64 // one per iteration
+		for it, c := range counts[k] {
+			if c > 0 {
+				means = append(means, sums[k][it]/float64(c))
+			}
+		}
+		t := medianOf(means)
 		out = append(out, configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context,
-			TimeS: stat.Mean(samples[k], nil), TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: sp.N, Ranks: n})
+			TimeS: t, TimeMinS: min(sp.Min, t), TimeMaxS: max(sp.Max, t), Samples: sp.N, Ranks: n})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
