@@ -264,10 +264,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		var samples []configs.CommSample
 		for gi, g := range gs {
 			for si, size := range o.CommSizes {
-				ranks := len(g.ranks)
-				if g.op == opSendRecv {
-					ranks = 2
-				}
+				ranks := sampleRanks(g.op, g.ranks)
 				sp := spreadOf(times[gi][si])
 				samples = append(samples, configs.CommSample{Op: g.op, Ranks: ranks, Bytes: size, TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max})
 			}
@@ -418,8 +415,10 @@ func measureGEMM(o Options, shapes []gemmShape, mem memFigures, cal *configs.Cal
 }
 
 // commGroups are the group sizes all_reduce is timed over: every rank, and
-// also a pair when there are more than two (the tensor-parallel groups of
-// the tiny configs); quick mode times every rank only.
+// also pairs when there are more than two (the tensor-parallel groups of
+// the tiny configs): with an even count every pair {0, 1}, {2, 3}, … at
+// once, as a 4-rank run's TP pairs overlap (opAllReducePairs), else the
+// pair {0, 1} with the others idle (not in quick mode).
 func commGroups(n int, quick bool) []commGroup {
 	if n < 2 {
 		return nil
@@ -429,7 +428,10 @@ func commGroups(n int, quick bool) []commGroup {
 		all[i] = i
 	}
 	gs := []commGroup{{opAllReduce, all}}
-	if n > 2 && !quick {
+	switch {
+	case n > 2 && n%2 == 0:
+		gs = append(gs, commGroup{opAllReducePairs, all})
+	case n > 2 && !quick:
 		gs = append(gs, commGroup{opAllReduce, []int{0, 1}})
 	}
 	return append(gs, commGroup{opSendRecv, []int{0, 1}})
@@ -459,10 +461,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 		}
 		for gi, g := range groups {
 			for si, s := range o.CommSizes {
-				n := len(g.ranks)
-				if g.op == opSendRecv {
-					n = 2
-				}
+				n := sampleRanks(g.op, g.ranks)
 				if len(times[gi][si]) != o.Repeats {
 					return topology.Link{}, fmt.Errorf("communication: %s over %v, %d B: %d times from rank 0, want %d", g.op, g.ranks, s, len(times[gi][si]), o.Repeats)
 				}
@@ -492,10 +491,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 			if err != nil {
 				return topology.Link{}, fmt.Errorf("communication: %s of %d B: %w", g.op, s, err)
 			}
-			n := len(g.ranks)
-			if g.op == opSendRecv {
-				n = 2
-			}
+			n := sampleRanks(g.op, g.ranks)
 			samples = append(samples, sample{g.op, n, s, ts})
 			if err := step(); err != nil {
 				return topology.Link{}, err

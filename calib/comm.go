@@ -23,7 +23,23 @@ import (
 const (
 	opAllReduce = "all_reduce"
 	opSendRecv  = "sendrecv"
+	// opAllReducePairs is an all_reduce within pairs {0, 1}, {2, 3}, … of
+	// every rank at once — the TP pairs of a 4-rank tiny config
+	// (tp2pp2, tp2-dp2) on one host, whose all-reduces overlap — timed on
+	// the pair {0, 1}.
+	opAllReducePairs = "all_reduce_pairs"
 )
+
+// pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
+func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
+
+// sampleRanks is the group size a sample of op over ranks is priced at.
+func sampleRanks(op string, ranks []int) int {
+	if op == opSendRecv || op == opAllReducePairs {
+		return 2
+	}
+	return len(ranks)
+}
 
 // DefaultCommSizes are the payloads timed: 4 B to 4 MiB in steps of 4×,
 // which covers the tiny configs' messages (hundreds of bytes) and reaches
@@ -128,12 +144,12 @@ type commBench struct {
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
 	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
-	if op != opAllReduce {
+	if op != opAllReduce && op != opAllReducePairs {
 		return b, nil
 	}
 	var mu sync.Mutex
 	err := w.each(ctx, ranks, func(ctx context.Context, r int, c *tcpcomm.Comm) error {
-		g, err := c.NewGroup(ctx, ranks)
+		g, err := c.NewGroup(ctx, b.groupOf(r))
 		mu.Lock()
 		b.groups[r] = g
 		mu.Unlock()
@@ -159,6 +175,14 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 		return 0, err
 	}
 	return b.perCall(elapsed, iters), nil
+}
+
+// groupOf is the all_reduce group of member r.
+func (b *commBench) groupOf(r int) []int {
+	if b.op == opAllReducePairs {
+		return pairOf(r)
+	}
+	return b.ranks
 }
 
 // members are the ranks taking part: the group, or sendrecv's first two.
@@ -211,7 +235,7 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
-		case b.op == opAllReduce:
+		case b.op == opAllReduce || b.op == opAllReducePairs:
 			if err := g.AllReduce(ctx, buf); err != nil {
 				return 0, err
 			}

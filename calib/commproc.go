@@ -118,8 +118,8 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 			continue
 		}
 		var grp pexec.Group
-		if b.op == opAllReduce {
-			if grp, err = c.NewGroup(ctx, g.Ranks); err != nil {
+		if b.op == opAllReduce || b.op == opAllReducePairs {
+			if grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
 				return err
 			}
 		}

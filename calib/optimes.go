@@ -211,8 +211,11 @@ func commOpTimes(samples []configs.CommSample, ranks, repeats int) []configs.OpT
 	var out []configs.OpTime
 	for _, s := range samples {
 		kind := s.Op
-		if s.Op == opSendRecv {
+		switch s.Op {
+		case opSendRecv:
 			kind = string(partition.Send)
+		case opAllReducePairs: // a pair's all_reduce, every pair at once
+			kind = opAllReduce
 		}
 		out = append(out, configs.OpTime{Kind: kind, Shape: fmt.Sprintf("ranks=%d", s.Ranks), Size: s.Bytes,
 			TimeS: s.TimeMedianS, TimeMinS: s.TimeMinS, TimeMaxS: s.TimeMaxS, Samples: repeats, Ranks: ranks})
