@@ -256,17 +256,18 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	}
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
-	times, off := OpTimesFor(c.OpTimes, perHost)
+	concurrent := ConcurrentRanks(cfg, perHost)
+	times, off := OpTimesFor(c.OpTimes, concurrent, perHost)
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
-		off = slices.DeleteFunc(off, func(w string) bool {
-			return strings.HasPrefix(w, "all_reduce ") || strings.HasPrefix(w, "all_gather ") || strings.HasPrefix(w, "send ") || strings.HasPrefix(w, "recv ")
-		})
+		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}
 	cfg.Hardware.OpTimes = times
 	if len(times) > 0 {
-		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover, at %d rank(s) per host; the roofline prices the rest", len(times), opTimeKinds(times), perHost))
+		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover — compute measured with %d rank(s) computing at once (of %d per host), communication among %d — the roofline prices the rest",
+			len(times), opTimeKinds(times), concurrent, perHost, perHost))
 		if len(off) > 0 {
-			notes = append(notes, fmt.Sprintf("warning: this config runs %d rank(s) per host, but the profile has no op times measured at that placement for %s: shared cores are priced at another placement (calibrate with --op-ranks %d)", perHost, strings.Join(off, ", "), perHost))
+			notes = append(notes, fmt.Sprintf("warning: the profile has no op times measured at this config's placement (%d computing at once, %d ranks per host) for %s: shared cores are priced at another placement (calibrate with --op-ranks %d,%d)",
+				concurrent, perHost, strings.Join(off, ", "), concurrent, perHost))
 		}
 	}
 

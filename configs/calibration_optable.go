@@ -75,17 +75,30 @@ func ValidateOpTimes(key string, ts []OpTime) error {
 	return errors.Join(errs...)
 }
 
+// commKinds are the op kinds the link carries; the rest compute.
+var commKinds = map[string]bool{"all_reduce": true, "all_gather": true, "send": true, "recv": true}
+
+// IsCommKind reports whether an op-time kind is communication.
+func IsCommKind(kind string) bool { return commKinds[kind] }
+
 // OpTimesFor picks from ts, for each kind and shape, the entries measured
-// at the placement closest to ranksPerHost ranks sharing one host: those
-// measured at exactly that many concurrent ranks if any, else those of the
-// nearest count (ties: the larger). off lists "kind (measured at N)" for
-// each kind taken at another count than ranksPerHost.
-func OpTimesFor(ts []OpTime, ranksPerHost int) (out []OpTime, off []string) {
+// at the placement closest to the target: compute kinds measured with
+// compute concurrent workers, communication kinds among comm ranks on the
+// host — exactly that count if there are any, else the nearest (ties: the
+// larger). off lists "kind (measured at N)" for each kind taken at another
+// count than its target.
+func OpTimesFor(ts []OpTime, compute, comm int) (out []OpTime, off []string) {
+	target := func(kind string) int {
+		if IsCommKind(kind) {
+			return comm
+		}
+		return compute
+	}
 	best := map[string]int{}
 	for _, t := range ts {
-		k := t.Kind + "\x00" + t.Shape
+		k, want := t.Kind+"\x00"+t.Shape, target(t.Kind)
 		b, ok := best[k]
-		d, bd := abs(t.Ranks-ranksPerHost), abs(b-ranksPerHost)
+		d, bd := abs(t.Ranks-want), abs(b-want)
 		if !ok || d < bd || (d == bd && t.Ranks > b) {
 			best[k] = t.Ranks
 		}
@@ -96,12 +109,23 @@ func OpTimesFor(ts []OpTime, ranksPerHost int) (out []OpTime, off []string) {
 			continue
 		}
 		out = append(out, t)
-		if w := fmt.Sprintf("%s (measured at %d)", t.Kind, t.Ranks); t.Ranks != ranksPerHost && !seen[w] {
+		if w := fmt.Sprintf("%s (measured at %d)", t.Kind, t.Ranks); t.Ranks != target(t.Kind) && !seen[w] {
 			seen[w] = true
 			off = append(off, w)
 		}
 	}
 	return out, off
+}
+
+// ConcurrentRanks is how many of a config's ranks per host compute at the
+// same time, at most: every TP rank of every replica, times the pipeline
+// stages that can be busy at once — min(PP, micro-batches), since one
+// micro-batch is in one stage at a time — and never more than the ranks
+// per host.
+func ConcurrentRanks(cfg *Config, perHost int) int {
+	p := cfg.Parallel
+	n := max(1, p.TP) * max(1, p.DP) * min(max(1, p.PP), max(1, p.Microbatches))
+	return max(1, min(n, perHost))
 }
 
 func abs(x int) int {

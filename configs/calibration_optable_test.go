@@ -56,26 +56,51 @@ func TestValidateOpTimes(t *testing.T) {
 func TestOpTimesFor(t *testing.T) {
 	ts := sampleOpTimes() // gemm at 1 and 4 ranks; attention at 1; all_reduce at 4
 	for _, c := range []struct {
-		perHost int
-		want    []int // the indices of ts taken
-		off     string
+		compute, comm int
+		want          []int // the indices of ts taken
+		off           string
 	}{
-		{1, []int{0, 1, 3}, "all_reduce (measured at 4)"},
-		{4, []int{1, 2, 3}, "attention (measured at 1)"},
-		{2, []int{0, 1, 3}, "gemm (measured at 1), attention (measured at 1), all_reduce (measured at 4)"}, // gemm: |1−2| < |4−2|
-		{3, []int{1, 2, 3}, "attention (measured at 1), gemm (measured at 4), all_reduce (measured at 4)"},
+		{1, 1, []int{0, 1, 3}, "all_reduce (measured at 4)"},
+		{4, 4, []int{1, 2, 3}, "attention (measured at 1)"},
+		{1, 4, []int{0, 1, 3}, ""},                                                                            // compute at 1, the link at 4: all measured there
+		{2, 2, []int{0, 1, 3}, "gemm (measured at 1), attention (measured at 1), all_reduce (measured at 4)"}, // gemm: |1−2| < |4−2|
+		{3, 3, []int{1, 2, 3}, "attention (measured at 1), gemm (measured at 4), all_reduce (measured at 4)"},
 	} {
-		got, off := OpTimesFor(ts, c.perHost)
+		got, off := OpTimesFor(ts, c.compute, c.comm)
 		var want []OpTime
 		for _, i := range c.want {
 			want = append(want, ts[i])
 		}
 		if !reflect.DeepEqual(got, want) || strings.Join(off, ", ") != c.off {
-			t.Errorf("%d per host: %+v (off %q), want %+v (off %q)", c.perHost, got, off, want, c.off)
+			t.Errorf("compute %d, comm %d: %+v (off %q), want %+v (off %q)", c.compute, c.comm, got, off, want, c.off)
 		}
 	}
-	if got, off := OpTimesFor(nil, 4); got != nil || off != nil {
+	if got, off := OpTimesFor(nil, 4, 4); got != nil || off != nil {
 		t.Errorf("no entries: %v, %v", got, off)
+	}
+}
+
+// ConcurrentRanks: TP × DP × min(PP, micro-batches), at most the ranks per host.
+func TestConcurrentRanks(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		perHost int
+		want    int
+	}{
+		{"test/single-tiny", 1, 1},
+		{"test/tp2pp2-tiny", 4, 4},      // 2 × 1 × min(2, 2)
+		{"test/pp4-tiny", 4, 4},         // 1 × 1 × min(4, 4)
+		{"test/tp2-dp2-tiny", 4, 4},     // 2 × 2 × min(1, 2)
+		{"test/layerwise16-tiny", 8, 1}, // 1 × 1 × min(16, 1): one stage busy at a time
+		{"test/tp4-tiny", 2, 2},         // 4, but only 2 ranks on the host
+	} {
+		cfg, err := Load(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ConcurrentRanks(cfg, c.perHost); got != c.want {
+			t.Errorf("%s with %d per host: %d, want %d", c.name, c.perHost, got, c.want)
+		}
 	}
 }
 
@@ -89,7 +114,8 @@ func TestCalibrationApplyOpTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 || !strings.Contains(notes, "warning: this config runs 4 rank(s) per host, but the profile has no op times measured at that placement for attention (measured at 1)") {
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 ||
+		!strings.Contains(notes, "warning: the profile has no op times measured at this config's placement (4 computing at once, 4 ranks per host) for attention (measured at 1)") {
 		t.Errorf("tp2pp2-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 	// 1 rank: gemm and attention at 1; all_reduce only at 4, but a one-rank
