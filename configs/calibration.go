@@ -257,6 +257,14 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
 	concurrent := ConcurrentRanks(cfg, perHost)
+	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
+		// sim shares the host's cores among the ranks computing at each
+		// moment (sim/optable_share.go): compute is priced uncontended.
+		cfg.Hardware.HostCores, concurrent = c.Info.Cores, 1
+		if perHost > c.Info.Cores {
+			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
+		}
+	}
 	times, off := OpTimesFor(c.OpTimes, concurrent, perHost)
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })

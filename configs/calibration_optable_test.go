@@ -104,25 +104,39 @@ func TestConcurrentRanks(t *testing.T) {
 	}
 }
 
-// Apply gives a config the op times of its own placement and warns when
-// the profile has none measured there.
+// Apply gives a CPU config its compute op times measured uncontended (sim
+// shares the host's cores among the ranks computing at once) and its
+// communication measured among its ranks per host; without the host's
+// cores it takes compute at the ranks that compute at once, and warns where
+// the profile has no entries at that placement.
 func TestCalibrationApplyOpTimes(t *testing.T) {
-	cal := sampleCalibration()
+	cal := sampleCalibration() // 2 cores
 	cal.OpTimes = sampleOpTimes()
-	cfg, err := Load("test/tp2pp2-tiny") // 4 ranks on one host
+	cfg, err := Load("test/tp2pp2-tiny") // 4 ranks on one host, 4 computing at once
 	if err != nil {
 		t.Fatal(err)
 	}
 	notes := strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 ||
-		!strings.Contains(notes, "warning: the profile has no op times measured at this config's placement (4 computing at once, 4 ranks per host) for attention (measured at 1)") {
-		t.Errorf("tp2pp2-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	want := []OpTime{cal.OpTimes[0], cal.OpTimes[1], cal.OpTimes[3]} // gemm and attention at 1, all_reduce at 4
+	if !reflect.DeepEqual(cfg.Hardware.OpTimes, want) || cfg.Hardware.HostCores != 2 || strings.Contains(notes, "warning") ||
+		!strings.Contains(notes, "the 4 ranks per host share its 2 cores") {
+		t.Errorf("tp2pp2-tiny: op times %+v, host cores %d, notes %q", cfg.Hardware.OpTimes, cfg.Hardware.HostCores, notes)
 	}
+
+	cal.Info.Cores = 0 // cores unknown: compute at the 4 ranks computing at once
+	cfg, _ = Load("test/tp2pp2-tiny")
+	notes = strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 || cfg.Hardware.HostCores != 0 ||
+		!strings.Contains(notes, "warning: the profile has no op times measured at this config's placement (4 computing at once, 4 ranks per host) for attention (measured at 1)") {
+		t.Errorf("tp2pp2-tiny without cores: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+
 	// 1 rank: gemm and attention at 1; all_reduce only at 4, but a one-rank
-	// config has no communication to warn about.
+	// config has no communication to warn about, and no cores to share.
+	cal.Info.Cores = 2
 	cfg, _ = Load("test/single-tiny")
 	notes = strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 || strings.Contains(notes, "warning") {
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 || strings.Contains(notes, "warning") || strings.Contains(notes, "share its") {
 		t.Errorf("single-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 }

@@ -87,6 +87,10 @@ type Hardware struct {
 	// (calibration_optable.go); sim prices an op from it where it has the
 	// op's shape, by roofline elsewhere.
 	OpTimes []OpTime `toml:"op_time" json:"op_time,omitempty"`
+	// HostCores is the cores a CPU host's ranks share (0: each rank has its
+	// own device); sim stretches compute ops when more ranks compute at
+	// once than there are cores.
+	HostCores int `toml:"host_cores" json:"host_cores,omitempty"`
 }
 
 // Topology names a topology preset and/or overrides its fields inline.

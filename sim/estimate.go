@@ -29,6 +29,9 @@ type Options struct {
 	// stage is simulated and stands for the others (Timeline.PerStage):
 	// the Estimate is the same, bit for bit, in less time and memory.
 	EveryRank bool
+
+	// share stretches compute ops for a host's shared cores (optable_share.go).
+	share *coreShare
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -237,6 +240,9 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	plan = plan.OneReplica()
 	e, err := estimatePlan(plan, opts)
 	if err != nil {
+		return nil, err
+	}
+	if e, err = shareCores(plan, full.DP, opts, e); err != nil {
 		return nil, err
 	}
 	defer e.addReplicas(full)

@@ -258,6 +258,7 @@ func (s *simulator) step(ri int) (bool, error) {
 			c.FixedS = stepFixedS(g, it.phase, op)
 			c.TimeS, c.Bound = t+c.FixedS, BoundTable
 		}
+		c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
 		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
 			c.TimeS, c.Bound = t, BoundMeasured
 		}
