@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"testing"
 
 	"github.com/spf13/cobra"
 
@@ -73,7 +74,10 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
 	}
 	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom, Version: version}
-	if exe, err := os.Executable(); err == nil && o.nproc > 1 { // the link among process ranks, as a run's
+	// The link among process ranks, as a run's: this program re-run as each
+	// rank. A test binary cannot be re-run as partbench; its ranks stay
+	// goroutines.
+	if exe, err := os.Executable(); err == nil && o.nproc > 1 && !testing.Testing() {
 		opts.LinkArgv = []string{exe, "calibrate"}
 	}
 	opts.Progress = progress.Bar("calibrating")
