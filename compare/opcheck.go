@@ -18,9 +18,10 @@ type OpCheckRow struct {
 	// Ranks is how many measured ranks run the kind in the phase.
 	Ranks int `json:"ranks"`
 	// MeasuredS and ModeledS are per iteration's prefill, or per decode
-	// step, the mean over the ranks that run the kind: the time inside the
-	// ops' calls, waits for a partner included (a collective's or recv's
-	// wait is part of its call, on both sides).
+	// step, the mean over the ranks that run the kind (measured: each rank's
+	// median over iterations): the time inside the ops' calls, waits for a
+	// partner included (a collective's or recv's wait is part of its call,
+	// on both sides).
 	MeasuredS float64 `json:"measured_s"`
 	ModeledS  float64 `json:"modeled_s"`
 	// Ratio is ModeledS / MeasuredS (0 when nothing was measured).
@@ -32,10 +33,12 @@ type OpCheckRow struct {
 	RooflineOps int `json:"roofline_ops"`
 }
 
-// OpCheck holds m's per-kind busy times (exec.RankResult.BusyS and
-// DecodeBusyS) against est's timeline, per phase and kind. It returns nil
-// when the ranks did not time decode separately (results of an older
-// partbench) or there is no estimate.
+// OpCheck holds m's per-kind busy times (exec.RankResult.PhaseBusyS: the
+// median over measured iterations, as TTFT and TPOT are compared at their
+// medians — a mean would be one preempted iteration's on a shared host)
+// against est's timeline, per phase and kind. It returns nil when the ranks
+// did not time each phase (results of an older partbench) or there is no
+// estimate.
 func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 	if m == nil || est == nil || est.Timeline == nil || len(m.Ranks) == 0 {
 		return nil
@@ -54,23 +57,27 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 		return m[k]
 	}
 	for _, r := range m.Ranks {
-		if r.DecodeBusyS == nil {
+		if r.PhaseBusyS == nil {
 			return nil
 		}
-		iters, steps := len(r.PrefillS), 0
-		for _, it := range r.StepEndS {
-			steps += len(it)
+		steps := 0 // decode steps per iteration
+		if len(r.StepEndS) > 0 {
+			steps = len(r.StepEndS[0])
 		}
-		for kind, busy := range r.BusyS {
-			dec := r.DecodeBusyS[kind]
-			if pre := busy - dec; iters > 0 && pre > 0 {
-				a := at(meas, key{string(partition.Prefill), kind})
-				a.sum += pre / float64(iters)
-				a.ranks++
+		for phase, byKind := range r.PhaseBusyS {
+			per := 1.0 // an iteration's prefill
+			if phase == string(partition.Decode) {
+				if steps == 0 {
+					continue
+				}
+				per = float64(steps)
 			}
-			if steps > 0 && dec > 0 {
-				a := at(meas, key{string(partition.Decode), kind})
-				a.sum += dec / float64(steps)
+			for kind, its := range byKind {
+				if len(its) == 0 {
+					continue
+				}
+				a := at(meas, key{phase, kind})
+				a.sum += exec.Summarize(its).P50 / per
 				a.ranks++
 			}
 		}

@@ -9,22 +9,26 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-// TestOpCheck: two measured ranks, two iterations of 2 decode steps each.
+// TestOpCheck: two measured ranks, three iterations of 2 decode steps each.
 //
-//	rank 0: gemm 10 ms in all, 4 ms of it decode → prefill 6/2 = 3 ms, decode 4/4 = 1 ms
-//	rank 1: gemm 14 ms, 6 ms decode → prefill 4 ms, decode 1.5 ms; all_reduce 2 ms decode only → 0.5 ms
-//	measured means: prefill gemm (3+4)/2 = 3.5 ms; decode gemm 1.25 ms; decode all_reduce 0.5 ms (1 rank)
+//	rank 0: prefill gemm per iteration 3, 3, 30 ms (one preempted) → median 3 ms;
+//	        decode gemm 2 ms per iteration → 1 ms per step
+//	rank 1: prefill gemm 4 ms; decode gemm 3 ms → 1.5 ms per step;
+//	        decode all_reduce 1 ms → 0.5 ms per step
+//	measured means over ranks: prefill gemm (3+4)/2 = 3.5 ms; decode gemm
+//	1.25 ms; decode all_reduce 0.5 ms (1 rank)
 //
 // Modeled: rank 0 simulated, prefill gemm slices 1 + 2 ms (one from the
 // table), decode steps 0 and 1 one gemm of 1 ms each (table) → 3 ms and
 // 1 ms per step; a decode all_reduce of 0.25 ms in step 1 only → 0.125 ms
 // per step.
 func TestOpCheck(t *testing.T) {
+	steps := [][]float64{{1, 2}, {1, 2}, {1, 2}}
 	m := &exec.Measurement{Ranks: []exec.RankResult{
-		{Rank: 0, PrefillS: []float64{1, 1}, StepEndS: [][]float64{{1, 2}, {1, 2}},
-			BusyS: map[string]float64{"gemm": 10e-3}, DecodeBusyS: map[string]float64{"gemm": 4e-3}},
-		{Rank: 1, PrefillS: []float64{1, 1}, StepEndS: [][]float64{{1, 2}, {1, 2}},
-			BusyS: map[string]float64{"gemm": 14e-3, "all_reduce": 2e-3}, DecodeBusyS: map[string]float64{"gemm": 6e-3, "all_reduce": 2e-3}},
+		{Rank: 0, StepEndS: steps, PhaseBusyS: map[string]map[string][]float64{
+			"prefill": {"gemm": {3e-3, 3e-3, 30e-3}}, "decode": {"gemm": {2e-3, 2e-3, 2e-3}}}},
+		{Rank: 1, StepEndS: steps, PhaseBusyS: map[string]map[string][]float64{
+			"prefill": {"gemm": {4e-3, 4e-3, 4e-3}}, "decode": {"gemm": {3e-3, 3e-3, 3e-3}, "all_reduce": {1e-3, 1e-3, 1e-3}}}},
 	}}
 	gemm, ar := &partition.Op{Kind: partition.Gemm}, &partition.Op{Kind: partition.AllReduce}
 	est := &sim.Estimate{Timeline: &sim.Timeline{Slices: []sim.Slice{
@@ -51,8 +55,8 @@ func TestOpCheck(t *testing.T) {
 			t.Errorf("row %d: %+v, want %+v", i, g, w)
 		}
 	}
-	// Results without decode timers (an older partbench) have no op check.
-	m.Ranks[0].DecodeBusyS = nil
+	// Results without per-phase timers (an older partbench) have no op check.
+	m.Ranks[0].PhaseBusyS = nil
 	if rows := OpCheck(m, est); rows != nil {
 		t.Errorf("no decode timers: %+v", rows)
 	}
