@@ -45,6 +45,10 @@ type Options struct {
 	// OpConfigs name the configs whose compute ops are timed into the
 	// op-time table (DefaultOpConfigs).
 	OpConfigs []string
+	// NewCompute makes the backend the op times are measured through
+	// (nil: CPUCompute); a GPU backend's Compute times through the same
+	// code, each op synchronized before its clock stops.
+	NewCompute NewCompute
 	// OpRanks are the numbers of concurrent workers the op times are
 	// measured with, one table per count (default 1, 2 and Ranks when > 1;
 	// quick: 1 and Ranks): a run's local ranks share the host's cores.
@@ -243,7 +247,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// with 1…N ranks sharing the host; every collective and transfer from
 	// the link samples.
 	for _, n := range o.OpRanks {
-		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, step)
+		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, step)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ func TestOpTimesCoverTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := measureOpTimes(context.Background(), plans, 2, 1, func() error { return nil })
+	ts, err := measureOpTimes(context.Background(), plans, 2, 1, nil, func() error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
