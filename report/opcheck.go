@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/sim"
 )
 
 // OpCheckGrid lays out a run's op check (compare.OpCheck): per phase and
@@ -37,4 +38,25 @@ func pricedBy(r compare.OpCheckRow) string {
 		return "roofline"
 	}
 	return fmt.Sprintf("table %d, roofline %d", r.TableOps, r.RooflineOps)
+}
+
+// pricingColumn adds to a per-rank grid how the model priced each rank's
+// ops of one prefill and one decode step — "table / model": from the
+// profile's op-time table, by the roofline or link model — when any op came
+// from a table (a profile without one keeps the grid as it was).
+func pricingColumn(g *Grid, e *sim.Estimate) {
+	any := false
+	for _, r := range e.Ranks {
+		any = any || r.TableOps > 0
+	}
+	if !any {
+		return
+	}
+	g.Header = append(g.Header, "ops priced: table / model")
+	for i, r := range e.Ranks {
+		if i < len(g.Rows) {
+			g.Rows[i] = append(g.Rows[i], fmt.Sprintf("%d / %d", r.TableOps, r.ModelOps))
+		}
+	}
+	g.Notes = append(g.Notes, "ops priced: one prefill's and one decode step's ops (recvs aside) priced from the hardware profile's op-time table / by the roofline or link model")
 }

@@ -110,6 +110,13 @@ type RankEstimate struct {
 	// one decode step's, and the whole prefill's.
 	DecodeFixed  FixedCosts `json:"decode_fixed"`
 	PrefillFixed FixedCosts `json:"prefill_fixed"`
+
+	// TableOps and ModelOps count the rank's ops of one prefill and one
+	// decode step priced from the hardware profile's op-time table and by
+	// the roofline or the link model (optable.go; recvs, which wait, not
+	// counted).
+	TableOps int `json:"table_ops,omitempty"`
+	ModelOps int `json:"model_ops,omitempty"`
 }
 
 // FixedCosts is the part of a rank's modeled op time that does not depend
@@ -458,6 +465,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
 	e.rankUse(partition.Decode, w0, w1)
+	e.countPricing()
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
 	if err := checkFinite(e); err != nil {

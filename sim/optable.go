@@ -201,3 +201,39 @@ func (q *quickTable) of(plan *partition.Plan) *OpTable {
 	}
 	return q.table
 }
+
+// countPricing sets each rank's TableOps and ModelOps from the timeline:
+// its ops of the prefill and of the first decode step, by whether the
+// op-time table priced them (Bound "table"). A rank a per-stage timeline
+// does not simulate gets its stand-in's counts.
+func (e *Estimate) countPricing() {
+	tl := e.Timeline
+	if tl == nil || len(e.Ranks) == 0 {
+		return
+	}
+	first := -1
+	for _, sl := range tl.Slices {
+		if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
+			first = sl.Step
+		}
+	}
+	table, model := make([]int, tl.Ranks), make([]int, tl.Ranks)
+	for _, sl := range tl.Slices {
+		if sl.Op.Kind == partition.Recv || (sl.Phase == partition.Decode && sl.Step != first) || sl.Rank >= tl.Ranks {
+			continue
+		}
+		if sl.Bound == BoundTable {
+			table[sl.Rank]++
+		} else {
+			model[sl.Rank]++
+		}
+	}
+	for i := range e.Ranks {
+		r := e.Ranks[i].Rank
+		if r >= tl.Ranks {
+			continue
+		}
+		s := tl.StandIn(r)
+		e.Ranks[i].TableOps, e.Ranks[i].ModelOps = table[s], model[s]
+	}
+}

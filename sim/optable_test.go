@@ -154,4 +154,22 @@ func TestEstimateUsesOpTable(t *testing.T) {
 	if table == 0 || other == 0 {
 		t.Fatalf("%d table ops, %d roofline ops: want both", table, other)
 	}
+	// Per rank: the prefill's counts, plus one decode step's: its LM head
+	// (4 rows, as in the prefill after the final norm) from the table, its
+	// layers' GEMMs (4 rows, not in the table) and the rest by the roofline.
+	tab := NewOpTable(ts)
+	decTable, decModel := 0, 0
+	for _, op := range plan.Program(0, partition.Decode).Ops {
+		if _, ok := tab.Time(&op); ok {
+			decTable++
+		} else {
+			decModel++
+		}
+	}
+	if decTable != 1 {
+		t.Fatalf("%d decode ops in the table, want 1 (the LM head)", decTable)
+	}
+	if r := e.Ranks[0]; r.TableOps != table+decTable || r.ModelOps != other+decModel {
+		t.Errorf("rank 0 counts %d table, %d model; want %d, %d", r.TableOps, r.ModelOps, table+decTable, other+decModel)
+	}
 }
