@@ -11,8 +11,11 @@ import (
 	"github.com/partbench/partbench/topology"
 )
 
-// Repeat counts: every figure is measured this many times.
+// Repeat counts: every figure is measured this many times (the op-time
+// table: opIterationsPerRepeat iterations of every pass per repeat).
 const (
+	opIterationsPerRepeat = 4
+
 	DefaultRepeats = 5
 	QuickRepeats   = 3
 )
@@ -38,6 +41,22 @@ type Options struct {
 	// (default 2^28 FLOPs and 64 MiB of weights; quick 2^25 and 16 MiB).
 	GEMMFLOPBudget     int64
 	GEMMWeightCapBytes int64
+	// OpConfigs name the configs whose compute ops are timed into the
+	// op-time table (DefaultOpConfigs).
+	OpConfigs []string
+	// NewCompute makes the backend the op times are measured through
+	// (nil: CPUCompute); a GPU backend's Compute times through the same
+	// code, each op synchronized before its clock stops.
+	NewCompute NewCompute
+	// OpRanks are the numbers of concurrent workers the op times are
+	// measured with, one table per count (default 1, 2 and Ranks when > 1;
+	// quick: 1 and Ranks): a run's local ranks share the host's cores.
+	OpRanks []int
+	// LinkArgv, when set, is the command that runs this program as one rank
+	// of a link measurement (LinkWorker, selected by LinkWorkerEnv): the
+	// link is then timed among Ranks processes started as a run starts its
+	// local ranks. Without it the ranks are goroutines of this process.
+	LinkArgv []string
 	// CommSizes are the payloads timed (DefaultCommSizes; quick QuickCommSizes).
 	CommSizes []int64
 	// Version is partbench's version, recorded in the file.
@@ -113,6 +132,25 @@ func (o *Options) defaults(h host) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if len(o.OpConfigs) == 0 {
+		o.OpConfigs = DefaultOpConfigs
+	}
+	if len(o.OpRanks) == 0 {
+		o.OpRanks = []int{1}
+		if o.Ranks > 2 && !o.Quick {
+			o.OpRanks = append(o.OpRanks, 2)
+		}
+		if o.Ranks > 1 {
+			o.OpRanks = append(o.OpRanks, o.Ranks)
+		}
+	}
+	seen := map[int]bool{}
+	for _, n := range o.OpRanks {
+		if n < 1 || n > 64 || seen[n] {
+			return fmt.Errorf("--op-ranks: each must be in [1, 64] and given once (got %v)", o.OpRanks)
+		}
+		seen[n] = true
+	}
 	return nil
 }
 
@@ -135,8 +173,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	}
 	sizes := curveSizes(o.MaxWorkingSetBytes)
 	groups := commGroups(o.Ranks, o.Quick)
+	opPlanList, err := opPlans(o.OpConfigs)
+	if err != nil {
+		return nil, fmt.Errorf("op times: %w", err)
+	}
 
-	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + 1 + 1
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + len(o.OpRanks)*opRankCount(opPlanList) + 1 + 1
 	done := 0
 	step := func() error {
 		done++
@@ -199,7 +241,44 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
 	}
 
-	// 5. The profile held against the CPU backend, op kind by op kind.
+	// 5. The op-time table: every compute op kind of the test configs'
+	// Programs at their shapes, timed in sequence as a run executes them,
+	// with 1…N ranks sharing the host; every collective and transfer from
+	// the link samples.
+	for _, n := range o.OpRanks {
+		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, step)
+		if err != nil {
+			return nil, err
+		}
+		cal.OpTimes = append(cal.OpTimes, ts...)
+	}
+	cal.OpTimes = append(cal.OpTimes, commOpTimes(cal.Comm, o.Ranks, o.Repeats)...)
+	// The other placements' communication: the link again among n process
+	// ranks for every other count of --op-ranks above one.
+	for _, n := range o.OpRanks {
+		if n < 2 || n == o.Ranks || len(o.LinkArgv) == 0 {
+			continue
+		}
+		gs := commGroups(n, o.Quick)
+		times, err := measureLinkProcs(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample)
+		if err != nil {
+			return nil, err
+		}
+		var samples []configs.CommSample
+		for gi, g := range gs {
+			for si, size := range o.CommSizes {
+				ranks := sampleRanks(g.op, g.ranks)
+				sp := spreadOf(times[gi][si])
+				samples = append(samples, configs.CommSample{Op: g.op, Ranks: ranks, Bytes: size, TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max})
+			}
+		}
+		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
+	}
+	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
+		return nil, fmt.Errorf("calibration: measured op times: %w", err)
+	}
+
+	// 6. The profile held against the CPU backend, op kind by op kind.
 	if cal.Ops, err = CheckOps(ctx, cal, OpsConfig, o.Repeats); err != nil {
 		return nil, err
 	}
@@ -207,7 +286,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, err
 	}
 
-	// 6. The remote server's per-request overhead over loopback gRPC.
+	// 7. The remote server's per-request overhead over loopback gRPC.
 	if err := measureRemote(ctx, o, cal); err != nil {
 		return nil, err
 	}
@@ -338,8 +417,10 @@ func measureGEMM(o Options, shapes []gemmShape, mem memFigures, cal *configs.Cal
 }
 
 // commGroups are the group sizes all_reduce is timed over: every rank, and
-// also a pair when there are more than two (the tensor-parallel groups of
-// the tiny configs); quick mode times every rank only.
+// also pairs when there are more than two (the tensor-parallel groups of
+// the tiny configs): with an even count every pair {0, 1}, {2, 3}, … at
+// once, as a 4-rank run's TP pairs overlap (opAllReducePairs), else the
+// pair {0, 1} with the others idle (not in quick mode).
 func commGroups(n int, quick bool) []commGroup {
 	if n < 2 {
 		return nil
@@ -349,7 +430,10 @@ func commGroups(n int, quick bool) []commGroup {
 		all[i] = i
 	}
 	gs := []commGroup{{opAllReduce, all}}
-	if n > 2 && !quick {
+	switch {
+	case n > 2 && n%2 == 0:
+		gs = append(gs, commGroup{opAllReducePairs, all})
+	case n > 2 && !quick:
 		gs = append(gs, commGroup{opAllReduce, []int{0, 1}})
 	}
 	return append(gs, commGroup{opSendRecv, []int{0, 1}})
@@ -363,11 +447,6 @@ type commGroup struct {
 // measureLink times every group at every size, fits α and β per repeat, and
 // fills cal's samples and spreads. The link it returns has the medians.
 func measureLink(ctx context.Context, o Options, groups []commGroup, cal *configs.Calibration, step func() error) (topology.Link, error) {
-	w, err := newWorld(ctx, o.Ranks)
-	if err != nil {
-		return topology.Link{}, err
-	}
-	defer w.close()
 	type sample struct {
 		op    string
 		ranks int
@@ -375,6 +454,35 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 		times []float64
 	}
 	var samples []sample
+	how := "in one process"
+	if len(o.LinkArgv) > 0 {
+		how = "as processes"
+		times, err := measureLinkProcs(ctx, o.LinkArgv, o.Ranks, groups, o.CommSizes, o.Repeats, o.MinSample)
+		if err != nil {
+			return topology.Link{}, err
+		}
+		for gi, g := range groups {
+			for si, s := range o.CommSizes {
+				n := sampleRanks(g.op, g.ranks)
+				if len(times[gi][si]) != o.Repeats {
+					return topology.Link{}, fmt.Errorf("communication: %s over %v, %d B: %d times from rank 0, want %d", g.op, g.ranks, s, len(times[gi][si]), o.Repeats)
+				}
+				samples = append(samples, sample{g.op, n, s, times[gi][si]})
+				if err := step(); err != nil {
+					return topology.Link{}, err
+				}
+			}
+		}
+		groups = nil // measured
+	}
+	var w *world
+	if len(groups) > 0 {
+		var err error
+		if w, err = newWorld(ctx, o.Ranks); err != nil {
+			return topology.Link{}, err
+		}
+		defer w.close()
+	}
 	for _, g := range groups {
 		b, err := w.bench(ctx, g.op, g.ranks)
 		if err != nil {
@@ -385,10 +493,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 			if err != nil {
 				return topology.Link{}, fmt.Errorf("communication: %s of %d B: %w", g.op, s, err)
 			}
-			n := len(g.ranks)
-			if g.op == opSendRecv {
-				n = 2
-			}
+			n := sampleRanks(g.op, g.ranks)
 			samples = append(samples, sample{g.op, n, s, ts})
 			if err := step(); err != nil {
 				return topology.Link{}, err
@@ -409,7 +514,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 	}
 	cal.Spread["link_latency_s"] = spreadOf(alphas)
 	cal.Spread["link_bytes_per_s"] = spreadOf(betas)
-	link := linkOf(fmt.Sprintf("TCP over loopback (exec/tcpcomm), %d ranks in one process", o.Ranks), medianOf(alphas), medianOf(betas))
+	link := linkOf(fmt.Sprintf("TCP over loopback (exec/tcpcomm), %d ranks %s", o.Ranks, how), medianOf(alphas), medianOf(betas))
 
 	// The raw line through the sendrecv medians, for comparison with the fit.
 	var xs, ys []float64

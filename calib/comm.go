@@ -23,7 +23,23 @@ import (
 const (
 	opAllReduce = "all_reduce"
 	opSendRecv  = "sendrecv"
+	// opAllReducePairs is an all_reduce within pairs {0, 1}, {2, 3}, … of
+	// every rank at once — the TP pairs of a 4-rank tiny config
+	// (tp2pp2, tp2-dp2) on one host, whose all-reduces overlap — timed on
+	// the pair {0, 1}.
+	opAllReducePairs = "all_reduce_pairs"
 )
+
+// pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
+func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
+
+// sampleRanks is the group size a sample of op over ranks is priced at.
+func sampleRanks(op string, ranks []int) int {
+	if op == opSendRecv || op == opAllReducePairs {
+		return 2
+	}
+	return len(ranks)
+}
 
 // DefaultCommSizes are the payloads timed: 4 B to 4 MiB in steps of 4×,
 // which covers the tiny configs' messages (hundreds of bytes) and reaches
@@ -128,12 +144,12 @@ type commBench struct {
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
 	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
-	if op != opAllReduce {
+	if op != opAllReduce && op != opAllReducePairs {
 		return b, nil
 	}
 	var mu sync.Mutex
 	err := w.each(ctx, ranks, func(ctx context.Context, r int, c *tcpcomm.Comm) error {
-		g, err := c.NewGroup(ctx, ranks)
+		g, err := c.NewGroup(ctx, b.groupOf(r))
 		mu.Lock()
 		b.groups[r] = g
 		mu.Unlock()
@@ -147,73 +163,109 @@ func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, 
 // calls; or iters ping-pongs between the first two members, half a round
 // trip each (one-way time of one message).
 func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (float64, error) {
-	elems := int(max(1, bytes/4))
 	var elapsed float64
-	members := b.ranks
-	if b.op == opSendRecv {
-		members = b.ranks[:2]
-	}
-	err := w.each(ctx, members, func(ctx context.Context, r int, c *tcpcomm.Comm) error {
-		buf := pexec.F32(make([]float32, elems))
-		// A barrier over the members, built from point-to-point messages
-		// (the Comm's Barrier spans the whole world).
-		first := members[0]
-		token := pexec.F32(make([]float32, 1))
-		if r == first {
-			for _, p := range members[1:] {
-				if err := c.Recv(ctx, token, p); err != nil {
-					return err
-				}
-			}
-			for _, p := range members[1:] {
-				if err := c.Send(ctx, token, p); err != nil {
-					return err
-				}
-			}
-		} else {
-			if err := c.Send(ctx, token, first); err != nil {
-				return err
-			}
-			if err := c.Recv(ctx, token, first); err != nil {
-				return err
-			}
+	err := w.each(ctx, b.members(), func(ctx context.Context, r int, c *tcpcomm.Comm) error {
+		e, err := b.rankRun(ctx, r, c, b.groups[r], bytes, iters)
+		if r == b.ranks[0] {
+			elapsed = e
 		}
-		start := time.Now()
-		for i := 0; i < iters; i++ {
-			switch {
-			case b.op == opAllReduce:
-				if err := b.groups[r].AllReduce(ctx, buf); err != nil {
-					return err
-				}
-			case r == first:
-				if err := c.Send(ctx, buf, members[1]); err != nil {
-					return err
-				}
-				if err := c.Recv(ctx, buf, members[1]); err != nil {
-					return err
-				}
-			default:
-				if err := c.Recv(ctx, buf, first); err != nil {
-					return err
-				}
-				if err := c.Send(ctx, buf, first); err != nil {
-					return err
-				}
-			}
-		}
-		if r == first {
-			elapsed = time.Since(start).Seconds()
-		}
-		return c.Flush(ctx)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
+	return b.perCall(elapsed, iters), nil
+}
+
+// groupOf is the all_reduce group of member r.
+func (b *commBench) groupOf(r int) []int {
+	if b.op == opAllReducePairs {
+		return pairOf(r)
+	}
+	return b.ranks
+}
+
+// members are the ranks taking part: the group, or sendrecv's first two.
+func (b *commBench) members() []int {
+	if b.op == opSendRecv {
+		return b.ranks[:2]
+	}
+	return b.ranks
+}
+
+// perCall is the time of one call from rank 0's elapsed time over iters
+// (sendrecv: half a round trip).
+func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
 	if b.op == opSendRecv {
 		per /= 2
 	}
-	return per, nil
+	return per
+}
+
+// rankRun is member r's part of run, on its own Comm c (and, for
+// all_reduce, its group g): the members' barrier, then iters calls. It
+// returns the elapsed time of the calls (meaningful on the first member).
+func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec.Group, bytes int64, iters int) (float64, error) {
+	members := b.members()
+	buf := pexec.F32(make([]float32, int(max(1, bytes/4))))
+	// A barrier over the members, built from point-to-point messages
+	// (the Comm's Barrier spans the whole world).
+	first := members[0]
+	token := pexec.F32(make([]float32, 1))
+	if r == first {
+		for _, p := range members[1:] {
+			if err := c.Recv(ctx, token, p); err != nil {
+				return 0, err
+			}
+		}
+		for _, p := range members[1:] {
+			if err := c.Send(ctx, token, p); err != nil {
+				return 0, err
+			}
+		}
+	} else {
+		if err := c.Send(ctx, token, first); err != nil {
+			return 0, err
+		}
+		if err := c.Recv(ctx, token, first); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		switch {
+		case b.op == opAllReduce || b.op == opAllReducePairs:
+			if err := g.AllReduce(ctx, buf); err != nil {
+				return 0, err
+			}
+		case r == first:
+			if err := c.Send(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
+			if err := c.Recv(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
+		default:
+			if err := c.Recv(ctx, buf, first); err != nil {
+				return 0, err
+			}
+			if err := c.Send(ctx, buf, first); err != nil {
+				return 0, err
+			}
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	return elapsed, c.Flush(ctx)
+}
+
+// itersFor is the number of calls per sample: enough for minDur after a
+// pilot call of pilot seconds (2 to 100 000).
+func itersFor(pilot float64, minDur time.Duration) int {
+	if pilot <= 0 {
+		return 2
+	}
+	return int(math.Min(1e5, math.Max(2, math.Ceil(minDur.Seconds()/pilot))))
 }
 
 // timeComm times bytes once per repeat; the number of calls per repeat comes
@@ -223,10 +275,7 @@ func (b *commBench) time(ctx context.Context, w *world, bytes int64, repeats int
 	if err != nil {
 		return nil, err
 	}
-	iters := 2
-	if pilot > 0 {
-		iters = int(math.Min(1e5, math.Max(2, math.Ceil(minDur.Seconds()/pilot))))
-	}
+	iters := itersFor(pilot, minDur)
 	ts := make([]float64, repeats)
 	for r := range ts {
 		if ts[r], err = b.run(ctx, w, bytes, iters); err != nil {

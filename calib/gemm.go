@@ -5,8 +5,7 @@ import (
 	"math"
 	"time"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/partbench/partbench/exec/cpu"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -88,9 +87,9 @@ func (s *gemmShape) clip(flopBudget, weightCap int64) {
 	}
 }
 
-// timeGEMM times out[mm, mn] = x[mm, k] @ w[k, mn] through blas32.Gemm with
-// the arguments exec/cpu's gemm passes (row-major, no transposes, β = 0),
-// once per repeat; seconds per call.
+// timeGEMM times out[mm, mn] = x[mm, k] @ w[k, mn] through cpu.MatMul, the
+// CPU backend's GEMM (gonum's sgemm, row-major, no transposes, β = 0, in
+// serial tiles), once per repeat; seconds per call.
 func timeGEMM(s gemmShape, repeats int, minDur time.Duration) []float64 {
 	x, w, out := make([]float32, s.mm*s.k), make([]float32, s.k*s.mn), make([]float32, s.mm*s.mn)
 	for i := range x {
@@ -99,12 +98,9 @@ func timeGEMM(s gemmShape, repeats int, minDur time.Duration) []float64 {
 	for i := range w {
 		w[i] = float32(i%89) * 1e-2
 	}
-	a := blas32.General{Rows: s.mm, Cols: s.k, Stride: s.k, Data: x}
-	b := blas32.General{Rows: s.k, Cols: s.mn, Stride: s.mn, Data: w}
-	c := blas32.General{Rows: s.mm, Cols: s.mn, Stride: s.mn, Data: out}
 	ts := make([]float64, repeats)
 	for r := range ts {
-		ts[r] = timePer(minDur, func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) })
+		ts[r] = timePer(minDur, func() { cpu.MatMul(s.mm, s.mn, s.k, x, w, out) })
 	}
 	return ts
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +29,9 @@ type Calibration struct {
 	Cache  []CacheSample     `toml:"cache"`
 	Comm   []CommSample      `toml:"comm"`
 	Ops    []OpSample        `toml:"op"`
+	// OpTimes is the op-time table sim prices ops from (Apply copies it into
+	// the config's hardware).
+	OpTimes []OpTime `toml:"op_time"`
 	// Remote is the per-request overhead of partbench's remote server on
 	// this host (nil in calibrations that did not measure it).
 	Remote *RemoteCalibration `toml:"remote"`
@@ -204,6 +208,9 @@ func (c *Calibration) Validate() error {
 			errs = append(errs, fmt.Errorf("remote.samples: must be ≥ 1 (got %d)", r.Samples))
 		}
 	}
+	if err := ValidateOpTimes("op_time", c.OpTimes); err != nil {
+		errs = append(errs, err)
+	}
 	known := map[string]bool{}
 	for _, k := range SpreadKeys {
 		known[k] = true
@@ -243,6 +250,34 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	notes = append(notes, fmt.Sprintf("hardware %q replaced by the calibrated profile %q (%s, measured %s)", cfg.Hardware.Name, c.Hardware.Name, src, c.Info.Date))
 	cfg.Hardware.Preset = ""
 	cfg.Hardware.GPU = c.Hardware
+	perHost := cfg.Topology.Size()
+	if n := cfg.Topology.Nodes; n > 1 {
+		perHost = (perHost + n - 1) / n
+	}
+	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
+	perHost = min(perHost, max(1, ranks))
+	concurrent := ConcurrentRanks(cfg, perHost)
+	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
+		// sim shares the host's cores among the ranks computing at each
+		// moment (sim/optable_share.go): compute is priced uncontended.
+		cfg.Hardware.HostCores, concurrent = c.Info.Cores, 1
+		if perHost > c.Info.Cores {
+			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
+		}
+	}
+	times, off := OpTimesFor(c.OpTimes, concurrent, perHost)
+	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
+		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
+	}
+	cfg.Hardware.OpTimes = times
+	if len(times) > 0 {
+		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover — compute measured with %d rank(s) computing at once (of %d per host), communication among %d — the roofline prices the rest",
+			len(times), opTimeKinds(times), concurrent, perHost, perHost))
+		if len(off) > 0 {
+			notes = append(notes, fmt.Sprintf("warning: the profile has no op times measured at this config's placement (%d computing at once, %d ranks per host) for %s: shared cores are priced at another placement (calibrate with --op-ranks %d,%d)",
+				concurrent, perHost, strings.Join(off, ", "), concurrent, perHost))
+		}
+	}
 
 	measured := c.Ranks()
 	if measured < 2 {
@@ -404,8 +439,30 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		tw.ArrayTable("op")
 		kvs(tw, "config", s.Config, "phase", s.Phase, "kind", s.Kind, "calls", s.Calls, "measured_s", s.MeasuredS, "model_s", s.ModelS)
 	}
+	if len(c.OpTimes) > 0 {
+		tw.Raw("\n")
+		tw.Comment("Op-time table: each op kind timed at the Programs' shapes (size: rows, or bytes for communication; context: attention's positions).")
+	}
+	for _, s := range c.OpTimes {
+		tw.ArrayTable("op_time")
+		kvs(tw, "kind", s.Kind, "shape", s.Shape, "size", s.Size, "context", s.Context, "time_s", s.TimeS, "time_min_s", s.TimeMinS, "time_max_s", s.TimeMaxS,
+			"samples", s.Samples, "ranks", s.Ranks)
+	}
 	_, err := io.WriteString(w, tw.String())
 	return err
+}
+
+// opTimeKinds lists the kinds of ts once each, in order of first entry.
+func opTimeKinds(ts []OpTime) string {
+	seen := map[string]bool{}
+	var ks []string
+	for _, t := range ts {
+		if !seen[t.Kind] {
+			seen[t.Kind] = true
+			ks = append(ks, t.Kind)
+		}
+	}
+	return strings.Join(ks, ", ")
 }
 
 // kvs writes key, value pairs without comments.

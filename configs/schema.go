@@ -86,6 +86,14 @@ func (p Parallel) Ranks() int { return p.TP * p.PP * max(p.DP, 1) }
 type Hardware struct {
 	Preset string `toml:"preset" json:"preset,omitempty"`
 	topology.GPU
+	// OpTimes is the measured op-time table of a calibrated profile
+	// (calibration_optable.go); sim prices an op from it where it has the
+	// op's shape, by roofline elsewhere.
+	OpTimes []OpTime `toml:"op_time" json:"op_time,omitempty"`
+	// HostCores is the cores a CPU host's ranks share (0: each rank has its
+	// own device); sim stretches compute ops when more ranks compute at
+	// once than there are cores.
+	HostCores int `toml:"host_cores" json:"host_cores,omitempty"`
 }
 
 // Topology names a topology preset and/or overrides its fields inline.

@@ -31,6 +31,10 @@ type RankResult struct {
 	StepEndS [][]float64 `json:"step_end_s"`
 	// BusyS is the time spent in ops of each kind over all measured iterations.
 	BusyS map[string]float64 `json:"busy_s"`
+	// PhaseBusyS is BusyS per phase and measured iteration: [phase][kind][i]
+	// is the time in ops of the kind in iteration i's prefill, or in all its
+	// decode steps — for the op check of a run (compare.OpCheck).
+	PhaseBusyS map[string]map[string][]float64 `json:"phase_busy_s,omitempty"`
 	// Counts of the communication layer over the measured iterations, by phase.
 	PrefillCounts commcount.Snapshot `json:"prefill_counts"`
 	DecodeCounts  commcount.Snapshot `json:"decode_counts"`

@@ -103,7 +103,8 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
 	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex, Replica: r.Replica,
-		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}}
+		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{},
+		PhaseBusyS: map[string]map[string][]float64{string(partition.Prefill): {}, string(partition.Decode): {}}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
 	if it, ok := compute.(AllocationItemizer); ok {
@@ -113,6 +114,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	total := cfg.Run.Warmup + cfg.Run.Iterations
 	var windowStart, t0 time.Time
 	var measured, tracing bool
+	iter := 0 // the measured iteration's index
 	phase, step := partition.Prefill, -1
 	// observe adds each op's time to the busy total of its kind over the
 	// measured iterations, and records the last iteration's ops for a trace.
@@ -122,6 +124,13 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			return
 		}
 		res.BusyS[string(op.Kind)] += end.Sub(start).Seconds()
+		byKind := res.PhaseBusyS[string(phase)]
+		v := byKind[string(op.Kind)]
+		for len(v) <= iter {
+			v = append(v, 0)
+		}
+		v[iter] += end.Sub(start).Seconds()
+		byKind[string(op.Kind)] = v
 		if tracing && (phase == partition.Prefill || step < o.TraceDecodeSteps) {
 			name := op.Name
 			if labeler != nil {
@@ -145,7 +154,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 	}
 	for it := 0; it < total; it++ {
-		measured = it >= cfg.Run.Warmup
+		measured, iter = it >= cfg.Run.Warmup, it-cfg.Run.Warmup
 		tracing = o.TraceDecodeSteps > 0 && it == total-1
 		if it == cfg.Run.Warmup {
 			// Counts and busy time cover the measured iterations only.

@@ -38,7 +38,7 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 	}
 	grids := []Grid{figs}
 
-	gemm := Grid{Title: "GEMM shapes of the Programs through blas32.Gemm (measured M×N where the shape was cut to the budget)",
+	gemm := Grid{Title: "GEMM shapes of the Programs through cpu.MatMul (measured M×N where the shape was cut to the budget)",
 		Header: []string{"source", "M×N×K", "measured M×N", "median (s)", "min (s)", "max (s)", "GFLOP/s", "model / measured"}}
 	for _, s := range cal.GEMM {
 		meas := "same"

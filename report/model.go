@@ -189,6 +189,7 @@ func rankGrid(e *sim.Estimate) Grid {
 	if worst >= 0 {
 		g.Notes = append(g.Notes, fixedNote(e, e.Ranks[worst]))
 	}
+	pricingColumn(&g, e)
 	if e.DP > 1 {
 		g.Notes = append(g.Notes, fmt.Sprintf("rows are replica 0's ranks; the other %d replicas hold and do the same", e.DP-1))
 	}

@@ -70,6 +70,9 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 		cmp.Title = "Measured: " + cmp.Title[len("Measured vs modeled: "):]
 	}
 	grids := []Grid{cmp}
+	if d.Estimate != nil && len(d.OpCheck) > 0 {
+		grids = append(grids, OpCheckGrid(d.OpCheck))
+	}
 	if perRank {
 		g := Grid{Title: "Per rank (measured)", Header: []string{"rank", "host", "pid", "stage", "tp", "allocated (MB)",
 			"prefill mean (ms)", "busy compute (s)", "busy comm (s)", "NCCL calls", "p2p messages", "wire (MB)"}}

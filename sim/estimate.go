@@ -29,6 +29,9 @@ type Options struct {
 	// stage is simulated and stands for the others (Timeline.PerStage):
 	// the Estimate is the same, bit for bit, in less time and memory.
 	EveryRank bool
+
+	// share stretches compute ops for a host's shared cores (optable_share.go).
+	share *coreShare
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -110,6 +113,13 @@ type RankEstimate struct {
 	// one decode step's, and the whole prefill's.
 	DecodeFixed  FixedCosts `json:"decode_fixed"`
 	PrefillFixed FixedCosts `json:"prefill_fixed"`
+
+	// TableOps and ModelOps count the rank's ops of one prefill and one
+	// decode step priced from the hardware profile's op-time table and by
+	// the roofline or the link model (optable.go; recvs, which wait, not
+	// counted).
+	TableOps int `json:"table_ops,omitempty"`
+	ModelOps int `json:"model_ops,omitempty"`
 }
 
 // FixedCosts is the part of a rank's modeled op time that does not depend
@@ -252,6 +262,9 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e, err = shareCores(plan, full.DP, opts, e); err != nil {
+		return nil, err
+	}
 	defer e.addReplicas(full)
 	e.Range = Range{
 		TTFTS:      Spread{e.Prefill.TTFTS, e.Prefill.TTFTS, e.Prefill.TTFTS},
@@ -366,7 +379,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		floor += hbmFloorBytes(d, ws, usable)
 	}
 
-	s := &simulator{plan: plan, opts: opts, perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
 	for r := range s.index {
 		s.index[r] = -1
@@ -468,6 +481,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	}
 	e.rankUse(partition.Prefill, 0, prefillEnd)
 	e.rankUse(partition.Decode, w0, w1)
+	e.countPricing()
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
 	if err := checkFinite(e); err != nil {
@@ -620,7 +634,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	}
 	pe.Bottleneck = BoundBubble
 	best := -1.0
-	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
+	for _, b := range []Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundTable, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble} {
 		if t := pe.TimeByBound[b]; t > best {
 			best, pe.Bottleneck = t, b
 		}

@@ -158,6 +158,7 @@ type QuickCache struct {
 	stages map[stageKey]*stageCost
 	colls  map[collCostKey]collCost
 	p2ps   map[p2pKey]float64
+	table  quickTable // the op-time table of the last plan's hardware
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -459,10 +460,16 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 	case partition.Send:
 		return launchS(g, phase), BoundLatency, nil
 	case partition.AllReduce, partition.AllGather:
+		if t, ok := c.table.of(plan).Time(op); ok {
+			return t, BoundTable, nil
+		}
 		cc, err := c.collective(plan, op, first, tp)
 		return cc.t + launchS(g, phase), cc.bound, err
 	}
 	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
+	if t, ok := c.table.of(plan).Time(op); ok {
+		return t + stepFixedS(g, phase, op), BoundTable, nil
+	}
 	return oc.TimeS, oc.Bound, nil
 }
 

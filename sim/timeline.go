@@ -109,6 +109,7 @@ type rankState struct {
 type simulator struct {
 	plan      *partition.Plan
 	opts      Options
+	table     *OpTable // the hardware profile's measured op times (nil: none)
 	perStage  bool
 	ids       []int
 	index     []int // plan rank → simulator index, −1: not simulated (nil ids: every rank)
@@ -223,6 +224,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		key := chanKey{rank, op.Peer}
 		start := max(sl.EndS, s.chanFree[key])
 		est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
+		if t, ok := s.table.Time(op); ok { // a measured one-way transfer
+			est.TimeS = t
+		}
 		s.chanFree[key] = start + est.TimeS
 		s.flows++
 		sl.Flow = s.flows
@@ -250,6 +254,11 @@ func (s *simulator) step(ri int) (bool, error) {
 		first := !r.touched[key]
 		r.touched[key] = true
 		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
+		if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
+			c.FixedS = stepFixedS(g, it.phase, op)
+			c.TimeS, c.Bound = t+c.FixedS, BoundTable
+		}
+		c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
 		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
 			c.TimeS, c.Bound = t, BoundMeasured
 		}
@@ -294,6 +303,9 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	bound := linkBound(est.Link)
 	if est.LatencyBound {
 		bound = BoundLatency
+	}
+	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
+		end, bound = start+t, BoundTable
 	}
 	for _, m := range gi.members {
 		mr := s.ranks[m]

@@ -18,6 +18,9 @@ type Compute struct {
 	inputs *model.Inputs
 	kv     map[int]*kvCache
 	out    []mbOut
+	// rot is the rotary table, built at the first attention op with rotary
+	// embeddings for every position of the KV cache.
+	rot *ropeTable
 
 	allocated int64
 	byKind    map[string]int64
@@ -201,8 +204,11 @@ func (k kernels) Attention(op *partition.Op, qkv, ao pexec.F32, past int) error 
 	if cache == nil {
 		return fmt.Errorf("rank %d holds no KV cache of layer %d", k.c.rank.Rank, op.Layer)
 	}
+	if op.RopeTheta > 0 && !k.c.rot.fits(op.HeadDim, op.RopeTheta, cache.context) {
+		k.c.rot = newRopeTable(cache.context, op.HeadDim, op.RopeTheta)
+	}
 	attention(qkv, ao, cache, attnShape{seq0: op.Microbatch * op.Seqs, seqs: op.Seqs, q: op.QLen, past: past,
-		hl: op.Heads, kvl: op.KVHeads, hd: op.HeadDim, theta: op.RopeTheta, bidirectional: op.Bidirectional})
+		hl: op.Heads, kvl: op.KVHeads, hd: op.HeadDim, theta: op.RopeTheta, bidirectional: op.Bidirectional, rot: k.c.rot})
 	return nil
 }
 
@@ -212,6 +218,7 @@ func (k kernels) Activation(op *partition.Op, u, a pexec.F32) error {
 }
 
 func (k kernels) Residual(op *partition.Op, y, x pexec.F32) error {
+	x = x[:len(y)]
 	for i, v := range y {
 		x[i] += v
 	}

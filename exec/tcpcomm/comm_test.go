@@ -19,7 +19,7 @@ import (
 
 // world connects n ranks in this process: a rendezvous session each (over
 // loopback), then a Comm each.
-func world(t *testing.T, n int) []*Comm {
+func world(t testing.TB, n int) []*Comm {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,0 +1,168 @@
+package calib
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/exec/tcpcomm"
+)
+
+// LinkWorkerEnv, set in a process's environment, makes it one rank of a
+// link measurement with process ranks (LinkWorker): its value is the
+// measurement's spec, JSON. `partbench calibrate` checks it first.
+const LinkWorkerEnv = "PARTBENCH_CALIBRATE_LINK_RANK"
+
+// linkResultPrefix starts the line rank 0 writes its times on.
+const linkResultPrefix = "partbench-link-times "
+
+// linkSpec is what every rank of a process link measurement runs.
+type linkSpec struct {
+	Groups     []linkGroup `json:"groups"`
+	Sizes      []int64     `json:"sizes"`
+	Repeats    int         `json:"repeats"`
+	MinSampleS float64     `json:"min_sample_s"`
+}
+
+type linkGroup struct {
+	Op    string `json:"op"`
+	Ranks []int  `json:"ranks"`
+}
+
+// measureLinkProcs runs the link measurement with n ranks as processes,
+// started by launch.Spawn as a run's local ranks are (argv re-runs this
+// program as LinkWorker), so the samples see what a run's ranks see: the
+// OS scheduling processes on the host's cores, not goroutines. It returns
+// rank 0's per-call times, [group][size][repeat].
+func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGroup, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
+	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
+	for _, g := range groups {
+		spec.Groups = append(spec.Groups, linkGroup{g.op, g.ranks})
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var out, errOut bytes.Buffer
+	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
+		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
+	if err != nil || code != 0 {
+		return nil, fmt.Errorf("communication: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
+	}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := strings.TrimPrefix(sc.Text(), "[rank 0] ")
+		if rest, ok := strings.CutPrefix(line, linkResultPrefix); ok {
+			var times [][][]float64
+			if err := json.Unmarshal([]byte(rest), &times); err != nil {
+				return nil, fmt.Errorf("communication: rank 0's times: %w", err)
+			}
+			if len(times) != len(groups) {
+				return nil, fmt.Errorf("communication: rank 0 reported %d groups, want %d", len(times), len(groups))
+			}
+			return times, nil
+		}
+	}
+	return nil, fmt.Errorf("communication: rank 0 reported no times:\n%s%s", out.String(), errOut.String())
+}
+
+// LinkWorker is one rank of a process link measurement (spec: the value of
+// LinkWorkerEnv): it joins the launcher's rendezvous, connects a
+// tcpcomm.Comm as a run's rank does, and runs every group at every size in
+// the order of the spec — members only; the first member (rank 0) sizes
+// each sample from a pilot and tells the others. Rank 0 writes its times
+// to stdout as one line.
+func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
+	var spec linkSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return fmt.Errorf("%s: %w", LinkWorkerEnv, err)
+	}
+	env, err := launch.Detect(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	sess, err := rendezvous.Join(ctx, rendezvous.Options{Addr: env.RendezvousAddr, Rank: env.Rank, Size: env.Size, LaunchedSize: env.Size,
+		JoinTimeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	c, err := tcpcomm.New(cctx, sess, env.Rank, env.Size, "127.0.0.1")
+	ccancel()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	me := env.Rank
+	minDur := time.Duration(spec.MinSampleS * float64(time.Second))
+	times := make([][][]float64, len(spec.Groups))
+	for gi, g := range spec.Groups {
+		b := &commBench{op: g.Op, ranks: g.Ranks}
+		members := b.members()
+		times[gi] = make([][]float64, len(spec.Sizes))
+		if !slices.Contains(members, me) {
+			continue
+		}
+		var grp pexec.Group
+		if b.op == opAllReduce || b.op == opAllReducePairs {
+			if grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
+				return err
+			}
+		}
+		first := members[0]
+		for si, size := range spec.Sizes {
+			e, err := b.rankRun(ctx, me, c, grp, size, 2)
+			if err != nil {
+				return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
+			}
+			n := pexec.F32(make([]float32, 1))
+			if me == first {
+				n[0] = float32(itersFor(b.perCall(e, 2), minDur))
+				for _, p := range members[1:] {
+					if err := c.Send(ctx, n, p); err != nil {
+						return err
+					}
+				}
+			} else if err := c.Recv(ctx, n, first); err != nil {
+				return err
+			}
+			iters := int(n[0])
+			for r := 0; r < spec.Repeats; r++ {
+				e, err := b.rankRun(ctx, me, c, grp, size, iters)
+				if err != nil {
+					return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
+				}
+				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
+			}
+		}
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	if err := c.Flush(ctx); err != nil {
+		return err
+	}
+	if me != 0 {
+		return nil
+	}
+	js, err := json.Marshal(times)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s%s\n", linkResultPrefix, js)
+	return err
+}

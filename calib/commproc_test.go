@@ -1,0 +1,51 @@
+//go:build unix
+
+package calib
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// With LinkWorkerEnv set, the test binary is one rank of a process link
+// measurement started by measureLinkProcs.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(LinkWorkerEnv); spec != "" {
+		if err := LinkWorker(context.Background(), spec, os.Stdout); err != nil {
+			fmt.Println("err:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Three process ranks time an all_reduce over all of them and over a pair,
+// and a sendrecv, at two sizes, twice each: rank 0 reports a positive time
+// for every group, size and repeat.
+func TestMeasureLinkProcs(t *testing.T) {
+	groups := []commGroup{{opAllReduce, []int{0, 1, 2}}, {opAllReduce, []int{0, 1}}, {opSendRecv, []int{0, 1}}}
+	sizes := []int64{16, 4096}
+	times, err := measureLinkProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, groups, sizes, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gi := range groups {
+		if len(times[gi]) != len(sizes) {
+			t.Fatalf("group %d: %d sizes, want %d", gi, len(times[gi]), len(sizes))
+		}
+		for si := range sizes {
+			if len(times[gi][si]) != 2 {
+				t.Fatalf("group %d size %d: %d repeats, want 2", gi, si, len(times[gi][si]))
+			}
+			for _, v := range times[gi][si] {
+				if !(v > 0 && v < 1) {
+					t.Fatalf("group %d size %d: time %g s, want in (0, 1)", gi, si, v)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package calib
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// NewCompute makes rank's compute backend for plan: the op times are
+// measured through the exec.Compute interface, the calls a run makes.
+type NewCompute func(plan *partition.Plan, rank int) (pexec.Compute, error)
+
+// CPUCompute is exec/cpu's Compute (the default NewCompute).
+func CPUCompute(plan *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(plan, rank) }
+
+// DefaultOpConfigs are the configs whose Programs' compute ops are timed
+// into the op-time table: the test configs the CPU backend runs (every
+// rank's prefill and decode Programs).
+var DefaultOpConfigs = []string{
+	"test/single-tiny", "test/tp4-tiny", "test/pp4-tiny", "test/tp2pp2-tiny", "test/tp2-dp2-tiny",
+	"test/layerwise16-tiny", "test/gpt2-tiny",
+}
+
+// opPlans builds the plans of configs.
+func opPlans(names []string) ([]*partition.Plan, error) {
+	var out []*partition.Plan
+	for _, name := range names {
+		cfg, err := configs.Load(name)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, plan)
+	}
+	return out, nil
+}
+
+// opRankCount is how many (config, rank) pairs the plans have: the
+// progress steps of one measureOpTimes.
+func opRankCount(plans []*partition.Plan) int {
+	n := 0
+	for _, p := range plans {
+		n += len(p.Ranks)
+	}
+	return n
+}
+
+// opPass is one pass whose compute ops are timed: a phase's Program at a
+// cache length.
+type opPass struct {
+	phase partition.Phase
+	past  func(op *partition.Op) int
+}
+
+// passesOf are the passes a run makes, in its order — the prefill, then
+// every decode step — and one more decode step at the Program's
+// representative cache length (Plan.DecodePast, what sim prices decode at).
+func passesOf(plan *partition.Plan) []opPass {
+	ps := []opPass{{partition.Prefill, pexec.Past(plan, partition.Prefill, 0)}}
+	for s := 0; s < plan.Config.Workload.OutputTokens-1; s++ {
+		ps = append(ps, opPass{partition.Decode, pexec.Past(plan, partition.Decode, s)})
+	}
+	rep := plan.DecodePast()
+	return append(ps, opPass{partition.Decode, func(*partition.Op) int { return rep }})
+}
+
+// measureOpTimes times the compute ops of every rank's Programs of plans
+// through exec/cpu **in sequence, as a run executes them** — each op timed
+// in place between the ops around it, so its caches hold what they hold in
+// a run — with n concurrent workers (each its own Compute of the rank, all
+// running the passes at once, as n local ranks of a run share the host's
+// cores). Every (config, rank) runs its passes (passesOf) iterations times
+// after one warm-up; each op's time joins the samples of its key
+// (sim.OpKey, with attention's context at the pass's cache length). An
+// entry's time is the median over iterations of the iteration's mean (over
+// occurrences in the Program and workers): a pass's time is the sum of its
+// ops', and the mean of a sum is the sum of the means — on a host whose
+// cores other ranks share, an op's time then includes its share of the
+// waits for a core, which a median of single samples would drop (a short
+// op is rarely the one preempted, and then for a whole time slice); the
+// median over iterations keeps a burst of another job's load in a few
+// iterations out. Ranks = n.
+func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, step func() error) ([]configs.OpTime, error) {
+	if newCompute == nil {
+		newCompute = CPUCompute
+	}
+	type key struct {
+		kind, shape   string
+		size, context int64
+	}
+	samples := map[key][]float64{}
+	sums := map[key][]float64{} // per iteration: the samples' sum and count
+	counts := map[key][]int{}
+	var order []key
+	for _, plan := range plans {
+		passes := passesOf(plan)
+		for rank := range plan.Ranks {
+			progs := map[partition.Phase]partition.Program{
+				partition.Prefill: plan.Program(rank, partition.Prefill),
+				partition.Decode:  plan.Program(rank, partition.Decode),
+			}
+			workers := make([][]key, n)   // keys of the ops timed, per worker, in order
+			times := make([][]float64, n) // and their times
+			iters := make([][]int, n)     // and their iterations
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for w := 0; w < n; w++ {
+				c, err := newCompute(plan, rank)
+				if err != nil {
+					return nil, err
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close()
+					<-start
+					for it := 0; it <= iterations; it++ { // iteration 0 warms up
+						for _, ps := range passes {
+							prog := progs[ps.phase]
+							if err := fillReceived(c, prog); err != nil {
+								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+								return
+							}
+							for i := range prog.Ops {
+								op := &prog.Ops[i]
+								if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+									continue
+								}
+								past := ps.past(op)
+								t0 := time.Now()
+								err := c.Exec(ctx, op, past)
+								if err == nil {
+									err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
+								}
+								if err != nil {
+									errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
+									return
+								}
+								d := time.Since(t0).Seconds()
+								if it == 0 {
+									continue
+								}
+								o := *op
+								o.Past = past
+								k := key{}
+								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
+								workers[w] = append(workers[w], k)
+								times[w] = append(times[w], d)
+								iters[w] = append(iters[w], it-1)
+							}
+						}
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					return nil, fmt.Errorf("op times: %w", err)
+				}
+			}
+			for w := range workers {
+				for i, k := range workers[w] {
+					if samples[k] == nil {
+						order = append(order, k)
+					}
+					samples[k] = append(samples[k], times[w][i])
+					if sums[k] == nil {
+						sums[k], counts[k] = make([]float64, iterations), make([]int, iterations)
+					}
+					sums[k][iters[w][i]] += times[w][i]
+					counts[k][iters[w][i]]++
+				}
+			}
+			if err := step(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]configs.OpTime, 0, len(order))
+	for _, k := range order {
+		sp := spreadOf(samples[k])
+		var means []float64 // one per iteration
+		for it, c := range counts[k] {
+			if c > 0 {
+				means = append(means, sums[k][it]/float64(c))
+			}
+		}
+		t := medianOf(means)
+		out = append(out, configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context,
+			TimeS: t, TimeMinS: min(sp.Min, t), TimeMaxS: max(sp.Max, t), Samples: sp.N, Ranks: n})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Shape != b.Shape {
+			return a.Shape < b.Shape
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Context < b.Context
+	})
+	return out, nil
+}
+
+// commOpTimes turns the link samples into op-time entries: all_reduce by
+// group size and bytes, sendrecv's one-way time as a send of that many
+// bytes between two ranks, measured with ranks ranks on the host.
+func commOpTimes(samples []configs.CommSample, ranks, repeats int) []configs.OpTime {
+	var out []configs.OpTime
+	for _, s := range samples {
+		kind := s.Op
+		switch s.Op {
+		case opSendRecv:
+			kind = string(partition.Send)
+		case opAllReducePairs: // a pair's all_reduce, every pair at once
+			kind = opAllReduce
+		}
+		out = append(out, configs.OpTime{Kind: kind, Shape: fmt.Sprintf("ranks=%d", s.Ranks), Size: s.Bytes,
+			TimeS: s.TimeMedianS, TimeMinS: s.TimeMinS, TimeMaxS: s.TimeMaxS, Samples: repeats, Ranks: ranks})
+	}
+	return out
+}
+
+// fillReceived writes values into every activation buffer prog's recv ops
+// fill in a run (measureOpTimes runs no communication): left at zero,
+// a GEMM reading them would be timed too fast — gonum's sgemm skips the
+// zero elements of its left operand. Values are a fixed pattern in
+// (−1, 1), none zero, written before every pass (the residual adds of a pass grow
+// them otherwise).
+func fillReceived(c pexec.Compute, prog partition.Program) error {
+	for i := range prog.Ops {
+		op := &prog.Ops[i]
+		if op.Kind != partition.Recv || op.Payload == partition.PayloadTokens {
+			continue // token ids stay ids (0)
+		}
+		b, err := c.Buffer(op.Out, op.Microbatch, op.Elems)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op.Name, err)
+		}
+		f, ok := b.(pexec.F32)
+		if !ok {
+			continue // a device's buffer: its GEMM does not skip zeros
+		}
+		for j := range f {
+			f[j] = (float32((j*7919)%2000)+0.5)/1000 - 1 // never 0
+		}
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package calib
+
+import (
+	"context"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// Every compute op of single-tiny's Programs has an op-time entry after
+// measuring (so sim prices none of them by roofline), and decode attention
+// has one at every cache length a run's decode steps see.
+func TestOpTimesCoverTheProgram(t *testing.T) {
+	plans, err := opPlans([]string{"test/single-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := measureOpTimes(context.Background(), plans, 2, 1, nil, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
+		t.Fatal(err)
+	}
+	tab := sim.NewOpTable(ts)
+	cfg, _ := configs.Load("test/single-tiny")
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[partition.Kind]bool{}
+	for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+		for _, op := range plan.Program(0, ph).Ops {
+			if _, ok := tab.Time(&op); !ok {
+				t.Errorf("%s %s (%s): no entry", ph, op.Name, op.Kind)
+			}
+			kinds[op.Kind] = true
+		}
+	}
+	// input, rmsnorm, gemm, attention, activation, residual, sample
+	if len(kinds) != 7 {
+		t.Errorf("kinds %v, want the 7 compute kinds of a Llama-style Program", kinds)
+	}
+	// Decode attention: prompt 20, 4 output tokens → steps at past 20, 21, 22
+	// (contexts 21–23), and sim's representative past 20 + 4/2 = 22.
+	var ctxs []int64
+	for _, e := range ts {
+		if e.Kind == "attention" && e.Size == 1 {
+			ctxs = append(ctxs, e.Context)
+		}
+		if e.Ranks != 2 {
+			t.Fatalf("entry %+v: ranks %d, want 2", e, e.Ranks)
+		}
+	}
+	if len(ctxs) != 3 || ctxs[0] != 21 || ctxs[2] != 23 {
+		t.Errorf("decode attention contexts %v, want [21 22 23]", ctxs)
+	}
+}
+
+func TestCommOpTimes(t *testing.T) {
+	got := commOpTimes([]configs.CommSample{
+		{Op: opAllReduce, Ranks: 4, Bytes: 256, TimeMinS: 1, TimeMedianS: 2, TimeMaxS: 3},
+		{Op: opSendRecv, Ranks: 2, Bytes: 16, TimeMinS: 1, TimeMedianS: 1, TimeMaxS: 1},
+	}, 4, 5)
+	want := []configs.OpTime{
+		{Kind: "all_reduce", Shape: "ranks=4", Size: 256, TimeS: 2, TimeMinS: 1, TimeMaxS: 3, Samples: 5, Ranks: 4},
+		{Kind: "send", Shape: "ranks=2", Size: 16, TimeS: 1, TimeMinS: 1, TimeMaxS: 1, Samples: 5, Ranks: 4},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The keys are sim's: an all_reduce of 256 B over 4 ranks, a send of 16 B.
+	tab := sim.NewOpTable(got)
+	if v, ok := tab.Time(&partition.Op{Kind: partition.AllReduce, Group: []int{0, 1, 2, 3}, Bytes: 256}); !ok || v != 2 {
+		t.Errorf("all_reduce look-up: %g, %v", v, ok)
+	}
+	if v, ok := tab.Time(&partition.Op{Kind: partition.Send, Peer: 1, Bytes: 16}); !ok || v != 1 {
+		t.Errorf("send look-up: %g, %v", v, ok)
+	}
+}
+
+// fillReceived leaves no zero in a received activation buffer (a GEMM on
+// zeros is timed too fast: gonum skips zero elements) and keeps token ids.
+func TestFillReceived(t *testing.T) {
+	plans, err := opPlans([]string{"test/tp2pp2-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := plans[0]
+	c, err := cpu.New(plan, 2) // stage 1: receives activations from stage 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prog := plan.Program(2, partition.Decode)
+	if err := fillReceived(c, prog); err != nil {
+		t.Fatal(err)
+	}
+	acts := 0
+	for _, op := range prog.Ops {
+		if op.Kind != partition.Recv {
+			continue
+		}
+		b, err := c.Buffer(op.Out, op.Microbatch, op.Elems)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range b.(pexec.F32) {
+			if op.Payload == partition.PayloadTokens && v != 0 {
+				t.Fatalf("%s: token %d = %g, want id 0", op.Name, i, v)
+			}
+			if op.Payload == partition.PayloadActivation && (v == 0 || v <= -1 || v >= 1) {
+				t.Fatalf("%s: element %d = %g, want a non-zero value in (−1, 1)", op.Name, i, v)
+			}
+		}
+		if op.Payload == partition.PayloadActivation {
+			acts++
+		}
+	}
+	if acts == 0 {
+		t.Fatal("stage 1 received no activations")
+	}
+}

@@ -1,0 +1,154 @@
+package compare
+
+import (
+	"github.com/partbench/partbench/stats"
+	"sort"
+
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// OpCheckRow is one op kind in one phase of a run: the time the executor's
+// per-op timers measured inside the kind's calls against the time the
+// estimate's timeline spends in the same ops, so a miss in TTFT or TPOT
+// points at an op kind.
+type OpCheckRow struct {
+	Phase string `json:"phase"`
+	Kind  string `json:"kind"`
+	// Ranks is how many measured ranks run the kind in the phase.
+	Ranks int `json:"ranks"`
+	// MeasuredS and ModeledS are per iteration's prefill, or per decode
+	// step, the mean over the ranks that run the kind (measured: each rank's
+	// median over iterations): the time inside the ops' calls, waits for a
+	// partner included (a collective's or recv's wait is part of its call,
+	// on both sides).
+	MeasuredS float64 `json:"measured_s"`
+	ModeledS  float64 `json:"modeled_s"`
+	// Ratio is ModeledS / MeasuredS (0 when nothing was measured).
+	Ratio float64 `json:"modeled_over_measured"`
+	// TableOps and RooflineOps count the modeled ops of the kind per rank in
+	// one prefill or one decode step priced from the hardware profile's
+	// op-time table and by the roofline (or the collective and link model).
+	TableOps    int `json:"table_ops"`
+	RooflineOps int `json:"roofline_ops"`
+}
+
+// OpCheck holds m's per-kind busy times (exec.RankResult.PhaseBusyS: the
+// median over measured iterations, as TTFT and TPOT are compared at their
+// medians — a mean would be one preempted iteration's on a shared host)
+// against est's timeline, per phase and kind. It returns nil when the ranks
+// did not time each phase (results of an older partbench) or there is no
+// estimate.
+func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
+	if m == nil || est == nil || est.Timeline == nil || len(m.Ranks) == 0 {
+		return nil
+	}
+	type key struct{ phase, kind string }
+	type acc struct {
+		sum         float64
+		ranks       int
+		table, roof int
+	}
+	meas, model := map[key]*acc{}, map[key]*acc{}
+	at := func(m map[key]*acc, k key) *acc {
+		if m[k] == nil {
+			m[k] = &acc{}
+		}
+		return m[k]
+	}
+	for _, r := range m.Ranks {
+		if r.PhaseBusyS == nil {
+			return nil
+		}
+		steps := 0 // decode steps per iteration
+		if len(r.StepEndS) > 0 {
+			steps = len(r.StepEndS[0])
+		}
+		for phase, byKind := range r.PhaseBusyS {
+			per := 1.0 // an iteration's prefill
+			if phase == string(partition.Decode) {
+				if steps == 0 {
+					continue
+				}
+				per = float64(steps)
+			}
+			for kind, its := range byKind {
+				if len(its) == 0 {
+					continue
+				}
+				a := at(meas, key{phase, kind})
+				a.sum += stats.Median(its) / per
+				a.ranks++
+			}
+		}
+	}
+	// Modeled: each simulated rank's time per (phase, kind), decode divided
+	// by the decode steps simulated.
+	type rk struct {
+		rank int
+		key
+	}
+	perRank := map[rk]float64{}
+	decodeSteps := map[int]bool{}
+	for _, sl := range est.Timeline.Slices {
+		k := key{string(sl.Phase), string(sl.Op.Kind)}
+		perRank[rk{sl.Rank, k}] += sl.EndS - sl.StartS
+		a := at(model, k)
+		if sl.Bound == sim.BoundTable {
+			a.table++
+		} else {
+			a.roof++
+		}
+		if sl.Phase == partition.Decode {
+			decodeSteps[sl.Step] = true
+		}
+	}
+	for k, t := range perRank {
+		if k.phase == string(partition.Decode) && len(decodeSteps) > 0 {
+			t /= float64(len(decodeSteps))
+		}
+		a := at(model, k.key)
+		a.sum += t
+		a.ranks++
+	}
+	var rows []OpCheckRow
+	keys := map[key]bool{}
+	for k := range meas {
+		keys[k] = true
+	}
+	for k := range model {
+		keys[k] = true
+	}
+	for k := range keys {
+		row := OpCheckRow{Phase: k.phase, Kind: k.kind}
+		if a := meas[k]; a != nil && a.ranks > 0 {
+			row.Ranks, row.MeasuredS = a.ranks, a.sum/float64(a.ranks)
+		}
+		if a := model[k]; a != nil && a.ranks > 0 {
+			row.ModeledS = a.sum / float64(a.ranks)
+			// Per rank and pass: a prefill's ops, or one decode step's.
+			per := a.ranks
+			if k.phase == string(partition.Decode) {
+				per *= max(1, len(decodeSteps))
+			}
+			row.TableOps, row.RooflineOps = ceilDiv(a.table, per), ceilDiv(a.roof, per)
+		}
+		if row.MeasuredS > 0 {
+			row.Ratio = row.ModeledS / row.MeasuredS
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Phase != rows[j].Phase {
+			return rows[i].Phase > rows[j].Phase // prefill first
+		}
+		if rows[i].MeasuredS != rows[j].MeasuredS {
+			return rows[i].MeasuredS > rows[j].MeasuredS
+		}
+		return rows[i].Kind < rows[j].Kind
+	})
+	return rows
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,142 @@
+package configs
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleOpTimes() []OpTime {
+	return []OpTime{
+		{Kind: "gemm", Shape: "n=64 k=64 bias=false", Size: 4, TimeS: 2e-6, TimeMinS: 1.5e-6, TimeMaxS: 3e-6, Samples: 5, Ranks: 1},
+		{Kind: "attention", Shape: "seqs=4 heads=8 kv_heads=4 head_dim=8 rope=true bidirectional=false", Size: 1, Context: 22, TimeS: 9e-6, TimeMinS: 8e-6, TimeMaxS: 1e-5, Samples: 5, Ranks: 1},
+		{Kind: "gemm", Shape: "n=64 k=64 bias=false", Size: 4, TimeS: 5e-6, TimeMinS: 4e-6, TimeMaxS: 6e-6, Samples: 5, Ranks: 4},
+		{Kind: "all_reduce", Shape: "ranks=2", Size: 512, TimeS: 4e-5, TimeMinS: 3e-5, TimeMaxS: 6e-5, Samples: 5, Ranks: 4},
+	}
+}
+
+func TestCalibrationOpTimesRoundTrip(t *testing.T) {
+	want := sampleCalibration()
+	want.OpTimes = sampleOpTimes()
+	p := writeCalibration(t, want)
+	got, err := LoadCalibration(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.OpTimes, want.OpTimes) {
+		t.Errorf("op times changed in the round trip:\ngot  %+v\nwant %+v", got.OpTimes, want.OpTimes)
+	}
+}
+
+func TestValidateOpTimes(t *testing.T) {
+	bad := sampleOpTimes()
+	bad[0].Size = 0
+	bad[1].TimeS = -1
+	bad[3].Ranks = 0
+	bad = append(bad, sampleOpTimes()[2]) // the same entry twice
+	err := ValidateOpTimes("op_time", bad)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"op_time[0].size: must be ≥ 1 (got 0)",
+		"op_time[1].time_s: must be a positive, finite time in seconds (got -1)",
+		"op_time[3].ranks: must be ≥ 1 (got 0)",
+		"op_time[4]: same kind, shape, size, context and ranks as op_time[2]",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if err := ValidateOpTimes("op_time", sampleOpTimes()); err != nil {
+		t.Errorf("valid entries: %v", err)
+	}
+}
+
+func TestOpTimesFor(t *testing.T) {
+	ts := sampleOpTimes() // gemm at 1 and 4 ranks; attention at 1; all_reduce at 4
+	for _, c := range []struct {
+		compute, comm int
+		want          []int // the indices of ts taken
+		off           string
+	}{
+		{1, 1, []int{0, 1, 3}, "all_reduce (measured at 4)"},
+		{4, 4, []int{1, 2, 3}, "attention (measured at 1)"},
+		{1, 4, []int{0, 1, 3}, ""},                                                                            // compute at 1, the link at 4: all measured there
+		{2, 2, []int{0, 1, 3}, "gemm (measured at 1), attention (measured at 1), all_reduce (measured at 4)"}, // gemm: |1−2| < |4−2|
+		{3, 3, []int{1, 2, 3}, "attention (measured at 1), gemm (measured at 4), all_reduce (measured at 4)"},
+	} {
+		got, off := OpTimesFor(ts, c.compute, c.comm)
+		var want []OpTime
+		for _, i := range c.want {
+			want = append(want, ts[i])
+		}
+		if !reflect.DeepEqual(got, want) || strings.Join(off, ", ") != c.off {
+			t.Errorf("compute %d, comm %d: %+v (off %q), want %+v (off %q)", c.compute, c.comm, got, off, want, c.off)
+		}
+	}
+	if got, off := OpTimesFor(nil, 4, 4); got != nil || off != nil {
+		t.Errorf("no entries: %v, %v", got, off)
+	}
+}
+
+// ConcurrentRanks: TP × DP × min(PP, micro-batches), at most the ranks per host.
+func TestConcurrentRanks(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		perHost int
+		want    int
+	}{
+		{"test/single-tiny", 1, 1},
+		{"test/tp2pp2-tiny", 4, 4},      // 2 × 1 × min(2, 2)
+		{"test/pp4-tiny", 4, 4},         // 1 × 1 × min(4, 4)
+		{"test/tp2-dp2-tiny", 4, 4},     // 2 × 2 × min(1, 2)
+		{"test/layerwise16-tiny", 8, 1}, // 1 × 1 × min(16, 1): one stage busy at a time
+		{"test/tp4-tiny", 2, 2},         // 4, but only 2 ranks on the host
+	} {
+		cfg, err := Load(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ConcurrentRanks(cfg, c.perHost); got != c.want {
+			t.Errorf("%s with %d per host: %d, want %d", c.name, c.perHost, got, c.want)
+		}
+	}
+}
+
+// Apply gives a CPU config its compute op times measured uncontended (sim
+// shares the host's cores among the ranks computing at once) and its
+// communication measured among its ranks per host; without the host's
+// cores it takes compute at the ranks that compute at once, and warns where
+// the profile has no entries at that placement.
+func TestCalibrationApplyOpTimes(t *testing.T) {
+	cal := sampleCalibration() // 2 cores
+	cal.OpTimes = sampleOpTimes()
+	cfg, err := Load("test/tp2pp2-tiny") // 4 ranks on one host, 4 computing at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cal.Apply(cfg), "\n")
+	want := []OpTime{cal.OpTimes[0], cal.OpTimes[1], cal.OpTimes[3]} // gemm and attention at 1, all_reduce at 4
+	if !reflect.DeepEqual(cfg.Hardware.OpTimes, want) || cfg.Hardware.HostCores != 2 || strings.Contains(notes, "warning") ||
+		!strings.Contains(notes, "the 4 ranks per host share its 2 cores") {
+		t.Errorf("tp2pp2-tiny: op times %+v, host cores %d, notes %q", cfg.Hardware.OpTimes, cfg.Hardware.HostCores, notes)
+	}
+
+	cal.Info.Cores = 0 // cores unknown: compute at the 4 ranks computing at once
+	cfg, _ = Load("test/tp2pp2-tiny")
+	notes = strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[1].Ranks != 4 || cfg.Hardware.HostCores != 0 ||
+		!strings.Contains(notes, "warning: the profile has no op times measured at this config's placement (4 computing at once, 4 ranks per host) for attention (measured at 1)") {
+		t.Errorf("tp2pp2-tiny without cores: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+
+	// 1 rank: gemm and attention at 1; all_reduce only at 4, but a one-rank
+	// config has no communication to warn about, and no cores to share.
+	cal.Info.Cores = 2
+	cfg, _ = Load("test/single-tiny")
+	notes = strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 || strings.Contains(notes, "warning") || strings.Contains(notes, "share its") {
+		t.Errorf("single-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+}

@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// BoundTable marks an op priced from the hardware profile's op-time table
+// (a time measured on the machine at that shape) instead of the roofline.
+const BoundTable Bound = "table"
+
+// OpKey is where op sits in an op-time table (configs.OpTime): its kind,
+// the shape that must match exactly, the size interpolated along (token
+// rows of a compute op; bytes of a collective, send or recv) and, for
+// attention, the context (positions the chunk's last query sees, past +
+// query length; 0 for every other kind). calib writes its entries with this
+// function, sim reads them with it: one definition on both sides.
+func OpKey(op *partition.Op) (kind, shape string, size, context int64) {
+	kind, size = string(op.Kind), int64(op.Rows)
+	switch op.Kind {
+	case partition.Gemm:
+		shape = fmt.Sprintf("n=%d k=%d bias=%t", op.N, op.K, op.Bias != "")
+	case partition.Attention:
+		shape = fmt.Sprintf("seqs=%d heads=%d kv_heads=%d head_dim=%d rope=%t bidirectional=%t",
+			op.Seqs, op.Heads, op.KVHeads, op.HeadDim, op.RopeTheta > 0, op.Bidirectional)
+		size, context = int64(op.QLen), int64(op.Past+op.QLen)
+	case partition.Activation:
+		shape = fmt.Sprintf("width=%d mlp=%s", op.OutWidth, op.MLP)
+	case partition.Input:
+		shape = fmt.Sprintf("width=%d vocab=%d tensor=%s", op.OutWidth, op.Vocab, op.Tensor)
+	case partition.Sample:
+		shape = fmt.Sprintf("width=%d vocab=%d shards=%d in=%s", op.InWidth, op.Vocab, op.VocabShards, op.In)
+	case partition.AllReduce, partition.AllGather:
+		shape, size = fmt.Sprintf("ranks=%d", len(op.Group)), op.Bytes
+	case partition.Send, partition.Recv:
+		shape, size = "ranks=2", op.Bytes
+	default: // norms, residual, position
+		shape = fmt.Sprintf("width=%d", op.OutWidth)
+	}
+	return kind, shape, size, context
+}
+
+// OpTable is a profile's op-time table indexed for look-up. Between
+// measured shapes it interpolates as a power law: along size alone,
+//
+//	t(s) = t(a)^(1−u) · t(b)^u,  u = ln(s/a) / ln(b/a)
+//
+// for the measured sizes a ≤ s ≤ b next to s (linear in log size and log
+// time: a time proportional to sᵖ between two points is reproduced
+// exactly); for attention bilinearly in (ln size, ln context) over the four
+// measured corners around the point. Outside the measured range, or where a
+// corner was not measured, there is no entry and the roofline prices the op.
+type OpTable struct {
+	grids map[string]*opGrid // kind + "\x00" + shape
+}
+
+type opGrid struct {
+	sizes, contexts []int64
+	t               map[[2]int64]float64
+}
+
+// NewOpTable indexes ts (nil or empty: a table with no entries).
+func NewOpTable(ts []configs.OpTime) *OpTable {
+	if len(ts) == 0 {
+		return nil
+	}
+	tab := &OpTable{grids: map[string]*opGrid{}}
+	for _, e := range ts {
+		k := e.Kind + "\x00" + e.Shape
+		g := tab.grids[k]
+		if g == nil {
+			g = &opGrid{t: map[[2]int64]float64{}}
+			tab.grids[k] = g
+		}
+		g.t[[2]int64{e.Size, e.Context}] = e.TimeS
+	}
+	for _, g := range tab.grids {
+		ss, cs := map[int64]bool{}, map[int64]bool{}
+		for k := range g.t {
+			ss[k[0]], cs[k[1]] = true, true
+		}
+		g.sizes, g.contexts = sortedKeys(ss), sortedKeys(cs)
+	}
+	return tab
+}
+
+func sortedKeys(m map[int64]bool) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Len is the number of kinds × shapes the table holds.
+func (t *OpTable) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.grids)
+}
+
+// Lookup is the table's time of kind at shape, size and context, and
+// whether it has one (see OpTable for the interpolation).
+func (t *OpTable) Lookup(kind, shape string, size, context int64) (float64, bool) {
+	if t == nil || size <= 0 {
+		return 0, false
+	}
+	g := t.grids[kind+"\x00"+shape]
+	if g == nil {
+		return 0, false
+	}
+	s0, s1, u, ok := bracket(g.sizes, size)
+	if !ok {
+		return 0, false
+	}
+	if len(g.contexts) == 1 && g.contexts[0] == context {
+		return logLerp(g.t, [2]int64{s0, context}, [2]int64{s1, context}, u)
+	}
+	if context <= 0 {
+		return 0, false
+	}
+	c0, c1, v, ok := bracket(g.contexts, context)
+	if !ok {
+		return 0, false
+	}
+	lo, ok0 := logLerp(g.t, [2]int64{s0, c0}, [2]int64{s1, c0}, u)
+	hi, ok1 := logLerp(g.t, [2]int64{s0, c1}, [2]int64{s1, c1}, u)
+	if !ok0 || !ok1 {
+		return 0, false
+	}
+	return math.Exp((1-v)*math.Log(lo) + v*math.Log(hi)), true
+}
+
+// Time is the table's time of op (OpKey), and whether it has one.
+func (t *OpTable) Time(op *partition.Op) (float64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	kind, shape, size, context := OpKey(op)
+	return t.Lookup(kind, shape, size, context)
+}
+
+// bracket finds the neighbours a ≤ x ≤ b of x in the ascending, positive
+// xs and x's position between them on a log scale, u = ln(x/a)/ln(b/a)
+// (0 when x is measured); false outside [xs[0], xs[last]].
+func bracket(xs []int64, x int64) (a, b int64, u float64, ok bool) {
+	i := sort.Search(len(xs), func(i int) bool { return xs[i] >= x })
+	switch {
+	case i == len(xs):
+		return 0, 0, 0, false
+	case xs[i] == x:
+		return x, x, 0, true
+	case i == 0 || xs[i-1] <= 0:
+		return 0, 0, 0, false
+	}
+	a, b = xs[i-1], xs[i]
+	return a, b, math.Log(float64(x)/float64(a)) / math.Log(float64(b)/float64(a)), true
+}
+
+// logLerp is t(a)^(1−u)·t(b)^u, false when either point is not measured.
+func logLerp(t map[[2]int64]float64, a, b [2]int64, u float64) (float64, bool) {
+	ta, oka := t[a]
+	tb, okb := t[b]
+	if !oka || !okb {
+		return 0, false
+	}
+	if u == 0 {
+		return ta, true
+	}
+	return math.Exp((1-u)*math.Log(ta) + u*math.Log(tb)), true
+}
+
+// planOpTable is the op-time table of plan's hardware (nil: none).
+func planOpTable(plan *partition.Plan) *OpTable {
+	if plan == nil || plan.Config == nil {
+		return nil
+	}
+	return NewOpTable(plan.Config.Hardware.OpTimes)
+}
+
+// quickTable caches the op-time table of the hardware a QuickCache last
+// priced (indexed once per profile, not per op).
+type quickTable struct {
+	src   []configs.OpTime
+	table *OpTable
+}
+
+func (q *quickTable) of(plan *partition.Plan) *OpTable {
+	if plan == nil || plan.Config == nil || len(plan.Config.Hardware.OpTimes) == 0 {
+		return nil
+	}
+	ts := plan.Config.Hardware.OpTimes
+	if len(q.src) != len(ts) || &q.src[0] != &ts[0] {
+		q.src, q.table = ts, NewOpTable(ts)
+	}
+	return q.table
+}
+
+// countPricing sets each rank's TableOps and ModelOps from the timeline:
+// its ops of the prefill and of the first decode step, by whether the
+// op-time table priced them (Bound "table"). A rank a per-stage timeline
+// does not simulate gets its stand-in's counts.
+func (e *Estimate) countPricing() {
+	tl := e.Timeline
+	if tl == nil || len(e.Ranks) == 0 {
+		return
+	}
+	first := -1
+	for _, sl := range tl.Slices {
+		if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
+			first = sl.Step
+		}
+	}
+	table, model := make([]int, tl.Ranks), make([]int, tl.Ranks)
+	for _, sl := range tl.Slices {
+		if sl.Op.Kind == partition.Recv || (sl.Phase == partition.Decode && sl.Step != first) || sl.Rank >= tl.Ranks {
+			continue
+		}
+		if sl.Bound == BoundTable {
+			table[sl.Rank]++
+		} else {
+			model[sl.Rank]++
+		}
+	}
+	for i := range e.Ranks {
+		r := e.Ranks[i].Rank
+		if r >= tl.Ranks {
+			continue
+		}
+		s := tl.StandIn(r)
+		e.Ranks[i].TableOps, e.Ranks[i].ModelOps = table[s], model[s]
+	}
+}

@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"math"
+	"sort"
+
+	"github.com/partbench/partbench/partition"
+)
+
+// Shared cores. A CPU host runs every rank of a run on its cores; when
+// more ranks compute at one moment than the host has cores, each of them
+// gets a share of a core. The op-time table holds each op's time with the
+// host to itself; the timeline then stretches every compute op by
+//
+//	max(1, b / cores)
+//
+// where b is the number of ranks computing during the op (averaged over its
+// span; TP peers a per-stage timeline stands for and data-parallel replicas
+// count too; communication ops wait on sockets and count as idle). The
+// stretch changes the overlaps, so the timeline is simulated again with the
+// new factors until they settle (at most shareRounds rounds). A decode op's
+// factor is its mean over the simulated steps.
+
+// shareRounds bounds the fixed-point iteration of the shared-core stretch.
+const shareRounds = 6
+
+// shareKey names one op of one simulated rank's Program in a phase (its
+// decode steps share it).
+type shareKey struct {
+	rank      int
+	phase     partition.Phase
+	name      string
+	mb, chunk int
+}
+
+func keyOf(rank int, phase partition.Phase, op *partition.Op) shareKey {
+	return shareKey{rank, phase, op.Name, op.Microbatch, op.Chunk}
+}
+
+// coreShare is the stretch of each op (1 where absent).
+type coreShare struct {
+	f map[shareKey]float64
+}
+
+func (c *coreShare) factor(rank int, phase partition.Phase, op *partition.Op) float64 {
+	if c == nil {
+		return 1
+	}
+	if f, ok := c.f[keyOf(rank, phase, op)]; ok && f > 1 {
+		return f
+	}
+	return 1
+}
+
+// hostCores is how many cores the plan's ranks share, when the hardware
+// profile says (a CPU calibration records its host's), else 0.
+func hostCores(plan *partition.Plan) int {
+	if plan == nil || plan.Config == nil {
+		return 0
+	}
+	return plan.Config.Hardware.HostCores
+}
+
+// isCompute reports whether an op keeps a core busy (communication waits).
+func isCompute(k partition.Kind) bool {
+	switch k {
+	case partition.AllReduce, partition.AllGather, partition.Send, partition.Recv:
+		return false
+	}
+	return true
+}
+
+// shareCores re-simulates plan (one replica; replicas are the full plan's
+// DP) with compute ops stretched by the host's core sharing, when the
+// profile gives the host's cores and the ranks outnumber them; else it
+// returns e unchanged.
+func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate) (*Estimate, error) {
+	cores := hostCores(plan)
+	if cores <= 0 || plan.Size()*max(1, replicas) <= cores || e.Timeline == nil {
+		return e, nil
+	}
+	for round := 0; round < shareRounds; round++ {
+		next := shareFactors(e.Timeline, max(1, replicas), cores)
+		o := opts
+		o.share = next
+		ne, err := estimatePlan(plan, o)
+		if err != nil {
+			return nil, err
+		}
+		settled := factorsClose(opts.share, next)
+		opts, e = o, ne
+		if settled {
+			break
+		}
+	}
+	return e, nil
+}
+
+// shareFactors computes each compute op's stretch from tl: the ranks busy
+// computing during it, over cores (the stretch applies to the op's time
+// alone, so the factors tl was simulated with do not compound).
+func shareFactors(tl *Timeline, replicas, cores int) *coreShare {
+	weight := float64(replicas)
+	if tl.PerStage {
+		weight *= float64(max(1, tl.TP))
+	}
+	type ev struct {
+		t float64
+		d float64
+	}
+	var evs []ev
+	for _, sl := range tl.Slices {
+		if isCompute(sl.Op.Kind) && sl.EndS > sl.StartS {
+			evs = append(evs, ev{sl.StartS, weight}, ev{sl.EndS, -weight})
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	// Segments [ts[i], ts[i+1]) with busy[i] ranks computing; cum[i] is
+	// the integral of busy up to ts[i].
+	var ts, busy, cum []float64
+	b := 0.0
+	for i := 0; i < len(evs); {
+		t := evs[i].t
+		for ; i < len(evs) && evs[i].t == t; i++ {
+			b += evs[i].d
+		}
+		if n := len(ts); n > 0 {
+			cum = append(cum, cum[n-1]+busy[n-1]*(t-ts[n-1]))
+		} else {
+			cum = append(cum, 0)
+		}
+		ts, busy = append(ts, t), append(busy, b)
+	}
+	integral := func(t float64) float64 { // ∫ busy from ts[0] to t
+		i := sort.SearchFloat64s(ts, t)
+		if i < len(ts) && ts[i] == t {
+			return cum[i]
+		}
+		if i == 0 {
+			return 0
+		}
+		return cum[i-1] + busy[i-1]*(t-ts[i-1])
+	}
+	sums, counts := map[shareKey]float64{}, map[shareKey]int{}
+	for _, sl := range tl.Slices {
+		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
+			continue
+		}
+		avg := (integral(sl.EndS) - integral(sl.StartS)) / (sl.EndS - sl.StartS)
+		k := keyOf(sl.Rank, sl.Phase, sl.Op)
+		sums[k] += math.Max(1, avg/float64(cores))
+		counts[k]++
+	}
+	out := &coreShare{f: make(map[shareKey]float64, len(sums))}
+	for k, v := range sums {
+		out.f[k] = v / float64(counts[k]) // decode: the mean over steps
+	}
+	return out
+}
+
+// factorsClose reports whether two sets of factors differ by less than 1 %
+// everywhere.
+func factorsClose(a, b *coreShare) bool {
+	if a == nil || b == nil || len(a.f) != len(b.f) {
+		return false
+	}
+	for k, v := range b.f {
+		if w, ok := a.f[k]; !ok || math.Abs(v-w) > 0.01*w {
+			return false
+		}
+	}
+	return true
+}
