@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,7 +202,17 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 }
 
 func serverTLS(cfg ServerConfig) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	certPEM, keyPEM := cfg.certPEM, cfg.keyPEM
+	if certPEM == nil {
+		var err error
+		if certPEM, err = ReadSmallFile("--tls-cert", cfg.TLSCert, MaxPEMFileBytes); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if keyPEM, err = ReadSmallFile("--tls-key", cfg.TLSKey, MaxPEMFileBytes); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("server: --tls-cert %s / --tls-key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
 	}
@@ -219,9 +228,9 @@ func serverTLS(cfg ServerConfig) (*tls.Config, error) {
 }
 
 func loadPool(file string) (*x509.CertPool, error) {
-	pemData, err := os.ReadFile(file)
+	pemData, err := ReadSmallFile("--tls-ca", file, MaxPEMFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("CA file %s: %w", file, err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pemData) {

@@ -31,6 +31,9 @@ type ServerConfig struct {
 	// TLSCert and TLSKey (PEM files) serve gRPC over TLS; ClientCA, when
 	// set, requires client certificates signed by it.
 	TLSCert, TLSKey, ClientCA string
+	// certPEM and keyPEM are TLSCert's and TLSKey's contents once read
+	// (ServeOptions.ReadFiles); unset, the files are read when listening.
+	certPEM, keyPEM []byte
 	// MemoryBudgetBytes caps the memory of all open sessions (default 1 GiB).
 	MemoryBudgetBytes int64
 	// MaxMessageBytes caps one protobuf message (default 4 MiB); data is
