@@ -248,8 +248,11 @@ func (g *grpcServer) drain(ctx context.Context) bool {
 	case <-done:
 		return false
 	case <-ctx.Done():
-		g.gs.Stop()
-		<-done
+		g.gs.Stop() // closes every connection; a handler inside an engine step is not waited for
+		select {
+		case <-done:
+		case <-time.After(forcedStopWait):
+		}
 		return true
 	}
 }

@@ -104,6 +104,11 @@ func (c *ServerConfig) defaults() {
 // authenticated: a Hello is a token and a few bytes of framing.
 const PreAuthMessageBytes = 16 << 10
 
+// forcedStopWait is how long a forced shutdown (drain deadline passed, or
+// a second signal) waits for calls it cut off to return; a call inside an
+// engine step returns when the step does, after the server has stopped.
+const forcedStopWait = time.Second
+
 // chunkBytes is the data carried per Frame: a message less room for framing.
 func chunkBytes(maxMessage int) int { return maxMessage - 1024 }
 
@@ -334,15 +339,24 @@ func (s *Server) done(se *session) {
 }
 
 // free removes a session, returns its memory (and its kept receive
-// buffers) to the budget and closes its engine session once a running
-// step has finished; a request that waited for it then finds it closed.
+// buffers) to the budget and closes its engine session, at once or, when a
+// step is running on it, once that step has finished (free does not wait:
+// a connection's end and a forced shutdown must not hang on an engine);
+// a request that waited for it then finds it closed.
 func (s *Server) free(se *session) {
 	s.mu.Lock()
 	ok := s.detachLocked(se)
 	s.mu.Unlock()
-	if ok {
-		se.closeEngine()
+	if !ok {
+		return
 	}
+	if se.mu.TryLock() {
+		se.closed = true
+		se.eng.Close()
+		se.mu.Unlock()
+		return
+	}
+	go se.closeEngine()
 }
 
 // detachLocked removes se from the sessions and the budget; false if it
@@ -410,7 +424,7 @@ func (s *Server) reapIdle() {
 		}
 		s.mu.Unlock()
 		for _, se := range idle {
-			se.closeEngine()
+			se.closeEngine() // idle: no step runs on it
 		}
 	}
 }

@@ -377,7 +377,10 @@ func (t *tcpServer) drain(ctx context.Context) bool {
 			sc.c.Close()
 		}
 		t.mu.Unlock()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(forcedStopWait):
+		}
 		return true
 	}
 }
