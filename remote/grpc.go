@@ -116,7 +116,10 @@ func (g *grpcServer) tap(ctx context.Context, info *tap.Info) (context.Context, 
 		return ctx, err
 	}
 	if gc, ok := ctx.Value(connKey{}).(*grpcConn); ok && gc.pre != nil && !strings.HasPrefix(info.FullMethodName, "/grpc.health.v1.Health/") {
-		gc.pre.authenticated()
+		if !gc.pre.authenticated(g.s) {
+			return ctx, status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later",
+				g.s.cfg.MemoryBudgetBytes, grpcConnBytes)
+		}
 	}
 	return ctx, nil
 }
@@ -358,6 +361,8 @@ type preAuthConn struct {
 	once   sync.Once
 	authed atomic.Bool
 	timer  *time.Timer
+	mu     sync.Mutex
+	server *Server // set once authenticated: its buffers are reserved there
 }
 
 func (l *preAuthListener) Accept() (net.Conn, error) {
@@ -394,13 +399,30 @@ func (l *preAuthListener) take(addr string) *preAuthConn {
 	return pc
 }
 
-// authenticated frees the connection's pre-auth slot and stops its
-// deadline.
-func (pc *preAuthConn) authenticated() {
-	if pc.authed.CompareAndSwap(false, true) {
-		pc.timer.Stop()
-		pc.release()
+// grpcConnBytes is what an authenticated gRPC connection holds and counts
+// against the memory budget: its read and write buffers. (Its HTTP/2 flow
+// control window lets a client have up to windowBytes in flight, which the
+// server reads into a request's counted buffers as it arrives.)
+const grpcConnBytes = 2 * ioBufferBytes
+
+// authenticated counts the connection's buffers against s's budget, then
+// frees its pre-auth slot and stops its deadline; false when the budget has
+// no room (the connection stays unauthenticated). Only the tap calls it,
+// and gRPC runs the tap of one connection's streams one at a time.
+func (pc *preAuthConn) authenticated(s *Server) bool {
+	if pc.authed.Load() {
+		return true
 	}
+	if !s.reserveConn(grpcConnBytes) {
+		return false
+	}
+	pc.mu.Lock()
+	pc.server = s
+	pc.mu.Unlock()
+	pc.authed.Store(true)
+	pc.timer.Stop()
+	pc.release()
+	return true
 }
 
 func (pc *preAuthConn) release() {
@@ -416,5 +438,11 @@ func (pc *preAuthConn) release() {
 
 func (pc *preAuthConn) Close() error {
 	pc.release()
+	pc.mu.Lock()
+	if pc.server != nil {
+		pc.server.releaseConn(grpcConnBytes)
+		pc.server = nil
+	}
+	pc.mu.Unlock()
 	return pc.Conn.Close()
 }

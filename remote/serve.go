@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,6 +124,19 @@ func (o *ServeOptions) ReadFiles() error {
 	return nil
 }
 
+// MemoryOverheadBytes is what a serving process holds beyond its memory
+// budget: the runtime, the engine's code and scratch, goroutine stacks,
+// unauthenticated connections. Serve asks the Go runtime to keep the
+// process under budget + MemoryOverheadBytes (a soft limit: the garbage
+// collector runs harder near it), unless GOMEMLIMIT is set.
+const MemoryOverheadBytes = 64 << 20
+
+func setMemoryLimit(budget int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(budget + MemoryOverheadBytes)
+	}
+}
+
 // SecondSignal returns a channel that receives the second SIGINT or
 // SIGTERM this process gets (the first starts a drain), for
 // ServeOptions.Stop, and a function that stops watching.
@@ -184,6 +198,7 @@ func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) er
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(s.cfg.MemoryBudgetBytes)
 	var addr fmt.Stringer
 	switch o.Transport {
 	case "", "grpc":

@@ -119,8 +119,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	reserved int64
-	closed   bool
+	reserved int64 // sessions and requests' receive buffers
+	// connReserved is authenticated connections' buffers; both count
+	// against MemoryBudgetBytes.
+	connReserved int64
+	closed       bool
 
 	slots   chan struct{}
 	waiting atomic.Int64
@@ -278,12 +281,12 @@ func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, erro
 		s.mu.Unlock()
 		return nil, status.Error(codes.Unavailable, "open: server is shutting down")
 	}
-	if s.reserved+need > s.cfg.MemoryBudgetBytes {
-		free := s.cfg.MemoryBudgetBytes - s.reserved
+	if s.reserved+s.connReserved+need > s.cfg.MemoryBudgetBytes {
+		free, conns := s.cfg.MemoryBudgetBytes-s.reserved, s.connReserved
 		s.mu.Unlock()
 		return nil, status.Errorf(codes.ResourceExhausted,
-			"open: a %s session of %s needs %d B (weights, KV cache at full context, activations); the server's budget is %d B of which %d B are free",
-			mode, cfg.Name, need, s.cfg.MemoryBudgetBytes, free)
+			"open: a %s session of %s needs %d B (weights, KV cache at full context, activations); the server's budget is %d B of which %d B are free of sessions and requests (connections' buffers hold %d B of that)",
+			mode, cfg.Name, need, s.cfg.MemoryBudgetBytes, free, conns)
 	}
 	s.reserved += need
 	s.mu.Unlock()
@@ -645,6 +648,41 @@ func (b *recvBuffers) recv(i int, n int64, maxChunk int, st frameStream) ([]byte
 	return d, nil
 }
 
+// reserveConn counts an authenticated connection's buffers (n bytes)
+// against the budget; false when they do not fit.
+func (s *Server) reserveConn(n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserved+s.connReserved+n > s.cfg.MemoryBudgetBytes-smallHeadroom(s.cfg.MemoryBudgetBytes) {
+		return false
+	}
+	s.connReserved += n
+	return true
+}
+
+func (s *Server) releaseConn(n int64) {
+	s.mu.Lock()
+	s.connReserved -= n
+	s.mu.Unlock()
+}
+
+// ConnBytes is the memory authenticated connections' buffers hold; it
+// counts against the budget beside ReservedBytes.
+func (s *Server) ConnBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connReserved
+}
+
+// SmallRequestBytes is the size up to which a request may use the budget's
+// headroom (smallHeadroom): token ids of stateful requests, the common
+// case, keep being served while large payloads fill the rest of the budget.
+const SmallRequestBytes = 64 << 10
+
+// smallHeadroom is the part of the budget only small requests may use:
+// 1/16 of it, at most 1 MiB.
+func smallHeadroom(budget int64) int64 { return min(budget/16, 1<<20) }
+
 // takeBuffers reserves a request's receive memory against the budget and
 // hands it the session's kept buffers when they have the declared sizes
 // (a concurrent request on the same session gets fresh ones). Kept buffers
@@ -665,7 +703,11 @@ func (s *Server) takeBuffers(se *session, ts []*pb.TensorInfo, total int64) (*re
 		}
 	}
 	s.reserved -= keptBytes
-	if s.reserved+total > s.cfg.MemoryBudgetBytes {
+	limit := s.cfg.MemoryBudgetBytes
+	if total > SmallRequestBytes {
+		limit -= smallHeadroom(s.cfg.MemoryBudgetBytes)
+	}
+	if s.reserved+s.connReserved+total > limit {
 		for _, o := range s.sessions {
 			if o.bufs != nil {
 				s.reserved -= o.bufBytes
@@ -673,10 +715,10 @@ func (s *Server) takeBuffers(se *session, ts []*pb.TensorInfo, total int64) (*re
 			}
 		}
 	}
-	if s.reserved+total > s.cfg.MemoryBudgetBytes {
+	if s.reserved+s.connReserved+total > limit {
 		return nil, status.Errorf(codes.ResourceExhausted,
-			"step: receiving %d B would exceed the server's memory budget of %d B (%d B held by sessions and requests); retry later or use a smaller request",
-			total, s.cfg.MemoryBudgetBytes, s.reserved)
+			"step: receiving %d B would exceed the server's memory budget of %d B (%d B held by sessions and requests, %d B by connections' buffers, %d B kept for requests of at most %d B); retry later or use a smaller request",
+			total, s.cfg.MemoryBudgetBytes, s.reserved, s.connReserved, s.cfg.MemoryBudgetBytes-limit, SmallRequestBytes)
 	}
 	s.reserved += total
 	return &recvBuffers{bytes: total}, nil

@@ -39,6 +39,11 @@ type tcpConn struct {
 const (
 	tcpIOBytes        = 256 << 10
 	tcpPreAuthIOBytes = 4 << 10
+	// tcpConnBytes is what an authenticated connection holds and counts
+	// against the memory budget: both buffers (a message larger than
+	// tcpKeptMessageBytes is read into a buffer that is not kept).
+	tcpConnBytes        = 2 * tcpIOBytes
+	tcpKeptMessageBytes = 64 << 10
 )
 
 func newTCPConn(c net.Conn, maxMessage int) *tcpConn {
@@ -63,7 +68,11 @@ func (t *tcpConn) write(e *pb.Envelope) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := t.w.Write(t.buf); err != nil {
+	_, err = t.w.Write(t.buf)
+	if cap(t.buf) > tcpKeptMessageBytes {
+		t.buf = nil
+	}
+	if err != nil {
 		return 0, err
 	}
 	return int64(n + tcpPrefixBytes), nil
@@ -108,7 +117,11 @@ func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
 		return nil, err
 	}
 	e := &pb.Envelope{}
-	if err := proto.Unmarshal(b, e); err != nil {
+	err := proto.Unmarshal(b, e)
+	if cap(t.buf) > tcpKeptMessageBytes {
+		t.buf = nil // a large message's buffer is not held between messages
+	}
+	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
 	}
 	return e, nil
@@ -123,11 +136,11 @@ type tcpServer struct {
 	s       *Server
 	ln      net.Listener
 	preAuth chan struct{} // a slot per unauthenticated connection
-	n     atomic.Int64
-	mu    sync.Mutex
-	conns map[*tcpSrvConn]bool
-	wg    sync.WaitGroup
-	stop  atomic.Bool
+	n       atomic.Int64
+	mu      sync.Mutex
+	conns   map[*tcpSrvConn]bool
+	wg      sync.WaitGroup
+	stop    atomic.Bool
 }
 
 type tcpSrvConn struct {
@@ -231,6 +244,12 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 	}
 	preAuth = false
 	<-t.preAuth
+	// The connection's buffers count against the memory budget.
+	if !s.reserveConn(tcpConnBytes) {
+		reply(errEnvelope(status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later", s.cfg.MemoryBudgetBytes, tcpConnBytes)))
+		return
+	}
+	defer s.releaseConn(tcpConnBytes)
 	if !reply(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{}}}) {
 		return
 	}
