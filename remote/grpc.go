@@ -237,7 +237,7 @@ func loadPool(file string) (*x509.CertPool, error) {
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pemData) {
-		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", file)
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", file)
 	}
 	return pool, nil
 }
