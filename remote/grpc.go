@@ -160,6 +160,9 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
 		grpc.ReadBufferSize(ioBufferBytes), grpc.WriteBufferSize(ioBufferBytes),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
+		// Streams per connection: as many as may execute and wait; more
+		// wait on the client (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
+		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

@@ -56,7 +56,7 @@ func hostileServe() int {
 		eng = announceEngine{eng, d}
 	}
 	o := ServeOptions{Listen: "127.0.0.1:0", Transport: os.Getenv("HS_TRANSPORT"), TokenFile: os.Getenv("HS_TOKEN_FILE"),
-		DrainTimeout: 20 * time.Second,
+		TLSCert: os.Getenv("HS_TLS_CERT"), TLSKey: os.Getenv("HS_TLS_KEY"), DrainTimeout: 20 * time.Second,
 		ServerConfig: ServerConfig{MemoryBudgetBytes: budget, HandshakeTimeout: envDuration("HS_HANDSHAKE"), ReadTimeout: envDuration("HS_READ")}}
 	if err := o.ReadFiles(); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
@@ -735,6 +735,17 @@ func TestTCPOverTLS(t *testing.T) {
 	if err := generateOnce(t, c); err != nil {
 		t.Errorf("a generation over raw TCP with TLS: %v", err)
 	}
+	// The same through `serve` as a process (the files read by ReadFiles).
+	tf := tokenFile(t, "tls-token")
+	_, paddr := hostileChild(t, "tcp", "HS_TLS_CERT="+cert, "HS_TLS_KEY="+key, "HS_TOKEN_FILE="+tf)
+	pc2, err := Dial(ctx(t), ClientConfig{Addr: paddr, Transport: "tcp", Token: "tls-token", TLSCA: cert, CallTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("serve --transport tcp --tls-cert: %v", err)
+	}
+	defer pc2.Close()
+	if err := generateOnce(t, pc2); err != nil {
+		t.Errorf("a generation from a TLS raw-TCP serve process: %v", err)
+	}
 	// A plaintext hello is not understood: the TLS server answers with no
 	// hello of its own.
 	pc, err := Dial(ctx(t), ClientConfig{Addr: addr.String(), Transport: "tcp", Token: "tls-token", CallTimeout: 3 * time.Second})
@@ -754,5 +765,18 @@ func TestTCPOverTLS(t *testing.T) {
 	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if b, _ := bufio.NewReader(raw).Peek(5); len(b) == 5 && b[0] != 0x15 { // 0x15: a TLS alert record
 		t.Errorf("the TLS server answered a plaintext hello with %x, not a TLS alert", b)
+	}
+}
+
+// TestTCPLargeMessageCounted: on the raw-TCP transport a control message
+// larger than 64 KiB (here an Open of 2 MiB) counts against the memory
+// budget before it is read: with 1 MiB of budget it is refused as
+// ResourceExhausted, not read and then found malformed.
+func TestTCPLargeMessageCounted(t *testing.T) {
+	_, addrs := startServer(t, ServerConfig{MemoryBudgetBytes: 1 << 20}, NewCPUEngine())
+	c := dial(t, addrs["tcp"], "tcp", "")
+	_, err := c.t.open(ctx(t), &pb.OpenRequest{ConfigJson: make([]byte, 2<<20), Mode: pb.Mode_MODE_STATEFUL})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "memory budget") {
+		t.Errorf("a 2 MiB open with a 1 MiB budget: %v, want ResourceExhausted naming the memory budget", err)
 	}
 }

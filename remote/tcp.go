@@ -32,6 +32,11 @@ type tcpConn struct {
 	w   *bufio.Writer
 	max int
 	buf []byte
+	// hold, when set, counts a message larger than tcpKeptMessageBytes
+	// against the server's budget while it is read and decoded (release
+	// gives it back); data chunks are read straight into counted buffers.
+	hold    func(n int64) error
+	release func(n int64)
 }
 
 // tcpIOBytes is each direction's buffer of an authenticated connection;
@@ -109,6 +114,12 @@ func (t *tcpConn) readPrefix() (int, error) {
 
 // readBody reads and decodes an envelope of n bytes.
 func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
+	if n > tcpKeptMessageBytes && t.hold != nil {
+		if err := t.hold(int64(n)); err != nil {
+			return nil, err
+		}
+		defer t.release(int64(n))
+	}
 	if cap(t.buf) < n {
 		t.buf = make([]byte, n)
 	}
@@ -254,6 +265,13 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		return
 	}
 	tc.authenticated(s.cfg.MaxMessageBytes)
+	tc.hold = func(n int64) error {
+		if !s.reserveConn(n) {
+			return status.Errorf(codes.ResourceExhausted, "a message of %d B does not fit the server's memory budget of %d B now; retry later", n, s.cfg.MemoryBudgetBytes)
+		}
+		return nil
+	}
+	tc.release = s.releaseConn
 	for {
 		sc.c.SetDeadline(time.Time{})
 		e, _, err := tc.read()
