@@ -28,13 +28,14 @@ type ServerConfig struct {
 	// Token is required on every call when set; a non-loopback listen
 	// address refuses to start without one.
 	Token string
-	// TLSCert and TLSKey (PEM files) serve gRPC over TLS; ClientCA, when
-	// set, requires client certificates signed by it.
+	// TLSCert and TLSKey (PEM files) serve over TLS, either transport;
+	// ClientCA, when set, requires client certificates signed by it.
 	TLSCert, TLSKey, ClientCA string
 	// certPEM and keyPEM are TLSCert's and TLSKey's contents once read
 	// (ServeOptions.ReadFiles); unset, the files are read when listening.
 	certPEM, keyPEM []byte
-	// MemoryBudgetBytes caps the memory of all open sessions (default 1 GiB).
+	// MemoryBudgetBytes caps the memory of all open sessions, the requests'
+	// receive buffers and authenticated connections' buffers (default 1 GiB).
 	MemoryBudgetBytes int64
 	// MaxMessageBytes caps one protobuf message (default 4 MiB); data is
 	// streamed in chunks of at most MaxMessageBytes − 1 KiB.
