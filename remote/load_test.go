@@ -263,12 +263,14 @@ func TestLoadHostileClients(t *testing.T) {
 			peak := procKB(t, pid, "VmHWM")
 			stopAll()
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			mu.Lock()
+			defer mu.Unlock()
 			t.Logf("%s: legitimate requests served %d (median %v, max %v); silent clients holding half a request %d, refused at open %d, at step %d; peak RSS %d kB before, %d kB under load (budget %d kB)",
 				tr, len(lat), lat[len(lat)/2], lat[len(lat)-1], held, refusedOpen, refusedStep, before, peak, budget>>10)
 			if len(lat) < 10 {
 				t.Errorf("only %d legitimate requests in %v", len(lat), duration)
 			}
-			if peak<<10 > budget+MemoryOverheadBytes {
+			if peak<<10 > budget+MemoryOverheadBytes && !raceEnabled {
 				t.Errorf("peak memory %d B under load; the bound is the budget %d B + %d B", peak<<10, budget, MemoryOverheadBytes)
 			}
 		})
