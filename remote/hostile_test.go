@@ -487,7 +487,7 @@ func TestClosedSessionRefuses(t *testing.T) {
 // closed at once, the rest after the handshake timeout; a client with the
 // token is served throughout.
 func TestHostilePreAuthBounded(t *testing.T) {
-	const handshake = 2 * time.Second
+	const handshake = time.Second
 	tf := tokenFile(t, "right-token")
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {

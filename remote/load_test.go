@@ -17,7 +17,7 @@ import (
 
 // TestLoadHostileClients is the loopback load test of a token-protected
 // server process with a 32 MiB memory budget, on each transport, for about
-// 3 s: unauthenticated connections (raw-TCP hellos announced at 4 MiB,
+// 2 s: unauthenticated connections (raw-TCP hellos announced at 4 MiB,
 // connections that say nothing, gRPC calls of 1 MiB with a wrong token),
 // 30 authenticated clients that open naive sessions and send half a
 // request's data then nothing, and 20 that declare a 40 GiB tensor, all
@@ -30,7 +30,7 @@ import (
 func TestLoadHostileClients(t *testing.T) {
 	const (
 		budget   = 32 << 20
-		duration = 3 * time.Second
+		duration = 2 * time.Second
 	)
 	tf := tokenFile(t, "load-token")
 	for _, tr := range transports {
