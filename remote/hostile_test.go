@@ -141,10 +141,10 @@ func hostileArgServe() int {
 
 // hostileChild starts a server process with env and returns it and its
 // address.
-func hostileChild(t *testing.T, transport string, env ...string) (*child, string) {
+func hostileChild(t *testing.T, transport string, env ...string) (*hsChild, string) {
 	t.Helper()
 	env = append([]string{"HSRV_CHILD=serve", "HS_TRANSPORT=" + transport}, env...)
-	c := startChild(t, "none", env...)
+	c := hsStartChild(t, env...)
 	prefix := "partbench serve: " + transport + " listening on "
 	return c, strings.TrimPrefix(c.line(t, prefix), prefix)
 }
@@ -330,7 +330,7 @@ func TestHostileHeaderOverBudget(t *testing.T) {
 			// gRPC keeps the connection and its session; the raw-TCP server
 			// hangs up after a refused request, which frees the session.
 			want := map[string]int64{"grpc": need, "tcp": 0}[tr]
-			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == want }, fmt.Sprintf("reserved bytes back to %d B", want))
+			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == want }, fmt.Sprintf("reserved bytes back to %d B", want))
 		})
 	}
 }
@@ -410,7 +410,7 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 			infos, total := payloadInfos(t, plan, partition.RemoteNaive, partition.Prefill, 0)
 			t0 := time.Now()
 			st := rawStep(t, s, pb.Phase_PHASE_PREFILL, 0, infos)
-			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions+total }, "the silent request's reservation")
+			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions+total }, "the silent request's reservation")
 			if err := generateOnce(t, dial(t, addrs[tr], tr, "")); err != nil {
 				t.Fatalf("a client beside a silent one: %v", err)
 			}
@@ -424,7 +424,7 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 			if d := time.Since(t0); d < readTimeout {
 				t.Errorf("the silent request was cut off after %v, before the %v read timeout", d, readTimeout)
 			}
-			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions || srv.ReservedBytes() == sessions-s.Bytes }, "the silent request's buffers released")
+			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions || srv.ReservedBytes() == sessions-s.Bytes }, "the silent request's buffers released")
 		})
 	}
 }
@@ -603,7 +603,7 @@ func TestSpawnedServerDiesWithParent(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc: the parent-death signal is Linux's")
 	}
-	p := startChild(t, "none", "HSRV_CHILD=spawner")
+	p := hsStartChild(t, "HSRV_CHILD=spawner")
 	f := strings.Fields(p.line(t, "spawned "))
 	pid, err := strconv.Atoi(f[1])
 	if err != nil {
@@ -680,7 +680,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, MaxPEMFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cert, key := selfSigned(t, dir)
+	cert, key := hsSelfSigned(t, dir)
 	for _, c := range []struct {
 		o    ServeOptions
 		flag string
@@ -713,7 +713,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 // TestTCPOverTLS: the raw-TCP twin serves over TLS (the token never crosses
 // in clear), and a plaintext client gets nothing from it.
 func TestTCPOverTLS(t *testing.T) {
-	cert, key := selfSigned(t, t.TempDir())
+	cert, key := hsSelfSigned(t, t.TempDir())
 	s, err := NewServer(ServerConfig{Token: "tls-token", TLSCert: cert, TLSKey: key}, NewCPUEngine())
 	if err != nil {
 		t.Fatal(err)
