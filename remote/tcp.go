@@ -116,6 +116,11 @@ func (t *tcpConn) readPrefix() (int, error) {
 func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
 	if n > tcpKeptMessageBytes && t.hold != nil {
 		if err := t.hold(int64(n)); err != nil {
+			// Read past it through the small buffer (no allocation), so the
+			// client, still writing it, gets the reply rather than a reset.
+			if _, derr := t.r.Discard(n); derr != nil {
+				return nil, derr
+			}
 			return nil, err
 		}
 		defer t.release(int64(n))
