@@ -30,7 +30,7 @@ type ClientConfig struct {
 	// Transport is "grpc" (default) or "tcp" (the raw-TCP twin).
 	Transport string
 	Token     string
-	// TLSCA (PEM) turns on TLS for gRPC and verifies the server with it;
+	// TLSCA (PEM) turns on TLS (both transports) and verifies the server with it;
 	// ServerName overrides the name checked.
 	TLSCA, ServerName string
 	// MaxMessageBytes caps one message each way (default 4 MiB).
@@ -399,7 +399,14 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
-	t := &tcpTransport{tc: newTCPConn(countingConn{conn, c}, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
+	var nc net.Conn = countingConn{conn, c}
+	if c.cfg.TLSCA != "" {
+		if nc, err = tcpClientTLS(ctx, nc, c.cfg); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	t := &tcpTransport{tc: newTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
 	stop := t.bind(ctx)
 	defer stop()
 	if _, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {

@@ -27,13 +27,29 @@ type ConnectOptions struct {
 }
 
 // Check refuses both --server and --spawn-server, and, when need is set,
-// neither; cmd names the command and why says what needs the server.
+// neither; --token-file and --tls-ca must be small regular files (read
+// here, before any work) and --tls-ca needs --server (a spawned server
+// listens on loopback without TLS). cmd names the command and why says
+// what needs the server.
 func (o ConnectOptions) Check(cmd string, need bool, why string) error {
 	if o.Server != "" && o.Spawn {
 		return fmt.Errorf("%s: give --server or --spawn-server, not both", cmd)
 	}
 	if need && o.Server == "" && !o.Spawn {
 		return fmt.Errorf("%s: %s needs a server: --server HOST:PORT or --spawn-server", cmd, why)
+	}
+	if o.TokenFile != "" {
+		if _, err := ReadTokenFile("--token-file", o.TokenFile); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+	}
+	if o.TLSCA != "" {
+		if o.Spawn {
+			return fmt.Errorf("%s: --tls-ca %s with --spawn-server: a spawned server listens on loopback without TLS; give --server HOST:PORT of a TLS server", cmd, o.TLSCA)
+		}
+		if _, err := loadPool(o.TLSCA); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
 	}
 	return nil
 }

@@ -3,14 +3,17 @@ package remote
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
+	pb "github.com/partbench/partbench/remote/remotepb"
 )
 
 // ExecEngine runs the plan's Program on an exec backend: the real engine
@@ -83,11 +86,76 @@ type execSession struct {
 	c      pexec.Compute
 	io     pexec.StateIO
 	loaded bool
+	closed atomic.Bool
 	next   int                    // stateful: the position the next request must start at (−1: a prefill)
 	paused *partition.ResumeSplit // stateful: the prefill paused by PhasePause (resume.go)
 }
 
-func (s *execSession) Close() { s.c.Close() }
+// Close frees the session's Compute; a later Step is refused.
+func (s *execSession) Close() {
+	if s.closed.CompareAndSwap(false, true) {
+		s.c.Close()
+	}
+}
+
+var _ RequestChecker = (*execSession)(nil)
+
+// CheckRequest compares a request's declared tensors with the payload its
+// phase must carry (partition.RemotePayloadOf; every weight for a load)
+// before any of its data is received. Pause and resume are checked by
+// pauseResume once their few bytes have arrived.
+func (s *execSession) CheckRequest(in *StepInput, declared []*pb.TensorInfo) error {
+	if s.closed.Load() {
+		return errSessionClosed
+	}
+	var want []partition.RemoteTensor
+	switch in.Phase {
+	case PhasePause, PhaseResume:
+		return nil
+	case PhaseLoad:
+		if s.mode != partition.RemoteKV {
+			return fmt.Errorf("load: only kv sessions load weights (this session is %s)", s.mode)
+		}
+		ws, err := s.plan.RemoteWeights()
+		if err != nil {
+			return err
+		}
+		byName := map[string]partition.RemoteTensor{}
+		for _, w := range ws {
+			byName[w.Name] = w
+		}
+		if len(declared) != len(ws) {
+			return fmt.Errorf("load: %d tensors declared, the model has %d weights", len(declared), len(ws))
+		}
+		for _, d := range declared {
+			w, ok := byName[d.Name]
+			if !ok || d.Bytes != w.Bytes || int(d.ElemBytes) != w.ElemBytes {
+				return fmt.Errorf("load: tensor %q of %d B (%d B elements) is no weight of the model (want %d B of %d B elements)", d.Name, d.Bytes, d.ElemBytes, w.Bytes, w.ElemBytes)
+			}
+		}
+		return nil
+	default:
+		pl, err := s.plan.RemotePayloadOf(s.mode, partition.RemoteRequest{Phase: in.Phase, Step: in.Step}, s.opts)
+		if err != nil {
+			return err
+		}
+		want = pl.Up
+	}
+	if len(declared) != len(want) {
+		return fmt.Errorf("%s step %d of a %s session: %d tensors declared, the payload is %d", in.Phase, in.Step, s.mode, len(declared), len(want))
+	}
+	for i, w := range want {
+		d := declared[i]
+		if d.Name != w.Name || d.Bytes != w.Bytes || int(d.ElemBytes) != w.ElemBytes {
+			return fmt.Errorf("%s step %d: tensor %d is declared %q (%d B of %d B elements), the payload's is %q (%d B of %d B elements)",
+				in.Phase, in.Step, i, d.Name, d.Bytes, d.ElemBytes, w.Name, w.Bytes, w.ElemBytes)
+		}
+	}
+	return nil
+}
+
+// errSessionClosed is a step on a closed session.
+var errSessionClosed = errors.New("session closed: it was ended (by its client, the idle timeout or the server's shutdown) before this request ran")
 
 // weightKey is the (layer, op tensor) of a payload weight name.
 func weightKey(t partition.RemoteTensor) (int, string) {
@@ -146,6 +214,9 @@ func int32s(d []byte) []int32 {
 // Step checks the request against partition.RemotePayloadOf, installs its
 // state, runs the phase's Program and returns the payload's reply tensors.
 func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+	if s.closed.Load() {
+		return nil, errSessionClosed
+	}
 	if in.Phase == PhasePause || in.Phase == PhaseResume {
 		return s.pauseResume(ctx, in)
 	}

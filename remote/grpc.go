@@ -6,8 +6,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
@@ -51,6 +52,7 @@ const (
 type grpcServer struct {
 	pb.UnimplementedRemoteServer
 	s      *Server
+	pre    *preAuthListener
 	gs     *grpc.Server
 	health *health.Server
 	conns  atomic.Int64
@@ -58,16 +60,26 @@ type grpcServer struct {
 
 type connKey struct{}
 
+// grpcConn is a connection's identity and its pre-auth state.
+type grpcConn struct {
+	owner string
+	pre   *preAuthConn // nil: not from the pre-auth listener
+}
+
 // TagConn numbers each connection; sessions opened on it belong to it.
-func (g *grpcServer) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connKey{}, fmt.Sprintf("grpc/%d", g.conns.Add(1)))
+func (g *grpcServer) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	gc := &grpcConn{owner: fmt.Sprintf("grpc/%d", g.conns.Add(1))}
+	if g.pre != nil && info.RemoteAddr != nil {
+		gc.pre = g.pre.take(info.RemoteAddr.String())
+	}
+	return context.WithValue(ctx, connKey{}, gc)
 }
 
 // HandleConn frees a connection's sessions when it ends.
 func (g *grpcServer) HandleConn(ctx context.Context, st stats.ConnStats) {
 	if _, ok := st.(*stats.ConnEnd); ok {
-		if owner, ok := ctx.Value(connKey{}).(string); ok {
-			g.s.dropOwner(owner)
+		if gc, ok := ctx.Value(connKey{}).(*grpcConn); ok {
+			g.s.dropOwner(gc.owner)
 		}
 	}
 }
@@ -76,24 +88,48 @@ func (g *grpcServer) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Co
 func (g *grpcServer) HandleRPC(context.Context, stats.RPCStats)                       {}
 
 func owner(ctx context.Context) string {
-	o, _ := ctx.Value(connKey{}).(string)
-	return o
+	if gc, ok := ctx.Value(connKey{}).(*grpcConn); ok {
+		return gc.owner
+	}
+	return ""
 }
 
-// check is the one authorization point of the gRPC server: bearer token
-// (health checks are open, as load balancers expect) and the server-side
-// deadline.
+// authorizeMD checks a call's bearer token (health checks are open, as load
+// balancers expect).
+func (g *grpcServer) authorizeMD(method string, md metadata.MD) error {
+	if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+		return nil
+	}
+	var tok string
+	if v := md.Get("authorization"); len(v) == 1 {
+		tok, _ = strings.CutPrefix(v[0], "Bearer ")
+	}
+	return g.s.authorize(tok)
+}
+
+// tap is the one authorization point of the gRPC server: it runs on a new
+// stream's headers, before any of its messages is read, so an
+// unauthenticated call costs no message buffer. A call with the token marks
+// its connection authenticated (it leaves the pre-auth bound and deadline).
+func (g *grpcServer) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if err := g.authorizeMD(info.FullMethodName, info.Header); err != nil {
+		return ctx, err
+	}
+	if gc, ok := ctx.Value(connKey{}).(*grpcConn); ok && gc.pre != nil && !strings.HasPrefix(info.FullMethodName, "/grpc.health.v1.Health/") {
+		if !gc.pre.authenticated(g.s) {
+			return ctx, status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later",
+				g.s.cfg.MemoryBudgetBytes, grpcConnBytes)
+		}
+	}
+	return ctx, nil
+}
+
+// check checks the token again (in case a call reaches a handler without
+// the tap) and sets the server-side deadline.
 func (g *grpcServer) check(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
-	if !strings.HasPrefix(method, "/grpc.health.v1.Health/") {
-		var tok string
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get("authorization"); len(v) == 1 {
-				tok, _ = strings.CutPrefix(v[0], "Bearer ")
-			}
-		}
-		if err := g.s.authorize(tok); err != nil {
-			return nil, nil, err
-		}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if err := g.authorizeMD(method, md); err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.s.cfg.CallTimeout)
 	return ctx, cancel, nil
@@ -118,10 +154,15 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 	g := &grpcServer{s: s, health: health.NewServer()}
 	opts := []grpc.ServerOption{
 		grpc.StatsHandler(g),
+		grpc.InTapHandle(g.tap),
+		grpc.ConnectionTimeout(s.cfg.HandshakeTimeout),
 		grpc.ForceServerCodecV2(frames),
 		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
 		grpc.ReadBufferSize(ioBufferBytes), grpc.WriteBufferSize(ioBufferBytes),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
+		// Streams per connection: as many as may execute and wait; more
+		// wait on the client (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
+		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -155,18 +196,29 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
+	g.pre = newPreAuthListener(ln, s.cfg.MaxUnauthenticated, s.cfg.HandshakeTimeout)
 	g.gs = grpc.NewServer(opts...)
 	pb.RegisterRemoteServer(g.gs, g)
 	healthpb.RegisterHealthServer(g.gs, g.health)
 	g.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	g.health.SetServingStatus(pb.Remote_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.grpc = g
-	go g.gs.Serve(ln)
+	go g.gs.Serve(g.pre)
 	return ln.Addr(), nil
 }
 
 func serverTLS(cfg ServerConfig) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	certPEM, keyPEM := cfg.certPEM, cfg.keyPEM
+	if certPEM == nil {
+		var err error
+		if certPEM, err = ReadSmallFile("--tls-cert", cfg.TLSCert, MaxPEMFileBytes); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if keyPEM, err = ReadSmallFile("--tls-key", cfg.TLSKey, MaxPEMFileBytes); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("server: --tls-cert %s / --tls-key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
 	}
@@ -182,13 +234,13 @@ func serverTLS(cfg ServerConfig) (*tls.Config, error) {
 }
 
 func loadPool(file string) (*x509.CertPool, error) {
-	pemData, err := os.ReadFile(file)
+	pemData, err := ReadSmallFile("--tls-ca", file, MaxPEMFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("CA file %s: %w", file, err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pemData) {
-		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", file)
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", file)
 	}
 	return pool, nil
 }
@@ -202,8 +254,11 @@ func (g *grpcServer) drain(ctx context.Context) bool {
 	case <-done:
 		return false
 	case <-ctx.Done():
-		g.gs.Stop()
-		<-done
+		g.gs.Stop() // closes every connection; a handler inside an engine step is not waited for
+		select {
+		case <-done:
+		case <-time.After(forcedStopWait):
+		}
 		return true
 	}
 }
@@ -230,8 +285,28 @@ func (c grpcServerStream) Send(f *pb.Frame) error {
 	return c.st.Send(f)
 }
 
+// within runs a receive, giving up after the server's read timeout: gRPC's
+// RecvMsg watches only the stream's own context, so a client that stops
+// sending mid-request would otherwise hold the request until CallTimeout.
+// After a timeout the receive may still complete into its destination; the
+// caller then drops that buffer (serveStep keeps no buffer of a failed
+// request) and returns, which ends the stream.
+func (c grpcServerStream) within(recv func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- recv() }()
+	t := time.NewTimer(c.s.cfg.ReadTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", c.s.cfg.ReadTimeout)
+	}
+}
+
 func (c grpcServerStream) Recv() (*pb.Frame, error) {
-	f, err := c.st.Recv()
+	var f *pb.Frame
+	err := c.within(func() (err error) { f, err = c.st.Recv(); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +316,7 @@ func (c grpcServerStream) Recv() (*pb.Frame, error) {
 
 func (c grpcServerStream) RecvData(dst []byte) (int, error) {
 	d := &dataIn{dst: dst}
-	if err := c.st.RecvMsg(d); err != nil {
+	if err := c.within(func() error { return c.st.RecvMsg(d) }); err != nil {
 		return 0, err
 	}
 	c.s.Bytes.Up(int64(d.n), int64(d.wire+grpcPrefixBytes))
@@ -263,4 +338,114 @@ func (g *grpcServer) Step(st pb.Remote_StepServer) error {
 
 func metadataWithToken(ctx context.Context, tok string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}
+
+// preAuthListener bounds the gRPC connections that have not yet made a
+// call with the token: at most max at once (one more is closed on accept,
+// before a byte is read), each closed if it has not authenticated within
+// timeout. An unauthenticated connection holds gRPC's transport buffers and
+// no message: the tap refuses its calls from their headers.
+type preAuthListener struct {
+	net.Listener
+	slots   chan struct{}
+	timeout time.Duration
+	mu      sync.Mutex
+	byAddr  map[string]*preAuthConn // accepted, not yet tagged by TagConn
+}
+
+func newPreAuthListener(ln net.Listener, max int, timeout time.Duration) *preAuthListener {
+	return &preAuthListener{Listener: ln, slots: make(chan struct{}, max), timeout: timeout, byAddr: map[string]*preAuthConn{}}
+}
+
+type preAuthConn struct {
+	net.Conn
+	l      *preAuthListener
+	addr   string
+	once   sync.Once
+	authed atomic.Bool
+	timer  *time.Timer
+	mu     sync.Mutex
+	server *Server // set once authenticated: its buffers are reserved there
+}
+
+func (l *preAuthListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			c.Close() // too many unauthenticated connections
+			continue
+		}
+		pc := &preAuthConn{Conn: c, l: l, addr: c.RemoteAddr().String()}
+		l.mu.Lock()
+		l.byAddr[pc.addr] = pc
+		l.mu.Unlock()
+		pc.timer = time.AfterFunc(l.timeout, func() {
+			if !pc.authed.Load() {
+				pc.Close()
+			}
+		})
+		return pc, nil
+	}
+}
+
+// take hands TagConn the connection from addr.
+func (l *preAuthListener) take(addr string) *preAuthConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pc := l.byAddr[addr]
+	delete(l.byAddr, addr)
+	return pc
+}
+
+// grpcConnBytes is what an authenticated gRPC connection holds and counts
+// against the memory budget: its read and write buffers. (Its HTTP/2 flow
+// control window lets a client have up to windowBytes in flight, which the
+// server reads into a request's counted buffers as it arrives.)
+const grpcConnBytes = 2 * ioBufferBytes
+
+// authenticated counts the connection's buffers against s's budget, then
+// frees its pre-auth slot and stops its deadline; false when the budget has
+// no room (the connection stays unauthenticated). Only the tap calls it,
+// and gRPC runs the tap of one connection's streams one at a time.
+func (pc *preAuthConn) authenticated(s *Server) bool {
+	if pc.authed.Load() {
+		return true
+	}
+	if !s.reserveConn(grpcConnBytes) {
+		return false
+	}
+	pc.mu.Lock()
+	pc.server = s
+	pc.mu.Unlock()
+	pc.authed.Store(true)
+	pc.timer.Stop()
+	pc.release()
+	return true
+}
+
+func (pc *preAuthConn) release() {
+	pc.once.Do(func() {
+		<-pc.l.slots
+		pc.l.mu.Lock()
+		if pc.l.byAddr[pc.addr] == pc {
+			delete(pc.l.byAddr, pc.addr)
+		}
+		pc.l.mu.Unlock()
+	})
+}
+
+func (pc *preAuthConn) Close() error {
+	pc.release()
+	pc.mu.Lock()
+	if pc.server != nil {
+		pc.server.releaseConn(grpcConnBytes)
+		pc.server = nil
+	}
+	pc.mu.Unlock()
+	return pc.Conn.Close()
 }

@@ -46,8 +46,13 @@ type ResultsFile struct {
 	Mismatches      []string `json:"mismatches,omitempty"`
 }
 
-// ResultsSchema names results.json's layout.
-const ResultsSchema = "partbench.remote.v1"
+// ResultsSchema names results.json's layout, spelled as every other
+// partbench schema; LegacyResultsSchema is the spelling of files written
+// before, which readers accept as the same layout.
+const (
+	ResultsSchema       = "partbench.remote/v1"
+	LegacyResultsSchema = "partbench.remote.v1"
+)
 
 // NewResultsFile aggregates t.
 func NewResultsFile(t *Trials) *ResultsFile {

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -18,14 +22,26 @@ type ServeOptions struct {
 	TLSCert      string
 	TLSKey       string
 	DrainTimeout time.Duration // after the context ends (default 30 s)
-	ServerConfig               // limits; Token and TLS are set from the fields above
+	// Stop, when it receives, ends a drain at once (SecondSignal).
+	Stop         <-chan os.Signal
+	ServerConfig // limits; Token and TLS are set from the fields above
+
+	filesRead bool
 }
 
-// ReadTokenFile reads a token file: one non-empty token.
+// MaxTokenFileBytes bounds a token file; MaxPEMFileBytes a certificate,
+// key or CA file.
+const (
+	MaxTokenFileBytes = 4 << 10
+	MaxPEMFileBytes   = 1 << 20
+)
+
+// ReadTokenFile reads a token file: a regular file of at most
+// MaxTokenFileBytes holding one non-empty token.
 func ReadTokenFile(flag, path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadSmallFile(flag, path, MaxTokenFileBytes)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+		return "", err
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" || strings.ContainsAny(tok, "\r\n") {
@@ -34,23 +50,144 @@ func ReadTokenFile(flag, path string) (string, error) {
 	return tok, nil
 }
 
-// Serve runs a server over engine until ctx ends (SIGTERM in the command),
-// then drains: running requests finish within DrainTimeout, new ones are
-// refused. It prints "partbench serve: <transport> listening on <addr>" to
-// out once the listener is up, so a parent process can read the port.
-func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) error {
-	cfg := o.ServerConfig
+// ReadSmallFile reads a small input named by flag: only a regular file (a
+// device such as /dev/zero, a named pipe, a socket or a directory is
+// refused before it is opened, so nothing blocks or grows without end) of
+// at most max bytes.
+func ReadSmallFile(flag, path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if err := regularSmall(flag, path, fi, max); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil { // the path may have been replaced
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if err := regularSmall(flag, path, fi, max); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s %s: more than the %d B allowed", flag, path, max)
+	}
+	return b, nil
+}
+
+func regularSmall(flag, path string, fi os.FileInfo, max int64) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s %s: not a regular file (mode %s); give a regular file", flag, path, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return fmt.Errorf("%s %s: %d B, more than the %d B allowed", flag, path, fi.Size(), max)
+	}
+	return nil
+}
+
+// ReadFiles reads --token-file, --tls-cert and --tls-key (each a small
+// regular file) into o's server config. `partbench serve` calls it before
+// it starts to treat a signal as a drain; Serve calls it if it was not.
+func (o *ServeOptions) ReadFiles() error {
+	if o.filesRead {
+		return nil
+	}
 	if o.TokenFile != "" {
 		tok, err := ReadTokenFile("--token-file", o.TokenFile)
 		if err != nil {
 			return err
 		}
-		cfg.Token = tok
+		o.Token = tok
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return fmt.Errorf("--tls-cert %q and --tls-key %q: give both or neither", o.TLSCert, o.TLSKey)
 	}
-	cfg.TLSCert, cfg.TLSKey = o.TLSCert, o.TLSKey
+	if o.TLSCert != "" {
+		var err error
+		if o.certPEM, err = ReadSmallFile("--tls-cert", o.TLSCert, MaxPEMFileBytes); err != nil {
+			return err
+		}
+		if o.keyPEM, err = ReadSmallFile("--tls-key", o.TLSKey, MaxPEMFileBytes); err != nil {
+			return err
+		}
+	}
+	o.ServerConfig.TLSCert, o.ServerConfig.TLSKey = o.TLSCert, o.TLSKey
+	o.filesRead = true
+	return nil
+}
+
+// MemoryOverheadBytes is what a serving process holds beyond its memory
+// budget: the runtime, the engine's code and scratch, goroutine stacks,
+// unauthenticated connections. Serve asks the Go runtime to keep the
+// process under budget + MemoryOverheadBytes (a soft limit: the garbage
+// collector runs harder near it), unless GOMEMLIMIT is set.
+const MemoryOverheadBytes = 64 << 20
+
+func setMemoryLimit(budget int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(budget + MemoryOverheadBytes)
+	}
+}
+
+// SecondSignal returns a channel that receives the second SIGINT or
+// SIGTERM this process gets (the first starts a drain), for
+// ServeOptions.Stop, and a function that stops watching.
+func SecondSignal() (<-chan os.Signal, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	second := make(chan os.Signal, 1)
+	quit := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case sig := <-sigs:
+				if n++; n == 2 {
+					second <- sig
+					return
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return second, func() { once.Do(func() { signal.Stop(sigs); close(quit) }) }
+}
+
+// StoppedError is a drain cut short by a second signal; the process exits
+// 128 + that signal's number (130 for SIGINT, 143 for SIGTERM).
+type StoppedError struct{ Signal os.Signal }
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("stopped at once by a second %v while draining; requests in flight were cut off", e.Signal)
+}
+
+// ExitCode is 128 + the signal's number.
+func (e *StoppedError) ExitCode() int {
+	if s, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
+// Serve runs a server over engine until ctx ends (SIGTERM in the command),
+// then drains: running requests finish within DrainTimeout, new ones are
+// refused. It prints "partbench serve: <transport> listening on <addr>" to
+// out once the listener is up, so a parent process can read the port.
+func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) error {
+	if err := o.ReadFiles(); err != nil {
+		return err
+	}
+	cfg := o.ServerConfig
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:50051"
 	}
@@ -61,6 +198,7 @@ func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) er
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(s.cfg.MemoryBudgetBytes)
 	var addr fmt.Stringer
 	switch o.Transport {
 	case "", "grpc":
@@ -82,7 +220,23 @@ func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) er
 	fmt.Fprintf(out, "partbench serve: draining (up to %s)\n", o.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
-	if err := s.Shutdown(dctx); err != nil {
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-o.Stop:
+			stopped <- sig
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	err = s.Shutdown(dctx)
+	cancel()
+	select {
+	case sig := <-stopped:
+		return &StoppedError{Signal: sig}
+	default:
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "partbench serve: drained")

@@ -28,10 +28,14 @@ type ServerConfig struct {
 	// Token is required on every call when set; a non-loopback listen
 	// address refuses to start without one.
 	Token string
-	// TLSCert and TLSKey (PEM files) serve gRPC over TLS; ClientCA, when
-	// set, requires client certificates signed by it.
+	// TLSCert and TLSKey (PEM files) serve over TLS, either transport;
+	// ClientCA, when set, requires client certificates signed by it.
 	TLSCert, TLSKey, ClientCA string
-	// MemoryBudgetBytes caps the memory of all open sessions (default 1 GiB).
+	// certPEM and keyPEM are TLSCert's and TLSKey's contents once read
+	// (ServeOptions.ReadFiles); unset, the files are read when listening.
+	certPEM, keyPEM []byte
+	// MemoryBudgetBytes caps the memory of all open sessions, the requests'
+	// receive buffers and authenticated connections' buffers (default 1 GiB).
 	MemoryBudgetBytes int64
 	// MaxMessageBytes caps one protobuf message (default 4 MiB); data is
 	// streamed in chunks of at most MaxMessageBytes − 1 KiB.
@@ -45,6 +49,17 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// CallTimeout bounds every call on the server side (default 10 min).
 	CallTimeout time.Duration
+	// HandshakeTimeout closes a connection that has not authenticated
+	// within it (default 10 s): the raw-TCP hello, or the first gRPC call
+	// with the right token.
+	HandshakeTimeout time.Duration
+	// ReadTimeout bounds the wait for each message of a request once its
+	// Step has begun (default 30 s): a client that sends a header and then
+	// nothing is cut off, and its receive buffers are released.
+	ReadTimeout time.Duration
+	// MaxUnauthenticated connections may be open at once on each transport
+	// (default 64); one more is closed at once.
+	MaxUnauthenticated int
 	// Util measures the device's utilization over each request and returns
 	// it in the trailer (default CPUBusy).
 	Util UtilSampler
@@ -72,10 +87,28 @@ func (c *ServerConfig) defaults() {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 10 * time.Minute
 	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.MaxUnauthenticated == 0 {
+		c.MaxUnauthenticated = 64
+	}
 	if c.Util == nil {
 		c.Util = CPUBusy{}
 	}
 }
+
+// PreAuthMessageBytes caps a raw-TCP message before the connection has
+// authenticated: a Hello is a token and a few bytes of framing.
+const PreAuthMessageBytes = 16 << 10
+
+// forcedStopWait is how long a forced shutdown (drain deadline passed, or
+// a second signal) waits for calls it cut off to return; a call inside an
+// engine step returns when the step does, after the server has stopped.
+const forcedStopWait = time.Second
 
 // chunkBytes is the data carried per Frame: a message less room for framing.
 func chunkBytes(maxMessage int) int { return maxMessage - 1024 }
@@ -87,8 +120,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	reserved int64
-	closed   bool
+	reserved int64 // sessions and requests' receive buffers
+	// connReserved is authenticated connections' buffers; both count
+	// against MemoryBudgetBytes.
+	connReserved int64
+	closed       bool
 
 	slots   chan struct{}
 	waiting atomic.Int64
@@ -108,10 +144,19 @@ type session struct {
 	mode     partition.RemoteMode
 	bytes    int64
 	eng      EngineSession
-	mu       sync.Mutex // one step at a time
 	lastUsed atomic.Int64
-	bufMu    sync.Mutex
+
+	mu     sync.Mutex // one step at a time; guards closed
+	closed bool       // the engine session is closed: no step may run
+
+	// Under Server.mu: requests between header and reply (the idle reaper
+	// leaves the session alone while any is), whether the session was
+	// freed, and the receive buffers kept for its next request, whose
+	// bufBytes count in Server.reserved.
+	inUse    int
+	gone     bool
 	bufs     *recvBuffers
+	bufBytes int64
 }
 
 // NewServer makes a server over engine.
@@ -120,9 +165,10 @@ func NewServer(cfg ServerConfig, engine Engine) (*Server, error) {
 	if cfg.MaxMessageBytes < 64<<10 {
 		return nil, fmt.Errorf("server: max message bytes %d: must be at least 65536", cfg.MaxMessageBytes)
 	}
-	if cfg.MaxConcurrent < 0 || cfg.MaxQueue < 0 || cfg.MemoryBudgetBytes < 0 {
-		return nil, fmt.Errorf("server: max concurrent %d, max queue %d, memory budget %d: must not be negative",
-			cfg.MaxConcurrent, cfg.MaxQueue, cfg.MemoryBudgetBytes)
+	if cfg.MaxConcurrent < 0 || cfg.MaxQueue < 0 || cfg.MemoryBudgetBytes < 0 || cfg.MaxUnauthenticated < 0 ||
+		cfg.HandshakeTimeout < 0 || cfg.ReadTimeout < 0 {
+		return nil, fmt.Errorf("server: max concurrent %d, max queue %d, memory budget %d, max unauthenticated %d, handshake timeout %v, read timeout %v: must not be negative",
+			cfg.MaxConcurrent, cfg.MaxQueue, cfg.MemoryBudgetBytes, cfg.MaxUnauthenticated, cfg.HandshakeTimeout, cfg.ReadTimeout)
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
 		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{})}
@@ -163,7 +209,8 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// ReservedBytes is the memory the open sessions hold.
+// ReservedBytes is the memory the open sessions and the requests' receive
+// buffers hold.
 func (s *Server) ReservedBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,12 +282,12 @@ func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, erro
 		s.mu.Unlock()
 		return nil, status.Error(codes.Unavailable, "open: server is shutting down")
 	}
-	if s.reserved+need > s.cfg.MemoryBudgetBytes {
-		free := s.cfg.MemoryBudgetBytes - s.reserved
+	if s.reserved+s.connReserved+need > s.cfg.MemoryBudgetBytes {
+		free, conns := s.cfg.MemoryBudgetBytes-s.reserved, s.connReserved
 		s.mu.Unlock()
 		return nil, status.Errorf(codes.ResourceExhausted,
-			"open: a %s session of %s needs %d B (weights, KV cache at full context, activations); the server's budget is %d B of which %d B are free",
-			mode, cfg.Name, need, s.cfg.MemoryBudgetBytes, free)
+			"open: a %s session of %s needs %d B (weights, KV cache at full context, activations); the server's budget is %d B of which %d B are free of sessions and requests (connections' buffers hold %d B of that)",
+			mode, cfg.Name, need, s.cfg.MemoryBudgetBytes, free, conns)
 	}
 	s.reserved += need
 	s.mu.Unlock()
@@ -264,6 +311,10 @@ func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, erro
 func (s *Server) lookup(owner, id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.lookupLocked(owner, id)
+}
+
+func (s *Server) lookupLocked(owner, id string) (*session, error) {
 	se, ok := s.sessions[id]
 	if !ok || se.owner != owner {
 		return nil, status.Errorf(codes.NotFound, "session %.8s…: not open on this connection (closed, idle longer than %v, or its client disconnected)", id, s.cfg.IdleTimeout)
@@ -271,18 +322,64 @@ func (s *Server) lookup(owner, id string) (*session, error) {
 	return se, nil
 }
 
+// use is lookup for a request: the session counts as in use (the idle
+// reaper skips it) until done.
+func (s *Server) use(owner, id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, err := s.lookupLocked(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	se.inUse++
+	return se, nil
+}
+
+func (s *Server) done(se *session) {
+	s.mu.Lock()
+	se.inUse--
+	s.mu.Unlock()
+	se.lastUsed.Store(time.Now().UnixNano())
+}
+
+// free removes a session, returns its memory (and its kept receive
+// buffers) to the budget and closes its engine session, at once or, when a
+// step is running on it, once that step has finished (free does not wait:
+// a connection's end and a forced shutdown must not hang on an engine);
+// a request that waited for it then finds it closed.
 func (s *Server) free(se *session) {
 	s.mu.Lock()
-	if s.sessions[se.id] != se {
-		s.mu.Unlock()
+	ok := s.detachLocked(se)
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
+	if se.mu.TryLock() {
+		se.closed = true
+		se.eng.Close()
+		se.mu.Unlock()
+		return
+	}
+	go se.closeEngine()
+}
+
+// detachLocked removes se from the sessions and the budget; false if it
+// was gone already.
+func (s *Server) detachLocked(se *session) bool {
+	if s.sessions[se.id] != se {
+		return false
+	}
 	delete(s.sessions, se.id)
-	s.reserved -= se.bytes
-	s.mu.Unlock()
+	s.reserved -= se.bytes + se.bufBytes
+	se.bufs, se.bufBytes, se.gone = nil, 0, true
+	return true
+}
+
+func (se *session) closeEngine() {
 	se.mu.Lock() // let a running step finish
+	defer se.mu.Unlock()
+	se.closed = true
 	se.eng.Close()
-	se.mu.Unlock()
 }
 
 func (s *Server) closeSession(owner, id string) error {
@@ -323,14 +420,15 @@ func (s *Server) reapIdle() {
 		s.mu.Lock()
 		var idle []*session
 		for _, se := range s.sessions {
-			if se.lastUsed.Load() < cut && se.mu.TryLock() {
-				se.mu.Unlock()
+			// A session with a request between header and reply is in use,
+			// however long that request waits.
+			if se.inUse == 0 && se.lastUsed.Load() < cut && s.detachLocked(se) {
 				idle = append(idle, se)
 			}
 		}
 		s.mu.Unlock()
 		for _, se := range idle {
-			s.free(se)
+			se.closeEngine() // idle: no step runs on it
 		}
 	}
 }
@@ -365,7 +463,11 @@ type frameStream interface {
 	RecvData(dst []byte) (int, error)
 }
 
-// serveStep runs one Step: header, data, execute, reply.
+// serveStep runs one Step: header, checks, data, execute, reply. Every
+// declared size is checked (MaxStepBytes, the engine's own payload when it
+// knows it, the memory budget) before a byte is allocated; receive buffers
+// then grow as data arrives, so a header alone costs no memory; the
+// execution slot is taken only once the whole request has arrived.
 func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) error {
 	f, err := st.Recv()
 	if err != nil {
@@ -382,10 +484,6 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 			stopUtil()
 		}
 	}()
-	se, err := s.lookup(owner, h.SessionId)
-	if err != nil {
-		return err
-	}
 	var phase partition.Phase
 	switch h.Phase {
 	case pb.Phase_PHASE_PREFILL:
@@ -411,7 +509,34 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		if total > s.cfg.MaxStepBytes {
 			return status.Errorf(codes.ResourceExhausted, "step: payload of more than %d B exceeds the server's limit of %d B per request", total, s.cfg.MaxStepBytes)
 		}
+		in.Tensors = append(in.Tensors, Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape})
 	}
+	se, err := s.use(owner, h.SessionId)
+	if err != nil {
+		return err
+	}
+	defer s.done(se)
+	if c, ok := se.eng.(RequestChecker); ok {
+		if err := c.CheckRequest(in, h.Tensors); err != nil {
+			return status.Errorf(codes.InvalidArgument, "step: %v", err)
+		}
+	}
+	t0 := time.Now()
+	bufs, err := s.takeBuffers(se, h.Tensors, total)
+	if err != nil {
+		return err
+	}
+	keep := false
+	defer func() { s.putBuffers(se, bufs, keep) }()
+	maxChunk := s.cfg.MaxMessageBytes
+	for i, ti := range h.Tensors {
+		d, err := bufs.recv(i, ti.Bytes, maxChunk, st)
+		if err != nil {
+			return status.Errorf(status.Code(err), "step: tensor %q at byte %d of %d: %s", ti.Name, len(d), ti.Bytes, status.Convert(err).Message())
+		}
+		in.Tensors[i].Data = d
+	}
+	recv := time.Since(t0)
 	wait, err := s.acquire(ctx)
 	if err != nil {
 		return err
@@ -422,25 +547,15 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 			s.release()
 		}
 	}()
-	t0 := time.Now()
-	bufs := se.takeBuffers()
-	for i, ti := range h.Tensors {
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: bufs.get(i, ti.Bytes)}
-		for off := 0; off < len(t.Data); {
-			n, err := st.RecvData(t.Data[off:])
-			if err != nil {
-				return status.Errorf(status.Code(err), "step: tensor %q at byte %d of %d: %s", ti.Name, off, ti.Bytes, status.Convert(err).Message())
-			}
-			off += n
-		}
-		in.Tensors = append(in.Tensors, t)
-	}
-	recv := time.Since(t0)
 	se.mu.Lock()
-	out, err := se.eng.Step(ctx, in)
+	var out *StepOutput
+	if se.closed {
+		err = fmt.Errorf("session %.8s… closed (by its client, its connection's end or the server's shutdown) while this request waited", se.id)
+	} else {
+		out, err = se.eng.Step(ctx, in)
+	}
 	se.mu.Unlock()
-	se.putBuffers(bufs)
-	se.lastUsed.Store(time.Now().UnixNano())
+	keep = err == nil
 	s.release()
 	held = false
 	if err != nil {
@@ -466,6 +581,13 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		Utilization: u.Fraction, UtilSource: u.Source}}})
 }
 
+// RequestChecker is an EngineSession that knows the payload a request must
+// carry: the server asks it before receiving (or allocating for) any data.
+// in's tensors have no Data yet.
+type RequestChecker interface {
+	CheckRequest(in *StepInput, declared []*pb.TensorInfo) error
+}
+
 // sendData streams tensors' bytes in chunks of at most chunk bytes.
 func sendData(st frameStream, ts []Tensor, chunk int) error {
 	for _, t := range ts {
@@ -482,36 +604,139 @@ func sendData(st frameStream, ts []Tensor, chunk int) error {
 // kept between requests: a naive session receives the same weights every
 // step, and allocating (and zeroing) them anew would cost a pass over the
 // payload. Engines copy what they keep (EngineSession.Step must not retain
-// a request's tensor data).
-type recvBuffers [][]byte
-
-func (b *recvBuffers) get(i int, n int64) []byte {
-	for len(*b) <= i {
-		*b = append(*b, nil)
-	}
-	if int64(len((*b)[i])) != n {
-		(*b)[i] = make([]byte, n)
-	}
-	return (*b)[i]
+// a request's tensor data). Kept buffers count in the server's reserved
+// bytes until the session ends or another request needs the room.
+type recvBuffers struct {
+	b     [][]byte
+	reuse bool  // b has exactly the declared sizes: receive in place
+	bytes int64 // reserved for this request
 }
 
-// takeBuffers hands the session's buffers to one request (a concurrent
-// request on the same session gets fresh ones).
-func (se *session) takeBuffers() *recvBuffers {
-	se.bufMu.Lock()
-	defer se.bufMu.Unlock()
-	b := se.bufs
-	se.bufs = nil
-	if b == nil {
-		b = &recvBuffers{}
+// recv receives tensor i of n bytes. A kept buffer of the right size is
+// filled in place; otherwise the buffer grows with the data (doubling, at
+// least one message ahead), so what is allocated is at most about twice
+// what has arrived, never what was declared.
+func (b *recvBuffers) recv(i int, n int64, maxChunk int, st frameStream) ([]byte, error) {
+	for len(b.b) <= i {
+		b.b = append(b.b, nil)
 	}
-	return b
+	if b.reuse && int64(len(b.b[i])) == n {
+		d := b.b[i]
+		for off := 0; off < len(d); {
+			k, err := st.RecvData(d[off:])
+			if err != nil {
+				return d[:off], err
+			}
+			off += k
+		}
+		return d, nil
+	}
+	d := b.b[i][:0]
+	for int64(len(d)) < n {
+		want := min(n, int64(len(d))+int64(maxChunk))
+		if int64(cap(d)) < want {
+			nd := make([]byte, len(d), min(n, max(want, 2*int64(cap(d)))))
+			copy(nd, d)
+			d = nd
+		}
+		k, err := st.RecvData(d[len(d):cap(d)])
+		if err != nil {
+			return d, err
+		}
+		d = d[:len(d)+k]
+	}
+	b.b[i] = d
+	return d, nil
 }
 
-func (se *session) putBuffers(b *recvBuffers) {
-	se.bufMu.Lock()
-	defer se.bufMu.Unlock()
-	se.bufs = b
+// reserveConn counts an authenticated connection's buffers (n bytes)
+// against the budget; false when they do not fit.
+func (s *Server) reserveConn(n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserved+s.connReserved+n > s.cfg.MemoryBudgetBytes-smallHeadroom(s.cfg.MemoryBudgetBytes) {
+		return false
+	}
+	s.connReserved += n
+	return true
+}
+
+func (s *Server) releaseConn(n int64) {
+	s.mu.Lock()
+	s.connReserved -= n
+	s.mu.Unlock()
+}
+
+// ConnBytes is the memory authenticated connections' buffers hold; it
+// counts against the budget beside ReservedBytes.
+func (s *Server) ConnBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connReserved
+}
+
+// SmallRequestBytes is the size up to which a request may use the budget's
+// headroom (smallHeadroom): token ids of stateful requests, the common
+// case, keep being served while large payloads fill the rest of the budget.
+const SmallRequestBytes = 64 << 10
+
+// smallHeadroom is the part of the budget only small requests may use:
+// 1/16 of it, at most 1 MiB.
+func smallHeadroom(budget int64) int64 { return min(budget/16, 1<<20) }
+
+// takeBuffers reserves a request's receive memory against the budget and
+// hands it the session's kept buffers when they have the declared sizes
+// (a concurrent request on the same session gets fresh ones). Kept buffers
+// of other sessions are given up before a request is refused.
+func (s *Server) takeBuffers(se *session, ts []*pb.TensorInfo, total int64) (*recvBuffers, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept, keptBytes := se.bufs, se.bufBytes
+	se.bufs, se.bufBytes = nil, 0
+	if kept != nil && keptBytes == total && len(kept.b) == len(ts) {
+		same := true
+		for i, t := range ts {
+			same = same && int64(len(kept.b[i])) == t.Bytes
+		}
+		if same {
+			kept.reuse = true
+			return kept, nil // already reserved
+		}
+	}
+	s.reserved -= keptBytes
+	limit := s.cfg.MemoryBudgetBytes
+	if total > SmallRequestBytes {
+		limit -= smallHeadroom(s.cfg.MemoryBudgetBytes)
+	}
+	if s.reserved+s.connReserved+total > limit {
+		for _, o := range s.sessions {
+			if o.bufs != nil {
+				s.reserved -= o.bufBytes
+				o.bufs, o.bufBytes = nil, 0
+			}
+		}
+	}
+	if s.reserved+s.connReserved+total > limit {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"step: receiving %d B would exceed the server's memory budget of %d B (%d B held by sessions and requests, %d B by connections' buffers, %d B kept for requests of at most %d B); retry later or use a smaller request",
+			total, s.cfg.MemoryBudgetBytes, s.reserved, s.connReserved, s.cfg.MemoryBudgetBytes-limit, SmallRequestBytes)
+	}
+	s.reserved += total
+	return &recvBuffers{bytes: total}, nil
+}
+
+// putBuffers ends a request: its buffers are kept for the session's next
+// request when keep is set and the session is still open, else released
+// with their reservation.
+func (s *Server) putBuffers(se *session, b *recvBuffers, keep bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if keep && !se.gone && se.bufs == nil {
+		b.reuse = false
+		se.bufs, se.bufBytes = b, b.bytes
+		return
+	}
+	s.reserved -= b.bytes
 }
 
 // Shutdown stops accepting, lets running calls finish until ctx ends, then

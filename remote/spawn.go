@@ -20,7 +20,8 @@ type ServerChild struct {
 }
 
 // SpawnServer starts this binary's `serve` (it must be partbench) on a free
-// loopback port with the CPU backend, and returns it
+// loopback port with the CPU backend (on Linux it gets SIGKILL when this
+// process ends, however it ends), and returns it
 // with the address it printed on its first line (within 30 s); extra flags
 // follow the defaults (a later --backend wins).
 func SpawnServer(transport string, stderr io.Writer, extra ...string) (*ServerChild, string, error) {
@@ -30,6 +31,7 @@ func SpawnServer(transport string, stderr io.Writer, extra ...string) (*ServerCh
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--transport", transport, "--backend", configs.BackendCPU}, extra...)...)
 	cmd.Stderr = stderr
+	cmd.SysProcAttr = childProcAttr()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err

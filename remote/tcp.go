@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,10 +32,37 @@ type tcpConn struct {
 	w   *bufio.Writer
 	max int
 	buf []byte
+	// hold, when set, counts a message larger than tcpKeptMessageBytes
+	// against the server's budget while it is read and decoded (release
+	// gives it back); data chunks are read straight into counted buffers.
+	hold    func(n int64) error
+	release func(n int64)
 }
 
+// tcpIOBytes is each direction's buffer of an authenticated connection;
+// tcpPreAuthIOBytes is an unauthenticated one's.
+const (
+	tcpIOBytes        = 256 << 10
+	tcpPreAuthIOBytes = 4 << 10
+	// tcpConnBytes is what an authenticated connection holds and counts
+	// against the memory budget: both buffers (a message larger than
+	// tcpKeptMessageBytes is read into a buffer that is not kept).
+	tcpConnBytes        = 2 * tcpIOBytes
+	tcpKeptMessageBytes = 64 << 10
+)
+
 func newTCPConn(c net.Conn, maxMessage int) *tcpConn {
-	return &tcpConn{c: c, r: bufio.NewReaderSize(c, 256<<10), w: bufio.NewWriterSize(c, 256<<10), max: maxMessage}
+	return &tcpConn{c: c, r: bufio.NewReaderSize(c, tcpIOBytes), w: bufio.NewWriterSize(c, tcpIOBytes), max: maxMessage}
+}
+
+// authenticated gives a connection that presented its token the full
+// message limit and buffers (a hello cannot be followed by anything before
+// its reply, so nothing is buffered in the small ones).
+func (t *tcpConn) authenticated(maxMessage int) {
+	t.r = bufio.NewReaderSize(t.r, tcpIOBytes)
+	t.w = bufio.NewWriterSize(t.c, tcpIOBytes)
+	t.max = maxMessage
+	t.buf = nil
 }
 
 // write frames one envelope; flush sends what is buffered.
@@ -45,7 +73,11 @@ func (t *tcpConn) write(e *pb.Envelope) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := t.w.Write(t.buf); err != nil {
+	_, err = t.w.Write(t.buf)
+	if cap(t.buf) > tcpKeptMessageBytes {
+		t.buf = nil
+	}
+	if err != nil {
 		return 0, err
 	}
 	return int64(n + tcpPrefixBytes), nil
@@ -82,6 +114,17 @@ func (t *tcpConn) readPrefix() (int, error) {
 
 // readBody reads and decodes an envelope of n bytes.
 func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
+	if n > tcpKeptMessageBytes && t.hold != nil {
+		if err := t.hold(int64(n)); err != nil {
+			// Read past it through the small buffer (no allocation), so the
+			// client, still writing it, gets the reply rather than a reset.
+			if _, derr := t.r.Discard(n); derr != nil {
+				return nil, derr
+			}
+			return nil, err
+		}
+		defer t.release(int64(n))
+	}
 	if cap(t.buf) < n {
 		t.buf = make([]byte, n)
 	}
@@ -90,7 +133,11 @@ func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
 		return nil, err
 	}
 	e := &pb.Envelope{}
-	if err := proto.Unmarshal(b, e); err != nil {
+	err := proto.Unmarshal(b, e)
+	if cap(t.buf) > tcpKeptMessageBytes {
+		t.buf = nil // a large message's buffer is not held between messages
+	}
+	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
 	}
 	return e, nil
@@ -102,13 +149,14 @@ func errEnvelope(err error) *pb.Envelope {
 }
 
 type tcpServer struct {
-	s     *Server
-	ln    net.Listener
-	n     atomic.Int64
-	mu    sync.Mutex
-	conns map[*tcpSrvConn]bool
-	wg    sync.WaitGroup
-	stop  atomic.Bool
+	s       *Server
+	ln      net.Listener
+	preAuth chan struct{} // a slot per unauthenticated connection
+	n       atomic.Int64
+	mu      sync.Mutex
+	conns   map[*tcpSrvConn]bool
+	wg      sync.WaitGroup
+	stop    atomic.Bool
 }
 
 type tcpSrvConn struct {
@@ -122,14 +170,25 @@ func (s *Server) ListenTCP(addr string) (net.Addr, error) {
 	if err := s.checkListen(addr); err != nil {
 		return nil, err
 	}
-	if s.cfg.TLSCert != "" {
-		return nil, fmt.Errorf("listen %s: the raw-TCP transport has no TLS; use gRPC for TLS", addr)
+	var tc *tls.Config
+	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
+		var err error
+		if tc, err = serverTLS(s.cfg); err != nil {
+			return nil, err
+		}
+	} else if s.cfg.ClientCA != "" {
+		return nil, fmt.Errorf("server: a client CA (%s) needs --tls-cert and --tls-key", s.cfg.ClientCA)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	t := &tcpServer{s: s, ln: ln, conns: map[*tcpSrvConn]bool{}}
+	if tc != nil {
+		// The TLS handshake runs on the hello's first read, under the
+		// handshake deadline.
+		ln = tls.NewListener(ln, tc)
+	}
+	t := &tcpServer{s: s, ln: ln, conns: map[*tcpSrvConn]bool{}, preAuth: make(chan struct{}, s.cfg.MaxUnauthenticated)}
 	s.tcp = append(s.tcp, t)
 	go t.accept()
 	return ln.Addr(), nil
@@ -141,9 +200,18 @@ func (t *tcpServer) accept() {
 		if err != nil {
 			return
 		}
+		select {
+		case t.preAuth <- struct{}{}:
+		default:
+			// Too many connections have not said hello yet: refuse this one
+			// without reading from it.
+			c.Close()
+			continue
+		}
 		sc := &tcpSrvConn{c: c}
 		t.mu.Lock()
 		if t.stop.Load() {
+			<-t.preAuth
 			t.mu.Unlock()
 			c.Close()
 			continue
@@ -160,8 +228,15 @@ func (t *tcpServer) accept() {
 func (t *tcpServer) serve(sc *tcpSrvConn) {
 	s := t.s
 	owner := fmt.Sprintf("tcp/%d", t.n.Add(1))
-	tc := newTCPConn(sc.c, s.cfg.MaxMessageBytes)
+	// Until the hello has shown the token the connection holds a pre-auth
+	// slot, small buffers and a small message limit, and must say hello
+	// within the handshake timeout.
+	tc := &tcpConn{c: sc.c, r: bufio.NewReaderSize(sc.c, tcpPreAuthIOBytes), w: bufio.NewWriterSize(sc.c, tcpPreAuthIOBytes), max: PreAuthMessageBytes}
+	preAuth := true
 	defer func() {
+		if preAuth {
+			<-t.preAuth
+		}
 		sc.c.Close()
 		s.dropOwner(owner)
 		t.mu.Lock()
@@ -173,19 +248,35 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		_, err := tc.write(e)
 		return err == nil && tc.flush() == nil
 	}
-	sc.c.SetDeadline(time.Now().Add(s.cfg.CallTimeout))
+	sc.c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	hello, _, err := tc.read()
 	if err != nil || hello.GetHello() == nil {
-		reply(errEnvelope(status.Error(codes.Unauthenticated, "the first message must be a hello")))
+		reply(errEnvelope(status.Errorf(codes.Unauthenticated, "the first message must be a hello (within %v, at most %d B)", s.cfg.HandshakeTimeout, PreAuthMessageBytes)))
 		return
 	}
 	if err := s.authorize(hello.GetHello().Token); err != nil {
 		reply(errEnvelope(err))
 		return
 	}
+	preAuth = false
+	<-t.preAuth
+	// The connection's buffers count against the memory budget.
+	if !s.reserveConn(tcpConnBytes) {
+		reply(errEnvelope(status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later", s.cfg.MemoryBudgetBytes, tcpConnBytes)))
+		return
+	}
+	defer s.releaseConn(tcpConnBytes)
 	if !reply(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{}}}) {
 		return
 	}
+	tc.authenticated(s.cfg.MaxMessageBytes)
+	tc.hold = func(n int64) error {
+		if !s.reserveConn(n) {
+			return status.Errorf(codes.ResourceExhausted, "a message of %d B does not fit the server's memory budget of %d B now; retry later", n, s.cfg.MemoryBudgetBytes)
+		}
+		return nil
+	}
+	tc.release = s.releaseConn
 	for {
 		sc.c.SetDeadline(time.Time{})
 		e, _, err := tc.read()
@@ -244,12 +335,28 @@ type tcpServerStream struct {
 	first *pb.Frame
 }
 
+// readDeadline gives the next message of a request ReadTimeout to arrive.
+func (t *tcpServerStream) readDeadline() {
+	t.tc.c.SetReadDeadline(time.Now().Add(t.s.cfg.ReadTimeout))
+}
+
+// timeout names the read deadline in an error it caused.
+func (t *tcpServerStream) timeout(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", t.s.cfg.ReadTimeout)
+	}
+	return err
+}
+
 func (t *tcpServerStream) Recv() (*pb.Frame, error) {
 	if f := t.first; f != nil {
 		t.first = nil
 		return f, nil
 	}
+	t.readDeadline()
 	e, n, err := t.tc.read()
+	err = t.timeout(err)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +369,9 @@ func (t *tcpServerStream) Recv() (*pb.Frame, error) {
 }
 
 func (t *tcpServerStream) RecvData(dst []byte) (int, error) {
+	t.readDeadline()
 	n, wire, err := t.tc.readData(dst)
+	err = t.timeout(err)
 	if err == nil {
 		t.s.Bytes.Up(int64(n), wire)
 	}
@@ -310,7 +419,32 @@ func (t *tcpServer) drain(ctx context.Context) bool {
 			sc.c.Close()
 		}
 		t.mu.Unlock()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(forcedStopWait):
+		}
 		return true
 	}
+}
+
+// tcpClientTLS runs the client's TLS handshake over nc, verifying the
+// server with cfg.TLSCA: the raw-TCP twin over TLS, so the hello's token
+// never crosses in clear. The name checked is cfg.ServerName, else the
+// host of cfg.Addr.
+func tcpClientTLS(ctx context.Context, nc net.Conn, cfg ClientConfig) (net.Conn, error) {
+	pool, err := loadPool(cfg.TLSCA)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.ServerName
+	if name == "" {
+		if name, _, err = net.SplitHostPort(cfg.Addr); err != nil {
+			return nil, fmt.Errorf("client: server %q: %v", cfg.Addr, err)
+		}
+	}
+	tlc := tls.Client(nc, &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+	if err := tlc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("client: server %s: TLS handshake (CA %s): %w", cfg.Addr, cfg.TLSCA, err)
+	}
+	return tlc, nil
 }

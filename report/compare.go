@@ -97,6 +97,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 		return nil, fmt.Errorf("%s: not a partbench result: no \"schema\" key (known: %s)", name, strings.Join(KnownSchemas, ", "))
 	}
 	d := &Doc{Name: name, Schema: *probe.Schema}
+	if d.Schema == remote.LegacyResultsSchema { // results.json of an older partbench remote
+		d.Schema = RemoteSchema
+	}
 	var into any
 	switch d.Schema {
 	case ModelSchema:

@@ -28,7 +28,7 @@ type MeasureOptions struct {
 	Perturb    bool   // --perturb
 	// PerturbSeed seeds --perturb's modification (--perturb-seed).
 	PerturbSeed uint64
-	// Conn is the stateful strategy's server (TokenFile and TLSCA unused).
+	// Conn is the stateful strategy's server.
 	Conn remote.ConnectOptions
 }
 
@@ -105,7 +105,7 @@ func Measure(ctx context.Context, s *Setup, o MeasureOptions, compute pexec.Comp
 		ro.Delta = Perturb(o.PerturbSeed, s.Plan.Model.Hidden, 0.1)
 	}
 	if stateful(s.Strategies) {
-		c, err := remote.Connect(ctx, remote.ConnectOptions{Server: o.Conn.Server, Spawn: o.Conn.Spawn, Transport: o.Conn.Transport}, stderr)
+		c, err := remote.Connect(ctx, o.Conn, stderr)
 		if err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ func newPlotCmd() *cobra.Command {
   partbench.compare/v1  scatter: measured against modeled with y = x and a ±tolerance band
   partbench.run/v1      scatter of the run's measured vs modeled rows
   partbench.search/v1   scatter of the closed-form estimate against the full timeline
-  partbench.remote.v1   remote: payload bytes and latency per request of each mode (partbench remote's
+  partbench.remote/v1   remote: payload bytes and latency per request of each mode (partbench remote's
                         results.json), with the naive/stateful gap
 
 --kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over

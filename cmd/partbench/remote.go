@@ -29,7 +29,10 @@ func newServeCmd() *cobra.Command {
 		Short: "Serve the model to remote clients (partbench remote): sessions, a bounded queue, byte counts",
 		Long: `Serve a device to clients that have none. Listens on loopback by default; any other
 address requires --token-file (bearer token). Drains on SIGTERM or interrupt: requests in flight
-finish (up to --drain-timeout), new ones are refused. Nothing is written to disk.`,
+finish (up to --drain-timeout), new ones are refused; a second signal stops at once (exit 128 +
+the signal: 130, 143). Nothing is written to disk. Bounds (docs/reliability.md, "Server bounds"):
+at most 64 unauthenticated connections per transport, each closed after 10 s without the token;
+a request's declared sizes are checked against the memory budget before anything is allocated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eng, err := remote.BackendEngine(backendName)
@@ -45,6 +48,14 @@ finish (up to --drain-timeout), new ones are refused. Nothing is written to disk
 					o.Util = s
 				}
 			}
+			// Every file is read (small regular files only) before a signal
+			// means a drain; a second signal then stops the drain at once.
+			if err := o.ReadFiles(); err != nil {
+				return err
+			}
+			stop, unwatch := remote.SecondSignal()
+			defer unwatch()
+			o.Stop = stop
 			sigexit.DrainsOnSignal(cmd.Context())
 			return remote.Serve(cmd.Context(), o, eng, cmd.OutOrStdout())
 		},
@@ -53,10 +64,10 @@ finish (up to --drain-timeout), new ones are refused. Nothing is written to disk
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:50051", "host:port to listen on (port 0: any free port, printed)")
 	f.StringVar(&o.Transport, "transport", "grpc", "grpc, or tcp (the raw-TCP framing of the same protocol)")
 	f.StringVar(&o.TokenFile, "token-file", "", "file holding the bearer token every call must present (required off loopback)")
-	f.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate: serve gRPC over TLS (with --tls-key)")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate: serve over TLS (with --tls-key), either transport")
 	f.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&backendName, "backend", configs.BackendCPU, "device backend: cpu or cuda")
-	f.Int64Var(&o.MemoryBudgetBytes, "memory-budget", 1<<30, "bytes all open sessions may hold; a session that would not fit is refused before allocation")
+	f.Int64Var(&o.MemoryBudgetBytes, "memory-budget", 1<<30, "bytes all open sessions and requests' receive buffers may hold; a session or request that would not fit is refused before allocation")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", 5*time.Minute, "free a session unused this long")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long requests in flight may finish")
 	f.IntVar(&o.MaxConcurrent, "max-concurrent", 1, "requests executing at once")
@@ -101,7 +112,7 @@ model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and resu
 	f.BoolVar(&o.Conn.Spawn, "spawn-server", false, "start a local 'partbench serve' child on a free loopback port, run, stop it")
 	f.StringVar(&o.Conn.Transport, "transport", "grpc", "grpc or tcp")
 	f.StringVar(&o.Conn.TokenFile, "token-file", "", "file holding the server's bearer token")
-	f.StringVar(&o.Conn.TLSCA, "tls-ca", "", "PEM CA that signed the server's TLS certificate (turns TLS on)")
+	f.StringVar(&o.Conn.TLSCA, "tls-ca", "", "PEM CA that signed the server's TLS certificate (turns TLS on, either transport)")
 	f.StringVar(&o.Mode, "mode", "all", "naive, kv, stateful, local, or all")
 	f.IntVar(&o.Trials, "trials", 3, "recorded trials per mode")
 	f.IntVar(&o.Warmup, "warmup", 1, "unrecorded trials per mode first")

@@ -21,7 +21,7 @@ func newResumeCmd() *cobra.Command {
 	o := &resume.MeasureOptions{}
 	var out, format string
 	cmd := &cobra.Command{
-		Use:   "resume --config FILE --layers 1,10,20 --strategies recompute,offload,stateful [--server ADDR | --spawn-server] --output-dir DIR",
+		Use:   "resume --config FILE --layers 1,10,20 --strategies recompute,offload,stateful [--server ADDR [--token-file T] [--tls-ca CA] | --spawn-server] --output-dir DIR",
 		Short: "Pause a prefill after layer N and resume it: recompute, host offload, or a server that kept the state (seed 002)",
 		Long: `Each trial runs the prefill up to and including layer N, hands over the hidden state
 (--perturb adds a seeded modification to every row), and resumes from layer N+1:
@@ -70,6 +70,8 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 	f.StringVar(&o.Conn.Server, "server", "", "stateful: the server's host:port")
 	f.BoolVar(&o.Conn.Spawn, "spawn-server", false, "stateful: start a local 'partbench serve' child on a free loopback port")
 	f.StringVar(&o.Conn.Transport, "transport", "grpc", "stateful: grpc or tcp (the raw-TCP twin)")
+	f.StringVar(&o.Conn.TokenFile, "token-file", "", "stateful: file holding the server's bearer token (a server off loopback requires one)")
+	f.StringVar(&o.Conn.TLSCA, "tls-ca", "", "stateful: PEM CA that signed the server's TLS certificate (turns TLS on, either transport)")
 	f.StringVar(&o.Backend, "backend", configs.BackendCPU, "compute backend: cpu")
 	f.StringVar(&o.Link, "remote-link", "loopback", "the modeled stateful request's client link: "+strings.Join(topology.ClientLinkNames(), ", "))
 	f.IntVar(&o.Trials, "trials", 5, "measured trials per strategy and layer")
