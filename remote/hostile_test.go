@@ -688,10 +688,10 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 	}{
 		{ServeOptions{TokenFile: fifo}, "--token-file", "not a regular file"},
 		{ServeOptions{TokenFile: "/dev/zero"}, "--token-file", "not a regular file"},
-		{ServeOptions{TokenFile: big}, "--token-file", "more than the 4096 B allowed"},
+		{ServeOptions{TokenFile: big}, "--token-file", "more than the 4096 bytes (4 KiB) a --token-file may have"},
 		{ServeOptions{TLSCert: fifo, TLSKey: key}, "--tls-cert", "not a regular file"},
 		{ServeOptions{TLSCert: cert, TLSKey: "/dev/zero"}, "--tls-key", "not a regular file"},
-		{ServeOptions{TLSCert: big, TLSKey: key}, "--tls-cert", "more than the 1048576 B allowed"},
+		{ServeOptions{TLSCert: big, TLSKey: key}, "--tls-cert", "more than the 1048576 bytes (1 MiB) a --tls-cert may have"},
 	} {
 		done := make(chan error, 1)
 		go func() { done <- c.o.ReadFiles() }()

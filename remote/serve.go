@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"github.com/partbench/partbench/fileio"
 	"io"
 	"os"
 	"os/signal"
@@ -55,42 +56,7 @@ func ReadTokenFile(flag, path string) (string, error) {
 // refused before it is opened, so nothing blocks or grows without end) of
 // at most max bytes.
 func ReadSmallFile(flag, path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := regularSmall(flag, path, fi, max); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil { // the path may have been replaced
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := regularSmall(flag, path, fi, max); err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s %s: more than the %d B allowed", flag, path, max)
-	}
-	return b, nil
-}
-
-func regularSmall(flag, path string, fi os.FileInfo, max int64) error {
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s %s: not a regular file (mode %s); give a regular file", flag, path, fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return fmt.Errorf("%s %s: %d B, more than the %d B allowed", flag, path, fi.Size(), max)
-	}
-	return nil
+	return fileio.ReadSmall(path, flag, max)
 }
 
 // ReadFiles reads --token-file, --tls-cert and --tls-key (each a small
