@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partbench/partbench/configs"
@@ -188,6 +191,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return ctx.Err()
 	}
 
+	loadStart, loadOK := loadAverage()
 	cal := &configs.Calibration{
 		Spread:   map[string]configs.Spread{},
 		Comments: map[string]string{},
@@ -293,7 +297,56 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := step(); err != nil {
 		return nil, err
 	}
+	if loadEnd, ok := loadAverage(); ok && loadOK {
+		cal.Info.LoadAverage = []float64{loadStart, loadEnd}
+	}
+	judgeCalibration(cal)
 	return cal, nil
+}
+
+// BusyLoadFactor is the load average per core above which a calibration is
+// flagged, and OpCheckFactor how far its own op check may sit from 1 (either
+// way) before it is: beyond either, the figures describe the machine's load
+// (or a model that misses), and a run measured at another load will not
+// agree with them.
+const (
+	BusyLoadFactor = 1.5
+	OpCheckFactor  = 1.5
+)
+
+// judgeCalibration adds a warning when the machine was busy while it was
+// measured or when the calibrated model misses the CPU backend's op times
+// by more than OpCheckFactor.
+func judgeCalibration(cal *configs.Calibration) {
+	if la := cal.Info.LoadAverage; len(la) == 2 && cal.Info.Cores > 0 {
+		if peak := max(la[0], la[1]); peak > BusyLoadFactor*float64(cal.Info.Cores) {
+			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the machine was busy: 1-minute load average %.2f at the start and %.2f at the end on %d cores (more than %.1f per core); these figures include that load — calibrate again when the machine is quiet", la[0], la[1], cal.Info.Cores, BusyLoadFactor))
+		}
+	}
+	var meas, model float64
+	for _, o := range cal.Ops {
+		meas, model = meas+o.MeasuredS, model+o.ModelS
+	}
+	if meas > 0 && model > 0 {
+		if r := model / meas; r > OpCheckFactor || r < 1/OpCheckFactor {
+			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the calibrated model is %.2f× the CPU backend's measured op time (%s), beyond %.1f× either way: the machine's load changed while measuring, or the model misses here", r, OpsConfig, OpCheckFactor))
+		}
+	}
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg (false where
+// there is none).
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
 }
 
 // remoteSamples is the stateful decode requests timed per repeat.

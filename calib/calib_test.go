@@ -236,3 +236,39 @@ func TestQuickCalibrationLoads(t *testing.T) {
 		t.Errorf("loaded %+v %+v, wrote %+v %+v", back.Hardware, back.Topology, cal.Hardware, cal.Topology)
 	}
 }
+
+// A calibration is flagged when it was measured on a busy machine (load
+// average above 1.5 per core) or when its op check misses by more than 1.5×
+// either way; a quiet, agreeing one is not.
+func TestJudgeCalibration(t *testing.T) {
+	cal := func(la []float64, meas, model float64) *configs.Calibration {
+		return &configs.Calibration{Info: configs.CalibrationInfo{Cores: 2, LoadAverage: la},
+			Ops: []configs.OpSample{{MeasuredS: meas, ModelS: model}}}
+	}
+	for _, c := range []struct {
+		name string
+		cal  *configs.Calibration
+		want []string
+	}{
+		{"quiet, agreeing", cal([]float64{0.5, 1.2}, 1, 1.1), nil},
+		{"busy: 3.38 > 1.5 × 2 cores", cal([]float64{3.38, 2.9}, 1, 1.1), []string{"the machine was busy: 1-minute load average 3.38"}},
+		{"op check 3.38×", cal([]float64{0.5, 0.5}, 1, 3.38), []string{"the calibrated model is 3.38×"}},
+		{"op check 0.5×", cal([]float64{0.5, 0.5}, 2, 1), []string{"the calibrated model is 0.50×"}},
+		{"exactly 1.5× is within", cal([]float64{3, 3}, 1, 1.5), nil},
+	} {
+		judgeCalibration(c.cal)
+		got := c.cal.Info.Warnings
+		if len(got) != len(c.want) {
+			t.Errorf("%s: warnings %q, want %d", c.name, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: warning %q lacks %q", c.name, got[i], w)
+			}
+		}
+	}
+	if v, ok := loadAverage(); ok && !(v >= 0) {
+		t.Errorf("load average %v", v)
+	}
+}

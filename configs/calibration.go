@@ -59,6 +59,13 @@ type CalibrationInfo struct {
 	Quick   bool `toml:"quick"`
 	// Notes are caveats found while measuring.
 	Notes []string `toml:"notes"`
+	// LoadAverage is the machine's 1-minute load average (/proc/loadavg)
+	// when the calibration started and when it ended: figures measured on
+	// a busy machine describe that load, not the machine.
+	LoadAverage []float64 `toml:"load_average,omitempty"`
+	// Warnings are what makes this calibration doubtful (a busy machine, an
+	// op check beyond 1.5×); calibrate prints them on stderr too.
+	Warnings []string `toml:"warnings,omitempty"`
 }
 
 // RemoteCalibration is what a remote request costs besides the link and

@@ -16,8 +16,12 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 	if cal.Info.Quick {
 		quick = ", quick"
 	}
-	figs := Grid{Title: fmt.Sprintf("Calibration of %s (%d cores, %d repeats%s, %s), written to %s", g.Name, cal.Info.Cores, cal.Info.Repeats, quick, cal.Info.Date, path),
-		Header: []string{"figure", "value", "min", "median", "max", "unit"}, Notes: cal.Info.Notes}
+	load := ""
+	if la := cal.Info.LoadAverage; len(la) == 2 {
+		load = fmt.Sprintf(", load average %.2f → %.2f", la[0], la[1])
+	}
+	figs := Grid{Title: fmt.Sprintf("Calibration of %s (%d cores%s, %d repeats%s, %s), written to %s", g.Name, cal.Info.Cores, load, cal.Info.Repeats, quick, cal.Info.Date, path),
+		Header: []string{"figure", "value", "min", "median", "max", "unit"}, Notes: append(append([]string{}, cal.Info.Notes...), prefixed("warning: ", cal.Info.Warnings)...)}
 	for _, r := range []struct {
 		key  string
 		v    float64
@@ -79,4 +83,12 @@ func remoteOverhead(cal *configs.Calibration) float64 {
 		return 0
 	}
 	return cal.Remote.RequestOverheadS
+}
+
+func prefixed(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
 }

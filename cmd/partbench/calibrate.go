@@ -88,5 +88,8 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if err := report.WriteCalibration(o.out, cal); err != nil {
 		return fmt.Errorf("calibrate: write %s: %w", o.out, err)
 	}
+	for _, w := range cal.Info.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "partbench calibrate: warning: %s\n", w)
+	}
 	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
 }
