@@ -31,9 +31,11 @@ type CollectiveCompareRow struct {
 	MeasuredTimeS          float64 `json:"measured_time_s"`
 	MeasuredBusBWBytesPerS float64 `json:"measured_busbw_bytes_per_s"`
 	Algo                   string  `json:"algo"`
-	Proto                  string  `json:"proto"`
-	ModeledTimeS           float64 `json:"modeled_time_s"`
-	ModeledBusBWBytesPerS  float64 `json:"modeled_busbw_bytes_per_s"`
+	// NCCLAlgo is Algo as NCCL names it (Ring, Tree, NVLS, NVLSTree).
+	NCCLAlgo              string  `json:"nccl_algo"`
+	Proto                 string  `json:"proto"`
+	ModeledTimeS          float64 `json:"modeled_time_s"`
+	ModeledBusBWBytesPerS float64 `json:"modeled_busbw_bytes_per_s"`
 	// BusBWRelErr is stats.ModelError of busbw, (modeled − measured) /
 	// measured; null when the
 	// measured busbw is 0 (nccl-tests prints 0.00 below ~10 kB).
@@ -114,7 +116,7 @@ func CompareCollectiveRun(out *nccltests.Output, sys topology.System, opt sim.Co
 		}
 		row := CollectiveCompareRow{SizeBytes: r.SizeBytes, Count: r.Count,
 			MeasuredTimeS: r.OutOfPlace.TimeUS * 1e-6, MeasuredBusBWBytesPerS: r.OutOfPlace.BusBWGBPerS * 1e9,
-			Algo: m.Algo, Proto: m.Proto, ModeledTimeS: m.TimeS, ModeledBusBWBytesPerS: m.BusBWBytesPerS}
+			Algo: m.Algo, NCCLAlgo: sim.NCCLAlgoName(sys.Topology, m.Algo), Proto: m.Proto, ModeledTimeS: m.TimeS, ModeledBusBWBytesPerS: m.BusBWBytesPerS}
 		if row.MeasuredBusBWBytesPerS > 0 {
 			e, _ := stats.ModelError(row.ModeledBusBWBytesPerS, row.MeasuredBusBWBytesPerS)
 			row.BusBWRelErr = &e
@@ -176,7 +178,7 @@ func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare,
 				}
 				_ = cw.Write([]string{c.File, string(c.Op), strconv.Itoa(c.Ranks), strconv.FormatInt(r.SizeBytes, 10),
 					strconv.FormatFloat(r.MeasuredTimeS*1e6, 'f', 2, 64), strconv.FormatFloat(r.MeasuredBusBWBytesPerS/1e9, 'f', 2, 64),
-					r.Algo, r.Proto, strconv.FormatFloat(r.ModeledTimeS*1e6, 'f', 2, 64), strconv.FormatFloat(r.ModeledBusBWBytesPerS/1e9, 'f', 2, 64), e})
+					r.NCCLAlgo, r.Proto, strconv.FormatFloat(r.ModeledTimeS*1e6, 'f', 2, 64), strconv.FormatFloat(r.ModeledBusBWBytesPerS/1e9, 'f', 2, 64), e})
 			}
 		}
 		cw.Flush()
@@ -205,7 +207,7 @@ func WriteCollectivesCompare(w io.Writer, format string, cs []CollectiveCompare,
 				e = fmt.Sprintf("%+.1f", 100**r.BusBWRelErr)
 			}
 			g.Rows = append(g.Rows, []string{strconv.FormatInt(r.SizeBytes, 10), strings.TrimSpace(ncclTime(r.MeasuredTimeS * 1e6)),
-				fmt.Sprintf("%.2f", r.MeasuredBusBWBytesPerS/1e9), r.Algo + "/" + r.Proto, strings.TrimSpace(ncclTime(r.ModeledTimeS * 1e6)),
+				fmt.Sprintf("%.2f", r.MeasuredBusBWBytesPerS/1e9), r.NCCLAlgo + "/" + r.Proto, strings.TrimSpace(ncclTime(r.ModeledTimeS * 1e6)),
 				fmt.Sprintf("%.2f", r.ModeledBusBWBytesPerS/1e9), e})
 		}
 		g.Notes = []string{compareSummary(c)}
