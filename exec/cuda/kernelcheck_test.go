@@ -270,8 +270,9 @@ func gateCompile(rtc *cuda.NVRTC, u gateUnit, dt dtype, a gpuArch, allow []spill
 	return res
 }
 
-// gateUnits are the kernel files (held to kernelSigs and kernelLaunch)
-// and the tensor-core self-test of the harness.
+// gateUnits are the kernel files (held to kernelSigs and kernelLaunch),
+// flash.cu and the second module (extraGateUnits), and the tensor-core
+// self-test of the harness.
 func gateUnits(t *testing.T) []gateUnit {
 	t.Helper()
 	var us []gateUnit
@@ -294,6 +295,7 @@ func gateUnits(t *testing.T) []gateUnit {
 		}
 		src = strings.Replace(src, `#include "`+h+`"`, text, 1)
 	}
+	us = append(us, extraGateUnits()...)
 	us = append(us, gateUnit{name: "hostemu/testdata/tc_selftest.cu", src: src,
 		sigs:   map[string]string{"pb_tc_selftest": "pppp", "pb_ldmatrix_selftest": "pp", "pb_cp_async_zfill_selftest": "pp"},
 		bounds: map[string]launchBound{"pb_tc_selftest": {threads: 32}, "pb_ldmatrix_selftest": {threads: 32}, "pb_cp_async_zfill_selftest": {threads: 32}}})
@@ -472,8 +474,10 @@ func TestSpillAllowlist(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range list {
-		if _, ok := kernelLaunch[a.fn]; !ok {
-			t.Errorf("kernels/spills.txt names %s, which is no kernel of kernelLaunch", a.fn)
+		_, first := kernelLaunch[a.fn]
+		_, extra := extraLaunch[a.fn]
+		if !first && !extra {
+			t.Errorf("kernels/spills.txt names %s, which is no kernel of kernelLaunch or extraLaunch", a.fn)
 		}
 	}
 	if st, ld := allowedSpill([]spillAllowance{{"f", "*", "sm_80", 8, 4}}, "f", "bf16", "sm_80"); st != 8 || ld != 4 {
@@ -562,5 +566,54 @@ func TestKernelCheckSm90a(t *testing.T) {
 	}
 	if res := gateCompile(rtc, u, dtypes["fp32"], gateArchs[1], nil); len(res.problems) == 0 {
 		t.Error("wgmma compiled for sm_90 (not arch-specific)")
+	}
+}
+
+// extraSigs are the parameter lists the backend launches the kernels of
+// flash.cu and the second module (split-KV, fused norms, RoPE table,
+// weight generator) with.
+func extraSigs() map[string]string {
+	sigs := map[string]string{"pb_splitkv_merge": splitKVMergeSig, "pb_rope_kv_table": ropeTableSig,
+		"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig}
+	for _, v := range []int{1, 2, 4, 8} {
+		sigs[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
+	}
+	for _, fk := range flashKeys() {
+		sigs[flashKernelName(fk.hd, fk.br)] = flashKernelSig
+	}
+	return sigs
+}
+
+// extraBounds is extraLaunch as the gate's launch bounds.
+func extraBounds() map[string]launchBound {
+	m := map[string]launchBound{}
+	for n, b := range extraLaunch {
+		m[n] = launchBound{threads: b.threads, dynSmem: b.dynSmem, optIn: b.optIn}
+	}
+	return m
+}
+
+// extraGateUnits are flash.cu (no kernel in fp32: the m16n8k16 mma has no
+// fp32 form) and the backend's second module, held to extraSigs and
+// extraLaunch as the first module is to kernelSigs and kernelLaunch.
+func extraGateUnits() []gateUnit {
+	sigs, bounds := extraSigs(), extraBounds()
+	return []gateUnit{{name: "flash.cu", src: flashSource, sigs: sigs, bounds: bounds},
+		{name: "partbench_extra.cu", src: extraSource(), sigs: sigs, bounds: bounds}}
+}
+
+// Every kernel of the extra modules has a signature and a bound, and each
+// bound's kernel has a signature (the gate holds compiled entries to both).
+func TestExtraKernelsRegistered(t *testing.T) {
+	sigs := extraSigs()
+	for n := range extraLaunch {
+		if _, ok := sigs[n]; !ok {
+			t.Errorf("%s has a launch bound and no signature", n)
+		}
+	}
+	for n := range sigs {
+		if _, ok := extraLaunch[n]; !ok {
+			t.Errorf("%s has a signature and no launch bound", n)
+		}
 	}
 }
