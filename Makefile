@@ -52,7 +52,7 @@ fuzz:
 	GO=$(GO) bash scripts/fuzz.sh
 
 ## gpu-check: everything a GPU machine needs in one folder (binary, test binaries, configs, script);
-## there: cd gpu-check && ./gpu-check.sh OUTDIR
+## there, in one device call: cd gpu-check && ./gpu-check.sh OUTDIR (docs/gpu.md)
 gpu-check:
 	rm -rf gpu-check && mkdir -p gpu-check
 	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
@@ -61,6 +61,7 @@ gpu-check:
 	$(GO) test -c -o gpu-check/hostemu.test ./exec/cuda/hostemu
 	$(GO) test -c -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
+	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
 	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"
 

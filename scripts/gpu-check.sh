@@ -1,67 +1,108 @@
 #!/usr/bin/env bash
-# gpu-check.sh OUTDIR [STEP...] — what a session with a GPU runs first.
+# gpu-check.sh [--dry-run] OUTDIR [STEP...] — what a session with a GPU runs first, in ONE call.
 #
 # Run it from a folder holding the partbench binary (./partbench, or set
-# PARTBENCH=/path/to/partbench) and configs/. It writes every step's output
-# to OUTDIR/<step>.log, one line per step to OUTDIR/steps.tsv (step, exit
-# status, seconds, what ran), and a summary to OUTDIR/summary.txt. A failing
-# step is recorded and the script goes on; it exits 1 when any step failed.
+# PARTBENCH=/path/to/partbench), the *.test binaries and configs/ (`make
+# gpu-check` builds that folder here: nothing is built on the GPU machine).
+# Every step runs under its own time limit, cut to what is left of the whole
+# call's budget (TOTAL_BUDGET seconds, default 540: a device call allows 10
+# minutes); a step that fails or times out is recorded and the others run.
 #
-# Steps (default: all, in this order; name some to run only those):
-#   system    nvidia-smi, the GPU's details, libraries the loader sees, environment
-#   nccl      partbench nccl-check: libcuda and NCCL load, a 1-rank all-reduce and send/recv
-#   tests     every *.test binary here (go test -c of ./cgo/cuda, ./exec/cuda and ./topology), its
-#             RealGPU tests: kernels, graphs and cuBLAS on the device, and the GPU held
-#             against the CPU reference on every test partitioning in fp32, fp16, bf16
-#   check     partbench run --check --backend cuda on the tiny test configs (fp32 as
-#             configured, then fp16 when the build has --dtype)
-#   single    a measured run of the seed model on one GPU (OUTDIR/single-gpu-seed.toml)
-#   emulate   every rank of TP=8×PP=2 and of layer-wise 16 played in turn on this GPU,
-#             at a reduced workload (run --emulate-ranks)
-#   sanitize  compute-sanitizer memcheck, then racecheck, over exec-cuda.test's kernel tests on
-#             their test shapes (every kernel against float64, the 16-bit stores, the tiny
-#             fp16 checks; SANITIZE_RUN, a -test.run pattern) and hostemu.test's tensor-core
-#             tests, each run limited to SANITIZE_TIMEOUT seconds (240); skipped, saying so,
-#             without compute-sanitizer
-#   torch     the single-GPU seed config run by partbench and, on the same shapes, by
-#             PyTorch (torch_baseline.py: eager SDPA prefill, eager and CUDA-graph decode);
-#             one table, OUTDIR/torch-vs-partbench.md (needs python3 with torch)
+# It writes, into OUTDIR:
+#   report.md    the device, driver, CUDA, NCCL and library versions at the top, then
+#                every step (status, seconds, limit, command) and its last lines
+#   steps.json   the same as data (schema partbench.gpu-check/v1)
+#   steps.tsv    one line per step; <step>.log, each step's whole output; the
+#                results files the steps write (results.json, resume.json, …)
+# and exits 1 when any step failed (0 when all passed or were skipped with a reason).
 #
-# Each step runs under `timeout` (STEP_TIMEOUT seconds, default 300). A device
-# session limits one command to 10 minutes: run the steps in two calls, e.g.
-#   scripts/gpu-check.sh out system nccl tests check  and then  scripts/gpu-check.sh out single emulate
+# Steps (default: all, in this order; name some to run only those), with their
+# limits in seconds:
+#   system     30   nvidia-smi, the GPU's details, libraries the loader sees, environment
+#   nccl       30   partbench nccl-check: libcuda and NCCL load, a 1-rank all-reduce and send/recv
+#   tests     150   every *.test binary here, its RealGPU tests (kernels, graphs, cuBLAS, the
+#                   GPU against the CPU reference on every test partitioning, fp32/fp16/bf16)
+#   check      60   run --check --backend cuda on the tiny test configs, fp32, fp16 and bf16
+#   single     60   the seed shapes at 4 layers on one GPU, weights generated on the device
+#   torch      60   the same config in PyTorch (eager SDPA prefill, eager and CUDA-graph
+#                   decode) beside partbench's run: OUTDIR/torch-vs-partbench.md
+#   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
+#   calibrate  30   calibrate --backend cuda (its refusal is recorded until it is written)
+#   l2         30   l2 --measure --backend cuda on the seed strategies
+#   generate   30   generate --backend cuda on the Hugging Face fixtures
+#   resume     30   resume --backend cuda: recompute, offload, stateful
+#   serve      45   serve --backend cuda with remote --mode all and its SM activity
+#   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
+#
+# --dry-run (what `make test` runs, against the fake libraries or none): runs
+# no GPU step, but checks that every partbench subcommand and flag the steps
+# use exists in this binary and that every config they name loads, so the
+# script cannot drift from the CLI while no GPU is at hand.
 set -u
 
+dry=0
+if [ "${1:-}" = "--dry-run" ]; then
+	dry=1
+	shift
+fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 OUTDIR [system|nccl|tests|check|single|emulate|sanitize|torch ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|emulate|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-steps=${*:-system nccl tests check single emulate sanitize torch}
+all_steps="system nccl tests check single torch emulate calibrate l2 generate resume serve sanitize"
+steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 pb=${PARTBENCH:-./partbench}
-limit=${STEP_TIMEOUT:-300}
+budget=${TOTAL_BUDGET:-540}
+started=$(date +%s)
 failed=0
-[ -f "$out/steps.tsv" ] || printf 'step\tstatus\tseconds\tcommand\n' >"$out/steps.tsv"
+printf 'step\tstatus\tseconds\tlimit\tcommand\n' >"$out/steps.tsv"
+: >"$out/summary.txt"
 
-# step NAME CMD... runs CMD with its output in OUTDIR/NAME.log and records it.
-step() {
+# limit_of STEP: the step's own limit in seconds.
+limit_of() {
+	case $1 in
+	system | nccl | calibrate | l2 | generate | resume) echo 30 ;;
+	tests) echo 150 ;;
+	check | single | torch) echo 60 ;;
+	emulate | serve) echo 45 ;;
+	sanitize) echo 90 ;;
+	*) echo 30 ;;
+	esac
+}
+
+# left: seconds of the whole call's budget still unspent.
+left() { echo $((budget - ($(date +%s) - started))); }
+
+# json_escape TEXT: TEXT as a JSON string body.
+json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | tr -d '\n\r'; }
+
+# run NAME CMD... runs CMD with its output in OUTDIR/NAME.log under the
+# current step's limit (cut to the budget left) and records it.
+run() {
 	local name=$1
 	shift
-	local log="$out/$name.log" start end rc
+	local log="$out/$name.log" start end rc lim
+	lim=$step_limit
+	if [ "$(left)" -lt "$lim" ]; then lim=$(left); fi
+	if [ "$lim" -lt 5 ]; then
+		skip "$name" "the call's budget of ${budget} s is spent"
+		return 0
+	fi
 	echo "== $name: $*" | tee -a "$out/summary.txt"
 	start=$(date +%s%N)
 	{
 		echo "\$ $*"
-		timeout --kill-after=10 "$limit" "$@"
+		timeout --kill-after=5 "$lim" "$@"
 	} >"$log" 2>&1
 	rc=$?
 	end=$(date +%s%N)
-	[ $rc -eq 124 ] && echo "(timed out after $limit s)" >>"$log"
-	printf '%s\t%d\t%s\t%s\n' "$name" "$rc" "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" "$*" >>"$out/steps.tsv"
+	[ $rc -eq 124 ] && echo "(timed out after $lim s)" >>"$log"
+	printf '%s\t%d\t%s\t%s\t%s\n' "$name" "$rc" "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" "$lim" "$*" >>"$out/steps.tsv"
 	tail -n 3 "$log" | sed 's/^/   /' | tee -a "$out/summary.txt"
 	if [ $rc -ne 0 ]; then
 		failed=1
@@ -70,17 +111,59 @@ step() {
 	return 0
 }
 
-# has_flag SUBCOMMAND FLAG: whether this build's subcommand knows the flag.
-has_flag() { "$pb" "$1" --help 2>/dev/null | grep -q -- "$2"; }
-
-# note NAME TEXT records a step that was skipped, and why.
-note() {
-	printf '%s\tskipped\t0\t%s\n' "$1" "$2" >>"$out/steps.tsv"
+# skip NAME WHY records a step that did not run, and why.
+skip() {
+	printf '%s\tskipped\t0\t0\t%s\n' "$1" "$2" >>"$out/steps.tsv"
 	echo "== $1: skipped: $2" | tee -a "$out/summary.txt"
 }
 
+# has_flag SUBCOMMAND FLAG: whether this build's subcommand knows the flag.
+has_flag() { "$pb" $1 --help 2>/dev/null | grep -q -- "$2"; }
+
+# pbrun NAME ARGS...: a partbench step; in --dry-run, checks instead that
+# the subcommand and every --flag it passes exist and records it as checked.
+pbrun() {
+	local name=$1
+	shift
+	if [ $dry -eq 1 ]; then
+		local sub=$1 a missing=""
+		[ "$sub" = "run" ] || [ "$sub" = "model" ] || [ "$sub" = "nccl-check" ] || [ "$sub" = "calibrate" ] || [ "$sub" = "l2" ] ||
+			[ "$sub" = "generate" ] || [ "$sub" = "resume" ] || [ "$sub" = "serve" ] || [ "$sub" = "remote" ] || missing="subcommand $sub"
+		local help
+		help=$("$pb" "$sub" --help 2>&1) || missing="$missing subcommand $sub (no help)"
+		for a in "$@"; do
+			case $a in
+			--*)
+				a=${a%%=*}
+				printf '%s\n' "$help" | grep -q -- " $a " || printf '%s\n' "$help" | grep -q -- " $a\$" || missing="$missing $a"
+				;;
+			esac
+		done
+		if [ -n "$missing" ]; then
+			printf '%s\t1\t0\t0\t%s (dry run: missing%s)\n' "$name" "$pb $*" "$missing" >>"$out/steps.tsv"
+			echo "== $name: dry run: $pb $* — missing:$missing" | tee -a "$out/summary.txt"
+			failed=1
+		else
+			printf '%s\tchecked\t0\t0\t%s\n' "$name" "$pb $*" >>"$out/steps.tsv"
+		fi
+		return 0
+	fi
+	run "$name" "$pb" "$@"
+}
+
+# config_ok NAME FILE: in --dry-run, the config must load (model --dry-run).
+config_ok() {
+	[ $dry -eq 1 ] || return 0
+	if ! "$pb" model --dry-run --config "$2" >"$out/$1.log" 2>&1; then
+		printf '%s\t1\t0\t0\t%s (dry run: the config does not load)\n' "$1" "$2" >>"$out/steps.tsv"
+		echo "== $1: dry run: config $2 does not load: $(tail -n 1 "$out/$1.log")" | tee -a "$out/summary.txt"
+		failed=1
+	fi
+}
+
 write_configs() {
-	# Same model as the seed experiment, workloads cut so each run takes minutes.
+	# The seed model's layer shapes at 4 layers (a figure that scales by
+	# layer is scaled back in the report), so each run takes seconds.
 	local common='
 [hardware]
 preset = "h100-sxm"
@@ -89,20 +172,19 @@ preset = "h100-sxm"
 warmup = 1
 iterations = 3
 seed = 1'
-	cat >"$out/single-gpu-seed.toml" <<EOF
-# One GPU runs the whole seed model (16 layers, fp16).
+	cat >"$out/seed4-1gpu.toml" <<EOF
+# The seed layers (hidden 16384, 128 heads) at 4 layers on one GPU, fp16.
 version = 1
-name = "single-gpu-seed"
-description = "seed-dense16 on one GPU (TP=1 x PP=1), batch 16, 2048-token context"
+name = "seed4-1gpu"
 
 [model]
 preset = "seed-dense16"
+layers = 4
 
 [workload]
 batch = 16
 context = 2048
-output_tokens = 32
-phases = ["prefill", "decode"]
+output_tokens = 16
 
 [parallel]
 tp = 1
@@ -127,139 +209,231 @@ bytes_per_s = 50e9
 latency_s = 5.0e-6
 $common
 EOF
-	for s in "tp8pp2:8:2:8" "layerwise16:1:16:1"; do
-		IFS=: read -r name tp pp mbs <<<"$s"
-		cat >"$out/$name-small.toml" <<EOF
-# $name at a reduced workload, for rank emulation on one GPU.
+	cat >"$out/tp8pp2-seed4.toml" <<EOF
+# TP=8 x PP=2 over the seed layers at 4 layers, for rank emulation on one GPU.
 version = 1
-name = "$name-small"
+name = "tp8pp2-seed4"
 
 [model]
 preset = "seed-dense16"
+layers = 4
 
 [workload]
 batch = 16
 context = 2048
-output_tokens = 32
-phases = ["prefill", "decode"]
+output_tokens = 16
 
 [parallel]
-tp = $tp
-pp = $pp
-microbatches = $mbs
+tp = 8
+pp = 2
+microbatches = 8
 
 [topology]
 preset = "dgx-h100x2"
 $common
 EOF
-	done
+	config_ok config-seed4 "$out/seed4-1gpu.toml"
+	config_ok config-tp8pp2-seed4 "$out/tp8pp2-seed4.toml"
 }
 
 for s in $steps; do
+	step_limit=$(limit_of "$s")
 	case $s in
 	system)
-		if command -v nvidia-smi >/dev/null; then
-			step nvidia-smi nvidia-smi
-			step nvidia-smi-query nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,pcie.link.gen.max --format=csv
-			step nvidia-smi-topo nvidia-smi topo -m
-		else
-			note nvidia-smi "no nvidia-smi on PATH"
+		if [ $dry -eq 1 ]; then
+			skip system "dry run"
+			continue
 		fi
-		step libraries sh -c 'ldconfig -p | grep -E "libcuda\.so|libnccl|libcublas|libnvrtc" ; ls -l /usr/local/cuda*/lib64/libcublas* /usr/local/cuda*/lib64/libnvrtc* 2>/dev/null; true'
-		step environment sh -c 'uname -a; cat /etc/os-release 2>/dev/null | head -2; ldd --version 2>&1 | head -1; env | grep -E "^(CUDA|NCCL|PARTBENCH|LD_LIBRARY_PATH|NVIDIA)" | sort; true'
-		step version "$pb" --version
+		if command -v nvidia-smi >/dev/null; then
+			run nvidia-smi nvidia-smi
+			run nvidia-smi-query nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,pcie.link.gen.max --format=csv
+			run nvidia-smi-topo nvidia-smi topo -m
+		else
+			skip nvidia-smi "no nvidia-smi on PATH"
+		fi
+		run libraries sh -c 'ldconfig -p | grep -E "libcuda\.so|libnccl|libcublas|libnvrtc" ; ls -l /usr/local/cuda*/lib64/libcublas* /usr/local/cuda*/lib64/libnvrtc* 2>/dev/null; true'
+		run environment sh -c 'uname -a; cat /etc/os-release 2>/dev/null | head -2; ldd --version 2>&1 | head -1; env | grep -E "^(CUDA|NCCL|PARTBENCH|LD_LIBRARY_PATH|NVIDIA)" | sort; true'
+		run version "$pb" --version
 		;;
 	nccl)
-		if "$pb" nccl-check --help >/dev/null 2>&1; then
-			step nccl-check "$pb" nccl-check
-		else
-			note nccl-check "this build has no nccl-check subcommand"
-		fi
+		pbrun nccl-check nccl-check
 		;;
 	tests)
+		if [ $dry -eq 1 ]; then
+			skip tests "dry run"
+			continue
+		fi
 		found=0
 		for f in ./*.test; do
 			[ -x "$f" ] || continue
 			found=1
-			step "tests-$(basename "$f" .test)" "$f" -test.run RealGPU -test.v -test.timeout "${limit}s"
-			skipped=$(grep -c -- '--- SKIP' "$out/tests-$(basename "$f" .test).log")
-			[ "$skipped" -eq 0 ] || echo "   ($skipped tests skipped: see the log)" | tee -a "$out/summary.txt"
+			run "tests-$(basename "$f" .test)" "$f" -test.run RealGPU -test.v -test.timeout "${step_limit}s"
 		done
-		[ $found -eq 1 ] || note tests "no *.test binaries here (go test -c -o exec-cuda.test ./exec/cuda)"
+		[ $found -eq 1 ] || skip tests "no *.test binaries here (make gpu-check builds them)"
 		;;
 	check)
-		for c in tp2pp2-tiny single-tiny tp4-tiny pp4-tiny layerwise16-tiny tp8pp2-tiny layermap-tiny tp2-dp2-tiny; do
-			step "check-$c" "$pb" run --check --backend cuda --config "test/$c"
+		for c in single-tiny tp2pp2-tiny tp8pp2-tiny layerwise16-tiny tp2-dp2-tiny; do
+			pbrun "check-$c" run --check --backend cuda --config "test/$c"
 		done
-		if has_flag run --dtype; then
+		if [ $dry -eq 1 ] || has_flag run --dtype; then
 			for c in tp2pp2-tiny tp8pp2-tiny; do
-				step "check-$c-fp16" "$pb" run --check --backend cuda --dtype fp16 --config "test/$c"
-				step "check-$c-bf16" "$pb" run --check --backend cuda --dtype bf16 --config "test/$c"
+				pbrun "check-$c-fp16" run --check --backend cuda --dtype fp16 --config "test/$c"
+				pbrun "check-$c-bf16" run --check --backend cuda --dtype bf16 --config "test/$c"
 			done
 		else
-			note check-fp16 "this build's run has no --dtype flag: the check ran in the configs' fp32"
+			skip check-16bit "this build's run has no --dtype flag"
 		fi
 		;;
 	single)
 		write_configs
-		step single-gpu-seed "$pb" run --nproc 1 --backend cuda --config "$out/single-gpu-seed.toml" \
-			--output-dir "$out/single-gpu-seed" --format markdown --per-rank
-		step single-gpu-tiny "$pb" run --nproc 1 --backend cuda --config test/single-tiny \
-			--output-dir "$out/single-gpu-tiny" --format markdown
+		# Start-up time is the run's wall time before its first warm-up
+		# (results.json: elapsed and the first iteration's start).
+		pbrun single-seed4 run --nproc-per-node 1 --backend cuda --config "$out/seed4-1gpu.toml" \
+			--output-dir "$out/single-seed4" --format markdown --per-rank --trace "$out/single-seed4.trace.json"
+		pbrun single-tiny run --nproc-per-node 1 --backend cuda --config test/single-tiny --output-dir "$out/single-tiny" --format markdown
+		;;
+	torch)
+		write_configs
+		py=${PYTHON:-python3}
+		if [ $dry -eq 1 ]; then
+			presets=$here/configs/model
+			[ -d "$presets" ] || presets=$here/../configs/model
+			run torch-shapes "$py" "$here/torch_baseline.py" --config "$out/seed4-1gpu.toml" --presets "$presets" --dry-run
+		elif ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+			skip torch "$py has no torch with CUDA (set PYTHON)"
+		elif [ ! -f "$out/single-seed4/results.json" ]; then
+			skip torch "no single-seed4 results to compare with (run the single step first)"
+		else
+			run torch-baseline sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/single-seed4/results.json\" --warmup 1 --iterations 3 >\"$out/torch.jsonl\""
+			run torch-table sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/single-seed4/results.json\" \"$out/torch.jsonl\" >\"$out/torch-vs-partbench.md\" && cat \"$out/torch-vs-partbench.md\""
+		fi
 		;;
 	emulate)
 		write_configs
-		if has_flag run --emulate-ranks; then
-			step emulate-tp8pp2 "$pb" run --emulate-ranks 16 --backend cuda --config "$out/tp8pp2-small.toml" \
-				--warmup 1 --iterations 2 --format markdown
-			step emulate-layerwise16 "$pb" run --emulate-ranks 16 --backend cuda --config "$out/layerwise16-small.toml" \
-				--warmup 1 --iterations 2 --format markdown
+		pbrun emulate-1rank run --emulate-ranks 1 --backend cuda --config "$out/seed4-1gpu.toml" --warmup 1 --iterations 2 \
+			--output-dir "$out/emulate-1rank" --format markdown
+		pbrun emulate-tp8pp2 run --emulate-ranks 16 --backend cuda --config "$out/tp8pp2-seed4.toml" --warmup 1 --iterations 2 \
+			--output-dir "$out/emulate-tp8pp2" --format markdown
+		;;
+	calibrate)
+		pbrun calibrate-cuda calibrate --backend cuda --quick --output "$out/calib-cuda.toml"
+		;;
+	l2)
+		pbrun l2-measure l2 --measure --quick --backend cuda --config tp8pp2 --config layerwise16 --format markdown
+		;;
+	generate)
+		for f in llama-tiny gpt2-tiny; do
+			[ $dry -eq 1 ] || [ -d "checkpoint/testdata/$f" ] || {
+				skip "generate-$f" "no checkpoint/testdata/$f here (make gpu-check copies it)"
+				continue
+			}
+			printf '[[1, 2, 3, 4], [5, 6, 7, 8]]\n' >"$out/prompts.json"
+			pbrun "generate-$f" generate --backend cuda --model-dir "checkpoint/testdata/$f" --ids-file "$out/prompts.json" --new-tokens 4
+		done
+		;;
+	resume)
+		pbrun resume-cuda resume --backend cuda --layers 1,2 --spawn-server --trials 3 --warmup 1 --output-dir "$out/resume"
+		;;
+	serve)
+		# serve --backend cuda in the background on a loopback port, every
+		# remote mode against it (its results carry the GPU's SM activity).
+		port=${SERVE_PORT:-50517}
+		if [ $dry -eq 1 ]; then
+			pbrun serve-cuda serve --backend cuda --listen "127.0.0.1:$port"
+			pbrun remote-cuda remote --config test/single-tiny --server "127.0.0.1:$port" --mode all --trials 3 --warmup 1 --output-dir "$out/remote"
+			continue
+		fi
+		"$pb" serve --backend cuda --listen "127.0.0.1:$port" >"$out/serve-cuda.log" 2>&1 &
+		server=$!
+		for _ in $(seq 50); do
+			grep -q -i "listening\|serving" "$out/serve-cuda.log" 2>/dev/null && break
+			kill -0 "$server" 2>/dev/null || break
+			sleep 0.2
+		done
+		if kill -0 "$server" 2>/dev/null; then
+			pbrun remote-cuda remote --config test/single-tiny --server "127.0.0.1:$port" --mode all --trials 3 --warmup 1 --output-dir "$out/remote"
+			kill -TERM "$server" 2>/dev/null
+			wait "$server" 2>/dev/null
 		else
-			note emulate "this build's run has no --emulate-ranks flag"
+			printf 'serve-cuda\t1\t0\t0\t%s serve --backend cuda (exited at start)\n' "$pb" >>"$out/steps.tsv"
+			echo "== serve-cuda: exited at start: $(tail -n 2 "$out/serve-cuda.log")" | tee -a "$out/summary.txt"
+			failed=1
 		fi
 		;;
 	sanitize)
+		if [ $dry -eq 1 ]; then
+			skip sanitize "dry run"
+			continue
+		fi
 		san=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || true)}
 		for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
 			[ -n "$san" ] && break
 			[ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ] && san=$d/bin/compute-sanitizer
 		done
 		if [ -z "$san" ]; then
-			note sanitize "no compute-sanitizer on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin (set COMPUTE_SANITIZER)"
+			skip sanitize "no compute-sanitizer on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin (set COMPUTE_SANITIZER)"
 		elif [ ! -x ./exec-cuda.test ]; then
-			note sanitize "no exec-cuda.test here (go test -c -o exec-cuda.test ./exec/cuda)"
+			skip sanitize "no exec-cuda.test here (make gpu-check builds it)"
 		else
-			run=${SANITIZE_RUN:-TestRealGPUKernelsAgainstFloat64|TestRealGPURounding|TestRealGPUCheck/fp16/(single|tp2pp2)-tiny}
-			saved=$limit
-			limit=${SANITIZE_TIMEOUT:-240}
+			pattern=${SANITIZE_RUN:-TestRealGPUKernelsAgainstFloat64|TestRealGPURounding}
+			step_limit=$((step_limit / 2))
 			for tool in memcheck racecheck; do
-				step "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
-					./exec-cuda.test -test.run "$run" -test.v -test.timeout "${limit}s"
-				if [ -x ./hostemu.test ]; then
-					step "sanitize-$tool-tc" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
-						./hostemu.test -test.run RealGPU -test.v -test.timeout "${limit}s"
-				fi
+				run "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
+					./exec-cuda.test -test.run "$pattern" -test.v -test.timeout "${step_limit}s"
 			done
-			limit=$saved
-		fi
-		;;
-	torch)
-		write_configs
-		py=${PYTHON:-python3}
-		if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-			note torch "$py has no torch with CUDA (pip install torch, or set PYTHON)"
-		else
-			step torch-partbench "$pb" run --nproc 1 --backend cuda --config "$out/single-gpu-seed.toml" \
-				--output-dir "$out/torch-partbench" --format markdown
-			step torch-baseline sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/torch-partbench/results.json\" --warmup 1 --iterations 3 >\"$out/torch.jsonl\""
-			step torch-table sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/torch-partbench/results.json\" \"$out/torch.jsonl\" >\"$out/torch-vs-partbench.md\" && cat \"$out/torch-vs-partbench.md\""
 		fi
 		;;
 	*)
-		note "$s" "unknown step"
+		skip "$s" "unknown step"
 		;;
 	esac
 done
 
-echo "results in $out (steps.tsv, summary.txt, one log per step)"
+# report.md: versions first, then every step; steps.json the same as data.
+{
+	echo "# partbench gpu-check"
+	echo
+	if [ $dry -eq 1 ]; then
+		echo "Dry run: no GPU step ran; every partbench command and config the steps use was checked against $("$pb" --version 2>/dev/null)."
+	else
+		echo "| what | version |"
+		echo "|---|---|"
+		echo "| device | $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1) |"
+		echo "| driver | $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1) |"
+		echo "| CUDA (driver) | $(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1) |"
+		echo "| NCCL | $(grep -h -o -E 'NCCL [0-9.]+[^ ]*' "$out/nccl-check.log" 2>/dev/null | head -1) |"
+		echo "| cuBLAS, NVRTC | $(grep -h -o -E 'lib(cublas|nvrtc)[^ ]*\.so\.[0-9.]+' "$out/libraries.log" 2>/dev/null | sort -u | tr '\n' ' ') |"
+		echo "| torch | $(${PYTHON:-python3} -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null) |"
+		echo "| partbench | $("$pb" --version 2>/dev/null) |"
+	fi
+	echo
+	echo "Budget ${budget} s, spent $(($(date +%s) - started)) s."
+	echo
+	echo "| step | status | seconds | limit | command |"
+	echo "|---|---|---|---|---|"
+	tail -n +2 "$out/steps.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | `%s` |\n", $1, $2, $3, $4, $5 }'
+	for f in "$out"/*.log; do
+		[ -f "$f" ] || continue
+		echo
+		echo "## $(basename "$f" .log)"
+		echo
+		echo '```'
+		tail -n 15 "$f"
+		echo '```'
+	done
+} >"$out/report.md"
+{
+	printf '{"schema":"partbench.gpu-check/v1","dry_run":%s,"budget_s":%d,"spent_s":%d,"steps":[' \
+		"$([ $dry -eq 1 ] && echo true || echo false)" "$budget" "$(($(date +%s) - started))"
+	first=1
+	while IFS=$'\t' read -r name status secs lim cmd; do
+		[ $first -eq 1 ] || printf ','
+		first=0
+		printf '{"step":"%s","status":"%s","seconds":%s,"limit_s":%s,"command":"%s"}' \
+			"$(json_escape "$name")" "$(json_escape "$status")" "${secs:-0}" "${lim:-0}" "$(json_escape "$cmd")"
+	done < <(tail -n +2 "$out/steps.tsv")
+	printf ']}\n'
+} >"$out/steps.json"
+
+echo "results in $out (report.md, steps.json, steps.tsv, one log per step)"
 exit $failed
