@@ -330,21 +330,27 @@ func (c *Comparison) Grid() Grid {
 		g.Header = append(g.Header, f, "Δ "+f+" (%)")
 	}
 	for _, r := range c.Rows {
-		row := []string{r.Key, r.Metric, r.Unit, valueString(r.Values[0])}
-		for i := 1; i < len(c.Files); i++ {
-			d := "n/a"
-			if r.RelDiff[i] != nil {
-				d = strconv.FormatFloat(100**r.RelDiff[i], 'f', 2, 64)
-				if *r.RelDiff[i] > 0 {
-					d = "+" + d
-				}
-			}
-			row = append(row, valueString(r.Values[i]), d)
-		}
-		g.Rows = append(g.Rows, row)
+		g.Rows = append(g.Rows, append([]string{r.Key, r.Metric, r.Unit}, r.cells()...))
 	}
 	g.Notes = append(g.Notes, c.Unmatched...)
 	return g
+}
+
+// cells are the row's value in every file, each later one followed by its
+// relative difference from the first in percent (signed, "n/a" where none).
+func (r ComparisonRow) cells() []string {
+	out := []string{valueString(r.Values[0])}
+	for i := 1; i < len(r.Values); i++ {
+		d := "n/a"
+		if r.RelDiff[i] != nil {
+			d = strconv.FormatFloat(100**r.RelDiff[i], 'f', 2, 64)
+			if *r.RelDiff[i] > 0 {
+				d = "+" + d
+			}
+		}
+		out = append(out, valueString(r.Values[i]), d)
+	}
+	return out
 }
 
 func valueString(v *float64) string {

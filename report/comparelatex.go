@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -80,18 +79,7 @@ func (c *Comparison) LaTeXGrid() Grid {
 		if r.Unit != "" && r.Unit != "count" && r.Unit != "fraction" && r.Unit != "ratio" {
 			metric += " (" + r.Unit + ")"
 		}
-		row := []string{r.Key, metric, valueString(r.Values[0])}
-		for i := 1; i < len(c.Files); i++ {
-			d := "n/a"
-			if r.RelDiff[i] != nil {
-				d = strconv.FormatFloat(100**r.RelDiff[i], 'f', 2, 64)
-				if *r.RelDiff[i] > 0 {
-					d = "+" + d
-				}
-			}
-			row = append(row, valueString(r.Values[i]), d)
-		}
-		g.Rows = append(g.Rows, row)
+		g.Rows = append(g.Rows, append([]string{r.Key, metric}, r.cells()...))
 	}
 	for _, n := range c.Unmatched {
 		for i, f := range c.Files {

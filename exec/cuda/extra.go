@@ -83,19 +83,14 @@ func (c *Compute) extraKernel(name, sig string) error {
 	return nil
 }
 
-// extraBound is the largest launch the backend makes of a kernel of
-// flash.cu or the second module: threads per block, bytes of dynamic
-// shared memory, and whether that is above 48 KiB (raised with
-// cuFuncSetAttribute).
-type extraBound struct {
-	threads, dynSmem int
-	optIn            bool
-}
-
-// extraLaunch is every such kernel's bound; launchShared refuses a launch
-// beyond it (the same rule as kernelSource's kernels).
-var extraLaunch = func() map[string]extraBound {
-	m := map[string]extraBound{
+// extraLaunch is the launchBound of every kernel of flash.cu and the
+// second module (the largest launch the backend makes: threads per block,
+// bytes of dynamic shared memory, and whether that is above 48 KiB, raised
+// with cuFuncSetAttribute); launchShared refuses a launch beyond it and make
+// kernel-check holds each compiled kernel to it, as kernelLaunch for the
+// first module.
+var extraLaunch = func() map[string]launchBound {
+	m := map[string]launchBound{
 		"pb_splitkv_partial_v1": {threads: splitKVThreads},
 		"pb_splitkv_partial_v2": {threads: splitKVThreads},
 		"pb_splitkv_partial_v4": {threads: splitKVThreads},
@@ -108,22 +103,14 @@ var extraLaunch = func() map[string]extraBound {
 	}
 	for _, fk := range flashKeys() {
 		smem := flashSharedBytes(fk.hd, fk.br, 2)
-		m[flashKernelName(fk.hd, fk.br)] = extraBound{flashThreads(fk.br), smem, smem > cuda.DefaultDynamicSharedBytes}
+		m[flashKernelName(fk.hd, fk.br)] = launchBound{threads: flashThreads(fk.br), dynSmem: smem, optIn: smem > cuda.DefaultDynamicSharedBytes}
 	}
 	return m
 }()
 
 // checkExtraLaunch refuses a launch of name beyond its extraLaunch entry.
 func checkExtraLaunch(name string, threads, dynSmem int) error {
-	b, ok := extraLaunch[name]
-	if !ok {
-		return fmt.Errorf("cuda: kernel %s has no launch bound in extraLaunch", name)
-	}
-	if threads > b.threads || dynSmem > b.dynSmem {
-		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (extraLaunch)",
-			name, threads, dynSmem, b.threads, b.dynSmem)
-	}
-	return nil
+	return checkBound(extraLaunch, "extraLaunch", name, threads, dynSmem)
 }
 
 // The fused residual add + norm kernels' parameter lists: x, y, out, w,

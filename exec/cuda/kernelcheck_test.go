@@ -584,20 +584,11 @@ func extraSigs() map[string]string {
 	return sigs
 }
 
-// extraBounds is extraLaunch as the gate's launch bounds.
-func extraBounds() map[string]launchBound {
-	m := map[string]launchBound{}
-	for n, b := range extraLaunch {
-		m[n] = launchBound{threads: b.threads, dynSmem: b.dynSmem, optIn: b.optIn}
-	}
-	return m
-}
-
 // extraGateUnits are flash.cu (no kernel in fp32: the m16n8k16 mma has no
 // fp32 form) and the backend's second module, held to extraSigs and
 // extraLaunch as the first module is to kernelSigs and kernelLaunch.
 func extraGateUnits() []gateUnit {
-	sigs, bounds := extraSigs(), extraBounds()
+	sigs, bounds := extraSigs(), extraLaunch
 	return []gateUnit{{name: "flash.cu", src: flashSource, sigs: sigs, bounds: bounds},
 		{name: "partbench_extra.cu", src: extraSource(), sigs: sigs, bounds: bounds}}
 }

@@ -89,13 +89,19 @@ var kernelLaunch = map[string]launchBound{
 
 // checkLaunchBound refuses a launch of name beyond its kernelLaunch entry.
 func checkLaunchBound(name string, threads, dynSmem int) error {
-	b, ok := kernelLaunch[name]
+	return checkBound(kernelLaunch, "kernelLaunch", name, threads, dynSmem)
+}
+
+// checkBound refuses a launch of name beyond its entry in bounds (table
+// names bounds in the message; make kernel-check holds the kernels to it).
+func checkBound(bounds map[string]launchBound, table, name string, threads, dynSmem int) error {
+	b, ok := bounds[name]
 	if !ok {
-		return fmt.Errorf("cuda: kernel %s has no launch bound in kernelLaunch", name)
+		return fmt.Errorf("cuda: kernel %s has no launch bound in %s", name, table)
 	}
 	if threads > b.threads || dynSmem > b.dynSmem {
-		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (kernelLaunch, checked by make kernel-check)",
-			name, threads, dynSmem, b.threads, b.dynSmem)
+		return fmt.Errorf("cuda: launch of %s with %d threads and %d bytes of dynamic shared memory, beyond its bound of %d threads and %d bytes (%s, checked by make kernel-check)",
+			name, threads, dynSmem, b.threads, b.dynSmem, table)
 	}
 	return nil
 }
