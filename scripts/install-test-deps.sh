@@ -25,6 +25,8 @@ need=()
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+# OpenBLAS: the CPU backend's GEMM when present (exec/cpu, loaded at run time).
+ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 || need+=(libopenblas0-pthread)
 # pdflatex with booktabs and siunitx: the LaTeX partbench writes is compiled
 # in a two-column article by the tests (report/latextest), overfull boxes refused.
 if ! command -v pdflatex >/dev/null 2>&1 || ! kpsewhich siunitx.sty >/dev/null 2>&1 || ! kpsewhich booktabs.sty >/dev/null 2>&1; then

@@ -51,6 +51,9 @@ type Options struct {
 
 // NewWith is New with weights and token ids from opts.
 func NewWith(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
+	if _, err := GEMM(); err != nil {
+		return nil, err
+	}
 	if rank < 0 || rank >= len(plan.Ranks) {
 		return nil, fmt.Errorf("cpu: rank %d outside the plan's %d ranks", rank, len(plan.Ranks))
 	}

@@ -10,7 +10,8 @@ import (
 
 // Describe names the device for results files: the host CPU model.
 func (c *Compute) Describe() string {
-	return fmt.Sprintf("cpu: %s (%s, %d logical CPUs), float32 with gonum blas32", cpuModel(), runtime.GOARCH, runtime.NumCPU())
+	gemm, _ := GEMM()
+	return fmt.Sprintf("cpu: %s (%s, %d logical CPUs), float32, GEMM: %s", cpuModel(), runtime.GOARCH, runtime.NumCPU(), gemm)
 }
 
 // cpuModel reads the model name from /proc/cpuinfo ("unknown" elsewhere).

@@ -86,6 +86,11 @@ const (
 // them). Each output is the same sum in the same order as one whole call
 // (gonum accumulates along k in order either way). calib times GEMMs
 // through this function.
+//
+// With OpenBLAS loaded (GEMM, PARTBENCH_BLAS) the whole product is one
+// cblas_sgemm on the library's threads per rank (1 by default) instead:
+// sums then follow OpenBLAS's blocking, equal to gonum's within float32
+// rounding, not bit for bit.
 func MatMul(m, n, k int, a, b, c []float32) {
 	if m == 0 || n == 0 {
 		return
@@ -94,6 +99,16 @@ func MatMul(m, n, k int, a, b, c []float32) {
 		clear(c[:m*n])
 		return
 	}
+	gemmImpl.once.Do(chooseGEMM)
+	if lib := gemmImpl.lib; lib != nil {
+		lib.Sgemm(m, n, k, a[:m*k], b[:k*n], c[:m*n])
+		return
+	}
+	matMulGonum(m, n, k, a, b, c)
+}
+
+// matMulGonum is MatMul on gonum's sgemm in serial tiles.
+func matMulGonum(m, n, k int, a, b, c []float32) {
 	for i := 0; i < m; i += matMulTileRows {
 		mi := min(matMulTileRows, m-i)
 		for j := 0; j < n; j += matMulTileCols {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -188,16 +189,21 @@ func BenchmarkElementwise(b *testing.B) {
 	}
 }
 
-// MatMul's tiles give every output the same sum as one whole blas32.Gemm
-// call (gonum accumulates along k in order in both), bit for bit, at shapes
-// below, at and above the tiles on each side (k = 0 included: zeros).
+// MatMul's gonum tiles give every output the same sum as one whole
+// blas32.Gemm call (gonum accumulates along k in order in both), bit for
+// bit, at shapes below, at and above the tiles on each side (k = 0
+// included: zeros).
 func TestMatMulEqualsOneGemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, sh := range [][3]int{{1, 1, 1}, {80, 128, 64}, {64, 192, 64}, {65, 193, 7}, {130, 400, 130}, {3, 5, 0}} {
 		m, n, k := sh[0], sh[1], sh[2]
 		a, b := randVec(rng, m*k), randVec(rng, k*n)
 		got, want := randVec(rng, m*n), make([]float32, m*n) // got starts dirty: β = 0 must overwrite it
-		MatMul(m, n, k, a, b, got)
+		if k == 0 {
+			MatMul(m, n, k, a, b, got) // the empty sum is MatMul's own, whichever GEMM
+		} else {
+			matMulGonum(m, n, k, a, b, got)
+		}
 		if k > 0 { // k = 0: want stays zero
 			refGemm(m, n, k, a, b, want)
 		}
@@ -206,6 +212,59 @@ func TestMatMulEqualsOneGemm(t *testing.T) {
 				t.Fatalf("%d×%d×%d: element %d = %g, one call %g", m, n, k, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// MatMul, on OpenBLAS where this machine has it, agrees with gonum's
+// product within k float32 roundings of the largest partial sum.
+func TestMatMulOpenBLASAgreesWithGonum(t *testing.T) {
+	desc, err := GEMM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gemmImpl.lib == nil {
+		t.Skipf("MatMul runs %s", desc)
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, sh := range [][3]int{{1, 1, 1}, {80, 128, 64}, {65, 193, 7}, {130, 400, 130}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		a, b := randVec(rng, m*k), randVec(rng, k*n)
+		got, want := make([]float32, m*n), make([]float32, m*n)
+		MatMul(m, n, k, a, b, got)
+		matMulGonum(m, n, k, a, b, want)
+		for i := range want {
+			var mag float64
+			row, col := i/n, i%n
+			for p := 0; p < k; p++ {
+				mag += math.Abs(float64(a[row*k+p]) * float64(b[p*n+col]))
+			}
+			if d := math.Abs(float64(got[i]) - float64(want[i])); d > 2*float64(k)*0x1p-24*mag {
+				t.Fatalf("%v: element %d: OpenBLAS %g, gonum %g", sh, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkMatMulImpl times MatMul as the backend runs it (OpenBLAS when
+// loaded) beside gonum's tiles, on one core's worth of threads.
+func BenchmarkMatMulImpl(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, sh := range [][3]int{{80, 128, 64}, {4, 256, 64}, {512, 1024, 1024}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		x, w, c := randVec(rng, m*k), randVec(rng, k*n), make([]float32, m*n)
+		name := fmt.Sprintf("%dx%dx%d", m, n, k)
+		b.Run(name+"/matmul", func(b *testing.B) {
+			for b.Loop() {
+				MatMul(m, n, k, x, w, c)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		b.Run(name+"/gonum", func(b *testing.B) {
+			for b.Loop() {
+				matMulGonum(m, n, k, x, w, c)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
 
