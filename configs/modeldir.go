@@ -223,13 +223,9 @@ func (r ModelDirRun) name(tp, pp, mbs int) string {
 // layer-wise (a stage per layer, layer_map) when the layers fit in
 // maxRanks. The first is the single rank.
 func (r ModelDirRun) Partitionings(m Model, maxRanks int) []ModelDirRun {
-	kv := m.KVHeads
-	if kv == 0 {
-		kv = m.Heads
-	}
 	var out []ModelDirRun
 	for tp := 1; tp <= maxRanks; tp *= 2 {
-		if m.Heads%tp != 0 || kv%tp != 0 || m.FFN%tp != 0 {
+		if len(m.TPIndivisible(tp)) > 0 {
 			continue
 		}
 		for pp := 1; tp*pp <= maxRanks && pp <= m.Layers; pp *= 2 {

@@ -82,14 +82,11 @@ func (c *Config) Validate() error {
 	}
 	okDP := rangeInt("parallel.dp", p.DP, 1, MaxGPUs)
 	if okTP {
-		if okHeads && m.Heads%p.TP != 0 {
-			add("parallel.tp: must divide model.heads = %d (got %d)", m.Heads, p.TP)
-		}
-		if okKV && m.KVHeads%p.TP != 0 {
-			add("parallel.tp: must divide model.kv_heads = %d (got %d)", m.KVHeads, p.TP)
-		}
-		if okFFN && m.FFN%p.TP != 0 {
-			add("parallel.tp: must divide model.ffn = %d (got %d)", m.FFN, p.TP)
+		valid := map[string]bool{"heads": okHeads, "kv_heads": okKV, "ffn": okFFN}
+		for _, w := range m.TPIndivisible(p.TP) {
+			if valid[w.Key] {
+				add("parallel.tp: must divide model.%s = %d (got %d)", w.Key, w.Size, p.TP)
+			}
 		}
 	}
 	if okPP && m.Layers >= 1 && p.PP > m.Layers {

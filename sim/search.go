@@ -296,13 +296,8 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 			}
 			f := Factorization{TP: tp, PP: pp, DP: gpus / (tp * pp)}
 			var why []string
-			for _, d := range []struct {
-				name string
-				v    int
-			}{{"heads", m.Heads}, {"kv_heads", m.KVHeads}, {"ffn", m.FFN}} {
-				if d.v%tp != 0 {
-					why = append(why, fmt.Sprintf("tp %d does not divide %s %d", tp, d.name, d.v))
-				}
+			for _, d := range m.TPIndivisible(tp) {
+				why = append(why, fmt.Sprintf("tp %d does not divide %s", tp, d))
 			}
 			if f.PP > m.Layers {
 				why = append(why, fmt.Sprintf("pp %d exceeds layers %d", f.PP, m.Layers))
