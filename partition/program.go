@@ -148,7 +148,7 @@ func (p *Plan) DecodePast() int {
 
 // Program builds rank's ops for a phase.
 func (p *Plan) Program(rank int, phase Phase) Program {
-	r := p.Ranks[rank]
+	r := p.RankAt(rank)
 	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
 	mbs := p.MicrobatchSize
 	if phase == Prefill {
