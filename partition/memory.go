@@ -100,10 +100,30 @@ func (p *Plan) fitMemory() error {
 	}
 	p.StageMemory = make([]Memory, p.PP)
 	stageRank := func(s int) Rank { return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]} }
+	// A stage's memory depends on its layer count and on whether it is the
+	// first or the last: compute each such shape once per chunk.
+	type shape struct{ layers, first, last int }
+	shapes := map[shape]Memory{}
+	shapeOf := func(s int) shape {
+		k := shape{layers: len(p.StageLayers[s])}
+		if p.FirstStage(s) {
+			k.first = 1
+		}
+		if p.LastStage(s) {
+			k.last = 1
+		}
+		return k
+	}
 	for {
 		worst := -1
+		clear(shapes)
 		for s := range p.StageMemory {
-			mem := p.memory(stageRank(s), chunk)
+			k := shapeOf(s)
+			mem, ok := shapes[k]
+			if !ok {
+				mem = p.memory(stageRank(s), chunk)
+				shapes[k] = mem
+			}
 			p.StageMemory[s] = mem
 			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.StageMemory[worst].TotalBytes) {
 				worst = s

@@ -182,10 +182,23 @@ func newPlan(cfg *configs.Config) *Plan {
 func stageLayers(layers, pp int, layerMap []int) [][]int {
 	out := make([][]int, pp)
 	if len(layerMap) == layers {
+		n := make([]int, pp)
+		for _, s := range layerMap {
+			n[s]++
+		}
+		all := make([]int, 0, layers) // one backing array, each stage a full-capacity slice of it
+		for s := range out {
+			out[s] = all[len(all):len(all):len(all)+n[s]]
+			all = all[:len(all)+n[s]]
+		}
 		for l, s := range layerMap {
 			out[s] = append(out[s], l)
 		}
 		return out
+	}
+	all := make([]int, layers)
+	for l := range all {
+		all[l] = l
 	}
 	l := 0
 	for s := 0; s < pp; s++ {
@@ -193,10 +206,8 @@ func stageLayers(layers, pp int, layerMap []int) [][]int {
 		if s < layers%pp {
 			n++
 		}
-		for i := 0; i < n; i++ {
-			out[s] = append(out[s], l)
-			l++
-		}
+		out[s] = all[l : l+n : l+n]
+		l += n
 	}
 	return out
 }
