@@ -322,6 +322,14 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		return plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
 	}
 	for r := range plan.Ranks {
+		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 {
+			// Alike by construction (TestStageRanksAlikeByConstruction):
+			// the stand-in's figures, without building this rank's Programs.
+			sr := plan.RankOf(rk.Stage, 0)
+			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
+			floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+			continue
+		}
 		p, d := programs(r)
 		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 &&
 			!(sameWork(plan, repPre[rk.Stage], p) && sameWork(plan, repDec[rk.Stage], d)) {
@@ -582,7 +590,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	for r := range busy {
 		if sr := tl.StandIn(r); sr != r {
 			busy[r] = busy[sr]
-			byBound[r] = maps.Clone(byBound[sr])
+			byBound[r] = byBound[sr] // shared: only the critical rank's is kept, as a copy
 		}
 	}
 	window := hi - lo
@@ -598,7 +606,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
 	}
 	pe.CriticalRank = crit
-	pe.TimeByBound = byBound[crit]
+	pe.TimeByBound = maps.Clone(byBound[crit])
 	if idle := window - busy[crit]; idle > 1e-15 {
 		pe.TimeByBound[BoundBubble] = idle
 	}
