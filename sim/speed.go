@@ -58,19 +58,40 @@ func sortSlices(out []Slice) {
 	if sorted {
 		return
 	}
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
+	// Counting sort by rank (stable), then a stable sort by start time
+	// within each rank where its slices are not already in order.
+	lo, hi := out[0].Rank, out[0].Rank
+	for i := range out {
+		lo, hi = min(lo, out[i].Rank), max(hi, out[i].Rank)
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
+	start := make([]int, hi-lo+2)
+	for i := range out {
+		start[out[i].Rank-lo+1]++
+	}
+	for r := 1; r < len(start); r++ {
+		start[r] += start[r-1]
+	}
+	idx := make([]int, len(out))
+	next := slices.Clone(start)
+	for i := range out {
+		b := out[i].Rank - lo
+		idx[next[b]] = i
+		next[b]++
+	}
+	byStart := func(a, b int) int {
 		switch {
-		case less(&out[a], &out[b]):
+		case out[a].StartS < out[b].StartS:
 			return -1
-		case less(&out[b], &out[a]):
+		case out[b].StartS < out[a].StartS:
 			return 1
 		}
 		return 0
-	})
+	}
+	for r := 0; r+1 < len(start); r++ {
+		if bucket := idx[start[r]:start[r+1]]; !slices.IsSortedFunc(bucket, byStart) {
+			slices.SortStableFunc(bucket, byStart)
+		}
+	}
 	// out[i] becomes the old out[idx[i]]: follow each cycle once.
 	for i := range idx {
 		if idx[i] < 0 {
