@@ -5,6 +5,8 @@ package checkpoint
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps size bytes of f read-only. Writing to the mapping faults, so a
@@ -27,4 +29,14 @@ func willNeed(mapping []byte, lo, hi int64) {
 	}
 	lo &^= int64(syscall.Getpagesize() - 1)
 	_ = syscall.Madvise(mapping[lo:hi], syscall.MADV_WILLNEED)
+}
+
+// preadable says large ranges are read with pread (the mapping is not in
+// memory until faulted).
+const preadable = true
+
+// adviseSequential doubles the kernel's readahead window on f: a rank's
+// slices are read front to back. Advice only: errors are ignored.
+func adviseSequential(f *os.File) {
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
 }
