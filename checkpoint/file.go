@@ -59,7 +59,7 @@ func Open(path string) (*File, error) {
 	file := newFile(path, h, data, unmap)
 	if preadable {
 		file.fd, keep = f, true
-		adviseSequential(f)
+		adviseExplicit(f)
 	}
 	return file, nil
 }

@@ -21,4 +21,4 @@ func willNeed([]byte, int64, int64) {}
 // preadable is false: mapFile has read the whole file into memory.
 const preadable = false
 
-func adviseSequential(*os.File) {}
+func adviseExplicit(*os.File) {}
