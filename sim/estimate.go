@@ -387,6 +387,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		}
 		s.ranks = append(s.ranks, st)
 	}
+	presizeSlices(s) // speed.go
 	tl, err := s.run()
 	if err != nil {
 		return nil, err

@@ -41,6 +41,19 @@ func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partitio
 	return est, nil
 }
 
+// presizeSlices gives the timeline's output room for one slice per
+// simulated op (each op ends as one slice), so it is not regrown and
+// copied as the simulation appends.
+func presizeSlices(s *simulator) {
+	n := 0
+	for _, r := range s.ranks {
+		n += len(r.items)
+	}
+	if cap(s.out) < n {
+		s.out = make([]Slice, 0, n)
+	}
+}
+
 // sortSlices orders a timeline's slices by rank, then start time, keeping
 // the order of equal ones: the result of a stable sort, reached by sorting
 // indices and moving each slice once.
