@@ -235,7 +235,8 @@ type Range struct {
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	full := plan
 	plan = plan.OneReplica()
-	e, err := estimatePlan(plan, opts)
+	work := &planWork{} // speed.go: the Programs and communication, shared by the three runs
+	e, err := estimatePlan(plan, opts, work)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +253,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	for _, fast := range []bool{true, false} {
 		p := *plan
 		p.System.GPU = g.Bound(fast)
-		b, err := estimatePlan(&p, opts)
+		b, err := estimatePlan(&p, opts, work)
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +266,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	return e, nil
 }
 
-func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -297,7 +298,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	perStageOps := 0
 	for st := 0; st < plan.PP; st++ {
 		r := plan.RankOf(st, 0)
-		repPre[st], repDec[st] = plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+		repPre[st], repDec[st] = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
 		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
 		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
 			return nil, err
@@ -319,7 +320,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
 			return repPre[rk.Stage], repDec[rk.Stage]
 		}
-		return plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+		return work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
 	}
 	for r := range plan.Ranks {
 		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 {
@@ -438,8 +439,8 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		}
 	}
 
-	e.Prefill.Comm = plan.Comm(partition.Prefill)
-	e.Decode.Comm = plan.Comm(partition.Decode)
+	e.Prefill.Comm = work.comm(plan, partition.Prefill)
+	e.Decode.Comm = work.comm(plan, partition.Decode)
 	e.Comm = CommEstimate{
 		CollectiveCallsPerMicrobatch: e.Decode.Comm.CollectiveCallsPerMicrobatch,
 		P2PSendsPerMicrobatch:        e.Decode.Comm.P2PSendsPerMicrobatch,

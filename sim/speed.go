@@ -15,6 +15,52 @@ import (
 // reflective sort, and a finiteness check that builds field paths only
 // when it has something to report.
 
+// planWork holds what the three timeline runs of one EstimatePlan
+// (nominal, and both ends of the GPU's ranges) share: the ranks'
+// Programs and the communication summaries, which depend on the plan's
+// shapes and links, never on the GPU's speeds. A nil planWork computes
+// everything afresh.
+type planWork struct {
+	programs map[progKey]partition.Program
+	comms    map[partition.Phase]partition.CommSummary
+}
+
+type progKey struct {
+	rank  int
+	phase partition.Phase
+}
+
+func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase) partition.Program {
+	if w == nil {
+		return plan.Program(rank, phase)
+	}
+	k := progKey{rank, phase}
+	if p, ok := w.programs[k]; ok {
+		return p
+	}
+	if w.programs == nil {
+		w.programs = map[progKey]partition.Program{}
+	}
+	p := plan.Program(rank, phase)
+	w.programs[k] = p
+	return p
+}
+
+func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.CommSummary {
+	if w == nil {
+		return plan.Comm(phase)
+	}
+	if c, ok := w.comms[phase]; ok {
+		return c
+	}
+	if w.comms == nil {
+		w.comms = map[partition.Phase]partition.CommSummary{}
+	}
+	c := plan.Comm(phase)
+	w.comms[phase] = c
+	return c
+}
+
 // collMemoKey is one collective shape on one group of the simulation.
 type collMemoKey struct {
 	g     *groupInfo
