@@ -455,6 +455,7 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
 	}
 
+	e.Ranks = make([]RankEstimate, 0, len(plan.Ranks))
 	for _, r := range plan.Ranks {
 		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: residency[r.Rank],
 			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
