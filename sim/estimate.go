@@ -233,9 +233,15 @@ type Range struct {
 // and every GPU has its own NVSwitch and network port), so each runs as
 // replica 0 does; see docs/costmodel.md, "Data parallelism".
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+	return estimateShared(plan, opts, &planWork{})
+}
+
+// estimateShared is EstimatePlan with the Programs and communication
+// summaries kept in work (speed.go), shared by its three runs and by any
+// later estimate of the same plan with other options (Refine's reruns).
+func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
 	full := plan
 	plan = plan.OneReplica()
-	work := &planWork{} // speed.go: the Programs and communication, shared by the three runs
 	e, err := estimatePlan(plan, opts, work)
 	if err != nil {
 		return nil, err

@@ -483,8 +483,9 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 			return fmt.Errorf("search: candidate %s: %w", row.Name(), err)
 		}
 		o := opts
+		work := &planWork{} // the reruns differ in decode steps only
 		for {
-			e, err := EstimatePlan(plan, o)
+			e, err := estimateShared(plan, o, work)
 			r.FullRuns++
 			var tooLarge *TooLargeError
 			if errors.As(err, &tooLarge) && row.Full != nil {
