@@ -188,7 +188,7 @@ func stageLayers(layers, pp int, layerMap []int) [][]int {
 		}
 		all := make([]int, 0, layers) // one backing array, each stage a full-capacity slice of it
 		for s := range out {
-			out[s] = all[len(all):len(all):len(all)+n[s]]
+			out[s] = all[len(all) : len(all) : len(all)+n[s]]
 			all = all[:len(all)+n[s]]
 		}
 		for l, s := range layerMap {
