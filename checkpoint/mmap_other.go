@@ -20,5 +20,3 @@ func willNeed([]byte, int64, int64) {}
 
 // preadable is false: mapFile has read the whole file into memory.
 const preadable = false
-
-func adviseExplicit(*os.File) {}

@@ -5,8 +5,6 @@ package checkpoint
 import (
 	"os"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // mapFile maps size bytes of f read-only. Writing to the mapping faults, so a
@@ -34,13 +32,3 @@ func willNeed(mapping []byte, lo, hi int64) {
 // preadable says large ranges are read with pread (the mapping is not in
 // memory until faulted).
 const preadable = true
-
-// adviseExplicit turns the kernel's readahead off for reads through f
-// (POSIX_FADV_RANDOM): its large ranges are read by explicit preads of the
-// slices alone, and readahead past a slice would bring in the other ranks'
-// shards (with sequential advice a TP-2 rank read the whole file). The
-// mapping's own advice (MADV_WILLNEED on long-row column ranges) is
-// separate. Advice only: errors are ignored.
-func adviseExplicit(f *os.File) {
-	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
-}
