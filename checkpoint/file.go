@@ -18,6 +18,9 @@ type File struct {
 	data   []byte // the whole file, read-only
 	unmap  func() error
 	index  map[string]int
+	// fd, when set, reads large ranges with pread (readAt) instead of
+	// faulting the mapping in; nil where the file is already in memory.
+	fd *os.File
 }
 
 // Open maps and validates a safetensors file.
@@ -31,7 +34,12 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // the mapping outlives the descriptor
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -55,7 +63,12 @@ func Open(path string) (*File, error) {
 		unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return newFile(path, h, data, unmap), nil
+	file := newFile(path, h, data, unmap)
+	if preadable {
+		file.fd, keep = f, true
+		adviseExplicit(f)
+	}
+	return file, nil
 }
 
 // newFile wraps a validated header and the bytes of the whole file.
@@ -73,7 +86,10 @@ func (f *File) Close() error {
 		return nil
 	}
 	err := f.unmap()
-	f.unmap, f.data = nil, nil
+	if f.fd != nil {
+		f.fd.Close()
+	}
+	f.unmap, f.data, f.fd = nil, nil, nil
 	return err
 }
 
@@ -100,7 +116,7 @@ func (f *File) Tensor(name string) (Tensor, bool) {
 	}
 	t := f.header.Tensors[i]
 	start := f.header.DataStart
-	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End], mapping: f.data, off: start + t.Begin}, true
+	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End], mapping: f.data, off: start + t.Begin, fd: f.fd}, true
 }
 
 // Tensor is a read-only view of one tensor in a mapped file.
@@ -109,8 +125,22 @@ type Tensor struct {
 	File string // the file it lives in, for error messages
 	data []byte
 
-	mapping []byte // the whole file, for readahead advice
-	off     int64  // where data starts in mapping
+	mapping []byte   // the whole file, for readahead advice
+	off     int64    // where data starts in mapping
+	fd      *os.File // for pread of large ranges (nil: the mapping only)
+}
+
+// source returns bytes [lo, hi) of the tensor's data: read with pread into
+// scratch when the range is large and the file is open, else the mapping.
+func (t Tensor) source(lo, hi int64, scratch *[]byte) ([]byte, error) {
+	if t.fd == nil || hi-lo < preadMinBytes {
+		return t.data[lo:hi], nil
+	}
+	b, err := readAt(t.fd, scratch, t.off+lo, hi-lo)
+	if err != nil {
+		return nil, t.errorf("reading bytes [%d, %d): %v", lo, hi, err)
+	}
+	return b, nil
 }
 
 // Bytes is the tensor's raw little-endian bytes: a view of the mapping, which
@@ -134,8 +164,7 @@ func (t Tensor) Float32() ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, t.Info.Elements())
-	decode(out, t.data, t.Info.DType)
-	return out, nil
+	return out, t.readElems(out, 0)
 }
 
 // dims2 returns (rows, columns) of a rank-1 (one row per element) or rank-2 tensor.
@@ -187,10 +216,26 @@ func (t Tensor) ReadRows(dst []float32, r0, r1 int64) error {
 	}
 	es, cols := t.Info.DType.Size(), n/max(r1-r0, 1)
 	lo := r0 * cols * es
-	src := t.data[lo : lo+n*es]
-	willNeed(t.mapping, t.off+lo, t.off+lo+n*es)
-	decode(dst, src, t.Info.DType)
-	return nil
+	return t.readElems(dst, lo/es)
+}
+
+// readElems converts len(dst) elements starting at element e0: in blocks
+// read and converted in parallel (forBlocks), each read with pread where
+// large (source).
+func (t Tensor) readElems(dst []float32, e0 int64) error {
+	es := t.Info.DType.Size()
+	n := int64(len(dst))
+	if t.fd == nil {
+		willNeed(t.mapping, t.off+e0*es, t.off+(e0+n)*es)
+	}
+	return forBlocks(n, es, func(a, b int64, scratch *[]byte) error {
+		src, err := t.source((e0+a)*es, (e0+b)*es, scratch)
+		if err != nil {
+			return err
+		}
+		decode(dst[a:b], src, t.Info.DType)
+		return nil
+	})
 }
 
 // Cols converts columns [c0, c1) of a 2-D tensor to float32, row-major:
@@ -232,12 +277,29 @@ func (t Tensor) ReadCols(dst []float32, c0, c1 int64) error {
 	if w == 0 { // a [huge, 0] tensor holds no bytes: do not walk its rows
 		return nil
 	}
-	willNeed(t.mapping, t.off+c0*es, t.off+((rows-1)*cols+c1)*es)
-	for r := int64(0); r < rows; r++ {
-		base := (r*cols + c0) * es
-		decode(dst[r*w:(r+1)*w], t.data[base:base+w*es], t.Info.DType)
+	// Blocks of whole rows. A block reads the span from its first row's
+	// column c0 to its last row's c1 in one pread where rows are short
+	// (the slice's pages are most of the span's anyway); long rows are read
+	// through the mapping, page by page, only where the slice lies.
+	span := cols*es <= 4*int64(os.Getpagesize()) || 4*w >= cols
+	if t.fd == nil || !span {
+		willNeed(t.mapping, t.off+c0*es, t.off+((rows-1)*cols+c1)*es)
 	}
-	return nil
+	return forBlocks(rows, cols*es, func(r0, r1 int64, scratch *[]byte) error {
+		lo := (r0*cols + c0) * es
+		src := t.data[lo : ((r1-1)*cols+c1)*es]
+		if span {
+			var err error
+			if src, err = t.source(lo, ((r1-1)*cols+c1)*es, scratch); err != nil {
+				return err
+			}
+		}
+		for r := r0; r < r1; r++ {
+			base := (r - r0) * cols * es
+			decode(dst[r*w:(r+1)*w], src[base:base+w*es], t.Info.DType)
+		}
+		return nil
+	})
 }
 
 // sortedNames is a helper for error messages listing a few names.

@@ -17,3 +17,6 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 }
 
 func willNeed([]byte, int64, int64) {}
+
+// preadable is false: mapFile has read the whole file into memory.
+const preadable = false

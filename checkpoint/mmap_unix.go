@@ -28,3 +28,7 @@ func willNeed(mapping []byte, lo, hi int64) {
 	lo &^= int64(syscall.Getpagesize() - 1)
 	_ = syscall.Madvise(mapping[lo:hi], syscall.MADV_WILLNEED)
 }
+
+// preadable says large ranges are read with pread (the mapping is not in
+// memory until faulted).
+const preadable = true

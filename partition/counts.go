@@ -66,40 +66,148 @@ type CommSummary struct {
 	BytesByLink map[topology.LinkClass]int64 `json:"bytes_by_link"`
 }
 
-// Comm summarizes the communication of a phase.
+// Comm summarizes the communication of a phase. Every rank of a stage, in
+// every replica, runs its stage's ops with its own TP index and peers, so
+// one Program per stage is built and each rank's counts follow from it: the
+// calls and messages are the stage's, and the wire bytes each rank sends
+// (which for a ring all-reduce depend on its position) are counted against
+// the link to its own peer. The result is what Counts over every rank's
+// Program gives (partition/counts_test.go holds the two equal).
 func (p *Plan) Comm(phase Phase) CommSummary {
 	s := CommSummary{BytesByLink: map[topology.LinkClass]int64{}}
+	n := p.Size()
+	s.CallsPerRank = make([]int64, n)
+	s.MessagesPerRank = make([]int64, n)
 	var collectiveOps, activationSends, tokenSends int
-	for r := range p.Ranks {
-		prog := p.Program(r, phase)
-		snap := p.Counts(prog)
-		s.CallsPerRank = append(s.CallsPerRank, snap.TotalCalls())
-		s.MessagesPerRank = append(s.MessagesPerRank, snap.Messages())
-		for peer, pc := range snap.Peers {
-			s.BytesByLink[p.System.Topology.Path(r, peer).Class] += pc.WireBytes
-		}
+	ring := map[ringKey][]int64{} // wire bytes per ring position
+	topo := p.System.Topology
+	for st := 0; st < p.PP; st++ {
+		prog := p.Program(p.RankOf(st, 0), phase)
+		var calls, msgs int64
+		var colls []ringUse
+		var sends []sendUse
 		for _, op := range prog.Ops {
+			if _, ok := op.Kind.Comm(); !ok {
+				continue
+			}
+			calls++
+			switch op.Kind {
+			case AllReduce, AllGather:
+				if g := len(op.Group); g > 1 {
+					k := ringKey{kind: op.Kind, n: g, elems: op.Elems, elem: int(op.Bytes / int64(op.Elems))}
+					colls = addRing(colls, k)
+					if op.Kind == AllReduce {
+						msgs += int64(2 * (g - 1))
+					} else {
+						msgs += int64(g - 1)
+					}
+				}
+			case Send:
+				msgs++
+				sends = addSend(sends, sendUse{stage: p.RankAt(op.Peer).Stage, bytes: op.Bytes})
+			}
 			if op.Microbatch != 0 || op.Chunk != p.lastChunk(phase) {
 				continue
 			}
 			switch {
 			case op.Kind == AllReduce || op.Kind == AllGather:
-				collectiveOps++
+				collectiveOps += p.TP * p.DP
 			case op.Kind == Send && op.Payload == PayloadActivation:
-				activationSends++
+				activationSends += p.TP * p.DP
 			case op.Kind == Send && op.Payload == PayloadTokens:
-				tokenSends++
+				tokenSends += p.TP * p.DP
+			}
+		}
+		for i := range colls {
+			c := &colls[i]
+			if ring[c.key] == nil {
+				ring[c.key] = ringWire(c.key)
+			}
+			c.wire = ring[c.key]
+		}
+		for d := 0; d < p.DP; d++ {
+			a := p.RankIn(d, st, 0)
+			for t := 0; t < p.TP; t++ {
+				r := a + t
+				s.CallsPerRank[r], s.MessagesPerRank[r] = calls, msgs
+				if len(colls) > 0 {
+					var wire int64
+					for _, c := range colls {
+						wire += int64(c.count) * c.wire[t]
+					}
+					next := a + (t+1)%p.TP
+					s.BytesByLink[topo.Path(r, next).Class] += wire
+				}
+				for _, sd := range sends {
+					s.BytesByLink[topo.Path(r, p.RankIn(d, sd.stage, t)).Class] += sd.bytes
+				}
 			}
 		}
 	}
 	// Each logical collective and each boundary transfer appears once on
 	// every one of the TP ranks that carries it, in every replica (each
 	// replica passes its own micro-batch 0).
-	n := p.TP * p.DP
-	s.CollectiveCallsPerMicrobatch = collectiveOps / n
-	s.P2PSendsPerMicrobatch = activationSends / n
-	s.TokenSendsPerMicrobatch = tokenSends / n
+	k := p.TP * p.DP
+	s.CollectiveCallsPerMicrobatch = collectiveOps / k
+	s.P2PSendsPerMicrobatch = activationSends / k
+	s.TokenSendsPerMicrobatch = tokenSends / k
 	return s
+}
+
+// ringKey is a ring collective's shape: the kind, the group size, the
+// payload elements (all-gather: the output) and their size.
+type ringKey struct {
+	kind        Kind
+	n           int
+	elems, elem int
+}
+
+// ringUse is how often a stage's Program runs one ring collective shape,
+// and the wire bytes each ring position sends in it.
+type ringUse struct {
+	key   ringKey
+	count int
+	wire  []int64
+}
+
+func addRing(us []ringUse, k ringKey) []ringUse {
+	for i := range us {
+		if us[i].key == k {
+			us[i].count++
+			return us
+		}
+	}
+	return append(us, ringUse{key: k, count: 1})
+}
+
+// ringWire is the wire bytes each position of k's ring sends its successor,
+// as Counts computes them.
+func ringWire(k ringKey) []int64 {
+	out := make([]int64, k.n)
+	for pos := range out {
+		if k.kind == AllReduce {
+			_, out[pos] = commcount.RingAllReduceWire(k.n, pos, k.elems, k.elem)
+		} else {
+			_, out[pos] = commcount.RingAllGatherWire(k.n, k.elems/k.n, k.elem)
+		}
+	}
+	return out
+}
+
+// sendUse is the bytes a stage's Program sends to one stage.
+type sendUse struct {
+	stage int
+	bytes int64
+}
+
+func addSend(us []sendUse, u sendUse) []sendUse {
+	for i := range us {
+		if us[i].stage == u.stage {
+			us[i].bytes += u.bytes
+			return us
+		}
+	}
+	return append(us, u)
 }
 
 // lastChunk is the chunk whose pass produces the next token.

@@ -88,37 +88,55 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 }
 
 // fitMemory picks the prefill chunk (the configured one, or the whole prompt
-// halved until activations fit) and fills every rank's Memory.
+// halved until activations fit) and fills StageMemory. The TP ranks of a
+// stage, and every replica, hold the same, so each stage is computed once
+// (its replica-0, TP-index-0 rank stands for the others, and names the
+// stage in a NoFitError).
 func (p *Plan) fitMemory() error {
 	prompt := p.Config.Workload.PromptTokens()
 	chunk, fixed := p.Config.Parallel.PrefillChunk, p.Config.Parallel.PrefillChunk > 0
 	if !fixed {
 		chunk = prompt
 	}
+	p.StageMemory = make([]Memory, p.PP)
+	stageRank := func(s int) Rank { return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]} }
+	// A stage's memory depends on its layer count and on whether it is the
+	// first or the last: compute each such shape once per chunk.
+	type shape struct{ layers, first, last int }
+	shapes := map[shape]Memory{}
+	shapeOf := func(s int) shape {
+		k := shape{layers: len(p.StageLayers[s])}
+		if p.FirstStage(s) {
+			k.first = 1
+		}
+		if p.LastStage(s) {
+			k.last = 1
+		}
+		return k
+	}
 	for {
-		worst, fits := -1, true
-		for i, r := range p.Ranks {
-			// The TP ranks of a stage, and every replica, hold the same:
-			// compute each stage of replica 0 once.
-			mem := p.Ranks[i-r.TPIndex].Memory
-			if r.Replica > 0 {
-				mem = p.Ranks[i-r.Replica*p.GroupSize()].Memory
-			} else if r.TPIndex == 0 {
-				mem = p.memory(r, chunk)
+		worst := -1
+		clear(shapes)
+		for s := range p.StageMemory {
+			k := shapeOf(s)
+			mem, ok := shapes[k]
+			if !ok {
+				mem = p.memory(stageRank(s), chunk)
+				shapes[k] = mem
 			}
-			p.Ranks[i].Memory = mem
-			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.Ranks[worst].Memory.TotalBytes) {
-				worst, fits = i, false
+			p.StageMemory[s] = mem
+			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.StageMemory[worst].TotalBytes) {
+				worst = s
 			}
 		}
-		if fits {
+		if worst < 0 {
 			p.PrefillChunk = chunk
 			p.PrefillChunks = (prompt + chunk - 1) / chunk
 			return nil
 		}
-		if fixed || chunk == 1 || p.memory(p.Ranks[worst], 1).TotalBytes > p.Ranks[worst].Memory.CapacityBytes {
-			r := p.Ranks[worst]
-			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, PrefillChunk: chunk}
+		r := stageRank(worst)
+		if fixed || chunk == 1 || p.memory(r, 1).TotalBytes > p.StageMemory[worst].CapacityBytes {
+			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: p.StageMemory[worst], PrefillChunk: chunk}
 		}
 		chunk = (chunk + 1) / 2
 	}

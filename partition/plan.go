@@ -32,7 +32,12 @@ type Plan struct {
 	PrefillChunks int
 	// StageLayers[s] lists the (0-based) layers stage s runs, in order.
 	StageLayers [][]int
-	Ranks       []Rank
+	// StageMemory[s] is the memory of each rank of stage s: the TP ranks of
+	// a stage, and every replica's, hold the same.
+	StageMemory []Memory
+	// Ranks lists every rank (NewPlan); nil in a plan from NewPlanStages,
+	// whose ranks RankAt describes one at a time.
+	Ranks []Rank
 	// Params is the whole model's parameter count (ParamsTotal) and
 	// LayerParams one transformer layer's (Layer): the model's arithmetic
 	// done once here, read by every interpreter.
@@ -87,6 +92,69 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	p := newPlan(cfg)
+	if err := p.fitMemory(); err != nil {
+		return nil, err
+	}
+	p.Ranks = p.buildRanks()
+	return p, nil
+}
+
+// NewPlanStages is NewPlan without the Ranks list: the stages, their layers
+// and memory (StageMemory), the prefill chunk and every count, in time and
+// memory that grow with the stages, not the GPUs. RankAt, Program, Counts,
+// Comm, Tensors and the other per-rank methods work on it (RankAt describes
+// a rank on demand); code that indexes Plan.Ranks needs NewPlan. The search
+// prices thousands of candidates this way.
+func NewPlanStages(cfg *configs.Config) (*Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := newPlan(cfg)
+	if err := p.fitMemory(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildRanks lists every rank, replica-major then stage-major, each TP
+// group's member list shared by its ranks.
+func (p *Plan) buildRanks() []Rank {
+	ranks := make([]Rank, 0, p.Size())
+	groups := make([]int, p.Size()) // every TP group's members, back to back
+	for i := range groups {
+		groups[i] = i
+	}
+	for d := 0; d < p.DP; d++ {
+		for s := 0; s < p.PP; s++ {
+			a := p.RankIn(d, s, 0)
+			group := groups[a : a+p.TP : a+p.TP]
+			for t := 0; t < p.TP; t++ {
+				ranks = append(ranks, Rank{Rank: a + t, Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group, Memory: p.StageMemory[s]})
+			}
+		}
+	}
+	return ranks
+}
+
+// RankAt is rank i of the plan: Ranks[i] when the list is built (NewPlan),
+// else the same Rank described from its number (NewPlanStages).
+func (p *Plan) RankAt(i int) Rank {
+	if p.Ranks != nil {
+		return p.Ranks[i]
+	}
+	g := p.GroupSize()
+	d, s, t := i/g, (i%g)/p.TP, i%p.TP
+	a := i - t
+	group := make([]int, p.TP)
+	for k := range group {
+		group[k] = a + k
+	}
+	return Rank{Rank: i, Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group, Memory: p.StageMemory[s]}
+}
+
+// newPlan fills everything but the memory fit and the rank list.
+func newPlan(cfg *configs.Config) *Plan {
 	m := cfg.Model
 	par := cfg.Parallel
 	p := &Plan{
@@ -106,21 +174,7 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 		p.VocabPadded = PaddedVocab(m, p.TP)
 	}
 	p.StageLayers = stageLayers(m.Layers, p.PP, par.LayerMap)
-	for d := 0; d < p.DP; d++ {
-		for s := 0; s < p.PP; s++ {
-			group := make([]int, p.TP)
-			for t := range group {
-				group[t] = p.RankIn(d, s, t)
-			}
-			for t := 0; t < p.TP; t++ {
-				p.Ranks = append(p.Ranks, Rank{Rank: p.RankIn(d, s, t), Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group})
-			}
-		}
-	}
-	if err := p.fitMemory(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p
 }
 
 // stageLayers maps layers to stages: by the explicit map when given, else as
@@ -128,10 +182,23 @@ func NewPlan(cfg *configs.Config) (*Plan, error) {
 func stageLayers(layers, pp int, layerMap []int) [][]int {
 	out := make([][]int, pp)
 	if len(layerMap) == layers {
+		n := make([]int, pp)
+		for _, s := range layerMap {
+			n[s]++
+		}
+		all := make([]int, 0, layers) // one backing array, each stage a full-capacity slice of it
+		for s := range out {
+			out[s] = all[len(all) : len(all) : len(all)+n[s]]
+			all = all[:len(all)+n[s]]
+		}
 		for l, s := range layerMap {
 			out[s] = append(out[s], l)
 		}
 		return out
+	}
+	all := make([]int, layers)
+	for l := range all {
+		all[l] = l
 	}
 	l := 0
 	for s := 0; s < pp; s++ {
@@ -139,10 +206,8 @@ func stageLayers(layers, pp int, layerMap []int) [][]int {
 		if s < layers%pp {
 			n++
 		}
-		for i := 0; i < n; i++ {
-			out[s] = append(out[s], l)
-			l++
-		}
+		out[s] = all[l : l+n : l+n]
+		l += n
 	}
 	return out
 }
@@ -177,7 +242,9 @@ func (p *Plan) OneReplica() *Plan {
 	}
 	one := *p
 	one.DP = 1
-	one.Ranks = p.Ranks[:p.GroupSize():p.GroupSize()]
+	if p.Ranks != nil {
+		one.Ranks = p.Ranks[:p.GroupSize():p.GroupSize()]
+	}
 	return &one
 }
 

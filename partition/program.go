@@ -148,8 +148,14 @@ func (p *Plan) DecodePast() int {
 
 // Program builds rank's ops for a phase.
 func (p *Plan) Program(rank int, phase Phase) Program {
-	r := p.Ranks[rank]
+	r := p.RankAt(rank)
 	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
+	passes := p.Microbatches
+	if phase == Prefill {
+		passes *= p.PrefillChunks
+	}
+	// 12 ops per layer and at most 10 around them in a pass (layer and pass).
+	b.ops = make([]Op, 0, passes*(12*len(r.Layers)+10))
 	mbs := p.MicrobatchSize
 	if phase == Prefill {
 		prompt := p.Config.Workload.PromptTokens()

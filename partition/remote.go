@@ -122,7 +122,7 @@ func (p *Plan) RemoteWeights() ([]RemoteTensor, error) {
 	if err := p.singleRank(); err != nil {
 		return nil, err
 	}
-	s := p.Shard(p.Ranks[0].TPIndex)
+	s := p.Shard(0)
 	type key struct {
 		layer  int
 		tensor string
@@ -325,5 +325,5 @@ func (p *Plan) RemoteSessionBytes(mode RemoteMode) (int64, error) {
 	if mode == RemoteLocal {
 		return 0, nil
 	}
-	return p.Ranks[0].Memory.TotalBytes, nil
+	return p.StageMemory[0].TotalBytes, nil
 }

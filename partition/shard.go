@@ -18,7 +18,7 @@ func (p *Plan) Shard(tpIndex int) model.Shard {
 
 // Generator makes rank's weight shards of the seeded model (run.seed).
 func (p *Plan) Generator(rank int) model.Generator {
-	return model.Generator{Seed: p.Config.Run.Seed, Model: p.Model, Shard: p.Shard(p.Ranks[rank].TPIndex)}
+	return model.Generator{Seed: p.Config.Run.Seed, Model: p.Model, Shard: p.Shard(p.RankAt(rank).TPIndex)}
 }
 
 // TensorShard is one weight shard a rank holds: [K][N] of Name in Layer
@@ -33,7 +33,7 @@ type TensorShard struct {
 // Shard.LayerTensors, the embedding (and learned positions) on the first stage, the final norm and
 // the LM head on the last.
 func (p *Plan) Tensors(rank int) []TensorShard {
-	r := p.Ranks[rank]
+	r := p.RankAt(rank)
 	s := p.Shard(r.TPIndex)
 	var out []TensorShard
 	add := func(layer int, name string) {
@@ -65,7 +65,7 @@ func (p *Plan) Tensors(rank int) []TensorShard {
 // every sequence of the batch at every position of the context.
 func (p *Plan) KVElems(rank int) int {
 	w := p.Config.Workload
-	return w.Batch * w.Context * p.Shard(p.Ranks[rank].TPIndex).KVWidth()
+	return w.Batch * w.Context * p.Shard(p.RankAt(rank).TPIndex).KVWidth()
 }
 
 // BufferElems is the elements of each of rank's per-micro-batch buffers,
@@ -73,7 +73,7 @@ func (p *Plan) KVElems(rank int) int {
 // micro-batch, or one decode token); the last stage with an LM head adds
 // the logits shard and, under TP, the region the logits all-gather fills.
 func (p *Plan) BufferElems(rank int) map[model.Buf]int {
-	r := p.Ranks[rank]
+	r := p.RankAt(rank)
 	s := p.Shard(r.TPIndex)
 	mbs := p.MicrobatchSize
 	rows := mbs * max(p.PrefillChunk, 1)
@@ -96,7 +96,7 @@ func (p *Plan) BufferElems(rank int) map[model.Buf]int {
 // micro-batch's sampling pass: logits over the padded vocabulary with an LM
 // head, else each sequence's last hidden state; 0 on other stages.
 func (p *Plan) OutputElems(rank int) int {
-	if !p.LastStage(p.Ranks[rank].Stage) {
+	if !p.LastStage(p.RankAt(rank).Stage) {
 		return 0
 	}
 	if p.Model.LMHead {

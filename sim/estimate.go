@@ -256,13 +256,20 @@ type Range struct {
 // and every GPU has its own NVSwitch and network port), so each runs as
 // replica 0 does; see docs/costmodel.md, "Data parallelism".
 func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+	return estimateShared(plan, opts, &planWork{})
+}
+
+// estimateShared is EstimatePlan with the Programs and communication
+// summaries kept in work (speed.go), shared by its three runs and by any
+// later estimate of the same plan with other options (Refine's reruns).
+func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
 	full := plan
 	plan = plan.OneReplica()
-	e, err := estimatePlan(plan, opts)
+	e, err := estimatePlan(plan, opts, work)
 	if err != nil {
 		return nil, err
 	}
-	if e, err = shareCores(plan, full.DP, opts, e); err != nil {
+	if e, err = shareCores(plan, full.DP, opts, e, work); err != nil {
 		return nil, err
 	}
 	defer e.addReplicas(full)
@@ -278,7 +285,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	for _, fast := range []bool{true, false} {
 		p := *plan
 		p.System.GPU = g.Bound(fast)
-		b, err := estimatePlan(&p, opts)
+		b, err := estimatePlan(&p, opts, work)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +298,7 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	return e, nil
 }
 
-func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
+func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -326,7 +333,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 	perStageOps := 0
 	for st := 0; st < plan.PP; st++ {
 		r := plan.RankOf(st, 0)
-		repPre[st], repDec[st] = plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+		repPre[st], repDec[st] = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
 		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
 		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
 			return nil, err
@@ -348,9 +355,17 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
 			return repPre[rk.Stage], repDec[rk.Stage]
 		}
-		return plan.Program(r, partition.Prefill), plan.Program(r, partition.Decode)
+		return work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
 	}
 	for r := range plan.Ranks {
+		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 {
+			// Alike by construction (TestStageRanksAlikeByConstruction):
+			// the stand-in's figures, without building this rank's Programs.
+			sr := plan.RankOf(rk.Stage, 0)
+			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
+			floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+			continue
+		}
 		p, d := programs(r)
 		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 &&
 			!(sameWork(plan, repPre[rk.Stage], p) && sameWork(plan, repDec[rk.Stage], d)) {
@@ -408,6 +423,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		}
 		s.ranks = append(s.ranks, st)
 	}
+	presizeSlices(s) // speed.go
 	tl, err := s.run()
 	if err != nil {
 		return nil, err
@@ -458,8 +474,8 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		}
 	}
 
-	e.Prefill.Comm = plan.Comm(partition.Prefill)
-	e.Decode.Comm = plan.Comm(partition.Decode)
+	e.Prefill.Comm = work.comm(plan, partition.Prefill)
+	e.Decode.Comm = work.comm(plan, partition.Decode)
 	e.Comm = CommEstimate{
 		CollectiveCallsPerMicrobatch: e.Decode.Comm.CollectiveCallsPerMicrobatch,
 		P2PSendsPerMicrobatch:        e.Decode.Comm.P2PSendsPerMicrobatch,
@@ -474,6 +490,7 @@ func estimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
 	}
 
+	e.Ranks = make([]RankEstimate, 0, len(plan.Ranks))
 	for _, r := range plan.Ranks {
 		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: residency[r.Rank],
 			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
@@ -612,7 +629,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	for r := range busy {
 		if sr := tl.StandIn(r); sr != r {
 			busy[r] = busy[sr]
-			byBound[r] = maps.Clone(byBound[sr])
+			byBound[r] = byBound[sr] // shared: only the critical rank's is kept, as a copy
 		}
 	}
 	window := hi - lo
@@ -628,7 +645,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
 	}
 	pe.CriticalRank = crit
-	pe.TimeByBound = byBound[crit]
+	pe.TimeByBound = maps.Clone(byBound[crit])
 	if idle := window - busy[crit]; idle > 1e-15 {
 		pe.TimeByBound[BoundBubble] = idle
 	}

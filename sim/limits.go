@@ -78,6 +78,9 @@ func (e *NonFiniteError) Error() string {
 // through structs, pointers, slices and maps, named by JSON path) that is
 // NaN or infinite. Fields the JSON omits (json:"-") are not walked.
 func checkFinite(v any) error {
+	if allFinite(reflect.ValueOf(v)) { // the common case, without building paths
+		return nil
+	}
 	return walkFinite(reflect.ValueOf(v), "")
 }
 

@@ -74,7 +74,7 @@ func isCompute(k partition.Kind) bool {
 // DP) with compute ops stretched by the host's core sharing, when the
 // profile gives the host's cores and the ranks outnumber them; else it
 // returns e unchanged.
-func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate) (*Estimate, error) {
+func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, work *planWork) (*Estimate, error) {
 	cores := hostCores(plan)
 	if cores <= 0 || plan.Size()*max(1, replicas) <= cores || e.Timeline == nil {
 		return e, nil
@@ -83,7 +83,7 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate) (
 		next := shareFactors(e.Timeline, max(1, replicas), cores)
 		o := opts
 		o.share = next
-		ne, err := estimatePlan(plan, o)
+		ne, err := estimatePlan(plan, o, work) // the same plan: its Programs are shared
 		if err != nil {
 			return nil, err
 		}

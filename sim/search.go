@@ -354,7 +354,7 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 	cache := NewQuickCache(spec.Collectives)
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
-		plan, err := partition.NewPlan(spec.CandidateConfig(c))
+		plan, err := partition.NewPlanStages(spec.CandidateConfig(c)) // Quick reads stages, not ranks
 		if err != nil {
 			var nofit *partition.NoFitError
 			if !errors.As(err, &nofit) {
@@ -371,9 +371,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 			}
 			row.Quick = &q
 			row.PrefillChunk, row.PrefillChunks = plan.PrefillChunk, plan.PrefillChunks
-			for _, r := range plan.Ranks {
-				if r.Memory.TotalBytes > row.MemoryBytes {
-					row.MemoryBytes, row.CapacityBytes = r.Memory.TotalBytes, r.Memory.CapacityBytes
+			for _, m := range plan.StageMemory { // every rank holds its stage's
+				if m.TotalBytes > row.MemoryBytes {
+					row.MemoryBytes, row.CapacityBytes = m.TotalBytes, m.CapacityBytes
 				}
 			}
 			var why []string
@@ -478,8 +478,9 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 			return fmt.Errorf("search: candidate %s: %w", row.Name(), err)
 		}
 		o := opts
+		work := &planWork{} // the reruns differ in decode steps only
 		for {
-			e, err := EstimatePlan(plan, o)
+			e, err := estimateShared(plan, o, work)
 			r.FullRuns++
 			var tooLarge *TooLargeError
 			if errors.As(err, &tooLarge) && row.Full != nil {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/partbench/partbench/partition"
@@ -121,6 +120,7 @@ type simulator struct {
 	flows     int
 	pending   map[collKey]*pendingColl
 	out       []Slice
+	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
 }
 
 func groupName(ranks []int) string {
@@ -189,12 +189,7 @@ func (s *simulator) run() (*Timeline, error) {
 			return nil, fmt.Errorf("sim: the Programs deadlock: %s", strings.Join(stuck, "; "))
 		}
 	}
-	sort.SliceStable(s.out, func(i, j int) bool {
-		if s.out[i].Rank != s.out[j].Rank {
-			return s.out[i].Rank < s.out[j].Rank
-		}
-		return s.out[i].StartS < s.out[j].StartS
-	})
+	sortSlices(s.out) // by rank, then start (stable)
 	return &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}, nil
 }
 
@@ -291,7 +286,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	}
 	// Everyone is here: run it for all members at once.
 	cop, _ := op.Kind.Comm()
-	est, err := programCollective(s.plan.System, cop, op.Group, op.Bytes, s.opts.Collectives)
+	est, err := s.collectiveMemo(gi, cop, op)
 	if err != nil {
 		return false, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, name, err)
 	}

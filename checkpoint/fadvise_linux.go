@@ -1,0 +1,19 @@
+//go:build linux
+
+package checkpoint
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// adviseExplicit turns the kernel's readahead off for reads through f
+// (POSIX_FADV_RANDOM): its large ranges are read by explicit preads of the
+// slices alone, and readahead past a slice would bring in the other ranks'
+// shards (with sequential advice a TP-2 rank read the whole file). The
+// mapping's own advice (MADV_WILLNEED on long-row column ranges) is
+// separate. Advice only: errors are ignored.
+func adviseExplicit(f *os.File) {
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
+}

@@ -1,0 +1,113 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"math"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Large slices go through pread and parallel blocks: every path (rows,
+// columns of short rows read as spans, columns of long rows through the
+// mapping, the whole tensor) gives, element for element, the bf16 / f16 /
+// f32 values written, widened one at a time by the reference conversions.
+// 3,000 × 1,500 bf16 (9 MB) spans three 4 MiB blocks; 700 × 9,000 has rows
+// of 18 KB (over four pages: columns read through the mapping); 5 ×
+// 300,000 has fewer rows than a block would hold; f16 and f32 tensors of
+// 4–4.5 MB cross one block boundary.
+func TestLargeSlicesReadInParallel(t *testing.T) {
+	old := runtime.GOMAXPROCS(4) // several workers even on a 1-core machine
+	defer runtime.GOMAXPROCS(old)
+	type shape struct{ rows, cols int64 }
+	shapes := map[DType][]shape{BF16: {{3000, 1500}, {700, 9000}, {5, 300000}}, F16: {{2100, 1024}}, F32: {{1100, 1024}}}
+	var ts []rawTensorData
+	for _, d := range []DType{BF16, F16, F32} {
+		for _, s := range shapes[d] {
+			n := int(s.rows * s.cols)
+			data := make([]byte, n*int(d.Size()))
+			for i := 0; i < n; i++ {
+				// A pattern of finite values with every exponent in play.
+				bits := uint32(i*2654435761) & 0x3fff_ffff
+				switch d {
+				case BF16:
+					binary.LittleEndian.PutUint16(data[2*i:], uint16(bits>>16)&0x7f7f)
+				case F16:
+					binary.LittleEndian.PutUint16(data[2*i:], uint16(bits)&0x7bff)
+				case F32:
+					binary.LittleEndian.PutUint32(data[4*i:], bits&0x7f7fffff)
+				}
+			}
+			ts = append(ts, rawTensorData{string(d) + "-" + itoa(s.rows) + "x" + itoa(s.cols), d, []int64{s.rows, s.cols}, data})
+		}
+	}
+	path := filepath.Join(t.TempDir(), SingleFile)
+	writeSafetensors(t, path, ts)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.fd == nil {
+		t.Skip("no pread on this platform: the file is read into memory")
+	}
+	for _, raw := range ts {
+		x, _ := f.Tensor(raw.name)
+		rows, cols := raw.shape[0], raw.shape[1]
+		want := func(r, c int64) float32 {
+			i := r*cols + c
+			switch raw.dtype {
+			case BF16:
+				return BF16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
+			case F16:
+				return F16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
+			}
+			return math.Float32frombits(binary.LittleEndian.Uint32(raw.data[4*i:]))
+		}
+		check := func(what string, got []float32, r0, r1, c0, c1 int64) {
+			t.Helper()
+			w := c1 - c0
+			if int64(len(got)) != (r1-r0)*w {
+				t.Fatalf("%s %s: %d values, want %d", raw.name, what, len(got), (r1-r0)*w)
+			}
+			for r := r0; r < r1; r++ {
+				for c := c0; c < c1; c++ {
+					if g, e := got[(r-r0)*w+c-c0], want(r, c); math.Float32bits(g) != math.Float32bits(e) {
+						t.Fatalf("%s %s: [%d][%d] = %g, want %g", raw.name, what, r, c, g, e)
+					}
+				}
+			}
+		}
+		all, err := x.Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("whole", all, 0, rows, 0, cols)
+		for _, tp := range []int64{1, 3, 8} {
+			for _, k := range []int64{0, tp - 1} {
+				r0, r1 := k*rows/tp, (k+1)*rows/tp
+				got, err := x.Rows(r0, r1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check("rows", got, r0, r1, 0, cols)
+				c0, c1 := k*cols/tp, (k+1)*cols/tp
+				if got, err = x.Cols(c0, c1); err != nil {
+					t.Fatal(err)
+				}
+				check("cols", got, 0, rows, c0, c1)
+			}
+		}
+	}
+}
+
+func itoa(v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; v > 0; v /= 10 {
+		b = append([]byte{byte('0' + v%10)}, b...)
+	}
+	return string(b)
+}

@@ -1,0 +1,269 @@
+package sim
+
+import (
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/partition"
+)
+
+// This file holds what keeps an estimate's cost near the number of distinct
+// things it prices: a memo of collective costs per group and size, the
+// timeline's final ordering without moving every slice through a
+// reflective sort, and a finiteness check that builds field paths only
+// when it has something to report.
+
+// planWork holds what the three timeline runs of one EstimatePlan
+// (nominal, and both ends of the GPU's ranges) share: the ranks'
+// Programs and the communication summaries, which depend on the plan's
+// shapes and links, never on the GPU's speeds. A nil planWork computes
+// everything afresh.
+type planWork struct {
+	programs map[progKey]partition.Program
+	comms    map[partition.Phase]partition.CommSummary
+}
+
+type progKey struct {
+	rank  int
+	phase partition.Phase
+}
+
+func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase) partition.Program {
+	if w == nil {
+		return plan.Program(rank, phase)
+	}
+	k := progKey{rank, phase}
+	if p, ok := w.programs[k]; ok {
+		return p
+	}
+	if w.programs == nil {
+		w.programs = map[progKey]partition.Program{}
+	}
+	p := plan.Program(rank, phase)
+	w.programs[k] = p
+	return p
+}
+
+func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.CommSummary {
+	if w == nil {
+		return plan.Comm(phase)
+	}
+	if c, ok := w.comms[phase]; ok {
+		return c
+	}
+	if w.comms == nil {
+		w.comms = map[partition.Phase]partition.CommSummary{}
+	}
+	c := plan.Comm(phase)
+	w.comms[phase] = c
+	return c
+}
+
+// collMemoKey is one collective shape on one group of the simulation.
+type collMemoKey struct {
+	g     *groupInfo
+	op    commcount.Op
+	bytes int64
+}
+
+// collectiveMemo is Collective for op on group gi, computed once per
+// (group, op, bytes) in a simulation: the system and options do not change
+// within one, and Collective depends on nothing else.
+func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partition.Op) (CollectiveEstimate, error) {
+	k := collMemoKey{gi, cop, op.Bytes}
+	if est, ok := s.collMemo[k]; ok {
+		return est, nil
+	}
+	est, err := programCollective(s.plan.System, cop, op.Group, op.Bytes, s.opts.Collectives)
+	if err != nil {
+		return est, err
+	}
+	if s.collMemo == nil {
+		s.collMemo = map[collMemoKey]CollectiveEstimate{}
+	}
+	s.collMemo[k] = est
+	return est, nil
+}
+
+// presizeSlices gives the timeline's output room for one slice per
+// simulated op (each op ends as one slice), so it is not regrown and
+// copied as the simulation appends.
+func presizeSlices(s *simulator) {
+	n := 0
+	for _, r := range s.ranks {
+		n += len(r.items)
+	}
+	if cap(s.out) < n {
+		s.out = make([]Slice, 0, n)
+	}
+}
+
+// sortSlices orders a timeline's slices by rank, then start time, keeping
+// the order of equal ones: the result of a stable sort, reached by sorting
+// indices and moving each slice once.
+func sortSlices(out []Slice) {
+	less := func(a, b *Slice) bool {
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		return a.StartS < b.StartS
+	}
+	sorted := true
+	for i := 1; i < len(out) && sorted; i++ {
+		sorted = !less(&out[i], &out[i-1])
+	}
+	if sorted {
+		return
+	}
+	// Counting sort by rank (stable), then a stable sort by start time
+	// within each rank where its slices are not already in order.
+	lo, hi := out[0].Rank, out[0].Rank
+	for i := range out {
+		lo, hi = min(lo, out[i].Rank), max(hi, out[i].Rank)
+	}
+	start := make([]int, hi-lo+2)
+	for i := range out {
+		start[out[i].Rank-lo+1]++
+	}
+	for r := 1; r < len(start); r++ {
+		start[r] += start[r-1]
+	}
+	idx := make([]int, len(out))
+	next := slices.Clone(start)
+	for i := range out {
+		b := out[i].Rank - lo
+		idx[next[b]] = i
+		next[b]++
+	}
+	byStart := func(a, b int) int {
+		switch {
+		case out[a].StartS < out[b].StartS:
+			return -1
+		case out[b].StartS < out[a].StartS:
+			return 1
+		}
+		return 0
+	}
+	for r := 0; r+1 < len(start); r++ {
+		if bucket := idx[start[r]:start[r+1]]; !slices.IsSortedFunc(bucket, byStart) {
+			slices.SortStableFunc(bucket, byStart)
+		}
+	}
+	// out[i] becomes the old out[idx[i]]: follow each cycle once.
+	for i := range idx {
+		if idx[i] < 0 {
+			continue
+		}
+		tmp := out[i]
+		j := i
+		for {
+			k := idx[j]
+			idx[j] = -1
+			if k == i {
+				out[j] = tmp
+				break
+			}
+			out[j] = out[k]
+			j = k
+		}
+	}
+}
+
+// finiteFields lists, per struct type, the fields walkFinite visits (the
+// exported ones not tagged json:"-").
+var finiteFields sync.Map // reflect.Type → []int
+
+func fieldsToWalk(t reflect.Type) []int {
+	if f, ok := finiteFields.Load(t); ok {
+		return f.([]int)
+	}
+	var out []int
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if name, _, _ := cutComma(f.Tag.Get("json")); name == "-" {
+			continue
+		}
+		out = append(out, i)
+	}
+	finiteFields.Store(t, out)
+	return out
+}
+
+func cutComma(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// allFinite is walkFinite's walk without paths: whether every float
+// reachable from v (as walkFinite goes) is finite.
+func allFinite(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		return f-f == 0 // false for NaN and ±Inf
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || allFinite(v.Elem())
+	case reflect.Struct:
+		for _, i := range fieldsToWalk(v.Type()) {
+			if !allFinite(v.Field(i)) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if !hasFloats(v.Type().Elem()) {
+			return true
+		}
+		for i := 0; i < v.Len(); i++ {
+			if !allFinite(v.Index(i)) {
+				return false
+			}
+		}
+	case reflect.Map:
+		if !hasFloats(v.Type().Elem()) {
+			return true
+		}
+		it := v.MapRange()
+		for it.Next() {
+			if !allFinite(it.Value()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var floatTypes sync.Map // reflect.Type → bool
+
+// hasFloats says whether a value of type t can hold a float walkFinite
+// would visit (interfaces: maybe).
+func hasFloats(t reflect.Type) bool {
+	if b, ok := floatTypes.Load(t); ok {
+		return b.(bool)
+	}
+	floatTypes.Store(t, true) // a recursive type is assumed to hold floats
+	var b bool
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Interface:
+		b = true
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		b = hasFloats(t.Elem())
+	case reflect.Struct:
+		for _, i := range fieldsToWalk(t) {
+			if hasFloats(t.Field(i).Type) {
+				b = true
+				break
+			}
+		}
+	}
+	floatTypes.Store(t, b)
+	return b
+}

@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// cpuTime is the process's user + system CPU time so far. On a shared,
+// loaded machine wall time per op swings with other jobs; the CPU the
+// benchmark itself spends (GC included) is steadier, so the benchmarks
+// here report both (cpu-ns/op beside ns/op).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkSearchScale searches SyntheticSearchSpec at several GPU counts
+// and reports candidates per second: the per-candidate cost should not grow
+// with the GPU count (docs/measurements/speed.md).
+func BenchmarkSearchScale(b *testing.B) {
+	for _, gpus := range []int{16, 1024, 4096, 16384} {
+		b.Run(fmt.Sprintf("gpus=%d", gpus), func(b *testing.B) {
+			spec, err := SyntheticSearchSpec(gpus)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				r, err := Search(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += r.Enumerated
+			}
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(n)/(cpuTime(b)-cpu).Seconds(), "candidates/cpu-s")
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
+			b.ReportMetric(float64(n)/float64(b.N), "candidates/op")
+		})
+	}
+}
+
+// BenchmarkSearchFull is `partbench search` on 4,096 GPUs: the closed-form
+// search and the default full re-run of its top 10.
+func BenchmarkSearchFull(b *testing.B) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		r, err := Search(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Refine(spec, 10, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
+}
+
+// largeDryRunConfig is the largest dry run the limits allow in GPUs: 1,000
+// layers of the seed model widened to 100 heads, TP 100 × PP 1,000 =
+// 100,000 GPUs on 1,000 nodes of 100, one micro-batch of 2 sequences.
+const largeDryRunConfig = `version = 1
+name = "dense1000-tp100pp1000"
+[model]
+preset = "seed-dense16"
+layers = 1000
+heads = 100
+kv_heads = 100
+ffn = 16000
+[workload]
+batch = 2
+context = 10000
+output_tokens = 128
+phases = ["prefill", "decode"]
+[parallel]
+tp = 100
+pp = 1000
+microbatches = 1
+[hardware]
+preset = "h100-sxm"
+[topology]
+preset = "dgx-h100x2"
+nodes = 1000
+gpus_per_node = 100
+`
+
+// BenchmarkDryRun is `model --dry-run`'s work (plan and estimate, no
+// rendering) on the seed's 16 GPUs and on 100,000.
+func BenchmarkDryRun(b *testing.B) {
+	for _, c := range []struct{ name, config string }{{"gpus=16", "tp8pp2"}, {"gpus=100000", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			var cfg *configs.Config
+			var err error
+			if c.config != "" {
+				cfg, err = configs.Load(c.config)
+			} else {
+				cfg, err = configs.Parse(strings.NewReader(largeDryRunConfig), "large")
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				p, err := partition.NewPlan(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := EstimatePlan(p, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}
