@@ -151,6 +151,9 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 		return err
 	}
 	if s.Rows, err = sim.CollectiveSweep(s.Sys, op, counts, rng.Sizes, typeName, typeSize, opt); err != nil {
+		if rest, ok := strings.CutPrefix(err.Error(), "--ranks: "); ok && (changed("ngpus") || changed("nthreads")) {
+			return fmt.Errorf("-g/--ngpus %d (× -t %d): %s", o.NGPUs, threads, rest) // the flags the user typed
+		}
 		return err
 	}
 	s.Redop, s.Root = nccltests.Columns(op, redop)

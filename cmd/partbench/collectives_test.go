@@ -193,6 +193,7 @@ func TestCollectivesTakeNCCLTestsCommandLines(t *testing.T) {
 		{[]string{"broadcast", "-g", "4", "-r", "4"}, "-r/--root 4: must be a rank of the group, 0 to 3"},
 		{[]string{"-t", "0"}, "-t/--nthreads: must be from 1"},
 		{[]string{"-t", "2", "--ranks", "8"}, "--ranks with -g/-t"},
+		{[]string{"-g", "64", "--topology", "dgx-h100x2"}, "-g/--ngpus 64 (× -t 1): 64 ranks, but topology \"dgx-h100x2\" has 16 GPUs"},
 	} {
 		if _, err := runCLI(t, append([]string{"collectives"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("collectives %v: %v, want %q", c.args, err, c.want)
