@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// probeBytes is what the --out probe writes and syncs: enough that a full
+// probeBytes is what the --output-dir probe writes and syncs: enough that a full
 // file system refuses it (an empty file needs no data block).
 const probeBytes = 4096
 
@@ -55,7 +55,7 @@ func CheckOutDir(dir string) error {
 	return nil
 }
 
-// OutFile is one results file: its name in --out and how to write it.
+// OutFile is one results file: its name in --output-dir and how to write it.
 type OutFile struct {
 	Name  string
 	Write func(io.Writer) error

@@ -83,7 +83,7 @@ func OpenLog(dir string, fresh bool) (*Log, []Record, error) {
 		return nil, nil, err
 	}
 	if fresh && len(recs) > 0 {
-		return nil, nil, fmt.Errorf("%s holds %d runs: pass --resume to continue that suite, or choose another --out", path, len(recs))
+		return nil, nil, fmt.Errorf("%s holds %d runs: pass --resume to continue that suite, or choose another --output-dir", path, len(recs))
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

@@ -65,7 +65,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	done := map[string]int{}
 	for _, r := range prev {
 		if r.SpecHash != hash {
-			return nil, fmt.Errorf("%s: run of spec %s (hash %s) differs from spec %s (hash %s): resume only the same spec, or choose another --out",
+			return nil, fmt.Errorf("%s: run of spec %s (hash %s) differs from spec %s (hash %s): resume only the same spec, or choose another --output-dir",
 				filepath.Join(o.Dir, RunsFile), r.Spec, r.SpecHash, s.Name, hash)
 		}
 		if !r.Warmup {
