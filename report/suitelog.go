@@ -32,7 +32,7 @@ func SuiteFromLog(w io.Writer, dir string) error {
 	if err := SuiteMarkdown(w, res); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nwrote %s/{%s}\n", dir, strings.Join(SuiteFiles, ","))
+	fmt.Fprintf(w, "\nwrote %s/{%s}\n", filepath.Clean(dir), strings.Join(SuiteFiles, ","))
 	return nil
 }
 
