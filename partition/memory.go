@@ -72,8 +72,7 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 	mem.LayerWeightBytes, mem.EmbeddingBytes = p.weights(r)
 	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
 	w := p.Config.Workload
-	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) *
-		int64(2*p.Shard(r.TPIndex).KVWidth()) * int64(p.DTypeBytes)
+	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * p.KVTokenBytes(r.TPIndex)
 	mbs := p.MicrobatchSize
 	act := p.activationBytes(r, mbs, mbs) // decode: one token per sequence
 	if w.HasPhase("prefill") {

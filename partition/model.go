@@ -91,7 +91,8 @@ func ParamsTotal(m configs.Model) int64 {
 	return n
 }
 
-// KVBytesPerToken is the K and V cache of one token in one layer, all heads.
+// KVBytesPerToken is the K and V cache of one token in one layer, all heads
+// (a whole model's, or TP = 1's; a rank's share is Plan.KVTokenBytes).
 func KVBytesPerToken(m configs.Model) int64 {
 	return 2 * int64(m.KVHeads) * int64(m.HeadDim) * int64(DTypeBytes(m.DType))
 }

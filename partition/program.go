@@ -334,7 +334,7 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 	if s.Arch.Bidirectional {
 		pairs = int64(seqs) * int64(q) * int64(past+q)
 	}
-	kvPerToken := int64(2*s.KVWidth()) * dt
+	kvPerToken := b.p.KVTokenBytes(b.r.TPIndex)
 	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q, Past: past,
 		InWidth: s.QKVWidth(), OutWidth: s.AttnWidth(), Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim,
 		RopeTheta: s.Arch.RopeTheta, Bidirectional: s.Arch.Bidirectional,

@@ -104,3 +104,11 @@ func (p *Plan) OutputElems(rank int) int {
 	}
 	return p.MicrobatchSize * p.Model.Hidden
 }
+
+// KVTokenBytes is the K and V cache of one token in one layer on a rank of
+// TP index tpIndex (its share of the KV heads): memory, the attention op's
+// bytes, the remote modes' payloads and the backends' state copies are all
+// built from it.
+func (p *Plan) KVTokenBytes(tpIndex int) int64 {
+	return int64(2*p.Shard(tpIndex).KVWidth()) * int64(p.DTypeBytes)
+}

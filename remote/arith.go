@@ -111,7 +111,7 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 	}
 	m := s.plan.Model
 	elem := partition.DTypeBytes(m.DType)
-	width := int64(2 * m.KVHeads * m.HeadDim * elem) // KV bytes per token per layer
+	width := partition.KVBytesPerToken(m) // one rank (TP = 1): every KV head
 	batch := int64(s.plan.Config.Workload.Batch)
 	byName := map[string]Tensor{}
 	for _, t := range in.Tensors {
