@@ -60,6 +60,11 @@ type Rank struct {
 // RankOf is the global rank of (stage, tp index) in replica 0.
 func (p *Plan) RankOf(stage, tpIndex int) int { return stage*p.TP + tpIndex }
 
+// StageFirst is the first rank (TP index 0) of rank's stage when a stage
+// holds tp consecutive ranks (RankOf, RankIn): the rule for a timeline that
+// keeps only the Plan's TP width.
+func StageFirst(rank, tp int) int { return rank - rank%tp }
+
 // RankIn is the global rank of (stage, tp index) in a replica.
 func (p *Plan) RankIn(replica, stage, tpIndex int) int {
 	return replica*p.GroupSize() + stage*p.TP + tpIndex

@@ -202,13 +202,10 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	var crit *stageCost
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
-		a := s * T
+		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
 		var out uint8
 		if P > 1 {
-			dst := (s + 1) * T
-			if s == P-1 {
-				dst = 0
-			}
+			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
 			out = outClasses(topo, a, dst, T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}

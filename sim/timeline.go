@@ -40,12 +40,14 @@ type Timeline struct {
 	Slices []Slice
 }
 
-// StandIn is the simulated rank whose slices are rank r's.
+// StandIn is the simulated rank whose slices are rank r's: in a per-stage
+// timeline, TP index 0 of r's stage (partition numbers a stage's ranks
+// consecutively, partition.Plan.RankOf).
 func (t *Timeline) StandIn(r int) int {
 	if !t.PerStage {
 		return r
 	}
-	return r - r%t.TP
+	return partition.StageFirst(r, t.TP)
 }
 
 // item is one op in a rank's run order.
