@@ -3,38 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/partbench/partbench/suite"
 )
-
-// SuiteFromLog regenerates every suite output in dir from dir's spec and
-// run log (suite.RunsFile), prints the Markdown summary to w and the list
-// of files written.
-func SuiteFromLog(w io.Writer, dir string) error {
-	s, err := suite.ReadSpec(dir)
-	if err != nil {
-		return err
-	}
-	recs, _, err := suite.ReadLog(filepath.Join(dir, suite.RunsFile))
-	if err != nil {
-		return err
-	}
-	res, err := suite.Analyze(s, recs)
-	if err != nil {
-		return err
-	}
-	if err := WriteSuite(dir, res); err != nil {
-		return err
-	}
-	if err := SuiteMarkdown(w, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nwrote %s/{%s}\n", filepath.Clean(dir), strings.Join(SuiteFiles, ","))
-	return nil
-}
 
 // SuitePlan prints the one-line plan of s before it runs: the matrix, the
 // runs it makes and the model's estimate of their duration.

@@ -9,11 +9,10 @@ import (
 	"github.com/partbench/partbench/cliflag"
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/nccltests"
-	"github.com/partbench/partbench/report"
 )
 
 func newCollectivesCmd() *cobra.Command {
-	o := &report.CollectivesArgs{}
+	o := &collectivesArgs{}
 	cmd := &cobra.Command{
 		Use:   "collectives [COLLECTIVE] [-b MIN] [-e MAX] [-f FACTOR] [-g NGPUS] [-d TYPE] [-o REDOP] [--topology NAME]",
 		Short: "Model NCCL collectives on a topology, with nccl-tests' flags and output",

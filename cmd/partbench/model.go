@@ -124,10 +124,10 @@ func (o *modelOptions) run(stdout io.Writer) error {
 		}
 	}
 	if o.resumeLayers != "" {
-		return report.ModelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
+		return modelResume(stdout, o.format, cfgs, o.resumeLayers, o.remoteLink, o.remoteOverheadS, opts)
 	}
 	if o.remoteLink != "" {
-		return report.ModelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
+		return modelRemote(stdout, o.format, cfgs, o.remoteLink, o.remoteMode, o.remoteOverheadS, opts)
 	}
 	var es []*sim.Estimate
 	for _, cfg := range cfgs {

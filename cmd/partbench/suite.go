@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +50,7 @@ this process for server = "in-process"). Embedded specs: ` + fmt.Sprint(suite.Em
 		Short: "Regenerate results.json, the LaTeX table, the figures and the summary from DIR/runs.jsonl",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return report.SuiteFromLog(cmd.OutOrStdout(), args[0])
+			return suiteFromLog(cmd.OutOrStdout(), args[0])
 		},
 	})
 	return cmd
@@ -82,11 +83,37 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := report.SuiteFromLog(stdout, o.out); err != nil {
+	if err := suiteFromLog(stdout, o.out); err != nil {
 		return err
 	}
 	if out.Mismatches > 0 {
 		return &exitError{code: exitPayloadMismatch, err: fmt.Errorf("%d runs moved payload bytes that differ from the model's (see mismatches in %s)", out.Mismatches, filepath.Join(o.out, suite.RunsFile))}
 	}
+	return nil
+}
+
+// suiteFromLog regenerates every suite output in dir from dir's spec and
+// run log (suite.RunsFile), prints the Markdown summary to w and the list
+// of files written.
+func suiteFromLog(w io.Writer, dir string) error {
+	s, err := suite.ReadSpec(dir)
+	if err != nil {
+		return err
+	}
+	recs, _, err := suite.ReadLog(filepath.Join(dir, suite.RunsFile))
+	if err != nil {
+		return err
+	}
+	res, err := suite.Analyze(s, recs)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteSuite(dir, res); err != nil {
+		return err
+	}
+	if err := report.SuiteMarkdown(w, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nwrote %s/{%s}\n", filepath.Clean(dir), strings.Join(report.SuiteFiles, ","))
 	return nil
 }

@@ -1,9 +1,11 @@
-package report
+package main
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/report"
 	"math"
 	"strings"
 	"testing"
@@ -14,13 +16,13 @@ import (
 	"github.com/partbench/partbench/topology/topologytest"
 )
 
-const measuredAllReduce8 = "../nccltests/testdata/all_reduce_8.txt"
+const measuredAllReduce8 = "../../nccltests/testdata/all_reduce_8.txt"
 
-func writeCompare(t *testing.T, format string, files ...string) string {
+func writeCollectivesCompare(t *testing.T, format string, files ...string) string {
 	t.Helper()
 	t.Setenv("NCCL_ALGO", "")
 	t.Setenv("NCCL_PROTO", "")
-	a := CollectivesArgs{Measured: files, Format: format, Topology: "dgx-h100x2", Hardware: "h100-sxm"}
+	a := collectivesArgs{Measured: files, Format: format, Topology: "dgx-h100x2", Hardware: "h100-sxm"}
 	var out bytes.Buffer
 	resolve := func(string, string) (topology.System, error) { return topologytest.DGXH100(2), nil }
 	if err := a.Write(&out, resolve, func(string) bool { return false }); err != nil {
@@ -36,13 +38,13 @@ func writeCompare(t *testing.T, format string, files ...string) string {
 // error is (modeled − measured) / measured out-of-place busbw.
 func TestCollectivesCompareJSON(t *testing.T) {
 	var doc struct {
-		Schema string              `json:"schema"`
-		Files  []CollectiveCompare `json:"files"`
+		Schema string                      `json:"schema"`
+		Files  []compare.CollectiveCompare `json:"files"`
 	}
-	if err := json.Unmarshal([]byte(writeCompare(t, FormatJSON, measuredAllReduce8)), &doc); err != nil {
+	if err := json.Unmarshal([]byte(writeCollectivesCompare(t, report.FormatJSON, measuredAllReduce8)), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != CollectivesCompareSchema || len(doc.Files) != 1 {
+	if doc.Schema != report.CollectivesCompareSchema || len(doc.Files) != 1 {
 		t.Fatalf("schema %q, %d files", doc.Schema, len(doc.Files))
 	}
 	c := doc.Files[0]
@@ -92,7 +94,7 @@ func TestCollectivesCompareTableAndCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := writeCompare(t, FormatTable, measuredAllReduce8)
+	out := writeCollectivesCompare(t, report.FormatTable, measuredAllReduce8)
 	row := ""
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, " 4194304 ") {
@@ -112,7 +114,7 @@ func TestCollectivesCompareTableAndCSV(t *testing.T) {
 		}
 	}
 	// Two files, comma-separated or repeated: one CSV, a file column.
-	csvOut := writeCompare(t, FormatCSV, measuredAllReduce8, "../nccltests/testdata/all_gather_4_na.txt")
+	csvOut := writeCollectivesCompare(t, report.FormatCSV, measuredAllReduce8, "../../nccltests/testdata/all_gather_4_na.txt")
 	lines := strings.Split(strings.TrimSpace(csvOut), "\n")
 	if len(lines) != 1+11+21 || !strings.HasPrefix(lines[0], "file,op,ranks,size_bytes") || !strings.Contains(lines[12], "all_gather_4_na.txt,all_gather,4,16,") {
 		t.Errorf("csv: %d lines\n%s", len(lines), csvOut)

@@ -1,8 +1,9 @@
-package report
+package main
 
 import (
 	"cmp"
 	"fmt"
+	"github.com/partbench/partbench/report"
 	"io"
 
 	"github.com/partbench/partbench/configs"
@@ -12,11 +13,11 @@ import (
 	"github.com/partbench/partbench/topology"
 )
 
-// ModelRemote is model --dry-run --remote-link: every mode of each config
+// modelRemote is model --dry-run --remote-link: every mode of each config
 // planned, estimated with opts and priced over the client link linkSpec
 // (mode, unless "all", highlighted), in format table or markdown.
-func ModelRemote(w io.Writer, format string, cfgs []*configs.Config, linkSpec, mode string, overheadS float64, opts sim.Options) error {
-	if format != FormatTable && format != FormatMarkdown {
+func modelRemote(w io.Writer, format string, cfgs []*configs.Config, linkSpec, mode string, overheadS float64, opts sim.Options) error {
+	if format != report.FormatTable && format != report.FormatMarkdown {
 		return fmt.Errorf("--remote-link: --format must be table or markdown (got %q)", format)
 	}
 	link, err := topology.ParseClientLink("--remote-link", linkSpec)
@@ -42,18 +43,18 @@ func ModelRemote(w io.Writer, format string, cfgs []*configs.Config, linkSpec, m
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s over %s (%s)\n\n", cfg.Name, link.Name, link.Source)
-		if err := WriteGrids(w, format, RemoteEstimateGrids(e, highlight)...); err != nil {
+		if err := report.WriteGrids(w, format, report.RemoteEstimateGrids(e, highlight)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ModelResume is model --dry-run --resume-layers: each config planned and
+// modelResume is model --dry-run --resume-layers: each config planned and
 // its pause and resume at layers modeled with opts over the client link
 // linkSpec (default loopback), in format table or markdown.
-func ModelResume(w io.Writer, format string, cfgs []*configs.Config, layers, linkSpec string, overheadS float64, opts sim.Options) error {
-	if format != FormatTable && format != FormatMarkdown {
+func modelResume(w io.Writer, format string, cfgs []*configs.Config, layers, linkSpec string, overheadS float64, opts sim.Options) error {
+	if format != report.FormatTable && format != report.FormatMarkdown {
 		return fmt.Errorf("--resume-layers: --format must be table or markdown (got %q)", format)
 	}
 	ls, err := resume.ParseLayers("--resume-layers", layers)
@@ -76,7 +77,7 @@ func ModelResume(w io.Writer, format string, cfgs []*configs.Config, layers, lin
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := WriteGrids(w, format, ResumeModelGrid(e)); err != nil {
+		if err := report.WriteGrids(w, format, report.ResumeModelGrid(e)); err != nil {
 			return err
 		}
 	}

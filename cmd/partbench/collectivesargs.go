@@ -1,8 +1,10 @@
-package report
+package main
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/report"
 	"io"
 	"os"
 	"strings"
@@ -14,10 +16,10 @@ import (
 	"github.com/partbench/partbench/topology"
 )
 
-// CollectivesArgs are `partbench collectives`' flags, nccl-tests'
+// collectivesArgs are `partbench collectives`' flags, nccl-tests'
 // spelling (-b, -e, -f, -i, -o, -d, -g, -n, -w) plus --ranks, --sizes,
 // --algo, --proto and the presets.
-type CollectivesArgs struct {
+type collectivesArgs struct {
 	Topology, Hardware, Collective, Redop string
 	Ranks, Sizes, MinBytes, MaxBytes      string
 	StepBytes, DType, Algo, Proto, Format string
@@ -31,23 +33,23 @@ type CollectivesArgs struct {
 	Fit bool
 	// NCCLTests are the nccl-tests arguments that shape no modeled figure
 	// but are accepted, checked and echoed in the header (-t, -r, -c, …).
-	NCCLTests NCCLTestsArgs
+	NCCLTests ncclTestsArgs
 }
 
-// NCCLTestsArgs are nccl-tests' remaining arguments. -t multiplies the rank
+// ncclTestsArgs are nccl-tests' remaining arguments. -t multiplies the rank
 // count (nccl-tests runs processes × threads × GPUs ranks; the model has one
 // process, so -t T -g G is T×G ranks) and -r sets the root of broadcast and
 // reduce; the others change how nccl-tests measures, not what one collective
 // costs on the device, so they are echoed. -C 1 (report CPU time) is refused:
 // the model has no host.
-type NCCLTestsArgs struct {
+type ncclTestsArgs struct {
 	NThreads, Root, AggIters, RunCycles, ParallelInit, Check, Blocking, StreamNull int
 	Timeout, CudaGraph, ReportCPUTime, Average, LocalRegister                      int
 }
 
 // check refuses values nccl-tests refuses or the model cannot honour,
 // naming the flag.
-func (a NCCLTestsArgs) check() error {
+func (a ncclTestsArgs) check() error {
 	for _, c := range []struct {
 		flag      string
 		v, lo, hi int
@@ -69,14 +71,14 @@ func (a NCCLTestsArgs) check() error {
 }
 
 // echo is the header line of the arguments that shape no modeled figure.
-func (a NCCLTestsArgs) echo() string {
+func (a ncclTestsArgs) echo() string {
 	return fmt.Sprintf("-z %d -y %d -a %d -p %d -R %d -N %d -T %d", a.Blocking, a.StreamNull, a.Average, a.ParallelInit, a.LocalRegister, a.RunCycles, a.Timeout)
 }
 
 // Write models a's sweep on the system resolve gives for a's hardware and
 // topology presets and prints it in a.Format; changed says whether a flag
 // was given (-g/--ngpus, --collective).
-func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
+func (o *collectivesArgs) Write(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
 	if len(o.Measured) > 0 {
 		return o.writeCompare(w, resolve, changed)
 	}
@@ -138,7 +140,7 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 	if err != nil {
 		return err
 	}
-	s := CollectiveSweep{Op: op, Iters: o.Iters, Warmup: o.Warmup,
+	s := report.CollectiveSweep{Op: op, Iters: o.Iters, Warmup: o.Warmup,
 		MinBytes: rng.MinBytes, MaxBytes: rng.MaxBytes, StepFactor: rng.StepFactor, StepBytes: rng.StepBytes}
 	if o.Iters < 1 || o.Warmup < 0 {
 		return fmt.Errorf("-n/--iters %d, -w/--warmup_iters %d: need iters ≥ 1 and warmup ≥ 0", o.Iters, o.Warmup)
@@ -161,12 +163,12 @@ func (o *CollectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 		s.Root = o.NCCLTests.Root // broadcast and reduce: the root asked for
 	}
 	s.Threads, s.AggIters, s.Check, s.Graph, s.Echo = threads, o.NCCLTests.AggIters, o.NCCLTests.Check, o.NCCLTests.CudaGraph, o.NCCLTests.echo()
-	return Collectives(w, o.Format, s)
+	return report.Collectives(w, o.Format, s)
 }
 
 // options are the model's options: NCCL_ALGO/NCCL_PROTO, overridden by
 // --algo/--proto.
-func (o *CollectivesArgs) options() (sim.CollectiveOptions, error) {
+func (o *collectivesArgs) options() (sim.CollectiveOptions, error) {
 	opt := sim.OptionsFromEnv(os.Getenv)
 	if o.Algo != "" {
 		opt.Algo = o.Algo
@@ -181,7 +183,7 @@ func (o *CollectivesArgs) options() (sim.CollectiveOptions, error) {
 // The collective and rank count come from the file: a -g or a collective
 // given as well must agree; flags that only shape a modeled sweep (sizes,
 // type, reduction, iterations) are refused, the file fixes them.
-func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
+func (o *collectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topology string) (topology.System, error), changed func(flag string) bool) error {
 	for _, f := range [][]string{{"minbytes", "-b/--minbytes"}, {"maxbytes", "-e/--maxbytes"}, {"stepfactor", "-f/--stepfactor"},
 		{"stepbytes", "-i/--stepbytes"}, {"sizes", "--sizes"}, {"ranks", "--ranks"}, {"datatype", "-d/--datatype"}, {"dtype", "-d/--datatype"},
 		{"op", "-o/--op"}, {"iters", "-n/--iters"}, {"warmup-iters", "-w/--warmup_iters"}, {"nthreads", "-t/--nthreads"}, {"root", "-r/--root"}} {
@@ -212,7 +214,7 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 	if err != nil {
 		return err
 	}
-	var cs []CollectiveCompare
+	var cs []compare.CollectiveCompare
 	for _, name := range o.Measured {
 		out, err := readMeasured(name)
 		if err != nil {
@@ -234,7 +236,7 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 				return fmt.Errorf("%s: the file ran %d ranks, -g/--ngpus is %d: leave -g out with --measured, the file gives the rank count", name, n, o.NGPUs)
 			}
 		}
-		c, err := CompareCollectiveRun(out, sys, opt)
+		c, err := compare.CollectiveRun(out, sys, opt)
 		if err != nil {
 			return err
 		}
@@ -255,7 +257,7 @@ func (o *CollectivesArgs) writeCompare(w io.Writer, resolve func(hardware, topol
 		}
 		fit = &f
 	}
-	return WriteCollectivesCompare(w, o.Format, cs, fit)
+	return report.WriteCollectivesCompare(w, o.Format, cs, fit)
 }
 
 // readMeasured parses one nccl-tests output file.
