@@ -102,14 +102,14 @@ func MemoProbe(o ProbeOptions) func(bytes int64) Reuse {
 }
 
 // CheckProbeBackend says whether ProbeReuse can stand for backend's memory:
-// cpu only for now (cuda needs a GPU backend build that can time kernels).
+// cpu only for now (the GPU probe is not written).
 // Errors name the --backend flag.
 func CheckProbeBackend(backend string) error {
 	switch backend {
 	case configs.BackendCPU:
 		return nil
 	case configs.BackendCUDA:
-		return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
+		return fmt.Errorf("--backend cuda: the GPU L2 probe is not written yet (no persisting-L2 access-policy window in the binding; docs/l2.md has the plan); --backend cpu measures this machine's caches")
 	}
 	return fmt.Errorf("--backend: must be cpu or cuda (got %q)", backend)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/report"
 )
 
@@ -42,7 +43,7 @@ the two bandwidths is a counter-free proxy of how much of it the caches hold
 	f.StringArrayVar(&o.configs, "config", nil, "strategy config: a TOML file or an embedded preset name (repeatable; default: the seed comparison)")
 	f.StringVar(&o.calibration, "calibration", "", "hardware profile from 'partbench calibrate' to model instead of the config's hardware")
 	f.BoolVar(&o.measure, "measure", false, "measure every rank's working set on this machine (reuse against streaming)")
-	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend --measure runs on: cpu (cuda needs a GPU backend build)")
+	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend --measure runs on: cpu (cuda: refused, naming what is missing)")
 	f.BoolVar(&o.quick, "quick", false, "with --measure: fewer repeats and shorter samples")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	return cmd
@@ -50,6 +51,9 @@ the two bandwidths is a counter-free proxy of how much of it the caches hold
 
 func (o *l2Options) run(stdout io.Writer) error {
 	if o.measure {
+		if o.backend == configs.BackendCUDA {
+			return gpuDriverRefusal(backend.Default(), "l2 --measure", l2CUDAMissing)
+		}
 		if err := calib.CheckProbeBackend(o.backend); err != nil {
 			return err
 		}

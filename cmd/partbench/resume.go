@@ -10,6 +10,7 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/resume"
@@ -31,6 +32,9 @@ uninterrupted forward with the same modification; a mismatch exits with status 4
 Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Backend == configs.BackendCUDA {
+				return gpuDriverRefusal(backend.Default(), "resume", resumeCUDAMissing)
+			}
 			s, err := resume.Prepare(*o)
 			if err != nil {
 				return err
