@@ -26,6 +26,8 @@ type drvAPI interface {
 	ctxSynchronize() Result
 	memAlloc(bytes int64) (DevicePtr, Result)
 	memFree(p DevicePtr) Result
+	memHostAlloc(bytes int64, flags HostAllocFlags) (unsafe.Pointer, Result)
+	memFreeHost(p unsafe.Pointer) Result
 	memGetInfo() (free, total int64, r Result)
 	memcpyHtoD(dst DevicePtr, src unsafe.Pointer, n int64) Result
 	memcpyDtoH(dst unsafe.Pointer, src DevicePtr, n int64) Result

@@ -72,6 +72,8 @@ var driverSymbols = [C.PBC_NUM_SYMS]struct {
 	C.PBC_GRAPH_DESTROY:         {"cuGraphDestroy", true},
 	C.PBC_FUNC_SET_ATTRIBUTE:    {"cuFuncSetAttribute", false},
 	C.PBC_FUNC_GET_ATTRIBUTE:    {"cuFuncGetAttribute", false},
+	C.PBC_MEM_HOST_ALLOC:        {"cuMemHostAlloc", false},
+	C.PBC_MEM_FREE_HOST:         {"cuMemFreeHost", false},
 }
 
 // graphSlots must all be present for graphs to be used.
@@ -363,3 +365,11 @@ func (a drvC) funcGetAttribute(fn uintptr, attr FuncAttribute) (int, Result) {
 	r := Result(C.pbc_func_get_attribute(a.t, &v, C.int(attr), C.uintptr_t(fn)))
 	return int(v), r
 }
+
+func (a drvC) memHostAlloc(bytes int64, flags HostAllocFlags) (unsafe.Pointer, Result) {
+	var p unsafe.Pointer
+	r := C.pbc_mem_host_alloc(a.t, &p, C.size_t(bytes), C.uint(flags))
+	return p, Result(r)
+}
+
+func (a drvC) memFreeHost(p unsafe.Pointer) Result { return Result(C.pbc_mem_free_host(a.t, p)) }

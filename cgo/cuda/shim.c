@@ -73,6 +73,8 @@ struct pbCuda {
 	pbCUresult (*graphDestroy)(pbPtr);                         // cuGraphDestroy(CUgraph)
 	pbCUresult (*funcSetAttribute)(pbPtr, int, int);           // cuFuncSetAttribute(CUfunction, CUfunction_attribute, int)
 	pbCUresult (*funcGetAttribute)(int*, int, pbPtr);          // cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction)
+	pbCUresult (*memHostAlloc)(void**, size_t, unsigned int);  // cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags): no _v2 in cuda.h
+	pbCUresult (*memFreeHost)(void*);                          // cuMemFreeHost(void* p)
 };
 
 pbCuda* pbc_new(void) { return calloc(1, sizeof(pbCuda)); }
@@ -127,6 +129,8 @@ void pbc_set(pbCuda* s, int slot, void* fn) {
 	SLOT(PBC_GRAPH_DESTROY, graphDestroy);
 	SLOT(PBC_FUNC_SET_ATTRIBUTE, funcSetAttribute);
 	SLOT(PBC_FUNC_GET_ATTRIBUTE, funcGetAttribute);
+	SLOT(PBC_MEM_HOST_ALLOC, memHostAlloc);
+	SLOT(PBC_MEM_FREE_HOST, memFreeHost);
 	}
 }
 
@@ -176,6 +180,8 @@ pbCUresult pbc_mem_alloc(const pbCuda* s, uint64_t* p, size_t bytes) {
 	return r;
 }
 pbCUresult pbc_mem_free(const pbCuda* s, uint64_t p) { return s->memFree(p); }
+pbCUresult pbc_mem_host_alloc(const pbCuda* s, void** p, size_t bytes, unsigned int flags) { return s->memHostAlloc(p, bytes, flags); }
+pbCUresult pbc_mem_free_host(const pbCuda* s, void* p) { return s->memFreeHost(p); }
 pbCUresult pbc_mem_get_info(const pbCuda* s, size_t* free, size_t* total) { return s->memGetInfo(free, total); }
 pbCUresult pbc_memcpy_htod(const pbCuda* s, uint64_t dst, const void* src, size_t n) { return s->memcpyHtoD(dst, src, n); }
 pbCUresult pbc_memcpy_dtoh(const pbCuda* s, void* dst, uint64_t src, size_t n) { return s->memcpyDtoH(dst, src, n); }

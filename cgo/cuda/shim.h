@@ -47,6 +47,7 @@ enum {
 	PBC_STREAM_BEGIN_CAPTURE, PBC_STREAM_END_CAPTURE, PBC_GRAPH_INSTANTIATE,
 	PBC_GRAPH_LAUNCH, PBC_GRAPH_EXEC_DESTROY, PBC_GRAPH_DESTROY,
 	PBC_FUNC_SET_ATTRIBUTE, PBC_FUNC_GET_ATTRIBUTE,
+	PBC_MEM_HOST_ALLOC, PBC_MEM_FREE_HOST,
 	PBC_NUM_SYMS
 };
 
@@ -73,6 +74,8 @@ pbCUresult pbc_ctx_get_current(const pbCuda* s, uintptr_t* ctx);
 pbCUresult pbc_ctx_synchronize(const pbCuda* s);
 pbCUresult pbc_mem_alloc(const pbCuda* s, uint64_t* p, size_t bytes);
 pbCUresult pbc_mem_free(const pbCuda* s, uint64_t p);
+pbCUresult pbc_mem_host_alloc(const pbCuda* s, void** p, size_t bytes, unsigned int flags);
+pbCUresult pbc_mem_free_host(const pbCuda* s, void* p);
 pbCUresult pbc_mem_get_info(const pbCuda* s, size_t* free, size_t* total);
 pbCUresult pbc_memcpy_htod(const pbCuda* s, uint64_t dst, const void* src, size_t n);
 pbCUresult pbc_memcpy_dtoh(const pbCuda* s, void* dst, uint64_t src, size_t n);

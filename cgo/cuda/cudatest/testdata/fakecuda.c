@@ -20,6 +20,14 @@
 //     the device's opt-in 232448 bytes) fails with CUDA_ERROR_INVALID_VALUE.
 //   - Stream capture records launches instead of running them; launching
 //     the instantiated graph runs them.
+//   - Pinned host memory (cuMemHostAlloc) is malloc'd and counted;
+//     cuMemFreeHost refuses a pointer cuMemHostAlloc did not return with
+//     CUDA_ERROR_INVALID_VALUE. An async copy between the device and pinned
+//     memory is queued on its stream and done when the stream is
+//     synchronized (cuStreamSynchronize, cuCtxSynchronize), or before the
+//     next work on that stream runs, as DMA would be: a reader that skips
+//     the synchronization sees the old bytes. Copies from or to pageable
+//     memory are done at once (the real driver stages them synchronously).
 //   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
 //     cuGetErrorName(TRACE) the launch/graph counters, so tests see what
 //     crossed the ABI.
@@ -47,7 +55,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; // guards trace, counters
 static char trace[1024], traceOut[1024];
 static char counters[256];
 static _Thread_local void* current;
-static int launches, graphLaunches, captured;
+static int launches, graphLaunches, captured, hostAllocs, hostFrees;
+static void drain(void* st);
+static void drainAll(void);
 static int pendingFailure;
 
 static void note(const char* fmt, ...) {
@@ -89,7 +99,8 @@ CUresult cuGetErrorName(CUresult r, const char** s) {
 	case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
 	case TRACE:
 		pthread_mutex_lock(&mu);
-		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d", launches, graphLaunches, captured);
+		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d hostAllocs=%d hostFrees=%d",
+			launches, graphLaunches, captured, hostAllocs, hostFrees);
 		pthread_mutex_unlock(&mu);
 		*s = counters;
 		return OK;
@@ -168,7 +179,11 @@ CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
 
 CUresult cuCtxSetCurrent(void* ctx) { current = ctx; return OK; }
 CUresult cuCtxGetCurrent(void** ctx) { *ctx = current; return OK; }
-CUresult cuCtxSynchronize(void) { return current ? OK : INVALID_CONTEXT; }
+CUresult cuCtxSynchronize(void) {
+	if (current == NULL) return INVALID_CONTEXT;
+	drainAll();
+	return OK;
+}
 
 #ifndef FAKE_NO_ALLOC
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
@@ -209,15 +224,96 @@ struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; };
 
 static int capturing(void* st) { return st != NULL && ((struct fakeStream*)st)->capturing; }
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* st) {
-	if (capturing(st)) return CAPTURE_UNSUPPORTED;
-	memcpy((void*)(uintptr_t)dst, src, n);
+// Pinned allocations, and the copies queued on streams until they drain.
+#define MAX_PINNED 1024
+#define MAX_QUEUED 4096
+static pthread_mutex_t pmu = PTHREAD_MUTEX_INITIALIZER; // guards the two tables
+static struct { char* p; size_t n; } pinned[MAX_PINNED];
+static struct { void* st; void* dst; const void* src; size_t n; } queued[MAX_QUEUED];
+static int nqueued;
+
+CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (bytes == 0 || (flags & ~0x07u) != 0) return INVALID_VALUE;
+	char* m = malloc(bytes);
+	if (m == NULL) return OUT_OF_MEMORY;
+	memset(m, 0xCD, bytes < 4096 ? bytes : 4096); // visible garbage
+	pthread_mutex_lock(&pmu);
+	int slot = -1;
+	for (int i = 0; i < MAX_PINNED && slot < 0; i++)
+		if (pinned[i].p == NULL) slot = i;
+	if (slot >= 0) { pinned[slot].p = m; pinned[slot].n = bytes; }
+	pthread_mutex_unlock(&pmu);
+	if (slot < 0) { free(m); return OUT_OF_MEMORY; }
+	*pp = m;
+	count(&hostAllocs);
+	note("cuMemHostAlloc(bytes=%zu, flags=%u)", bytes, flags);
 	return OK;
 }
-CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* st) {
-	if (capturing(st)) return CAPTURE_UNSUPPORTED;
-	memcpy(dst, (void*)(uintptr_t)src, n);
+
+CUresult cuMemFreeHost(void* p) {
+	pthread_mutex_lock(&pmu);
+	int slot = -1;
+	for (int i = 0; i < MAX_PINNED && slot < 0; i++)
+		if (p != NULL && pinned[i].p == p) slot = i;
+	if (slot >= 0) pinned[slot].p = NULL;
+	pthread_mutex_unlock(&pmu);
+	if (slot < 0) return INVALID_VALUE; // not a pointer cuMemHostAlloc returned (or freed twice)
+	free(p);
+	count(&hostFrees);
 	return OK;
+}
+
+// isPinned says whether [p, p+n) lies inside one pinned allocation.
+static int isPinned(const void* p, size_t n) {
+	const char* c = p;
+	int in = 0;
+	pthread_mutex_lock(&pmu);
+	for (int i = 0; i < MAX_PINNED && !in; i++)
+		if (pinned[i].p != NULL && c >= pinned[i].p && c + n <= pinned[i].p + pinned[i].n) in = 1;
+	pthread_mutex_unlock(&pmu);
+	return in;
+}
+
+// drainWhere runs, in order, the queued copies of stream st (all = 1: of
+// every stream).
+static void drainWhere(void* st, int all) {
+	pthread_mutex_lock(&pmu);
+	int kept = 0;
+	for (int i = 0; i < nqueued; i++) {
+		if (all || queued[i].st == st) memcpy(queued[i].dst, queued[i].src, queued[i].n);
+		else queued[kept++] = queued[i];
+	}
+	nqueued = kept;
+	pthread_mutex_unlock(&pmu);
+}
+static void drain(void* st) { drainWhere(st, 0); }
+static void drainAll(void) { drainWhere(NULL, 1); }
+
+// copyAsync queues a copy whose host side is pinned, else copies at once.
+static CUresult copyAsync(void* dst, const void* src, size_t n, const void* host, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	drain(st); // stream order: what was queued before runs first
+	if (n == 0 || !isPinned(host, n)) {
+		memcpy(dst, src, n);
+		return OK;
+	}
+	pthread_mutex_lock(&pmu);
+	int ok = nqueued < MAX_QUEUED;
+	if (ok) {
+		queued[nqueued].st = st; queued[nqueued].dst = dst; queued[nqueued].src = src; queued[nqueued].n = n;
+		nqueued++;
+	}
+	pthread_mutex_unlock(&pmu);
+	if (!ok) memcpy(dst, src, n);
+	return OK;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* st) {
+	return copyAsync((void*)(uintptr_t)dst, src, n, src, st);
+}
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* st) {
+	return copyAsync(dst, (const void*)(uintptr_t)src, n, dst, st);
 }
 static void run(const struct fakeLaunch* l);
 
@@ -233,17 +329,20 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* 
 		count(&captured);
 		return OK;
 	}
+	drain(st);
 	run(&l);
 	return OK;
 }
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) { memset((void*)(uintptr_t)dst, v, n); return OK; }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void* st) {
 	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	drain(st);
 	memset((void*)(uintptr_t)dst, v, n);
 	return OK;
 }
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, void* st) {
 	if (capturing(st)) return CAPTURE_UNSUPPORTED; // partbench sets positions outside graphs
+	drain(st);
 	unsigned int* p = (unsigned int*)(uintptr_t)dst;
 	for (size_t i = 0; i < n; i++) p[i] = v;
 	note("cuMemsetD32Async(v=%u, n=%zu)", v, n);
@@ -258,9 +357,9 @@ CUresult cuStreamCreate(void** st, unsigned int flags) {
 	note("cuStreamCreate(flags=%u)", flags);
 	return OK;
 }
-CUresult cuStreamDestroy_v2(void* st) { free(st); return OK; }
+CUresult cuStreamDestroy_v2(void* st) { drain(st); free(st); return OK; }
 CUresult cuStreamSynchronize(void* st) {
-	(void)st;
+	drain(st);
 	if (pendingFailure) { pendingFailure = 0; return LAUNCH_FAILED; }
 	return OK;
 }
@@ -274,7 +373,7 @@ CUresult cuEventCreate(void** ev, unsigned int flags) {
 }
 CUresult cuEventDestroy_v2(void* ev) { free(ev); return OK; }
 CUresult cuEventRecord(void* ev, void* st) {
-	(void)st;
+	drain(st);
 	struct fakeEvent* e = ev;
 	clockMS += 0.25; // every record is a quarter millisecond after the last
 	e->t = clockMS;
@@ -426,6 +525,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 		return OK;
 	}
 	count(&launches);
+	drain(st);
 	run(&l);
 	return OK;
 }
@@ -461,7 +561,7 @@ CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long lon
 	return OK;
 }
 CUresult cuGraphLaunch(void* exec, void* st) {
-	(void)st;
+	drain(st);
 	struct fakeGraph* g = exec;
 	for (int i = 0; i < g->n; i++) run(&g->nodes[i]);
 	count(&graphLaunches);
