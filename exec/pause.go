@@ -23,3 +23,17 @@ type HiddenState interface {
 	// paused the device's memory serves other work.
 	ClobberX(elems int) error
 }
+
+// AddRowsX adds delta (one row) to every row of c's paused hidden state,
+// x's first elems values: through c's HiddenState where it has one (the
+// GPU backend), else in host memory (HostX).
+func AddRowsX(c Compute, elems int, delta []float32) error {
+	if h, ok := c.(HiddenState); ok {
+		return h.AddRowsX(elems, delta)
+	}
+	x, err := HostX(c, elems)
+	if err != nil {
+		return err
+	}
+	return AddRows(x, delta)
+}

@@ -23,7 +23,7 @@ func TestPrepareRefuses(t *testing.T) {
 		o    MeasureOptions
 		want string
 	}{
-		{MeasureOptions{Backend: "cuda"}, "cpu backend only"},
+		{MeasureOptions{Backend: "tpu"}, `--backend "tpu": must be cpu or cuda`},
 		{MeasureOptions{Backend: "cpu", Layers: "1", Strategies: "recompute,bogus"}, `--strategies: "bogus"`},
 		{MeasureOptions{Backend: "cpu", Layers: "1", Strategies: "stateful"}, "needs a server"},
 		{MeasureOptions{Backend: "cpu", Layers: "1", Strategies: "offload", Link: "loopback", Config: "llama2-13b-2k"}, "float32"},

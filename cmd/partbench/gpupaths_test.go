@@ -3,6 +3,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +21,6 @@ func gpuPathCommands(t *testing.T) map[string][]string {
 		"l2 --measure":            {"l2", "--measure", "--backend", "cuda"},
 		"generate":                {"generate", "--model-dir", dir, "--ids-file", dir + "/ids.json", "--backend", "cuda"},
 		"run --check --model-dir": {"run", "--check", "--model-dir", dir, "--backend", "cuda"},
-		"resume":                  {"resume", "--backend", "cuda", "--output-dir", dir},
 	}
 }
 
@@ -53,6 +55,67 @@ func TestGPUPathsNotWrittenAfterTheDriver(t *testing.T) {
 		want := name + " --backend cuda: loaded the CUDA driver and found a GPU; `" + name + " --backend cuda` is not written yet: "
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to start %q", name, err, want)
+		}
+	}
+}
+
+// resume and serve run on the GPU; without a driver they name it.
+func TestResumeAndServeNameTheMissingDriver(t *testing.T) {
+	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
+	for _, args := range [][]string{
+		{"resume", "--backend", "cuda", "--strategies", "recompute,offload", "--output-dir", t.TempDir()},
+		{"serve", "--backend", "cuda", "--listen", "127.0.0.1:0"},
+	} {
+		_, err := runCLI(t, args...)
+		if err == nil {
+			t.Errorf("%v: accepted without a driver", args)
+			continue
+		}
+		for _, want := range []string{"--backend cuda: the GPU backend needs the CUDA driver and a GPU", "libcuda.so.1", "PARTBENCH_CUDA_LIB"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error %q lacks %q", args, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "NCCL") || strings.Contains(err.Error(), "allowed") {
+			t.Errorf("%v: error %q names NCCL or the allowed backends, not the driver", args, err)
+		}
+	}
+}
+
+// `resume --backend cuda` on the fake driver (no NCCL installed): the
+// recompute and offload strategies run through the registry's GPU Compute
+// and the results are written with backend "cuda".
+func TestResumeOnFakeCUDA(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	t.Setenv("PARTBENCH_NCCL_LIB", t.TempDir()+"/libnccl.so.2")
+	dir := t.TempDir()
+	if out, err := runCLI(t, "resume", "--config", "test/single-tiny", "--backend", "cuda", "--strategies", "recompute,offload", "--layers", "1,3",
+		"--trials", "1", "--warmup", "0", "--output-dir", dir); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "resume.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Measured struct {
+			Backend string `json:"backend"`
+			Results []struct {
+				Strategy    string `json:"strategy"`
+				ToHostBytes int64  `json:"to_host_bytes"`
+			} `json:"results"`
+		} `json:"measured"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Two layers × two strategies; single-tiny's offload is 4 × 20 × 64 × 4 B.
+	if doc.Measured.Backend != "cuda" || len(doc.Measured.Results) != 4 {
+		t.Fatalf("resume.json: backend %q, %d rows; want cuda, 4", doc.Measured.Backend, len(doc.Measured.Results))
+	}
+	for _, r := range doc.Measured.Results {
+		if want := map[string]int64{"recompute": 0, "offload": 20480}[r.Strategy]; r.ToHostBytes != want {
+			t.Errorf("%s: %d B to the host, want %d", r.Strategy, r.ToHostBytes, want)
 		}
 	}
 }
