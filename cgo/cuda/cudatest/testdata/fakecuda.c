@@ -28,13 +28,20 @@
 //     next work on that stream runs, as DMA would be: a reader that skips
 //     the synchronization sees the old bytes. Copies from or to pageable
 //     memory are done at once (the real driver stages them synchronously).
+//   - Persisting L2: cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE) caps
+//     the set-aside at the device's maximum (attribute 108) and
+//     cuCtxGetLimit reads it back; cuStreamSetAttribute takes only the
+//     access-policy window (attribute 1), refuses a window larger than
+//     attribute 109, a hit ratio outside [0, 1] or a persisting miss
+//     property, and keeps it on the stream (the trace shows what crossed).
 //   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
 //     cuGetErrorName(TRACE) the launch/graph counters, so tests see what
 //     crossed the ABI.
 // Build variants: -DFAKE_OLD drops cuEventElapsedTime_v2 and the graph
 // calls; -DFAKE_NO_ALLOC drops cuMemAlloc_v2; -DFAKE_NO_DEVICE makes cuInit
 // fail with CUDA_ERROR_NO_DEVICE; -DFAKE_BAD_GRAPH makes every
-// instantiation fail with CUDA_ERROR_NOT_SUPPORTED.
+// instantiation fail with CUDA_ERROR_NOT_SUPPORTED; -DFAKE_NO_L2 drops the
+// persisting-L2 controls.
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -150,6 +157,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
 	case 81: *v = 233472; return OK;
 	case 97: *v = 232448; return OK;
 	case 108: *v = 78643200; return OK;      // max persisting L2
+	case 109: *v = 134213632; return OK;     // max access-policy window (H100)
 	}
 	return INVALID_VALUE;
 }
@@ -220,7 +228,8 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { memcpy(dst, (vo
 #define MAX_NODES 4096
 struct fakeLaunch { char name[64]; unsigned gx, gy, gz, bx, by, bz; uint64_t args[8]; int nargs; };
 struct fakeGraph { struct fakeLaunch nodes[MAX_NODES]; int n; };
-struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; };
+struct fakeWindow { uint64_t base; size_t bytes; float hitRatio; int hitProp, missProp; };
+struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; struct fakeWindow window; };
 
 static int capturing(void* st) { return st != NULL && ((struct fakeStream*)st)->capturing; }
 
@@ -569,4 +578,50 @@ CUresult cuGraphLaunch(void* exec, void* st) {
 }
 CUresult cuGraphExecDestroy(void* exec) { free(exec); return OK; }
 CUresult cuGraphDestroy(void* graph) { free(graph); return OK; }
+#endif
+
+#ifndef FAKE_NO_L2
+static size_t limits[10];
+
+CUresult cuCtxSetLimit(int limit, size_t v) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (limit < 0 || limit >= 10) return INVALID_VALUE;
+	if (limit == 6 && v > 78643200) v = 78643200; // capped at the device's max persisting L2
+	limits[limit] = v;
+	note("cuCtxSetLimit(limit=%d, value=%zu)", limit, v);
+	return OK;
+}
+
+CUresult cuCtxGetLimit(size_t* v, int limit) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (limit < 0 || limit >= 10) return INVALID_VALUE;
+	*v = limits[limit];
+	return OK;
+}
+
+CUresult cuCtxResetPersistingL2Cache(void) {
+	if (current == NULL) return INVALID_CONTEXT;
+	note("cuCtxResetPersistingL2Cache");
+	return OK;
+}
+
+// The window's layout as cuda.h declares CUaccessPolicyWindow, read from
+// the first bytes of the 64-byte CUstreamAttrValue.
+struct accessPolicyWindow { void* base_ptr; size_t num_bytes; float hitRatio; int hitProp; int missProp; };
+
+CUresult cuStreamSetAttribute(void* st, int attr, const void* value) {
+	if (st == NULL || value == NULL || attr != 1) return INVALID_VALUE;
+	const struct accessPolicyWindow* w = value;
+	if (w->num_bytes > 134213632 || !(w->hitRatio >= 0 && w->hitRatio <= 1) || w->missProp == 2 ||
+		w->hitProp < 0 || w->hitProp > 2 || w->missProp < 0 || w->missProp > 2) return INVALID_VALUE;
+	struct fakeStream* fs = st;
+	fs->window.base = (uint64_t)(uintptr_t)w->base_ptr;
+	fs->window.bytes = w->num_bytes;
+	fs->window.hitRatio = w->hitRatio;
+	fs->window.hitProp = w->hitProp;
+	fs->window.missProp = w->missProp;
+	note("cuStreamSetAttribute(attr=%d, base=0x%llx, bytes=%zu, hitRatio=%g, hitProp=%d, missProp=%d)", attr,
+		(unsigned long long)fs->window.base, w->num_bytes, (double)w->hitRatio, w->hitProp, w->missProp);
+	return OK;
+}
 #endif
