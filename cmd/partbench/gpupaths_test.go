@@ -18,7 +18,6 @@ func gpuPathCommands(t *testing.T) map[string][]string {
 	dir := t.TempDir()
 	return map[string][]string{
 		"calibrate":               {"calibrate", "--output", dir + "/c.toml", "--backend", "cuda"},
-		"l2 --measure":            {"l2", "--measure", "--backend", "cuda"},
 		"generate":                {"generate", "--model-dir", dir, "--ids-file", dir + "/ids.json", "--backend", "cuda"},
 		"run --check --model-dir": {"run", "--check", "--model-dir", dir, "--backend", "cuda"},
 	}
@@ -116,6 +115,48 @@ func TestResumeOnFakeCUDA(t *testing.T) {
 	for _, r := range doc.Measured.Results {
 		if want := map[string]int64{"recompute": 0, "offload": 20480}[r.Strategy]; r.ToHostBytes != want {
 			t.Errorf("%s: %d B to the host, want %d", r.Strategy, r.ToHostBytes, want)
+		}
+	}
+}
+
+// `l2 --measure --backend cuda`: without a driver it names it; on the fake
+// every rank's working set is read through exec/cuda's L2Probe and the
+// JSON carries the reads with the window beside those without. The fake's
+// clock gives every sample the same time, so the ratios are exactly 1.
+func TestL2MeasureCUDA(t *testing.T) {
+	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
+	_, err := runCLI(t, "l2", "--measure", "--backend", "cuda", "--config", "test/single-tiny")
+	if err == nil || !strings.Contains(err.Error(), "l2 --measure --backend cuda: the GPU backend cannot run here") || !strings.Contains(err.Error(), "libcuda.so.1") {
+		t.Fatalf("no driver: %v", err)
+	}
+	cudatest.Build(t).Setenv(t)
+	out, err := runCLI(t, "l2", "--measure", "--backend", "cuda", "--quick", "--config", "test/single-tiny", "--format", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var doc struct {
+		Strategies []struct {
+			Ranks []struct {
+				Measured *struct {
+					MeasuredBytes   int64   `json:"measured_bytes"`
+					ReuseBytesPerS  float64 `json:"reuse_bytes_per_s"`
+					WindowBytesPerS float64 `json:"window_bytes_per_s"`
+					Ratio           float64 `json:"ratio"`
+					WindowRatio     float64 `json:"window_ratio"`
+				} `json:"measured"`
+			} `json:"ranks"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc.Strategies) != 1 || len(doc.Strategies[0].Ranks) == 0 {
+		t.Fatalf("strategies %+v", doc.Strategies)
+	}
+	for i, r := range doc.Strategies[0].Ranks {
+		m := r.Measured
+		if m == nil || m.MeasuredBytes <= 0 || m.ReuseBytesPerS <= 0 || m.WindowBytesPerS <= 0 || m.Ratio != 1 || m.WindowRatio != 1 {
+			t.Errorf("rank %d measured %+v", i, m)
 		}
 	}
 }
