@@ -110,15 +110,24 @@ func NewCompute(s *Setup, o MeasureOptions) (pexec.Compute, error) {
 	return newCompute(s.Plan, 0)
 }
 
+// serverFor is o's connection with a spawned server serving o's backend:
+// `--backend B` after the spawned child's own `--backend cpu` (the last one
+// counts).
+func serverFor(o MeasureOptions) remote.ConnectOptions {
+	c := o.Conn
+	if c.Spawn && o.Backend != "" && o.Backend != configs.BackendCPU {
+		c.SpawnArgs = append(slices.Clone(c.SpawnArgs), "--backend", o.Backend)
+	}
+	return c
+}
+
 // Measure runs s's strategies on compute (recompute, offload and the
 // reference) and, for stateful, on the server of o.Conn (a spawned child's
 // stderr to stderr; it serves o's backend), with o's trials and
 // modification.
 func Measure(ctx context.Context, s *Setup, o MeasureOptions, compute pexec.Compute, stderr io.Writer) (*Result, error) {
 	ro := Options{Layers: s.Layers, Strategies: s.Strategies, Trials: o.Trials, Warmup: o.Warmup, Addr: o.Conn.Server, Backend: o.Backend}
-	if o.Conn.Spawn && o.Backend != "" && o.Backend != configs.BackendCPU {
-		o.Conn.SpawnArgs = append(slices.Clone(o.Conn.SpawnArgs), "--backend", o.Backend) // after spawn's own --backend cpu: the last one counts
-	}
+	o.Conn = serverFor(o)
 	var err error
 	if ro.Local, err = NewLocal(s.Plan, compute); err != nil {
 		return nil, err
