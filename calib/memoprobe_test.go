@@ -27,7 +27,7 @@ func TestCheckProbeBackend(t *testing.T) {
 		t.Errorf("cpu: %v", err)
 	}
 	for b, want := range map[string]string{
-		"cuda": "--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)",
+		"cuda": "--backend cuda: this probe reads host memory; the GPU's is exec/cuda's L2Probe (partbench l2 --measure --backend cuda)",
 		"tpu":  `--backend: must be cpu or cuda (got "tpu")`,
 	} {
 		if err := CheckProbeBackend(b); err == nil || err.Error() != want {

@@ -36,6 +36,10 @@ type Reuse struct {
 	ReuseBytesPerS  float64 `json:"reuse_bytes_per_s"`
 	StreamBytesPerS float64 `json:"stream_bytes_per_s"`
 	Ratio           float64 `json:"ratio"`
+	// WindowBytesPerS and WindowRatio are the re-read with a persisting-L2
+	// access-policy window over the working set (the GPU probe only).
+	WindowBytesPerS float64 `json:"window_bytes_per_s,omitempty"`
+	WindowRatio     float64 `json:"window_ratio,omitempty"`
 }
 
 // ProbeReuse measures a working set of bytes (at least 256 B): the median
@@ -102,14 +106,14 @@ func MemoProbe(o ProbeOptions) func(bytes int64) Reuse {
 }
 
 // CheckProbeBackend says whether ProbeReuse can stand for backend's memory:
-// cpu only for now (cuda needs a GPU backend build that can time kernels).
+// cpu only (the GPU probe is exec/cuda.L2Probe).
 // Errors name the --backend flag.
 func CheckProbeBackend(backend string) error {
 	switch backend {
 	case configs.BackendCPU:
 		return nil
 	case configs.BackendCUDA:
-		return fmt.Errorf("--backend cuda: the L2 probe needs a GPU backend build that can time kernels; not available yet (allowed: cpu; docs/l2.md has the plan)")
+		return fmt.Errorf("--backend cuda: this probe reads host memory; the GPU's is exec/cuda's L2Probe (partbench l2 --measure --backend cuda)")
 	}
 	return fmt.Errorf("--backend: must be cpu or cuda (got %q)", backend)
 }

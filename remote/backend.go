@@ -1,8 +1,6 @@
 package remote
 
 import (
-	"fmt"
-
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/launch"
@@ -10,15 +8,13 @@ import (
 )
 
 // BackendEngine is the exec engine over the registered backend name (on
-// GPU 0 for cuda): what `partbench serve` serves and local mode runs.
+// GPU 0 for cuda): what `partbench serve` serves and local mode runs. The
+// server's plans are one rank each, so it loads no communicator: a GPU
+// server needs the CUDA driver, not NCCL.
 func BackendEngine(name string) (*ExecEngine, error) {
-	b, err := backend.Default().ForRun(name)
+	b, newCompute, err := backend.Default().DeviceCompute(name, launch.Env{Size: 1, LocalSize: 1})
 	if err != nil {
-		return nil, fmt.Errorf("--backend: %w", err)
-	}
-	rank, err := b.New(launch.Env{LocalSize: 1})
-	if err != nil {
-		return nil, fmt.Errorf("--backend %s: %w", b.Name, err)
+		return nil, err
 	}
 	return &ExecEngine{Backend: b.Name, New: func(plan *partition.Plan) (pexec.Compute, error) {
 		if b.Admit != nil {
@@ -26,6 +22,6 @@ func BackendEngine(name string) (*ExecEngine, error) {
 				return nil, err
 			}
 		}
-		return rank.NewCompute(plan, 0)
+		return newCompute(plan, 0)
 	}}, nil
 }

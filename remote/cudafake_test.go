@@ -4,6 +4,7 @@ package remote
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
@@ -54,5 +55,44 @@ func TestExecEngineOnFakeCUDA(t *testing.T) {
 			}
 			s.Close(ctx(t))
 		}
+	}
+}
+
+// TestBackendEngineCUDAWithoutNCCL: `serve --backend cuda` serves one-rank
+// plans, so it loads no NCCL: with the fake driver and NCCL pointed at a
+// file that does not exist, the engine is made and a stateful session
+// generates through the server; without a driver the refusal names it.
+func TestBackendEngineCUDAWithoutNCCL(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	t.Setenv("PARTBENCH_NCCL_LIB", t.TempDir()+"/libnccl.so.2")
+	eng, err := BackendEngine("cuda")
+	if err != nil {
+		t.Fatalf("BackendEngine(cuda) without NCCL: %v", err)
+	}
+	if eng.Backend != "cuda" {
+		t.Errorf("engine backend %q, want cuda", eng.Backend)
+	}
+	cfg, plan := testConfig(t, "test/single-tiny")
+	_, addrs := startServer(t, ServerConfig{}, eng)
+	s, err := dial(t, addrs["tcp"], "tcp", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx(t))
+	weights, err := ModelWeights(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Generate(ctx(t), s, weights, SeededPrompt(plan))
+	if err != nil {
+		t.Fatalf("generate on the fake GPU without NCCL: %v", err)
+	}
+	if want := plan.Config.Workload.Batch; len(g.Tokens) != want {
+		t.Errorf("%d sequences generated, want the workload's batch %d", len(g.Tokens), want)
+	}
+
+	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
+	if _, err := BackendEngine("cuda"); err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
+		t.Errorf("BackendEngine(cuda) without a driver: %v", err)
 	}
 }

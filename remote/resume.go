@@ -111,12 +111,8 @@ func (s *execSession) pauseResume(ctx context.Context, in *StepInput) (*StepOutp
 	default:
 		return nil, fmt.Errorf("resume at layer %d: the request carries nothing or one float32 tensor %q of %d B (hidden %d)", in.Step, ResumeDelta, 4*split.Hidden, split.Hidden)
 	}
-	x, err := pexec.HostX(s.c, split.ActivationElems)
-	if err != nil {
+	if err := pexec.AddRowsX(s.c, split.ActivationElems, delta); err != nil {
 		return nil, fmt.Errorf("%s engine: %w", s.e.Backend, err)
-	}
-	if err := pexec.AddRows(x, delta); err != nil {
-		return nil, err
 	}
 	s.paused = nil // a resumed pass is consumed: a second resume must pause again
 	t1 := time.Now()

@@ -37,8 +37,12 @@ func L2Grids(ss []compare.L2Strategy, measured bool) []Grid {
 			pct(s.L2.WeightResidency), mb(s.L2.WholeLayerBytes), pct(s.L2.WholeLayerResidency)})
 		g := Grid{Title: fmt.Sprintf("%s: per rank", s.Name),
 			Header: []string{"rank", "stage", "tp", "layers", "reused working set (MB)", "modeled residency (%)"}, Notes: s.Notes}
+		window := measured && hasWindow(s)
 		if measured {
 			g.Header = append(g.Header, "measured at (MB)", "re-read (GB/s)", "stream (GB/s)", "re-read / stream", "implied residency (%)")
+		}
+		if window {
+			g.Header = append(g.Header, "re-read, persisting L2 window (GB/s)", "window / stream")
 		}
 		dash := false
 		for _, r := range s.Ranks {
@@ -52,6 +56,9 @@ func L2Grids(ss []compare.L2Strategy, measured bool) []Grid {
 				}
 				row = append(row, mb(m.MeasuredBytes), strconv.FormatFloat(m.ReuseBytesPerS/1e9, 'f', 1, 64),
 					strconv.FormatFloat(m.StreamBytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(m.Ratio, 'f', 2, 64), implied)
+				if window {
+					row = append(row, strconv.FormatFloat(m.WindowBytesPerS/1e9, 'f', 1, 64), strconv.FormatFloat(m.WindowRatio, 'f', 2, 64))
+				}
 			}
 			g.Rows = append(g.Rows, row)
 		}
@@ -65,6 +72,17 @@ func L2Grids(ss []compare.L2Strategy, measured bool) []Grid {
 		sum.Notes = append(sum.Notes, "re-read / stream: bandwidth of the working set read again and again over that of as many uncached bytes (1 = no reuse); implied residency solves 1/re-read = f/L2 BW + (1−f)/stream BW")
 	}
 	return append([]Grid{sum}, grids...)
+}
+
+// hasWindow says whether a rank of s was measured with a persisting-L2
+// access-policy window (the GPU probe).
+func hasWindow(s compare.L2Strategy) bool {
+	for _, r := range s.Ranks {
+		if r.Measured != nil && r.Measured.WindowBytesPerS > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // layerRange writes consecutive layers as "a–b".

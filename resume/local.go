@@ -70,13 +70,67 @@ type Local struct {
 	plan *partition.Plan
 	c    pexec.Compute
 	io   pexec.StateIO
-	// host is the offload's host buffer, allocated once (pinned memory,
-	// cuMemHostAlloc, on a GPU backend).
+	// x is the paused hidden state: the backend's own (exec.HiddenState:
+	// pinned memory and async copies on a GPU), else hostState.
+	x pexec.HiddenState
+}
+
+// hostState is exec.HiddenState for a backend whose x is host memory
+// (exec.HostX): the offload's host buffer is allocated once.
+type hostState struct {
+	c    pexec.Compute
 	host []float32
 }
 
+func (h *hostState) OffloadX(elems int) (int64, error) {
+	x, err := pexec.HostX(h.c, elems)
+	if err != nil {
+		return 0, err
+	}
+	if len(h.host) != len(x) {
+		h.host = make([]float32, len(x))
+	}
+	return int64(4 * copy(h.host, x)), nil
+}
+
+func (h *hostState) RestoreX(elems int, delta []float32) (int64, error) {
+	x, err := pexec.HostX(h.c, elems)
+	if err != nil {
+		return 0, err
+	}
+	if len(h.host) != len(x) {
+		return 0, fmt.Errorf("resume: restore of %d values: the host copy holds %d", len(x), len(h.host))
+	}
+	if err := pexec.AddRows(h.host, delta); err != nil {
+		return 0, err
+	}
+	return int64(4 * copy(x, h.host)), nil
+}
+
+func (h *hostState) AddRowsX(elems int, delta []float32) error {
+	x, err := pexec.HostX(h.c, elems)
+	if err != nil {
+		return err
+	}
+	return pexec.AddRows(x, delta)
+}
+
+func (h *hostState) ClobberX(elems int) error {
+	x, err := pexec.HostX(h.c, elems)
+	if err != nil {
+		return err
+	}
+	nan := float32(math.NaN())
+	for i := range x {
+		x[i] = nan
+	}
+	return nil
+}
+
 // NewLocal prepares c (rank 0 of a single-rank plan, implementing
-// exec.StateIO) with the seeded prompt.
+// exec.StateIO) with the seeded prompt. The paused state goes through c's
+// exec.HiddenState where it has one (the GPU backend), else through
+// exec.HostX (the CPU backend).
 func NewLocal(plan *partition.Plan, c pexec.Compute) (*Local, error) {
 	if err := plan.CheckResumable(); err != nil {
 		return nil, err
@@ -91,7 +145,11 @@ func NewLocal(plan *partition.Plan, c pexec.Compute) (*Local, error) {
 	if err := io.SetPrompt(Prompt(plan)); err != nil {
 		return nil, err
 	}
-	return &Local{plan: plan, c: c, io: io}, nil
+	x, ok := c.(pexec.HiddenState)
+	if !ok {
+		x = &hostState{c: c}
+	}
+	return &Local{plan: plan, c: c, io: io, x: x}, nil
 }
 
 // Prompt is the seeded prompt the local and the remote runs share.
@@ -138,15 +196,7 @@ func (l *Local) output() *Output {
 // clobber overwrites the device's x with NaN: while a pass is paused the
 // device's memory serves other work, so a resume must not find x intact.
 func (l *Local) clobber(split *partition.ResumeSplit) error {
-	x, err := pexec.HostX(l.c, split.ActivationElems)
-	if err != nil {
-		return err
-	}
-	nan := float32(math.NaN())
-	for i := range x {
-		x[i] = nan
-	}
-	return nil
+	return l.x.ClobberX(split.ActivationElems)
 }
 
 // Reference is the uninterrupted prefill with delta added to the hidden
@@ -159,11 +209,7 @@ func (l *Local) Reference(ctx context.Context, layer int, delta []float32) (*Out
 	if _, err := l.run(ctx, split.Head); err != nil {
 		return nil, err
 	}
-	x, err := pexec.HostX(l.c, split.ActivationElems)
-	if err != nil {
-		return nil, err
-	}
-	if err := pexec.AddRows(x, delta); err != nil {
+	if err := l.x.AddRowsX(split.ActivationElems, delta); err != nil {
 		return nil, err
 	}
 	if _, err := l.run(ctx, split.Tail); err != nil {
@@ -185,10 +231,7 @@ func (l *Local) PauseResume(ctx context.Context, strategy string, layer int, del
 	if _, err := l.run(ctx, split.Head); err != nil {
 		return nil, err
 	}
-	x, err := pexec.HostX(l.c, split.ActivationElems)
-	if err != nil {
-		return nil, err
-	}
+	elems := split.ActivationElems
 	o := &Outcome{Strategy: strategy, Layer: layer}
 	switch strategy {
 	case partition.ResumeRecompute:
@@ -199,7 +242,7 @@ func (l *Local) PauseResume(ctx context.Context, strategy string, layer int, del
 		if o.ReplayedLayerOps, err = l.run(ctx, split.Head); err != nil {
 			return nil, err
 		}
-		if err := pexec.AddRows(x, delta); err != nil {
+		if err := l.x.AddRowsX(elems, delta); err != nil {
 			return nil, err
 		}
 		o.ResumeLatency = time.Since(t0)
@@ -208,18 +251,16 @@ func (l *Local) PauseResume(ctx context.Context, strategy string, layer int, del
 		}
 		o.TimeToOutput = time.Since(t0)
 	case partition.ResumeOffload:
-		if len(l.host) != len(x) {
-			l.host = make([]float32, len(x))
+		if o.ToHostBytes, err = l.x.OffloadX(elems); err != nil {
+			return nil, err
 		}
-		o.ToHostBytes = int64(4 * copy(l.host, x))
 		if err := l.clobber(split); err != nil {
 			return nil, err
 		}
 		t0 := time.Now()
-		if err := pexec.AddRows(l.host, delta); err != nil {
+		if o.ToDeviceBytes, err = l.x.RestoreX(elems, delta); err != nil {
 			return nil, err
 		}
-		o.ToDeviceBytes = int64(4 * copy(x, l.host))
 		o.ResumeLatency = time.Since(t0)
 		if _, err := l.run(ctx, split.Tail); err != nil {
 			return nil, err

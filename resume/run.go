@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/stats"
@@ -26,6 +27,8 @@ type Options struct {
 	Session *remote.Session
 	// Addr is the server's host:port, for the raw-TCP round trip.
 	Addr string
+	// Backend names the Local's backend in the result ("": cpu).
+	Backend string
 }
 
 // Row is one strategy at one pause layer.
@@ -104,7 +107,11 @@ func Run(ctx context.Context, plan *partition.Plan, o Options) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: plan.Config.Name, Backend: "cpu", Layers: plan.Model.Layers, Rows: first.Rows, Hidden: first.Hidden,
+	bk := o.Backend
+	if bk == "" {
+		bk = configs.BackendCPU
+	}
+	res := &Result{Config: plan.Config.Name, Backend: bk, Layers: plan.Model.Layers, Rows: first.Rows, Hidden: first.Hidden,
 		ActivationBytes: first.ActivationBytes, DeltaBytes: int64(4 * len(o.Delta)), Trials: o.Trials, Warmup: o.Warmup}
 	var rtt stats.Summary
 	if slices.Contains(o.Strategies, partition.ResumeStateful) {

@@ -26,6 +26,13 @@ type drvAPI interface {
 	ctxSynchronize() Result
 	memAlloc(bytes int64) (DevicePtr, Result)
 	memFree(p DevicePtr) Result
+	memHostAlloc(bytes int64, flags HostAllocFlags) (unsafe.Pointer, Result)
+	memFreeHost(p unsafe.Pointer) Result
+	hasL2Policy() bool
+	ctxSetLimit(limit Limit, v int64) Result
+	ctxGetLimit(limit Limit) (int64, Result)
+	streamSetAccessPolicy(st uintptr, w AccessPolicyWindow) Result
+	ctxResetPersistingL2() Result
 	memGetInfo() (free, total int64, r Result)
 	memcpyHtoD(dst DevicePtr, src unsafe.Pointer, n int64) Result
 	memcpyDtoH(dst unsafe.Pointer, src DevicePtr, n int64) Result
@@ -90,4 +97,7 @@ type rtcAPI interface {
 // libraries, for the layout test.
 type boundaryLayout struct {
 	devPtr, sizeT, handle, argSlot, enum, maxArgs uintptr
+	// CUaccessPolicyWindow's size and field offsets; CUstreamAttrValue's size.
+	apwSize, apwBase, apwBytes, apwHitRatio, apwHitProp, apwMissProp uintptr
+	streamAttrValue                                                  uintptr
 }

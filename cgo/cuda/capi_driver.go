@@ -25,53 +25,59 @@ var driverSymbols = [C.PBC_NUM_SYMS]struct {
 	name     string
 	optional bool
 }{
-	C.PBC_GET_ERROR_STRING:      {"cuGetErrorString", false},
-	C.PBC_GET_ERROR_NAME:        {"cuGetErrorName", false},
-	C.PBC_INIT:                  {"cuInit", false},
-	C.PBC_DRIVER_GET_VERSION:    {"cuDriverGetVersion", false},
-	C.PBC_DEVICE_GET:            {"cuDeviceGet", false},
-	C.PBC_DEVICE_GET_COUNT:      {"cuDeviceGetCount", false},
-	C.PBC_DEVICE_GET_NAME:       {"cuDeviceGetName", false},
-	C.PBC_DEVICE_GET_ATTRIBUTE:  {"cuDeviceGetAttribute", false},
-	C.PBC_DEVICE_TOTAL_MEM:      {"cuDeviceTotalMem_v2", false},
-	C.PBC_PRIMARY_CTX_RETAIN:    {"cuDevicePrimaryCtxRetain", false},
-	C.PBC_PRIMARY_CTX_RELEASE:   {"cuDevicePrimaryCtxRelease_v2", false},
-	C.PBC_CTX_SET_CURRENT:       {"cuCtxSetCurrent", false},
-	C.PBC_CTX_GET_CURRENT:       {"cuCtxGetCurrent", false},
-	C.PBC_CTX_SYNCHRONIZE:       {"cuCtxSynchronize", false},
-	C.PBC_MEM_ALLOC:             {"cuMemAlloc_v2", false},
-	C.PBC_MEM_FREE:              {"cuMemFree_v2", false},
-	C.PBC_MEM_GET_INFO:          {"cuMemGetInfo_v2", false},
-	C.PBC_MEMCPY_HTOD:           {"cuMemcpyHtoD_v2", false},
-	C.PBC_MEMCPY_DTOH:           {"cuMemcpyDtoH_v2", false},
-	C.PBC_MEMCPY_HTOD_ASYNC:     {"cuMemcpyHtoDAsync_v2", false},
-	C.PBC_MEMCPY_DTOH_ASYNC:     {"cuMemcpyDtoHAsync_v2", false},
-	C.PBC_MEMCPY_DTOD_ASYNC:     {"cuMemcpyDtoDAsync_v2", false},
-	C.PBC_MEMSET_D8:             {"cuMemsetD8_v2", false},
-	C.PBC_MEMSET_D8_ASYNC:       {"cuMemsetD8Async", false},
-	C.PBC_MEMSET_D32_ASYNC:      {"cuMemsetD32Async", false},
-	C.PBC_STREAM_CREATE:         {"cuStreamCreate", false},
-	C.PBC_STREAM_DESTROY:        {"cuStreamDestroy_v2", false},
-	C.PBC_STREAM_SYNCHRONIZE:    {"cuStreamSynchronize", false},
-	C.PBC_EVENT_CREATE:          {"cuEventCreate", false},
-	C.PBC_EVENT_DESTROY:         {"cuEventDestroy_v2", false},
-	C.PBC_EVENT_RECORD:          {"cuEventRecord", false},
-	C.PBC_EVENT_SYNCHRONIZE:     {"cuEventSynchronize", false},
-	C.PBC_EVENT_QUERY:           {"cuEventQuery", false},
-	C.PBC_EVENT_ELAPSED_TIME:    {"cuEventElapsedTime", false},
-	C.PBC_EVENT_ELAPSED_TIME_V2: {"cuEventElapsedTime_v2", true},
-	C.PBC_MODULE_LOAD_DATA:      {"cuModuleLoadData", false},
-	C.PBC_MODULE_UNLOAD:         {"cuModuleUnload", false},
-	C.PBC_MODULE_GET_FUNCTION:   {"cuModuleGetFunction", false},
-	C.PBC_LAUNCH_KERNEL:         {"cuLaunchKernel", false},
-	C.PBC_STREAM_BEGIN_CAPTURE:  {"cuStreamBeginCapture_v2", true},
-	C.PBC_STREAM_END_CAPTURE:    {"cuStreamEndCapture", true},
-	C.PBC_GRAPH_INSTANTIATE:     {"cuGraphInstantiateWithFlags", true},
-	C.PBC_GRAPH_LAUNCH:          {"cuGraphLaunch", true},
-	C.PBC_GRAPH_EXEC_DESTROY:    {"cuGraphExecDestroy", true},
-	C.PBC_GRAPH_DESTROY:         {"cuGraphDestroy", true},
-	C.PBC_FUNC_SET_ATTRIBUTE:    {"cuFuncSetAttribute", false},
-	C.PBC_FUNC_GET_ATTRIBUTE:    {"cuFuncGetAttribute", false},
+	C.PBC_GET_ERROR_STRING:        {"cuGetErrorString", false},
+	C.PBC_GET_ERROR_NAME:          {"cuGetErrorName", false},
+	C.PBC_INIT:                    {"cuInit", false},
+	C.PBC_DRIVER_GET_VERSION:      {"cuDriverGetVersion", false},
+	C.PBC_DEVICE_GET:              {"cuDeviceGet", false},
+	C.PBC_DEVICE_GET_COUNT:        {"cuDeviceGetCount", false},
+	C.PBC_DEVICE_GET_NAME:         {"cuDeviceGetName", false},
+	C.PBC_DEVICE_GET_ATTRIBUTE:    {"cuDeviceGetAttribute", false},
+	C.PBC_DEVICE_TOTAL_MEM:        {"cuDeviceTotalMem_v2", false},
+	C.PBC_PRIMARY_CTX_RETAIN:      {"cuDevicePrimaryCtxRetain", false},
+	C.PBC_PRIMARY_CTX_RELEASE:     {"cuDevicePrimaryCtxRelease_v2", false},
+	C.PBC_CTX_SET_CURRENT:         {"cuCtxSetCurrent", false},
+	C.PBC_CTX_GET_CURRENT:         {"cuCtxGetCurrent", false},
+	C.PBC_CTX_SYNCHRONIZE:         {"cuCtxSynchronize", false},
+	C.PBC_MEM_ALLOC:               {"cuMemAlloc_v2", false},
+	C.PBC_MEM_FREE:                {"cuMemFree_v2", false},
+	C.PBC_MEM_GET_INFO:            {"cuMemGetInfo_v2", false},
+	C.PBC_MEMCPY_HTOD:             {"cuMemcpyHtoD_v2", false},
+	C.PBC_MEMCPY_DTOH:             {"cuMemcpyDtoH_v2", false},
+	C.PBC_MEMCPY_HTOD_ASYNC:       {"cuMemcpyHtoDAsync_v2", false},
+	C.PBC_MEMCPY_DTOH_ASYNC:       {"cuMemcpyDtoHAsync_v2", false},
+	C.PBC_MEMCPY_DTOD_ASYNC:       {"cuMemcpyDtoDAsync_v2", false},
+	C.PBC_MEMSET_D8:               {"cuMemsetD8_v2", false},
+	C.PBC_MEMSET_D8_ASYNC:         {"cuMemsetD8Async", false},
+	C.PBC_MEMSET_D32_ASYNC:        {"cuMemsetD32Async", false},
+	C.PBC_STREAM_CREATE:           {"cuStreamCreate", false},
+	C.PBC_STREAM_DESTROY:          {"cuStreamDestroy_v2", false},
+	C.PBC_STREAM_SYNCHRONIZE:      {"cuStreamSynchronize", false},
+	C.PBC_EVENT_CREATE:            {"cuEventCreate", false},
+	C.PBC_EVENT_DESTROY:           {"cuEventDestroy_v2", false},
+	C.PBC_EVENT_RECORD:            {"cuEventRecord", false},
+	C.PBC_EVENT_SYNCHRONIZE:       {"cuEventSynchronize", false},
+	C.PBC_EVENT_QUERY:             {"cuEventQuery", false},
+	C.PBC_EVENT_ELAPSED_TIME:      {"cuEventElapsedTime", false},
+	C.PBC_EVENT_ELAPSED_TIME_V2:   {"cuEventElapsedTime_v2", true},
+	C.PBC_MODULE_LOAD_DATA:        {"cuModuleLoadData", false},
+	C.PBC_MODULE_UNLOAD:           {"cuModuleUnload", false},
+	C.PBC_MODULE_GET_FUNCTION:     {"cuModuleGetFunction", false},
+	C.PBC_LAUNCH_KERNEL:           {"cuLaunchKernel", false},
+	C.PBC_STREAM_BEGIN_CAPTURE:    {"cuStreamBeginCapture_v2", true},
+	C.PBC_STREAM_END_CAPTURE:      {"cuStreamEndCapture", true},
+	C.PBC_GRAPH_INSTANTIATE:       {"cuGraphInstantiateWithFlags", true},
+	C.PBC_GRAPH_LAUNCH:            {"cuGraphLaunch", true},
+	C.PBC_GRAPH_EXEC_DESTROY:      {"cuGraphExecDestroy", true},
+	C.PBC_GRAPH_DESTROY:           {"cuGraphDestroy", true},
+	C.PBC_FUNC_SET_ATTRIBUTE:      {"cuFuncSetAttribute", false},
+	C.PBC_FUNC_GET_ATTRIBUTE:      {"cuFuncGetAttribute", false},
+	C.PBC_MEM_HOST_ALLOC:          {"cuMemHostAlloc", false},
+	C.PBC_MEM_FREE_HOST:           {"cuMemFreeHost", false},
+	C.PBC_CTX_SET_LIMIT:           {"cuCtxSetLimit", true},
+	C.PBC_CTX_GET_LIMIT:           {"cuCtxGetLimit", true},
+	C.PBC_STREAM_SET_ATTRIBUTE:    {"cuStreamSetAttribute", true},
+	C.PBC_CTX_RESET_PERSISTING_L2: {"cuCtxResetPersistingL2Cache", true},
 }
 
 // graphSlots must all be present for graphs to be used.
@@ -351,6 +357,10 @@ func cLayout() boundaryLayout {
 		devPtr: uintptr(C.pb_layout(C.PBL_DEVPTR)), sizeT: uintptr(C.pb_layout(C.PBL_SIZE_T)),
 		handle: uintptr(C.pb_layout(C.PBL_HANDLE)), argSlot: uintptr(C.pb_layout(C.PBL_ARG_SLOT)),
 		enum: uintptr(C.pb_layout(C.PBL_ENUM)), maxArgs: uintptr(C.pb_layout(C.PBL_MAX_ARGS)),
+		apwSize: uintptr(C.pb_layout(C.PBL_APW_SIZE)), apwBase: uintptr(C.pb_layout(C.PBL_APW_BASE)),
+		apwBytes: uintptr(C.pb_layout(C.PBL_APW_BYTES)), apwHitRatio: uintptr(C.pb_layout(C.PBL_APW_HIT_RATIO)),
+		apwHitProp: uintptr(C.pb_layout(C.PBL_APW_HIT_PROP)), apwMissProp: uintptr(C.pb_layout(C.PBL_APW_MISS_PROP)),
+		streamAttrValue: uintptr(C.pb_layout(C.PBL_STREAM_ATTR_VALUE)),
 	}
 }
 
@@ -363,3 +373,43 @@ func (a drvC) funcGetAttribute(fn uintptr, attr FuncAttribute) (int, Result) {
 	r := Result(C.pbc_func_get_attribute(a.t, &v, C.int(attr), C.uintptr_t(fn)))
 	return int(v), r
 }
+
+func (a drvC) memHostAlloc(bytes int64, flags HostAllocFlags) (unsafe.Pointer, Result) {
+	var p unsafe.Pointer
+	r := C.pbc_mem_host_alloc(a.t, &p, C.size_t(bytes), C.uint(flags))
+	return p, Result(r)
+}
+
+func (a drvC) memFreeHost(p unsafe.Pointer) Result { return Result(C.pbc_mem_free_host(a.t, p)) }
+
+// l2Slots must all be present for the persisting-L2 controls.
+var l2Slots = []C.int{C.PBC_CTX_SET_LIMIT, C.PBC_CTX_GET_LIMIT, C.PBC_STREAM_SET_ATTRIBUTE, C.PBC_CTX_RESET_PERSISTING_L2}
+
+func (a drvC) hasL2Policy() bool {
+	for _, s := range l2Slots {
+		if C.pbc_has(a.t, s) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a drvC) ctxSetLimit(limit Limit, v int64) Result {
+	return Result(C.pbc_ctx_set_limit(a.t, C.int(limit), C.size_t(v)))
+}
+
+func (a drvC) ctxGetLimit(limit Limit) (int64, Result) {
+	var v C.size_t
+	r := Result(C.pbc_ctx_get_limit(a.t, &v, C.int(limit)))
+	return int64(v), r
+}
+
+func (a drvC) streamSetAccessPolicy(st uintptr, w AccessPolicyWindow) Result {
+	cw := C.pbAccessPolicyWindow{
+		base_ptr: C.uint64_t(w.BasePtr), num_bytes: C.size_t(w.NumBytes),
+		hitRatio: C.float(w.HitRatio), hitProp: C.int(w.HitProp), missProp: C.int(w.MissProp),
+	}
+	return Result(C.pbc_stream_set_access_policy(a.t, C.uintptr_t(st), &cw))
+}
+
+func (a drvC) ctxResetPersistingL2() Result { return Result(C.pbc_ctx_reset_persisting_l2(a.t)) }

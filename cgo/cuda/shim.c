@@ -6,7 +6,9 @@
 // beside each names the header fact it relies on. Wrappers never check for
 // a missing pointer: capi_*.go refuses a library that lacks a mandatory
 // symbol and checks pb*_has before calling an optional one.
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include "shim.h"
 
 typedef void* pbPtr; // CUcontext, CUstream, CUevent, CUmodule, CUfunction, CUgraph, CUgraphExec, cublasHandle_t, nvrtcProgram
@@ -73,6 +75,12 @@ struct pbCuda {
 	pbCUresult (*graphDestroy)(pbPtr);                         // cuGraphDestroy(CUgraph)
 	pbCUresult (*funcSetAttribute)(pbPtr, int, int);           // cuFuncSetAttribute(CUfunction, CUfunction_attribute, int)
 	pbCUresult (*funcGetAttribute)(int*, int, pbPtr);          // cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction)
+	pbCUresult (*memHostAlloc)(void**, size_t, unsigned int);  // cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags): no _v2 in cuda.h
+	pbCUresult (*memFreeHost)(void*);                          // cuMemFreeHost(void* p)
+	pbCUresult (*ctxSetLimit)(int, size_t);                    // cuCtxSetLimit(CUlimit, size_t value)
+	pbCUresult (*ctxGetLimit)(size_t*, int);                   // cuCtxGetLimit(size_t* pvalue, CUlimit)
+	pbCUresult (*streamSetAttribute)(pbPtr, int, const void*); // cuStreamSetAttribute(CUstream, CUstreamAttrID, const CUstreamAttrValue*)
+	pbCUresult (*ctxResetPersistingL2)(void);                  // cuCtxResetPersistingL2Cache(void)
 };
 
 pbCuda* pbc_new(void) { return calloc(1, sizeof(pbCuda)); }
@@ -127,6 +135,12 @@ void pbc_set(pbCuda* s, int slot, void* fn) {
 	SLOT(PBC_GRAPH_DESTROY, graphDestroy);
 	SLOT(PBC_FUNC_SET_ATTRIBUTE, funcSetAttribute);
 	SLOT(PBC_FUNC_GET_ATTRIBUTE, funcGetAttribute);
+	SLOT(PBC_MEM_HOST_ALLOC, memHostAlloc);
+	SLOT(PBC_MEM_FREE_HOST, memFreeHost);
+	SLOT(PBC_CTX_SET_LIMIT, ctxSetLimit);
+	SLOT(PBC_CTX_GET_LIMIT, ctxGetLimit);
+	SLOT(PBC_STREAM_SET_ATTRIBUTE, streamSetAttribute);
+	SLOT(PBC_CTX_RESET_PERSISTING_L2, ctxResetPersistingL2);
 	}
 }
 
@@ -139,6 +153,10 @@ int pbc_has(const pbCuda* s, int slot) {
 	case PBC_GRAPH_LAUNCH: return s->graphLaunch != NULL;
 	case PBC_GRAPH_EXEC_DESTROY: return s->graphExecDestroy != NULL;
 	case PBC_GRAPH_DESTROY: return s->graphDestroy != NULL;
+	case PBC_CTX_SET_LIMIT: return s->ctxSetLimit != NULL;
+	case PBC_CTX_GET_LIMIT: return s->ctxGetLimit != NULL;
+	case PBC_STREAM_SET_ATTRIBUTE: return s->streamSetAttribute != NULL;
+	case PBC_CTX_RESET_PERSISTING_L2: return s->ctxResetPersistingL2 != NULL;
 	}
 	return 1; // mandatory slots are always filled
 }
@@ -176,6 +194,24 @@ pbCUresult pbc_mem_alloc(const pbCuda* s, uint64_t* p, size_t bytes) {
 	return r;
 }
 pbCUresult pbc_mem_free(const pbCuda* s, uint64_t p) { return s->memFree(p); }
+pbCUresult pbc_mem_host_alloc(const pbCuda* s, void** p, size_t bytes, unsigned int flags) { return s->memHostAlloc(p, bytes, flags); }
+pbCUresult pbc_mem_free_host(const pbCuda* s, void* p) { return s->memFreeHost(p); }
+pbCUresult pbc_ctx_set_limit(const pbCuda* s, int limit, size_t value) { return s->ctxSetLimit(limit, value); }
+pbCUresult pbc_ctx_get_limit(const pbCuda* s, size_t* value, int limit) { return s->ctxGetLimit(value, limit); }
+pbCUresult pbc_ctx_reset_persisting_l2(const pbCuda* s) { return s->ctxResetPersistingL2(); }
+
+// CUstreamAttrValue is CUlaunchAttributeValue since CUDA 12: a union padded to
+// 64 bytes (char pad[64]) whose accessPolicyWindow member is at offset 0; CUDA
+// 11's union was smaller and read the same member. The driver reads the member
+// CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW (1) names.
+typedef union { char pad[64]; pbAccessPolicyWindow accessPolicyWindow; } pbStreamAttrValue;
+_Static_assert(sizeof(pbStreamAttrValue) == 64, "CUstreamAttrValue is 64 bytes");
+pbCUresult pbc_stream_set_access_policy(const pbCuda* s, uintptr_t st, const pbAccessPolicyWindow* w) {
+	pbStreamAttrValue v;
+	memset(&v, 0, sizeof v);
+	v.accessPolicyWindow = *w;
+	return s->streamSetAttribute(P(st), 1, &v);
+}
 pbCUresult pbc_mem_get_info(const pbCuda* s, size_t* free, size_t* total) { return s->memGetInfo(free, total); }
 pbCUresult pbc_memcpy_htod(const pbCuda* s, uint64_t dst, const void* src, size_t n) { return s->memcpyHtoD(dst, src, n); }
 pbCUresult pbc_memcpy_dtoh(const pbCuda* s, void* dst, uint64_t src, size_t n) { return s->memcpyDtoH(dst, src, n); }
@@ -418,6 +454,13 @@ size_t pb_layout(int what) {
 	case PBL_ARG_SLOT: return sizeof(uint64_t);
 	case PBL_ENUM: return sizeof(pbCUresult);
 	case PBL_MAX_ARGS: return PBC_MAX_ARGS;
+	case PBL_APW_SIZE: return sizeof(pbAccessPolicyWindow);
+	case PBL_APW_BASE: return offsetof(pbAccessPolicyWindow, base_ptr);
+	case PBL_APW_BYTES: return offsetof(pbAccessPolicyWindow, num_bytes);
+	case PBL_APW_HIT_RATIO: return offsetof(pbAccessPolicyWindow, hitRatio);
+	case PBL_APW_HIT_PROP: return offsetof(pbAccessPolicyWindow, hitProp);
+	case PBL_APW_MISS_PROP: return offsetof(pbAccessPolicyWindow, missProp);
+	case PBL_STREAM_ATTR_VALUE: return sizeof(pbStreamAttrValue);
 	}
 	return (size_t)-1;
 }

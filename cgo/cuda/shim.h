@@ -47,8 +47,19 @@ enum {
 	PBC_STREAM_BEGIN_CAPTURE, PBC_STREAM_END_CAPTURE, PBC_GRAPH_INSTANTIATE,
 	PBC_GRAPH_LAUNCH, PBC_GRAPH_EXEC_DESTROY, PBC_GRAPH_DESTROY,
 	PBC_FUNC_SET_ATTRIBUTE, PBC_FUNC_GET_ATTRIBUTE,
+	PBC_MEM_HOST_ALLOC, PBC_MEM_FREE_HOST,
+	PBC_CTX_SET_LIMIT, PBC_CTX_GET_LIMIT, PBC_STREAM_SET_ATTRIBUTE, PBC_CTX_RESET_PERSISTING_L2,
 	PBC_NUM_SYMS
 };
+// CUaccessPolicyWindow (cuda.h, CUDA 11.0+): { void* base_ptr; size_t num_bytes;
+// float hitRatio; CUaccessProperty hitProp; CUaccessProperty missProp; }.
+typedef struct {
+	uint64_t base_ptr; // void* in cuda.h: a device address, 8 bytes on LP64 like every pointer
+	size_t num_bytes;
+	float hitRatio;
+	int hitProp;
+	int missProp;
+} pbAccessPolicyWindow;
 
 typedef struct pbCuda pbCuda;
 
@@ -73,6 +84,12 @@ pbCUresult pbc_ctx_get_current(const pbCuda* s, uintptr_t* ctx);
 pbCUresult pbc_ctx_synchronize(const pbCuda* s);
 pbCUresult pbc_mem_alloc(const pbCuda* s, uint64_t* p, size_t bytes);
 pbCUresult pbc_mem_free(const pbCuda* s, uint64_t p);
+pbCUresult pbc_mem_host_alloc(const pbCuda* s, void** p, size_t bytes, unsigned int flags);
+pbCUresult pbc_mem_free_host(const pbCuda* s, void* p);
+pbCUresult pbc_ctx_set_limit(const pbCuda* s, int limit, size_t value);
+pbCUresult pbc_ctx_get_limit(const pbCuda* s, size_t* value, int limit);
+pbCUresult pbc_stream_set_access_policy(const pbCuda* s, uintptr_t st, const pbAccessPolicyWindow* w);
+pbCUresult pbc_ctx_reset_persisting_l2(const pbCuda* s);
 pbCUresult pbc_mem_get_info(const pbCuda* s, size_t* free, size_t* total);
 pbCUresult pbc_memcpy_htod(const pbCuda* s, uint64_t dst, const void* src, size_t n);
 pbCUresult pbc_memcpy_dtoh(const pbCuda* s, void* dst, uint64_t src, size_t n);
@@ -166,7 +183,8 @@ pbRtcResult pbr_get_program_log_size(const pbRtc* s, uintptr_t prog, size_t* n);
 pbRtcResult pbr_get_program_log(const pbRtc* s, uintptr_t prog, char* out);
 
 // ---- layout facts for the layout test (C's view of what crosses) ----
-enum { PBL_DEVPTR, PBL_SIZE_T, PBL_HANDLE, PBL_ARG_SLOT, PBL_ENUM, PBL_MAX_ARGS };
+enum { PBL_DEVPTR, PBL_SIZE_T, PBL_HANDLE, PBL_ARG_SLOT, PBL_ENUM, PBL_MAX_ARGS,
+	PBL_APW_SIZE, PBL_APW_BASE, PBL_APW_BYTES, PBL_APW_HIT_RATIO, PBL_APW_HIT_PROP, PBL_APW_MISS_PROP, PBL_STREAM_ATTR_VALUE };
 size_t pb_layout(int what);
 
 #endif

@@ -70,6 +70,7 @@ const (
 	AttrMaxSharedMemoryPerSM       DeviceAttribute = 81 // bytes
 	AttrMaxSharedMemoryPerBlockOpt DeviceAttribute = 97 // bytes, opt-in
 	AttrMaxPersistingL2CacheSize   DeviceAttribute = 108
+	AttrMaxAccessPolicyWindowSize  DeviceAttribute = 109 // bytes (CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)
 )
 
 // StreamFlags are cuStreamCreate flags (CUstream_flags).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/progress"
 	"github.com/partbench/partbench/report"
 )
@@ -53,7 +54,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	}
 	f := cmd.Flags()
 	cliflag.Output(f, &o.out, "file to write the calibration to (required)", "out")
-	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend to calibrate: cpu (cuda needs a GPU backend build)")
+	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend to calibrate: cpu (cuda: refused, naming what is missing)")
 	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
@@ -69,6 +70,9 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	}
 	if o.out == "" {
 		return errors.New("calibrate: --output is required (the file to write, e.g. calib.toml)")
+	}
+	if o.backend == configs.BackendCUDA {
+		return gpuDriverRefusal(backend.Default(), "calibrate", calibrateCUDAMissing)
 	}
 	if o.nproc < 1 || o.nproc > 64 {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)

@@ -126,10 +126,10 @@ func TestCalibrateCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"calibrate"}, "calibrate: --output is required"},
-		{[]string{"calibrate", "--out", out, "--backend", "cuda"}, "--backend cuda: calibration needs a GPU backend build"},
+		{[]string{"calibrate", "--out", out, "--backend", "tpu"}, `--backend: must be cpu or cuda (got "tpu")`},
 		{[]string{"calibrate", "--out", out, "--nproc", "0"}, "--nproc: must be in [1, 64] (got 0)"},
 		{[]string{"calibrate", "--out", out, "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
-		{[]string{"l2", "--measure", "--backend", "cuda"}, "--backend cuda: the L2 probe needs a GPU backend build"},
+		{[]string{"l2", "--measure", "--backend", "tpu"}, `--backend: must be cpu or cuda (got "tpu")`},
 		{[]string{"l2", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 	} {
 		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {

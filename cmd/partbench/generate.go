@@ -16,6 +16,7 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/exec/launch"
@@ -55,7 +56,7 @@ the logits at every prompt position as [sequence][position][vocab].`,
 	f.StringVar(&o.logitsOut, "logits-out", "", "write the logits at every prompt position to this JSON file")
 	cliflag.MarkOutputFile(f, "logits-out")
 	cliflag.Format(f, &o.format, cliflag.JSON)
-	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu")
+	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu (cuda: refused, naming what is missing)")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")
 	f.IntVar(&o.nproc, "nproc-per-node", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
 	cliflag.Alias(f, "nproc", "nproc-per-node", false)
@@ -76,8 +77,10 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, errors.New("generate: --ids-file is required")}
 	case o.format != "json":
 		return &exitError{2, fmt.Errorf("generate: --format %q: allowed json", o.format)}
+	case o.backend == configs.BackendCUDA:
+		return &exitError{2, gpuDriverRefusal(backend.Default(), "generate", generateCUDAMissing)}
 	case o.backend != "cpu":
-		return &exitError{2, fmt.Errorf("generate: --backend %q: allowed cpu (the CUDA backend does not read checkpoints or prompt ids yet)", o.backend)}
+		return &exitError{2, fmt.Errorf("generate: --backend %q: must be cpu or cuda", o.backend)}
 	case o.dtype != "fp32":
 		return &exitError{2, fmt.Errorf("generate: --dtype %q: allowed fp32 (the CPU backend computes in float32)", o.dtype)}
 	}

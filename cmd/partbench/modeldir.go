@@ -11,6 +11,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/report"
 )
@@ -56,8 +57,10 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 		return errors.New("run: --model-dir: only with --check (every partitioning against one rank); to decode a checkpoint, partbench generate --model-dir")
 	case o.config != "":
 		return errors.New("run: --model-dir and --config: give one (the model directory's config.json is the model)")
+	case o.backend == configs.BackendCUDA:
+		return gpuDriverRefusal(backend.Default(), "run --check --model-dir", generateCUDAMissing)
 	case o.backend != "auto" && o.backend != configs.BackendCPU:
-		return fmt.Errorf("run: --check --model-dir --backend %q: allowed cpu (the CUDA backend does not read checkpoints yet)", o.backend)
+		return fmt.Errorf("run: --check --model-dir --backend %q: must be auto, cpu or cuda", o.backend)
 	}
 	dir, err := filepath.Abs(o.modelDir)
 	if err != nil {

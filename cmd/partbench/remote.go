@@ -15,6 +15,7 @@ import (
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/sigexit"
 	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/nvmldiscover"
 )
 
 // exitPayloadMismatch is the exit code when measured payload bytes differ
@@ -40,12 +41,12 @@ a request's declared sizes are checked against the memory budget before anything
 				return err
 			}
 			if backendName == configs.BackendCUDA {
-				s, err := remote.NewNVMLSampler(0)
+				s, err := nvmldiscover.NewSMSampler(0)
 				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "partbench serve: no SM activity: %v\n", err)
 				} else {
 					defer s.Close()
-					o.Util = s
+					o.Util = remote.Activity{Meter: s}
 				}
 			}
 			// Every file is read (small regular files only) before a signal

@@ -10,7 +10,6 @@ import (
 	"github.com/partbench/partbench/cliflag"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/resume"
 	"github.com/partbench/partbench/sim"
@@ -40,9 +39,9 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 			if err != nil {
 				return err
 			}
-			c, err := cpu.New(s.Plan, 0)
+			c, err := resume.NewCompute(s, *o)
 			if err != nil {
-				return err
+				return fmt.Errorf("resume: %w", err)
 			}
 			defer c.Close()
 			res, err := resume.Measure(cmd.Context(), s, *o, c, cmd.ErrOrStderr())
@@ -64,7 +63,7 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Config, "config", "test/llama2-13b-2k-tiny", "config (file or preset; fp32 for the CPU backend)")
+	f.StringVar(&o.Config, "config", "test/llama2-13b-2k-tiny", "config (file or preset; fp32)")
 	f.StringVar(&o.Layers, "layers", "1", "pause layers, 1-based, comma-separated")
 	f.StringVar(&o.Strategies, "strategies", "recompute,offload,stateful", "strategies: recompute, offload, stateful")
 	f.StringVar(&o.Conn.Server, "server", "", "stateful: the server's host:port")
@@ -72,7 +71,7 @@ Writes DIR/resume.json (measured and modeled) and DIR/resume.csv.`,
 	f.StringVar(&o.Conn.Transport, "transport", "grpc", "stateful: grpc or tcp (the raw-TCP twin)")
 	f.StringVar(&o.Conn.TokenFile, "token-file", "", "stateful: file holding the server's bearer token (a server off loopback requires one)")
 	f.StringVar(&o.Conn.TLSCA, "tls-ca", "", "stateful: PEM CA that signed the server's TLS certificate (turns TLS on, either transport)")
-	f.StringVar(&o.Backend, "backend", configs.BackendCPU, "compute backend: cpu")
+	f.StringVar(&o.Backend, "backend", configs.BackendCPU, "compute backend: cpu, or cuda (GPU 0; offload through pinned host memory; a spawned server serves cuda too)")
 	f.StringVar(&o.Link, "remote-link", "loopback", "the modeled stateful request's client link: "+strings.Join(topology.ClientLinkNames(), ", "))
 	f.IntVar(&o.Trials, "trials", 5, "measured trials per strategy and layer")
 	f.IntVar(&o.Warmup, "warmup", 3, "unmeasured trials first")

@@ -50,6 +50,11 @@ type Backend struct {
 	// New returns the constructors of the rank described by env; it fails at
 	// once, before any rank joins, when a library the backend needs is missing.
 	New func(env launch.Env) (Rank, error)
+	// Device returns the constructor of a Compute that communicates with no
+	// other rank (a one-rank server, a pause and resume, a measurement): it
+	// loads what computing needs and no communicator (the GPU backend needs
+	// no NCCL for it). Nil: New's NewCompute.
+	Device func(env launch.Env) (NewComputeFunc, error)
 	// Check returns the options of an in-process check in dtype ("": the
 	// backend's default); nil when the backend has no check.
 	Check func(dtype string) exec.CheckOptions
@@ -156,6 +161,43 @@ func (r *Registry) ForCheck(name string) (Backend, error) {
 		return Backend{}, fmt.Errorf("--backend %s: has no check", name)
 	}
 	return b, nil
+}
+
+// Available says why the backend named name cannot run here (its Probe:
+// for cuda the driver that was searched for and not found, or the GPU it
+// does not see), or nil; an unknown name is the --backend flag's error.
+func (r *Registry) Available(name string) error {
+	b, ok := r.lookup(name)
+	if !ok {
+		return r.unknown(name)
+	}
+	return probe(b)
+}
+
+// DeviceCompute resolves --backend name ("auto" as for a run) and returns
+// the constructor of a Compute that communicates with no other rank on the
+// device of env (Backend.Device, else New's). It fails, naming the missing
+// library, when the backend cannot run here; its errors name the flag.
+func (r *Registry) DeviceCompute(name string, env launch.Env) (Backend, NewComputeFunc, error) {
+	b, err := r.ForRun(name)
+	if err != nil {
+		if name == Auto {
+			return Backend{}, nil, fmt.Errorf("--backend auto: %w", err)
+		}
+		return Backend{}, nil, err // the flag's own error
+	}
+	if b.Device != nil {
+		nc, err := b.Device(env)
+		if err != nil {
+			return Backend{}, nil, fmt.Errorf("--backend %s: %w", b.Name, err)
+		}
+		return b, nc, nil
+	}
+	rank, err := b.New(env)
+	if err != nil {
+		return Backend{}, nil, fmt.Errorf("--backend %s: %w", b.Name, err)
+	}
+	return b, rank.NewCompute, nil
 }
 
 func probe(b Backend) error {

@@ -230,3 +230,59 @@ func fakeGPURun(t *testing.T, name string, iterations int) (*partition.Plan, str
 	defer ln.Close()
 	return plan, ln.Addr().String()
 }
+
+// A Compute that talks to no other rank needs the CUDA driver only: with
+// the fake driver and NCCL pointed at a file that does not exist,
+// DeviceCompute still makes a GPU Compute (New would refuse: NCCL), and
+// without a driver the error names the driver's search as a run's does.
+func TestCudaDeviceWithoutNCCL(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	t.Setenv("PARTBENCH_NCCL_LIB", t.TempDir()+"/libnccl.so.2")
+	r := Default()
+	if _, err := r.Setup("cuda", mustConfig(t, "test/single-tiny"), launch.Env{Size: 1, LocalSize: 1}); err == nil || !strings.Contains(err.Error(), "NCCL") {
+		t.Fatalf("a run still needs NCCL: %v", err)
+	}
+	b, newCompute, err := r.DeviceCompute("cuda", launch.Env{Size: 1, LocalSize: 1})
+	if err != nil {
+		t.Fatalf("DeviceCompute without NCCL: %v", err)
+	}
+	if b.Name != "cuda" {
+		t.Errorf("backend %q, want cuda", b.Name)
+	}
+	plan, err := partition.NewPlan(mustConfig(t, "test/single-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCompute(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*pcuda.Compute); !ok {
+		t.Errorf("Compute %T, want *cuda.Compute", c)
+	}
+	c.Close()
+
+	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
+	_, _, err = r.DeviceCompute("cuda", launch.Env{Size: 1, LocalSize: 1})
+	if err == nil || !strings.Contains(err.Error(), "--backend cuda") || !strings.Contains(err.Error(), "libcuda.so.1") || !strings.Contains(err.Error(), "PARTBENCH_CUDA_LIB") {
+		t.Errorf("no driver: %v", err)
+	}
+	if err := r.Available("cuda"); err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
+		t.Errorf("Available(cuda) without a driver: %v", err)
+	}
+	if err := r.Available("cpu"); err != nil {
+		t.Errorf("Available(cpu): %v", err)
+	}
+	if err := r.Available("tpu"); err == nil || !strings.Contains(err.Error(), "must be cuda, cpu or auto") {
+		t.Errorf("Available(tpu): %v", err)
+	}
+}
+
+func mustConfig(t *testing.T, name string) *configs.Config {
+	t.Helper()
+	cfg, err := configs.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

@@ -76,11 +76,12 @@ func newCPUCompute(p *partition.Plan, rank int) (exec.Compute, error) { return c
 // NCCL communicator (exec/ncclcomm) queued on that Compute's stream.
 func CUDA() Backend {
 	return Backend{
-		Name:  configs.BackendCUDA,
-		Auto:  true,
-		Probe: cudaAvailable,
-		New:   cudaRank,
-		Check: cudaCheckOptions,
+		Name:   configs.BackendCUDA,
+		Auto:   true,
+		Probe:  cudaAvailable,
+		New:    cudaRank,
+		Device: cudaDevice,
+		Check:  cudaCheckOptions,
 	}
 }
 
@@ -103,6 +104,18 @@ func cudaRank(env launch.Env) (Rank, error) {
 			}
 			return ncclcomm.New(ctx, sess, plan, rank, gc)
 		},
+	}, nil
+}
+
+// cudaDevice returns the constructor of a GPU Compute on env's local GPU
+// that communicates with no other rank: it needs the CUDA driver and a GPU
+// (cudaAvailable, whose error names the driver searched for), never NCCL.
+func cudaDevice(env launch.Env) (NewComputeFunc, error) {
+	if err := cudaAvailable(); err != nil {
+		return nil, fmt.Errorf("the GPU backend needs the CUDA driver and a GPU: %w", err)
+	}
+	return func(plan *partition.Plan, rank int) (exec.Compute, error) {
+		return pcuda.New(plan, rank, pcuda.Options{Device: env.LocalRank, Graphs: true})
 	}, nil
 }
 

@@ -61,10 +61,14 @@ const cublasWorkspaceBytes = 32 << 20
 // safe for concurrent use: exec calls it from the rank's goroutine.
 type Compute struct {
 	frame *pexec.Frame[dbuf, *dtensor]
-	plan  *partition.Plan
-	rank  partition.Rank
-	opts  Options
-	dt    dtype
+	// pinned is the paused hidden state's host copy (pause.go), of which
+	// offloaded bytes hold x; nil until the first OffloadX.
+	pinned    *cuda.Pinned
+	offloaded int64
+	plan      *partition.Plan
+	rank      partition.Rank
+	opts      Options
+	dt        dtype
 
 	seed                  int64
 	vocabTok              int
@@ -618,6 +622,7 @@ func (c *Compute) release() error {
 			for _, p := range c.allocs {
 				keep(c.drv.MemFree(p))
 			}
+			keep(c.freePinned())
 			unpin()
 		} else {
 			keep(err)

@@ -18,7 +18,7 @@ var sources embed.FS
 // Trace is the code for which the fakes' error-text calls return a trace
 // of the last call's arguments: cuGetErrorString(Trace) and
 // cublasGetStatusString(Trace); cuGetErrorName(Trace) returns the fake
-// driver's counters ("launches=N graphLaunches=N captured=N").
+// driver's counters ("launches=N graphLaunches=N captured=N hostAllocs=N hostFrees=N").
 const Trace = 0x7ffffff0
 
 // Libs are the paths of one build of the fakes, under their real sonames.
@@ -121,4 +121,22 @@ func (l Libs) Setenv(t testing.TB) {
 	t.Setenv("PARTBENCH_CUDA_LIB", l.Driver)
 	t.Setenv("PARTBENCH_CUBLAS_LIB", l.CUBLAS)
 	t.Setenv("PARTBENCH_NVRTC_LIB", l.NVRTC)
+}
+
+// Counters parses the fake driver's counters (cuGetErrorName(Trace):
+// "launches=N graphLaunches=N …") into a map by name.
+func Counters(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("cudatest: counter %q is not name=value", f)
+		}
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); err != nil {
+			return nil, fmt.Errorf("cudatest: counter %q: %v", f, err)
+		}
+		out[k] = n
+	}
+	return out, nil
 }

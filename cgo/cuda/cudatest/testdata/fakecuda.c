@@ -20,13 +20,28 @@
 //     the device's opt-in 232448 bytes) fails with CUDA_ERROR_INVALID_VALUE.
 //   - Stream capture records launches instead of running them; launching
 //     the instantiated graph runs them.
+//   - Pinned host memory (cuMemHostAlloc) is malloc'd and counted;
+//     cuMemFreeHost refuses a pointer cuMemHostAlloc did not return with
+//     CUDA_ERROR_INVALID_VALUE. An async copy between the device and pinned
+//     memory is queued on its stream and done when the stream is
+//     synchronized (cuStreamSynchronize, cuCtxSynchronize), or before the
+//     next work on that stream runs, as DMA would be: a reader that skips
+//     the synchronization sees the old bytes. Copies from or to pageable
+//     memory are done at once (the real driver stages them synchronously).
+//   - Persisting L2: cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE) caps
+//     the set-aside at the device's maximum (attribute 108) and
+//     cuCtxGetLimit reads it back; cuStreamSetAttribute takes only the
+//     access-policy window (attribute 1), refuses a window larger than
+//     attribute 109, a hit ratio outside [0, 1] or a persisting miss
+//     property, and keeps it on the stream (the trace shows what crossed).
 //   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
 //     cuGetErrorName(TRACE) the launch/graph counters, so tests see what
 //     crossed the ABI.
 // Build variants: -DFAKE_OLD drops cuEventElapsedTime_v2 and the graph
 // calls; -DFAKE_NO_ALLOC drops cuMemAlloc_v2; -DFAKE_NO_DEVICE makes cuInit
 // fail with CUDA_ERROR_NO_DEVICE; -DFAKE_BAD_GRAPH makes every
-// instantiation fail with CUDA_ERROR_NOT_SUPPORTED.
+// instantiation fail with CUDA_ERROR_NOT_SUPPORTED; -DFAKE_NO_L2 drops the
+// persisting-L2 controls.
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -47,7 +62,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; // guards trace, counters
 static char trace[1024], traceOut[1024];
 static char counters[256];
 static _Thread_local void* current;
-static int launches, graphLaunches, captured;
+static int launches, graphLaunches, captured, hostAllocs, hostFrees;
+static void drain(void* st);
+static void drainAll(void);
 static int pendingFailure;
 
 static void note(const char* fmt, ...) {
@@ -89,7 +106,8 @@ CUresult cuGetErrorName(CUresult r, const char** s) {
 	case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
 	case TRACE:
 		pthread_mutex_lock(&mu);
-		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d", launches, graphLaunches, captured);
+		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d hostAllocs=%d hostFrees=%d",
+			launches, graphLaunches, captured, hostAllocs, hostFrees);
 		pthread_mutex_unlock(&mu);
 		*s = counters;
 		return OK;
@@ -139,6 +157,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
 	case 81: *v = 233472; return OK;
 	case 97: *v = 232448; return OK;
 	case 108: *v = 78643200; return OK;      // max persisting L2
+	case 109: *v = 134213632; return OK;     // max access-policy window (H100)
 	}
 	return INVALID_VALUE;
 }
@@ -168,7 +187,11 @@ CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
 
 CUresult cuCtxSetCurrent(void* ctx) { current = ctx; return OK; }
 CUresult cuCtxGetCurrent(void** ctx) { *ctx = current; return OK; }
-CUresult cuCtxSynchronize(void) { return current ? OK : INVALID_CONTEXT; }
+CUresult cuCtxSynchronize(void) {
+	if (current == NULL) return INVALID_CONTEXT;
+	drainAll();
+	return OK;
+}
 
 #ifndef FAKE_NO_ALLOC
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
@@ -205,19 +228,101 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { memcpy(dst, (vo
 #define MAX_NODES 4096
 struct fakeLaunch { char name[64]; unsigned gx, gy, gz, bx, by, bz; uint64_t args[8]; int nargs; };
 struct fakeGraph { struct fakeLaunch nodes[MAX_NODES]; int n; };
-struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; };
+struct fakeWindow { uint64_t base; size_t bytes; float hitRatio; int hitProp, missProp; };
+struct fakeStream { int capturing, mode, flags; struct fakeGraph* g; struct fakeWindow window; };
 
 static int capturing(void* st) { return st != NULL && ((struct fakeStream*)st)->capturing; }
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* st) {
-	if (capturing(st)) return CAPTURE_UNSUPPORTED;
-	memcpy((void*)(uintptr_t)dst, src, n);
+// Pinned allocations, and the copies queued on streams until they drain.
+#define MAX_PINNED 1024
+#define MAX_QUEUED 4096
+static pthread_mutex_t pmu = PTHREAD_MUTEX_INITIALIZER; // guards the two tables
+static struct { char* p; size_t n; } pinned[MAX_PINNED];
+static struct { void* st; void* dst; const void* src; size_t n; } queued[MAX_QUEUED];
+static int nqueued;
+
+CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (bytes == 0 || (flags & ~0x07u) != 0) return INVALID_VALUE;
+	char* m = malloc(bytes);
+	if (m == NULL) return OUT_OF_MEMORY;
+	memset(m, 0xCD, bytes < 4096 ? bytes : 4096); // visible garbage
+	pthread_mutex_lock(&pmu);
+	int slot = -1;
+	for (int i = 0; i < MAX_PINNED && slot < 0; i++)
+		if (pinned[i].p == NULL) slot = i;
+	if (slot >= 0) { pinned[slot].p = m; pinned[slot].n = bytes; }
+	pthread_mutex_unlock(&pmu);
+	if (slot < 0) { free(m); return OUT_OF_MEMORY; }
+	*pp = m;
+	count(&hostAllocs);
+	note("cuMemHostAlloc(bytes=%zu, flags=%u)", bytes, flags);
 	return OK;
 }
-CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* st) {
-	if (capturing(st)) return CAPTURE_UNSUPPORTED;
-	memcpy(dst, (void*)(uintptr_t)src, n);
+
+CUresult cuMemFreeHost(void* p) {
+	pthread_mutex_lock(&pmu);
+	int slot = -1;
+	for (int i = 0; i < MAX_PINNED && slot < 0; i++)
+		if (p != NULL && pinned[i].p == p) slot = i;
+	if (slot >= 0) pinned[slot].p = NULL;
+	pthread_mutex_unlock(&pmu);
+	if (slot < 0) return INVALID_VALUE; // not a pointer cuMemHostAlloc returned (or freed twice)
+	free(p);
+	count(&hostFrees);
 	return OK;
+}
+
+// isPinned says whether [p, p+n) lies inside one pinned allocation.
+static int isPinned(const void* p, size_t n) {
+	const char* c = p;
+	int in = 0;
+	pthread_mutex_lock(&pmu);
+	for (int i = 0; i < MAX_PINNED && !in; i++)
+		if (pinned[i].p != NULL && c >= pinned[i].p && c + n <= pinned[i].p + pinned[i].n) in = 1;
+	pthread_mutex_unlock(&pmu);
+	return in;
+}
+
+// drainWhere runs, in order, the queued copies of stream st (all = 1: of
+// every stream).
+static void drainWhere(void* st, int all) {
+	pthread_mutex_lock(&pmu);
+	int kept = 0;
+	for (int i = 0; i < nqueued; i++) {
+		if (all || queued[i].st == st) memcpy(queued[i].dst, queued[i].src, queued[i].n);
+		else queued[kept++] = queued[i];
+	}
+	nqueued = kept;
+	pthread_mutex_unlock(&pmu);
+}
+static void drain(void* st) { drainWhere(st, 0); }
+static void drainAll(void) { drainWhere(NULL, 1); }
+
+// copyAsync queues a copy whose host side is pinned, else copies at once.
+static CUresult copyAsync(void* dst, const void* src, size_t n, const void* host, void* st) {
+	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	drain(st); // stream order: what was queued before runs first
+	if (n == 0 || !isPinned(host, n)) {
+		memcpy(dst, src, n);
+		return OK;
+	}
+	pthread_mutex_lock(&pmu);
+	int ok = nqueued < MAX_QUEUED;
+	if (ok) {
+		queued[nqueued].st = st; queued[nqueued].dst = dst; queued[nqueued].src = src; queued[nqueued].n = n;
+		nqueued++;
+	}
+	pthread_mutex_unlock(&pmu);
+	if (!ok) memcpy(dst, src, n);
+	return OK;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* st) {
+	return copyAsync((void*)(uintptr_t)dst, src, n, src, st);
+}
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* st) {
+	return copyAsync(dst, (const void*)(uintptr_t)src, n, dst, st);
 }
 static void run(const struct fakeLaunch* l);
 
@@ -233,17 +338,20 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* 
 		count(&captured);
 		return OK;
 	}
+	drain(st);
 	run(&l);
 	return OK;
 }
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) { memset((void*)(uintptr_t)dst, v, n); return OK; }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void* st) {
 	if (capturing(st)) return CAPTURE_UNSUPPORTED;
+	drain(st);
 	memset((void*)(uintptr_t)dst, v, n);
 	return OK;
 }
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, void* st) {
 	if (capturing(st)) return CAPTURE_UNSUPPORTED; // partbench sets positions outside graphs
+	drain(st);
 	unsigned int* p = (unsigned int*)(uintptr_t)dst;
 	for (size_t i = 0; i < n; i++) p[i] = v;
 	note("cuMemsetD32Async(v=%u, n=%zu)", v, n);
@@ -258,9 +366,9 @@ CUresult cuStreamCreate(void** st, unsigned int flags) {
 	note("cuStreamCreate(flags=%u)", flags);
 	return OK;
 }
-CUresult cuStreamDestroy_v2(void* st) { free(st); return OK; }
+CUresult cuStreamDestroy_v2(void* st) { drain(st); free(st); return OK; }
 CUresult cuStreamSynchronize(void* st) {
-	(void)st;
+	drain(st);
 	if (pendingFailure) { pendingFailure = 0; return LAUNCH_FAILED; }
 	return OK;
 }
@@ -274,7 +382,7 @@ CUresult cuEventCreate(void** ev, unsigned int flags) {
 }
 CUresult cuEventDestroy_v2(void* ev) { free(ev); return OK; }
 CUresult cuEventRecord(void* ev, void* st) {
-	(void)st;
+	drain(st);
 	struct fakeEvent* e = ev;
 	clockMS += 0.25; // every record is a quarter millisecond after the last
 	e->t = clockMS;
@@ -426,6 +534,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 		return OK;
 	}
 	count(&launches);
+	drain(st);
 	run(&l);
 	return OK;
 }
@@ -461,7 +570,7 @@ CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long lon
 	return OK;
 }
 CUresult cuGraphLaunch(void* exec, void* st) {
-	(void)st;
+	drain(st);
 	struct fakeGraph* g = exec;
 	for (int i = 0; i < g->n; i++) run(&g->nodes[i]);
 	count(&graphLaunches);
@@ -469,4 +578,50 @@ CUresult cuGraphLaunch(void* exec, void* st) {
 }
 CUresult cuGraphExecDestroy(void* exec) { free(exec); return OK; }
 CUresult cuGraphDestroy(void* graph) { free(graph); return OK; }
+#endif
+
+#ifndef FAKE_NO_L2
+static size_t limits[10];
+
+CUresult cuCtxSetLimit(int limit, size_t v) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (limit < 0 || limit >= 10) return INVALID_VALUE;
+	if (limit == 6 && v > 78643200) v = 78643200; // capped at the device's max persisting L2
+	limits[limit] = v;
+	note("cuCtxSetLimit(limit=%d, value=%zu)", limit, v);
+	return OK;
+}
+
+CUresult cuCtxGetLimit(size_t* v, int limit) {
+	if (current == NULL) return INVALID_CONTEXT;
+	if (limit < 0 || limit >= 10) return INVALID_VALUE;
+	*v = limits[limit];
+	return OK;
+}
+
+CUresult cuCtxResetPersistingL2Cache(void) {
+	if (current == NULL) return INVALID_CONTEXT;
+	note("cuCtxResetPersistingL2Cache");
+	return OK;
+}
+
+// The window's layout as cuda.h declares CUaccessPolicyWindow, read from
+// the first bytes of the 64-byte CUstreamAttrValue.
+struct accessPolicyWindow { void* base_ptr; size_t num_bytes; float hitRatio; int hitProp; int missProp; };
+
+CUresult cuStreamSetAttribute(void* st, int attr, const void* value) {
+	if (st == NULL || value == NULL || attr != 1) return INVALID_VALUE;
+	const struct accessPolicyWindow* w = value;
+	if (w->num_bytes > 134213632 || !(w->hitRatio >= 0 && w->hitRatio <= 1) || w->missProp == 2 ||
+		w->hitProp < 0 || w->hitProp > 2 || w->missProp < 0 || w->missProp > 2) return INVALID_VALUE;
+	struct fakeStream* fs = st;
+	fs->window.base = (uint64_t)(uintptr_t)w->base_ptr;
+	fs->window.bytes = w->num_bytes;
+	fs->window.hitRatio = w->hitRatio;
+	fs->window.hitProp = w->hitProp;
+	fs->window.missProp = w->missProp;
+	note("cuStreamSetAttribute(attr=%d, base=0x%llx, bytes=%zu, hitRatio=%g, hitProp=%d, missProp=%d)", attr,
+		(unsigned long long)fs->window.base, w->num_bytes, (double)w->hitRatio, w->hitProp, w->missProp);
+	return OK;
+}
 #endif

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package remote
+package nvmldiscover
 
 import (
 	"fmt"
@@ -10,20 +10,30 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// NVMLSampler is a GPU's SM activity over a window: the GPM metric
+// The activity sources a window reports.
+const (
+	SourceGPMSMActivity = "nvml-gpm-sm-activity"
+	SourceUtilization   = "nvml-utilization"
+)
+
+// SMSampler is a GPU's SM activity over a window: the GPM metric
 // GPM_METRIC_SM_UTIL (the fraction of SMs busy, averaged over the window)
 // where the GPU supports GPM (Hopper and later), else the utilization rate
 // (the fraction of time a kernel ran) polled every PollInterval.
-type NVMLSampler struct {
+type SMSampler struct {
 	lib          nvml.Interface
 	dev          nvml.Device
 	gpm          bool
 	PollInterval time.Duration
 }
 
-// NewNVMLSampler opens GPU index through NVML (libnvidia-ml loaded at run time).
-func NewNVMLSampler(index int) (*NVMLSampler, error) {
-	lib := nvml.New()
+// NewSMSampler opens GPU index through NVML (libnvidia-ml loaded at run
+// time).
+func NewSMSampler(index int) (*SMSampler, error) { return NewSMSamplerFrom(nvml.New(), index) }
+
+// NewSMSamplerFrom opens GPU index through lib (a test's seam: go-nvml's
+// mock). It initializes lib; Close shuts it down.
+func NewSMSamplerFrom(lib nvml.Interface, index int) (*SMSampler, error) {
 	if r := lib.Init(); r != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml: init: %s", lib.ErrorString(r))
 	}
@@ -32,18 +42,22 @@ func NewNVMLSampler(index int) (*NVMLSampler, error) {
 		lib.Shutdown()
 		return nil, fmt.Errorf("nvml: GPU %d: %s", index, lib.ErrorString(r))
 	}
-	s := &NVMLSampler{lib: lib, dev: dev, PollInterval: 20 * time.Millisecond}
+	s := &SMSampler{lib: lib, dev: dev, PollInterval: 20 * time.Millisecond}
 	if sup, r := dev.GpmQueryDeviceSupport(); r == nvml.SUCCESS && sup.IsSupportedDevice != 0 {
 		s.gpm = true
 	}
 	return s, nil
 }
 
-// Close shuts NVML down.
-func (s *NVMLSampler) Close() { s.lib.Shutdown() }
+// GPM says whether the windows read GPM's SM activity.
+func (s *SMSampler) GPM() bool { return s.gpm }
 
-// Start opens a window.
-func (s *NVMLSampler) Start() func() Utilization {
+// Close shuts NVML down.
+func (s *SMSampler) Close() { s.lib.Shutdown() }
+
+// StartWindow opens a window; the function it returns closes it and gives
+// the fraction in [0, 1] and its source ("" when nothing could be read).
+func (s *SMSampler) StartWindow() func() (float64, string) {
 	if s.gpm {
 		if stop, ok := s.startGPM(); ok {
 			return stop
@@ -52,7 +66,7 @@ func (s *NVMLSampler) Start() func() Utilization {
 	return s.startPolling()
 }
 
-func (s *NVMLSampler) startGPM() (func() Utilization, bool) {
+func (s *SMSampler) startGPM() (func() (float64, string), bool) {
 	a, r := s.lib.GpmSampleAlloc()
 	if r != nvml.SUCCESS {
 		return nil, false
@@ -67,22 +81,22 @@ func (s *NVMLSampler) startGPM() (func() Utilization, bool) {
 		s.lib.GpmSampleFree(b)
 		return nil, false
 	}
-	return func() Utilization {
+	return func() (float64, string) {
 		defer s.lib.GpmSampleFree(a)
 		defer s.lib.GpmSampleFree(b)
 		if r := s.dev.GpmSampleGet(b); r != nvml.SUCCESS {
-			return Utilization{}
+			return 0, ""
 		}
 		m := nvml.GpmMetricsGetType{NumMetrics: 1, Sample1: a, Sample2: b}
 		m.Metrics[0].MetricId = uint32(nvml.GPM_METRIC_SM_UTIL)
 		if r := s.lib.GpmMetricsGet(&m); r != nvml.SUCCESS || m.Metrics[0].NvmlReturn != uint32(nvml.SUCCESS) {
-			return Utilization{}
+			return 0, ""
 		}
-		return Utilization{Fraction: m.Metrics[0].Value / 100, Source: "nvml-gpm-sm-activity"}
+		return m.Metrics[0].Value / 100, SourceGPMSMActivity
 	}, true
 }
 
-func (s *NVMLSampler) startPolling() func() Utilization {
+func (s *SMSampler) startPolling() func() (float64, string) {
 	var mu sync.Mutex
 	var sum float64
 	var n int
@@ -109,15 +123,15 @@ func (s *NVMLSampler) startPolling() func() Utilization {
 			}
 		}
 	}()
-	return func() Utilization {
+	return func() (float64, string) {
 		close(done)
 		<-finished
 		poll()
 		mu.Lock()
 		defer mu.Unlock()
 		if n == 0 {
-			return Utilization{}
+			return 0, ""
 		}
-		return Utilization{Fraction: sum / float64(n), Source: "nvml-utilization"}
+		return sum / float64(n), SourceUtilization
 	}
 }
