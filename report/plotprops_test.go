@@ -1,0 +1,221 @@
+package report
+
+import (
+	"image/color"
+	"math"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
+)
+
+// tickLabels are the labels of an axis's labelled ticks over its range.
+func tickLabels(a plot.Axis) []string {
+	var out []string
+	for _, t := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+		if t.Label != "" {
+			out = append(out, t.Label)
+		}
+	}
+	return out
+}
+
+func legendLabels(es []LegendEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Label)
+	}
+	return out
+}
+
+// hasPanelLegend says whether a panel draws a legend of its own.
+func hasPanelLegend(p *plot.Plot) bool { return p.Legend.Rectangle(draw.Canvas{}).Size().Y > 0 }
+
+func TestBreakdownAxisEndsNearTheData(t *testing.T) {
+	es := tinyEstimates(t, "test/tp2pp2-tiny", "test/pp4-tiny")
+	f, err := BreakdownPlot(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Independently: prefill bars stack to Σ time_by_bound (s); decode bars to TPOT (ms).
+	var prefill, decode float64
+	for _, e := range es {
+		var s float64
+		for _, v := range e.Prefill.TimeByBound {
+			s += v
+		}
+		prefill = math.Max(prefill, s)
+		decode = math.Max(decode, e.Decode.TPOTS*1e3)
+	}
+	for i, tallest := range []float64{prefill, decode} {
+		p := f.Panels[i]
+		if r := p.Y.Max / tallest; r < 1 || r > 1.1 {
+			t.Errorf("panel %d: y axis ends at %g, %.3g× the tallest bar %g (want 1–1.1×)", i, p.Y.Max, r, tallest)
+		}
+		if hasPanelLegend(p) {
+			t.Errorf("panel %d has its own legend; the figure's is drawn once", i)
+		}
+	}
+	// The figure's legend names the bounds drawn, in stacking order, each once.
+	var want []string
+	for _, b := range breakdownBounds {
+		for _, e := range es {
+			if e.Prefill.TimeByBound[b] > 0 || e.Decode.TimeByBound[b] > 0 {
+				want = append(want, boundLabels[b])
+				break
+			}
+		}
+	}
+	if got := legendLabels(f.Legend); len(want) == 0 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("figure legend %q, want %q", got, want)
+	}
+}
+
+func TestSweptLabels(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want string
+	}{
+		{[]float64{1024, 2048, 4096, 8192}, "1024|2048|4096|8192"},
+		{[]float64{16384, 65536, 1 << 20}, "16 Ki|64 Ki|1 Mi"}, // 1 Mi is above 100 000: binary units for all
+		{[]float64{1, 8, 64}, "1|8|64"},
+		{[]float64{150000, 300000}, "150K|300K"}, // not multiples of 1024
+	} {
+		if got := strings.Join(sweptLabels(c.xs), "|"); got != c.want {
+			t.Errorf("sweptLabels(%v) = %q, want %q", c.xs, got, c.want)
+		}
+	}
+	d := &SweepDoc{Schema: SweepSchema, Key: "batch"}
+	es := tinyEstimates(t, "test/tp2pp2-tiny", "test/tp2pp2-tiny")
+	d.Points = []SweepPoint{{Value: 1024, Strategies: es[:1]}, {Value: 8192, Strategies: es[1:]}}
+	f, err := SweepPlot(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Panels {
+		if got := strings.Join(tickLabels(p.X), "|"); got != "1024|8192" {
+			t.Errorf("%s: x ticks %q, want 1024|8192", p.Title.Text, got)
+		}
+		if hasPanelLegend(p) {
+			t.Errorf("%s has its own legend", p.Title.Text)
+		}
+	}
+	if got := legendLabels(f.Legend); len(got) != 1 || got[0] != "tp2pp2-tiny" {
+		t.Errorf("figure legend %q, want the one strategy", got)
+	}
+}
+
+func TestIntTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{17, 23, "17|18|19|20|21|22|23"}, // span 6: step 1
+		{1.8, 2.2, "2"},
+		{0, 100, "0|20|40|60|80|100"}, // span 100: 1, 2, 5, 10, 20 → 5 steps
+		{-3, 3, "−3|−2|−1|0|1|2|3"},
+	} {
+		var got []string
+		for _, tk := range (intTicks{}).Ticks(c.lo, c.hi) {
+			got = append(got, tk.Label)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("intTicks(%g, %g) = %q, want %q", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+const runScatterFixture = `{"schema": "partbench.compare/v1", "title": "fixture run", "tolerance": 0.15, "rows": [
+  {"metric": "ttft", "unit": "s", "measured": 0.0077, "modeled": 0.0053},
+  {"metric": "tpot", "unit": "s", "measured": 0.0017, "modeled": 0.0048},
+  {"metric": "collective_calls_per_microbatch", "unit": "calls", "measured": 18, "modeled": 18},
+  {"metric": "max_nccl_calls_per_rank_per_decode_step", "unit": "calls", "measured": 22, "modeled": 22},
+  {"metric": "decode_step_bytes_nvlink", "unit": "B", "measured": 40000, "modeled": 40000}]}`
+
+func TestRunScatterReadsWell(t *testing.T) {
+	d, err := ReadDoc(strings.NewReader(runScatterFixture), "run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ScatterPlot(d.Compare, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]bool{}
+	for _, p := range f.Panels {
+		titles[p.Title.Text] = true
+		if strings.Contains(p.Title.Text, "_") {
+			t.Errorf("panel title in snake_case: %q", p.Title.Text)
+		}
+		if hasPanelLegend(p) {
+			t.Errorf("%q has its own legend; the figure's is drawn once", p.Title.Text)
+		}
+	}
+	for _, want := range []string{"time (s): TTFT, TPOT", "calls: collectives per µbatch and 1 more", "bytes (B): decode step bytes NVLink"} {
+		if !titles[want] {
+			t.Errorf("no panel titled %q (have %v)", want, titles)
+		}
+	}
+	// Counts tick at whole numbers only, and the data (18, 22) lies inside.
+	calls := f.Panels[1]
+	for _, a := range []plot.Axis{calls.X, calls.Y} {
+		labels := tickLabels(a)
+		if len(labels) < 3 {
+			t.Errorf("count axis ticks %q", labels)
+		}
+		for _, tk := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+			if tk.Value != math.Trunc(tk.Value) {
+				t.Errorf("count axis tick at %g", tk.Value)
+			}
+		}
+		if a.Min > 18 || a.Max < 22 {
+			t.Errorf("count axis %g…%g leaves out the data", a.Min, a.Max)
+		}
+	}
+	// One legend for the figure: the band, y = x, the points.
+	if got := legendLabels(f.Legend); len(got) != 3 || !strings.HasPrefix(got[0], "±15 %") || got[1] != "measured = modeled" {
+		t.Errorf("figure legend %q", got)
+	}
+	// Every point is labelled with its metric in words.
+	render(t, f, ">TTFT<", ">TPOT<", ">collectives per µbatch<", ">decode step bytes NVLink<")
+}
+
+// TestLegendBoxIsOpaque draws a panel on a recorder and checks that its
+// legend is drawn last, on a white box with a thin grey border.
+func TestLegendBoxIsOpaque(t *testing.T) {
+	p := newPlot("panel", "x", "y")
+	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Add(l)
+	p.Legend.Add("the line", l)
+	var rec recorder.Canvas
+	drawPanel(p, draw.NewCanvas(&rec, 4*vg.Inch, 3*vg.Inch))
+	var sawWhite, sawBorder, sawText bool
+	var lastColor color.Color
+	for _, a := range rec.Actions {
+		switch a := a.(type) {
+		case *recorder.SetColor:
+			lastColor = a.Color
+		case *recorder.Fill:
+			sawWhite = sawWhite || lastColor == legendFill
+		case *recorder.SetLineWidth:
+			sawBorder = sawBorder || sawWhite && a.Width == vg.Points(0.5)
+		case *recorder.FillString:
+			if a.String == "the line" {
+				sawText = true
+				if !sawWhite || !sawBorder {
+					t.Error("legend text drawn before its white, bordered box")
+				}
+			}
+		}
+	}
+	if !sawText {
+		t.Fatal("legend not drawn")
+	}
+}
