@@ -484,8 +484,9 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
 			PlotBreakdown: "breakdown needs " + ModelSchema,
 			PlotSweep:     "sweep needs " + SweepSchema,
-			PlotScatter:   "scatter needs " + CompareSchema + ", " + RunSchema + " or " + SearchSchema,
-			PlotRemote:    "remote needs " + RemoteSchema,
+			PlotScatter: "scatter needs " + CompareSchema + ", " + RunSchema + ", " + SearchSchema + ", " + ComparisonSchema +
+				" or " + EmulationSchema,
+			PlotRemote: "remote needs " + RemoteSchema,
 		}[kind])
 	}
 	switch kind {
@@ -507,6 +508,13 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	}
 	var c *CompareDoc
 	switch {
+	case d.Comparison != nil:
+		return ComparisonPlot(d.Comparison)
+	case d.Emulation != nil:
+		var err error
+		if c, err = CompareFromEmulation(d.Emulation); err != nil {
+			return nil, err
+		}
 	case d.Compare != nil:
 		c = d.Compare
 	case d.Run != nil:

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"image/color"
 	"math"
 	"strings"
@@ -217,5 +218,106 @@ func TestLegendBoxIsOpaque(t *testing.T) {
 	}
 	if !sawText {
 		t.Fatal("legend not drawn")
+	}
+}
+
+
+// compare --format json writes partbench.comparison/v1; plot reads it back
+// and draws each later file against the first.
+func TestComparisonDocRoundTripAndPlot(t *testing.T) {
+	c := &Comparison{Schema: ModelSchema, Files: []string{"dir/base.json", "dir/new.json", "dir/third.json"}, Rows: []ComparisonRow{
+		{Key: "tp2pp2", Metric: "tpot_s", Unit: "s", Values: []*float64{ptr(0.002), ptr(0.003), ptr(0.001)}},
+		{Key: "tp2pp2", Metric: "ttft_s", Unit: "s", Values: []*float64{ptr(0.004), ptr(0.004), nil}},
+		{Key: "tp2pp2", Metric: "collective_calls_per_microbatch", Unit: "count", Values: []*float64{ptr(18), ptr(20), ptr(18)}},
+	}}
+	for i := range c.Rows {
+		c.Rows[i].RelDiff = make([]*float64, 3)
+		for j := 1; j < 3; j++ {
+			c.Rows[i].RelDiff[j] = relDiff(c.Rows[i].Values[0], c.Rows[i].Values[j])
+		}
+	}
+	var b strings.Builder
+	if err := WriteComparisonJSON(&b, c, "test"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ReadDoc(strings.NewReader(b.String()), "cmp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := d.Comparison
+	if cd == nil || cd.Of != ModelSchema || len(cd.Rows) != 3 || len(cd.Files) != 3 {
+		t.Fatalf("decoded %+v", cd)
+	}
+	// (0.003 − 0.002)/0.002 = +50 %; the first file's difference and a missing value's are null.
+	if r := cd.Rows[0].RelDiff; r[0] != nil || r[1] == nil || math.Abs(*r[1]-0.5) > 1e-12 || math.Abs(*r[2]+0.5) > 1e-12 {
+		t.Errorf("rel_diff %v", r)
+	}
+	if cd.Rows[1].Values[2] != nil || cd.Rows[1].RelDiff[2] != nil {
+		t.Error("a missing value is not null")
+	}
+	f, err := DocFigure(d, "cmp.json", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Panels) != 2 {
+		t.Fatalf("%d panels, want 2 (s and count)", len(f.Panels))
+	}
+	s := f.Panels[0]
+	if s.X.Label.Text != "base (s)" || s.Y.Label.Text != "new, third (s)" {
+		t.Errorf("axes %q / %q, want the files' base names", s.X.Label.Text, s.Y.Label.Text)
+	}
+	if s.X.Min > 0.001 || s.X.Max < 0.004 || s.Y.Min > 0.001 || s.Y.Max < 0.004 {
+		t.Errorf("time axes %g…%g × %g…%g leave out the data", s.X.Min, s.X.Max, s.Y.Min, s.Y.Max)
+	}
+	if got := strings.Join(legendLabels(f.Legend), "|"); got != "new, third = base|new against base|third against base" {
+		t.Errorf("legend %q", got)
+	}
+	if !strings.Contains(f.Title, "dry-run estimates") || strings.Contains(f.Title, "dir/") {
+		t.Errorf("title %q", f.Title)
+	}
+	render(t, f, ">TPOT<", ">TTFT<", ">collectives per µbatch<")
+
+	// A comparison of one file is refused with the field named.
+	_, err = ReadDoc(strings.NewReader(`{"schema": "partbench.comparison/v1", "files": ["a.json"], "rows": []}`), "one.json")
+	if err == nil || !strings.Contains(err.Error(), "files: a comparison names at least two files (got 1)") {
+		t.Errorf("one file: %v", err)
+	}
+}
+
+// run --emulate-ranks' results.json draws as emulated against modeled.
+func TestEmulationScatter(t *testing.T) {
+	es := tinyEstimates(t, "test/tp2pp2-tiny", "test/tp2pp2-tiny")
+	doc := &EmulationDoc{Schema: EmulationSchema, Backend: "cpu", Ranks: 4, Emulated: es[0], Modeled: es[1], AllocatedBytes: []int64{1000, 5000, 3000}}
+	var b strings.Builder
+	if err := json.NewEncoder(&b).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ReadDoc(strings.NewReader(b.String()), "results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := CompareFromEmulation(d.Emulation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 6 || c.Rows[5].Measured != 5000 { // memory: the largest rank's allocation
+		t.Fatalf("rows %+v", c.Rows)
+	}
+	f, err := DocFigure(d, "results.json", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := es[1].Hardware
+	for _, p := range f.Panels {
+		if !strings.HasPrefix(p.Y.Label.Text, "emulated (") || !strings.HasPrefix(p.X.Label.Text, "modeled ("+hw+") (") {
+			t.Errorf("axes %q / %q", p.X.Label.Text, p.Y.Label.Text)
+		}
+	}
+	if len(f.Panels) != 4 { // s, tok/s, fraction, B
+		t.Errorf("%d panels, want 4", len(f.Panels))
+	}
+	render(t, f, ">TTFT<", ">TPS<", ">decode bubble<", ">memory per GPU (max)<")
+	if _, err := ReadDoc(strings.NewReader(`{"schema": "partbench.emulate/v1", "backend": "cpu"}`), "e.json"); err == nil || !strings.Contains(err.Error(), `"emulated" and "modeled"`) {
+		t.Errorf("no estimates: %v", err)
 	}
 }

@@ -84,8 +84,8 @@ func scatterPanel(title, unit, xName, yName string, series []scatterSeries, tol 
 	logAxes := spansDecades(xs)
 	switch {
 	case logAxes:
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, engTicks{inner: plot.LogTicks{Prec: -1}}
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, engTicks{inner: plot.LogTicks{Prec: -1}}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 		lo, hi = lo/1.5, hi*1.5
 	case countUnits[unit]:
 		// Whole numbers, at least one either side of the data.

@@ -307,3 +307,31 @@ func binaryUnitLabel(x float64) string {
 	}
 	return strconv.FormatFloat(x, 'f', -1, 64) + " " + suffix
 }
+
+// logTicks labels a log axis in engineering notation: at 1, 2 and 5 × 10^k
+// when the axis spans at most two decades (so a short axis shows more than
+// one label), else at the powers of ten, with minor ticks at the other
+// whole multiples.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0 && max > min) {
+		return nil
+	}
+	dense := max/min <= 100
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max; e++ {
+		for m := 1.0; m < 10; m++ {
+			v := m * math.Pow(10, e)
+			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || dense && (m == 2 || m == 5) {
+				t.Label = engLabel(v, false)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}

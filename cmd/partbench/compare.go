@@ -38,8 +38,11 @@ Records missing from some file are listed under the table.
 				return err
 			}
 			return report.ToOutput(out, cmd.OutOrStdout(), func(w io.Writer) error {
-				if format == report.FormatLaTeX {
+				switch format {
+				case report.FormatLaTeX:
 					return report.WriteLaTeX(w, c.LaTeXGrid()) // labels in words, no paths
+				case report.FormatJSON:
+					return report.WriteComparisonJSON(w, c, version) // partbench.comparison/v1, which plot draws
 				}
 				return report.WriteTables(w, format, "compare", version, c.Grid())
 			})
