@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/recorder"
+
+	"github.com/partbench/partbench/partition"
 )
 
 // tickLabels are the labels of an axis's labelled ticks over its range.
@@ -319,5 +321,43 @@ func TestEmulationScatter(t *testing.T) {
 	render(t, f, ">TTFT<", ">TPS<", ">decode bubble<", ">memory per GPU (max)<")
 	if _, err := ReadDoc(strings.NewReader(`{"schema": "partbench.emulate/v1", "backend": "cpu"}`), "e.json"); err == nil || !strings.Contains(err.Error(), `"emulated" and "modeled"`) {
 		t.Errorf("no estimates: %v", err)
+	}
+}
+
+// The remote figure: engineering ticks (no 1e+06) and Okabe–Ito colours.
+func TestRemotePlotTicksAndPalette(t *testing.T) {
+	d, err := ReadDoc(strings.NewReader(string(remoteResults(t, 0.010))), "a.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := DocFigure(d, "a.json", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bytes per request: 1 B … 1,400,000 B on a log axis, labelled at the powers of ten.
+	got := strings.Join(tickLabels(f.Panels[0].Y), "|")
+	if !strings.HasPrefix(got, "1|10|100|1K|10K|100K|1M") || strings.Contains(got, "e+") {
+		t.Errorf("bytes ticks %q", got)
+	}
+	for _, l := range tickLabels(f.Panels[1].Y) {
+		if strings.Contains(l, "e+") || strings.Contains(l, "e-") {
+			t.Errorf("latency tick %q", l)
+		}
+	}
+	inPalette := func(c color.Color) bool {
+		for _, o := range okabeIto {
+			if c == color.Color(o) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+		if !inPalette(phaseColor(ph)) {
+			t.Errorf("%s drawn in %v, not an Okabe–Ito colour", ph, phaseColor(ph))
+		}
+	}
+	if phaseColor(partition.Prefill) == phaseColor(partition.Decode) {
+		t.Error("prefill and decode share a colour")
 	}
 }

@@ -78,7 +78,7 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 	phases := []partition.Phase{partition.Prefill, partition.Decode}
 	gap := ""
 	if f.GapBytesRatio > 0 {
-		gap = fmt.Sprintf("\nnaive/stateful per decode request: %.3g× bytes, %.3g× latency", f.GapBytesRatio, f.GapLatencyRatio)
+		gap = fmt.Sprintf("\nnaive/stateful per decode request: %s× bytes, %s× latency", engLabel(f.GapBytesRatio, false), engLabel(f.GapLatencyRatio, false))
 	}
 	fig := &Figure{PanelWidth: vg.Length(2.5+0.9*float64(len(modes))) * vg.Inch, Height: 4.5 * vg.Inch}
 
@@ -87,7 +87,7 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 	// and one shipping gigabytes both show.
 	bp := newPlot(fmt.Sprintf("%s: payload per request\n(model bytes, counted in the transport)", f.Config), "mode"+gap, "payload bytes per request (log)")
 	bp.NominalX(names...)
-	bp.Y.Scale, bp.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	bp.Y.Scale, bp.Y.Tick.Marker = plot.LogScale{}, logTicks{} // 10, 1K, 1M: engineering notation
 	top, zero := 1.0, []string{}
 	for pi, ph := range phases {
 		var legend *plotter.Polygon
@@ -144,15 +144,18 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 		lp.Legend.Add(string(ph), bar)
 	}
 	lp.Y.Min, lp.Y.Max = 0, 1.4*math.Max(tallest, 1e-3)
+	lp.Y.Tick.Marker = engTicks{inner: plot.DefaultTicks{}}
 	lp.X.Min, lp.X.Max = -0.5, float64(len(modes))-0.5
 	lp.Legend.Left = true
 	fig.Panels = append(fig.Panels, lp)
 	return fig, nil
 }
 
+// phaseColor is a phase's Okabe–Ito colour: blue for prefill, orange for
+// decode.
 func phaseColor(ph partition.Phase) color.Color {
 	if ph == partition.Prefill {
-		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+		return okabeIto[3]
 	}
-	return color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	return okabeIto[0]
 }
