@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"image/color"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/recorder"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
+	"github.com/partbench/partbench/suite"
 )
 
 // tickLabels are the labels of an axis's labelled ticks over its range.
@@ -359,5 +362,55 @@ func TestRemotePlotTicksAndPalette(t *testing.T) {
 	}
 	if phaseColor(partition.Prefill) == phaseColor(partition.Decode) {
 		t.Error("prefill and decode share a colour")
+	}
+}
+
+// suiteFixture: two baselines over two workloads, latencies 2 ms to 40 ms
+// with intervals of ±10 %.
+func suiteFixture() *suite.Results {
+	r := &suite.Results{Spec: "fixture", Hardware: "h100", Link: "loopback", Backend: "cpu", Runs: 3,
+		Baselines: []suite.Baseline{{Name: "local"}, {Name: "naive", Seed: "naive_disaggregation"}},
+		Workloads: []suite.Workload{{Name: "decode"}, {Name: "prefill"}}}
+	for i, c := range []struct {
+		b, w string
+		s    float64
+	}{{"local", "decode", 0.002}, {"naive", "decode", 0.008}, {"local", "prefill", 0.010}, {"naive", "prefill", 0.040}} {
+		sum := stats.Summary{N: 3, Mean: c.s, CILow: 0.9 * c.s, CIHigh: 1.1 * c.s}
+		r.Cells = append(r.Cells, suite.CellResult{Cell: c.b + "/" + c.w, Baseline: c.b, Workload: c.w, LatencyS: sum,
+			NetBytes: stats.Summary{N: 3, Mean: float64(i * 1000)}, Util: stats.Summary{N: 3, Mean: 0.5, CILow: 0.4, CIHigh: 0.6}})
+	}
+	return r
+}
+
+// The suite's log axis spans the data: from 1.8 ms / 1.25 to 44 ms × 1.25,
+// not two empty decades above it; the legend is drawn once, above.
+func TestSuiteFigureSpansTheData(t *testing.T) {
+	f, err := suiteFigure(suiteFixture(), "Latency", "latency (ms, log scale)", true,
+		func(c suite.CellResult) stats.Summary { return c.LatencyS }, 1e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Panels[0]
+	lo, hi := 0.9*2.0, 1.1*40.0 // ms: the lowest interval's bottom, the highest's top
+	if math.Abs(p.Y.Min-lo/1.25) > 1e-9 || math.Abs(p.Y.Max-hi*1.25) > 1e-9 {
+		t.Errorf("y axis %g…%g ms, want %g…%g", p.Y.Min, p.Y.Max, lo/1.25, hi*1.25)
+	}
+	if decades := math.Log10(p.Y.Max / p.Y.Min); decades > 1.6 {
+		t.Errorf("y axis spans %.2f decades for data spanning %.2f", decades, math.Log10(hi/lo))
+	}
+	if got := strings.Join(legendLabels(f.Legend), "|"); got != "local|naive (naive_disaggregation)" {
+		t.Errorf("legend %q", got)
+	}
+	if hasPanelLegend(p) {
+		t.Error("the panel has its own legend")
+	}
+	for _, l := range tickLabels(p.Y) {
+		if strings.Contains(l, "e+") || strings.Contains(l, "e-") {
+			t.Errorf("tick %q", l)
+		}
+	}
+	var b bytes.Buffer
+	if err := f.Write(&b, "pdf"); err != nil || !bytes.HasPrefix(b.Bytes(), []byte("%PDF")) {
+		t.Fatalf("pdf: %v", err)
 	}
 }
