@@ -81,7 +81,7 @@ func (f *Figure) Write(w io.Writer, format string) error {
 		XAlign: draw.XCenter, YAlign: draw.YTop}
 	if f.Title != "" {
 		titleH = max(0.45*vg.Inch, sty.Height(f.Title)+0.2*vg.Inch) // a title may run over two lines
-		width = max(width, sty.Width(f.Title)+0.4*vg.Inch) // the title is never cut
+		width = max(width, sty.Width(f.Title)+0.4*vg.Inch)          // the title is never cut
 	}
 	var legendH vg.Length
 	if len(f.Legend) > 0 {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/color"
 	"math"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/suite"
+	"github.com/partbench/partbench/topology"
+	"github.com/partbench/partbench/topology/topologytest"
 )
 
 // tickLabels are the labels of an axis's labelled ticks over its range.
@@ -226,7 +229,6 @@ func TestLegendBoxIsOpaque(t *testing.T) {
 	}
 }
 
-
 // compare --format json writes partbench.comparison/v1; plot reads it back
 // and draws each later file against the first.
 func TestComparisonDocRoundTripAndPlot(t *testing.T) {
@@ -412,5 +414,51 @@ func TestSuiteFigureSpansTheData(t *testing.T) {
 	var b bytes.Buffer
 	if err := f.Write(&b, "pdf"); err != nil || !bytes.HasPrefix(b.Bytes(), []byte("%PDF")) {
 		t.Fatalf("pdf: %v", err)
+	}
+}
+
+// topo --format dot: NICs named by index, GPUs written (and so drawn) in
+// order under each NVSwitch, one same-rank row of GPUs per node, node 0's
+// box ordered before node 1's.
+func TestTopoDOTLabelsAndOrder(t *testing.T) {
+	g := topologytest.DGXH100(2).Topology.Graph()
+	var b strings.Builder
+	if err := TopoDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	src := b.String()
+	for _, want := range []string{"ordering=out", "rankdir=TB", `label="NIC 0"`, `label="NIC 7"`, "rank=same",
+		"_group_order -- n0nvswitch", "_group_order -- n1nvswitch"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("DOT lacks %q", want)
+		}
+	}
+	if strings.Contains(src, "label=NIC\n") {
+		t.Error("a NIC is labelled only \"NIC\"")
+	}
+	// The hub's links to its GPUs come in GPU order, the hub first (the tail).
+	last := -1
+	for i := 0; i < 8; i++ {
+		at := strings.Index(src, fmt.Sprintf("n0nvswitch -- n0gpu%d ", i))
+		if at < 0 || at < last {
+			t.Fatalf("n0nvswitch -- n0gpu%d missing or out of order", i)
+		}
+		last = at
+	}
+	if strings.Index(src, "_group_order -- n0nvswitch") > strings.Index(src, "_group_order -- n1nvswitch") {
+		t.Error("node 1's hub linked before node 0's")
+	}
+	for _, c := range []struct {
+		n    topology.GraphNode
+		want string
+	}{
+		{topology.GraphNode{ID: "n0nic3", Label: "NIC", Kind: topology.NodeNIC}, "NIC 3"},
+		{topology.GraphNode{ID: "nic12", Label: "mlx5_12", Kind: topology.NodeNIC}, "NIC 12 (mlx5_12)"},
+		{topology.GraphNode{ID: "nic", Label: "NIC", Kind: topology.NodeNIC}, "NIC"},
+		{topology.GraphNode{ID: "gpu0", Label: "GPU0", Kind: topology.NodeGPU}, "GPU0"},
+	} {
+		if got := dotLabel(c.n); got != c.want {
+			t.Errorf("dotLabel(%+v) = %q, want %q", c.n, got, c.want)
+		}
 	}
 }
