@@ -411,7 +411,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 	p := newPlot("modeled lines, published nccl-tests points", "message size (B; nccl-tests size, 1K = 1024)", "bus bandwidth (GB/s)")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, binaryTicks{}
 	p.Y.Tick.Marker = engTicks{inner: p.Y.Tick.Marker}
-	p.Legend.Top, p.Legend.Left = true, true
+	var legend []LegendEntry // the figure's, above the panel
 	for i, s := range modeled {
 		pts := make(plotter.XYs, len(s.Points))
 		for j, c := range s.Points {
@@ -424,7 +424,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		l.Color = paletteColor(i)
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(s.Label, l)
+		legend = append(legend, LegendEntry{s.Label, []plot.Thumbnailer{l}})
 	}
 	groups := map[string]plotter.XYs{}
 	var keys []string
@@ -448,7 +448,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		s.Color = color.Black
 		s.Radius = vg.Points(3.5)
 		p.Add(s)
-		p.Legend.Add(k, s)
+		legend = append(legend, LegendEntry{k, []plot.Thumbnailer{s}})
 	}
 	var tallest float64
 	for _, s := range modeled {
@@ -459,8 +459,8 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 	for _, c := range published {
 		tallest = math.Max(tallest, c.BusBWGBps)
 	}
-	p.Y.Min, p.Y.Max = 0, 1.7*tallest // the legend sits above the curves
-	return &Figure{Title: title, Panels: []*plot.Plot{p}, PanelWidth: 8 * vg.Inch, Height: 5 * vg.Inch}, nil
+	p.Y.Min, p.Y.Max = 0, 1.05*tallest // the legend is the figure's: the axis ends at the data
+	return &Figure{Title: title, Panels: []*plot.Plot{p}, PanelWidth: 8 * vg.Inch, Height: 5 * vg.Inch, Legend: legend}, nil
 }
 
 func orElse(s, d string) string {
