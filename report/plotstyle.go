@@ -335,3 +335,26 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	}
 	return ts
 }
+
+// log10Ticks labels a linear axis that holds log10 of the values: a label
+// at every power of ten (1, 10, 100, 1K, …), minor ticks at the whole
+// multiples between.
+type log10Ticks struct{}
+
+func (log10Ticks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(min); e <= max; e++ {
+		for m := 1.0; m < 10; m++ {
+			v := e + math.Log10(m)
+			if v < min-1e-9 || v > max+1e-9 {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 {
+				t.Label = engLabel(math.Pow(10, e), false)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}

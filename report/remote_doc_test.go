@@ -94,7 +94,7 @@ func TestRemoteResultsCompareAndPlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 31,250 and 4 in engineering notation.
-	for _, s := range []string{"payload bytes per request (log)", "31.2K× bytes, 4× latency", "no bytes: local", "mean latency per request (ms)"} {
+	for _, s := range []string{"payload per request (B, log)", "31.2K× bytes, 4× latency", "no bytes: local", "mean latency per request (ms)"} {
 		if !strings.Contains(svg.String(), s) {
 			t.Errorf("the figure lacks %q", s)
 		}
