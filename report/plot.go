@@ -259,6 +259,17 @@ var sweepUnits = map[string]string{
 	"l2_bytes":     "L2 size (B)",
 }
 
+// sweepKeyWords is a swept key in words for a title: its axis label
+// without the unit ("L2 size" for l2_bytes).
+func sweepKeyWords(key string) string {
+	if l, ok := sweepUnits[key]; ok {
+		if i := strings.Index(l, " ("); i > 0 {
+			return l[:i]
+		}
+	}
+	return strings.ReplaceAll(key, "_", " ")
+}
+
 // SweepPlot draws TPOT and TPS against the swept key, one line per strategy.
 func SweepPlot(d *SweepDoc) (*Figure, error) {
 	if len(d.Points) == 0 {
@@ -293,7 +304,8 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 			break
 		}
 	}
-	title := "Sweep of " + d.Key
+	key := sweepKeyWords(d.Key)
+	title := "Sweep of " + key
 	if strategies != nil {
 		title += ": " + systemOf(strategies)
 	}
@@ -302,8 +314,8 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 		title, y string
 		data     map[string]plotter.XYs
 	}{
-		{"TPOT vs " + d.Key, "TPOT (ms)", tpot},
-		{"TPS vs " + d.Key, "TPS (tok/s)", tps},
+		{"TPOT vs " + key, "TPOT (ms)", tpot},
+		{"TPS vs " + key, "TPS (tok/s)", tps},
 	} {
 		p := newPlot(m.title, xl, m.y)
 		if logX {

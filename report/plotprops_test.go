@@ -105,6 +105,9 @@ func TestSweptLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if f.Title != "Sweep of batch: tp2pp2-tiny on "+es[0].Topology+", "+es[0].Hardware {
+		t.Errorf("title %q", f.Title)
+	}
 	for _, p := range f.Panels {
 		if got := strings.Join(tickLabels(p.X), "|"); got != "1024|8192" {
 			t.Errorf("%s: x ticks %q, want 1024|8192", p.Title.Text, got)
@@ -115,6 +118,14 @@ func TestSweptLabels(t *testing.T) {
 	}
 	if got := legendLabels(f.Legend); len(got) != 1 || got[0] != "tp2pp2-tiny" {
 		t.Errorf("figure legend %q, want the one strategy", got)
+	}
+}
+
+func TestSweepKeyWords(t *testing.T) {
+	for key, want := range map[string]string{"l2_bytes": "L2 size", "microbatches": "micro-batches", "batch": "batch", "new_key": "new key"} {
+		if got := sweepKeyWords(key); got != want {
+			t.Errorf("sweepKeyWords(%q) = %q, want %q", key, got, want)
+		}
 	}
 }
 
