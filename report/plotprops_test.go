@@ -129,6 +129,25 @@ func TestSweepKeyWords(t *testing.T) {
 	}
 }
 
+func TestLinTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{0.38, 0.64, "0.4|0.45|0.5|0.55|0.6"},                      // span 0.26: 0.26/6 = 0.043 → step 0.05
+		{780, 1130, "800|900|1K|1.1K"},                             // 350/6 = 58 → step 100
+		{0.0045, 0.0072, "0.0045|0.005|0.0055|0.006|0.0065|0.007"}, // 0.0027/6 = 0.00045 → step 0.0005; 0.0045 = 9 steps
+	} {
+		var got []string
+		for _, tk := range (linTicks{}).Ticks(c.lo, c.hi) {
+			got = append(got, tk.Label)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("linTicks(%g, %g) = %q, want %q", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
 func TestIntTicks(t *testing.T) {
 	for _, c := range []struct {
 		lo, hi float64

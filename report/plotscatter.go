@@ -97,7 +97,7 @@ func scatterPanel(title, unit, xName, yName string, series []scatterSeries, tol 
 			pad = 0.1 * math.Max(math.Abs(hi), 1)
 		}
 		lo, hi = lo-pad, hi+pad
-		p.X.Tick.Marker, p.Y.Tick.Marker = engTicks{inner: plot.DefaultTicks{}}, engTicks{inner: plot.DefaultTicks{}}
+		p.X.Tick.Marker, p.Y.Tick.Marker = linTicks{}, linTicks{}
 	}
 	var legend []LegendEntry
 	if tol > 0 {

@@ -247,25 +247,39 @@ func drawFigureLegend(c draw.Canvas, entries []LegendEntry) {
 	}
 }
 
-// intTicks puts ticks on whole numbers only (counts: no 2.5 calls), at a
-// step of 1, 2 or 5 × 10^k giving at most about six ticks.
+// intTicks puts ticks on whole numbers only (counts: no 2.5 calls).
 type intTicks struct{}
 
-func (intTicks) Ticks(min, max float64) []plot.Tick {
-	span := max - min
-	step := 1.0
-	for span/step > 6 {
-		switch m := step / math.Pow(10, math.Floor(math.Log10(step))); {
-		case m < 1.5:
-			step *= 2
-		case m < 3:
-			step *= 2.5
-		default:
-			step *= 2
+func (intTicks) Ticks(min, max float64) []plot.Tick { return niceTicks(min, max, 1) }
+
+// linTicks puts ticks at a step of 1, 2 or 5 × 10^k, labelled in
+// engineering notation.
+type linTicks struct{}
+
+func (linTicks) Ticks(min, max float64) []plot.Tick { return niceTicks(min, max, 0) }
+
+// niceTicks are ticks from min to max at a step of 1, 2 or 5 × 10^k (at
+// least minStep) giving at most about six ticks.
+func niceTicks(min, max, minStep float64) []plot.Tick {
+	if !(max > min) {
+		return nil
+	}
+	raw := (max - min) / 6
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * p
+	for _, m := range []float64{1, 2, 5} {
+		if m*p >= raw {
+			step = m * p
+			break
 		}
 	}
+	step = math.Max(step, minStep)
 	var ts []plot.Tick
-	for v := math.Ceil(min/step) * step; v <= max; v += step {
+	for k := math.Ceil(min/step - 1e-9); k*step <= max+1e-9*step; k++ {
+		v := k * step
+		if v == 0 {
+			v = 0 // no −0
+		}
 		ts = append(ts, plot.Tick{Value: v, Label: engLabel(v, false)})
 	}
 	return ts
