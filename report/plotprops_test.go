@@ -340,6 +340,10 @@ func TestEmulationScatter(t *testing.T) {
 	if len(c.Rows) != 6 || c.Rows[5].Measured != 5000 { // memory: the largest rank's allocation
 		t.Fatalf("rows %+v", c.Rows)
 	}
+	// compare reads it too: one record, each of the six metrics emulated and modeled.
+	if recs := Records(d); len(recs) != 1 || len(recs[0].Metrics) != 12 || recs[0].Metrics[11].Name != "max_total_bytes_per_gpu_modeled" {
+		t.Errorf("records %+v", recs)
+	}
 	f, err := DocFigure(d, "results.json", "", 0)
 	if err != nil {
 		t.Fatal(err)
