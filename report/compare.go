@@ -26,7 +26,7 @@ const (
 )
 
 // KnownSchemas lists the schemas ReadDoc accepts.
-var KnownSchemas = []string{ModelSchema, SweepSchema, SearchSchema, CompareSchema, RunSchema, RemoteSchema}
+var KnownSchemas = []string{ModelSchema, SweepSchema, SearchSchema, CompareSchema, RunSchema, RemoteSchema, ComparisonSchema, EmulationSchema}
 
 // CompareDoc pairs measured with modeled values, one row per metric.
 type CompareDoc struct {
@@ -78,6 +78,10 @@ type Doc struct {
 	Compare *CompareDoc
 	Run     *RunDoc
 	Remote  *remote.ResultsFile
+	// Comparison is `compare --format json`'s output.
+	Comparison *ComparisonDoc
+	// Emulation is `run --emulate-ranks`'s results.json.
+	Emulation *EmulationDoc
 }
 
 // ReadDoc decodes a saved result, dispatching on its "schema" key. name
@@ -120,6 +124,12 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	case RemoteSchema:
 		d.Remote = &remote.ResultsFile{}
 		into = d.Remote
+	case ComparisonSchema:
+		d.Comparison = &ComparisonDoc{}
+		into = d.Comparison
+	case EmulationSchema:
+		d.Emulation = &EmulationDoc{}
+		into = d.Emulation
 	default:
 		return nil, fmt.Errorf("%s: unknown schema %q (known: %s)", name, d.Schema, strings.Join(KnownSchemas, ", "))
 	}
@@ -129,6 +139,14 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	}
 	if d.Model != nil && len(d.Model.Strategies) == 0 {
 		return nil, fmt.Errorf("%s: %s: no strategies", name, d.Schema)
+	}
+	if d.Comparison != nil {
+		if err := d.Comparison.validate(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, d.Schema, err)
+		}
+	}
+	if d.Emulation != nil && (d.Emulation.Emulated == nil || d.Emulation.Modeled == nil) {
+		return nil, fmt.Errorf("%s: %s: needs both \"emulated\" and \"modeled\" estimates", name, d.Schema)
 	}
 	if d.Remote != nil && len(d.Remote.Aggregates) == 0 {
 		return nil, fmt.Errorf("%s: %s: no aggregates (a run with no recorded trials)", name, d.Schema)
@@ -195,6 +213,24 @@ func Records(d *Doc) []Record {
 		out = append(out, rec)
 	case d.Remote != nil:
 		out = remoteRecords(d.Remote)
+	case d.Emulation != nil:
+		if c, err := CompareFromEmulation(d.Emulation); err == nil {
+			rec := Record{Key: d.Emulation.Emulated.Name + " on " + d.Emulation.Backend}
+			for _, r := range c.Rows {
+				rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_emulated", r.Unit, r.Measured}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
+			}
+			out = append(out, rec)
+		}
+	case d.Comparison != nil:
+		for _, r := range d.Comparison.Rows {
+			rec := Record{Key: r.Record + " " + r.Metric}
+			for i, v := range r.Values {
+				if v != nil {
+					rec.Metrics = append(rec.Metrics, Metric{fileLabel(d.Comparison.Files[i]), r.Unit, *v})
+				}
+			}
+			out = append(out, rec)
+		}
 	}
 	return out
 }

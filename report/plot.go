@@ -7,7 +7,6 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -21,7 +20,6 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/sim"
-	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -56,6 +54,9 @@ type Figure struct {
 	PanelWidth, Height vg.Length
 	// Cols is the panels per row (0: all in one row, up to 3; more wrap).
 	Cols int
+	// Legend, when set, is drawn once under the title for every panel
+	// (panels then carry no legend of their own).
+	Legend []LegendEntry
 }
 
 // Write renders the figure as svg or png.
@@ -79,10 +80,16 @@ func (f *Figure) Write(w io.Writer, format string) error {
 	sty := text.Style{Color: color.Black, Font: font.From(plot.DefaultFont, 14), Handler: plot.DefaultTextHandler,
 		XAlign: draw.XCenter, YAlign: draw.YTop}
 	if f.Title != "" {
-		titleH = 0.45 * vg.Inch
-		width = max(width, sty.Width(f.Title)+0.4*vg.Inch) // the title is never cut
+		titleH = max(0.45*vg.Inch, sty.Height(f.Title)+0.2*vg.Inch) // a title may run over two lines
+		width = max(width, sty.Width(f.Title)+0.4*vg.Inch)          // the title is never cut
 	}
-	c, err := draw.NewFormattedCanvas(width, h*vg.Length(rows)+titleH, format)
+	var legendH vg.Length
+	if len(f.Legend) > 0 {
+		probe := draw.Canvas{} // measuring text needs no surface
+		legendH = figureLegendHeight(probe, f.Legend)
+		width = max(width, figureLegendWidth(probe, f.Legend)+0.4*vg.Inch)
+	}
+	c, err := draw.NewFormattedCanvas(width, h*vg.Length(rows)+titleH+legendH, format)
 	if err != nil {
 		return err
 	}
@@ -90,6 +97,10 @@ func (f *Figure) Write(w io.Writer, format string) error {
 	if f.Title != "" {
 		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*2}, f.Title)
 		dc.Max.Y -= titleH
+	}
+	if legendH > 0 {
+		drawFigureLegend(dc, f.Legend)
+		dc.Max.Y -= legendH
 	}
 	grid := make([][]*plot.Plot, rows)
 	for i := range grid {
@@ -102,7 +113,7 @@ func (f *Figure) Write(w io.Writer, format string) error {
 		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
 	canvases := plot.Align(grid, tiles, dc)
 	for i, p := range f.Panels {
-		p.Draw(canvases[i/cols][i%cols])
+		drawPanel(p, canvases[i/cols][i%cols])
 	}
 	_, err = c.WriteTo(w)
 	return err
@@ -179,6 +190,7 @@ func BreakdownPlot(es []*sim.Estimate) (*Figure, error) {
 			}},
 	}
 	f := &Figure{Title: "Dry run: " + systemOf(es), PanelWidth: vg.Length(3.2+1.1*float64(len(es))) * vg.Inch, Height: 4.5 * vg.Inch}
+	used := map[sim.Bound]*plotter.BarChart{} // the figure's legend: every bound drawn in any phase
 	for _, ph := range phases {
 		p := newPlot(ph.title, "strategy", ph.y)
 		p.NominalX(names...)
@@ -211,20 +223,31 @@ func BreakdownPlot(es []*sim.Estimate) (*Figure, error) {
 			}
 			below = bar
 			p.Add(bar)
-			p.Legend.Add(boundLabels[b], bar)
+			if used[b] == nil {
+				used[b] = bar
+			}
 		}
-		// Headroom above the tallest bar for the legend.
+		// The legend is the figure's, above the panels: the axis ends just
+		// above the tallest bar.
 		var tallest float64
 		for _, t := range top {
 			tallest = math.Max(tallest, t)
 		}
-		p.Y.Min, p.Y.Max = 0, 1.9*tallest
-		p.Legend.Left = true
+		p.Y.Min, p.Y.Max = 0, breakdownTop*tallest
 		p.Y.Tick.Marker = engTicks{inner: p.Y.Tick.Marker} // x names the strategies
 		f.Panels = append(f.Panels, p)
 	}
+	for _, b := range breakdownBounds {
+		if used[b] != nil {
+			f.Legend = append(f.Legend, LegendEntry{boundLabels[b], []plot.Thumbnailer{used[b]}})
+		}
+	}
 	return f, nil
 }
+
+// breakdownTop is where a breakdown's y axis ends, relative to its
+// tallest bar.
+const breakdownTop = 1.05
 
 // sweepUnits labels a swept key with its unit.
 var sweepUnits = map[string]string{
@@ -234,6 +257,17 @@ var sweepUnits = map[string]string{
 	"hidden":       "hidden size (elements)",
 	"microbatches": "micro-batches (count)",
 	"l2_bytes":     "L2 size (B)",
+}
+
+// sweepKeyWords is a swept key in words for a title: its axis label
+// without the unit ("L2 size" for l2_bytes).
+func sweepKeyWords(key string) string {
+	if l, ok := sweepUnits[key]; ok {
+		if i := strings.Index(l, " ("); i > 0 {
+			return l[:i]
+		}
+	}
+	return strings.ReplaceAll(key, "_", " ")
 }
 
 // SweepPlot draws TPOT and TPS against the swept key, one line per strategy.
@@ -270,7 +304,8 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 			break
 		}
 	}
-	title := "Sweep of " + d.Key
+	key := sweepKeyWords(d.Key)
+	title := "Sweep of " + key
 	if strategies != nil {
 		title += ": " + systemOf(strategies)
 	}
@@ -279,14 +314,14 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 		title, y string
 		data     map[string]plotter.XYs
 	}{
-		{"TPOT vs " + d.Key, "TPOT (ms)", tpot},
-		{"TPS vs " + d.Key, "TPS (tok/s)", tps},
+		{"TPOT vs " + key, "TPOT (ms)", tpot},
+		{"TPS vs " + key, "TPS (tok/s)", tps},
 	} {
 		p := newPlot(m.title, xl, m.y)
-		p.Legend.Left = true
 		if logX {
-			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, valueTicks(xs)
+			p.X.Scale = plot.LogScale{}
 		}
+		p.X.Tick.Marker = valueTicks(xs, logX)
 		for i, name := range order {
 			l, s, err := plotter.NewLinePoints(m.data[name])
 			if err != nil {
@@ -295,10 +330,11 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 			l.Color, s.Color, s.Shape = paletteColor(i), paletteColor(i), plotutil.Shape(i)
 			l.Width = vg.Points(1.5)
 			p.Add(l, s)
-			p.Legend.Add(name, l, s)
+			if len(f.Legend) < len(order) {
+				f.Legend = append(f.Legend, LegendEntry{name, []plot.Thumbnailer{l, s}})
+			}
 		}
-		p.Legend.Top = true
-		headroom(p, m.data)
+		fitY(p, m.data) // the legend is the figure's, above the panels
 		useEng(p, false)
 		f.Panels = append(f.Panels, p)
 	}
@@ -307,13 +343,16 @@ func SweepPlot(d *SweepDoc) (*Figure, error) {
 
 // valueTicks labels the swept values themselves (log axes of doubling
 // values otherwise get one label per decade).
-func valueTicks(xs []float64) plot.Ticker {
+func valueTicks(xs []float64, log bool) plot.Ticker {
 	if len(xs) > 12 {
-		return plot.LogTicks{Prec: -1}
+		if log {
+			return engTicks{inner: plot.LogTicks{Prec: -1}}
+		}
+		return engTicks{inner: plot.DefaultTicks{}}
 	}
 	var t plot.ConstantTicks
-	for _, x := range xs {
-		t = append(t, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+	for i, l := range sweptLabels(xs) {
+		t = append(t, plot.Tick{Value: xs[i], Label: l})
 	}
 	return t
 }
@@ -384,7 +423,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 	p := newPlot("modeled lines, published nccl-tests points", "message size (B; nccl-tests size, 1K = 1024)", "bus bandwidth (GB/s)")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, binaryTicks{}
 	p.Y.Tick.Marker = engTicks{inner: p.Y.Tick.Marker}
-	p.Legend.Top, p.Legend.Left = true, true
+	var legend []LegendEntry // the figure's, above the panel
 	for i, s := range modeled {
 		pts := make(plotter.XYs, len(s.Points))
 		for j, c := range s.Points {
@@ -397,7 +436,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		l.Color = paletteColor(i)
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(s.Label, l)
+		legend = append(legend, LegendEntry{s.Label, []plot.Thumbnailer{l}})
 	}
 	groups := map[string]plotter.XYs{}
 	var keys []string
@@ -421,7 +460,7 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 		s.Color = color.Black
 		s.Radius = vg.Points(3.5)
 		p.Add(s)
-		p.Legend.Add(k, s)
+		legend = append(legend, LegendEntry{k, []plot.Thumbnailer{s}})
 	}
 	var tallest float64
 	for _, s := range modeled {
@@ -432,103 +471,8 @@ func CollectivesPlot(title string, ranks int, modeled []CollectiveSeries, publis
 	for _, c := range published {
 		tallest = math.Max(tallest, c.BusBWGBps)
 	}
-	p.Y.Min, p.Y.Max = 0, 1.7*tallest // the legend sits above the curves
-	return &Figure{Title: title, Panels: []*plot.Plot{p}, PanelWidth: 8 * vg.Inch, Height: 5 * vg.Inch}, nil
-}
-
-// ScatterPlot draws measured (y) against modeled (x) with the line y = x and
-// a ±tol band, one panel per unit so every axis carries its unit.
-func ScatterPlot(d *CompareDoc, tol float64) (*Figure, error) {
-	if len(d.Rows) == 0 {
-		return nil, fmt.Errorf("scatter: no rows")
-	}
-	if tol <= 0 {
-		tol = d.Tolerance
-	}
-	if !(tol >= 0 && tol < 1) {
-		return nil, fmt.Errorf("--tolerance: must be in [0, 1) (got %g)", tol)
-	}
-	title := "Measured vs modeled"
-	if d.Title != "" {
-		title = d.Title
-	}
-	f := &Figure{Title: title, PanelWidth: 4.5 * vg.Inch, Height: 4.5 * vg.Inch}
-	units := d.units()
-	if len(units) > 3 {
-		f.Cols = (len(units) + 1) / 2
-		f.Cols = min(f.Cols, 3)
-	}
-	for _, unit := range units {
-		label := unit
-		if label == "" {
-			label = "unitless"
-		}
-		xName, yName := orElse(d.ModeledLabel, "modeled"), orElse(d.MeasuredLabel, "measured")
-		p := newPlot(label+": "+d.metricsIn(unit), xName+" ("+label+")", yName+" ("+label+")")
-		p.Legend.Left = true
-		var pts plotter.XYs
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, r := range d.Rows {
-			if r.Unit != unit {
-				continue
-			}
-			pts = append(pts, plotter.XY{X: r.Modeled, Y: r.Measured})
-			lo = math.Min(lo, math.Min(r.Modeled, r.Measured))
-			hi = math.Max(hi, math.Max(r.Modeled, r.Measured))
-		}
-		xs := make([]float64, 0, 2*len(pts))
-		for _, pt := range pts {
-			xs = append(xs, pt.X, pt.Y)
-		}
-		if spansDecades(xs) {
-			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-			lo, hi = lo/1.5, hi*1.5
-		} else {
-			pad := 0.1 * (hi - lo)
-			if pad == 0 {
-				pad = 0.1 * math.Max(math.Abs(hi), 1)
-			}
-			lo, hi = lo-pad, hi+pad
-		}
-		if tol > 0 {
-			// The measurements a row is not flagged for: |stats.ModelError| ≤ tol.
-			loLow, loHigh := stats.MeasuredBand(lo, tol)
-			hiLow, hiHigh := stats.MeasuredBand(hi, tol)
-			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: loLow}, {X: hi, Y: hiLow}, {X: hi, Y: hiHigh}, {X: lo, Y: loHigh}})
-			if err != nil {
-				return nil, err
-			}
-			band.Color = color.NRGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0x50} // Okabe–Ito sky blue
-			band.LineStyle.Width = 0
-			p.Add(band)
-			p.Legend.Add(fmt.Sprintf("±%g %% error %s", 100*tol, stats.ErrorDefinition), band)
-		}
-		diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
-		if err != nil {
-			return nil, err
-		}
-		diag.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(diag)
-		p.Legend.Add(yName+" = "+xName, diag)
-		s, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, err
-		}
-		s.Color = okabeIto[4] // vermillion
-		s.Radius = vg.Points(3)
-		p.Add(s)
-		p.Legend.Add("each metric's "+yName+" against "+xName, s)
-		// The y axis reaches above the data, so the legend at the top covers none.
-		top := hi + 0.4*(hi-lo)
-		if _, log := p.Y.Scale.(plot.LogScale); log {
-			top = hi * math.Pow(hi/lo, 0.4)
-		}
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, top
-		useEng(p, false)
-		f.Panels = append(f.Panels, p)
-	}
-	return f, nil
+	p.Y.Min, p.Y.Max = 0, 1.05*tallest // the legend is the figure's: the axis ends at the data
+	return &Figure{Title: title, Panels: []*plot.Plot{p}, PanelWidth: 8 * vg.Inch, Height: 5 * vg.Inch, Legend: legend}, nil
 }
 
 func orElse(s, d string) string {
@@ -552,8 +496,9 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 		return nil, fmt.Errorf("--kind %s: %s is %s; %s", kind, path, d.Schema, map[string]string{
 			PlotBreakdown: "breakdown needs " + ModelSchema,
 			PlotSweep:     "sweep needs " + SweepSchema,
-			PlotScatter:   "scatter needs " + CompareSchema + ", " + RunSchema + " or " + SearchSchema,
-			PlotRemote:    "remote needs " + RemoteSchema,
+			PlotScatter: "scatter needs " + CompareSchema + ", " + RunSchema + ", " + SearchSchema + ", " + ComparisonSchema +
+				" or " + EmulationSchema,
+			PlotRemote: "remote needs " + RemoteSchema,
 		}[kind])
 	}
 	switch kind {
@@ -575,6 +520,13 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	}
 	var c *CompareDoc
 	switch {
+	case d.Comparison != nil:
+		return ComparisonPlot(d.Comparison)
+	case d.Emulation != nil:
+		var err error
+		if c, err = CompareFromEmulation(d.Emulation); err != nil {
+			return nil, err
+		}
 	case d.Compare != nil:
 		c = d.Compare
 	case d.Run != nil:
@@ -627,29 +579,17 @@ var publishedSources = map[string]string{
 	"NV#2409": "NV#2409: a user's expectation, 2×8 H100",
 }
 
-// headroom raises a panel's y range so a legend at the top covers no data.
-func headroom(p *plot.Plot, data map[string]plotter.XYs) {
+// fitY sets a panel's y range from 0 (or the lowest value, if negative)
+// to just above the highest value.
+func fitY(p *plot.Plot, data map[string]plotter.XYs) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, xys := range data {
 		for _, xy := range xys {
 			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
 		}
 	}
-	if hi > lo {
-		p.Y.Min, p.Y.Max = math.Min(0, lo), hi+0.45*(hi-math.Min(0, lo))*float64(len(data)+1)/2
+	if hi > lo || (hi == lo && hi > 0) {
+		lo = math.Min(0, lo)
+		p.Y.Min, p.Y.Max = lo, hi+0.05*(hi-lo)
 	}
-}
-
-// metricsIn names the metrics plotted in unit's panel, short enough for its title.
-func (c *CompareDoc) metricsIn(unit string) string {
-	var names []string
-	for _, r := range c.Rows {
-		if r.Unit == unit {
-			names = append(names, r.Metric)
-		}
-	}
-	if all := strings.Join(names, ", "); len(all) <= 45 || len(names) == 1 {
-		return all
-	}
-	return fmt.Sprintf("%s and %d more", names[0], len(names)-1)
 }

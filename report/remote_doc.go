@@ -78,16 +78,19 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 	phases := []partition.Phase{partition.Prefill, partition.Decode}
 	gap := ""
 	if f.GapBytesRatio > 0 {
-		gap = fmt.Sprintf("\nnaive/stateful per decode request: %.3g× bytes, %.3g× latency", f.GapBytesRatio, f.GapLatencyRatio)
+		gap = fmt.Sprintf("\nnaive/stateful per decode request: %s× bytes, %s× latency", engLabel(f.GapBytesRatio, false), engLabel(f.GapLatencyRatio, false))
 	}
 	fig := &Figure{PanelWidth: vg.Length(2.5+0.9*float64(len(modes))) * vg.Inch, Height: 4.5 * vg.Inch}
 
 	// Bytes: on a log axis each bar is a rectangle from 1 B up (a bar chart
 	// rises from 0, which a log axis cannot show), so a mode shipping bytes
 	// and one shipping gigabytes both show.
-	bp := newPlot(fmt.Sprintf("%s: payload per request\n(model bytes, counted in the transport)", f.Config), "mode"+gap, "payload bytes per request (log)")
+	bp := newPlot(fmt.Sprintf("%s: payload per request\n(model bytes, counted in the transport)", f.Config), "mode"+gap, "payload per request (B, log)")
 	bp.NominalX(names...)
-	bp.Y.Scale, bp.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	// The axis holds log10(bytes), labelled 10, 1K, 1M (gonum places a log
+	// axis's label box at the linear midpoint of its range, which squeezes
+	// the panel).
+	bp.Y.Tick.Marker = log10Ticks{}
 	top, zero := 1.0, []string{}
 	for pi, ph := range phases {
 		var legend *plotter.Polygon
@@ -101,7 +104,8 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 			}
 			top = math.Max(top, b)
 			x0 := float64(i) - 0.36 + 0.36*float64(pi)
-			r, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 1}, {X: x0 + 0.34, Y: 1}, {X: x0 + 0.34, Y: b}, {X: x0, Y: b}})
+			lb := math.Log10(b)
+			r, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x0 + 0.34, Y: 0}, {X: x0 + 0.34, Y: lb}, {X: x0, Y: lb}})
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +118,7 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 			bp.Legend.Add(string(ph), legend)
 		}
 	}
-	bp.Y.Min, bp.Y.Max = 1, math.Pow(10, math.Ceil(math.Log10(top))+0.7)
+	bp.Y.Min, bp.Y.Max = 0, math.Ceil(math.Log10(top))+0.7
 	bp.X.Min, bp.X.Max = -0.5, float64(len(modes))-0.5
 	bp.Legend.Left, bp.Legend.Top = true, false // low left: local mode's empty column
 	bp.Legend.YOffs = vg.Points(8)
@@ -144,15 +148,18 @@ func RemotePlot(f *remote.ResultsFile) (*Figure, error) {
 		lp.Legend.Add(string(ph), bar)
 	}
 	lp.Y.Min, lp.Y.Max = 0, 1.4*math.Max(tallest, 1e-3)
+	lp.Y.Tick.Marker = engTicks{inner: plot.DefaultTicks{}}
 	lp.X.Min, lp.X.Max = -0.5, float64(len(modes))-0.5
 	lp.Legend.Left = true
 	fig.Panels = append(fig.Panels, lp)
 	return fig, nil
 }
 
+// phaseColor is a phase's Okabe–Ito colour: blue for prefill, orange for
+// decode.
 func phaseColor(ph partition.Phase) color.Color {
 	if ph == partition.Prefill {
-		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+		return okabeIto[3]
 	}
-	return color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	return okabeIto[0]
 }

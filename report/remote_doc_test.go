@@ -93,8 +93,8 @@ func TestRemoteResultsCompareAndPlot(t *testing.T) {
 	if err := fig.Write(&svg, "svg"); err != nil {
 		t.Fatal(err)
 	}
-	// %.3g of 31,250 and 4.
-	for _, s := range []string{"payload bytes per request (log)", "3.12e+04× bytes, 4× latency", "no bytes: local", "mean latency per request (ms)"} {
+	// 31,250 and 4 in engineering notation.
+	for _, s := range []string{"payload per request (B, log)", "31.2K× bytes, 4× latency", "no bytes: local", "mean latency per request (ms)"} {
 		if !strings.Contains(svg.String(), s) {
 			t.Errorf("the figure lacks %q", s)
 		}

@@ -60,19 +60,12 @@ func WriteSuite(dir string, r *suite.Results) error {
 		{SuiteUtilPDF, "Device utilization over the server's span (mean, 95 % CI on the logit scale, inside 0–100 %)", "utilization (%)", false, func(c suite.CellResult) stats.Summary { return c.Util }, 100},
 	}
 	for _, f := range figs {
-		p, err := suitePlot(r, f.title, f.unit, f.log, f.val, f.scale)
+		fig, err := suiteFigure(r, f.title, f.unit, f.log, f.val, f.scale)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.file, err)
 		}
 		path := filepath.Join(dir, f.file)
-		if err := WriteFileAtomic(path, func(w io.Writer) error {
-			wt, err := p.WriterTo(7*vg.Inch, 3.6*vg.Inch, "pdf")
-			if err != nil {
-				return err
-			}
-			_, err = wt.WriteTo(w)
-			return err
-		}); err != nil {
+		if err := WriteFileAtomic(path, func(w io.Writer) error { return fig.Write(w, "pdf") }); err != nil {
 			return err
 		}
 	}
@@ -109,19 +102,23 @@ func suiteErrBar(s stats.Summary, scale float64, logY bool) (y, below, above flo
 	return y, below, above, clipped, true
 }
 
-func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.CellResult) stats.Summary, scale float64) (*plot.Plot, error) {
+// suiteFigure is one of the suite's figures: a point per baseline and
+// workload with its interval, the legend once above the panel, and a y
+// axis that spans the data (on a log axis: no empty decades).
+func suiteFigure(r *suite.Results, title, unit string, logY bool, val func(suite.CellResult) stats.Summary, scale float64) (*Figure, error) {
 	p := plot.New()
 	// The title names what was run and where, as every partbench figure does.
-	p.Title.Text = fmt.Sprintf("%s\nsuite %s, %s backend (modeled for %s, link %s)", title, r.Spec, r.Backend, r.Hardware, r.Link)
-	p.Title.TextStyle.Font.Size = vg.Points(11)
+	figTitle := fmt.Sprintf("%s\nsuite %s, %s backend (modeled for %s, link %s)", title, r.Spec, r.Backend, r.Hardware, r.Link)
 	p.Y.Label.Text = unit
 	p.X.Label.Text = "workload"
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
+	} else {
+		p.Y.Tick.Marker = engTicks{inner: plot.DefaultTicks{}}
 	}
-	p.Legend.Top = true
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	fig := &Figure{Title: figTitle, Panels: []*plot.Plot{p}, PanelWidth: 7 * vg.Inch, Height: 3.6 * vg.Inch}
+	dataLo, dataHi := math.Inf(1), math.Inf(-1) // the data's extent, intervals included
 	nb := len(r.Baselines)
 	width := 0.8
 	for bi, b := range r.Baselines {
@@ -139,6 +136,7 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 				x := float64(wi) - width/2 + width*(float64(bi)+0.5)/float64(nb)
 				pts.XYs = append(pts.XYs, plotter.XY{X: x, Y: m})
 				pts.lo, pts.hi = append(pts.lo, lo), append(pts.hi, hi)
+				dataLo, dataHi = math.Min(dataLo, m-lo), math.Max(dataHi, m+hi)
 				if clipped {
 					clips.XYs = append(clips.XYs, plotter.XY{X: x, Y: m})
 					clips.Labels = append(clips.Labels, ClippedLabel)
@@ -177,7 +175,7 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 		if b.Seed != "" {
 			label += " (" + b.Seed + ")"
 		}
-		p.Legend.Add(label, sc)
+		fig.Legend = append(fig.Legend, LegendEntry{label, []plot.Thumbnailer{sc}})
 	}
 	names := make([]string, len(r.Workloads))
 	for i, w := range r.Workloads {
@@ -186,13 +184,16 @@ func suitePlot(r *suite.Results, title, unit string, logY bool, val func(suite.C
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	p.Add(plotter.NewGrid())
-	// Headroom above the data for the legend.
-	if logY {
-		p.Y.Max *= 300
-	} else {
-		p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max*1.6, 1)
+	// The legend is the figure's, above the panel: the axis spans the data
+	// with a small margin (on a log axis, a factor of 1.25 either side).
+	switch {
+	case dataHi < dataLo: // nothing drawn
+	case logY:
+		p.Y.Min, p.Y.Max = dataLo/1.25, dataHi*1.25
+	default:
+		p.Y.Min, p.Y.Max = 0, math.Max(dataHi*1.05, 1)
 	}
-	return p, nil
+	return fig, nil
 }
 
 // SuiteLaTeX is the speedup table: booktabs rules, siunitx columns, one

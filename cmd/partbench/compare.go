@@ -20,9 +20,12 @@ Records are matched by name — strategies for partbench.model/v1, key value and
 for sweeps, candidates for searches, metrics for compare files, mode and phase (bytes,
 latency, the naive/stateful gap) for partbench remote's results.json — and each later file's
 value is shown beside the first with the relative difference (B − A)/A in percent.
-Records missing from some file are listed under the table.
+Records missing from some file are listed under the table. --format json writes a
+partbench.comparison/v1 document (every file's value and each difference per record and
+metric), which 'partbench plot' draws.
 
-  partbench compare before.json after.json --format latex`,
+  partbench compare before.json after.json --format latex
+  partbench compare before.json after.json --format json -o cmp.json && partbench plot cmp.json --output cmp.png`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var docs []*report.Doc
@@ -38,8 +41,11 @@ Records missing from some file are listed under the table.
 				return err
 			}
 			return report.ToOutput(out, cmd.OutOrStdout(), func(w io.Writer) error {
-				if format == report.FormatLaTeX {
+				switch format {
+				case report.FormatLaTeX:
 					return report.WriteLaTeX(w, c.LaTeXGrid()) // labels in words, no paths
+				case report.FormatJSON:
+					return report.WriteComparisonJSON(w, c, version) // partbench.comparison/v1, which plot draws
 				}
 				return report.WriteTables(w, format, "compare", version, c.Grid())
 			})

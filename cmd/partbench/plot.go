@@ -15,7 +15,7 @@ func newPlotCmd() *cobra.Command {
 	o := &report.PlotArgs{}
 	cmd := &cobra.Command{
 		Use:   "plot [FILE] --output FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
-		Short: "Draw a saved result (model, sweep, search, compare or run JSON) or the collective model as SVG or PNG",
+		Short: "Draw a saved result (model, sweep, search, compare, comparison, run, emulation or remote JSON) or the collective model as SVG or PNG",
 		Long: `Draw a figure from a saved JSON result, choosing the plot by its "schema":
 
   partbench.model/v1    breakdown: each strategy's critical-rank time by bound, prefill and decode
@@ -25,6 +25,10 @@ func newPlotCmd() *cobra.Command {
   partbench.search/v1   scatter of the closed-form estimate against the full timeline
   partbench.remote/v1   remote: payload bytes and latency per request of each mode (partbench remote's
                         results.json), with the naive/stateful gap
+  partbench.comparison/v1  scatter of each later file's values against the first's (compare --format json),
+                        one panel per unit, one series per later file
+  partbench.emulate/v1  scatter of emulated against modeled (run --emulate-ranks' results.json): TTFT, TPOT,
+                        TPS, bubbles, memory
 
 --kind collectives needs no FILE: modeled bus bandwidth of all_reduce and all_gather over
 the first --ranks GPUs of --topology, beside published nccl-tests points (docs/collectives.md).

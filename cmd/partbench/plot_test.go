@@ -70,3 +70,26 @@ func TestPlotScatterAndUnknownSchema(t *testing.T) {
 		t.Errorf("unknown schema: %v", err)
 	}
 }
+
+// run --emulate-ranks' results.json (partbench.emulate/v1) plots as
+// emulated against modeled on the config's hardware.
+func TestPlotEmulation(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := runCLI(t, "run", "--emulate-ranks", "4", "--config", "test/tp2pp2-tiny", "--backend", "cpu", "--iterations", "1", "--warmup", "0",
+		"--output-dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	svg := filepath.Join(dir, "emu.svg")
+	if _, err := runCLI(t, "plot", filepath.Join(dir, "results.json"), "--output", svg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"emulated (s)", "modeled (H100", "Rank emulation: tp2pp2-tiny", ">TPOT<", ">memory per GPU (max)<"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("emulation scatter lacks %q", want)
+		}
+	}
+}

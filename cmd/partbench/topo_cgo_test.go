@@ -102,7 +102,7 @@ func TestTopoMachineDOTAndSave(t *testing.T) {
 		"[\n    label=\"5× NVLink 4\"": 16,
 		"[\n    label=\"4× NVLink 4\"": 16,
 		`style=dashed`:                 0, // no PCIe-only pair
-		"\n  gpu0 -- nvswitch0 [":      1,
+		"\n  nvswitch0 -- gpu0 [":      1, // the hub first: its GPUs drawn in order
 	} {
 		if got := strings.Count(out, s); got != n {
 			t.Errorf("dot: %d × %q, want %d\n%s", got, s, n, out)

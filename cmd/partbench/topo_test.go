@@ -112,12 +112,12 @@ func TestTopoPresetJSONAndDOT(t *testing.T) {
 	// Two node boxes, an NVSwitch in each, 16 NICs into one network
 	// (gonum's DOT encoder: one attribute per line).
 	for s, n := range map[string]int{
-		`strict graph "dgx-h100x2" {`:                         1,
-		`subgraph cluster_`:                                   2,
-		"label=NVSwitch\n    shape=hexagon":                   2,
-		"shape=diamond":                                       16,
-		"-- network [\n    label=\"50 GB/s\"":                 16,
-		"-- n1nvswitch [\n    label=\"450 GB/s\"\n    color=": 8,
+		`strict graph "dgx-h100x2" {`:         1,
+		`subgraph cluster_`:                   2,
+		"label=NVSwitch\n    shape=hexagon":   2,
+		"shape=diamond":                       16,
+		"-- network [\n    label=\"50 GB/s\"": 16,
+		"n1nvswitch -- n1gpu":                 8, // the hub first: its GPUs drawn in order
 	} {
 		if got := strings.Count(out, s); got != n {
 			t.Errorf("dot: %d × %q, want %d\n%s", got, s, n, out)
