@@ -161,13 +161,19 @@ func addPointLabels(p *plot.Plot, s scatterSeries, lo, hi float64, log bool) err
 	var right, left plotter.XYLabels
 	var spots [][2]float64
 	var texts []string
+	var counts []int
 	for i, pt := range s.pts {
 		x, y := pos(pt.X), pos(pt.Y)
 		joined := false
 		for j, sp := range spots {
 			if math.Abs(sp[0]-x) < 0.04 && math.Abs(sp[1]-y) < 0.04 {
+				// Two names at one spot are written out; more read as the
+				// first and a count, so a label stays short.
 				if !containsString(strings.Split(texts[j], ", "), s.labels[i]) {
-					texts[j] += ", " + s.labels[i]
+					counts[j]++
+					if counts[j] == 2 {
+						texts[j] += ", " + s.labels[i]
+					}
 				}
 				joined = true
 				break
@@ -176,12 +182,18 @@ func addPointLabels(p *plot.Plot, s scatterSeries, lo, hi float64, log bool) err
 		if !joined {
 			spots = append(spots, [2]float64{x, y})
 			texts = append(texts, s.labels[i])
+			counts = append(counts, 1)
 			xy := pt
 			if x > 0.6 {
 				left.XYs, left.Labels = append(left.XYs, xy), append(left.Labels, "")
 			} else {
 				right.XYs, right.Labels = append(right.XYs, xy), append(right.Labels, "")
 			}
+		}
+	}
+	for j, n := range counts {
+		if n > 2 {
+			texts[j] += fmt.Sprintf(" and %d more", n-2)
 		}
 	}
 	// Fill the texts in in the order the spots were found.
@@ -213,10 +225,18 @@ func addPointLabels(p *plot.Plot, s scatterSeries, lo, hi float64, log bool) err
 			ls.TextStyle[i].YAlign = draw.YCenter
 		}
 		ls.Offset = vg.Point{X: side.dx}
-		p.Add(ls)
+		p.Add(unpadded{ls})
 	}
 	return nil
 }
+
+// unpadded draws labels without widening the plot's margins for them
+// (plotter.Labels' glyph boxes would shrink the data area to fit every
+// label's text; a label may run to the panel's edge instead).
+type unpadded struct{ l *plotter.Labels }
+
+func (u unpadded) Plot(c draw.Canvas, p *plot.Plot)            { u.l.Plot(c, p) }
+func (u unpadded) DataRange() (xmin, xmax, ymin, ymax float64) { return u.l.DataRange() }
 
 // ScatterPlot draws measured (y) against modeled (x) with the line y = x and
 // a ±tol band, one panel per unit so every axis carries its unit; every
