@@ -10,7 +10,6 @@ import (
 	"time"
 
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
@@ -32,9 +31,15 @@ type ExecEngine struct {
 
 var _ Engine = (*ExecEngine)(nil)
 
-// NewCPUEngine is the engine over exec/cpu.
+// NewCPUEngine is the engine over the CPU backend, reached through the
+// backend registry like every other (BackendEngine("cpu"), which cannot
+// fail: the CPU backend needs no library).
 func NewCPUEngine() *ExecEngine {
-	return &ExecEngine{Backend: "cpu", New: func(plan *partition.Plan) (pexec.Compute, error) { return cpu.New(plan, 0) }}
+	e, err := BackendEngine("cpu")
+	if err != nil {
+		panic("remote: the CPU backend is always registered: " + err.Error())
+	}
+	return e
 }
 
 // SessionBytes is the plan's memory for one session.

@@ -3,11 +3,13 @@ package serving
 import (
 	"context"
 	"fmt"
+	pexec "github.com/partbench/partbench/exec"
 	"math"
 	"time"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/backend"
+	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -31,7 +33,7 @@ type Executor interface {
 // Each pass is partition.Plan.Pass at the sequence's own position.
 type CPUExecutor struct {
 	plan   *partition.Plan
-	c      *cpu.Compute
+	c      pexec.Compute
 	free   []int
 	slotOf map[*Seq]int
 }
@@ -55,9 +57,14 @@ func EngineConfig(cfg *configs.Config, slots, context int) (*configs.Config, err
 	return &n, nil
 }
 
-// NewCPUExecutor allocates the engine's model on the CPU backend.
+// NewCPUExecutor allocates the engine's model on the CPU backend, reached
+// through the backend registry.
 func NewCPUExecutor(plan *partition.Plan) (*CPUExecutor, error) {
-	c, err := cpu.New(plan, 0)
+	_, newCompute, err := backend.Default().DeviceCompute("cpu", launch.Env{Size: 1, LocalSize: 1})
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCompute(plan, 0)
 	if err != nil {
 		return nil, err
 	}
