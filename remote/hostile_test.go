@@ -680,7 +680,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, MaxPEMFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cert, key := hsSelfSigned(t, dir)
+	cert, key := selfSigned(t, dir)
 	for _, c := range []struct {
 		o    ServeOptions
 		flag string
@@ -713,7 +713,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 // TestTCPOverTLS: the raw-TCP twin serves over TLS (the token never crosses
 // in clear), and a plaintext client gets nothing from it.
 func TestTCPOverTLS(t *testing.T) {
-	cert, key := hsSelfSigned(t, t.TempDir())
+	cert, key := selfSigned(t, t.TempDir())
 	s, err := NewServer(ServerConfig{Token: "tls-token", TLSCert: cert, TLSKey: key}, NewCPUEngine())
 	if err != nil {
 		t.Fatal(err)
