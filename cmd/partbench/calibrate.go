@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"testing"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +38,7 @@ func newCalibrateCmd() *cobra.Command {
 the hardware and topology presets, with the spread (min/median/max over repeats)
 of every figure:
 
-  GEMM throughput     cpu.MatMul (gonum sgemm, serial tiles), the CPU backend's GEMM, over the Programs' GEMM shapes
+  GEMM throughput     cpu.MatMul (OpenBLAS when the system has it, else gonum's sgemm in serial tiles), the CPU backend's GEMM, over the Programs' GEMM shapes
   memory bandwidth    streaming read of a working set far beyond the last-level cache
   cache curve         read bandwidth from 16 KiB to beyond the last-level cache → l2_bytes, l2_bytes_per_s
   per-op overhead     exec/cpu Compute.Exec of the smallest op → kernel_launch_s
@@ -79,9 +78,9 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	}
 	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom, Version: version}
 	// The link among process ranks, as a run's: this program re-run as each
-	// rank. A test binary cannot be re-run as partbench; its ranks stay
-	// goroutines.
-	if exe, err := os.Executable(); err == nil && o.nproc > 1 && !testing.Testing() {
+	// rank. A Go test binary (NAME.test) cannot be re-run as partbench; its
+	// ranks stay goroutines.
+	if exe, err := os.Executable(); err == nil && o.nproc > 1 && !strings.HasSuffix(exe, ".test") {
 		opts.LinkArgv = []string{exe, "calibrate"}
 	}
 	opts.Progress = progress.Bar("calibrating")
