@@ -15,7 +15,7 @@ import (
 // calibration: its cache bandwidth then turns a measured ratio into an
 // implied residency. notes[i] (what the calibration replaced) go with the
 // i-th, followed by what a reader of the measurement must know.
-func L2Strategies(cfgs []*configs.Config, notes [][]string, calibrated bool, probe func(int64) calib.Reuse) ([]L2Strategy, error) {
+func L2Strategies(cfgs []*configs.Config, notes [][]string, calibrated bool, probe func(int64) calib.Reuse, backend string) ([]L2Strategy, error) {
 	var out []L2Strategy
 	for i, cfg := range cfgs {
 		plan, err := partition.NewPlan(cfg)
@@ -35,7 +35,7 @@ func L2Strategies(cfgs []*configs.Config, notes [][]string, calibrated bool, pro
 		if probe != nil && !calibrated {
 			st.Notes = append(st.Notes, fmt.Sprintf("the modeled residency is for %s, the measured ratio for this machine: give --calibration to model this machine", e.Hardware))
 		}
-		if probe != nil && cfg.Model.DType != "fp32" {
+		if probe != nil && backend == configs.BackendCPU && cfg.Model.DType != "fp32" { // the CPU backend computes in fp32
 			st.Notes = append(st.Notes, fmt.Sprintf("working sets are the model's %s bytes; the CPU backend holds float32 weights, %d× as many", cfg.Model.DType, 4/partition.DTypeBytes(cfg.Model.DType)))
 		}
 		out = append(out, st)

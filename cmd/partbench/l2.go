@@ -76,7 +76,7 @@ func (o *l2Options) run(stdout io.Writer) error {
 		}
 		probe = calib.MemoProbe(opts)
 	}
-	out, err := compare.L2Strategies(cfgs, notes, o.calibration != "", probe)
+	out, err := compare.L2Strategies(cfgs, notes, o.calibration != "", probe, o.backend)
 	if err != nil {
 		return err
 	}
