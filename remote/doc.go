@@ -3,6 +3,7 @@
 // the same protocol, a client for both, and byte counts taken in the transport.
 //
 // It executes through the Engine interface and must not invent a second
-// Program: what each mode ships is partition's RemotePayloadOf; it must not
-// import exec backends (the engine is given to it) nor write to disk.
+// Program: what each mode ships is partition's RemotePayloadOf; it reaches a
+// backend only through exec/backend's registry (BackendEngine), never by
+// importing one, and does not write to disk.
 package remote
