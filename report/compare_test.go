@@ -129,3 +129,18 @@ func TestReadDocErrors(t *testing.T) {
 		t.Fatalf("mixed schemas: %v", err)
 	}
 }
+
+// Metric keys read in words, a run's and an emulation's sides named.
+func TestMetricLabelSides(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{"tpot_s", "TPOT"},
+		{"ttft_s_measured", "TTFT (measured)"},
+		{"tokens_per_s_modeled", "TPS (modeled)"},
+		{"ttft_s_emulated", "TTFT (emulated)"},
+		{"some_new_key", "some new key"},
+	} {
+		if got := MetricLabel(c.key); got != c.want {
+			t.Errorf("MetricLabel(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}

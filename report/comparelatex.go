@@ -47,7 +47,7 @@ func MetricLabel(key string) string {
 	if l, ok := metricLabels[key]; ok {
 		return l
 	}
-	for _, side := range []string{"measured", "modeled"} {
+	for _, side := range []string{"measured", "modeled", "emulated"} {
 		if base, ok := strings.CutSuffix(key, "_"+side); ok {
 			return MetricLabel(base) + " (" + side + ")"
 		}
