@@ -95,4 +95,3 @@ func hsWaitFor(t *testing.T, bound time.Duration, cond func() bool, what string)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-

@@ -14,8 +14,8 @@ import (
 
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/sim"
-	"github.com/partbench/partbench/topology"
 	"github.com/partbench/partbench/stats"
+	"github.com/partbench/partbench/topology"
 )
 
 // CollectivesCompareSchema names the JSON layout of collectives --measured.
