@@ -141,10 +141,10 @@ func hostileArgServe() int {
 
 // hostileChild starts a server process with env and returns it and its
 // address.
-func hostileChild(t *testing.T, transport string, env ...string) (*hsChild, string) {
+func hostileChild(t *testing.T, transport string, env ...string) (*child, string) {
 	t.Helper()
 	env = append([]string{"HSRV_CHILD=serve", "HS_TRANSPORT=" + transport}, env...)
-	c := hsStartChild(t, env...)
+	c := startChildEnv(t, env...)
 	prefix := "partbench serve: " + transport + " listening on "
 	return c, strings.TrimPrefix(c.line(t, prefix), prefix)
 }
@@ -330,7 +330,7 @@ func TestHostileHeaderOverBudget(t *testing.T) {
 			// gRPC keeps the connection and its session; the raw-TCP server
 			// hangs up after a refused request, which frees the session.
 			want := map[string]int64{"grpc": need, "tcp": 0}[tr]
-			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == want }, fmt.Sprintf("reserved bytes back to %d B", want))
+			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == want }, fmt.Sprintf("reserved bytes back to %d B", want))
 		})
 	}
 }
@@ -410,7 +410,7 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 			infos, total := payloadInfos(t, plan, partition.RemoteNaive, partition.Prefill, 0)
 			t0 := time.Now()
 			st := rawStep(t, s, pb.Phase_PHASE_PREFILL, 0, infos)
-			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions+total }, "the silent request's reservation")
+			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions+total }, "the silent request's reservation")
 			if err := generateOnce(t, dial(t, addrs[tr], tr, "")); err != nil {
 				t.Fatalf("a client beside a silent one: %v", err)
 			}
@@ -424,7 +424,7 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 			if d := time.Since(t0); d < readTimeout {
 				t.Errorf("the silent request was cut off after %v, before the %v read timeout", d, readTimeout)
 			}
-			hsWaitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions || srv.ReservedBytes() == sessions-s.Bytes }, "the silent request's buffers released")
+			waitFor(t, 5*time.Second, func() bool { return srv.ReservedBytes() == sessions || srv.ReservedBytes() == sessions-s.Bytes }, "the silent request's buffers released")
 		})
 	}
 }
@@ -603,7 +603,7 @@ func TestSpawnedServerDiesWithParent(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc: the parent-death signal is Linux's")
 	}
-	p := hsStartChild(t, "HSRV_CHILD=spawner")
+	p := startChildEnv(t, "HSRV_CHILD=spawner")
 	f := strings.Fields(p.line(t, "spawned "))
 	pid, err := strconv.Atoi(f[1])
 	if err != nil {

@@ -43,37 +43,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// delayEngine holds every step for a while (drain tests).
-type delayEngine struct {
-	Engine
-	d time.Duration
-}
-
-type delaySession struct {
-	EngineSession
-	d time.Duration
-}
-
-func (e delayEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (EngineSession, error) {
-	s, err := e.Engine.OpenSession(p, m, o)
-	if err != nil {
-		return nil, err
-	}
-	return delaySession{s, e.d}, nil
-}
-
-func (s delaySession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
-	time.Sleep(s.d)
-	return s.EngineSession.Step(ctx, in)
-}
-
 func childServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	var eng Engine = NewCPUEngine()
-	if d, err := time.ParseDuration(os.Getenv("CHILD_DELAY")); err == nil {
-		eng = delayEngine{eng, d}
-	}
 	out := &addrTap{w: os.Stdout}
 	// CHILD_GATE: every step prints gateStartedLine and is held, until the
 	// server drains after SIGTERM ("drain") or for good ("never").
@@ -199,8 +172,15 @@ type child struct {
 
 func startChild(t *testing.T, role string, env ...string) *child {
 	t.Helper()
+	return startChildEnv(t, append([]string{"PARTBENCH_REMOTE_CHILD=" + role}, env...)...)
+}
+
+// startChildEnv re-executes this test binary with env added (the variable
+// that picks the child's part among them).
+func startChildEnv(t *testing.T, env ...string) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"PARTBENCH_REMOTE_CHILD=" + role}, env...)...)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
