@@ -9,6 +9,7 @@ import (
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
+	kernelsrc "github.com/partbench/partbench/exec/cuda/kernels"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -19,9 +20,26 @@ var fusedSource string
 
 // extraSource is the backend's second module, beside kernelSource: the
 // kernels that run on every architecture and element type but came after
-// it (split-KV decode attention, the fused row kernels). Each file
-// carries its own stand-alone element type, defined once.
-func extraSource() string { return splitKVSource + "\n" + fusedSource + "\n" + genSource }
+// it (split-KV decode attention, the fused row kernels, the weight
+// generator), with the shared headers they include expanded once.
+func extraSource() string { return extraModule }
+
+var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource)
+
+// flashModule is flash.cu with the shared headers it includes expanded:
+// what NVRTC compiles (it is given no include paths).
+var flashModule = expandModule("flash.cu", flashSource)
+
+// expandModule is text (named name) with its includes of the embedded
+// kernel headers expanded, each once. The headers are embedded, so a
+// failure is a build defect.
+func expandModule(name, text string) string {
+	s, err := kernelsrc.Expand(name, text)
+	if err != nil {
+		panic("cuda: " + err.Error())
+	}
+	return s
+}
 
 // extraState is the second module, or why it is not loaded (the backend
 // then runs kernelSource's kernels for everything, as before).

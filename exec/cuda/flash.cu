@@ -29,71 +29,10 @@
 
 #define FLASH_BC 64 // keys per K/V tile; a block of BR queries has BR/16 warps
 
-// Stand-alone, this file defines what it needs from the shared kernel
-// headers, with their names and semantics: the element type and pb_pack2
-// (pb_common.cuh), the mma.sync, ldmatrix and cp.async helpers (pb_tc.cuh).
-// Where those headers come first (the host-emulation harness, which brings
-// their emulated branch under -DPB_HOSTEMU), these copies step aside.
-#ifndef PB_COMMON_CUH
-typedef unsigned short elem;
-#define PB_ELEM_BYTES 2
-#define PB_INF __int_as_float(0x7f800000)
-#if defined(PB_F16)
-__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-#else
-__device__ __forceinline__ elem st(float f) {
-	unsigned int u = __float_as_uint(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
-	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
-	return (elem)(u >> 16);
-}
-#endif
-// Two fp32 values rounded to nearest even into one register, lo in the
-// low half (the layout of mma.sync and ldmatrix fragments).
-__device__ __forceinline__ unsigned int pb_pack2(float lo, float hi) {
-	return (unsigned int)st(lo) | ((unsigned int)st(hi) << 16);
-}
-#endif // PB_COMMON_CUH
-
-#ifndef PB_TC_CUH
-__device__ __forceinline__ unsigned int pb_smem_addr(const void* p) {
-	unsigned int a;
-	asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }\n" : "=r"(a) : "l"(p));
-	return a;
-}
-
-// d = a·b + c: a the 16×16 A fragment (4 registers of 2 elements), b the
-// 16×8 B fragment (2 registers), c and d 16×8 fp32 accumulators.
-__device__ __forceinline__ void pb_mma_m16n8k16(float d[4], const unsigned int a[4], const unsigned int b[2], const float c[4]) {
-#if defined(PB_F16)
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
-#else
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
-#endif
-		: "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-}
-
-// Four 8×8 matrices of 16-bit elements; lane 8j + r gives row r of matrix j.
-__device__ __forceinline__ void pb_ldmatrix_x4(unsigned int r[4], const void* row) {
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
-}
-
-// The same, each matrix transposed.
-__device__ __forceinline__ void pb_ldmatrix_x4_trans(unsigned int r[4], const void* row) {
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(pb_smem_addr(row)));
-}
-
-// 16 bytes to shared memory, asynchronously: src_bytes (0 or 16) from
-// global src, the rest zeros.
-__device__ __forceinline__ void pb_cp_async_16_zfill(void* dst, const void* src, int src_bytes) {
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(pb_smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void pb_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void pb_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
-#endif // PB_TC_CUH
+// The element type, pb_pack2 and the tensor-core helpers are the shared
+// headers': the real PTX for NVRTC, their emulation under -DPB_HOSTEMU.
+#include "pb_common.cuh"
+#include "pb_tc.cuh"
 
 typedef unsigned int u32;
 

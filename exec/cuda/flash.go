@@ -12,8 +12,9 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
-// flashSource is the tensor-core prefill attention (flash.cu), compiled as
-// a module of its own beside kernelSource: for fp16 and bf16 only (the
+// flashSource is the tensor-core prefill attention (flash.cu, as written;
+// flashModule with its headers expanded), compiled as a module of its own
+// beside kernelSource: for fp16 and bf16 only (the
 // m16n8k16 mma has no fp32 form), and only for sm_80 and newer (mma.sync
 // m16n8k16, ldmatrix and cp.async).
 //
@@ -107,7 +108,7 @@ func (c *Compute) initFlash() {
 		if cubin && !c.rtc.HasCUBIN() {
 			continue
 		}
-		img, err := c.compileSource(flashSource, "flash.cu", major, minor, cubin)
+		img, err := c.compileSource(flashModule, "flash.cu", major, minor, cubin)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue

@@ -1,7 +1,7 @@
 // Fused row kernels; fusedmodel.go is their Go model. Compiled by NVRTC per
 // element type (-DPB_F16, -DPB_BF16 or -DPB_F32), fp32 arithmetic, for any
-// architecture, in one module with splitkv.cu (whose stand-alone element
-// type this file shares when it comes first).
+// architecture, in one module with splitkv.cu and gen.cu; the element type
+// and its conversions are pb_common.cuh's.
 //
 //   pb_add_rmsnorm, pb_add_layernorm: the residual add x += y and the next
 //     norm of x in one pass over the row (one read of x and y, one write of
@@ -11,33 +11,7 @@
 //     sincos in fp64 per element and step; then k and v appended to the
 //     cache, as pb_rope_kv.
 
-#ifndef PB_COMMON_CUH
-#ifndef PB_STANDALONE_ELEM
-#define PB_STANDALONE_ELEM
-#if defined(PB_F16)
-typedef unsigned short elem;
-__device__ __forceinline__ float ld(elem v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
-__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-#define PB_ELEM_BYTES 2
-#elif defined(PB_BF16)
-typedef unsigned short elem;
-__device__ __forceinline__ float ld(elem v) { return __uint_as_float(((unsigned int)v) << 16); }
-__device__ __forceinline__ elem st(float f) {
-	unsigned int u = __float_as_uint(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
-	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
-	return (elem)(u >> 16);
-}
-#define PB_ELEM_BYTES 2
-#else
-typedef float elem;
-__device__ __forceinline__ float ld(elem v) { return v; }
-__device__ __forceinline__ elem st(float f) { return f; }
-#define PB_ELEM_BYTES 4
-#endif
-#define PB_INF __int_as_float(0x7f800000)
-#endif // PB_STANDALONE_ELEM
-#endif // PB_COMMON_CUH
+#include "pb_common.cuh"
 
 // fused_sum adds v over the block (blockDim.x a multiple of 32, ≤ 1024).
 __device__ float fused_sum(float v) {

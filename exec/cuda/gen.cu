@@ -8,24 +8,13 @@
 // rectangle is scale·Unit(KeyAt(base, keyRow0 + r, keyCol0 + c)) (+ add),
 // or with transposed the key's row and column swapped (a tied LM head is
 // the embedding transposed). KeyAt and Unit are model's splitmix64
-// finalizer and top-24-bit map, transliterated (gen_mix, gen_unit, as
-// pb_mix and pb_unit in the main module). The product is rounded
+// finalizer and top-24-bit map (pb_common.cuh's pb_mix and pb_unit, which
+// the main module's kernels use too). The product is rounded
 // (__fmul_rn, never contracted with the add) as Go's float32 product is;
 // the store rounds to the element type as the host's upload does.
 
-#ifndef PB_COMMON_CUH
-typedef unsigned long long u64;
-#endif
+#include "pb_common.cuh"
 
-__device__ __forceinline__ u64 gen_mix(u64 z) {
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-// [−1, 1) from the top 24 bits; every step is exact in fp32.
-__device__ __forceinline__ float gen_unit(u64 h) { return (float)(h >> 40) / 16777216.0f * 2.0f - 1.0f; }
 
 extern "C" __global__ void pb_gen(elem* dst, int ld, int rows, int cols, u64 base, int keyRow0, int keyCol0, int transposed,
 	float scale, float add) {
@@ -34,7 +23,7 @@ extern "C" __global__ void pb_gen(elem* dst, int ld, int rows, int cols, u64 bas
 		const int r = (int)(k / cols), c = (int)(k % cols);
 		const long long kr = transposed ? keyRow0 + c : keyRow0 + r;
 		const long long kc = transposed ? keyCol0 + r : keyCol0 + c;
-		float v = __fmul_rn(scale, gen_unit(gen_mix(gen_mix(base ^ (u64)kr) ^ (u64)kc)));
+		float v = __fmul_rn(scale, pb_unit(pb_mix(pb_mix(base ^ (u64)kr) ^ (u64)kc)));
 		if (add != 0.0f) v = v + add;
 		dst[(size_t)r * ld + c] = st(v);
 	}

@@ -16,33 +16,7 @@
 // pb_attention_vV: hd/V lanes per key (one 16-byte load each), 128/L key
 // groups of online softmax, merged through shared memory.
 
-#ifndef PB_COMMON_CUH
-#ifndef PB_STANDALONE_ELEM
-#define PB_STANDALONE_ELEM
-#if defined(PB_F16)
-typedef unsigned short elem;
-__device__ __forceinline__ float ld(elem v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
-__device__ __forceinline__ elem st(float f) { elem h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-#define PB_ELEM_BYTES 2
-#elif defined(PB_BF16)
-typedef unsigned short elem;
-__device__ __forceinline__ float ld(elem v) { return __uint_as_float(((unsigned int)v) << 16); }
-__device__ __forceinline__ elem st(float f) {
-	unsigned int u = __float_as_uint(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u) return (elem)((u >> 16) | 0x40u); // NaN stays a (quiet) NaN
-	u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
-	return (elem)(u >> 16);
-}
-#define PB_ELEM_BYTES 2
-#else
-typedef float elem;
-__device__ __forceinline__ float ld(elem v) { return v; }
-__device__ __forceinline__ elem st(float f) { return f; }
-#define PB_ELEM_BYTES 4
-#endif
-#define PB_INF __int_as_float(0x7f800000)
-#endif // PB_STANDALONE_ELEM
-#endif // PB_COMMON_CUH
+#include "pb_common.cuh"
 
 #define SPLITKV_THREADS 128
 
