@@ -23,11 +23,9 @@ import (
 // one unit in the last place of the stored output where a rounding
 // boundary falls between two fp32 sums taken in different orders.
 
-// emuHeaders makes a stand-alone kernel file use the shared headers'
-// element type and tensor-core helpers (their host-emulated branch here).
-const emuHeaders = "#include \"pb_common.cuh\"\n#include \"pb_tc.cuh\"\n"
-
-func buildKflashEmu(t *testing.T, name, src string, dt dtype, ks []hostemu.Kernel) *hostemu.Program {
+// buildKernelEmu builds kernel source src (its headers included by the file) in
+// the host-emulation harness for dt.
+func buildKernelEmu(t *testing.T, name, src string, dt dtype, ks []hostemu.Kernel) *hostemu.Program {
 	t.Helper()
 	kernelCheckOnly(t)
 	if _, err := hostemu.Compiler(); err != nil {
@@ -35,7 +33,7 @@ func buildKflashEmu(t *testing.T, name, src string, dt dtype, ks []hostemu.Kerne
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	p, err := hostemu.Build(ctx, t.TempDir(), hostemu.Options{Name: name, Source: emuHeaders + src, Defines: []string{dt.define}, Kernels: ks})
+	p, err := hostemu.Build(ctx, t.TempDir(), hostemu.Options{Name: name, Source: src, Defines: []string{dt.define}, Kernels: ks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +134,7 @@ func runFlashEmu(t *testing.T, p *hostemu.Program, a emuAttn, dt dtype, br int) 
 func TestFlashKernelEmulated(t *testing.T) {
 	for _, st := range storageTypes[1:] {
 		dt := dtypes[st.name]
-		p := buildKflashEmu(t, "flash.cu", flashSource, dt, flashEmuKernels())
+		p := buildKernelEmu(t, "flash.cu", flashSource, dt, flashEmuKernels())
 		for i, c := range flashEmuCases {
 			if st.name == "bf16" && i > 0 {
 				break // the fragment paths are the same; bf16 differs only in the mma type and rounding
@@ -170,7 +168,7 @@ func TestFlashKernelEmulatedPlantedBugs(t *testing.T) {
 		if !strings.Contains(flashSource, bug.old) {
 			t.Fatalf("planted bug %s: flash.cu has no %q", bug.name, bug.old)
 		}
-		p := buildKflashEmu(t, "flash.cu", strings.Replace(flashSource, bug.old, bug.new, 1), dt, flashEmuKernels())
+		p := buildKernelEmu(t, "flash.cu", strings.Replace(flashSource, bug.old, bug.new, 1), dt, flashEmuKernels())
 		got, err := runFlashEmu(t, p, a, dt, flashBr)
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +185,7 @@ func TestExtraKernelsEmulated(t *testing.T) {
 	for _, st := range storageTypes {
 		dt := dtypes[st.name]
 		partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
-		p := buildKflashEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
+		p := buildKernelEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
 			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig},
 			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
 			{Name: "pb_gen", Sig: genSig}})
@@ -376,7 +374,7 @@ func TestSplitKVKernelEmulatedPlantedBugs(t *testing.T) {
 	dt := dtypes["fp32"]
 	src := strings.Replace(extraSource(), old, "if (l > 0.0f) L += l;", 1)
 	partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
-	p := buildKflashEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}})
+	p := buildKernelEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}})
 	c := flashCase{seqs: 1, hl: 2, kvl: 1, hd: 64, past: 300, q: 1}
 	a := newEmuAttn(c, dt, 30)
 	g := a.g
