@@ -176,7 +176,7 @@ func ParseCalibration(r io.Reader, source string) (*Calibration, error) {
 		return nil, err
 	}
 	var c Calibration
-	if err := decodeStrict(data, &c, source); err != nil {
+	if _, err := decodeStrict(data, &c, source); err != nil {
 		return nil, err
 	}
 	c.Source = source

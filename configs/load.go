@@ -86,7 +86,8 @@ func Parse(r io.Reader, source string) (*Config, error) {
 	}
 	// First pass: strict decode of the file alone, to learn which presets it names.
 	var probe Config
-	if err := decodeStrict(data, &probe, source); err != nil {
+	md, err := decodeStrict(data, &probe, source)
+	if err != nil {
 		return nil, err
 	}
 	var cfg Config
@@ -107,19 +108,19 @@ func Parse(r io.Reader, source string) (*Config, error) {
 			return nil, fmt.Errorf("%s: %s.preset: unknown preset %q (available: %s)",
 				source, p.kind, p.name, strings.Join(Presets(p.kind), ", "))
 		}
-		if err := decodeStrict(pdata, p.into, p.kind+"/"+p.name+".toml"); err != nil {
+		if _, err := decodeStrict(pdata, p.into, p.kind+"/"+p.name+".toml"); err != nil {
 			return nil, err
 		}
 	}
 	// Second pass: the file's own keys on top of its presets.
-	if err := decodeStrict(data, &cfg, source); err != nil {
+	if _, err := decodeStrict(data, &cfg, source); err != nil {
 		return nil, err
 	}
 	cfg.Source = source
 	if err := cfg.resolveModelDir(data); err != nil {
 		return nil, err
 	}
-	if !hasTable(data, "run") {
+	if !md.IsDefined("run") {
 		cfg.Run = DefaultRun // a dry-run config needs no [run]
 	}
 	cfg.applyDefaults()
@@ -133,38 +134,29 @@ func Parse(r io.Reader, source string) (*Config, error) {
 	return &cfg, nil
 }
 
-func decodeStrict(data []byte, into any, source string) error {
+// decodeStrict decodes data into into, refusing unknown keys and shapes
+// beyond the bounds; the metadata says which keys the text defines.
+func decodeStrict(data []byte, into any, source string) (toml.MetaData, error) {
 	if err := CheckTOMLShape(data, source); err != nil {
-		return err
+		return toml.MetaData{}, err
 	}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(into)
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
-			return syntaxError(data, source, perr)
+			return md, syntaxError(data, source, perr)
 		}
-		return fmt.Errorf("%s: %w", source, err)
+		return md, fmt.Errorf("%s: %w", source, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, UnknownKeys(und))
+		return md, fmt.Errorf("%s: unknown key %s (check spelling; see docs/config.md)", source, UnknownKeys(und))
 	}
-	return nil
+	return md, nil
 }
 
 // DefaultRun is a config's [run] when the file has none: a short measured
 // run (nccl-tests' own defaults are 5 warm-up and 20 measured iterations).
 var DefaultRun = Run{Warmup: 2, Iterations: 10, Seed: 1}
-
-// hasTable says whether the TOML text data defines the top-level table
-// name (as [name], [name.sub] or name.key = …). data has already decoded.
-func hasTable(data []byte, name string) bool {
-	var m map[string]any
-	if _, err := toml.Decode(string(data), &m); err != nil {
-		return true // cannot tell: keep what was decoded
-	}
-	_, ok := m[name]
-	return ok
-}
 
 func (c *Config) applyDefaults() {
 	if c.Version == 0 {
@@ -213,7 +205,7 @@ func LoadSystem(hardware, topo string) (topology.GPU, topology.Topology, error) 
 		if err != nil {
 			return h.GPU, t.Topology, fmt.Errorf("unknown %s preset %q (available: %s)", p.kind, p.name, strings.Join(Presets(p.kind), ", "))
 		}
-		if err := decodeStrict(data, p.into, p.kind+"/"+p.name+".toml"); err != nil {
+		if _, err := decodeStrict(data, p.into, p.kind+"/"+p.name+".toml"); err != nil {
 			return h.GPU, t.Topology, err
 		}
 	}

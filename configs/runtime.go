@@ -127,7 +127,7 @@ func LoadRuntime(name string) (Runtime, error) {
 	if err != nil || name == "" {
 		return r, fmt.Errorf("unknown runtime %q (available: %s)", name, strings.Join(Presets("runtime"), ", "))
 	}
-	if err := decodeStrict(data, &r, "runtime/"+name+".toml"); err != nil {
+	if _, err := decodeStrict(data, &r, "runtime/"+name+".toml"); err != nil {
 		return r, err
 	}
 	r.Preset = name

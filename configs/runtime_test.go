@@ -124,7 +124,7 @@ func TestRuntimeTOMLRoundTrip(t *testing.T) {
 	var back struct {
 		Runtime Runtime `toml:"runtime"`
 	}
-	if err := decodeStrict([]byte(s), &back, "fit.toml"); err != nil {
+	if _, err := decodeStrict([]byte(s), &back, "fit.toml"); err != nil {
 		t.Fatal(err)
 	}
 	if back.Runtime != r {
