@@ -55,11 +55,11 @@ fuzz:
 ## there, in one device call: cd gpu-check && ./gpu-check.sh OUTDIR (docs/gpu.md)
 gpu-check:
 	rm -rf gpu-check && mkdir -p gpu-check
-	$(GO) build -ldflags "$(LDFLAGS)" -o gpu-check/partbench ./cmd/partbench
-	$(GO) test -c -o gpu-check/cgo-cuda.test ./cgo/cuda
-	$(GO) test -c -o gpu-check/exec-cuda.test ./exec/cuda
-	$(GO) test -c -o gpu-check/hostemu.test ./exec/cuda/hostemu
-	$(GO) test -c -o gpu-check/topology.test ./topology
+	$(GO) build -ldflags "$(LDFLAGS) -s -w" -o gpu-check/partbench ./cmd/partbench
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/cgo-cuda.test ./cgo/cuda
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/exec-cuda.test ./exec/cuda
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/hostemu.test ./exec/cuda/hostemu
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/topology.test ./topology
 	cp -r configs gpu-check/configs
 	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
