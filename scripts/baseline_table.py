@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""baseline_table.py RESULTS_JSON TORCH_JSONL: partbench against PyTorch on the same shapes, one table.
+"""baseline_table.py RESULTS_JSON TORCH_JSONL [TRACE_JSON]: partbench against PyTorch on the same shapes.
 
 RESULTS_JSON is partbench run's results.json (run --output-dir), TORCH_JSONL the
-lines scripts/torch_baseline.py printed. Writes a markdown table to stdout:
-TTFT and TPOT medians of partbench and of each PyTorch mode, and the ratio
-partbench / PyTorch (below 1: partbench is faster), with the device, driver and
-library versions under it. Needs no torch.
+lines scripts/torch_baseline.py printed, TRACE_JSON (optional) the run's
+--trace file. Writes a markdown table to stdout: TTFT and TPOT medians of
+partbench and of each PyTorch mode, and the ratio partbench / PyTorch (below 1:
+partbench is faster), with the device, driver and library versions under it.
+With a trace, a second table puts one layer's attention (prefill and decode,
+the median over the trace's measured attention rows) beside SDPA alone under
+each backend. Needs no torch.
 """
 import json
+import statistics
 import sys
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         print(__doc__.split("\n\n")[0], file=sys.stderr)
         return 2
     try:
@@ -23,7 +27,7 @@ def main(argv):
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"baseline_table: {argv[1]}: not a partbench run results.json with measurement.ttft_s/tpot_s.p50: {e!r}", file=sys.stderr)
         return 2
-    rows, info = [], None
+    rows, attn, info = [], [], None
     try:
         with open(argv[2]) as f:
             for n, line in enumerate(f, 1):
@@ -38,6 +42,8 @@ def main(argv):
                 if r.get("measure") in ("ttft", "tpot"):
                     rows.append(r)
                     info = info or r
+                elif r.get("measure", "").startswith("attention_"):
+                    attn.append(r)
     except OSError as e:
         print(f"baseline_table: {argv[2]}: {e.strerror}", file=sys.stderr)
         return 2
@@ -59,6 +65,54 @@ def main(argv):
           f"{m.get('warmup')} warm-up + {m.get('iterations')} iterations.")
     print(f"PyTorch: {info.get('device')}, driver {info.get('driver')}, torch {info.get('torch')}, CUDA {info.get('cuda')}; "
           f"{info.get('warmup')} warm-up + {info.get('iterations')} iterations, CUDA events, medians.")
+    if len(argv) == 4:
+        return attention_table(argv[3], attn)
+    return 0
+
+
+def trace_attention(path):
+    """The median duration in seconds of the measured attention rows of a partbench trace, per
+    phase ({"prefill": s, "decode": s}), and how many rows each median is over."""
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    measured = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and str(e.get("args", {}).get("name", "")).endswith("(measured)")}
+    by = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "attention" and e.get("pid") in measured:
+            by.setdefault(e.get("args", {}).get("phase", ""), []).append(e["dur"] / 1e6)  # trace µs
+    return {k: (statistics.median(v), len(v)) for k, v in by.items()}
+
+
+def attention_table(path, attn):
+    try:
+        ours = trace_attention(path)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"baseline_table: {path}: not a partbench trace (traceEvents with measured attention rows): {e!r}",
+              file=sys.stderr)
+        return 2
+    if not ours:
+        print(f"baseline_table: {path}: no measured attention rows", file=sys.stderr)
+        return 1
+    if not attn:
+        print("\n(no attention lines from torch_baseline.py: run it without --no-attention)")
+        return 0
+    print("\n### One layer's attention: partbench's trace beside SDPA alone\n")
+    print("| phase | partbench (median, rows) | SDPA backend | SDPA (median) | partbench / SDPA |")
+    print("|---|---|---|---|---|")
+    for r in attn:
+        phase = r["measure"].removeprefix("attention_")
+        if phase not in ours:
+            continue
+        a, n = ours[phase]
+        if "skipped" in r:
+            print(f"| {phase} | {a * 1e3:,.3f} ms ({n}) | {r['mode']} | refused: {r['skipped']} | — |")
+            continue
+        b = r["median_s"]
+        print(f"| {phase} | {a * 1e3:,.3f} ms ({n}) | {r['mode']} | {b * 1e3:,.3f} ms | {a / b:.2f} |")
+    print("\npartbench's rows are the trace's own durations of its measured attention ops (per layer, every"
+          " iteration and step); SDPA's are CUDA-event medians of the call alone.")
     return 0
 
 

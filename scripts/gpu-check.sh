@@ -25,7 +25,12 @@
 #   check      60   run --check --backend cuda on the tiny test configs, fp32, fp16 and bf16
 #   single     60   the seed shapes at 4 layers on one GPU, weights generated on the device
 #   torch      60   the same config in PyTorch (eager SDPA prefill, eager and CUDA-graph
-#                   decode) beside partbench's run: OUTDIR/torch-vs-partbench.md
+#                   decode, one layer's attention under each SDPA backend) beside
+#                   partbench's run and its trace: OUTDIR/torch-vs-partbench.md
+#   batch1     45   the seed shapes at 4 layers, batch 1, context 2048 (the HBM-bound
+#                   decode), partbench and PyTorch: OUTDIR/torch-vs-partbench-b1.md
+#   startup    60   the 16-layer seed model on one GPU, one iteration: start-up is
+#                   elapsed minus the iteration (OUTDIR/startup.txt)
 #   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
 #   calibrate  30   calibrate --backend cuda (its refusal is recorded until it is written)
 #   l2         30   l2 --measure --backend cuda on the seed strategies
@@ -46,12 +51,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|emulate|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|startup|emulate|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch emulate calibrate l2 generate resume serve sanitize"
+all_steps="system nccl tests check single torch batch1 startup emulate calibrate l2 generate resume serve sanitize"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -69,7 +74,8 @@ limit_of() {
 	system | nccl | calibrate | l2 | generate | resume) echo 30 ;;
 	tests) echo 150 ;;
 	check | single | torch) echo 60 ;;
-	emulate | serve) echo 45 ;;
+	emulate | serve | batch1) echo 45 ;;
+	startup) echo 60 ;;
 	sanitize) echo 90 ;;
 	*) echo 30 ;;
 	esac
@@ -173,7 +179,7 @@ warmup = 1
 iterations = 3
 seed = 1'
 	cat >"$out/seed4-1gpu.toml" <<EOF
-# The seed layers (hidden 16384, 128 heads) at 4 layers on one GPU, fp16.
+# The seed layers (hidden 4096, 32 heads of 128) at 4 layers on one GPU, fp16.
 version = 1
 name = "seed4-1gpu"
 
@@ -232,7 +238,16 @@ microbatches = 8
 preset = "dgx-h100x2"
 $common
 EOF
+	sed -e 's/^name = "seed4-1gpu"/name = "seed4-b1"/' -e 's/^batch = 16/batch = 1/' \
+		-e 's/^# The seed layers.*/# The seed layers at 4 layers on one GPU, batch 1: the HBM-bound decode./' \
+		"$out/seed4-1gpu.toml" >"$out/seed4-b1.toml"
+	sed -e 's/^name = "seed4-1gpu"/name = "seed16-1gpu"/' -e 's/^layers = 4/layers = 16/' \
+		-e 's/^warmup = 1/warmup = 0/' -e 's/^iterations = 3/iterations = 1/' \
+		-e 's/^# The seed layers.*/# The 16-layer seed model on one GPU, one iteration: its start-up time./' \
+		"$out/seed4-1gpu.toml" >"$out/seed16-1gpu.toml"
 	config_ok config-seed4 "$out/seed4-1gpu.toml"
+	config_ok config-seed4-b1 "$out/seed4-b1.toml"
+	config_ok config-seed16 "$out/seed16-1gpu.toml"
 	config_ok config-tp8pp2-seed4 "$out/tp8pp2-seed4.toml"
 }
 
@@ -305,7 +320,32 @@ for s in $steps; do
 			skip torch "no single-seed4 results to compare with (run the single step first)"
 		else
 			run torch-baseline sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/single-seed4/results.json\" --warmup 1 --iterations 3 >\"$out/torch.jsonl\""
-			run torch-table sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/single-seed4/results.json\" \"$out/torch.jsonl\" >\"$out/torch-vs-partbench.md\" && cat \"$out/torch-vs-partbench.md\""
+			run torch-table sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/single-seed4/results.json\" \"$out/torch.jsonl\" \"$out/single-seed4.trace.json\" >\"$out/torch-vs-partbench.md\" && cat \"$out/torch-vs-partbench.md\""
+		fi
+		;;
+	batch1)
+		write_configs
+		pbrun single-seed4-b1 run --nproc-per-node 1 --backend cuda --config "$out/seed4-b1.toml" \
+			--output-dir "$out/single-seed4-b1" --format markdown --trace "$out/single-seed4-b1.trace.json"
+		py=${PYTHON:-python3}
+		if [ $dry -eq 1 ]; then
+			continue
+		elif ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+			skip torch-b1 "$py has no torch with CUDA (set PYTHON)"
+		elif [ ! -f "$out/single-seed4-b1/results.json" ]; then
+			skip torch-b1 "no single-seed4-b1 results to compare with"
+		else
+			run torch-baseline-b1 sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/single-seed4-b1/results.json\" --warmup 1 --iterations 3 >\"$out/torch-b1.jsonl\""
+			run torch-table-b1 sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/single-seed4-b1/results.json\" \"$out/torch-b1.jsonl\" \"$out/single-seed4-b1.trace.json\" >\"$out/torch-vs-partbench-b1.md\" && cat \"$out/torch-vs-partbench-b1.md\""
+		fi
+		;;
+	startup)
+		write_configs
+		pbrun startup-seed16 run --nproc-per-node 1 --backend cuda --config "$out/seed16-1gpu.toml" \
+			--output-dir "$out/startup-seed16" --format markdown
+		if [ $dry -eq 0 ] && [ -f "$out/startup-seed16/results.json" ]; then
+			# start-up = the run's wall time less its one iteration (TTFT + decode steps x TPOT)
+			run startup-figure sh -c "\"${PYTHON:-python3}\" -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d[\"measurement\"]; it=m[\"ttft_s\"][\"p50\"]+m[\"decode_steps_per_iteration\"]*m[\"tpot_s\"][\"p50\"]; print(\"16-layer seed model: elapsed %.2f s, one iteration %.2f s, start-up %.2f s\" % (d[\"elapsed_s\"], it, d[\"elapsed_s\"]-it))' \"$out/startup-seed16/results.json\" | tee \"$out/startup.txt\""
 		fi
 		;;
 	emulate)

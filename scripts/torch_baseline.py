@@ -9,7 +9,10 @@ in the config's precision:
   * decode steps with a KV cache, eager: TPOT (eager);
   * the same decode step captured once in a CUDA graph (torch.cuda.CUDAGraph)
     and replayed: TPOT (cuda_graph), the fair comparison for partbench's
-    graph-launched decode.
+    graph-launched decode;
+  * one layer's attention alone, prefill and one decode step, under each
+    SDPA backend that accepts the shapes (default dispatch, flash,
+    memory-efficient, cuDNN): beside partbench's per-op trace rows.
 
 Layers are Llama-style as partbench's (RMSNorm, fused QKV, rotary embedding,
 GQA attention, output projection, gated SiLU or GELU MLP, residuals), with the
@@ -333,7 +336,47 @@ def run(s, args):
                         gt.append(t)
             emit("tpot", "cuda_graph", gt, "decode step replayed as one CUDA graph; attention reads the whole "
                  "cache [0, context) under a mask (one graph for every position)")
+        if not args.no_attention:
+            attention_ops(s, args, torch, F, dt, dev, timed, emit)
     return 0
+
+
+def attention_ops(s, args, torch, F, dt, dev, timed, emit):
+    """One layer's attention alone, as SDPA runs it: prefill (causal, batch x heads x prompt) and one
+    decode step (one query against the cache [0, prompt]), under each SDPA backend this torch has
+    that accepts the shapes. Per layer, so it sits beside partbench's per-op trace rows."""
+    B, P, H, KV, hd = s["batch"], s["prompt"], s["heads"], s["kv_heads"], s["head_dim"]
+    g = torch.Generator(device=dev).manual_seed(2)
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=dev, generator=g, dtype=torch.float32).to(dt)
+
+    q, k, v = rnd(B, H, P, hd), rnd(B, KV, P, hd), rnd(B, KV, P, hd)
+    qd = rnd(B, H, 1, hd)
+    if KV != H:  # SDPA's kernels take equal heads here: GQA expanded once, outside the timing
+        k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = [("sdpa_default", None), ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+                    ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)]
+    except ImportError:  # older torch: the default dispatch only
+        sdpa_kernel, backends = None, [("sdpa_default", None)]
+    import contextlib
+    total = args.warmup + args.iterations
+    for mode, be in backends:
+        ctx = (lambda: contextlib.nullcontext()) if be is None else (lambda b=be: sdpa_kernel(b))
+        for measure, fn, note in (
+                ("attention_prefill", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 "one layer's causal attention over the prompt, alone"),
+                ("attention_decode", lambda: F.scaled_dot_product_attention(qd, k, v),
+                 "one layer's decode attention: one query per sequence against the cache [0, prompt), alone")):
+            try:
+                with ctx():
+                    xs = [timed(fn) for _ in range(total)][args.warmup:]
+            except RuntimeError as e:  # this backend refuses the shape or dtype: say so, go on
+                print(json.dumps({"measure": measure, "mode": mode, "skipped": str(e).splitlines()[0][:200]}), flush=True)
+                continue
+            emit(measure, mode, xs, note)
 
 
 def main(argv=None):
@@ -349,6 +392,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=1, help="warm-up iterations (default 1)")
     ap.add_argument("--iterations", type=int, default=3, help="measured iterations (default 3)")
     ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph decode")
+    ap.add_argument("--no-attention", action="store_true",
+                    help="skip the per-layer attention measurements (SDPA alone, per backend)")
     ap.add_argument("--dry-run", action="store_true", help="print the shapes and work as JSON; no torch needed")
     args = ap.parse_args(argv)
     if args.warmup < 0 or args.iterations < 1:
