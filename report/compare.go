@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/sim"
-	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -154,19 +154,12 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	return d, nil
 }
 
-// Metric is one named value of a record.
-type Metric struct {
-	Name  string
-	Unit  string
-	Value float64
-}
-
-// Record is one comparable thing in a document (a strategy, a sweep point,
-// a candidate, a run) with its metrics in a fixed order.
-type Record struct {
-	Key     string
-	Metrics []Metric
-}
+// Metric and Record are compare's: a document's comparable values, which
+// compare.MatchRecords lines up across files.
+type (
+	Metric = compare.Metric
+	Record = compare.Record
+)
 
 // Records lists a document's comparable records.
 func Records(d *Doc) []Record {
@@ -180,9 +173,9 @@ func Records(d *Doc) []Record {
 		for _, p := range d.Sweep.Points {
 			for _, e := range p.Strategies {
 				out = append(out, Record{Key: fmt.Sprintf("%s=%d %s", d.Sweep.Key, p.Value, e.Name), Metrics: []Metric{
-					{"ttft_s", "s", e.Prefill.TTFTS}, {"tpot_s", "s", e.Decode.TPOTS}, {"tokens_per_s", "tok/s", e.Decode.TokensPerS},
-					{"decode_bubble_fraction", "fraction", e.Decode.BubbleFraction}, {"l2_weight_residency", "fraction", e.L2.WeightResidency},
-					{"max_total_bytes_per_gpu", "B", float64(maxRank(e).TotalBytes)},
+					{Name: "ttft_s", Unit: "s", Value: e.Prefill.TTFTS}, {Name: "tpot_s", Unit: "s", Value: e.Decode.TPOTS}, {Name: "tokens_per_s", Unit: "tok/s", Value: e.Decode.TokensPerS},
+					{Name: "decode_bubble_fraction", Unit: "fraction", Value: e.Decode.BubbleFraction}, {Name: "l2_weight_residency", Unit: "fraction", Value: e.L2.WeightResidency},
+					{Name: "max_total_bytes_per_gpu", Unit: "B", Value: float64(maxRank(e).TotalBytes)},
 				}})
 			}
 		}
@@ -191,16 +184,16 @@ func Records(d *Doc) []Record {
 			if r.Quick == nil {
 				continue
 			}
-			ms := []Metric{{"ttft_s", "s", r.Quick.TTFTS}, {"tpot_s", "s", r.Quick.TPOTS}, {"tokens_per_s", "tok/s", r.Quick.TokensPerS},
-				{"decode_bubble_fraction", "fraction", r.Quick.BubbleFraction}, {"max_total_bytes_per_gpu", "B", float64(r.MemoryBytes)}}
+			ms := []Metric{{Name: "ttft_s", Unit: "s", Value: r.Quick.TTFTS}, {Name: "tpot_s", Unit: "s", Value: r.Quick.TPOTS}, {Name: "tokens_per_s", Unit: "tok/s", Value: r.Quick.TokensPerS},
+				{Name: "decode_bubble_fraction", Unit: "fraction", Value: r.Quick.BubbleFraction}, {Name: "max_total_bytes_per_gpu", Unit: "B", Value: float64(r.MemoryBytes)}}
 			if r.Full != nil {
-				ms = append(ms, Metric{"full_ttft_s", "s", r.Full.TTFTS}, Metric{"full_tpot_s", "s", r.Full.TPOTS})
+				ms = append(ms, Metric{Name: "full_ttft_s", Unit: "s", Value: r.Full.TTFTS}, Metric{Name: "full_tpot_s", Unit: "s", Value: r.Full.TPOTS})
 			}
 			out = append(out, Record{Key: r.Name(), Metrics: ms})
 		}
 	case d.Compare != nil:
 		for _, r := range d.Compare.Rows {
-			out = append(out, Record{Key: r.Metric, Metrics: []Metric{{"measured", r.Unit, r.Measured}, {"modeled", r.Unit, r.Modeled}}})
+			out = append(out, Record{Key: r.Metric, Metrics: []Metric{{Name: "measured", Unit: r.Unit, Value: r.Measured}, {Name: "modeled", Unit: r.Unit, Value: r.Modeled}}})
 		}
 	case d.Run != nil:
 		rec := Record{Key: d.Run.Backend}
@@ -208,7 +201,7 @@ func Records(d *Doc) []Record {
 			rec.Key = d.Run.Config.Name + " on " + d.Run.Backend
 		}
 		for _, r := range d.Run.Comparison {
-			rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_measured", r.Unit, r.Measured.Mean}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
+			rec.Metrics = append(rec.Metrics, Metric{Name: r.Metric + "_measured", Unit: r.Unit, Value: r.Measured.Mean}, Metric{Name: r.Metric + "_modeled", Unit: r.Unit, Value: r.Modeled})
 		}
 		out = append(out, rec)
 	case d.Remote != nil:
@@ -217,7 +210,7 @@ func Records(d *Doc) []Record {
 		if c, err := CompareFromEmulation(d.Emulation); err == nil {
 			rec := Record{Key: d.Emulation.Emulated.Name + " on " + d.Emulation.Backend}
 			for _, r := range c.Rows {
-				rec.Metrics = append(rec.Metrics, Metric{r.Metric + "_emulated", r.Unit, r.Measured}, Metric{r.Metric + "_modeled", r.Unit, r.Modeled})
+				rec.Metrics = append(rec.Metrics, Metric{Name: r.Metric + "_emulated", Unit: r.Unit, Value: r.Measured}, Metric{Name: r.Metric + "_modeled", Unit: r.Unit, Value: r.Modeled})
 			}
 			out = append(out, rec)
 		}
@@ -226,7 +219,7 @@ func Records(d *Doc) []Record {
 			rec := Record{Key: r.Record + " " + r.Metric}
 			for i, v := range r.Values {
 				if v != nil {
-					rec.Metrics = append(rec.Metrics, Metric{fileLabel(d.Comparison.Files[i]), r.Unit, *v})
+					rec.Metrics = append(rec.Metrics, Metric{Name: fileLabel(d.Comparison.Files[i]), Unit: r.Unit, Value: *v})
 				}
 			}
 			out = append(out, rec)
@@ -239,19 +232,19 @@ func Records(d *Doc) []Record {
 func estimateMetrics(e *sim.Estimate) []Metric {
 	count := func(n int64) float64 { return float64(n) }
 	ms := []Metric{
-		{"ttft_s", "s", e.Prefill.TTFTS},
-		{"tpot_s", "s", e.Decode.TPOTS},
-		{"tokens_per_s", "tok/s", e.Decode.TokensPerS},
-		{"prefill_bubble_fraction", "fraction", e.Prefill.BubbleFraction},
-		{"decode_bubble_fraction", "fraction", e.Decode.BubbleFraction},
-		{"max_total_bytes_per_gpu", "B", float64(maxRank(e).TotalBytes)},
-		{"collective_calls_per_microbatch", "count", count(int64(e.Comm.CollectiveCallsPerMicrobatch))},
-		{"p2p_sends_per_microbatch", "count", count(int64(e.Comm.P2PSendsPerMicrobatch))},
-		{"max_calls_per_rank_per_step", "count", count(e.Comm.MaxCallsPerRankPerStep)},
-		{"max_messages_per_rank_per_step", "count", count(e.Comm.MaxMessagesPerRankPerStep)},
+		{Name: "ttft_s", Unit: "s", Value: e.Prefill.TTFTS},
+		{Name: "tpot_s", Unit: "s", Value: e.Decode.TPOTS},
+		{Name: "tokens_per_s", Unit: "tok/s", Value: e.Decode.TokensPerS},
+		{Name: "prefill_bubble_fraction", Unit: "fraction", Value: e.Prefill.BubbleFraction},
+		{Name: "decode_bubble_fraction", Unit: "fraction", Value: e.Decode.BubbleFraction},
+		{Name: "max_total_bytes_per_gpu", Unit: "B", Value: float64(maxRank(e).TotalBytes)},
+		{Name: "collective_calls_per_microbatch", Unit: "count", Value: count(int64(e.Comm.CollectiveCallsPerMicrobatch))},
+		{Name: "p2p_sends_per_microbatch", Unit: "count", Value: count(int64(e.Comm.P2PSendsPerMicrobatch))},
+		{Name: "max_calls_per_rank_per_step", Unit: "count", Value: count(e.Comm.MaxCallsPerRankPerStep)},
+		{Name: "max_messages_per_rank_per_step", Unit: "count", Value: count(e.Comm.MaxMessagesPerRankPerStep)},
 	}
 	for _, c := range topology.LinkClasses {
-		ms = append(ms, Metric{"bytes_" + string(c), "B", float64(e.Comm.BytesByLink[c])})
+		ms = append(ms, Metric{Name: "bytes_" + string(c), Unit: "B", Value: float64(e.Comm.BytesByLink[c])})
 	}
 	return ms
 }
@@ -265,96 +258,24 @@ type Comparison struct {
 	Unmatched []string
 }
 
-// ComparisonRow is one metric of one record in every file. Values[i] is nil
-// where file i lacks the record; RelDiff[i] is (Values[i] − Values[0]) /
-// Values[0] for i ≥ 1, nil where undefined (a missing value, or a baseline of
-// 0 with a non-zero value).
-type ComparisonRow struct {
-	Key, Metric, Unit string
-	Values            []*float64
-	RelDiff           []*float64
-}
+// ComparisonRow is one metric of one record in every file, with each later
+// file's difference from the first (compare.MatchRecords computes them).
+type ComparisonRow = compare.MatchedRow
 
-// Compare matches records by key across documents of one schema; the first
-// document is the baseline.
-func Compare(docs []*Doc) (*Comparison, error) {
+// RecordsOf checks that docs are at least two of one schema and lists each
+// one's name and records, for compare.MatchRecords.
+func RecordsOf(docs []*Doc) (files []string, records [][]Record, err error) {
 	if len(docs) < 2 {
-		return nil, fmt.Errorf("compare: needs at least two files (got %d)", len(docs))
+		return nil, nil, fmt.Errorf("compare: needs at least two files (got %d)", len(docs))
 	}
-	c := &Comparison{Schema: docs[0].Schema}
-	byFile := make([]map[string]Record, len(docs))
-	var order []string
-	seen := map[string]bool{}
-	for i, d := range docs {
+	for _, d := range docs {
 		if d.Schema != docs[0].Schema {
-			return nil, fmt.Errorf("compare: %s is %s but %s is %s; compare needs files of one schema", docs[0].Name, docs[0].Schema, d.Name, d.Schema)
+			return nil, nil, fmt.Errorf("compare: %s is %s but %s is %s; compare needs files of one schema", docs[0].Name, docs[0].Schema, d.Name, d.Schema)
 		}
-		c.Files = append(c.Files, d.Name)
-		byFile[i] = map[string]Record{}
-		for _, r := range Records(d) {
-			byFile[i][r.Key] = r
-			if !seen[r.Key] {
-				seen[r.Key] = true
-				order = append(order, r.Key)
-			}
-		}
+		files = append(files, d.Name)
+		records = append(records, Records(d))
 	}
-	for _, key := range order {
-		var missing []string
-		var base Record
-		for i := range docs {
-			r, ok := byFile[i][key]
-			if !ok {
-				missing = append(missing, docs[i].Name)
-			} else if base.Key == "" {
-				base = r
-			}
-		}
-		if len(missing) > 0 {
-			c.Unmatched = append(c.Unmatched, fmt.Sprintf("%s: not in %s", key, strings.Join(missing, ", ")))
-		}
-		for mi, m := range base.Metrics {
-			row := ComparisonRow{Key: key, Metric: m.Name, Unit: m.Unit, Values: make([]*float64, len(docs)), RelDiff: make([]*float64, len(docs))}
-			for i := range docs {
-				if r, ok := byFile[i][key]; ok {
-					if v, ok := metricValue(r, m.Name, mi); ok {
-						row.Values[i] = &v
-					}
-				}
-			}
-			for i := 1; i < len(docs); i++ {
-				row.RelDiff[i] = relDiff(row.Values[0], row.Values[i])
-			}
-			c.Rows = append(c.Rows, row)
-		}
-	}
-	return c, nil
-}
-
-// metricValue finds a metric by name, trying its usual position first.
-func metricValue(r Record, name string, hint int) (float64, bool) {
-	if hint < len(r.Metrics) && r.Metrics[hint].Name == name {
-		return r.Metrics[hint].Value, true
-	}
-	for _, m := range r.Metrics {
-		if m.Name == name {
-			return m.Value, true
-		}
-	}
-	return 0, false
-}
-
-// relDiff is stats.RelDiff of b from a, (b − a)/a; nil when either is
-// missing or a is 0 and b is not.
-func relDiff(a, b *float64) *float64 {
-	if a == nil || b == nil {
-		return nil
-	}
-	d, ok := stats.RelDiff(*a, *b)
-	if !ok {
-		return nil
-	}
-	return &d
+	return files, records, nil
 }
 
 // Grid lays out a comparison: one row per record and metric, each file's
@@ -366,15 +287,15 @@ func (c *Comparison) Grid() Grid {
 		g.Header = append(g.Header, f, "Δ "+f+" (%)")
 	}
 	for _, r := range c.Rows {
-		g.Rows = append(g.Rows, append([]string{r.Key, r.Metric, r.Unit}, r.cells()...))
+		g.Rows = append(g.Rows, append([]string{r.Key, r.Metric, r.Unit}, rowCells(r)...))
 	}
 	g.Notes = append(g.Notes, c.Unmatched...)
 	return g
 }
 
-// cells are the row's value in every file, each later one followed by its
+// rowCells are the row's value in every file, each later one followed by its
 // relative difference from the first in percent (signed, "n/a" where none).
-func (r ComparisonRow) cells() []string {
+func rowCells(r ComparisonRow) []string {
 	out := []string{valueString(r.Values[0])}
 	for i := 1; i < len(r.Values); i++ {
 		d := "n/a"

@@ -79,7 +79,7 @@ func (c *Comparison) LaTeXGrid() Grid {
 		if r.Unit != "" && r.Unit != "count" && r.Unit != "fraction" && r.Unit != "ratio" {
 			metric += " (" + r.Unit + ")"
 		}
-		g.Rows = append(g.Rows, append([]string{r.Key, metric}, r.cells()...))
+		g.Rows = append(g.Rows, append([]string{r.Key, metric}, rowCells(r)...))
 	}
 	for _, n := range c.Unmatched {
 		for i, f := range c.Files {

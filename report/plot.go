@@ -17,7 +17,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/compare"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -546,28 +545,12 @@ func DocFigure(d *Doc, path, kind string, tolerance float64) (*Figure, error) {
 	return ScatterPlot(c, tol)
 }
 
-// CollectivesFigure models the bus bandwidth of all_reduce and all_gather
-// over ranks 0..ranks−1 of sys for sizes 8 B … 8 GiB (doubling) and draws
-// it beside the published nccl-tests points.
-func CollectivesFigure(sys topology.System, ranks int, opt sim.CollectiveOptions) (*Figure, error) {
-	group := make([]int, ranks)
-	for i := range group {
-		group[i] = i
-	}
-	var series []CollectiveSeries
-	for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather} {
-		s := CollectiveSeries{Label: fmt.Sprintf("modeled %s, %d GPUs", op, ranks)}
-		for b := int64(8); b <= 8<<30; b *= 2 {
-			e, err := sim.Collective(sys, op, group, b, opt)
-			if err != nil {
-				return nil, err
-			}
-			s.Points = append(s.Points, CollectivePoint{Op: string(op), Ranks: ranks, Bytes: b, BusBWGBps: e.BusBWBytesPerS / 1e9})
-		}
-		series = append(series, s)
-	}
+// CollectivesFigure draws modeled bus-bandwidth curves (one series per
+// collective, computed by the caller over ranks 0..ranks−1 of sys) beside
+// the published nccl-tests points.
+func CollectivesFigure(sys topology.System, ranks int, modeled []CollectiveSeries) (*Figure, error) {
 	title := fmt.Sprintf("Bus bandwidth on %s (%s), %d GPUs: model and published nccl-tests", sys.Topology.Name, sys.GPU.Name, ranks)
-	return CollectivesPlot(title, ranks, series, PublishedBusBW)
+	return CollectivesPlot(title, ranks, modeled, PublishedBusBW)
 }
 
 // publishedSources spells out the short source labels of PublishedBusBW

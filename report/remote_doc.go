@@ -27,23 +27,23 @@ func remoteRecords(f *remote.ResultsFile) []Record {
 		req := float64(max(a.Requests, 1))
 		b := a.Breakdown
 		out = append(out, Record{Key: string(a.Mode) + " " + string(a.Phase), Metrics: []Metric{
-			{"net_bytes_per_trial", "B", float64(a.NetBytes)},
-			{"model_bytes_per_trial", "B", float64(a.ModelBytes)},
-			{"net_bytes_per_request", "B", float64(a.NetBytes) / req},
-			{"latency_mean_s", "s", a.LatencyS.Mean},
-			{"latency_p50_s", "s", a.LatencyS.P50},
-			{"latency_p95_s", "s", a.LatencyS.P95},
-			{"latency_per_request_s", "s", a.LatencyS.Mean / req},
-			{"tokens_per_s", "tok/s", a.TokensPS.Mean},
-			{"avg_util", "fraction", a.AvgSM.Mean},
-			{"execute_s", "s", b.ExecuteS},
-			{"overhead_s", "s", b.OverheadS},
+			{Name: "net_bytes_per_trial", Unit: "B", Value: float64(a.NetBytes)},
+			{Name: "model_bytes_per_trial", Unit: "B", Value: float64(a.ModelBytes)},
+			{Name: "net_bytes_per_request", Unit: "B", Value: float64(a.NetBytes) / req},
+			{Name: "latency_mean_s", Unit: "s", Value: a.LatencyS.Mean},
+			{Name: "latency_p50_s", Unit: "s", Value: a.LatencyS.P50},
+			{Name: "latency_p95_s", Unit: "s", Value: a.LatencyS.P95},
+			{Name: "latency_per_request_s", Unit: "s", Value: a.LatencyS.Mean / req},
+			{Name: "tokens_per_s", Unit: "tok/s", Value: a.TokensPS.Mean},
+			{Name: "avg_util", Unit: "fraction", Value: a.AvgSM.Mean},
+			{Name: "execute_s", Unit: "s", Value: b.ExecuteS},
+			{Name: "overhead_s", Unit: "s", Value: b.OverheadS},
 		}})
 	}
 	if f.GapBytesRatio > 0 {
 		out = append(out, Record{Key: "naive/stateful decode", Metrics: []Metric{
-			{"gap_bytes_ratio", "ratio", f.GapBytesRatio},
-			{"gap_latency_ratio", "ratio", f.GapLatencyRatio},
+			{Name: "gap_bytes_ratio", Unit: "ratio", Value: f.GapBytesRatio},
+			{Name: "gap_latency_ratio", Unit: "ratio", Value: f.GapLatencyRatio},
 		}})
 	}
 	return out

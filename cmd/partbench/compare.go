@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/cliflag"
+	"github.com/partbench/partbench/compare"
 
 	"github.com/partbench/partbench/report"
 )
@@ -36,10 +37,12 @@ metric), which 'partbench plot' draws.
 				}
 				docs = append(docs, d)
 			}
-			c, err := report.Compare(docs)
+			files, recs, err := report.RecordsOf(docs)
 			if err != nil {
 				return err
 			}
+			rows, unmatched := compare.MatchRecords(files, recs)
+			c := &report.Comparison{Files: files, Schema: docs[0].Schema, Rows: rows, Unmatched: unmatched}
 			return report.ToOutput(out, cmd.OutOrStdout(), func(w io.Writer) error {
 				switch format {
 				case report.FormatLaTeX:

@@ -7,12 +7,10 @@ import (
 
 	"github.com/partbench/partbench/cliflag"
 	"github.com/partbench/partbench/compare"
-
-	"github.com/partbench/partbench/report"
 )
 
 func newPlotCmd() *cobra.Command {
-	o := &report.PlotArgs{}
+	o := &PlotArgs{}
 	cmd := &cobra.Command{
 		Use:   "plot [FILE] --output FIG.svg|FIG.png [--kind breakdown|sweep|collectives|scatter]",
 		Short: "Draw a saved result (model, sweep, search, compare, comparison, run, emulation or remote JSON) or the collective model as SVG or PNG",
