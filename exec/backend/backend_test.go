@@ -144,3 +144,58 @@ func TestPrepareCPU(t *testing.T) {
 		t.Errorf("refusal does not reconcile with the dry run (%s): %v", dry, err)
 	}
 }
+
+// A GPU run is modeled with exec/cuda's own host costs unless the config
+// names a runtime or a calibration replaced the hardware.
+func TestPrepareCUDARuntime(t *testing.T) {
+	want, err := configs.LoadRuntime(CUDARuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime.Set() || cfg.Hardware.Preset == "" || cfg.Hardware.GPU.StepOverheadS == want.StepOverheadS {
+		t.Fatalf("fixture: runtime %q, preset %q, step overhead %g: the test needs a preset whose host cost differs from %s's %g",
+			cfg.Runtime.Name, cfg.Hardware.Preset, cfg.Hardware.GPU.StepOverheadS, CUDARuntime, want.StepOverheadS)
+	}
+	plan, notes, err := Prepare(CUDA(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := plan.Config.Hardware.GPU
+	if plan.Config.Runtime.Preset != CUDARuntime || g.StepOverheadS != want.StepOverheadS || g.CUDAGraphs != want.CUDAGraphs {
+		t.Errorf("runtime %q, step overhead %g, graphs %t; want %s's %g, %t", plan.Config.Runtime.Preset, g.StepOverheadS, g.CUDAGraphs, CUDARuntime, want.StepOverheadS, want.CUDAGraphs)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "modeled with the "+CUDARuntime+" runtime profile") {
+		t.Errorf("notes %q", notes)
+	}
+
+	// A config's own runtime stays.
+	own, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vllm, err := configs.LoadRuntime("vllm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.SetRuntime(vllm); err != nil {
+		t.Fatal(err)
+	}
+	if plan, notes, err = Prepare(CUDA(), own); err != nil || plan.Config.Runtime.Preset != "vllm" || len(notes) != 0 {
+		t.Errorf("config with [runtime] vllm: runtime %q, notes %q, %v", plan.Config.Runtime.Preset, notes, err)
+	}
+
+	// A calibrated config (no hardware preset) keeps the measured host costs.
+	cal, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Hardware.Preset = ""
+	cal.Hardware.GPU.StepOverheadS = 1.25e-4
+	if plan, notes, err = Prepare(CUDA(), cal); err != nil || plan.Config.Runtime.Set() || plan.Config.Hardware.GPU.StepOverheadS != 1.25e-4 || len(notes) != 0 {
+		t.Errorf("calibrated config: runtime %q, step overhead %g, notes %q, %v", plan.Config.Runtime.Preset, plan.Config.Hardware.GPU.StepOverheadS, notes, err)
+	}
+}

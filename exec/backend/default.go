@@ -79,10 +79,43 @@ func CUDA() Backend {
 		Name:   configs.BackendCUDA,
 		Auto:   true,
 		Probe:  cudaAvailable,
+		Adapt:  cudaRuntime,
 		New:    cudaRank,
 		Device: cudaDevice,
 		Check:  cudaCheckOptions,
 	}
+}
+
+// CUDARuntime is the runtime profile (configs/runtime) that prices exec/cuda's
+// own host costs: a run on the GPU backend is modeled with it unless the
+// config names a [runtime] or a calibration replaced the hardware.
+const CUDARuntime = "partbench-cuda"
+
+// cudaRuntime puts CUDARuntime on a config that names no runtime and still
+// has a hardware preset: the preset's host costs are another engine's (the
+// step overhead of the NeMo runtime the presets were fitted with), not those
+// of the executor that runs here.
+func cudaRuntime(cfg *configs.Config) []string {
+	if cfg.Runtime.Set() || cfg.Hardware.Preset == "" {
+		return nil
+	}
+	r, err := configs.LoadRuntime(CUDARuntime)
+	if err == nil {
+		err = cfg.SetRuntime(r)
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("the %s runtime profile could not be applied (%v): the model keeps the hardware preset's host costs", CUDARuntime, err)}
+	}
+	return []string{fmt.Sprintf("host costs are modeled with the %s runtime profile (exec/cuda's own: %s step overhead, CUDA graphs %t); a [runtime] in the config or --calibration replaces it",
+		CUDARuntime, fmtSeconds(r.StepOverheadS), r.CUDAGraphs)}
+}
+
+// fmtSeconds writes a short duration in ms or µs.
+func fmtSeconds(s float64) string {
+	if s >= 1e-3 {
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3g µs", s*1e6)
 }
 
 // cudaRank returns the GPU backend's constructors for the rank of env. It
