@@ -17,7 +17,7 @@ func TestArchValidation(t *testing.T) {
 		{"gpt2", func(c *Config) {
 			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions = "gpt2", false, 8, 24
 		}, ""},
-		{"unknown arch", func(c *Config) { c.Model.Arch = "bert" }, `model.arch: must be "llama" or "gpt2" (got "bert")`},
+		{"unknown arch", func(c *Config) { c.Model.Arch = "bert" }, `model.arch: must be one of "gpt2", "llama" (got "bert")`},
 		{"gpt2 rope", func(c *Config) {
 			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions, c.Model.RopeTheta = "gpt2", false, 8, 24, 1e4
 		}, "model.rope_theta: gpt2 has learned positions"},

@@ -7,32 +7,29 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/arch"
 )
 
-// ModelFromHF is the model a Hugging Face config.json describes, with its
-// embedding and LM head, in dtype (empty: the checkpoint's own dtype when it
-// names fp32, fp16 or bf16, else fp16).
-func ModelFromHF(c *checkpoint.Config, dtype string) Model {
+// ModelFromDescription is the model a Hugging Face config.json describes
+// (its family, shape and options), with its embedding and LM head, in dtype
+// (empty: the checkpoint's own dtype when it names fp32, fp16 or bf16, else
+// fp16). The model keeps d (Model.Description).
+func ModelFromDescription(d *arch.Description, dtype string) Model {
 	m := Model{
-		Name: c.Architecture, Layers: c.Layers, Hidden: c.Hidden, Heads: c.Heads, KVHeads: c.KVHeads,
-		HeadDim: c.HeadDim, FFN: c.FFN, GatedMLP: c.GatedMLP, Vocab: c.Vocab, Embeddings: true, LMHead: true,
+		Name: d.Architecture, Layers: d.Layers, Hidden: d.Hidden, Heads: d.Heads, KVHeads: d.KVHeads,
+		HeadDim: d.HeadDim, FFN: d.FFN, GatedMLP: d.GatedMLP, Vocab: d.Vocab, Embeddings: true, LMHead: true,
 		DType: dtype,
 	}
-	m.NormEps, m.TiedEmbeddings = c.NormEps, c.TieWordEmbeddings
-	switch c.Family {
-	case checkpoint.GPT2:
-		m.Arch, m.MaxPositions = ArchGPT2, c.MaxPositions
-	default:
-		m.Arch, m.RopeTheta = ArchLlama, c.RopeTheta
+	m.Arch, m.NormEps, m.TiedEmbeddings, m.desc = d.Family.Name, d.NormEps, d.TieWordEmbeddings, d
+	if d.LearnedPositions {
+		m.MaxPositions = d.MaxPositions
+	} else {
+		m.RopeTheta = d.RopeTheta
 	}
 	if m.DType == "" {
-		m.DType = "fp16"
-		switch c.TorchDType {
-		case "float32":
-			m.DType = "fp32"
-		case "bfloat16":
-			m.DType = "bf16"
+		m.DType = arch.FP16.String()
+		if d.DType.Valid() {
+			m.DType = d.DType.String()
 		}
 	}
 	return m
@@ -69,11 +66,11 @@ func (c *Config) resolveModelDir(data []byte) error {
 	if !filepath.IsAbs(dir) && !strings.HasPrefix(c.Source, "preset:") && c.Source != "" {
 		dir = filepath.Join(filepath.Dir(c.Source), dir)
 	}
-	hf, err := checkpoint.ReadConfig(dir)
+	hf, err := arch.ReadConfig(dir)
 	if err != nil {
 		return fmt.Errorf("%s: model.dir = %q: %w", c.Source, c.Model.Dir, err)
 	}
-	m := ModelFromHF(hf, c.Model.DType)
+	m := ModelFromDescription(hf, c.Model.DType)
 	m.Dir = dir
 	m.Encoder = c.Model.Encoder // how the model is run, not its shape
 	if c.Model.Name != "" {
@@ -155,7 +152,7 @@ func (r ModelDirRun) Config() (*Config, error) {
 	batch, context, out := max(r.Batch, 1), r.Context, r.OutputTokens
 	if context == 0 {
 		context = 2048
-		if hf, err := checkpoint.ReadConfig(r.Dir); err == nil && hf.MaxPositions > 0 {
+		if hf, err := arch.ReadConfig(r.Dir); err == nil && hf.MaxPositions > 0 {
 			context = min(context, hf.MaxPositions)
 		}
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/checkpoint"
 )
 
@@ -74,13 +75,13 @@ func (c *Checkpoint) Tensor(layer int, name string) (*Tensor, error) {
 	}
 	var t *Tensor
 	var err error
-	switch c.Config.Family {
-	case checkpoint.Llama:
+	switch c.Config.Family.Layout {
+	case arch.SeparateQKV:
 		t, err = c.llama(layer, name)
-	case checkpoint.GPT2:
+	case arch.FusedQKV:
 		t, err = c.gpt2(layer, name)
 	default:
-		err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family)
+		err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("layer %d %s: %w", layer, name, err)
@@ -160,6 +161,7 @@ func (c *Checkpoint) vocabRows(name string) (*Tensor, error) {
 	return t, nil
 }
 
+// llama reads a SeparateQKV checkpoint (transformers' Llama names).
 func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 	s := c.Shard
 	p := fmt.Sprintf("model.layers.%d.", layer)
@@ -223,6 +225,7 @@ func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
 }
 
+// gpt2 reads a FusedQKV checkpoint (transformers' GPT-2 names).
 func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
 	s := c.Shard
 	p := fmt.Sprintf("transformer.h.%d.", layer)
