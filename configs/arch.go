@@ -60,6 +60,13 @@ func (m Model) Features() arch.Features {
 		TiedEmbeddings: m.TiedEmbeddings, Bidirectional: m.Encoder, MaxPositions: m.MaxPositions})
 }
 
+// ElemType is the model's element type (model.dtype); 0 when the name is
+// not one Validate accepts.
+func (m Model) ElemType() arch.DType {
+	d, _ := arch.ParseDType(m.DType)
+	return d
+}
+
 // Description is the config.json description the model was read from
 // (model.dir, ModelDirRun, GenerateConfig), read once when the config was
 // loaded; nil when the config gives the shape itself.

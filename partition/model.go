@@ -7,17 +7,15 @@ import (
 	"github.com/partbench/partbench/configs"
 )
 
-// DTypeBytes is the size of one element of a model data type.
+// DTypeBytes is the size of one element of a model data type named dtype
+// (arch.ParseDType); configs.Validate refuses any other name, so an unknown
+// one here is a programming error.
 func DTypeBytes(dtype string) int {
-	switch dtype {
-	case "fp32":
-		return 4
-	case "fp16", "bf16":
-		return 2
-	case "fp8":
-		return 1
+	d, err := arch.ParseDType(dtype)
+	if err != nil {
+		panic(fmt.Sprintf("partition: unknown dtype %q", dtype))
 	}
-	panic(fmt.Sprintf("partition: unknown dtype %q", dtype))
+	return d.Bytes()
 }
 
 // LayerParams counts the parameters of one transformer layer.
