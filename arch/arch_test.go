@@ -15,7 +15,7 @@ func TestRegistry(t *testing.T) {
 		if got, err := Lookup(f.Name); err != nil || got != f {
 			t.Errorf("Lookup(%q) = %v, %v", f.Name, got, err)
 		}
-		if len(f.HF) == 0 || f.parse == nil || f.tensors == nil || f.Norm == 0 || f.Positions == 0 || f.Layout == 0 {
+		if len(f.HF) == 0 || f.parse == nil || f.Names.Layer == "" || f.Norm == 0 || f.Positions == 0 || f.Layout == 0 {
 			t.Errorf("family %q is incomplete: %+v", f.Name, f)
 		}
 		for _, h := range f.HF {

@@ -41,10 +41,12 @@ type Family struct {
 	// shard by it).
 	Layout Layout
 
+	// Names are the checkpoint's tensor names (the one place they are
+	// spelled: the tensor list and a shard's reader both use them).
+	Names TensorNames
+
 	// parse reads the family's config.json fields into d.
 	parse func(f *fields, d *Description)
-	// tensors lists the checkpoint's parameter tensors of d, in model order.
-	tensors func(d *Description) []TensorSpec
 	// buffers matches the tensors some transformers versions save that are
 	// not parameters; they are ignored when present.
 	buffers *regexp.Regexp
@@ -61,6 +63,9 @@ var (
 func register(f *Family) {
 	if _, dup := byName[f.Name]; dup || f.Name == "" {
 		panic(fmt.Sprintf("arch: family %q registered twice or unnamed", f.Name))
+	}
+	if f.Layout == SeparateQKV && f.Bias {
+		panic(fmt.Sprintf("arch: family %q: SeparateQKV with biases has no bias names (TensorNames)", f.Name))
 	}
 	if f.Default && defaultFamily() != nil {
 		panic(fmt.Sprintf("arch: two default families (%q and %q)", defaultFamily().Name, f.Name))

@@ -1,10 +1,6 @@
 package arch
 
-import (
-	"fmt"
-	"regexp"
-	"strings"
-)
+import "regexp"
 
 // GPT2 is the GPT-2-style decoder: LayerNorm with bias, learned absolute
 // positions, tanh-GELU MLP, biases on every linear, multi-head attention,
@@ -16,9 +12,17 @@ var GPT2 = &Family{
 	Positions: Learned,
 	MLP:       GELUTanh,
 	Bias:      true, TiedAlways: true, MultiHead: true,
-	Layout:  FusedQKV,
+	Layout: FusedQKV,
+	Names: TensorNames{
+		Embed: "transformer.wte.weight", PosEmbed: "transformer.wpe.weight",
+		FinalNorm: "transformer.ln_f.weight", FinalNormBias: "transformer.ln_f.bias",
+		Layer:    "transformer.h.%d.",
+		AttnNorm: "ln_1.weight", AttnNormBias: "ln_1.bias", MLPNorm: "ln_2.weight", MLPNormBias: "ln_2.bias",
+		QKV: "attn.c_attn.weight", QKVBias: "attn.c_attn.bias", O: "attn.c_proj.weight", OBias: "attn.c_proj.bias",
+		Up: "mlp.c_fc.weight", UpBias: "mlp.c_fc.bias", Down: "mlp.c_proj.weight", DownBias: "mlp.c_proj.bias",
+		AltPrefix: "transformer.", // checkpoints saved from GPT2Model
+	},
 	parse:   parseGPT2,
-	tensors: gpt2Tensors,
 	buffers: regexp.MustCompile(`^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$`),
 }
 
@@ -53,36 +57,4 @@ func parseGPT2(f *fields, c *Description) {
 	f.wantBool("scale_attn_by_inverse_layer_idx", false, "no per-layer score scaling is computed")
 	f.wantBool("reorder_and_upcast_attn", false, "attention is computed in the run's dtype")
 	f.wantBool("add_cross_attention", false, "decoder-only")
-}
-
-// gpt2Tensors is transformers' GPT-2 naming: Conv1D [in, out] weights; a
-// checkpoint saved from GPT2Model names them without "transformer.".
-func gpt2Tensors(c *Description) []TensorSpec {
-	var out []TensorSpec
-	add := func(name string, shape ...int) {
-		s := spec(name, shape...)
-		s.Alt = strings.TrimPrefix(name, "transformer.")
-		out = append(out, s)
-	}
-	h := c.Hidden
-	add("transformer.wte.weight", c.Vocab, h)
-	add("transformer.wpe.weight", c.MaxPositions, h)
-	for l := 0; l < c.Layers; l++ {
-		p := fmt.Sprintf("transformer.h.%d.", l)
-		add(p+"ln_1.weight", h)
-		add(p+"ln_1.bias", h)
-		add(p+"attn.c_attn.weight", h, 3*h) // [in, out]: q|k|v columns
-		add(p+"attn.c_attn.bias", 3*h)
-		add(p+"attn.c_proj.weight", h, h)
-		add(p+"attn.c_proj.bias", h)
-		add(p+"ln_2.weight", h)
-		add(p+"ln_2.bias", h)
-		add(p+"mlp.c_fc.weight", h, c.FFN)
-		add(p+"mlp.c_fc.bias", c.FFN)
-		add(p+"mlp.c_proj.weight", c.FFN, h)
-		add(p+"mlp.c_proj.bias", h)
-	}
-	add("transformer.ln_f.weight", h)
-	add("transformer.ln_f.bias", h)
-	return out
 }

@@ -2,7 +2,6 @@ package arch
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -18,8 +17,14 @@ var Llama = &Family{
 		{"MistralForCausalLM", "mistral"}, // without a sliding window it is Llama
 	},
 	Norm: RMSNorm, Positions: Rotary, Layout: SeparateQKV,
+	Names: TensorNames{
+		Embed: "model.embed_tokens.weight", FinalNorm: "model.norm.weight", LMHead: "lm_head.weight",
+		Layer:    "model.layers.%d.",
+		AttnNorm: "input_layernorm.weight", MLPNorm: "post_attention_layernorm.weight",
+		Q: "self_attn.q_proj.weight", K: "self_attn.k_proj.weight", V: "self_attn.v_proj.weight",
+		O: "self_attn.o_proj.weight", Gate: "mlp.gate_proj.weight", Up: "mlp.up_proj.weight", Down: "mlp.down_proj.weight",
+	},
 	parse:   parseLlama,
-	tensors: llamaTensors,
 	buffers: regexp.MustCompile(`^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$`),
 }
 
@@ -118,28 +123,4 @@ func ropeTheta(f *fields) float64 {
 		f.fail("rope_theta = %v: must be positive", theta)
 	}
 	return theta
-}
-
-// llamaTensors is transformers' Llama naming: [out, in] linears.
-func llamaTensors(c *Description) []TensorSpec {
-	h, q, kv := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	out := []TensorSpec{spec("model.embed_tokens.weight", c.Vocab, h)}
-	for l := 0; l < c.Layers; l++ {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		out = append(out,
-			spec(p+"input_layernorm.weight", h),
-			spec(p+"self_attn.q_proj.weight", q, h),
-			spec(p+"self_attn.k_proj.weight", kv, h),
-			spec(p+"self_attn.v_proj.weight", kv, h),
-			spec(p+"self_attn.o_proj.weight", h, q),
-			spec(p+"post_attention_layernorm.weight", h),
-			spec(p+"mlp.gate_proj.weight", c.FFN, h),
-			spec(p+"mlp.up_proj.weight", c.FFN, h),
-			spec(p+"mlp.down_proj.weight", h, c.FFN))
-	}
-	out = append(out, spec("model.norm.weight", h))
-	if !c.TieWordEmbeddings {
-		out = append(out, spec("lm_head.weight", c.Vocab, h))
-	}
-	return out
 }

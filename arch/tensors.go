@@ -31,7 +31,7 @@ func spec(name string, shape ...int) TensorSpec {
 
 // Tensors lists every parameter tensor of d's checkpoint, in model order,
 // with the names its family's checkpoints use.
-func (d *Description) Tensors() []TensorSpec { return d.Family.tensors(d) }
+func (d *Description) Tensors() []TensorSpec { return layoutTensors(d) }
 
 // IsBuffer reports whether a checkpoint tensor is a known non-parameter
 // buffer of d's family.
