@@ -143,3 +143,56 @@ func TestDescriptions(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFamilyIsOneEntry registers a family made of existing features
+// under other names (a stand-in for a new Llama-style architecture): its
+// config.json is read, its tensors are named by it, and model.arch may name
+// it (Lookup, which configs validates with), with nothing else added.
+func TestNewFamilyIsOneEntry(t *testing.T) {
+	renamed := *Llama
+	renamed.Name, renamed.Default = "renamed", false
+	renamed.HF = []HFName{{"RenamedForCausalLM", "renamed"}}
+	renamed.Names.Layer, renamed.Names.Q = "blocks.%d.", "attn.wq"
+	register(&renamed)
+	t.Cleanup(func() { unregister(&renamed) })
+
+	d, err := ReadConfig(filepath.Join("..", "checkpoint", "testdata", "llama-tiny", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string]any{
+		"architectures": []string{"RenamedForCausalLM"}, "model_type": "renamed",
+		"num_hidden_layers": d.Layers, "hidden_size": d.Hidden, "num_attention_heads": d.Heads,
+		"num_key_value_heads": d.KVHeads, "intermediate_size": d.FFN, "vocab_size": d.Vocab,
+		"max_position_embeddings": d.MaxPositions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseConfig(data, "renamed/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Lookup("renamed"); err != nil || f != &renamed || r.Family != &renamed {
+		t.Fatalf("Lookup: %v, %v; parsed family %v", f, err, r.Family)
+	}
+	// llama-tiny: embedding, then layer 0's input norm and q projection [q = 4·16, hidden 64].
+	ts := r.Tensors()
+	if ts[2].Name != "blocks.0.attn.wq" || ts[2].Shape[0] != 64 || ts[2].Shape[1] != 64 || r.ParamCount() != d.ParamCount() {
+		t.Errorf("tensor 2 %+v, %d parameters (llama-tiny: %d)", ts[2], r.ParamCount(), d.ParamCount())
+	}
+}
+
+// unregister removes f from the registry (tests only).
+func unregister(f *Family) {
+	delete(byName, f.Name)
+	for _, h := range f.HF {
+		delete(byHF, h.Architecture)
+	}
+	for i, g := range families {
+		if g == f {
+			families = append(families[:i], families[i+1:]...)
+			break
+		}
+	}
+}
