@@ -117,3 +117,13 @@ func TestFeaturesFollowFamily(t *testing.T) {
 		t.Errorf("families %v, %v", llama.Family(), gpt2.Family())
 	}
 }
+
+// TestArchConstantsRegistered: the family names callers spell out are
+// registered families.
+func TestArchConstantsRegistered(t *testing.T) {
+	for name, want := range map[string]*arch.Family{ArchLlama: arch.Llama, ArchGPT2: arch.GPT2} {
+		if f, err := arch.Lookup(name); err != nil || f != want {
+			t.Errorf("%q: %v, %v", name, f, err)
+		}
+	}
+}
