@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/partbench/partbench/arch"
 )
 
 func TestFixtureConfigs(t *testing.T) {
@@ -17,15 +19,15 @@ func TestFixtureConfigs(t *testing.T) {
 	}{
 		// Values from testdata/*/config.json and the fixtures' README.
 		{"llama-tiny", Config{
-			Architecture: "LlamaForCausalLM", Family: Llama, Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16,
-			FFN: 176, Vocab: 512, MaxPositions: 256, NormEps: 1e-5, Norm: RMSNorm, RopeTheta: 10000,
-			Activation: "silu", GatedMLP: true, TorchDType: "float32",
+			Architecture: "LlamaForCausalLM", Family: arch.Llama, Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16,
+			FFN: 176, Vocab: 512, MaxPositions: 256, NormEps: 1e-5, Norm: arch.RMSNorm, RopeTheta: 10000,
+			Activation: "silu", GatedMLP: true, TorchDType: "float32", DType: arch.FP32,
 		}},
 		// n_inner null → 4·64 = 256; GPT-2 ties its LM head and has biases.
 		{"gpt2-tiny", Config{
-			Architecture: "GPT2LMHeadModel", Family: GPT2, Layers: 2, Hidden: 64, Heads: 4, KVHeads: 4, HeadDim: 16,
-			FFN: 256, Vocab: 512, MaxPositions: 128, NormEps: 1e-5, Norm: LayerNorm, LearnedPositions: true,
-			TieWordEmbeddings: true, Activation: "gelu_new", Bias: true, TorchDType: "float32",
+			Architecture: "GPT2LMHeadModel", Family: arch.GPT2, Layers: 2, Hidden: 64, Heads: 4, KVHeads: 4, HeadDim: 16,
+			FFN: 256, Vocab: 512, MaxPositions: 128, NormEps: 1e-5, Norm: arch.LayerNorm, LearnedPositions: true,
+			TieWordEmbeddings: true, Activation: "gelu_new", Bias: true, TorchDType: "float32", DType: arch.FP32,
 		}},
 	} {
 		got, err := ReadConfig(fixture(c.dir))
@@ -145,7 +147,7 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	// A Mistral-style config without a sliding window is the Llama family.
 	cfg, err := ParseConfig(llamaJSON(t, map[string]string{"architectures": `["MistralForCausalLM"]`, "model_type": `"mistral"`, "sliding_window": "null"}), "m")
-	if err != nil || cfg.Family != Llama {
+	if err != nil || cfg.Family != arch.Llama {
 		t.Errorf("Mistral without sliding window: %+v, %v", cfg, err)
 	}
 }

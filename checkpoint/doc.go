@@ -1,5 +1,6 @@
-// Package checkpoint reads Hugging Face model directories: config.json into a
-// neutral description of the architecture, and safetensors weights (single
+// Package checkpoint reads Hugging Face model directories: config.json into
+// the model description (package arch: Config is arch.Description, the
+// family names the tensors), and safetensors weights (single
 // file or sharded with model.safetensors.index.json), memory-mapped and
 // validated, with per-tensor row and column slices converted to float32.
 //

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/partbench/partbench/arch"
 )
 
 // FuzzConfigJSON feeds arbitrary bytes to the config.json parser. It must
@@ -39,11 +41,11 @@ func FuzzConfigJSON(f *testing.F) {
 			}
 			return
 		}
-		if c.Family != Llama && c.Family != GPT2 {
+		if c.Family != arch.Llama && c.Family != arch.GPT2 {
 			t.Fatalf("family %q", c.Family)
 		}
-		if c.Norm != RMSNorm && c.Norm != LayerNorm {
-			t.Fatalf("norm %q", c.Norm)
+		if c.Norm != arch.RMSNorm && c.Norm != arch.LayerNorm {
+			t.Fatalf("norm %v", c.Norm)
 		}
 		for name, v := range map[string]int{"layers": c.Layers, "hidden": c.Hidden, "heads": c.Heads, "kv heads": c.KVHeads,
 			"head dim": c.HeadDim, "ffn": c.FFN, "vocab": c.Vocab} {

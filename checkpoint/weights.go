@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/fileio"
 )
 
@@ -17,7 +18,7 @@ import (
 const (
 	SingleFile = "model.safetensors"
 	IndexFile  = "model.safetensors.index.json"
-	ConfigFile = "config.json"
+	ConfigFile = arch.ConfigFile
 )
 
 // MaxIndexBytes bounds model.safetensors.index.json: one line per tensor,

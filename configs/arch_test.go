@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/arch"
 )
 
 func TestArchValidation(t *testing.T) {
@@ -17,7 +19,7 @@ func TestArchValidation(t *testing.T) {
 		{"gpt2", func(c *Config) {
 			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions = "gpt2", false, 8, 24
 		}, ""},
-		{"unknown arch", func(c *Config) { c.Model.Arch = "bert" }, `model.arch: must be "llama" or "gpt2" (got "bert")`},
+		{"unknown arch", func(c *Config) { c.Model.Arch = "bert" }, `model.arch: must be one of "gpt2", "llama" (got "bert")`},
 		{"gpt2 rope", func(c *Config) {
 			c.Model.Arch, c.Model.GatedMLP, c.Model.KVHeads, c.Model.MaxPositions, c.Model.RopeTheta = "gpt2", false, 8, 24, 1e4
 		}, "model.rope_theta: gpt2 has learned positions"},
@@ -76,5 +78,52 @@ func TestModelDir(t *testing.T) {
 	missing := s[:start] + "[model]\ndir = \"" + filepath.Join(t.TempDir(), "none") + "\"\n\n" + s[end:]
 	if _, err := Parse(strings.NewReader(missing), "missing.toml"); err == nil || !strings.Contains(err.Error(), "missing.toml: model.dir") {
 		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+// TestElemType: model.dtype read as a typed element type; a name Validate
+// refuses is named with what is allowed.
+func TestElemType(t *testing.T) {
+	cfg, err := Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]arch.DType{"fp32": arch.FP32, "fp16": arch.FP16, "bf16": arch.BF16, "fp8": arch.FP8, "int3": 0, "": 0} {
+		cfg.Model.DType = name
+		if got := cfg.Model.ElemType(); got != want {
+			t.Errorf("ElemType(%q) = %v, want %v", name, got, want)
+		}
+		err := cfg.Validate()
+		wantErr := `model.dtype: must be one of fp32, fp16, bf16, fp8 (got "` + name + `")`
+		if refused := err != nil && strings.Contains(err.Error(), wantErr); refused != (want == 0) {
+			t.Errorf("dtype %q: Validate() = %v", name, err)
+		}
+	}
+}
+
+// TestFeaturesFollowFamily: configs.Model.Features takes the fixed features
+// from the family and the choices from the config.
+func TestFeaturesFollowFamily(t *testing.T) {
+	llama := Model{GatedMLP: true, ModelArch: ModelArch{RopeTheta: 5e5}}
+	gpt2 := Model{ModelArch: ModelArch{Arch: "gpt2", MaxPositions: 128}}
+	if a := llama.Features(); a.Norm != arch.RMSNorm || a.MLP != arch.GatedSiLU || a.RopeTheta != 5e5 || a.Bias || a.Tied || llama.Tied() {
+		t.Errorf("llama: %+v", a)
+	}
+	if a := gpt2.Features(); a.Norm != arch.LayerNorm || a.Positions != arch.Learned || a.MLP != arch.GELUTanh || a.RopeTheta != 0 ||
+		!a.Bias || !a.Tied || !gpt2.Tied() || a.MaxPositions != 128 {
+		t.Errorf("gpt2: %+v", a)
+	}
+	if llama.Family() != arch.Llama || gpt2.Family() != arch.GPT2 {
+		t.Errorf("families %v, %v", llama.Family(), gpt2.Family())
+	}
+}
+
+// TestArchConstantsRegistered: the family names callers spell out are
+// registered families.
+func TestArchConstantsRegistered(t *testing.T) {
+	for name, want := range map[string]*arch.Family{ArchLlama: arch.Llama, ArchGPT2: arch.GPT2} {
+		if f, err := arch.Lookup(name); err != nil || f != want {
+			t.Errorf("%q: %v, %v", name, f, err)
+		}
 	}
 }

@@ -103,12 +103,7 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		if p.name == "" {
 			continue
 		}
-		pdata, err := fs.ReadFile(Files, path.Join(p.kind, p.name+".toml"))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s.preset: unknown preset %q (available: %s)",
-				source, p.kind, p.name, strings.Join(Presets(p.kind), ", "))
-		}
-		if _, err := decodeStrict(pdata, p.into, p.kind+"/"+p.name+".toml"); err != nil {
+		if err := decodePreset(source, p.kind, p.name, p.into); err != nil {
 			return nil, err
 		}
 	}
@@ -117,21 +112,43 @@ func Parse(r io.Reader, source string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Source = source
-	if err := cfg.resolveModelDir(data); err != nil {
+	if err := cfg.resolveModelDir(md); err != nil {
 		return nil, err
 	}
 	if !md.IsDefined("run") {
 		cfg.Run = DefaultRun // a dry-run config needs no [run]
 	}
-	cfg.applyDefaults()
-	if err := cfg.Runtime.Validate("runtime"); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
-	cfg.Hardware.GPU = cfg.Runtime.Apply(cfg.Hardware.GPU)
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+	if err := cfg.finish(); err != nil {
+		return nil, err
 	}
 	return &cfg, nil
+}
+
+// decodePreset decodes the embedded preset name of kind ("model",
+// "hardware", "topology", "runtime") into into; source names the config
+// that asked for it in errors.
+func decodePreset(source, kind, name string, into any) error {
+	pdata, err := fs.ReadFile(Files, path.Join(kind, name+".toml"))
+	if err != nil {
+		return fmt.Errorf("%s: %s.preset: unknown preset %q (available: %s)",
+			source, kind, name, strings.Join(Presets(kind), ", "))
+	}
+	_, err = decodeStrict(pdata, into, kind+"/"+name+".toml")
+	return err
+}
+
+// finish fills c's defaults, applies its runtime to the hardware and
+// validates it; errors name c.Source. Every way to a Config ends here.
+func (c *Config) finish() error {
+	c.applyDefaults()
+	if err := c.Runtime.Validate("runtime"); err != nil {
+		return fmt.Errorf("%s: %w", c.Source, err)
+	}
+	c.Hardware.GPU = c.Runtime.Apply(c.Hardware.GPU)
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", c.Source, err)
+	}
+	return nil
 }
 
 // decodeStrict decodes data into into, refusing unknown keys and shapes

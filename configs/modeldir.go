@@ -1,38 +1,37 @@
 package configs
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/arch"
+	"github.com/partbench/partbench/topology"
 )
 
-// ModelFromHF is the model a Hugging Face config.json describes, with its
-// embedding and LM head, in dtype (empty: the checkpoint's own dtype when it
-// names fp32, fp16 or bf16, else fp16).
-func ModelFromHF(c *checkpoint.Config, dtype string) Model {
+// ModelFromDescription is the model a Hugging Face config.json describes
+// (its family, shape and options), with its embedding and LM head, in dtype
+// (empty: the checkpoint's own dtype when it names fp32, fp16 or bf16, else
+// fp16). The model keeps d (Model.Description).
+func ModelFromDescription(d *arch.Description, dtype string) Model {
 	m := Model{
-		Name: c.Architecture, Layers: c.Layers, Hidden: c.Hidden, Heads: c.Heads, KVHeads: c.KVHeads,
-		HeadDim: c.HeadDim, FFN: c.FFN, GatedMLP: c.GatedMLP, Vocab: c.Vocab, Embeddings: true, LMHead: true,
+		Name: d.Architecture, Layers: d.Layers, Hidden: d.Hidden, Heads: d.Heads, KVHeads: d.KVHeads,
+		HeadDim: d.HeadDim, FFN: d.FFN, GatedMLP: d.GatedMLP, Vocab: d.Vocab, Embeddings: true, LMHead: true,
 		DType: dtype,
 	}
-	m.NormEps, m.TiedEmbeddings = c.NormEps, c.TieWordEmbeddings
-	switch c.Family {
-	case checkpoint.GPT2:
-		m.Arch, m.MaxPositions = ArchGPT2, c.MaxPositions
-	default:
-		m.Arch, m.RopeTheta = ArchLlama, c.RopeTheta
+	m.Arch, m.NormEps, m.TiedEmbeddings, m.desc = d.Family.Name, d.NormEps, d.TieWordEmbeddings, d
+	if d.LearnedPositions {
+		m.MaxPositions = d.MaxPositions
+	} else {
+		m.RopeTheta = d.RopeTheta
 	}
 	if m.DType == "" {
-		m.DType = "fp16"
-		switch c.TorchDType {
-		case "float32":
-			m.DType = "fp32"
-		case "bfloat16":
-			m.DType = "bf16"
+		m.DType = arch.FP16.String()
+		if d.DType.Valid() {
+			m.DType = d.DType.String()
 		}
 	}
 	return m
@@ -44,22 +43,16 @@ var shapeKeys = []string{"layers", "hidden", "heads", "kv_heads", "head_dim", "f
 	"arch", "norm_eps", "rope_theta", "max_positions", "tied_embeddings", "preset"}
 
 // resolveModelDir fills the model from model.dir's config.json (relative to
-// the config file's directory when the file is on disk). data is the
-// config file; shape keys it gives beside model.dir are refused.
-func (c *Config) resolveModelDir(data []byte) error {
+// the config file's directory when the file is on disk), read once. md is
+// the file's own decode; shape keys it gives beside model.dir are refused.
+func (c *Config) resolveModelDir(md toml.MetaData) error {
 	dir := c.Model.Dir
 	if dir == "" {
 		return nil
 	}
-	var file struct {
-		Model map[string]any `toml:"model"`
-	}
-	if _, err := toml.Decode(string(data), &file); err != nil {
-		return fmt.Errorf("%s: %w", c.Source, err)
-	}
 	var dup []string
 	for _, k := range shapeKeys {
-		if _, ok := file.Model[k]; ok {
+		if md.IsDefined("model", k) {
 			dup = append(dup, "model."+k)
 		}
 	}
@@ -69,18 +62,24 @@ func (c *Config) resolveModelDir(data []byte) error {
 	if !filepath.IsAbs(dir) && !strings.HasPrefix(c.Source, "preset:") && c.Source != "" {
 		dir = filepath.Join(filepath.Dir(c.Source), dir)
 	}
-	hf, err := checkpoint.ReadConfig(dir)
+	d, err := arch.ReadConfig(dir)
 	if err != nil {
 		return fmt.Errorf("%s: model.dir = %q: %w", c.Source, c.Model.Dir, err)
 	}
-	m := ModelFromHF(hf, c.Model.DType)
-	m.Dir = dir
-	m.Encoder = c.Model.Encoder // how the model is run, not its shape
-	if c.Model.Name != "" {
-		m.Name = c.Model.Name
+	c.setModelDir(d, dir, c.Model.DType, c.Model.Name, c.Model.Encoder)
+	return nil
+}
+
+// setModelDir makes c's model the one d describes, read from dir, in dtype
+// (empty: the checkpoint's), named name (empty: d's architecture), run as an
+// encoder or not (how the model is run, not its shape).
+func (c *Config) setModelDir(d *arch.Description, dir, dtype, name string, encoder bool) {
+	m := ModelFromDescription(d, dtype)
+	m.Dir, m.Encoder = dir, encoder
+	if name != "" {
+		m.Name = name
 	}
 	c.Model = m
-	return nil
 }
 
 // GenerateConfig is the config `partbench generate` runs: the model of the
@@ -88,35 +87,32 @@ func (c *Config) resolveModelDir(data []byte) error {
 // newTokens generated tokens fill context, fp32, tp × pp in-process ranks
 // with micro-batches; the topology is a stand-in (one node of tp × pp
 // devices) since generation is measured for its numbers, not its time.
+// config.json is read once; the model keeps it (Model.Description).
 func GenerateConfig(dir string, seqs, context, newTokens, tp, pp, microbatches int) (*Config, error) {
-	src := fmt.Sprintf(`version = 1
-name = "generate"
-[model]
-dir = %q
-dtype = "fp32"
-[workload]
-batch = %d
-context = %d
-output_tokens = %d
-[parallel]
-tp = %d
-pp = %d
-microbatches = %d
-[hardware]
-preset = "h100-sxm"
-[topology]
-name = "in-process"
-nodes = 1
-gpus_per_node = %d
-[topology.intra_node]
-class = "nvlink"
-name = "in-process"
-bytes_per_s = 450e9
-latency_s = 1e-6
-[run]
-iterations = 1
-`, dir, seqs, max(context, 2), max(newTokens, 1), tp, pp, microbatches, tp*pp)
-	return Parse(strings.NewReader(src), "--model-dir "+dir)
+	c := &Config{Name: "generate", Source: "--model-dir " + dir}
+	d, err := arch.ReadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: model.dir = %q: %w", c.Source, dir, err)
+	}
+	c.setModelDir(d, dir, arch.FP32.String(), "", false)
+	c.Workload = Workload{Batch: seqs, Context: max(context, 2), OutputTokens: max(newTokens, 1)}
+	c.Parallel = Parallel{TP: tp, PP: pp, Microbatches: microbatches}
+	if err := c.hardwarePreset("h100-sxm"); err != nil {
+		return nil, err
+	}
+	c.Topology.Topology = topology.Topology{Name: "in-process", Nodes: 1, GPUsPerNode: tp * pp,
+		Intra: topology.Link{Class: topology.NVLink, Name: "in-process", BytesPerS: 450e9, LatencyS: 1e-6}}
+	c.Run = Run{Iterations: 1}
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// hardwarePreset sets c's hardware to the embedded preset name.
+func (c *Config) hardwarePreset(name string) error {
+	c.Hardware = Hardware{Preset: name}
+	return decodePreset(c.Source, "hardware", name, &c.Hardware)
 }
 
 // ModelDirRun describes a run of a Hugging Face model directory built from
@@ -134,6 +130,9 @@ type ModelDirRun struct {
 	Encoder bool
 	// DType is the element type ("": the checkpoint's torch_dtype).
 	DType string
+	// Desc is the directory's config.json when it has been read already
+	// (Partitionings passes it on); nil: Config reads it.
+	Desc *arch.Description
 }
 
 // GPUsPerDGXNode is the GPUs of one DGX H100 node (NVIDIA DGX H100 user
@@ -141,6 +140,8 @@ type ModelDirRun struct {
 const GPUsPerDGXNode = 8
 
 // Config is the validated config of r; its source in errors is "--model-dir DIR".
+// config.json is read once (not at all when r.Desc is set) and kept by the
+// model (Model.Description).
 func (r ModelDirRun) Config() (*Config, error) {
 	tp, pp, mbs := max(r.TP, 1), max(r.PP, 1), max(r.Microbatches, 1)
 	ranks := tp * pp
@@ -152,56 +153,43 @@ func (r ModelDirRun) Config() (*Config, error) {
 		}
 		nodes, perNode = ranks/GPUsPerDGXNode, GPUsPerDGXNode
 	}
+	c := &Config{Name: r.name(tp, pp, mbs), Source: "--model-dir " + r.Dir}
+	d := r.Desc
+	if d == nil {
+		var err error
+		if d, err = arch.ReadConfig(r.Dir); err != nil {
+			return nil, fmt.Errorf("%s: model.dir = %q: %w", c.Source, r.Dir, err)
+		}
+	}
 	batch, context, out := max(r.Batch, 1), r.Context, r.OutputTokens
 	if context == 0 {
 		context = 2048
-		if hf, err := checkpoint.ReadConfig(r.Dir); err == nil && hf.MaxPositions > 0 {
-			context = min(context, hf.MaxPositions)
+		if d.MaxPositions > 0 {
+			context = min(context, d.MaxPositions)
 		}
 	}
 	if out == 0 {
 		out = max(min(128, context/2), 2)
 	}
-	var extra strings.Builder
-	if r.DType != "" {
-		fmt.Fprintf(&extra, "dtype = %q\n", r.DType)
-	}
+	c.setModelDir(d, r.Dir, r.DType, "", r.Encoder)
+	c.Workload = Workload{Batch: batch, Context: context, OutputTokens: out, Phases: []string{"prefill", "decode"}}
 	if r.Encoder {
-		extra.WriteString("encoder = true\n")
+		c.Workload.Phases = []string{"prefill"}
 	}
-	phases := `["prefill", "decode"]`
-	if r.Encoder {
-		phases = `["prefill"]`
+	c.Parallel = Parallel{TP: tp, PP: pp, Microbatches: mbs, LayerMap: r.LayerMap}
+	if err := c.hardwarePreset("h100-sxm"); err != nil {
+		return nil, err
 	}
-	lm := ""
-	if r.LayerMap != nil {
-		lm = "layer_map = " + strings.ReplaceAll(fmt.Sprint(r.LayerMap), " ", ", ")
+	c.Topology = Topology{Preset: "dgx-h100x2"}
+	if err := decodePreset(c.Source, "topology", c.Topology.Preset, &c.Topology); err != nil {
+		return nil, err
 	}
-	src := fmt.Sprintf(`version = 1
-name = %q
-[model]
-dir = %q
-%s[workload]
-batch = %d
-context = %d
-output_tokens = %d
-phases = %s
-[parallel]
-tp = %d
-pp = %d
-microbatches = %d
-%s
-[hardware]
-preset = "h100-sxm"
-[topology]
-preset = "dgx-h100x2"
-name = "dgx-h100x%d"
-nodes = %d
-gpus_per_node = %d
-[run]
-iterations = 1
-`, r.name(tp, pp, mbs), r.Dir, extra.String(), batch, context, out, phases, tp, pp, mbs, lm, nodes, nodes, perNode)
-	return Parse(strings.NewReader(src), "--model-dir "+r.Dir)
+	c.Topology.Name, c.Topology.Nodes, c.Topology.GPUsPerNode = fmt.Sprintf("dgx-h100x%d", nodes), nodes, perNode
+	c.Run = Run{Iterations: 1}
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // name is the run's name: the directory's base name and the partitioning.
@@ -231,6 +219,7 @@ func (r ModelDirRun) Partitionings(m Model, maxRanks int) []ModelDirRun {
 		for pp := 1; tp*pp <= maxRanks && pp <= m.Layers; pp *= 2 {
 			p := r
 			p.TP, p.PP, p.LayerMap, p.Microbatches = tp, pp, nil, 1
+			p.Desc = cmp.Or(m.Description(), r.Desc)
 			if pp > 1 && max(r.Batch, 1)%pp == 0 {
 				p.Microbatches = pp
 			}
@@ -240,6 +229,7 @@ func (r ModelDirRun) Partitionings(m Model, maxRanks int) []ModelDirRun {
 	if m.Layers >= 2 && m.Layers <= maxRanks {
 		p := r
 		p.TP, p.PP, p.Microbatches = 1, m.Layers, 1
+		p.Desc = cmp.Or(m.Description(), r.Desc)
 		p.LayerMap = make([]int, m.Layers)
 		for i := range p.LayerMap {
 			p.LayerMap[i] = i

@@ -3,6 +3,8 @@ package configs
 import (
 	"errors"
 	"fmt"
+
+	"github.com/partbench/partbench/arch"
 )
 
 // Limits on what one config may ask for. They bound the time and memory of
@@ -55,10 +57,8 @@ func (c *Config) Validate() error {
 	if okHeads && okKV && m.Heads%m.KVHeads != 0 {
 		add("model.kv_heads: must divide model.heads = %d (got %d)", m.Heads, m.KVHeads)
 	}
-	switch m.DType {
-	case "fp16", "bf16", "fp32", "fp8":
-	default:
-		add("model.dtype: must be one of fp16, bf16, fp32, fp8 (got %q)", m.DType)
+	if _, err := arch.ParseDType(m.DType); err != nil {
+		add("model.dtype: must be one of fp32, fp16, bf16, fp8 (got %q)", m.DType)
 	}
 
 	w := c.Workload

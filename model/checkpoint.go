@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/checkpoint"
 )
 
@@ -74,13 +75,13 @@ func (c *Checkpoint) Tensor(layer int, name string) (*Tensor, error) {
 	}
 	var t *Tensor
 	var err error
-	switch c.Config.Family {
-	case checkpoint.Llama:
+	switch c.Config.Family.Layout {
+	case arch.SeparateQKV:
 		t, err = c.llama(layer, name)
-	case checkpoint.GPT2:
+	case arch.FusedQKV:
 		t, err = c.gpt2(layer, name)
 	default:
-		err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family)
+		err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("layer %d %s: %w", layer, name, err)
@@ -160,59 +161,61 @@ func (c *Checkpoint) vocabRows(name string) (*Tensor, error) {
 	return t, nil
 }
 
+// llama reads a SeparateQKV checkpoint: [out, in] linears, q and k heads
+// in rotate-half order.
 func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
-	s := c.Shard
-	p := fmt.Sprintf("model.layers.%d.", layer)
+	s, n := c.Shard, c.Config.Family.Names
+	p := n.LayerPrefix(layer)
 	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
 	switch name {
 	case WQKV:
-		q, err := c.outRows(p+"self_attn.q_proj.weight", s.Index*ql, ql)
+		q, err := c.outRows(p+n.Q, s.Index*ql, ql)
 		if err != nil {
 			return nil, err
 		}
-		k, err := c.outRows(p+"self_attn.k_proj.weight", s.Index*kvl, kvl)
+		k, err := c.outRows(p+n.K, s.Index*kvl, kvl)
 		if err != nil {
 			return nil, err
 		}
-		v, err := c.outRows(p+"self_attn.v_proj.weight", s.Index*kvl, kvl)
+		v, err := c.outRows(p+n.V, s.Index*kvl, kvl)
 		if err != nil {
 			return nil, err
 		}
 		return hcat(interleave(q, s.HeadDim), interleave(k, s.HeadDim), v), nil
 	case WO:
-		d, err := c.cols(p+"self_attn.o_proj.weight", s.Index*ql, (s.Index+1)*ql)
+		d, err := c.cols(p+n.O, s.Index*ql, (s.Index+1)*ql)
 		if err != nil {
 			return nil, err
 		}
 		return Transpose(&Tensor{K: s.Hidden, N: ql, Data: d}), nil
 	case WUp:
-		g, err := c.outRows(p+"mlp.gate_proj.weight", s.Index*fl, fl)
+		g, err := c.outRows(p+n.Gate, s.Index*fl, fl)
 		if err != nil {
 			return nil, err
 		}
-		u, err := c.outRows(p+"mlp.up_proj.weight", s.Index*fl, fl)
+		u, err := c.outRows(p+n.Up, s.Index*fl, fl)
 		if err != nil {
 			return nil, err
 		}
 		return hcat(g, u), nil
 	case WDown:
-		d, err := c.cols(p+"mlp.down_proj.weight", s.Index*fl, (s.Index+1)*fl)
+		d, err := c.cols(p+n.Down, s.Index*fl, (s.Index+1)*fl)
 		if err != nil {
 			return nil, err
 		}
 		return Transpose(&Tensor{K: s.Hidden, N: fl, Data: d}), nil
 	case AttnNorm:
-		return vector(c.rows(p+"input_layernorm.weight", 0, s.Hidden))
+		return vector(c.rows(p+n.AttnNorm, 0, s.Hidden))
 	case MLPNorm:
-		return vector(c.rows(p+"post_attention_layernorm.weight", 0, s.Hidden))
+		return vector(c.rows(p+n.MLPNorm, 0, s.Hidden))
 	case FinalNorm:
-		return vector(c.rows("model.norm.weight", 0, s.Hidden))
+		return vector(c.rows(n.FinalNorm, 0, s.Hidden))
 	case Embed:
-		return c.vocabRows("model.embed_tokens.weight")
+		return c.vocabRows(n.Embed)
 	case LMHead:
-		src := "lm_head.weight"
+		src := n.LMHead
 		if c.Config.TieWordEmbeddings {
-			src = "model.embed_tokens.weight"
+			src = n.Embed
 		}
 		t, err := c.vocabRows(src)
 		if err != nil {
@@ -223,18 +226,20 @@ func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
 }
 
+// gpt2 reads a FusedQKV checkpoint: Conv1D [in, out] linears with biases,
+// q | k | v columns in one attention weight, a tied LM head.
 func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
-	s := c.Shard
-	p := fmt.Sprintf("transformer.h.%d.", layer)
+	s, n := c.Shard, c.Config.Family.Names
+	p := n.LayerPrefix(layer)
 	H := s.Hidden
 	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
-	// c_attn's columns are [q H | k H | v H]; the rank's are its heads of each.
+	// The fused columns are [q H | k H | v H]; the rank's are its heads of each.
 	qkv := [][2]int{{s.Index * ql, ql}, {H + s.Index*kvl, kvl}, {2*H + s.Index*kvl, kvl}}
 	switch name {
 	case WQKV:
 		var parts []*Tensor
 		for _, r := range qkv {
-			d, err := c.cols(p+"attn.c_attn.weight", r[0], r[0]+r[1])
+			d, err := c.cols(p+n.QKV, r[0], r[0]+r[1])
 			if err != nil {
 				return nil, err
 			}
@@ -244,7 +249,7 @@ func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
 	case BQKV:
 		var d []float32
 		for _, r := range qkv {
-			part, err := c.rows(p+"attn.c_attn.bias", r[0], r[0]+r[1])
+			part, err := c.rows(p+n.QKVBias, r[0], r[0]+r[1])
 			if err != nil {
 				return nil, err
 			}
@@ -252,39 +257,39 @@ func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
 		}
 		return vector(d, nil)
 	case WO:
-		d, err := c.rows(p+"attn.c_proj.weight", s.Index*ql, (s.Index+1)*ql)
+		d, err := c.rows(p+n.O, s.Index*ql, (s.Index+1)*ql)
 		return &Tensor{K: ql, N: H, Data: d}, err
 	case BO:
-		return vector(c.rows(p+"attn.c_proj.bias", 0, H))
+		return vector(c.rows(p+n.OBias, 0, H))
 	case WUp:
-		d, err := c.cols(p+"mlp.c_fc.weight", s.Index*fl, (s.Index+1)*fl)
+		d, err := c.cols(p+n.Up, s.Index*fl, (s.Index+1)*fl)
 		return &Tensor{K: H, N: fl, Data: d}, err
 	case BUp:
-		return vector(c.rows(p+"mlp.c_fc.bias", s.Index*fl, (s.Index+1)*fl))
+		return vector(c.rows(p+n.UpBias, s.Index*fl, (s.Index+1)*fl))
 	case WDown:
-		d, err := c.rows(p+"mlp.c_proj.weight", s.Index*fl, (s.Index+1)*fl)
+		d, err := c.rows(p+n.Down, s.Index*fl, (s.Index+1)*fl)
 		return &Tensor{K: fl, N: H, Data: d}, err
 	case BDown:
-		return vector(c.rows(p+"mlp.c_proj.bias", 0, H))
+		return vector(c.rows(p+n.DownBias, 0, H))
 	case AttnNorm:
-		return vector(c.rows(p+"ln_1.weight", 0, H))
+		return vector(c.rows(p+n.AttnNorm, 0, H))
 	case AttnNormBias:
-		return vector(c.rows(p+"ln_1.bias", 0, H))
+		return vector(c.rows(p+n.AttnNormBias, 0, H))
 	case MLPNorm:
-		return vector(c.rows(p+"ln_2.weight", 0, H))
+		return vector(c.rows(p+n.MLPNorm, 0, H))
 	case MLPNormBias:
-		return vector(c.rows(p+"ln_2.bias", 0, H))
+		return vector(c.rows(p+n.MLPNormBias, 0, H))
 	case FinalNorm:
-		return vector(c.rows("transformer.ln_f.weight", 0, H))
+		return vector(c.rows(n.FinalNorm, 0, H))
 	case FinalNormBias:
-		return vector(c.rows("transformer.ln_f.bias", 0, H))
+		return vector(c.rows(n.FinalNormBias, 0, H))
 	case PosEmbed:
-		d, err := c.rows("transformer.wpe.weight", 0, c.Config.MaxPositions)
+		d, err := c.rows(n.PosEmbed, 0, c.Config.MaxPositions)
 		return &Tensor{K: c.Config.MaxPositions, N: H, Data: d}, err
 	case Embed:
-		return c.vocabRows("transformer.wte.weight")
+		return c.vocabRows(n.Embed)
 	case LMHead:
-		t, err := c.vocabRows("transformer.wte.weight")
+		t, err := c.vocabRows(n.Embed)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
@@ -76,15 +77,15 @@ func TestParamsOfPublicConfigs(t *testing.T) {
 		{"gpt2-xl", 1_557_611_200},
 		{"tiny-gpt2", 102_714},
 	} {
-		hf, err := checkpoint.ReadConfig(filepath.Join("..", "checkpoint", "testdata", "configs", c.name+".json"))
+		hf, err := arch.ReadConfig(filepath.Join("..", "checkpoint", "testdata", "configs", c.name+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var sum int64
-		for _, s := range checkpoint.ExpectedTensors(hf) {
+		for _, s := range hf.Tensors() {
 			sum += s.Elements()
 		}
-		m := configs.ModelFromHF(hf, "fp16")
+		m := configs.ModelFromDescription(hf, "fp16")
 		if got := partition.ParamsTotal(m); got != c.params || got != hf.ParamCount() || got != sum {
 			t.Errorf("%s: partition counts %d, checkpoint's closed form %d, its tensors %d, public %d", c.name, got, hf.ParamCount(), sum, c.params)
 		}
@@ -93,7 +94,7 @@ func TestParamsOfPublicConfigs(t *testing.T) {
 			t.Errorf("preset %s: %d parameters, want %d", c.name, got, c.params)
 		}
 		if preset.Layers != m.Layers || preset.Hidden != m.Hidden || preset.Heads != m.Heads || preset.KVHeads != m.KVHeads ||
-			preset.HeadDim != m.HeadDim || preset.FFN != m.FFN || preset.Vocab != m.Vocab || preset.IsGPT2() != m.IsGPT2() ||
+			preset.HeadDim != m.HeadDim || preset.FFN != m.FFN || preset.Vocab != m.Vocab || preset.Family() != m.Family() ||
 			preset.MaxPositions != m.MaxPositions || preset.Tied() != m.Tied() {
 			t.Errorf("preset %s: %+v, config.json says %+v", c.name, preset, m)
 		}

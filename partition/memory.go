@@ -1,6 +1,10 @@
 package partition
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/partbench/partbench/arch"
+)
 
 // Memory is one rank's device memory need. Activation is the peak of live
 // activation buffers in one pass (see docs/costmodel.md for the buffers).
@@ -35,7 +39,7 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 	first, last := p.FirstStage(r.Stage), p.LastStage(r.Stage)
 	if p.Model.Embeddings && first {
 		embed += vshard * h * dt
-		if p.Model.IsGPT2() {
+		if p.Model.Features().Positions == arch.Learned {
 			embed += int64(p.Model.MaxPositions) * h * dt
 		}
 	}

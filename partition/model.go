@@ -3,20 +3,19 @@ package partition
 import (
 	"fmt"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/configs"
 )
 
-// DTypeBytes is the size of one element of a model data type.
+// DTypeBytes is the size of one element of a model data type named dtype
+// (arch.ParseDType); configs.Validate refuses any other name, so an unknown
+// one here is a programming error.
 func DTypeBytes(dtype string) int {
-	switch dtype {
-	case "fp32":
-		return 4
-	case "fp16", "bf16":
-		return 2
-	case "fp8":
-		return 1
+	d, err := arch.ParseDType(dtype)
+	if err != nil {
+		panic(fmt.Sprintf("partition: unknown dtype %q", dtype))
 	}
-	panic(fmt.Sprintf("partition: unknown dtype %q", dtype))
+	return d.Bytes()
 }
 
 // LayerParams counts the parameters of one transformer layer.
@@ -44,25 +43,22 @@ func Layer(m configs.Model) LayerParams {
 		up *= 2
 	}
 	lp := LayerParams{
-		QKV:   h * int64(m.Heads+2*m.KVHeads) * hd,
-		O:     int64(m.Heads) * hd * h,
-		Up:    up,
-		Down:  int64(m.FFN) * h,
-		Norms: 2 * h,
+		QKV:  h * int64(m.Heads+2*m.KVHeads) * hd,
+		O:    int64(m.Heads) * hd * h,
+		Up:   up,
+		Down: int64(m.FFN) * h,
 	}
-	if m.IsGPT2() {
-		lp.Norms = 4 * h
-		lp.Biases = int64(m.Heads+2*m.KVHeads)*hd + h + int64(m.FFN) + h
+	a := m.Features()
+	lp.Norms = 2 * a.Norm.Params(h)
+	if a.Bias {
+		lp.Biases = int64(m.Heads+2*m.KVHeads)*hd + h + up/h + h // qkv, o, up (gate and up when gated), down outputs
 	}
 	return lp
 }
 
 // finalNormParams is the final norm's weight (and bias with LayerNorm).
 func finalNormParams(m configs.Model) int64 {
-	if m.IsGPT2() {
-		return 2 * int64(m.Hidden)
-	}
-	return int64(m.Hidden)
+	return m.Features().Norm.Params(int64(m.Hidden))
 }
 
 // PaddedVocab is the vocabulary rounded up to a multiple of tp, so each TP
@@ -78,7 +74,7 @@ func ParamsTotal(m configs.Model) int64 {
 	n := int64(m.Layers) * Layer(m).Total()
 	if m.Embeddings {
 		n += int64(m.Vocab) * int64(m.Hidden)
-		if m.IsGPT2() {
+		if m.Features().Positions == arch.Learned {
 			n += int64(m.MaxPositions) * int64(m.Hidden)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/topology"
 )
@@ -24,8 +25,10 @@ type Plan struct {
 	DP             int
 	Microbatches   int
 	MicrobatchSize int // sequences per micro-batch
-	DTypeBytes     int
-	VocabPadded    int // vocab rounded up to a multiple of TP (0 without embeddings and head)
+	// DType is the model's element type; DTypeBytes its size.
+	DType       arch.DType
+	DTypeBytes  int
+	VocabPadded int // vocab rounded up to a multiple of TP (0 without embeddings and head)
 	// PrefillChunk is the prompt tokens per sequence in one prefill pass;
 	// PrefillChunks passes cover the prompt.
 	PrefillChunk  int
@@ -173,6 +176,7 @@ func newPlan(cfg *configs.Config) *Plan {
 		DP:             max(par.DP, 1),
 		Microbatches:   par.Microbatches,
 		MicrobatchSize: cfg.Workload.Batch / par.Microbatches,
+		DType:          m.ElemType(),
 		DTypeBytes:     DTypeBytes(m.DType),
 	}
 	if m.Embeddings || m.LMHead {

@@ -9,7 +9,7 @@ func (p *Plan) Shard(tpIndex int) model.Shard {
 	m := p.Model
 	vl := p.VocabPadded / p.TP
 	return model.Shard{
-		Arch: model.ArchOf(m), Index: tpIndex,
+		Arch: m.Features(), Index: tpIndex,
 		Hidden: m.Hidden, HeadDim: m.HeadDim,
 		Heads: m.Heads / p.TP, KVHeads: m.KVHeads / p.TP, FFN: m.FFN / p.TP,
 		Vocab: m.Vocab, VocabOffset: tpIndex * vl, VocabSize: vl,
