@@ -60,7 +60,7 @@ gpu-check:
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/exec-cuda.test ./exec/cuda
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/hostemu.test ./exec/cuda/hostemu
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/topology.test ./topology
-	cp -r configs gpu-check/configs
+	cp -r configs gpu-check/configs && find gpu-check/configs -name "*.go" -delete
 	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
 	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"
