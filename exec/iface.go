@@ -41,6 +41,17 @@ type DeviceClock interface {
 	Marks() ([]float64, error)
 }
 
+// GraphLauncher is a Compute that launches runs of consecutive compute
+// ops as one device graph (exec/cuda's decode segments), so marks on its
+// queue around the ops inside a graph cannot tell them apart.
+type GraphLauncher interface {
+	// LastGraph says how the op of the last Exec ran: 0 on its own (or
+	// recorded into a graph being captured); n > 0 when it launched a graph
+	// that runs it and the next n−1 compute ops of its Program; −1 when an
+	// earlier op's graph ran it (its Exec queued nothing).
+	LastGraph() int
+}
+
 // OpLabeler is a Compute that runs some ops in more than one way (a kernel
 // chosen by shape) and says which: OpLabel(op) is appended to the op's
 // name in traces (" [flash d128 b64]"), "" for the default way.

@@ -305,8 +305,8 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	doc := report.EmulationDoc{Version: version, Backend: setup.Name, Config: cfg, Ranks: o.emulate,
-		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes}
-	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, setup.Notes)
+		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Measured: e.Measured}
+	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, append(setup.Notes, e.Measured.TimingNote()))
 }
 
 // traceSteps is how many decode steps a run records for --trace.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -83,6 +84,8 @@ type graphs struct {
 	start   time.Time
 	saved   []mbSnapshot
 	pending []pendingOp // ops captured so far, run op by op if the capture fails
+	// last is how the last Exec's op ran (LastGraph).
+	last int
 }
 
 // newGraphs finds the segments of the rank's decode Program.
@@ -137,6 +140,7 @@ func (c *Compute) run(op *partition.Op, past int) error {
 		mode = g.mode
 	}
 	var err error
+	g.last = 0
 	switch mode {
 	case segEager:
 		err = c.timedOp(op, past)
@@ -144,6 +148,10 @@ func (c *Compute) run(op *partition.Op, past int) error {
 		g.pending = append(g.pending, pendingOp{op, past})
 		err = c.op(op, past)
 	case segReplay:
+		g.last = -1
+		if g.pos == 0 {
+			g.last = len(g.cur.ops) // beginSegment launched the graph
+		}
 		c.replay = true
 		err = c.op(op, past)
 		c.replay = false
@@ -162,6 +170,18 @@ func (c *Compute) run(op *partition.Op, past int) error {
 		return c.endSegment()
 	}
 	return nil
+}
+
+var _ pexec.GraphLauncher = (*Compute)(nil)
+
+// LastGraph says how the last Exec's op ran (exec.GraphLauncher): 0 on
+// its own or into a capture, the segment's op count when it launched the
+// segment's graph, −1 when that graph ran it.
+func (c *Compute) LastGraph() int {
+	if c.graphs == nil {
+		return 0
+	}
+	return c.graphs.last
 }
 
 // beginSegment starts seg at its first op: launches its graph, begins its
