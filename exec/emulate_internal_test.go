@@ -192,3 +192,5 @@ func TestEmulateSplitsGraphTimeByOpByOpTimes(t *testing.T) {
 		t.Errorf("%d waits, want 24", g.syncs)
 	}
 }
+
+func (g *graphClock) SuspendGraphs(bool) error { return nil }

@@ -50,6 +50,10 @@ type GraphLauncher interface {
 	// that runs it and the next n−1 compute ops of its Program; −1 when an
 	// earlier op's graph ran it (its Exec queued nothing).
 	LastGraph() int
+	// SuspendGraphs runs every op on its own while on (called between
+	// steps), so marks can time each op of a step that otherwise runs as
+	// graphs.
+	SuspendGraphs(on bool) error
 }
 
 // OpLabeler is a Compute that runs some ops in more than one way (a kernel

@@ -86,6 +86,8 @@ type graphs struct {
 	pending []pendingOp // ops captured so far, run op by op if the capture fails
 	// last is how the last Exec's op ran (LastGraph).
 	last int
+	// suspended runs every op op by op (SuspendGraphs).
+	suspended bool
 }
 
 // newGraphs finds the segments of the rank's decode Program.
@@ -128,7 +130,7 @@ func (c *Compute) run(op *partition.Op, past int) error {
 			return err
 		}
 	}
-	if g.cur == nil && past >= c.frame.Prompt {
+	if g.cur == nil && past >= c.frame.Prompt && !g.suspended {
 		if seg := g.first[k]; seg != nil {
 			if err := c.beginSegment(seg, past); err != nil {
 				return err
@@ -182,6 +184,21 @@ func (c *Compute) LastGraph() int {
 		return 0
 	}
 	return c.graphs.last
+}
+
+// SuspendGraphs runs every decode op op by op while on, between steps
+// (exec.GraphLauncher): a traced iteration times each op of a step that
+// otherwise runs as graphs. Captured graphs stay for when it is off. It
+// is refused inside a segment.
+func (c *Compute) SuspendGraphs(on bool) error {
+	if c.graphs == nil {
+		return nil
+	}
+	if seg := c.graphs.cur; seg != nil {
+		return fmt.Errorf("cuda: graphs suspended inside decode segment %d (at op %d of %d)", seg.id, c.graphs.pos, len(seg.ops))
+	}
+	c.graphs.suspended = on
+	return nil
 }
 
 // beginSegment starts seg at its first op: launches its graph, begins its
