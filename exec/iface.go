@@ -77,6 +77,19 @@ type AllocationItemizer interface {
 	AllocatedByKind() map[string]int64
 }
 
+// DeviceMemory is a Compute whose memory is a device's, read from the
+// driver (cuMemGetInfo), so the memory it does not allocate itself (kernel
+// modules, library handles, a communicator's buffers, allocator rounding)
+// can be itemized beside what it does.
+type DeviceMemory interface {
+	// DeviceUsedBytes is the device memory in use now (total − free).
+	DeviceUsedBytes() (int64, error)
+	// SetupMemory is what the backend measured around its own setup:
+	// MemoryMeasure's BeforeSetupBytes, AfterSetupBytes and
+	// LibraryWorkspaceBytes (false where the driver could not say).
+	SetupMemory() (MemoryMeasure, bool)
+}
+
 // Buffer is a backend's array of elements (host memory for exec/cpu, device
 // memory for exec/cuda). A Comm only accepts the Buffer type of the Compute it
 // was paired with.

@@ -57,6 +57,25 @@ type RankResult struct {
 	// AllocatedByKind itemizes AllocatedBytes (exec.Alloc* kinds) when the
 	// backend says (exec.AllocationItemizer).
 	AllocatedByKind map[string]int64 `json:"allocated_by_kind,omitempty"`
+	// DeviceMemory is the device memory in use at the run's points, where
+	// the backend reads it from the driver (exec.DeviceMemory).
+	DeviceMemory *MemoryMeasure `json:"device_memory,omitempty"`
+}
+
+// MemoryMeasure is device memory in use (total − free, as cuMemGetInfo
+// reports it for the whole device) at the points of one rank's run.
+type MemoryMeasure struct {
+	// BeforeSetupBytes: when the Compute began (its context current,
+	// nothing of its own allocated); AfterSetupBytes: when its setup ended.
+	BeforeSetupBytes int64 `json:"before_setup_bytes"`
+	AfterSetupBytes  int64 `json:"after_setup_bytes"`
+	// AfterCommBytes: after the communicator and its groups were made.
+	AfterCommBytes int64 `json:"after_comm_bytes"`
+	// EndBytes: after the measured iterations.
+	EndBytes int64 `json:"end_bytes"`
+	// LibraryWorkspaceBytes is the part of AllocWorkspace that is a math
+	// library's workspace (cuBLAS's).
+	LibraryWorkspaceBytes int64 `json:"library_workspace_bytes"`
 }
 
 // Span is one op as a rank ran it.

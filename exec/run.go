@@ -99,6 +99,18 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	}
 
 	groups := rawGroups
+	meter, _ := compute.(DeviceMemory)
+	var mem MemoryMeasure
+	if meter != nil {
+		var ok bool
+		if mem, ok = meter.SetupMemory(); ok {
+			if mem.AfterCommBytes, err = meter.DeviceUsedBytes(); err != nil {
+				return fail(fmt.Errorf("device memory after the communicator: %w", err))
+			}
+		} else {
+			meter = nil
+		}
+	}
 	prefill, decode := plan.Program(rank, partition.Prefill), plan.Program(rank, partition.Decode)
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
@@ -243,6 +255,12 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 		if it == total-1 {
 			res.WallS = time.Since(windowStart).Seconds()
+			if meter != nil {
+				if mem.EndBytes, err = meter.DeviceUsedBytes(); err != nil {
+					return fail(fmt.Errorf("device memory after the measured iterations: %w", err))
+				}
+				res.DeviceMemory = &mem
+			}
 		}
 	}
 	if err := comm.Barrier(ctx); err != nil {

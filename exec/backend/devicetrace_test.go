@@ -87,3 +87,45 @@ func TestCudaTraceOpByOpBesideGraphs(t *testing.T) {
 		t.Errorf("trace summary %+v, want 2 steps, %d graph ops, op by op %g s, graph %g s", sum, 2*n, byOpSum[0], graphSum[0])
 	}
 }
+
+// On the fake driver, whose device memory in use is 1 GiB and its live
+// allocations to the byte, and whose NCCL allocates nothing on the device,
+// a run's device memory is its allocations: the setup took exactly
+// AllocatedBytes, the communicator 4 bytes (exec/ncclcomm's barrier float),
+// the measured iterations nothing, and the cuBLAS workspace (32 MiB) is
+// named for the itemization.
+func TestCudaMemoryItemized(t *testing.T) {
+	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
+	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+	newCompute, newComm, err := cudaBackend(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
+		JoinTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	d := r.DeviceMemory
+	if d == nil {
+		t.Fatal("no device memory read on the fake driver")
+	}
+	if d.AfterSetupBytes-d.BeforeSetupBytes != r.AllocatedBytes || d.AfterCommBytes-d.AfterSetupBytes != 4 || d.EndBytes != d.AfterCommBytes ||
+		d.LibraryWorkspaceBytes != 32<<20 {
+		t.Errorf("device memory %+v, allocated %d", *d, r.AllocatedBytes)
+	}
+	// By kind (compare.ItemizeMemory lays these out): the kinds sum to the
+	// allocations, the weights are the model's, and the workspace holds
+	// cuBLAS's.
+	var sum int64
+	for _, b := range r.AllocatedByKind {
+		sum += b
+	}
+	if sum != r.AllocatedBytes || r.AllocatedByKind[pexec.AllocWeights] != plan.StageMemory[0].WeightBytes ||
+		r.AllocatedByKind[pexec.AllocWorkspace] <= d.LibraryWorkspaceBytes {
+		t.Errorf("by kind %v (sum %d), allocated %d, model weights %d", r.AllocatedByKind, sum, r.AllocatedBytes, plan.StageMemory[0].WeightBytes)
+	}
+}

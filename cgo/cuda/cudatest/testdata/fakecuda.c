@@ -20,6 +20,8 @@
 //     the device's opt-in 232448 bytes) fails with CUDA_ERROR_INVALID_VALUE.
 //   - Stream capture records launches instead of running them; launching
 //     the instantiated graph runs them.
+//   - cuMemGetInfo_v2: 80 GiB in total, of which 1 GiB and the live
+//     cuMemAlloc_v2 allocations (their exact bytes) are used.
 //   - Pinned host memory (cuMemHostAlloc) is malloc'd and counted;
 //     cuMemFreeHost refuses a pointer cuMemHostAlloc did not return with
 //     CUDA_ERROR_INVALID_VALUE. An async copy between the device and pinned
@@ -69,6 +71,7 @@ static char counters[256];
 static _Thread_local void* current;
 static int launches, graphLaunches, captured, hostAllocs, hostFrees;
 static int syncs;
+static size_t liveBytes; // cuMemAlloc_v2's allocations not yet freed
 static double clockMS;
 static void kernelTime(void);
 static void drain(void* st);
@@ -207,9 +210,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 	if (current == NULL) return INVALID_CONTEXT;
 	if (bytes == 0) return INVALID_VALUE;
 	if (bytes > ((size_t)1 << 40)) return OUT_OF_MEMORY;
-	void* m = NULL;
-	if (posix_memalign(&m, 256, bytes) != 0) return OUT_OF_MEMORY;
+	void* h = NULL;
+	// A 256-byte header before the allocation keeps its size for cuMemFree.
+	if (posix_memalign(&h, 256, bytes + 256) != 0) return OUT_OF_MEMORY;
+	*(size_t*)h = bytes;
+	void* m = (char*)h + 256;
 	memset(m, 0xAB, bytes < 4096 ? bytes : 4096); // visible garbage, cheap for large allocations
+	pthread_mutex_lock(&mu);
+	liveBytes += bytes;
+	pthread_mutex_unlock(&mu);
 	*p = (CUdeviceptr)(uintptr_t)m;
 	note("cuMemAlloc_v2(bytes=%zu)", bytes);
 	return OK;
@@ -218,13 +227,20 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	if (current == NULL) return INVALID_CONTEXT;
-	free((void*)(uintptr_t)p);
+	if (p == 0) return OK;
+	char* h = (char*)(uintptr_t)p - 256;
+	pthread_mutex_lock(&mu);
+	liveBytes -= *(size_t*)h;
+	pthread_mutex_unlock(&mu);
+	free(h);
 	return OK;
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 	if (current == NULL) return INVALID_CONTEXT;
-	*free = (size_t)79 << 30;
+	pthread_mutex_lock(&mu);
+	*free = ((size_t)79 << 30) - liveBytes; // 1 GiB taken by the context
+	pthread_mutex_unlock(&mu);
 	*total = (size_t)80 << 30;
 	return OK;
 }
