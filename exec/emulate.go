@@ -14,22 +14,22 @@ import (
 type Emulation struct {
 	// Ops are the median compute-op times over the measured iterations
 	// (communication ops are −1: they stay modeled).
-	Ops OpTimes
+	Ops OpTimes `json:"ops_s"`
 	// Steps are each rank's median time of a whole Program's compute ops:
 	// the prefill, and one decode step (first mark to last on a device
 	// queue; the sum of the ops' times on the host clock).
-	Steps StepTimes
+	Steps StepTimes `json:"steps_s"`
 	// Clock is how the ops were timed: ClockDevice or ClockHost.
-	Clock string
+	Clock string `json:"clock"`
 	// GraphOps is, per rank, how many decode ops ran inside a device graph
 	// in the measured iterations; their times are the graph's, split (see
 	// Emulate).
-	GraphOps []int
+	GraphOps []int `json:"graph_ops"`
 	// AllocatedBytes is each rank's memory as the backend allocated it.
-	AllocatedBytes []int64
+	AllocatedBytes []int64 `json:"allocated_bytes"`
 	// AllocatedByKind itemizes AllocatedBytes per rank when the backend
 	// says (AllocationItemizer); nil entries where it does not.
-	AllocatedByKind []map[string]int64
+	AllocatedByKind []map[string]int64 `json:"allocated_by_kind,omitempty"`
 }
 
 // Emulation clocks.
@@ -44,12 +44,14 @@ const (
 // OpTimes are per-op times in seconds, indexed [rank][op index in the
 // rank's Program of that phase]; −1 marks an op that was not measured.
 type OpTimes struct {
-	Prefill, Decode [][]float64
+	Prefill [][]float64 `json:"prefill"`
+	Decode  [][]float64 `json:"decode"`
 }
 
 // StepTimes are per-rank times in seconds of a phase's compute ops.
 type StepTimes struct {
-	Prefill, Decode []float64
+	Prefill []float64 `json:"prefill"`
+	Decode  []float64 `json:"decode"`
 }
 
 // TimingNote says in one line how the emulation timed the ops, for the
