@@ -222,3 +222,46 @@ func TestEmulateCapturesEverySegment(t *testing.T) {
 		}
 	}
 }
+
+// On a GPU, the emulation captures every decode segment of every rank (no
+// wait inside a segment) and times the replayed graphs with events: each
+// rank's decode op times, the graphs' times split by the op-by-op ones,
+// sum to its median decode step up to rounding (the split is the same
+// fraction of every graph run, so the ops' medians are the median run's
+// shares).
+func TestRealGPUEmulateTimesGraphs(t *testing.T) {
+	realGPU(t)
+	plan := tinyPlan(t, "test/tp2pp2-tiny")
+	var made []*Compute
+	newCompute := func(p *partition.Plan, rank int) (pexec.Compute, error) {
+		c, err := New(p, rank, Options{DType: "fp16", Graphs: true})
+		if err == nil {
+			made = append(made, c)
+		}
+		return c, err
+	}
+	em, err := pexec.Emulate(context.Background(), plan, newCompute, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if em.Clock != pexec.ClockDevice {
+		t.Fatalf("clock %q", em.Clock)
+	}
+	for r, c := range made {
+		s := c.LaunchStats()
+		if s.Segments == 0 || s.GraphsCaptured != s.Segments || s.CaptureFailures != 0 {
+			t.Errorf("rank %d: %+v", r, s)
+		}
+		var sum float64
+		for _, d := range em.Ops.Decode[r] {
+			if d > 0 {
+				sum += d
+			}
+		}
+		step := em.Steps.Decode[r]
+		t.Logf("rank %d: prefill %.1f µs, decode step %.1f µs, %d graph-timed ops", r, em.Steps.Prefill[r]*1e6, step*1e6, em.GraphOps[r])
+		if !(step > 0) || math.Abs(sum-step) > 1e-9*step || em.Steps.Prefill[r] <= 0 {
+			t.Errorf("rank %d: decode ops sum to %.9g s, the step is %.9g s; prefill %.9g s", r, sum, step, em.Steps.Prefill[r])
+		}
+	}
+}
