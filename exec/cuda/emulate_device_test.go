@@ -265,3 +265,68 @@ func TestRealGPUEmulateTimesGraphs(t *testing.T) {
 		}
 	}
 }
+
+// SuspendGraphs runs a step that replays a graph op by op (every op's
+// LastGraph 0, every kernel launched again) and is refused inside a
+// segment; off again, the captured graph replays.
+func TestSuspendGraphs(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := tinyPlan(t, "test/single-tiny")
+	c := fakeCompute(t, plan, 0, Options{DType: "fp16", Graphs: true})
+	ctx := context.Background()
+	prefill, decode := plan.Program(0, partition.Prefill), plan.Program(0, partition.Decode)
+	prompt := plan.Config.Workload.PromptTokens()
+	// step runs decode step s (a new iteration's prefill first at s = 0:
+	// the context holds 3 steps) and returns each op's LastGraph and the
+	// kernels it launched.
+	step := func(s int) (graphs []int, launches int64) {
+		t.Helper()
+		if s == 0 {
+			for i := range prefill.Ops {
+				if err := c.Exec(ctx, &prefill.Ops[i], 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		before := c.LaunchStats().Launches
+		for i := range decode.Ops {
+			if err := c.Exec(ctx, &decode.Ops[i], prompt+s); err != nil {
+				t.Fatal(err)
+			}
+			graphs = append(graphs, c.LastGraph())
+		}
+		return graphs, c.LaunchStats().Launches - before
+	}
+	_, eager := step(0)  // op by op
+	step(1)              // op by op
+	step(2)              // captured
+	g, replay := step(0) // replayed, in the next iteration
+	n := len(decode.Ops)
+	if g[0] != n || g[1] != -1 || g[n-1] != -1 || replay != 1 {
+		t.Fatalf("replayed step: LastGraph %v, %d launches (want %d, −1…; one memset)", g, replay, n)
+	}
+	if err := c.SuspendGraphs(true); err != nil {
+		t.Fatal(err)
+	}
+	g, launches := step(0)
+	for i, v := range g {
+		if v != 0 {
+			t.Errorf("suspended: op %d LastGraph %d", i, v)
+		}
+	}
+	if launches != eager {
+		t.Errorf("suspended step launched %d, an op-by-op step %d", launches, eager)
+	}
+	if err := c.SuspendGraphs(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, &decode.Ops[0], prompt+1); err != nil {
+		t.Fatal(err)
+	}
+	if c.LastGraph() != n {
+		t.Errorf("graphs on again: LastGraph %d, want %d", c.LastGraph(), n)
+	}
+	if err := c.SuspendGraphs(true); err == nil {
+		t.Error("SuspendGraphs inside a replayed segment accepted")
+	}
+}
