@@ -68,6 +68,14 @@ func (em *Emulation) TimingNote() string {
 	if graphs > 0 {
 		s += fmt.Sprintf("; %d decode ops (over all ranks) ran inside CUDA graphs as the run launches them: each graph's event time is split over its ops in proportion to their op-by-op event times before the capture", graphs)
 	}
+	var pre, dec float64
+	for r := range em.Steps.Prefill {
+		pre = max(pre, em.Steps.Prefill[r])
+		dec = max(dec, em.Steps.Decode[r])
+	}
+	if pre > 0 && dec > 0 {
+		s += fmt.Sprintf("; the device's median steps, slowest rank: prefill %.3f ms, decode step %.3f ms", pre*1e3, dec*1e3)
+	}
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/configs"
@@ -194,3 +195,19 @@ func TestEmulateSplitsGraphTimeByOpByOpTimes(t *testing.T) {
 }
 
 func (g *graphClock) SuspendGraphs(bool) error { return nil }
+
+// The timing note names the clock, the graph-timed ops and the slowest
+// rank's median steps: prefill max(2, 3) ms, decode max(0.5, 0.4) ms.
+func TestTimingNote(t *testing.T) {
+	em := &Emulation{Clock: ClockDevice, GraphOps: []int{3, 4},
+		Steps: StepTimes{Prefill: []float64{2e-3, 3e-3}, Decode: []float64{0.5e-3, 0.4e-3}}}
+	n := em.TimingNote()
+	for _, want := range []string{"on the device", "7 decode ops", "prefill 3.000 ms, decode step 0.500 ms"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	if n := (&Emulation{Clock: ClockHost}).TimingNote(); !strings.Contains(n, "host clock") {
+		t.Errorf("host note %q", n)
+	}
+}
