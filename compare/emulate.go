@@ -22,6 +22,8 @@ type Emulation struct {
 	Emulated, Modeled *sim.Estimate
 	// AllocatedBytes is each rank's memory as the backend allocated it.
 	AllocatedBytes []int64
+	// Measured is what the device measured (op and step times, clock).
+	Measured *exec.Emulation
 }
 
 // Emulate prices the communication of plan with the collective model and
@@ -37,7 +39,7 @@ func Emulate(plan *partition.Plan, em *exec.Emulation, collectives sim.Collectiv
 	if err != nil {
 		return nil, err
 	}
-	return &Emulation{Emulated: emu, Modeled: model, AllocatedBytes: em.AllocatedBytes}, nil
+	return &Emulation{Emulated: emu, Modeled: model, AllocatedBytes: em.AllocatedBytes, Measured: em}, nil
 }
 
 // EmulateRun plays every rank of plan in turn on one device

@@ -37,6 +37,8 @@ type RunDoc struct {
 	// OpCheck is measured against modeled time per phase and op kind
 	// (opcheck.go).
 	OpCheck []OpCheckRow `json:"op_check,omitempty"`
+	// Memory is each rank's memory itemized against the model's (memory.go).
+	Memory []RankMemory `json:"memory,omitempty"`
 }
 
 // Run is what rank 0 holds once every rank has reported.
@@ -86,7 +88,8 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	}
 	doc := &RunDoc{Schema: RunSchema, Version: r.Version, Backend: r.Backend, Launcher: r.Launcher, Hosts: hostList, Devices: devices,
 		StartedAt: r.Started.UTC().Format(time.RFC3339), ElapsedS: time.Since(r.Started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
-		Tolerance: r.Tolerance, Measurement: m, Estimate: est, Comparison: rows, Problems: problems, OpCheck: OpCheck(m, est)}
+		Tolerance: r.Tolerance, Measurement: m, Estimate: est, Comparison: rows, Problems: problems, OpCheck: OpCheck(m, est),
+		Memory: ItemizeRunMemory(r.Plan, r.Results)}
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}

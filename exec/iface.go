@@ -41,6 +41,21 @@ type DeviceClock interface {
 	Marks() ([]float64, error)
 }
 
+// GraphLauncher is a Compute that launches runs of consecutive compute
+// ops as one device graph (exec/cuda's decode segments), so marks on its
+// queue around the ops inside a graph cannot tell them apart.
+type GraphLauncher interface {
+	// LastGraph says how the op of the last Exec ran: 0 on its own (or
+	// recorded into a graph being captured); n > 0 when it launched a graph
+	// that runs it and the next n−1 compute ops of its Program; −1 when an
+	// earlier op's graph ran it (its Exec queued nothing).
+	LastGraph() int
+	// SuspendGraphs runs every op on its own while on (called between
+	// steps), so marks can time each op of a step that otherwise runs as
+	// graphs.
+	SuspendGraphs(on bool) error
+}
+
 // OpLabeler is a Compute that runs some ops in more than one way (a kernel
 // chosen by shape) and says which: OpLabel(op) is appended to the op's
 // name in traces (" [flash d128 b64]"), "" for the default way.
@@ -60,6 +75,19 @@ const (
 // bytes by kind (the Alloc* names), summing to AllocatedBytes.
 type AllocationItemizer interface {
 	AllocatedByKind() map[string]int64
+}
+
+// DeviceMemory is a Compute whose memory is a device's, read from the
+// driver (cuMemGetInfo), so the memory it does not allocate itself (kernel
+// modules, library handles, a communicator's buffers, allocator rounding)
+// can be itemized beside what it does.
+type DeviceMemory interface {
+	// DeviceUsedBytes is the device memory in use now (total − free).
+	DeviceUsedBytes() (int64, error)
+	// SetupMemory is what the backend measured around its own setup:
+	// MemoryMeasure's BeforeSetupBytes, AfterSetupBytes and
+	// LibraryWorkspaceBytes (false where the driver could not say).
+	SetupMemory() (MemoryMeasure, bool)
 }
 
 // Buffer is a backend's array of elements (host memory for exec/cpu, device

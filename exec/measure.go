@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
 )
 
@@ -46,9 +47,35 @@ type RankResult struct {
 	// SpanClock says how spans were timed: "device" (a DeviceClock's marks
 	// around each op on its queue) or empty (host time around each call).
 	SpanClock string `json:"span_clock,omitempty"`
+	// OpSpans are, where the Compute runs decode steps as device graphs
+	// (GraphLauncher), whose marks cannot tell the ops apart, the traced
+	// decode steps once more with every op on its own and a device mark
+	// around each: one more iteration after the measured ones, graphs
+	// suspended, not measured. Spans keep the measured iteration, where an
+	// op that launched a graph holds the graph's time (Span.Graph).
+	OpSpans []Span `json:"op_spans,omitempty"`
 	// AllocatedByKind itemizes AllocatedBytes (exec.Alloc* kinds) when the
 	// backend says (exec.AllocationItemizer).
 	AllocatedByKind map[string]int64 `json:"allocated_by_kind,omitempty"`
+	// DeviceMemory is the device memory in use at the run's points, where
+	// the backend reads it from the driver (exec.DeviceMemory).
+	DeviceMemory *MemoryMeasure `json:"device_memory,omitempty"`
+}
+
+// MemoryMeasure is device memory in use (total − free, as cuMemGetInfo
+// reports it for the whole device) at the points of one rank's run.
+type MemoryMeasure struct {
+	// BeforeSetupBytes: when the Compute began (its context current,
+	// nothing of its own allocated); AfterSetupBytes: when its setup ended.
+	BeforeSetupBytes int64 `json:"before_setup_bytes"`
+	AfterSetupBytes  int64 `json:"after_setup_bytes"`
+	// AfterCommBytes: after the communicator and its groups were made.
+	AfterCommBytes int64 `json:"after_comm_bytes"`
+	// EndBytes: after the measured iterations.
+	EndBytes int64 `json:"end_bytes"`
+	// LibraryWorkspaceBytes is the part of AllocWorkspace that is a math
+	// library's workspace (cuBLAS's).
+	LibraryWorkspaceBytes int64 `json:"library_workspace_bytes"`
 }
 
 // Span is one op as a rank ran it.
@@ -66,6 +93,10 @@ type Span struct {
 	// Device is set when StartS and DurS are device times (from the
 	// iteration's first device mark) rather than host times.
 	Device bool `json:"device,omitempty"`
+	// Graph n > 0: the op launched a device graph that ran it and the next
+	// n−1 compute ops, and its span is the graph's; −1: a graph launched
+	// by an earlier op ran it (its span holds nothing of its own).
+	Graph int `json:"graph,omitempty"`
 }
 
 // Measurement is a run's results over all ranks.
@@ -132,4 +163,114 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	// Times and rates are positive: their intervals are on the log scale.
 	m.TTFT, m.TPOT, m.TPS = stats.Summarize(ttft, stats.Positive), stats.Summarize(tpot, stats.Positive), stats.Summarize(tps, stats.Positive)
 	return m, nil
+}
+
+// TraceSum is one traced step of a rank: its ops' span durations summed,
+// beside the step's time measured on the host in the same iteration.
+type TraceSum struct {
+	Rank  int    `json:"rank"`
+	Phase string `json:"phase"`
+	// Step is the decode step (−1 for the prefill).
+	Step int `json:"step"`
+	// OpSumS sums the traced iteration's spans of the step (device times
+	// where the rank's SpanClock is "device"); OpByOpSumS the same step's
+	// OpSpans (−1 without).
+	OpSumS     float64 `json:"op_sum_s"`
+	OpByOpSumS float64 `json:"op_by_op_sum_s"`
+	// HostS is the step as the run measured it on the host in the traced
+	// iteration: the prefill's end (TTFT on a last stage), or the interval
+	// from the previous step's end (a TPOT sample).
+	HostS float64 `json:"host_s"`
+	// GraphOps are the step's ops that ran inside device graphs.
+	GraphOps int `json:"graph_ops"`
+}
+
+// TraceSums are r's traced steps (the last measured iteration's) with
+// their ops' summed durations; nil without a trace.
+func TraceSums(r RankResult) []TraceSum {
+	if len(r.Spans) == 0 || len(r.PrefillS) == 0 {
+		return nil
+	}
+	last := len(r.PrefillS) - 1
+	type key struct {
+		phase string
+		step  int
+	}
+	sums, byOp, graphed := map[key]float64{}, map[key]float64{}, map[key]int{}
+	var order []key
+	for _, s := range r.Spans {
+		k := key{s.Phase, s.Step}
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += s.DurS
+		if s.Graph != 0 {
+			graphed[k]++
+		}
+	}
+	for _, s := range r.OpSpans {
+		byOp[key{s.Phase, s.Step}] += s.DurS
+	}
+	var out []TraceSum
+	for _, k := range order {
+		host := r.PrefillS[last]
+		if k.phase != string(partition.Prefill) {
+			ends := r.StepEndS[last]
+			if k.step < 0 || k.step >= len(ends) {
+				continue
+			}
+			prev := r.PrefillS[last]
+			if k.step > 0 {
+				prev = ends[k.step-1]
+			}
+			host = ends[k.step] - prev
+		}
+		ts := TraceSum{Rank: r.Rank, Phase: k.phase, Step: k.step, OpSumS: sums[k], OpByOpSumS: -1, HostS: host, GraphOps: graphed[k]}
+		if v, ok := byOp[k]; ok {
+			ts.OpByOpSumS = v
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+// TraceSummary is a rank's TraceSums in two lines: the prefill, and the
+// median over the traced decode steps (−1 where there is none).
+type TraceSummary struct {
+	Rank         int     `json:"rank"`
+	PrefillOpS   float64 `json:"prefill_op_sum_s"`
+	PrefillHostS float64 `json:"prefill_host_s"`
+	DecodeSteps  int     `json:"decode_steps"`
+	DecodeOpS    float64 `json:"decode_op_sum_s"`
+	DecodeHostS  float64 `json:"decode_host_s"`
+	// DecodeOpByOpS is the median step of OpSpans (−1 without).
+	DecodeOpByOpS float64 `json:"decode_op_by_op_sum_s"`
+	// GraphOps are the traced decode ops that ran inside device graphs.
+	GraphOps int `json:"graph_ops"`
+	// Device says the spans are device times.
+	Device bool `json:"device"`
+}
+
+// SummarizeTrace summarizes r's TraceSums; false without a trace.
+func SummarizeTrace(r RankResult) (TraceSummary, bool) {
+	sums := TraceSums(r)
+	if len(sums) == 0 {
+		return TraceSummary{}, false
+	}
+	t := TraceSummary{Rank: r.Rank, PrefillOpS: -1, PrefillHostS: -1, Device: r.SpanClock == "device"}
+	var op, host, byOp []float64
+	for _, s := range sums {
+		if s.Phase == string(partition.Prefill) {
+			t.PrefillOpS, t.PrefillHostS = s.OpSumS, s.HostS
+			continue
+		}
+		op, host = append(op, s.OpSumS), append(host, s.HostS)
+		if s.OpByOpSumS >= 0 {
+			byOp = append(byOp, s.OpByOpSumS)
+		}
+		t.GraphOps += s.GraphOps
+	}
+	t.DecodeSteps = len(op)
+	t.DecodeOpS, t.DecodeHostS, t.DecodeOpByOpS = median(op), median(host), median(byOp)
+	return t, true
 }

@@ -99,6 +99,18 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	}
 
 	groups := rawGroups
+	meter, _ := compute.(DeviceMemory)
+	var mem MemoryMeasure
+	if meter != nil {
+		var ok bool
+		if mem, ok = meter.SetupMemory(); ok {
+			if mem.AfterCommBytes, err = meter.DeviceUsedBytes(); err != nil {
+				return fail(fmt.Errorf("device memory after the communicator: %w", err))
+			}
+		} else {
+			meter = nil
+		}
+	}
 	prefill, decode := plan.Program(rank, partition.Prefill), plan.Program(rank, partition.Decode)
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
@@ -112,14 +124,26 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	}
 
 	total := cfg.Run.Warmup + cfg.Run.Iterations
+	// Where decode steps run as device graphs, whose marks cannot tell the
+	// ops apart, one more iteration after the measured ones runs every op
+	// on its own with a device mark around each (OpSpans; not measured).
+	clock, _ := compute.(DeviceClock)
+	graphs, _ := compute.(GraphLauncher)
+	opByOp := o.TraceDecodeSteps > 0 && clock != nil && graphs != nil
 	var windowStart, t0 time.Time
-	var measured, tracing bool
+	var measured, tracing, extra bool
 	iter := 0 // the measured iteration's index
 	phase, step := partition.Prefill, -1
 	// observe adds each op's time to the busy total of its kind over the
 	// measured iterations, and records the last iteration's ops for a trace.
 	labeler, _ := compute.(OpLabeler)
 	observe := func(op *partition.Op, start, end time.Time) {
+		if extra {
+			if tracing && phase == partition.Decode && step < o.TraceDecodeSteps {
+				res.OpSpans = append(res.OpSpans, spanOf(op, labeler, phase, step, start, end, t0))
+			}
+			return
+		}
 		if !measured {
 			return
 		}
@@ -132,30 +156,37 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		v[iter] += end.Sub(start).Seconds()
 		byKind[string(op.Kind)] = v
 		if tracing && (phase == partition.Prefill || step < o.TraceDecodeSteps) {
-			name := op.Name
-			if labeler != nil {
-				name += labeler.OpLabel(op) // the kernel a backend chose by shape
+			sp := spanOf(op, labeler, phase, step, start, end, t0)
+			if _, comm := op.Kind.Comm(); graphs != nil && !comm {
+				sp.Graph = graphs.LastGraph()
 			}
-			res.Spans = append(res.Spans, Span{Name: name, Kind: string(op.Kind), Phase: string(phase), Step: step,
-				Microbatch: op.Microbatch, Chunk: op.Chunk, Peer: op.Peer, Bytes: op.Bytes,
-				StartS: start.Sub(t0).Seconds(), DurS: end.Sub(start).Seconds()})
+			res.Spans = append(res.Spans, sp)
 		}
 	}
 	// A device's ops are timed on the device in the traced iteration: marks
 	// on its queue around each traced op, read back after the iteration.
-	clock, _ := compute.(DeviceClock)
 	var mark func() error
 	if clock != nil {
 		mark = func() error {
-			if !tracing || (phase != partition.Prefill && step >= o.TraceDecodeSteps) {
+			if !tracing || (phase != partition.Prefill && step >= o.TraceDecodeSteps) || (extra && phase == partition.Prefill) {
 				return nil
 			}
 			return clock.Mark()
 		}
 	}
-	for it := 0; it < total; it++ {
-		measured, iter = it >= cfg.Run.Warmup, it-cfg.Run.Warmup
-		tracing = o.TraceDecodeSteps > 0 && it == total-1
+	last := total
+	if opByOp {
+		last++
+	}
+	for it := 0; it < last; it++ {
+		extra = it == total
+		measured, iter = it >= cfg.Run.Warmup && !extra, it-cfg.Run.Warmup
+		tracing = o.TraceDecodeSteps > 0 && (it == total-1 || extra)
+		if extra {
+			if err := graphs.SuspendGraphs(true); err != nil {
+				return fail(err)
+			}
+		}
 		if it == cfg.Run.Warmup {
 			// Counts and busy time cover the measured iterations only.
 			comm.Counter().Reset()
@@ -198,10 +229,20 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			return fail(err)
 		}
 		if tracing && clock != nil {
-			if err := deviceSpans(clock, res.Spans); err != nil {
+			spans := res.Spans
+			if extra {
+				spans = res.OpSpans
+			}
+			if err := deviceSpans(clock, spans); err != nil {
 				return fail(err)
 			}
 			res.SpanClock = "device"
+		}
+		if extra {
+			if err := graphs.SuspendGraphs(false); err != nil {
+				return fail(err)
+			}
+			continue
 		}
 		if measured {
 			res.PrefillCounts = res.PrefillCounts.Add(mid.Sub(before))
@@ -212,8 +253,16 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		if o.Progress != nil && rank == 0 {
 			o.Progress(it+1, total)
 		}
+		if it == total-1 {
+			res.WallS = time.Since(windowStart).Seconds()
+			if meter != nil {
+				if mem.EndBytes, err = meter.DeviceUsedBytes(); err != nil {
+					return fail(fmt.Errorf("device memory after the measured iterations: %w", err))
+				}
+				res.DeviceMemory = &mem
+			}
+		}
 	}
-	res.WallS = time.Since(windowStart).Seconds()
 	if err := comm.Barrier(ctx); err != nil {
 		return fail(err)
 	}
@@ -236,6 +285,17 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// spanOf is op's span as the host saw it, from the iteration's start t0.
+func spanOf(op *partition.Op, labeler OpLabeler, phase partition.Phase, step int, start, end, t0 time.Time) Span {
+	name := op.Name
+	if labeler != nil {
+		name += labeler.OpLabel(op) // the kernel a backend chose by shape
+	}
+	return Span{Name: name, Kind: string(op.Kind), Phase: string(phase), Step: step,
+		Microbatch: op.Microbatch, Chunk: op.Chunk, Peer: op.Peer, Bytes: op.Bytes,
+		StartS: start.Sub(t0).Seconds(), DurS: end.Sub(start).Seconds()}
 }
 
 // deviceSpans replaces the traced spans' host times with the device times

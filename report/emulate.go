@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -19,7 +20,7 @@ func EmulationGrid(backend string, emu, model *sim.Estimate, allocated []int64) 
 		Header: []string{"metric", "emulated (measured compute, modeled communication)", "modeled (" + model.Hardware + ")", "emulated / modeled"},
 		Notes: []string{
 			"communication was not executed: every collective and send/recv time is replayed from the topology model",
-			"compute times are medians per op over the measured iterations, each op timed to completion",
+			"compute times are medians per op over the measured iterations",
 			fmt.Sprintf("the modeled column is priced on %s, the emulated one computed by this machine's %s backend (--calibration prices the model on this machine)", model.Hardware, backend),
 		}}
 	add := func(name string, e, m float64, f func(float64) string) {
@@ -60,7 +61,10 @@ type EmulationDoc struct {
 	Emulated       *sim.Estimate   `json:"emulated"`
 	Modeled        *sim.Estimate   `json:"modeled"`
 	AllocatedBytes []int64         `json:"allocated_bytes"`
-	Table          Grid            `json:"-"`
+	// Measured is the device's own record: per-op and per-step times, the
+	// clock, the ops run inside graphs, memory by kind.
+	Measured *exec.Emulation `json:"measured,omitempty"`
+	Table    Grid            `json:"-"`
 }
 
 // WriteEmulationFiles writes results.json and results.csv (the table) of

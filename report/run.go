@@ -98,6 +98,9 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 				strconv.FormatFloat(float64(wire)/1e6, 'f', 3, 64)})
 		}
 		grids = append(grids, g)
+		if len(d.Memory) > 0 {
+			grids = append(grids, MemoryGrid(d.Memory))
+		}
 	}
 	return grids
 }

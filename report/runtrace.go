@@ -26,7 +26,9 @@ func WriteModelTrace(path string, es []*sim.Estimate, full bool) error {
 // WriteRunTrace writes a run's measured timeline (process "name
 // (measured)") beside its estimate's as one Chrome/Perfetto trace to path,
 // atomically. The modeled side covers as many decode steps as the measured
-// one recorded, so the two tracks hold the same ops.
+// one recorded, so the two tracks hold the same ops. Where the measured
+// decode steps ran as device graphs, the same steps traced op by op in one
+// more iteration are a third process.
 func WriteRunTrace(path, name string, ranks []exec.RankResult, e *sim.Estimate) error {
 	steps := 0
 	for _, r := range ranks {
@@ -35,6 +37,8 @@ func WriteRunTrace(path, name string, ranks []exec.RankResult, e *sim.Estimate) 
 		}
 	}
 	spans := append(RunSpans(name+" (measured)", ranks), EstimateSpansUpTo(e, steps)...)
+	// Decode steps that ran as device graphs, traced op by op once more.
+	spans = append(spans, RunOpSpans(name+" (op by op, after the measured iterations)", ranks)...)
 	return WriteFileAtomic(path, func(w io.Writer) error { return ChromeTrace(w, spans) })
 }
 

@@ -168,11 +168,22 @@ func pairedFlows(spans []Span) []Span {
 // estimate names them. A send and the recv of its message are paired in
 // order per ordered pair of ranks (messages between a pair arrive in order).
 func RunSpans(process string, ranks []exec.RankResult) []Span {
+	return runSpans(process, ranks, func(r exec.RankResult) []exec.Span { return r.Spans })
+}
+
+// RunOpSpans are RunSpans of the ranks' OpSpans: decode steps traced op by
+// op in an iteration after the measured ones, where the measured one ran
+// them as device graphs.
+func RunOpSpans(process string, ranks []exec.RankResult) []Span {
+	return runSpans(process, ranks, func(r exec.RankResult) []exec.Span { return r.OpSpans })
+}
+
+func runSpans(process string, ranks []exec.RankResult, of func(exec.RankResult) []exec.Span) []Span {
 	type pair struct{ src, dst int }
 	sends := map[pair][]int{} // span indices, in send order
 	var out []Span
 	for _, r := range ranks {
-		for _, s := range r.Spans {
+		for _, s := range of(r) {
 			args := map[string]any{"phase": s.Phase, "microbatch": s.Microbatch}
 			if s.Step >= 0 {
 				args["step"] = s.Step
@@ -185,6 +196,15 @@ func RunSpans(process string, ranks []exec.RankResult) []Span {
 			}
 			if s.Kind == "send" || s.Kind == "recv" {
 				args["peer"] = s.Peer
+			}
+			switch {
+			case s.Graph > 0:
+				args["graph_ops"] = s.Graph // the span is the graph's: this op and the next
+			case s.Graph < 0:
+				args["in_graph"] = true // run by an earlier op's graph
+			}
+			if s.Device {
+				args["clock"] = "device"
 			}
 			out = append(out, Span{Process: process, Rank: r.Rank, Name: s.Name, Cat: s.Kind, StartS: s.StartS, DurS: s.DurS, Args: args})
 			if s.Kind == "send" {

@@ -157,7 +157,7 @@ func TestGraphCapture(t *testing.T) {
 	if v := read(); v != 6 {
 		t.Errorf("after graph launch: %d, want 6", v)
 	}
-	if c := d.ErrorName(Result(cudatest.Trace)); c != "launches=0 graphLaunches=1 captured=2 hostAllocs=0 hostFrees=0" {
+	if c := d.ErrorName(Result(cudatest.Trace)); c != "launches=0 graphLaunches=1 captured=2 hostAllocs=0 hostFrees=0 syncs=0" {
 		t.Errorf("fake counters %q", c)
 	}
 	if err := e.Destroy(); err != nil {

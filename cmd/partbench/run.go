@@ -249,6 +249,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--trace: %w", err)
 		}
 	}
+	doc.Notes = append(doc.Notes, report.TraceSumNotes(traceSummaries(results))...)
 	if !o.compare {
 		doc.Comparison, doc.Estimate = compare.MeasuredOnly(doc.Comparison), nil
 	}
@@ -305,8 +306,23 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	doc := report.EmulationDoc{Version: version, Backend: setup.Name, Config: cfg, Ranks: o.emulate,
-		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes}
-	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, setup.Notes)
+		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Measured: e.Measured}
+	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, append(setup.Notes, e.Measured.TimingNote()))
+}
+
+// traceSummaries are the traced steps' op sums of the ranks whose steps
+// make TTFT and TPOT (last stage, TP index 0).
+func traceSummaries(results []pexec.RankResult) []pexec.TraceSummary {
+	var out []pexec.TraceSummary
+	for _, r := range results {
+		if !r.LastStage || r.TPIndex != 0 {
+			continue
+		}
+		if t, ok := pexec.SummarizeTrace(r); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // traceSteps is how many decode steps a run records for --trace.

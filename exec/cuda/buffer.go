@@ -96,3 +96,55 @@ func (b *Buffer) WriteF32(v []float32) error {
 	defer unpin()
 	return b.c.stream.CopyHtoDAsync(b.ptr, raw) // pageable: staged when the call returns
 }
+
+// memMeter is the device memory in use around New's setup (SetupMemory).
+type memMeter struct {
+	before, after int64
+	ok            bool
+}
+
+var _ pexec.DeviceMemory = (*Compute)(nil)
+
+// usedBytes is the device memory in use (total − free); the context must
+// be current.
+func (c *Compute) usedBytes() (int64, error) {
+	free, total, err := c.drv.MemGetInfo()
+	if err != nil {
+		return 0, err
+	}
+	return total - free, nil
+}
+
+// meterSetup reads the memory in use at the start (begin) or the end of
+// New's setup; a driver that cannot say leaves SetupMemory false.
+func (c *Compute) meterSetup(begin bool) {
+	used, err := c.usedBytes()
+	switch {
+	case begin:
+		c.mem = memMeter{before: used, ok: err == nil}
+	case err != nil:
+		c.mem.ok = false
+	default:
+		c.mem.after = used
+	}
+}
+
+// DeviceUsedBytes is the device memory in use now (exec.DeviceMemory).
+func (c *Compute) DeviceUsedBytes() (int64, error) {
+	unpin, err := c.pin()
+	if err != nil {
+		return 0, err
+	}
+	defer unpin()
+	return c.usedBytes()
+}
+
+// SetupMemory is the memory in use before and after New's setup, and the
+// cuBLAS workspace's share of the workspace kind (exec.DeviceMemory).
+func (c *Compute) SetupMemory() (pexec.MemoryMeasure, bool) {
+	m := pexec.MemoryMeasure{BeforeSetupBytes: c.mem.before, AfterSetupBytes: c.mem.after}
+	if c.handle != nil && c.handle.HasWorkspace() {
+		m.LibraryWorkspaceBytes = cublasWorkspaceBytes
+	}
+	return m, c.mem.ok
+}

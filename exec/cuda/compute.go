@@ -114,6 +114,8 @@ type Compute struct {
 	fault     error // a device-side failure, returned by every later call
 	closeOnce sync.Once
 	closeErr  error
+
+	mem memMeter // device memory around the setup (buffer.go)
 }
 
 var (
@@ -240,6 +242,7 @@ func (c *Compute) init() error {
 		return err
 	}
 	defer unpin()
+	c.meterSetup(true) // buffer.go
 	// Non-blocking: no implicit synchronization with the legacy default
 	// stream, which other ranks' threads in this process may use while
 	// this one captures.
@@ -273,7 +276,11 @@ func (c *Compute) init() error {
 		return err
 	}
 	c.graphs = newGraphs(c)
-	return c.stream.Synchronize()
+	if err := c.stream.Synchronize(); err != nil {
+		return err
+	}
+	c.meterSetup(false) // buffer.go
+	return nil
 }
 
 func (c *Compute) initBLAS() error {

@@ -337,43 +337,6 @@ func TestFailedCaptureRunsOpByOp(t *testing.T) {
 	}
 }
 
-// exec.Emulate (one device plays every rank, each op timed to its Sync)
-// runs on the backend; with graphs on, a Sync inside a segment drops its
-// capture, runs the recorded ops op by op, and the segment stays eager
-// (a segment of one op has no Sync inside and is captured).
-func TestEmulateWithGraphsStaysEager(t *testing.T) {
-	cudatest.Build(t).Setenv(t)
-	plan := tinyPlan(t, "test/tp2pp2-tiny")
-	var made []*Compute
-	newCompute := func(p *partition.Plan, rank int) (pexec.Compute, error) {
-		c, err := New(p, rank, Options{DType: "fp16", Graphs: true, GraphAfter: 1})
-		if err == nil {
-			made = append(made, c)
-		}
-		return c, err
-	}
-	em, err := pexec.Emulate(context.Background(), plan, newCompute, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(em.AllocatedBytes) != 4 || em.AllocatedBytes[0] <= cublasWorkspaceBytes {
-		t.Errorf("allocated %v", em.AllocatedBytes)
-	}
-	for r, c := range made {
-		// Only segments of one op (no Sync inside) are captured.
-		single := 0
-		for _, seg := range c.graphs.segs {
-			if len(seg.ops) == 1 {
-				single++
-			}
-		}
-		s := c.LaunchStats()
-		if s.GraphsCaptured != single || s.CaptureFailures != s.Segments-single {
-			t.Errorf("rank %d: %d single-op segments; %+v", r, single, s)
-		}
-	}
-}
-
 // The GPT-2-style ops (LayerNorm with bias, bias after each GEMM, learned
 // positions, no rotary, tied LM head) launch with their kernels'
 // signatures, eagerly and inside captured and replayed decode graphs, and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/cgo/cuda"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -83,6 +84,10 @@ type graphs struct {
 	start   time.Time
 	saved   []mbSnapshot
 	pending []pendingOp // ops captured so far, run op by op if the capture fails
+	// last is how the last Exec's op ran (LastGraph).
+	last int
+	// suspended runs every op op by op (SuspendGraphs).
+	suspended bool
 }
 
 // newGraphs finds the segments of the rank's decode Program.
@@ -125,7 +130,7 @@ func (c *Compute) run(op *partition.Op, past int) error {
 			return err
 		}
 	}
-	if g.cur == nil && past >= c.frame.Prompt {
+	if g.cur == nil && past >= c.frame.Prompt && !g.suspended {
 		if seg := g.first[k]; seg != nil {
 			if err := c.beginSegment(seg, past); err != nil {
 				return err
@@ -137,6 +142,7 @@ func (c *Compute) run(op *partition.Op, past int) error {
 		mode = g.mode
 	}
 	var err error
+	g.last = 0
 	switch mode {
 	case segEager:
 		err = c.timedOp(op, past)
@@ -144,6 +150,10 @@ func (c *Compute) run(op *partition.Op, past int) error {
 		g.pending = append(g.pending, pendingOp{op, past})
 		err = c.op(op, past)
 	case segReplay:
+		g.last = -1
+		if g.pos == 0 {
+			g.last = len(g.cur.ops) // beginSegment launched the graph
+		}
 		c.replay = true
 		err = c.op(op, past)
 		c.replay = false
@@ -161,6 +171,33 @@ func (c *Compute) run(op *partition.Op, past int) error {
 	if g.pos == len(g.cur.ops) {
 		return c.endSegment()
 	}
+	return nil
+}
+
+var _ pexec.GraphLauncher = (*Compute)(nil)
+
+// LastGraph says how the last Exec's op ran (exec.GraphLauncher): 0 on
+// its own or into a capture, the segment's op count when it launched the
+// segment's graph, −1 when that graph ran it.
+func (c *Compute) LastGraph() int {
+	if c.graphs == nil {
+		return 0
+	}
+	return c.graphs.last
+}
+
+// SuspendGraphs runs every decode op op by op while on, between steps
+// (exec.GraphLauncher): a traced iteration times each op of a step that
+// otherwise runs as graphs. Captured graphs stay for when it is off. It
+// is refused inside a segment.
+func (c *Compute) SuspendGraphs(on bool) error {
+	if c.graphs == nil {
+		return nil
+	}
+	if seg := c.graphs.cur; seg != nil {
+		return fmt.Errorf("cuda: graphs suspended inside decode segment %d (at op %d of %d)", seg.id, c.graphs.pos, len(seg.ops))
+	}
+	c.graphs.suspended = on
 	return nil
 }
 

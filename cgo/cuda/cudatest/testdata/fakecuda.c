@@ -20,6 +20,8 @@
 //     the device's opt-in 232448 bytes) fails with CUDA_ERROR_INVALID_VALUE.
 //   - Stream capture records launches instead of running them; launching
 //     the instantiated graph runs them.
+//   - cuMemGetInfo_v2: 80 GiB in total, of which 1 GiB and the live
+//     cuMemAlloc_v2 allocations (their exact bytes) are used.
 //   - Pinned host memory (cuMemHostAlloc) is malloc'd and counted;
 //     cuMemFreeHost refuses a pointer cuMemHostAlloc did not return with
 //     CUDA_ERROR_INVALID_VALUE. An async copy between the device and pinned
@@ -36,7 +38,12 @@
 //     property, and keeps it on the stream (the trace shows what crossed).
 //   - cuGetErrorString(TRACE) returns a trace of the last call's arguments,
 //     cuGetErrorName(TRACE) the launch/graph counters, so tests see what
-//     crossed the ABI.
+//     crossed the ABI; "syncs" counts the host waits (cuStreamSynchronize,
+//     cuCtxSynchronize, cuEventSynchronize).
+//   - Event clock: every cuEventRecord is 0.25 ms after the last; with
+//     FAKE_KERNEL_MS set in the environment, every kernel that runs (at its
+//     launch, or in a launched graph; copies and memsets do not) also moves the clock by that many
+//     milliseconds, so events around work time it.
 // Build variants: -DFAKE_OLD drops cuEventElapsedTime_v2 and the graph
 // calls; -DFAKE_NO_ALLOC drops cuMemAlloc_v2; -DFAKE_NO_DEVICE makes cuInit
 // fail with CUDA_ERROR_NO_DEVICE; -DFAKE_BAD_GRAPH makes every
@@ -63,6 +70,10 @@ static char trace[1024], traceOut[1024];
 static char counters[256];
 static _Thread_local void* current;
 static int launches, graphLaunches, captured, hostAllocs, hostFrees;
+static int syncs;
+static size_t liveBytes; // cuMemAlloc_v2's allocations not yet freed
+static double clockMS;
+static void kernelTime(void);
 static void drain(void* st);
 static void drainAll(void);
 static int pendingFailure;
@@ -106,8 +117,8 @@ CUresult cuGetErrorName(CUresult r, const char** s) {
 	case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
 	case TRACE:
 		pthread_mutex_lock(&mu);
-		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d hostAllocs=%d hostFrees=%d",
-			launches, graphLaunches, captured, hostAllocs, hostFrees);
+		snprintf(counters, sizeof counters, "launches=%d graphLaunches=%d captured=%d hostAllocs=%d hostFrees=%d syncs=%d",
+			launches, graphLaunches, captured, hostAllocs, hostFrees, syncs);
 		pthread_mutex_unlock(&mu);
 		*s = counters;
 		return OK;
@@ -189,6 +200,7 @@ CUresult cuCtxSetCurrent(void* ctx) { current = ctx; return OK; }
 CUresult cuCtxGetCurrent(void** ctx) { *ctx = current; return OK; }
 CUresult cuCtxSynchronize(void) {
 	if (current == NULL) return INVALID_CONTEXT;
+	count(&syncs);
 	drainAll();
 	return OK;
 }
@@ -198,9 +210,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 	if (current == NULL) return INVALID_CONTEXT;
 	if (bytes == 0) return INVALID_VALUE;
 	if (bytes > ((size_t)1 << 40)) return OUT_OF_MEMORY;
-	void* m = NULL;
-	if (posix_memalign(&m, 256, bytes) != 0) return OUT_OF_MEMORY;
+	void* h = NULL;
+	// A 256-byte header before the allocation keeps its size for cuMemFree.
+	if (posix_memalign(&h, 256, bytes + 256) != 0) return OUT_OF_MEMORY;
+	*(size_t*)h = bytes;
+	void* m = (char*)h + 256;
 	memset(m, 0xAB, bytes < 4096 ? bytes : 4096); // visible garbage, cheap for large allocations
+	pthread_mutex_lock(&mu);
+	liveBytes += bytes;
+	pthread_mutex_unlock(&mu);
 	*p = (CUdeviceptr)(uintptr_t)m;
 	note("cuMemAlloc_v2(bytes=%zu)", bytes);
 	return OK;
@@ -209,13 +227,20 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	if (current == NULL) return INVALID_CONTEXT;
-	free((void*)(uintptr_t)p);
+	if (p == 0) return OK;
+	char* h = (char*)(uintptr_t)p - 256;
+	pthread_mutex_lock(&mu);
+	liveBytes -= *(size_t*)h;
+	pthread_mutex_unlock(&mu);
+	free(h);
 	return OK;
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 	if (current == NULL) return INVALID_CONTEXT;
-	*free = (size_t)79 << 30;
+	pthread_mutex_lock(&mu);
+	*free = ((size_t)79 << 30) - liveBytes; // 1 GiB taken by the context
+	pthread_mutex_unlock(&mu);
 	*total = (size_t)80 << 30;
 	return OK;
 }
@@ -368,12 +393,12 @@ CUresult cuStreamCreate(void** st, unsigned int flags) {
 }
 CUresult cuStreamDestroy_v2(void* st) { drain(st); free(st); return OK; }
 CUresult cuStreamSynchronize(void* st) {
+	count(&syncs);
 	drain(st);
 	if (pendingFailure) { pendingFailure = 0; return LAUNCH_FAILED; }
 	return OK;
 }
 
-static double clockMS;
 struct fakeEvent { double t; int recorded; };
 CUresult cuEventCreate(void** ev, unsigned int flags) {
 	(void)flags;
@@ -389,7 +414,7 @@ CUresult cuEventRecord(void* ev, void* st) {
 	e->recorded = 1;
 	return OK;
 }
-CUresult cuEventSynchronize(void* ev) { return ((struct fakeEvent*)ev)->recorded ? OK : INVALID_HANDLE; }
+CUresult cuEventSynchronize(void* ev) { count(&syncs); return ((struct fakeEvent*)ev)->recorded ? OK : INVALID_HANDLE; }
 // Recorded work is done at once, so a recorded event is complete.
 CUresult cuEventQuery(void* ev) { return ((struct fakeEvent*)ev)->recorded ? OK : NOT_READY; }
 static CUresult elapsed(float* ms, void* a, void* b) {
@@ -536,6 +561,7 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
 	count(&launches);
 	drain(st);
 	run(&l);
+	kernelTime();
 	return OK;
 }
 
@@ -572,7 +598,10 @@ CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long lon
 CUresult cuGraphLaunch(void* exec, void* st) {
 	drain(st);
 	struct fakeGraph* g = exec;
-	for (int i = 0; i < g->n; i++) run(&g->nodes[i]);
+	for (int i = 0; i < g->n; i++) {
+		run(&g->nodes[i]);
+		if (strcmp(g->nodes[i].name, "memcpy_dtod") != 0) kernelTime();
+	}
 	count(&graphLaunches);
 	return OK;
 }
@@ -625,3 +654,9 @@ CUresult cuStreamSetAttribute(void* st, int attr, const void* value) {
 	return OK;
 }
 #endif
+
+// kernelTime moves the event clock by $FAKE_KERNEL_MS for a kernel that ran.
+static void kernelTime(void) {
+	const char* v = getenv("FAKE_KERNEL_MS");
+	if (v != NULL && *v) clockMS += atof(v);
+}
