@@ -1,0 +1,50 @@
+package hf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/fileio"
+)
+
+// MaxReferenceBytes bounds a reference.json: logits of a few prompts over a
+// small vocabulary (the fixtures' are about 100 KB).
+const MaxReferenceBytes = 256 << 20
+
+// ReadReference reads and validates a reference.json (prompt_ids, logits
+// at every prompt position, greedy_ids).
+func ReadReference(path string) (*pexec.Reference, error) {
+	data, err := fileio.ReadSmall(path, "reference", MaxReferenceBytes)
+	if err != nil {
+		return nil, err
+	}
+	var ref pexec.Reference
+	if err := json.Unmarshal(data, &ref); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := ref.Validate(path); err != nil {
+		return nil, err
+	}
+	return &ref, nil
+}
+
+// CompareReference runs ref's prompts, each followed by its greedy ids but
+// the last, one position per pass on g's partitioning and backend b, and
+// compares with ref (exec.CompareReference) within tol. src names the
+// reference in the result. Every rank runs in this process.
+func (m *Model) CompareReference(ctx context.Context, g Generation, b Backend, src string, ref *pexec.Reference, tol float64) (pexec.ReferenceCheck, error) {
+	g.Prompts, g.NewTokens, g.Stepwise = ref.ForcedPrompts(), 1, true
+	g.Env = launch.Env{Source: launch.SourceSingle}
+	cfg, _, err := g.Config()
+	if err != nil {
+		return pexec.ReferenceCheck{}, err
+	}
+	res, err := m.Generate(ctx, cfg, g, b)
+	if err != nil {
+		return pexec.ReferenceCheck{}, err
+	}
+	return pexec.CompareReference(src, ref, *res, tol), nil
+}
