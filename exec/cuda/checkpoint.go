@@ -57,10 +57,11 @@ func ReferenceTolerance(dtype string) float64 {
 // is read from the checkpoint's mapping (only the rows or columns the rank
 // holds, as float32: model.Checkpoint), converted on the host to the
 // element type with the same converters as every upload (f32ToF16,
-// f32ToBF16: round to nearest even) into one half of a pinned staging
-// buffer, and copied to the device asynchronously while the next shard is
-// read into the other half. The host holds at most two shards in the
-// element type and one in float32, never the model.
+// f32ToBF16: round to nearest even) into a pinned staging buffer the size
+// of the largest shard, and copied to the device asynchronously: reading
+// the next shard overlaps the copy, and the stream is synchronized before
+// the buffer is written again. The host holds one shard in float32 and one
+// in the element type, never the model.
 func (c *Compute) sourceWeights() error {
 	src, err := c.opts.Weights(c.plan.Shard(c.rank.TPIndex))
 	if err != nil {
@@ -76,12 +77,10 @@ func (c *Compute) sourceWeights() error {
 	if most == 0 {
 		return nil
 	}
-	pin, err := c.drv.MemHostAlloc(2*most, 0)
+	pin, err := c.drv.MemHostAlloc(most, 0)
 	if err != nil {
-		return fmt.Errorf("pinned staging buffer of 2 × %d B for the checkpoint's shards: %w", most, err)
+		return fmt.Errorf("pinned staging buffer of %d B for the checkpoint's shards: %w", most, err)
 	}
-	half := [2][]byte{pin.Bytes()[:most], pin.Bytes()[most:]}
-	busy := false // a copy from half[(i+1)%2] may still be in flight
 	err = func() error {
 		for i, ts := range tensors {
 			t, err := src.Tensor(ts.Layer, ts.Name)
@@ -96,25 +95,22 @@ func (c *Compute) sourceWeights() error {
 			if err != nil {
 				return err
 			}
-			buf := half[i%2][:n]
-			if busy && i >= 2 {
-				// half[i%2] was the source of copy i−2: wait for it (and
-				// for copy i−1, queued after it on the stream).
+			if i > 0 {
+				// The previous shard's copy still reads the buffer.
 				if err := c.stream.Synchronize(); err != nil {
 					return err
 				}
-				busy = false
 			}
+			buf := pin.Bytes()[:n]
 			c.dt.encodeInto(buf, t.Data)
 			if err := c.stream.CopyHtoDAsync(p, buf); err != nil {
 				return err
 			}
-			busy = true
 			c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = &dtensor{k: t.K, n: t.N, p: p}
 		}
 		return nil
 	}()
-	// The copies read the pinned buffer until the stream has run them.
+	// The last copy reads the pinned buffer until the stream has run it.
 	if serr := c.stream.Synchronize(); err == nil {
 		err = serr
 	}
