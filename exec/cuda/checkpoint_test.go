@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,5 +366,4 @@ func TestCheckpointInputsOnFakes(t *testing.T) {
 			t.Errorf("position %d: tokens %v, want %v", tc.pos, v, tc.want)
 		}
 	}
-	_ = math.Inf
 }

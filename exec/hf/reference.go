@@ -36,12 +36,17 @@ func ReadReference(path string) (*pexec.Reference, error) {
 // compares with ref (exec.CompareReference) within tol. src names the
 // reference in the result. Every rank runs in this process.
 func (m *Model) CompareReference(ctx context.Context, g Generation, b Backend, src string, ref *pexec.Reference, tol float64) (pexec.ReferenceCheck, error) {
-	g.Prompts, g.NewTokens, g.Stepwise = ref.ForcedPrompts(), 1, true
+	g.Prompts, g.Stepwise = ref.ForcedPrompts(), true
 	g.Env = launch.Env{Source: launch.SourceSingle}
+	// The config asks for two new tokens, the fewest a config validates
+	// with; exec.Generate plans the stepwise run for one (its workload is
+	// the prompts' and NewTokens', not the config's).
+	g.NewTokens = 2
 	cfg, _, err := g.Config()
 	if err != nil {
 		return pexec.ReferenceCheck{}, err
 	}
+	g.NewTokens = 1
 	res, err := m.Generate(ctx, cfg, g, b)
 	if err != nil {
 		return pexec.ReferenceCheck{}, err

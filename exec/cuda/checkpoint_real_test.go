@@ -1,0 +1,109 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/hf"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/localcomm"
+)
+
+// The Hugging Face fixtures on the GPU against transformers' reference.json
+// (docs/numerics.md, "Checkpoints against transformers"): in fp32, fp16
+// and bf16, one rank, tp2, pp2 and tp2 × pp2 (every rank on this GPU,
+// staged through the host), the logits at every prompt position within
+// ReferenceTolerance and each greedy id equal unless the GPU's own logits
+// of the two are within twice it (teacher-forced on the reference's ids);
+// and the free-running greedy generation up to its first near-tie equal to
+// the reference's.
+func TestRealGPUCheckpointFixtures(t *testing.T) {
+	realGPU(t)
+	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
+		dir := checkpointtest.Dir(t, fx)
+		ref, err := hf.ReadReference(filepath.Join(dir, "reference.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := openModel(t, dir)
+		for _, dt := range []string{"fp32", "fp16", "bf16"} {
+			b := Checkpoint(Options{DType: dt}, localcomm.Comms, nil)
+			for _, p := range [][3]int{{1, 1, 1}, {2, 1, 1}, {1, 2, 2}, {2, 2, 2}} {
+				t.Run(fmt.Sprintf("%s/%s/tp%dpp%d", fx, dt, p[0], p[1]), func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					g := hf.Generation{Dir: dir, Prompts: ref.PromptIDs, NewTokens: len(ref.GreedyIDs[0]), TP: p[0], PP: p[1], Microbatches: p[2],
+						Env: launch.Env{Source: launch.SourceSingle}}
+					rc, err := m.CompareReference(ctx, g, b, fx+"/reference.json", ref, b.ReferenceTolerance)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("max |Δ logit| %.3g (relative %.3g, tolerance %g), greedy mismatches %d of %d (near-ties allowed)",
+						rc.MaxAbsErr, rc.MaxRelErr, rc.Tolerance, len(rc.GreedyMismatches), rc.GreedyCompared)
+					if err := rc.Err(); err != nil {
+						t.Error(err)
+					}
+					cfg, _, err := g.Config()
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := m.Generate(ctx, cfg, g, b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Free-running greedy ids equal the reference's up to the
+					// first position the teacher-forced run found a near-tie.
+					for s := range ref.GreedyIDs {
+						upTo := len(ref.GreedyIDs[s])
+						for _, mm := range rc.GreedyMismatches {
+							if mm.Sequence == s {
+								upTo = min(upTo, mm.Token)
+							}
+						}
+						for k := 0; k < upTo; k++ {
+							if res.GreedyIDs[s][k] != ref.GreedyIDs[s][k] {
+								t.Errorf("sequence %d: greedy %v, transformers %v (first %d should agree)", s, res.GreedyIDs[s], ref.GreedyIDs[s], upTo)
+								break
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// run --check --model-dir on the GPU: every partitioning of at most 4
+// ranks the fixtures allow, and the GPU's single rank, against exec/cpu's
+// single rank with the checkpoint's weights, in each element type.
+func TestRealGPUCheckModelDir(t *testing.T) {
+	realGPU(t)
+	refB := cpu.Checkpoint(nil)
+	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
+		for _, dt := range []string{"fp32", "fp16", "bf16"} {
+			t.Run(fx+"/"+dt, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				run := configs.ModelDirRun{Dir: checkpointtest.Dir(t, fx), Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32"}
+				res, err := hf.CheckModelDir(ctx, run, 4, hf.CheckOptions{Backend: Checkpoint(Options{DType: dt}, localcomm.Comms, nil), Reference: &refB})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					t.Logf("%s: max rel %.3g (tolerance %g), argmax mismatches %d of %d", r.Config, r.MaxRelErr, r.Tolerance, len(r.ArgmaxMismatches), r.ArgmaxCompared)
+					if err := r.Err(); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+	}
+}
