@@ -137,7 +137,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	}
 	g := hf.Generation{Dir: dir, Prompts: prompts, NewTokens: o.newTokens, TP: o.tp, PP: o.pp, Microbatches: o.microbatches,
 		Stepwise: o.logitsOut != "", JoinTimeout: o.joinTimeout, Env: env}
-	cfg, _, err := g.Config() // once here, not in every rank
+	cfg, err := g.Config() // once here, not in every rank
 	if err != nil {
 		return &exitError{2, err}
 	}

@@ -88,7 +88,12 @@ func (g GenerateDir) generation() hf.Generation {
 // Config is g's run config and the directory's config.json, without
 // reading weights: a launcher checks them once before it starts ranks.
 func (g GenerateDir) Config() (*configs.Config, *checkpoint.Config, error) {
-	return g.generation().Config()
+	cfg, err := g.generation().Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	hf, err := checkpoint.ReadConfig(g.Dir)
+	return cfg, hf, err
 }
 
 // Generate runs g on this backend (hf.Generate). Errors name the

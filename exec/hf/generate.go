@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/launch"
@@ -29,18 +28,17 @@ type Generation struct {
 	JoinTimeout time.Duration
 }
 
-// Config is g's run config and the directory's config.json, without
-// reading weights: a launcher checks them once before it starts ranks.
-func (g Generation) Config() (*configs.Config, *checkpoint.Config, error) {
+// Config is g's run config, from the directory's config.json, without
+// reading weights: a launcher checks it once before it starts ranks.
+func (g Generation) Config() (*configs.Config, error) {
 	if len(g.Prompts) == 0 {
-		return nil, nil, errors.New("generate: no prompts")
+		return nil, errors.New("generate: no prompts")
 	}
 	cfg, err := configs.GenerateConfig(g.Dir, len(g.Prompts), len(g.Prompts[0])+g.NewTokens, g.NewTokens, g.TP, g.PP, g.Microbatches)
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate: %w", err)
+		return nil, fmt.Errorf("generate: %w", err)
 	}
-	hf, err := checkpoint.ReadConfig(g.Dir)
-	return cfg, hf, err
+	return cfg, nil
 }
 
 // Generate runs g on backend b: the config from the directory's
@@ -49,7 +47,7 @@ func (g Generation) Config() (*configs.Config, *checkpoint.Config, error) {
 // (exec.GenerateAs). Errors name the directory, file or tensor at fault;
 // the result is nil on launched ranks other than 0.
 func Generate(ctx context.Context, g Generation, b Backend) (*pexec.GenerateResult, error) {
-	cfg, _, err := g.Config()
+	cfg, err := g.Config()
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func TestCheckModelDirWithReference(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	m, dir := open(t, "gpt2-tiny")
 	g := hf.Generation{Dir: dir, Prompts: [][]int{{1, 2}}, NewTokens: 2, TP: 1, PP: 1, Microbatches: 1, Env: launch.Env{Source: launch.SourceSlurm}}
-	cfg, _, err := g.Config()
+	cfg, err := g.Config()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (m *Model) CompareReference(ctx context.Context, g Generation, b Backend, s
 	// with; exec.Generate plans the stepwise run for one (its workload is
 	// the prompts' and NewTokens', not the config's).
 	g.NewTokens = 2
-	cfg, _, err := g.Config()
+	cfg, err := g.Config()
 	if err != nil {
 		return pexec.ReferenceCheck{}, err
 	}
