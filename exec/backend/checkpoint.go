@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/partbench/partbench/cgo/dl"
 	"github.com/partbench/partbench/exec"
@@ -36,11 +37,7 @@ func cudaCheckpoint(dtype string, env launch.Env) (hf.Backend, error) {
 	if dtype == "" {
 		dtype = "fp32"
 	}
-	ok := false
-	for _, d := range cudaDTypes {
-		ok = ok || d == dtype
-	}
-	if !ok {
+	if !slices.Contains(cudaDTypes, dtype) {
 		return hf.Backend{}, fmt.Errorf("--dtype %q: the GPU backend computes in fp32, fp16 or bf16", dtype)
 	}
 	if err := cudaAvailable(); err != nil {
