@@ -98,6 +98,15 @@ type ReferenceCheck struct {
 	MaxRelErr        float64          `json:"max_rel_err"`
 	GreedyCompared   int              `json:"greedy_compared"`
 	GreedyMismatches []GreedyMismatch `json:"greedy_mismatches,omitempty"`
+	// GreedySettled is, per sequence, how many leading greedy ids no
+	// rounding within the tolerance can flip: at each of them the
+	// reference's id is the run's argmax and the run's top two logits are
+	// more than 4·Tolerance·max(1, |top|) apart. Another run within the
+	// tolerance of the exact logits (a free-running decode, another
+	// partitioning) is then within twice it of this one, so its argmax is
+	// the same: it must reproduce those ids, and may take another branch
+	// after them.
+	GreedySettled []int `json:"greedy_settled"`
 	Failures         []string         `json:"failures,omitempty"`
 	Pass             bool             `json:"pass"`
 }
@@ -150,10 +159,17 @@ func CompareReference(src string, ref *Reference, forced GenerateResult, tol flo
 				}
 			}
 		}
+		settled := true
+		res.GreedySettled = append(res.GreedySettled, 0)
 		for k := 0; k < G; k++ {
 			row := got[P-1+k]
 			mine, want := model.Argmax(row), ref.GreedyIDs[s][k]
 			res.GreedyCompared++
+			if top, gap := top2Gap(row); settled && mine == want && gap > 4*tol*math.Max(1, math.Abs(top)) {
+				res.GreedySettled[s]++
+			} else {
+				settled = false
+			}
 			if mine == want {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,8 +39,8 @@ func fixtureDir(t *testing.T, fx string) string {
 // staged through the host), the logits at every prompt position within
 // ReferenceTolerance and each greedy id equal unless the GPU's own logits
 // of the two are within twice it (teacher-forced on the reference's ids);
-// and the free-running greedy generation up to its first near-tie equal to
-// the reference's.
+// and the free-running greedy generation equal to the reference's up to
+// its first near-tie (GreedySettled).
 func TestRealGPUCheckpointFixtures(t *testing.T) {
 	realGPU(t)
 	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
@@ -74,22 +75,15 @@ func TestRealGPUCheckpointFixtures(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// Free-running greedy ids equal the reference's up to the
-					// first position the teacher-forced run found a near-tie.
+					// The free-running greedy decode reproduces the ids no
+					// near-tie decided (exec.ReferenceCheck.GreedySettled).
 					for s := range ref.GreedyIDs {
-						upTo := len(ref.GreedyIDs[s])
-						for _, mm := range rc.GreedyMismatches {
-							if mm.Sequence == s {
-								upTo = min(upTo, mm.Token)
-							}
-						}
-						for k := 0; k < upTo; k++ {
-							if res.GreedyIDs[s][k] != ref.GreedyIDs[s][k] {
-								t.Errorf("sequence %d: greedy %v, transformers %v (first %d should agree)", s, res.GreedyIDs[s], ref.GreedyIDs[s], upTo)
-								break
-							}
+						n := rc.GreedySettled[s]
+						if !slices.Equal(res.GreedyIDs[s][:n], ref.GreedyIDs[s][:n]) {
+							t.Errorf("sequence %d: greedy %v, transformers %v (the first %d settled)", s, res.GreedyIDs[s], ref.GreedyIDs[s], n)
 						}
 					}
+					t.Logf("greedy settled %v of %d", rc.GreedySettled, len(ref.GreedyIDs[0]))
 				})
 			}
 		}
