@@ -2,6 +2,8 @@ package hf_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,5 +111,28 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := hf.ReadReference(filepath.Join(dir, "config.json")); err == nil || !strings.Contains(err.Error(), "config.json: prompt_ids is missing") {
 		t.Errorf("config.json as a reference: %v", err)
+	}
+}
+
+// A reference is read through fileio.ReadSmall: a directory is refused at
+// once, and a file one byte over MaxReferenceBytes (sparse: nothing is
+// written) with its size and the bound, before it is read.
+func TestReadReferenceBounded(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := hf.ReadReference(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory: %v", err)
+	}
+	big := filepath.Join(dir, "reference.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(hf.MaxReferenceBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = hf.ReadReference(big)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(hf.MaxReferenceBytes+1)) || !strings.Contains(err.Error(), big) {
+		t.Errorf("a file over the bound: %v", err)
 	}
 }

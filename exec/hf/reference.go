@@ -10,9 +10,10 @@ import (
 	"github.com/partbench/partbench/fileio"
 )
 
-// MaxReferenceBytes bounds a reference.json: logits of a few prompts over a
-// small vocabulary (the fixtures' are about 100 KB).
-const MaxReferenceBytes = 256 << 20
+// MaxReferenceBytes bounds a reference.json: logits of a few prompts (the
+// fixtures' are about 100 KB; two prompts of 8 positions over a 128k
+// vocabulary, at about 10 bytes a logit, are about 20 MB).
+const MaxReferenceBytes = 64 << 20
 
 // ReadReference reads and validates a reference.json (prompt_ids, logits
 // at every prompt position, greedy_ids).
