@@ -106,9 +106,9 @@ type ReferenceCheck struct {
 	// partitioning) is then within twice it of this one, so its argmax is
 	// the same: it must reproduce those ids, and may take another branch
 	// after them.
-	GreedySettled []int `json:"greedy_settled"`
-	Failures         []string         `json:"failures,omitempty"`
-	Pass             bool             `json:"pass"`
+	GreedySettled []int    `json:"greedy_settled"`
+	Failures      []string `json:"failures,omitempty"`
+	Pass          bool     `json:"pass"`
 }
 
 // Err is nil when the check passed, else an error listing the failures.
