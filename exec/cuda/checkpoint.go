@@ -73,7 +73,7 @@ func (c *Compute) sourceWeights() error {
 	for _, ts := range tensors {
 		most = max(most, int64(ts.K)*int64(ts.N)*eb)
 	}
-	c.weightSource = "checkpoint (host conversion through a pinned buffer)"
+	c.weightSource = fmt.Sprintf("checkpoint (converted on the host, through a pinned buffer of %d B: the largest shard)", most)
 	if most == 0 {
 		return nil
 	}

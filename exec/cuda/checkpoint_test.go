@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
@@ -83,9 +84,21 @@ func TestCheckpointSlicesOnFakes(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, dt := range []string{"fp32", "fp16", "bf16"} {
+					before := fakeCounters(t)
 					c := fakeCompute(t, plan, rank, Options{DType: dt, Weights: m.Shards})
-					if c.WeightSource() != "checkpoint (host conversion through a pinned buffer)" {
-						t.Errorf("weight source %q", c.WeightSource())
+					after := fakeCounters(t)
+					// One staging buffer, freed before New returns.
+					if a, f := after["hostAllocs"]-before["hostAllocs"], after["hostFrees"]-before["hostFrees"]; a != 1 || f != 1 {
+						t.Errorf("%s tp%dpp%d rank %d %s: %d pinned allocations and %d frees, want 1 and 1", fx, p[0], p[1], rank, dt, a, f)
+					}
+					if fx == "llama-tiny" && dt == "fp16" && p[1] == 1 {
+						// The largest shard is the embedding [512/tp, 64] (and
+						// the LM head [64, 512/tp]): 32768/tp elements of 2 B;
+						// w_up, [64, 2·176/tp], is smaller.
+						want := fmt.Sprintf("pinned buffer of %d B", 65536/p[0])
+						if !strings.Contains(c.WeightSource(), want) {
+							t.Errorf("tp%d: weight source %q, want %q", p[0], c.WeightSource(), want)
+						}
 					}
 					tensors := plan.Tensors(rank)
 					if len(tensors) == 0 {
@@ -104,6 +117,21 @@ func TestCheckpointSlicesOnFakes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fakeCounters are the fake driver's counters (launches, hostAllocs,
+// hostFrees, …).
+func fakeCounters(t *testing.T) map[string]int {
+	t.Helper()
+	d, err := loadDriver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cudatest.Counters(d.ErrorName(cuda.Result(cudatest.Trace)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // stTensor is one tensor of a safetensors file the tests write.
