@@ -55,13 +55,15 @@ func ReferenceTolerance(dtype string) float64 {
 
 // sourceWeights uploads the rank's shards from Options.Weights: each shard
 // is read from the checkpoint's mapping (only the rows or columns the rank
-// holds, as float32: model.Checkpoint), converted on the host to the
-// element type with the same converters as every upload (f32ToF16,
-// f32ToBF16: round to nearest even) into a pinned staging buffer the size
-// of the largest shard, and copied to the device asynchronously: reading
-// the next shard overlaps the copy, and the stream is synchronized before
-// the buffer is written again. The host holds one shard in float32 and one
-// in the element type, never the model.
+// holds, as float32: model.Checkpoint) by a reader goroutine one shard
+// ahead, converted on the host to the element type with the same
+// converters as every upload (f32ToF16, f32ToBF16: round to nearest even)
+// into a pinned staging buffer the size of the largest shard, and copied to
+// the device asynchronously; the stream is synchronized before the buffer
+// is written again. Reading the next shard overlaps the conversion and the
+// copy of this one. The host holds at most three shards in float32 (being
+// read, read, being converted) and one in the element type, never the
+// model. Only this goroutine calls CUDA.
 func (c *Compute) sourceWeights() error {
 	src, err := c.opts.Weights(c.plan.Shard(c.rank.TPIndex))
 	if err != nil {
@@ -81,11 +83,35 @@ func (c *Compute) sourceWeights() error {
 	if err != nil {
 		return fmt.Errorf("pinned staging buffer of %d B for the checkpoint's shards: %w", most, err)
 	}
+	type shard struct {
+		t   *model.Tensor
+		err error
+	}
+	read := make(chan shard, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer close(read)
+		for _, ts := range tensors {
+			t, err := src.Tensor(ts.Layer, ts.Name)
+			select {
+			case read <- shard{t, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	err = func() error {
 		for i, ts := range tensors {
-			t, err := src.Tensor(ts.Layer, ts.Name)
-			if err != nil {
-				return err
+			sh, ok := <-read
+			if !ok {
+				return fmt.Errorf("tensor %q of layer %d: the reader stopped", ts.Name, ts.Layer)
+			}
+			t := sh.t
+			if sh.err != nil {
+				return sh.err
 			}
 			if t.K != ts.K || t.N != ts.N || len(t.Data) != ts.K*ts.N {
 				return fmt.Errorf("tensor %q of layer %d read as [%d, %d] (%d values), the shard is [%d, %d]", ts.Name, ts.Layer, t.K, t.N, len(t.Data), ts.K, ts.N)
@@ -110,6 +136,7 @@ func (c *Compute) sourceWeights() error {
 		}
 		return nil
 	}()
+	close(stop) // a reader still ahead stops after its shard
 	// The last copy reads the pinned buffer until the stream has run it.
 	if serr := c.stream.Synchronize(); err == nil {
 		err = serr
