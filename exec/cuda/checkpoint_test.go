@@ -398,7 +398,7 @@ func TestCheckpointInputsOnFakes(t *testing.T) {
 
 // BenchmarkCheckpointLoadOnFakes loads a synthetic Llama checkpoint in F16
 // (hidden 1024, 16 heads of 64, 8 KV heads, FFN 2816, 2 layers, vocabulary
-// 8192: 40.6M parameters, 81 MB) into one fp16 rank on the fake driver,
+// 8192: 40.4M parameters, 80.8 MB) into one fp16 rank on the fake driver,
 // whose device memory is host memory: it measures the host side of a load
 // (each shard read from the mapping, laid out, converted, staged and
 // copied), in bytes of weights on the device per second. The checkpoint is
