@@ -12,7 +12,7 @@ import (
 )
 
 // Weights makes a rank's shards given its model.Shard: the checkpoint's
-// slices of that shard (Model.Weights).
+// slices of that shard (Model.Shards).
 type Weights = func(s model.Shard) (model.Source, error)
 
 // NewCommFunc connects one launched rank (exec.GenerateRankOptions.NewComm).
