@@ -40,6 +40,9 @@ type GenerateResult struct {
 	// FirstPosition… (every position when stepwise, else the last).
 	Logits        [][][]float32 `json:"-"`
 	FirstPosition int           `json:"first_position"`
+	// Reference is the comparison with an independent implementation's
+	// outputs, when one was asked for (CompareReference).
+	Reference *ReferenceCheck `json:"reference,omitempty"`
 }
 
 // Generate runs cfg's partitioning on prompts (token ids, one list per

@@ -17,8 +17,9 @@ import (
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/hf"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/launchflags"
@@ -27,7 +28,7 @@ import (
 
 type generateOptions struct {
 	modelDir, idsFile, logitsOut, format, backend, dtype string
-	rendezvous                                           string
+	reference, rendezvous                                string
 	newTokens, tp, pp, microbatches                      int
 	nproc                                                int
 	joinTimeout                                          time.Duration
@@ -37,27 +38,41 @@ func newGenerateCmd() *cobra.Command {
 	o := &generateOptions{}
 	cmd := &cobra.Command{
 		Use:   "generate --model-dir DIR --ids-file prompts.json",
-		Short: "Greedy decoding of a Hugging Face checkpoint under a partitioning (in-process ranks, CPU backend)",
+		Short: "Greedy decoding of a Hugging Face checkpoint under a partitioning (CPU or GPU backend)",
 		Long: `generate reads a model directory in the Hugging Face layout (config.json and
 safetensors), runs the prompts of --ids-file (a JSON list of token-id lists of
-one length) under TP × PP in-process ranks on the CPU backend, each rank reading
-only its own slices, and prints {"greedy_ids": [[…], …]}. --logits-out writes
-the logits at every prompt position as [sequence][position][vocab].`,
+one length) under TP × PP ranks, each rank reading only its own slices, and
+prints {"greedy_ids": [[…], …]}. --logits-out writes the logits at every prompt
+position as [sequence][position][vocab].
+
+--backend cpu computes in float32 (in-process ranks, or one process per rank
+with --nproc or under a launcher). --backend cuda runs every rank on this
+process's GPU (ranks staged through the host) in --dtype fp32, fp16 or bf16;
+under a launcher each rank takes its local GPU and NCCL.
+
+--reference FILE (transformers' reference.json: prompt_ids, logits at every
+prompt position, greedy_ids) also runs its prompts, each followed by its greedy
+ids, one position per pass, and compares: every logit within the backend's
+tolerance of docs/numerics.md and each greedy id equal unless the run's own
+logits of the two ids are within twice that tolerance. The comparison is
+printed under "reference"; the exit status is 1 when it fails. Without
+--ids-file the reference's prompts are generated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGenerate(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.modelDir, "model-dir", "", "Hugging Face model directory (config.json + model.safetensors or sharded)")
-	f.StringVar(&o.idsFile, "ids-file", "", "JSON list of token-id lists, one per sequence")
+	f.StringVar(&o.idsFile, "ids-file", "", "JSON list of token-id lists, one per sequence (default with --reference: its prompt_ids)")
 	f.IntVar(&o.newTokens, "new-tokens", 16, "tokens to generate per sequence")
 	f.IntVar(&o.tp, "tp", 1, "tensor-parallel ranks")
 	f.IntVar(&o.pp, "pp", 1, "pipeline stages")
 	f.IntVar(&o.microbatches, "microbatches", 1, "pipeline micro-batches (must divide the number of prompts)")
 	f.StringVar(&o.logitsOut, "logits-out", "", "write the logits at every prompt position to this JSON file")
 	cliflag.MarkOutputFile(f, "logits-out")
+	f.StringVar(&o.reference, "reference", "", "compare with an independent implementation's outputs (transformers' reference.json); in one process only")
 	cliflag.Format(f, &o.format, cliflag.JSON)
-	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu (cuda: refused, naming what is missing)")
-	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32")
+	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu or cuda")
+	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32 (cpu); fp32, fp16 or bf16 (cuda)")
 	f.IntVar(&o.nproc, "nproc-per-node", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
 	cliflag.Alias(f, "nproc", "nproc-per-node", false)
 	f.StringVar(&o.rendezvous, "rdzv-endpoint", "", "under a launcher: rank 0's control address host:port, as torchrun's (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
@@ -73,35 +88,61 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	switch {
 	case o.modelDir == "":
 		return &exitError{2, errors.New("generate: --model-dir is required")}
-	case o.idsFile == "":
-		return &exitError{2, errors.New("generate: --ids-file is required")}
+	case o.idsFile == "" && o.reference == "":
+		return &exitError{2, errors.New("generate: --ids-file (or --reference, whose prompts are generated) is required")}
 	case o.format != "json":
 		return &exitError{2, fmt.Errorf("generate: --format %q: allowed json", o.format)}
-	case o.backend == configs.BackendCUDA:
-		return &exitError{2, gpuDriverRefusal(backend.Default(), "generate", generateCUDAMissing)}
-	case o.backend != "cpu":
+	case o.backend != configs.BackendCPU && o.backend != configs.BackendCUDA:
 		return &exitError{2, fmt.Errorf("generate: --backend %q: must be cpu or cuda", o.backend)}
-	case o.dtype != "fp32":
-		return &exitError{2, fmt.Errorf("generate: --dtype %q: allowed fp32 (the CPU backend computes in float32)", o.dtype)}
 	}
-	prompts, err := checkpoint.ReadPromptIDs(o.idsFile)
+	launched := cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node")
+	env, err := launch.Detect(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if o.reference != "" && (launched || env.Source != launch.SourceSingle) {
+		return &exitError{2, errors.New("generate: --reference runs every rank in this process: not with --nproc or under a launcher")}
+	}
+	var ref *pexec.Reference
+	if o.reference != "" {
+		if ref, err = hf.ReadReference(o.reference); err != nil {
+			return &exitError{2, fmt.Errorf("generate: --reference: %w", err)}
+		}
+	}
+	// The backend's part of the workflow, refused before anything is read:
+	// --dtype it cannot compute in, a missing driver or library.
+	reg := backend.Default()
+	b, err := reg.ForRun(o.backend)
 	if err != nil {
 		return &exitError{2, fmt.Errorf("generate: %w", err)}
+	}
+	if b.Checkpoint == nil {
+		return &exitError{2, fmt.Errorf("generate: --backend %s reads no checkpoints", o.backend)}
+	}
+	hb, err := b.Checkpoint(o.dtype, env)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("generate --backend %s: %w", o.backend, err)}
+	}
+	var prompts [][]int
+	if o.idsFile != "" {
+		if prompts, err = checkpoint.ReadPromptIDs(o.idsFile); err != nil {
+			return &exitError{2, fmt.Errorf("generate: %w", err)}
+		}
+	} else {
+		prompts = ref.PromptIDs
 	}
 	dir, err := filepath.Abs(o.modelDir)
 	if err != nil {
 		return &exitError{2, err}
 	}
-	g := cpu.GenerateDir{Dir: dir, Prompts: prompts, NewTokens: o.newTokens, TP: o.tp, PP: o.pp, Microbatches: o.microbatches,
-		Stepwise: o.logitsOut != "", JoinTimeout: o.joinTimeout, NewComm: backend.TCPComm}
-	if cliflag.Changed(cmd.Flags(), "nproc", "nproc-per-node") {
-		if _, _, err := g.Config(); err != nil { // once here, not in every rank
-			return &exitError{2, err}
-		}
-		return o.launch(cmd.Context(), cmd.Flags(), dir, o.tp*o.pp)
+	g := hf.Generation{Dir: dir, Prompts: prompts, NewTokens: o.newTokens, TP: o.tp, PP: o.pp, Microbatches: o.microbatches,
+		Stepwise: o.logitsOut != "", JoinTimeout: o.joinTimeout, Env: env}
+	cfg, err := g.Config() // once here, not in every rank
+	if err != nil {
+		return &exitError{2, err}
 	}
-	if g.Env, err = launch.Detect(os.LookupEnv); err != nil {
-		return err
+	if launched {
+		return o.launch(cmd.Context(), cmd.Flags(), dir, o.tp*o.pp)
 	}
 	if o.rendezvous != "" {
 		if _, _, err := launch.ParseRendezvous(o.rendezvous, o.tp*o.pp); err != nil {
@@ -109,7 +150,12 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		}
 		g.Env.RendezvousAddr = o.rendezvous
 	}
-	res, err := cpu.Generate(cmd.Context(), g)
+	m, err := hf.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	res, err := m.Generate(cmd.Context(), cfg, g, hb)
 	if err != nil || res == nil {
 		return err
 	}
@@ -118,7 +164,21 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 			return fmt.Errorf("generate: --logits-out: %w", err)
 		}
 	}
-	return report.GenerateJSON(cmd.OutOrStdout(), *res)
+	var verdict error
+	if ref != nil {
+		rc, err := m.CompareReference(cmd.Context(), g, hb, o.reference, ref, hb.ReferenceTolerance)
+		if err != nil {
+			return fmt.Errorf("generate: --reference: %w", err)
+		}
+		res.Reference = &rc
+		if err := rc.Err(); err != nil {
+			verdict = &exitError{1, fmt.Errorf("generate --backend %s --dtype %s: %w", hb.Name, hb.DType, err)}
+		}
+	}
+	if err := report.GenerateJSON(cmd.OutOrStdout(), *res); err != nil {
+		return err
+	}
+	return verdict
 }
 
 // launch starts n local ranks of this generation (the built-in launcher),
@@ -137,7 +197,7 @@ func (o *generateOptions) launch(ctx context.Context, flags *pflag.FlagSet, dir 
 	}
 	// The ranks share this one's flags, with its paths made absolute.
 	argv := append([]string{exe, "generate", "--model-dir", dir, "--ids-file", ids},
-		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "nproc", "nproc-per-node", "rendezvous", "rdzv-endpoint")...)
+		launchflags.Forward(flags, "model-dir", "ids-file", "logits-out", "reference", "nproc", "nproc-per-node", "rendezvous", "rdzv-endpoint")...)
 	if o.logitsOut != "" {
 		out, err := filepath.Abs(o.logitsOut)
 		if err != nil {

@@ -10,9 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/partbench/partbench/configs"
-	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/backend"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/hf"
+	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/report"
 )
 
@@ -50,17 +49,43 @@ func checkModelDirFlags(f *pflag.FlagSet, dir string) error {
 const checkModelDirRanks = 8
 
 // runCheckModelDir checks every partitioning the model directory's shape
-// allows against one rank, on the CPU with the checkpoint's weights.
+// allows against one rank with the checkpoint's weights: on the CPU (auto,
+// cpu) against the CPU's single rank; on the GPU (cuda, in --dtype), the
+// single rank and every partitioning against the CPU's single rank.
 func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) error {
 	switch {
 	case !o.check:
 		return errors.New("run: --model-dir: only with --check (every partitioning against one rank); to decode a checkpoint, partbench generate --model-dir")
 	case o.config != "":
 		return errors.New("run: --model-dir and --config: give one (the model directory's config.json is the model)")
-	case o.backend == configs.BackendCUDA:
-		return gpuDriverRefusal(backend.Default(), "run --check --model-dir", generateCUDAMissing)
-	case o.backend != "auto" && o.backend != configs.BackendCPU:
+	case o.backend != "auto" && o.backend != configs.BackendCPU && o.backend != configs.BackendCUDA:
 		return fmt.Errorf("run: --check --model-dir --backend %q: must be auto, cpu or cuda", o.backend)
+	}
+	// Every rank runs in this process.
+	env := launch.Env{Size: 1, LocalSize: 1, Source: launch.SourceSingle}
+	hfBackend := func(name, dtype string) (hf.Backend, error) {
+		b, err := o.backends.ForRun(name)
+		if err != nil {
+			return hf.Backend{}, err
+		}
+		if b.Checkpoint == nil {
+			return hf.Backend{}, fmt.Errorf("--backend %s reads no checkpoints", name)
+		}
+		return b.Checkpoint(dtype, env)
+	}
+	ref, err := hfBackend(configs.BackendCPU, "")
+	if err != nil {
+		return err
+	}
+	co := hf.CheckOptions{Backend: ref}
+	if o.backend == configs.BackendCUDA {
+		gpu, err := hfBackend(configs.BackendCUDA, o.dtype)
+		if err != nil {
+			return fmt.Errorf("run --check --model-dir --backend cuda: %w", err)
+		}
+		co = hf.CheckOptions{Backend: gpu, Reference: &ref}
+	} else if o.dtype != "" && o.dtype != "fp32" {
+		return fmt.Errorf("run: --check --model-dir --dtype %q: only with --backend cuda (the CPU computes in fp32)", o.dtype)
 	}
 	dir, err := filepath.Abs(o.modelDir)
 	if err != nil {
@@ -69,7 +94,7 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 	// Two sequences of 16 positions: enough for two micro-batches, a
 	// multi-position prefill and decode steps with a KV cache.
 	run := configs.ModelDirRun{Dir: dir, Batch: 2, Context: 16, OutputTokens: 4, DType: "fp32", Encoder: o.encoder}
-	results, err := cpu.CheckModelDir(ctx, run, checkModelDirRanks, pexec.CheckOptions{})
+	results, err := hf.CheckModelDir(ctx, run, checkModelDirRanks, co)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/hf"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
@@ -58,6 +59,12 @@ type Backend struct {
 	// Check returns the options of an in-process check in dtype ("": the
 	// backend's default); nil when the backend has no check.
 	Check func(dtype string) exec.CheckOptions
+	// Checkpoint returns the backend's part of the Hugging Face workflow
+	// (exec/hf) in dtype ("": the backend's default) for the process env
+	// describes; it fails, naming the flag or the missing library, when the
+	// backend cannot compute in dtype or run here (checkpoint.go). Nil: the
+	// backend reads no checkpoints.
+	Checkpoint func(dtype string, env launch.Env) (hf.Backend, error)
 }
 
 // Registry holds backends in registration order, the order "auto" tries them.

@@ -61,6 +61,7 @@ func CPU() Backend {
 		Check: func(string) exec.CheckOptions {
 			return exec.CheckOptions{NewCompute: newCPUCompute, NewComms: localcomm.Comms}
 		},
+		Checkpoint: cpuCheckpoint, // checkpoint.go
 	}
 }
 
@@ -83,6 +84,8 @@ func CUDA() Backend {
 		New:    cudaRank,
 		Device: cudaDevice,
 		Check:  cudaCheckOptions,
+		// checkpoint.go
+		Checkpoint: cudaCheckpoint,
 	}
 }
 

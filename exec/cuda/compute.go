@@ -39,6 +39,14 @@ type Options struct {
 	// replace: a comma-separated list of flash, splitkv, rope-table,
 	// device-weights ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
+	// Weights makes the rank's shards given its model.Shard (nil: the
+	// seeded model): a checkpoint's slices, uploaded tensor by tensor
+	// through a pinned buffer (checkpoint.go).
+	Weights func(s model.Shard) (model.Source, error)
+	// Inputs are the token ids fed (nil: the seeded schedule): the prompt's
+	// ids, then each sampled argmax when greedy, read back after every
+	// sample (checkpoint.go). Graphs must be off.
+	Inputs *model.Inputs
 }
 
 // cublasWorkspaceBytes is the fixed cuBLAS workspace, so GEMMs captured in
@@ -275,6 +283,9 @@ func (c *Compute) init() error {
 	if err := c.initWeights(); err != nil {
 		return err
 	}
+	if err := c.initInputs(); err != nil { // checkpoint.go: Options.Inputs' prompt
+		return err
+	}
 	c.graphs = newGraphs(c)
 	if err := c.stream.Synchronize(); err != nil {
 		return err
@@ -333,6 +344,9 @@ func (c *Compute) upload(dst cuda.DevicePtr, v []float32) error {
 }
 
 func (c *Compute) initWeights() error {
+	if c.opts.Weights != nil {
+		return c.sourceWeights() // checkpoint.go
+	}
 	gen := c.plan.Generator(c.rank.Rank)
 	if done, err := c.genWeights(gen); done || err != nil { // gen.go: on the device where pb_gen loaded
 		return err

@@ -253,5 +253,8 @@ func (k kernels) Sample(op *partition.Op, p *pexec.Pass[dbuf], past int, tokens,
 	}
 	st.hasOut, st.hasSample = true, true
 	st.layout = outLayout{seqs: seqs, padded: vp, vocab: op.Vocab, shards: op.VocabShards}
+	if c.opts.Inputs != nil {
+		return c.feedInputs(st, tokens, seqs, seq0, p.End, op.Vocab) // checkpoint.go
+	}
 	return nil
 }
