@@ -150,7 +150,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		}
 		g.Env.RendezvousAddr = o.rendezvous
 	}
-	m, err := hf.Open(dir)
+	m, err := hf.OpenFor(cfg, dir)
 	if err != nil {
 		return err
 	}

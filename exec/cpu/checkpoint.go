@@ -92,6 +92,9 @@ func (g GenerateDir) Config() (*configs.Config, *checkpoint.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if d := cfg.Model.Description(); d != nil {
+		return cfg, d, nil // config.json read once, by configs
+	}
 	hf, err := checkpoint.ReadConfig(g.Dir)
 	return cfg, hf, err
 }

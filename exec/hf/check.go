@@ -54,7 +54,7 @@ func CheckModelDir(ctx context.Context, run configs.ModelDirRun, maxRanks int, o
 	if err != nil {
 		return nil, err
 	}
-	m, err := Open(base.Model.Dir)
+	m, err := OpenFor(base, base.Model.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func Generate(ctx context.Context, g Generation, b Backend) (*pexec.GenerateResu
 	if err != nil {
 		return nil, err
 	}
-	m, err := Open(g.Dir)
+	m, err := OpenFor(cfg, g.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/model"
@@ -70,6 +71,20 @@ func Open(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return open(dir, hf)
+}
+
+// OpenFor maps the safetensors of dir with the description cfg already
+// holds (configs read config.json once when it built cfg); a cfg without one
+// reads it (Open).
+func OpenFor(cfg *configs.Config, dir string) (*Model, error) {
+	if d := cfg.Model.Description(); d != nil {
+		return open(dir, d)
+	}
+	return Open(dir)
+}
+
+func open(dir string, hf *checkpoint.Config) (*Model, error) {
 	w, err := checkpoint.OpenWeights(dir)
 	if err != nil {
 		return nil, err
