@@ -22,6 +22,5 @@ func gpuDriverRefusal(reg *backend.Registry, command, missing string) error {
 
 // The GPU paths not written yet, in the words of the refusal.
 const (
-	calibrateCUDAMissing = "the GPU calibration (cuBLAS GEMMs over the Programs' shapes, HBM stream, L2 curve, launch overheads, one-rank NCCL latency) has no timing loop in exec/cuda; --backend cpu calibrates this machine's CPU"
-	generateCUDAMissing  = "the GPU backend does not read checkpoints or prompt ids (the Hugging Face generate/check workflow runs on exec/cpu); --backend cpu decodes the checkpoint"
+	generateCUDAMissing = "the GPU backend does not read checkpoints or prompt ids (the Hugging Face generate/check workflow runs on exec/cpu); --backend cpu decodes the checkpoint"
 )

@@ -17,7 +17,6 @@ import (
 func gpuPathCommands(t *testing.T) map[string][]string {
 	dir := t.TempDir()
 	return map[string][]string{
-		"calibrate":               {"calibrate", "--output", dir + "/c.toml", "--backend", "cuda"},
 		"generate":                {"generate", "--model-dir", dir, "--ids-file", dir + "/ids.json", "--backend", "cuda"},
 		"run --check --model-dir": {"run", "--check", "--model-dir", dir, "--backend", "cuda"},
 	}

@@ -281,6 +281,13 @@ func (c *Calibrator) alloc(bytes int64, pattern uint32) (cuda.DevicePtr, error) 
 	return p, err
 }
 
+// Alloc is bytes of zeroed device memory for a caller's Sample function
+// (an NCCL call's buffer); Free releases it.
+func (c *Calibrator) Alloc(bytes int64) (cuda.DevicePtr, error) { return c.alloc((bytes+3)&^3, 0) }
+
+// Free waits for the stream and frees memory from Alloc.
+func (c *Calibrator) Free(ps ...cuda.DevicePtr) error { return c.free(ps...) }
+
 func (c *Calibrator) free(ps ...cuda.DevicePtr) error {
 	return c.Do(func() error {
 		if err := c.stream.Synchronize(); err != nil {
