@@ -256,7 +256,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// with 1…N ranks sharing the host; every collective and transfer from
 	// the link samples.
 	for _, n := range o.OpRanks {
-		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, step)
+		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, nil, step)
 		if err != nil {
 			return nil, err
 		}

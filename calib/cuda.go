@@ -313,7 +313,14 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 			return pcuda.New(plan, rank, pcuda.Options{Device: o.Device, NoTiming: true})
 		}
 	}
-	ts, err := measureOpTimes(ctx, plans, 1, opIterationsPerRepeat*o.Repeats, newCompute, step)
+	hold := func(c pexec.Compute, d time.Duration) error {
+		dc, ok := c.(*pcuda.Compute)
+		if !ok {
+			return nil // another backend's Compute (a test's): timed without a hold
+		}
+		return gc.Hold(dc.Stream(), d)
+	}
+	ts, err := measureOpTimes(ctx, plans, 1, opIterationsPerRepeat*o.Repeats, newCompute, hold, step)
 	if err != nil {
 		return nil, err
 	}

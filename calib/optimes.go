@@ -92,7 +92,15 @@ func passesOf(plan *partition.Plan) []opPass {
 // op is rarely the one preempted, and then for a whole time slice); the
 // median over iterations keeps a burst of another job's load in a few
 // iterations out. Ranks = n.
-func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, step func() error) ([]configs.OpTime, error) {
+//
+// A device's Compute (pexec.DeviceClock) is timed on its own clock: a mark
+// on its queue before a pass and after each op, the pass queued without a
+// wait between ops; hold, when set, first queues work that keeps the
+// device busy for twice the host time the pass took to queue the last
+// time (10 ms the first), so the ops then run back to back as in a
+// captured graph and each op's time is the device's, not the host's
+// launch rate.
+func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
 	if newCompute == nil {
 		newCompute = CPUCompute
 	}
@@ -132,14 +140,26 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					// queued without a wait between ops as a run queues it;
 					// any other by the host clock around Exec and Sync.
 					clock, _ := c.(pexec.DeviceClock)
+					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
 					for it := 0; it <= iterations; it++ { // iteration 0 warms up
-						for _, ps := range passes {
+						for pi, ps := range passes {
 							prog := progs[ps.phase]
 							if err := fillReceived(c, prog); err != nil {
 								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 								return
 							}
 							var passKeys []key
+							if clock != nil && hold != nil {
+								d := 10 * time.Millisecond
+								if queued[pi] > 0 {
+									d = 2 * queued[pi]
+								}
+								if err := hold(c, d); err != nil {
+									errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
+									return
+								}
+							}
+							passStart := time.Now()
 							if clock != nil {
 								if err := clock.Mark(); err != nil {
 									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
@@ -183,6 +203,7 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 							if clock == nil {
 								continue
 							}
+							queued[pi] = time.Since(passStart)
 							ds, err := markDurations(clock, len(passKeys))
 							if err == nil {
 								err = c.Sync(ctx) // a device-side fault of the pass
@@ -259,6 +280,10 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 	})
 	return out, nil
 }
+
+// Hold queues on c's device work that keeps it busy for d and returns at
+// once (measureOpTimes).
+type Hold func(c pexec.Compute, d time.Duration) error
 
 // commOpTimes turns the link samples into op-time entries: all_reduce by
 // group size and bytes, sendrecv's one-way time as a send of that many

@@ -27,3 +27,15 @@ extern "C" __global__ void pb_cal_read(const float4* __restrict__ p, long long n
 // pb_cal_empty does nothing: launched back to back, its time is the
 // device's per-kernel cost, and its enqueue the host's.
 extern "C" __global__ void pb_cal_empty(int unused) {}
+
+// pb_cal_hold keeps the stream busy for ns nanoseconds of the device's
+// global timer, so that the work a host queues behind it meanwhile then
+// runs back to back, as a captured graph runs it: a caller timing ops by
+// events between them times the device, not the host's launches.
+extern "C" __global__ void pb_cal_hold(unsigned long long ns) {
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do {
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	} while (t - t0 < ns);
+}

@@ -53,6 +53,7 @@ type Calibrator struct {
 	loaded bool
 	read   cuda.Function
 	empty  cuda.Function
+	hold   cuda.Function
 	ev     [2]cuda.Event
 	sink   cuda.DevicePtr
 	ws     cuda.DevicePtr
@@ -157,6 +158,9 @@ func NewCalibrator(o CalibrateOptions) (c *Calibrator, err error) {
 		return c, err
 	}
 	if c.empty, err = c.module.Function("pb_cal_empty"); err != nil {
+		return c, err
+	}
+	if c.hold, err = c.module.Function("pb_cal_hold"); err != nil {
 		return c, err
 	}
 	if c.sink, err = drv.MemAlloc(4 * c.readGrid()); err != nil {
@@ -468,6 +472,19 @@ func (c *Calibrator) GraphLaunch(kernels, calls, repeats int) (kernelS, launchS 
 		kernelS, launchS = append(kernelS, d/float64(kernels)), append(launchS, h)
 	}
 	return kernelS, launchS, nil
+}
+
+// Hold queues on stream (of the device's primary context: another
+// Compute's on the same GPU) a kernel that keeps it busy for d of device
+// time, and returns at once: what is queued behind it meanwhile then runs
+// back to back, with no wait for the host between launches.
+func (c *Calibrator) Hold(stream cuda.Stream, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	return c.Do(func() error {
+		return c.hold.Launch(cuda.D1(1), cuda.D1(1), 0, stream, cuda.U64(uint64(d.Nanoseconds())))
+	})
 }
 
 // Describe names the device, the driver and how the kernels were built.

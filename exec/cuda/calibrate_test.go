@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
@@ -110,6 +111,17 @@ func TestCalibratorOnFakes(t *testing.T) {
 	if len(ks) != 2 || ks[0] != 0.25e-3/4/5 || len(ls) != 2 {
 		t.Errorf("graph kernel %v, launch %v", ks, ls)
 	}
+	// A hold is one launch on the stream given, none for no time.
+	before = calCounters(t, c)["launches"]
+	if err := c.Hold(c.Stream(), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Hold(c.Stream(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := calCounters(t, c)["launches"] - before; got != 1 {
+		t.Errorf("%d hold launches, want 1", got)
+	}
 	if free, total, err := c.MemInfo(); err != nil || total <= 0 || free > total {
 		t.Errorf("mem info %d free of %d: %v", free, total, err)
 	}
@@ -177,7 +189,8 @@ func TestCalibrateSourceCompiles(t *testing.T) {
 		}
 		ptx := string(out.Image)
 		for _, want := range []string{".entry pb_cal_read(", ".param .u64 pb_cal_read_param_0", ".param .u64 pb_cal_read_param_1",
-			".param .u32 pb_cal_read_param_2", ".param .u64 pb_cal_read_param_3", ".entry pb_cal_empty(", "ld.global.cg"} {
+			".param .u32 pb_cal_read_param_2", ".param .u64 pb_cal_read_param_3", ".entry pb_cal_empty(", "ld.global.cg",
+			".entry pb_cal_hold(", ".param .u64 pb_cal_hold_param_0", "%globaltimer"} {
 			if !strings.Contains(ptx, want) {
 				t.Errorf("sm_%d: PTX lacks %q", arch, want)
 			}
