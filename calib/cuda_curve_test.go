@@ -1,0 +1,42 @@
+package calib
+
+import (
+	"testing"
+)
+
+// The GPU curve's working sets: 1 MiB × 2^(k/2) up to 1 GiB is 21 sizes
+// (k = 0…20; the second ⌊1,048,576 · √2⌋ = 1,482,910 cut to whole
+// 128-byte lines, 1,482,880), the quick curve 1 MiB × 2^k is 11.
+func TestCUDACurveSizes(t *testing.T) {
+	full, quick := cudaCurveSizes(1<<30, false), cudaCurveSizes(1<<30, true)
+	if len(full) != 21 || full[0] != 1<<20 || full[20] != 1<<30 || full[1] != 1482880 {
+		t.Errorf("full curve %v", full)
+	}
+	if len(quick) != 11 || quick[0] != 1<<20 || quick[10] != 1<<30 {
+		t.Errorf("quick curve %v", quick)
+	}
+	for i := 1; i < len(full); i++ {
+		if full[i] <= full[i-1] || full[i]%128 != 0 {
+			t.Errorf("size %d = %d after %d", i, full[i], full[i-1])
+		}
+	}
+}
+
+// An H100-shaped curve: 10 TB/s up to a 32 MiB working set, 3.3 TB/s
+// beyond. The stream is the median of the three largest (256 MiB…1 GiB:
+// 3.3 TB/s); the L2 the largest working set ≥ 1.25 × that (32 MiB); its
+// bandwidth the median of the sizes in (8, 32] MiB (16 and 32 MiB: 10 TB/s).
+func TestCUDACacheFigures(t *testing.T) {
+	sizes := cudaCurveSizes(1<<30, true)
+	bw := make(curveRepeat, len(sizes))
+	for i, s := range sizes {
+		bw[i] = 3.3e12
+		if s <= 32<<20 {
+			bw[i] = 10e12
+		}
+	}
+	stream, l2, l2bw, err := cacheFigures(sizes, bw)
+	if err != nil || stream != 3.3e12 || l2 != 32<<20 || l2bw != 10e12 {
+		t.Errorf("stream %g, l2 %d, l2 bw %g, err %v", stream, l2, l2bw, err)
+	}
+}
