@@ -64,9 +64,16 @@ const (
 	// cudaLaunchCalls is the empty kernels per launch sample, and
 	// cudaGraphKernels the kernels of the timed graph (as many as a
 	// seed-layer decode step launches, in round numbers).
-	cudaLaunchCalls  = 1000
-	cudaGraphKernels = 100
-	cudaGraphCalls   = 100
+	// cudaGEMMFLOPBudget and cudaGEMMWeightCapBytes bound one timed GEMM
+	// (gemmShape.clip): 2^40 FLOPs (about 2 ms in fp16 and 20 ms in fp32 on
+	// an H100) and 1 GiB of weights counted at 4 bytes, so the largest
+	// prefill shapes (layerwise16's 315,904 rows) are cut in M, never
+	// below 128 rows, and every output fits beside the others.
+	cudaGEMMFLOPBudget     = 1 << 40
+	cudaGEMMWeightCapBytes = 1 << 30
+	cudaLaunchCalls        = 1000
+	cudaGraphKernels       = 100
+	cudaGraphCalls         = 100
 )
 
 // cudaCurveSizes are the GPU curve's working sets: cudaCurveMinBytes ×
@@ -124,6 +131,12 @@ func (o *Options) cudaDefaults() error {
 	if n := len(cudaCurveSizes(o.MaxWorkingSetBytes, o.Quick)); n < streamPoints+2 {
 		return fmt.Errorf("max working set: must give at least %d working sets from %d B (got %d B: %d)", streamPoints+2, cudaCurveMinBytes, o.MaxWorkingSetBytes, n)
 	}
+	if o.GEMMFLOPBudget == 0 {
+		o.GEMMFLOPBudget = cudaGEMMFLOPBudget
+	}
+	if o.GEMMWeightCapBytes == 0 {
+		o.GEMMWeightCapBytes = cudaGEMMWeightCapBytes
+	}
 	if len(o.OpRanks) == 0 {
 		o.OpRanks = []int{1}
 	}
@@ -146,6 +159,9 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	shapes, err := programShapes(o.Configs)
 	if err != nil {
 		return nil, err
+	}
+	for i := range shapes {
+		shapes[i].clip(o.GEMMFLOPBudget, o.GEMMWeightCapBytes)
 	}
 	mShapes, err := smallMShapes(o.Configs)
 	if err != nil {
@@ -369,11 +385,11 @@ func cacheSpreads(sizes []int64, curve []curveRepeat, cal *configs.Calibration) 
 // elemBytes are the GPU backend's element sizes by dtype.
 var elemBytes = map[string]int{"fp16": 2, "bf16": 2, "fp32": 4}
 
-// withElem is shapes measured unclipped in dtype's element size.
+// withElem is shapes in dtype's element size.
 func withElem(shapes []gemmShape, dtype string) []gemmShape {
 	out := make([]gemmShape, len(shapes))
 	for i, s := range shapes {
-		s.mm, s.mn, s.elem = s.m, s.n, elemBytes[dtype]
+		s.elem = elemBytes[dtype]
 		out[i] = s
 	}
 	return out

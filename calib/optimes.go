@@ -141,7 +141,7 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					// any other by the host clock around Exec and Sync.
 					clock, _ := c.(pexec.DeviceClock)
 					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
-					for it := 0; it <= iterations; it++ { // iteration 0 warms up
+					for it := 0; it <= iterations; it++ {        // iteration 0 warms up
 						for pi, ps := range passes {
 							prog := progs[ps.phase]
 							if err := fillReceived(c, prog); err != nil {
