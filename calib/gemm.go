@@ -137,7 +137,8 @@ func rooflineS(s gemmShape, flopsPerS float64, m memFigures) float64 {
 
 // fitFLOPs is the F that makes rooflineS best reproduce the measured times
 // (least squares of log time over the shapes, each shape weighted equally):
-// a grid over 10^6…10^14 FLOP/s, then gonum's Nelder–Mead around the best
+// a grid over 10^6…10^16 FLOP/s (a CPU core to ten times an H100's dense
+// fp16), then gonum's Nelder–Mead around the best
 // point. ok is false when the top of the range fits as well as the best F
 // (the memory terms alone reach the measured times, so the shapes do not
 // determine F).
@@ -150,8 +151,8 @@ func fitFLOPs(shapes []gemmShape, times []float64, m memFigures) (f float64, ok 
 		}
 		return l
 	}
-	lo, hi := math.Log(1e6), math.Log(1e14)
-	const steps = 400
+	lo, hi := math.Log(1e6), math.Log(1e16)
+	const steps = 500
 	best, bestX := math.Inf(1), lo
 	for i := 0; i <= steps; i++ {
 		x := lo + (hi-lo)*float64(i)/steps
