@@ -175,6 +175,9 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 		if len(p.Ranks) != 1 {
 			return nil, fmt.Errorf("--op-configs: %s has %d ranks; the GPU calibration times the ops of one-rank configs (tp = pp = dp = 1)", p.Config.Name, len(p.Ranks))
 		}
+		if d := plans[0].Model.DType; p.Model.DType != d {
+			return nil, fmt.Errorf("--op-configs: %s computes in %s, %s in %s; the op times of one calibration are of one dtype", p.Config.Name, p.Model.DType, plans[0].Config.Name, d)
+		}
 	}
 	sizes := cudaCurveSizes(o.MaxWorkingSetBytes, o.Quick)
 
@@ -341,6 +344,9 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 		return nil, err
 	}
 	cal.OpTimes = ts
+	if len(plans) > 0 {
+		cal.Info.OpTimeDType = plans[0].Model.DType
+	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}

@@ -131,8 +131,8 @@ func TestCUDACalibrationOnFakes(t *testing.T) {
 
 	// The op times come from the backend's device clock: each op lies
 	// between two marks, 0.25 ms apart on the fake.
-	if len(cal.OpTimes) == 0 {
-		t.Fatal("no op times")
+	if len(cal.OpTimes) == 0 || cal.Info.OpTimeDType != cfg.Model.DType {
+		t.Fatalf("%d op times in %q, want some in the config's %s", len(cal.OpTimes), cal.Info.OpTimeDType, cfg.Model.DType)
 	}
 	for _, e := range cal.OpTimes {
 		if !near(e.TimeS, 0.25e-3) || e.Ranks != 1 {

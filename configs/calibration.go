@@ -57,6 +57,10 @@ type CalibrationInfo struct {
 	// CUDA driver (empty on the CPU).
 	Device string `toml:"device,omitempty"`
 	Driver string `toml:"driver,omitempty"`
+	// OpTimeDType is the element type a GPU calibration's op times were
+	// measured in ("" on the CPU, whose backend computes every dtype in
+	// float32): Apply leaves them out of a config in another dtype.
+	OpTimeDType string `toml:"op_time_dtype,omitempty"`
 	// Ranks is how many ranks the communication figures were measured among.
 	Ranks   int  `toml:"ranks"`
 	Repeats int  `toml:"repeats"`
@@ -289,7 +293,15 @@ func (c *Calibration) Apply(cfg *Config) []string {
 			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
 		}
 	}
-	times, off := OpTimesFor(c.OpTimes, concurrent, perHost)
+	opTimes := c.OpTimes
+	if d := c.Info.OpTimeDType; d != "" && d != cfg.Model.DType && len(opTimes) > 0 {
+		// A GPU computes each dtype at its own rate: times measured in
+		// another dtype would misprice every op.
+		notes = append(notes, fmt.Sprintf("the profile's %d op times were measured in %s, the config computes in %s: the roofline prices its ops (calibrate with --op-configs naming a config in %s)",
+			len(opTimes), d, cfg.Model.DType, cfg.Model.DType))
+		opTimes = nil
+	}
+	times, off := OpTimesFor(opTimes, concurrent, perHost)
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}
@@ -417,9 +429,9 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	}{
 		{"host", in.Host}, {"cpu", in.CPU}, {"cores", in.Cores}, {"backend", in.Backend}, {"date", in.Date},
 		{"version", in.Version}, {"ranks", in.Ranks}, {"repeats", in.Repeats}, {"quick", in.Quick},
-		{"device", in.Device}, {"driver", in.Driver},
+		{"device", in.Device}, {"driver", in.Driver}, {"op_time_dtype", in.OpTimeDType},
 	} {
-		if s, ok := f.value.(string); ok && s == "" && (f.key == "device" || f.key == "driver") {
+		if s, ok := f.value.(string); ok && s == "" && (f.key == "device" || f.key == "driver" || f.key == "op_time_dtype") {
 			continue // a CPU calibration's
 		}
 		tw.KV(f.key, f.value, c.Comments["calibration."+f.key])
