@@ -1,6 +1,9 @@
 package calib
 
 import (
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +41,16 @@ func TestCUDACacheFigures(t *testing.T) {
 	stream, l2, l2bw, err := cacheFigures(sizes, bw)
 	if err != nil || stream != 3.3e12 || l2 != 32<<20 || l2bw != 10e12 {
 		t.Errorf("stream %g, l2 %d, l2 bw %g, err %v", stream, l2, l2bw, err)
+	}
+}
+
+// Without a driver the GPU calibration names it, as the GPU backend does:
+// the file searched for with cgo, the missing cgo without.
+func TestCUDAWithoutDriver(t *testing.T) {
+	t.Setenv("PARTBENCH_CUDA_LIB", filepath.Join(t.TempDir(), "libcuda.so.1"))
+	_, err := Run(context.Background(), Options{Backend: "cuda", Configs: []string{"test/single-tiny"}, OpConfigs: []string{"test/single-tiny"}})
+	if err == nil || !strings.HasPrefix(err.Error(), "cuda: no CUDA driver: ") ||
+		!(strings.Contains(err.Error(), "libcuda.so.1") || strings.Contains(err.Error(), "cgo")) {
+		t.Errorf("err = %v, want it to name the missing driver", err)
 	}
 }
