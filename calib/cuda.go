@@ -14,6 +14,7 @@ import (
 	pexec "github.com/partbench/partbench/exec"
 	pcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -198,7 +199,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	cal.Info.Device = fmt.Sprintf("%s (sm_%d%d, %d SMs, GPU %d)", info.Name, info.ComputeMajor, info.ComputeMinor, info.SMs, info.Ordinal)
 	cal.Info.Driver = fmt.Sprintf("CUDA driver %s (%s)", ver, path)
 
-	total := len(sizes) + 1 + len(CUDAGEMMDTypes)*len(shapes) + len(mShapes) + 1 + 1 + len(plans)
+	total := len(sizes) + 1 + len(CUDAGEMMDTypes)*len(shapes) + len(mShapes) + 1 + 1 + len(plans) + 1
 	done := 0
 	step := func() error {
 		done++
@@ -346,6 +347,19 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	cal.OpTimes = ts
 	if len(plans) > 0 {
 		cal.Info.OpTimeDType = plans[0].Model.DType
+	}
+
+	// 7. The host's share of a decode step: the first op config run as a
+	// run runs it (decode graphs), each step's wall time against its ops'
+	// device time in the table.
+	if err := stepOverhead(ctx, o, plans, cal); err != nil {
+		return nil, err
+	}
+	if err := step(); err != nil {
+		return nil, err
+	}
+	if err := cal.Validate(); err != nil {
+		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
 	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
@@ -513,4 +527,37 @@ func cudaComments(cal *configs.Calibration, info cuda.DeviceInfo, o Options, sha
 	c["spread.graph_kernel_s"] = "each repeat"
 	c["spread.nccl_all_reduce_s"] = "each repeat: one float32 all_reduce in place on a one-rank communicator, back to back on the stream"
 	note(cal, "GPU calibration sweeps: L2 curve %d working sets from %d to %d B; GEMMs %d shapes × %d dtypes and a small-M sweep of %d; %d repeats of samples of at least %v each", len(sizes), sizes[0], sizes[len(sizes)-1], shapes, len(CUDAGEMMDTypes), small, o.Repeats, o.MinSample)
+}
+
+// stepOverhead sets step_overhead_s from the first op config's decode
+// steps run through a GPU Compute with decode graphs (measureStepOverhead);
+// a config with no decode step leaves it 0, with a note.
+func stepOverhead(ctx context.Context, o Options, plans []*partition.Plan, cal *configs.Calibration) error {
+	if len(plans) == 0 || plans[0].Config.Workload.OutputTokens < 2 {
+		note(cal, "step_overhead_s not measured: the op config has no decode step")
+		return nil
+	}
+	plan := plans[0]
+	c, err := pcuda.New(plan, 0, pcuda.Options{Device: o.Device, Graphs: true})
+	if err != nil {
+		return fmt.Errorf("step overhead: %w", err)
+	}
+	start := time.Now()
+	over, err := measureStepOverhead(ctx, plan, c, sim.NewOpTable(cal.OpTimes), cal.Hardware.GraphLaunchS, stepIterations,
+		func() time.Duration { return time.Since(start) })
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	sp := spreadOf(over)
+	cal.Spread["step_overhead_s"] = sp
+	cal.Hardware.StepOverheadS = max(0, sp.Median)
+	cal.Comments["hardware.step_overhead_s"] = fmt.Sprintf("measured: %s run as a run runs it (decode graphs, a sync after each pass), a decode step's wall time less its ops' times in the op-time table and one graph launch, median (0 when negative)", plan.Config.Name)
+	cal.Comments["spread.step_overhead_s"] = "each iteration's median over its decode steps"
+	if sp.Median < 0 {
+		note(cal, "step_overhead_s: %s's decode steps ran %.3g s faster than their ops' times in the table (the ops timed one by one with marks between them against one graph): 0 is used", plan.Config.Name, -sp.Median)
+	}
+	return nil
 }

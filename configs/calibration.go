@@ -167,10 +167,10 @@ var (
 	}
 	CUDASpreadKeys = []string{
 		"fp32_flops_per_s", "fp16_flops_per_s", "bf16_flops_per_s", "hbm_bytes_per_s", "hbm_copy_bytes_per_s",
-		"l2_bytes", "l2_bytes_per_s", "kernel_launch_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s",
+		"l2_bytes", "l2_bytes_per_s", "kernel_launch_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s",
 	}
 	SpreadKeys = append(slices.Clone(CPUSpreadKeys),
-		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s")
+		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s")
 )
 
 // Calibration backends.
