@@ -54,3 +54,50 @@ func TestCUDAWithoutDriver(t *testing.T) {
 		t.Errorf("err = %v, want it to name the missing driver", err)
 	}
 }
+
+// The default GPU shapes: seed4-1gpu's are the seed layer's (hidden 4096,
+// 32 heads of 128, gated FFN 16384) at 16 × (2048 − 16) = 32,512 prefill
+// rows and 16 decode rows; a shape over 2^40 FLOPs is cut in M to
+// ⌊2^40 / (2·N·K)⌋ rows: layerwise16's prefill w_up (N 32,768, K 4096) to
+// 2^40 / 2^28 = 4096, its w_down (N 4096, K 16,384) to 2^13 = 8192, and
+// seed4-1gpu's prefill wqkv (N 12,288) to ⌊2^40 / 100,663,296⌋ = 10,922.
+func TestCUDADefaultShapes(t *testing.T) {
+	o := Options{Backend: "cuda"}
+	if err := o.cudaDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	shapes, err := programShapes(o.Configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][5]int{ // source: m, n, k, measured m, measured n
+		"seed4-1gpu prefill wqkv":    {32512, 12288, 4096, 10922, 12288},
+		"seed4-1gpu prefill w_up":    {32512, 32768, 4096, 4096, 32768},
+		"seed4-1gpu decode w_down":   {16, 4096, 16384, 16, 4096},
+		"layerwise16 prefill w_up":   {315904, 32768, 4096, 4096, 32768},
+		"layerwise16 prefill w_down": {315904, 4096, 16384, 8192, 4096},
+	}
+	found := 0
+	for _, s := range shapes {
+		s.clip(o.GEMMFLOPBudget, o.GEMMWeightCapBytes)
+		if w, ok := want[s.source]; ok {
+			found++
+			if got := [5]int{s.m, s.n, s.k, s.mm, s.mn}; got != w {
+				t.Errorf("%s: %v, want %v", s.source, got, w)
+			}
+		}
+	}
+	if found != len(want) {
+		t.Errorf("found %d of the %d shapes in %d", found, len(want), len(shapes))
+	}
+	// seed4-1gpu, tp8pp2 and layerwise16 in fp16: 7 distinct (N, K), 9 rows each.
+	m, err := smallMShapes(o.Configs)
+	if err != nil || len(m) != 7*len(SmallMs) {
+		t.Errorf("%d small-M shapes (%v), want 63", len(m), err)
+	}
+	for _, bad := range []Options{{Backend: "cuda", Ranks: 2}, {Backend: "cuda", OpRanks: []int{2}}, {Backend: "cuda", Device: -1}, {Backend: "cuda", MaxWorkingSetBytes: 2 << 20}} {
+		if err := bad.cudaDefaults(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

@@ -70,9 +70,11 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.Int64Var(&o.maxWS, "max-working-set", 0, "largest working set of the cache curve in bytes (default: cpu 4 × the last-level cache, cuda 1 GiB)")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
-	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+")")
-	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host)")
-	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+")")
+	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+
+		"; cuda: one-rank configs of one dtype, default "+strings.Join(calib.DefaultCUDAOpConfigs, ", ")+")")
+	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host; cuda: 1)")
+	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+
+		"; cuda: "+strings.Join(calib.DefaultCUDAShapeConfigs, ", ")+")")
 	return cmd
 }
 
