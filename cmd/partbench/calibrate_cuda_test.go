@@ -53,6 +53,15 @@ func TestCalibrateCUDAOnFakes(t *testing.T) {
 	if cal.Info.Backend != "cuda" || cal.Hardware.Name != "Fake H100 0" || len(cal.OpTimes) == 0 {
 		t.Errorf("calibration %+v", cal.Info)
 	}
+	// run --calibration loads its config this way, whatever the backend:
+	// the model beside the measured run is priced with the GPU profile.
+	runCfg, notes, err := configs.LoadRun("test/single-tiny", configs.RunOverrides{Warmup: -1, Iterations: -1, Calibration: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runCfg.Hardware.GPU.Name != "Fake H100 0" || len(runCfg.Hardware.OpTimes) != len(cal.OpTimes) || len(notes) == 0 {
+		t.Errorf("run config: hardware %q, %d op times, notes %q", runCfg.Hardware.GPU.Name, len(runCfg.Hardware.OpTimes), notes)
+	}
 	est, err := runCLI(t, "model", "--dry-run", "--calibration", p, "--config", "test/single-tiny")
 	if err != nil {
 		t.Fatal(err)
