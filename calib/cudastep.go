@@ -67,7 +67,7 @@ func measureStepOverhead(ctx context.Context, plan *partition.Plan, c pexec.Comp
 				return nil, err
 			}
 			t := now()
-			over[s] = (t-last).Seconds() - opsS[s] - graphS
+			over[s] = (t - last).Seconds() - opsS[s] - graphS
 			last = t
 		}
 		if it > 0 && steps > 0 {
