@@ -285,6 +285,11 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
 	concurrent := ConcurrentRanks(cfg, perHost)
+	if c.Info.Backend == BackendCUDA {
+		// Each rank computes on its own GPU: one GPU's op times hold for
+		// every rank, however many compute at once.
+		concurrent = 1
+	}
 	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
 		// sim shares the host's cores among the ranks computing at each
 		// moment (sim/optable_share.go): compute is priced uncontended.

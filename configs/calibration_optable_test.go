@@ -170,3 +170,20 @@ func TestCalibrationOpTimesKeepTheirDType(t *testing.T) {
 		t.Errorf("fp16 config: %d op times, notes %q", len(cfg.Hardware.OpTimes), notes)
 	}
 }
+
+// A GPU profile's op times, measured on one GPU, price every rank of a
+// multi-GPU config with no warning about placement: each rank has its own
+// GPU.
+func TestCUDAOpTimesHoldForEveryRank(t *testing.T) {
+	cal := sampleCalibration()
+	cal.Info.Backend = BackendCUDA
+	cal.OpTimes = sampleOpTimes()[:2] // measured at 1 rank
+	cfg, err := Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 2 || strings.Contains(notes, "warning") {
+		t.Errorf("%d op times, notes %q", len(cfg.Hardware.OpTimes), notes)
+	}
+}
