@@ -543,8 +543,11 @@ func stepOverhead(ctx context.Context, o Options, plans []*partition.Plan, cal *
 		return fmt.Errorf("step overhead: %w", err)
 	}
 	start := time.Now()
-	over, err := measureStepOverhead(ctx, plan, c, sim.NewOpTable(cal.OpTimes), cal.Hardware.GraphLaunchS, stepIterations,
+	over, missing, err := measureStepOverhead(ctx, plan, c, sim.NewOpTable(cal.OpTimes), cal.Hardware.GraphLaunchS, stepIterations,
 		func() time.Duration { return time.Since(start) })
+	if missing > 0 {
+		note(cal, "step_overhead_s: %d op(s) of a decode step have no op time (their device time read 0) and count 0", missing)
+	}
 	if cerr := c.Close(); err == nil {
 		err = cerr
 	}

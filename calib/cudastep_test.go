@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
@@ -48,10 +49,10 @@ func TestStepOverhead(t *testing.T) {
 	}
 	defer c.Close()
 	sc := &syncClock{Compute: c}
-	over, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(ts), 2e-6, 2,
+	over, missing, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(ts), 2e-6, 2,
 		func() time.Duration { return time.Duration(sc.syncs) * time.Millisecond })
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || missing != 0 {
+		t.Fatalf("%v, %d ops missing", err, missing)
 	}
 	var sizes int64
 	for _, op := range plan.Program(0, partition.Decode).Ops {
@@ -62,8 +63,22 @@ func TestStepOverhead(t *testing.T) {
 	if len(over) != 2 || math.Abs(over[0]-want) > 1e-12 || math.Abs(over[1]-want) > 1e-12 {
 		t.Errorf("overheads %v, want two of %g (decode sizes %d)", over, want, sizes)
 	}
-	// A table that lacks an op is refused by name.
-	if _, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(ts[:1]), 0, 1, func() time.Duration { return 0 }); err == nil {
-		t.Error("a table without the decode ops accepted")
+	// A table without attention lacks one op per layer: they are counted,
+	// and count 0.
+	var noAttn []configs.OpTime
+	for _, e := range ts {
+		if e.Kind != string(partition.Attention) {
+			noAttn = append(noAttn, e)
+		}
+	}
+	attn := 0
+	for _, op := range plan.Program(0, partition.Decode).Ops {
+		if op.Kind == partition.Attention {
+			attn++
+		}
+	}
+	if _, missing, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(noAttn), 0, 1, func() time.Duration { return 0 }); err != nil ||
+		missing != attn || attn == 0 {
+		t.Errorf("table without attention: %d ops missing, want the %d attention ops (%v)", missing, attn, err)
 	}
 }
