@@ -25,8 +25,11 @@ const (
 
 // Options configure a calibration. Zero values take the defaults.
 type Options struct {
-	// Backend is "cpu"; "cuda" is refused until a GPU backend can run it.
+	// Backend is "cpu" (this host's CPU through exec/cpu) or "cuda" (one
+	// GPU through exec/cuda: runCUDA).
 	Backend string
+	// Device is the GPU the cuda calibration measures (0).
+	Device int
 	// Ranks is how many local ranks the link is measured among (default 4).
 	Ranks int
 	// Quick uses fewer repeats, shorter samples and fewer sizes.
@@ -75,7 +78,7 @@ func (o *Options) defaults(h host) error {
 	case "", configs.BackendCPU:
 		o.Backend = configs.BackendCPU
 	case configs.BackendCUDA:
-		return fmt.Errorf("--backend cuda: the GPU calibration is not written yet (no timing loop for kernels and NCCL calls in exec/cuda); --backend cpu calibrates this machine's CPU")
+		return o.cudaDefaults()
 	default:
 		return fmt.Errorf("--backend: must be cpu or cuda (got %q)", o.Backend)
 	}
@@ -167,6 +170,9 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := o.defaults(h); err != nil {
 		return nil, err
 	}
+	if o.Backend == configs.BackendCUDA {
+		return runCUDA(ctx, o, h)
+	}
 	shapes, err := programShapes(o.Configs)
 	if err != nil {
 		return nil, err
@@ -250,7 +256,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// with 1…N ranks sharing the host; every collective and transfer from
 	// the link samples.
 	for _, n := range o.OpRanks {
-		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, step)
+		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, nil, step)
 		if err != nil {
 			return nil, err
 		}

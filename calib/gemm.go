@@ -7,7 +7,6 @@ import (
 
 	"github.com/partbench/partbench/exec/cpu"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -20,15 +19,26 @@ type gemmShape struct {
 	source  string
 	m, n, k int
 	mm, mn  int // measured M and N
+	// elem is the element size in bytes (0: float32, the CPU backend's).
+	elem int
+}
+
+// elemBytes is the element size: elem, or 4.
+func (s gemmShape) elemBytes() float64 {
+	if s.elem > 0 {
+		return float64(s.elem)
+	}
+	return 4
 }
 
 func (s gemmShape) flops() float64 { return 2 * float64(s.mm) * float64(s.mn) * float64(s.k) }
 
-// weightBytes and actBytes are the measured shape's bytes as the CPU backend
-// holds them (float32), counted as partition counts a Gemm op's.
-func (s gemmShape) weightBytes() float64 { return 4 * float64(s.k) * float64(s.mn) }
+// weightBytes and actBytes are the measured shape's bytes as the backend
+// holds them (float32 on the CPU; the dtype's elements on a GPU), counted
+// as partition counts a Gemm op's.
+func (s gemmShape) weightBytes() float64 { return s.elemBytes() * float64(s.k) * float64(s.mn) }
 func (s gemmShape) actBytes() float64 {
-	return 4 * (float64(s.mm)*float64(s.k) + float64(s.mm)*float64(s.mn))
+	return s.elemBytes() * (float64(s.mm)*float64(s.k) + float64(s.mm)*float64(s.mn))
 }
 
 // programShapes collects the distinct GEMM shapes of every rank's prefill
@@ -38,7 +48,7 @@ func programShapes(names []string) ([]gemmShape, error) {
 	seen := map[key]bool{}
 	var out []gemmShape
 	for _, name := range names {
-		cfg, err := configs.Load(name)
+		cfg, err := loadConfig(name)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +137,8 @@ func rooflineS(s gemmShape, flopsPerS float64, m memFigures) float64 {
 
 // fitFLOPs is the F that makes rooflineS best reproduce the measured times
 // (least squares of log time over the shapes, each shape weighted equally):
-// a grid over 10^6…10^14 FLOP/s, then gonum's Nelder–Mead around the best
+// a grid over 10^6…10^16 FLOP/s (a CPU core to ten times an H100's dense
+// fp16), then gonum's Nelder–Mead around the best
 // point. ok is false when the top of the range fits as well as the best F
 // (the memory terms alone reach the measured times, so the shapes do not
 // determine F).
@@ -140,8 +151,8 @@ func fitFLOPs(shapes []gemmShape, times []float64, m memFigures) (f float64, ok 
 		}
 		return l
 	}
-	lo, hi := math.Log(1e6), math.Log(1e14)
-	const steps = 400
+	lo, hi := math.Log(1e6), math.Log(1e16)
+	const steps = 500
 	best, bestX := math.Inf(1), lo
 	for i := 0; i <= steps; i++ {
 		x := lo + (hi-lo)*float64(i)/steps

@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -33,7 +34,7 @@ var DefaultOpConfigs = []string{
 func opPlans(names []string) ([]*partition.Plan, error) {
 	var out []*partition.Plan
 	for _, name := range names {
-		cfg, err := configs.Load(name)
+		cfg, err := loadConfig(name)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +92,15 @@ func passesOf(plan *partition.Plan) []opPass {
 // op is rarely the one preempted, and then for a whole time slice); the
 // median over iterations keeps a burst of another job's load in a few
 // iterations out. Ranks = n.
-func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, step func() error) ([]configs.OpTime, error) {
+//
+// A device's Compute (pexec.DeviceClock) is timed on its own clock: a mark
+// on its queue before a pass and after each op, the pass queued without a
+// wait between ops; hold, when set, first queues work that keeps the
+// device busy for twice the host time the pass took to queue the last
+// time (10 ms the first), so the ops then run back to back as in a
+// captured graph and each op's time is the device's, not the host's
+// launch rate.
+func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
 	if newCompute == nil {
 		newCompute = CPUCompute
 	}
@@ -126,12 +135,36 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					defer wg.Done()
 					defer c.Close()
 					<-start
-					for it := 0; it <= iterations; it++ { // iteration 0 warms up
-						for _, ps := range passes {
+					// A device's Compute (pexec.DeviceClock) is timed by its
+					// own marks on its queue, one after each op, the pass
+					// queued without a wait between ops as a run queues it;
+					// any other by the host clock around Exec and Sync.
+					clock, _ := c.(pexec.DeviceClock)
+					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
+					for it := 0; it <= iterations; it++ {        // iteration 0 warms up
+						for pi, ps := range passes {
 							prog := progs[ps.phase]
 							if err := fillReceived(c, prog); err != nil {
 								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 								return
+							}
+							var passKeys []key
+							if clock != nil && hold != nil {
+								d := 10 * time.Millisecond
+								if queued[pi] > 0 {
+									d = 2 * queued[pi]
+								}
+								if err := hold(c, d); err != nil {
+									errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
+									return
+								}
+							}
+							passStart := time.Now()
+							if clock != nil {
+								if err := clock.Mark(); err != nil {
+									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+									return
+								}
 							}
 							for i := range prog.Ops {
 								op := &prog.Ops[i]
@@ -139,9 +172,16 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 									continue
 								}
 								past := ps.past(op)
+								o := *op
+								o.Past = past
+								k := key{}
+								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
 								t0 := time.Now()
 								err := c.Exec(ctx, op, past)
-								if err == nil {
+								switch {
+								case err == nil && clock != nil:
+									err = clock.Mark()
+								case err == nil:
 									err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
 								}
 								if err != nil {
@@ -149,15 +189,35 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 									return
 								}
 								d := time.Since(t0).Seconds()
+								if clock != nil {
+									passKeys = append(passKeys, k)
+									continue
+								}
 								if it == 0 {
 									continue
 								}
-								o := *op
-								o.Past = past
-								k := key{}
-								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
 								workers[w] = append(workers[w], k)
 								times[w] = append(times[w], d)
+								iters[w] = append(iters[w], it-1)
+							}
+							if clock == nil {
+								continue
+							}
+							queued[pi] = time.Since(passStart)
+							ds, err := markDurations(clock, len(passKeys))
+							if err == nil {
+								err = c.Sync(ctx) // a device-side fault of the pass
+							}
+							if err != nil {
+								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+								return
+							}
+							if it == 0 {
+								continue
+							}
+							for i, k := range passKeys {
+								workers[w] = append(workers[w], k)
+								times[w] = append(times[w], ds[i])
 								iters[w] = append(iters[w], it-1)
 							}
 						}
@@ -199,6 +259,9 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 			}
 		}
 		t := medianOf(means)
+		if !(t > 0) {
+			continue // queued nothing the clock could see: the roofline prices it
+		}
 		out = append(out, configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context,
 			TimeS: t, TimeMinS: min(sp.Min, t), TimeMaxS: max(sp.Max, t), Samples: sp.N, Ranks: n})
 	}
@@ -217,6 +280,10 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 	})
 	return out, nil
 }
+
+// Hold queues on c's device work that keeps it busy for d and returns at
+// once (measureOpTimes).
+type Hold func(c pexec.Compute, d time.Duration) error
 
 // commOpTimes turns the link samples into op-time entries: all_reduce by
 // group size and bytes, sendrecv's one-way time as a send of that many
@@ -262,4 +329,26 @@ func fillReceived(c pexec.Compute, prog partition.Program) error {
 		}
 	}
 	return nil
+}
+
+// markDurations reads a pass's marks from clock — one before its first op
+// and one after each of its n ops — and returns each op's device time, the
+// difference of the marks around it.
+func markDurations(clock pexec.DeviceClock, n int) ([]float64, error) {
+	ts, err := clock.Marks()
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) != n+1 {
+		return nil, fmt.Errorf("device clock: %d marks for %d ops (want %d)", len(ts), n, n+1)
+	}
+	out := make([]float64, n)
+	for i := range out {
+		d := ts[i+1] - ts[i]
+		if math.IsNaN(d) || d < 0 {
+			return nil, fmt.Errorf("device clock: op %d of the pass has no device time (marks %g, %g)", i, ts[i], ts[i+1])
+		}
+		out[i] = d
+	}
+	return out, nil
 }

@@ -2,7 +2,9 @@ package calib
 
 import (
 	"context"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
@@ -19,7 +21,7 @@ func TestOpTimesCoverTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := measureOpTimes(context.Background(), plans, 2, 1, nil, func() error { return nil })
+	ts, err := measureOpTimes(context.Background(), plans, 2, 1, nil, nil, func() error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +127,72 @@ func TestFillReceived(t *testing.T) {
 	}
 	if acts == 0 {
 		t.Fatal("stage 1 received no activations")
+	}
+}
+
+// rowClock is the CPU backend with a device clock whose time advances by
+// 1 ns per unit of each op's op-time size (sim.OpKey: rows, or query
+// rows per sequence for attention): an op's time read from the marks is
+// then its size in nanoseconds.
+type rowClock struct {
+	pexec.Compute
+	now   float64
+	marks []float64
+}
+
+func (r *rowClock) Exec(ctx context.Context, op *partition.Op, past int) error {
+	_, _, size, _ := sim.OpKey(op)
+	r.now += float64(size) * 1e-9
+	return r.Compute.Exec(ctx, op, past)
+}
+func (r *rowClock) Mark() error { r.marks = append(r.marks, r.now); return nil }
+func (r *rowClock) Marks() ([]float64, error) {
+	out := make([]float64, len(r.marks))
+	for i, m := range r.marks {
+		out[i] = m - r.marks[0]
+	}
+	r.marks = nil
+	return out, nil
+}
+
+// A Compute with a device clock is timed by its marks, not the host's
+// clock, and held before every pass: the first time for 10 ms, then for
+// twice the host time the pass took to queue.
+func TestOpTimesOnADeviceClock(t *testing.T) {
+	plans, err := opPlans([]string{"test/single-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCompute := func(p *partition.Plan, rank int) (pexec.Compute, error) {
+		c, err := cpu.New(p, rank)
+		return &rowClock{Compute: c}, err
+	}
+	var holds []time.Duration
+	hold := func(c pexec.Compute, d time.Duration) error {
+		if _, ok := c.(*rowClock); !ok {
+			t.Errorf("held a %T", c)
+		}
+		holds = append(holds, d)
+		return nil
+	}
+	ts, err := measureOpTimes(context.Background(), plans, 1, 2, newCompute, hold, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ts {
+		if want := float64(e.Size) * 1e-9; math.Abs(e.TimeS-want) > 1e-15 {
+			t.Errorf("%s %s size %d: %g s, want its size in ns, %g", e.Kind, e.Shape, e.Size, e.TimeS, want)
+		}
+	}
+	// single-tiny: a prefill, 3 decode steps and the representative one:
+	// 5 passes, 3 iterations (one warm-up).
+	passes := len(passesOf(plans[0]))
+	if passes != 5 || len(holds) != 3*passes {
+		t.Fatalf("%d holds for %d passes, want 3 × 5", len(holds), passes)
+	}
+	for i, d := range holds {
+		if first := i < passes; first != (d == 10*time.Millisecond) || d <= 0 {
+			t.Errorf("hold %d: %v", i, d)
+		}
 	}
 }

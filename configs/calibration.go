@@ -53,6 +53,14 @@ type CalibrationInfo struct {
 	// Date is RFC 3339.
 	Date    string `toml:"date"`
 	Version string `toml:"version"`
+	// Device and Driver name the GPU a cuda calibration measured and the
+	// CUDA driver (empty on the CPU).
+	Device string `toml:"device,omitempty"`
+	Driver string `toml:"driver,omitempty"`
+	// OpTimeDType is the element type a GPU calibration's op times were
+	// measured in ("" on the CPU, whose backend computes every dtype in
+	// float32): Apply leaves them out of a config in another dtype.
+	OpTimeDType string `toml:"op_time_dtype,omitempty"`
 	// Ranks is how many ranks the communication figures were measured among.
 	Ranks   int  `toml:"ranks"`
 	Repeats int  `toml:"repeats"`
@@ -92,7 +100,10 @@ type Spread struct {
 // actually timed (smaller when the Program's would exceed the time or memory
 // budget).
 type GEMMSample struct {
-	Source      string  `toml:"source"`
+	Source string `toml:"source"`
+	// DType is the element type a GPU calibration timed the shape in (""
+	// on the CPU, which computes in float32).
+	DType       string  `toml:"dtype,omitempty"`
 	M           int     `toml:"m"`
 	N           int     `toml:"n"`
 	K           int     `toml:"k"`
@@ -146,11 +157,21 @@ type OpSample struct {
 	ModelS    float64 `toml:"model_s"`
 }
 
-// SpreadKeys are the figures a calibration measures, each with a spread.
-var SpreadKeys = []string{
-	"fp32_flops_per_s", "hbm_bytes_per_s", "l2_bytes", "l2_bytes_per_s", "kernel_launch_s",
-	"link_bytes_per_s", "link_latency_s", "remote_request_overhead_s",
-}
+// CPUSpreadKeys are the figures a CPU calibration measures, each with a
+// spread; CUDASpreadKeys a GPU calibration's (nccl_all_reduce_s only where
+// libnccl loads); SpreadKeys every figure a file may hold.
+var (
+	CPUSpreadKeys = []string{
+		"fp32_flops_per_s", "hbm_bytes_per_s", "l2_bytes", "l2_bytes_per_s", "kernel_launch_s",
+		"link_bytes_per_s", "link_latency_s", "remote_request_overhead_s",
+	}
+	CUDASpreadKeys = []string{
+		"fp32_flops_per_s", "fp16_flops_per_s", "bf16_flops_per_s", "hbm_bytes_per_s", "hbm_copy_bytes_per_s",
+		"l2_bytes", "l2_bytes_per_s", "kernel_launch_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s",
+	}
+	SpreadKeys = append(slices.Clone(CPUSpreadKeys),
+		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s")
+)
 
 // Calibration backends.
 const (
@@ -264,6 +285,11 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	ranks := cfg.Parallel.TP * max(1, cfg.Parallel.PP) * max(1, cfg.Parallel.DP)
 	perHost = min(perHost, max(1, ranks))
 	concurrent := ConcurrentRanks(cfg, perHost)
+	if c.Info.Backend == BackendCUDA {
+		// Each rank computes on its own GPU: one GPU's op times hold for
+		// every rank, however many compute at once.
+		concurrent = 1
+	}
 	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
 		// sim shares the host's cores among the ranks computing at each
 		// moment (sim/optable_share.go): compute is priced uncontended.
@@ -272,7 +298,15 @@ func (c *Calibration) Apply(cfg *Config) []string {
 			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
 		}
 	}
-	times, off := OpTimesFor(c.OpTimes, concurrent, perHost)
+	opTimes := c.OpTimes
+	if d := c.Info.OpTimeDType; d != "" && d != cfg.Model.DType && len(opTimes) > 0 {
+		// A GPU computes each dtype at its own rate: times measured in
+		// another dtype would misprice every op.
+		notes = append(notes, fmt.Sprintf("the profile's %d op times were measured in %s, the config computes in %s: the roofline prices its ops (calibrate with --op-configs naming a config in %s)",
+			len(opTimes), d, cfg.Model.DType, cfg.Model.DType))
+		opTimes = nil
+	}
+	times, off := OpTimesFor(opTimes, concurrent, perHost)
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}
@@ -400,7 +434,11 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	}{
 		{"host", in.Host}, {"cpu", in.CPU}, {"cores", in.Cores}, {"backend", in.Backend}, {"date", in.Date},
 		{"version", in.Version}, {"ranks", in.Ranks}, {"repeats", in.Repeats}, {"quick", in.Quick},
+		{"device", in.Device}, {"driver", in.Driver}, {"op_time_dtype", in.OpTimeDType},
 	} {
+		if s, ok := f.value.(string); ok && s == "" && (f.key == "device" || f.key == "driver" || f.key == "op_time_dtype") {
+			continue // a CPU calibration's
+		}
 		tw.KV(f.key, f.value, c.Comments["calibration."+f.key])
 	}
 	if len(in.Notes) > 0 {
@@ -413,11 +451,19 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 
 	if len(c.GEMM) > 0 {
 		tw.Raw("\n")
-		tw.Comment("GEMM shapes of the Programs, timed through blas32.Gemm (the CPU backend's call).")
+		if c.Info.Backend == BackendCUDA {
+			tw.Comment("GEMM shapes of the Programs and a small-M sweep, timed through cublasGemmEx (the GPU backend's call) per dtype.")
+		} else {
+			tw.Comment("GEMM shapes of the Programs, timed through blas32.Gemm (the CPU backend's call).")
+		}
 	}
 	for _, s := range c.GEMM {
 		tw.ArrayTable("gemm")
-		kvs(tw, "source", s.Source, "m", s.M, "n", s.N, "k", s.K, "measured_m", s.MeasuredM, "measured_n", s.MeasuredN, "flops", s.FLOPs,
+		kvs(tw, "source", s.Source)
+		if s.DType != "" {
+			kvs(tw, "dtype", s.DType)
+		}
+		kvs(tw, "m", s.M, "n", s.N, "k", s.K, "measured_m", s.MeasuredM, "measured_n", s.MeasuredN, "flops", s.FLOPs,
 			"time_min_s", s.TimeMinS, "time_median_s", s.TimeMedianS, "time_max_s", s.TimeMaxS, "flops_per_s", s.FLOPsPerS, "model_time_s", s.ModelTimeS)
 	}
 	if len(c.Cache) > 0 {

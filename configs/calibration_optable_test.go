@@ -140,3 +140,50 @@ func TestCalibrationApplyOpTimes(t *testing.T) {
 		t.Errorf("single-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 }
+
+// A GPU calibration's op times are of the dtype they were measured in: a
+// config in that dtype takes them, one in another is priced by the
+// roofline and told why; the dtype round-trips through the file.
+func TestCalibrationOpTimesKeepTheirDType(t *testing.T) {
+	cal := sampleCalibration()
+	cal.Info.Backend, cal.Info.OpTimeDType, cal.Info.Device, cal.Info.Driver = BackendCUDA, "fp32", "Fake H100 0", "CUDA driver 13.0"
+	cal.OpTimes = sampleOpTimes()[:2]
+	back, err := LoadCalibration(writeCalibration(t, cal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Info.OpTimeDType != "fp32" || back.Info.Device != "Fake H100 0" || back.Info.Driver != "CUDA driver 13.0" {
+		t.Errorf("info after the round trip %+v", back.Info)
+	}
+	cfg, err := Load("test/single-tiny") // fp32
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Apply(cfg)
+	if len(cfg.Hardware.OpTimes) != 2 {
+		t.Errorf("fp32 config: %d op times, want 2", len(cfg.Hardware.OpTimes))
+	}
+	cfg, _ = Load("test/single-tiny")
+	cfg.Model.DType = "fp16"
+	notes := strings.Join(back.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 0 || !strings.Contains(notes, "op times were measured in fp32, the config computes in fp16") {
+		t.Errorf("fp16 config: %d op times, notes %q", len(cfg.Hardware.OpTimes), notes)
+	}
+}
+
+// A GPU profile's op times, measured on one GPU, price every rank of a
+// multi-GPU config with no warning about placement: each rank has its own
+// GPU.
+func TestCUDAOpTimesHoldForEveryRank(t *testing.T) {
+	cal := sampleCalibration()
+	cal.Info.Backend = BackendCUDA
+	cal.OpTimes = sampleOpTimes()[:2] // measured at 1 rank
+	cfg, err := Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cal.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 2 || strings.Contains(notes, "warning") {
+		t.Errorf("%d op times, notes %q", len(cfg.Hardware.OpTimes), notes)
+	}
+}

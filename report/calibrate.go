@@ -35,6 +35,14 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 		{"link_latency_s", cal.Topology.Intra.LatencyS, "s"},
 		{"link_bytes_per_s", cal.Topology.Intra.BytesPerS, "B/s"},
 		{"remote_request_overhead_s", remoteOverhead(cal), "s"},
+		// A GPU calibration's own figures (calib, --backend cuda).
+		{"fp16_flops_per_s", g.FP16FLOPsPerS, "FLOP/s"},
+		{"bf16_flops_per_s", g.BF16FLOPsPerS, "FLOP/s"},
+		{"hbm_copy_bytes_per_s", spreadMedian(cal, "hbm_copy_bytes_per_s"), "B/s"},
+		{"graph_launch_s", g.GraphLaunchS, "s"},
+		{"graph_kernel_s", g.GraphKernelS, "s"},
+		{"nccl_all_reduce_s", spreadMedian(cal, "nccl_all_reduce_s"), "s"},
+		{"step_overhead_s", g.StepOverheadS, "s"},
 	} {
 		if s, ok := cal.Spread[r.key]; ok {
 			figs.Rows = append(figs.Rows, []string{r.key, f(r.v), f(s.Min), f(s.Median), f(s.Max), r.unit})
@@ -42,14 +50,22 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 	}
 	grids := []Grid{figs}
 
-	gemm := Grid{Title: "GEMM shapes of the Programs through cpu.MatMul (measured M×N where the shape was cut to the budget)",
+	gemmTitle := "GEMM shapes of the Programs through cpu.MatMul (measured M×N where the shape was cut to the budget)"
+	if cal.Info.Backend == configs.BackendCUDA {
+		gemmTitle = fmt.Sprintf("GEMM shapes of the Programs (fp16, bf16, fp32) and the small-M sweep through cublasGemmEx on %s, %s", cal.Info.Device, cal.Info.Driver)
+	}
+	gemm := Grid{Title: gemmTitle,
 		Header: []string{"source", "M×N×K", "measured M×N", "median (s)", "min (s)", "max (s)", "GFLOP/s", "model / measured"}}
 	for _, s := range cal.GEMM {
 		meas := "same"
 		if s.MeasuredM != s.M || s.MeasuredN != s.N {
 			meas = fmt.Sprintf("%d×%d", s.MeasuredM, s.MeasuredN)
 		}
-		gemm.Rows = append(gemm.Rows, []string{s.Source, fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), meas, f(s.TimeMedianS), f(s.TimeMinS), f(s.TimeMaxS),
+		src := s.Source
+		if s.DType != "" {
+			src += " (" + s.DType + ")"
+		}
+		gemm.Rows = append(gemm.Rows, []string{src, fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), meas, f(s.TimeMedianS), f(s.TimeMinS), f(s.TimeMaxS),
 			strconv.FormatFloat(s.FLOPsPerS/1e9, 'f', 2, 64), strconv.FormatFloat(s.ModelTimeS/s.TimeMedianS, 'f', 2, 64)})
 	}
 	grids = append(grids, gemm)
@@ -92,3 +108,6 @@ func prefixed(p string, xs []string) []string {
 	}
 	return out
 }
+
+// spreadMedian is the median of a figure's spread (0 when not measured).
+func spreadMedian(cal *configs.Calibration, key string) float64 { return cal.Spread[key].Median }

@@ -27,6 +27,8 @@ type calibrateOptions struct {
 	format  string
 	opRanks []int
 	opFrom  []string
+	device  int
+	maxWS   int64
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -47,19 +49,32 @@ of every figure:
                       with 1, 2 and N workers sharing the cores; collectives and transfers from the
                       link samples → the [[op_time]] table sim prices ops from
 
+With --backend cuda it measures one GPU through exec/cuda instead (docs/gpu.md,
+"GPU calibration"): cuBLAS GEMMs over the Programs' shapes in fp16, bf16 and fp32
+and a small-M sweep, the L2 curve from 1 MiB to 1 GiB (its top is HBM), device
+copies, kernel and CUDA-graph launches, a one-rank NCCL all_reduce when libnccl
+loads, and the op-time table of seed4-1gpu's Programs through the GPU backend,
+each op timed on the device between events. Its defaults: --shapes-from
+seed4-1gpu, tp8pp2, layerwise16; --op-configs seed4-1gpu (embedded: the seed
+layers at 4 layers on one GPU, as scripts/gpu-check.sh runs them).
+
 Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
 	cliflag.Output(f, &o.out, "file to write the calibration to (required)", "out")
-	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend to calibrate: cpu (cuda: refused, naming what is missing)")
-	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among")
+	f.StringVar(&o.backend, "backend", configs.BackendCPU, "backend to calibrate: cpu (this host) or cuda (one GPU)")
+	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among (cpu; cuda measures one GPU: 1)")
+	f.IntVar(&o.device, "device", 0, "GPU ordinal --backend cuda measures")
+	f.Int64Var(&o.maxWS, "max-working-set", 0, "largest working set of the cache curve in bytes (default: cpu 4 × the last-level cache, cuda 1 GiB)")
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
-	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+")")
-	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host)")
-	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+")")
+	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+
+		"; cuda: one-rank configs of one dtype, default "+strings.Join(calib.DefaultCUDAOpConfigs, ", ")+")")
+	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host; cuda: 1)")
+	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+
+		"; cuda: "+strings.Join(calib.DefaultCUDAShapeConfigs, ", ")+")")
 	return cmd
 }
 
@@ -70,17 +85,30 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if o.out == "" {
 		return errors.New("calibrate: --output is required (the file to write, e.g. calib.toml)")
 	}
+	nproc := o.nproc
 	if o.backend == configs.BackendCUDA {
-		return gpuDriverRefusal(backend.Default(), "calibrate", calibrateCUDAMissing)
+		// The driver first, as `run --backend cuda` checks it.
+		if err := backend.Default().Available(configs.BackendCUDA); err != nil {
+			return fmt.Errorf("calibrate --backend cuda: the GPU backend cannot run here: %w", err)
+		}
+		if !cmd.Flags().Changed("nproc") {
+			nproc = 1 // one GPU
+		}
+	} else if cmd.Flags().Changed("device") {
+		return fmt.Errorf("calibrate: --device: selects a GPU for --backend cuda (got --backend %s)", o.backend)
 	}
-	if o.nproc < 1 || o.nproc > 64 {
-		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", o.nproc)
+	if nproc < 1 || nproc > 64 {
+		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", nproc)
 	}
-	opts := calib.Options{Backend: o.backend, Ranks: o.nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom, Version: version}
+	if o.maxWS < 0 {
+		return fmt.Errorf("calibrate: --max-working-set: must be a size in bytes > 0 (got %d)", o.maxWS)
+	}
+	opts := calib.Options{Backend: o.backend, Ranks: nproc, Quick: o.quick, Configs: o.configs, OpRanks: o.opRanks, OpConfigs: o.opFrom,
+		Device: o.device, MaxWorkingSetBytes: o.maxWS, Version: version}
 	// The link among process ranks, as a run's: this program re-run as each
 	// rank. A Go test binary (NAME.test) cannot be re-run as partbench; its
 	// ranks stay goroutines.
-	if exe, err := os.Executable(); err == nil && o.nproc > 1 && !strings.HasSuffix(exe, ".test") {
+	if exe, err := os.Executable(); err == nil && nproc > 1 && !strings.HasSuffix(exe, ".test") {
 		opts.LinkArgv = []string{exe, "calibrate"}
 	}
 	opts.Progress = progress.Bar("calibrating")

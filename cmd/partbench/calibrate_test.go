@@ -129,6 +129,8 @@ func TestCalibrateCommandErrors(t *testing.T) {
 		{[]string{"calibrate", "--out", out, "--backend", "tpu"}, `--backend: must be cpu or cuda (got "tpu")`},
 		{[]string{"calibrate", "--out", out, "--nproc", "0"}, "--nproc: must be in [1, 64] (got 0)"},
 		{[]string{"calibrate", "--out", out, "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
+		{[]string{"calibrate", "--out", out, "--device", "1"}, "calibrate: --device: selects a GPU for --backend cuda (got --backend cpu)"},
+		{[]string{"calibrate", "--out", out, "--max-working-set", "-1"}, "calibrate: --max-working-set: must be a size in bytes > 0 (got -1)"},
 		{[]string{"l2", "--measure", "--backend", "tpu"}, `--backend: must be cpu or cuda (got "tpu")`},
 		{[]string{"l2", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 	} {

@@ -12,12 +12,14 @@ import (
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
 )
 
-// gpuPathCommands are the commands whose --backend cuda path is refused;
-// each names the missing driver first, as `run --backend cuda` does.
+// gpuPathCommands are the commands with a --backend cuda path; without a
+// driver each names the missing driver first, as `run --backend cuda` does.
 func gpuPathCommands(t *testing.T) map[string][]string {
 	dir := t.TempDir()
 	return map[string][]string{
-		"calibrate": {"calibrate", "--output", dir + "/c.toml", "--backend", "cuda"},
+		"calibrate":               {"calibrate", "--output", dir + "/c.toml", "--backend", "cuda"},
+		"generate":                {"generate", "--model-dir", dir, "--ids-file", dir + "/ids.json", "--backend", "cuda"},
+		"run --check --model-dir": {"run", "--check", "--model-dir", dir, "--backend", "cuda"},
 	}
 }
 
@@ -39,19 +41,6 @@ func TestGPUPathsNameTheMissingDriver(t *testing.T) {
 		}
 		if strings.Contains(msg, "allowed") || strings.Contains(msg, "not written") {
 			t.Errorf("%s: error %q speaks of the path, not of the driver", name, msg)
-		}
-	}
-}
-
-// With a driver (the fake, two GPUs) the refusal says the path is not
-// written, after naming the driver check that passed.
-func TestGPUPathsNotWrittenAfterTheDriver(t *testing.T) {
-	cudatest.Build(t).Setenv(t)
-	for name, args := range gpuPathCommands(t) {
-		_, err := runCLI(t, args...)
-		want := name + " --backend cuda: loaded the CUDA driver and found a GPU; `" + name + " --backend cuda` is not written yet: "
-		if err == nil || !strings.HasPrefix(err.Error(), want) {
-			t.Errorf("%s: error %v, want it to start %q", name, err, want)
 		}
 	}
 }

@@ -1,0 +1,84 @@
+package calib
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+)
+
+// syncClock is the CPU backend on a clock that advances 1 ms at every Sync.
+type syncClock struct {
+	pexec.Compute
+	syncs int
+}
+
+func (s *syncClock) Sync(ctx context.Context) error {
+	s.syncs++
+	return s.Compute.Sync(ctx)
+}
+
+// Each decode step is one Sync, 1 ms on the clock; its ops' times in a
+// table measured on rowClock are their op-time sizes in ns; the graph
+// launch is 2 µs: the host's share is 1 ms − Σ sizes ns − 2 µs, the same
+// for every step of single-tiny (its decode ops' sizes do not change with
+// the cache length), so every iteration's median is that.
+func TestStepOverhead(t *testing.T) {
+	plans, err := opPlans([]string{"test/single-tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := plans[0]
+	newRow := func(p *partition.Plan, rank int) (pexec.Compute, error) {
+		c, err := cpu.New(p, rank)
+		return &rowClock{Compute: c}, err
+	}
+	ts, err := measureOpTimes(context.Background(), plans, 1, 1, newRow, nil, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cpu.New(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc := &syncClock{Compute: c}
+	over, missing, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(ts), 2e-6, 2,
+		func() time.Duration { return time.Duration(sc.syncs) * time.Millisecond })
+	if err != nil || missing != 0 {
+		t.Fatalf("%v, %d ops missing", err, missing)
+	}
+	var sizes int64
+	for _, op := range plan.Program(0, partition.Decode).Ops {
+		_, _, size, _ := sim.OpKey(&op)
+		sizes += size
+	}
+	want := 1e-3 - float64(sizes)*1e-9 - 2e-6
+	if len(over) != 2 || math.Abs(over[0]-want) > 1e-12 || math.Abs(over[1]-want) > 1e-12 {
+		t.Errorf("overheads %v, want two of %g (decode sizes %d)", over, want, sizes)
+	}
+	// A table without attention lacks one op per layer: they are counted,
+	// and count 0.
+	var noAttn []configs.OpTime
+	for _, e := range ts {
+		if e.Kind != string(partition.Attention) {
+			noAttn = append(noAttn, e)
+		}
+	}
+	attn := 0
+	for _, op := range plan.Program(0, partition.Decode).Ops {
+		if op.Kind == partition.Attention {
+			attn++
+		}
+	}
+	if _, missing, err := measureStepOverhead(context.Background(), plan, sc, sim.NewOpTable(noAttn), 0, 1, func() time.Duration { return 0 }); err != nil ||
+		missing != attn || attn == 0 {
+		t.Errorf("table without attention: %d ops missing, want the %d attention ops (%v)", missing, attn, err)
+	}
+}
