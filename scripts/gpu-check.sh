@@ -32,9 +32,11 @@
 #   startup    60   the 16-layer seed model on one GPU, one iteration: start-up is
 #                   elapsed minus the iteration (OUTDIR/startup.txt)
 #   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
-#   calibrate  30   calibrate --backend cuda (its refusal is recorded until it is written)
+#   calibrate  60   calibrate --backend cuda --quick, the model priced with it beside the
+#                   seed4 run priced with it
 #   l2         30   l2 --measure --backend cuda on the seed strategies
-#   generate   30   generate --backend cuda on the Hugging Face fixtures
+#   generate   60   generate --backend cuda --reference and run --check --model-dir on the
+#                   Hugging Face fixtures, fp32/fp16/bf16
 #   resume     30   resume --backend cuda: recompute, offload, stateful
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
@@ -71,7 +73,8 @@ printf 'step\tstatus\tseconds\tlimit\tcommand\n' >"$out/steps.tsv"
 # limit_of STEP: the step's own limit in seconds.
 limit_of() {
 	case $1 in
-	system | nccl | calibrate | l2 | generate | resume) echo 30 ;;
+	system | nccl | l2 | resume) echo 30 ;;
+	calibrate | generate) echo 60 ;;
 	tests) echo 150 ;;
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
@@ -133,10 +136,14 @@ pbrun() {
 	shift
 	if [ $dry -eq 1 ]; then
 		local sub=$1 a missing=""
-		[ "$sub" = "run" ] || [ "$sub" = "model" ] || [ "$sub" = "nccl-check" ] || [ "$sub" = "calibrate" ] || [ "$sub" = "l2" ] ||
-			[ "$sub" = "generate" ] || [ "$sub" = "resume" ] || [ "$sub" = "serve" ] || [ "$sub" = "remote" ] || missing="subcommand $sub"
+		[ "$sub" = "trace" ] && sub="trace $2" # a two-word subcommand
+		case $sub in
+		run | model | nccl-check | calibrate | l2 | generate | resume | serve | remote | "trace stats") ;;
+		*) missing="subcommand $sub" ;;
+		esac
 		local help
-		help=$("$pb" "$sub" --help 2>&1) || missing="$missing subcommand $sub (no help)"
+		# shellcheck disable=SC2086 # $sub is one or two words
+		help=$("$pb" $sub --help 2>&1) || missing="$missing subcommand $sub (no help)"
 		for a in "$@"; do
 			case $a in
 			--*)
@@ -287,11 +294,11 @@ for s in $steps; do
 		[ $found -eq 1 ] || skip tests "no *.test binaries here (make gpu-check builds them)"
 		;;
 	check)
-		for c in single-tiny tp2pp2-tiny tp8pp2-tiny layerwise16-tiny tp2-dp2-tiny; do
+		for c in single-tiny tp2pp2-tiny tp8pp2-tiny layerwise16-tiny tp2-dp2-tiny gpt2-tiny; do
 			pbrun "check-$c" run --check --backend cuda --config "test/$c"
 		done
 		if [ $dry -eq 1 ] || has_flag run --dtype; then
-			for c in tp2pp2-tiny tp8pp2-tiny; do
+			for c in tp2pp2-tiny tp8pp2-tiny gpt2-tiny; do
 				pbrun "check-$c-fp16" run --check --backend cuda --dtype fp16 --config "test/$c"
 				pbrun "check-$c-bf16" run --check --backend cuda --dtype bf16 --config "test/$c"
 			done
@@ -305,6 +312,9 @@ for s in $steps; do
 		# (results.json: elapsed and the first iteration's start).
 		pbrun single-seed4 run --nproc-per-node 1 --backend cuda --config "$out/seed4-1gpu.toml" \
 			--output-dir "$out/single-seed4" --format markdown --per-rank --trace "$out/single-seed4.trace.json"
+		if [ $dry -eq 1 ] || [ -f "$out/single-seed4.trace.json" ]; then
+			pbrun trace-stats-seed4 trace stats "$out/single-seed4.trace.json" --by kind --per-phase
+		fi
 		pbrun single-tiny run --nproc-per-node 1 --backend cuda --config test/single-tiny --output-dir "$out/single-tiny" --format markdown
 		;;
 	torch)
@@ -356,19 +366,32 @@ for s in $steps; do
 			--output-dir "$out/emulate-tp8pp2" --format markdown
 		;;
 	calibrate)
-		pbrun calibrate-cuda calibrate --backend cuda --quick --output "$out/calib-cuda.toml"
+		write_configs
+		pbrun calibrate-cuda calibrate --backend cuda --quick --output "$out/calib-cuda.toml" --format markdown
+		if [ $dry -eq 1 ] || [ -f "$out/calib-cuda.toml" ]; then
+			# the model priced with this GPU's calibration, beside a run that prices it so
+			pbrun model-calibrated model --dry-run --calibration "$out/calib-cuda.toml" --config "$out/seed4-1gpu.toml" --format markdown
+			pbrun single-seed4-cal run --nproc-per-node 1 --backend cuda --config "$out/seed4-1gpu.toml" \
+				--calibration "$out/calib-cuda.toml" --output-dir "$out/single-seed4-cal" --format markdown --per-rank
+		fi
 		;;
 	l2)
 		pbrun l2-measure l2 --measure --quick --backend cuda --config tp8pp2 --config layerwise16 --format markdown
 		;;
 	generate)
+		# each fixture in each dtype against transformers' reference.json
+		# (greedy ids and the logits at every prompt position), then the
+		# checkpoint's partitionings against one rank
 		for f in llama-tiny gpt2-tiny; do
-			[ $dry -eq 1 ] || [ -d "checkpoint/testdata/$f" ] || {
+			[ $dry -eq 1 ] || [ -f "checkpoint/testdata/$f/reference.json" ] || {
 				skip "generate-$f" "no checkpoint/testdata/$f here (make gpu-check copies it)"
 				continue
 			}
-			printf '[[1, 2, 3, 4], [5, 6, 7, 8]]\n' >"$out/prompts.json"
-			pbrun "generate-$f" generate --backend cuda --model-dir "checkpoint/testdata/$f" --ids-file "$out/prompts.json" --new-tokens 4
+			for d in fp32 fp16 bf16; do
+				pbrun "generate-$f-$d" generate --backend cuda --dtype "$d" --model-dir "checkpoint/testdata/$f" \
+					--reference "checkpoint/testdata/$f/reference.json" --new-tokens 8
+				pbrun "check-modeldir-$f-$d" run --check --backend cuda --dtype "$d" --model-dir "checkpoint/testdata/$f"
+			done
 		done
 		;;
 	resume)

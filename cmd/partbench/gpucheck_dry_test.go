@@ -48,8 +48,9 @@ func TestGPUCheckDryRun(t *testing.T) {
 			checked[s.Step] = true
 		}
 	}
-	for _, want := range []string{"nccl-check", "check-tp8pp2-tiny-bf16", "single-seed4", "emulate-1rank", "calibrate-cuda", "l2-measure",
-		"generate-llama-tiny", "resume-cuda", "serve-cuda", "remote-cuda"} {
+	for _, want := range []string{"nccl-check", "check-tp8pp2-tiny-bf16", "check-gpt2-tiny-fp16", "single-seed4", "trace-stats-seed4",
+		"single-seed4-b1", "startup-seed16", "emulate-1rank", "calibrate-cuda", "model-calibrated", "single-seed4-cal", "l2-measure",
+		"generate-llama-tiny-bf16", "check-modeldir-gpt2-tiny-fp16", "resume-cuda", "serve-cuda", "remote-cuda"} {
 		if !checked[want] {
 			t.Errorf("step %s not checked: %+v", want, doc.Steps)
 		}
