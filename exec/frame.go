@@ -78,24 +78,30 @@ type Frame[B View[B], W Shaped] struct {
 	Passes          []*Pass[B]
 }
 
-// NewFrame makes the frame of rank: plan.BufferElems of each micro-batch
-// made by alloc, and an empty weight map.
+// NewFrame makes the frame of rank: each micro-batch's buffers
+// (plan.BufferElems), those that share storage (partition.StorageOf) as one
+// allocation made by alloc (plan.BufferAllocs), and an empty weight map.
 func NewFrame[B View[B], W Shaped](backend string, plan *partition.Plan, rank int, alloc func(b model.Buf, elems int) (B, error)) (*Frame[B, W], error) {
 	w := plan.Config.Workload
 	f := &Frame[B, W]{Backend: backend, Rank: rank, Context: w.Context, Prompt: w.PromptTokens(), Weights: map[TensorKey]W{}}
 	sizes := plan.BufferElems(rank)
+	regions := plan.BufferAllocs(rank)
+	bufs := append(model.Buffers(), model.Logits.Gathered())
 	for range plan.Microbatches {
 		p := &Pass[B]{Bufs: map[model.Buf]B{}}
-		for _, b := range append(model.Buffers(), model.Logits.Gathered()) {
-			n, ok := sizes[b]
-			if !ok {
-				continue
+		for _, b := range bufs { // the storages first: a buffer that shares one takes its view
+			if n, ok := regions[b]; ok {
+				v, err := alloc(b, n)
+				if err != nil {
+					return nil, err
+				}
+				p.Bufs[b] = v
 			}
-			v, err := alloc(b, n)
-			if err != nil {
-				return nil, err
+		}
+		for _, b := range bufs {
+			if s := partition.StorageOf(b); s != b && sizes[b] > 0 {
+				p.Bufs[b] = p.Bufs[s]
 			}
-			p.Bufs[b] = v
 		}
 		f.Passes = append(f.Passes, p)
 	}

@@ -6,8 +6,11 @@ import (
 	"github.com/partbench/partbench/arch"
 )
 
-// Memory is one rank's device memory need. Activation is the peak of live
-// activation buffers in one pass (see docs/costmodel.md for the buffers).
+// Memory is one rank's device memory need. Activation is one micro-batch's
+// buffers for its largest pass as the executors allocate them: the residual
+// stream, its normalized and projected copies, the attention's and the MLP's
+// pairs in shared storage (StorageOf), the token ids and, on the last stage,
+// the logits (docs/costmodel.md).
 type Memory struct {
 	LayerWeightBytes int64 `json:"layer_weights_bytes"`
 	// EmbeddingBytes covers the embedding shard (first stage), the final norm
@@ -53,20 +56,13 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 	return layers, embed
 }
 
-// activationBytes is a rank's live activation peak for a pass of tokens
-// tokens, of which logitRows produce logits (0 without an LM head).
-func (p *Plan) activationBytes(r Rank, tokens, logitRows int) int64 {
-	s := p.Shard(r.TPIndex)
-	inner := s.QKVWidth() + s.AttnWidth()
-	if mlp := s.UpWidth() + s.ActWidth(); mlp > inner {
-		inner = mlp
-	}
-	// x, h and y of hidden width, the widest inner pair, and a received and a
-	// sent boundary buffer.
-	perToken := int64(3*s.Hidden+inner) + 2*int64(s.Hidden)
-	b := int64(tokens) * perToken * int64(p.DTypeBytes)
-	if p.Model.LMHead && p.LastStage(r.Stage) {
-		b += int64(logitRows) * int64(p.VocabPadded) * int64(p.DTypeBytes)
+// activationBytes is one micro-batch's buffers of rank r for a pass of
+// tokens rows, as an executor allocates them (bufferElems, shared storage
+// counted once: BufferAllocs at that size).
+func (p *Plan) activationBytes(r Rank, tokens int) int64 {
+	var b int64
+	for buf, n := range allocs(p.bufferElems(r, tokens)) {
+		b += p.BufferBytes(buf, n)
 	}
 	return b
 }
@@ -78,9 +74,9 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 	w := p.Config.Workload
 	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * p.KVTokenBytes(r.TPIndex)
 	mbs := p.MicrobatchSize
-	act := p.activationBytes(r, mbs, mbs) // decode: one token per sequence
+	act := p.activationBytes(r, mbs) // decode: one token per sequence
 	if w.HasPhase("prefill") {
-		if a := p.activationBytes(r, mbs*chunk, mbs); a > act {
+		if a := p.activationBytes(r, mbs*chunk); a > act {
 			act = a
 		}
 	}

@@ -73,10 +73,13 @@ func (p *Plan) KVElems(rank int) int {
 // micro-batch, or one decode token); the last stage with an LM head adds
 // the logits shard and, under TP, the region the logits all-gather fills.
 func (p *Plan) BufferElems(rank int) map[model.Buf]int {
-	r := p.RankAt(rank)
+	return p.bufferElems(p.RankAt(rank), p.MicrobatchSize*max(p.PrefillChunk, 1))
+}
+
+// bufferElems is BufferElems for a pass of rows rows.
+func (p *Plan) bufferElems(r Rank, rows int) map[model.Buf]int {
 	s := p.Shard(r.TPIndex)
 	mbs := p.MicrobatchSize
-	rows := mbs * max(p.PrefillChunk, 1)
 	H := s.Hidden
 	sizes := map[model.Buf]int{
 		model.X: rows * H, model.H: rows * H, model.Y: rows * H,
@@ -90,6 +93,46 @@ func (p *Plan) BufferElems(rank int) map[model.Buf]int {
 		}
 	}
 	return sizes
+}
+
+// StorageOf is the buffer whose allocation b uses: the MLP's u and a are
+// first written (w_up, the activation) after the attention's qkv and ao are
+// last read (the attention, wo), so each pair lives in one region sized for
+// the larger of the two (TestSharedStorageIsDeadWhenReused walks every
+// Program). Every other buffer is its own.
+func StorageOf(b model.Buf) model.Buf {
+	switch b {
+	case model.U:
+		return model.QKV
+	case model.A:
+		return model.AO
+	}
+	return b
+}
+
+// BufferAllocs is the elements of each allocation behind rank's
+// per-micro-batch buffers: BufferElems with the buffers that share storage
+// (StorageOf) in one region, keyed by the storage's buffer.
+func (p *Plan) BufferAllocs(rank int) map[model.Buf]int {
+	return allocs(p.BufferElems(rank))
+}
+
+func allocs(elems map[model.Buf]int) map[model.Buf]int {
+	out := make(map[model.Buf]int, len(elems))
+	for b, n := range elems {
+		s := StorageOf(b)
+		out[s] = max(out[s], n)
+	}
+	return out
+}
+
+// BufferBytes is the bytes of the elements n of buffer b: token ids are
+// float32, everything else the model's element type.
+func (p *Plan) BufferBytes(b model.Buf, n int) int64 {
+	if b == model.Tokens {
+		return int64(n) * 4
+	}
+	return int64(n) * int64(p.DTypeBytes)
 }
 
 // OutputElems is the elements of the last stage's result of one

@@ -12,20 +12,22 @@ import (
 //	KV per token: 32 layers × 2 × 4,096 × 2 B                    = 524,288 B
 //	usable HBM: 85,520,809,984 − 2,147,483,648                  = 83,373,326,336 B
 //	weights: 6,738,415,616 parameters × 2 B                     = 13,476,831,232 B
-//	activations (prefill chunk 3,968 tokens, 1 logit row):
-//	  (3·4,096 + max(4·4,096, 3·11,008) + 2·4,096) × 2 B × 3,968
-//	  + 32,000 × 2 B                                            = 424,671,744 B
-//	free × 0.9 = (83,373,326,336 − 13,476,831,232 − 424,671,744) × 0.9
-//	                                                            = 62,524,641,024 B
-//	tokens: ⌊62,524,641,024 / 524,288⌋ = 119,256; blocks of 16: 7,453.
+//	activations (prefill chunk 3,968 tokens, 1 logit row): x, h, y;
+//	qkv (3·4,096) and u (2·11,008) in one region, ao (4,096) and a
+//	(11,008) in another; token ids as float32; the logits row:
+//	  (3·4,096 + 22,016 + 11,008) × 2 B × 3,968 + 3,968 × 4 B
+//	  + 32,000 × 2 B                                            = 359,675,904 B
+//	free × 0.9 = (83,373,326,336 − 13,476,831,232 − 359,675,904) × 0.9
+//	                                                            = 62,583,137,280 B
+//	tokens: ⌊62,583,137,280 / 524,288⌋ = 119,367; blocks of 16: 7,460.
 func TestKVBlocksFromMemoryModel(t *testing.T) {
 	p := loadPlan(t, "testdata/llama2-7b-h100.toml")
 	kv, err := KVBlocks(p, 16, 0.9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv.BytesPerToken != 524_288 || kv.FreeBytes != 62_524_641_024 || kv.NumBlocks != 7_453 {
-		t.Errorf("KV cache %+v; want 524288 B/token, 62524641024 B free, 7453 blocks", kv)
+	if kv.BytesPerToken != 524_288 || kv.FreeBytes != 62_583_137_280 || kv.NumBlocks != 7_460 {
+		t.Errorf("KV cache %+v; want 524288 B/token, 62583137280 B free, 7460 blocks", kv)
 	}
 	for _, tc := range []struct {
 		block int

@@ -109,7 +109,8 @@ func TestTeacherForcing(t *testing.T) {
 // TestAllocatedBytes: weights and KV cache equal the plan's memory for
 // every rank of tp2pp2 (fp32), and the buffers are the hand count:
 // micro-batch of 2 sequences × prompt 20 = 40 rows; per row x, h, y 64 each,
-// qkv (4 + 2·2)·8 = 64, ao 32, u 2·64 = 128, a 64, tokens 1 → 481 floats;
+// qkv (4 + 2·2)·8 = 64 and u 2·64 = 128 in one region of 128, ao 32 and a 64
+// in one of 64 (partition.StorageOf), tokens 1 → 192 + 128 + 64 + 1 = 385 floats;
 // the last stage adds logits 2·48 and gathered 2·96 = 288 per micro-batch.
 func TestAllocatedBytes(t *testing.T) {
 	cfg, err := configs.Load("test/tp2pp2-tiny")
@@ -122,7 +123,7 @@ func TestAllocatedBytes(t *testing.T) {
 	}
 	for r, rk := range plan.Ranks {
 		c := newCompute(t, plan, r)
-		bufs := int64(2 * 40 * 481 * 4)
+		bufs := int64(2 * 40 * 385 * 4)
 		if rk.Stage == 1 {
 			bufs += 2 * 288 * 4
 		}
@@ -174,7 +175,7 @@ func TestAllocatedByKind(t *testing.T) {
 	}
 	for r, rk := range plan.Ranks {
 		c := newCompute(t, plan, r)
-		bufs := int64(2 * 40 * 481 * 4)
+		bufs := int64(2 * 40 * 385 * 4)
 		if rk.Stage == 1 {
 			bufs += 2 * 288 * 4
 		}
