@@ -30,6 +30,8 @@ type RankResult struct {
 	// iteration's start) at which it finished each decode step.
 	PrefillS []float64   `json:"prefill_s"`
 	StepEndS [][]float64 `json:"step_end_s"`
+	// PrefillMeanS is PrefillS's mean (Aggregate fills it).
+	PrefillMeanS float64 `json:"prefill_mean_s,omitempty"`
 	// BusyS is the time spent in ops of each kind over all measured iterations.
 	BusyS map[string]float64 `json:"busy_s"`
 	// PhaseBusyS is BusyS per phase and measured iteration: [phase][kind][i]
@@ -124,6 +126,9 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 		return nil, fmt.Errorf("no rank results")
 	}
 	m := &Measurement{Warmup: warmup, Ranks: results}
+	for i := range results {
+		results[i].PrefillMeanS = stats.Summarize(results[i].PrefillS, stats.Positive).Mean
+	}
 	var ttft, tpot, tps []float64
 	replicas := map[int]bool{}
 	for _, r := range results {

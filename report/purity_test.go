@@ -22,7 +22,6 @@ var computing = []string{"sim", "calib", "suite", "serving", "remote", "partitio
 var reportDebts = map[string]string{
 	"collectives.go: sim.NCCLAlgoName":   "a name for a table cell, not a computation",
 	"plotscatter.go: stats.MeasuredBand": "the tolerance band's edges, drawn as run flags them",
-	"run.go: stats.Summarize":            "a rank's mean prefill time in the per-rank table: to carry in the run document",
 }
 
 // exportedFuncs lists a package's exported package-level functions.

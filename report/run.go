@@ -93,7 +93,7 @@ func RunGrids(d *RunDoc, perRank bool) []Grid {
 				wire += p.WireBytes
 			}
 			g.Rows = append(g.Rows, []string{itoa(r.Rank), r.Host, itoa(r.PID), itoa(r.Stage), itoa(r.TPIndex),
-				strconv.FormatFloat(float64(r.AllocatedBytes)/1e6, 'f', 3, 64), strconv.FormatFloat(1e3*stats.Summarize(r.PrefillS, stats.Positive).Mean, 'f', 3, 64),
+				strconv.FormatFloat(float64(r.AllocatedBytes)/1e6, 'f', 3, 64), strconv.FormatFloat(1e3*r.PrefillMeanS, 'f', 3, 64),
 				strconv.FormatFloat(comp, 'f', 3, 64), strconv.FormatFloat(comm, 'f', 3, 64), itoa(calls), itoa(msgs),
 				strconv.FormatFloat(float64(wire)/1e6, 'f', 3, 64)})
 		}
