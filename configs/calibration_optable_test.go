@@ -187,3 +187,28 @@ func TestCUDAOpTimesHoldForEveryRank(t *testing.T) {
 		t.Errorf("%d op times, notes %q", len(cfg.Hardware.OpTimes), notes)
 	}
 }
+
+// A config's own [[hardware.op_time]] table is checked as a calibration's
+// is, each problem named by its path in the config.
+func TestConfigOpTimesValidated(t *testing.T) {
+	base, err := Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := *base
+	good.Hardware.OpTimes = sampleOpTimes()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid table refused: %v", err)
+	}
+	bad := *base
+	bad.Hardware.OpTimes = sampleOpTimes()
+	bad.Hardware.OpTimes[1].TimeS = -1
+	bad.Hardware.OpTimes = append(bad.Hardware.OpTimes, bad.Hardware.OpTimes[0]) // a duplicate entry
+	bad.Hardware.HostCores = -2
+	err = bad.Validate()
+	for _, want := range []string{"hardware.op_time[1].time_s: must be a positive, finite time", "hardware.op_time[4]", "hardware.host_cores: must be ≥ 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

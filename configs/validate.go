@@ -126,6 +126,12 @@ func (c *Config) Validate() error {
 	} else if c.Hardware.PeakFLOPsPerS(m.DType) == 0 && m.DType != "" {
 		add("model.dtype: %s is not supported by hardware %q (its %s peak is 0)", m.DType, c.Hardware.Name, m.DType)
 	}
+	if err := ValidateOpTimes("hardware.op_time", c.Hardware.OpTimes); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Hardware.HostCores < 0 {
+		add("hardware.host_cores: must be ≥ 0 (0: each rank has its own device) (got %d)", c.Hardware.HostCores)
+	}
 	if err := c.Topology.Topology.Validate("topology"); err != nil {
 		errs = append(errs, err)
 	} else if n := c.Topology.Size(); n > MaxGPUs {
