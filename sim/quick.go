@@ -92,9 +92,13 @@ type passOps struct {
 	tail int
 }
 
-// kindOps are a stage kind's passes: one per prefill chunk, one decode step.
+// kindOps are a stage kind's passes: the first and the last prefill chunk
+// (the same pass when there is one chunk) and one decode step. The chunks
+// between are the first chunk's pass with its attention behind ch × chunk
+// cached tokens (partition.Op.AtPast): they are priced, not built.
 type kindOps struct {
-	prefill          []passOps
+	first, last      passOps
+	chunks, chunk    int // prefill passes, and tokens per sequence of each but the last
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
 }
@@ -206,7 +210,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		var out uint8
 		if P > 1 {
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
-			out = outClasses(topo, a, dst, T)
+			out = outClasses(&topo, a, dst, T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
 		sc, err := c.stage(plan, key, kinds[kind], a)
@@ -283,9 +287,12 @@ func argmaxBound(t [8]float64) (Bound, float64) {
 
 // outClasses says which link classes the sends of TP index i from rank
 // src0+i to dst0+i cross, over all i: bit 1 intra-node, bit 2 inter-node.
-func outClasses(t topology.Topology, src0, dst0, tp int) uint8 {
+// Whether src0+i and dst0+i share a node depends only on (src0+i) mod
+// GPUsPerNode, their distance being fixed, so the first GPUsPerNode
+// indices decide it.
+func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 	var mask uint8
-	for i := 0; i < tp && mask != 3; i++ {
+	for i := 0; i < min(tp, t.GPUsPerNode) && mask != 3; i++ {
 		if t.NodeOf(src0+i) == t.NodeOf(dst0+i) {
 			mask |= 1
 		} else {
@@ -297,12 +304,39 @@ func outClasses(t topology.Topology, src0, dst0, tp int) uint8 {
 
 // proxy returns the passes of every stage kind for a layout, built by
 // partition from a plan of one layer per stage, one micro-batch of the real
-// micro-batch size and the real prefill chunk: the same ops the real plan's
-// Programs hold, once.
+// micro-batch size and the real prefill chunk: the first and the last
+// prefill pass and a decode step of the real plan's Programs, once.
 func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
 	}
+	pp, err := proxyPlan(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	var kinds [4]*kindOps
+	for s := 0; s < pk.pp; s++ {
+		r := pp.RankOf(s, 0)
+		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk}
+		k.first = splitPass(pp.PrefillPass(r, 0, 0))
+		k.last = k.first
+		if k.chunks > 1 {
+			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+		}
+		dec := pp.Program(r, partition.Decode)
+		k.decode = splitPass(dec.Ops)
+		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
+		k.extraWS = workingSet(dec) - k.layerWS
+		kinds[kindOf(s, pk.pp)] = k
+	}
+	c.passes[pk] = &kinds
+	return &kinds, nil
+}
+
+// proxyPlan is the plan a layout's passes are built from: one layer per
+// stage (pk.pp ≤ 3 stages, one of each kind), one micro-batch of the real
+// micro-batch size and the real prefill chunk, on a placeholder topology.
+func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 	cfg := *plan.Config
 	cfg.Name = "quick-proxy"
 	cfg.Model = plan.Model
@@ -323,28 +357,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if pp.PrefillChunks != plan.PrefillChunks {
 		return nil, fmt.Errorf("sim: quick estimate of %s: proxy has %d prefill chunks, plan %d", plan.Config.Name, pp.PrefillChunks, plan.PrefillChunks)
 	}
-	var kinds [4]*kindOps
-	for s := 0; s < pk.pp; s++ {
-		r := pp.RankOf(s, 0)
-		k := &kindOps{prefill: make([]passOps, pp.PrefillChunks)}
-		pre := pp.Program(r, partition.Prefill)
-		start := 0
-		for ch := range k.prefill {
-			end := start
-			for end < len(pre.Ops) && pre.Ops[end].Chunk == ch {
-				end++
-			}
-			k.prefill[ch] = splitPass(pre.Ops[start:end])
-			start = end
-		}
-		dec := pp.Program(r, partition.Decode)
-		k.decode = splitPass(dec.Ops)
-		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
-		k.extraWS = workingSet(dec) - k.layerWS
-		kinds[kindOf(s, pk.pp)] = k
-	}
-	c.passes[pk] = &kinds
-	return &kinds, nil
+	return pp, nil
 }
 
 // splitPass splits one pass of a one-layer stage into the ops before, of,
@@ -391,7 +404,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
-	C := len(k.prefill)
+	C := k.chunks
 	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
 	var bounds [8]float64
 	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
@@ -414,20 +427,29 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		return t, nil
 	}
 	var err error
-	for ch := 0; ch < C; ch++ {
-		p := &k.prefill[ch]
+	for _, ch := range []int{0, C - 1} {
+		p := &k.first
+		if ch == C-1 {
+			p = &k.last
+		}
 		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
 			return nil, err
 		}
-		sc.pre0[ch] = sc.preN[ch]
-		if ch == 0 || ch == C-1 {
-			if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
-				return nil, err
-			}
+		if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
+			return nil, err
 		}
 		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
 	}
-	if lp := &k.prefill[C-1]; lp.tail > 0 {
+	if C > 2 {
+		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
+			return nil, err
+		}
+		send := c.sendTime(plan, &k.first, key.out)
+		for ch := 1; ch < C-1; ch++ {
+			sc.preSendS[ch] = send
+		}
+	}
+	if lp := &k.last; lp.tail > 0 {
 		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
 			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
 			if err != nil {
@@ -443,6 +465,50 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	sc.decSendS = c.sendTime(plan, &k.decode, key.out)
 	c.stages[key] = sc
 	return sc, nil
+}
+
+// middleChunks sets the pass times of prefill chunks 1 … C−2, which
+// differ from the first chunk's pass only in their attention ops
+// (partition.Op.AtPast) and touch no weight first: the other ops are priced
+// once, each attention op once per chunk, and every chunk's time is summed
+// op by op in pass order, as pass sums a built chunk's ops, so the times are
+// the same to the bit.
+func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
+	p := &k.first
+	var parts [3][]float64
+	var attn []int // positions of attention ops in p.layer
+	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
+		parts[pi] = make([]float64, len(ops))
+		for i := range ops {
+			if pi == 1 && ops[i].Kind == partition.Attention {
+				attn = append(attn, i)
+				continue
+			}
+			ot, _, err := c.opTime(plan, &ops[i], res, false, first, tp, partition.Prefill)
+			if err != nil {
+				return err
+			}
+			parts[pi][i] = ot
+		}
+	}
+	for ch := 1; ch < k.chunks-1; ch++ {
+		for _, i := range attn {
+			op := p.layer[i].AtPast(ch * k.chunk)
+			ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
+			if err != nil {
+				return err
+			}
+			parts[1][i] = ot
+		}
+		var t float64
+		for pi, mult := range [3]float64{1, L, 1} {
+			for _, ot := range parts[pi] {
+				t += mult * ot
+			}
+		}
+		sc.preN[ch], sc.pre0[ch] = t, t
+	}
+	return nil
 }
 
 // opTime is the busy time of one op on a stage whose TP group starts at

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// Quick prices the prefill chunks between the first and the last from the
+// first chunk's ops with the attention moved (middleChunks) instead of
+// building them. Here every chunk of every stage shape a search priced is
+// built (the proxy plan's whole prefill Program, split by chunk) and summed
+// op by op as stage sums a pass: the times must be equal to the bit. The
+// searches chunk the prefill into up to 480 passes.
+func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewQuickCache(spec.Collectives)
+	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
+	for _, cand := range func() []Candidate { cs, _ := spec.Enumerate(); return cs }() {
+		p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+		if err != nil {
+			continue // does not fit
+		}
+		if _, err := c.Quick(p); err != nil {
+			t.Fatal(err)
+		}
+		plans[proxyKey{tp: p.TP, mbs: p.MicrobatchSize, chunk: p.PrefillChunk, pp: min(p.PP, 3)}] = p
+	}
+	if len(plans) == 0 {
+		t.Fatal("no candidate fits")
+	}
+	checked, maxChunks := 0, 0
+	proxies := map[proxyKey]*partition.Plan{}
+	for key, sc := range c.stages {
+		C := len(sc.preN)
+		maxChunks = max(maxChunks, C)
+		if C < 3 {
+			continue
+		}
+		plan := plans[key.proxyKey]
+		pp := proxies[key.proxyKey]
+		if pp == nil {
+			if pp, err = proxyPlan(plan, key.proxyKey); err != nil {
+				t.Fatal(err)
+			}
+			proxies[key.proxyKey] = pp
+		}
+		s := 0
+		for kindOf(s, pp.PP) != key.kind {
+			s++
+		}
+		ops := pp.Program(pp.RankOf(s, 0), partition.Prefill).Ops
+		k := (*c.passes[key.proxyKey])[key.kind]
+		res := 1.0
+		if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+			res = math.Min(1, float64(plan.System.GPU.UsableL2Bytes())/float64(ws))
+		}
+		start := 0
+		for ch := 0; ch < C; ch++ {
+			end := start
+			for end < len(ops) && ops[end].Chunk == ch {
+				end++
+			}
+			p := splitPass(ops[start:end])
+			start = end
+			if ch == 0 || ch == C-1 {
+				continue
+			}
+			var want float64
+			for _, part := range []struct {
+				ops  []partition.Op
+				mult float64
+			}{{p.pre, 1}, {p.layer, float64(key.layers)}, {p.post, 1}} {
+				for i := range part.ops {
+					ot, _, err := c.opTime(plan, &part.ops[i], res, false, key.off, key.tp, partition.Prefill)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want += part.mult * ot
+				}
+			}
+			if sc.preN[ch] != want || sc.pre0[ch] != want {
+				t.Fatalf("%+v chunk %d of %d: priced %v (first touch %v), built %v", key, ch, C, sc.preN[ch], sc.pre0[ch], want)
+			}
+			if send := c.sendTime(plan, &p, key.out); sc.preSendS[ch] != send {
+				t.Fatalf("%+v chunk %d: send %v, built %v", key, ch, sc.preSendS[ch], send)
+			}
+			checked++
+		}
+	}
+	if checked == 0 || maxChunks < 100 {
+		t.Fatalf("checked %d middle chunks, at most %d chunks a stage: the search no longer chunks the prefill enough to test", checked, maxChunks)
+	}
+	t.Logf("%d middle chunks of %d stage shapes, up to %d chunks", checked, len(c.stages), maxChunks)
+}
+
+// outClasses looks at GPUsPerNode indices at most; here it is held to the
+// classes of every index's send, over nodes of 1 to 8 GPUs and every
+// placement of two groups within three nodes.
+func TestOutClassesLooksAtEveryIndex(t *testing.T) {
+	for _, g := range []int{1, 2, 3, 8} {
+		topo := topology.Topology{Nodes: 64, GPUsPerNode: g}
+		for src := 0; src < 3*g; src++ {
+			for dst := 0; dst < 3*g; dst++ {
+				for tp := 1; tp <= 3*g; tp++ {
+					var want uint8
+					for i := 0; i < tp; i++ {
+						if (src+i)/g == (dst+i)/g {
+							want |= 1
+						} else {
+							want |= 2
+						}
+					}
+					if got := outClasses(&topo, src, dst, tp); got != want {
+						t.Fatalf("nodes of %d, %d → %d, tp %d: classes %b, every index %b", g, src, dst, tp, got, want)
+					}
+				}
+			}
+		}
+	}
+}
