@@ -97,8 +97,11 @@ type passOps struct {
 // between are the first chunk's pass with its attention behind ch × chunk
 // cached tokens (partition.Op.AtPast): they are priced, not built.
 type kindOps struct {
-	first, last      passOps
-	chunks, chunk    int // prefill passes, and tokens per sequence of each but the last
+	first, last   passOps
+	chunks, chunk int // prefill passes, and tokens per sequence of each but the last
+	// attnS is the time of each attention op of chunk ch's pass (the
+	// middle chunks'; filled by middleChunks).
+	attnS            [][]float64
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
 }
@@ -287,16 +290,22 @@ func argmaxBound(t [8]float64) (Bound, float64) {
 
 // outClasses says which link classes the sends of TP index i from rank
 // src0+i to dst0+i cross, over all i: bit 1 intra-node, bit 2 inter-node.
-// Whether src0+i and dst0+i share a node depends only on (src0+i) mod
-// GPUsPerNode, their distance being fixed, so the first GPUsPerNode
-// indices decide it.
+// With G GPUs per node and d = dst0 − src0, rank x = src0+i and x + d
+// share a node exactly when x mod G lies in [−d, G − d): only the residues
+// of the first min(tp, G) indices matter.
 func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
+	g, d := t.GPUsPerNode, dst0-src0
+	lo, hi := max(0, -d), min(g, g-d)
 	var mask uint8
-	for i := 0; i < min(tp, t.GPUsPerNode) && mask != 3; i++ {
-		if t.NodeOf(src0+i) == t.NodeOf(dst0+i) {
+	r := src0 % g
+	for i := 0; i < min(tp, g) && mask != 3; i++ {
+		if lo <= r && r < hi {
 			mask |= 1
 		} else {
 			mask |= 2
+		}
+		if r++; r == g {
+			r = 0
 		}
 	}
 	return mask
@@ -350,7 +359,7 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 		return nil, err
 	}
 	cfg.Topology = configs.Topology{Topology: topo}
-	pp, err := partition.NewPlan(&cfg)
+	pp, err := partition.NewPlanStages(&cfg) // its passes are built rank by rank (RankAt)
 	if err != nil {
 		return nil, fmt.Errorf("sim: quick estimate of %s: %w", plan.Config.Name, err)
 	}
@@ -469,42 +478,68 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 
 // middleChunks sets the pass times of prefill chunks 1 … C−2, which
 // differ from the first chunk's pass only in their attention ops
-// (partition.Op.AtPast) and touch no weight first: the other ops are priced
-// once, each attention op once per chunk, and every chunk's time is summed
-// op by op in pass order, as pass sums a built chunk's ops, so the times are
-// the same to the bit.
+// (partition.Op.AtPast) and touch no weight first. The other ops are
+// priced once per stage shape; the attention ops, which read no weight (so
+// neither the stage's L2 residency nor its links change their time), once
+// per chunk for every shape of the layout (kindOps.attnS). Each chunk's
+// time is then summed op by op in pass order from the shared sum of the ops
+// before its first attention op, as pass sums a built chunk's ops: the
+// times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
-	var parts [3][]float64
-	var attn []int // positions of attention ops in p.layer
+	var terms []float64 // mult × op time in pass order
+	var attn []int      // which terms are attention ops: k.attnS[ch][j] for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
-		parts[pi] = make([]float64, len(ops))
+		mult := 1.0
+		if pi == 1 {
+			mult = L
+		}
 		for i := range ops {
-			if pi == 1 && ops[i].Kind == partition.Attention {
-				attn = append(attn, i)
+			if pi == 1 && ops[i].Kind == partition.Attention && ops[i].WeightBytes == 0 {
+				attn = append(attn, len(terms))
+				terms = append(terms, 0)
 				continue
 			}
 			ot, _, err := c.opTime(plan, &ops[i], res, false, first, tp, partition.Prefill)
 			if err != nil {
 				return err
 			}
-			parts[pi][i] = ot
+			terms = append(terms, mult*ot)
 		}
 	}
-	for ch := 1; ch < k.chunks-1; ch++ {
-		for _, i := range attn {
-			op := p.layer[i].AtPast(ch * k.chunk)
-			ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
-			if err != nil {
-				return err
+	if k.attnS == nil {
+		k.attnS = make([][]float64, k.chunks)
+		for ch := 1; ch < k.chunks-1; ch++ {
+			for _, op := range p.layer {
+				if op.Kind != partition.Attention || op.WeightBytes != 0 {
+					continue
+				}
+				op = op.AtPast(ch * k.chunk)
+				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
+				if err != nil {
+					return err
+				}
+				k.attnS[ch] = append(k.attnS[ch], ot)
 			}
-			parts[1][i] = ot
 		}
-		var t float64
-		for pi, mult := range [3]float64{1, L, 1} {
-			for _, ot := range parts[pi] {
-				t += mult * ot
+	}
+	var prefix float64
+	from := len(terms)
+	if len(attn) > 0 {
+		from = attn[0]
+	}
+	for _, v := range terms[:from] {
+		prefix += v
+	}
+	for ch := 1; ch < k.chunks-1; ch++ {
+		t, j := prefix, 0
+		for i := from; i < len(terms); i++ {
+			v := terms[i]
+			if j < len(attn) && attn[j] == i {
+				v = L * k.attnS[ch][j]
+				j++
 			}
+			t += v
 		}
 		sc.preN[ch], sc.pre0[ch] = t, t
 	}
