@@ -285,7 +285,7 @@ func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estima
 	for _, fast := range []bool{true, false} {
 		p := *plan
 		p.System.GPU = g.Bound(fast)
-		b, err := estimatePlan(&p, opts, work)
+		b, err := estimateHeadline(&p, opts, work)
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +298,21 @@ func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estima
 	return e, nil
 }
 
+// estimateHeadline is estimatePlan's TTFT, TPOT and token rate alone, as
+// the range ends need them: the same simulation, keeping no slices (only
+// the sample ops' ends, speed.go) and no per-rank rows, so the numbers are
+// the same to the bit in a fraction of the memory.
+func estimateHeadline(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
+	return estimateRun(plan, opts, work, true)
+}
+
 func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
+	return estimateRun(plan, opts, work, false)
+}
+
+// estimateRun is estimatePlan; headline leaves everything but the
+// headline numbers out (estimateHeadline).
+func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bool) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -363,7 +377,9 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 			// the stand-in's figures, without building this rank's Programs.
 			sr := plan.RankOf(rk.Stage, 0)
 			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
-			floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+			if !headline {
+				floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+			}
 			continue
 		}
 		p, d := programs(r)
@@ -411,42 +427,43 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
-		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
+		st := &rankState{seq: map[*groupInfo]int{}}
 		st.items = make([]item, 0, len(p.Ops)+opts.DecodeSteps*len(d.Ops))
 		for i := range p.Ops {
-			st.items = append(st.items, item{partition.Prefill, -1, &p.Ops[i], i})
+			st.items = append(st.items, item{phase: partition.Prefill, step: -1, op: &p.Ops[i], index: i})
 		}
 		for k := 0; k < opts.DecodeSteps; k++ {
 			for i := range d.Ops {
-				st.items = append(st.items, item{partition.Decode, k, &d.Ops[i], i})
+				st.items = append(st.items, item{phase: partition.Decode, step: k, op: &d.Ops[i], index: i})
 			}
 		}
+		markFirstTouch(st.items, len(p.Ops)+len(d.Ops)) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
-	presizeSlices(s) // speed.go
+	// Token times: a micro-batch's token is out when its sample op ends on
+	// every TP rank of the last stage.
+	ends := newSampleEnds(opts.DecodeSteps, plan.Microbatches)
+	if headline {
+		s.ends = ends // speed.go: no slices kept
+	} else {
+		presizeSlices(s) // speed.go
+	}
 	tl, err := s.run()
 	if err != nil {
 		return nil, err
 	}
-	e.Timeline = tl
-
-	// Token times: a micro-batch's token is out when its sample op ends on
-	// every TP rank of the last stage.
-	prefillEnd, ttft := 0.0, 0.0
-	tok := make([][]float64, opts.DecodeSteps)
-	for i := range tok {
-		tok[i] = make([]float64, plan.Microbatches)
-	}
-	for _, sl := range tl.Slices {
-		if sl.Phase == partition.Prefill {
-			prefillEnd = max(prefillEnd, sl.EndS)
-			if sl.Op.Kind == partition.Sample {
-				ttft = max(ttft, sl.EndS)
+	prefillEnd := 0.0
+	if !headline {
+		e.Timeline = tl
+		for i := range tl.Slices {
+			sl := &tl.Slices[i]
+			if sl.Phase == partition.Prefill {
+				prefillEnd = max(prefillEnd, sl.EndS)
 			}
-		} else if sl.Op.Kind == partition.Sample {
-			tok[sl.Step][sl.Op.Microbatch] = max(tok[sl.Step][sl.Op.Microbatch], sl.EndS)
+			ends.add(sl)
 		}
 	}
+	ttft, tok := ends.ttft, ends.tok
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
 	var tpot float64
 	w0, w1 := math.Inf(1), math.Inf(1)
@@ -459,6 +476,12 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 	e.Prefill = PhaseEstimate{TTFTS: ttft, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
 		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
+	if headline {
+		if err := checkFinite(e); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
 	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
 	e.Decode.HBMFloorBytesPerStep = floor

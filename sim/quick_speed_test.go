@@ -124,3 +124,31 @@ func TestOutClassesLooksAtEveryIndex(t *testing.T) {
 		}
 	}
 }
+
+// The collective memo keys a group by shapeOf; Collective reads a group
+// through analyze. Both must see the same group, on every subset of ranks
+// 0–11 over nodes of 1, 2, 3, 4 and 5 GPUs (ascending, as the plan's groups
+// are); an unsorted or out-of-range list is not memoised (ok false).
+func TestShapeOfIsWhatAnalyzeSees(t *testing.T) {
+	for _, g := range []int{1, 2, 3, 4, 5} {
+		topo := topology.Topology{Nodes: 12, GPUsPerNode: g}
+		for set := 1; set < 1<<12; set++ {
+			var ranks []int
+			for r := 0; r < 12; r++ {
+				if set&(1<<r) != 0 {
+					ranks = append(ranks, r)
+				}
+			}
+			a := analyze(topo, ranks)
+			want := collShape{n: a.n, nodes: a.nodes, minPer: a.minPer, maxPer: a.maxPer, ok: true}
+			if got := shapeOf(&topo, ranks); got != want {
+				t.Fatalf("nodes of %d, ranks %v: shape %+v, analyze %+v", g, ranks, got, want)
+			}
+		}
+		for _, bad := range [][]int{{3, 1}, {2, 2}, {0, 200}, {-1, 0}, nil} {
+			if sh := shapeOf(&topo, bad); sh.ok {
+				t.Errorf("ranks %v: shape %+v, want not ok", bad, sh)
+			}
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
 )
 
 // This file holds what keeps an estimate's cost near the number of distinct
@@ -61,18 +63,56 @@ func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.C
 	return c
 }
 
-// collMemoKey is one collective shape on one group of the simulation.
+// collShape is what Collective reads of a group of distinct ranks in
+// range: its size and how its ranks fall on nodes (analyze: the nodes it
+// spans, the fewest and most ranks on one). ok is false for a group that is
+// not strictly ascending and in range, which is never memoised.
+type collShape struct {
+	n, nodes, minPer, maxPer int
+	ok                       bool
+}
+
+// shapeOf is the collShape of ranks on t.
+func shapeOf(t *topology.Topology, ranks []int) collShape {
+	sh := collShape{n: len(ranks), minPer: math.MaxInt, ok: len(ranks) > 0}
+	size := t.Size()
+	run := 0 // ranks on the current node so far
+	for i, r := range ranks {
+		if r < 0 || r >= size || i > 0 && r <= ranks[i-1] {
+			return collShape{}
+		}
+		if i > 0 && t.NodeOf(r) == t.NodeOf(ranks[i-1]) {
+			run++
+			continue
+		}
+		if i > 0 { // ascending: a node's ranks are consecutive in the list
+			sh.minPer, sh.maxPer = min(sh.minPer, run), max(sh.maxPer, run)
+		}
+		sh.nodes, run = sh.nodes+1, 1
+	}
+	if sh.ok {
+		sh.minPer, sh.maxPer = min(sh.minPer, run), max(sh.maxPer, run)
+	}
+	return sh
+}
+
+// collMemoKey is one collective shape of the simulation.
 type collMemoKey struct {
-	g     *groupInfo
+	shape collShape
+	g     *groupInfo // nil where the shape stands for every group of it
 	op    commcount.Op
 	bytes int64
 }
 
 // collectiveMemo is Collective for op on group gi, computed once per
-// (group, op, bytes) in a simulation: the system and options do not change
-// within one, and Collective depends on nothing else.
+// (group shape, op, bytes) in a simulation: the system and options do not
+// change within one, and Collective reads nothing of a valid group but its
+// shape (collShape). Errors are not memoised, so each names its own group.
 func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partition.Op) (CollectiveEstimate, error) {
-	k := collMemoKey{gi, cop, op.Bytes}
+	k := collMemoKey{shape: gi.shape, op: cop, bytes: op.Bytes}
+	if !gi.shape.ok {
+		k.g = gi
+	}
 	if est, ok := s.collMemo[k]; ok {
 		return est, nil
 	}
@@ -85,6 +125,58 @@ func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partitio
 	}
 	s.collMemo[k] = est
 	return est, nil
+}
+
+// sampleEnds is what an estimate's headline numbers are read from: the
+// end of the last prefill sample (TTFT) and of each decode step's sample
+// per micro-batch (a token is out when its sample ends on every TP rank of
+// the last stage).
+type sampleEnds struct {
+	ttft float64
+	tok  [][]float64 // [decode step][micro-batch]
+}
+
+func newSampleEnds(steps, microbatches int) *sampleEnds {
+	e := &sampleEnds{tok: make([][]float64, steps)}
+	for i := range e.tok {
+		e.tok[i] = make([]float64, microbatches)
+	}
+	return e
+}
+
+func (e *sampleEnds) add(sl *Slice) {
+	if sl.Op.Kind != partition.Sample {
+		return
+	}
+	if sl.Phase == partition.Prefill {
+		e.ttft = max(e.ttft, sl.EndS)
+	} else {
+		e.tok[sl.Step][sl.Op.Microbatch] = max(e.tok[sl.Step][sl.Op.Microbatch], sl.EndS)
+	}
+}
+
+// emit hands a finished slice to the timeline, or with ends set only its
+// end to the headline numbers.
+func (s *simulator) emit(sl *Slice) {
+	if s.ends != nil {
+		s.ends.add(sl)
+		return
+	}
+	s.out = append(s.out, *sl)
+}
+
+// markFirstTouch sets each item's first: whether it is the rank's first
+// op on its (layer, tensor), which prices a weight read from HBM rather
+// than L2 (computeCost). Items repeat one decode step's ops, so after the
+// first prefix items (the prefill and one decode step) nothing is first.
+func markFirstTouch(items []item, prefix int) {
+	seen := map[tensorKey]bool{}
+	for i := range items[:min(prefix, len(items))] {
+		op := items[i].op
+		key := tensorKey{op.Layer, op.Tensor}
+		items[i].first = !seen[key]
+		seen[key] = true
+	}
 }
 
 // presizeSlices gives the timeline's output room for one slice per

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/partbench/partbench/partition"
@@ -55,7 +56,8 @@ type item struct {
 	phase partition.Phase
 	step  int
 	op    *partition.Op
-	index int // the op's index in its Program
+	index int  // the op's index in its Program
+	first bool // the rank's first op on its tensor (layer, name): see markFirstTouch
 }
 
 type chanKey struct{ src, dst int }
@@ -66,8 +68,9 @@ type tensorKey struct {
 	tensor string
 }
 
+// collKey is one collective of a group: its seq-th.
 type collKey struct {
-	group string
+	group *groupInfo
 	seq   int
 }
 
@@ -76,16 +79,23 @@ type message struct {
 	flow    int
 }
 
+// pendingColl is a collective its members are arriving at: arrivals[i]
+// is when member i (of groupInfo.members) arrived, n how many have.
 type pendingColl struct {
-	arrivals map[int]float64
+	arrivals []float64
+	n        int
 }
 
-// groupInfo caches a collective group's name and its simulated members
-// (simulator indices): a group is one shared slice of the plan (a rank's
-// TPGroup), so it is keyed by its first element and length.
+// groupInfo caches a collective group's name, its simulated members
+// (simulator indices) and each member's position among them, and the
+// group's shape for the collective memo (speed.go). A group is one shared
+// slice of the plan (a rank's TPGroup), so it is keyed by its first element
+// and length; slices of the same ranks share one groupInfo (by name).
 type groupInfo struct {
 	name    string
 	members []int
+	pos     map[int]int // simulator index → position in members
+	shape   collShape
 }
 
 type groupKey struct {
@@ -98,8 +108,7 @@ type rankState struct {
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
-	seq     map[string]int
-	touched map[tensorKey]bool
+	seq     map[*groupInfo]int
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -115,6 +124,7 @@ type simulator struct {
 	ids       []int
 	index     []int // plan rank → simulator index, −1: not simulated (nil ids: every rank)
 	groups    map[groupKey]*groupInfo
+	byName    map[string]*groupInfo
 	residency []float64
 	ranks     []*rankState
 	chanFree  map[chanKey]float64
@@ -123,17 +133,20 @@ type simulator struct {
 	pending   map[collKey]*pendingColl
 	out       []Slice
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
+	// ends, when set, takes the slices instead of out: only the sample
+	// ops' ends are kept (speed.go).
+	ends *sampleEnds
 }
 
 func groupName(ranks []int) string {
-	var b strings.Builder
+	b := make([]byte, 0, 6*len(ranks))
 	for i, r := range ranks {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		fmt.Fprint(&b, r)
+		b = strconv.AppendInt(b, int64(r), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // group is the cached name and simulated members of a collective's group.
@@ -145,13 +158,23 @@ func (s *simulator) group(g []int) *groupInfo {
 	if gi := s.groups[k]; gi != nil {
 		return gi
 	}
-	gi := &groupInfo{name: groupName(g)}
+	name := groupName(g)
+	if gi := s.byName[name]; gi != nil {
+		s.groups[k] = gi
+		return gi
+	}
+	gi := &groupInfo{name: name, pos: map[int]int{}, shape: shapeOf(&s.plan.System.Topology, g)}
 	for _, m := range g {
 		if i := s.index[m]; i >= 0 {
+			gi.pos[i] = len(gi.members)
 			gi.members = append(gi.members, i)
 		}
 	}
 	s.groups[k] = gi
+	if s.byName == nil {
+		s.byName = map[string]*groupInfo{}
+	}
+	s.byName[name] = gi
 	return gi
 }
 
@@ -247,10 +270,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
-		key := tensorKey{op.Layer, op.Tensor}
-		first := !r.touched[key]
-		r.touched[key] = true
-		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
+		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
 		if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
 			c.FixedS = stepFixedS(g, it.phase, op)
 			c.TimeS, c.Bound = t+c.FixedS, BoundTable
@@ -263,7 +283,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 	}
-	s.out = append(s.out, sl)
+	s.emit(&sl)
 	r.pc++
 	return true, nil
 }
@@ -273,17 +293,18 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	op := it.op
 	gi := s.group(op.Group)
 	name := gi.name
-	key := collKey{name, r.seq[name]}
+	key := collKey{gi, r.seq[gi]}
 	p := s.pending[key]
 	if p == nil {
-		p = &pendingColl{arrivals: map[int]float64{}}
+		p = &pendingColl{arrivals: make([]float64, len(gi.members))}
 		s.pending[key] = p
 	}
 	if !r.arrived {
-		p.arrivals[ri] = r.clock
+		p.arrivals[gi.pos[ri]] = r.clock
+		p.n++
 		r.arrived = true
 	}
-	if len(p.arrivals) < len(gi.members) {
+	if p.n < len(gi.members) {
 		return false, nil
 	}
 	// Everyone is here: run it for all members at once.
@@ -304,17 +325,17 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
 		end, bound = start+t, BoundTable
 	}
-	for _, m := range gi.members {
+	for i, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.items[mr.pc]
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
-		s.out = append(s.out, Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
-			StartS: p.arrivals[m], EndS: end, WaitS: start - p.arrivals[m], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
+		s.emit(&Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
+			StartS: p.arrivals[i], EndS: end, WaitS: start - p.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false
-		mr.seq[name]++
+		mr.seq[gi]++
 		mr.pc++
 	}
 	delete(s.pending, key)
