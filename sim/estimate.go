@@ -365,6 +365,10 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	workingSets := make([]int64, n)
 	residency := make([]float64, n)
 	var floor int64
+	stageFloor := make([]int64, plan.PP) // a stand-in's floor bytes, −1: not yet
+	for st := range stageFloor {
+		stageFloor[st] = -1
+	}
 	programs := func(r int) (partition.Program, partition.Program) {
 		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
 			return repPre[rk.Stage], repDec[rk.Stage]
@@ -378,7 +382,10 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			sr := plan.RankOf(rk.Stage, 0)
 			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
 			if !headline {
-				floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+				if stageFloor[rk.Stage] < 0 { // the same for every TP rank of the stage
+					stageFloor[rk.Stage] = hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+				}
+				floor += stageFloor[rk.Stage]
 			}
 			continue
 		}
@@ -427,7 +434,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
-		st := &rankState{seq: map[*groupInfo]int{}}
+		st := &rankState{seq: map[*groupInfo]int{}, memo: make([]opMemo, len(d.Ops))}
 		st.items = make([]item, 0, len(p.Ops)+opts.DecodeSteps*len(d.Ops))
 		for i := range p.Ops {
 			st.items = append(st.items, item{phase: partition.Prefill, step: -1, op: &p.Ops[i], index: i})

@@ -155,14 +155,57 @@ func (e *sampleEnds) add(sl *Slice) {
 	}
 }
 
-// emit hands a finished slice to the timeline, or with ends set only its
-// end to the headline numbers.
-func (s *simulator) emit(sl *Slice) {
-	if s.ends != nil {
+// emit hands simulated rank ri's slice of item pc to the timeline, or with
+// ends set only its end to the headline numbers. Presized (base set), the
+// slices lie rank by rank in item order, as the final ordering wants them.
+func (s *simulator) emit(ri, pc int, sl *Slice) {
+	switch {
+	case s.ends != nil:
 		s.ends.add(sl)
-		return
+	case s.base != nil:
+		s.out[s.base[ri]+pc] = *sl
+	default:
+		s.out = append(s.out, *sl)
 	}
-	s.out = append(s.out, *sl)
+}
+
+// presizeSlices gives the timeline's output one slot per simulated op, in
+// rank order (simulator indices follow plan ranks) and each rank's item
+// order: one slice per item, placed as it ends (emit), so the output is
+// neither regrown nor, in the common case, moved by the final ordering. A
+// rank's slices start where its clock stands, which never goes back, so
+// item order is start order (sortSlices checks, and sorts if not).
+func presizeSlices(s *simulator) {
+	s.base = make([]int, len(s.ranks))
+	n := 0
+	for i, r := range s.ranks {
+		s.base[i] = n
+		n += len(r.items)
+	}
+	s.out = make([]Slice, n)
+}
+
+// opMemo is what step computes of an op before placing it in time: a
+// compute op's cost; a send's transfer time (TimeS) and link class; a
+// recv's link class.
+type opMemo struct {
+	ok   bool
+	cost OpCost
+	link topology.LinkClass
+}
+
+// memoOf is where step keeps what it prices of item it. Every decode step
+// runs the same decode Program, and an op's price is a function of the op,
+// the rank, the phase and whether it touches its tensor first, never of
+// time: so a decode op that is not a first touch is priced once per rank
+// and read back in every later step, to the bit. Other items get an
+// empty scratch entry (priced each time).
+func (r *rankState) memoOf(it item) *opMemo {
+	if it.phase == partition.Decode && !it.first && it.index < len(r.memo) {
+		return &r.memo[it.index]
+	}
+	r.scratch = opMemo{}
+	return &r.scratch
 }
 
 // markFirstTouch sets each item's first: whether it is the rank's first
@@ -176,19 +219,6 @@ func markFirstTouch(items []item, prefix int) {
 		key := tensorKey{op.Layer, op.Tensor}
 		items[i].first = !seen[key]
 		seen[key] = true
-	}
-}
-
-// presizeSlices gives the timeline's output room for one slice per
-// simulated op (each op ends as one slice), so it is not regrown and
-// copied as the simulation appends.
-func presizeSlices(s *simulator) {
-	n := 0
-	for _, r := range s.ranks {
-		n += len(r.items)
-	}
-	if cap(s.out) < n {
-		s.out = make([]Slice, 0, n)
 	}
 }
 

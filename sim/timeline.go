@@ -109,6 +109,10 @@ type rankState struct {
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
 	seq     map[*groupInfo]int
+	// memo is the cost of each op of the decode Program, priced at its
+	// first decode step that is not a first touch (speed.go).
+	memo    []opMemo
+	scratch opMemo
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -136,6 +140,9 @@ type simulator struct {
 	// ends, when set, takes the slices instead of out: only the sample
 	// ops' ends are kept (speed.go).
 	ends *sampleEnds
+	// base, when set, is where each simulated rank's slices start in out
+	// (presizeSlices): a slice is placed at base + its item's position.
+	base []int
 }
 
 func groupName(ranks []int) string {
@@ -232,25 +239,30 @@ func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
 	it := r.items[r.pc]
 	op := it.op
-	g := s.plan.System.GPU
+	g := &s.plan.System.GPU
 	rank := s.ids[ri]
 	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
+	m := r.memoOf(it) // speed.go: what a decode op costs, priced once
 	switch op.Kind {
 	case partition.Send:
 		sl.StartS = r.clock
-		sl.EndS = r.clock + launchS(g, it.phase)
+		sl.EndS = r.clock + launchS(*g, it.phase)
 		sl.Bound = BoundLatency
-		sl.Link = s.plan.System.Topology.Path(rank, op.Peer).Class
+		if !m.ok {
+			m.link = s.plan.System.Topology.Path(rank, op.Peer).Class
+			est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
+			if t, ok := s.table.Time(op); ok { // a measured one-way transfer
+				est.TimeS = t
+			}
+			m.cost.TimeS, m.ok = est.TimeS, true
+		}
+		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
 		start := max(sl.EndS, s.chanFree[key])
-		est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
-		if t, ok := s.table.Time(op); ok { // a measured one-way transfer
-			est.TimeS = t
-		}
-		s.chanFree[key] = start + est.TimeS
+		s.chanFree[key] = start + m.cost.TimeS
 		s.flows++
 		sl.Flow = s.flows
-		s.inbox[key] = append(s.inbox[key], message{start + est.TimeS, s.flows})
+		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
@@ -264,26 +276,33 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		sl.WaitS = sl.EndS - r.clock
-		sl.Link = s.plan.System.Topology.Path(op.Peer, rank).Class
+		if !m.ok {
+			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
+		}
+		sl.Link = m.link
 		sl.Bound = linkBound(sl.Link)
 		r.clock = sl.EndS
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
-		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
-		if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
-			c.FixedS = stepFixedS(g, it.phase, op)
-			c.TimeS, c.Bound = t+c.FixedS, BoundTable
+		if !m.ok {
+			c := computeCost(*g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
+			if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
+				c.FixedS = stepFixedS(*g, it.phase, op)
+				c.TimeS, c.Bound = t+c.FixedS, BoundTable
+			}
+			c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
+			if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
+				c.TimeS, c.Bound = t, BoundMeasured
+			}
+			m.cost, m.ok = c, true
 		}
-		c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
-		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
-			c.TimeS, c.Bound = t, BoundMeasured
-		}
+		c := &m.cost
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 	}
-	s.emit(&sl)
+	s.emit(ri, r.pc, &sl)
 	r.pc++
 	return true, nil
 }
@@ -331,7 +350,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
-		s.emit(&Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
+		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: p.arrivals[i], EndS: end, WaitS: start - p.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false
