@@ -358,10 +358,14 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	// own Programs; with perStage they are checked against the stand-in's
 	// and dropped, else kept for the timeline.
 	n := plan.Size()
-	pre := make([]partition.Program, n)
-	decode := make([]partition.Program, n)
-	preFixed := make([]FixedCosts, n)
-	decFixed := make([]FixedCosts, n)
+	var pre, decode []partition.Program // every rank's, where every rank is simulated
+	if !perStage {
+		pre, decode = make([]partition.Program, n), make([]partition.Program, n)
+	}
+	var preFixed, decFixed []FixedCosts // for the per-rank rows, which headline leaves out
+	if !headline {
+		preFixed, decFixed = make([]FixedCosts, n), make([]FixedCosts, n)
+	}
 	workingSets := make([]int64, n)
 	residency := make([]float64, n)
 	var floor int64
@@ -380,8 +384,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			// Alike by construction (TestStageRanksAlikeByConstruction):
 			// the stand-in's figures, without building this rank's Programs.
 			sr := plan.RankOf(rk.Stage, 0)
-			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
+			workingSets[r], residency[r] = workingSets[sr], residency[sr]
 			if !headline {
+				preFixed[r], decFixed[r] = preFixed[sr], decFixed[sr]
 				if stageFloor[rk.Stage] < 0 { // the same for every TP rank of the stage
 					stageFloor[rk.Stage] = hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
 				}
@@ -397,6 +402,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			if err := checkOps(plan, opts, perStageOps, false); err != nil {
 				return nil, err
 			}
+			pre, decode = make([]partition.Program, n), make([]partition.Program, n)
 			for j := 0; j < r; j++ {
 				pre[j], decode[j] = programs(j)
 			}
@@ -404,7 +410,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		if !perStage {
 			pre[r], decode[r] = p, d
 		}
-		preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+		if !headline {
+			preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+		}
 		ws := workingSet(d)
 		workingSets[r] = ws
 		res := 1.0
@@ -426,25 +434,18 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		if perStage && plan.Ranks[r].TPIndex != 0 {
 			continue
 		}
-		p, d := pre[r], decode[r]
+		var p, d partition.Program
 		if perStage {
 			st := plan.Ranks[r].Stage
 			p, d = repPre[st], repDec[st]
+		} else {
+			p, d = pre[r], decode[r]
 		}
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
-		st := &rankState{seq: map[*groupInfo]int{}, memo: make([]opMemo, len(d.Ops))}
-		st.items = make([]item, 0, len(p.Ops)+opts.DecodeSteps*len(d.Ops))
-		for i := range p.Ops {
-			st.items = append(st.items, item{phase: partition.Prefill, step: -1, op: &p.Ops[i], index: i})
-		}
-		for k := 0; k < opts.DecodeSteps; k++ {
-			for i := range d.Ops {
-				st.items = append(st.items, item{phase: partition.Decode, step: k, op: &d.Ops[i], index: i})
-			}
-		}
-		markFirstTouch(st.items, len(p.Ops)+len(d.Ops)) // speed.go
+		st := &rankState{seq: map[*groupInfo]int{}, memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
+		markFirstTouch(st) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
 	// Token times: a micro-batch's token is out when its sample op ends on

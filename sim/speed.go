@@ -180,7 +180,7 @@ func presizeSlices(s *simulator) {
 	n := 0
 	for i, r := range s.ranks {
 		s.base[i] = n
-		n += len(r.items)
+		n += r.count()
 	}
 	s.out = make([]Slice, n)
 }
@@ -208,16 +208,46 @@ func (r *rankState) memoOf(it item) *opMemo {
 	return &r.scratch
 }
 
-// markFirstTouch sets each item's first: whether it is the rank's first
-// op on its (layer, tensor), which prices a weight read from HBM rather
-// than L2 (computeCost). Items repeat one decode step's ops, so after the
-// first prefix items (the prefill and one decode step) nothing is first.
-func markFirstTouch(items []item, prefix int) {
+// at is item pc of the rank's run order: the prefill Program's ops, then
+// steps decode steps of the decode Program's, built as asked for rather
+// than held (a rank of a long timeline has many), or items[pc] where a
+// list was given.
+func (r *rankState) at(pc int) item {
+	if r.items != nil {
+		return r.items[pc]
+	}
+	it := item{phase: partition.Prefill, step: -1, index: pc}
+	if pc >= len(r.pre) {
+		d := len(r.dec)
+		it.phase, it.step, it.index = partition.Decode, (pc-len(r.pre))/d, (pc-len(r.pre))%d
+		it.op = &r.dec[it.index]
+	} else {
+		it.op = &r.pre[pc]
+	}
+	it.first = pc < len(r.first) && r.first[pc]
+	return it
+}
+
+// count is the length of the rank's run order.
+func (r *rankState) count() int {
+	if r.items != nil {
+		return len(r.items)
+	}
+	return len(r.pre) + r.steps*len(r.dec)
+}
+
+// markFirstTouch sets r.first: whether each of the prefill's and the first
+// decode step's ops is the rank's first op on its (layer, tensor), which
+// prices a weight read from HBM rather than L2 (computeCost). Later decode
+// steps repeat the first's ops, so nothing in them is first.
+func markFirstTouch(r *rankState) {
 	seen := map[tensorKey]bool{}
-	for i := range items[:min(prefix, len(items))] {
-		op := items[i].op
+	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
+	r.first = make([]bool, n)
+	for pc := range n {
+		op := r.at(pc).op
 		key := tensorKey{op.Layer, op.Tensor}
-		items[i].first = !seen[key]
+		r.first[pc] = !seen[key]
 		seen[key] = true
 	}
 }

@@ -103,8 +103,15 @@ type groupKey struct {
 	n     int
 }
 
+// rankState is a simulated rank: its run order (items, or the prefill
+// Program then steps decode steps of the decode Program: see at), where it
+// stands in it, and its clock.
 type rankState struct {
 	items   []item
+	pre     []partition.Op
+	dec     []partition.Op
+	steps   int
+	first   []bool // of the first len(pre)+len(dec) items: markFirstTouch
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
@@ -199,7 +206,7 @@ func (s *simulator) run() (*Timeline, error) {
 	for !s.finished() {
 		progressed := false
 		for ri, r := range s.ranks {
-			for r.pc < len(r.items) {
+			for r.pc < r.count() {
 				ok, err := s.step(ri)
 				if err != nil {
 					return nil, err
@@ -213,8 +220,8 @@ func (s *simulator) run() (*Timeline, error) {
 		if !progressed {
 			var stuck []string
 			for ri, r := range s.ranks {
-				if r.pc < len(r.items) {
-					it := r.items[r.pc]
+				if r.pc < r.count() {
+					it := r.at(r.pc)
 					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", s.ids[ri], it.phase, it.op.Name, it.op.Microbatch))
 				}
 			}
@@ -227,7 +234,7 @@ func (s *simulator) run() (*Timeline, error) {
 
 func (s *simulator) finished() bool {
 	for _, r := range s.ranks {
-		if r.pc < len(r.items) {
+		if r.pc < r.count() {
 			return false
 		}
 	}
@@ -237,7 +244,7 @@ func (s *simulator) finished() bool {
 // step tries to run simulated rank ri's next op; false means it is blocked.
 func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
-	it := r.items[r.pc]
+	it := r.at(r.pc)
 	op := it.op
 	g := &s.plan.System.GPU
 	rank := s.ids[ri]
@@ -346,7 +353,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	}
 	for i, m := range gi.members {
 		mr := s.ranks[m]
-		mit := mr.items[mr.pc]
+		mit := mr.at(mr.pc)
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
