@@ -74,6 +74,14 @@ type CommSummary struct {
 // the link to its own peer. The result is what Counts over every rank's
 // Program gives (partition/counts_test.go holds the two equal).
 func (p *Plan) Comm(phase Phase) CommSummary {
+	return p.CommOf(phase, p.Program)
+}
+
+// CommOf is Comm reading each stage's Program (of its TP index 0 rank)
+// from program, which must return what Plan.Program does: for a caller that
+// holds the plan's Programs already and would otherwise have them built
+// twice.
+func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) CommSummary {
 	s := CommSummary{BytesByLink: map[topology.LinkClass]int64{}}
 	n := p.Size()
 	s.CallsPerRank = make([]int64, n)
@@ -82,7 +90,7 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 	ring := map[ringKey][]int64{} // wire bytes per ring position
 	topo := p.System.Topology
 	for st := 0; st < p.PP; st++ {
-		prog := p.Program(p.RankOf(st, 0), phase)
+		prog := program(p.RankOf(st, 0), phase)
 		var calls, msgs int64
 		var colls []ringUse
 		var sends []sendUse

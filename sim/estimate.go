@@ -445,7 +445,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
 		st := &rankState{seq: map[*groupInfo]int{}, memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
-		markFirstTouch(st) // speed.go
+		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
 	// Token times: a micro-batch's token is out when its sample op ends on

@@ -25,6 +25,7 @@ import (
 type planWork struct {
 	programs map[progKey]partition.Program
 	comms    map[partition.Phase]partition.CommSummary
+	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 }
 
 type progKey struct {
@@ -58,7 +59,7 @@ func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.C
 	if w.comms == nil {
 		w.comms = map[partition.Phase]partition.CommSummary{}
 	}
-	c := plan.Comm(phase)
+	c := plan.CommOf(phase, func(rank int, phase partition.Phase) partition.Program { return w.program(plan, rank, phase) })
 	w.comms[phase] = c
 	return c
 }
@@ -239,8 +240,16 @@ func (r *rankState) count() int {
 // markFirstTouch sets r.first: whether each of the prefill's and the first
 // decode step's ops is the rank's first op on its (layer, tensor), which
 // prices a weight read from HBM rather than L2 (computeCost). Later decode
-// steps repeat the first's ops, so nothing in them is first.
-func markFirstTouch(r *rankState) {
+// steps repeat the first's ops, so nothing in them is first. They depend
+// on the rank's Programs alone, so w (nil: none) keeps them for the other
+// runs of the same plan.
+func markFirstTouch(r *rankState, w *planWork, rank int) {
+	if w != nil {
+		if f, ok := w.firsts[rank]; ok {
+			r.first = f
+			return
+		}
+	}
 	seen := map[tensorKey]bool{}
 	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
 	r.first = make([]bool, n)
@@ -249,6 +258,12 @@ func markFirstTouch(r *rankState) {
 		key := tensorKey{op.Layer, op.Tensor}
 		r.first[pc] = !seen[key]
 		seen[key] = true
+	}
+	if w != nil {
+		if w.firsts == nil {
+			w.firsts = map[int][]bool{}
+		}
+		w.firsts[rank] = r.first
 	}
 }
 
