@@ -426,7 +426,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	}
 
 	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
-		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
+		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
 	for r := range s.index {
 		s.index[r] = -1
 	}
@@ -444,7 +444,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
-		st := &rankState{seq: map[*groupInfo]int{}, memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
+		st := &rankState{memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}

@@ -68,22 +68,9 @@ type tensorKey struct {
 	tensor string
 }
 
-// collKey is one collective of a group: its seq-th.
-type collKey struct {
-	group *groupInfo
-	seq   int
-}
-
 type message struct {
 	arrival float64
 	flow    int
-}
-
-// pendingColl is a collective its members are arriving at: arrivals[i]
-// is when member i (of groupInfo.members) arrived, n how many have.
-type pendingColl struct {
-	arrivals []float64
-	n        int
 }
 
 // groupInfo caches a collective group's name, its simulated members
@@ -91,11 +78,18 @@ type pendingColl struct {
 // group's shape for the collective memo (speed.go). A group is one shared
 // slice of the plan (a rank's TPGroup), so it is keyed by its first element
 // and length; slices of the same ranks share one groupInfo (by name).
+//
+// It also holds the collective its members are arriving at: arrivals[i] is
+// when member i arrived, n how many have. A group has one at a time: its
+// members finish each collective together, so none can arrive at the next
+// before all have left this one.
 type groupInfo struct {
-	name    string
-	members []int
-	pos     map[int]int // simulator index → position in members
-	shape   collShape
+	name     string
+	members  []int
+	pos      map[int]int // simulator index → position in members
+	shape    collShape
+	arrivals []float64
+	n        int
 }
 
 type groupKey struct {
@@ -115,7 +109,6 @@ type rankState struct {
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
-	seq     map[*groupInfo]int
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -141,7 +134,6 @@ type simulator struct {
 	chanFree  map[chanKey]float64
 	inbox     map[chanKey][]message // FIFO per ordered pair
 	flows     int
-	pending   map[collKey]*pendingColl
 	out       []Slice
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
 	// ends, when set, takes the slices instead of out: only the sample
@@ -319,18 +311,15 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	op := it.op
 	gi := s.group(op.Group)
 	name := gi.name
-	key := collKey{gi, r.seq[gi]}
-	p := s.pending[key]
-	if p == nil {
-		p = &pendingColl{arrivals: make([]float64, len(gi.members))}
-		s.pending[key] = p
+	if gi.arrivals == nil {
+		gi.arrivals = make([]float64, len(gi.members))
 	}
 	if !r.arrived {
-		p.arrivals[gi.pos[ri]] = r.clock
-		p.n++
+		gi.arrivals[gi.pos[ri]] = r.clock
+		gi.n++
 		r.arrived = true
 	}
-	if p.n < len(gi.members) {
+	if gi.n < len(gi.members) {
 		return false, nil
 	}
 	// Everyone is here: run it for all members at once.
@@ -340,7 +329,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		return false, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, name, err)
 	}
 	start := 0.0
-	for _, a := range p.arrivals {
+	for _, a := range gi.arrivals {
 		start = max(start, a)
 	}
 	end := start + est.TimeS + launchS(s.plan.System.GPU, it.phase)
@@ -358,12 +347,11 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
 		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
-			StartS: p.arrivals[i], EndS: end, WaitS: start - p.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
+			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false
-		mr.seq[gi]++
 		mr.pc++
 	}
-	delete(s.pending, key)
+	gi.n = 0
 	return true, nil
 }

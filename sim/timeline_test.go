@@ -17,9 +17,9 @@ func pipeline(p, m int, t float64) *simulator {
 		System: topology.System{GPU: g, Topology: topology.Topology{Nodes: 1, GPUsPerNode: p, Intra: link}},
 	}
 	plan.Model.DType = "fp32"
-	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
+	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
 	for r := 0; r < p; r++ {
-		st := &rankState{seq: map[*groupInfo]int{}}
+		st := &rankState{}
 		for mb := 0; mb < m; mb++ {
 			if r > 0 {
 				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: r - 1, Microbatch: mb}, 0, false})
