@@ -338,7 +338,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	// their links are alike too, one rank per stage (TP index 0) is
 	// simulated for all of them (perStage). Count the simulated ops from
 	// one Program pair per stage before building the rest.
-	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && stageLinksAlike(plan)
+	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && work.linksAlike(plan)
 	if err := checkOpsFromShape(plan, opts, perStage); err != nil {
 		return nil, err
 	}

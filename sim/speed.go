@@ -26,6 +26,18 @@ type planWork struct {
 	programs map[progKey]partition.Program
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
+	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
+}
+
+func (w *planWork) linksAlike(plan *partition.Plan) bool {
+	if w == nil {
+		return stageLinksAlike(plan)
+	}
+	if w.alike == nil {
+		a := stageLinksAlike(plan)
+		w.alike = &a
+	}
+	return *w.alike
 }
 
 type progKey struct {
@@ -217,6 +229,9 @@ func (r *rankState) at(pc int) item {
 	if r.items != nil {
 		return r.items[pc]
 	}
+	if pc == r.pc && r.cur.op != nil {
+		return r.cur
+	}
 	it := item{phase: partition.Prefill, step: -1, index: pc}
 	if pc >= len(r.pre) {
 		d := len(r.dec)
@@ -227,6 +242,16 @@ func (r *rankState) at(pc int) item {
 	}
 	it.first = pc < len(r.first) && r.first[pc]
 	return it
+}
+
+// advance moves the rank to its next item, keeping that item at hand
+// (cur) so the simulation does not recompute it on every look.
+func (r *rankState) advance() {
+	r.pc++
+	r.cur = item{}
+	if r.items == nil && r.pc < r.count() {
+		r.cur = r.at(r.pc)
+	}
 }
 
 // count is the length of the rank's run order.

@@ -113,6 +113,7 @@ type rankState struct {
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
 	scratch opMemo
+	cur     item // item pc, once advance has moved there (speed.go)
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -302,7 +303,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		r.clock = sl.EndS
 	}
 	s.emit(ri, r.pc, &sl)
-	r.pc++
+	r.advance()
 	return true, nil
 }
 
@@ -350,7 +351,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false
-		mr.pc++
+		mr.advance()
 	}
 	gi.n = 0
 	return true, nil
