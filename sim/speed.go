@@ -229,13 +229,15 @@ func (r *rankState) at(pc int) item {
 	if r.items != nil {
 		return r.items[pc]
 	}
-	if pc == r.pc && r.cur.op != nil {
-		return r.cur
-	}
 	it := item{phase: partition.Prefill, step: -1, index: pc}
 	if pc >= len(r.pre) {
-		d := len(r.dec)
-		it.phase, it.step, it.index = partition.Decode, (pc-len(r.pre))/d, (pc-len(r.pre))%d
+		it.phase = partition.Decode
+		if pc == r.pc && r.curSet { // kept by advance: no division
+			it.step, it.index = r.curStep, r.curIndex
+		} else {
+			d := len(r.dec)
+			it.step, it.index = (pc-len(r.pre))/d, (pc-len(r.pre))%d
+		}
 		it.op = &r.dec[it.index]
 	} else {
 		it.op = &r.pre[pc]
@@ -244,13 +246,18 @@ func (r *rankState) at(pc int) item {
 	return it
 }
 
-// advance moves the rank to its next item, keeping that item at hand
-// (cur) so the simulation does not recompute it on every look.
+// advance moves the rank to its next item, keeping a decode item's step
+// and index at hand (cur…) so at need not divide on every look.
 func (r *rankState) advance() {
 	r.pc++
-	r.cur = item{}
-	if r.items == nil && r.pc < r.count() {
-		r.cur = r.at(r.pc)
+	switch {
+	case r.pc < len(r.pre) || r.items != nil:
+	case r.pc == len(r.pre):
+		r.curStep, r.curIndex, r.curSet = 0, 0, true
+	case r.curIndex+1 < len(r.dec):
+		r.curIndex++
+	default:
+		r.curStep, r.curIndex = r.curStep+1, 0
 	}
 }
 

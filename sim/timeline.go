@@ -113,7 +113,10 @@ type rankState struct {
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
 	scratch opMemo
-	cur     item // item pc, once advance has moved there (speed.go)
+	// curStep and curIndex are item pc's decode step and op index, once
+	// advance has moved into the decode steps (curSet; speed.go).
+	curStep, curIndex int
+	curSet            bool
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
