@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
@@ -421,6 +422,21 @@ func allFinite(v reflect.Value) bool {
 		if !hasFloats(v.Type().Elem()) {
 			return true
 		}
+		if v.Kind() == reflect.Slice && v.Len() > 0 {
+			if offs, ok := flatFloats(v.Type().Elem()); ok { // e.g. an estimate's per-rank rows
+				size := v.Type().Elem().Size()
+				base := v.UnsafePointer()
+				for i := 0; i < v.Len(); i++ {
+					row := unsafe.Add(base, uintptr(i)*size)
+					for _, off := range offs {
+						if f := *(*float64)(unsafe.Add(row, off)); f-f != 0 {
+							return false
+						}
+					}
+				}
+				return true
+			}
+		}
 		for i := 0; i < v.Len(); i++ {
 			if !allFinite(v.Index(i)) {
 				return false
@@ -433,6 +449,50 @@ func allFinite(v reflect.Value) bool {
 		it := v.MapRange()
 		for it.Next() {
 			if !allFinite(it.Value()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// flatFloat is a struct type's float64 fields as allFinite visits them,
+// by offset, where all of them lie in the struct itself.
+type flatFloat struct {
+	offs []uintptr
+	ok   bool
+}
+
+var flatFloatTypes sync.Map // reflect.Type → flatFloat
+
+// flatFloats lists the offsets of the float64 fields allFinite would visit
+// in a value of struct type t (exported, not json:"-", through nested and
+// embedded structs), when every float it could visit lies at a fixed offset:
+// none is a float32 or behind a pointer, slice, map, array or interface
+// (ok false otherwise, and the walk stays reflective).
+func flatFloats(t reflect.Type) ([]uintptr, bool) {
+	if f, ok := flatFloatTypes.Load(t); ok {
+		ff := f.(flatFloat)
+		return ff.offs, ff.ok
+	}
+	var offs []uintptr
+	ok := t.Kind() == reflect.Struct && addFlatFloats(t, 0, &offs)
+	flatFloatTypes.Store(t, flatFloat{offs, ok})
+	return offs, ok
+}
+
+func addFlatFloats(t reflect.Type, base uintptr, offs *[]uintptr) bool {
+	for _, i := range fieldsToWalk(t) {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Float64:
+			*offs = append(*offs, base+f.Offset)
+		case reflect.Struct:
+			if !addFlatFloats(f.Type, base+f.Offset, offs) {
+				return false
+			}
+		default:
+			if hasFloats(f.Type) {
 				return false
 			}
 		}
