@@ -425,7 +425,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		floor += hbmFloorBytes(d, ws, usable)
 	}
 
-	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
 	for r := range s.index {
 		s.index[r] = -1

@@ -28,6 +28,24 @@ type planWork struct {
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
+	names    map[groupKey]string
+}
+
+// groupName is the name of the group g, the shared slice of its Programs
+// that k keys, built once for the runs of a plan.
+func (w *planWork) groupName(k groupKey, g []int) string {
+	if w == nil {
+		return groupName(g)
+	}
+	if n, ok := w.names[k]; ok {
+		return n
+	}
+	if w.names == nil {
+		w.names = map[groupKey]string{}
+	}
+	n := groupName(g)
+	w.names[k] = n
+	return n
 }
 
 func (w *planWork) linksAlike(plan *partition.Plan) bool {

@@ -146,6 +146,7 @@ type simulator struct {
 	// base, when set, is where each simulated rank's slices start in out
 	// (presizeSlices): a slice is placed at base + its item's position.
 	base []int
+	work *planWork // what the runs of one estimate share (nil: nothing)
 }
 
 func groupName(ranks []int) string {
@@ -168,7 +169,7 @@ func (s *simulator) group(g []int) *groupInfo {
 	if gi := s.groups[k]; gi != nil {
 		return gi
 	}
-	name := groupName(g)
+	name := s.work.groupName(k, g) // speed.go
 	if gi := s.byName[name]; gi != nil {
 		s.groups[k] = gi
 		return gi
