@@ -508,18 +508,22 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		}
 	}
 	if k.attnS == nil {
+		var at []int // the attention ops of p.layer
+		for i := range p.layer {
+			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
+				at = append(at, i)
+			}
+		}
 		k.attnS = make([][]float64, k.chunks)
 		for ch := 1; ch < k.chunks-1; ch++ {
-			for _, op := range p.layer {
-				if op.Kind != partition.Attention || op.WeightBytes != 0 {
-					continue
-				}
-				op = op.AtPast(ch * k.chunk)
+			k.attnS[ch] = make([]float64, len(at))
+			for j, i := range at {
+				op := p.layer[i].AtPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
 				}
-				k.attnS[ch] = append(k.attnS[ch], ot)
+				k.attnS[ch][j] = ot
 			}
 		}
 	}
