@@ -13,16 +13,20 @@ import (
 )
 
 // This file holds what keeps an estimate's cost near the number of distinct
-// things it prices: a memo of collective costs per group and size, the
-// timeline's final ordering without moving every slice through a
-// reflective sort, and a finiteness check that builds field paths only
-// when it has something to report.
+// things it prices: what the runs of one estimate share (planWork), a memo
+// of collective costs per group shape, each decode op priced once per rank,
+// a rank's run order read from its Programs as it advances, slices placed
+// where they end and the range ends keeping only the sample ops' ends, the
+// timeline's final ordering without moving every slice through a reflective
+// sort, and a finiteness check that reads rows by field offset and builds
+// field paths only when it has something to report.
 
 // planWork holds what the three timeline runs of one EstimatePlan
 // (nominal, and both ends of the GPU's ranges) share: the ranks'
-// Programs and the communication summaries, which depend on the plan's
-// shapes and links, never on the GPU's speeds. A nil planWork computes
-// everything afresh.
+// Programs, the communication summaries, first-touch marks, group names and
+// whether stage links are alike, which depend on the plan's shapes and
+// links, never on the GPU's speeds. A nil planWork computes everything
+// afresh.
 type planWork struct {
 	programs map[progKey]partition.Program
 	comms    map[partition.Phase]partition.CommSummary
