@@ -111,6 +111,18 @@ type kindOps struct {
 // stage holds (every layer's ops are the same) nor on the batch.
 type proxyKey struct{ tp, mbs, chunk, pp int }
 
+// layoutOf is the proxy a plan's passes come from. A pipeline's first and
+// last stages hold the same ops with two stages as with more (input and
+// layers then a send; a recv, layers, the sample and the tokens' send), so
+// every pipeline shares the three-stage proxy; pp = 1 has its own.
+func layoutOf(plan *partition.Plan) proxyKey {
+	pp := 1
+	if plan.PP > 1 {
+		pp = 3
+	}
+	return proxyKey{tp: plan.TP, mbs: plan.MicrobatchSize, chunk: plan.PrefillChunk, pp: pp}
+}
+
 type stageKey struct {
 	proxyKey
 	kind   stageKind
@@ -189,7 +201,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	if !c.have || c.id != id {
 		c.reset(id)
 	}
-	pk := proxyKey{tp: plan.TP, mbs: plan.MicrobatchSize, chunk: plan.PrefillChunk, pp: min(plan.PP, 3)}
+	pk := layoutOf(plan)
 	kinds, err := c.proxy(plan, pk)
 	if err != nil {
 		return QuickEstimate{}, err

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 		if _, err := c.Quick(p); err != nil {
 			t.Fatal(err)
 		}
-		plans[proxyKey{tp: p.TP, mbs: p.MicrobatchSize, chunk: p.PrefillChunk, pp: min(p.PP, 3)}] = p
+		plans[layoutOf(p)] = p
 	}
 	if len(plans) == 0 {
 		t.Fatal("no candidate fits")
@@ -148,6 +149,42 @@ func TestShapeOfIsWhatAnalyzeSees(t *testing.T) {
 		for _, bad := range [][]int{{3, 1}, {2, 2}, {0, 200}, {-1, 0}, nil} {
 			if sh := shapeOf(&topo, bad); sh.ok {
 				t.Errorf("ranks %v: shape %+v, want not ok", bad, sh)
+			}
+		}
+	}
+}
+
+// Candidate.Name builds its string without fmt; the names are the ones
+// documented on it, and over a range of layouts the ones fmt gives.
+func TestCandidateName(t *testing.T) {
+	for _, tc := range []struct {
+		c    Candidate
+		want string
+	}{
+		{Candidate{TP: 8, PP: 2, DP: 1, Microbatches: 8, Variant: VariantEven}, "tp8pp2-m8"},
+		{Candidate{TP: 4, PP: 4, Microbatches: 16, Variant: VariantFirst}, "tp4pp4-m16-first-1"},
+		{Candidate{TP: 8, PP: 1, DP: 2, Microbatches: 8, Variant: VariantEven}, "tp8pp1dp2-m8"},
+		{Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 16, Variant: VariantEnds}, "tp128pp16dp2-m16-ends-1"},
+	} {
+		if got := tc.c.Name(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+	for tp := 1; tp <= 1024; tp *= 4 {
+		for dp := 0; dp <= 3; dp++ {
+			for _, v := range []string{VariantEven, VariantLast} {
+				c := Candidate{TP: tp, PP: 3 * tp, DP: dp, Microbatches: tp + 1, Variant: v}
+				want := fmt.Sprintf("tp%dpp%d", tp, 3*tp)
+				if dp > 1 {
+					want += fmt.Sprintf("dp%d", dp)
+				}
+				want += fmt.Sprintf("-m%d", tp+1)
+				if v != VariantEven {
+					want += "-" + v
+				}
+				if got := c.Name(); got != want {
+					t.Errorf("%+v: %q, want %q", c, got, want)
+				}
 			}
 		}
 	}

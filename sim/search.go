@@ -74,15 +74,17 @@ type Candidate struct {
 // Name is a config name for the candidate, e.g. tp8pp2-m8,
 // tp4pp4-m16-first-1, or tp8pp1dp2-m8 with two replicas.
 func (c Candidate) Name() string {
-	dp := ""
+	b := make([]byte, 0, 32)
+	b = strconv.AppendInt(append(b, "tp"...), int64(c.TP), 10)
+	b = strconv.AppendInt(append(b, "pp"...), int64(c.PP), 10)
 	if c.DP > 1 {
-		dp = fmt.Sprintf("dp%d", c.DP)
+		b = strconv.AppendInt(append(b, "dp"...), int64(c.DP), 10)
 	}
-	n := fmt.Sprintf("tp%dpp%d%s-m%d", c.TP, c.PP, dp, c.Microbatches)
+	b = strconv.AppendInt(append(b, "-m"...), int64(c.Microbatches), 10)
 	if c.Variant != VariantEven {
-		n += "-" + c.Variant
+		b = append(append(b, '-'), c.Variant...)
 	}
-	return n
+	return string(b)
 }
 
 // LayerMap is the stage of every layer, or nil for the even split.
