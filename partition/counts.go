@@ -74,6 +74,14 @@ type CommSummary struct {
 // the link to its own peer. The result is what Counts over every rank's
 // Program gives (partition/counts_test.go holds the two equal).
 func (p *Plan) Comm(phase Phase) CommSummary {
+	return p.CommOf(phase, p.Program)
+}
+
+// CommOf is Comm reading each stage's Program (of its TP index 0 rank)
+// from program, which must return what Plan.Program does: for a caller that
+// holds the plan's Programs already and would otherwise have them built
+// twice.
+func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) CommSummary {
 	s := CommSummary{BytesByLink: map[topology.LinkClass]int64{}}
 	n := p.Size()
 	s.CallsPerRank = make([]int64, n)
@@ -81,8 +89,9 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 	var collectiveOps, activationSends, tokenSends int
 	ring := map[ringKey][]int64{} // wire bytes per ring position
 	topo := p.System.Topology
+	var links linkSums // BytesByLink, summed without a map access per rank
 	for st := 0; st < p.PP; st++ {
-		prog := p.Program(p.RankOf(st, 0), phase)
+		prog := program(p.RankOf(st, 0), phase)
 		var calls, msgs int64
 		var colls []ringUse
 		var sends []sendUse
@@ -136,13 +145,16 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 						wire += int64(c.count) * c.wire[t]
 					}
 					next := a + (t+1)%p.TP
-					s.BytesByLink[topo.Path(r, next).Class] += wire
+					links.add(topo.Path(r, next).Class, wire)
 				}
 				for _, sd := range sends {
-					s.BytesByLink[topo.Path(r, p.RankIn(d, sd.stage, t)).Class] += sd.bytes
+					links.add(topo.Path(r, p.RankIn(d, sd.stage, t)).Class, sd.bytes)
 				}
 			}
 		}
+	}
+	for _, l := range links {
+		s.BytesByLink[l.class] += l.bytes
 	}
 	// Each logical collective and each boundary transfer appears once on
 	// every one of the TP ranks that carries it, in every replica (each
@@ -152,6 +164,27 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 	s.P2PSendsPerMicrobatch = activationSends / k
 	s.TokenSendsPerMicrobatch = tokenSends / k
 	return s
+}
+
+// linkSums are bytes by link class, in the order the classes first
+// appear (a handful at most); a class added with 0 bytes is kept, as a map
+// entry would be.
+type linkSums []struct {
+	class topology.LinkClass
+	bytes int64
+}
+
+func (ls *linkSums) add(c topology.LinkClass, b int64) {
+	for i := range *ls {
+		if (*ls)[i].class == c {
+			(*ls)[i].bytes += b
+			return
+		}
+	}
+	*ls = append(*ls, struct {
+		class topology.LinkClass
+		bytes int64
+	}{c, b})
 }
 
 // ringKey is a ring collective's shape: the kind, the group size, the

@@ -156,22 +156,38 @@ func (p *Plan) Program(rank int, phase Phase) Program {
 	}
 	// 12 ops per layer and at most 10 around them in a pass (layer and pass).
 	b.ops = make([]Op, 0, passes*(12*len(r.Layers)+10))
-	mbs := p.MicrobatchSize
 	if phase == Prefill {
-		prompt := p.Config.Workload.PromptTokens()
 		for c := 0; c < p.PrefillChunks; c++ {
-			past := c * p.PrefillChunk
-			q := min(p.PrefillChunk, prompt-past)
 			for mb := 0; mb < p.Microbatches; mb++ {
-				b.pass(phase, mb, c, mbs, q, past, c == p.PrefillChunks-1)
+				b.chunkPass(mb, c)
 			}
 		}
 	} else {
 		for mb := 0; mb < p.Microbatches; mb++ {
-			b.pass(phase, mb, 0, mbs, 1, p.DecodePast(), true)
+			b.pass(phase, mb, 0, p.MicrobatchSize, 1, p.DecodePast(), true)
 		}
 	}
 	return Program{Rank: rank, Phase: phase, Ops: b.ops}
+}
+
+// PrefillPass is micro-batch mb's pass of prefill chunk c on rank: the ops
+// its prefill Program holds for that pass, built alone.
+func (p *Plan) PrefillPass(rank, mb, c int) []Op {
+	r := p.RankAt(rank)
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
+	b.ops = make([]Op, 0, 12*len(r.Layers)+10)
+	b.chunkPass(mb, c)
+	return b.ops
+}
+
+// chunkPass appends micro-batch mb's pass of prefill chunk c: PrefillChunk
+// tokens per sequence (the last chunk the rest of the prompt) after c
+// chunks cached.
+func (b *builder) chunkPass(mb, c int) {
+	p := b.p
+	past := c * p.PrefillChunk
+	q := min(p.PrefillChunk, p.Config.Workload.PromptTokens()-past)
+	b.pass(Prefill, mb, c, p.MicrobatchSize, q, past, c == p.PrefillChunks-1)
 }
 
 type builder struct {
@@ -326,21 +342,13 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 
 	norm("attn_norm", model.AttnNorm)
 	b.gemm(ln+"wqkv", l, model.WQKV, s.ColBias(model.BQKV), model.H, model.QKV, T, s.QKVWidth(), H)
-	// Each query attends to the cached tokens and to the chunk's tokens up to
-	// itself: q·past + q(q+1)/2 (query, key) pairs per sequence, each costing
-	// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV. Bidirectional: every
-	// query sees all q, q·(past + q) pairs.
-	pairs := int64(seqs) * (int64(q)*int64(past) + int64(q)*int64(q+1)/2)
-	if s.Arch.Bidirectional {
-		pairs = int64(seqs) * int64(q) * int64(past+q)
-	}
-	kvPerToken := b.p.KVTokenBytes(b.r.TPIndex)
-	b.add(Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q, Past: past,
+	// FLOPs and KV read from the cached tokens: setPast.
+	attn := Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q,
 		InWidth: s.QKVWidth(), OutWidth: s.AttnWidth(), Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim,
 		RopeTheta: s.Arch.RopeTheta, Bidirectional: s.Arch.Bidirectional,
-		FLOPs:       4 * int64(s.AttnWidth()) * pairs,
-		ActBytes:    int64(T*(s.QKVWidth()+s.AttnWidth())) * dt,
-		KVReadBytes: int64(seqs) * int64(past) * kvPerToken, KVWriteBytes: int64(T) * kvPerToken})
+		ActBytes: int64(T*(s.QKVWidth()+s.AttnWidth())) * dt, KVWriteBytes: int64(T) * b.p.KVTokenBytes(b.r.TPIndex)}
+	attn.setPast(past)
+	b.add(attn)
 	b.gemm(ln+"wo", l, model.WO, s.RowBias(model.BO), model.AO, model.Y, T, H, s.AttnWidth())
 	ar("attn.ar")
 	residual("attn_residual")
@@ -352,6 +360,37 @@ func (b *builder) layer(l, T, seqs, q, past int) {
 	b.gemm(ln+"w_down", l, model.WDown, s.RowBias(model.BDown), model.A, model.Y, T, H, s.ActWidth())
 	ar("mlp.ar")
 	residual("mlp_residual")
+}
+
+// setPast sets an attention op's cached tokens and what follows from them:
+// each query attends to the past tokens and to the pass's tokens up to
+// itself, q·past + q(q+1)/2 (query, key) pairs per sequence, each costing
+// 2·head_dim FLOPs for QKᵀ and 2·head_dim for PV; bidirectional, every
+// query sees all q, q·(past + q) pairs. The KV cache read is past tokens
+// of every sequence at the bytes per token the op writes.
+func (op *Op) setPast(past int) {
+	seqs, q := int64(op.Seqs), int64(op.QLen)
+	pairs := seqs * (q*int64(past) + q*(q+1)/2)
+	if op.Bidirectional {
+		pairs = seqs * q * int64(past+op.QLen)
+	}
+	op.Past = past
+	op.FLOPs = 4 * int64(op.OutWidth) * pairs
+	op.KVReadBytes = 0
+	if op.Rows > 0 {
+		op.KVReadBytes = seqs * int64(past) * (op.KVWriteBytes / int64(op.Rows))
+	}
+}
+
+// AtPast is an attention op of a pass moved behind past cached tokens:
+// the op Program builds for the same pass shape at that position (Past,
+// FLOPs and KV read follow the past length; its chunk index is not
+// changed). The passes of a chunked prefill differ from the first only in
+// their attention ops and chunk index, so an estimator can price them from
+// the first pass's ops without building them all.
+func (op Op) AtPast(past int) Op {
+	op.setPast(past)
+	return op
 }
 
 func layerName(l int) string { return fmt.Sprintf("L%02d.", l) }

@@ -285,7 +285,7 @@ func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estima
 	for _, fast := range []bool{true, false} {
 		p := *plan
 		p.System.GPU = g.Bound(fast)
-		b, err := estimatePlan(&p, opts, work)
+		b, err := estimateHeadline(&p, opts, work)
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +298,21 @@ func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estima
 	return e, nil
 }
 
+// estimateHeadline is estimatePlan's TTFT, TPOT and token rate alone, as
+// the range ends need them: the same simulation, keeping no slices (only
+// the sample ops' ends, speed.go) and no per-rank rows, so the numbers are
+// the same to the bit in a fraction of the memory.
+func estimateHeadline(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
+	return estimateRun(plan, opts, work, true)
+}
+
 func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
+	return estimateRun(plan, opts, work, false)
+}
+
+// estimateRun is estimatePlan; headline leaves everything but the
+// headline numbers out (estimateHeadline).
+func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bool) (*Estimate, error) {
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -324,7 +338,7 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 	// their links are alike too, one rank per stage (TP index 0) is
 	// simulated for all of them (perStage). Count the simulated ops from
 	// one Program pair per stage before building the rest.
-	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && stageLinksAlike(plan)
+	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && work.linksAlike(plan)
 	if err := checkOpsFromShape(plan, opts, perStage); err != nil {
 		return nil, err
 	}
@@ -344,13 +358,21 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 	// own Programs; with perStage they are checked against the stand-in's
 	// and dropped, else kept for the timeline.
 	n := plan.Size()
-	pre := make([]partition.Program, n)
-	decode := make([]partition.Program, n)
-	preFixed := make([]FixedCosts, n)
-	decFixed := make([]FixedCosts, n)
+	var pre, decode []partition.Program // every rank's, where every rank is simulated
+	if !perStage {
+		pre, decode = make([]partition.Program, n), make([]partition.Program, n)
+	}
+	var preFixed, decFixed []FixedCosts // for the per-rank rows, which headline leaves out
+	if !headline {
+		preFixed, decFixed = make([]FixedCosts, n), make([]FixedCosts, n)
+	}
 	workingSets := make([]int64, n)
 	residency := make([]float64, n)
 	var floor int64
+	stageFloor := make([]int64, plan.PP) // a stand-in's floor bytes, −1: not yet
+	for st := range stageFloor {
+		stageFloor[st] = -1
+	}
 	programs := func(r int) (partition.Program, partition.Program) {
 		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
 			return repPre[rk.Stage], repDec[rk.Stage]
@@ -362,8 +384,14 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 			// Alike by construction (TestStageRanksAlikeByConstruction):
 			// the stand-in's figures, without building this rank's Programs.
 			sr := plan.RankOf(rk.Stage, 0)
-			preFixed[r], decFixed[r], workingSets[r], residency[r] = preFixed[sr], decFixed[sr], workingSets[sr], residency[sr]
-			floor += hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+			workingSets[r], residency[r] = workingSets[sr], residency[sr]
+			if !headline {
+				preFixed[r], decFixed[r] = preFixed[sr], decFixed[sr]
+				if stageFloor[rk.Stage] < 0 { // the same for every TP rank of the stage
+					stageFloor[rk.Stage] = hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
+				}
+				floor += stageFloor[rk.Stage]
+			}
 			continue
 		}
 		p, d := programs(r)
@@ -374,6 +402,7 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 			if err := checkOps(plan, opts, perStageOps, false); err != nil {
 				return nil, err
 			}
+			pre, decode = make([]partition.Program, n), make([]partition.Program, n)
 			for j := 0; j < r; j++ {
 				pre[j], decode[j] = programs(j)
 			}
@@ -381,7 +410,9 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 		if !perStage {
 			pre[r], decode[r] = p, d
 		}
-		preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+		if !headline {
+			preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+		}
 		ws := workingSet(d)
 		workingSets[r] = ws
 		res := 1.0
@@ -394,8 +425,8 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 		floor += hbmFloorBytes(d, ws, usable)
 	}
 
-	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{},
-		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
+		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
 	for r := range s.index {
 		s.index[r] = -1
 	}
@@ -403,50 +434,44 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 		if perStage && plan.Ranks[r].TPIndex != 0 {
 			continue
 		}
-		p, d := pre[r], decode[r]
+		var p, d partition.Program
 		if perStage {
 			st := plan.Ranks[r].Stage
 			p, d = repPre[st], repDec[st]
+		} else {
+			p, d = pre[r], decode[r]
 		}
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, residency[r])
-		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
-		st.items = make([]item, 0, len(p.Ops)+opts.DecodeSteps*len(d.Ops))
-		for i := range p.Ops {
-			st.items = append(st.items, item{partition.Prefill, -1, &p.Ops[i], i})
-		}
-		for k := 0; k < opts.DecodeSteps; k++ {
-			for i := range d.Ops {
-				st.items = append(st.items, item{partition.Decode, k, &d.Ops[i], i})
-			}
-		}
+		st := &rankState{memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
+		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
-	presizeSlices(s) // speed.go
+	// Token times: a micro-batch's token is out when its sample op ends on
+	// every TP rank of the last stage.
+	ends := newSampleEnds(opts.DecodeSteps, plan.Microbatches)
+	if headline {
+		s.ends = ends // speed.go: no slices kept
+	} else {
+		presizeSlices(s) // speed.go
+	}
 	tl, err := s.run()
 	if err != nil {
 		return nil, err
 	}
-	e.Timeline = tl
-
-	// Token times: a micro-batch's token is out when its sample op ends on
-	// every TP rank of the last stage.
-	prefillEnd, ttft := 0.0, 0.0
-	tok := make([][]float64, opts.DecodeSteps)
-	for i := range tok {
-		tok[i] = make([]float64, plan.Microbatches)
-	}
-	for _, sl := range tl.Slices {
-		if sl.Phase == partition.Prefill {
-			prefillEnd = max(prefillEnd, sl.EndS)
-			if sl.Op.Kind == partition.Sample {
-				ttft = max(ttft, sl.EndS)
+	prefillEnd := 0.0
+	if !headline {
+		e.Timeline = tl
+		for i := range tl.Slices {
+			sl := &tl.Slices[i]
+			if sl.Phase == partition.Prefill {
+				prefillEnd = max(prefillEnd, sl.EndS)
 			}
-		} else if sl.Op.Kind == partition.Sample {
-			tok[sl.Step][sl.Op.Microbatch] = max(tok[sl.Step][sl.Op.Microbatch], sl.EndS)
+			ends.add(sl)
 		}
 	}
+	ttft, tok := ends.ttft, ends.tok
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
 	var tpot float64
 	w0, w1 := math.Inf(1), math.Inf(1)
@@ -459,6 +484,12 @@ func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate
 	e.Prefill = PhaseEstimate{TTFTS: ttft, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
 		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
+	if headline {
+		if err := checkFinite(e); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
 	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
 	e.Decode.HBMFloorBytesPerStep = floor

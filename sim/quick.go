@@ -92,9 +92,16 @@ type passOps struct {
 	tail int
 }
 
-// kindOps are a stage kind's passes: one per prefill chunk, one decode step.
+// kindOps are a stage kind's passes: the first and the last prefill chunk
+// (the same pass when there is one chunk) and one decode step. The chunks
+// between are the first chunk's pass with its attention behind ch × chunk
+// cached tokens (partition.Op.AtPast): they are priced, not built.
 type kindOps struct {
-	prefill          []passOps
+	first, last   passOps
+	chunks, chunk int // prefill passes, and tokens per sequence of each but the last
+	// attnS is the time of each attention op of chunk ch's pass (the
+	// middle chunks'; filled by middleChunks).
+	attnS            [][]float64
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
 }
@@ -103,6 +110,18 @@ type kindOps struct {
 // the micro-batch size and the prefill chunk, never on how many layers a
 // stage holds (every layer's ops are the same) nor on the batch.
 type proxyKey struct{ tp, mbs, chunk, pp int }
+
+// layoutOf is the proxy a plan's passes come from. A pipeline's first and
+// last stages hold the same ops with two stages as with more (input and
+// layers then a send; a recv, layers, the sample and the tokens' send), so
+// every pipeline shares the three-stage proxy; pp = 1 has its own.
+func layoutOf(plan *partition.Plan) proxyKey {
+	pp := 1
+	if plan.PP > 1 {
+		pp = 3
+	}
+	return proxyKey{tp: plan.TP, mbs: plan.MicrobatchSize, chunk: plan.PrefillChunk, pp: pp}
+}
 
 type stageKey struct {
 	proxyKey
@@ -182,7 +201,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	if !c.have || c.id != id {
 		c.reset(id)
 	}
-	pk := proxyKey{tp: plan.TP, mbs: plan.MicrobatchSize, chunk: plan.PrefillChunk, pp: min(plan.PP, 3)}
+	pk := layoutOf(plan)
 	kinds, err := c.proxy(plan, pk)
 	if err != nil {
 		return QuickEstimate{}, err
@@ -206,7 +225,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		var out uint8
 		if P > 1 {
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
-			out = outClasses(topo, a, dst, T)
+			out = outClasses(&topo, a, dst, T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
 		sc, err := c.stage(plan, key, kinds[kind], a)
@@ -283,13 +302,22 @@ func argmaxBound(t [8]float64) (Bound, float64) {
 
 // outClasses says which link classes the sends of TP index i from rank
 // src0+i to dst0+i cross, over all i: bit 1 intra-node, bit 2 inter-node.
-func outClasses(t topology.Topology, src0, dst0, tp int) uint8 {
+// With G GPUs per node and d = dst0 − src0, rank x = src0+i and x + d
+// share a node exactly when x mod G lies in [−d, G − d): only the residues
+// of the first min(tp, G) indices matter.
+func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
+	g, d := t.GPUsPerNode, dst0-src0
+	lo, hi := max(0, -d), min(g, g-d)
 	var mask uint8
-	for i := 0; i < tp && mask != 3; i++ {
-		if t.NodeOf(src0+i) == t.NodeOf(dst0+i) {
+	r := src0 % g
+	for i := 0; i < min(tp, g) && mask != 3; i++ {
+		if lo <= r && r < hi {
 			mask |= 1
 		} else {
 			mask |= 2
+		}
+		if r++; r == g {
+			r = 0
 		}
 	}
 	return mask
@@ -297,12 +325,39 @@ func outClasses(t topology.Topology, src0, dst0, tp int) uint8 {
 
 // proxy returns the passes of every stage kind for a layout, built by
 // partition from a plan of one layer per stage, one micro-batch of the real
-// micro-batch size and the real prefill chunk: the same ops the real plan's
-// Programs hold, once.
+// micro-batch size and the real prefill chunk: the first and the last
+// prefill pass and a decode step of the real plan's Programs, once.
 func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
 	}
+	pp, err := proxyPlan(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	var kinds [4]*kindOps
+	for s := 0; s < pk.pp; s++ {
+		r := pp.RankOf(s, 0)
+		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk}
+		k.first = splitPass(pp.PrefillPass(r, 0, 0))
+		k.last = k.first
+		if k.chunks > 1 {
+			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+		}
+		dec := pp.Program(r, partition.Decode)
+		k.decode = splitPass(dec.Ops)
+		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
+		k.extraWS = workingSet(dec) - k.layerWS
+		kinds[kindOf(s, pk.pp)] = k
+	}
+	c.passes[pk] = &kinds
+	return &kinds, nil
+}
+
+// proxyPlan is the plan a layout's passes are built from: one layer per
+// stage (pk.pp ≤ 3 stages, one of each kind), one micro-batch of the real
+// micro-batch size and the real prefill chunk, on a placeholder topology.
+func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 	cfg := *plan.Config
 	cfg.Name = "quick-proxy"
 	cfg.Model = plan.Model
@@ -316,35 +371,14 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		return nil, err
 	}
 	cfg.Topology = configs.Topology{Topology: topo}
-	pp, err := partition.NewPlan(&cfg)
+	pp, err := partition.NewPlanStages(&cfg) // its passes are built rank by rank (RankAt)
 	if err != nil {
 		return nil, fmt.Errorf("sim: quick estimate of %s: %w", plan.Config.Name, err)
 	}
 	if pp.PrefillChunks != plan.PrefillChunks {
 		return nil, fmt.Errorf("sim: quick estimate of %s: proxy has %d prefill chunks, plan %d", plan.Config.Name, pp.PrefillChunks, plan.PrefillChunks)
 	}
-	var kinds [4]*kindOps
-	for s := 0; s < pk.pp; s++ {
-		r := pp.RankOf(s, 0)
-		k := &kindOps{prefill: make([]passOps, pp.PrefillChunks)}
-		pre := pp.Program(r, partition.Prefill)
-		start := 0
-		for ch := range k.prefill {
-			end := start
-			for end < len(pre.Ops) && pre.Ops[end].Chunk == ch {
-				end++
-			}
-			k.prefill[ch] = splitPass(pre.Ops[start:end])
-			start = end
-		}
-		dec := pp.Program(r, partition.Decode)
-		k.decode = splitPass(dec.Ops)
-		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
-		k.extraWS = workingSet(dec) - k.layerWS
-		kinds[kindOf(s, pk.pp)] = k
-	}
-	c.passes[pk] = &kinds
-	return &kinds, nil
+	return pp, nil
 }
 
 // splitPass splits one pass of a one-layer stage into the ops before, of,
@@ -391,7 +425,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
-	C := len(k.prefill)
+	C := k.chunks
 	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
 	var bounds [8]float64
 	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
@@ -414,20 +448,29 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		return t, nil
 	}
 	var err error
-	for ch := 0; ch < C; ch++ {
-		p := &k.prefill[ch]
+	for _, ch := range []int{0, C - 1} {
+		p := &k.first
+		if ch == C-1 {
+			p = &k.last
+		}
 		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
 			return nil, err
 		}
-		sc.pre0[ch] = sc.preN[ch]
-		if ch == 0 || ch == C-1 {
-			if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
-				return nil, err
-			}
+		if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
+			return nil, err
 		}
 		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
 	}
-	if lp := &k.prefill[C-1]; lp.tail > 0 {
+	if C > 2 {
+		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
+			return nil, err
+		}
+		send := c.sendTime(plan, &k.first, key.out)
+		for ch := 1; ch < C-1; ch++ {
+			sc.preSendS[ch] = send
+		}
+	}
+	if lp := &k.last; lp.tail > 0 {
 		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
 			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
 			if err != nil {
@@ -443,6 +486,80 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	sc.decSendS = c.sendTime(plan, &k.decode, key.out)
 	c.stages[key] = sc
 	return sc, nil
+}
+
+// middleChunks sets the pass times of prefill chunks 1 … C−2, which
+// differ from the first chunk's pass only in their attention ops
+// (partition.Op.AtPast) and touch no weight first. The other ops are
+// priced once per stage shape; the attention ops, which read no weight (so
+// neither the stage's L2 residency nor its links change their time), once
+// per chunk for every shape of the layout (kindOps.attnS). Each chunk's
+// time is then summed op by op in pass order from the shared sum of the ops
+// before its first attention op, as pass sums a built chunk's ops: the
+// times are the same to the bit.
+func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
+	p := &k.first
+	var terms []float64 // mult × op time in pass order
+	var attn []int      // which terms are attention ops: k.attnS[ch][j] for the j-th
+	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
+		mult := 1.0
+		if pi == 1 {
+			mult = L
+		}
+		for i := range ops {
+			if pi == 1 && ops[i].Kind == partition.Attention && ops[i].WeightBytes == 0 {
+				attn = append(attn, len(terms))
+				terms = append(terms, 0)
+				continue
+			}
+			ot, _, err := c.opTime(plan, &ops[i], res, false, first, tp, partition.Prefill)
+			if err != nil {
+				return err
+			}
+			terms = append(terms, mult*ot)
+		}
+	}
+	if k.attnS == nil {
+		var at []int // the attention ops of p.layer
+		for i := range p.layer {
+			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
+				at = append(at, i)
+			}
+		}
+		k.attnS = make([][]float64, k.chunks)
+		for ch := 1; ch < k.chunks-1; ch++ {
+			k.attnS[ch] = make([]float64, len(at))
+			for j, i := range at {
+				op := p.layer[i].AtPast(ch * k.chunk)
+				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
+				if err != nil {
+					return err
+				}
+				k.attnS[ch][j] = ot
+			}
+		}
+	}
+	var prefix float64
+	from := len(terms)
+	if len(attn) > 0 {
+		from = attn[0]
+	}
+	for _, v := range terms[:from] {
+		prefix += v
+	}
+	for ch := 1; ch < k.chunks-1; ch++ {
+		t, j := prefix, 0
+		for i := from; i < len(terms); i++ {
+			v := terms[i]
+			if j < len(attn) && attn[j] == i {
+				v = L * k.attnS[ch][j]
+				j++
+			}
+			t += v
+		}
+		sc.preN[ch], sc.pre0[ch] = t, t
+	}
+	return nil
 }
 
 // opTime is the busy time of one op on a stage whose TP group starts at

@@ -74,15 +74,17 @@ type Candidate struct {
 // Name is a config name for the candidate, e.g. tp8pp2-m8,
 // tp4pp4-m16-first-1, or tp8pp1dp2-m8 with two replicas.
 func (c Candidate) Name() string {
-	dp := ""
+	b := make([]byte, 0, 32)
+	b = strconv.AppendInt(append(b, "tp"...), int64(c.TP), 10)
+	b = strconv.AppendInt(append(b, "pp"...), int64(c.PP), 10)
 	if c.DP > 1 {
-		dp = fmt.Sprintf("dp%d", c.DP)
+		b = strconv.AppendInt(append(b, "dp"...), int64(c.DP), 10)
 	}
-	n := fmt.Sprintf("tp%dpp%d%s-m%d", c.TP, c.PP, dp, c.Microbatches)
+	b = strconv.AppendInt(append(b, "-m"...), int64(c.Microbatches), 10)
 	if c.Variant != VariantEven {
-		n += "-" + c.Variant
+		b = append(append(b, '-'), c.Variant...)
 	}
-	return n
+	return string(b)
 }
 
 // LayerMap is the stage of every layer, or nil for the even split.
@@ -328,9 +330,16 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 // CandidateConfig is the config of one candidate: the spec's model and
 // workload with the candidate's layout on the spec's system.
 func (sp *SearchSpec) CandidateConfig(c Candidate) *configs.Config {
+	n := sp.layoutConfig(c)
+	n.Description = fmt.Sprintf("search candidate: TP=%d × PP=%d × DP=%d, %d micro-batches, layers %s", c.TP, c.PP, max(c.DP, 1), c.Microbatches, c.LayerSummary())
+	return n
+}
+
+// layoutConfig is CandidateConfig without the description, which neither
+// the plan's layout nor Quick reads: what Search prices each candidate from.
+func (sp *SearchSpec) layoutConfig(c Candidate) *configs.Config {
 	n := *sp.Config
 	n.Name = c.Name()
-	n.Description = fmt.Sprintf("search candidate: TP=%d × PP=%d × DP=%d, %d micro-batches, layers %s", c.TP, c.PP, max(c.DP, 1), c.Microbatches, c.LayerSummary())
 	n.Workload.Phases = append([]string(nil), sp.Config.Workload.Phases...)
 	n.Parallel = configs.Parallel{TP: c.TP, PP: c.PP, DP: max(c.DP, 1), Microbatches: c.Microbatches, LayerMap: c.LayerMap(),
 		Schedule: "fill-drain", PrefillChunk: sp.Config.Parallel.PrefillChunk}
@@ -354,7 +363,7 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 	cache := NewQuickCache(spec.Collectives)
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
-		plan, err := partition.NewPlanStages(spec.CandidateConfig(c)) // Quick reads stages, not ranks
+		plan, err := partition.NewPlanStages(spec.layoutConfig(c)) // Quick reads stages, not ranks
 		if err != nil {
 			var nofit *partition.NoFitError
 			if !errors.As(err, &nofit) {

@@ -1,28 +1,66 @@
 package sim
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
 )
 
 // This file holds what keeps an estimate's cost near the number of distinct
-// things it prices: a memo of collective costs per group and size, the
-// timeline's final ordering without moving every slice through a
-// reflective sort, and a finiteness check that builds field paths only
-// when it has something to report.
+// things it prices: what the runs of one estimate share (planWork), a memo
+// of collective costs per group shape, each decode op priced once per rank,
+// a rank's run order read from its Programs as it advances, slices placed
+// where they end and the range ends keeping only the sample ops' ends, the
+// timeline's final ordering without moving every slice through a reflective
+// sort, and a finiteness check that reads rows by field offset and builds
+// field paths only when it has something to report.
 
 // planWork holds what the three timeline runs of one EstimatePlan
 // (nominal, and both ends of the GPU's ranges) share: the ranks'
-// Programs and the communication summaries, which depend on the plan's
-// shapes and links, never on the GPU's speeds. A nil planWork computes
-// everything afresh.
+// Programs, the communication summaries, first-touch marks, group names and
+// whether stage links are alike, which depend on the plan's shapes and
+// links, never on the GPU's speeds. A nil planWork computes everything
+// afresh.
 type planWork struct {
 	programs map[progKey]partition.Program
 	comms    map[partition.Phase]partition.CommSummary
+	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
+	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
+	names    map[groupKey]string
+}
+
+// groupName is the name of the group g, the shared slice of its Programs
+// that k keys, built once for the runs of a plan.
+func (w *planWork) groupName(k groupKey, g []int) string {
+	if w == nil {
+		return groupName(g)
+	}
+	if n, ok := w.names[k]; ok {
+		return n
+	}
+	if w.names == nil {
+		w.names = map[groupKey]string{}
+	}
+	n := groupName(g)
+	w.names[k] = n
+	return n
+}
+
+func (w *planWork) linksAlike(plan *partition.Plan) bool {
+	if w == nil {
+		return stageLinksAlike(plan)
+	}
+	if w.alike == nil {
+		a := stageLinksAlike(plan)
+		w.alike = &a
+	}
+	return *w.alike
 }
 
 type progKey struct {
@@ -56,23 +94,61 @@ func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.C
 	if w.comms == nil {
 		w.comms = map[partition.Phase]partition.CommSummary{}
 	}
-	c := plan.Comm(phase)
+	c := plan.CommOf(phase, func(rank int, phase partition.Phase) partition.Program { return w.program(plan, rank, phase) })
 	w.comms[phase] = c
 	return c
 }
 
-// collMemoKey is one collective shape on one group of the simulation.
+// collShape is what Collective reads of a group of distinct ranks in
+// range: its size and how its ranks fall on nodes (analyze: the nodes it
+// spans, the fewest and most ranks on one). ok is false for a group that is
+// not strictly ascending and in range, which is never memoised.
+type collShape struct {
+	n, nodes, minPer, maxPer int
+	ok                       bool
+}
+
+// shapeOf is the collShape of ranks on t.
+func shapeOf(t *topology.Topology, ranks []int) collShape {
+	sh := collShape{n: len(ranks), minPer: math.MaxInt, ok: len(ranks) > 0}
+	size := t.Size()
+	run := 0 // ranks on the current node so far
+	for i, r := range ranks {
+		if r < 0 || r >= size || i > 0 && r <= ranks[i-1] {
+			return collShape{}
+		}
+		if i > 0 && t.NodeOf(r) == t.NodeOf(ranks[i-1]) {
+			run++
+			continue
+		}
+		if i > 0 { // ascending: a node's ranks are consecutive in the list
+			sh.minPer, sh.maxPer = min(sh.minPer, run), max(sh.maxPer, run)
+		}
+		sh.nodes, run = sh.nodes+1, 1
+	}
+	if sh.ok {
+		sh.minPer, sh.maxPer = min(sh.minPer, run), max(sh.maxPer, run)
+	}
+	return sh
+}
+
+// collMemoKey is one collective shape of the simulation.
 type collMemoKey struct {
-	g     *groupInfo
+	shape collShape
+	g     *groupInfo // nil where the shape stands for every group of it
 	op    commcount.Op
 	bytes int64
 }
 
 // collectiveMemo is Collective for op on group gi, computed once per
-// (group, op, bytes) in a simulation: the system and options do not change
-// within one, and Collective depends on nothing else.
+// (group shape, op, bytes) in a simulation: the system and options do not
+// change within one, and Collective reads nothing of a valid group but its
+// shape (collShape). Errors are not memoised, so each names its own group.
 func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partition.Op) (CollectiveEstimate, error) {
-	k := collMemoKey{gi, cop, op.Bytes}
+	k := collMemoKey{shape: gi.shape, op: cop, bytes: op.Bytes}
+	if !gi.shape.ok {
+		k.g = gi
+	}
 	if est, ok := s.collMemo[k]; ok {
 		return est, nil
 	}
@@ -87,16 +163,162 @@ func (s *simulator) collectiveMemo(gi *groupInfo, cop commcount.Op, op *partitio
 	return est, nil
 }
 
-// presizeSlices gives the timeline's output room for one slice per
-// simulated op (each op ends as one slice), so it is not regrown and
-// copied as the simulation appends.
-func presizeSlices(s *simulator) {
-	n := 0
-	for _, r := range s.ranks {
-		n += len(r.items)
+// sampleEnds is what an estimate's headline numbers are read from: the
+// end of the last prefill sample (TTFT) and of each decode step's sample
+// per micro-batch (a token is out when its sample ends on every TP rank of
+// the last stage).
+type sampleEnds struct {
+	ttft float64
+	tok  [][]float64 // [decode step][micro-batch]
+}
+
+func newSampleEnds(steps, microbatches int) *sampleEnds {
+	e := &sampleEnds{tok: make([][]float64, steps)}
+	for i := range e.tok {
+		e.tok[i] = make([]float64, microbatches)
 	}
-	if cap(s.out) < n {
-		s.out = make([]Slice, 0, n)
+	return e
+}
+
+func (e *sampleEnds) add(sl *Slice) {
+	if sl.Op.Kind != partition.Sample {
+		return
+	}
+	if sl.Phase == partition.Prefill {
+		e.ttft = max(e.ttft, sl.EndS)
+	} else {
+		e.tok[sl.Step][sl.Op.Microbatch] = max(e.tok[sl.Step][sl.Op.Microbatch], sl.EndS)
+	}
+}
+
+// emit hands simulated rank ri's slice of item pc to the timeline, or with
+// ends set only its end to the headline numbers. Presized (base set), the
+// slices lie rank by rank in item order, as the final ordering wants them.
+func (s *simulator) emit(ri, pc int, sl *Slice) {
+	switch {
+	case s.ends != nil:
+		s.ends.add(sl)
+	case s.base != nil:
+		s.out[s.base[ri]+pc] = *sl
+	default:
+		s.out = append(s.out, *sl)
+	}
+}
+
+// presizeSlices gives the timeline's output one slot per simulated op, in
+// rank order (simulator indices follow plan ranks) and each rank's item
+// order: one slice per item, placed as it ends (emit), so the output is
+// neither regrown nor, in the common case, moved by the final ordering. A
+// rank's slices start where its clock stands, which never goes back, so
+// item order is start order (sortSlices checks, and sorts if not).
+func presizeSlices(s *simulator) {
+	s.base = make([]int, len(s.ranks))
+	n := 0
+	for i, r := range s.ranks {
+		s.base[i] = n
+		n += r.count()
+	}
+	s.out = make([]Slice, n)
+}
+
+// opMemo is what step computes of an op before placing it in time: a
+// compute op's cost; a send's transfer time (TimeS) and link class; a
+// recv's link class.
+type opMemo struct {
+	ok   bool
+	cost OpCost
+	link topology.LinkClass
+}
+
+// memoOf is where step keeps what it prices of item it. Every decode step
+// runs the same decode Program, and an op's price is a function of the op,
+// the rank, the phase and whether it touches its tensor first, never of
+// time: so a decode op that is not a first touch is priced once per rank
+// and read back in every later step, to the bit. Other items get an
+// empty scratch entry (priced each time).
+func (r *rankState) memoOf(it item) *opMemo {
+	if it.phase == partition.Decode && !it.first && it.index < len(r.memo) {
+		return &r.memo[it.index]
+	}
+	r.scratch = opMemo{}
+	return &r.scratch
+}
+
+// at is item pc of the rank's run order: the prefill Program's ops, then
+// steps decode steps of the decode Program's, built as asked for rather
+// than held (a rank of a long timeline has many), or items[pc] where a
+// list was given.
+func (r *rankState) at(pc int) item {
+	if r.items != nil {
+		return r.items[pc]
+	}
+	it := item{phase: partition.Prefill, step: -1, index: pc}
+	if pc >= len(r.pre) {
+		it.phase = partition.Decode
+		if pc == r.pc && r.curSet { // kept by advance: no division
+			it.step, it.index = r.curStep, r.curIndex
+		} else {
+			d := len(r.dec)
+			it.step, it.index = (pc-len(r.pre))/d, (pc-len(r.pre))%d
+		}
+		it.op = &r.dec[it.index]
+	} else {
+		it.op = &r.pre[pc]
+	}
+	it.first = pc < len(r.first) && r.first[pc]
+	return it
+}
+
+// advance moves the rank to its next item, keeping a decode item's step
+// and index at hand (cur…) so at need not divide on every look.
+func (r *rankState) advance() {
+	r.pc++
+	switch {
+	case r.pc < len(r.pre) || r.items != nil:
+	case r.pc == len(r.pre):
+		r.curStep, r.curIndex, r.curSet = 0, 0, true
+	case r.curIndex+1 < len(r.dec):
+		r.curIndex++
+	default:
+		r.curStep, r.curIndex = r.curStep+1, 0
+	}
+}
+
+// count is the length of the rank's run order.
+func (r *rankState) count() int {
+	if r.items != nil {
+		return len(r.items)
+	}
+	return len(r.pre) + r.steps*len(r.dec)
+}
+
+// markFirstTouch sets r.first: whether each of the prefill's and the first
+// decode step's ops is the rank's first op on its (layer, tensor), which
+// prices a weight read from HBM rather than L2 (computeCost). Later decode
+// steps repeat the first's ops, so nothing in them is first. They depend
+// on the rank's Programs alone, so w (nil: none) keeps them for the other
+// runs of the same plan.
+func markFirstTouch(r *rankState, w *planWork, rank int) {
+	if w != nil {
+		if f, ok := w.firsts[rank]; ok {
+			r.first = f
+			return
+		}
+	}
+	seen := map[tensorKey]bool{}
+	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
+	r.first = make([]bool, n)
+	for pc := range n {
+		op := r.at(pc).op
+		key := tensorKey{op.Layer, op.Tensor}
+		r.first[pc] = !seen[key]
+		seen[key] = true
+	}
+	if w != nil {
+		if w.firsts == nil {
+			w.firsts = map[int][]bool{}
+		}
+		w.firsts[rank] = r.first
 	}
 }
 
@@ -222,6 +444,21 @@ func allFinite(v reflect.Value) bool {
 		if !hasFloats(v.Type().Elem()) {
 			return true
 		}
+		if v.Kind() == reflect.Slice && v.Len() > 0 {
+			if offs, ok := flatFloats(v.Type().Elem()); ok { // e.g. an estimate's per-rank rows
+				size := v.Type().Elem().Size()
+				base := v.UnsafePointer()
+				for i := 0; i < v.Len(); i++ {
+					row := unsafe.Add(base, uintptr(i)*size)
+					for _, off := range offs {
+						if f := *(*float64)(unsafe.Add(row, off)); f-f != 0 {
+							return false
+						}
+					}
+				}
+				return true
+			}
+		}
 		for i := 0; i < v.Len(); i++ {
 			if !allFinite(v.Index(i)) {
 				return false
@@ -234,6 +471,50 @@ func allFinite(v reflect.Value) bool {
 		it := v.MapRange()
 		for it.Next() {
 			if !allFinite(it.Value()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// flatFloat is a struct type's float64 fields as allFinite visits them,
+// by offset, where all of them lie in the struct itself.
+type flatFloat struct {
+	offs []uintptr
+	ok   bool
+}
+
+var flatFloatTypes sync.Map // reflect.Type → flatFloat
+
+// flatFloats lists the offsets of the float64 fields allFinite would visit
+// in a value of struct type t (exported, not json:"-", through nested and
+// embedded structs), when every float it could visit lies at a fixed offset:
+// none is a float32 or behind a pointer, slice, map, array or interface
+// (ok false otherwise, and the walk stays reflective).
+func flatFloats(t reflect.Type) ([]uintptr, bool) {
+	if f, ok := flatFloatTypes.Load(t); ok {
+		ff := f.(flatFloat)
+		return ff.offs, ff.ok
+	}
+	var offs []uintptr
+	ok := t.Kind() == reflect.Struct && addFlatFloats(t, 0, &offs)
+	flatFloatTypes.Store(t, flatFloat{offs, ok})
+	return offs, ok
+}
+
+func addFlatFloats(t reflect.Type, base uintptr, offs *[]uintptr) bool {
+	for _, i := range fieldsToWalk(t) {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Float64:
+			*offs = append(*offs, base+f.Offset)
+		case reflect.Struct:
+			if !addFlatFloats(f.Type, base+f.Offset, offs) {
+				return false
+			}
+		default:
+			if hasFloats(f.Type) {
 				return false
 			}
 		}

@@ -103,6 +103,9 @@ func TestAllFiniteAgreesWithWalk(t *testing.T) {
 		{"collective", func(e *Estimate) { e.Collectives[0].TimeS = nan }, false},
 		{"range", func(e *Estimate) { e.Range.TPOTS.Max = inf }, false},
 		{"skipped timeline", func(e *Estimate) { e.Timeline = &Timeline{Slices: []Slice{{StartS: nan}}} }, true},
+		{"row, first field", func(e *Estimate) { e.Ranks[1].L2Residency = nan }, false},
+		{"row, nested struct", func(e *Estimate) { e.Ranks[0].PrefillFixed.LaunchS = inf }, false},
+		{"row, last field", func(e *Estimate) { e.Ranks[1].DecodeIdleS = nan }, false},
 	} {
 		e := base()
 		tc.edit(e)
@@ -110,6 +113,44 @@ func TestAllFiniteAgreesWithWalk(t *testing.T) {
 		slow := walkFinite(reflect.ValueOf(e), "") == nil
 		if fast != tc.ok || slow != tc.ok {
 			t.Errorf("%s: allFinite %v, walkFinite %v, want %v", tc.what, fast, slow, tc.ok)
+		}
+	}
+}
+
+// The rows of an estimate are checked by offset (flatFloats): every float
+// field a row has, found here by reflection, set to NaN in turn, must be
+// seen, and fields the walk skips must not be.
+func TestFlatFloatsSeeEveryRowFloat(t *testing.T) {
+	typ := reflect.TypeOf(RankEstimate{})
+	offs, ok := flatFloats(typ)
+	if !ok {
+		t.Fatal("RankEstimate's floats are not flat: the rows are walked reflectively")
+	}
+	var paths [][]int // index paths of the float64 fields the walk visits
+	var visit func(t reflect.Type, path []int)
+	visit = func(t reflect.Type, path []int) {
+		for _, i := range fieldsToWalk(t) {
+			p := append(append([]int(nil), path...), i)
+			switch f := t.Field(i); f.Type.Kind() {
+			case reflect.Float64:
+				paths = append(paths, p)
+			case reflect.Struct:
+				visit(f.Type, p)
+			}
+		}
+	}
+	visit(typ, nil)
+	if len(paths) != len(offs) || len(paths) < 19 {
+		t.Fatalf("%d float fields by reflection, %d offsets (RankEstimate has at least 19)", len(paths), len(offs))
+	}
+	for _, p := range paths {
+		rows := []RankEstimate{{}, {}, {}}
+		reflect.ValueOf(rows).Index(2).FieldByIndex(p).SetFloat(math.NaN())
+		if allFinite(reflect.ValueOf(rows)) {
+			t.Errorf("field %v of the last row NaN: allFinite says finite", p)
+		}
+		if walkFinite(reflect.ValueOf(rows), "") == nil {
+			t.Errorf("field %v: walkFinite says finite", p)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/partbench/partbench/partition"
@@ -55,7 +56,8 @@ type item struct {
 	phase partition.Phase
 	step  int
 	op    *partition.Op
-	index int // the op's index in its Program
+	index int  // the op's index in its Program
+	first bool // the rank's first op on its tensor (layer, name): see markFirstTouch
 }
 
 type chanKey struct{ src, dst int }
@@ -66,26 +68,28 @@ type tensorKey struct {
 	tensor string
 }
 
-type collKey struct {
-	group string
-	seq   int
-}
-
 type message struct {
 	arrival float64
 	flow    int
 }
 
-type pendingColl struct {
-	arrivals map[int]float64
-}
-
-// groupInfo caches a collective group's name and its simulated members
-// (simulator indices): a group is one shared slice of the plan (a rank's
-// TPGroup), so it is keyed by its first element and length.
+// groupInfo caches a collective group's name, its simulated members
+// (simulator indices) and each member's position among them, and the
+// group's shape for the collective memo (speed.go). A group is one shared
+// slice of the plan (a rank's TPGroup), so it is keyed by its first element
+// and length; slices of the same ranks share one groupInfo (by name).
+//
+// It also holds the collective its members are arriving at: arrivals[i] is
+// when member i arrived, n how many have. A group has one at a time: its
+// members finish each collective together, so none can arrive at the next
+// before all have left this one.
 type groupInfo struct {
-	name    string
-	members []int
+	name     string
+	members  []int
+	pos      map[int]int // simulator index → position in members
+	shape    collShape
+	arrivals []float64
+	n        int
 }
 
 type groupKey struct {
@@ -93,13 +97,26 @@ type groupKey struct {
 	n     int
 }
 
+// rankState is a simulated rank: its run order (items, or the prefill
+// Program then steps decode steps of the decode Program: see at), where it
+// stands in it, and its clock.
 type rankState struct {
 	items   []item
+	pre     []partition.Op
+	dec     []partition.Op
+	steps   int
+	first   []bool // of the first len(pre)+len(dec) items: markFirstTouch
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
-	seq     map[string]int
-	touched map[tensorKey]bool
+	// memo is the cost of each op of the decode Program, priced at its
+	// first decode step that is not a first touch (speed.go).
+	memo    []opMemo
+	scratch opMemo
+	// curStep and curIndex are item pc's decode step and op index, once
+	// advance has moved into the decode steps (curSet; speed.go).
+	curStep, curIndex int
+	curSet            bool
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -115,25 +132,32 @@ type simulator struct {
 	ids       []int
 	index     []int // plan rank → simulator index, −1: not simulated (nil ids: every rank)
 	groups    map[groupKey]*groupInfo
+	byName    map[string]*groupInfo
 	residency []float64
 	ranks     []*rankState
 	chanFree  map[chanKey]float64
 	inbox     map[chanKey][]message // FIFO per ordered pair
 	flows     int
-	pending   map[collKey]*pendingColl
 	out       []Slice
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
+	// ends, when set, takes the slices instead of out: only the sample
+	// ops' ends are kept (speed.go).
+	ends *sampleEnds
+	// base, when set, is where each simulated rank's slices start in out
+	// (presizeSlices): a slice is placed at base + its item's position.
+	base []int
+	work *planWork // what the runs of one estimate share (nil: nothing)
 }
 
 func groupName(ranks []int) string {
-	var b strings.Builder
+	b := make([]byte, 0, 6*len(ranks))
 	for i, r := range ranks {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		fmt.Fprint(&b, r)
+		b = strconv.AppendInt(b, int64(r), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // group is the cached name and simulated members of a collective's group.
@@ -145,13 +169,23 @@ func (s *simulator) group(g []int) *groupInfo {
 	if gi := s.groups[k]; gi != nil {
 		return gi
 	}
-	gi := &groupInfo{name: groupName(g)}
+	name := s.work.groupName(k, g) // speed.go
+	if gi := s.byName[name]; gi != nil {
+		s.groups[k] = gi
+		return gi
+	}
+	gi := &groupInfo{name: name, pos: map[int]int{}, shape: shapeOf(&s.plan.System.Topology, g)}
 	for _, m := range g {
 		if i := s.index[m]; i >= 0 {
+			gi.pos[i] = len(gi.members)
 			gi.members = append(gi.members, i)
 		}
 	}
 	s.groups[k] = gi
+	if s.byName == nil {
+		s.byName = map[string]*groupInfo{}
+	}
+	s.byName[name] = gi
 	return gi
 }
 
@@ -169,7 +203,7 @@ func (s *simulator) run() (*Timeline, error) {
 	for !s.finished() {
 		progressed := false
 		for ri, r := range s.ranks {
-			for r.pc < len(r.items) {
+			for r.pc < r.count() {
 				ok, err := s.step(ri)
 				if err != nil {
 					return nil, err
@@ -183,8 +217,8 @@ func (s *simulator) run() (*Timeline, error) {
 		if !progressed {
 			var stuck []string
 			for ri, r := range s.ranks {
-				if r.pc < len(r.items) {
-					it := r.items[r.pc]
+				if r.pc < r.count() {
+					it := r.at(r.pc)
 					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", s.ids[ri], it.phase, it.op.Name, it.op.Microbatch))
 				}
 			}
@@ -197,7 +231,7 @@ func (s *simulator) run() (*Timeline, error) {
 
 func (s *simulator) finished() bool {
 	for _, r := range s.ranks {
-		if r.pc < len(r.items) {
+		if r.pc < r.count() {
 			return false
 		}
 	}
@@ -207,27 +241,32 @@ func (s *simulator) finished() bool {
 // step tries to run simulated rank ri's next op; false means it is blocked.
 func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
-	it := r.items[r.pc]
+	it := r.at(r.pc)
 	op := it.op
-	g := s.plan.System.GPU
+	g := &s.plan.System.GPU
 	rank := s.ids[ri]
 	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
+	m := r.memoOf(it) // speed.go: what a decode op costs, priced once
 	switch op.Kind {
 	case partition.Send:
 		sl.StartS = r.clock
-		sl.EndS = r.clock + launchS(g, it.phase)
+		sl.EndS = r.clock + launchS(*g, it.phase)
 		sl.Bound = BoundLatency
-		sl.Link = s.plan.System.Topology.Path(rank, op.Peer).Class
+		if !m.ok {
+			m.link = s.plan.System.Topology.Path(rank, op.Peer).Class
+			est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
+			if t, ok := s.table.Time(op); ok { // a measured one-way transfer
+				est.TimeS = t
+			}
+			m.cost.TimeS, m.ok = est.TimeS, true
+		}
+		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
 		start := max(sl.EndS, s.chanFree[key])
-		est := P2P(s.plan.System, rank, op.Peer, op.Bytes)
-		if t, ok := s.table.Time(op); ok { // a measured one-way transfer
-			est.TimeS = t
-		}
-		s.chanFree[key] = start + est.TimeS
+		s.chanFree[key] = start + m.cost.TimeS
 		s.flows++
 		sl.Flow = s.flows
-		s.inbox[key] = append(s.inbox[key], message{start + est.TimeS, s.flows})
+		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
@@ -241,30 +280,34 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		sl.WaitS = sl.EndS - r.clock
-		sl.Link = s.plan.System.Topology.Path(op.Peer, rank).Class
+		if !m.ok {
+			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
+		}
+		sl.Link = m.link
 		sl.Bound = linkBound(sl.Link)
 		r.clock = sl.EndS
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
-		key := tensorKey{op.Layer, op.Tensor}
-		first := !r.touched[key]
-		r.touched[key] = true
-		c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], first, it.phase)
-		if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
-			c.FixedS = stepFixedS(g, it.phase, op)
-			c.TimeS, c.Bound = t+c.FixedS, BoundTable
+		if !m.ok {
+			c := computeCost(*g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
+			if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
+				c.FixedS = stepFixedS(*g, it.phase, op)
+				c.TimeS, c.Bound = t+c.FixedS, BoundTable
+			}
+			c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
+			if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
+				c.TimeS, c.Bound = t, BoundMeasured
+			}
+			m.cost, m.ok = c, true
 		}
-		c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
-		if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {
-			c.TimeS, c.Bound = t, BoundMeasured
-		}
+		c := &m.cost
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 	}
-	s.out = append(s.out, sl)
-	r.pc++
+	s.emit(ri, r.pc, &sl)
+	r.advance()
 	return true, nil
 }
 
@@ -273,17 +316,15 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	op := it.op
 	gi := s.group(op.Group)
 	name := gi.name
-	key := collKey{name, r.seq[name]}
-	p := s.pending[key]
-	if p == nil {
-		p = &pendingColl{arrivals: map[int]float64{}}
-		s.pending[key] = p
+	if gi.arrivals == nil {
+		gi.arrivals = make([]float64, len(gi.members))
 	}
 	if !r.arrived {
-		p.arrivals[ri] = r.clock
+		gi.arrivals[gi.pos[ri]] = r.clock
+		gi.n++
 		r.arrived = true
 	}
-	if len(p.arrivals) < len(gi.members) {
+	if gi.n < len(gi.members) {
 		return false, nil
 	}
 	// Everyone is here: run it for all members at once.
@@ -293,7 +334,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		return false, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, name, err)
 	}
 	start := 0.0
-	for _, a := range p.arrivals {
+	for _, a := range gi.arrivals {
 		start = max(start, a)
 	}
 	end := start + est.TimeS + launchS(s.plan.System.GPU, it.phase)
@@ -304,19 +345,18 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
 		end, bound = start+t, BoundTable
 	}
-	for _, m := range gi.members {
+	for i, m := range gi.members {
 		mr := s.ranks[m]
-		mit := mr.items[mr.pc]
+		mit := mr.at(mr.pc)
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
-		s.out = append(s.out, Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
-			StartS: p.arrivals[m], EndS: end, WaitS: start - p.arrivals[m], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
+		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
+			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
 		mr.arrived = false
-		mr.seq[name]++
-		mr.pc++
+		mr.advance()
 	}
-	delete(s.pending, key)
+	gi.n = 0
 	return true, nil
 }

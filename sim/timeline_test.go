@@ -17,17 +17,17 @@ func pipeline(p, m int, t float64) *simulator {
 		System: topology.System{GPU: g, Topology: topology.Topology{Nodes: 1, GPUsPerNode: p, Intra: link}},
 	}
 	plan.Model.DType = "fp32"
-	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}, pending: map[collKey]*pendingColl{}}
+	s := &simulator{plan: plan, chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
 	for r := 0; r < p; r++ {
-		st := &rankState{seq: map[string]int{}, touched: map[tensorKey]bool{}}
+		st := &rankState{}
 		for mb := 0; mb < m; mb++ {
 			if r > 0 {
-				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: r - 1, Microbatch: mb}, 0})
+				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: r - 1, Microbatch: mb}, 0, false})
 			}
 			// FLOPs/peak = t exactly.
-			st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Activation, FLOPs: int64(t * 1e12), Microbatch: mb}, 0})
+			st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Activation, FLOPs: int64(t * 1e12), Microbatch: mb}, 0, false})
 			if r < p-1 {
-				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Send, Peer: r + 1, Microbatch: mb}, 0})
+				st.items = append(st.items, item{partition.Prefill, -1, &partition.Op{Kind: partition.Send, Peer: r + 1, Microbatch: mb}, 0, false})
 			}
 		}
 		s.ranks = append(s.ranks, st)
@@ -66,7 +66,7 @@ func TestPipelineFillDrain(t *testing.T) {
 func TestDeadlockIsAnError(t *testing.T) {
 	s := pipeline(2, 1, 1e-3)
 	// Rank 0 waits for a message nobody sends.
-	s.ranks[0].items = append([]item{{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: 1, Name: "x.recv"}, 0}}, s.ranks[0].items...)
+	s.ranks[0].items = append([]item{{partition.Prefill, -1, &partition.Op{Kind: partition.Recv, Peer: 1, Name: "x.recv"}, 0, false}}, s.ranks[0].items...)
 	if _, err := s.run(); err == nil {
 		t.Fatal("a Program that waits forever must fail the estimate")
 	}

@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// Quick prices the prefill chunks between the first and the last from the
+// first chunk's ops with the attention moved (middleChunks) instead of
+// building them. Here every chunk of every stage shape a search priced is
+// built (the proxy plan's whole prefill Program, split by chunk) and summed
+// op by op as stage sums a pass: the times must be equal to the bit. The
+// searches chunk the prefill into up to 480 passes.
+func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewQuickCache(spec.Collectives)
+	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
+	for _, cand := range func() []Candidate { cs, _ := spec.Enumerate(); return cs }() {
+		p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+		if err != nil {
+			continue // does not fit
+		}
+		if _, err := c.Quick(p); err != nil {
+			t.Fatal(err)
+		}
+		plans[layoutOf(p)] = p
+	}
+	if len(plans) == 0 {
+		t.Fatal("no candidate fits")
+	}
+	checked, maxChunks := 0, 0
+	proxies := map[proxyKey]*partition.Plan{}
+	for key, sc := range c.stages {
+		C := len(sc.preN)
+		maxChunks = max(maxChunks, C)
+		if C < 3 {
+			continue
+		}
+		plan := plans[key.proxyKey]
+		pp := proxies[key.proxyKey]
+		if pp == nil {
+			if pp, err = proxyPlan(plan, key.proxyKey); err != nil {
+				t.Fatal(err)
+			}
+			proxies[key.proxyKey] = pp
+		}
+		s := 0
+		for kindOf(s, pp.PP) != key.kind {
+			s++
+		}
+		ops := pp.Program(pp.RankOf(s, 0), partition.Prefill).Ops
+		k := (*c.passes[key.proxyKey])[key.kind]
+		res := 1.0
+		if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+			res = math.Min(1, float64(plan.System.GPU.UsableL2Bytes())/float64(ws))
+		}
+		start := 0
+		for ch := 0; ch < C; ch++ {
+			end := start
+			for end < len(ops) && ops[end].Chunk == ch {
+				end++
+			}
+			p := splitPass(ops[start:end])
+			start = end
+			if ch == 0 || ch == C-1 {
+				continue
+			}
+			var want float64
+			for _, part := range []struct {
+				ops  []partition.Op
+				mult float64
+			}{{p.pre, 1}, {p.layer, float64(key.layers)}, {p.post, 1}} {
+				for i := range part.ops {
+					ot, _, err := c.opTime(plan, &part.ops[i], res, false, key.off, key.tp, partition.Prefill)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want += part.mult * ot
+				}
+			}
+			if sc.preN[ch] != want || sc.pre0[ch] != want {
+				t.Fatalf("%+v chunk %d of %d: priced %v (first touch %v), built %v", key, ch, C, sc.preN[ch], sc.pre0[ch], want)
+			}
+			if send := c.sendTime(plan, &p, key.out); sc.preSendS[ch] != send {
+				t.Fatalf("%+v chunk %d: send %v, built %v", key, ch, sc.preSendS[ch], send)
+			}
+			checked++
+		}
+	}
+	if checked == 0 || maxChunks < 100 {
+		t.Fatalf("checked %d middle chunks, at most %d chunks a stage: the search no longer chunks the prefill enough to test", checked, maxChunks)
+	}
+	t.Logf("%d middle chunks of %d stage shapes, up to %d chunks", checked, len(c.stages), maxChunks)
+}
+
+// outClasses looks at GPUsPerNode indices at most; here it is held to the
+// classes of every index's send, over nodes of 1 to 8 GPUs and every
+// placement of two groups within three nodes.
+func TestOutClassesLooksAtEveryIndex(t *testing.T) {
+	for _, g := range []int{1, 2, 3, 8} {
+		topo := topology.Topology{Nodes: 64, GPUsPerNode: g}
+		for src := 0; src < 3*g; src++ {
+			for dst := 0; dst < 3*g; dst++ {
+				for tp := 1; tp <= 3*g; tp++ {
+					var want uint8
+					for i := 0; i < tp; i++ {
+						if (src+i)/g == (dst+i)/g {
+							want |= 1
+						} else {
+							want |= 2
+						}
+					}
+					if got := outClasses(&topo, src, dst, tp); got != want {
+						t.Fatalf("nodes of %d, %d → %d, tp %d: classes %b, every index %b", g, src, dst, tp, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The collective memo keys a group by shapeOf; Collective reads a group
+// through analyze. Both must see the same group, on every subset of ranks
+// 0–11 over nodes of 1, 2, 3, 4 and 5 GPUs (ascending, as the plan's groups
+// are); an unsorted or out-of-range list is not memoised (ok false).
+func TestShapeOfIsWhatAnalyzeSees(t *testing.T) {
+	for _, g := range []int{1, 2, 3, 4, 5} {
+		topo := topology.Topology{Nodes: 12, GPUsPerNode: g}
+		for set := 1; set < 1<<12; set++ {
+			var ranks []int
+			for r := 0; r < 12; r++ {
+				if set&(1<<r) != 0 {
+					ranks = append(ranks, r)
+				}
+			}
+			a := analyze(topo, ranks)
+			want := collShape{n: a.n, nodes: a.nodes, minPer: a.minPer, maxPer: a.maxPer, ok: true}
+			if got := shapeOf(&topo, ranks); got != want {
+				t.Fatalf("nodes of %d, ranks %v: shape %+v, analyze %+v", g, ranks, got, want)
+			}
+		}
+		for _, bad := range [][]int{{3, 1}, {2, 2}, {0, 200}, {-1, 0}, nil} {
+			if sh := shapeOf(&topo, bad); sh.ok {
+				t.Errorf("ranks %v: shape %+v, want not ok", bad, sh)
+			}
+		}
+	}
+}
+
+// Candidate.Name builds its string without fmt; the names are the ones
+// documented on it, and over a range of layouts the ones fmt gives.
+func TestCandidateName(t *testing.T) {
+	for _, tc := range []struct {
+		c    Candidate
+		want string
+	}{
+		{Candidate{TP: 8, PP: 2, DP: 1, Microbatches: 8, Variant: VariantEven}, "tp8pp2-m8"},
+		{Candidate{TP: 4, PP: 4, Microbatches: 16, Variant: VariantFirst}, "tp4pp4-m16-first-1"},
+		{Candidate{TP: 8, PP: 1, DP: 2, Microbatches: 8, Variant: VariantEven}, "tp8pp1dp2-m8"},
+		{Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 16, Variant: VariantEnds}, "tp128pp16dp2-m16-ends-1"},
+	} {
+		if got := tc.c.Name(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+	for tp := 1; tp <= 1024; tp *= 4 {
+		for dp := 0; dp <= 3; dp++ {
+			for _, v := range []string{VariantEven, VariantLast} {
+				c := Candidate{TP: tp, PP: 3 * tp, DP: dp, Microbatches: tp + 1, Variant: v}
+				want := fmt.Sprintf("tp%dpp%d", tp, 3*tp)
+				if dp > 1 {
+					want += fmt.Sprintf("dp%d", dp)
+				}
+				want += fmt.Sprintf("-m%d", tp+1)
+				if v != VariantEven {
+					want += "-" + v
+				}
+				if got := c.Name(); got != want {
+					t.Errorf("%+v: %q, want %q", c, got, want)
+				}
+			}
+		}
+	}
+}
