@@ -61,8 +61,8 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 // counted once: BufferAllocs at that size).
 func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 	var b int64
-	for buf, n := range allocs(p.bufferElems(r, tokens)) {
-		b += p.BufferBytes(buf, n)
+	for i, n := range allocSizes(p.passSizes(r, tokens)) {
+		b += p.BufferBytes(slotBuf(i), n)
 	}
 	return b
 }

@@ -76,23 +76,62 @@ func (p *Plan) BufferElems(rank int) map[model.Buf]int {
 	return p.bufferElems(p.RankAt(rank), p.MicrobatchSize*max(p.PrefillChunk, 1))
 }
 
+// passSizes are the elements of a pass's buffers, one slot per model.Buf
+// (X … Tokens at their own value) and one for the gathered logits; 0: the
+// rank has no such buffer. An array, not a map: memory is fitted for every
+// candidate of a search.
+type passSizes [gatheredSlot + 1]int
+
+const gatheredSlot = int(model.Tokens) + 1
+
+func slotBuf(i int) model.Buf {
+	if i == gatheredSlot {
+		return model.Logits.Gathered()
+	}
+	return model.Buf(i)
+}
+
 // bufferElems is BufferElems for a pass of rows rows.
 func (p *Plan) bufferElems(r Rank, rows int) map[model.Buf]int {
+	sizes := p.passSizes(r, rows)
+	out := make(map[model.Buf]int, len(sizes))
+	for i, n := range sizes {
+		if n > 0 {
+			out[slotBuf(i)] = n
+		}
+	}
+	return out
+}
+
+func (p *Plan) passSizes(r Rank, rows int) passSizes {
 	s := p.Shard(r.TPIndex)
 	mbs := p.MicrobatchSize
 	H := s.Hidden
-	sizes := map[model.Buf]int{
-		model.X: rows * H, model.H: rows * H, model.Y: rows * H,
-		model.QKV: rows * s.QKVWidth(), model.AO: rows * s.AttnWidth(),
-		model.U: rows * s.UpWidth(), model.A: rows * s.ActWidth(), model.Tokens: rows,
-	}
+	var z passSizes
+	z[model.X], z[model.H], z[model.Y] = rows*H, rows*H, rows*H
+	z[model.QKV], z[model.AO] = rows*s.QKVWidth(), rows*s.AttnWidth()
+	z[model.U], z[model.A], z[model.Tokens] = rows*s.UpWidth(), rows*s.ActWidth(), rows
 	if p.Model.LMHead && p.LastStage(r.Stage) {
-		sizes[model.Logits] = mbs * s.VocabSize
+		z[model.Logits] = mbs * s.VocabSize
 		if p.TP > 1 {
-			sizes[model.Logits.Gathered()] = mbs * p.VocabPadded
+			z[gatheredSlot] = mbs * p.VocabPadded
 		}
 	}
-	return sizes
+	return z
+}
+
+// allocSizes merges the buffers that share storage (StorageOf) into their
+// storage's slot, each storage sized for its largest buffer.
+func allocSizes(z passSizes) passSizes {
+	var out passSizes
+	for i, n := range z {
+		st := int(StorageOf(slotBuf(i)))
+		if i == gatheredSlot {
+			st = gatheredSlot
+		}
+		out[st] = max(out[st], n)
+	}
+	return out
 }
 
 // StorageOf is the buffer whose allocation b uses: the MLP's u and a are
@@ -114,14 +153,12 @@ func StorageOf(b model.Buf) model.Buf {
 // per-micro-batch buffers: BufferElems with the buffers that share storage
 // (StorageOf) in one region, keyed by the storage's buffer.
 func (p *Plan) BufferAllocs(rank int) map[model.Buf]int {
-	return allocs(p.BufferElems(rank))
-}
-
-func allocs(elems map[model.Buf]int) map[model.Buf]int {
-	out := make(map[model.Buf]int, len(elems))
-	for b, n := range elems {
-		s := StorageOf(b)
-		out[s] = max(out[s], n)
+	z := allocSizes(p.passSizes(p.RankAt(rank), p.MicrobatchSize*max(p.PrefillChunk, 1)))
+	out := map[model.Buf]int{}
+	for i, n := range z {
+		if n > 0 {
+			out[slotBuf(i)] = n
+		}
 	}
 	return out
 }
