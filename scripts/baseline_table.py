@@ -76,12 +76,21 @@ def trace_attention(path):
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    measured = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                and str(e.get("args", {}).get("name", "")).endswith("(measured)")}
+    names = {e["pid"]: str(e.get("args", {}).get("name", "")) for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    measured = {p for p, n in names.items() if n.endswith("(measured)")}
+    # Decode steps launched as one CUDA graph hold the graph's time on the op
+    # that launched it: their op-by-op replay (a process of its own, after
+    # the measured iterations) has each op's device time.
+    op_by_op = {p for p, n in names.items() if "(op by op" in n}
     by = {}
     for e in events:
-        if e.get("ph") == "X" and e.get("cat") == "attention" and e.get("pid") in measured:
-            by.setdefault(e.get("args", {}).get("phase", ""), []).append(e["dur"] / 1e6)  # trace µs
+        if e.get("ph") != "X" or e.get("cat") != "attention":
+            continue
+        phase = e.get("args", {}).get("phase", "")
+        want = op_by_op if phase == "decode" and op_by_op else measured
+        if e.get("pid") in want:
+            by.setdefault(phase, []).append(e["dur"] / 1e6)  # trace µs
     return {k: (statistics.median(v), len(v)) for k, v in by.items()}
 
 
@@ -111,8 +120,9 @@ def attention_table(path, attn):
             continue
         b = r["median_s"]
         print(f"| {phase} | {a * 1e3:,.3f} ms ({n}) | {r['mode']} | {b * 1e3:,.3f} ms | {a / b:.2f} |")
-    print("\npartbench's rows are the trace's own durations of its measured attention ops (per layer, every"
-          " iteration and step); SDPA's are CUDA-event medians of the call alone.")
+    print("\npartbench's rows are the trace's own durations of its attention ops (per layer: prefill from the"
+          " measured iteration, decode from the op-by-op replay where the steps ran as graphs); SDPA's are"
+          " CUDA-event medians of the call alone.")
     return 0
 
 
