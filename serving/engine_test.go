@@ -11,13 +11,20 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *CPUExecutor) {
+func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *PassExecutor) {
+	t.Helper()
+	return tinyEngineMode(t, slots, context, 16, false)
+}
+
+// tinyEngineMode is tinyEngine with a batch of maxBatched rows, batched or
+// per sequence.
+func tinyEngineMode(t *testing.T, slots, context, maxBatched int, perSequence bool) (*partition.Plan, *PassExecutor) {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, err := EngineConfig(cfg, slots, context)
+	ec, err := EngineConfig(cfg, slots, context, maxBatched)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,9 +32,12 @@ func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *CPUExecutor
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := NewCPUExecutor(plan)
+	ex, err := NewPassExecutor(plan, "cpu", perSequence)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ex.Batched() == perSequence {
+		t.Fatalf("asked per-sequence %v, got %s", perSequence, ex.Mode())
 	}
 	t.Cleanup(func() { ex.Close() })
 	return plan, ex

@@ -70,6 +70,7 @@ type servingOptions struct {
 	spawnServer   bool
 	serveEngine   string
 	engineContext int
+	perSequence   bool
 	modelName     string
 }
 
@@ -151,6 +152,7 @@ meet the SLO; --plot draws the curve.`,
 	f.StringVar(&o.server, "server", "", "send the workload to this OpenAI-style completions server (http://HOST:PORT: 'serving --serve-engine', or vLLM) and measure it at the client; with --config, beside the model of partbench's CPU engine run with these flags")
 	f.BoolVar(&o.spawnServer, "spawn-server", false, "start 'serving --serve-engine' on a loopback port with this config and these flags, measure it as --server does, stop it")
 	f.StringVar(&o.serveEngine, "serve-engine", "", "serve the config on this machine's CPU engine at HOST:PORT (OpenAI-style POST /v1/completions, streamed) until SIGINT/SIGTERM")
+	f.BoolVar(&o.perSequence, "per-sequence", false, "with --measure, --serve-engine, --spawn-server: run each scheduled sequence's pass in turn instead of one batched pass per iteration (and model it so)")
 	f.IntVar(&o.engineContext, "engine-context", 512, "with --serve-engine: tokens one sequence may reach (prompt + output): the engine's KV slot")
 	f.StringVar(&o.modelName, "served-model-name", "", "with --server: the \"model\" field sent (default: the config's name)")
 	return cmd

@@ -76,7 +76,7 @@ func longestOf(reqs []serving.Request) int {
 // enginePlan is the CPU engine's plan (--max-num-seqs slots of context
 // tokens) and its scheduler, checked against what this machine may hold.
 func (o *servingOptions) enginePlan(cfg *configs.Config, context int) (*partition.Plan, serving.Config, error) {
-	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context)
+	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context, o.maxBatched)
 	if err != nil {
 		return nil, serving.Config{}, err
 	}
@@ -112,7 +112,7 @@ func (o *servingOptions) runMeasure(fs *pflag.FlagSet, stdout io.Writer, cfg *co
 	if err != nil {
 		return fmt.Errorf("--measure: %w", err)
 	}
-	ex, err := serving.NewCPUExecutor(plan)
+	ex, err := serving.NewPassExecutor(plan, "cpu", o.perSequence)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,13 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	if err != nil {
 		return err
 	}
-	modeled, err := serving.Simulate(reqs, scfg, serving.PerSequenceCost{M: im})
+	// The model of the engine as it runs: one pass over the iteration's
+	// rows, or (--per-sequence) the sum of each sequence's pass alone.
+	var cost serving.Coster = im
+	if o.perSequence {
+		cost = serving.PerSequenceCost{M: im}
+	}
+	modeled, err := serving.Simulate(reqs, scfg, cost)
 	if err != nil {
 		return err
 	}

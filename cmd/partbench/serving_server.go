@@ -40,7 +40,7 @@ func (o *servingOptions) runServeEngine(fs *pflag.FlagSet, stdout io.Writer, cfg
 		return fmt.Errorf("--serve-engine: %w", err)
 	}
 	scfg.MaxConcurrency = 0 // a client-side cap
-	ex, err := serving.NewCPUExecutor(plan)
+	ex, err := serving.NewPassExecutor(plan, "cpu", o.perSequence)
 	if err != nil {
 		return err
 	}
@@ -171,6 +171,9 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	}
 	args := []string{"serving", "--serve-engine", "127.0.0.1:0", "--config", o.config, "--engine-context", strconv.Itoa(o.engineContext),
 		"--max-num-seqs", strconv.Itoa(o.maxNumSeqs), "--max-num-batched-tokens", strconv.Itoa(o.maxBatched), "--scheduler", o.scheduler}
+	if o.perSequence {
+		args = append(args, "--per-sequence")
+	}
 	cmd := osexec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
