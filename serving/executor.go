@@ -370,3 +370,6 @@ func (e *PassExecutor) copyRows(buf model.Buf, width, src, srcRow, dst, dstRow, 
 	copy(df[dstRow*width:(dstRow+rows)*width], sf[srcRow*width:(srcRow+rows)*width])
 	return nil
 }
+
+// AllocatedBytes is the memory the backend holds for the engine.
+func (e *PassExecutor) AllocatedBytes() int64 { return e.c.AllocatedBytes() }

@@ -428,6 +428,16 @@ func Load(ctx context.Context, reqs []Request, t LoadTarget, maxConcurrency int)
 	if t.RequestTimeout <= 0 {
 		t.RequestTimeout = 10 * time.Minute
 	}
+	return loadWith(ctx, reqs, maxConcurrency, t.one)
+}
+
+// oneFunc sends one request and times its tokens at the client: the first
+// token's time in rr.FirstTokenS, each later gap appended to gaps.
+type oneFunc func(ctx context.Context, q Request, now func() float64, rr *RequestResult, gaps *[]float64) error
+
+// loadWith sends reqs at their arrival times (under maxConcurrency) with
+// one, and gathers the results.
+func loadWith(ctx context.Context, reqs []Request, maxConcurrency int, one oneFunc) (*Result, error) {
 	res := &Result{Requests: make([]RequestResult, len(reqs))}
 	itl := make([][]float64, len(reqs))
 	var sem chan struct{}
@@ -466,7 +476,7 @@ func Load(ctx context.Context, reqs []Request, t LoadTarget, maxConcurrency int)
 				defer func() { <-sem }()
 			}
 			rr.SentS = now()
-			err := t.one(ctx, q, now, rr, gaps)
+			err := one(ctx, q, now, rr, gaps)
 			if err != nil {
 				rr.Error = err.Error()
 			}
@@ -547,4 +557,13 @@ func (t LoadTarget) one(ctx context.Context, q Request, now func() float64, rr *
 		last = t
 		tokens++
 	}
+}
+
+// EngineBytes is what the engine's executor holds (0 when it does not
+// say): a host reserves it from its memory budget.
+func (s *EngineServer) EngineBytes() int64 {
+	if a, ok := s.ex.(interface{ AllocatedBytes() int64 }); ok {
+		return a.AllocatedBytes()
+	}
+	return 0
 }
