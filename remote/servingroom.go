@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
@@ -153,7 +154,16 @@ func DialGenerate(ctx context.Context, cfg ClientConfig) (*GenerateClient, error
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := cl.t.(*grpcTransport); ok {
+	if g, ok := cl.t.(*grpcTransport); ok {
+		// gRPC connects lazily: ask the health service (open without the
+		// token) so an unreachable server is an error here, not a failure
+		// of every request.
+		hctx, cancel := cl.deadline(ctx)
+		defer cancel()
+		if _, err := healthpb.NewHealthClient(g.cc).Check(hctx, &healthpb.HealthCheckRequest{Service: pb.Remote_ServiceDesc.ServiceName}); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
+		}
 		c.grpc = cl
 	} else {
 		c.idle, c.all = []*Client{cl}, []*Client{cl}

@@ -156,6 +156,15 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	}
 	doc := &report.ServingMeasureDoc{Config: cfg.Name, Hardware: plan.System.GPU.Name, Calibration: o.calibration, Workload: workload, Rate: rate,
 		Scheduler: scfg.Scheduler, Measured: mm, Modeled: dm, Errors: serving.CompareMetrics(dm, mm)}
+	if !o.perSequence {
+		doc.Engine = "one batched pass over each iteration's rows (attention and sampling per sequence)"
+	}
+	switch {
+	case o.remoteTransport() && o.spawnServer:
+		doc.Backend = fmt.Sprintf("partbench-serve-%s-engine over %s", o.backend, o.transport)
+	case o.remoteTransport():
+		doc.Backend = "partbench-serve-engine over " + o.transport
+	}
 	return report.ToOutput(o.out, stdout, func(w io.Writer) error {
 		if o.format == report.FormatJSON {
 			return report.ServingMeasureJSON(w, version, doc)

@@ -120,9 +120,14 @@ func (o *servingOptions) runLoad(fs *pflag.FlagSet, stdout io.Writer, cfg *confi
 	if model == "" && cfg != nil {
 		model = cfg.Name
 	}
-	ctx, cancel := context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
-	defer cancel()
-	measured, err := serving.Load(ctx, reqs, serving.LoadTarget{BaseURL: url, Model: model, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)
+	var measured *serving.Result
+	if o.remoteTransport() {
+		measured, err = o.runLoadRemote(reqs, url)
+	} else {
+		ctx, cancel := context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
+		defer cancel()
+		measured, err = serving.Load(ctx, reqs, serving.LoadTarget{BaseURL: url, Model: model, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)
+	}
 	if err != nil {
 		return err
 	}
@@ -174,6 +179,10 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	if o.perSequence {
 		args = append(args, "--per-sequence")
 	}
+	prefix := engineListening
+	if o.remoteTransport() {
+		args, prefix = o.spawnServeArgs(), serveListening+o.transport+" listening on "
+	}
 	cmd := osexec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -196,12 +205,12 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	}()
 	select {
 	case l, ok := <-first:
-		if ok && strings.HasPrefix(l, engineListening) {
-			return c, strings.TrimPrefix(l, engineListening), nil
+		if ok && strings.HasPrefix(l, prefix) {
+			return c, strings.TrimPrefix(l, prefix), nil
 		}
 		cmd.Process.Kill()
 		<-c.done
-		return nil, "", fmt.Errorf("the engine said %q, not %q", l, engineListening+"URL")
+		return nil, "", fmt.Errorf("the engine said %q, not %q", l, prefix+"ADDRESS")
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-c.done
