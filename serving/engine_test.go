@@ -13,18 +13,17 @@ import (
 
 func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *PassExecutor) {
 	t.Helper()
-	return tinyEngineMode(t, slots, context, 16, false)
+	return tinyEngineMode(t, slots, context, false)
 }
 
-// tinyEngineMode is tinyEngine with a batch of maxBatched rows, batched or
-// per sequence.
-func tinyEngineMode(t *testing.T, slots, context, maxBatched int, perSequence bool) (*partition.Plan, *PassExecutor) {
+// tinyEngineMode is tinyEngine, batched or per sequence.
+func tinyEngineMode(t *testing.T, slots, context int, perSequence bool) (*partition.Plan, *PassExecutor) {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, err := EngineConfig(cfg, slots, context, maxBatched)
+	ec, err := EngineConfig(cfg, slots, context)
 	if err != nil {
 		t.Fatal(err)
 	}

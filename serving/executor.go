@@ -42,7 +42,10 @@ type RowCopier interface {
 // frees it when it finishes or is preempted by recompute.
 //
 // Batched (the default where the backend allows it), an iteration is one
-// forward pass over all its sequences' new tokens: every op that treats
+// forward pass over all its sequences' new tokens (an iteration of more
+// tokens than a slot's context, which sizes the batch's buffers too, is
+// split between sequences into consecutive passes of at most that many
+// rows): every op that treats
 // rows alone (norms, the GEMMs of every layer, the activation, the
 // residuals) runs once over the T = Σ q rows of the batch; what depends on
 // a sequence's position runs per sequence on its slot at its own position
@@ -66,27 +69,25 @@ type PassExecutor struct {
 
 // EngineConfig is the config an engine of slots sequences runs: the
 // model, hardware and run seed of cfg on one rank, with a KV cache of
-// context tokens per slot and buffers for a pass of maxBatched rows (an
-// iteration's tokens; a recompute after preemption prefills prompt and
-// output at once). Every position below the context counts as prompt, so
-// the seeded token schedule feeds each pass (the token values do not change
-// the work; a slot's tokens are model.PromptToken of the slot and position).
-func EngineConfig(cfg *configs.Config, slots, context, maxBatched int) (*configs.Config, error) {
+// context tokens per slot and buffers for a pass over a whole sequence (a
+// recompute after preemption prefills prompt and output at once), in every
+// slot and in the batch. Every position below the context counts as
+// prompt, so the seeded token schedule feeds each pass (the token values do
+// not change the work; a slot's tokens are model.PromptToken of the slot
+// and the position).
+func EngineConfig(cfg *configs.Config, slots, context int) (*configs.Config, error) {
 	if cfg.Parallel.Ranks() != 1 {
 		return nil, fmt.Errorf("the engine runs one rank: config %s has tp × pp × dp = %d (use a single-rank config such as test/single-tiny)", cfg.Name, cfg.Parallel.Ranks())
 	}
-	if slots < 1 || context < 1 || maxBatched < 1 {
-		return nil, fmt.Errorf("the engine needs ≥ 1 slot, context and batched token (got %d, %d, %d)", slots, context, maxBatched)
+	if slots < 1 || context < 1 {
+		return nil, fmt.Errorf("the engine needs ≥ 1 slot of ≥ 1 token (got %d of %d)", slots, context)
 	}
-	// The batch's rows: at most the token budget, and never more than
-	// every slot's whole context.
-	rows := max(context, min(maxBatched, slots*context))
 	n := *cfg
 	n.Name = cfg.Name + "-engine"
-	// The smallest output the workload takes (2) leaves a prompt of rows
-	// positions: every position a request reaches, and every row a pass has.
-	n.Workload = configs.Workload{Batch: slots + 1, Context: rows + 2, OutputTokens: 2, Phases: []string{"prefill", "decode"}}
-	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots + 1, Schedule: "fill-drain", PrefillChunk: rows}
+	// The smallest output the workload takes (2) leaves a prompt of context
+	// positions: every position a request reaches.
+	n.Workload = configs.Workload{Batch: slots + 1, Context: context + 2, OutputTokens: 2, Phases: []string{"prefill", "decode"}}
+	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots + 1, Schedule: "fill-drain", PrefillChunk: context}
 	return &n, nil
 }
 
@@ -250,15 +251,27 @@ func (e *PassExecutor) runPerSequence(ctx context.Context, batch []Scheduled) er
 	return nil
 }
 
-// runBatched runs one pass of T = Σ q rows on the batch micro-batch; see
-// PassExecutor.
+// runBatched runs the iteration as passes of at most the batch's rows,
+// each over whole sequences.
 func (e *PassExecutor) runBatched(ctx context.Context, batch []Scheduled) error {
-	T := 0
-	for _, b := range batch {
+	first, T := 0, 0
+	for i, b := range batch {
+		if T+b.Q > e.plan.PrefillChunk {
+			if err := e.runRows(ctx, batch[first:i], T); err != nil {
+				return err
+			}
+			first, T = i, 0
+		}
 		T += b.Q
 	}
-	if T > e.plan.PrefillChunk {
-		return fmt.Errorf("serving engine: an iteration of %d tokens is over the engine's %d rows (--max-num-batched-tokens)", T, e.plan.PrefillChunk)
+	return e.runRows(ctx, batch[first:], T)
+}
+
+// runRows runs one pass of T = Σ q rows on the batch micro-batch; see
+// PassExecutor.
+func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) error {
+	if len(batch) == 0 {
+		return nil
 	}
 	all := e.plan.Pass(0, phaseOf(T), e.batchMB, 1, T, 0, false)
 	per := make([][]partition.Op, len(batch))

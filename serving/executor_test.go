@@ -47,7 +47,8 @@ func drive(t *testing.T, ex *PassExecutor, cfg SchedulerConfig, reqs []Request) 
 // Program's pass unchanged), under chunked prefill with mixed prefill and
 // decode rows, under continuous batching, and with preemptions by
 // recompute (a KV cache of 40 one-token blocks for four 6 + 12-token
-// requests: 72 tokens wanted). Both drive the same scheduler, so they take
+// requests: 72 tokens wanted), and with an iteration of more tokens than
+// the batch's rows. Both drive the same scheduler, so they take
 // the same slots and feed the same seeded tokens; only the grouping of
 // rows into GEMMs differs. The tokens are argmaxes over the tiny model's
 // vocabulary, so a row that went to the wrong sequence, position or slot
@@ -66,10 +67,14 @@ func TestBatchedMatchesPerSequence(t *testing.T) {
 		{"chunked", SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 96}, reqs},
 		{"continuous", SchedulerConfig{Policy: PolicyContinuous, MaxNumSeqs: 4, MaxNumBatchedTokens: 16, BlockSize: 1, NumBlocks: 96}, reqs},
 		{"preempting", SchedulerConfig{Policy: PolicyContinuous, MaxNumSeqs: 4, MaxNumBatchedTokens: 18, BlockSize: 1, NumBlocks: 40}, pre},
+		// 20 + 18 + 16 + 3 prompt tokens in the first iteration: over the
+		// 24 rows of a slot, so it runs as passes of 20, 18 and 16 + 3 rows.
+		{"split", SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 64, BlockSize: 1, NumBlocks: 96},
+			[]Request{{ID: 0, InputLen: 20, OutputLen: 4}, {ID: 1, InputLen: 18, OutputLen: 5}, {ID: 2, InputLen: 16, OutputLen: 6}, {ID: 3, InputLen: 3, OutputLen: 7}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, batched := tinyEngineMode(t, 4, 24, tc.cfg.MaxNumBatchedTokens, false)
-			_, single := tinyEngineMode(t, 4, 24, tc.cfg.MaxNumBatchedTokens, true)
+			_, batched := tinyEngineMode(t, 4, 24, false)
+			_, single := tinyEngineMode(t, 4, 24, true)
 			got, iters, preempted := drive(t, batched, tc.cfg, tc.reqs)
 			want, _, _ := drive(t, single, tc.cfg, tc.reqs)
 			distinct := map[int]bool{}

@@ -137,7 +137,7 @@ func (g *gated) Run(ctx context.Context, batch []Scheduled) error {
 func TestDisconnectFreesKVBlocks(t *testing.T) {
 	for _, tr := range []string{"grpc", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
-			_, ex := tinyEngineMode(t, 2, 200, 16, false)
+			_, ex := tinyEngineMode(t, 2, 200, false)
 			g := &gated{PassExecutor: ex, gate: make(chan struct{})}
 			cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 2, MaxNumBatchedTokens: 16, BlockSize: 4, NumBlocks: 100},
 				Replicas: 1, Router: RouterRoundRobin}

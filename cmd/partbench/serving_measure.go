@@ -76,7 +76,7 @@ func longestOf(reqs []serving.Request) int {
 // enginePlan is the CPU engine's plan (--max-num-seqs slots of context
 // tokens) and its scheduler, checked against what this machine may hold.
 func (o *servingOptions) enginePlan(cfg *configs.Config, context int) (*partition.Plan, serving.Config, error) {
-	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context, o.maxBatched)
+	ec, err := serving.EngineConfig(cfg, o.maxNumSeqs, context)
 	if err != nil {
 		return nil, serving.Config{}, err
 	}
