@@ -140,7 +140,7 @@ func Measure(ctx context.Context, reqs []Request, cfg Config, ex Executor) (*Res
 	return res, nil
 }
 
-// PerSequenceCost prices an iteration as CPUExecutor runs it: one pass
+// PerSequenceCost prices an iteration as PassExecutor runs it per sequence: one pass
 // per scheduled sequence, each priced alone by the iteration model.
 type PerSequenceCost struct {
 	M *sim.IterationModel

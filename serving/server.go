@@ -162,7 +162,7 @@ func (s *EngineServer) Run(ctx context.Context) error {
 	}
 	take := func(sub submission) {
 		if err := sched.Add(sub.seq); err != nil {
-			sub.events <- tokenEvent{done: true, err: err}
+			sub.events <- tokenEvent{done: true, err: &RefusedError{err.Error()}}
 			return
 		}
 		live[sub.seq] = sub
