@@ -46,6 +46,22 @@ func hostEngine(t *testing.T, ex Executor, cfg Config, maxContext int) (*EngineS
 	return srv, map[string]string{"grpc": ga.String(), "tcp": ta.String()}
 }
 
+// waitStats polls the engine's state until cond holds (30 s at most).
+func waitStats(t *testing.T, srv *EngineServer, cond func(EngineStats) bool) EngineStats {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := srv.Stats()
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("engine state %+v: not reached within 30 s", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func context_(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 60*time.Second)
 }
@@ -102,7 +118,9 @@ func TestLoadRemoteBothTransports(t *testing.T) {
 			if m.TotalOutputTokens != out || int(gaps) != out-long {
 				t.Errorf("%d output tokens (want %d), %g gaps (want %d)", m.TotalOutputTokens, out, gaps, out-long)
 			}
-			st := srv.Stats()
+			// The engine publishes its state after the iteration whose
+			// tokens it sent: wait for it to be idle.
+			st := waitStats(t, srv, func(st EngineStats) bool { return st.Running+st.Waiting == 0 })
 			if st.Iterations == 0 || st.Iterations >= int64(out) || st.FreeBlocks != st.NumBlocks || st.FreeSlots != st.Slots {
 				t.Errorf("engine after the run: %+v (want fewer iterations than %d tokens, every block and slot free)", st, out)
 			}
@@ -160,12 +178,8 @@ func TestDisconnectFreesKVBlocks(t *testing.T) {
 			}
 			// The engine publishes its state right after the iteration
 			// that made the first token (the next waits at the gate).
-			for wait := time.Now().Add(30 * time.Second); srv.Stats().Iterations < 1; time.Sleep(time.Millisecond) {
-				if time.Now().After(wait) {
-					t.Fatal("the first iteration's state not published within 30 s")
-				}
-			}
-			held := srv.Stats().NumBlocks - srv.Stats().FreeBlocks
+			st := waitStats(t, srv, func(st EngineStats) bool { return st.Iterations >= 1 })
+			held := st.NumBlocks - st.FreeBlocks
 			cancel()
 			if err := <-done; err == nil {
 				t.Fatal("a cancelled call returned nil")
@@ -184,7 +198,7 @@ func TestDisconnectFreesKVBlocks(t *testing.T) {
 					t.Fatalf("not aborted within 30 s: %+v", st)
 				}
 			}
-			st := srv.Stats()
+			st = srv.Stats()
 			if held != 2 || st.FreeBlocks != st.NumBlocks || st.FreeSlots != st.Slots || st.Running+st.Waiting != 0 || st.Iterations >= 180 {
 				t.Errorf("%d blocks held after the first token (want the prompt's ⌈8/4⌉ = 2); after the abort: %+v", held, st)
 			}
