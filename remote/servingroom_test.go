@@ -107,6 +107,25 @@ func TestGenerateRefuses(t *testing.T) {
 				t.Errorf("%s %v: %v, want InvalidArgument naming %q", tr, tc.req, err, tc.want)
 			}
 		}
+		// A prompt of ids over the server's message limit (4 MiB: 2.5 M
+		// ids of 2 bytes each), from a client that allows 16 MiB, is
+		// refused by the transport before the engine: gRPC says
+		// ResourceExhausted; the raw-TCP server replies so and hangs up,
+		// which a client still writing sees as a reset connection (or a
+		// broken pipe, or the end of the stream).
+		huge := make([]int32, 5<<19)
+		for i := range huge {
+			huge[i] = 200
+		}
+		big, err := DialGenerate(ctx(t), ClientConfig{Addr: addrs[tr], Transport: tr, Token: "tok", MaxMessageBytes: 16 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = big.Generate(ctx(t), &pb.GenerateRequest{PromptIds: huge, MaxTokens: 1}, func(*pb.GenerateToken) {})
+		big.Close()
+		if status.Code(err) != codes.ResourceExhausted && !(tr == "tcp" && err != nil && strings.Contains(err.Error(), "reset") || strings.Contains(fmt.Sprint(err), "broken pipe") || strings.Contains(fmt.Sprint(err), "EOF")) {
+			t.Errorf("%s: a 5 MB request: %v, want ResourceExhausted", tr, err)
+		}
 		if err := c.Generate(ctx(t), &pb.GenerateRequest{PromptLen: 2, MaxTokens: 2}, func(*pb.GenerateToken) {}); err != nil {
 			t.Errorf("%s: after the refusals: %v", tr, err)
 		}
