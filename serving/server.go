@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,6 +99,7 @@ type EngineServer struct {
 	mu         sync.Mutex
 	nextID     int
 	stats      EngineStats
+	httpIDs    atomic.Int64
 }
 
 // NewEngineServer checks cfg (one replica) and returns the server for
@@ -361,7 +363,7 @@ func (s *EngineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := false
-	name := fmt.Sprintf("cmpl-%p", &req)
+	name := fmt.Sprintf("cmpl-%d", s.httpIDs.Add(1)-1)
 	err = s.Generate(r.Context(), in, req.MaxTokens, func(_ int, done bool) error {
 		if !started {
 			w.Header().Set("Content-Type", "text/event-stream")
