@@ -193,6 +193,9 @@ func CompareMetrics(modeled, measured Metrics) []MetricError {
 	add("duration", modeled.DurationS, measured.DurationS)
 	add("request_throughput", modeled.RequestThroughput, measured.RequestThroughput)
 	add("output_throughput", modeled.OutputThroughput, measured.OutputThroughput)
+	if !math.IsNaN(modeled.RequestGoodput) && !math.IsNaN(measured.RequestGoodput) {
+		add("request_goodput", modeled.RequestGoodput, measured.RequestGoodput)
+	}
 	for _, x := range []struct {
 		k    string
 		a, b Dist

@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -105,4 +106,25 @@ func sumOutput(reqs []Request) int {
 		n += r.OutputLen
 	}
 	return n
+}
+
+// The comparison carries goodput when both sides were measured under an
+// SLO: modeled 10 req/s against measured 8 is an error of (10 − 8) / 8 =
+// +25 %; without an SLO (NaN) the row is left out.
+func TestCompareMetricsGoodput(t *testing.T) {
+	find := func(es []MetricError) *MetricError {
+		for i := range es {
+			if es[i].Key == "request_goodput" {
+				return &es[i]
+			}
+		}
+		return nil
+	}
+	e := find(CompareMetrics(Metrics{RequestGoodput: 10}, Metrics{RequestGoodput: 8}))
+	if e == nil || e.Modeled != 10 || e.Measured != 8 || e.RelErr != 0.25 {
+		t.Errorf("goodput row %+v, want 10 / 8, +0.25", e)
+	}
+	if e := find(CompareMetrics(Metrics{RequestGoodput: math.NaN()}, Metrics{RequestGoodput: math.NaN()})); e != nil {
+		t.Errorf("a goodput row without an SLO: %+v", e)
+	}
 }
