@@ -157,6 +157,8 @@ func (o *servingOptions) checkTransport(fs *pflag.FlagSet) error {
 		return fmt.Errorf("--token-file and --tls-ca act with --transport grpc or tcp (partbench serve), not http")
 	case o.backend != "cpu" && !(o.spawnServer && o.remoteTransport()):
 		return fmt.Errorf("--backend %s: picks the engine of a spawned 'partbench serve' (--spawn-server --transport grpc|tcp); --server's engine runs where it was started", o.backend)
+	case o.remoteTransport() && cliflag.Changed(fs, "served-model-name"):
+		return fmt.Errorf("--served-model-name: the \"model\" field of an HTTP completion; a Generate call (--transport %s) has none", o.transport)
 	case o.spawnServer && o.remoteTransport() && (o.tokenFile != "" || o.tlsCA != ""):
 		return fmt.Errorf("--token-file and --tls-ca: a spawned server listens on loopback without them; they act with --server")
 	}

@@ -88,6 +88,8 @@ func TestServingRefusals(t *testing.T) {
 		{[]string{"--server", "http://127.0.0.1:1", "--token-file", "t"}, "--token-file and --tls-ca act with --transport grpc or tcp"},
 		{[]string{"--server", "127.0.0.1:1", "--backend", "cuda"}, "--backend cuda: picks the engine of a spawned"},
 		{[]string{"--dry-run", "--config", servingConfig, "--transport", "grpc"}, "act with --server or --spawn-server only"},
+		{[]string{"--server", "127.0.0.1:1", "--served-model-name", "m"}, "--served-model-name: the \"model\" field"},
+		{[]string{"--spawn-server", "--transport", "tcp", "--config", "../../configs/test/single-tiny.toml", "--token-file", "t"}, "a spawned server listens on loopback"},
 		{[]string{"--dry-run", "--config", servingConfig, "--trace", "x.jsonl", "--request-rate", "3"}, "--trace"},
 		{[]string{"--dry-run", "--config", servingConfig, "--dataset-name", "sharegpt"}, "--dataset-path"},
 		{[]string{"--dry-run", "--config", servingConfig, "--plot", "x.jpg"}, "--plot"},
