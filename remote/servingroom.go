@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -113,10 +115,28 @@ func (g *grpcServer) Generate(req *pb.GenerateRequest, st grpc.ServerStreamingSe
 }
 
 // tcpGenerate serves one Generate envelope on a raw-TCP connection: a
-// token envelope per token, flushed at once. It reports whether the
-// connection can serve another call (false once a write failed: the client
-// went away, and the engine has dropped the sequence).
+// token envelope per token, flushed at once. The client sends nothing
+// while its call runs, so the connection is watched meanwhile: its end
+// (or any byte, a protocol error) ends the call, and the engine drops the
+// sequence even before its first token. It reports whether the connection
+// can serve another call.
 func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateRequest) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stopping, gone atomic.Bool
+	watched := make(chan struct{})
+	if tc.r.Buffered() == 0 {
+		go func() {
+			defer close(watched)
+			_, err := tc.r.Peek(1)
+			if err == nil || !stopping.Load() {
+				gone.Store(true)
+				cancel()
+			}
+		}()
+	} else {
+		close(watched) // a message already waits: a protocol error, seen after the call
+	}
 	var wrote error
 	err := s.generate(ctx, req, func(t *pb.GenerateToken) error {
 		if _, wrote = tc.write(&pb.Envelope{Kind: &pb.Envelope_Token{Token: t}}); wrote == nil {
@@ -124,7 +144,13 @@ func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateR
 		}
 		return wrote
 	})
-	if wrote != nil {
+	// Stop the watch (a read deadline in the past ends its Peek) and keep
+	// whatever it buffered for the next call.
+	stopping.Store(true)
+	tc.c.SetReadDeadline(time.Unix(1, 0))
+	<-watched
+	tc.c.SetReadDeadline(time.Time{})
+	if wrote != nil || gone.Load() {
 		return false
 	}
 	if err != nil {

@@ -16,11 +16,12 @@ import (
 
 // countGen is a Generator whose token i of a request of p prompt tokens
 // is p·1000 + i; it counts the requests that ended (returned) and those cut
-// short by the client (ctx ended or emit failed).
+// short by the client (ctx ended or emit failed); a prompt of 999 tokens
+// waits for its ctx to end without a token (a request still queued).
 type countGen struct {
-	maxContext int
-	bytes      int64
-	ended, cut atomic.Int64
+	maxContext          int
+	bytes               int64
+	started, ended, cut atomic.Int64
 }
 
 func (g *countGen) Check(p, m int) error {
@@ -33,7 +34,13 @@ func (g *countGen) Check(p, m int) error {
 func (g *countGen) EngineBytes() int64 { return g.bytes }
 
 func (g *countGen) Generate(ctx context.Context, p, m int, emit func(int, bool) error) error {
+	g.started.Add(1)
 	defer g.ended.Add(1)
+	if p == 999 { // a request that waits in the queue: no token until ctx ends
+		<-ctx.Done()
+		g.cut.Add(1)
+		return ctx.Err()
+	}
 	for i := 0; i < m; i++ {
 		if err := ctx.Err(); err != nil {
 			g.cut.Add(1)
@@ -174,5 +181,69 @@ func TestGenerateDisconnectEndsRequest(t *testing.T) {
 			t.Errorf("%s: a cancelled call returned nil", tr)
 		}
 		waitFor(t, 20*time.Second, func() bool { return g.cut.Load() == int64(i+1) }, tr+": the engine's request ended")
+	}
+	// A request still waiting for its first token ends too when its client
+	// goes away (on raw TCP the server watches the silent connection).
+	for i, tr := range []string{"grpc", "tcp"} {
+		c := dialGen(t, addrs[tr], tr, "")
+		cctx, cancel := context.WithCancel(ctx(t))
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Generate(cctx, &pb.GenerateRequest{PromptLen: 999, MaxTokens: 4}, func(*pb.GenerateToken) { t.Errorf("%s: a token", tr) })
+		}()
+		waitFor(t, 20*time.Second, func() bool { return g.started.Load() == int64(3+i) }, tr+": the waiting request reached the engine")
+		cancel()
+		<-done
+		waitFor(t, 20*time.Second, func() bool { return g.cut.Load() == int64(3+i) }, tr+": the waiting request ended")
+	}
+	// The raw-TCP connection of a call that finished normally serves the
+	// next one (the watch gave the connection back).
+	c := dialGen(t, addrs["tcp"], "tcp", "")
+	for range 3 {
+		if err := c.Generate(ctx(t), &pb.GenerateRequest{PromptLen: 2, MaxTokens: 3}, func(*pb.GenerateToken) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.all) != 1 {
+		t.Errorf("%d raw-TCP connections for three calls in turn, want 1", len(c.all))
+	}
+}
+
+// Generate over TLS on both transports: three calls in turn on one raw-TCP
+// connection (the watch of the silent connection reads through TLS and
+// leaves it usable), tokens in order; a client that goes away while its
+// request waits ends it there too.
+func TestGenerateOverTLS(t *testing.T) {
+	cert, key := selfSigned(t, t.TempDir())
+	g := &countGen{maxContext: 2000}
+	_, addrs := startServer(t, ServerConfig{Generator: g, Token: "tls-token", TLSCert: cert, TLSKey: key}, &ArithEngine{})
+	for _, tr := range []string{"grpc", "tcp"} {
+		c, err := DialGenerate(ctx(t), ClientConfig{Addr: addrs[tr], Transport: tr, Token: "tls-token", TLSCA: cert, CallTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			n := 0
+			if err := c.Generate(ctx(t), &pb.GenerateRequest{PromptLen: 3, MaxTokens: 5}, func(tk *pb.GenerateToken) {
+				if tk.Index != int32(n) || tk.Token != int32(3000+n) {
+					t.Errorf("%s: token %d is %d:%d", tr, n, tk.Index, tk.Token)
+				}
+				n++
+			}); err != nil || n != 5 {
+				t.Errorf("%s: %v after %d tokens", tr, err, n)
+			}
+		}
+		if tr == "tcp" && len(c.all) != 1 {
+			t.Errorf("tcp: %d connections for three calls in turn", len(c.all))
+		}
+		before := g.cut.Load()
+		cctx, cancel := context.WithCancel(ctx(t))
+		done := make(chan error, 1)
+		go func() { done <- c.Generate(cctx, &pb.GenerateRequest{PromptLen: 999, MaxTokens: 4}, func(*pb.GenerateToken) {}) }()
+		waitFor(t, 20*time.Second, func() bool { return g.started.Load() == g.ended.Load()+1 }, tr+": the waiting request reached the engine")
+		cancel()
+		<-done
+		waitFor(t, 20*time.Second, func() bool { return g.cut.Load() == before+1 }, tr+": the waiting request ended")
+		c.Close()
 	}
 }
