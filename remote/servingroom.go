@@ -117,19 +117,21 @@ func (g *grpcServer) Generate(req *pb.GenerateRequest, st grpc.ServerStreamingSe
 // tcpGenerate serves one Generate envelope on a raw-TCP connection: a
 // token envelope per token, flushed at once. The client sends nothing
 // while its call runs, so the connection is watched meanwhile: its end
-// (or any byte, a protocol error) ends the call, and the engine drops the
-// sequence even before its first token. It reports whether the connection
+// (or any byte before the last token, a protocol error) ends the call, and
+// the engine drops the sequence even before its first token. It reports whether the connection
 // can serve another call.
 func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateRequest) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var stopping, gone atomic.Bool
+	// last: the last token is being sent, after which a client may send
+	// its next call at once (kept in the reader for the loop).
+	var stopping, last, gone atomic.Bool
 	watched := make(chan struct{})
 	if tc.r.Buffered() == 0 {
 		go func() {
 			defer close(watched)
-			_, err := tc.r.Peek(1)
-			if err == nil || !stopping.Load() {
+			tc.r.Peek(1)
+			if !stopping.Load() && !last.Load() {
 				gone.Store(true)
 				cancel()
 			}
@@ -139,6 +141,9 @@ func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateR
 	}
 	var wrote error
 	err := s.generate(ctx, req, func(t *pb.GenerateToken) error {
+		if t.Done {
+			last.Store(true)
+		}
 		if _, wrote = tc.write(&pb.Envelope{Kind: &pb.Envelope_Token{Token: t}}); wrote == nil {
 			wrote = tc.flush()
 		}

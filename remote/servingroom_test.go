@@ -239,7 +239,9 @@ func TestGenerateOverTLS(t *testing.T) {
 		before := g.cut.Load()
 		cctx, cancel := context.WithCancel(ctx(t))
 		done := make(chan error, 1)
-		go func() { done <- c.Generate(cctx, &pb.GenerateRequest{PromptLen: 999, MaxTokens: 4}, func(*pb.GenerateToken) {}) }()
+		go func() {
+			done <- c.Generate(cctx, &pb.GenerateRequest{PromptLen: 999, MaxTokens: 4}, func(*pb.GenerateToken) {})
+		}()
 		waitFor(t, 20*time.Second, func() bool { return g.started.Load() == g.ended.Load()+1 }, tr+": the waiting request reached the engine")
 		cancel()
 		<-done
