@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 	"testing"
 )
 
@@ -67,5 +72,63 @@ func TestServeEngineFlagsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v (want an error naming %q)\n%s", tc.args, err, tc.want, out)
 		}
+	}
+}
+
+// A standing `partbench serve --engine-config` with a bearer token, loaded
+// by `serving --server HOST:PORT --transport tcp --token-file`: every
+// request completes; without the token the run fails naming the refusal;
+// SIGTERM drains and the server exits 0.
+func TestServeEngineWithTokenE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := partbenchBinary(t)
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte("engine-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--transport", "tcp", "--token-file", tok,
+		"--engine-config", "test/single-tiny", "--max-num-seqs", "4", "--max-num-batched-tokens", "32", "--engine-context", "64")
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("serve printed nothing")
+	}
+	addr, ok := strings.CutPrefix(sc.Text(), "partbench serve: tcp listening on ")
+	if !ok {
+		t.Fatalf("serve said %q", sc.Text())
+	}
+	load := []string{"serving", "--server", addr, "--transport", "tcp", "--config", "test/single-tiny", "--max-num-seqs", "4",
+		"--max-num-batched-tokens", "32", "--engine-context", "64", "--request-rate", "200", "--num-prompts", "12",
+		"--random-input-len", "8", "--random-output-len", "4", "--format", "json"}
+	r := runCmd(t, 2*time.Minute, cleanEnv(), bin, append(load, "--token-file", tok)...)
+	var d struct{ Measured map[string]any }
+	if err := json.Unmarshal([]byte(r.out), &d); r.code != 0 || err != nil || d.Measured["completed"] != 12.0 || d.Measured["failed"] != 0.0 {
+		t.Errorf("with the token: exit %d, %v, measured %v\n%s", r.code, err, d.Measured, r.out)
+	}
+	if r := runCmd(t, 2*time.Minute, cleanEnv(), bin, load...); r.code == 0 || !strings.Contains(r.out, "Unauthenticated") {
+		t.Errorf("without the token: exit %d\n%s", r.code, r.out)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	for sc.Scan() {
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not exit within 60 s of SIGTERM")
 	}
 }
