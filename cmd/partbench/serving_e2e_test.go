@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // --spawn-server starts the real binary's engine on a loopback port, loads
