@@ -113,6 +113,11 @@ func NewPassExecutor(plan *partition.Plan, backendName string, perSequence bool)
 	if err != nil {
 		return nil, err
 	}
+	return newPassExecutor(plan, c, b.Name, perSequence)
+}
+
+// newPassExecutor is NewPassExecutor on a backend's compute c.
+func newPassExecutor(plan *partition.Plan, c pexec.Compute, backendName string, perSequence bool) (*PassExecutor, error) {
 	e := &PassExecutor{plan: plan, c: c, slotOf: map[*Seq]int{}, tokens: map[*Seq]int{}, batchMB: plan.Microbatches - 1}
 	for i := e.batchMB - 1; i >= 0; i-- {
 		e.free = append(e.free, i)
@@ -130,7 +135,7 @@ func NewPassExecutor(plan *partition.Plan, backendName string, perSequence bool)
 		_, copier := c.(RowCopier)
 		e.batched = host || copier
 		if !e.batched {
-			e.why = fmt.Sprintf("backend %s keeps device buffers and copies no rows between micro-batches (serving.RowCopier)", b.Name)
+			e.why = fmt.Sprintf("backend %s keeps device buffers and copies no rows between micro-batches (serving.RowCopier)", backendName)
 		}
 	}
 	return e, nil
@@ -212,7 +217,7 @@ func (e *PassExecutor) Run(ctx context.Context, batch []Scheduled) error {
 	if err := e.c.Sync(ctx); err != nil {
 		return err
 	}
-	insp, _ := e.c.(pexec.Inspector)
+	insp, _ := e.c.(interface{ Sampled(mb int) []int })
 	for _, b := range batch {
 		if !b.Sample {
 			continue

@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	pexec "github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/model"
 )
 
 // drive runs reqs (all present at the start) through one scheduler whose
@@ -126,5 +131,43 @@ func TestCompareMetricsGoodput(t *testing.T) {
 	}
 	if e := find(CompareMetrics(Metrics{RequestGoodput: math.NaN()}, Metrics{RequestGoodput: math.NaN()})); e != nil {
 		t.Errorf("a goodput row without an SLO: %+v", e)
+	}
+}
+
+// deviceBuffers is a compute whose buffers the host cannot address (as
+// exec/cuda's): the engine must fall back to per-sequence passes.
+type deviceBuffers struct{ pexec.Compute }
+
+type opaque struct{ pexec.Buffer }
+
+func (d deviceBuffers) Buffer(b model.Buf, mb, elems int) (pexec.Buffer, error) {
+	v, err := d.Compute.Buffer(b, mb, elems)
+	return opaque{v}, err
+}
+
+func (d deviceBuffers) Sampled(mb int) []int { return d.Compute.(interface{ Sampled(int) []int }).Sampled(mb) }
+
+// On a backend with device buffers and no row copy the engine runs per
+// sequence, says why, and makes the batched engine's tokens.
+func TestDeviceBuffersFallBackToPerSequence(t *testing.T) {
+	plan, batched := tinyEngine(t, 4, 24)
+	c, err := cpu.New(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := newPassExecutor(plan, deviceBuffers{c}, "fake-device", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if ex.Batched() || !strings.Contains(ex.Mode(), "backend fake-device keeps device buffers") {
+		t.Fatalf("mode %q", ex.Mode())
+	}
+	cfg := SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 1, NumBlocks: 96}
+	reqs := []Request{{ID: 0, InputLen: 9, OutputLen: 5}, {ID: 1, InputLen: 3, OutputLen: 7}}
+	got, _, _ := drive(t, ex, cfg, reqs)
+	want, _, _ := drive(t, batched, cfg, reqs)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("per sequence on device buffers %v, batched %v", got, want)
 	}
 }
