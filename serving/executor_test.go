@@ -145,7 +145,9 @@ func (d deviceBuffers) Buffer(b model.Buf, mb, elems int) (pexec.Buffer, error) 
 	return opaque{v}, err
 }
 
-func (d deviceBuffers) Sampled(mb int) []int { return d.Compute.(interface{ Sampled(int) []int }).Sampled(mb) }
+func (d deviceBuffers) Sampled(mb int) []int {
+	return d.Compute.(interface{ Sampled(int) []int }).Sampled(mb)
+}
 
 // On a backend with device buffers and no row copy the engine runs per
 // sequence, says why, and makes the batched engine's tokens.
