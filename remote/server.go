@@ -63,6 +63,9 @@ type ServerConfig struct {
 	// Util measures the device's utilization over each request and returns
 	// it in the trailer (default CPUBusy).
 	Util UtilSampler
+	// Generator, when set, is the serving engine Generate calls run on
+	// (servingroom.go); its memory is reserved from the budget.
+	Generator Generator
 }
 
 func (c *ServerConfig) defaults() {
@@ -172,6 +175,9 @@ func NewServer(cfg ServerConfig, engine Engine) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
 		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{})}
+	if err := s.hostGenerator(); err != nil {
+		return nil, err
+	}
 	go s.reapIdle()
 	return s, nil
 }

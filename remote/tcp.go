@@ -317,6 +317,10 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 				return
 			}
 			ok = tc.flush() == nil
+		case *pb.Envelope_Generate:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
+			ok = s.tcpGenerate(ctx, tc, k.Generate)
+			cancel()
 		default:
 			ok = reply(errEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
 		}

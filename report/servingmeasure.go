@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,10 @@ type ServingMeasureDoc struct {
 	Scheduler                               serving.SchedulerConfig
 	Measured, Modeled                       serving.Metrics
 	Errors                                  []serving.MetricError
+	// Engine says how the engine ran an iteration and the model priced it
+	// (empty: each scheduled sequence's pass in turn); Backend is the
+	// measured side's "backend" key (empty: partbench-cpu-engine).
+	Engine, Backend string
 }
 
 // ServingMeasureGrid is the comparison: one row per metric.
@@ -26,7 +31,11 @@ func ServingMeasureGrid(d *ServingMeasureDoc) Grid {
 	if d.Calibration != "" {
 		hw += " (" + d.Calibration + ")"
 	}
-	g := Grid{Title: fmt.Sprintf("Serving, measured on this machine's CPU engine and modeled: %s (%s; model hardware %s)", d.Config, d.Workload, hw),
+	engine := "this machine's CPU engine"
+	if d.Backend != "" {
+		engine = "the " + d.Backend
+	}
+	g := Grid{Title: fmt.Sprintf("Serving, measured on %s and modeled: %s (%s; model hardware %s)", engine, d.Config, d.Workload, hw),
 		Header: []string{"metric", "modeled", "measured", "error (%)"}}
 	f := func(v float64) string {
 		if math.IsNaN(v) {
@@ -41,8 +50,8 @@ func ServingMeasureGrid(d *ServingMeasureDoc) Grid {
 		g.Rows = append(g.Rows, []string{e.Key, f(e.Modeled), f(e.Measured), f(100 * e.RelErr)})
 	}
 	g.Notes = append(g.Notes, "error = (modeled − measured) / measured",
-		fmt.Sprintf("%s scheduler, %d slots, %d batched tokens; the engine runs each scheduled sequence's pass in turn, and the model prices it so",
-			d.Scheduler.Policy, d.Scheduler.MaxNumSeqs, d.Scheduler.MaxNumBatchedTokens))
+		fmt.Sprintf("%s scheduler, %d slots, %d batched tokens; the engine runs %s, and the model prices it so",
+			d.Scheduler.Policy, d.Scheduler.MaxNumSeqs, d.Scheduler.MaxNumBatchedTokens, cmp.Or(d.Engine, "each scheduled sequence's pass in turn")))
 	if d.Calibration == "" {
 		g.Notes = append(g.Notes, "the model uses the config's hardware, not this CPU: give --calibration FILE from 'partbench calibrate' to model this machine")
 	}
@@ -52,7 +61,7 @@ func ServingMeasureGrid(d *ServingMeasureDoc) Grid {
 // ServingMeasureJSON writes the comparison under partbench.serving/v1.
 func ServingMeasureJSON(w io.Writer, version string, d *ServingMeasureDoc) error {
 	doc := map[string]any{"schema": ServingSchema, "version": version, "model_id": d.Config, "model_hardware": d.Hardware,
-		"calibration": d.Calibration, "workload": d.Workload, "backend": "partbench-cpu-engine",
+		"calibration": d.Calibration, "workload": d.Workload, "backend": cmp.Or(d.Backend, "partbench-cpu-engine"), "engine": cmp.Or(d.Engine, "each scheduled sequence's pass in turn"),
 		"measured":   servingResult(&ServingDoc{}, serving.Point{RequestRate: math.NaN(), Metrics: d.Measured}),
 		"modeled":    servingResult(&ServingDoc{}, serving.Point{RequestRate: math.NaN(), Metrics: d.Modeled}),
 		"comparison": d.Errors}

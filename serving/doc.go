@@ -2,10 +2,12 @@
 // (arrival processes, length distributions, traces, ShareGPT-format
 // datasets), the iteration-level batching scheduler (static, continuous,
 // chunked prefill, a paged KV cache with preemption, data-parallel replicas
-// behind a router), the discrete-event simulator that drives it, the CPU
-// engine that drives it for real (in process or behind an OpenAI-style
-// HTTP endpoint), the load generator that measures a server at the client,
-// and benchmark_serving's metrics (TTFT, TPOT, ITL, E2EL, goodput).
+// behind a router), the discrete-event simulator that drives it, the engine
+// that drives it for real (one batched pass per iteration on a backend of
+// the registry; in process, behind an OpenAI-style HTTP endpoint, or inside
+// partbench serve on gRPC and raw TCP), the load generators that measure a
+// server at the client, and benchmark_serving's metrics (TTFT, TPOT, ITL,
+// E2EL, goodput).
 //
 // It must not price an op itself (sim.IterationModel does) nor build a
 // second Program (the engine runs partition.Plan.Pass), and it never prints.

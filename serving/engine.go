@@ -3,14 +3,9 @@ package serving
 import (
 	"context"
 	"fmt"
-	pexec "github.com/partbench/partbench/exec"
 	"math"
 	"time"
 
-	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/exec/backend"
-	"github.com/partbench/partbench/exec/launch"
-	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -18,103 +13,6 @@ import (
 // iterations for real, on the CPU backend, with requests arriving on the
 // wall clock, and the modeled twin that prices the iterations the way the
 // engine runs them.
-
-// Executor runs one scheduled iteration for real.
-type Executor interface {
-	Run(ctx context.Context, batch []Scheduled) error
-	// Released frees what a sequence held (its KV slot).
-	Released(seq *Seq)
-}
-
-// CPUExecutor runs each scheduled sequence's pass on exec/cpu: the
-// engine's plan has one micro-batch of one sequence per slot, each with its
-// own KV cache of the whole context; a sequence takes a slot when first
-// scheduled and frees it when it finishes or is preempted by recompute.
-// Each pass is partition.Plan.Pass at the sequence's own position.
-type CPUExecutor struct {
-	plan   *partition.Plan
-	c      pexec.Compute
-	free   []int
-	slotOf map[*Seq]int
-}
-
-// EngineConfig is the config an engine of slots sequences runs: the
-// model, hardware and run seed of cfg on one rank, with a KV cache of
-// context tokens per slot and buffers for a pass over a whole sequence (a
-// recompute after preemption prefills prompt and output at once). Every
-// position below the context counts as prompt, so the seeded token schedule
-// feeds each pass (token values do not change the work).
-func EngineConfig(cfg *configs.Config, slots, context int) (*configs.Config, error) {
-	if cfg.Parallel.Ranks() != 1 {
-		return nil, fmt.Errorf("--measure: the engine runs one rank on this machine's CPU: config %s has tp × pp × dp = %d (use a single-rank config such as test/single-tiny)", cfg.Name, cfg.Parallel.Ranks())
-	}
-	n := *cfg
-	n.Name = cfg.Name + "-engine"
-	// The smallest output the workload takes (2) leaves a prompt of context
-	// positions: every position a request reaches.
-	n.Workload = configs.Workload{Batch: slots, Context: context + 2, OutputTokens: 2, Phases: []string{"prefill", "decode"}}
-	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots, Schedule: "fill-drain", PrefillChunk: context}
-	return &n, nil
-}
-
-// NewCPUExecutor allocates the engine's model on the CPU backend, reached
-// through the backend registry.
-func NewCPUExecutor(plan *partition.Plan) (*CPUExecutor, error) {
-	_, newCompute, err := backend.Default().DeviceCompute("cpu", launch.Env{Size: 1, LocalSize: 1})
-	if err != nil {
-		return nil, err
-	}
-	c, err := newCompute(plan, 0)
-	if err != nil {
-		return nil, err
-	}
-	e := &CPUExecutor{plan: plan, c: c, slotOf: map[*Seq]int{}}
-	for i := plan.Microbatches - 1; i >= 0; i-- {
-		e.free = append(e.free, i)
-	}
-	return e, nil
-}
-
-// Close frees the backend's memory.
-func (e *CPUExecutor) Close() error { return e.c.Close() }
-
-// Released returns a sequence's slot.
-func (e *CPUExecutor) Released(seq *Seq) {
-	if s, ok := e.slotOf[seq]; ok {
-		delete(e.slotOf, seq)
-		e.free = append(e.free, s)
-	}
-}
-
-// Run executes the batch, one sequence's pass after another.
-func (e *CPUExecutor) Run(ctx context.Context, batch []Scheduled) error {
-	for _, b := range batch {
-		slot, ok := e.slotOf[b.Seq]
-		if !ok {
-			if len(e.free) == 0 {
-				return fmt.Errorf("serving engine: no KV slot free for request %d (%d slots)", b.Seq.Req.ID, e.plan.Microbatches)
-			}
-			slot = e.free[len(e.free)-1]
-			e.free = e.free[:len(e.free)-1]
-			e.slotOf[b.Seq] = slot
-		}
-		if limit := e.plan.Config.Workload.PromptTokens(); b.Past+b.Q > limit || b.Q > e.plan.PrefillChunk {
-			return fmt.Errorf("serving engine: request %d: %d tokens after %d do not fit a slot of %d tokens and passes of %d",
-				b.Seq.Req.ID, b.Q, b.Past, limit, e.plan.PrefillChunk)
-		}
-		phase := partition.Decode
-		if b.Q > 1 {
-			phase = partition.Prefill
-		}
-		ops := e.plan.Pass(0, phase, slot, 1, b.Q, b.Past, b.Sample)
-		for i := range ops {
-			if err := e.c.Exec(ctx, &ops[i], b.Past); err != nil {
-				return fmt.Errorf("serving engine: request %d, %s: %w", b.Seq.Req.ID, ops[i].Name, err)
-			}
-		}
-	}
-	return e.c.Sync(ctx)
-}
 
 // Measure runs reqs through one scheduler whose iterations exec runs, on
 // the wall clock: each request is sent at its arrival (or, under
@@ -242,7 +140,7 @@ func Measure(ctx context.Context, reqs []Request, cfg Config, ex Executor) (*Res
 	return res, nil
 }
 
-// PerSequenceCost prices an iteration as CPUExecutor runs it: one pass
+// PerSequenceCost prices an iteration as PassExecutor runs it per sequence: one pass
 // per scheduled sequence, each priced alone by the iteration model.
 type PerSequenceCost struct {
 	M *sim.IterationModel
@@ -295,6 +193,9 @@ func CompareMetrics(modeled, measured Metrics) []MetricError {
 	add("duration", modeled.DurationS, measured.DurationS)
 	add("request_throughput", modeled.RequestThroughput, measured.RequestThroughput)
 	add("output_throughput", modeled.OutputThroughput, measured.OutputThroughput)
+	if !math.IsNaN(modeled.RequestGoodput) && !math.IsNaN(measured.RequestGoodput) {
+		add("request_goodput", modeled.RequestGoodput, measured.RequestGoodput)
+	}
 	for _, x := range []struct {
 		k    string
 		a, b Dist

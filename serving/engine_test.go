@@ -11,7 +11,13 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *CPUExecutor) {
+func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *PassExecutor) {
+	t.Helper()
+	return tinyEngineMode(t, slots, context, false)
+}
+
+// tinyEngineMode is tinyEngine, batched or per sequence.
+func tinyEngineMode(t *testing.T, slots, context int, perSequence bool) (*partition.Plan, *PassExecutor) {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
@@ -25,9 +31,12 @@ func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *CPUExecutor
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := NewCPUExecutor(plan)
+	ex, err := NewPassExecutor(plan, "cpu", perSequence)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ex.Batched() == perSequence {
+		t.Fatalf("asked per-sequence %v, got %s", perSequence, ex.Mode())
 	}
 	t.Cleanup(func() { ex.Close() })
 	return plan, ex

@@ -138,3 +138,53 @@ func TestSwapPreemption(t *testing.T) {
 		}
 	}
 }
+
+// Abort frees what a sequence holds wherever it is: blocks of 4 tokens,
+// 10 in all, chunked prefill with a budget of 8. Iteration 1 admits a
+// (prompt 6: 2 blocks) and the first 2 tokens of b (1 block); c waits.
+// Aborting b (running) gives its block back: 10 − 2 = 8 free; aborting c
+// (waiting, no block) changes nothing; a swapped sequence gives its host
+// blocks back; a sequence the scheduler does not hold is not aborted; and
+// Released is told of the aborted running sequence (its slot).
+func TestAbortFreesBlocks(t *testing.T) {
+	s, err := NewScheduler(SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, NumBlocks: 10,
+		Preemption: PreemptSwap, SwapBlocks: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := 0
+	s.Released = func(*Seq) { released++ }
+	a := &Seq{Req: Request{ID: 0, InputLen: 6, OutputLen: 4}}
+	b := &Seq{Req: Request{ID: 1, InputLen: 5, OutputLen: 4}}
+	c := &Seq{Req: Request{ID: 2, InputLen: 3, OutputLen: 4}}
+	for _, q := range []*Seq{a, b, c} {
+		if err := s.Add(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := s.Schedule()
+	if len(batch) != 2 || s.FreeBlocks() != 7 || b.Blocks != 1 {
+		t.Fatalf("iteration 1: %d scheduled, %d blocks free, b holds %d (want 2, 7, 1)", len(batch), s.FreeBlocks(), b.Blocks)
+	}
+	s.Complete(func(*Seq, bool) {})
+	if !s.Abort(b) || s.FreeBlocks() != 8 || b.Blocks != 0 || s.Running() != 1 || released != 1 {
+		t.Errorf("after aborting b: %d free, b holds %d, %d running, %d released (want 8, 0, 1, 1)", s.FreeBlocks(), b.Blocks, s.Running(), released)
+	}
+	if !s.Abort(c) || s.FreeBlocks() != 8 || s.Waiting() != 0 {
+		t.Errorf("after aborting c: %d free, %d waiting (want 8, 0)", s.FreeBlocks(), s.Waiting())
+	}
+	if s.Abort(c) {
+		t.Error("c aborted twice")
+	}
+	// a swapped out: its 2 blocks move to host memory; aborting it there
+	// gives them back to the swap space.
+	s.running = s.running[:0]
+	s.running = append(s.running, a)
+	s.preemptLast()
+	if s.freeSwap != 8 || s.FreeBlocks() != 10 {
+		t.Fatalf("a swapped: %d swap blocks free, %d device blocks free (want 8, 10)", s.freeSwap, s.FreeBlocks())
+	}
+	if !s.Abort(a) || s.freeSwap != 10 || !s.Idle() {
+		t.Errorf("after aborting a swapped: %d swap blocks free, idle %v (want 10, true)", s.freeSwap, s.Idle())
+	}
+}

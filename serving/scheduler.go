@@ -433,3 +433,48 @@ func (s *Scheduler) Complete(emit func(seq *Seq, done bool)) {
 	clear(s.running[len(kept):])
 	s.running = kept
 }
+
+// remove takes s out of the line; false if it is not in it.
+func (q *queue) remove(s *Seq) bool {
+	for i, x := range q.front {
+		if x == s {
+			q.front = append(q.front[:i], q.front[i+1:]...)
+			return true
+		}
+	}
+	for i := q.head; i < len(q.back); i++ {
+		if q.back[i] == s {
+			q.back = append(q.back[:i], q.back[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Abort takes an unfinished sequence out of the scheduler between
+// iterations (its client went away): it leaves whichever line holds it and
+// its KV blocks (on the device, or in host memory while swapped) are freed,
+// and Released is told. It reports whether the scheduler held it.
+func (s *Scheduler) Abort(seq *Seq) bool {
+	for i, r := range s.running {
+		if r == seq {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			s.release(seq)
+			return true
+		}
+	}
+	if s.swapped.remove(seq) {
+		s.freeSwap += seq.Blocks
+		seq.Blocks = 0
+		if s.Released != nil {
+			s.Released(seq)
+		}
+		return true
+	}
+	if s.waiting.remove(seq) {
+		// A sequence waiting holds no block (a preempted one gave them back).
+		s.release(seq)
+		return true
+	}
+	return false
+}

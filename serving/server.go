@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,16 +56,39 @@ func promptTokens(raw json.RawMessage) (int, error) {
 type submission struct {
 	seq    *Seq
 	events chan tokenEvent
+	// gone is closed when the client went away: the engine aborts the
+	// sequence at its next iteration boundary and frees its KV blocks.
+	gone <-chan struct{}
 }
 
 type tokenEvent struct {
-	done bool
-	err  error
+	token int
+	done  bool
+	err   error
 }
 
-// EngineServer runs one scheduler over an Executor and serves completions.
-// Its engine loop is the only goroutine that touches the scheduler and the
-// executor.
+// EngineStats is the engine loop's state after its last step.
+type EngineStats struct {
+	Waiting, Running int
+	// FreeBlocks and NumBlocks are the scheduler's KV blocks free and in
+	// all; FreeSlots and Slots the executor's (when it says).
+	FreeBlocks, NumBlocks int
+	FreeSlots, Slots      int
+	// Iterations run; Aborted sequences whose client went away before
+	// their last token.
+	Iterations int64
+	Aborted    int
+}
+
+// slotCounter is an Executor that says how many sequences it holds.
+type slotCounter interface {
+	Slots() int
+	FreeSlots() int
+}
+
+// EngineServer runs one scheduler over an Executor and serves requests:
+// over HTTP (ServeHTTP) and to any transport through Generate. Its engine
+// loop is the only goroutine that touches the scheduler and the executor.
 type EngineServer struct {
 	cfg Config
 	ex  Executor
@@ -74,6 +98,8 @@ type EngineServer struct {
 	inFlight   chan struct{}
 	mu         sync.Mutex
 	nextID     int
+	stats      EngineStats
+	httpIDs    atomic.Int64
 }
 
 // NewEngineServer checks cfg (one replica) and returns the server for
@@ -89,33 +115,63 @@ func NewEngineServer(cfg Config, ex Executor, maxContext int) (*EngineServer, er
 	if maxContext < 2 {
 		return nil, fmt.Errorf("serving engine: a sequence must reach at least 2 tokens (got %d)", maxContext)
 	}
-	return &EngineServer{cfg: cfg, ex: ex, maxContext: maxContext, submit: make(chan submission, 1024), inFlight: make(chan struct{}, MaxInFlight)}, nil
+	s := &EngineServer{cfg: cfg, ex: ex, maxContext: maxContext, submit: make(chan submission, 1024), inFlight: make(chan struct{}, MaxInFlight)}
+	s.stats.FreeBlocks, s.stats.NumBlocks = cfg.Scheduler.NumBlocks, cfg.Scheduler.NumBlocks
+	if sc, ok := ex.(slotCounter); ok {
+		s.stats.FreeSlots, s.stats.Slots = sc.FreeSlots(), sc.Slots()
+	}
+	return s, nil
 }
 
-// Run is the engine loop: it takes new requests at every iteration
-// boundary, runs the scheduled iteration and sends each sequence its tokens
-// as they are made, until ctx ends (then every request in it fails).
+// MaxContext is the tokens one sequence may reach (prompt + output).
+func (s *EngineServer) MaxContext() int { return s.maxContext }
+
+// Stats is the engine loop's state after its last step.
+func (s *EngineServer) Stats() EngineStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *EngineServer) publish(sched *Scheduler, iterations int64, aborted int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Waiting, s.stats.Running, s.stats.FreeBlocks = sched.Waiting(), sched.Running(), sched.FreeBlocks()
+	s.stats.Iterations, s.stats.Aborted = iterations, aborted
+	if sc, ok := s.ex.(slotCounter); ok {
+		s.stats.FreeSlots = sc.FreeSlots()
+	}
+}
+
+// Run is the engine loop: it takes new requests and drops those whose
+// client went away at every iteration boundary, runs the scheduled
+// iteration and sends each sequence its tokens as they are made, until ctx
+// ends (then every request in it fails).
 func (s *EngineServer) Run(ctx context.Context) error {
 	sched, err := NewScheduler(s.cfg.Scheduler)
 	if err != nil {
 		return err
 	}
 	sched.Released = s.ex.Released
-	live := map[*Seq]chan tokenEvent{}
+	tokens, _ := s.ex.(TokenSource)
+	live := map[*Seq]submission{}
+	var iterations int64
+	aborted := 0
 	fail := func(err error) {
-		for _, ch := range live {
-			ch <- tokenEvent{done: true, err: err}
+		for _, sub := range live {
+			sub.events <- tokenEvent{done: true, err: err}
 		}
 	}
 	take := func(sub submission) {
 		if err := sched.Add(sub.seq); err != nil {
-			sub.events <- tokenEvent{done: true, err: err}
+			sub.events <- tokenEvent{done: true, err: &RefusedError{err.Error()}}
 			return
 		}
-		live[sub.seq] = sub.events
+		live[sub.seq] = sub
 	}
 	for {
 		if sched.Idle() {
+			s.publish(sched, iterations, aborted)
 			select {
 			case <-ctx.Done():
 				return nil
@@ -130,6 +186,15 @@ func (s *EngineServer) Run(ctx context.Context) error {
 				take(sub)
 			default:
 				break drain
+			}
+		}
+		for seq, sub := range live {
+			select {
+			case <-sub.gone:
+				sched.Abort(seq)
+				delete(live, seq)
+				aborted++
+			default:
 			}
 		}
 		if ctx.Err() != nil {
@@ -152,13 +217,98 @@ func (s *EngineServer) Run(ctx context.Context) error {
 			}
 			return err
 		}
+		iterations++
 		sched.Complete(func(seq *Seq, done bool) {
-			ch := live[seq]
-			ch <- tokenEvent{done: done}
+			sub := live[seq]
+			tok := -1
+			if tokens != nil {
+				tok = tokens.Token(seq)
+			}
+			sub.events <- tokenEvent{token: tok, done: done}
 			if done {
 				delete(live, seq)
 			}
 		})
+		s.publish(sched, iterations, aborted)
+	}
+}
+
+// RefusedError is a request the engine cannot serve as asked (its sizes);
+// OverloadedError one it has no room for now.
+type RefusedError struct{ msg string }
+
+func (e *RefusedError) Error() string { return e.msg }
+
+// InvalidArgument marks the error for a transport's status code.
+func (e *RefusedError) InvalidArgument() bool { return true }
+
+type OverloadedError struct{ msg string }
+
+func (e *OverloadedError) Error() string { return e.msg }
+
+// ResourceExhausted marks the error for a transport's status code.
+func (e *OverloadedError) ResourceExhausted() bool { return true }
+
+// Check refuses a request the engine can never serve: a prompt or output
+// outside [1, MaxPromptTokens] / [1, MaxOutputTokens], or a sequence longer
+// than a slot (--engine-context).
+func (s *EngineServer) Check(promptLen, maxTokens int) error {
+	switch {
+	case promptLen < 1 || promptLen > MaxPromptTokens:
+		return &RefusedError{fmt.Sprintf("prompt: %d tokens, must be in [1, %d]", promptLen, MaxPromptTokens)}
+	case maxTokens < 1 || maxTokens > MaxOutputTokens:
+		return &RefusedError{fmt.Sprintf("max_tokens: must be in [1, %d] (got %d)", MaxOutputTokens, maxTokens)}
+	case promptLen+maxTokens > s.maxContext:
+		return &RefusedError{fmt.Sprintf("prompt + max_tokens: %d + %d tokens, the engine holds %d per sequence (--engine-context)", promptLen, maxTokens, s.maxContext)}
+	}
+	return nil
+}
+
+// Generate serves one request: promptLen prompt tokens and maxTokens
+// output tokens (no end-of-sequence: it makes all of them). It calls emit
+// with every token as the iteration that made it ends (done on the last)
+// and returns when the last is emitted, the engine fails, emit fails or
+// ctx ends; in the last two cases the engine drops the sequence and frees
+// its KV blocks at its next iteration boundary.
+func (s *EngineServer) Generate(ctx context.Context, promptLen, maxTokens int, emit func(token int, done bool) error) error {
+	if err := s.Check(promptLen, maxTokens); err != nil {
+		return err
+	}
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		return &OverloadedError{fmt.Sprintf("overloaded: %d requests in flight", MaxInFlight)}
+	}
+	s.mu.Lock()
+	id := s.nextID
+	s.nextID++
+	s.mu.Unlock()
+	seq := &Seq{Req: Request{ID: id, InputLen: promptLen, OutputLen: maxTokens}}
+	gone := make(chan struct{})
+	defer close(gone)
+	events := make(chan tokenEvent, maxTokens+1)
+	select {
+	case s.submit <- submission{seq: seq, events: events, gone: gone}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		var ev tokenEvent
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if ev.err != nil {
+			return ev.err
+		}
+		if err := emit(ev.token, ev.done); err != nil {
+			return err
+		}
+		if ev.done {
+			return nil
+		}
 	}
 }
 
@@ -196,18 +346,12 @@ func (s *EngineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := promptTokens(req.Prompt)
+	if err == nil {
+		err = s.Check(in, req.MaxTokens)
+	}
 	switch {
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	case in < 1 || in > MaxPromptTokens:
-		http.Error(w, fmt.Sprintf("prompt: %d tokens, must be in [1, %d]", in, MaxPromptTokens), http.StatusBadRequest)
-		return
-	case req.MaxTokens < 1 || req.MaxTokens > MaxOutputTokens:
-		http.Error(w, fmt.Sprintf("max_tokens: must be in [1, %d] (got %d)", MaxOutputTokens, req.MaxTokens), http.StatusBadRequest)
-		return
-	case in+req.MaxTokens > s.maxContext:
-		http.Error(w, fmt.Sprintf("prompt + max_tokens: %d + %d tokens, the engine holds %d per sequence (--engine-context)", in, req.MaxTokens, s.maxContext), http.StatusBadRequest)
 		return
 	case !req.Stream:
 		http.Error(w, "stream: the engine streams (set \"stream\": true)", http.StatusBadRequest)
@@ -218,52 +362,40 @@ func (s *EngineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	select {
-	case s.inFlight <- struct{}{}:
-		defer func() { <-s.inFlight }()
-	default:
-		http.Error(w, fmt.Sprintf("overloaded: %d requests in flight", MaxInFlight), http.StatusServiceUnavailable)
-		return
-	}
-	s.mu.Lock()
-	id := s.nextID
-	s.nextID++
-	s.mu.Unlock()
-	seq := &Seq{Req: Request{ID: id, InputLen: in, OutputLen: req.MaxTokens}}
-	events := make(chan tokenEvent, req.MaxTokens+1)
-	select {
-	case s.submit <- submission{seq: seq, events: events}:
-	case <-r.Context().Done():
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	name := fmt.Sprintf("cmpl-%d", id)
-	for {
-		var ev tokenEvent
-		select {
-		case ev = <-events:
-		case <-r.Context().Done():
-			return // the engine finishes the sequence; nobody reads it
-		}
-		if ev.err != nil {
-			fmt.Fprintf(w, "data: {\"error\": %q}\n\n", ev.err.Error())
-			fl.Flush()
-			return
+	started := false
+	name := fmt.Sprintf("cmpl-%d", s.httpIDs.Add(1)-1)
+	err = s.Generate(r.Context(), in, req.MaxTokens, func(_ int, done bool) error {
+		if !started {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			started = true
 		}
 		c := sseChunk{ID: name, Object: "text_completion", Model: req.Model, Choices: []sseChoice{{Text: " t"}}}
-		if ev.done {
+		if done {
 			stop := "length"
 			c.Choices[0].FinishReason = &stop
 		}
 		b, _ := json.Marshal(c)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if ev.done {
-			fmt.Fprint(w, "data: [DONE]\n\n")
-			fl.Flush()
-			return
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
 		}
+		if done {
+			fmt.Fprint(w, "data: [DONE]\n\n")
+		}
+		fl.Flush()
+		return nil
+	})
+	var over *OverloadedError
+	switch {
+	case err == nil || r.Context().Err() != nil:
+	case !started && errors.As(err, &over):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case !started:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fallthrough
+	default:
+		fmt.Fprintf(w, "data: {\"error\": %q}\n\n", err.Error())
 		fl.Flush()
 	}
 }
@@ -298,6 +430,16 @@ func Load(ctx context.Context, reqs []Request, t LoadTarget, maxConcurrency int)
 	if t.RequestTimeout <= 0 {
 		t.RequestTimeout = 10 * time.Minute
 	}
+	return loadWith(ctx, reqs, maxConcurrency, t.one)
+}
+
+// oneFunc sends one request and times its tokens at the client: the first
+// token's time in rr.FirstTokenS, each later gap appended to gaps.
+type oneFunc func(ctx context.Context, q Request, now func() float64, rr *RequestResult, gaps *[]float64) error
+
+// loadWith sends reqs at their arrival times (under maxConcurrency) with
+// one, and gathers the results.
+func loadWith(ctx context.Context, reqs []Request, maxConcurrency int, one oneFunc) (*Result, error) {
 	res := &Result{Requests: make([]RequestResult, len(reqs))}
 	itl := make([][]float64, len(reqs))
 	var sem chan struct{}
@@ -336,7 +478,7 @@ func Load(ctx context.Context, reqs []Request, t LoadTarget, maxConcurrency int)
 				defer func() { <-sem }()
 			}
 			rr.SentS = now()
-			err := t.one(ctx, q, now, rr, gaps)
+			err := one(ctx, q, now, rr, gaps)
 			if err != nil {
 				rr.Error = err.Error()
 			}
@@ -417,4 +559,13 @@ func (t LoadTarget) one(ctx context.Context, q Request, now func() float64, rr *
 		last = t
 		tokens++
 	}
+}
+
+// EngineBytes is what the engine's executor holds (0 when it does not
+// say): a host reserves it from its memory budget.
+func (s *EngineServer) EngineBytes() int64 {
+	if a, ok := s.ex.(interface{ AllocatedBytes() int64 }); ok {
+		return a.AllocatedBytes()
+	}
+	return 0
 }

@@ -25,6 +25,7 @@ const exitPayloadMismatch = 4
 func newServeCmd() *cobra.Command {
 	var o remote.ServeOptions
 	var backendName string
+	var eh engineHostOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:50051] [--token-file T] [--tls-cert C --tls-key K] [--backend cpu|cuda] [--transport grpc|tcp]",
 		Short: "Serve the model to remote clients (partbench remote): sessions, a bounded queue, byte counts",
@@ -54,6 +55,14 @@ a request's declared sizes are checked against the memory budget before anything
 			if err := o.ReadFiles(); err != nil {
 				return err
 			}
+			gen, stopEngine, err := eh.start(cmd.Flags(), backendName, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer stopEngine()
+			if gen != nil {
+				o.Generator = gen
+			}
 			stop, unwatch := remote.SecondSignal()
 			defer unwatch()
 			o.Stop = stop
@@ -73,6 +82,7 @@ a request's declared sizes are checked against the memory budget before anything
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long requests in flight may finish")
 	f.IntVar(&o.MaxConcurrent, "max-concurrent", 1, "requests executing at once")
 	f.IntVar(&o.MaxQueue, "max-queue", 64, "requests waiting beyond those; more are refused (ResourceExhausted)")
+	addEngineHostFlags(f, &eh) // serving_serve.go
 	return cmd
 }
 

@@ -70,6 +70,11 @@ type servingOptions struct {
 	spawnServer   bool
 	serveEngine   string
 	engineContext int
+	perSequence   bool
+	transport     string
+	tokenFile     string
+	tlsCA         string
+	backend       string
 	modelName     string
 }
 
@@ -151,7 +156,12 @@ meet the SLO; --plot draws the curve.`,
 	f.StringVar(&o.server, "server", "", "send the workload to this OpenAI-style completions server (http://HOST:PORT: 'serving --serve-engine', or vLLM) and measure it at the client; with --config, beside the model of partbench's CPU engine run with these flags")
 	f.BoolVar(&o.spawnServer, "spawn-server", false, "start 'serving --serve-engine' on a loopback port with this config and these flags, measure it as --server does, stop it")
 	f.StringVar(&o.serveEngine, "serve-engine", "", "serve the config on this machine's CPU engine at HOST:PORT (OpenAI-style POST /v1/completions, streamed) until SIGINT/SIGTERM")
+	f.BoolVar(&o.perSequence, "per-sequence", false, "with --measure, --serve-engine, --spawn-server: run each scheduled sequence's pass in turn instead of one batched pass per iteration (and model it so)")
 	f.IntVar(&o.engineContext, "engine-context", 512, "with --serve-engine: tokens one sequence may reach (prompt + output): the engine's KV slot")
+	f.StringVar(&o.transport, "transport", "", "with --server or --spawn-server: http (OpenAI-style completions; the default for an http:// URL and for --spawn-server), or grpc or tcp (a 'partbench serve --engine-config' at HOST:PORT; grpc is the default for HOST:PORT)")
+	f.StringVar(&o.tokenFile, "token-file", "", "with --transport grpc|tcp: file holding the server's bearer token")
+	f.StringVar(&o.tlsCA, "tls-ca", "", "with --transport grpc|tcp: PEM CA that signed the server's TLS certificate (turns TLS on)")
+	f.StringVar(&o.backend, "backend", "cpu", "with --spawn-server --transport grpc|tcp: the spawned 'partbench serve --engine-config' engine's backend (cpu or cuda)")
 	f.StringVar(&o.modelName, "served-model-name", "", "with --server: the \"model\" field sent (default: the config's name)")
 	return cmd
 }
@@ -206,6 +216,9 @@ func (o *servingOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
 		"dataset-name", "dataset-path", "random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len",
 		"goodput", "metric-percentiles", "slo-attainment", "calibration", "format", "output", "search-placements", "save-requests") {
 		return fmt.Errorf("--serve-engine: serves whatever requests come; the workload, metric, --calibration and output flags act on the client (--server, --spawn-server)")
+	}
+	if err := o.checkTransport(fs); err != nil {
+		return err
 	}
 	if o.config == "" {
 		if o.calibration != "" {

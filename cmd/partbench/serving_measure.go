@@ -112,7 +112,7 @@ func (o *servingOptions) runMeasure(fs *pflag.FlagSet, stdout io.Writer, cfg *co
 	if err != nil {
 		return fmt.Errorf("--measure: %w", err)
 	}
-	ex, err := serving.NewCPUExecutor(plan)
+	ex, err := serving.NewPassExecutor(plan, "cpu", o.perSequence)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,13 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	if err != nil {
 		return err
 	}
-	modeled, err := serving.Simulate(reqs, scfg, serving.PerSequenceCost{M: im})
+	// The model of the engine as it runs: one pass over the iteration's
+	// rows, or (--per-sequence) the sum of each sequence's pass alone.
+	var cost serving.Coster = im
+	if o.perSequence {
+		cost = serving.PerSequenceCost{M: im}
+	}
+	modeled, err := serving.Simulate(reqs, scfg, cost)
 	if err != nil {
 		return err
 	}
@@ -150,6 +156,15 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	}
 	doc := &report.ServingMeasureDoc{Config: cfg.Name, Hardware: plan.System.GPU.Name, Calibration: o.calibration, Workload: workload, Rate: rate,
 		Scheduler: scfg.Scheduler, Measured: mm, Modeled: dm, Errors: serving.CompareMetrics(dm, mm)}
+	if !o.perSequence {
+		doc.Engine = "one batched pass over each iteration's rows (attention and sampling per sequence)"
+	}
+	switch {
+	case o.remoteTransport() && o.spawnServer:
+		doc.Backend = fmt.Sprintf("partbench-serve-%s-engine over %s", o.backend, o.transport)
+	case o.remoteTransport():
+		doc.Backend = "partbench-serve-engine over " + o.transport
+	}
 	return report.ToOutput(o.out, stdout, func(w io.Writer) error {
 		if o.format == report.FormatJSON {
 			return report.ServingMeasureJSON(w, version, doc)

@@ -40,7 +40,7 @@ func (o *servingOptions) runServeEngine(fs *pflag.FlagSet, stdout io.Writer, cfg
 		return fmt.Errorf("--serve-engine: %w", err)
 	}
 	scfg.MaxConcurrency = 0 // a client-side cap
-	ex, err := serving.NewCPUExecutor(plan)
+	ex, err := serving.NewPassExecutor(plan, "cpu", o.perSequence)
 	if err != nil {
 		return err
 	}
@@ -120,9 +120,14 @@ func (o *servingOptions) runLoad(fs *pflag.FlagSet, stdout io.Writer, cfg *confi
 	if model == "" && cfg != nil {
 		model = cfg.Name
 	}
-	ctx, cancel := context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
-	defer cancel()
-	measured, err := serving.Load(ctx, reqs, serving.LoadTarget{BaseURL: url, Model: model, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)
+	var measured *serving.Result
+	if o.remoteTransport() {
+		measured, err = o.runLoadRemote(reqs, url)
+	} else {
+		ctx, cancel := context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
+		defer cancel()
+		measured, err = serving.Load(ctx, reqs, serving.LoadTarget{BaseURL: url, Model: model, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)
+	}
 	if err != nil {
 		return err
 	}
@@ -171,6 +176,13 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	}
 	args := []string{"serving", "--serve-engine", "127.0.0.1:0", "--config", o.config, "--engine-context", strconv.Itoa(o.engineContext),
 		"--max-num-seqs", strconv.Itoa(o.maxNumSeqs), "--max-num-batched-tokens", strconv.Itoa(o.maxBatched), "--scheduler", o.scheduler}
+	if o.perSequence {
+		args = append(args, "--per-sequence")
+	}
+	prefix := engineListening
+	if o.remoteTransport() {
+		args, prefix = o.spawnServeArgs(), serveListening+o.transport+" listening on "
+	}
 	cmd := osexec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -193,12 +205,12 @@ func (o *servingOptions) spawnEngine() (*engineChild, string, error) {
 	}()
 	select {
 	case l, ok := <-first:
-		if ok && strings.HasPrefix(l, engineListening) {
-			return c, strings.TrimPrefix(l, engineListening), nil
+		if ok && strings.HasPrefix(l, prefix) {
+			return c, strings.TrimPrefix(l, prefix), nil
 		}
 		cmd.Process.Kill()
 		<-c.done
-		return nil, "", fmt.Errorf("the engine said %q, not %q", l, engineListening+"URL")
+		return nil, "", fmt.Errorf("the engine said %q, not %q", l, prefix+"ADDRESS")
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-c.done

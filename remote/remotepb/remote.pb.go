@@ -809,6 +809,133 @@ func (x *Hello) GetToken() string {
 	return ""
 }
 
+// GenerateRequest asks the server's serving engine (partbench serve with
+// --engine-config) for one request: a prompt of prompt_len tokens (or of
+// prompt_ids, whose count must then equal prompt_len when both are given)
+// and max_tokens output tokens, all of them (no end of sequence).
+type GenerateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PromptLen     int32                  `protobuf:"varint,1,opt,name=prompt_len,json=promptLen,proto3" json:"prompt_len,omitempty"`
+	PromptIds     []int32                `protobuf:"varint,2,rep,packed,name=prompt_ids,json=promptIds,proto3" json:"prompt_ids,omitempty"`
+	MaxTokens     int32                  `protobuf:"varint,3,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateRequest) Reset() {
+	*x = GenerateRequest{}
+	mi := &file_remote_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateRequest) ProtoMessage() {}
+
+func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_remote_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
+func (*GenerateRequest) Descriptor() ([]byte, []int) {
+	return file_remote_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GenerateRequest) GetPromptLen() int32 {
+	if x != nil {
+		return x.PromptLen
+	}
+	return 0
+}
+
+func (x *GenerateRequest) GetPromptIds() []int32 {
+	if x != nil {
+		return x.PromptIds
+	}
+	return nil
+}
+
+func (x *GenerateRequest) GetMaxTokens() int32 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+// GenerateToken is one output token of a Generate stream, sent as the
+// engine's iteration that made it ends: index counts from 0; token is the
+// id (-1 for a model without an LM head); done marks the last.
+type GenerateToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         int32                  `protobuf:"varint,1,opt,name=token,proto3" json:"token,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Done          bool                   `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateToken) Reset() {
+	*x = GenerateToken{}
+	mi := &file_remote_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateToken) ProtoMessage() {}
+
+func (x *GenerateToken) ProtoReflect() protoreflect.Message {
+	mi := &file_remote_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateToken.ProtoReflect.Descriptor instead.
+func (*GenerateToken) Descriptor() ([]byte, []int) {
+	return file_remote_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GenerateToken) GetToken() int32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *GenerateToken) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *GenerateToken) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
 // Envelope is one raw-TCP message.
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -821,6 +948,8 @@ type Envelope struct {
 	//	*Envelope_Closed
 	//	*Envelope_Frame
 	//	*Envelope_Error
+	//	*Envelope_Generate
+	//	*Envelope_Token
 	Kind          isEnvelope_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -828,7 +957,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_remote_proto_msgTypes[10]
+	mi := &file_remote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +969,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_remote_proto_msgTypes[10]
+	mi := &file_remote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +982,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_remote_proto_rawDescGZIP(), []int{10}
+	return file_remote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Envelope) GetKind() isEnvelope_Kind {
@@ -926,6 +1055,24 @@ func (x *Envelope) GetError() *Error {
 	return nil
 }
 
+func (x *Envelope) GetGenerate() *GenerateRequest {
+	if x != nil {
+		if x, ok := x.Kind.(*Envelope_Generate); ok {
+			return x.Generate
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetToken() *GenerateToken {
+	if x != nil {
+		if x, ok := x.Kind.(*Envelope_Token); ok {
+			return x.Token
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Kind interface {
 	isEnvelope_Kind()
 }
@@ -958,6 +1105,14 @@ type Envelope_Error struct {
 	Error *Error `protobuf:"bytes,7,opt,name=error,proto3,oneof"`
 }
 
+type Envelope_Generate struct {
+	Generate *GenerateRequest `protobuf:"bytes,8,opt,name=generate,proto3,oneof"`
+}
+
+type Envelope_Token struct {
+	Token *GenerateToken `protobuf:"bytes,9,opt,name=token,proto3,oneof"`
+}
+
 func (*Envelope_Hello) isEnvelope_Kind() {}
 
 func (*Envelope_Open) isEnvelope_Kind() {}
@@ -971,6 +1126,10 @@ func (*Envelope_Closed) isEnvelope_Kind() {}
 func (*Envelope_Frame) isEnvelope_Kind() {}
 
 func (*Envelope_Error) isEnvelope_Kind() {}
+
+func (*Envelope_Generate) isEnvelope_Kind() {}
+
+func (*Envelope_Token) isEnvelope_Kind() {}
 
 var File_remote_proto protoreflect.FileDescriptor
 
@@ -1029,7 +1188,18 @@ const file_remote_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x1d\n" +
 	"\x05Hello\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\tR\x05token\"\x9c\x03\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"n\n" +
+	"\x0fGenerateRequest\x12\x1d\n" +
+	"\n" +
+	"prompt_len\x18\x01 \x01(\x05R\tpromptLen\x12\x1d\n" +
+	"\n" +
+	"prompt_ids\x18\x02 \x03(\x05R\tpromptIds\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x03 \x01(\x05R\tmaxTokens\"O\n" +
+	"\rGenerateToken\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\x05R\x05token\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\"\x9c\x04\n" +
 	"\bEnvelope\x122\n" +
 	"\x05hello\x18\x01 \x01(\v2\x1a.partbench.remote.v1.HelloH\x00R\x05hello\x126\n" +
 	"\x04open\x18\x02 \x01(\v2 .partbench.remote.v1.OpenRequestH\x00R\x04open\x12;\n" +
@@ -1037,7 +1207,9 @@ const file_remote_proto_rawDesc = "" +
 	"\x05close\x18\x04 \x01(\v2!.partbench.remote.v1.CloseRequestH\x00R\x05close\x12<\n" +
 	"\x06closed\x18\x05 \x01(\v2\".partbench.remote.v1.CloseResponseH\x00R\x06closed\x122\n" +
 	"\x05frame\x18\x06 \x01(\v2\x1a.partbench.remote.v1.FrameH\x00R\x05frame\x122\n" +
-	"\x05error\x18\a \x01(\v2\x1a.partbench.remote.v1.ErrorH\x00R\x05errorB\x06\n" +
+	"\x05error\x18\a \x01(\v2\x1a.partbench.remote.v1.ErrorH\x00R\x05error\x12B\n" +
+	"\bgenerate\x18\b \x01(\v2$.partbench.remote.v1.GenerateRequestH\x00R\bgenerate\x12:\n" +
+	"\x05token\x18\t \x01(\v2\".partbench.remote.v1.GenerateTokenH\x00R\x05tokenB\x06\n" +
 	"\x04kind*\\\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
@@ -1054,11 +1226,12 @@ const file_remote_proto_rawDesc = "" +
 	"\n" +
 	"PHASE_LOAD\x10\x03\x12\x0f\n" +
 	"\vPHASE_PAUSE\x10\x04\x12\x10\n" +
-	"\fPHASE_RESUME\x10\x052\xe9\x01\n" +
+	"\fPHASE_RESUME\x10\x052\xc1\x02\n" +
 	"\x06Remote\x12K\n" +
 	"\x04Open\x12 .partbench.remote.v1.OpenRequest\x1a!.partbench.remote.v1.OpenResponse\x12N\n" +
 	"\x05Close\x12!.partbench.remote.v1.CloseRequest\x1a\".partbench.remote.v1.CloseResponse\x12B\n" +
-	"\x04Step\x12\x1a.partbench.remote.v1.Frame\x1a\x1a.partbench.remote.v1.Frame(\x010\x01B0Z.github.com/partbench/partbench/remote/remotepbb\x06proto3"
+	"\x04Step\x12\x1a.partbench.remote.v1.Frame\x1a\x1a.partbench.remote.v1.Frame(\x010\x01\x12V\n" +
+	"\bGenerate\x12$.partbench.remote.v1.GenerateRequest\x1a\".partbench.remote.v1.GenerateToken0\x01B0Z.github.com/partbench/partbench/remote/remotepbb\x06proto3"
 
 var (
 	file_remote_proto_rawDescOnce sync.Once
@@ -1073,21 +1246,23 @@ func file_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_remote_proto_goTypes = []any{
-	(Mode)(0),             // 0: partbench.remote.v1.Mode
-	(Phase)(0),            // 1: partbench.remote.v1.Phase
-	(*OpenRequest)(nil),   // 2: partbench.remote.v1.OpenRequest
-	(*OpenResponse)(nil),  // 3: partbench.remote.v1.OpenResponse
-	(*CloseRequest)(nil),  // 4: partbench.remote.v1.CloseRequest
-	(*CloseResponse)(nil), // 5: partbench.remote.v1.CloseResponse
-	(*TensorInfo)(nil),    // 6: partbench.remote.v1.TensorInfo
-	(*StepHeader)(nil),    // 7: partbench.remote.v1.StepHeader
-	(*StepTrailer)(nil),   // 8: partbench.remote.v1.StepTrailer
-	(*Frame)(nil),         // 9: partbench.remote.v1.Frame
-	(*Error)(nil),         // 10: partbench.remote.v1.Error
-	(*Hello)(nil),         // 11: partbench.remote.v1.Hello
-	(*Envelope)(nil),      // 12: partbench.remote.v1.Envelope
+	(Mode)(0),               // 0: partbench.remote.v1.Mode
+	(Phase)(0),              // 1: partbench.remote.v1.Phase
+	(*OpenRequest)(nil),     // 2: partbench.remote.v1.OpenRequest
+	(*OpenResponse)(nil),    // 3: partbench.remote.v1.OpenResponse
+	(*CloseRequest)(nil),    // 4: partbench.remote.v1.CloseRequest
+	(*CloseResponse)(nil),   // 5: partbench.remote.v1.CloseResponse
+	(*TensorInfo)(nil),      // 6: partbench.remote.v1.TensorInfo
+	(*StepHeader)(nil),      // 7: partbench.remote.v1.StepHeader
+	(*StepTrailer)(nil),     // 8: partbench.remote.v1.StepTrailer
+	(*Frame)(nil),           // 9: partbench.remote.v1.Frame
+	(*Error)(nil),           // 10: partbench.remote.v1.Error
+	(*Hello)(nil),           // 11: partbench.remote.v1.Hello
+	(*GenerateRequest)(nil), // 12: partbench.remote.v1.GenerateRequest
+	(*GenerateToken)(nil),   // 13: partbench.remote.v1.GenerateToken
+	(*Envelope)(nil),        // 14: partbench.remote.v1.Envelope
 }
 var file_remote_proto_depIdxs = []int32{
 	0,  // 0: partbench.remote.v1.OpenRequest.mode:type_name -> partbench.remote.v1.Mode
@@ -1102,17 +1277,21 @@ var file_remote_proto_depIdxs = []int32{
 	5,  // 9: partbench.remote.v1.Envelope.closed:type_name -> partbench.remote.v1.CloseResponse
 	9,  // 10: partbench.remote.v1.Envelope.frame:type_name -> partbench.remote.v1.Frame
 	10, // 11: partbench.remote.v1.Envelope.error:type_name -> partbench.remote.v1.Error
-	2,  // 12: partbench.remote.v1.Remote.Open:input_type -> partbench.remote.v1.OpenRequest
-	4,  // 13: partbench.remote.v1.Remote.Close:input_type -> partbench.remote.v1.CloseRequest
-	9,  // 14: partbench.remote.v1.Remote.Step:input_type -> partbench.remote.v1.Frame
-	3,  // 15: partbench.remote.v1.Remote.Open:output_type -> partbench.remote.v1.OpenResponse
-	5,  // 16: partbench.remote.v1.Remote.Close:output_type -> partbench.remote.v1.CloseResponse
-	9,  // 17: partbench.remote.v1.Remote.Step:output_type -> partbench.remote.v1.Frame
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	12, // 12: partbench.remote.v1.Envelope.generate:type_name -> partbench.remote.v1.GenerateRequest
+	13, // 13: partbench.remote.v1.Envelope.token:type_name -> partbench.remote.v1.GenerateToken
+	2,  // 14: partbench.remote.v1.Remote.Open:input_type -> partbench.remote.v1.OpenRequest
+	4,  // 15: partbench.remote.v1.Remote.Close:input_type -> partbench.remote.v1.CloseRequest
+	9,  // 16: partbench.remote.v1.Remote.Step:input_type -> partbench.remote.v1.Frame
+	12, // 17: partbench.remote.v1.Remote.Generate:input_type -> partbench.remote.v1.GenerateRequest
+	3,  // 18: partbench.remote.v1.Remote.Open:output_type -> partbench.remote.v1.OpenResponse
+	5,  // 19: partbench.remote.v1.Remote.Close:output_type -> partbench.remote.v1.CloseResponse
+	9,  // 20: partbench.remote.v1.Remote.Step:output_type -> partbench.remote.v1.Frame
+	13, // 21: partbench.remote.v1.Remote.Generate:output_type -> partbench.remote.v1.GenerateToken
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_remote_proto_init() }
@@ -1125,7 +1304,7 @@ func file_remote_proto_init() {
 		(*Frame_Data)(nil),
 		(*Frame_Trailer)(nil),
 	}
-	file_remote_proto_msgTypes[10].OneofWrappers = []any{
+	file_remote_proto_msgTypes[12].OneofWrappers = []any{
 		(*Envelope_Hello)(nil),
 		(*Envelope_Open)(nil),
 		(*Envelope_Opened)(nil),
@@ -1133,6 +1312,8 @@ func file_remote_proto_init() {
 		(*Envelope_Closed)(nil),
 		(*Envelope_Frame)(nil),
 		(*Envelope_Error)(nil),
+		(*Envelope_Generate)(nil),
+		(*Envelope_Token)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1140,7 +1321,7 @@ func file_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_remote_proto_rawDesc), len(file_remote_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,9 +23,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Remote_Open_FullMethodName  = "/partbench.remote.v1.Remote/Open"
-	Remote_Close_FullMethodName = "/partbench.remote.v1.Remote/Close"
-	Remote_Step_FullMethodName  = "/partbench.remote.v1.Remote/Step"
+	Remote_Open_FullMethodName     = "/partbench.remote.v1.Remote/Open"
+	Remote_Close_FullMethodName    = "/partbench.remote.v1.Remote/Close"
+	Remote_Step_FullMethodName     = "/partbench.remote.v1.Remote/Step"
+	Remote_Generate_FullMethodName = "/partbench.remote.v1.Remote/Generate"
 )
 
 // RemoteClient is the client API for Remote service.
@@ -37,6 +38,9 @@ type RemoteClient interface {
 	// Step streams the request's header and data chunks and receives the
 	// reply's header, data chunks and trailer.
 	Step(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Frame, Frame], error)
+	// Generate streams one request's tokens from the serving engine, which
+	// batches it with every other request in flight (continuous batching).
+	Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateToken], error)
 }
 
 type remoteClient struct {
@@ -80,6 +84,25 @@ func (c *remoteClient) Step(ctx context.Context, opts ...grpc.CallOption) (grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Remote_StepClient = grpc.BidiStreamingClient[Frame, Frame]
 
+func (c *remoteClient) Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateToken], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Remote_ServiceDesc.Streams[1], Remote_Generate_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GenerateRequest, GenerateToken]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Remote_GenerateClient = grpc.ServerStreamingClient[GenerateToken]
+
 // RemoteServer is the server API for Remote service.
 // All implementations must embed UnimplementedRemoteServer
 // for forward compatibility.
@@ -89,6 +112,9 @@ type RemoteServer interface {
 	// Step streams the request's header and data chunks and receives the
 	// reply's header, data chunks and trailer.
 	Step(grpc.BidiStreamingServer[Frame, Frame]) error
+	// Generate streams one request's tokens from the serving engine, which
+	// batches it with every other request in flight (continuous batching).
+	Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateToken]) error
 	mustEmbedUnimplementedRemoteServer()
 }
 
@@ -107,6 +133,9 @@ func (UnimplementedRemoteServer) Close(context.Context, *CloseRequest) (*CloseRe
 }
 func (UnimplementedRemoteServer) Step(grpc.BidiStreamingServer[Frame, Frame]) error {
 	return status.Errorf(codes.Unimplemented, "method Step not implemented")
+}
+func (UnimplementedRemoteServer) Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateToken]) error {
+	return status.Errorf(codes.Unimplemented, "method Generate not implemented")
 }
 func (UnimplementedRemoteServer) mustEmbedUnimplementedRemoteServer() {}
 func (UnimplementedRemoteServer) testEmbeddedByValue()                {}
@@ -172,6 +201,17 @@ func _Remote_Step_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Remote_StepServer = grpc.BidiStreamingServer[Frame, Frame]
 
+func _Remote_Generate_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GenerateRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RemoteServer).Generate(m, &grpc.GenericServerStream[GenerateRequest, GenerateToken]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Remote_GenerateServer = grpc.ServerStreamingServer[GenerateToken]
+
 // Remote_ServiceDesc is the grpc.ServiceDesc for Remote service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -194,6 +234,11 @@ var Remote_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Remote_Step_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Generate",
+			Handler:       _Remote_Generate_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "remote.proto",
