@@ -39,6 +39,8 @@
 #                   Hugging Face fixtures, fp32/fp16/bf16
 #   resume     30   resume --backend cuda: recompute, offload, stateful
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
+#   serving    40   the continuous-batching engine in `serve --backend cuda` under load,
+#                   over gRPC and raw TCP (serving --spawn-server), measured beside modeled
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
 #
 # --dry-run (what `make test` runs, against the fake libraries or none): runs
@@ -53,12 +55,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|startup|emulate|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|startup|emulate|serving|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch batch1 startup emulate calibrate l2 generate resume serve sanitize"
+all_steps="system nccl tests check single torch batch1 startup emulate calibrate l2 generate resume serve serving sanitize"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -78,6 +80,7 @@ limit_of() {
 	tests) echo 150 ;;
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
+	serving) echo 40 ;;
 	startup) echo 60 ;;
 	sanitize) echo 90 ;;
 	*) echo 30 ;;
@@ -138,7 +141,7 @@ pbrun() {
 		local sub=$1 a missing=""
 		[ "$sub" = "trace" ] && sub="trace $2" # a two-word subcommand
 		case $sub in
-		run | model | nccl-check | calibrate | l2 | generate | resume | serve | remote | "trace stats") ;;
+		run | model | nccl-check | calibrate | l2 | generate | resume | serve | remote | serving | "trace stats") ;;
 		*) missing="subcommand $sub" ;;
 		esac
 		local help
@@ -422,6 +425,13 @@ for s in $steps; do
 			echo "== serve-cuda: exited at start: $(tail -n 2 "$out/serve-cuda.log")" | tee -a "$out/summary.txt"
 			failed=1
 		fi
+		;;
+	serving)
+		for tr in grpc tcp; do
+			pbrun "serving-$tr" serving --spawn-server --transport "$tr" --backend cuda --config test/single-tiny \
+				--request-rate 200 --num-prompts 200 --random-input-len 64 --random-output-len 32 \
+				--max-num-seqs 16 --max-num-batched-tokens 256 --engine-context 128 --format markdown
+		done
 		;;
 	sanitize)
 		if [ $dry -eq 1 ]; then
