@@ -37,7 +37,7 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
+	// device-weights, fused-norm ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 }
 
@@ -91,6 +91,7 @@ type Compute struct {
 	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
 	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
 	rope         ropeState       // the rotary table (extra.go)
+	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
 
@@ -269,6 +270,7 @@ func (c *Compute) init() error {
 	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
+	c.initFuse() // fuse.go: residual add + norm as one kernel where the Programs allow
 	if err := c.initWeights(); err != nil {
 		return err
 	}

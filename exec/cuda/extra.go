@@ -62,7 +62,7 @@ func (c *Compute) initExtra() {
 }
 
 // withoutChoices are Options.Without's values.
-var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights"}
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm"}
 
 // withoutEnv is Options.Without's environment variable.
 const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
@@ -132,8 +132,7 @@ func checkExtraLaunch(name string, threads, dynSmem int) error {
 }
 
 // The fused residual add + norm kernels' parameter lists: x, y, out, w,
-// (b,) H, eps. The backend runs the residual and the norm as the
-// Program's two ops; these are for a caller that fuses them.
+// (b,) H, eps (fuse.go launches them for a residual and the norm after it).
 const (
 	addRMSNormSig   = "ppppif"
 	addLayerNormSig = "pppppif"
