@@ -198,7 +198,16 @@ func TestExtraKernelsEmulated(t *testing.T) {
 // splitKVEmulated: pb_splitkv_partial_vV and pb_splitkv_merge against
 // splitKVModel, with empty splits.
 func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64, partial string) {
+	for _, d := range splitKVDiffs(t, p, dtName, u, partial) {
+		t.Error(d)
+	}
+}
+
+// splitKVDiffs describes each case where the split-KV kernels leave the
+// model's bound.
+func splitKVDiffs(t *testing.T, p *hostemu.Program, dtName string, u float64, partial string) []string {
 	dt := dtypes[dtName]
+	var diffs []string
 	{
 		for i, tc := range []struct {
 			c flashCase
@@ -227,8 +236,28 @@ func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64,
 			// fp32: no storage rounding to hide the order of the sums, so a
 			// few fp32 ulps (1e-6 of outputs below 1).
 			if bad, worst := ulpBound(got, want, max(u, 0x1p-20)); bad > 0 {
-				t.Errorf("%s %v, %d splits: %d of %d outputs beyond the bound (max |Δ| %.3g)", dtName, tc.c, tc.s, bad, len(got), worst)
+				diffs = append(diffs, fmt.Sprintf("%s %v, %d splits: %d of %d outputs beyond the bound (max |Δ| %.3g)", dtName, tc.c, tc.s, bad, len(got), worst))
 			}
+		}
+	}
+	return diffs
+}
+
+// Planted bugs in split-KV's prefetch must fail the comparison with the
+// model: the prefetched key never replacing the current one, the value
+// fetched one position behind its key.
+func TestSplitKVEmulatedPlantedBugs(t *testing.T) {
+	dt := dtypes["fp16"]
+	partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
+	for _, bug := range []struct{ name, old, new string }{
+		{"the prefetched key never replaces the current one", "\t\tkr = kn;\n", "\n"},
+		{"the value one position behind", "pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);", "pb_fetch<V>(vc + base + (size_t)(t + NG - 1) * kvw, vn);"},
+	} {
+		src := expandModule("partbench_extra.cu", plantBug(t, splitKVSource, bug.old, bug.new))
+		p := buildKernelEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{
+			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}})
+		if diffs := splitKVDiffs(t, p, dt.name, 0x1p-11, partial); len(diffs) == 0 {
+			t.Errorf("planted bug %q passes", bug.name)
 		}
 	}
 }

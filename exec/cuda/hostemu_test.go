@@ -557,6 +557,8 @@ func TestHostEmulationCatchesPlantedBugs(t *testing.T) {
 	bugs := []struct{ name, old, new string }{
 		{"causal mask sees the whole pass", "const int n = bidir ? *pos + q : *pos + j + 1;", "const int n = *pos + q;"},
 		{"online softmax drops the rescale", "acc[e] = acc[e] * corr + p * vv[e];", "acc[e] = acc[e] + p * vv[e];"},
+		{"the prefetched key never replaces the current one", "\t\tkr = kn;\n", "\n"},
+		{"the prefetch runs one key behind", "pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);", "pb_fetch<V>(vc + base + (size_t)(t + NG - 1) * kvw, vn);"},
 	}
 	for _, b := range bugs {
 		t.Run(b.name, func(t *testing.T) {

@@ -5,7 +5,7 @@
 // A decode step of a small batch has few (row, head) pairs: one block per
 // pair leaves most SMs idle while each block walks the whole cache. Here
 // the keys of each row are cut into S splits (grid z; the host picks S
-// from the SM count so the grid covers about two waves): block (r, h, k)
+// from the SM count so about 768 threads per SM run: splitKVCount): block (r, h, k)
 // computes, over keys [k·chunk, min((k+1)·chunk, n)), the max m of the
 // base-2 scores, the sum l = Σ 2^(x − m) and the unnormalized
 // accumulator a = Σ 2^(x − m)·v, and writes them in fp32 to a workspace
@@ -20,7 +20,7 @@
 
 #define SPLITKV_THREADS 128
 
-// V consecutive elements as floats.
+// V consecutive elements as floats (the query: read once per block).
 template <int V> __device__ __forceinline__ void splitkv_load(const elem* p, float* f) {
 #pragma unroll
 	for (int e = 0; e < V; e++) f[e] = ld(p[e]);
@@ -50,16 +50,31 @@ __device__ void splitkv_partial(const elem* qkv, const elem* kc, const elem* vc,
 	float m = -PB_INF, l = 0.0f, acc[V];
 #pragma unroll
 	for (int e = 0; e < V; e++) acc[e] = 0.0f;
+	// As pb_attention_vV: the key and value NG positions ahead are fetched
+	// raw (16-byte loads where V elements make 16 bytes) before this one's
+	// arithmetic, two iterations' loads in flight.
+	pb_raw<V> kr, vr;
+	if (lo + warp * G + g < hi) {
+		pb_fetch<V>(kc + base + (size_t)(lo + warp * G + g) * kvw, kr);
+		pb_fetch<V>(vc + base + (size_t)(lo + warp * G + g) * kvw, vr);
+	}
 	for (int t0 = lo + warp * G; t0 < hi; t0 += NG) {
 		const int t = t0 + g;
 		const bool valid = t < hi;
+		pb_raw<V> kn, vn;
+		if (t + NG < hi) {
+			pb_fetch<V>(kc + base + (size_t)(t + NG) * kvw, kn);
+			pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);
+		}
 		float kv[V], vv[V], s = 0.0f;
 		if (valid) {
-			splitkv_load<V>(kc + base + (size_t)t * kvw, kv);
-			splitkv_load<V>(vc + base + (size_t)t * kvw, vv);
+			pb_unpack<V>(kr, kv);
+			pb_unpack<V>(vr, vv);
 #pragma unroll
 			for (int e = 0; e < V; e++) s += qv[e] * kv[e];
 		}
+		kr = kn;
+		vr = vn;
 		for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
 		if (valid) {
 			const float x = s * scale_log2;

@@ -21,12 +21,20 @@ const (
 	// splitKVMaxSplits bounds the splits per row (and the workspace).
 	splitKVMaxSplits = 64
 	// splitKVMinKeys is the fewest cache positions per split the host
-	// plans for: below it a block's work is too short to pay for its
-	// partial's write and the merge.
-	splitKVMinKeys = 256
-	// splitKVWaves is the waves of blocks over the SMs the split count
-	// aims at: one wave leaves the tail of the slowest block exposed.
-	splitKVWaves = 2
+	// plans for: 64 keys are 8 iterations of a block at head dim 128 in a
+	// 16-bit type (hd/8 lanes per key, 8 keys per pass of 128 threads); its
+	// partial (2 + hd fp32) is 1.6 % of the 32 KiB of keys and values it
+	// reads.
+	splitKVMinKeys = 64
+	// decodeThreadsPerSM is the resident threads per SM a decode attention
+	// aims at. A decode step is bound by the bytes of the cache, and what
+	// sets its speed is the loads in flight per SM (Little's law): each
+	// thread of pb_attention_vV and pb_splitkv_partial_vV keeps a 16-byte
+	// key and value of this iteration and of the next in flight (64 bytes),
+	// so 768 threads keep 48 KiB in flight per SM, against the
+	// 4.8 TB/s ÷ 132 SMs × ~0.8 µs loaded latency ≈ 29 KB an H200 needs
+	// (H100: 3.35 TB/s, ≈ 20 KB) — a margin of 1.7× or more.
+	decodeThreadsPerSM = 768
 )
 
 // splitKVSigs are the parameter lists of splitkv.cu's kernels.
@@ -36,15 +44,21 @@ const (
 )
 
 // splitKVCount is the splits per row of a decode attention with pairs
-// (row, head) pairs on sms SMs and a cache of context positions: enough
-// blocks for splitKVWaves waves, no split planned shorter than
-// splitKVMinKeys positions, at most splitKVMaxSplits. 1 means no split
-// (pb_attention_vV runs the op).
+// (row, head) pairs on sms SMs and a cache of context positions. Unsplit,
+// pb_attention_vV runs a block of attnThreads per pair; where those leave
+// fewer than decodeThreadsPerSM threads per SM, the keys are split so
+// that pb_splitkv_partial_vV's blocks (splitKVThreads each) reach it, no
+// split planned shorter than splitKVMinKeys positions, at most
+// splitKVMaxSplits. 1 means no split (pb_attention_vV runs the op).
 func splitKVCount(sms, pairs, context int) int {
 	if sms <= 0 || pairs <= 0 {
 		return 1
 	}
-	s := (splitKVWaves*sms + pairs - 1) / pairs
+	want := decodeThreadsPerSM * sms
+	if pairs*attnThreads >= want {
+		return 1
+	}
+	s := (want + pairs*splitKVThreads - 1) / (pairs * splitKVThreads)
 	s = min(s, (context+splitKVMinKeys-1)/splitKVMinKeys, splitKVMaxSplits)
 	return max(s, 1)
 }

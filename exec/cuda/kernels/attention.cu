@@ -63,17 +63,33 @@ __device__ void attention(const elem* qkv, elem* ao, const elem* kc, const elem*
 #pragma unroll
 	for (int e = 0; e < V; e++) acc[e] = 0.0f;
 	// Every lane of a warp runs the same iterations (the shuffles need the
-	// whole warp); a lane whose key is past n only shuffles.
+	// whole warp); a lane whose key is past n only shuffles. The key and
+	// value NG positions ahead are fetched (raw, unconverted) before this
+	// one's arithmetic, so two iterations' loads are in flight at a time
+	// (a decode step is bound by the cache's bytes: the loads in flight
+	// per SM, not the arithmetic, set its speed).
+	pb_raw<V> kr, vr;
+	if (warp * G + g < n) {
+		pb_fetch<V>(kc + base + (size_t)(warp * G + g) * kvw, kr);
+		pb_fetch<V>(vc + base + (size_t)(warp * G + g) * kvw, vr);
+	}
 	for (int t0 = warp * G; t0 < n; t0 += NG) {
 		const int t = t0 + g;
 		const bool valid = t < n;
+		pb_raw<V> kn, vn;
+		if (t + NG < n) {
+			pb_fetch<V>(kc + base + (size_t)(t + NG) * kvw, kn);
+			pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);
+		}
 		float kv[V], vv[V], s = 0.0f;
 		if (valid) {
-			loadv<V>(kc + base + (size_t)t * kvw, kv);
-			loadv<V>(vc + base + (size_t)t * kvw, vv); // both loads in flight before the reduction
+			pb_unpack<V>(kr, kv);
+			pb_unpack<V>(vr, vv);
 #pragma unroll
 			for (int e = 0; e < V; e++) s += qv[e] * kv[e];
 		}
+		kr = kn;
+		vr = vn;
 		for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
 		if (valid) {
 			s *= scale;
