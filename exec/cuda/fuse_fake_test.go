@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -112,4 +113,23 @@ func TestFusedNormOutOfOrderOnFakes(t *testing.T) {
 			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
 		}
 	}
+}
+
+// On the fake driver the decode breakdown (decode_bytes_test.go) runs its
+// three variants on single-tiny (fp16, 8 output tokens: the prefill, 3
+// warm-up and 3 measured steps fit the context): every op of the decode
+// step has a timing entry op by op, and the graph variants' measured
+// steps are one replayed graph each.
+func TestDecodeBreakdownOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workload.OutputTokens = 8
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeBreakdown(t, plan, cfg.Workload.Batch, "fp16")
 }
