@@ -3,10 +3,12 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
@@ -279,4 +281,104 @@ func decodeBreakdown(t *testing.T, plan *partition.Plan, batch int, dtype string
 			}
 		}
 	}
+}
+
+// On a GPU: the seed layers' four GEMMs as the backend calls them (weights
+// row-major [K][N]: cuBLAS NN through cuda.RowMajorGemm) beside the same
+// product with the weights stored [N][K] (TN, nn.Linear's layout, what
+// PyTorch's baseline runs), at M = 1 and 16 (decode) and 32,512 (the seed
+// prefill, 16 × 2032 rows): TB/s of the weight bytes at small M, TFLOP/s
+// at large. It logs the table a layout decision needs; it fails only when
+// a GEMM fails or its time is missing.
+func TestRealGPUGemmLayouts(t *testing.T) {
+	realGPU(t)
+	c, err := New(seed4Config(t, 16), 0, Options{NoTiming: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Logf("%s: the mean of %d calls after one warm-up\n%s", c.Describe(), gemmReps,
+		gemmLayouts(t, c, []gemmShape{{"wqkv", 4096, 12288}, {"wo", 4096, 4096}, {"w_up", 4096, 32768}, {"w_down", 16384, 4096}}, []int{1, 16, 16 * 2032}))
+}
+
+type gemmShape struct {
+	name string
+	k, n int
+}
+
+const gemmReps = 5
+
+// gemmLayouts times each shape at each M in both weight layouts on c's
+// stream (scratch buffers allocated on c) and returns the table.
+func gemmLayouts(t *testing.T, c *Compute, shapes []gemmShape, ms []int) string {
+	t.Helper()
+	var maxK, maxN, maxM int
+	for _, s := range shapes {
+		maxK, maxN = max(maxK, s.k), max(maxN, s.n)
+	}
+	for _, m := range ms {
+		maxM = max(maxM, m)
+	}
+	eb := int64(c.dt.bytes)
+	var in, out, w cuda.DevicePtr
+	err := c.Do(func() error {
+		var err error
+		if in, err = c.alloc("workspace", int64(maxM)*int64(maxK)*eb); err != nil {
+			return err
+		}
+		if out, err = c.alloc("workspace", int64(maxM)*int64(maxN)*eb); err != nil {
+			return err
+		}
+		w, err = c.alloc("workspace", int64(maxK)*int64(maxN)*eb)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %6s %-4s %10s %10s %10s\n", "gemm", "M", "form", "µs", "TFLOP/s", "TB/s")
+	for _, m := range ms {
+		for _, s := range shapes {
+			for _, form := range []string{"NN", "TN"} {
+				g := cuda.RowMajorGemm(m, s.n, s.k, in, w, out, c.dt.blas)
+				if form == "TN" { // Cᵀ = Wᵀ·Aᵀ with W stored [N][K]: op T on A, ld K
+					g.TransA, g.LDA = cuda.OpT, s.k
+				}
+				gemm := func(n int) error {
+					return c.Do(func() error {
+						for range n {
+							if err := c.handle.GemmEx(g); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				if err := gemm(1); err != nil { // warm-up: cuBLAS picks its kernel
+					t.Fatalf("%s M %d %s: %v", s.name, m, form, err)
+				}
+				if err := c.Mark(); err != nil {
+					t.Fatal(err)
+				}
+				if err := gemm(gemmReps); err != nil {
+					t.Fatalf("%s M %d %s: %v", s.name, m, form, err)
+				}
+				if err := c.Mark(); err != nil {
+					t.Fatal(err)
+				}
+				ts, err := c.Marks()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ts) != 2 || math.IsNaN(ts[1]) {
+					t.Fatalf("%s M %d %s: marks %v", s.name, m, form, ts)
+				}
+				sec := ts[1] / gemmReps
+				flops := 2 * float64(m) * float64(s.n) * float64(s.k)
+				bytes := float64(eb) * (float64(s.k)*float64(s.n) + float64(m)*float64(s.k+s.n))
+				fmt.Fprintf(&b, "%-8s %6d %-4s %10.1f %10.1f %10.2f\n", s.name, m, form, sec*1e6, flops/sec/1e12, bytes/sec/1e12)
+			}
+		}
+	}
+	return b.String()
 }

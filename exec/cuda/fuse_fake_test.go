@@ -133,3 +133,14 @@ func TestDecodeBreakdownOnFakes(t *testing.T) {
 	}
 	decodeBreakdown(t, plan, cfg.Workload.Batch, "fp16")
 }
+
+// The GEMM layout probe (decode_bytes_test.go) on the fake driver and
+// cuBLAS, on small shapes: both layouts are accepted and timed.
+func TestGemmLayoutsOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	c := fakeCompute(t, tinyPlan(t, "test/single-tiny"), 0, Options{DType: "fp16", NoTiming: true})
+	table := gemmLayouts(t, c, []gemmShape{{"a", 64, 96}, {"b", 128, 64}}, []int{1, 16})
+	if n := strings.Count(table, "\n"); n != 1+2*2*2 {
+		t.Errorf("%d lines, want a header and 8 rows:\n%s", n, table)
+	}
+}
