@@ -37,7 +37,8 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights, fused-norm ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
+	// device-weights, fused-norm, splitkv-one-launch ("":
+	// $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 }
 

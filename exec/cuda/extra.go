@@ -62,7 +62,7 @@ func (c *Compute) initExtra() {
 }
 
 // withoutChoices are Options.Without's values.
-var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm"}
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch"}
 
 // withoutEnv is Options.Without's environment variable.
 const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
@@ -114,6 +114,10 @@ var extraLaunch = func() map[string]launchBound {
 		"pb_splitkv_partial_v4": {threads: splitKVThreads},
 		"pb_splitkv_partial_v8": {threads: splitKVThreads},
 		"pb_splitkv_merge":      {threads: splitKVThreads},
+		"pb_splitkv_v1":         {threads: splitKVThreads},
+		"pb_splitkv_v2":         {threads: splitKVThreads},
+		"pb_splitkv_v4":         {threads: splitKVThreads},
+		"pb_splitkv_v8":         {threads: splitKVThreads},
 		"pb_rope_kv_table":      {threads: rowThreads},
 		"pb_add_rmsnorm":        {threads: rowThreads},
 		"pb_add_layernorm":      {threads: rowThreads},

@@ -113,9 +113,12 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 // heads over a 2048-position cache is split: 4 (row, head) pairs want
 // ⌈768·132/(4·128)⌉ = 198 splits to keep 768 threads per SM, capped at
 // ⌈2048/64⌉ = 32 by the shortest planned split; the workspace holds
-// 1·4·32 partials of 2 + 64 floats = 33792 bytes, beside the rotary table
-// of 2048 positions · 32 pairs · 8 bytes = 524288. Prefill (76 queries)
-// is not split.
+// 1·4·32 partials of 2 + 64 floats = 33792 bytes and pb_splitkv_vV's
+// count per (row, head), 4·4 = 16 bytes, beside the rotary table of 2048
+// positions · 32 pairs · 8 bytes = 524288. Prefill (76 queries) is not
+// split. The decode attention is one launch (pb_splitkv_v8, partials and
+// merge); Without splitkv-one-launch it is two and the count is not
+// allocated.
 func TestSplitKVChosenOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	cfg, err := configs.Load("test/single-tiny")
@@ -130,7 +133,27 @@ func TestSplitKVChosenOnFakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
-	if ws, want := c.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+33792+524288); ws != want {
+	two := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: "splitkv-one-launch"})
+	if ws, want := two.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+33792+524288); ws != want {
+		t.Errorf("Without splitkv-one-launch: workspace %d bytes, want %d", ws, want)
+	}
+	prompt := plan.Config.Workload.PromptTokens()
+	var launches [2]int64
+	for i, cc := range []*Compute{c, two} {
+		runPhase(t, cc, plan, partition.Prefill, 0)
+		if err := cc.ResetTimes(); err != nil {
+			t.Fatal(err)
+		}
+		runPhase(t, cc, plan, partition.Decode, prompt)
+		launches[i] = cc.LaunchStats().Launches
+		if err := cc.ResetTimes(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if launches[1]-launches[0] != 1 {
+		t.Errorf("a decode step: %d launches in one, %d in two: want one fewer (the merge)", launches[0], launches[1])
+	}
+	if ws, want := c.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+33792+16+524288); ws != want {
 		t.Errorf("workspace %d bytes, want %d (error flag, cuBLAS, split-KV partials, rotary table)", ws, want)
 	}
 	for _, n := range runPhase(t, c, plan, partition.Prefill, 0) {

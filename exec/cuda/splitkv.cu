@@ -11,6 +11,8 @@
 // accumulator a = Σ 2^(x − m)·v, and writes them in fp32 to a workspace
 // [r][h][k][2 + hd]; pb_splitkv_merge then writes
 // Σ a_k·2^(m_k − M) / Σ l_k·2^(m_k − M), M = max m_k, rounded once.
+// pb_splitkv_vV does both in one launch: the last block of each (r, h)
+// to finish merges (one launch per decode attention instead of two).
 // chunk = ⌈(*pos + q) / S⌉ is computed on the device, so a captured decode
 // step replays at any position. Within a block the keys are spread as in
 // pb_attention_vV: hd/V lanes per key (one 16-byte load each), 128/L key
@@ -116,6 +118,49 @@ __device__ void splitkv_partial(const elem* qkv, const elem* kc, const elem* vc,
 	}
 }
 
+// splitkv_merge_pair writes ao[r][h] from the S partials of (r, h) at p:
+// Σ a_k·2^(m_k − M) / Σ l_k·2^(m_k − M), M = max m_k, rounded once. The
+// reads are volatile: in pb_splitkv_vV other blocks wrote the partials,
+// and this SM's L1 must not answer for them.
+__device__ void splitkv_merge_pair(const volatile float* p, elem* ao, int r, int h, int hl, int hd, int S) {
+	float M = -PB_INF;
+	for (int k = 0; k < S; k++) M = fmaxf(M, p[k * (2 + hd)]);
+	float L = 0.0f;
+	for (int k = 0; k < S; k++) {
+		const float l = p[k * (2 + hd) + 1];
+		if (l > 0.0f) L += l * exp2f(p[k * (2 + hd)] - M);
+	}
+	const float inv = 1.0f / L;
+	elem* out = ao + ((size_t)r * hl + h) * hd;
+	for (int d = threadIdx.x; d < hd; d += SPLITKV_THREADS) {
+		float acc = 0.0f;
+		for (int k = 0; k < S; k++) {
+			const volatile float* pk = p + k * (2 + hd);
+			if (pk[1] > 0.0f) acc += pk[2 + d] * exp2f(pk[0] - M);
+		}
+		out[d] = st(acc * inv);
+	}
+}
+
+// splitkv_last_merges runs after a block's partial in pb_splitkv_vV: the
+// last of the S blocks of (r, h) to finish, counted in count[r·hl + h],
+// merges the S partials into ao and sets the count back to 0, so the
+// next launch (a captured decode step replays) starts from 0. The fence
+// before the count makes this block's partial visible to the block that
+// merges (the threadFenceReduction pattern of the CUDA samples).
+__device__ void splitkv_last_merges(const float* ws, elem* ao, int* count, int hl, int hd) {
+	const int r = blockIdx.x, h = blockIdx.y, S = gridDim.z;
+	__shared__ int last;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) last = atomicAdd(count + r * hl + h, 1) == S - 1;
+	__syncthreads();
+	if (!last) return;
+	__threadfence();
+	splitkv_merge_pair((const volatile float*)ws + (size_t)(r * hl + h) * S * (2 + hd), ao, r, h, hl, hd, S);
+	if (threadIdx.x == 0) count[r * hl + h] = 0;
+}
+
 extern "C" {
 
 #define PB_SPLITKV(V)                                                                                            \
@@ -132,24 +177,22 @@ PB_SPLITKV(8)
 // ao[r][h] from the S partials of (r, h): one block per (row, head).
 __global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_merge(const float* ws, elem* ao, int hl, int hd, int S) {
 	const int r = blockIdx.x, h = blockIdx.y;
-	const float* p = ws + (size_t)(r * hl + h) * S * (2 + hd);
-	float M = -PB_INF;
-	for (int k = 0; k < S; k++) M = fmaxf(M, p[k * (2 + hd)]);
-	float L = 0.0f;
-	for (int k = 0; k < S; k++) {
-		const float l = p[k * (2 + hd) + 1];
-		if (l > 0.0f) L += l * exp2f(p[k * (2 + hd)] - M);
-	}
-	const float inv = 1.0f / L;
-	elem* out = ao + ((size_t)r * hl + h) * hd;
-	for (int d = threadIdx.x; d < hd; d += SPLITKV_THREADS) {
-		float acc = 0.0f;
-		for (int k = 0; k < S; k++) {
-			const float* pk = p + k * (2 + hd);
-			if (pk[1] > 0.0f) acc += pk[2 + d] * exp2f(pk[0] - M);
-		}
-		out[d] = st(acc * inv);
-	}
+	splitkv_merge_pair(ws + (size_t)(r * hl + h) * S * (2 + hd), ao, r, h, hl, hd, S);
 }
+
+// pb_splitkv_partial_vV and pb_splitkv_merge in one launch: each block
+// writes its partial, and the last block of each (row, head) merges them
+// (count: one int per pair, 0 between launches).
+#define PB_SPLITKV1(V)                                                                                               \
+	__global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_v##V(const elem* qkv, const elem* kc, const elem* vc, \
+		const int* pos, float* ws, elem* ao, int* count, int seq0, int q, int hl, int kvl, int hd, int context,        \
+		float scale_log2, int bidir) {                                                                                 \
+		splitkv_partial<V>(qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir);                     \
+		splitkv_last_merges(ws, ao, count, hl, hd);                                                                    \
+	}
+PB_SPLITKV1(1)
+PB_SPLITKV1(2)
+PB_SPLITKV1(4)
+PB_SPLITKV1(8)
 
 } // extern "C"

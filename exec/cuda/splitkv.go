@@ -39,8 +39,9 @@ const (
 
 // splitKVSigs are the parameter lists of splitkv.cu's kernels.
 const (
-	splitKVPartialSig = "pppppiiiiiifi" // qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir
-	splitKVMergeSig   = "ppiii"         // ws, ao, hl, hd, S
+	splitKVPartialSig = "pppppiiiiiifi"   // qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir
+	splitKVMergeSig   = "ppiii"           // ws, ao, hl, hd, S
+	splitKVOneSig     = "pppppppiiiiiifi" // qkv, kc, vc, pos, ws, ao, count, seq0, q, hl, kvl, hd, context, scale_log2, bidir
 )
 
 // splitKVCount is the splits per row of a decode attention with pairs
@@ -69,8 +70,13 @@ type splitKVState struct {
 	loaded  bool
 	why     string
 	partial string // pb_splitkv_partial_vV for the rank's head dim
+	one     string // pb_splitkv_vV: partials and merge in one launch ("": two launches)
 	ws      cuda.DevicePtr
 	wsBytes int64
+	// count is pb_splitkv_vV's int32 per (row, head) of the largest split
+	// op, 0 between launches; countN how many.
+	count  cuda.DevicePtr
+	countN int
 }
 
 // splits is op's split count (1: not split): decode ops only (one query
@@ -105,19 +111,31 @@ func (c *Compute) initSplitKV() error {
 		}
 	}
 	sk.loaded = true
+	if !c.without["splitkv-one-launch"] {
+		sk.one = fmt.Sprintf("pb_splitkv_v%d", c.attnV)
+		if err := c.extraKernel(sk.one, splitKVOneSig); err != nil {
+			sk.one = "" // the two launches stay
+		}
+	}
 	var err error
 	prog := c.plan.Program(c.rank.Rank, partition.Decode)
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
 		if s := c.splits(op); s > 1 {
 			sk.wsBytes = max(sk.wsBytes, splitKVWorkspace(op, s))
+			sk.countN = max(sk.countN, op.Rows*op.Heads)
 		}
 	}
 	if sk.wsBytes == 0 {
 		return nil
 	}
-	sk.ws, err = c.alloc(pexec.AllocWorkspace, sk.wsBytes)
-	return err
+	if sk.ws, err = c.alloc(pexec.AllocWorkspace, sk.wsBytes); err != nil || sk.one == "" {
+		return err
+	}
+	if sk.count, err = c.alloc(pexec.AllocWorkspace, int64(4*sk.countN)); err != nil {
+		return err
+	}
+	return c.stream.MemsetD8Async(sk.count, 0, int64(4*sk.countN))
 }
 
 // loadExtraModule compiles src for the device (a cubin where NVRTC can,
@@ -159,6 +177,14 @@ func (c *Compute) splitKVAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, s
 	bidir := 0
 	if op.Bidirectional {
 		bidir = 1
+	}
+	grid := cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}
+	if sk := &c.splitKV; sk.one != "" {
+		if n := op.Rows * hl; n > sk.countN {
+			return true, fmt.Errorf("cuda: split-KV attention of %s needs %d counts, %d were allocated", op.Name, n, sk.countN)
+		}
+		a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(sk.ws).p(ao.p).p(sk.count).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
+		return true, c.launchShared(sk.one, grid, cuda.D1(splitKVThreads), 0, a)
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(c.splitKV.ws).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
 	if err := c.launchShared(c.splitKV.partial, cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}, cuda.D1(splitKVThreads), 0, a); err != nil {
