@@ -160,7 +160,8 @@ func TestDecodeBytesSeed(t *testing.T) {
 // On a GPU: the seed decode step at batch 16 and batch 1 (context 2048),
 // each op timed on the device op by op (events around each, so tiny ops
 // read a few µs high) beside its bytes at 4.8 TB/s, then the step as one
-// graph, with the additions on and with fused-norm and splitkv off. It
+// graph, with the additions on, with split-KV in two launches, and with
+// fused-norm and splitkv off. It
 // logs the tables the device check reads; it fails only when an op did
 // not run or a step's device time is missing.
 func TestRealGPUDecodeBreakdown(t *testing.T) {
@@ -201,6 +202,7 @@ func decodeBreakdown(t *testing.T, plan *partition.Plan, batch int, dtype string
 		}{
 			{"op by op", Options{DType: dtype}, true},
 			{"graph", Options{DType: dtype, Graphs: true}, false},
+			{"graph, Without splitkv-one-launch", Options{DType: dtype, Graphs: true, Without: "splitkv-one-launch"}, false},
 			{"graph, Without fused-norm,splitkv", Options{DType: dtype, Graphs: true, Without: "fused-norm,splitkv"}, false},
 		} {
 			c, err := New(plan, 0, v.opts)
