@@ -196,5 +196,17 @@ func (c *Compute) ropeKV(op *partition.Op, qkv dbuf, cache *dkv, st *mbState, se
 		return c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(c.rope.table).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(op.HeadDim).i(c.frame.Context)
-	return c.launchShared("pb_rope_kv_table", cuda.D1(op.Rows), cuda.D1(rowThreads), 0, a)
+	return c.launchShared("pb_rope_kv_table", cuda.D2(op.Rows, ropeBlocksPerRow(op, c.info.SMs)), cuda.D1(rowThreads), 0, a)
+}
+
+// ropeBlocksPerRow is pb_rope_kv_table's blocks per row of op: enough for
+// every item of a row ((hl + kvl)·hd/2 pairs and kvl·hd v elements, one
+// per thread) where the rows alone would leave SMs without blocks (a
+// decode step: one row per sequence), and no more than 4 blocks per SM
+// over all rows; 1 for a prefill pass, whose rows fill the device.
+func ropeBlocksPerRow(op *partition.Op, sms int) int {
+	items := (op.Heads+op.KVHeads)*(op.HeadDim/2) + op.KVHeads*op.HeadDim
+	need := (items + rowThreads - 1) / rowThreads
+	room := (4*max(sms, 1) + op.Rows - 1) / op.Rows
+	return max(1, min(need, room))
 }

@@ -312,7 +312,9 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 		g := a.g
 		table := ropeTable(g.context, g.hd, 10000)
 		out, err := runKflashEmu(t, p, [][]byte{a.qkvB, make([]byte, len(a.kB)), make([]byte, len(a.vB)), dtypes["fp32"].encode(table), i32le(g.past)},
-			hostemu.Launch{Kernel: "pb_rope_kv_table", Grid: hostemu.D1(g.seqs * g.q), Block: hostemu.D1(rowThreads),
+			// 32 threads and 2 blocks per row: a row's 160 items
+			// ((2 + 1)·32 pairs, 64 v elements) stride over both blocks.
+			hostemu.Launch{Kernel: "pb_rope_kv_table", Grid: hostemu.D2(g.seqs*g.q, 2), Block: hostemu.D1(32),
 				Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0),
 					hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.hd), hostemu.I32(g.context)}})
 		if err != nil {
@@ -329,7 +331,7 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 				}
 			}
 		}
-		gotQKV, gotK := dt.decode(out[0]), dt.decode(out[1])
+		gotQKV, gotK, gotV := dt.decode(out[0]), dt.decode(out[1]), dt.decode(out[2])
 		for i := range want {
 			if math.Float32bits(gotQKV[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%s rope: qkv[%d] = %v, model %v", st.name, i, gotQKV[i], want[i])
@@ -341,6 +343,16 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 				if gotK[at+e] != want[r*row+g.hl*g.hd+e] {
 					t.Fatalf("%s rope: cache key of row %d element %d = %v, want the rotated %v", st.name, r, e, gotK[at+e], want[r*row+g.hl*g.hd+e])
 				}
+				if gotV[at+e] != want[r*row+(g.hl+g.kvl)*g.hd+e] {
+					t.Fatalf("%s rope: cache value of row %d element %d = %v, want %v", st.name, r, e, gotV[at+e], want[r*row+(g.hl+g.kvl)*g.hd+e])
+				}
+				gotK[at+e], gotV[at+e] = 0, 0
+			}
+		}
+		// Nothing else of the (zeroed) caches was written.
+		for e := range gotK {
+			if gotK[e] != 0 || gotV[e] != 0 {
+				t.Fatalf("%s rope: cache element %d written (key %v, value %v) outside the pass's positions", st.name, e, gotK[e], gotV[e])
 			}
 		}
 

@@ -242,3 +242,21 @@ func TestExtraLaunchBounds(t *testing.T) {
 		t.Error("a kernel without a bound passed")
 	}
 }
+
+// pb_rope_kv_table's blocks per row: a row has (hl + kvl)·hd/2 pairs and
+// kvl·hd v elements, one per thread of 256.
+func TestRopeBlocksPerRow(t *testing.T) {
+	for _, tc := range []struct{ rows, hl, kvl, hd, sms, want int }{
+		{1, 32, 32, 128, 132, 32},    // seed decode, batch 1: (64·64 + 4096)/256 = 32 ≤ 528 blocks of room
+		{16, 32, 32, 128, 132, 32},   // batch 16: room ⌈528/16⌉ = 33
+		{32, 32, 32, 128, 132, 17},   // batch 32: room ⌈528/32⌉ = 17 < 32
+		{32512, 32, 32, 128, 132, 1}, // seed prefill: the rows fill the device
+		{4, 8, 4, 8, 132, 1},         // tiny: (12·4 + 32)/256 → 1
+		{1, 32, 32, 128, 0, 4},       // no SM count: room for 4 blocks
+	} {
+		op := &partition.Op{Rows: tc.rows, Heads: tc.hl, KVHeads: tc.kvl, HeadDim: tc.hd}
+		if got := ropeBlocksPerRow(op, tc.sms); got != tc.want {
+			t.Errorf("%+v: %d blocks per row, want %d", tc, got, tc.want)
+		}
+	}
+}
