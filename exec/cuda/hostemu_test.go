@@ -280,11 +280,26 @@ func (e *emu) elementwise() {
 	}
 	e.check("pb_pos_add", e.dt.decode(out[0]), want)
 
-	// act: gated rows are [gate fl | up fl]; GELU reads rows of fl.
-	const fl = 35
+	// act: gated rows are [gate fl | up fl]; GELU reads rows of fl. fl 35
+	// runs the one-element path, 40 (a multiple of 8 and 4) the vector path.
+	for _, fl := range []int{35, 40} {
+		e.act(rows, fl)
+	}
+
+	// last_rows copies exactly.
+	out = e.run([][]byte{e.dt.encode(x), make([]byte, 1*n*e.dt.bytes)},
+		hostemu.Launch{Kernel: "pb_last_rows", Grid: hostemu.D1(1), Block: hostemu.D1(rowThreads),
+			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(n)}})
+	if got, wantB := out[1], e.dt.encode(x[(rows-1)*n:]); string(got) != string(wantB) {
+		e.t.Errorf("pb_last_rows: the last row is not copied bit for bit")
+	}
+}
+
+// act runs pb_act gated and not over rows of fl against float64.
+func (e *emu) act(rows, fl int) {
 	u := e.vals(rows*2*fl, 4)
 	for _, gated := range []int{1, 0} {
-		out = e.run([][]byte{e.dt.encode(u), make([]byte, rows*fl*e.dt.bytes)},
+		out := e.run([][]byte{e.dt.encode(u), make([]byte, rows*fl*e.dt.bytes)},
 			hostemu.Launch{Kernel: "pb_act", Grid: hostemu.D1(flatBlocks(rows * fl)), Block: hostemu.D1(flatThreads),
 				Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(fl), hostemu.I32(gated)}})
 		w := make([]float64, rows*fl)
@@ -298,15 +313,7 @@ func (e *emu) elementwise() {
 				w[k] = 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
 			}
 		}
-		e.check(fmt.Sprintf("pb_act gated=%d", gated), e.dt.decode(out[1]), w)
-	}
-
-	// last_rows copies exactly.
-	out = e.run([][]byte{e.dt.encode(x), make([]byte, 1*n*e.dt.bytes)},
-		hostemu.Launch{Kernel: "pb_last_rows", Grid: hostemu.D1(1), Block: hostemu.D1(rowThreads),
-			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(n)}})
-	if got, wantB := out[1], e.dt.encode(x[(rows-1)*n:]); string(got) != string(wantB) {
-		e.t.Errorf("pb_last_rows: the last row is not copied bit for bit")
+		e.check(fmt.Sprintf("pb_act gated=%d fl=%d", gated, fl), e.dt.decode(out[1]), w)
 	}
 }
 

@@ -78,6 +78,21 @@ template <int V> struct pb_fetcher<V, false> {
 	}
 };
 template <int V> __device__ __forceinline__ void pb_fetch(const elem* p, pb_raw<V>& r) { pb_fetcher<V>::fetch(p, r); }
+template <int V, bool VEC = (V * PB_ELEM_BYTES) % 16 == 0> struct pb_storer {
+	static __device__ __forceinline__ void store(elem* p, const pb_raw<V>& r) {
+#pragma unroll
+		for (int k = 0; k < V * PB_ELEM_BYTES / 16; k++) reinterpret_cast<uint4*>(p)[k] = r.q[k];
+	}
+};
+template <int V> struct pb_storer<V, false> {
+	static __device__ __forceinline__ void store(elem* p, const pb_raw<V>& r) {
+#pragma unroll
+		for (int e = 0; e < V; e++) p[e] = r.e[e];
+	}
+};
+// pb_store writes r's V elements to p (16-byte stores where they make 16
+// bytes, p aligned to them).
+template <int V> __device__ __forceinline__ void pb_store(elem* p, const pb_raw<V>& r) { pb_storer<V>::store(p, r); }
 // pb_unpack converts r's elements to fp32.
 template <int V> __device__ __forceinline__ void pb_unpack(const pb_raw<V>& r, float* f) {
 #pragma unroll
