@@ -29,6 +29,16 @@ template <> __device__ __forceinline__ void loadv<4>(const elem* p, float* f) {
 #endif
 
 #define ATTN_THREADS 256
+// Four blocks per SM in the 16-bit types (at most 64 registers per
+// thread, which they fit without a spill): a seed decode step at batch 16
+// is 16 · 32 = 512 blocks, which four per SM on 132 SMs hold in one wave;
+// three would leave a second wave of 116 blocks. fp32 at V = 8 (head dim
+// 256) needs 70–80 registers and would spill at 64: three blocks there.
+#if PB_ELEM_BYTES == 2
+#define ATTN_MIN_BLOCKS 4
+#else
+#define ATTN_MIN_BLOCKS 3
+#endif
 
 // One block per (row r = [seq][j], query head h) (rows on the grid's x,
 // which has no 65535 limit); query j of the pass sits
@@ -128,7 +138,7 @@ __device__ void attention(const elem* qkv, elem* ao, const elem* kc, const elem*
 extern "C" {
 
 #define PB_ATTENTION(V)                                                                                        \
-	__global__ void __launch_bounds__(ATTN_THREADS) pb_attention_v##V(const elem* qkv, elem* ao, const elem* kc, \
+	__global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_BLOCKS) pb_attention_v##V(const elem* qkv, elem* ao, const elem* kc, \
 		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context, float scale,        \
 		int bidir) {                                                                                           \
 		attention<V>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, hd, context, scale, bidir);                           \
