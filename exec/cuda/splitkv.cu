@@ -21,6 +21,9 @@
 #include "pb_common.cuh"
 
 #define SPLITKV_THREADS 128
+// Six blocks per SM (768 threads, what splitKVCount plans for; at most 80
+// registers per thread).
+#define SPLITKV_MIN_BLOCKS 6
 
 // V consecutive elements as floats (the query: read once per block).
 template <int V> __device__ __forceinline__ void splitkv_load(const elem* p, float* f) {
@@ -164,7 +167,7 @@ __device__ void splitkv_last_merges(const float* ws, elem* ao, int* count, int h
 extern "C" {
 
 #define PB_SPLITKV(V)                                                                                            \
-	__global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_partial_v##V(const elem* qkv, const elem* kc,   \
+	__global__ void __launch_bounds__(SPLITKV_THREADS, SPLITKV_MIN_BLOCKS) pb_splitkv_partial_v##V(const elem* qkv, const elem* kc,   \
 		const elem* vc, const int* pos, float* ws, int seq0, int q, int hl, int kvl, int hd, int context,         \
 		float scale_log2, int bidir) {                                                                            \
 		splitkv_partial<V>(qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir);                \
@@ -184,7 +187,7 @@ __global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_merge(const float*
 // writes its partial, and the last block of each (row, head) merges them
 // (count: one int per pair, 0 between launches).
 #define PB_SPLITKV1(V)                                                                                               \
-	__global__ void __launch_bounds__(SPLITKV_THREADS) pb_splitkv_v##V(const elem* qkv, const elem* kc, const elem* vc, \
+	__global__ void __launch_bounds__(SPLITKV_THREADS, SPLITKV_MIN_BLOCKS) pb_splitkv_v##V(const elem* qkv, const elem* kc, const elem* vc, \
 		const int* pos, float* ws, elem* ao, int* count, int seq0, int q, int hl, int kvl, int hd, int context,        \
 		float scale_log2, int bidir) {                                                                                 \
 		splitkv_partial<V>(qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir);                     \
