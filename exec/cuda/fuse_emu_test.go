@@ -49,8 +49,9 @@ func fuseEmuSource(t *testing.T, fused string) string {
 }
 
 // fusedAgainstUnfused runs both paths over rows of width H (H = 96: fewer
-// columns than threads; H = 1000: several per thread, not a multiple of
-// the block) for RMSNorm and LayerNorm, and describes each difference.
+// vectors than threads; H = 1000: a multiple of the 16-byte vector,
+// several per thread, not a multiple of the block; H = 1001: one element
+// at a time) for RMSNorm and LayerNorm, and describes each difference.
 func fusedAgainstUnfused(p hostemu.Runner, dt dtype) ([]string, error) {
 	rng := rand.New(rand.NewPCG(11, uint64(dt.bytes)))
 	vals := func(n int, lo, hi float32) []float32 {
@@ -66,7 +67,7 @@ func fusedAgainstUnfused(p hostemu.Runner, dt dtype) ([]string, error) {
 		return p.Run(ctx, bufs, ls)
 	}
 	var diffs []string
-	for _, H := range []int{96, 1000} {
+	for _, H := range []int{96, 1000, 1001} {
 		const rows = 3
 		x, y, w, b := vals(rows*H, -3, 3), vals(rows*H, -3, 3), vals(H, 0.5, 1.5), vals(H, -0.5, 0.5)
 		const eps = 1e-5
@@ -135,14 +136,17 @@ func TestFusedNormMatchesUnfusedEmulated(t *testing.T) {
 // Planted bugs a fusion invites, each of which the comparison must catch
 // (fp16, where rounding the sum matters as well): the norm over x before
 // the add, the norm over the unrounded sum, LayerNorm's variance without
-// the mean.
+// the mean (in the vector path and the one-element path).
 func TestFusedNormEmulatedPlantedBugs(t *testing.T) {
 	dt := dtypes["fp16"]
 	for _, bug := range []struct{ name, old, new string }{
-		{"norm of the pre-add x", "const float v = ld(s);", "const float v = ld(xr[c]) - ld(yr[c]);"},
-		{"unrounded sum", "const elem s = st(ld(xr[c]) + ld(yr[c]));\n\t\txr[c] = s;\n\t\tconst float v = ld(s);",
-			"const float v = ld(xr[c]) + ld(yr[c]);\n\t\txr[c] = st(v);"},
-		{"variance without the mean", "const float d = ld(xr[c]) - mean;", "const float d = ld(xr[c]);"},
+		// The vector path (H = 96, 1000).
+		{"norm of the pre-add x", "\t\t\t\tconst float v = ld(s);", "\t\t\t\tconst float v = ld(xv.e[e]) - ld(yv.e[e]);"},
+		{"unrounded sum", "const elem s = st(ld(xv.e[e]) + ld(yv.e[e]));\n\t\t\t\txv.e[e] = s;\n\t\t\t\tconst float v = ld(s);",
+			"const float v = ld(xv.e[e]) + ld(yv.e[e]);\n\t\t\t\txv.e[e] = st(v);"},
+		{"variance without the mean", "const float d = ld(xv.e[e]) - mean;", "const float d = ld(xv.e[e]);"},
+		// The one-element path (H = 1001).
+		{"variance without the mean, one element at a time", "const float d = ld(xr[c]) - mean;", "const float d = ld(xr[c]);"},
 	} {
 		p := buildKernelEmu(t, "fuse-check.cu", fuseEmuSource(t, plantBug(t, fusedSource, bug.old, bug.new)), dt, fuseEmuKernels)
 		diffs, err := fusedAgainstUnfused(p, dt)

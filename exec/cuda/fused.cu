@@ -40,7 +40,33 @@ __global__ void pb_add_rmsnorm(elem* x, const elem* y, elem* out, const elem* w,
 	const size_t r = blockIdx.x;
 	elem* xr = x + r * H;
 	const elem* yr = y + r * H;
+	elem* o = out + r * H;
 	float ss = 0.0f;
+	if (H % PB_NORM_VEC == 0) { // norm.cu's walk: vectors t, t + blockDim.x, …
+		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
+			pb_raw<PB_NORM_VEC> xv, yv;
+			pb_fetch<PB_NORM_VEC>(xr + c, xv);
+			pb_fetch<PB_NORM_VEC>(yr + c, yv);
+#pragma unroll
+			for (int e = 0; e < PB_NORM_VEC; e++) {
+				const elem s = st(ld(xv.e[e]) + ld(yv.e[e]));
+				xv.e[e] = s;
+				const float v = ld(s);
+				ss += v * v;
+			}
+			pb_store<PB_NORM_VEC>(xr + c, xv);
+		}
+		const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
+			pb_raw<PB_NORM_VEC> xv, wv, ov;
+			pb_fetch<PB_NORM_VEC>(xr + c, xv);
+			pb_fetch<PB_NORM_VEC>(w + c, wv);
+#pragma unroll
+			for (int e = 0; e < PB_NORM_VEC; e++) ov.e[e] = st(ld(xv.e[e]) * inv * ld(wv.e[e]));
+			pb_store<PB_NORM_VEC>(o + c, ov);
+		}
+		return;
+	}
 	for (int c = threadIdx.x; c < H; c += blockDim.x) {
 		const elem s = st(ld(xr[c]) + ld(yr[c]));
 		xr[c] = s;
@@ -48,7 +74,6 @@ __global__ void pb_add_rmsnorm(elem* x, const elem* y, elem* out, const elem* w,
 		ss += v * v;
 	}
 	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
-	elem* o = out + r * H;
 	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st(ld(xr[c]) * inv * ld(w[c]));
 }
 
@@ -58,7 +83,43 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 	const size_t r = blockIdx.x;
 	elem* xr = x + r * H;
 	const elem* yr = y + r * H;
+	elem* o = out + r * H;
 	float s = 0.0f;
+	if (H % PB_NORM_VEC == 0) { // norm.cu's walk: vectors t, t + blockDim.x, …
+		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
+			pb_raw<PB_NORM_VEC> xv, yv;
+			pb_fetch<PB_NORM_VEC>(xr + c, xv);
+			pb_fetch<PB_NORM_VEC>(yr + c, yv);
+#pragma unroll
+			for (int e = 0; e < PB_NORM_VEC; e++) {
+				xv.e[e] = st(ld(xv.e[e]) + ld(yv.e[e]));
+				s += ld(xv.e[e]);
+			}
+			pb_store<PB_NORM_VEC>(xr + c, xv);
+		}
+		const float mean = fused_sum(s) / (float)H;
+		float ss = 0.0f;
+		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
+			pb_raw<PB_NORM_VEC> xv;
+			pb_fetch<PB_NORM_VEC>(xr + c, xv);
+#pragma unroll
+			for (int e = 0; e < PB_NORM_VEC; e++) {
+				const float d = ld(xv.e[e]) - mean;
+				ss += d * d;
+			}
+		}
+		const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
+			pb_raw<PB_NORM_VEC> xv, wv, bv, ov;
+			pb_fetch<PB_NORM_VEC>(xr + c, xv);
+			pb_fetch<PB_NORM_VEC>(w + c, wv);
+			pb_fetch<PB_NORM_VEC>(b + c, bv);
+#pragma unroll
+			for (int e = 0; e < PB_NORM_VEC; e++) ov.e[e] = st((ld(xv.e[e]) - mean) * inv * ld(wv.e[e]) + ld(bv.e[e]));
+			pb_store<PB_NORM_VEC>(o + c, ov);
+		}
+		return;
+	}
 	for (int c = threadIdx.x; c < H; c += blockDim.x) {
 		const elem e = st(ld(xr[c]) + ld(yr[c]));
 		xr[c] = e;
@@ -71,7 +132,6 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 		ss += d * d;
 	}
 	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
-	elem* o = out + r * H;
 	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st((ld(xr[c]) - mean) * inv * ld(w[c]) + ld(b[c]));
 }
 

@@ -203,9 +203,16 @@ func (e *emu) all(t *testing.T) {
 }
 
 // norms: RMSNorm and LayerNorm of the last of every q rows (q = 2), H not
-// a multiple of the block (200 of 256 threads).
+// a multiple of the block: 200 (a multiple of the 16-byte vector: 25 or
+// 50 vectors over 256 threads) and 203 (one element at a time).
 func (e *emu) norms() {
-	const R, q, H, eps = 3, 2, 200, 1e-5
+	for _, H := range []int{200, 203} {
+		e.normsH(H)
+	}
+}
+
+func (e *emu) normsH(H int) {
+	const R, q, eps = 3, 2, 1e-5
 	x, w, b := e.vals(R*q*H, 2), e.vals(H, 1.5), e.vals(H, 0.5)
 	out := e.run([][]byte{e.dt.encode(x), make([]byte, R*H*e.dt.bytes), e.dt.encode(w), e.dt.encode(b)},
 		hostemu.Launch{Kernel: "pb_rmsnorm", Grid: hostemu.D1(R), Block: hostemu.D1(rowThreads),
@@ -217,12 +224,12 @@ func (e *emu) norms() {
 		for _, v := range row {
 			ss += float64(v) * float64(v)
 		}
-		inv := 1 / math.Sqrt(ss/H+eps)
+		inv := 1 / math.Sqrt(ss/float64(H)+eps)
 		for c := range row {
 			want[r*H+c] = float64(row[c]) * inv * float64(w[c])
 		}
 	}
-	e.check("pb_rmsnorm", e.dt.decode(out[1]), want)
+	e.check(fmt.Sprintf("pb_rmsnorm H=%d", H), e.dt.decode(out[1]), want)
 
 	out = e.run([][]byte{e.dt.encode(x), make([]byte, R*H*e.dt.bytes), e.dt.encode(w), e.dt.encode(b)},
 		hostemu.Launch{Kernel: "pb_layernorm", Grid: hostemu.D1(R), Block: hostemu.D1(rowThreads),
@@ -233,16 +240,16 @@ func (e *emu) norms() {
 		for _, v := range row {
 			mean += float64(v)
 		}
-		mean /= H
+		mean /= float64(H)
 		for _, v := range row {
 			vr += (float64(v) - mean) * (float64(v) - mean)
 		}
-		inv := 1 / math.Sqrt(vr/H+eps)
+		inv := 1 / math.Sqrt(vr/float64(H)+eps)
 		for c := range row {
 			want[r*H+c] = (float64(row[c])-mean)*inv*float64(w[c]) + float64(b[c])
 		}
 	}
-	e.check("pb_layernorm", e.dt.decode(out[1]), want)
+	e.check(fmt.Sprintf("pb_layernorm H=%d", H), e.dt.decode(out[1]), want)
 }
 
 // elementwise: bias, residual add, position add, both activations, last rows.

@@ -93,6 +93,8 @@ template <int V> struct pb_storer<V, false> {
 // pb_store writes r's V elements to p (16-byte stores where they make 16
 // bytes, p aligned to them).
 template <int V> __device__ __forceinline__ void pb_store(elem* p, const pb_raw<V>& r) { pb_storer<V>::store(p, r); }
+// Elements per 16 bytes: the norms' vector width (norm.cu, fused.cu).
+#define PB_NORM_VEC (16 / PB_ELEM_BYTES)
 // pb_unpack converts r's elements to fp32.
 template <int V> __device__ __forceinline__ void pb_unpack(const pb_raw<V>& r, float* f) {
 #pragma unroll
