@@ -144,3 +144,55 @@ func TestGemmLayoutsOnFakes(t *testing.T) {
 		t.Errorf("%d lines, want a header and 8 rows:\n%s", n, table)
 	}
 }
+
+// Fusion across the ranks of tp2pp2-tiny (8 layers, 2 stages of 4, two
+// micro-batches): the all-reduce after each row-parallel GEMM comes before
+// the residual, so the residual and the norm after it stay adjacent; a
+// stage's last residual is followed by its send (stage 0) or, on the last
+// stage, by the final norm. Hand count per micro-batch and step: stage 0
+// fuses attn_residual → mlp_norm in its 4 layers and mlp_residual → next
+// attn_norm in 3: 7 (prefill and decode alike); stage 1 fuses the same 7
+// and, in decode only, L07.mlp_residual → final_norm: 7 in prefill, 8 in
+// decode. Two micro-batches double each.
+func TestFusedNormAcrossRanksOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := tinyPlan(t, "test/tp2pp2-tiny")
+	for _, tc := range []struct {
+		rank                 int
+		prefillSaved, decode int64
+	}{
+		{0, 14, 14}, // stage 0, TP index 0
+		{3, 14, 16}, // stage 1, TP index 1
+	} {
+		var pre, dec [2]int64
+		for i, without := range []string{"", "fused-norm"} {
+			c := fakeCompute(t, plan, tc.rank, Options{DType: "fp16", Without: without})
+			for _, ph := range []struct {
+				phase partition.Phase
+				past  int
+				into  *int64
+			}{{partition.Prefill, 0, &pre[i]}, {partition.Decode, plan.Config.Workload.PromptTokens(), &dec[i]}} {
+				if err := c.ResetTimes(); err != nil {
+					t.Fatal(err)
+				}
+				prog := plan.Program(tc.rank, ph.phase)
+				for j := range prog.Ops {
+					op := &prog.Ops[j]
+					if _, comm := op.Kind.Comm(); comm {
+						continue
+					}
+					if err := c.Exec(context.Background(), op, ph.past); err != nil {
+						t.Fatalf("rank %d %s: %v", tc.rank, op.Name, err)
+					}
+				}
+				*ph.into = c.LaunchStats().Launches
+			}
+		}
+		if d := pre[1] - pre[0]; d != tc.prefillSaved {
+			t.Errorf("rank %d prefill: %d launches saved, want %d", tc.rank, d, tc.prefillSaved)
+		}
+		if d := dec[1] - dec[0]; d != tc.decode {
+			t.Errorf("rank %d decode: %d launches saved, want %d", tc.rank, d, tc.decode)
+		}
+	}
+}
