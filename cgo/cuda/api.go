@@ -77,6 +77,8 @@ type blasAPI interface {
 	setWorkspace(h uintptr, ws DevicePtr, bytes int64) BLASStatus
 	setMathMode(h uintptr, mode MathMode) BLASStatus
 	gemmEx(h uintptr, g GemmEx) BLASStatus
+	hasStridedBatched() bool
+	gemmStridedBatchedEx(h uintptr, g GemmEx, strideA, strideB, strideC int64, batch int) BLASStatus
 }
 
 // rtcAPI is NVRTC as the Go side sees it.

@@ -220,6 +220,33 @@ func (h *Handle) GemmEx(g GemmEx) error {
 	return nil
 }
 
+// StridedBatched is a cublasGemmStridedBatchedEx: Batch products of
+// GemmEx's shape, the i-th with its operands at A + i·StrideA, B +
+// i·StrideB and C + i·StrideC (strides in elements).
+type StridedBatched struct {
+	GemmEx
+	StrideA, StrideB, StrideC int64
+	Batch                     int
+}
+
+// HasStridedBatched says whether the library has
+// cublasGemmStridedBatchedEx.
+func (h *Handle) HasStridedBatched() bool { return h.b.c.hasStridedBatched() }
+
+// GemmStridedBatchedEx queues one cublasGemmStridedBatchedEx.
+func (h *Handle) GemmStridedBatchedEx(g StridedBatched) error {
+	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 0 {
+		return fmt.Errorf("cublas: cublasGemmStridedBatchedEx: negative size m=%d n=%d k=%d batch=%d", g.M, g.N, g.K, g.Batch)
+	}
+	if !h.b.c.hasStridedBatched() {
+		return fmt.Errorf("cublas: %s has no cublasGemmStridedBatchedEx", h.b.Path())
+	}
+	if s := h.b.c.gemmStridedBatchedEx(h.h, g.GemmEx, g.StrideA, g.StrideB, g.StrideC, g.Batch); s != BLASSuccess {
+		return h.b.fail("cublasGemmStridedBatchedEx", s)
+	}
+	return nil
+}
+
 // RowMajorGemm returns the cublasGemmEx that computes, for row-major
 // matrices, C[m×n] = A[m×k] · B[k×n] (alpha 1, beta 0, fp32 accumulation),
 // with A, B and C of element type t and C overwritten.

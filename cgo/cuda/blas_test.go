@@ -130,6 +130,66 @@ func TestOldCUBLAS(t *testing.T) {
 	if err := h.GemmEx(GemmEx{M: -1}); err == nil {
 		t.Error("negative m accepted")
 	}
+	if h.HasStridedBatched() {
+		t.Error("HasStridedBatched without cublasGemmStridedBatchedEx")
+	}
+	if err := h.GemmStridedBatchedEx(StridedBatched{GemmEx: GemmEx{M: 1, N: 1, K: 1, LDA: 1, LDB: 1, LDC: 1}, Batch: 1}); err == nil ||
+		!strings.Contains(err.Error(), "has no cublasGemmStridedBatchedEx") {
+		t.Errorf("GemmStridedBatchedEx without the symbol: err = %v", err)
+	}
+}
+
+// Two row-major products in one cublasGemmStridedBatchedEx: batch i takes
+// A at pa + 6i, B at pb + 12i and writes C at pc + 8i (elements). Batch 0
+// is TestRowMajorGemm's product, [1 2 3 6; 4 5 6 15]; batch 1 has A twice
+// as large, so C doubles: [2 4 6 12; 8 10 12 30].
+func TestStridedBatchedGemm(t *testing.T) {
+	d, libs := loadFake(t)
+	pinned(t, d)
+	b := loadBLAS(t, libs)
+	h, err := b.NewHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Destroy()
+	if !h.HasStridedBatched() {
+		t.Fatal("the fake has cublasGemmStridedBatchedEx")
+	}
+	a := []float32{1, 2, 3, 4, 5, 6, 2, 4, 6, 8, 10, 12}
+	bm := []float32{1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1}
+	bm = append(bm, bm...)
+	want := []float32{1, 2, 3, 6, 4, 5, 6, 15, 2, 4, 6, 12, 8, 10, 12, 30}
+	pa, _ := d.MemAlloc(4 * 12)
+	pb, _ := d.MemAlloc(4 * 24)
+	pc, _ := d.MemAlloc(4 * 16)
+	for _, p := range []DevicePtr{pa, pb, pc} {
+		defer d.MemFree(p)
+	}
+	d.CopyHtoD(pa, Bytes(a))
+	d.CopyHtoD(pb, Bytes(bm))
+	// Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ (RowMajorGemm): cuBLAS's
+	// A operand is B, so its stride is B's 12 and its B operand's A's 6.
+	g := StridedBatched{GemmEx: RowMajorGemm(2, 4, 3, pa, pb, pc, R32F), StrideA: 12, StrideB: 6, StrideC: 8, Batch: 2}
+	if err := h.GemmStridedBatchedEx(g); err != nil {
+		t.Fatal(err)
+	}
+	wantCall := "cublasGemmStridedBatchedEx(ta=0, tb=0, m=4, n=2, k=3, alpha=1, atype=0, lda=4, strideA=12, btype=0, ldb=3, " +
+		"strideB=6, beta=0, ctype=0, ldc=4, strideC=8, batch=2, compute=68, algo=-1)"
+	if got := blasTrace(b); got != wantCall {
+		t.Errorf("fake saw %q\nwant      %q", got, wantCall)
+	}
+	got := make([]float32, 16)
+	if err := d.CopyDtoH(Bytes(got), pc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("C = %v, want %v", got, want)
+		}
+	}
+	if err := h.GemmStridedBatchedEx(StridedBatched{Batch: -1}); err == nil {
+		t.Error("negative batch accepted")
+	}
 }
 
 func TestDataTypesFromLibraryTypesH(t *testing.T) {

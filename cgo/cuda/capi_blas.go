@@ -31,6 +31,9 @@ var blasSymbols = [C.PBB_NUM_SYMS]struct {
 	C.PBB_GEMM_EX:           {"cublasGemmEx", false},
 	C.PBB_GET_STATUS_STRING: {"cublasGetStatusString", true},
 	C.PBB_GET_STATUS_NAME:   {"cublasGetStatusName", true},
+	// cuBLAS 11 has it; optional so a library without it still loads
+	// (the backend then keeps its own attention kernels).
+	C.PBB_GEMM_STRIDED_BATCHED_EX: {"cublasGemmStridedBatchedEx", true},
 }
 
 type blasC struct{ t *C.pbBlas }
@@ -90,6 +93,19 @@ func (a blasC) setWorkspace(h uintptr, ws DevicePtr, bytes int64) BLASStatus {
 
 func (a blasC) setMathMode(h uintptr, mode MathMode) BLASStatus {
 	return BLASStatus(C.pbb_set_math_mode(a.t, C.uintptr_t(h), C.int(mode)))
+}
+
+func (a blasC) hasStridedBatched() bool {
+	return C.pbb_has(a.t, C.PBB_GEMM_STRIDED_BATCHED_EX) != 0
+}
+
+func (a blasC) gemmStridedBatchedEx(h uintptr, g GemmEx, sa, sb, sc int64, batch int) BLASStatus {
+	return BLASStatus(C.pbb_gemm_strided_batched_ex(a.t, C.uintptr_t(h), C.int(g.TransA), C.int(g.TransB),
+		C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha),
+		C.uint64_t(g.A), C.int(g.AType), C.int(g.LDA), C.longlong(sa),
+		C.uint64_t(g.B), C.int(g.BType), C.int(g.LDB), C.longlong(sb),
+		C.float(g.Beta), C.uint64_t(g.C), C.int(g.CType), C.int(g.LDC), C.longlong(sc),
+		C.int(batch), C.int(g.Compute), C.int(g.Algo)))
 }
 
 func (a blasC) gemmEx(h uintptr, g GemmEx) BLASStatus {

@@ -328,6 +328,12 @@ struct pbBlas {
 		const void*, int, int, const void*, void*, int, int, int, int);
 	const char* (*getStatusString)(pbBlasStatus); // cublasGetStatusString(cublasStatus_t)
 	const char* (*getStatusName)(pbBlasStatus);   // cublasGetStatusName(cublasStatus_t)
+	// cublasGemmStridedBatchedEx(handle, transa, transb, int m, n, k, const void* alpha,
+	//   const void* A, cudaDataType Atype, int lda, long long strideA, const void* B, Btype, int ldb,
+	//   long long strideB, const void* beta, void* C, Ctype, int ldc, long long strideC,
+	//   int batchCount, cublasComputeType_t, cublasGemmAlgo_t)
+	pbBlasStatus (*gemmStridedBatchedEx)(pbPtr, int, int, int, int, int, const void*, const void*, int, int, long long,
+		const void*, int, int, long long, const void*, void*, int, int, long long, int, int, int);
 };
 
 pbBlas* pbb_new(void) { return calloc(1, sizeof(pbBlas)); }
@@ -344,6 +350,7 @@ void pbb_set(pbBlas* s, int slot, void* fn) {
 	SLOT(PBB_GEMM_EX, gemmEx);
 	SLOT(PBB_GET_STATUS_STRING, getStatusString);
 	SLOT(PBB_GET_STATUS_NAME, getStatusName);
+	SLOT(PBB_GEMM_STRIDED_BATCHED_EX, gemmStridedBatchedEx);
 	}
 }
 
@@ -352,6 +359,7 @@ int pbb_has(const pbBlas* s, int slot) {
 	case PBB_SET_WORKSPACE: return s->setWorkspace != NULL;
 	case PBB_GET_STATUS_STRING: return s->getStatusString != NULL;
 	case PBB_GET_STATUS_NAME: return s->getStatusName != NULL;
+	case PBB_GEMM_STRIDED_BATCHED_EX: return s->gemmStridedBatchedEx != NULL;
 	}
 	return 1;
 }
@@ -375,6 +383,13 @@ pbBlasStatus pbb_gemm_ex(const pbBlas* s, uintptr_t h, int transa, int transb, i
 	return s->gemmEx(P(h), transa, transb, m, n, k, &alpha,
 		(const void*)(uintptr_t)a, atype, lda, (const void*)(uintptr_t)b, btype, ldb,
 		&beta, (void*)(uintptr_t)c, ctype, ldc, compute, algo);
+}
+pbBlasStatus pbb_gemm_strided_batched_ex(const pbBlas* s, uintptr_t h, int transa, int transb, int m, int n, int k,
+	float alpha, uint64_t a, int atype, int lda, long long stride_a, uint64_t b, int btype, int ldb, long long stride_b,
+	float beta, uint64_t c, int ctype, int ldc, long long stride_c, int batch, int compute, int algo) {
+	return s->gemmStridedBatchedEx(P(h), transa, transb, m, n, k, &alpha,
+		(const void*)(uintptr_t)a, atype, lda, stride_a, (const void*)(uintptr_t)b, btype, ldb, stride_b,
+		&beta, (void*)(uintptr_t)c, ctype, ldc, stride_c, batch, compute, algo);
 }
 const char* pbb_get_status_string(const pbBlas* s, pbBlasStatus st) { return s->getStatusString ? s->getStatusString(st) : NULL; }
 const char* pbb_get_status_name(const pbBlas* s, pbBlasStatus st) { return s->getStatusName ? s->getStatusName(st) : NULL; }

@@ -130,6 +130,7 @@ pbCUresult pbc_graph_destroy(const pbCuda* s, uintptr_t graph);
 enum {
 	PBB_CREATE, PBB_DESTROY, PBB_GET_VERSION, PBB_SET_STREAM, PBB_SET_WORKSPACE,
 	PBB_SET_MATH_MODE, PBB_GEMM_EX, PBB_GET_STATUS_STRING, PBB_GET_STATUS_NAME,
+	PBB_GEMM_STRIDED_BATCHED_EX,
 	PBB_NUM_SYMS
 };
 
@@ -151,6 +152,11 @@ pbBlasStatus pbb_set_math_mode(const pbBlas* s, uintptr_t h, int mode);
 pbBlasStatus pbb_gemm_ex(const pbBlas* s, uintptr_t h, int transa, int transb, int m, int n, int k,
 	float alpha, uint64_t a, int atype, int lda, uint64_t b, int btype, int ldb,
 	float beta, uint64_t c, int ctype, int ldc, int compute, int algo);
+// cublasGemmStridedBatchedEx: batch GEMMs, operand i at A + i·strideA
+// (elements) and so on.
+pbBlasStatus pbb_gemm_strided_batched_ex(const pbBlas* s, uintptr_t h, int transa, int transb, int m, int n, int k,
+	float alpha, uint64_t a, int atype, int lda, long long stride_a, uint64_t b, int btype, int ldb, long long stride_b,
+	float beta, uint64_t c, int ctype, int ldc, long long stride_c, int batch, int compute, int algo);
 const char* pbb_get_status_string(const pbBlas* s, pbBlasStatus st);
 const char* pbb_get_status_name(const pbBlas* s, pbBlasStatus st);
 

@@ -37,7 +37,8 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
+	// device-weights, fused-norm, splitkv-one-launch ("":
+	// $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
 	// seeded model): a checkpoint's slices, uploaded tensor by tensor
@@ -99,6 +100,7 @@ type Compute struct {
 	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
 	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
 	rope         ropeState       // the rotary table (extra.go)
+	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
 
@@ -280,6 +282,7 @@ func (c *Compute) init() error {
 	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
+	c.initFuse() // fuse.go: residual add + norm as one kernel where the Programs allow
 	if err := c.initWeights(); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (c *Compute) initExtra() {
 }
 
 // withoutChoices are Options.Without's values.
-var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights"}
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch"}
 
 // withoutEnv is Options.Without's environment variable.
 const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
@@ -114,6 +114,10 @@ var extraLaunch = func() map[string]launchBound {
 		"pb_splitkv_partial_v4": {threads: splitKVThreads},
 		"pb_splitkv_partial_v8": {threads: splitKVThreads},
 		"pb_splitkv_merge":      {threads: splitKVThreads},
+		"pb_splitkv_v1":         {threads: splitKVThreads},
+		"pb_splitkv_v2":         {threads: splitKVThreads},
+		"pb_splitkv_v4":         {threads: splitKVThreads},
+		"pb_splitkv_v8":         {threads: splitKVThreads},
 		"pb_rope_kv_table":      {threads: rowThreads},
 		"pb_add_rmsnorm":        {threads: rowThreads},
 		"pb_add_layernorm":      {threads: rowThreads},
@@ -132,8 +136,7 @@ func checkExtraLaunch(name string, threads, dynSmem int) error {
 }
 
 // The fused residual add + norm kernels' parameter lists: x, y, out, w,
-// (b,) H, eps. The backend runs the residual and the norm as the
-// Program's two ops; these are for a caller that fuses them.
+// (b,) H, eps (fuse.go launches them for a residual and the norm after it).
 const (
 	addRMSNormSig   = "ppppif"
 	addLayerNormSig = "pppppif"
@@ -193,5 +196,17 @@ func (c *Compute) ropeKV(op *partition.Op, qkv dbuf, cache *dkv, st *mbState, se
 		return c.launch("pb_rope_kv", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(c.rope.table).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(op.HeadDim).i(c.frame.Context)
-	return c.launchShared("pb_rope_kv_table", cuda.D1(op.Rows), cuda.D1(rowThreads), 0, a)
+	return c.launchShared("pb_rope_kv_table", cuda.D2(op.Rows, ropeBlocksPerRow(op, c.info.SMs)), cuda.D1(rowThreads), 0, a)
+}
+
+// ropeBlocksPerRow is pb_rope_kv_table's blocks per row of op: enough for
+// every item of a row ((hl + kvl)·hd/2 pairs and kvl·hd v elements, one
+// per thread) where the rows alone would leave SMs without blocks (a
+// decode step: one row per sequence), and no more than 4 blocks per SM
+// over all rows; 1 for a prefill pass, whose rows fill the device.
+func ropeBlocksPerRow(op *partition.Op, sms int) int {
+	items := (op.Heads+op.KVHeads)*(op.HeadDim/2) + op.KVHeads*op.HeadDim
+	need := (items + rowThreads - 1) / rowThreads
+	room := (4*max(sms, 1) + op.Rows - 1) / op.Rows
+	return max(1, min(need, room))
 }

@@ -243,11 +243,13 @@ func flashKeyOf(name string) (flashKey, bool) {
 // opTag is what the op's timing entry adds to its name to say which
 // kernel ran it: " [flash d128 b64]" where attention runs on
 // pb_flash_fwd_d128 (64-query tiles),
-// " [split-kv S=8]" where decode attention is split 8 ways; nothing for
-// the other kernels, whose names stay as the Program has them.
+// " [split-kv S=8]" where decode attention is split 8 ways;
+// " [+L01.attn_norm]" on a residual that runs the norm after it and
+// " [in L00.mlp_residual]" on that norm (fuse.go); nothing for the other
+// kernels, whose names stay as the Program has them.
 func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
-		return ""
+		return c.fuseTag(op) // fuse.go
 	}
 	if fk, ok := flashKeyOf(c.attentionKernel(op)); ok {
 		return fmt.Sprintf(" [flash d%d b%d]", fk.hd, fk.br)

@@ -114,6 +114,7 @@ func TestExtraSourceCompiles(t *testing.T) {
 				"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig}
 			for _, v := range []int{1, 2, 4, 8} {
 				want[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
+				want[fmt.Sprintf("pb_splitkv_v%d", v)] = splitKVOneSig
 			}
 			for name, sig := range want {
 				got, ok := ptxEntrySig(string(out.Image), name)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,20 +186,31 @@ func TestExtraKernelsEmulated(t *testing.T) {
 	for _, st := range storageTypes {
 		dt := dtypes[st.name]
 		partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
+		one := fmt.Sprintf("pb_splitkv_v%d", attentionVec(64, dt.bytes))
 		p := buildKernelEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
-			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig},
+			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}, {Name: one, Sig: splitKVOneSig},
 			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
 			{Name: "pb_gen", Sig: genSig}})
-		splitKVEmulated(t, p, st.name, st.u, partial)
+		splitKVEmulated(t, p, st.name, st.u, partial, one)
 		fusedEmulated(t, p, st.name, st.u)
 		genEmulated(t, p, st.name)
 	}
 }
 
 // splitKVEmulated: pb_splitkv_partial_vV and pb_splitkv_merge against
-// splitKVModel, with empty splits.
-func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64, partial string) {
+// splitKVModel, with empty splits, and pb_splitkv_vV against them.
+func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64, partial, one string) {
+	for _, d := range splitKVDiffs(t, p, dtName, u, partial, one) {
+		t.Error(d)
+	}
+}
+
+// splitKVDiffs describes each case where the split-KV kernels leave the
+// model's bound, or the one-launch kernel one ("": not run) differs from
+// them.
+func splitKVDiffs(t *testing.T, p *hostemu.Program, dtName string, u float64, partial, one string) []string {
 	dt := dtypes[dtName]
+	var diffs []string
 	{
 		for i, tc := range []struct {
 			c flashCase
@@ -227,8 +239,60 @@ func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64,
 			// fp32: no storage rounding to hide the order of the sums, so a
 			// few fp32 ulps (1e-6 of outputs below 1).
 			if bad, worst := ulpBound(got, want, max(u, 0x1p-20)); bad > 0 {
-				t.Errorf("%s %v, %d splits: %d of %d outputs beyond the bound (max |Δ| %.3g)", dtName, tc.c, tc.s, bad, len(got), worst)
+				diffs = append(diffs, fmt.Sprintf("%s %v, %d splits: %d of %d outputs beyond the bound (max |Δ| %.3g)", dtName, tc.c, tc.s, bad, len(got), worst))
 			}
+			if one == "" {
+				continue
+			}
+			// pb_splitkv_vV, twice on one workspace and count (a decode
+			// step and the next, replayed), each time into a zeroed output:
+			// the same outputs as the two launches, bit for bit (the same
+			// partials, merged by the same function), and the counts back
+			// at 0 after each.
+			bufs := [][]byte{a.qkvB, a.kB, a.vB, i32le(g.past), make([]byte, len(ws)), nil, make([]byte, 4*rows*g.hl)}
+			for launch := 1; launch <= 2; launch++ {
+				bufs[5] = make([]byte, rows*g.hl*g.hd*dt.bytes)
+				res, err := runKflashEmu(t, p, bufs,
+					hostemu.Launch{Kernel: one, Grid: hostemu.Dim{X: rows, Y: g.hl, Z: tc.s}, Block: hostemu.D1(splitKVThreads),
+						Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0), hostemu.Ptr(5, 0), hostemu.Ptr(6, 0),
+							hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.hd), hostemu.I32(g.context),
+							hostemu.F32(g.scaleLog2()), hostemu.I32(a.bidir())}})
+				if err != nil {
+					t.Fatalf("%s %v: %s: %v", dtName, tc.c, one, err)
+				}
+				bufs = res
+				if d := maxAbsDiff(dt.decode(res[5]), got); d != 0 || slices.ContainsFunc(dt.decode(res[5]), func(v float32) bool { return math.IsNaN(float64(v)) }) {
+					diffs = append(diffs, fmt.Sprintf("%s %v, %d splits, launch %d: %s differs from partial + merge by up to %.3g", dtName, tc.c, tc.s, launch, one, d))
+				}
+				if c := i32s(res[6]); slices.ContainsFunc(c, func(v int) bool { return v != 0 }) {
+					diffs = append(diffs, fmt.Sprintf("%s %v, %d splits, launch %d: counts %v after %s, want 0", dtName, tc.c, tc.s, launch, c, one))
+				}
+			}
+		}
+	}
+	return diffs
+}
+
+// Planted bugs in split-KV must fail the comparison with the model or
+// with the two launches: the prefetched key never replacing the current
+// one, the value fetched one position behind its key, the one-launch
+// kernel's count never set back to 0 (its second launch merges nothing),
+// its last block counted one too far (nothing merges).
+func TestSplitKVEmulatedPlantedBugs(t *testing.T) {
+	dt := dtypes["fp16"]
+	partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
+	one := fmt.Sprintf("pb_splitkv_v%d", attentionVec(64, dt.bytes))
+	for _, bug := range []struct{ name, old, new string }{
+		{"the prefetched key never replaces the current one", "\t\tkr = kn;\n", "\n"},
+		{"the value one position behind", "pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);", "pb_fetch<V>(vc + base + (size_t)(t + NG - 1) * kvw, vn);"},
+		{"the count is never reset", "if (threadIdx.x == 0) count[r * hl + h] = 0;", ""},
+		{"the last block counted one too far", "atomicAdd(count + r * hl + h, 1) == S - 1;", "atomicAdd(count + r * hl + h, 1) == S;"},
+	} {
+		src := expandModule("partbench_extra.cu", plantBug(t, splitKVSource, bug.old, bug.new))
+		p := buildKernelEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{
+			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}, {Name: one, Sig: splitKVOneSig}})
+		if diffs := splitKVDiffs(t, p, dt.name, 0x1p-11, partial, one); len(diffs) == 0 {
+			t.Errorf("planted bug %q passes", bug.name)
 		}
 	}
 }
@@ -248,7 +312,9 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 		g := a.g
 		table := ropeTable(g.context, g.hd, 10000)
 		out, err := runKflashEmu(t, p, [][]byte{a.qkvB, make([]byte, len(a.kB)), make([]byte, len(a.vB)), dtypes["fp32"].encode(table), i32le(g.past)},
-			hostemu.Launch{Kernel: "pb_rope_kv_table", Grid: hostemu.D1(g.seqs * g.q), Block: hostemu.D1(rowThreads),
+			// 32 threads and 2 blocks per row: a row's 160 items
+			// ((2 + 1)·32 pairs, 64 v elements) stride over both blocks.
+			hostemu.Launch{Kernel: "pb_rope_kv_table", Grid: hostemu.D2(g.seqs*g.q, 2), Block: hostemu.D1(32),
 				Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0),
 					hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.hd), hostemu.I32(g.context)}})
 		if err != nil {
@@ -265,7 +331,7 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 				}
 			}
 		}
-		gotQKV, gotK := dt.decode(out[0]), dt.decode(out[1])
+		gotQKV, gotK, gotV := dt.decode(out[0]), dt.decode(out[1]), dt.decode(out[2])
 		for i := range want {
 			if math.Float32bits(gotQKV[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%s rope: qkv[%d] = %v, model %v", st.name, i, gotQKV[i], want[i])
@@ -277,6 +343,16 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 				if gotK[at+e] != want[r*row+g.hl*g.hd+e] {
 					t.Fatalf("%s rope: cache key of row %d element %d = %v, want the rotated %v", st.name, r, e, gotK[at+e], want[r*row+g.hl*g.hd+e])
 				}
+				if gotV[at+e] != want[r*row+(g.hl+g.kvl)*g.hd+e] {
+					t.Fatalf("%s rope: cache value of row %d element %d = %v, want %v", st.name, r, e, gotV[at+e], want[r*row+(g.hl+g.kvl)*g.hd+e])
+				}
+				gotK[at+e], gotV[at+e] = 0, 0
+			}
+		}
+		// Nothing else of the (zeroed) caches was written.
+		for e := range gotK {
+			if gotK[e] != 0 || gotV[e] != 0 {
+				t.Fatalf("%s rope: cache element %d written (key %v, value %v) outside the pass's positions", st.name, e, gotK[e], gotV[e])
 			}
 		}
 

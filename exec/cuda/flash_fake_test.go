@@ -111,10 +111,14 @@ func TestFlashChosenByShapeOnFakes(t *testing.T) {
 
 // On the fake driver (132 SMs) a decode step of one sequence with 4 query
 // heads over a 2048-position cache is split: 4 (row, head) pairs want
-// ⌈2·132/4⌉ = 66 splits for two waves, capped at ⌈2048/256⌉ = 8 by the
-// shortest planned split; the workspace holds 1·4·8 partials of 2 + 64
-// floats = 8448 bytes, beside the rotary table of 2048 positions · 32
-// pairs · 8 bytes = 524288. Prefill (76 queries) is not split.
+// ⌈768·132/(4·128)⌉ = 198 splits to keep 768 threads per SM, capped at
+// ⌈2048/64⌉ = 32 by the shortest planned split; the workspace holds
+// 1·4·32 partials of 2 + 64 floats = 33792 bytes and pb_splitkv_vV's
+// count per (row, head), 4·4 = 16 bytes, beside the rotary table of 2048
+// positions · 32 pairs · 8 bytes = 524288. Prefill (76 queries) is not
+// split. The decode attention is one launch (pb_splitkv_v8, partials and
+// merge); Without splitkv-one-launch it is two and the count is not
+// allocated.
 func TestSplitKVChosenOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	cfg, err := configs.Load("test/single-tiny")
@@ -129,7 +133,27 @@ func TestSplitKVChosenOnFakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
-	if ws, want := c.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+8448+524288); ws != want {
+	two := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: "splitkv-one-launch"})
+	if ws, want := two.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+33792+524288); ws != want {
+		t.Errorf("Without splitkv-one-launch: workspace %d bytes, want %d", ws, want)
+	}
+	prompt := plan.Config.Workload.PromptTokens()
+	var launches [2]int64
+	for i, cc := range []*Compute{c, two} {
+		runPhase(t, cc, plan, partition.Prefill, 0)
+		if err := cc.ResetTimes(); err != nil {
+			t.Fatal(err)
+		}
+		runPhase(t, cc, plan, partition.Decode, prompt)
+		launches[i] = cc.LaunchStats().Launches
+		if err := cc.ResetTimes(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if launches[1]-launches[0] != 1 {
+		t.Errorf("a decode step: %d launches in one, %d in two: want one fewer (the merge)", launches[0], launches[1])
+	}
+	if ws, want := c.AllocatedByKind()["workspace"], int64(8+cublasWorkspaceBytes+33792+16+524288); ws != want {
 		t.Errorf("workspace %d bytes, want %d (error flag, cuBLAS, split-KV partials, rotary table)", ws, want)
 	}
 	for _, n := range runPhase(t, c, plan, partition.Prefill, 0) {
@@ -140,12 +164,12 @@ func TestSplitKVChosenOnFakes(t *testing.T) {
 	c.ResetTimes()
 	var split int
 	for _, n := range runPhase(t, c, plan, partition.Decode, plan.Config.Workload.PromptTokens()) {
-		if strings.HasSuffix(n, " [split-kv S=8]") {
+		if strings.HasSuffix(n, " [split-kv S=32]") {
 			split++
 		}
 	}
 	if split != 1 {
-		t.Errorf("%d decode entries split 8 ways, want 1 (the layer's attention)", split)
+		t.Errorf("%d decode entries split 32 ways, want 1 (the layer's attention)", split)
 	}
 }
 
@@ -169,12 +193,19 @@ func TestFlashTile(t *testing.T) {
 }
 
 func TestSplitKVCount(t *testing.T) {
+	// The target is 768 threads × 132 SMs = 101,376; unsplit, a pair is a
+	// block of 256 threads, a split one of 128.
 	for _, tc := range []struct{ sms, pairs, context, want int }{
-		{132, 4, 2048, 8},       // two waves want 66; 2048/256 = 8 caps it
-		{132, 32, 8192, 9},      // batch 1 × 32 heads: ⌈264/32⌉ = 9, under 32 and 64
-		{132, 16 * 32, 2048, 1}, // batch 16 × 32 heads already fill two waves
+		{132, 4, 2048, 32},      // ⌈101376/512⌉ = 198; 2048/64 = 32 caps it
+		{132, 32, 2048, 25},     // seed at batch 1 (32 heads): 32·256 = 8192 < 101376; ⌈101376/4096⌉ = 25 < 32
+		{132, 32, 8192, 25},     // the same with a longer cache (cap 128): still 25
+		{132, 8 * 32, 2048, 4},  // batch 8: 65,536 threads unsplit; ⌈101376/32768⌉ = 4
+		{132, 16 * 32, 2048, 1}, // batch 16: 512·256 = 131,072 threads ≥ 101,376 unsplit
+		{132, 396, 2048, 1},     // 396·256 = 101,376: exactly the target, not split
+		{132, 395, 2048, 3},     // one pair fewer: split, ⌈101376/(395·128)⌉ = ⌈2.005⌉ = 3
 		{132, 1, 1 << 20, 64},   // one pair, a huge cache: the cap
-		{132, 4, 200, 1},        // a short cache is not split
+		{132, 4, 100, 2},        // a short cache: ⌈100/64⌉ = 2
+		{132, 4, 64, 1},         // one split's worth of keys
 		{0, 4, 2048, 1},         // no SM count known
 	} {
 		if got := splitKVCount(tc.sms, tc.pairs, tc.context); got != tc.want {
@@ -209,5 +240,23 @@ func TestExtraLaunchBounds(t *testing.T) {
 	}
 	if err := checkExtraLaunch("pb_nope", 1, 0); err == nil {
 		t.Error("a kernel without a bound passed")
+	}
+}
+
+// pb_rope_kv_table's blocks per row: a row has (hl + kvl)·hd/2 pairs and
+// kvl·hd v elements, one per thread of 256.
+func TestRopeBlocksPerRow(t *testing.T) {
+	for _, tc := range []struct{ rows, hl, kvl, hd, sms, want int }{
+		{1, 32, 32, 128, 132, 32},    // seed decode, batch 1: (64·64 + 4096)/256 = 32 ≤ 528 blocks of room
+		{16, 32, 32, 128, 132, 32},   // batch 16: room ⌈528/16⌉ = 33
+		{32, 32, 32, 128, 132, 17},   // batch 32: room ⌈528/32⌉ = 17 < 32
+		{32512, 32, 32, 128, 132, 1}, // seed prefill: the rows fill the device
+		{4, 8, 4, 8, 132, 1},         // tiny: (12·4 + 32)/256 → 1
+		{1, 32, 32, 128, 0, 4},       // no SM count: room for 4 blocks
+	} {
+		op := &partition.Op{Rows: tc.rows, Heads: tc.hl, KVHeads: tc.kvl, HeadDim: tc.hd}
+		if got := ropeBlocksPerRow(op, tc.sms); got != tc.want {
+			t.Errorf("%+v: %d blocks per row, want %d", tc, got, tc.want)
+		}
 	}
 }

@@ -203,9 +203,16 @@ func (e *emu) all(t *testing.T) {
 }
 
 // norms: RMSNorm and LayerNorm of the last of every q rows (q = 2), H not
-// a multiple of the block (200 of 256 threads).
+// a multiple of the block: 200 (a multiple of the 16-byte vector: 25 or
+// 50 vectors over 256 threads) and 203 (one element at a time).
 func (e *emu) norms() {
-	const R, q, H, eps = 3, 2, 200, 1e-5
+	for _, H := range []int{200, 203} {
+		e.normsH(H)
+	}
+}
+
+func (e *emu) normsH(H int) {
+	const R, q, eps = 3, 2, 1e-5
 	x, w, b := e.vals(R*q*H, 2), e.vals(H, 1.5), e.vals(H, 0.5)
 	out := e.run([][]byte{e.dt.encode(x), make([]byte, R*H*e.dt.bytes), e.dt.encode(w), e.dt.encode(b)},
 		hostemu.Launch{Kernel: "pb_rmsnorm", Grid: hostemu.D1(R), Block: hostemu.D1(rowThreads),
@@ -217,12 +224,12 @@ func (e *emu) norms() {
 		for _, v := range row {
 			ss += float64(v) * float64(v)
 		}
-		inv := 1 / math.Sqrt(ss/H+eps)
+		inv := 1 / math.Sqrt(ss/float64(H)+eps)
 		for c := range row {
 			want[r*H+c] = float64(row[c]) * inv * float64(w[c])
 		}
 	}
-	e.check("pb_rmsnorm", e.dt.decode(out[1]), want)
+	e.check(fmt.Sprintf("pb_rmsnorm H=%d", H), e.dt.decode(out[1]), want)
 
 	out = e.run([][]byte{e.dt.encode(x), make([]byte, R*H*e.dt.bytes), e.dt.encode(w), e.dt.encode(b)},
 		hostemu.Launch{Kernel: "pb_layernorm", Grid: hostemu.D1(R), Block: hostemu.D1(rowThreads),
@@ -233,16 +240,16 @@ func (e *emu) norms() {
 		for _, v := range row {
 			mean += float64(v)
 		}
-		mean /= H
+		mean /= float64(H)
 		for _, v := range row {
 			vr += (float64(v) - mean) * (float64(v) - mean)
 		}
-		inv := 1 / math.Sqrt(vr/H+eps)
+		inv := 1 / math.Sqrt(vr/float64(H)+eps)
 		for c := range row {
 			want[r*H+c] = (float64(row[c])-mean)*inv*float64(w[c]) + float64(b[c])
 		}
 	}
-	e.check("pb_layernorm", e.dt.decode(out[1]), want)
+	e.check(fmt.Sprintf("pb_layernorm H=%d", H), e.dt.decode(out[1]), want)
 }
 
 // elementwise: bias, residual add, position add, both activations, last rows.
@@ -280,11 +287,26 @@ func (e *emu) elementwise() {
 	}
 	e.check("pb_pos_add", e.dt.decode(out[0]), want)
 
-	// act: gated rows are [gate fl | up fl]; GELU reads rows of fl.
-	const fl = 35
+	// act: gated rows are [gate fl | up fl]; GELU reads rows of fl. fl 35
+	// runs the one-element path, 40 (a multiple of 8 and 4) the vector path.
+	for _, fl := range []int{35, 40} {
+		e.act(rows, fl)
+	}
+
+	// last_rows copies exactly.
+	out = e.run([][]byte{e.dt.encode(x), make([]byte, 1*n*e.dt.bytes)},
+		hostemu.Launch{Kernel: "pb_last_rows", Grid: hostemu.D1(1), Block: hostemu.D1(rowThreads),
+			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(n)}})
+	if got, wantB := out[1], e.dt.encode(x[(rows-1)*n:]); string(got) != string(wantB) {
+		e.t.Errorf("pb_last_rows: the last row is not copied bit for bit")
+	}
+}
+
+// act runs pb_act gated and not over rows of fl against float64.
+func (e *emu) act(rows, fl int) {
 	u := e.vals(rows*2*fl, 4)
 	for _, gated := range []int{1, 0} {
-		out = e.run([][]byte{e.dt.encode(u), make([]byte, rows*fl*e.dt.bytes)},
+		out := e.run([][]byte{e.dt.encode(u), make([]byte, rows*fl*e.dt.bytes)},
 			hostemu.Launch{Kernel: "pb_act", Grid: hostemu.D1(flatBlocks(rows * fl)), Block: hostemu.D1(flatThreads),
 				Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(fl), hostemu.I32(gated)}})
 		w := make([]float64, rows*fl)
@@ -298,15 +320,7 @@ func (e *emu) elementwise() {
 				w[k] = 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
 			}
 		}
-		e.check(fmt.Sprintf("pb_act gated=%d", gated), e.dt.decode(out[1]), w)
-	}
-
-	// last_rows copies exactly.
-	out = e.run([][]byte{e.dt.encode(x), make([]byte, 1*n*e.dt.bytes)},
-		hostemu.Launch{Kernel: "pb_last_rows", Grid: hostemu.D1(1), Block: hostemu.D1(rowThreads),
-			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.I32(rows), hostemu.I32(n)}})
-	if got, wantB := out[1], e.dt.encode(x[(rows-1)*n:]); string(got) != string(wantB) {
-		e.t.Errorf("pb_last_rows: the last row is not copied bit for bit")
+		e.check(fmt.Sprintf("pb_act gated=%d fl=%d", gated, fl), e.dt.decode(out[1]), w)
 	}
 }
 
@@ -557,6 +571,8 @@ func TestHostEmulationCatchesPlantedBugs(t *testing.T) {
 	bugs := []struct{ name, old, new string }{
 		{"causal mask sees the whole pass", "const int n = bidir ? *pos + q : *pos + j + 1;", "const int n = *pos + q;"},
 		{"online softmax drops the rescale", "acc[e] = acc[e] * corr + p * vv[e];", "acc[e] = acc[e] + p * vv[e];"},
+		{"the prefetched key never replaces the current one", "\t\tkr = kn;\n", "\n"},
+		{"the prefetch runs one key behind", "pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);", "pb_fetch<V>(vc + base + (size_t)(t + NG - 1) * kvw, vn);"},
 	}
 	for _, b := range bugs {
 		t.Run(b.name, func(t *testing.T) {

@@ -577,6 +577,7 @@ func extraSigs() map[string]string {
 		"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig}
 	for _, v := range []int{1, 2, 4, 8} {
 		sigs[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
+		sigs[fmt.Sprintf("pb_splitkv_v%d", v)] = splitKVOneSig
 	}
 	for _, fk := range flashKeys() {
 		sigs[flashKernelName(fk.hd, fk.br)] = flashKernelSig

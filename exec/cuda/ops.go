@@ -33,6 +33,7 @@ func (c *Compute) Exec(ctx context.Context, op *partition.Op, past int) error {
 // op runs one op: exec.Frame's checks and bookkeeping, and its launches
 // (none while replaying).
 func (c *Compute) op(op *partition.Op, past int) error {
+	c.beforeOp(op) // fuse.go
 	return c.frame.Exec(kernels{c}, op, past)
 }
 
@@ -120,7 +121,11 @@ func (k kernels) Input(op *partition.Op, past int, tokens, x dbuf, emb *dtensor)
 
 // Norm is RMSNorm, or LayerNorm with bias, of op.Rows rows, of every
 // stride rows' last, with ε op.Eps.
+// A norm that the residual before it ran (fuse.go) launches nothing.
 func (k kernels) Norm(op *partition.Op, in, out dbuf, w, bias *dtensor, stride int) error {
+	if k.c.normDone(op) {
+		return nil
+	}
 	if op.Kind == partition.LayerNorm {
 		a := k.c.newArgs().p(in.p).p(out.p).p(w.p).p(bias.p).i(stride).i(op.OutWidth).f(float32(op.Eps))
 		return k.c.launch("pb_layernorm", cuda.D1(op.Rows), cuda.D1(rowThreads), a)
@@ -207,7 +212,12 @@ func (k kernels) Activation(op *partition.Op, u, a dbuf) error {
 		k.c.newArgs().p(u.p).p(a.p).i(op.Rows).i(fl).i(gated))
 }
 
+// Residual adds y to x (pb_add), or runs pb_add_rmsnorm/pb_add_layernorm
+// where the norm after it is fused in (fuse.go).
 func (k kernels) Residual(op *partition.Op, y, x dbuf) error {
+	if ok, err := k.c.fusedResidual(op, y, x); ok {
+		return err
+	}
 	n := op.Rows * op.OutWidth
 	return k.c.launch("pb_add", cuda.D1(flatBlocks(n)), cuda.D1(flatThreads), k.c.newArgs().p(x.p).p(y.p).i(n))
 }

@@ -21,30 +21,45 @@ const (
 	// splitKVMaxSplits bounds the splits per row (and the workspace).
 	splitKVMaxSplits = 64
 	// splitKVMinKeys is the fewest cache positions per split the host
-	// plans for: below it a block's work is too short to pay for its
-	// partial's write and the merge.
-	splitKVMinKeys = 256
-	// splitKVWaves is the waves of blocks over the SMs the split count
-	// aims at: one wave leaves the tail of the slowest block exposed.
-	splitKVWaves = 2
+	// plans for: 64 keys are 8 iterations of a block at head dim 128 in a
+	// 16-bit type (hd/8 lanes per key, 8 keys per pass of 128 threads); its
+	// partial (2 + hd fp32) is 1.6 % of the 32 KiB of keys and values it
+	// reads.
+	splitKVMinKeys = 64
+	// decodeThreadsPerSM is the resident threads per SM a decode attention
+	// aims at. A decode step is bound by the bytes of the cache, and what
+	// sets its speed is the loads in flight per SM (Little's law): each
+	// thread of pb_attention_vV and pb_splitkv_partial_vV keeps a 16-byte
+	// key and value of this iteration and of the next in flight (64 bytes),
+	// so 768 threads keep 48 KiB in flight per SM, against the
+	// 4.8 TB/s ÷ 132 SMs × ~0.8 µs loaded latency ≈ 29 KB an H200 needs
+	// (H100: 3.35 TB/s, ≈ 20 KB) — a margin of 1.7× or more.
+	decodeThreadsPerSM = 768
 )
 
 // splitKVSigs are the parameter lists of splitkv.cu's kernels.
 const (
-	splitKVPartialSig = "pppppiiiiiifi" // qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir
-	splitKVMergeSig   = "ppiii"         // ws, ao, hl, hd, S
+	splitKVPartialSig = "pppppiiiiiifi"   // qkv, kc, vc, pos, ws, seq0, q, hl, kvl, hd, context, scale_log2, bidir
+	splitKVMergeSig   = "ppiii"           // ws, ao, hl, hd, S
+	splitKVOneSig     = "pppppppiiiiiifi" // qkv, kc, vc, pos, ws, ao, count, seq0, q, hl, kvl, hd, context, scale_log2, bidir
 )
 
 // splitKVCount is the splits per row of a decode attention with pairs
-// (row, head) pairs on sms SMs and a cache of context positions: enough
-// blocks for splitKVWaves waves, no split planned shorter than
-// splitKVMinKeys positions, at most splitKVMaxSplits. 1 means no split
-// (pb_attention_vV runs the op).
+// (row, head) pairs on sms SMs and a cache of context positions. Unsplit,
+// pb_attention_vV runs a block of attnThreads per pair; where those leave
+// fewer than decodeThreadsPerSM threads per SM, the keys are split so
+// that pb_splitkv_partial_vV's blocks (splitKVThreads each) reach it, no
+// split planned shorter than splitKVMinKeys positions, at most
+// splitKVMaxSplits. 1 means no split (pb_attention_vV runs the op).
 func splitKVCount(sms, pairs, context int) int {
 	if sms <= 0 || pairs <= 0 {
 		return 1
 	}
-	s := (splitKVWaves*sms + pairs - 1) / pairs
+	want := decodeThreadsPerSM * sms
+	if pairs*attnThreads >= want {
+		return 1
+	}
+	s := (want + pairs*splitKVThreads - 1) / (pairs * splitKVThreads)
 	s = min(s, (context+splitKVMinKeys-1)/splitKVMinKeys, splitKVMaxSplits)
 	return max(s, 1)
 }
@@ -55,8 +70,13 @@ type splitKVState struct {
 	loaded  bool
 	why     string
 	partial string // pb_splitkv_partial_vV for the rank's head dim
+	one     string // pb_splitkv_vV: partials and merge in one launch ("": two launches)
 	ws      cuda.DevicePtr
 	wsBytes int64
+	// count is pb_splitkv_vV's int32 per (row, head) of the largest split
+	// op, 0 between launches; countN how many.
+	count  cuda.DevicePtr
+	countN int
 }
 
 // splits is op's split count (1: not split): decode ops only (one query
@@ -91,19 +111,31 @@ func (c *Compute) initSplitKV() error {
 		}
 	}
 	sk.loaded = true
+	if !c.without["splitkv-one-launch"] {
+		sk.one = fmt.Sprintf("pb_splitkv_v%d", c.attnV)
+		if err := c.extraKernel(sk.one, splitKVOneSig); err != nil {
+			sk.one = "" // the two launches stay
+		}
+	}
 	var err error
 	prog := c.plan.Program(c.rank.Rank, partition.Decode)
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
 		if s := c.splits(op); s > 1 {
 			sk.wsBytes = max(sk.wsBytes, splitKVWorkspace(op, s))
+			sk.countN = max(sk.countN, op.Rows*op.Heads)
 		}
 	}
 	if sk.wsBytes == 0 {
 		return nil
 	}
-	sk.ws, err = c.alloc(pexec.AllocWorkspace, sk.wsBytes)
-	return err
+	if sk.ws, err = c.alloc(pexec.AllocWorkspace, sk.wsBytes); err != nil || sk.one == "" {
+		return err
+	}
+	if sk.count, err = c.alloc(pexec.AllocWorkspace, int64(4*sk.countN)); err != nil {
+		return err
+	}
+	return c.stream.MemsetD8Async(sk.count, 0, int64(4*sk.countN))
 }
 
 // loadExtraModule compiles src for the device (a cubin where NVRTC can,
@@ -145,6 +177,14 @@ func (c *Compute) splitKVAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, s
 	bidir := 0
 	if op.Bidirectional {
 		bidir = 1
+	}
+	grid := cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}
+	if sk := &c.splitKV; sk.one != "" {
+		if n := op.Rows * hl; n > sk.countN {
+			return true, fmt.Errorf("cuda: split-KV attention of %s needs %d counts, %d were allocated", op.Name, n, sk.countN)
+		}
+		a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(sk.ws).p(ao.p).p(sk.count).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
+		return true, c.launchShared(sk.one, grid, cuda.D1(splitKVThreads), 0, a)
 	}
 	a := c.newArgs().p(qkv.p).p(cache.k).p(cache.v).p(st.pos).p(c.splitKV.ws).i(seq0).i(op.QLen).i(hl).i(op.KVHeads).i(hd).i(c.frame.Context).f(scaleLog2).i(bidir)
 	if err := c.launchShared(c.splitKV.partial, cuda.Dim3{X: uint32(op.Rows), Y: uint32(hl), Z: uint32(s)}, cuda.D1(splitKVThreads), 0, a); err != nil {

@@ -29,6 +29,16 @@ template <> __device__ __forceinline__ void loadv<4>(const elem* p, float* f) {
 #endif
 
 #define ATTN_THREADS 256
+// Four blocks per SM in the 16-bit types (at most 64 registers per
+// thread, which they fit without a spill): a seed decode step at batch 16
+// is 16 · 32 = 512 blocks, which four per SM on 132 SMs hold in one wave;
+// three would leave a second wave of 116 blocks. fp32 at V = 8 (head dim
+// 256) needs 70–80 registers and would spill at 64: three blocks there.
+#if PB_ELEM_BYTES == 2
+#define ATTN_MIN_BLOCKS 4
+#else
+#define ATTN_MIN_BLOCKS 3
+#endif
 
 // One block per (row r = [seq][j], query head h) (rows on the grid's x,
 // which has no 65535 limit); query j of the pass sits
@@ -63,17 +73,33 @@ __device__ void attention(const elem* qkv, elem* ao, const elem* kc, const elem*
 #pragma unroll
 	for (int e = 0; e < V; e++) acc[e] = 0.0f;
 	// Every lane of a warp runs the same iterations (the shuffles need the
-	// whole warp); a lane whose key is past n only shuffles.
+	// whole warp); a lane whose key is past n only shuffles. The key and
+	// value NG positions ahead are fetched (raw, unconverted) before this
+	// one's arithmetic, so two iterations' loads are in flight at a time
+	// (a decode step is bound by the cache's bytes: the loads in flight
+	// per SM, not the arithmetic, set its speed).
+	pb_raw<V> kr, vr;
+	if (warp * G + g < n) {
+		pb_fetch<V>(kc + base + (size_t)(warp * G + g) * kvw, kr);
+		pb_fetch<V>(vc + base + (size_t)(warp * G + g) * kvw, vr);
+	}
 	for (int t0 = warp * G; t0 < n; t0 += NG) {
 		const int t = t0 + g;
 		const bool valid = t < n;
+		pb_raw<V> kn, vn;
+		if (t + NG < n) {
+			pb_fetch<V>(kc + base + (size_t)(t + NG) * kvw, kn);
+			pb_fetch<V>(vc + base + (size_t)(t + NG) * kvw, vn);
+		}
 		float kv[V], vv[V], s = 0.0f;
 		if (valid) {
-			loadv<V>(kc + base + (size_t)t * kvw, kv);
-			loadv<V>(vc + base + (size_t)t * kvw, vv); // both loads in flight before the reduction
+			pb_unpack<V>(kr, kv);
+			pb_unpack<V>(vr, vv);
 #pragma unroll
 			for (int e = 0; e < V; e++) s += qv[e] * kv[e];
 		}
+		kr = kn;
+		vr = vn;
 		for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
 		if (valid) {
 			s *= scale;
@@ -112,7 +138,7 @@ __device__ void attention(const elem* qkv, elem* ao, const elem* kc, const elem*
 extern "C" {
 
 #define PB_ATTENTION(V)                                                                                        \
-	__global__ void __launch_bounds__(ATTN_THREADS) pb_attention_v##V(const elem* qkv, elem* ao, const elem* kc, \
+	__global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_BLOCKS) pb_attention_v##V(const elem* qkv, elem* ao, const elem* kc, \
 		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int hd, int context, float scale,        \
 		int bidir) {                                                                                           \
 		attention<V>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, hd, context, scale, bidir);                           \

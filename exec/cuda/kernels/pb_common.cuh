@@ -53,6 +53,54 @@ __device__ __forceinline__ float pb_hi(unsigned int v) { return ld((elem)(v >> 1
 
 typedef unsigned long long u64;
 
+// ---- V elements as raw bits, fetched ahead of their use ----
+//
+// pb_raw<V> holds V consecutive elements as loaded, unconverted: a kernel
+// that fetches the next key while it computes on the current one keeps
+// the load in flight until the values are first used (a conversion right
+// after the load would wait for the data there). Where V elements are a
+// multiple of 16 bytes the fetch is 16-byte vector loads (the caller's
+// address is aligned to them), else one load per element.
+template <int V> union pb_raw {
+	elem e[V];
+	uint4 q[(V * PB_ELEM_BYTES + 15) / 16];
+};
+template <int V, bool VEC = (V * PB_ELEM_BYTES) % 16 == 0> struct pb_fetcher {
+	static __device__ __forceinline__ void fetch(const elem* p, pb_raw<V>& r) {
+#pragma unroll
+		for (int k = 0; k < V * PB_ELEM_BYTES / 16; k++) r.q[k] = reinterpret_cast<const uint4*>(p)[k];
+	}
+};
+template <int V> struct pb_fetcher<V, false> {
+	static __device__ __forceinline__ void fetch(const elem* p, pb_raw<V>& r) {
+#pragma unroll
+		for (int e = 0; e < V; e++) r.e[e] = p[e];
+	}
+};
+template <int V> __device__ __forceinline__ void pb_fetch(const elem* p, pb_raw<V>& r) { pb_fetcher<V>::fetch(p, r); }
+template <int V, bool VEC = (V * PB_ELEM_BYTES) % 16 == 0> struct pb_storer {
+	static __device__ __forceinline__ void store(elem* p, const pb_raw<V>& r) {
+#pragma unroll
+		for (int k = 0; k < V * PB_ELEM_BYTES / 16; k++) reinterpret_cast<uint4*>(p)[k] = r.q[k];
+	}
+};
+template <int V> struct pb_storer<V, false> {
+	static __device__ __forceinline__ void store(elem* p, const pb_raw<V>& r) {
+#pragma unroll
+		for (int e = 0; e < V; e++) p[e] = r.e[e];
+	}
+};
+// pb_store writes r's V elements to p (16-byte stores where they make 16
+// bytes, p aligned to them).
+template <int V> __device__ __forceinline__ void pb_store(elem* p, const pb_raw<V>& r) { pb_storer<V>::store(p, r); }
+// Elements per 16 bytes: the norms' vector width (norm.cu, fused.cu).
+#define PB_NORM_VEC (16 / PB_ELEM_BYTES)
+// pb_unpack converts r's elements to fp32.
+template <int V> __device__ __forceinline__ void pb_unpack(const pb_raw<V>& r, float* f) {
+#pragma unroll
+	for (int e = 0; e < V; e++) f[e] = ld(r.e[e]);
+}
+
 // NVRTC declares the math functions but defines no <math.h> macros.
 #define PB_INF __int_as_float(0x7f800000)
 

@@ -79,6 +79,26 @@ cublasStatus_t cublasGemmEx(void* h, int ta, int tb, int m, int n, int k, const 
 }
 
 #ifndef FAKE_OLD
+// cublasGemmStridedBatchedEx: batch cublasGemmEx calls at strided
+// operands (fp32 computed, 16-bit recorded only), the trace naming the
+// strides and the batch.
+cublasStatus_t cublasGemmStridedBatchedEx(void* h, int ta, int tb, int m, int n, int k, const void* alpha,
+	const void* A, int at, int lda, long long sa, const void* B, int bt, int ldb, long long sb, const void* beta,
+	void* C, int ct, int ldc, long long sc, int batch, int compute, int algo) {
+	if (h == NULL) return NOT_INITIALIZED;
+	if (batch < 0) return INVALID_VALUE;
+	const int esa = at == 0 ? 4 : 2, esb = bt == 0 ? 4 : 2, esc = ct == 0 ? 4 : 2;
+	for (int i = 0; i < batch; i++) {
+		cublasStatus_t r = cublasGemmEx(h, ta, tb, m, n, k, alpha, (const char*)A + i * sa * esa, at, lda,
+			(const char*)B + i * sb * esb, bt, ldb, beta, (char*)C + i * sc * esc, ct, ldc, compute, algo);
+		if (r != OK) return r;
+	}
+	note("cublasGemmStridedBatchedEx(ta=%d, tb=%d, m=%d, n=%d, k=%d, alpha=%g, atype=%d, lda=%d, strideA=%lld, btype=%d, ldb=%d, "
+		"strideB=%lld, beta=%g, ctype=%d, ldc=%d, strideC=%lld, batch=%d, compute=%d, algo=%d)",
+		ta, tb, m, n, k, (double)*(const float*)alpha, at, lda, sa, bt, ldb, sb, (double)*(const float*)beta, ct, ldc, sc, batch, compute, algo);
+	return OK;
+}
+
 const char* cublasGetStatusString(cublasStatus_t s) {
 	switch (s) {
 	case OK: return "fake: success";
