@@ -28,6 +28,7 @@ func Open(path string, flags int) (*Library, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dl: open %s: %w", path, err)
 	}
+	FixSignalStacks() // a library's constructors may have installed handlers
 	return &Library{path: path, handle: h}, nil
 }
 

@@ -208,6 +208,7 @@ func New(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 		c.Close()
 		return nil, fmt.Errorf("cuda: rank %d: %w", rank, err)
 	}
+	dl.FixSignalStacks() // handlers the driver, cuBLAS or NVRTC installed while initialising
 	return c, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/partbench/partbench/cgo/dl"
 	"sync"
 	"time"
 
@@ -169,6 +170,7 @@ func NewWith(ctx context.Context, b Broadcaster, plan *partition.Plan, rank int,
 		c.watches.Wait()
 		return nil, fmt.Errorf("ncclcomm: rank %d: %w", rank, err)
 	}
+	dl.FixSignalStacks() // handlers NCCL installed while initialising
 	return c, nil
 }
 
