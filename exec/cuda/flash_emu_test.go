@@ -190,8 +190,11 @@ func TestExtraKernelsEmulated(t *testing.T) {
 		p := buildKernelEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
 			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}, {Name: one, Sig: splitKVOneSig},
 			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
-			{Name: "pb_gen", Sig: genSig}})
+			{Name: "pb_gen", Sig: genSig}, {Name: "pb_causal_softmax", Sig: causalSoftmaxSig}})
 		splitKVEmulated(t, p, st.name, st.u, partial, one)
+		for _, d := range causalSoftmaxDiffs(t, p, dt, st.u) {
+			t.Error(d)
+		}
 		fusedEmulated(t, p, st.name, st.u)
 		genEmulated(t, p, st.name)
 	}
@@ -469,5 +472,66 @@ func TestSplitKVKernelEmulatedPlantedBugs(t *testing.T) {
 	splitKVModel(g, s, dt.round, a.qkv, a.kc, a.vc, want)
 	if bad, worst := ulpBound(dt.decode(out[5]), want, 0x1p-20); bad == 0 {
 		t.Errorf("a merge without rescaling passes (max |Δ| %.3g)", worst)
+	}
+}
+
+// causalSoftmaxDiffs runs pb_causal_softmax on fp32 scores of 2 batches ×
+// 5 queries at positions 70..74 (n = 75 keys), causal and bidirectional,
+// with 32 and 256 threads, against a float64 softmax over the keys each
+// query sees (0 beyond), and describes each case beyond one ulp of the
+// element type (+ 1e-6 for the fp32 exp and sum).
+func causalSoftmaxDiffs(t *testing.T, p *hostemu.Program, dt dtype, u float64) []string {
+	const B, q, past = 2, 5, 70
+	const n = past + q
+	rng := rand.New(rand.NewPCG(12, 13))
+	S := make([]float32, B*q*n)
+	for i := range S {
+		S[i] = 8*rng.Float32() - 4
+	}
+	var diffs []string
+	for _, bidir := range []int{0, 1} {
+		for _, threads := range []int{32, rowThreads} {
+			out, err := runKflashEmu(t, p, [][]byte{f32enc(S), make([]byte, B*q*n*dt.bytes), i32le(past)},
+				hostemu.Launch{Kernel: "pb_causal_softmax", Grid: hostemu.D2(q, B), Block: hostemu.D1(threads),
+					Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.I32(n), hostemu.I32(bidir)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dt.decode(out[1])
+			want := make([]float32, len(got))
+			for r := 0; r < B*q; r++ {
+				seen := n
+				if bidir == 0 {
+					seen = past + r%q + 1
+				}
+				row := S[r*n : (r+1)*n]
+				m := math.Inf(-1)
+				for _, v := range row[:seen] {
+					m = math.Max(m, float64(v))
+				}
+				var l float64
+				for _, v := range row[:seen] {
+					l += math.Exp(float64(v) - m)
+				}
+				for j := 0; j < seen; j++ {
+					want[r*n+j] = float32(math.Exp(float64(row[j])-m) / l)
+				}
+			}
+			if bad, worst := ulpBound(got, want, max(u, 0x1p-20)); bad > 0 {
+				diffs = append(diffs, fmt.Sprintf("%s pb_causal_softmax bidir %d, %d threads: %d of %d beyond one ulp (max |Δ| %.3g)", dt.name, bidir, threads, bad, len(got), worst))
+			}
+		}
+	}
+	return diffs
+}
+
+// A causal mask one key too far (each query sees the next position) must
+// fail the float64 comparison.
+func TestCausalSoftmaxEmulatedPlantedBugs(t *testing.T) {
+	dt := dtypes["fp16"]
+	src := expandModule("partbench_extra.cu", plantBug(t, attnBlasSource, "min(n, *pos + i + 1)", "min(n, *pos + i + 2)"))
+	p := buildKernelEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{{Name: "pb_causal_softmax", Sig: causalSoftmaxSig}})
+	if diffs := causalSoftmaxDiffs(t, p, dt, 0x1p-11); len(diffs) == 0 {
+		t.Error("a causal mask one key too far passes")
 	}
 }
