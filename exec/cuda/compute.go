@@ -37,8 +37,8 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights, fused-norm, splitkv-one-launch ("":
-	// $PARTBENCH_CUDA_WITHOUT; extra.go).
+	// device-weights, fused-norm, splitkv-one-launch, cublas-attention
+	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
 	// seeded model): a checkpoint's slices, uploaded tensor by tensor
@@ -101,6 +101,7 @@ type Compute struct {
 	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
 	rope         ropeState       // the rotary table (extra.go)
 	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
+	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
 
@@ -278,6 +279,9 @@ func (c *Compute) init() error {
 	}
 	c.initExtra()                           // extra.go: the second module (split-KV, fused kernels)
 	if err := c.initSplitKV(); err != nil { // splitkv.go: after the frame, whose decode ops size its workspace
+		return err
+	}
+	if err := c.initBlasAttn(); err != nil { // attnblas.go: after the frame, whose prefill ops size its workspace
 		return err
 	}
 	if err := c.initRope(); err != nil { // extra.go: the rotary table

@@ -243,7 +243,9 @@ func flashKeyOf(name string) (flashKey, bool) {
 // opTag is what the op's timing entry adds to its name to say which
 // kernel ran it: " [flash d128 b64]" where attention runs on
 // pb_flash_fwd_d128 (64-query tiles),
-// " [split-kv S=8]" where decode attention is split 8 ways;
+// " [split-kv S=8]" where decode attention is split 8 ways; " [cublas]"
+// where prefill attention runs as cuBLAS GEMMs around pb_causal_softmax
+// (attnblas.go);
 // " [+L01.attn_norm]" on a residual that runs the norm after it and
 // " [in L00.mlp_residual]" on that norm (fuse.go); nothing for the other
 // kernels, whose names stay as the Program has them.
@@ -256,6 +258,9 @@ func (c *Compute) opTag(op *partition.Op) string {
 	}
 	if s := c.splits(op); s > 1 {
 		return fmt.Sprintf(" [split-kv S=%d]", s)
+	}
+	if c.usesBlasAttn(op) {
+		return " [cublas]"
 	}
 	return ""
 }

@@ -111,7 +111,7 @@ func TestExtraSourceCompiles(t *testing.T) {
 				t.Errorf("sm_%d %s: compiler log is not empty:\n%s", arch, dt, out.Log)
 			}
 			want := map[string]string{"pb_splitkv_merge": splitKVMergeSig, "pb_rope_kv_table": ropeTableSig,
-				"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig}
+				"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig, "pb_causal_softmax": causalSoftmaxSig}
 			for _, v := range []int{1, 2, 4, 8} {
 				want[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
 				want[fmt.Sprintf("pb_splitkv_v%d", v)] = splitKVOneSig

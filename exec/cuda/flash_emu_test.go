@@ -6,6 +6,7 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,7 +42,7 @@ func buildKernelEmu(t *testing.T, name, src string, dt dtype, ks []hostemu.Kerne
 	return p
 }
 
-func runKflashEmu(t *testing.T, p *hostemu.Program, bufs [][]byte, ls ...hostemu.Launch) ([][]byte, error) {
+func runKflashEmu(t *testing.T, p hostemu.Runner, bufs [][]byte, ls ...hostemu.Launch) ([][]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -115,7 +116,7 @@ func flashEmuKernels() []hostemu.Kernel {
 	return ks
 }
 
-func runFlashEmu(t *testing.T, p *hostemu.Program, a emuAttn, dt dtype, br int) ([]float32, error) {
+func runFlashEmu(t *testing.T, p hostemu.Runner, a emuAttn, dt dtype, br int) ([]float32, error) {
 	g := a.g
 	tiles := (g.q + br - 1) / br
 	out, err := runKflashEmu(t, p, [][]byte{a.qkvB, make([]byte, g.seqs*g.q*g.hl*g.hd*dt.bytes), a.kB, a.vB, i32le(g.past)},
@@ -190,8 +191,11 @@ func TestExtraKernelsEmulated(t *testing.T) {
 		p := buildKernelEmu(t, "partbench_extra.cu", extraSource(), dt, []hostemu.Kernel{
 			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}, {Name: one, Sig: splitKVOneSig},
 			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
-			{Name: "pb_gen", Sig: genSig}})
+			{Name: "pb_gen", Sig: genSig}, {Name: "pb_causal_softmax", Sig: causalSoftmaxSig}})
 		splitKVEmulated(t, p, st.name, st.u, partial, one)
+		for _, d := range causalSoftmaxDiffs(t, p, dt, st.u) {
+			t.Error(d)
+		}
 		fusedEmulated(t, p, st.name, st.u)
 		genEmulated(t, p, st.name)
 	}
@@ -199,7 +203,7 @@ func TestExtraKernelsEmulated(t *testing.T) {
 
 // splitKVEmulated: pb_splitkv_partial_vV and pb_splitkv_merge against
 // splitKVModel, with empty splits, and pb_splitkv_vV against them.
-func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64, partial, one string) {
+func splitKVEmulated(t *testing.T, p hostemu.Runner, dtName string, u float64, partial, one string) {
 	for _, d := range splitKVDiffs(t, p, dtName, u, partial, one) {
 		t.Error(d)
 	}
@@ -208,7 +212,7 @@ func splitKVEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64,
 // splitKVDiffs describes each case where the split-KV kernels leave the
 // model's bound, or the one-launch kernel one ("": not run) differs from
 // them.
-func splitKVDiffs(t *testing.T, p *hostemu.Program, dtName string, u float64, partial, one string) []string {
+func splitKVDiffs(t *testing.T, p hostemu.Runner, dtName string, u float64, partial, one string) []string {
 	dt := dtypes[dtName]
 	var diffs []string
 	{
@@ -300,7 +304,7 @@ func TestSplitKVEmulatedPlantedBugs(t *testing.T) {
 // fusedEmulated: pb_rope_kv_table bit for bit against the table model
 // (rotation, then the k and v rows appended to the cache), and the fused
 // residual add + RMSNorm/LayerNorm against addNormModel.
-func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
+func fusedEmulated(t *testing.T, p hostemu.Runner, dtName string, u float64) {
 	dt := dtypes[dtName]
 	st := struct {
 		name string
@@ -398,7 +402,7 @@ func fusedEmulated(t *testing.T, p *hostemu.Program, dtName string, u float64) {
 // rounded to the element type: single-tiny's wqkv (three segments, the
 // fan-in scale), a norm vector (1 + 0.1·u) and a transposed rectangle (a
 // tied head's layout), each into a tensor with a margin that must stay 0.
-func genEmulated(t *testing.T, p *hostemu.Program, dtName string) {
+func genEmulated(t *testing.T, p hostemu.Runner, dtName string) {
 	dt := dtypes[dtName]
 	gen := tinyPlan(t, "test/single-tiny").Generator(0)
 	wqkv, err := genSegments(gen, 2, "wqkv")
@@ -469,5 +473,97 @@ func TestSplitKVKernelEmulatedPlantedBugs(t *testing.T) {
 	splitKVModel(g, s, dt.round, a.qkv, a.kc, a.vc, want)
 	if bad, worst := ulpBound(dt.decode(out[5]), want, 0x1p-20); bad == 0 {
 		t.Errorf("a merge without rescaling passes (max |Δ| %.3g)", worst)
+	}
+}
+
+// causalSoftmaxDiffs runs pb_causal_softmax on fp32 scores of 2 batches ×
+// 5 queries at positions 70..74 (n = 75 keys), causal and bidirectional,
+// with 32 and 256 threads, against a float64 softmax over the keys each
+// query sees (0 beyond), and describes each case beyond one ulp of the
+// element type (+ 1e-6 for the fp32 exp and sum).
+func causalSoftmaxDiffs(t *testing.T, p hostemu.Runner, dt dtype, u float64) []string {
+	const B, q, past = 2, 5, 70
+	const n = past + q
+	rng := rand.New(rand.NewPCG(12, 13))
+	S := make([]float32, B*q*n)
+	for i := range S {
+		S[i] = 8*rng.Float32() - 4
+	}
+	var diffs []string
+	for _, bidir := range []int{0, 1} {
+		for _, threads := range []int{32, rowThreads} {
+			out, err := runKflashEmu(t, p, [][]byte{f32enc(S), make([]byte, B*q*n*dt.bytes), i32le(past)},
+				hostemu.Launch{Kernel: "pb_causal_softmax", Grid: hostemu.D2(q, B), Block: hostemu.D1(threads),
+					Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.I32(n), hostemu.I32(bidir)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dt.decode(out[1])
+			want := make([]float32, len(got))
+			for r := 0; r < B*q; r++ {
+				seen := n
+				if bidir == 0 {
+					seen = past + r%q + 1
+				}
+				row := S[r*n : (r+1)*n]
+				m := math.Inf(-1)
+				for _, v := range row[:seen] {
+					m = math.Max(m, float64(v))
+				}
+				var l float64
+				for _, v := range row[:seen] {
+					l += math.Exp(float64(v) - m)
+				}
+				for j := 0; j < seen; j++ {
+					want[r*n+j] = float32(math.Exp(float64(row[j])-m) / l)
+				}
+			}
+			if bad, worst := ulpBound(got, want, max(u, 0x1p-20)); bad > 0 {
+				diffs = append(diffs, fmt.Sprintf("%s pb_causal_softmax bidir %d, %d threads: %d of %d beyond one ulp (max |Δ| %.3g)", dt.name, bidir, threads, bad, len(got), worst))
+			}
+		}
+	}
+	return diffs
+}
+
+// A causal mask one key too far (each query sees the next position) must
+// fail the float64 comparison.
+func TestCausalSoftmaxEmulatedPlantedBugs(t *testing.T) {
+	dt := dtypes["fp16"]
+	src := expandModule("partbench_extra.cu", plantBug(t, attnBlasSource, "min(n, *pos + i + 1)", "min(n, *pos + i + 2)"))
+	p := buildKernelEmu(t, "partbench_extra.cu", src, dt, []hostemu.Kernel{{Name: "pb_causal_softmax", Sig: causalSoftmaxSig}})
+	if diffs := causalSoftmaxDiffs(t, p, dt, 0x1p-11); len(diffs) == 0 {
+		t.Error("a causal mask one key too far passes")
+	}
+}
+
+// The second module's harness checks on a GPU (device 0, the same source
+// compiled by NVRTC): split-KV in two launches and in one (whose last
+// block merges what other blocks wrote: the fence and the count meet a
+// real memory model only here), the table rotation and cache append, the
+// fused residual + norms, the weight generator and the causal softmax.
+func TestRealGPUExtraKernels(t *testing.T) {
+	for _, st := range storageTypes {
+		dt := dtypes[st.name]
+		partial := fmt.Sprintf("pb_splitkv_partial_v%d", attentionVec(64, dt.bytes))
+		one := fmt.Sprintf("pb_splitkv_v%d", attentionVec(64, dt.bytes))
+		d, err := hostemu.NewDevice(hostemu.Options{Name: "partbench_extra.cu", Source: extraSource(), Defines: []string{dt.define}, Kernels: []hostemu.Kernel{
+			{Name: partial, Sig: splitKVPartialSig}, {Name: "pb_splitkv_merge", Sig: splitKVMergeSig}, {Name: one, Sig: splitKVOneSig},
+			{Name: "pb_rope_kv_table", Sig: ropeTableSig}, {Name: "pb_add_rmsnorm", Sig: addRMSNormSig}, {Name: "pb_add_layernorm", Sig: addLayerNormSig},
+			{Name: "pb_gen", Sig: genSig}, {Name: "pb_causal_softmax", Sig: causalSoftmaxSig}}})
+		if errors.Is(err, hostemu.ErrUnavailable) {
+			t.Skipf("%v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: device image %s", st.name, d.What)
+		splitKVEmulated(t, d, st.name, st.u, partial, one)
+		fusedEmulated(t, d, st.name, st.u)
+		genEmulated(t, d, st.name)
+		for _, diff := range causalSoftmaxDiffs(t, d, dt, st.u) {
+			t.Error(diff)
+		}
+		d.Close()
 	}
 }

@@ -4,10 +4,13 @@ package cuda
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -194,5 +197,160 @@ func TestFusedNormAcrossRanksOnFakes(t *testing.T) {
 		if d := dec[1] - dec[0]; d != tc.decode {
 			t.Errorf("rank %d decode: %d launches saved, want %d", tc.rank, d, tc.decode)
 		}
+	}
+}
+
+// attnBlasPlan is single-tiny with one layer, 8 query heads over 4 KV
+// heads of 8 (two per group), batch 2, context 80: a prefill of 76
+// queries per sequence, which fp32 cannot run on the flash kernel.
+func attnBlasPlan(t *testing.T) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.Layers = 1
+	cfg.Workload.Batch, cfg.Workload.Context, cfg.Workload.OutputTokens = 2, 80, 4
+	cfg.Parallel.Microbatches = 1
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// On the fakes (whose cuBLAS computes fp32 products on host memory and
+// whose kernels compute nothing) the cuBLAS prefill attention's two GEMMs
+// are checked against products written out here: with P planted in the
+// workspace (the fake softmax leaves it), every output row is P·V of its
+// sequence and KV head, and the scores left by the last (sequence, group
+// position) are scale·Q·Kᵀ of that sequence's query heads 1, 3, 5, 7.
+// fp16 at head dim 128 runs on the flash kernel; decode stays on
+// pb_attention_vV; Without cublas-attention keeps pb_attention_vV.
+func TestBlasAttentionOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	plan := attnBlasPlan(t)
+	prog := plan.Program(0, partition.Prefill)
+	var op *partition.Op
+	for i := range prog.Ops {
+		if prog.Ops[i].Kind == partition.Attention {
+			op = &prog.Ops[i]
+		}
+	}
+	q, hl, kvl, hd, seqs, ctx := op.QLen, op.Heads, op.KVHeads, op.HeadDim, op.Seqs, plan.Config.Workload.Context
+	if q != 76 || hl != 8 || kvl != 4 || hd != 8 || seqs != 2 || ctx != 80 {
+		t.Fatalf("shape q %d hl %d kvl %d hd %d seqs %d ctx %d, the test assumes 76, 8, 4, 8, 2, 80", q, hl, kvl, hd, seqs, ctx)
+	}
+	c := fakeCompute(t, plan, 0, Options{DType: "fp32"})
+	if !c.usesBlasAttn(op) || c.opTag(op) != " [cublas]" {
+		t.Fatalf("fp32 prefill of 76 queries: cuBLAS %v, tag %q", c.usesBlasAttn(op), c.opTag(op))
+	}
+	// Workspace: kvl·q·ctx = 4·76·80 = 24,320 scores, fp32 S (97,280 B,
+	// already a multiple of 256) then fp32 P (97,280 B).
+	if c.blasAttn.elems != 24320 || c.blasAttn.p-c.blasAttn.s != 97280 {
+		t.Errorf("workspace %d scores, P at +%d", c.blasAttn.elems, c.blasAttn.p-c.blasAttn.s)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.IntN(9) - 4) // small integers: every product and sum exact in fp32
+		}
+		return v
+	}
+	W, kvw := (hl+2*kvl)*hd, kvl*hd
+	qkv := vals(seqs * q * W)
+	kc, vc := vals(2*ctx*kvw), vals(2*ctx*kvw) // the cache of both sequences (seq0 = 0)
+	P := vals(kvl * q * q)                     // [b][i][p], n = q keys (past 0)
+	in, err := c.Buffer(op.In, 0, len(qkv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.(*Buffer).WriteF32(qkv); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Do(func() error {
+		for _, w := range []struct {
+			p cuda.DevicePtr
+			v []float32
+		}{{c.kv[op.Layer].k, kc}, {c.kv[op.Layer].v, vc}, {c.blasAttn.p, P}} {
+			if err := c.drv.CopyHtoD(w.p, cuda.Bytes(w.v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(context.Background(), op, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Buffer(op.Out, 0, seqs*q*hl*hd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao, err := out.(*Buffer).ReadF32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := hl / kvl
+	for s := 0; s < seqs; s++ {
+		for i := 0; i < q; i++ {
+			for h := 0; h < hl; h++ {
+				b := h / g
+				for d := 0; d < hd; d++ {
+					var want float32
+					for p := 0; p < q; p++ {
+						want += P[(b*q+i)*q+p] * vc[(s*ctx+p)*kvw+b*hd+d]
+					}
+					if got := ao[(s*q+i)*hl*hd+h*hd+d]; got != want {
+						t.Fatalf("seq %d query %d head %d dim %d: %v, want Σ P·V = %v", s, i, h, d, got, want)
+					}
+				}
+			}
+		}
+	}
+	S := make([]float32, kvl*q*q)
+	if err := c.Do(func() error { return c.drv.CopyDtoH(cuda.Bytes(S), c.blasAttn.s) }); err != nil {
+		t.Fatal(err)
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	s, gi := seqs-1, g-1
+	for b := 0; b < kvl; b++ {
+		for i := 0; i < q; i++ {
+			for p := 0; p < q; p++ {
+				var dot float32
+				for d := 0; d < hd; d++ {
+					dot += qkv[(s*q+i)*W+(b*g+gi)*hd+d] * kc[(s*ctx+p)*kvw+b*hd+d]
+				}
+				if got, want := S[(b*q+i)*q+p], scale*dot; got != want {
+					t.Fatalf("score of KV head %d query %d key %d: %v, want scale·q·k = %v", b, i, p, got, want)
+				}
+			}
+		}
+	}
+	dec := plan.Program(0, partition.Decode)
+	for i := range dec.Ops {
+		if d := &dec.Ops[i]; d.Kind == partition.Attention && (c.usesBlasAttn(d) || c.opTag(d) == " [cublas]") {
+			t.Error("a decode step chose cuBLAS")
+		}
+	}
+	// fp16 at head dim 8 (no flash kernel) takes cuBLAS too; at head dim
+	// 128 the flash kernel.
+	if f := fakeCompute(t, plan, 0, Options{DType: "fp16"}); !f.usesBlasAttn(op) {
+		t.Errorf("fp16 at head dim 8: %q, want cuBLAS", f.opTag(op))
+	}
+	fp := flashPlan(t, 128)
+	fprog := fp.Program(0, partition.Prefill)
+	for i := range fprog.Ops {
+		if a := &fprog.Ops[i]; a.Kind == partition.Attention {
+			if f := fakeCompute(t, fp, 0, Options{DType: "fp16"}); f.usesBlasAttn(a) || !strings.HasPrefix(f.opTag(a), " [flash") {
+				t.Errorf("fp16 at head dim 128: %q, want the flash kernel", f.opTag(a))
+			}
+		}
+	}
+	if w := fakeCompute(t, plan, 0, Options{DType: "fp32", Without: "cublas-attention"}); w.usesBlasAttn(op) || w.blasAttn.elems != 0 {
+		t.Error("Without cublas-attention still chose cuBLAS")
 	}
 }

@@ -199,6 +199,9 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 	if ok, err := c.splitKVAttention(op, qkv, ao, cache, st, seq0); ok {
 		return err
 	}
+	if ok, err := c.blasAttention(op, qkv, ao, cache, st, seq0, past); ok { // attnblas.go
+		return err
+	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
 	return c.launch(fmt.Sprintf("pb_attention_v%d", c.attnV), cuda.D2(op.Rows, hl), cuda.D1(attnThreads), a)
 }
