@@ -29,6 +29,8 @@
 #                   partbench's run and its trace: OUTDIR/torch-vs-partbench.md
 #   batch1     45   the seed shapes at 4 layers, batch 1, context 2048 (the HBM-bound
 #                   decode), partbench and PyTorch: OUTDIR/torch-vs-partbench-b1.md
+#   without    20   the seed runs at batch 16 and 1 with the fused residual+norm and the
+#                   one-launch split-KV turned off (PARTBENCH_CUDA_WITHOUT), for their gain
 #   startup    60   the 16-layer seed model on one GPU, one iteration: start-up is
 #                   elapsed minus the iteration (OUTDIR/startup.txt)
 #   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
@@ -55,12 +57,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|startup|emulate|serving|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch batch1 startup emulate calibrate l2 generate resume serve serving sanitize"
+all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving sanitize"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -81,6 +83,7 @@ limit_of() {
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
 	serving) echo 40 ;;
+	without) echo 20 ;;
 	startup) echo 60 ;;
 	sanitize) echo 90 ;;
 	*) echo 30 ;;
@@ -351,6 +354,17 @@ for s in $steps; do
 			run torch-baseline-b1 sh -c "\"$py\" \"$here/torch_baseline.py\" --results \"$out/single-seed4-b1/results.json\" --warmup 1 --iterations 3 >\"$out/torch-b1.jsonl\""
 			run torch-table-b1 sh -c "\"$py\" \"$here/baseline_table.py\" \"$out/single-seed4-b1/results.json\" \"$out/torch-b1.jsonl\" \"$out/single-seed4-b1.trace.json\" >\"$out/torch-vs-partbench-b1.md\" && cat \"$out/torch-vs-partbench-b1.md\""
 		fi
+		;;
+	without)
+		write_configs
+		for c in seed4-1gpu seed4-b1; do
+			if [ $dry -eq 1 ]; then
+				pbrun "without-$c" run --nproc-per-node 1 --backend cuda --config "$out/$c.toml" --output-dir "$out/without-$c" --format markdown
+			else
+				run "without-$c" env PARTBENCH_CUDA_WITHOUT=fused-norm,splitkv-one-launch "$pb" run --nproc-per-node 1 --backend cuda \
+					--config "$out/$c.toml" --output-dir "$out/without-$c" --format markdown
+			fi
+		done
 		;;
 	startup)
 		write_configs

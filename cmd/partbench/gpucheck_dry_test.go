@@ -50,7 +50,7 @@ func TestGPUCheckDryRun(t *testing.T) {
 	}
 	for _, want := range []string{"nccl-check", "check-tp8pp2-tiny-bf16", "check-gpt2-tiny-fp16", "single-seed4", "trace-stats-seed4",
 		"single-seed4-b1", "startup-seed16", "emulate-1rank", "calibrate-cuda", "model-calibrated", "single-seed4-cal", "l2-measure",
-		"generate-llama-tiny-bf16", "check-modeldir-gpt2-tiny-fp16", "resume-cuda", "serve-cuda", "remote-cuda", "serving-grpc", "serving-tcp"} {
+		"generate-llama-tiny-bf16", "check-modeldir-gpt2-tiny-fp16", "resume-cuda", "serve-cuda", "remote-cuda", "serving-grpc", "serving-tcp", "without-seed4-b1"} {
 		if !checked[want] {
 			t.Errorf("step %s not checked: %+v", want, doc.Steps)
 		}
