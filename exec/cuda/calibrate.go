@@ -132,28 +132,11 @@ func NewCalibrator(o CalibrateOptions) (c *Calibrator, err error) {
 			return c, err
 		}
 	}
-	var errs []error
-	for _, cubin := range []bool{true, false} {
-		if cubin && !rtc.HasCUBIN() {
-			continue
-		}
-		out, cerr := rtc.Compile(calibrateSource, "partbench_calibrate.cu", cuda.ArchOption(info.ComputeMajor, info.ComputeMinor, cubin))
-		if cerr != nil {
-			errs = append(errs, cerr)
-			continue
-		}
-		m, lerr := drv.LoadModule(out.Image)
-		if lerr != nil {
-			errs = append(errs, lerr)
-			continue
-		}
-		c.module, c.loaded = m, true
-		c.image = fmt.Sprintf("sm_%d%d cubin=%v", info.ComputeMajor, info.ComputeMinor, cubin)
-		break
+	m, image, lerr := loadStandalone(drv, rtc, info, calibrateSource, "partbench_calibrate.cu")
+	if lerr != nil {
+		return c, fmt.Errorf("cuda: the calibration kernels: %w", lerr)
 	}
-	if !c.loaded {
-		return c, fmt.Errorf("cuda: the calibration kernels: %v", errors.Join(errs...))
-	}
+	c.module, c.loaded, c.image = m, true, image
 	if c.read, err = c.module.Function("pb_cal_read"); err != nil {
 		return c, err
 	}

@@ -125,27 +125,11 @@ func NewL2Probe(o L2ProbeOptions) (p *L2Probe, err error) {
 			return p, err
 		}
 	}
-	var errs []error
-	for _, cubin := range []bool{true, false} {
-		if cubin && !rtc.HasCUBIN() {
-			continue
-		}
-		out, cerr := rtc.Compile(l2ProbeSource, "partbench_l2probe.cu", cuda.ArchOption(info.ComputeMajor, info.ComputeMinor, cubin))
-		if cerr != nil {
-			errs = append(errs, cerr)
-			continue
-		}
-		m, lerr := drv.LoadModule(out.Image)
-		if lerr != nil {
-			errs = append(errs, lerr)
-			continue
-		}
-		p.module, p.image = m, fmt.Sprintf("sm_%d%d cubin=%v", info.ComputeMajor, info.ComputeMinor, cubin)
-		break
+	m, image, lerr := loadStandalone(drv, rtc, info, l2ProbeSource, "partbench_l2probe.cu")
+	if lerr != nil {
+		return p, fmt.Errorf("cuda: the L2 probe's kernel: %w", lerr)
 	}
-	if p.image == "" {
-		return p, fmt.Errorf("cuda: the L2 probe's kernel: %v", errs)
-	}
+	p.module, p.image = m, image
 	if p.fn, err = p.module.Function("pb_l2_read"); err != nil {
 		return p, err
 	}
