@@ -405,35 +405,10 @@ func measureCache(o Options, sizes []int64, cal *configs.Calibration, step func(
 			}
 		}
 	}
-	var streams, l2bws []float64
-	var l2s []int64
-	for r, bw := range curve {
-		stream, l2, l2bw, err := cacheFigures(sizes, bw)
-		if err != nil {
-			note(cal, "repeat %d: %v", r, err)
-		}
-		streams, l2s, l2bws = append(streams, stream), append(l2s, l2), append(l2bws, l2bw)
-	}
-	for i, s := range sizes {
-		var bws []float64
-		for r := range curve {
-			bws = append(bws, curve[r][i])
-		}
-		sp := spreadOf(bws)
-		cal.Cache = append(cal.Cache, configs.CacheSample{Bytes: s, BytesPerSMin: sp.Min, BytesPerSMedian: sp.Median, BytesPerSMax: sp.Max,
-			ReuseOverStream: sp.Median / medianOf(streams)})
-	}
+	mem := cacheSpreads(sizes, curve, cal)
 	if n := len(cal.Cache); cal.Cache[n-streamPoints].BytesPerSMedian > 1.1*cal.Cache[n-1].BytesPerSMedian {
 		note(cal, "the cache curve has not flattened over its %d largest working sets (%d to %d B): hbm_bytes_per_s may count cache hits", streamPoints, sizes[n-streamPoints], sizes[n-1])
 	}
-	l2Spread := make([]float64, len(l2s))
-	for i, v := range l2s {
-		l2Spread[i] = float64(v)
-	}
-	mem := memFigures{streamBytesPerS: medianOf(streams), l2Bytes: float64(lowerMedianInt(l2s)), l2BytesPerS: medianOf(l2bws)}
-	cal.Spread["hbm_bytes_per_s"] = spreadOf(streams)
-	cal.Spread["l2_bytes"] = spreadOf(l2Spread)
-	cal.Spread["l2_bytes_per_s"] = spreadOf(l2bws)
 	return mem, nil
 }
 

@@ -372,7 +372,8 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 }
 
 // cacheSpreads fills the curve samples and the memory figures' spreads
-// from the repeats of the curve and returns the medians (as measureCache).
+// from the repeats of the curve and returns the medians (the CPU's
+// measureCache and the GPU's calibration alike).
 func cacheSpreads(sizes []int64, curve []curveRepeat, cal *configs.Calibration) memFigures {
 	var streams, l2bws []float64
 	var l2s []int64
