@@ -27,6 +27,12 @@ type OpCheckRow struct {
 	ModeledS  float64 `json:"modeled_s"`
 	// Ratio is ModeledS / MeasuredS (0 when nothing was measured).
 	Ratio float64 `json:"modeled_over_measured"`
+	// Clock says how the measured column was timed: "device" (the traced
+	// iteration's marks on the device queue: its prefill, and its decode
+	// steps op by op where they ran as graphs) or "host" (the executor's
+	// timers around each call, the median over the measured iterations).
+	// On an asynchronous device the host timers measure the enqueue only.
+	Clock string `json:"clock,omitempty"`
 	// TableOps and RooflineOps count the modeled ops of the kind per rank in
 	// one prefill or one decode step priced from the hardware profile's
 	// op-time table and by the roofline (or the collective and link model).
@@ -57,15 +63,28 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 		}
 		return m[k]
 	}
+	clock := map[key]string{}
 	for _, r := range m.Ranks {
 		if r.PhaseBusyS == nil {
 			return nil
+		}
+		dev := deviceBusy(r)
+		for phase, byKind := range dev {
+			for kind, t := range byKind {
+				a := at(meas, key{phase, kind})
+				a.sum += t
+				a.ranks++
+				clock[key{phase, kind}] = exec.ClockDevice
+			}
 		}
 		steps := 0 // decode steps per iteration
 		if len(r.StepEndS) > 0 {
 			steps = len(r.StepEndS[0])
 		}
 		for phase, byKind := range r.PhaseBusyS {
+			if dev[phase] != nil {
+				continue // timed on the device
+			}
 			per := 1.0 // an iteration's prefill
 			if phase == string(partition.Decode) {
 				if steps == 0 {
@@ -80,6 +99,9 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 				a := at(meas, key{phase, kind})
 				a.sum += stats.Median(its) / per
 				a.ranks++
+				if clock[key{phase, kind}] == "" {
+					clock[key{phase, kind}] = exec.ClockHost
+				}
 			}
 		}
 	}
@@ -121,7 +143,7 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 		keys[k] = true
 	}
 	for k := range keys {
-		row := OpCheckRow{Phase: k.phase, Kind: k.kind}
+		row := OpCheckRow{Phase: k.phase, Kind: k.kind, Clock: clock[k]}
 		if a := meas[k]; a != nil && a.ranks > 0 {
 			row.Ranks, row.MeasuredS = a.ranks, a.sum/float64(a.ranks)
 		}
@@ -152,3 +174,64 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// deviceBusy is rank r's time per phase and op kind on the device, from
+// the spans of its traced iteration where they are device times: the
+// prefill's, and one decode step's as the mean over the traced steps — the
+// op-by-op replay's where the measured steps ran as graphs (a graph's time
+// sits on the op that launched it), else the measured steps' own. A phase
+// it cannot time on the device is absent (nil: none).
+func deviceBusy(r exec.RankResult) map[string]map[string]float64 {
+	var out map[string]map[string]float64
+	add := func(phase, kind string, t float64) {
+		if out == nil {
+			out = map[string]map[string]float64{}
+		}
+		if out[phase] == nil {
+			out[phase] = map[string]float64{}
+		}
+		out[phase][kind] += t
+	}
+	graphs := false
+	var prefill []exec.Span
+	for _, sp := range r.Spans {
+		if !sp.Device {
+			return nil
+		}
+		if sp.Graph != 0 {
+			graphs = true
+		}
+		if sp.Phase == string(partition.Prefill) {
+			prefill = append(prefill, sp)
+		}
+	}
+	for _, sp := range prefill {
+		if sp.Graph != 0 {
+			prefill = nil // a graph in prefill: per-op times unknown
+			break
+		}
+	}
+	for _, sp := range prefill {
+		add(sp.Phase, sp.Kind, sp.DurS)
+	}
+	decode := r.Spans
+	if graphs {
+		decode = r.OpSpans
+	}
+	steps := map[int]bool{}
+	for _, sp := range decode {
+		if sp.Phase != string(partition.Decode) || !sp.Device || sp.Graph != 0 {
+			continue
+		}
+		steps[sp.Step] = true
+	}
+	if len(steps) == 0 {
+		return out
+	}
+	for _, sp := range decode {
+		if sp.Phase == string(partition.Decode) && sp.Device && sp.Graph == 0 {
+			add(sp.Phase, sp.Kind, sp.DurS/float64(len(steps)))
+		}
+	}
+	return out
+}

@@ -61,3 +61,49 @@ func TestOpCheck(t *testing.T) {
 		t.Errorf("no decode timers: %+v", rows)
 	}
 }
+
+// A rank whose traced iteration was timed on the device is checked from
+// its spans, not its host timers (which on a GPU time the enqueue):
+//
+//	prefill spans: gemm 2 + 1 ms, attention 0.5 ms → 3 ms, 0.5 ms;
+//	decode steps ran as graphs (the measured spans hold the graph on its
+//	first op), so the op-by-op replay counts: step 0 gemm 0.4 ms,
+//	attention 0.2 ms; step 1 gemm 0.6 ms, attention 0.2 ms → per step
+//	gemm 0.5 ms, attention 0.2 ms.
+//
+// The host timers' 0.01 ms of enqueue are left out, and every row says
+// its clock.
+func TestOpCheckDeviceSpans(t *testing.T) {
+	dev := func(phase, kind string, step int, dur float64, graph int) exec.Span {
+		return exec.Span{Phase: phase, Kind: kind, Step: step, DurS: dur, Device: true, Graph: graph}
+	}
+	r := exec.RankResult{StepEndS: [][]float64{{1, 2}},
+		PhaseBusyS: map[string]map[string][]float64{"prefill": {"gemm": {1e-5}, "attention": {1e-5}}, "decode": {"gemm": {2e-5}, "attention": {2e-5}}},
+		Spans: []exec.Span{dev("prefill", "gemm", -1, 2e-3, 0), dev("prefill", "attention", -1, 0.5e-3, 0), dev("prefill", "gemm", -1, 1e-3, 0),
+			dev("decode", "gemm", 0, 1.4e-3, 2), dev("decode", "attention", 0, 0, -1), dev("decode", "gemm", 1, 1.6e-3, 2), dev("decode", "attention", 1, 0, -1)},
+		OpSpans: []exec.Span{dev("decode", "gemm", 0, 0.4e-3, 0), dev("decode", "attention", 0, 0.2e-3, 0),
+			dev("decode", "gemm", 1, 0.6e-3, 0), dev("decode", "attention", 1, 0.2e-3, 0)}}
+	gemm, attn := &partition.Op{Kind: partition.Gemm}, &partition.Op{Kind: partition.Attention}
+	est := &sim.Estimate{Timeline: &sim.Timeline{Slices: []sim.Slice{
+		{Rank: 0, Phase: partition.Prefill, Step: -1, Op: gemm, EndS: 3e-3},
+		{Rank: 0, Phase: partition.Prefill, Step: -1, Op: attn, EndS: 1e-3},
+		{Rank: 0, Phase: partition.Decode, Step: 0, Op: gemm, EndS: 1e-3},
+		{Rank: 0, Phase: partition.Decode, Step: 0, Op: attn, EndS: 0.1e-3},
+	}}}
+	got := map[string]OpCheckRow{}
+	for _, row := range OpCheck(&exec.Measurement{Ranks: []exec.RankResult{r}}, est) {
+		got[row.Phase+" "+row.Kind] = row
+	}
+	for k, want := range map[string]float64{"prefill gemm": 3e-3, "prefill attention": 0.5e-3, "decode gemm": 0.5e-3, "decode attention": 0.2e-3} {
+		if g := got[k]; math.Abs(g.MeasuredS-want) > 1e-12 || g.Clock != exec.ClockDevice {
+			t.Errorf("%s: measured %g s on the %q clock, want %g on the device", k, g.MeasuredS, g.Clock, want)
+		}
+	}
+	// Without device spans the host timers count, and say so.
+	r.Spans, r.OpSpans = nil, nil
+	for _, row := range OpCheck(&exec.Measurement{Ranks: []exec.RankResult{r}}, est) {
+		if row.Clock != exec.ClockHost || row.MeasuredS > 2e-5 {
+			t.Errorf("host-timed %s %s: %+v", row.Phase, row.Kind, row)
+		}
+	}
+}

@@ -13,16 +13,21 @@ import (
 // time, their ratio, and where the model's figure came from (the profile's
 // op-time table or the roofline).
 func OpCheckGrid(rows []compare.OpCheckRow) Grid {
-	g := Grid{Title: "Op check: measured (executor's per-op timers) vs modeled, per prefill or decode step, mean over the ranks running the kind",
-		Header: []string{"phase", "kind", "ranks", "measured (µs)", "modeled (µs)", "modeled / measured", "priced by"},
-		Notes:  []string{"times inside the ops' calls; a collective's or recv's wait for its partner is part of it on both sides"}}
+	g := Grid{Title: "Op check: measured vs modeled, per prefill or decode step, mean over the ranks running the kind",
+		Header: []string{"phase", "kind", "ranks", "measured (µs)", "clock", "modeled (µs)", "modeled / measured", "priced by"},
+		Notes: []string{"times inside the ops' calls; a collective's or recv's wait for its partner is part of it on both sides",
+			"clock device: the traced iteration's marks on the device queue (decode op by op where the steps ran as graphs); host: the executor's timers around each call, median over the measured iterations — on an asynchronous device that is the enqueue alone (run with --trace for device times)"}}
 	for _, r := range rows {
 		ratio := "n/a"
 		if r.MeasuredS > 0 {
 			ratio = strconv.FormatFloat(r.Ratio, 'f', 2, 64)
 		}
+		clock := r.Clock
+		if clock == "" {
+			clock = "—"
+		}
 		g.Rows = append(g.Rows, []string{r.Phase, r.Kind, itoa(r.Ranks),
-			strconv.FormatFloat(1e6*r.MeasuredS, 'f', 1, 64), strconv.FormatFloat(1e6*r.ModeledS, 'f', 1, 64), ratio, pricedBy(r)})
+			strconv.FormatFloat(1e6*r.MeasuredS, 'f', 1, 64), clock, strconv.FormatFloat(1e6*r.ModeledS, 'f', 1, 64), ratio, pricedBy(r)})
 	}
 	return g
 }
