@@ -278,6 +278,7 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	notes = append(notes, fmt.Sprintf("hardware %q replaced by the calibrated profile %q (%s, measured %s)", cfg.Hardware.Name, c.Hardware.Name, src, c.Info.Date))
 	cfg.Hardware.Preset = ""
 	cfg.Hardware.GPU = c.Hardware
+	cfg.Hardware.CalibratedBackend = c.Info.Backend
 	perHost := cfg.Topology.Size()
 	if n := cfg.Topology.Nodes; n > 1 {
 		perHost = (perHost + n - 1) / n

@@ -138,6 +138,9 @@ func TestCalibrationApply(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Hardware.CalibratedBackend != cal.Info.Backend || cal.Info.Backend == "" {
+		t.Errorf("calibrated backend %q, want the calibration's %q", cfg.Hardware.CalibratedBackend, cal.Info.Backend)
+	}
 	if cfg.Hardware.GPU != cal.Hardware || cfg.Topology.Intra != link || cfg.Topology.Inter != link ||
 		cfg.Topology.Nodes != 1 || cfg.Topology.GPUsPerNode != 4 || cfg.Topology.Name != "local-1x4" {
 		t.Errorf("applied: hardware %+v topology %+v", cfg.Hardware.GPU, cfg.Topology)

@@ -94,6 +94,10 @@ type Hardware struct {
 	// own device); sim stretches compute ops when more ranks compute at
 	// once than there are cores.
 	HostCores int `toml:"host_cores" json:"host_cores,omitempty"`
+	// CalibratedBackend is the backend a calibration applied to this
+	// config was measured on ("cpu", "cuda"; "": none applied): a run on
+	// another backend prices another machine, and says so.
+	CalibratedBackend string `toml:"-" json:"calibrated_backend,omitempty"`
 }
 
 // Topology names a topology preset and/or overrides its fields inline.

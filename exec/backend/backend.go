@@ -223,6 +223,9 @@ func Prepare(b Backend, cfg *configs.Config) (*partition.Plan, []string, error) 
 	if b.Adapt != nil {
 		notes = b.Adapt(cfg)
 	}
+	if cb := cfg.Hardware.CalibratedBackend; cb != "" && cb != b.Name {
+		notes = append(notes, fmt.Sprintf("the calibration was measured on the %s backend and this run is on %s: the model prices the machine as the %s backend saw it, so its errors measure that difference too", cb, b.Name, cb))
+	}
 	plan, err := partition.NewPlan(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -199,3 +199,29 @@ func TestPrepareCUDARuntime(t *testing.T) {
 		t.Errorf("calibrated config: runtime %q, step overhead %g, notes %q, %v", plan.Config.Runtime.Preset, plan.Config.Hardware.GPU.StepOverheadS, notes, err)
 	}
 }
+
+// A calibration measured on another backend than the run's is named in
+// the run's notes; one from the same backend is not.
+func TestPrepareNamesAnotherBackendsCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		calibrated string
+		want       bool
+	}{{"cuda", true}, {"cpu", false}, {"", false}} {
+		cfg, err := configs.Load("test/single-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Hardware.CalibratedBackend = tc.calibrated
+		_, notes, err := Prepare(CPU(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, n := range notes {
+			got = got || strings.Contains(n, "the calibration was measured on the cuda backend and this run is on cpu")
+		}
+		if got != tc.want {
+			t.Errorf("calibrated on %q: notes %q", tc.calibrated, notes)
+		}
+	}
+}
