@@ -49,7 +49,18 @@ __device__ __forceinline__ void flash_load_tile(elem* dst, const elem* fallback,
 	}
 }
 
-template <int D, int BR>
+// Variants (flash_variants.go; the default is 0): FLASH_HEAVY_FIRST maps
+// the launch order so that the query tiles with the most causal key tiles
+// (the last ones of each sequence) start first and the light ones fill
+// the tail; FLASH_DIAG_MASK masks per element only the key tiles that
+// cross a row of the warp's diagonal or the cache's end (a warp's other
+// tiles are scaled without the compare and select). Both compute the same
+// values in the same order as the default, so each output is bit for bit
+// the default's.
+#define FLASH_HEAVY_FIRST 1
+#define FLASH_DIAG_MASK 2
+
+template <int D, int BR, int VAR>
 __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem* vc, const int* pos,
 	int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
 	constexpr int LD = D + 8;
@@ -60,8 +71,17 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 	elem* sv = sk + 2 * FLASH_BC * LD;   // [2][64][LD]
 
 	const int tiles = (q + BR - 1) / BR;
-	const int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * BR;
-	const int h = blockIdx.y, kvh = h / (hl / kvl);
+	int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * BR, h = blockIdx.y;
+	if (VAR & FLASH_HEAVY_FIRST) {
+		// Blocks start in the order of b = x + X·y: b runs over the heads,
+		// then the sequences, then the query tiles from the last to the first.
+		const int b = blockIdx.x + gridDim.x * blockIdx.y;
+		const int per = (gridDim.x / tiles) * gridDim.y; // blocks per query tile
+		h = b % gridDim.y;
+		i = (b % per) / gridDim.y;
+		j0 = (tiles - 1 - b / per) * BR;
+	}
+	const int kvh = h / (hl / kvl);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int g = lane >> 2, qd = lane & 3; // the accumulator's row and column pair
 
@@ -94,6 +114,10 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 	float m[2] = {-PB_INF, -PB_INF}, l[2] = {0.0f, 0.0f};
 	const int row0 = warp * 16 + g; // this thread's rows: row0 and row0 + 8
 	const int qpos0 = past + j0 + row0;
+	// Key tiles [0, whole) are visible to every row of the warp: inside
+	// the cache, and (causal) at or before the warp's first row, whose
+	// position is past + j0 + 16·warp: (t+1)·64 ≤ n and (t+1)·64 − 1 ≤ it.
+	const int whole = (VAR & FLASH_DIAG_MASK) ? min(n / FLASH_BC, bidir ? n : (past + j0 + warp * 16 + 1) / FLASH_BC) : 0;
 
 	for (int t = 0; t < ntk; t++) {
 		if (t + 1 < ntk) {
@@ -129,6 +153,16 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 
 		// Scale to base 2, mask, and the tile's row maxima.
 		float mt[2] = {m[0], m[1]};
+		if ((VAR & FLASH_DIAG_MASK) && t < whole) {
+#pragma unroll
+			for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					s[nt][e] *= scale_log2;
+					mt[e >> 1] = fmaxf(mt[e >> 1], s[nt][e]);
+				}
+			}
+		} else {
 #pragma unroll
 		for (int nt = 0; nt < FLASH_BC / 8; nt++) {
 #pragma unroll
@@ -139,6 +173,7 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 				s[nt][e] = visible ? s[nt][e] * scale_log2 : -PB_INF;
 				mt[e >> 1] = fmaxf(mt[e >> 1], s[nt][e]);
 			}
+		}
 		}
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
@@ -212,16 +247,22 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 extern "C" {
 
 // pb_flash_fwd_d{64,128}: 64-query tiles, 4 warps; _b128: 128-query
-// tiles, 8 warps (K and V tiles shared by twice the queries).
-#define PB_FLASH(D, BR, SUFFIX)                                                                                    \
+// tiles, 8 warps (K and V tiles shared by twice the queries). The suffix
+// _hf is FLASH_HEAVY_FIRST, _dm FLASH_DIAG_MASK, _hfdm both.
+#define PB_FLASH(D, BR, VAR, SUFFIX)                                                                               \
 	__global__ void __launch_bounds__(BR * 2) pb_flash_fwd_d##D##SUFFIX(const elem* qkv, elem* ao, const elem* kc,  \
 		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) { \
-		flash_fwd<D, BR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                        \
+		flash_fwd<D, BR, VAR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                   \
 	}
-PB_FLASH(64, 64, )
-PB_FLASH(128, 64, )
-PB_FLASH(64, 128, _b128)
-PB_FLASH(128, 128, _b128)
+#define PB_FLASH_VARIANTS(D, BR, SUFFIX)                                    \
+	PB_FLASH(D, BR, 0, SUFFIX)                                              \
+	PB_FLASH(D, BR, FLASH_HEAVY_FIRST, SUFFIX##_hf)                         \
+	PB_FLASH(D, BR, FLASH_DIAG_MASK, SUFFIX##_dm)                           \
+	PB_FLASH(D, BR, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, SUFFIX##_hfdm)
+PB_FLASH_VARIANTS(64, 64, )
+PB_FLASH_VARIANTS(128, 64, )
+PB_FLASH_VARIANTS(64, 128, _b128)
+PB_FLASH_VARIANTS(128, 128, _b128)
 
 } // extern "C"
 

@@ -78,7 +78,10 @@ type flashState struct {
 	image  string              // "cubin sm_90" or "ptx compute_90"
 	shared map[flashKey]int    // dynamic shared memory per kernel, set on each function
 	why    string              // why flash.cu is not used, when !loaded
-	names  map[flashKey]string // the kernels loaded (flashKernelName)
+	names  map[flashKey]string // the kernel prefill runs per shape: the selected variant's (flashVariantName)
+	// variant is the one $PARTBENCH_FLASH_VARIANT selected (flash_variants.go);
+	// every variant's kernels are loaded into c.k.
+	variant flashVariant
 }
 
 // initFlash compiles flash.cu for the device and the element type, loads
@@ -126,9 +129,10 @@ func (c *Compute) initFlash() {
 		return
 	}
 	f.shared, f.names = map[flashKey]int{}, map[flashKey]string{}
-	for _, fk := range flashKeys() {
-		hd, br := fk.hd, fk.br
-		name := flashKernelName(hd, br)
+	f.variant = selectedFlashVariant(c.without)
+	for _, k := range flashAllKernels() {
+		fk, hd, br := k.flashKey, k.hd, k.br
+		name := k.name()
 		fn, err := f.module.Function(name)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -146,7 +150,9 @@ func (c *Compute) initFlash() {
 			}
 		}
 		c.k[name] = kernel{fn: fn, sig: flashKernelSig}
-		f.shared[fk], f.names[fk] = smem, name
+		if k.v == f.variant {
+			f.shared[fk], f.names[fk] = smem, name
+		}
 	}
 	if len(f.names) == 0 {
 		f.why = strings.Join(errs, "; ")
@@ -230,14 +236,21 @@ func (c *Compute) attentionKernel(op *partition.Op) string {
 	return fmt.Sprintf("pb_attention_v%d", c.attnV)
 }
 
-// flashKeyOf is the head dim and query tile of a flash kernel's name.
+// flashKeyOf is the head dim and query tile of a flash kernel's name
+// (any variant's).
 func flashKeyOf(name string) (flashKey, bool) {
-	for _, fk := range flashKeys() {
-		if flashKernelName(fk.hd, fk.br) == name {
-			return fk, true
+	k, ok := flashKernelOf(name)
+	return k.flashKey, ok
+}
+
+// flashKernelOf is the shape and variant of a flash kernel's name.
+func flashKernelOf(name string) (flashKernel, bool) {
+	for _, k := range flashAllKernels() {
+		if k.name() == name {
+			return k, true
 		}
 	}
-	return flashKey{}, false
+	return flashKernel{}, false
 }
 
 // opTag is what the op's timing entry adds to its name to say which
@@ -253,7 +266,10 @@ func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
 		return c.fuseTag(op) // fuse.go
 	}
-	if fk, ok := flashKeyOf(c.attentionKernel(op)); ok {
+	if fk, ok := flashKernelOf(c.attentionKernel(op)); ok {
+		if fk.v.suffix != "" {
+			return fmt.Sprintf(" [flash d%d b%d %s]", fk.hd, fk.br, fk.v.name)
+		}
 		return fmt.Sprintf(" [flash d%d b%d]", fk.hd, fk.br)
 	}
 	if s := c.splits(op); s > 1 {
@@ -275,9 +291,17 @@ var _ pexec.OpLabeler = (*Compute)(nil)
 // the cache), and reports whether it did.
 func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) (bool, error) {
 	name := c.attentionKernel(op)
+	if _, ok := flashKeyOf(name); !ok {
+		return false, nil
+	}
+	return true, c.launchFlash(name, op, qkv, ao, cache, st, seq0)
+}
+
+// launchFlash launches flash kernel name (any variant) for op.
+func (c *Compute) launchFlash(name string, op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) error {
 	fk, ok := flashKeyOf(name)
 	if !ok {
-		return false, nil
+		return fmt.Errorf("cuda: %s is not a flash kernel", name)
 	}
 	hd := op.HeadDim
 	scaleLog2 := float32(1 / math.Sqrt(float64(hd)) * math.Log2E)
@@ -287,7 +311,7 @@ func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st 
 	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(c.frame.Context).f(scaleLog2).i(bidir)
 	tiles := (op.QLen + fk.br - 1) / fk.br
-	return true, c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads(fk.br)), c.flash.shared[fk], a)
+	return c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads(fk.br)), flashSharedBytes(hd, fk.br, c.dt.bytes), a)
 }
 
 // launchShared launches a kernel of flash.cu or the second module with
@@ -317,6 +341,9 @@ func (c *Compute) describeExtra() string {
 	flash := "flash attention off (" + c.flash.why + ")"
 	if c.flash.loaded && len(c.flash.names) > 0 {
 		flash = "flash attention " + c.flash.image
+		if c.flash.variant.suffix != "" {
+			flash += " variant " + c.flash.variant.name
+		}
 	}
 	extra := "split-KV/fused off (" + c.extra.why + ")"
 	if c.extra.loaded {

@@ -218,8 +218,8 @@ func TestSplitKVCount(t *testing.T) {
 // flash kernels' the dynamic shared memory flash.go asks for (hd 128 above
 // 48 KiB: raised), and a launch beyond a bound is refused.
 func TestExtraLaunchBounds(t *testing.T) {
-	for _, fk := range flashKeys() {
-		b, ok := extraLaunch[flashKernelName(fk.hd, fk.br)]
+	for _, fk := range flashAllKernels() {
+		b, ok := extraLaunch[fk.name()]
 		if want := (fk.br + 4*64) * (fk.hd + 8) * 2; !ok || b.dynSmem != want || b.threads != 2*fk.br || b.optIn != (want > 48<<10) {
 			t.Errorf("%+v: bound %+v, want %d threads and %d bytes", fk, b, 2*fk.br, want)
 		}

@@ -1,0 +1,104 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Variants of the tensor-core prefill kernels (flash.cu's FLASH_HEAVY_FIRST
+// and FLASH_DIAG_MASK), each one more entry point per head dim and query
+// tile beside the default: the same arithmetic in the same order (each
+// output bit for bit the default's), another launch order or fewer
+// instructions per tile. $PARTBENCH_FLASH_VARIANT picks the one prefill
+// runs on, without a rebuild; docs/gpu.md gives the arithmetic behind each.
+
+// flashVariant is one set of flash.cu's variant flags, named by the suffix
+// its kernels carry.
+type flashVariant struct {
+	suffix string // "" for the default, "_hf", "_dm", "_hfdm"
+	name   string // the value of $PARTBENCH_FLASH_VARIANT
+	what   string
+}
+
+// flashVariants are the variants flash.cu instantiates for every
+// (head dim, query tile); the first is the default.
+var flashVariants = []flashVariant{
+	{"", "default", "the launch order of the grid, every key tile masked per element"},
+	{"_hf", "hf", "heavy first: the query tiles with the most causal key tiles start first"},
+	{"_dm", "dm", "diagonal mask: per-element masks only on key tiles that cross a row's diagonal or the cache's end"},
+	{"_hfdm", "hfdm", "heavy first and diagonal mask"},
+}
+
+// flashVariantEnv selects the variant prefill runs on (Compute.initFlash).
+const flashVariantEnv = "PARTBENCH_FLASH_VARIANT"
+
+// flashVariantKey is the entry of the Without set (parseWithout) that
+// carries the selected variant from New to initFlash.
+const flashVariantKey = "flash-variant="
+
+// parseFlashVariant is the variant named s ("" is the default), or an
+// error naming the variable, the value and the choices.
+func parseFlashVariant(s string) (flashVariant, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return flashVariants[0], nil
+	}
+	var names []string
+	for _, v := range flashVariants {
+		if v.name == s {
+			return v, nil
+		}
+		names = append(names, v.name)
+	}
+	return flashVariant{}, fmt.Errorf("cuda: %s=%q: not one of %s", flashVariantEnv, s, strings.Join(names, ", "))
+}
+
+// flashVariantFromEnv reads $PARTBENCH_FLASH_VARIANT into the Without set
+// as flashVariantKey+name (parseWithout calls it, so a bad value stops New).
+func flashVariantFromEnv(set map[string]bool) error {
+	v, err := parseFlashVariant(os.Getenv(flashVariantEnv))
+	if err != nil {
+		return err
+	}
+	set[flashVariantKey+v.name] = true
+	return nil
+}
+
+// selectedFlashVariant is the variant the Without set carries (the
+// default when it carries none).
+func selectedFlashVariant(without map[string]bool) flashVariant {
+	for _, v := range flashVariants {
+		if without[flashVariantKey+v.name] {
+			return v
+		}
+	}
+	return flashVariants[0]
+}
+
+// flashVariantName is the kernel of variant v for head dim hd and query
+// tile br: "pb_flash_fwd_d128_b128_hfdm".
+func flashVariantName(hd, br int, v flashVariant) string {
+	return flashKernelName(hd, br) + v.suffix
+}
+
+// flashKernel is one entry point of flash.cu: its shape and variant.
+type flashKernel struct {
+	flashKey
+	v flashVariant
+}
+
+// name is the entry point's name.
+func (k flashKernel) name() string { return flashVariantName(k.hd, k.br, k.v) }
+
+// flashAllKernels are every entry point of flash.cu: each variant of each
+// (head dim, query tile).
+func flashAllKernels() []flashKernel {
+	var ks []flashKernel
+	for _, fk := range flashKeys() {
+		for _, v := range flashVariants {
+			ks = append(ks, flashKernel{fk, v})
+		}
+	}
+	return ks
+}
