@@ -129,7 +129,7 @@ var extraLaunch = func() map[string]launchBound {
 	}
 	for _, fk := range flashAllKernels() {
 		smem := flashSharedBytes(fk.hd, fk.br, 2)
-		m[fk.name()] = launchBound{threads: flashThreads(fk.br), dynSmem: smem, optIn: smem > cuda.DefaultDynamicSharedBytes}
+		m[fk.name()] = launchBound{threads: fk.threads(), dynSmem: smem, optIn: smem > cuda.DefaultDynamicSharedBytes}
 	}
 	return m
 }()

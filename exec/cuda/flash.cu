@@ -244,6 +244,211 @@ __device__ void flash_fwd(const elem* qkv, elem* ao, const elem* kc, const elem*
 	}
 }
 
+// flash_fwd_w32 is flash_fwd at BR = 128 with 4 warps of 32 query rows
+// (two m16 tiles each) instead of 8 of 16: every K and V fragment loaded
+// by ldmatrix feeds two mma instead of one (128 bytes of shared memory per
+// mma instead of 256), and a warp has twice the independent mma between
+// two barriers. Q's fragments are read from shared memory at each step of
+// the reduction (the accumulators of 32 rows leave no room to hold them).
+// Each row's sums are the default kernel's, in the same order.
+template <int D, int VAR>
+__device__ void flash_fwd_w32(const elem* qkv, elem* ao, const elem* kc, const elem* vc, const int* pos,
+	int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) {
+	constexpr int BR = 128, MT = 2; // query rows per block; m16 tiles per warp
+	constexpr int LD = D + 8;
+	constexpr int THREADS = BR * 2 / MT; // BR/32 warps
+	extern __shared__ __align__(16) unsigned char flash_smem[];
+	elem* sq = reinterpret_cast<elem*>(flash_smem);
+	elem* sk = sq + BR * LD;           // [2][64][LD]
+	elem* sv = sk + 2 * FLASH_BC * LD; // [2][64][LD]
+
+	const int tiles = (q + BR - 1) / BR;
+	int i = blockIdx.x / tiles, j0 = (blockIdx.x % tiles) * BR, h = blockIdx.y;
+	if (VAR & FLASH_HEAVY_FIRST) { // as flash_fwd
+		const int b = blockIdx.x + gridDim.x * blockIdx.y;
+		const int per = (gridDim.x / tiles) * gridDim.y;
+		h = b % gridDim.y;
+		i = (b % per) / gridDim.y;
+		j0 = (tiles - 1 - b / per) * BR;
+	}
+	const int kvh = h / (hl / kvl);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int g = lane >> 2, qd = lane & 3;
+
+	const int past = *pos;
+	const int n = past + q;
+	const int last = (j0 + BR < q ? j0 + BR : q) - 1;
+	const int end = bidir ? n : past + last + 1;
+	const int ntk = (end + FLASH_BC - 1) / FLASH_BC;
+
+	const size_t qrow = (size_t)(hl + 2 * kvl) * D;
+	const size_t kvw = (size_t)kvl * D;
+	const elem* qbase = qkv + (size_t)i * q * qrow + (size_t)h * D;
+	const size_t cbase = (size_t)(seq0 + i) * context * kvw + (size_t)kvh * D;
+
+	flash_load_tile<D, BR, THREADS>(sq, qkv, [&](int r) -> const elem* { return j0 + r < q ? qbase + (size_t)(j0 + r) * qrow : 0; });
+	auto load_kv = [&](int t) {
+		const int k0 = t * FLASH_BC;
+		elem* dk = sk + (t & 1) * FLASH_BC * LD;
+		elem* dv = sv + (t & 1) * FLASH_BC * LD;
+		flash_load_tile<D, FLASH_BC, THREADS>(dk, kc, [&](int r) -> const elem* { return k0 + r < n ? kc + cbase + (size_t)(k0 + r) * kvw : 0; });
+		flash_load_tile<D, FLASH_BC, THREADS>(dv, vc, [&](int r) -> const elem* { return k0 + r < n ? vc + cbase + (size_t)(k0 + r) * kvw : 0; });
+	};
+	load_kv(0);
+	pb_cp_async_commit();
+
+	float o[MT][D / 8][4];
+	float m[MT][2], l[MT][2];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int d = 0; d < D / 8; d++) o[mt][d][0] = o[mt][d][1] = o[mt][d][2] = o[mt][d][3] = 0.0f;
+		m[mt][0] = m[mt][1] = -PB_INF;
+		l[mt][0] = l[mt][1] = 0.0f;
+	}
+	const int wrow = warp * 16 * MT; // the warp's first row in the tile
+	const int qposw = past + j0 + wrow + g; // this thread's rows: qposw + 16·mt + 8·r
+	const int whole = (VAR & FLASH_DIAG_MASK) ? min(n / FLASH_BC, bidir ? n : (past + j0 + wrow + 1) / FLASH_BC) : 0;
+
+	for (int t = 0; t < ntk; t++) {
+		if (t + 1 < ntk) {
+			load_kv(t + 1);
+			pb_cp_async_commit();
+			pb_cp_async_wait<1>();
+		} else {
+			pb_cp_async_wait<0>();
+		}
+		__syncthreads();
+		const elem* tk = sk + (t & 1) * FLASH_BC * LD;
+		const elem* tv = sv + (t & 1) * FLASH_BC * LD;
+		const int k0 = t * FLASH_BC;
+
+		float s[MT][FLASH_BC / 8][4];
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+			for (int nt = 0; nt < FLASH_BC / 8; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+		}
+#pragma unroll 1
+		for (int kk = 0; kk < D / 16; kk++) {
+			u32 qa[MT][4];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) pb_ldmatrix_x4(qa[mt], sq + (wrow + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+			for (int np = 0; np < FLASH_BC / 16; np++) {
+				u32 b[4];
+				pb_ldmatrix_x4(b, tk + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					pb_mma_m16n8k16(s[mt][2 * np], qa[mt], b, s[mt][2 * np]);
+					pb_mma_m16n8k16(s[mt][2 * np + 1], qa[mt], b + 2, s[mt][2 * np + 1]);
+				}
+			}
+		}
+
+		u32 pa[MT][FLASH_BC / 16][4]; // P as the PV mma's A fragments
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			float mt2[2] = {m[mt][0], m[mt][1]};
+			const int qp0 = qposw + mt * 16;
+			if ((VAR & FLASH_DIAG_MASK) && t < whole) {
+#pragma unroll
+				for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						s[mt][nt][e] *= scale_log2;
+						mt2[e >> 1] = fmaxf(mt2[e >> 1], s[mt][nt][e]);
+					}
+				}
+			} else {
+#pragma unroll
+				for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						const int key = k0 + nt * 8 + 2 * qd + (e & 1);
+						const int qp = qp0 + (e >> 1) * 8;
+						const bool visible = key < n && (bidir || key <= qp);
+						s[mt][nt][e] = visible ? s[mt][nt][e] * scale_log2 : -PB_INF;
+						mt2[e >> 1] = fmaxf(mt2[e >> 1], s[mt][nt][e]);
+					}
+				}
+			}
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				mt2[r] = fmaxf(mt2[r], __shfl_xor_sync(0xffffffffu, mt2[r], 1));
+				mt2[r] = fmaxf(mt2[r], __shfl_xor_sync(0xffffffffu, mt2[r], 2));
+			}
+			float ms[2], corr[2], ls[2] = {0.0f, 0.0f};
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				ms[r] = mt2[r] == -PB_INF ? 0.0f : mt2[r];
+				corr[r] = exp2f(m[mt][r] - ms[r]);
+			}
+#pragma unroll
+			for (int nt = 0; nt < FLASH_BC / 8; nt++) {
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					s[mt][nt][e] = exp2f(s[mt][nt][e] - ms[e >> 1]);
+					ls[e >> 1] += s[mt][nt][e];
+				}
+			}
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				ls[r] += __shfl_xor_sync(0xffffffffu, ls[r], 1);
+				ls[r] += __shfl_xor_sync(0xffffffffu, ls[r], 2);
+				l[mt][r] = l[mt][r] * corr[r] + ls[r];
+				m[mt][r] = mt2[r];
+			}
+#pragma unroll
+			for (int d = 0; d < D / 8; d++) {
+				o[mt][d][0] *= corr[0];
+				o[mt][d][1] *= corr[0];
+				o[mt][d][2] *= corr[1];
+				o[mt][d][3] *= corr[1];
+			}
+#pragma unroll
+			for (int ks = 0; ks < FLASH_BC / 16; ks++) {
+				pa[mt][ks][0] = pb_pack2(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+				pa[mt][ks][1] = pb_pack2(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+				pa[mt][ks][2] = pb_pack2(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+				pa[mt][ks][3] = pb_pack2(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+			}
+		}
+
+		// O += P·V, each V fragment feeding both m16 tiles.
+#pragma unroll
+		for (int ks = 0; ks < FLASH_BC / 16; ks++) {
+			if (k0 + ks * 16 >= n) break;
+#pragma unroll
+			for (int dp = 0; dp < D / 16; dp++) {
+				u32 b[4];
+				pb_ldmatrix_x4_trans(b, tv + (ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + dp * 16 + (lane >> 4) * 8);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					pb_mma_m16n8k16(o[mt][2 * dp], pa[mt][ks], b, o[mt][2 * dp]);
+					pb_mma_m16n8k16(o[mt][2 * dp + 1], pa[mt][ks], b + 2, o[mt][2 * dp + 1]);
+				}
+			}
+		}
+		__syncthreads();
+	}
+
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			const int j = j0 + wrow + mt * 16 + g + r * 8;
+			if (j >= q) continue;
+			const float inv = 1.0f / l[mt][r];
+			elem* out = ao + ((size_t)i * q + j) * hl * D + (size_t)h * D;
+#pragma unroll
+			for (int d = 0; d < D / 8; d++) {
+				*reinterpret_cast<u32*>(out + d * 8 + 2 * qd) = pb_pack2(o[mt][d][2 * r] * inv, o[mt][d][2 * r + 1] * inv);
+			}
+		}
+	}
+}
+
 extern "C" {
 
 // pb_flash_fwd_d{64,128}: 64-query tiles, 4 warps; _b128: 128-query
@@ -263,6 +468,20 @@ PB_FLASH_VARIANTS(64, 64, )
 PB_FLASH_VARIANTS(128, 64, )
 PB_FLASH_VARIANTS(64, 128, _b128)
 PB_FLASH_VARIANTS(128, 128, _b128)
+
+// pb_flash_fwd_d{64,128}_b128_w32hfdm: 128-query tiles, 4 warps of 32 rows,
+// heavy first and diagonal mask (without the two, the per-element mask on
+// every tile takes the d128 bf16 kernel past 255 registers: it spills).
+// The reduction over the head dim is not unrolled (#pragma unroll 1):
+// unrolled, the d128 kernels spill.
+#define PB_FLASH_W32(D, VAR, SUFFIX)                                                                                 \
+	__global__ void __launch_bounds__(128) pb_flash_fwd_d##D##_b128_w32##SUFFIX(const elem* qkv, elem* ao,           \
+		const elem* kc, const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, \
+		int bidir) {                                                                                                   \
+		flash_fwd_w32<D, VAR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                       \
+	}
+PB_FLASH_W32(64, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, hfdm)
+PB_FLASH_W32(128, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, hfdm)
 
 } // extern "C"
 

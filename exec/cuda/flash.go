@@ -150,7 +150,7 @@ func (c *Compute) initFlash() {
 			}
 		}
 		c.k[name] = kernel{fn: fn, sig: flashKernelSig}
-		if k.v == f.variant {
+		if k.v == flashVariantFor(fk, f.variant) {
 			f.shared[fk], f.names[fk] = smem, name
 		}
 	}
@@ -299,7 +299,7 @@ func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st 
 
 // launchFlash launches flash kernel name (any variant) for op.
 func (c *Compute) launchFlash(name string, op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) error {
-	fk, ok := flashKeyOf(name)
+	fk, ok := flashKernelOf(name)
 	if !ok {
 		return fmt.Errorf("cuda: %s is not a flash kernel", name)
 	}
@@ -311,7 +311,7 @@ func (c *Compute) launchFlash(name string, op *partition.Op, qkv, ao dbuf, cache
 	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(c.frame.Context).f(scaleLog2).i(bidir)
 	tiles := (op.QLen + fk.br - 1) / fk.br
-	return c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads(fk.br)), flashSharedBytes(hd, fk.br, c.dt.bytes), a)
+	return c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(fk.threads()), flashSharedBytes(hd, fk.br, c.dt.bytes), a)
 }
 
 // launchShared launches a kernel of flash.cu or the second module with

@@ -16,18 +16,33 @@ import (
 // flashVariant is one set of flash.cu's variant flags, named by the suffix
 // its kernels carry.
 type flashVariant struct {
-	suffix string // "" for the default, "_hf", "_dm", "_hfdm"
+	suffix string // "" for the default, "_hf", "_dm", "_hfdm", "_w32hfdm"
 	name   string // the value of $PARTBENCH_FLASH_VARIANT
 	what   string
+	// warpRows is the query rows each warp owns: 16, or 32 (flash.cu's
+	// flash_fwd_w32, built for 128-query tiles only).
+	warpRows int
 }
 
 // flashVariants are the variants flash.cu instantiates for every
 // (head dim, query tile); the first is the default.
 var flashVariants = []flashVariant{
-	{"", "default", "the launch order of the grid, every key tile masked per element"},
-	{"_hf", "hf", "heavy first: the query tiles with the most causal key tiles start first"},
-	{"_dm", "dm", "diagonal mask: per-element masks only on key tiles that cross a row's diagonal or the cache's end"},
-	{"_hfdm", "hfdm", "heavy first and diagonal mask"},
+	{"", "default", "the launch order of the grid, every key tile masked per element", 16},
+	{"_hf", "hf", "heavy first: the query tiles with the most causal key tiles start first", 16},
+	{"_dm", "dm", "diagonal mask: per-element masks only on key tiles that cross a row's diagonal or the cache's end", 16},
+	{"_hfdm", "hfdm", "heavy first and diagonal mask", 16},
+	{"_w32hfdm", "w32hfdm", "heavy first and diagonal mask on 128-query tiles of 4 warps of 32 rows: each K and V fragment feeds two mma", 32},
+}
+
+// builtFor reports whether flash.cu instantiates v for query tile br.
+func (v flashVariant) builtFor(br int) bool { return v.warpRows == 16 || br == 128 }
+
+// flashVariantFor is v where flash.cu builds it for fk, else the default.
+func flashVariantFor(fk flashKey, v flashVariant) flashVariant {
+	if v.builtFor(fk.br) {
+		return v
+	}
+	return flashVariants[0]
 }
 
 // flashVariantEnv selects the variant prefill runs on (Compute.initFlash).
@@ -91,13 +106,18 @@ type flashKernel struct {
 // name is the entry point's name.
 func (k flashKernel) name() string { return flashVariantName(k.hd, k.br, k.v) }
 
+// threads is the entry point's block: one warp per warpRows query rows.
+func (k flashKernel) threads() int { return k.br / k.v.warpRows * 32 }
+
 // flashAllKernels are every entry point of flash.cu: each variant of each
 // (head dim, query tile).
 func flashAllKernels() []flashKernel {
 	var ks []flashKernel
 	for _, fk := range flashKeys() {
 		for _, v := range flashVariants {
-			ks = append(ks, flashKernel{fk, v})
+			if v.builtFor(fk.br) {
+				ks = append(ks, flashKernel{fk, v})
+			}
 		}
 	}
 	return ks

@@ -13,11 +13,14 @@ import (
 // tile ends between a warp's first and ninth row (warp 3 of the first
 // query tile: rows at positions 58..73, keys 0..63), on two sequences of
 // two heads (the heavy-first order maps both), two query tiles of 64 (the
-// second of 6 rows).
+// second of 6 rows); the same at 128-query tiles (one of 70 rows: the
+// 32-row warps 0 and 1 hold rows at positions 10..73, the diagonal of
+// key tile 0 inside each, and warps 2 and 3 only padding rows).
 var flashVariantCases = []struct {
 	flashCase
 	br int
-}{flashEmuCases[2], flashEmuCases[3], {flashCase{seqs: 2, hl: 2, kvl: 1, hd: 64, past: 10, q: 70}, 64}}
+}{flashEmuCases[2], flashEmuCases[3], {flashCase{seqs: 2, hl: 2, kvl: 1, hd: 64, past: 10, q: 70}, 128},
+	{flashCase{seqs: 2, hl: 2, kvl: 1, hd: 64, past: 10, q: 70}, 64}}
 
 // TestFlashVariantsEmulated: every variant of flash.cu against
 // flashPrefillModel within the default kernel's bound (one ulp of the
@@ -39,6 +42,9 @@ func TestFlashVariantsEmulated(t *testing.T) {
 				t.Fatalf("%s %v b%d: %v", st.name, c.flashCase, c.br, err)
 			}
 			for _, v := range flashVariants[1:] {
+				if !v.builtFor(c.br) {
+					continue
+				}
 				got, err := runFlashVariantEmu(t, p, a, dt, c.br, v)
 				if err != nil {
 					t.Fatalf("%s %v b%d %s: %v", st.name, c.flashCase, c.br, v.name, err)
@@ -58,9 +64,10 @@ func TestFlashVariantsEmulated(t *testing.T) {
 }
 
 // TestFlashVariantsEmulatedPlantedBugs: a heavy-first order that maps two
-// blocks to one (sequence, head) and a diagonal test that calls a tile
-// whole up to 8 positions past a warp's first row each fail the
-// comparison with the model on the case whose warps start mid-tile.
+// blocks to one (sequence, head), a diagonal test that calls a tile whole
+// up to 8 positions past a warp's first row, and 32-row warps whose second
+// m16 tile multiplies the first one's queries each fail the comparison
+// with the model on the case whose warps start mid-tile.
 func TestFlashVariantsEmulatedPlantedBugs(t *testing.T) {
 	dt := dtypes["fp16"]
 	c := flashVariantCases[len(flashVariantCases)-1]
@@ -70,15 +77,21 @@ func TestFlashVariantsEmulatedPlantedBugs(t *testing.T) {
 	for _, bug := range []struct {
 		name, old, new string
 		v              flashVariant
+		br             int
 	}{
-		{"heavy-first order", "i = (b % per) / gridDim.y;", "i = (b % per) % (gridDim.x / tiles);", flashVariants[1]},
-		{"diagonal test", "(past + j0 + warp * 16 + 1) / FLASH_BC", "(past + j0 + warp * 16 + 9) / FLASH_BC", flashVariants[2]},
+		{"heavy-first order", "i = (b % per) / gridDim.y;", "i = (b % per) % (gridDim.x / tiles);", flashVariants[1], 64},
+		{"diagonal test", "(past + j0 + warp * 16 + 1) / FLASH_BC", "(past + j0 + warp * 16 + 9) / FLASH_BC", flashVariants[2], 64},
+		{"32-row warp's second tile", "sq + (wrow + mt * 16 + (lane & 15)) * LD", "sq + (wrow + (lane & 15)) * LD", flashVariants[4], 128},
 	} {
 		if !strings.Contains(flashSource, bug.old) {
 			t.Fatalf("planted bug %s: flash.cu has no %q", bug.name, bug.old)
 		}
 		p := buildKernelEmu(t, "flash.cu", strings.Replace(flashSource, bug.old, bug.new, 1), dt, flashEmuKernels())
-		got, err := runFlashVariantEmu(t, p, a, dt, c.br, bug.v)
+		if bug.v.warpRows == 32 {
+			// The model's tiles: 128 queries (the sums per row do not depend on br).
+			flashPrefillModel(a.g, flashTiles{bug.br, flashBc}, dt.round, a.qkv, a.kc, a.vc, want)
+		}
+		got, err := runFlashVariantEmu(t, p, a, dt, bug.br, bug.v)
 		if err != nil {
 			t.Fatal(err)
 		}

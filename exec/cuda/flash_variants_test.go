@@ -14,7 +14,7 @@ import (
 // value and the choices named.
 func TestFlashVariantSelection(t *testing.T) {
 	for _, tc := range []struct{ env, suffix string }{
-		{"", ""}, {"default", ""}, {"hf", "_hf"}, {"dm", "_dm"}, {" hfdm ", "_hfdm"},
+		{"", ""}, {"default", ""}, {"hf", "_hf"}, {"dm", "_dm"}, {" hfdm ", "_hfdm"}, {"w32hfdm", "_w32hfdm"},
 	} {
 		t.Setenv(flashVariantEnv, tc.env)
 		set, err := parseWithout("flash")
@@ -30,19 +30,21 @@ func TestFlashVariantSelection(t *testing.T) {
 	if err == nil {
 		t.Fatal("PARTBENCH_FLASH_VARIANT=fast accepted")
 	}
-	for _, want := range []string{flashVariantEnv, `"fast"`, "default, hf, dm, hfdm"} {
+	for _, want := range []string{flashVariantEnv, `"fast"`, "default, hf, dm, hfdm, w32hfdm"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
 }
 
-// flash.cu's entry points: 2 head dims × 2 query tiles × 4 variants = 16
-// distinct names, each read back to its shape and variant.
+// flash.cu's entry points: 2 head dims × (2 query tiles × 4 variants of
+// 16-row warps + the 128-query tile's 1 of 32-row warps) = 18 distinct
+// names, each read back to its shape and variant; blocks of 4 warps for
+// 64 queries, 8 for 128 and 4 for 128 on 32-row warps.
 func TestFlashAllKernels(t *testing.T) {
 	ks := flashAllKernels()
-	if len(ks) != 16 {
-		t.Fatalf("%d entry points, want 16", len(ks))
+	if len(ks) != 18 {
+		t.Fatalf("%d entry points, want 18", len(ks))
 	}
 	seen := map[string]bool{}
 	for _, k := range ks {
@@ -51,6 +53,10 @@ func TestFlashAllKernels(t *testing.T) {
 			t.Errorf("%s twice", n)
 		}
 		seen[n] = true
+		want := map[string]int{"64 16": 128, "128 16": 256, "128 32": 128}[fmt.Sprintf("%d %d", k.br, k.v.warpRows)]
+		if k.threads() != want {
+			t.Errorf("%s: %d threads, want %d", n, k.threads(), want)
+		}
 		back, ok := flashKernelOf(n)
 		if !ok || back.flashKey != k.flashKey || back.v != k.v {
 			t.Errorf("%s reads back as %+v (%v), want %+v", n, back, ok, k)
@@ -59,7 +65,7 @@ func TestFlashAllKernels(t *testing.T) {
 	if n := flashVariantName(128, 128, flashVariants[3]); n != "pb_flash_fwd_d128_b128_hfdm" {
 		t.Errorf("d128 b128 hfdm is %s", n)
 	}
-	if !seen["pb_flash_fwd_d64_hf"] || !seen["pb_flash_fwd_d128_dm"] {
+	if !seen["pb_flash_fwd_d64_hf"] || !seen["pb_flash_fwd_d128_dm"] || !seen["pb_flash_fwd_d128_b128_w32hfdm"] || seen["pb_flash_fwd_d128_w32hfdm"] {
 		t.Errorf("entry points %v lack the 64-query tiles' variants", seen)
 	}
 }
