@@ -45,6 +45,11 @@ func flashVariantFor(fk flashKey, v flashVariant) flashVariant {
 	return flashVariants[0]
 }
 
+// flashDefaultVariant is the variant prefill runs on when
+// $PARTBENCH_FLASH_VARIANT is empty: the one line to change to make
+// another variant the backend's default.
+const flashDefaultVariant = "default"
+
 // flashVariantEnv selects the variant prefill runs on (Compute.initFlash).
 const flashVariantEnv = "PARTBENCH_FLASH_VARIANT"
 
@@ -52,12 +57,12 @@ const flashVariantEnv = "PARTBENCH_FLASH_VARIANT"
 // carries the selected variant from New to initFlash.
 const flashVariantKey = "flash-variant="
 
-// parseFlashVariant is the variant named s ("" is the default), or an
-// error naming the variable, the value and the choices.
+// parseFlashVariant is the variant named s ("" is flashDefaultVariant),
+// or an error naming the variable, the value and the choices.
 func parseFlashVariant(s string) (flashVariant, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return flashVariants[0], nil
+		s = flashDefaultVariant
 	}
 	var names []string
 	for _, v := range flashVariants {
