@@ -459,11 +459,33 @@ extern "C" {
 		const elem* vc, const int* pos, int seq0, int q, int hl, int kvl, int context, float scale_log2, int bidir) { \
 		flash_fwd<D, BR, VAR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                   \
 	}
-#define PB_FLASH_VARIANTS(D, BR, SUFFIX)                                    \
-	PB_FLASH(D, BR, 0, SUFFIX)                                              \
-	PB_FLASH(D, BR, FLASH_HEAVY_FIRST, SUFFIX##_hf)                         \
-	PB_FLASH(D, BR, FLASH_DIAG_MASK, SUFFIX##_dm)                           \
-	PB_FLASH(D, BR, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, SUFFIX##_hfdm)
+// PB_FLASH_SET picks the variants compiled, one bit each in
+// flash_variants.go's order (1 default, 2 _hf, 4 _dm, 8 _hfdm, 16
+// _w32hfdm): the backend compiles the default and the selected one (NVRTC's
+// time grows with the entry points), the gate and the harness all.
+#ifndef PB_FLASH_SET
+#define PB_FLASH_SET 31
+#endif
+#if PB_FLASH_SET & 2
+#define PB_FLASH_HF(D, BR, SUFFIX) PB_FLASH(D, BR, FLASH_HEAVY_FIRST, SUFFIX##_hf)
+#else
+#define PB_FLASH_HF(D, BR, SUFFIX)
+#endif
+#if PB_FLASH_SET & 4
+#define PB_FLASH_DM(D, BR, SUFFIX) PB_FLASH(D, BR, FLASH_DIAG_MASK, SUFFIX##_dm)
+#else
+#define PB_FLASH_DM(D, BR, SUFFIX)
+#endif
+#if PB_FLASH_SET & 8
+#define PB_FLASH_HFDM(D, BR, SUFFIX) PB_FLASH(D, BR, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, SUFFIX##_hfdm)
+#else
+#define PB_FLASH_HFDM(D, BR, SUFFIX)
+#endif
+#define PB_FLASH_VARIANTS(D, BR, SUFFIX) \
+	PB_FLASH(D, BR, 0, SUFFIX)           \
+	PB_FLASH_HF(D, BR, SUFFIX)           \
+	PB_FLASH_DM(D, BR, SUFFIX)           \
+	PB_FLASH_HFDM(D, BR, SUFFIX)
 PB_FLASH_VARIANTS(64, 64, )
 PB_FLASH_VARIANTS(128, 64, )
 PB_FLASH_VARIANTS(64, 128, _b128)
@@ -480,8 +502,10 @@ PB_FLASH_VARIANTS(128, 128, _b128)
 		int bidir) {                                                                                                   \
 		flash_fwd_w32<D, VAR>(qkv, ao, kc, vc, pos, seq0, q, hl, kvl, context, scale_log2, bidir);                       \
 	}
+#if PB_FLASH_SET & 16
 PB_FLASH_W32(64, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, hfdm)
 PB_FLASH_W32(128, FLASH_HEAVY_FIRST | FLASH_DIAG_MASK, hfdm)
+#endif
 
 } // extern "C"
 

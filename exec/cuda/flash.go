@@ -106,12 +106,13 @@ func (c *Compute) initFlash() {
 		f.why = fmt.Sprintf("no attention of the plan has head dim %v and %d or more queries", flashHeadDims, flashMinQ)
 		return // nothing to compile (NVRTC takes seconds over flash.cu)
 	}
+	f.variant = selectedFlashVariant(c.without)
 	var errs []string
 	for _, cubin := range []bool{true, false} {
 		if cubin && !c.rtc.HasCUBIN() {
 			continue
 		}
-		img, err := c.compileSource(flashModule, "flash.cu", major, minor, cubin)
+		img, err := c.compileSourceWith(flashModule, "flash.cu", major, minor, cubin, flashSetDefine(f.variant))
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -129,11 +130,26 @@ func (c *Compute) initFlash() {
 		return
 	}
 	f.shared, f.names = map[flashKey]int{}, map[flashKey]string{}
-	f.variant = selectedFlashVariant(c.without)
+	errs = append(errs, c.flashFunctions(f.module, f.variant)...)
+	if len(f.names) == 0 {
+		f.why = strings.Join(errs, "; ")
+	}
+}
+
+// flashFunctions looks up the kernels of the default and of variant v in m
+// into c.k, raising each one's shared memory limit, and makes v's (the
+// default's where v is not built for a tile) the kernels prefill runs on
+// (c.flash.names); it returns what failed.
+func (c *Compute) flashFunctions(m cuda.Module, v flashVariant) []string {
+	f := &c.flash
+	var errs []string
 	for _, k := range flashAllKernels() {
+		if k.v.suffix != "" && k.v != v {
+			continue
+		}
 		fk, hd, br := k.flashKey, k.hd, k.br
 		name := k.name()
-		fn, err := f.module.Function(name)
+		fn, err := m.Function(name)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -154,9 +170,7 @@ func (c *Compute) initFlash() {
 			f.shared[fk], f.names[fk] = smem, name
 		}
 	}
-	if len(f.names) == 0 {
-		f.why = strings.Join(errs, "; ")
-	}
+	return errs
 }
 
 // flashFits reports whether some attention op of the rank's Programs has
@@ -177,14 +191,20 @@ func (c *Compute) flashFits() bool {
 // compileSource is compile for a source other than kernelSource, cached
 // under its name beside it.
 func (c *Compute) compileSource(src, name string, major, minor int, cubin bool) (compiledImage, error) {
+	return c.compileSourceWith(src, name, major, minor, cubin)
+}
+
+// compileSourceWith is compileSource with more NVRTC options (defines),
+// part of the cache's key.
+func (c *Compute) compileSourceWith(src, name string, major, minor int, cubin bool, opts ...string) (compiledImage, error) {
 	arch := cuda.ArchOption(major, minor, cubin)
-	key := name + " " + c.dt.name + " " + arch + " " + c.rtc.Path()
+	key := name + " " + c.dt.name + " " + arch + " " + c.rtc.Path() + " " + strings.Join(opts, " ")
 	images.Lock()
 	defer images.Unlock()
 	if img, ok := images.m[key]; ok {
 		return img, nil
 	}
-	out, err := c.rtc.Compile(src, name, arch, c.dt.define)
+	out, err := c.rtc.Compile(src, name, append([]string{arch, c.dt.define}, opts...)...)
 	if err != nil {
 		return compiledImage{}, err
 	}

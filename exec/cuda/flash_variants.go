@@ -114,6 +114,45 @@ func (k flashKernel) name() string { return flashVariantName(k.hd, k.br, k.v) }
 // threads is the entry point's block: one warp per warpRows query rows.
 func (k flashKernel) threads() int { return k.br / k.v.warpRows * 32 }
 
+// flashSetDefine is the NVRTC option that compiles flash.cu's default
+// kernels and those of variants vs only (PB_FLASH_SET: bit k for
+// flashVariants[k]).
+func flashSetDefine(vs ...flashVariant) string {
+	set := 1
+	for _, v := range vs {
+		for k, w := range flashVariants {
+			if w == v {
+				set |= 1 << k
+			}
+		}
+	}
+	return fmt.Sprintf("-DPB_FLASH_SET=%d", set)
+}
+
+// loadAllFlashVariants compiles and loads flash.cu with every variant and
+// looks up all their kernels into c.k (TestRealGPUFlashVariants times them
+// side by side); prefill keeps running on the selected variant. The
+// caller holds the context.
+func (c *Compute) loadAllFlashVariants() error {
+	if !c.flash.loaded {
+		return fmt.Errorf("cuda: flash attention is off: %s", c.flash.why)
+	}
+	img, err := c.compileSourceWith(flashModule, "flash.cu", c.info.ComputeMajor, c.info.ComputeMinor, c.rtc.HasCUBIN(), flashSetDefine(flashVariants...))
+	if err != nil {
+		return err
+	}
+	m, err := c.drv.LoadModule(img.image)
+	if err != nil {
+		return fmt.Errorf("loading the %s flash kernels with every variant: %w", img.what, err)
+	}
+	for _, v := range flashVariants[1:] {
+		if errs := c.flashFunctions(m, v); len(errs) > 0 {
+			return fmt.Errorf("cuda: %s", strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
 // flashAllKernels are every entry point of flash.cu: each variant of each
 // (head dim, query tile).
 func flashAllKernels() []flashKernel {

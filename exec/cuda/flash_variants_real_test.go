@@ -72,6 +72,15 @@ func flashVariantsTable(t *testing.T, plan *partition.Plan, op *partition.Op, dt
 	if _, ok, why := c.FlashAttention(); !ok {
 		t.Fatalf("%s: flash attention is off: %s", dt, why)
 	}
+	unpin, err := c.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.loadAllFlashVariants()
+	unpin()
+	if err != nil {
+		t.Fatalf("%s: %v", dt, err)
+	}
 	in := make([]float32, op.Rows*op.InWidth)
 	for i := range in {
 		in[i] = float32((i*7919)%401)/100 - 2

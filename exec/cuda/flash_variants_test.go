@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
 	"github.com/partbench/partbench/partition"
 )
@@ -99,6 +100,41 @@ func TestFlashVariantChosenOnFakes(t *testing.T) {
 			if got := c.attentionKernel(&op); got != fmt.Sprintf("pb_flash_fwd_d%d_hfdm", op.HeadDim) {
 				t.Errorf("attention runs on %s", got)
 			}
+		}
+	}
+}
+
+// PB_FLASH_SET: bit k compiles flashVariants[k], the default always; the
+// backend compiles the default and the selected variant only.
+func TestFlashSetDefine(t *testing.T) {
+	for _, tc := range []struct {
+		vs   []flashVariant
+		want string
+	}{
+		{nil, "-DPB_FLASH_SET=1"},
+		{flashVariants[:1], "-DPB_FLASH_SET=1"},
+		{flashVariants[3:4], "-DPB_FLASH_SET=9"}, // hfdm: 1 + 8
+		{flashVariants[4:5], "-DPB_FLASH_SET=17"},
+		{flashVariants, "-DPB_FLASH_SET=31"},
+	} {
+		if got := flashSetDefine(tc.vs...); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.vs, got, tc.want)
+		}
+	}
+}
+
+// flash.cu compiled with the hfdm variant's set has the default and the
+// hfdm entry of every (head dim, query tile) and no other variant's.
+func TestFlashSetCompiles(t *testing.T) {
+	rtc := flashNVRTC(t)
+	out, err := rtc.Compile(flashModule, "flash.cu", cuda.ArchOption(9, 0, false), dtypes["fp16"].define, flashSetDefine(flashVariants[3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range flashAllKernels() {
+		_, ok := ptxEntrySig(string(out.Image), k.name())
+		if want := k.v.suffix == "" || k.v.suffix == "_hfdm"; ok != want {
+			t.Errorf("%s in the PTX: %v, want %v", k.name(), ok, want)
 		}
 	}
 }
