@@ -85,15 +85,16 @@ func flashVariantFromEnv(set map[string]bool) error {
 	return nil
 }
 
-// selectedFlashVariant is the variant the Without set carries (the
-// default when it carries none).
+// selectedFlashVariant is the variant the Without set carries
+// (flashDefaultVariant when it carries none).
 func selectedFlashVariant(without map[string]bool) flashVariant {
 	for _, v := range flashVariants {
 		if without[flashVariantKey+v.name] {
 			return v
 		}
 	}
-	return flashVariants[0]
+	v, _ := parseFlashVariant("")
+	return v
 }
 
 // flashVariantName is the kernel of variant v for head dim hd and query
