@@ -17,7 +17,10 @@
 // as it becomes the A operand of the PV mma. Causal key tiles past the
 // query tile's last position are never loaded; tiles that cross the
 // diagonal or the cache's end are masked per element. Query head h reads
-// key/value head h / (hl / kvl).
+// key/value head h / (hl / kvl). Variants of the same arithmetic (another
+// launch order, fewer masked tiles, 4 warps of 32 rows at BR = 128:
+// flash_fwd_w32) are entry points of their own, chosen at run time
+// (flash_variants.go).
 //
 // Shared memory (dynamic): Q [BR][D+8], K [2][64][D+8], V [2][64][D+8]
 // elements; the 8-element pad puts the 8 rows an ldmatrix reads in

@@ -240,7 +240,8 @@ func flashTile(q, seqs, hl, sms int) int {
 }
 
 // attentionKernel is the kernel that runs op (an attention op): the
-// tensor-core pb_flash_fwd_dD[_b128] for a prefill of at least flashMinQ
+// tensor-core pb_flash_fwd_dD[_b128] (the selected variant's entry,
+// flash_variants.go) for a prefill of at least flashMinQ
 // queries per sequence with a head dim it is built for (query tile by
 // flashTile), else pb_attention_vV.
 func (c *Compute) attentionKernel(op *partition.Op) string {
