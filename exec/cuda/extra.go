@@ -85,6 +85,9 @@ func parseWithout(s string) (map[string]bool, error) {
 		}
 		set[v] = true
 	}
+	if err := flashVariantFromEnv(set); err != nil { // flash_variants.go
+		return nil, err
+	}
 	return set, nil
 }
 
@@ -124,9 +127,9 @@ var extraLaunch = func() map[string]launchBound {
 		"pb_gen":                {threads: flatThreads},
 		"pb_causal_softmax":     {threads: rowThreads},
 	}
-	for _, fk := range flashKeys() {
+	for _, fk := range flashAllKernels() {
 		smem := flashSharedBytes(fk.hd, fk.br, 2)
-		m[flashKernelName(fk.hd, fk.br)] = launchBound{threads: flashThreads(fk.br), dynSmem: smem, optIn: smem > cuda.DefaultDynamicSharedBytes}
+		m[fk.name()] = launchBound{threads: fk.threads(), dynSmem: smem, optIn: smem > cuda.DefaultDynamicSharedBytes}
 	}
 	return m
 }()

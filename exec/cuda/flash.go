@@ -78,7 +78,10 @@ type flashState struct {
 	image  string              // "cubin sm_90" or "ptx compute_90"
 	shared map[flashKey]int    // dynamic shared memory per kernel, set on each function
 	why    string              // why flash.cu is not used, when !loaded
-	names  map[flashKey]string // the kernels loaded (flashKernelName)
+	names  map[flashKey]string // the kernel prefill runs per shape: the selected variant's (flashVariantName)
+	// variant is the one $PARTBENCH_FLASH_VARIANT selected (flash_variants.go);
+	// every variant's kernels are loaded into c.k.
+	variant flashVariant
 }
 
 // initFlash compiles flash.cu for the device and the element type, loads
@@ -103,12 +106,13 @@ func (c *Compute) initFlash() {
 		f.why = fmt.Sprintf("no attention of the plan has head dim %v and %d or more queries", flashHeadDims, flashMinQ)
 		return // nothing to compile (NVRTC takes seconds over flash.cu)
 	}
+	f.variant = selectedFlashVariant(c.without)
 	var errs []string
 	for _, cubin := range []bool{true, false} {
 		if cubin && !c.rtc.HasCUBIN() {
 			continue
 		}
-		img, err := c.compileSource(flashModule, "flash.cu", major, minor, cubin)
+		img, err := c.compileSourceWith(flashModule, "flash.cu", major, minor, cubin, flashSetDefine(f.variant))
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -126,10 +130,26 @@ func (c *Compute) initFlash() {
 		return
 	}
 	f.shared, f.names = map[flashKey]int{}, map[flashKey]string{}
-	for _, fk := range flashKeys() {
-		hd, br := fk.hd, fk.br
-		name := flashKernelName(hd, br)
-		fn, err := f.module.Function(name)
+	errs = append(errs, c.flashFunctions(f.module, f.variant)...)
+	if len(f.names) == 0 {
+		f.why = strings.Join(errs, "; ")
+	}
+}
+
+// flashFunctions looks up the kernels of the default and of variant v in m
+// into c.k, raising each one's shared memory limit, and makes v's (the
+// default's where v is not built for a tile) the kernels prefill runs on
+// (c.flash.names); it returns what failed.
+func (c *Compute) flashFunctions(m cuda.Module, v flashVariant) []string {
+	f := &c.flash
+	var errs []string
+	for _, k := range flashAllKernels() {
+		if k.v.suffix != "" && k.v != v {
+			continue
+		}
+		fk, hd, br := k.flashKey, k.hd, k.br
+		name := k.name()
+		fn, err := m.Function(name)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -146,11 +166,11 @@ func (c *Compute) initFlash() {
 			}
 		}
 		c.k[name] = kernel{fn: fn, sig: flashKernelSig}
-		f.shared[fk], f.names[fk] = smem, name
+		if k.v == flashVariantFor(fk, f.variant) {
+			f.shared[fk], f.names[fk] = smem, name
+		}
 	}
-	if len(f.names) == 0 {
-		f.why = strings.Join(errs, "; ")
-	}
+	return errs
 }
 
 // flashFits reports whether some attention op of the rank's Programs has
@@ -171,14 +191,20 @@ func (c *Compute) flashFits() bool {
 // compileSource is compile for a source other than kernelSource, cached
 // under its name beside it.
 func (c *Compute) compileSource(src, name string, major, minor int, cubin bool) (compiledImage, error) {
+	return c.compileSourceWith(src, name, major, minor, cubin)
+}
+
+// compileSourceWith is compileSource with more NVRTC options (defines),
+// part of the cache's key.
+func (c *Compute) compileSourceWith(src, name string, major, minor int, cubin bool, opts ...string) (compiledImage, error) {
 	arch := cuda.ArchOption(major, minor, cubin)
-	key := name + " " + c.dt.name + " " + arch + " " + c.rtc.Path()
+	key := name + " " + c.dt.name + " " + arch + " " + c.rtc.Path() + " " + strings.Join(opts, " ")
 	images.Lock()
 	defer images.Unlock()
 	if img, ok := images.m[key]; ok {
 		return img, nil
 	}
-	out, err := c.rtc.Compile(src, name, arch, c.dt.define)
+	out, err := c.rtc.Compile(src, name, append([]string{arch, c.dt.define}, opts...)...)
 	if err != nil {
 		return compiledImage{}, err
 	}
@@ -214,7 +240,8 @@ func flashTile(q, seqs, hl, sms int) int {
 }
 
 // attentionKernel is the kernel that runs op (an attention op): the
-// tensor-core pb_flash_fwd_dD[_b128] for a prefill of at least flashMinQ
+// tensor-core pb_flash_fwd_dD[_b128] (the selected variant's entry,
+// flash_variants.go) for a prefill of at least flashMinQ
 // queries per sequence with a head dim it is built for (query tile by
 // flashTile), else pb_attention_vV.
 func (c *Compute) attentionKernel(op *partition.Op) string {
@@ -230,14 +257,21 @@ func (c *Compute) attentionKernel(op *partition.Op) string {
 	return fmt.Sprintf("pb_attention_v%d", c.attnV)
 }
 
-// flashKeyOf is the head dim and query tile of a flash kernel's name.
+// flashKeyOf is the head dim and query tile of a flash kernel's name
+// (any variant's).
 func flashKeyOf(name string) (flashKey, bool) {
-	for _, fk := range flashKeys() {
-		if flashKernelName(fk.hd, fk.br) == name {
-			return fk, true
+	k, ok := flashKernelOf(name)
+	return k.flashKey, ok
+}
+
+// flashKernelOf is the shape and variant of a flash kernel's name.
+func flashKernelOf(name string) (flashKernel, bool) {
+	for _, k := range flashAllKernels() {
+		if k.name() == name {
+			return k, true
 		}
 	}
-	return flashKey{}, false
+	return flashKernel{}, false
 }
 
 // opTag is what the op's timing entry adds to its name to say which
@@ -253,7 +287,10 @@ func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
 		return c.fuseTag(op) // fuse.go
 	}
-	if fk, ok := flashKeyOf(c.attentionKernel(op)); ok {
+	if fk, ok := flashKernelOf(c.attentionKernel(op)); ok {
+		if fk.v.suffix != "" {
+			return fmt.Sprintf(" [flash d%d b%d %s]", fk.hd, fk.br, fk.v.name)
+		}
 		return fmt.Sprintf(" [flash d%d b%d]", fk.hd, fk.br)
 	}
 	if s := c.splits(op); s > 1 {
@@ -275,9 +312,17 @@ var _ pexec.OpLabeler = (*Compute)(nil)
 // the cache), and reports whether it did.
 func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) (bool, error) {
 	name := c.attentionKernel(op)
-	fk, ok := flashKeyOf(name)
-	if !ok {
+	if _, ok := flashKeyOf(name); !ok {
 		return false, nil
+	}
+	return true, c.launchFlash(name, op, qkv, ao, cache, st, seq0)
+}
+
+// launchFlash launches flash kernel name (any variant) for op.
+func (c *Compute) launchFlash(name string, op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) error {
+	fk, ok := flashKernelOf(name)
+	if !ok {
+		return fmt.Errorf("cuda: %s is not a flash kernel", name)
 	}
 	hd := op.HeadDim
 	scaleLog2 := float32(1 / math.Sqrt(float64(hd)) * math.Log2E)
@@ -287,7 +332,7 @@ func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st 
 	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(op.QLen).i(op.Heads).i(op.KVHeads).i(c.frame.Context).f(scaleLog2).i(bidir)
 	tiles := (op.QLen + fk.br - 1) / fk.br
-	return true, c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(flashThreads(fk.br)), c.flash.shared[fk], a)
+	return c.launchShared(name, cuda.D2(op.Seqs*tiles, op.Heads), cuda.D1(fk.threads()), flashSharedBytes(hd, fk.br, c.dt.bytes), a)
 }
 
 // launchShared launches a kernel of flash.cu or the second module with
@@ -317,6 +362,9 @@ func (c *Compute) describeExtra() string {
 	flash := "flash attention off (" + c.flash.why + ")"
 	if c.flash.loaded && len(c.flash.names) > 0 {
 		flash = "flash attention " + c.flash.image
+		if c.flash.variant.suffix != "" {
+			flash += " variant " + c.flash.variant.name
+		}
 	}
 	extra := "split-KV/fused off (" + c.extra.why + ")"
 	if c.extra.loaded {

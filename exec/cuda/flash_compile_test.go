@@ -40,8 +40,8 @@ func TestFlashSourceCompiles(t *testing.T) {
 				t.Errorf("sm_%d %s: compiler log is not empty:\n%s", arch, dt, out.Log)
 			}
 			ptx := string(out.Image)
-			for _, fk := range flashKeys() {
-				name := flashKernelName(fk.hd, fk.br)
+			for _, fk := range flashAllKernels() {
+				name := fk.name()
 				sig, ok := ptxEntrySig(ptx, name)
 				if dt == "fp32" {
 					if ok {

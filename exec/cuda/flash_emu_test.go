@@ -110,17 +110,22 @@ var flashEmuCases = []struct {
 
 func flashEmuKernels() []hostemu.Kernel {
 	var ks []hostemu.Kernel
-	for _, fk := range flashKeys() {
-		ks = append(ks, hostemu.Kernel{Name: flashKernelName(fk.hd, fk.br), Sig: flashKernelSig})
+	for _, fk := range flashAllKernels() {
+		ks = append(ks, hostemu.Kernel{Name: fk.name(), Sig: flashKernelSig})
 	}
 	return ks
 }
 
 func runFlashEmu(t *testing.T, p hostemu.Runner, a emuAttn, dt dtype, br int) ([]float32, error) {
+	return runFlashVariantEmu(t, p, a, dt, br, flashVariants[0])
+}
+
+// runFlashVariantEmu is runFlashEmu on variant v's kernel.
+func runFlashVariantEmu(t *testing.T, p hostemu.Runner, a emuAttn, dt dtype, br int, v flashVariant) ([]float32, error) {
 	g := a.g
 	tiles := (g.q + br - 1) / br
 	out, err := runKflashEmu(t, p, [][]byte{a.qkvB, make([]byte, g.seqs*g.q*g.hl*g.hd*dt.bytes), a.kB, a.vB, i32le(g.past)},
-		hostemu.Launch{Kernel: flashKernelName(g.hd, br), Grid: hostemu.D2(g.seqs*tiles, g.hl), Block: hostemu.D1(flashThreads(br)),
+		hostemu.Launch{Kernel: flashVariantName(g.hd, br, v), Grid: hostemu.D2(g.seqs*tiles, g.hl), Block: hostemu.D1(flashKernel{flashKey{g.hd, br}, v}.threads()),
 			DynSmem: flashSharedBytes(g.hd, br, dt.bytes),
 			Args: []hostemu.Arg{hostemu.Ptr(0, 0), hostemu.Ptr(1, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(4, 0),
 				hostemu.I32(g.seq0), hostemu.I32(g.q), hostemu.I32(g.hl), hostemu.I32(g.kvl), hostemu.I32(g.context),

@@ -218,10 +218,14 @@ func TestSplitKVCount(t *testing.T) {
 // flash kernels' the dynamic shared memory flash.go asks for (hd 128 above
 // 48 KiB: raised), and a launch beyond a bound is refused.
 func TestExtraLaunchBounds(t *testing.T) {
-	for _, fk := range flashKeys() {
-		b, ok := extraLaunch[flashKernelName(fk.hd, fk.br)]
-		if want := (fk.br + 4*64) * (fk.hd + 8) * 2; !ok || b.dynSmem != want || b.threads != 2*fk.br || b.optIn != (want > 48<<10) {
-			t.Errorf("%+v: bound %+v, want %d threads and %d bytes", fk, b, 2*fk.br, want)
+	for _, fk := range flashAllKernels() {
+		b, ok := extraLaunch[fk.name()]
+		threads := 2 * fk.br // 16 rows per warp: br/16 warps
+		if fk.v.warpRows == 32 {
+			threads = fk.br // 32 rows per warp
+		}
+		if want := (fk.br + 4*64) * (fk.hd + 8) * 2; !ok || b.dynSmem != want || b.threads != threads || b.optIn != (want > 48<<10) {
+			t.Errorf("%+v: bound %+v, want %d threads and %d bytes", fk, b, threads, want)
 		}
 	}
 	for _, name := range []string{"pb_splitkv_merge", "pb_rope_kv_table", "pb_gen", "pb_add_rmsnorm", "pb_add_layernorm", "pb_splitkv_partial_v8"} {

@@ -579,8 +579,8 @@ func extraSigs() map[string]string {
 		sigs[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
 		sigs[fmt.Sprintf("pb_splitkv_v%d", v)] = splitKVOneSig
 	}
-	for _, fk := range flashKeys() {
-		sigs[flashKernelName(fk.hd, fk.br)] = flashKernelSig
+	for _, fk := range flashAllKernels() {
+		sigs[fk.name()] = flashKernelSig
 	}
 	return sigs
 }
