@@ -47,8 +47,11 @@ func flashVariantFor(fk flashKey, v flashVariant) flashVariant {
 
 // flashDefaultVariant is the variant prefill runs on when
 // $PARTBENCH_FLASH_VARIANT is empty: the one line to change to make
-// another variant the backend's default.
-const flashDefaultVariant = "default"
+// another variant the backend's default. w32hfdm: on an H200 it ran the
+// seed prefill's attention in 2.77 ms against 3.82 for the first kernel
+// ("default"), bit for bit the same output, and the seed TTFT in 118.3
+// against 122.7 ms (docs/measurements/gpu-check-h200-2026-11-26/fifth-call).
+const flashDefaultVariant = "w32hfdm"
 
 // flashVariantEnv selects the variant prefill runs on (Compute.initFlash).
 const flashVariantEnv = "PARTBENCH_FLASH_VARIANT"
