@@ -107,13 +107,8 @@ func NewCalibrator(o CalibrateOptions) (c *Calibrator, err error) {
 			c = nil
 		}
 	}()
-	if c.stream, err = drv.NewStream(cuda.StreamNonBlocking); err != nil {
+	if c.stream, c.ev, err = newQueue(drv); err != nil {
 		return c, err
-	}
-	for i := range c.ev {
-		if c.ev[i], err = drv.NewEvent(cuda.EventDefault); err != nil {
-			return c, err
-		}
 	}
 	if c.handle, err = blas.NewHandle(); err != nil {
 		return c, err
@@ -515,20 +510,7 @@ func (c *Calibrator) release() error {
 		keep(c.handle.Destroy())
 		c.handle = nil
 	}
-	for i := range c.ev {
-		if c.ev[i] != (cuda.Event{}) {
-			keep(c.ev[i].Destroy())
-			c.ev[i] = cuda.Event{}
-		}
-	}
-	if c.stream != (cuda.Stream{}) {
-		keep(c.stream.Destroy())
-		c.stream = cuda.Stream{}
-	}
-	if c.ctx != nil {
-		keep(c.ctx.Release())
-		c.ctx = nil
-	}
+	releaseQueue(keep, &c.stream, c.ev[:], &c.ctx)
 	if len(errs) > 0 {
 		return fmt.Errorf("cuda: calibrator close: %w", errors.Join(errs...))
 	}

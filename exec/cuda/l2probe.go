@@ -117,13 +117,8 @@ func NewL2Probe(o L2ProbeOptions) (p *L2Probe, err error) {
 			p.release()
 		}
 	}()
-	if p.stream, err = drv.NewStream(cuda.StreamNonBlocking); err != nil {
+	if p.stream, p.ev, err = newQueue(drv); err != nil {
 		return p, err
-	}
-	for i := range p.ev {
-		if p.ev[i], err = drv.NewEvent(0); err != nil {
-			return p, err
-		}
 	}
 	m, image, lerr := loadStandalone(drv, rtc, info, l2ProbeSource, "partbench_l2probe.cu")
 	if lerr != nil {
@@ -314,20 +309,7 @@ func (p *L2Probe) release() error {
 		keep(p.module.Unload())
 		p.image = ""
 	}
-	for i := range p.ev {
-		if p.ev[i] != (cuda.Event{}) {
-			keep(p.ev[i].Destroy())
-			p.ev[i] = cuda.Event{}
-		}
-	}
-	if p.stream != (cuda.Stream{}) {
-		keep(p.stream.Destroy())
-		p.stream = cuda.Stream{}
-	}
-	if p.ctx != nil {
-		keep(p.ctx.Release())
-		p.ctx = nil
-	}
+	releaseQueue(keep, &p.stream, p.ev[:], &p.ctx)
 	if len(errs) > 0 {
 		return fmt.Errorf("cuda: L2 probe close: %v", errs)
 	}

@@ -32,3 +32,37 @@ func loadStandalone(drv *cuda.Driver, rtc *cuda.NVRTC, info cuda.DeviceInfo, src
 	}
 	return cuda.Module{}, "", errors.Join(errs...)
 }
+
+// newQueue makes a standalone tool's stream (non-blocking) and the two
+// events its samples are timed between.
+func newQueue(drv *cuda.Driver) (stream cuda.Stream, ev [2]cuda.Event, err error) {
+	if stream, err = drv.NewStream(cuda.StreamNonBlocking); err != nil {
+		return stream, ev, err
+	}
+	for i := range ev {
+		if ev[i], err = drv.NewEvent(cuda.EventDefault); err != nil {
+			return stream, ev, err
+		}
+	}
+	return stream, ev, nil
+}
+
+// releaseQueue destroys what newQueue made (the parts that exist) and
+// releases the tool's primary context, each error handed to keep; it
+// leaves them zero.
+func releaseQueue(keep func(error), stream *cuda.Stream, ev []cuda.Event, ctx **cuda.Context) {
+	for i := range ev {
+		if ev[i] != (cuda.Event{}) {
+			keep(ev[i].Destroy())
+			ev[i] = cuda.Event{}
+		}
+	}
+	if *stream != (cuda.Stream{}) {
+		keep(stream.Destroy())
+		*stream = cuda.Stream{}
+	}
+	if *ctx != nil {
+		keep((*ctx).Release())
+		*ctx = nil
+	}
+}
