@@ -18,7 +18,7 @@ import (
 // from the first module against pb_add_rmsnorm (pb_add_layernorm) from
 // fused.cu, on the same inputs, in one program. The fused kernels store
 // the sum rounded before reading it back, square and sum in the same order
-// and reduce over the block the same way (fused_sum is block_sum), so x
+// and reduce over the block with the same block_sum, so x
 // and the norm's output are equal bit for bit in every element type; any
 // difference is a defect of the fusion.
 

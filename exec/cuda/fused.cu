@@ -13,25 +13,6 @@
 
 #include "pb_common.cuh"
 
-// fused_sum adds v over the block (blockDim.x a multiple of 32, ≤ 1024).
-__device__ float fused_sum(float v) {
-	__shared__ float part[32];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-	if (lane == 0) part[warp] = v;
-	__syncthreads();
-	const int nw = blockDim.x >> 5;
-	v = threadIdx.x < nw ? part[threadIdx.x] : 0.0f;
-	if (warp == 0) {
-		for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-	}
-	if (threadIdx.x == 0) part[0] = v;
-	__syncthreads();
-	v = part[0];
-	__syncthreads();
-	return v;
-}
-
 extern "C" {
 
 // x[r] += y[r] (stored in the element type), then out[r] = x / √(mean(x²) + ε)
@@ -56,7 +37,7 @@ __global__ void pb_add_rmsnorm(elem* x, const elem* y, elem* out, const elem* w,
 			}
 			pb_store<PB_NORM_VEC>(xr + c, xv);
 		}
-		const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+		const float inv = 1.0f / sqrtf(block_sum(ss) / (float)H + eps);
 		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
 			pb_raw<PB_NORM_VEC> xv, wv, ov;
 			pb_fetch<PB_NORM_VEC>(xr + c, xv);
@@ -73,7 +54,7 @@ __global__ void pb_add_rmsnorm(elem* x, const elem* y, elem* out, const elem* w,
 		const float v = ld(s);
 		ss += v * v;
 	}
-	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+	const float inv = 1.0f / sqrtf(block_sum(ss) / (float)H + eps);
 	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st(ld(xr[c]) * inv * ld(w[c]));
 }
 
@@ -97,7 +78,7 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 			}
 			pb_store<PB_NORM_VEC>(xr + c, xv);
 		}
-		const float mean = fused_sum(s) / (float)H;
+		const float mean = block_sum(s) / (float)H;
 		float ss = 0.0f;
 		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
 			pb_raw<PB_NORM_VEC> xv;
@@ -108,7 +89,7 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 				ss += d * d;
 			}
 		}
-		const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+		const float inv = 1.0f / sqrtf(block_sum(ss) / (float)H + eps);
 		for (int c = threadIdx.x * PB_NORM_VEC; c < H; c += blockDim.x * PB_NORM_VEC) {
 			pb_raw<PB_NORM_VEC> xv, wv, bv, ov;
 			pb_fetch<PB_NORM_VEC>(xr + c, xv);
@@ -125,13 +106,13 @@ __global__ void pb_add_layernorm(elem* x, const elem* y, elem* out, const elem* 
 		xr[c] = e;
 		s += ld(e);
 	}
-	const float mean = fused_sum(s) / (float)H;
+	const float mean = block_sum(s) / (float)H;
 	float ss = 0.0f;
 	for (int c = threadIdx.x; c < H; c += blockDim.x) {
 		const float d = ld(xr[c]) - mean;
 		ss += d * d;
 	}
-	const float inv = 1.0f / sqrtf(fused_sum(ss) / (float)H + eps);
+	const float inv = 1.0f / sqrtf(block_sum(ss) / (float)H + eps);
 	for (int c = threadIdx.x; c < H; c += blockDim.x) o[c] = st((ld(xr[c]) - mean) * inv * ld(w[c]) + ld(b[c]));
 }
 
