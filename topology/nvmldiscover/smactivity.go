@@ -18,14 +18,26 @@ const (
 
 // SMSampler is a GPU's SM activity over a window: the GPM metric
 // GPM_METRIC_SM_UTIL (the fraction of SMs busy, averaged over the window)
-// where the GPU supports GPM (Hopper and later), else the utilization rate
-// (the fraction of time a kernel ran) polled every PollInterval.
+// where the GPU supports GPM (Hopper and later) and the window lasts at
+// least GPMMinWindow, else the utilization rate (the fraction of time a
+// kernel ran over the driver's own sample period) polled every
+// PollInterval.
 type SMSampler struct {
 	lib          nvml.Interface
 	dev          nvml.Device
 	gpm          bool
 	PollInterval time.Duration
+	// GPMMinWindow is the shortest window GPM answers for. NVML's GPM
+	// documentation asks for at least 100 ms between the two samples a
+	// metric is computed from (the counters refresh at that rate); on an
+	// H200, windows of 1–15 ms (one remote request of a tiny model) read
+	// 0 % for every request. A shorter window reports the utilization
+	// rate instead, under its own source name.
+	GPMMinWindow time.Duration
 }
+
+// DefaultGPMMinWindow is NVML's minimum interval between two GPM samples.
+const DefaultGPMMinWindow = 100 * time.Millisecond
 
 // NewSMSampler opens GPU index through NVML (libnvidia-ml loaded at run
 // time).
@@ -42,7 +54,7 @@ func NewSMSamplerFrom(lib nvml.Interface, index int) (*SMSampler, error) {
 		lib.Shutdown()
 		return nil, fmt.Errorf("nvml: GPU %d: %s", index, lib.ErrorString(r))
 	}
-	s := &SMSampler{lib: lib, dev: dev, PollInterval: 20 * time.Millisecond}
+	s := &SMSampler{lib: lib, dev: dev, PollInterval: 20 * time.Millisecond, GPMMinWindow: DefaultGPMMinWindow}
 	if sup, r := dev.GpmQueryDeviceSupport(); r == nvml.SUCCESS && sup.IsSupportedDevice != 0 {
 		s.gpm = true
 	}
@@ -81,9 +93,13 @@ func (s *SMSampler) startGPM() (func() (float64, string), bool) {
 		s.lib.GpmSampleFree(b)
 		return nil, false
 	}
+	start := time.Now()
 	return func() (float64, string) {
 		defer s.lib.GpmSampleFree(a)
 		defer s.lib.GpmSampleFree(b)
+		if time.Since(start) < s.GPMMinWindow {
+			return s.utilizationNow()
+		}
 		if r := s.dev.GpmSampleGet(b); r != nvml.SUCCESS {
 			return 0, ""
 		}
@@ -94,6 +110,16 @@ func (s *SMSampler) startGPM() (func() (float64, string), bool) {
 		}
 		return m.Metrics[0].Value / 100, SourceGPMSMActivity
 	}, true
+}
+
+// utilizationNow is the driver's utilization rate now: the fraction of
+// its last sample period (1/6 s to 1 s by product) in which a kernel ran.
+func (s *SMSampler) utilizationNow() (float64, string) {
+	u, r := s.dev.GetUtilizationRates()
+	if r != nvml.SUCCESS {
+		return 0, ""
+	}
+	return float64(u.Gpu) / 100, SourceUtilization
 }
 
 func (s *SMSampler) startPolling() func() (float64, string) {

@@ -81,6 +81,7 @@ func TestSMSamplerGPM(t *testing.T) {
 	if !s.GPM() {
 		t.Fatal("a GPU with GPM support is sampled without it")
 	}
+	s.GPMMinWindow = 0 // the mock's counters need no refresh interval
 	f, src := s.StartWindow()()
 	if f != 0.375 || src != SourceGPMSMActivity {
 		t.Errorf("window %v from %q, want 0.375 from %q", f, src, SourceGPMSMActivity)
@@ -132,11 +133,47 @@ func TestSMSamplerGPMFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	s.GPMMinWindow = 0
 	if f, src := s.StartWindow()(); f != 0 || src != "" {
 		t.Errorf("failed metric: %v from %q, want nothing", f, src)
 	}
 	if n.allocs != n.frees {
 		t.Errorf("%d GPM samples allocated, %d freed", n.allocs, n.frees)
+	}
+}
+
+// A window shorter than GPM's minimum interval between samples is not
+// read from GPM (the H200 answered 0 % for every 1–15 ms window): it
+// reports the utilization rate, named as such (60 % → 0.6), and still
+// frees both GPM samples.
+func TestSMSamplerGPMShortWindow(t *testing.T) {
+	n := newSMNVML(true, 37.5)
+	n.util = 60
+	metrics := 0
+	get := n.lib.GpmMetricsGetFunc
+	n.lib.GpmMetricsGetFunc = func(m *nvml.GpmMetricsGetType) nvml.Return { metrics++; return get(m) }
+	s, err := NewSMSamplerFrom(n.lib, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.GPMMinWindow != 100*time.Millisecond {
+		t.Errorf("GPM minimum window %v, want NVML's 100 ms", s.GPMMinWindow)
+	}
+	s.GPMMinWindow = time.Hour // every window of the test is shorter
+	if f, src := s.StartWindow()(); f != 0.6 || src != SourceUtilization {
+		t.Errorf("short window: %v from %q, want 0.6 from %q", f, src, SourceUtilization)
+	}
+	if metrics != 0 {
+		t.Errorf("a short window asked GPM for %d metrics", metrics)
+	}
+	if n.allocs != 2 || n.frees != 2 {
+		t.Errorf("%d GPM samples allocated, %d freed; want 2 and 2", n.allocs, n.frees)
+	}
+	n.lib.GpmMetricsGetFunc = get
+	n.dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_UNKNOWN }
+	if f, src := s.StartWindow()(); f != 0 || src != "" {
+		t.Errorf("short window, no utilization rate: %v from %q, want nothing", f, src)
 	}
 }
 
