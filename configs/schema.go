@@ -76,7 +76,19 @@ type Parallel struct {
 	// PrefillChunk is the prompt tokens per sequence processed per prefill
 	// pass; 0 means the whole prompt, chunked only if activations would not fit.
 	PrefillChunk int `toml:"prefill_chunk" json:"prefill_chunk"`
+	// PassBuffers is how a rank's micro-batches hold their activation
+	// buffers: "shared" (empty means shared: one allocation of each, as a
+	// rank runs its passes one after another; the token ids stay each
+	// micro-batch's own) or "per-microbatch" (every micro-batch its own,
+	// for an engine that copies rows between micro-batches' buffers).
+	PassBuffers string `toml:"pass_buffers" json:"pass_buffers,omitempty"`
 }
+
+// The values of Parallel.PassBuffers.
+const (
+	PassBuffersShared        = "shared"
+	PassBuffersPerMicrobatch = "per-microbatch"
+)
 
 // Ranks is the job's size, tp × pp × dp (dp 0 in a file counts 1): what a
 // launcher and the rendezvous check before any Plan is built.

@@ -117,6 +117,11 @@ func (c *Config) Validate() error {
 	default:
 		add("parallel.schedule: must be \"fill-drain\" or \"1f1b\" (got %q)", p.Schedule)
 	}
+	switch p.PassBuffers {
+	case "", PassBuffersShared, PassBuffersPerMicrobatch:
+	default:
+		add("parallel.pass_buffers: must be %q or %q (got %q)", PassBuffersShared, PassBuffersPerMicrobatch, p.PassBuffers)
+	}
 	if p.PrefillChunk < 0 || (w.Context > w.OutputTokens && p.PrefillChunk > w.PromptTokens()) {
 		add("parallel.prefill_chunk: must be in [0, prompt tokens = %d] (got %d)", w.PromptTokens(), p.PrefillChunk)
 	}

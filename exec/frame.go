@@ -81,21 +81,35 @@ type Frame[B View[B], W Shaped] struct {
 // NewFrame makes the frame of rank: each micro-batch's buffers
 // (plan.BufferElems), those that share storage (partition.StorageOf) as one
 // allocation made by alloc (plan.BufferAllocs), and an empty weight map.
+// The micro-batches share one allocation of every storage but the
+// plan.PassPrivate ones (the token ids; every buffer with
+// parallel.pass_buffers = "per-microbatch"), which each allocates: the
+// plan's memory counts the same.
 func NewFrame[B View[B], W Shaped](backend string, plan *partition.Plan, rank int, alloc func(b model.Buf, elems int) (B, error)) (*Frame[B, W], error) {
 	w := plan.Config.Workload
 	f := &Frame[B, W]{Backend: backend, Rank: rank, Context: w.Context, Prompt: w.PromptTokens(), Weights: map[TensorKey]W{}}
 	sizes := plan.BufferElems(rank)
 	regions := plan.BufferAllocs(rank)
 	bufs := append(model.Buffers(), model.Logits.Gathered())
+	shared := map[model.Buf]B{} // the micro-batches' one allocation of each storage
 	for range plan.Microbatches {
 		p := &Pass[B]{Bufs: map[model.Buf]B{}}
 		for _, b := range bufs { // the storages first: a buffer that shares one takes its view
-			if n, ok := regions[b]; ok {
-				v, err := alloc(b, n)
-				if err != nil {
-					return nil, err
-				}
+			n, ok := regions[b]
+			if !ok {
+				continue
+			}
+			if v, ok := shared[b]; ok {
 				p.Bufs[b] = v
+				continue
+			}
+			v, err := alloc(b, n)
+			if err != nil {
+				return nil, err
+			}
+			p.Bufs[b] = v
+			if !plan.PassPrivate(b) {
+				shared[b] = v
 			}
 		}
 		for _, b := range bufs {

@@ -56,13 +56,17 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 	return layers, embed
 }
 
-// activationBytes is one micro-batch's buffers of rank r for a pass of
-// tokens rows, as an executor allocates them (bufferElems, shared storage
-// counted once: BufferAllocs at that size).
+// activationBytes is rank r's buffers for passes of tokens rows, as an
+// executor allocates them (exec.NewFrame): BufferAllocs at that size, once
+// for every micro-batch, and the PassPrivate ones once per micro-batch.
 func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 	var b int64
 	for i, n := range allocSizes(p.passSizes(r, tokens)) {
-		b += p.BufferBytes(slotBuf(i), n)
+		bytes := p.BufferBytes(slotBuf(i), n)
+		if p.PassPrivate(slotBuf(i)) {
+			bytes *= int64(p.Microbatches)
+		}
+		b += bytes
 	}
 	return b
 }

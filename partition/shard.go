@@ -1,6 +1,9 @@
 package partition
 
-import "github.com/partbench/partbench/model"
+import (
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/model"
+)
 
 // Shard is TP index tpIndex's share of the model: every width a TP rank
 // holds, divided by TP here and nowhere else (configs.Validate checks that
@@ -149,9 +152,23 @@ func StorageOf(b model.Buf) model.Buf {
 	return b
 }
 
+// PassPrivate says whether each micro-batch needs its own allocation of
+// buffer b. A rank runs its passes one after another (one stream on a
+// GPU), and every buffer but the token ids is written before it is read
+// within a pass, so the micro-batches share one allocation of it; the
+// token ids are written by a pass's sample (or its tokens.recv) and read by
+// the same micro-batch's next pass, so each keeps its own. With
+// parallel.pass_buffers = "per-microbatch" (the serving engine, which
+// copies rows between micro-batches) every buffer is private.
+func (p *Plan) PassPrivate(b model.Buf) bool {
+	return b == model.Tokens || p.Config.Parallel.PassBuffers == configs.PassBuffersPerMicrobatch
+}
+
 // BufferAllocs is the elements of each allocation behind rank's
-// per-micro-batch buffers: BufferElems with the buffers that share storage
-// (StorageOf) in one region, keyed by the storage's buffer.
+// buffers of one pass: BufferElems with the buffers that share storage
+// (StorageOf) in one region, keyed by the storage's buffer. The
+// micro-batches share them, except the PassPrivate ones, which each
+// micro-batch allocates.
 func (p *Plan) BufferAllocs(rank int) map[model.Buf]int {
 	z := allocSizes(p.passSizes(p.RankAt(rank), p.MicrobatchSize*max(p.PrefillChunk, 1)))
 	out := map[model.Buf]int{}

@@ -87,7 +87,10 @@ func EngineConfig(cfg *configs.Config, slots, context int) (*configs.Config, err
 	// The smallest output the workload takes (2) leaves a prompt of context
 	// positions: every position a request reaches.
 	n.Workload = configs.Workload{Batch: slots + 1, Context: context + 2, OutputTokens: 2, Phases: []string{"prefill", "decode"}}
-	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots + 1, Schedule: "fill-drain", PrefillChunk: context}
+	// The engine copies rows between the batch's buffers and a slot's, so
+	// every micro-batch keeps buffers of its own.
+	n.Parallel = configs.Parallel{TP: 1, PP: 1, DP: 1, Microbatches: slots + 1, Schedule: "fill-drain", PrefillChunk: context,
+		PassBuffers: configs.PassBuffersPerMicrobatch}
 	return &n, nil
 }
 

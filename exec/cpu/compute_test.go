@@ -110,8 +110,10 @@ func TestTeacherForcing(t *testing.T) {
 // every rank of tp2pp2 (fp32), and the buffers are the hand count:
 // micro-batch of 2 sequences × prompt 20 = 40 rows; per row x, h, y 64 each,
 // qkv (4 + 2·2)·8 = 64 and u 2·64 = 128 in one region of 128, ao 32 and a 64
-// in one of 64 (partition.StorageOf), tokens 1 → 192 + 128 + 64 + 1 = 385 floats;
-// the last stage adds logits 2·48 and gathered 2·96 = 288 per micro-batch.
+// in one of 64 (partition.StorageOf) → 192 + 128 + 64 = 384 floats shared by
+// the 2 micro-batches, and tokens 1 per row for each of them (2·40); the last
+// stage adds logits 2·48 and gathered 2·96 = 288, shared. The plan's
+// activation bytes are the same count.
 func TestAllocatedBytes(t *testing.T) {
 	cfg, err := configs.Load("test/tp2pp2-tiny")
 	if err != nil {
@@ -123,13 +125,16 @@ func TestAllocatedBytes(t *testing.T) {
 	}
 	for r, rk := range plan.Ranks {
 		c := newCompute(t, plan, r)
-		bufs := int64(2 * 40 * 385 * 4)
+		bufs := int64((40*384 + 2*40) * 4)
 		if rk.Stage == 1 {
-			bufs += 2 * 288 * 4
+			bufs += 288 * 4
 		}
 		if got, want := c.AllocatedBytes(), rk.Memory.WeightBytes+rk.Memory.KVCacheBytes+bufs; got != want {
 			t.Fatalf("rank %d allocated %d bytes, want weights %d + KV %d + buffers %d = %d",
 				r, got, rk.Memory.WeightBytes, rk.Memory.KVCacheBytes, bufs, want)
+		}
+		if rk.Memory.ActivationBytes != bufs {
+			t.Errorf("rank %d: the plan counts %d B of activations, the executor allocates %d", r, rk.Memory.ActivationBytes, bufs)
 		}
 	}
 }
@@ -175,9 +180,9 @@ func TestAllocatedByKind(t *testing.T) {
 	}
 	for r, rk := range plan.Ranks {
 		c := newCompute(t, plan, r)
-		bufs := int64(2 * 40 * 385 * 4)
+		bufs := int64((40*384 + 2*40) * 4)
 		if rk.Stage == 1 {
-			bufs += 2 * 288 * 4
+			bufs += 288 * 4
 		}
 		want := map[string]int64{pexec.AllocWeights: rk.Memory.WeightBytes, pexec.AllocKV: rk.Memory.KVCacheBytes, pexec.AllocBuffers: bufs}
 		if got := c.AllocatedByKind(); !maps.Equal(got, want) {

@@ -7,15 +7,33 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/model"
+	"github.com/partbench/partbench/partition"
 )
 
 // CopyRows moves exactly the asked elements between two micro-batches'
 // buffers on the device, in the buffer's element type (fp16 here, float32
 // token ids), and refuses ranges outside a buffer or overlapping in one.
+// The micro-batches keep buffers of their own (parallel.pass_buffers =
+// "per-microbatch", as the serving engine's config asks); shared, their x
+// is one allocation.
 func TestCopyRowsOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
-	plan := tinyPlan(t, "test/tp2pp2-tiny") // 2 micro-batches of 40 rows
+	cfg, err := configs.Load("test/tp2pp2-tiny") // 2 micro-batches of 40 rows
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parallel.PassBuffers = configs.PassBuffersPerMicrobatch
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := fakeCompute(t, tinyPlan(t, "test/tp2pp2-tiny"), 0, Options{DType: "fp16"}).frame.Passes
+	if shared[0].Bufs[model.X].p != shared[1].Bufs[model.X].p || shared[0].Bufs[model.Tokens].p == shared[1].Bufs[model.Tokens].p {
+		t.Errorf("shared pass buffers: x at %#x and %#x, tokens at %#x and %#x; want x one allocation, tokens two",
+			shared[0].Bufs[model.X].p, shared[1].Bufs[model.X].p, shared[0].Bufs[model.Tokens].p, shared[1].Bufs[model.Tokens].p)
+	}
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
 	for _, tc := range []struct {
 		buf                   model.Buf

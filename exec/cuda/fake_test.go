@@ -52,12 +52,13 @@ func TestNewOnFakes(t *testing.T) {
 	//     w_up 64·128 = 8192, w_down 64·64 = 4096 → 18560 elements;
 	//   final_norm 64, lm_head 64·48 = 3072;
 	//   KV per layer 2 · 4·24·16 = 3072;
-	//   per micro-batch (rows 2·20 = 40): x, h, y 3·2560; qkv 40·64 = 2560
-	//     and u 40·128 = 5120 in one region of 5120, ao 1280 and a 2560 in one
-	//     of 2560 (partition.StorageOf); logits 96, gathered 192 → 15648
-	//     elements, tokens 40·4 bytes, pos 4, out 192 elements, sampled 8;
+	//   shared by the 2 micro-batches (rows 2·20 = 40): x, h, y 3·2560; qkv
+	//     40·64 = 2560 and u 40·128 = 5120 in one region of 5120, ao 1280 and
+	//     a 2560 in one of 2560 (partition.StorageOf); logits 96, gathered
+	//     192 → 15648 elements;
+	//   per micro-batch: tokens 40·4 bytes, pos 4, out 192 elements, sampled 8;
 	//   the rotary table (extra.go): 24 positions · 4 pairs · (cos, sin) fp32 = 768 bytes.
-	elems := 4*18560 + 64 + 3072 + 4*3072 + 2*(15648+192)
+	elems := 4*18560 + 64 + 3072 + 4*3072 + 15648 + 2*192
 	want := int64(2*elems + 2*(160+4+8) + 8 + cublasWorkspaceBytes + 768)
 	if got := c.AllocatedBytes(); got != want {
 		t.Errorf("AllocatedBytes = %d, want %d", got, want)
@@ -89,7 +90,7 @@ func TestAllocatedByKindOnFakes(t *testing.T) {
 	want := map[string]int64{
 		pexec.AllocWeights:   2 * (4*18560 + 64 + 3072),
 		pexec.AllocKV:        2 * 4 * 3072,
-		pexec.AllocBuffers:   2*2*(15648+192) + 2*(160+4+8),
+		pexec.AllocBuffers:   2*(15648+2*192) + 2*(160+4+8),
 		pexec.AllocWorkspace: 8 + cublasWorkspaceBytes + 768, // the invalid-token flag, cuBLAS's workspace, the rotary table
 	}
 	got := c.AllocatedByKind()
