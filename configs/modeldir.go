@@ -95,7 +95,9 @@ func GenerateConfig(dir string, seqs, context, newTokens, tp, pp, microbatches i
 		return nil, fmt.Errorf("%s: model.dir = %q: %w", c.Source, dir, err)
 	}
 	c.setModelDir(d, dir, arch.FP32.String(), "", false)
-	c.Workload = Workload{Batch: seqs, Context: max(context, 2), OutputTokens: max(newTokens, 1)}
+	// One new token is the prefill's alone: exec.generatePlan runs it as a
+	// prefill-only workload, whose output_tokens must still be ≥ 2.
+	c.Workload = Workload{Batch: seqs, Context: max(context, 2), OutputTokens: max(newTokens, 2)}
 	c.Parallel = Parallel{TP: tp, PP: pp, Microbatches: microbatches}
 	if err := c.hardwarePreset("h100-sxm"); err != nil {
 		return nil, err

@@ -104,6 +104,17 @@ func generatePlan(cfg *configs.Config, prompts [][]int, newTokens int, stepwise 
 		c.Workload.OutputTokens = P + newTokens - 1
 		steps = P + newTokens - 2
 	}
+	if steps == 0 {
+		// The prefill samples the one token: a prefill-only workload
+		// (whose output_tokens must be ≥ 2; the cache keeps one more
+		// position than it uses).
+		c.Workload.Phases = []string{"prefill"}
+		c.Workload.OutputTokens = 2
+		c.Workload.Context = P + 2
+		if stepwise {
+			c.Workload.Context = P + 1
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, 0, fmt.Errorf("generate: %w", err)
 	}

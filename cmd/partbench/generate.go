@@ -90,6 +90,8 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		return &exitError{2, errors.New("generate: --model-dir is required")}
 	case o.idsFile == "" && o.reference == "":
 		return &exitError{2, errors.New("generate: --ids-file (or --reference, whose prompts are generated) is required")}
+	case o.newTokens < 1:
+		return &exitError{2, fmt.Errorf("generate: --new-tokens %d: must be ≥ 1 (1 is the prefill's token alone)", o.newTokens)}
 	case o.format != "json":
 		return &exitError{2, fmt.Errorf("generate: --format %q: allowed json", o.format)}
 	case o.backend != configs.BackendCPU && o.backend != configs.BackendCUDA:

@@ -136,6 +136,8 @@ func TestGenerateRefusals(t *testing.T) {
 			[]string{`--backend "tpu": must be cpu or cuda`}},
 		{[]string{"generate", "--model-dir", dir},
 			[]string{"--ids-file (or --reference"}},
+		{[]string{"generate", "--model-dir", dir, "--reference", ref, "--new-tokens", "0"},
+			[]string{"--new-tokens 0: must be ≥ 1"}},
 		{[]string{"generate", "--model-dir", dir, "--reference", dir},
 			[]string{"--reference", dir}},
 		{[]string{"generate", "--model-dir", dir, "--reference", ref, "--backend", "cuda", "--dtype", "fp8"},

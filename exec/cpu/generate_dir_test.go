@@ -28,6 +28,18 @@ func TestGenerateDir(t *testing.T) {
 			t.Errorf("sequence %d: greedy %v, transformers %v", s, res.GreedyIDs[s], ref.GreedyIDs[s])
 		}
 	}
+	// One new token is the prefill's alone (no decode step): transformers'
+	// first greedy token of every sequence, through both pipeline stages.
+	g.NewTokens = 1
+	one, err := cpu.Generate(context.Background(), g)
+	if err != nil {
+		t.Fatalf("one new token: %v", err)
+	}
+	for s := range ref.GreedyIDs {
+		if !slices.Equal(one.GreedyIDs[s], ref.GreedyIDs[s][:1]) {
+			t.Errorf("one new token, sequence %d: greedy %v, transformers' first %v", s, one.GreedyIDs[s], ref.GreedyIDs[s][:1])
+		}
+	}
 	if _, _, err := (cpu.GenerateDir{Dir: dir, NewTokens: 1, TP: 1, PP: 1, Microbatches: 1}).Config(); err == nil || !strings.Contains(err.Error(), "no prompts") {
 		t.Errorf("no prompts: %v", err)
 	}
