@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/partbench/partbench/configs"
 )
@@ -205,16 +207,52 @@ func (g Generator) tiedHead() *Tensor {
 	return Transpose(g.embed())
 }
 
-// Transpose is t as [N][K].
+// Transpose is t as [N][K]: in tiles of transposeTile × transposeTile, so
+// both sides stay in cache, the tile rows of out split among GOMAXPROCS
+// goroutines once the tensor is large enough to pay for them (checkpoint
+// loading transposes every linear of a model).
 func Transpose(t *Tensor) *Tensor {
 	out := newTensor(t.N, t.K)
-	for r := 0; r < t.K; r++ {
-		for c := 0; c < t.N; c++ {
-			out.Data[c*t.K+r] = t.Data[r*t.N+c]
+	K, N := t.K, t.N
+	bands := (N + transposeTile - 1) / transposeTile // tile rows of out
+	tr := func(b0, b1 int) {
+		for c0 := b0 * transposeTile; c0 < min(b1*transposeTile, N); c0 += transposeTile {
+			c1 := min(c0+transposeTile, N)
+			for r0 := 0; r0 < K; r0 += transposeTile {
+				r1 := min(r0+transposeTile, K)
+				for c := c0; c < c1; c++ {
+					o := out.Data[c*K : c*K+K]
+					for r := r0; r < r1; r++ {
+						o[r] = t.Data[r*N+c]
+					}
+				}
+			}
 		}
 	}
+	workers := min(runtime.GOMAXPROCS(0), bands)
+	if workers < 2 || K*N < transposeParallelElems {
+		tr(0, bands)
+		return out
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr(w*bands/workers, (w+1)*bands/workers)
+		}()
+	}
+	wg.Wait()
 	return out
 }
+
+const (
+	transposeTile = 64
+	// transposeParallelElems is the size from which Transpose splits its
+	// work among goroutines (1 Mi elements: 4 MiB of float32, a few
+	// milliseconds of work against microseconds to start them).
+	transposeParallelElems = 1 << 20
+)
 
 // embed is the vocab-parallel embedding shard: rows [off, off+size) of
 // [Vp, hidden], uniform in [−1, 1); rows ≥ vocab are zero.
