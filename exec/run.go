@@ -126,12 +126,14 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	total := cfg.Run.Warmup + cfg.Run.Iterations
 	// Where decode steps run as device graphs, whose marks cannot tell the
 	// ops apart, one more iteration after the measured ones runs every op
-	// on its own with a device mark around each (OpSpans; not measured).
+	// on its own with a device mark around each (OpSpans; not measured);
+	// none where no traced op ran inside a graph.
 	clock, _ := compute.(DeviceClock)
 	graphs, _ := compute.(GraphLauncher)
 	opByOp := o.TraceDecodeSteps > 0 && clock != nil && graphs != nil
 	var windowStart, t0 time.Time
 	var measured, tracing, extra bool
+	graphed := false // an op of the traced iteration ran inside a graph
 	iter := 0 // the measured iteration's index
 	phase, step := partition.Prefill, -1
 	// observe adds each op's time to the busy total of its kind over the
@@ -159,6 +161,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			sp := spanOf(op, labeler, phase, step, start, end, t0)
 			if _, comm := op.Kind.Comm(); graphs != nil && !comm {
 				sp.Graph = graphs.LastGraph()
+				graphed = graphed || sp.Graph != 0
 			}
 			res.Spans = append(res.Spans, sp)
 		}
@@ -180,6 +183,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	}
 	for it := 0; it < last; it++ {
 		extra = it == total
+		if extra && !graphed {
+			break // every traced op ran on its own: its marks already time it
+		}
 		measured, iter = it >= cfg.Run.Warmup && !extra, it-cfg.Run.Warmup
 		tracing = o.TraceDecodeSteps > 0 && (it == total-1 || extra)
 		if extra {

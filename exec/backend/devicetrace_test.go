@@ -9,7 +9,9 @@ import (
 	"time"
 
 	pexec "github.com/partbench/partbench/exec"
+	pcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -86,6 +88,61 @@ func TestCudaTraceOpByOpBesideGraphs(t *testing.T) {
 		math.Abs(sum.DecodeOpByOpS-byOpSum[0]) > 1e-12 || math.Abs(sum.DecodeOpS-graphSum[0]) > 1e-12 {
 		t.Errorf("trace summary %+v, want 2 steps, %d graph ops, op by op %g s, graph %g s", sum, 2*n, byOpSum[0], graphSum[0])
 	}
+}
+
+// Without graphs the traced iteration's marks already time every op on
+// its own: no op-by-op iteration follows the measured one (one warm-up,
+// one measured, nothing more), every decode span is of an op alone, and
+// the trace has no op-by-op spans.
+func TestCudaTraceWithoutGraphsRunsNoExtraIteration(t *testing.T) {
+	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
+	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+	_, cudaComm, err := cudaBackend(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newComm := func(ctx context.Context, sess *rendezvous.Session, plan *partition.Plan, rank int, c pexec.Compute) (pexec.Comm, error) {
+		return cudaComm(ctx, sess, plan, rank, c.(countingCompute).Compute)
+	}
+	execs := 0
+	newCompute := func(plan *partition.Plan, rank int) (pexec.Compute, error) {
+		c, err := pcuda.New(plan, rank, pcuda.Options{Device: 0})
+		return countingCompute{c, &execs}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
+		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if len(r.OpSpans) != 0 {
+		t.Errorf("%d op-by-op spans without graphs, want none", len(r.OpSpans))
+	}
+	for _, s := range r.Spans {
+		if s.Graph != 0 || !s.Device {
+			t.Errorf("span %s step %d: graph %d device %v, want an op alone timed on the device", s.Name, s.Step, s.Graph, s.Device)
+		}
+	}
+	// Two iterations (warm-up and measured) of the prefill and every decode
+	// step's Program, and the tokens drained after each: no third.
+	steps := plan.Config.Workload.OutputTokens - 1
+	per := len(plan.Program(0, partition.Prefill).Ops) + steps*len(plan.Program(0, partition.Decode).Ops)
+	if execs < 2*per || execs >= 3*per {
+		t.Errorf("%d ops executed, want two iterations of %d (and no third)", execs, per)
+	}
+}
+
+// countingCompute counts the ops a Compute executes.
+type countingCompute struct {
+	*pcuda.Compute
+	n *int
+}
+
+func (c countingCompute) Exec(ctx context.Context, op *partition.Op, past int) error {
+	*c.n++
+	return c.Compute.Exec(ctx, op, past)
 }
 
 // On the fake driver, whose device memory in use is 1 GiB and its live
