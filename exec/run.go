@@ -134,7 +134,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	var windowStart, t0 time.Time
 	var measured, tracing, extra bool
 	graphed := false // an op of the traced iteration ran inside a graph
-	iter := 0 // the measured iteration's index
+	iter := 0        // the measured iteration's index
 	phase, step := partition.Prefill, -1
 	// observe adds each op's time to the busy total of its kind over the
 	// measured iterations, and records the last iteration's ops for a trace.
