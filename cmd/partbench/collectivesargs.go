@@ -167,16 +167,23 @@ func (o *collectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 }
 
 // options are the model's options: NCCL_ALGO/NCCL_PROTO, overridden by
-// --algo/--proto.
+// --algo/--proto. An error names the flag or variable the value came from.
 func (o *collectivesArgs) options() (sim.CollectiveOptions, error) {
 	opt := sim.OptionsFromEnv(os.Getenv)
+	algoFrom, protoFrom := "NCCL_ALGO", "NCCL_PROTO"
 	if o.Algo != "" {
-		opt.Algo = o.Algo
+		opt.Algo, algoFrom = o.Algo, "--algo"
 	}
 	if o.Proto != "" {
-		opt.Proto = o.Proto
+		opt.Proto, protoFrom = o.Proto, "--proto"
 	}
-	return opt, opt.Validate()
+	if err := (sim.CollectiveOptions{Algo: opt.Algo}).Validate(); err != nil {
+		return opt, fmt.Errorf("%s: %w", algoFrom, err)
+	}
+	if err := (sim.CollectiveOptions{Proto: opt.Proto}).Validate(); err != nil {
+		return opt, fmt.Errorf("%s: %w", protoFrom, err)
+	}
+	return opt, nil
 }
 
 // writeCompare reads every --measured file and prints it beside the model.
