@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -18,36 +19,49 @@ import (
 // what nvlstree maps to). Both fields accept NCCL's list syntax: a comma list
 // ("ring,tree"), an exclusion ("^nvls"), and per-function lists
 // ("ring;allreduce:tree", where only the first list may lack a prefix).
-// Names are case-insensitive.
+// Names are case-insensitive; each algorithm name is read by
+// commcount.ParseAlgorithm.
 type CollectiveOptions struct {
 	Algo, Proto string
+	// AlgoFrom and ProtoFrom name where Algo and Proto were given (a flag
+	// such as "--algo", a variable such as "NCCL_ALGO"): an error about the
+	// value begins with that name. Empty: "algo" and "proto".
+	AlgoFrom, ProtoFrom string
 }
 
 // OptionsFromEnv reads NCCL_ALGO and NCCL_PROTO through getenv (os.Getenv in
 // the program, a map in tests). Syntax errors surface from Collective or
-// Validate, naming the variable's value.
+// Validate, naming the variable and its value.
 func OptionsFromEnv(getenv func(string) string) CollectiveOptions {
+	var o CollectiveOptions
 	if getenv == nil {
-		return CollectiveOptions{}
+		return o
 	}
-	return CollectiveOptions{
-		Algo:  strings.TrimSpace(getenv("NCCL_ALGO")),
-		Proto: strings.TrimSpace(getenv("NCCL_PROTO")),
+	if o.Algo = strings.TrimSpace(getenv("NCCL_ALGO")); o.Algo != "" {
+		o.AlgoFrom = "NCCL_ALGO"
 	}
+	if o.Proto = strings.TrimSpace(getenv("NCCL_PROTO")); o.Proto != "" {
+		o.ProtoFrom = "NCCL_PROTO"
+	}
+	return o
 }
 
 // Validate checks the syntax of both fields.
 func (o CollectiveOptions) Validate() error {
 	for _, op := range ncclFuncOps {
-		if _, err := allowedAlgos(o.Algo, op); err != nil {
+		if _, err := allowedAlgos(o, op); err != nil {
 			return err
 		}
-		if _, err := allowedProtos(o.Proto, op); err != nil {
+		if _, err := allowedProtos(o, op); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// algoFrom and protoFrom are the names errors give the fields.
+func (o CollectiveOptions) algoFrom() string  { return cmp.Or(o.AlgoFrom, "algo") }
+func (o CollectiveOptions) protoFrom() string { return cmp.Or(o.ProtoFrom, "proto") }
 
 // CollectiveEstimate is the modeled cost of one collective (or send/recv).
 type CollectiveEstimate struct {
@@ -114,11 +128,11 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 		e.Op = op
 		return e, nil
 	}
-	algos, err := allowedAlgos(opt.Algo, op)
+	algos, err := allowedAlgos(opt, op)
 	if err != nil {
 		return est, err
 	}
-	protos, err := allowedProtos(opt.Proto, op)
+	protos, err := allowedProtos(opt, op)
 	if err != nil {
 		return est, err
 	}
@@ -571,25 +585,25 @@ func protoToken(tok string) (string, bool, error) {
 	return "", false, fmt.Errorf("unknown protocol %q (known: LL, LL128, Simple)", tok)
 }
 
-func allowedAlgos(spec string, op commcount.Op) (map[commcount.Algorithm]bool, error) {
-	set, err := parseNCCLList("algo", spec, op, ncclAlgos, algoToken)
+func allowedAlgos(o CollectiveOptions, op commcount.Op) (map[commcount.Algorithm]bool, error) {
+	set, err := parseNCCLList(o.algoFrom(), o.Algo, op, ncclAlgos, algoToken)
 	if err != nil {
 		return nil, err
 	}
 	if len(set) == 0 {
-		return nil, fmt.Errorf("algo %q enables no algorithm the model has for %s (it models %s; CollNet and PAT are not modelled)",
-			spec, op, algoNames(ncclAlgos))
+		return nil, fmt.Errorf("%s %q enables no algorithm the model has for %s (it models %s; CollNet and PAT are not modelled)",
+			o.algoFrom(), o.Algo, op, algoNames(ncclAlgos))
 	}
 	return set, nil
 }
 
-func allowedProtos(spec string, op commcount.Op) (map[string]bool, error) {
-	set, err := parseNCCLList("proto", spec, op, Protocols, protoToken)
+func allowedProtos(o CollectiveOptions, op commcount.Op) (map[string]bool, error) {
+	set, err := parseNCCLList(o.protoFrom(), o.Proto, op, Protocols, protoToken)
 	if err != nil {
 		return nil, err
 	}
 	if len(set) == 0 {
-		return nil, fmt.Errorf("proto %q enables no protocol for %s", spec, op)
+		return nil, fmt.Errorf("%s %q enables no protocol for %s", o.protoFrom(), o.Proto, op)
 	}
 	return set, nil
 }

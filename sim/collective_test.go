@@ -373,11 +373,24 @@ func TestCollectiveForcingFromEnv(t *testing.T) {
 			t.Errorf("%s (%+v): got %s/%s, want %s/%s", c.name, opt, e.Algo, e.Proto, c.algo, c.proto)
 		}
 	}
-	if got := OptionsFromEnv(env("NCCL_ALGO", " ring ", "NCCL_PROTO", "LL")); got != (CollectiveOptions{Algo: "ring", Proto: "LL"}) {
+	if got := OptionsFromEnv(env("NCCL_ALGO", " ring ", "NCCL_PROTO", "LL")); got != (CollectiveOptions{Algo: "ring", Proto: "LL", AlgoFrom: "NCCL_ALGO", ProtoFrom: "NCCL_PROTO"}) {
 		t.Errorf("OptionsFromEnv: %+v", got)
+	}
+	// Unset variables leave the options empty (NCCL's own choice).
+	if got := OptionsFromEnv(env()); got != (CollectiveOptions{}) {
+		t.Errorf("OptionsFromEnv(unset): %+v", got)
 	}
 	if got := OptionsFromEnv(nil); got != (CollectiveOptions{}) {
 		t.Errorf("OptionsFromEnv(nil): %+v", got)
+	}
+	// A bad value from the environment is named by its variable.
+	_, err := Collective(sys, commcount.AllReduce, firstRanks(8), GiB, OptionsFromEnv(env("NCCL_ALGO", "ring,butterfly")))
+	if want := `NCCL_ALGO "ring,butterfly": unknown collective algorithm "butterfly" (allowed: ring,`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("NCCL_ALGO=ring,butterfly: %v, want %q…", err, want)
+	}
+	// (Validate tries NCCL's functions in map order: any may be named.)
+	if err := OptionsFromEnv(env("NCCL_PROTO", "^LL,LL128,Simple")).Validate(); err == nil || !strings.HasPrefix(err.Error(), `NCCL_PROTO "^LL,LL128,Simple" enables no protocol for `) {
+		t.Errorf("NCCL_PROTO excluding every protocol: %v", err)
 	}
 	// nvlstree is NCCL's name for the hierarchical algorithm.
 	if e := mustCollective(t, dgxH100(2), commcount.AllReduce, firstRanks(16), GiB, CollectiveOptions{Algo: "NVLSTree"}); e.Algo != commcount.AlgoHierarchical {

@@ -16,12 +16,12 @@ func TestCollectivesOptionsNameTheirSource(t *testing.T) {
 		a                 collectivesArgs
 		want              []string
 	}{
-		{"flag algo", "", "", collectivesArgs{Algo: "butterfly"}, []string{`--algo: algo "butterfly": unknown collective algorithm "butterfly" (allowed: ring, tree`}},
-		{"env algo", "ring,butterfly", "", collectivesArgs{}, []string{`NCCL_ALGO: algo "ring,butterfly": unknown collective algorithm "butterfly"`}},
-		{"flag proto", "", "", collectivesArgs{Proto: "LL64"}, []string{`--proto: proto "LL64": unknown protocol "LL64" (known: LL, LL128, Simple)`}},
-		{"env proto", "", "ll256", collectivesArgs{}, []string{`NCCL_PROTO: proto "ll256": unknown protocol "ll256"`}},
+		{"flag algo", "", "", collectivesArgs{Algo: "butterfly"}, []string{`--algo "butterfly": unknown collective algorithm "butterfly" (allowed: ring, tree`}},
+		{"env algo", "ring,butterfly", "", collectivesArgs{}, []string{`NCCL_ALGO "ring,butterfly": unknown collective algorithm "butterfly"`}},
+		{"flag proto", "", "", collectivesArgs{Proto: "LL64"}, []string{`--proto "LL64": unknown protocol "LL64" (known: LL, LL128, Simple)`}},
+		{"env proto", "", "ll256", collectivesArgs{}, []string{`NCCL_PROTO "ll256": unknown protocol "ll256"`}},
 		// The flag overrides a bad variable, so the variable is not blamed.
-		{"flag over env", "butterfly", "", collectivesArgs{Algo: "p2p"}, []string{`--algo: algo "p2p": p2p is not an NCCL algorithm`}},
+		{"flag over env", "butterfly", "", collectivesArgs{Algo: "p2p"}, []string{`--algo "p2p": p2p is not an NCCL algorithm`}},
 	} {
 		t.Setenv("NCCL_ALGO", c.envAlgo)
 		t.Setenv("NCCL_PROTO", c.envProto)

@@ -167,23 +167,16 @@ func (o *collectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 }
 
 // options are the model's options: NCCL_ALGO/NCCL_PROTO, overridden by
-// --algo/--proto. An error names the flag or variable the value came from.
+// --algo/--proto; an error names the flag or variable the value came from.
 func (o *collectivesArgs) options() (sim.CollectiveOptions, error) {
 	opt := sim.OptionsFromEnv(os.Getenv)
-	algoFrom, protoFrom := "NCCL_ALGO", "NCCL_PROTO"
 	if o.Algo != "" {
-		opt.Algo, algoFrom = o.Algo, "--algo"
+		opt.Algo, opt.AlgoFrom = o.Algo, "--algo"
 	}
 	if o.Proto != "" {
-		opt.Proto, protoFrom = o.Proto, "--proto"
+		opt.Proto, opt.ProtoFrom = o.Proto, "--proto"
 	}
-	if err := (sim.CollectiveOptions{Algo: opt.Algo}).Validate(); err != nil {
-		return opt, fmt.Errorf("%s: %w", algoFrom, err)
-	}
-	if err := (sim.CollectiveOptions{Proto: opt.Proto}).Validate(); err != nil {
-		return opt, fmt.Errorf("%s: %w", protoFrom, err)
-	}
-	return opt, nil
+	return opt, opt.Validate()
 }
 
 // writeCompare reads every --measured file and prints it beside the model.
