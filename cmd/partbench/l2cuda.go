@@ -8,13 +8,13 @@ import (
 	"github.com/partbench/partbench/exec/backend"
 )
 
-// cudaL2Probe is `l2 --measure --backend cuda`'s probe: the registry's
-// cuda L2 probe (exec/cuda's L2Probe) on GPU 0 behind the CPU probe's interface (each working-set size
-// measured once). Reuse is the back-to-back read without a window,
-// WindowBytesPerS the same with the persisting-L2 access-policy window;
-// Ratio is without the window, as on the CPU. A failed measurement is kept
-// and returned by err after the run; close frees the probe. Without a
-// driver the error names it, as `run --backend cuda` does.
+// cudaL2Probe is `l2 --measure --backend cuda`'s probe: the registry's cuda
+// L2 probe (exec/cuda's L2Probe) on GPU 0 behind the CPU probe's interface
+// (each working-set size measured once). Reuse is the back-to-back read
+// without a window, WindowBytesPerS the same with the persisting-L2
+// access-policy window; Ratio is without the window, as on the CPU. A failed
+// measurement is kept and returned by err after the run; close frees the
+// probe. Without a driver the error names it, as `run --backend cuda` does.
 func cudaL2Probe(reg *backend.Registry, quick bool) (probe func(int64) calib.Reuse, err func() error, close func(), _ error) {
 	if e := reg.Available(configs.BackendCUDA); e != nil {
 		return nil, nil, nil, fmt.Errorf("l2 --measure --backend cuda: the GPU backend cannot run here: %w", e)
