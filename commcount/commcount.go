@@ -1,8 +1,9 @@
 // Package commcount holds the one definition of "communication event" that
 // partbench uses everywhere: the counts derived from a partition.Program for
 // the estimate, and the counts recorded at the communication layer (the TCP
-// communicator, the NCCL binding) during a run. It must not know how a
-// message is carried.
+// communicator, the NCCL binding) during a run; and the vocabulary of
+// collective algorithms (Algorithm, ParseAlgorithm) the model reports and
+// calibration files record. It must not know how a message is carried.
 package commcount
 
 import (

@@ -19,11 +19,11 @@ import (
 // CollectiveCompareRow is one size: nccl-tests' out-of-place figures and
 // the model's.
 type CollectiveCompareRow struct {
-	SizeBytes              int64   `json:"size_bytes"`
-	Count                  int64   `json:"count"`
-	MeasuredTimeS          float64 `json:"measured_time_s"`
-	MeasuredBusBWBytesPerS float64 `json:"measured_busbw_bytes_per_s"`
-	Algo                   string  `json:"algo"`
+	SizeBytes              int64               `json:"size_bytes"`
+	Count                  int64               `json:"count"`
+	MeasuredTimeS          float64             `json:"measured_time_s"`
+	MeasuredBusBWBytesPerS float64             `json:"measured_busbw_bytes_per_s"`
+	Algo                   commcount.Algorithm `json:"algo"`
 	// NCCLAlgo is Algo as NCCL names it (Ring, Tree, NVLS, NVLSTree).
 	NCCLAlgo              string  `json:"nccl_algo"`
 	Proto                 string  `json:"proto"`

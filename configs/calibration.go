@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -140,9 +141,9 @@ type CommSample struct {
 	TimeMaxS    float64 `toml:"time_max_s"`
 	// ModelTimeS, Algo and Proto are the collective model's answer with the
 	// calibrated link.
-	ModelTimeS float64 `toml:"model_time_s"`
-	Algo       string  `toml:"algo"`
-	Proto      string  `toml:"proto"`
+	ModelTimeS float64             `toml:"model_time_s"`
+	Algo       commcount.Algorithm `toml:"algo"`
+	Proto      string              `toml:"proto"`
 }
 
 // OpSample is the time of every op of one kind in one phase of a one-rank
@@ -483,7 +484,7 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	for _, s := range c.Comm {
 		tw.ArrayTable("comm")
 		kvs(tw, "op", s.Op, "ranks", s.Ranks, "bytes", s.Bytes, "time_min_s", s.TimeMinS, "time_median_s", s.TimeMedianS, "time_max_s", s.TimeMaxS,
-			"model_time_s", s.ModelTimeS, "algo", s.Algo, "proto", s.Proto)
+			"model_time_s", s.ModelTimeS, "algo", string(s.Algo), "proto", s.Proto)
 	}
 	if len(c.Ops) > 0 {
 		tw.Raw("\n")

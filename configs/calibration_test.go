@@ -189,3 +189,27 @@ func TestRequestOverhead(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// A calibration file's comm sample names its algorithm with
+// commcount.ParseAlgorithm's names: an unknown one is refused with the
+// file, the key and the value.
+func TestCalibrationUnknownAlgo(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleCalibration().WriteTOML(&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if !strings.Contains(text, `algo = "ring"`) {
+		t.Fatalf("written calibration lacks algo = \"ring\":\n%s", text)
+	}
+	_, err := ParseCalibration(strings.NewReader(strings.Replace(text, `algo = "ring"`, `algo = "butterfly"`, 1)), "calib.toml")
+	if err == nil {
+		t.Fatal("algo = \"butterfly\" accepted")
+	}
+	// The decoder's error gives file:line:column and echoes the line, key and all.
+	for _, w := range []string{"calib.toml:", `algo = "butterfly"`, `unknown collective algorithm "butterfly"`, "allowed: ring, tree"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %q", err, w)
+		}
+	}
+}

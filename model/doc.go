@@ -9,5 +9,7 @@
 // holds which Shard, exec/cpu and exec/cuda run the arithmetic. A new
 // architecture is a family registered in package arch; it touches this
 // package only when it brings a feature (a norm, an activation, a weight
-// layout) no family had before.
+// layout) no family had before. It reads no checkpoint: checkpoint/shards
+// reads a rank's shards from one, so model, partition and sim do not link the
+// safetensors reader (purity_test.go).
 package model

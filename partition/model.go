@@ -87,11 +87,20 @@ func ParamsTotal(m configs.Model) int64 {
 	return n
 }
 
-// KVBytesPerToken is the K and V cache of one token in one layer, all heads
-// (a whole model's, or TP = 1's; a rank's share is Plan.KVTokenBytes).
+// KVBytesPerToken is the K and V cache of one token in one layer, all KV
+// heads, in the model's dtype: 2 (K and V) × kv_heads × head_dim × element
+// bytes. It is the one definition of the KV cache's size: a tensor-parallel
+// rank's share (Plan.KVTokenBytes) and every byte count built on that
+// derive from it.
 func KVBytesPerToken(m configs.Model) int64 {
 	return 2 * int64(m.KVHeads) * int64(m.HeadDim) * int64(DTypeBytes(m.DType))
 }
+
+// KVHeadsPerRank is the KV heads each of tp tensor-parallel ranks holds:
+// an even split, since configs refuses a tp that does not divide kv_heads
+// (configs.Model.TPIndivisible). It is the one statement of the split
+// (Plan.Shard's KVHeads, Plan.KVTokenBytes).
+func KVHeadsPerRank(m configs.Model, tp int) int { return m.KVHeads / tp }
 
 // KVBytesPerLayer is one layer's KV cache for batch sequences of tokens each.
 func KVBytesPerLayer(m configs.Model, batch, tokens int) int64 {

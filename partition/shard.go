@@ -14,7 +14,7 @@ func (p *Plan) Shard(tpIndex int) model.Shard {
 	return model.Shard{
 		Arch: m.Features(), Index: tpIndex,
 		Hidden: m.Hidden, HeadDim: m.HeadDim,
-		Heads: m.Heads / p.TP, KVHeads: m.KVHeads / p.TP, FFN: m.FFN / p.TP,
+		Heads: m.Heads / p.TP, KVHeads: KVHeadsPerRank(m, p.TP), FFN: m.FFN / p.TP,
 		Vocab: m.Vocab, VocabOffset: tpIndex * vl, VocabSize: vl,
 	}
 }
@@ -203,9 +203,14 @@ func (p *Plan) OutputElems(rank int) int {
 }
 
 // KVTokenBytes is the K and V cache of one token in one layer on a rank of
-// TP index tpIndex (its share of the KV heads): memory, the attention op's
-// bytes, the remote modes' payloads and the backends' state copies are all
-// built from it.
+// TP index tpIndex: KVBytesPerToken's share for the rank's KV heads
+// (Plan.Shard, KVHeadsPerRank). Memory, the attention op's bytes, the
+// remote modes' payloads and the backends' state copies are all built from
+// it.
 func (p *Plan) KVTokenBytes(tpIndex int) int64 {
-	return int64(2*p.Shard(tpIndex).KVWidth()) * int64(p.DTypeBytes)
+	m := p.Model
+	if m.KVHeads <= 0 {
+		return 0
+	}
+	return KVBytesPerToken(m) / int64(m.KVHeads) * int64(p.Shard(tpIndex).KVHeads)
 }

@@ -75,7 +75,7 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 			Header: []string{"op", "ranks", "bytes", "median (s)", "min (s)", "max (s)", "model (s)", "algo/proto", "model / measured"}}
 		for _, s := range cal.Comm {
 			comm.Rows = append(comm.Rows, []string{s.Op, strconv.Itoa(s.Ranks), strconv.FormatInt(s.Bytes, 10), f(s.TimeMedianS), f(s.TimeMinS), f(s.TimeMaxS),
-				f(s.ModelTimeS), s.Algo + "/" + s.Proto, strconv.FormatFloat(s.ModelTimeS/s.TimeMedianS, 'f', 2, 64)})
+				f(s.ModelTimeS), string(s.Algo) + "/" + s.Proto, strconv.FormatFloat(s.ModelTimeS/s.TimeMedianS, 'f', 2, 64)})
 		}
 		grids = append(grids, comm)
 	}

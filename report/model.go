@@ -136,7 +136,7 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 		}
 		for _, u := range e.Collectives {
 			coll.Rows = append(coll.Rows, []string{e.Name, string(u.Phase), u.Name, u.Op, itoa(u.Ranks), itoa(u.Bytes), itoa(u.Count),
-				u.Algo, u.Proto, string(u.Link), us(u.TimeS)})
+				string(u.Algo), u.Proto, string(u.Link), us(u.TimeS)})
 		}
 		if rg := rangeNote(e); rg != "" {
 			notes = append(notes, e.Name+": "+rg)
@@ -297,7 +297,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 			row[0], row[1] = e.Name, "collective"
 			for k, v := range map[string]string{"collective_phase": string(u.Phase), "collective_name": u.Name, "collective_op": u.Op,
 				"collective_ranks": itoa(u.Ranks), "collective_bytes": itoa(u.Bytes), "collective_count_per_rank": itoa(u.Count),
-				"algo": u.Algo, "proto": u.Proto, "link": string(u.Link), "collective_time_s": f(u.TimeS)} {
+				"algo": string(u.Algo), "proto": u.Proto, "link": string(u.Link), "collective_time_s": f(u.TimeS)} {
 				row[col[k]] = v
 			}
 			g.Rows = append(g.Rows, row)

@@ -123,7 +123,7 @@ func EstimateSpansUpTo(e *sim.Estimate, decodeSteps int) []Span {
 			args["wait_us"] = sl.WaitS * 1e6
 		}
 		if sl.Algo != "" {
-			args["algo"], args["proto"] = sl.Algo, sl.Proto
+			args["algo"], args["proto"] = string(sl.Algo), sl.Proto
 		}
 		if sl.Link != "" {
 			args["link"] = string(sl.Link)

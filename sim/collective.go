@@ -1,9 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/partbench/partbench/commcount"
@@ -18,42 +19,56 @@ import (
 // what nvlstree maps to). Both fields accept NCCL's list syntax: a comma list
 // ("ring,tree"), an exclusion ("^nvls"), and per-function lists
 // ("ring;allreduce:tree", where only the first list may lack a prefix).
-// Names are case-insensitive.
+// Names are case-insensitive; each algorithm name is read by
+// commcount.ParseAlgorithm.
 type CollectiveOptions struct {
 	Algo, Proto string
+	// AlgoFrom and ProtoFrom name where Algo and Proto were given (a flag
+	// such as "--algo", a variable such as "NCCL_ALGO"): an error about the
+	// value begins with that name. Empty: "algo" and "proto".
+	AlgoFrom, ProtoFrom string
 }
 
 // OptionsFromEnv reads NCCL_ALGO and NCCL_PROTO through getenv (os.Getenv in
 // the program, a map in tests). Syntax errors surface from Collective or
-// Validate, naming the variable's value.
+// Validate, naming the variable and its value.
 func OptionsFromEnv(getenv func(string) string) CollectiveOptions {
+	var o CollectiveOptions
 	if getenv == nil {
-		return CollectiveOptions{}
+		return o
 	}
-	return CollectiveOptions{
-		Algo:  strings.TrimSpace(getenv("NCCL_ALGO")),
-		Proto: strings.TrimSpace(getenv("NCCL_PROTO")),
+	if o.Algo = strings.TrimSpace(getenv("NCCL_ALGO")); o.Algo != "" {
+		o.AlgoFrom = "NCCL_ALGO"
 	}
+	if o.Proto = strings.TrimSpace(getenv("NCCL_PROTO")); o.Proto != "" {
+		o.ProtoFrom = "NCCL_PROTO"
+	}
+	return o
 }
 
 // Validate checks the syntax of both fields.
 func (o CollectiveOptions) Validate() error {
 	for _, op := range ncclFuncOps {
-		if _, err := allowedAlgos(o.Algo, op); err != nil {
+		if _, err := allowedAlgos(o, op); err != nil {
 			return err
 		}
-		if _, err := allowedProtos(o.Proto, op); err != nil {
+		if _, err := allowedProtos(o, op); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// algoFrom and protoFrom are the names errors give the fields.
+func (o CollectiveOptions) algoFrom() string  { return cmp.Or(o.AlgoFrom, "algo") }
+func (o CollectiveOptions) protoFrom() string { return cmp.Or(o.ProtoFrom, "proto") }
+
 // CollectiveEstimate is the modeled cost of one collective (or send/recv).
 type CollectiveEstimate struct {
 	Op commcount.Op `json:"op"`
-	// Algo is ring, tree, nvls, hierarchical, p2p, or none (one rank, or no bytes).
-	Algo string `json:"algo"`
+	// Algo is ring, tree, nvls, hierarchical, p2p, oneshot, twoshot, or none
+	// (one rank, or no bytes).
+	Algo commcount.Algorithm `json:"algo"`
 	// Proto is LL, LL128 or Simple ("" when Algo is none).
 	Proto string `json:"proto"`
 	// Bytes is the payload as nccl-tests reports "size" (all_gather: the output).
@@ -113,11 +128,11 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 		e.Op = op
 		return e, nil
 	}
-	algos, err := allowedAlgos(opt.Algo, op)
+	algos, err := allowedAlgos(opt, op)
 	if err != nil {
 		return est, err
 	}
-	protos, err := allowedProtos(opt.Proto, op)
+	protos, err := allowedProtos(opt, op)
 	if err != nil {
 		return est, err
 	}
@@ -125,18 +140,18 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 	est.Link = g.link
 	if g.n == 1 || bytes == 0 {
 		// One rank is a local copy (or nothing); no bytes is a no-op in NCCL.
-		est.Algo = AlgoNone
+		est.Algo = commcount.AlgoNone
 		return est, nil
 	}
 
 	var best *candidate
 	var refused []string
-	for _, a := range []string{AlgoRing, AlgoTree, AlgoNVLS, AlgoHierarchical} {
+	for _, a := range ncclAlgos {
 		if !algos[a] {
 			continue
 		}
 		if why := g.cannot(op, a); why != "" {
-			refused = append(refused, a+": "+why)
+			refused = append(refused, string(a)+": "+why)
 			continue
 		}
 		ran := false
@@ -186,15 +201,15 @@ func P2P(sys topology.System, src, dst int, bytes int64) CollectiveEstimate {
 	}
 	e := CollectiveEstimate{Op: commcount.Send, Bytes: bytes, Ranks: 2}
 	if src == dst {
-		e.Algo, e.Ranks, e.Link = AlgoNone, 1, topology.Local
+		e.Algo, e.Ranks, e.Link = commcount.AlgoNone, 1, topology.Local
 		return e
 	}
 	l := sys.Topology.Path(src, dst)
-	e.Algo, e.Link = AlgoP2P, l.Class
+	e.Algo, e.Link = commcount.AlgoP2P, l.Class
 	s := float64(bytes)
 	bw := usableBW(l)
 	try := func(p string) (float64, float64) {
-		return l.LatencyS + protoHopOverheadS(l.Class, AlgoRing, p), s / (bw * ringFraction(p))
+		return l.LatencyS + protoHopOverheadS(l.Class, commcount.AlgoRing, p), s / (bw * ringFraction(p))
 	}
 	lat, bwt := try(ProtoSimple)
 	e.Proto = ProtoSimple
@@ -261,15 +276,15 @@ func (g group) nvlsNode(k int) bool {
 }
 
 // cannot says why algorithm a cannot run op on this group ("" if it can).
-func (g group) cannot(op commcount.Op, a string) string {
+func (g group) cannot(op commcount.Op, a commcount.Algorithm) string {
 	switch a {
-	case AlgoRing:
+	case commcount.AlgoRing:
 		return ""
-	case AlgoTree:
+	case commcount.AlgoTree:
 		if op != commcount.AllReduce {
 			return "NCCL runs trees for all_reduce only"
 		}
-	case AlgoNVLS:
+	case commcount.AlgoNVLS:
 		switch {
 		case op != commcount.AllReduce && op != commcount.AllGather && op != commcount.ReduceScatter:
 			return "NVLink SHARP runs all_reduce, all_gather and reduce_scatter only"
@@ -281,7 +296,7 @@ func (g group) cannot(op commcount.Op, a string) string {
 		case g.n <= 2:
 			return fmt.Sprintf("needs more than 2 ranks, the group has %d", g.n)
 		}
-	case AlgoHierarchical:
+	case commcount.AlgoHierarchical:
 		switch {
 		case op != commcount.AllReduce:
 			return "hierarchical is an all_reduce algorithm (other collectives run as rings across nodes)"
@@ -297,21 +312,22 @@ func (g group) cannot(op commcount.Op, a string) string {
 }
 
 // protocolsOf lists the protocols an algorithm supports.
-func protocolsOf(a string) []string {
-	if a == AlgoNVLS || a == AlgoHierarchical {
+func protocolsOf(a commcount.Algorithm) []string {
+	if a == commcount.AlgoNVLS || a == commcount.AlgoHierarchical {
 		return []string{ProtoSimple}
 	}
 	return Protocols
 }
 
 type candidate struct {
-	algo, proto string
-	latS, bwS   float64
+	algo      commcount.Algorithm
+	proto     string
+	latS, bwS float64
 }
 
 // model is the (latency, bandwidth) cost of op with algorithm a and protocol
 // p for s bytes; ok is false if the combination does not exist.
-func (g group) model(op commcount.Op, a, p string, s float64) (candidate, bool) {
+func (g group) model(op commcount.Op, a commcount.Algorithm, p string, s float64) (candidate, bool) {
 	c := candidate{algo: a, proto: p}
 	supported := false
 	for _, q := range protocolsOf(a) {
@@ -321,13 +337,13 @@ func (g group) model(op commcount.Op, a, p string, s float64) (candidate, bool) 
 		return c, false
 	}
 	switch a {
-	case AlgoRing:
+	case commcount.AlgoRing:
 		c.latS, c.bwS = g.ring(op, p, s)
-	case AlgoTree:
+	case commcount.AlgoTree:
 		c.latS, c.bwS = g.tree(p, s)
-	case AlgoNVLS:
+	case commcount.AlgoNVLS:
 		c.latS, c.bwS = g.nvls(op, s)
-	case AlgoHierarchical:
+	case commcount.AlgoHierarchical:
 		c.latS, c.bwS = g.hierarchical(p, s)
 	}
 	c.latS += g.par.rampS(p, s)
@@ -337,16 +353,16 @@ func (g group) model(op commcount.Op, a, p string, s float64) (candidate, bool) 
 // intraHopS and interHopS are the latency of one step on the intra-node and
 // inter-node link for algorithm a and protocol p: link latency plus the
 // protocol's per-hop overhead.
-func (g group) intraHopS(a, p string) float64 {
+func (g group) intraHopS(a commcount.Algorithm, p string) float64 {
 	h := g.topo.Intra.LatencyS + protoHopOverheadS(g.topo.Intra.Class, a, p)
-	if a == AlgoRing && g.hasInter {
+	if a == commcount.AlgoRing && g.hasInter {
 		// A ring that spans nodes paces every step by the network proxy.
 		h = max(h, netPostOverheadS(p))
 	}
 	return h
 }
 
-func (g group) interHopS(a, p string) float64 {
+func (g group) interHopS(a commcount.Algorithm, p string) float64 {
 	return g.topo.Inter.LatencyS + protoHopOverheadS(topology.Network, a, p)
 }
 
@@ -385,9 +401,9 @@ func (g group) ring(op commcount.Op, p string, s float64) (latS, bwS float64) {
 		steps, volume = n-1, 1
 		interSteps = g.nodes - 1
 	}
-	latS = baseLatencyUS[AlgoRing][p]*1e-6 +
-		float64(steps-interSteps)*g.intraHopS(AlgoRing, p) +
-		float64(interSteps)*g.interHopS(AlgoRing, p)
+	latS = baseLatencyUS[commcount.AlgoRing][p]*1e-6 +
+		float64(steps-interSteps)*g.intraHopS(commcount.AlgoRing, p) +
+		float64(interSteps)*g.interHopS(commcount.AlgoRing, p)
 	bwS = volume * s / (g.ringBW() * ringFraction(p))
 	return latS, bwS
 }
@@ -404,8 +420,8 @@ func (g group) tree(p string, s float64) (latS, bwS float64) {
 	if g.nodes > 1 {
 		depth = int(math.Ceil(math.Log2(float64(g.nodes))))
 	}
-	latS = baseLatencyUS[AlgoTree][p]*1e-6 +
-		2*(float64(g.maxPer-1)*g.intraHopS(AlgoTree, p)+float64(depth)*g.interHopS(AlgoTree, p))
+	latS = baseLatencyUS[commcount.AlgoTree][p]*1e-6 +
+		2*(float64(g.maxPer-1)*g.intraHopS(commcount.AlgoTree, p)+float64(depth)*g.interHopS(commcount.AlgoTree, p))
 	rate := math.Inf(1)
 	if g.hasIntra {
 		rate = usableBW(g.topo.Intra) / 2
@@ -459,11 +475,11 @@ func (g group) hierarchical(p string, s float64) (latS, bwS float64) {
 	if g.nvlsNode(g.minPer) {
 		intraLat = g.nvlsLatencyS(g.minPer)
 		intraBW = (1 + 1/k) * s / g.nvlsBW()
-		interHop = g.interHopS(AlgoHierarchical, p) // NCCL's NVLSTree network latency
+		interHop = g.interHopS(commcount.AlgoHierarchical, p) // NCCL's NVLSTree network latency
 	} else {
-		intraLat = baseLatencyUS[AlgoRing][p]*1e-6 + 2*(k-1)*(g.topo.Intra.LatencyS+protoHopOverheadS(g.topo.Intra.Class, AlgoRing, p))
+		intraLat = baseLatencyUS[commcount.AlgoRing][p]*1e-6 + 2*(k-1)*(g.topo.Intra.LatencyS+protoHopOverheadS(g.topo.Intra.Class, commcount.AlgoRing, p))
 		intraBW = 2 * (k - 1) / k * s / (usableBW(g.topo.Intra) * ringFraction(p))
-		interHop = g.interHopS(AlgoRing, p)
+		interHop = g.interHopS(commcount.AlgoRing, p)
 	}
 	rail := usableBW(g.topo.Inter) * ringFraction(p)
 	ringLat, ringBW := 2*(N-1)*interHop, 2*(N-1)/N*(s/k)/rail
@@ -530,42 +546,64 @@ var ncclFuncOps = map[string]commcount.Op{
 	"allreduce":     commcount.AllReduce,
 }
 
-// algoTokens maps NCCL_ALGO tokens to partbench algorithms; "" marks an NCCL
-// algorithm the model does not have.
-var algoTokens = map[string]string{
-	"ring":          AlgoRing,
-	"tree":          AlgoTree,
-	"nvls":          AlgoNVLS,
-	"nvlstree":      AlgoHierarchical,
-	"hierarchical":  AlgoHierarchical,
-	"collnetdirect": "",
-	"collnetchain":  "",
-	"collnet":       "",
-	"pat":           "",
+// ncclAlgos are the NCCL algorithms the model has, the ones NCCL_ALGO
+// chooses among, in the order Collective tries them.
+var ncclAlgos = []commcount.Algorithm{commcount.AlgoRing, commcount.AlgoTree, commcount.AlgoNVLS, commcount.AlgoHierarchical}
+
+// ncclUnmodelledAlgos are NCCL_ALGO names the model does not have: a list
+// may name them, and they enable nothing.
+var ncclUnmodelledAlgos = []string{"collnetdirect", "collnetchain", "collnet", "pat"}
+
+// algoToken resolves one NCCL_ALGO token through commcount.ParseAlgorithm;
+// ok is false for an NCCL algorithm the model does not have.
+func algoToken(tok string) (a commcount.Algorithm, ok bool, err error) {
+	if slices.Contains(ncclUnmodelledAlgos, strings.ToLower(tok)) {
+		return "", false, nil
+	}
+	a, err = commcount.ParseAlgorithm(tok)
+	if err == nil && !slices.Contains(ncclAlgos, a) {
+		err = fmt.Errorf("%s is not an NCCL algorithm (NCCL_ALGO takes %s, and the unmodelled %s)", a, algoNames(ncclAlgos), strings.Join(ncclUnmodelledAlgos, ", "))
+	}
+	return a, err == nil, err
+}
+
+func algoNames(as []commcount.Algorithm) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = string(a)
+	}
+	return strings.Join(s, ", ")
 }
 
 var protoTokens = map[string]string{"ll": ProtoLL, "ll128": ProtoLL128, "simple": ProtoSimple}
 
-func allowedAlgos(spec string, op commcount.Op) (map[string]bool, error) {
-	all := []string{AlgoRing, AlgoTree, AlgoNVLS, AlgoHierarchical}
-	set, err := parseNCCLList("algo", spec, op, all, algoTokens)
+// protoToken resolves one NCCL_PROTO token.
+func protoToken(tok string) (string, bool, error) {
+	if p, ok := protoTokens[strings.ToLower(tok)]; ok {
+		return p, true, nil
+	}
+	return "", false, fmt.Errorf("unknown protocol %q (known: LL, LL128, Simple)", tok)
+}
+
+func allowedAlgos(o CollectiveOptions, op commcount.Op) (map[commcount.Algorithm]bool, error) {
+	set, err := parseNCCLList(o.algoFrom(), o.Algo, op, ncclAlgos, algoToken)
 	if err != nil {
 		return nil, err
 	}
 	if len(set) == 0 {
-		return nil, fmt.Errorf("algo %q enables no algorithm the model has for %s (it models %s; CollNet and PAT are not modelled)",
-			spec, op, strings.Join(all, ", "))
+		return nil, fmt.Errorf("%s %q enables no algorithm the model has for %s (it models %s; CollNet and PAT are not modelled)",
+			o.algoFrom(), o.Algo, op, algoNames(ncclAlgos))
 	}
 	return set, nil
 }
 
-func allowedProtos(spec string, op commcount.Op) (map[string]bool, error) {
-	set, err := parseNCCLList("proto", spec, op, Protocols, protoTokens)
+func allowedProtos(o CollectiveOptions, op commcount.Op) (map[string]bool, error) {
+	set, err := parseNCCLList(o.protoFrom(), o.Proto, op, Protocols, protoToken)
 	if err != nil {
 		return nil, err
 	}
 	if len(set) == 0 {
-		return nil, fmt.Errorf("proto %q enables no protocol for %s", spec, op)
+		return nil, fmt.Errorf("%s %q enables no protocol for %s", o.protoFrom(), o.Proto, op)
 	}
 	return set, nil
 }
@@ -574,8 +612,10 @@ func allowedProtos(spec string, op commcount.Op) (map[string]bool, error) {
 // entries separated by ';', each "func:list" or (first entry only) "list"; a
 // list is comma-separated and may start with '^' to enable everything but its
 // elements. Later entries override earlier ones for their function.
-func parseNCCLList(what, spec string, op commcount.Op, all []string, tokens map[string]string) (map[string]bool, error) {
-	set := map[string]bool{}
+// resolve turns one token into a value; ok is false for a name that is
+// known but enables nothing.
+func parseNCCLList[T ~string](what, spec string, op commcount.Op, all []T, resolve func(tok string) (v T, ok bool, err error)) (map[T]bool, error) {
+	set := map[T]bool{}
 	for _, a := range all {
 		set[a] = true
 	}
@@ -599,19 +639,13 @@ func parseNCCLList(what, spec string, op commcount.Op, all []string, tokens map[
 		list = strings.TrimSpace(list)
 		exclude := strings.HasPrefix(list, "^")
 		list = strings.TrimPrefix(list, "^")
-		named := map[string]bool{}
+		named := map[T]bool{}
 		for _, tok := range strings.Split(list, ",") {
-			t := strings.ToLower(strings.TrimSpace(tok))
-			v, ok := tokens[t]
-			if !ok {
-				keys := make([]string, 0, len(tokens))
-				for k := range tokens {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				return nil, fmt.Errorf("%s %q: unknown name %q (known: %s)", what, spec, strings.TrimSpace(tok), strings.Join(keys, ", "))
+			v, ok, err := resolve(strings.TrimSpace(tok))
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", what, spec, err)
 			}
-			if v != "" {
+			if ok {
 				named[v] = true
 			}
 		}

@@ -125,7 +125,7 @@ func TestCollectiveRingAllReduceMovesTwoNMinusOneOverN(t *testing.T) {
 		{"8 GPUs PCIe", pcieBox(1), 8, 48e9, 291.67e-3},
 	} {
 		e := mustCollective(t, c.sys, commcount.AllReduce, firstRanks(c.n), S, ring)
-		if e.Algo != AlgoRing || e.Proto != ProtoSimple {
+		if e.Algo != commcount.AlgoRing || e.Proto != ProtoSimple {
 			t.Fatalf("%s: forced ring/Simple, got %s/%s", c.name, e.Algo, e.Proto)
 		}
 		if !within(e.TimeS, c.wantS, 0.01) {
@@ -214,25 +214,26 @@ func TestCollectiveBusBWRisesAndSaturates(t *testing.T) {
 // At 8 B the latency terms are the whole story.
 func TestCollectiveLatencyBoundAtEightBytes(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		sys         topology.System
-		n           int
-		algo, proto string
-		wantS       float64
+		name  string
+		sys   topology.System
+		n     int
+		algo  commcount.Algorithm
+		proto string
+		wantS float64
 	}{
 		// 8 GPUs, one node. Candidates (µs):
 		//   ring LL   6.6 base + 14 steps × (1.0 link + 0 LL overhead)        = 20.6
 		//   tree LL   6.8 + 2·(7 chain hops × 1.0)                             = 20.8
 		//   nvls      1.0 link + (25 − 0.6) NCCL NVLS overhead                 = 25.4
 		//   ring LL128 14 + 14 × (1.0 + 1.3) = 46.2; Simple 8.4 + 14 × 3.8 = 61.6
-		{"8 GPUs NVSwitch", dgxH100(1), 8, AlgoRing, ProtoLL, 20.6e-6},
+		{"8 GPUs NVSwitch", dgxH100(1), 8, commcount.AlgoRing, ProtoLL, 20.6e-6},
 		// 16 GPUs, two nodes:
 		//   ring LL   6.6 + 28 intra steps × 1.0 + 2 inter steps × (5.0 + 0) = 44.6
 		//   tree LL   6.8 + 2·(7 × 1.0 + ⌈log2 2⌉ × (5.0 + (5.0−2.7)))      = 35.4
 		//   hierarchical (Simple only) 25.4 + 2 × (5.0 + 18.2)               = 71.8
-		{"16 GPUs two nodes", dgxH100(2), 16, AlgoTree, ProtoLL, 35.4e-6},
+		{"16 GPUs two nodes", dgxH100(2), 16, commcount.AlgoTree, ProtoLL, 35.4e-6},
 		// 8 GPUs on PCIe: ring LL 6.6 + 14 × 2.0 = 34.6; tree LL 6.8 + 2·7·2.0 = 34.8.
-		{"8 GPUs PCIe", pcieBox(1), 8, AlgoRing, ProtoLL, 34.6e-6},
+		{"8 GPUs PCIe", pcieBox(1), 8, commcount.AlgoRing, ProtoLL, 34.6e-6},
 	} {
 		e := mustCollective(t, c.sys, commcount.AllReduce, firstRanks(c.n), 8, CollectiveOptions{})
 		if e.Algo != c.algo || e.Proto != c.proto {
@@ -260,7 +261,7 @@ func TestCollectiveNVLSOnlyOnNVSwitch(t *testing.T) {
 	// + 1.75·S/370.8 GB/s = 5.129 ms; both add the Simple ramp
 	// 80 µs·S/(S + 32 MiB) = 80·1024/1056 = 77.58 µs: nvls 3.9417 ms.
 	e := mustCollective(t, dgxH100(1), commcount.AllReduce, firstRanks(8), 1<<30, CollectiveOptions{})
-	if e.Algo != AlgoNVLS || e.Proto != ProtoSimple {
+	if e.Algo != commcount.AlgoNVLS || e.Proto != ProtoSimple {
 		t.Fatalf("large 8-GPU all_reduce on NVSwitch chose %s/%s, want nvls/Simple", e.Algo, e.Proto)
 	}
 	if !within(e.TimeS, 3.9417e-3, 0.002) {
@@ -269,7 +270,7 @@ func TestCollectiveNVLSOnlyOnNVSwitch(t *testing.T) {
 	// Never on PCIe, at any size.
 	for _, s := range sweepSizes() {
 		for _, op := range []commcount.Op{commcount.AllReduce, commcount.AllGather, commcount.ReduceScatter} {
-			if e := mustCollective(t, pcieBox(1), op, firstRanks(8), s, CollectiveOptions{}); e.Algo == AlgoNVLS {
+			if e := mustCollective(t, pcieBox(1), op, firstRanks(8), s, CollectiveOptions{}); e.Algo == commcount.AlgoNVLS {
 				t.Fatalf("PCIe box chose nvls for %s at %d B", op, s)
 			}
 		}
@@ -292,10 +293,10 @@ func TestCollectiveNVLSOnlyOnNVSwitch(t *testing.T) {
 	}
 	// all_gather: NVLS moves S per GPU at 315.18 GB/s, the ring (n−1)/n·S at
 	// 370.8 GB/s, so at 1 GiB the ring wins (2.56 ms vs 3.41 ms).
-	if e := mustCollective(t, dgxH100(1), commcount.AllGather, firstRanks(8), 1<<30, CollectiveOptions{}); e.Algo != AlgoRing {
+	if e := mustCollective(t, dgxH100(1), commcount.AllGather, firstRanks(8), 1<<30, CollectiveOptions{}); e.Algo != commcount.AlgoRing {
 		t.Errorf("8-GPU all_gather 1 GiB chose %s, want ring", e.Algo)
 	}
-	if e := mustCollective(t, dgxH100(1), commcount.AllGather, firstRanks(8), 1<<30, CollectiveOptions{Algo: "nvls"}); e.Algo != AlgoNVLS {
+	if e := mustCollective(t, dgxH100(1), commcount.AllGather, firstRanks(8), 1<<30, CollectiveOptions{Algo: "nvls"}); e.Algo != commcount.AlgoNVLS {
 		t.Errorf("forced nvls all_gather ran %s", e.Algo)
 	}
 }
@@ -310,7 +311,7 @@ func TestCollectiveTreeBeatsRingAcrossManyNodes(t *testing.T) {
 	//   tree LL: 6.8 + 2·(7 × 1.0 + 4 × 7.3)                            = 79.2
 	// bandwidth terms are under 2 µs for both.
 	e := mustCollective(t, sys, commcount.AllReduce, ranks, 64<<10, CollectiveOptions{})
-	if e.Algo != AlgoTree {
+	if e.Algo != commcount.AlgoTree {
 		t.Fatalf("64 KiB all_reduce over 16 nodes chose %s/%s, want tree", e.Algo, e.Proto)
 	}
 	ring := mustCollective(t, sys, commcount.AllReduce, ranks, 64<<10, CollectiveOptions{Algo: "ring"})
@@ -324,12 +325,12 @@ func TestCollectiveTreeBeatsRingAcrossManyNodes(t *testing.T) {
 	// the NICs beyond two nodes) loses: tree algbw 0.92·min(185.4, 192) = 170.6
 	// GB/s against ring 370.8/(2·127/128) = 186.9 GB/s.
 	big := mustCollective(t, sys, commcount.AllReduce, ranks, 8<<30, CollectiveOptions{})
-	if big.Algo == AlgoTree {
+	if big.Algo == commcount.AlgoTree {
 		t.Errorf("8 GiB over 16 nodes chose tree")
 	}
 	// With few ranks the ring is as short as the tree: 2 nodes × 2 GPUs, 1 KiB:
 	//   ring LL 6.6 + 4 × 1.0 + 2 × 5.0 = 20.6 µs; tree LL 6.8 + 2·(1.0 + 7.3) = 23.4 µs.
-	if e := mustCollective(t, dgxH100(2), commcount.AllReduce, []int{0, 1, 8, 9}, 1024, CollectiveOptions{}); e.Algo != AlgoRing {
+	if e := mustCollective(t, dgxH100(2), commcount.AllReduce, []int{0, 1, 8, 9}, 1024, CollectiveOptions{}); e.Algo != commcount.AlgoRing {
 		t.Errorf("1 KiB over 2×2 GPUs chose %s, want ring", e.Algo)
 	}
 }
@@ -345,22 +346,23 @@ func TestCollectiveForcingFromEnv(t *testing.T) {
 	sys, ranks := dgxH100(1), firstRanks(8)
 	const GiB = 1 << 30
 	for _, c := range []struct {
-		name        string
-		env         func(string) string
-		op          commcount.Op
-		bytes       int64
-		algo, proto string
+		name  string
+		env   func(string) string
+		op    commcount.Op
+		bytes int64
+		algo  commcount.Algorithm
+		proto string
 	}{
-		{"unset: NCCL's choice", env(), commcount.AllReduce, GiB, AlgoNVLS, ProtoSimple},
-		{"ring + LL", env("NCCL_ALGO", "ring", "NCCL_PROTO", "LL"), commcount.AllReduce, GiB, AlgoRing, ProtoLL},
-		{"case-insensitive", env("NCCL_ALGO", "Tree", "NCCL_PROTO", "simple"), commcount.AllReduce, GiB, AlgoTree, ProtoSimple},
-		{"exclusion", env("NCCL_ALGO", "^nvls"), commcount.AllReduce, GiB, AlgoRing, ProtoSimple},
-		{"list", env("NCCL_ALGO", "tree,ring", "NCCL_PROTO", "LL128"), commcount.AllReduce, GiB, AlgoRing, ProtoLL128},
-		{"per-function, allreduce", env("NCCL_ALGO", "ring;allreduce:tree"), commcount.AllReduce, GiB, AlgoTree, ProtoSimple},
-		{"per-function, other op", env("NCCL_ALGO", "ring;allreduce:tree"), commcount.AllGather, GiB, AlgoRing, ProtoSimple},
+		{"unset: NCCL's choice", env(), commcount.AllReduce, GiB, commcount.AlgoNVLS, ProtoSimple},
+		{"ring + LL", env("NCCL_ALGO", "ring", "NCCL_PROTO", "LL"), commcount.AllReduce, GiB, commcount.AlgoRing, ProtoLL},
+		{"case-insensitive", env("NCCL_ALGO", "Tree", "NCCL_PROTO", "simple"), commcount.AllReduce, GiB, commcount.AlgoTree, ProtoSimple},
+		{"exclusion", env("NCCL_ALGO", "^nvls"), commcount.AllReduce, GiB, commcount.AlgoRing, ProtoSimple},
+		{"list", env("NCCL_ALGO", "tree,ring", "NCCL_PROTO", "LL128"), commcount.AllReduce, GiB, commcount.AlgoRing, ProtoLL128},
+		{"per-function, allreduce", env("NCCL_ALGO", "ring;allreduce:tree"), commcount.AllReduce, GiB, commcount.AlgoTree, ProtoSimple},
+		{"per-function, other op", env("NCCL_ALGO", "ring;allreduce:tree"), commcount.AllGather, GiB, commcount.AlgoRing, ProtoSimple},
 		// Only LL128 left; at 8 B the tree's LL128 hops are cheaper inside a node:
 		// tree 14 + 2·7·(1.0 + 0.65) = 37.1 µs, ring 14 + 14·(1.0 + 1.3) = 46.2 µs.
-		{"proto exclusion", env("NCCL_PROTO", "^LL,Simple"), commcount.AllReduce, 8, AlgoTree, ProtoLL128},
+		{"proto exclusion", env("NCCL_PROTO", "^LL,Simple"), commcount.AllReduce, 8, commcount.AlgoTree, ProtoLL128},
 	} {
 		opt := OptionsFromEnv(c.env)
 		if err := opt.Validate(); err != nil {
@@ -371,14 +373,27 @@ func TestCollectiveForcingFromEnv(t *testing.T) {
 			t.Errorf("%s (%+v): got %s/%s, want %s/%s", c.name, opt, e.Algo, e.Proto, c.algo, c.proto)
 		}
 	}
-	if got := OptionsFromEnv(env("NCCL_ALGO", " ring ", "NCCL_PROTO", "LL")); got != (CollectiveOptions{Algo: "ring", Proto: "LL"}) {
+	if got := OptionsFromEnv(env("NCCL_ALGO", " ring ", "NCCL_PROTO", "LL")); got != (CollectiveOptions{Algo: "ring", Proto: "LL", AlgoFrom: "NCCL_ALGO", ProtoFrom: "NCCL_PROTO"}) {
 		t.Errorf("OptionsFromEnv: %+v", got)
+	}
+	// Unset variables leave the options empty (NCCL's own choice).
+	if got := OptionsFromEnv(env()); got != (CollectiveOptions{}) {
+		t.Errorf("OptionsFromEnv(unset): %+v", got)
 	}
 	if got := OptionsFromEnv(nil); got != (CollectiveOptions{}) {
 		t.Errorf("OptionsFromEnv(nil): %+v", got)
 	}
+	// A bad value from the environment is named by its variable.
+	_, err := Collective(sys, commcount.AllReduce, firstRanks(8), GiB, OptionsFromEnv(env("NCCL_ALGO", "ring,butterfly")))
+	if want := `NCCL_ALGO "ring,butterfly": unknown collective algorithm "butterfly" (allowed: ring,`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("NCCL_ALGO=ring,butterfly: %v, want %q…", err, want)
+	}
+	// (Validate tries NCCL's functions in map order: any may be named.)
+	if err := OptionsFromEnv(env("NCCL_PROTO", "^LL,LL128,Simple")).Validate(); err == nil || !strings.HasPrefix(err.Error(), `NCCL_PROTO "^LL,LL128,Simple" enables no protocol for `) {
+		t.Errorf("NCCL_PROTO excluding every protocol: %v", err)
+	}
 	// nvlstree is NCCL's name for the hierarchical algorithm.
-	if e := mustCollective(t, dgxH100(2), commcount.AllReduce, firstRanks(16), GiB, CollectiveOptions{Algo: "NVLSTree"}); e.Algo != AlgoHierarchical {
+	if e := mustCollective(t, dgxH100(2), commcount.AllReduce, firstRanks(16), GiB, CollectiveOptions{Algo: "NVLSTree"}); e.Algo != commcount.AlgoHierarchical {
 		t.Errorf("NCCL_ALGO=NVLSTree ran %s", e.Algo)
 	}
 }
@@ -404,8 +419,12 @@ func TestCollectiveErrors(t *testing.T) {
 		{"hierarchical in one node", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "hierarchical"}, []string{"hierarchical", "inside one node"}},
 		{"hierarchical uneven", commcount.AllReduce, []int{0, 1, 2, 8}, 8, CollectiveOptions{Algo: "hierarchical"}, []string{"same number of ranks on every node"}},
 		{"nvls with LL", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "nvls", Proto: "LL"}, []string{"nvls", "Simple"}},
-		{"unknown algo", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "butterfly"}, []string{`unknown name "butterfly"`}},
-		{"unknown proto", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Proto: "LL64"}, []string{`unknown name "LL64"`}},
+		{"unknown algo", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "butterfly"}, []string{`algo "butterfly": unknown collective algorithm "butterfly" (allowed: ring, tree, nvls, hierarchical, p2p`}},
+		{"unknown proto", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Proto: "LL64"}, []string{`proto "LL64": unknown protocol "LL64" (known: LL, LL128, Simple)`}},
+		// p2p, oneshot and twoshot are algorithms the model reports, not ones
+		// NCCL_ALGO chooses.
+		{"p2p forced", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "ring,p2p"}, []string{`algo "ring,p2p": p2p is not an NCCL algorithm (NCCL_ALGO takes ring, tree, nvls, hierarchical`}},
+		{"oneshot forced", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "OneShot"}, []string{"oneshot is not an NCCL algorithm"}},
 		{"collnet only", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "collnetdirect"}, []string{"CollNet and PAT are not modelled"}},
 		{"unknown function", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "alltoall:ring"}, []string{`unknown function "alltoall"`}},
 		{"prefixless later entry", commcount.AllReduce, firstRanks(8), 8, CollectiveOptions{Algo: "allreduce:ring;tree"}, []string{"needs a function prefix"}},
@@ -430,11 +449,11 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 	sys := dgxH100(2)
 	// One rank: nothing to communicate.
 	e := mustCollective(t, sys, commcount.AllReduce, []int{5}, 1<<20, CollectiveOptions{Algo: "nvls"})
-	if e.Algo != AlgoNone || e.TimeS != 0 || e.Link != topology.Local || e.BusBWBytesPerS != 0 {
+	if e.Algo != commcount.AlgoNone || e.TimeS != 0 || e.Link != topology.Local || e.BusBWBytesPerS != 0 {
 		t.Errorf("one rank: %+v", e)
 	}
 	// No bytes: NCCL returns at once.
-	if e := mustCollective(t, sys, commcount.AllGather, firstRanks(8), 0, CollectiveOptions{}); e.Algo != AlgoNone || e.TimeS != 0 {
+	if e := mustCollective(t, sys, commcount.AllGather, firstRanks(8), 0, CollectiveOptions{}); e.Algo != commcount.AlgoNone || e.TimeS != 0 {
 		t.Errorf("0 B: %+v", e)
 	}
 	// Two ranks: the ring degenerates to one exchange each way; 2(n−1)/n = 1, so
@@ -463,7 +482,7 @@ func TestCollectiveDegenerateGroups(t *testing.T) {
 	// 8 GPUs, 1e9 B, Simple: 1e9/370.8e9 = 2.6969 ms + 8.4 + 7 × 3.8 = 35.0 µs
 	// + the Simple ramp 77.40 µs.
 	e = mustCollective(t, sys, commcount.Broadcast, firstRanks(8), 1e9, CollectiveOptions{Proto: "Simple"})
-	if e.Algo != AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6+77.40e-6, 0.001) {
+	if e.Algo != commcount.AlgoRing || !within(e.TimeS, 2.6969e-3+35.0e-6+77.40e-6, 0.001) {
 		t.Errorf("broadcast: %s %.5g s, want ring 2.8093 ms", e.Algo, e.TimeS)
 	}
 }
@@ -473,7 +492,7 @@ func TestCollectiveP2P(t *testing.T) {
 	// NVLink, 1e9 B, Simple: 1.0 µs link + (3.4 − 0.6) µs Simple overhead
 	// + 1e9/370.8e9 = 2.6969 ms.
 	e := P2P(sys, 0, 1, 1e9)
-	if e.Algo != AlgoP2P || e.Proto != ProtoSimple || e.Link != topology.NVLink || !within(e.TimeS, 2.6969e-3+3.8e-6, 0.001) {
+	if e.Algo != commcount.AlgoP2P || e.Proto != ProtoSimple || e.Link != topology.NVLink || !within(e.TimeS, 2.6969e-3+3.8e-6, 0.001) {
 		t.Errorf("NVLink p2p: %+v", e)
 	}
 	if !within(e.AlgBWBytesPerS, 1e9/e.TimeS, 1e-12) || e.BusBWBytesPerS != e.AlgBWBytesPerS {
@@ -494,7 +513,7 @@ func TestCollectiveP2P(t *testing.T) {
 	if e := P2P(sys, 0, 1, 32768); e.Proto != ProtoSimple {
 		t.Errorf("32 KiB p2p proto %s", e.Proto)
 	}
-	if e := P2P(sys, 2, 2, 1e6); e.Algo != AlgoNone || e.TimeS != 0 {
+	if e := P2P(sys, 2, 2, 1e6); e.Algo != commcount.AlgoNone || e.TimeS != 0 {
 		t.Errorf("self p2p: %+v", e)
 	}
 	// Through Collective: checked, same numbers.

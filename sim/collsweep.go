@@ -15,18 +15,18 @@ import (
 
 // CollectiveRow is one modeled collective, one line of nccl-tests' layout.
 type CollectiveRow struct {
-	Ranks          int                `json:"ranks"`
-	SizeBytes      int64              `json:"size_bytes"`
-	Count          int64              `json:"count"`
-	Type           string             `json:"type"`
-	Redop          string             `json:"redop"`
-	Algo           string             `json:"algo"`
-	Proto          string             `json:"proto"`
-	TimeS          float64            `json:"time_s"`
-	AlgBWBytesPerS float64            `json:"algbw_bytes_per_s"`
-	BusBWBytesPerS float64            `json:"busbw_bytes_per_s"`
-	Link           topology.LinkClass `json:"link"`
-	LatencyBound   bool               `json:"latency_bound"`
+	Ranks          int                 `json:"ranks"`
+	SizeBytes      int64               `json:"size_bytes"`
+	Count          int64               `json:"count"`
+	Type           string              `json:"type"`
+	Redop          string              `json:"redop"`
+	Algo           commcount.Algorithm `json:"algo"`
+	Proto          string              `json:"proto"`
+	TimeS          float64             `json:"time_s"`
+	AlgBWBytesPerS float64             `json:"algbw_bytes_per_s"`
+	BusBWBytesPerS float64             `json:"busbw_bytes_per_s"`
+	Link           topology.LinkClass  `json:"link"`
+	LatencyBound   bool                `json:"latency_bound"`
 }
 
 // GroupRanks is the group a sweep of n ranks models: ranks 0..n−1, or for

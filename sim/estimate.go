@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -223,16 +224,16 @@ type L2Estimate struct {
 
 // CollectiveUse is how one kind of collective runs.
 type CollectiveUse struct {
-	Phase partition.Phase    `json:"phase"`
-	Name  string             `json:"name"`
-	Op    string             `json:"op"`
-	Ranks int                `json:"ranks"`
-	Bytes int64              `json:"bytes"`
-	Algo  string             `json:"algo"`
-	Proto string             `json:"proto"`
-	Link  topology.LinkClass `json:"link"`
-	TimeS float64            `json:"time_s"`
-	Count int                `json:"count_per_rank"`
+	Phase partition.Phase     `json:"phase"`
+	Name  string              `json:"name"`
+	Op    string              `json:"op"`
+	Ranks int                 `json:"ranks"`
+	Bytes int64               `json:"bytes"`
+	Algo  commcount.Algorithm `json:"algo"`
+	Proto string              `json:"proto"`
+	Link  topology.LinkClass  `json:"link"`
+	TimeS float64             `json:"time_s"`
+	Count int                 `json:"count_per_rank"`
 }
 
 // Spread is min, median and max of one metric.

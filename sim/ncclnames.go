@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/partbench/partbench/topology"
+import (
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/topology"
+)
 
 // NCCLAlgoName is the name NCCL itself prints (NCCL_DEBUG=INFO, its tuner
 // tables) for the algorithm the model chose on topo: Ring, Tree, NVLS,
@@ -9,23 +12,23 @@ import "github.com/partbench/partbench/topology"
 // SHARP inside the node, a tree or ring across nodes); on other nodes it
 // is the nearest NCCL algorithm, Tree (chains inside each node, a tree
 // across nodes).
-func NCCLAlgoName(topo topology.Topology, algo string) string {
+func NCCLAlgoName(topo topology.Topology, algo commcount.Algorithm) string {
 	switch algo {
-	case AlgoRing:
+	case commcount.AlgoRing:
 		return "Ring"
-	case AlgoTree:
+	case commcount.AlgoTree:
 		return "Tree"
-	case AlgoNVLS:
+	case commcount.AlgoNVLS:
 		return "NVLS"
-	case AlgoHierarchical:
+	case commcount.AlgoHierarchical:
 		if topo.Intra.Switch && topo.Intra.Class == topology.NVLink {
 			return "NVLSTree"
 		}
 		return "Tree"
-	case AlgoP2P:
+	case commcount.AlgoP2P:
 		return "P2P"
-	case AlgoNone, "":
+	case commcount.AlgoNone, "":
 		return "-"
 	}
-	return algo
+	return string(algo)
 }

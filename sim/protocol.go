@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -13,16 +14,6 @@ import (
 // They are facts read from that file (latencies in microseconds, bandwidth
 // ratios), not NCCL's code: the formulas here are partbench's own, stated in
 // terms of the topology's per-GPU bandwidth and link latency.
-
-// Algorithm names reported in CollectiveEstimate.Algo.
-const (
-	AlgoRing         = "ring"
-	AlgoTree         = "tree"
-	AlgoNVLS         = "nvls"
-	AlgoHierarchical = "hierarchical"
-	AlgoP2P          = "p2p"
-	AlgoNone         = "none"
-)
 
 // Protocol names, spelled as NCCL_PROTO spells them.
 const (
@@ -108,10 +99,10 @@ func usableBW(l topology.Link) float64 { return l.BytesPerS * usableFraction(l.C
 // Base latencies in microseconds: the fixed per-call cost of an algorithm and
 // protocol, independent of the number of ranks (tuning.cc baseLatencies:
 // Tree {6.8, 14.0, 8.4}, Ring {6.6, 14.0, 8.4}, NVLS and NVLSTree 0).
-var baseLatencyUS = map[string]map[string]float64{
-	AlgoRing: {ProtoLL: 6.6, ProtoLL128: 14.0, ProtoSimple: 8.4},
-	AlgoTree: {ProtoLL: 6.8, ProtoLL128: 14.0, ProtoSimple: 8.4},
-	AlgoNVLS: {ProtoSimple: 0},
+var baseLatencyUS = map[commcount.Algorithm]map[string]float64{
+	commcount.AlgoRing: {ProtoLL: 6.6, ProtoLL128: 14.0, ProtoSimple: 8.4},
+	commcount.AlgoTree: {ProtoLL: 6.8, ProtoLL128: 14.0, ProtoSimple: 8.4},
+	commcount.AlgoNVLS: {ProtoSimple: 0},
 	// hierarchical is modeled as NCCL's NVLSTree (base 0) on NVLS nodes and
 	// as two ring stages elsewhere (ring base) — see hierarchical().
 }
@@ -122,19 +113,19 @@ var baseLatencyUS = map[string]map[string]float64{
 // entry (25 µs, the whole in-switch operation) is replaced by nvlsOverheadS,
 // which grows with the group; its network NVLS entry (18 µs) is for NVLS with
 // IB SHARP/CollNet, which the model does not have.
-var ncclHopLatencyUS = map[topology.LinkClass]map[string]map[string]float64{
+var ncclHopLatencyUS = map[topology.LinkClass]map[commcount.Algorithm]map[string]float64{
 	topology.NVLink: {
-		AlgoTree: {ProtoLL: 0.6, ProtoLL128: 1.25, ProtoSimple: 4.0},
-		AlgoRing: {ProtoLL: 0.6, ProtoLL128: 1.9, ProtoSimple: 3.4},
+		commcount.AlgoTree: {ProtoLL: 0.6, ProtoLL128: 1.25, ProtoSimple: 4.0},
+		commcount.AlgoRing: {ProtoLL: 0.6, ProtoLL128: 1.9, ProtoSimple: 3.4},
 	},
 	topology.PCIe: {
-		AlgoTree: {ProtoLL: 1.0, ProtoLL128: 1.9, ProtoSimple: 4.0},
-		AlgoRing: {ProtoLL: 1.0, ProtoLL128: 2.5, ProtoSimple: 5.7},
+		commcount.AlgoTree: {ProtoLL: 1.0, ProtoLL128: 1.9, ProtoSimple: 4.0},
+		commcount.AlgoRing: {ProtoLL: 1.0, ProtoLL128: 2.5, ProtoSimple: 5.7},
 	},
 	topology.Network: {
-		AlgoTree:         {ProtoLL: 5.0, ProtoLL128: 8.5, ProtoSimple: 14},
-		AlgoRing:         {ProtoLL: 2.7, ProtoLL128: 4.0, ProtoSimple: 14.0},
-		AlgoHierarchical: {ProtoSimple: 20.9}, // NCCL's NVLSTree
+		commcount.AlgoTree:         {ProtoLL: 5.0, ProtoLL128: 8.5, ProtoSimple: 14},
+		commcount.AlgoRing:         {ProtoLL: 2.7, ProtoLL128: 4.0, ProtoSimple: 14.0},
+		commcount.AlgoHierarchical: {ProtoSimple: 20.9}, // NCCL's NVLSTree
 	},
 }
 
@@ -142,21 +133,21 @@ var ncclHopLatencyUS = map[topology.LinkClass]map[string]map[string]float64{
 // itself: the ring LL value, since an LL hop is one 8-byte store with its flag
 // and nothing else (NVLink 0.6, PCIe 1.0, network 2.7 µs).
 func ncclWireLatencyUS(c topology.LinkClass) float64 {
-	return ncclHopLatencyUS[c][AlgoRing][ProtoLL]
+	return ncclHopLatencyUS[c][commcount.AlgoRing][ProtoLL]
 }
 
 // protoHopOverheadS is the protocol's per-hop overhead on a link class: NCCL's
 // per-hop latency minus the wire part. The model adds it to the topology's own
 // link latency (Link.LatencyS), so a topology with faster or slower links
 // shifts every protocol by the same amount.
-func protoHopOverheadS(c topology.LinkClass, algo, proto string) float64 {
+func protoHopOverheadS(c topology.LinkClass, algo commcount.Algorithm, proto string) float64 {
 	if c == topology.Local {
 		return 0
 	}
 	v, ok := ncclHopLatencyUS[c][algo][proto]
 	if !ok {
 		// PCIe has no NVLS entries; no other combination is asked for.
-		v = ncclHopLatencyUS[c][AlgoRing][proto]
+		v = ncclHopLatencyUS[c][commcount.AlgoRing][proto]
 	}
 	o := v - ncclWireLatencyUS(c)
 	if o < 0 {

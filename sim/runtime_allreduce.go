@@ -22,13 +22,11 @@ import (
 // (NCCL's usable fraction of the line rate). The engines pick one-shot for
 // small messages and two-shot above (vLLM: below 512 KiB on ≤ 4 GPUs,
 // 256 KiB on 8); partbench takes the faster of the two and of NCCL, which
-// is that choice up to the crossover.
-const (
-	AlgoOneShot = "oneshot"
-	AlgoTwoShot = "twoshot"
-	// ProtoCustom is the protocol column of a custom all-reduce.
-	ProtoCustom = "custom"
-)
+// is that choice up to the crossover (commcount.AlgoOneShot and
+// commcount.AlgoTwoShot).
+//
+// ProtoCustom is the protocol column of a custom all-reduce.
+const ProtoCustom = "custom"
 
 // customAllReduceMaxRanks is the largest group the custom kernels take:
 // vLLM's custom_all_reduce.py supports world sizes 2, 4, 6 and 8
@@ -55,9 +53,9 @@ func customAllReduce(sys topology.System, op commcount.Op, ranks []int, bytes in
 	est := CollectiveEstimate{Op: op, Bytes: bytes, Ranks: grp.n, Link: grp.link, Proto: ProtoCustom}
 	oneLat, oneBW := l, (n-1)*s/bw
 	twoLat, twoBW := 2*l, 2*(n-1)/n*s/bw
-	est.Algo, est.LatencyTermS, est.BandwidthTermS = AlgoOneShot, oneLat, oneBW
+	est.Algo, est.LatencyTermS, est.BandwidthTermS = commcount.AlgoOneShot, oneLat, oneBW
 	if twoLat+twoBW < oneLat+oneBW {
-		est.Algo, est.LatencyTermS, est.BandwidthTermS = AlgoTwoShot, twoLat, twoBW
+		est.Algo, est.LatencyTermS, est.BandwidthTermS = commcount.AlgoTwoShot, twoLat, twoBW
 	}
 	est.TimeS = est.LatencyTermS + est.BandwidthTermS
 	est.LatencyBound = est.LatencyTermS > est.BandwidthTermS

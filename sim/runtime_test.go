@@ -85,11 +85,11 @@ func TestCustomAllReduceHandDerived(t *testing.T) {
 	const bw = 450e9 * 20.6 / 25
 	for _, c := range []struct {
 		bytes int64
-		algo  string
+		algo  commcount.Algorithm
 		timeS float64
 	}{
-		{256 << 10, AlgoOneShot, 5e-6 + 7*262144/bw},
-		{4 << 20, AlgoTwoShot, 10e-6 + 2*7.0/8*4194304/bw},
+		{256 << 10, commcount.AlgoOneShot, 5e-6 + 7*262144/bw},
+		{4 << 20, commcount.AlgoTwoShot, 10e-6 + 2*7.0/8*4194304/bw},
 	} {
 		e, ok := customAllReduce(sys, commcount.AllReduce, node, c.bytes)
 		if !ok || e.Algo != c.algo || math.Abs(e.TimeS-c.timeS) > 1e-12 || e.Proto != ProtoCustom {
@@ -140,7 +140,7 @@ func TestRuntimeAllReduceReachesTheEstimate(t *testing.T) {
 	for _, u := range e.Collectives {
 		if u.Op == string(commcount.AllReduce) {
 			found = true
-			if u.Algo != AlgoOneShot {
+			if u.Algo != commcount.AlgoOneShot {
 				t.Errorf("%s %d B: %s/%s, want the custom one-shot", u.Name, u.Bytes, u.Algo, u.Proto)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -19,7 +20,8 @@ type Slice struct {
 	// message, a collective waiting for the slowest member).
 	StartS, EndS, WaitS float64
 	Bound               Bound
-	Algo, Proto         string             // collectives
+	Algo                commcount.Algorithm // collectives
+	Proto               string
 	Link                topology.LinkClass // communication: the (slowest) link class used
 	// Flow pairs a send with the recv of its message (0 for other ops).
 	Flow              int

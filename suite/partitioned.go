@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
@@ -81,13 +82,15 @@ func partitionedRun(ctx context.Context, plan *partition.Plan, newComms func(int
 		newComms = localcomm.Comms
 	}
 	in := &model.Inputs{Prompts: partitionedPrompts(plan), Greedy: true}
+	newCompute, err := backend.Default().InputsCompute(configs.BackendCPU, in)
+	if err != nil {
+		return nil, remote.Utilization{}, err
+	}
 	stop := remote.CPUBusy{}.Start()
 	run, err := pexec.RunInProcess(ctx, plan, pexec.InProcessOptions{
 		DecodeSteps: partitionedSteps(plan),
-		NewCompute: func(p *partition.Plan, r int) (pexec.Compute, error) {
-			return cpu.NewWith(p, r, cpu.Options{Inputs: in})
-		},
-		NewComms: newComms,
+		NewCompute:  newCompute,
+		NewComms:    newComms,
 	})
 	return run, stop(), err
 }

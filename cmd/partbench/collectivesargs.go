@@ -167,14 +167,14 @@ func (o *collectivesArgs) Write(w io.Writer, resolve func(hardware, topology str
 }
 
 // options are the model's options: NCCL_ALGO/NCCL_PROTO, overridden by
-// --algo/--proto.
+// --algo/--proto; an error names the flag or variable the value came from.
 func (o *collectivesArgs) options() (sim.CollectiveOptions, error) {
 	opt := sim.OptionsFromEnv(os.Getenv)
 	if o.Algo != "" {
-		opt.Algo = o.Algo
+		opt.Algo, opt.AlgoFrom = o.Algo, "--algo"
 	}
 	if o.Proto != "" {
-		opt.Proto = o.Proto
+		opt.Proto, opt.ProtoFrom = o.Proto, "--proto"
 	}
 	return opt, opt.Validate()
 }

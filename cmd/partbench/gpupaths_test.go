@@ -20,6 +20,7 @@ func gpuPathCommands(t *testing.T) map[string][]string {
 		"calibrate":               {"calibrate", "--output", dir + "/c.toml", "--backend", "cuda"},
 		"generate":                {"generate", "--model-dir", dir, "--ids-file", dir + "/ids.json", "--backend", "cuda"},
 		"run --check --model-dir": {"run", "--check", "--model-dir", dir, "--backend", "cuda"},
+		"l2 --measure":            {"l2", "--measure", "--backend", "cuda"},
 	}
 }
 

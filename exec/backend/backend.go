@@ -11,6 +11,7 @@ import (
 	"github.com/partbench/partbench/exec/hf"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -65,6 +66,13 @@ type Backend struct {
 	// backend cannot compute in dtype or run here (checkpoint.go). Nil: the
 	// backend reads no checkpoints.
 	Checkpoint func(dtype string, env launch.Env) (hf.Backend, error)
+	// Inputs returns the constructor of a Compute that feeds in's token ids
+	// (prompts, then greedy decoding) instead of the seeded schedule, for
+	// ranks run in this process (Registry.InputsCompute). Nil: it cannot.
+	Inputs func(in *model.Inputs) NewComputeFunc
+	// L2Probe opens the backend's working-set reuse probe on its device
+	// (Registry.L2Probe, `l2 --measure`). Nil: it has none.
+	L2Probe func(o L2ProbeOptions) (L2Prober, error)
 }
 
 // Registry holds backends in registration order, the order "auto" tries them.

@@ -16,6 +16,7 @@ import (
 	"github.com/partbench/partbench/exec/ncclcomm"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/exec/tcpcomm"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -62,6 +63,11 @@ func CPU() Backend {
 			return exec.CheckOptions{NewCompute: newCPUCompute, NewComms: localcomm.Comms}
 		},
 		Checkpoint: cpuCheckpoint, // checkpoint.go
+		Inputs: func(in *model.Inputs) NewComputeFunc {
+			return func(p *partition.Plan, rank int) (exec.Compute, error) {
+				return cpu.NewWith(p, rank, cpu.Options{Inputs: in})
+			}
+		},
 	}
 }
 
@@ -86,7 +92,17 @@ func CUDA() Backend {
 		Check:  cudaCheckOptions,
 		// checkpoint.go
 		Checkpoint: cudaCheckpoint,
+		L2Probe:    cudaL2Probe,
 	}
+}
+
+// cudaL2Probe is exec/cuda's L2Probe on o.Device.
+func cudaL2Probe(o L2ProbeOptions) (L2Prober, error) {
+	p, err := pcuda.NewL2Probe(o)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // CUDARuntime is the runtime profile (configs/runtime) that prices exec/cuda's

@@ -4,6 +4,10 @@
 // Default wires the CPU backend (exec/cpu + exec/tcpcomm) and the GPU backend
 // (exec/cuda + exec/ncclcomm).
 //
+// Outside exec/ it is the only way to a backend (imports_test.go): parts only
+// some backends have (Backend.Inputs, Backend.L2Probe) are reached by name
+// and refused by name where a backend lacks them.
+//
 // It must not run anything itself (exec runs the Program), and no backend it
 // holds may import another.
 package backend

@@ -55,7 +55,7 @@ func ReferenceTolerance(dtype string) float64 {
 
 // sourceWeights uploads the rank's shards from Options.Weights: each shard
 // is read from the checkpoint's mapping (only the rows or columns the rank
-// holds, as float32: model.Checkpoint) by a reader goroutine one shard
+// holds, as float32: checkpoint/shards.Source) by a reader goroutine one shard
 // ahead, converted on the host to the element type with the same
 // converters as every upload (f32ToF16, f32ToBF16: round to nearest even)
 // into a pinned staging buffer the size of the largest shard, and copied to

@@ -87,7 +87,7 @@ func (c *Compute) kvSpan(layer, tokens, bytes int) (*dkv, int, int, error) {
 	}
 	w := c.plan.Shard(c.rank.TPIndex).KVWidth()
 	seqs := c.plan.KVElems(c.rank.Rank) / (ctx * w)
-	if want := seqs * tokens * 2 * w * c.plan.DTypeBytes; bytes != want {
+	if want := seqs * tokens * int(c.plan.KVTokenBytes(c.rank.TPIndex)); bytes != want {
 		return nil, 0, 0, fmt.Errorf("cuda: KV cache of layer %d: %d sequences × %d positions × 2·%d %s = %d B, got %d B",
 			layer, seqs, tokens, w, c.plan.Model.DType, want, bytes)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/checkpoint/shards"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/rendezvous"
@@ -95,10 +96,10 @@ func open(dir string, hf *checkpoint.Config) (*Model, error) {
 // Close unmaps the weights.
 func (m *Model) Close() error { return m.Weights.Close() }
 
-// Shards are the slices of shard s: model.Checkpoint reads only the rows or
+// Shards are the slices of shard s: shards.Source reads only the rows or
 // columns s holds, tensor by tensor, as a backend asks for them.
 func (m *Model) Shards(s model.Shard) (model.Source, error) {
-	return model.NewCheckpoint(m.Weights, m.Config, s), nil
+	return shards.New(m.Weights, m.Config, s), nil
 }
 
 // Computes is b's NewCompute with m's slices as each rank's weights.

@@ -1,13 +1,14 @@
-package model
+package shards
 
 import (
 	"fmt"
 
 	"github.com/partbench/partbench/arch"
 	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/model"
 )
 
-// Checkpoint is a Source of one rank's shards read from a Hugging Face
+// Source is a model.Source of one rank's shards read from a Hugging Face
 // checkpoint: only the rows or columns of each tensor the shard holds are
 // read (column and row shards under TP; a stage asks only for its layers,
 // its embedding or LM head), converted to float32 and laid out as the
@@ -19,28 +20,28 @@ import (
 // each q and k head's output features are permuted on the way in (feature
 // 2i ← i, 2i+1 ← i + hd/2). Attention scores are dot products over a head's
 // features, unchanged when q and k are permuted alike.
-type Checkpoint struct {
+type Source struct {
 	W      *checkpoint.Weights
 	Config *checkpoint.Config
-	Shard  Shard
+	Shard  model.Shard
 
 	specs map[string]checkpoint.TensorSpec
 }
 
-var _ Source = (*Checkpoint)(nil)
+var _ model.Source = (*Source)(nil)
 
-// NewCheckpoint is the Source of shard s of the checkpoint w described by c.
-func NewCheckpoint(w *checkpoint.Weights, c *checkpoint.Config, s Shard) *Checkpoint {
+// New is the Source of shard s of the checkpoint w described by c.
+func New(w *checkpoint.Weights, c *checkpoint.Config, s model.Shard) *Source {
 	specs := map[string]checkpoint.TensorSpec{}
 	for _, sp := range checkpoint.ExpectedTensors(c) {
 		specs[sp.Name] = sp
 	}
-	return &Checkpoint{W: w, Config: c, Shard: s, specs: specs}
+	return &Source{W: w, Config: c, Shard: s, specs: specs}
 }
 
 // tensor is the checkpoint's tensor name, checked against the config's shape
 // and a float dtype (errors name the tensor and its file).
-func (c *Checkpoint) tensor(name string) (checkpoint.Tensor, error) {
+func (c *Source) tensor(name string) (checkpoint.Tensor, error) {
 	sp, ok := c.specs[name]
 	if !ok {
 		return checkpoint.Tensor{}, fmt.Errorf("%s: tensor %q is not a parameter of %s", c.W.Dir, name, c.Config.Architecture)
@@ -49,7 +50,7 @@ func (c *Checkpoint) tensor(name string) (checkpoint.Tensor, error) {
 }
 
 // rows reads rows [r0, r1) of name (elements of a vector).
-func (c *Checkpoint) rows(name string, r0, r1 int) ([]float32, error) {
+func (c *Source) rows(name string, r0, r1 int) ([]float32, error) {
 	t, err := c.tensor(name)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (c *Checkpoint) rows(name string, r0, r1 int) ([]float32, error) {
 }
 
 // cols reads columns [c0, c1) of name, [rows][c1−c0].
-func (c *Checkpoint) cols(name string, c0, c1 int) ([]float32, error) {
+func (c *Source) cols(name string, c0, c1 int) ([]float32, error) {
 	t, err := c.tensor(name)
 	if err != nil {
 		return nil, err
@@ -66,14 +67,14 @@ func (c *Checkpoint) cols(name string, c0, c1 int) ([]float32, error) {
 	return t.Cols(int64(c0), int64(c1))
 }
 
-// Tensor reads the rank's shard of a tensor (a name of Shard.TensorShape).
-func (c *Checkpoint) Tensor(layer int, name string) (*Tensor, error) {
+// Tensor reads the rank's shard of a tensor (a name of model.Shard.TensorShape).
+func (c *Source) Tensor(layer int, name string) (*model.Tensor, error) {
 	s := c.Shard
 	k, n, ok := s.TensorShape(name)
 	if !ok {
 		return nil, fmt.Errorf("model: no tensor %q", name)
 	}
-	var t *Tensor
+	var t *model.Tensor
 	var err error
 	switch c.Config.Family.Layout {
 	case arch.SeparateQKV:
@@ -94,16 +95,16 @@ func (c *Checkpoint) Tensor(layer int, name string) (*Tensor, error) {
 
 // outRows reads rows [r0, r0+n) of a [out, in] weight and returns them as
 // [in][n] (transposed).
-func (c *Checkpoint) outRows(name string, r0, n int) (*Tensor, error) {
+func (c *Source) outRows(name string, r0, n int) (*model.Tensor, error) {
 	d, err := c.rows(name, r0, r0+n)
 	if err != nil {
 		return nil, err
 	}
-	return Transpose(&Tensor{K: n, N: len(d) / max(n, 1), Data: d}), nil
+	return model.Transpose(&model.Tensor{K: n, N: len(d) / max(n, 1), Data: d}), nil
 }
 
 // hcat joins [k][n_i] tensors side by side.
-func hcat(parts ...*Tensor) *Tensor {
+func hcat(parts ...*model.Tensor) *model.Tensor {
 	n := 0
 	for _, p := range parts {
 		n += p.N
@@ -122,7 +123,7 @@ func hcat(parts ...*Tensor) *Tensor {
 
 // interleave permutes each head's hd columns of t from rotate-half order to
 // interleaved pairs: column 2i ← i, 2i+1 ← i + hd/2.
-func interleave(t *Tensor, hd int) *Tensor {
+func interleave(t *model.Tensor, hd int) *model.Tensor {
 	out := newTensor(t.K, t.N)
 	half := hd / 2
 	for r := 0; r < t.K; r++ {
@@ -136,17 +137,21 @@ func interleave(t *Tensor, hd int) *Tensor {
 	return out
 }
 
+func newTensor(k, n int) *model.Tensor {
+	return &model.Tensor{K: k, N: n, Data: make([]float32, k*n)}
+}
+
 // vector is a [1, len(d)] tensor.
-func vector(d []float32, err error) (*Tensor, error) {
+func vector(d []float32, err error) (*model.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tensor{K: 1, N: len(d), Data: d}, nil
+	return &model.Tensor{K: 1, N: len(d), Data: d}, nil
 }
 
 // vocabRows reads the rank's rows [off, off+size) of a [vocab, hidden]
 // embedding; rows past the vocabulary (padding) are zero.
-func (c *Checkpoint) vocabRows(name string) (*Tensor, error) {
+func (c *Source) vocabRows(name string) (*model.Tensor, error) {
 	s := c.Shard
 	t := newTensor(s.VocabSize, s.Hidden)
 	end := min(s.VocabOffset+s.VocabSize, s.Vocab)
@@ -163,12 +168,12 @@ func (c *Checkpoint) vocabRows(name string) (*Tensor, error) {
 
 // llama reads a SeparateQKV checkpoint: [out, in] linears, q and k heads
 // in rotate-half order.
-func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
+func (c *Source) llama(layer int, name string) (*model.Tensor, error) {
 	s, n := c.Shard, c.Config.Family.Names
 	p := n.LayerPrefix(layer)
 	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
 	switch name {
-	case WQKV:
+	case model.WQKV:
 		q, err := c.outRows(p+n.Q, s.Index*ql, ql)
 		if err != nil {
 			return nil, err
@@ -182,13 +187,13 @@ func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 			return nil, err
 		}
 		return hcat(interleave(q, s.HeadDim), interleave(k, s.HeadDim), v), nil
-	case WO:
+	case model.WO:
 		d, err := c.cols(p+n.O, s.Index*ql, (s.Index+1)*ql)
 		if err != nil {
 			return nil, err
 		}
-		return Transpose(&Tensor{K: s.Hidden, N: ql, Data: d}), nil
-	case WUp:
+		return model.Transpose(&model.Tensor{K: s.Hidden, N: ql, Data: d}), nil
+	case model.WUp:
 		g, err := c.outRows(p+n.Gate, s.Index*fl, fl)
 		if err != nil {
 			return nil, err
@@ -198,21 +203,21 @@ func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 			return nil, err
 		}
 		return hcat(g, u), nil
-	case WDown:
+	case model.WDown:
 		d, err := c.cols(p+n.Down, s.Index*fl, (s.Index+1)*fl)
 		if err != nil {
 			return nil, err
 		}
-		return Transpose(&Tensor{K: s.Hidden, N: fl, Data: d}), nil
-	case AttnNorm:
+		return model.Transpose(&model.Tensor{K: s.Hidden, N: fl, Data: d}), nil
+	case model.AttnNorm:
 		return vector(c.rows(p+n.AttnNorm, 0, s.Hidden))
-	case MLPNorm:
+	case model.MLPNorm:
 		return vector(c.rows(p+n.MLPNorm, 0, s.Hidden))
-	case FinalNorm:
+	case model.FinalNorm:
 		return vector(c.rows(n.FinalNorm, 0, s.Hidden))
-	case Embed:
+	case model.Embed:
 		return c.vocabRows(n.Embed)
-	case LMHead:
+	case model.LMHead:
 		src := n.LMHead
 		if c.Config.TieWordEmbeddings {
 			src = n.Embed
@@ -221,14 +226,14 @@ func (c *Checkpoint) llama(layer int, name string) (*Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Transpose(t), nil
+		return model.Transpose(t), nil
 	}
 	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
 }
 
 // gpt2 reads a FusedQKV checkpoint: Conv1D [in, out] linears with biases,
 // q | k | v columns in one attention weight, a tied LM head.
-func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
+func (c *Source) gpt2(layer int, name string) (*model.Tensor, error) {
 	s, n := c.Shard, c.Config.Family.Names
 	p := n.LayerPrefix(layer)
 	H := s.Hidden
@@ -236,17 +241,17 @@ func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
 	// The fused columns are [q H | k H | v H]; the rank's are its heads of each.
 	qkv := [][2]int{{s.Index * ql, ql}, {H + s.Index*kvl, kvl}, {2*H + s.Index*kvl, kvl}}
 	switch name {
-	case WQKV:
-		var parts []*Tensor
+	case model.WQKV:
+		var parts []*model.Tensor
 		for _, r := range qkv {
 			d, err := c.cols(p+n.QKV, r[0], r[0]+r[1])
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, &Tensor{K: H, N: r[1], Data: d})
+			parts = append(parts, &model.Tensor{K: H, N: r[1], Data: d})
 		}
 		return hcat(parts...), nil
-	case BQKV:
+	case model.BQKV:
 		var d []float32
 		for _, r := range qkv {
 			part, err := c.rows(p+n.QKVBias, r[0], r[0]+r[1])
@@ -256,44 +261,44 @@ func (c *Checkpoint) gpt2(layer int, name string) (*Tensor, error) {
 			d = append(d, part...)
 		}
 		return vector(d, nil)
-	case WO:
+	case model.WO:
 		d, err := c.rows(p+n.O, s.Index*ql, (s.Index+1)*ql)
-		return &Tensor{K: ql, N: H, Data: d}, err
-	case BO:
+		return &model.Tensor{K: ql, N: H, Data: d}, err
+	case model.BO:
 		return vector(c.rows(p+n.OBias, 0, H))
-	case WUp:
+	case model.WUp:
 		d, err := c.cols(p+n.Up, s.Index*fl, (s.Index+1)*fl)
-		return &Tensor{K: H, N: fl, Data: d}, err
-	case BUp:
+		return &model.Tensor{K: H, N: fl, Data: d}, err
+	case model.BUp:
 		return vector(c.rows(p+n.UpBias, s.Index*fl, (s.Index+1)*fl))
-	case WDown:
+	case model.WDown:
 		d, err := c.rows(p+n.Down, s.Index*fl, (s.Index+1)*fl)
-		return &Tensor{K: fl, N: H, Data: d}, err
-	case BDown:
+		return &model.Tensor{K: fl, N: H, Data: d}, err
+	case model.BDown:
 		return vector(c.rows(p+n.DownBias, 0, H))
-	case AttnNorm:
+	case model.AttnNorm:
 		return vector(c.rows(p+n.AttnNorm, 0, H))
-	case AttnNormBias:
+	case model.AttnNormBias:
 		return vector(c.rows(p+n.AttnNormBias, 0, H))
-	case MLPNorm:
+	case model.MLPNorm:
 		return vector(c.rows(p+n.MLPNorm, 0, H))
-	case MLPNormBias:
+	case model.MLPNormBias:
 		return vector(c.rows(p+n.MLPNormBias, 0, H))
-	case FinalNorm:
+	case model.FinalNorm:
 		return vector(c.rows(n.FinalNorm, 0, H))
-	case FinalNormBias:
+	case model.FinalNormBias:
 		return vector(c.rows(n.FinalNormBias, 0, H))
-	case PosEmbed:
+	case model.PosEmbed:
 		d, err := c.rows(n.PosEmbed, 0, c.Config.MaxPositions)
-		return &Tensor{K: c.Config.MaxPositions, N: H, Data: d}, err
-	case Embed:
+		return &model.Tensor{K: c.Config.MaxPositions, N: H, Data: d}, err
+	case model.Embed:
 		return c.vocabRows(n.Embed)
-	case LMHead:
+	case model.LMHead:
 		t, err := c.vocabRows(n.Embed)
 		if err != nil {
 			return nil, err
 		}
-		return Transpose(t), nil
+		return model.Transpose(t), nil
 	}
 	return nil, fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
 }
