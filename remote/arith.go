@@ -32,8 +32,9 @@ func (e *ArithEngine) SessionBytes(plan *partition.Plan, mode partition.RemoteMo
 
 // OpenSession starts a session; stateful sessions make their own weights.
 func (e *ArithEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode, opts partition.RemoteOptions) (EngineSession, error) {
-	s := &arithSession{e: e, plan: plan, mode: mode, opts: opts, kv: map[string][]byte{}}
-	if mode == partition.RemoteStateful {
+	row, _ := mode.Row()
+	s := &arithSession{e: e, plan: plan, mode: mode, row: row, opts: opts, kv: map[string][]byte{}}
+	if row.Weights == partition.WeightsOnServer {
 		ws, err := SeededWeights(plan)
 		if err != nil {
 			return nil, err
@@ -79,6 +80,7 @@ type arithSession struct {
 	e      *ArithEngine
 	plan   *partition.Plan
 	mode   partition.RemoteMode
+	row    partition.RemoteModeRow
 	opts   partition.RemoteOptions
 	mu     sync.Mutex
 	sum    uint64
@@ -118,14 +120,14 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 		byName[t.Name] = t
 	}
 	if in.Phase == PhaseLoad {
-		if s.mode != partition.RemoteKV {
+		if !s.row.ShipsWeightsAtOpen() {
 			return nil, fmt.Errorf("load: only a kv-mode session takes weights (this one is %s)", s.mode)
 		}
 		s.sum, s.loaded = weightSum(in.Tensors), true
 		return &StepOutput{Execute: time.Since(t0)}, nil
 	}
 	sum := s.sum
-	if s.mode == partition.RemoteNaive {
+	if s.row.ShipsWeightsEachRequest() {
 		var ws []Tensor
 		for _, t := range in.Tensors {
 			if t.Name != partition.RemoteTokensIn && !isKV(t.Name) {
@@ -150,7 +152,7 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 	for l := 0; l < m.Layers; l++ {
 		name := partition.RemoteKVName(l)
 		var old []byte
-		if s.mode == partition.RemoteStateful {
+		if !s.row.ShipsKV() {
 			old = s.kv[name]
 		} else if past > 0 {
 			old = byName[name].Data
@@ -174,7 +176,7 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 			h.Write(next[b*(past+q)*width : (b+1)*(past+q)*width])
 			seqHash[b] = mix(seqHash[b], h.Sum64())
 		}
-		if s.mode == partition.RemoteStateful {
+		if !s.row.ShipsKV() {
 			s.kv[name] = next
 		} else {
 			out.Tensors = append(out.Tensors, Tensor{Name: name, ElemBytes: elem, Shape: []int64{batch, past + q, width / int64(elem)}, Data: next})

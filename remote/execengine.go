@@ -78,8 +78,9 @@ func (e *ExecEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode
 		c.Close()
 		return nil, fmt.Errorf("%s engine: the backend's Compute (%T) does not implement exec.StateIO (weights and KV cache import/export)", e.Backend, c)
 	}
-	s := &execSession{e: e, plan: plan, mode: mode, opts: opts, c: c, io: io, next: -1}
-	s.loaded = mode != partition.RemoteKV // naive imports weights with every request
+	row, _ := mode.Row()
+	s := &execSession{e: e, plan: plan, mode: mode, row: row, opts: opts, c: c, io: io, next: -1}
+	s.loaded = !row.ShipsWeightsAtOpen() // naive imports weights with every request
 	return s, nil
 }
 
@@ -87,6 +88,7 @@ type execSession struct {
 	e      *ExecEngine
 	plan   *partition.Plan
 	mode   partition.RemoteMode
+	row    partition.RemoteModeRow
 	opts   partition.RemoteOptions
 	c      pexec.Compute
 	io     pexec.StateIO
@@ -118,7 +120,7 @@ func (s *execSession) CheckRequest(in *StepInput, declared []*pb.TensorInfo) err
 	case PhasePause, PhaseResume:
 		return nil
 	case PhaseLoad:
-		if s.mode != partition.RemoteKV {
+		if !s.row.ShipsWeightsAtOpen() {
 			return fmt.Errorf("load: only kv sessions load weights (this session is %s)", s.mode)
 		}
 		ws, err := s.plan.RemoteWeights()
@@ -232,7 +234,7 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 		byName[t.Name] = t
 	}
 	if in.Phase == PhaseLoad {
-		if s.mode != partition.RemoteKV {
+		if !s.row.ShipsWeightsAtOpen() {
 			return nil, fmt.Errorf("load: only kv sessions load weights (this session is %s)", s.mode)
 		}
 		if err := s.importWeights(byName); err != nil {
@@ -265,19 +267,19 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 	if in.Phase == partition.Decode {
 		past, q = prompt+in.Step, 1
 	}
-	if s.mode == partition.RemoteStateful || s.mode == partition.RemoteLocal {
+	if s.row.KeepsKV() {
 		if in.Phase == partition.Decode && past != s.next {
 			return nil, fmt.Errorf("%s step %d starts at position %d; the session's cache holds %d positions (run the prefill and every step in order)",
 				in.Phase, in.Step, past, max(s.next, 0))
 		}
 	}
-	if s.mode == partition.RemoteNaive {
+	if s.row.ShipsWeightsEachRequest() {
 		if err := s.importWeights(byName); err != nil {
 			return nil, err
 		}
 	}
 	layers := kvLayers(pl.Down)
-	if s.mode == partition.RemoteNaive || s.mode == partition.RemoteKV {
+	if s.row.ShipsKV() {
 		for _, l := range layers {
 			var src []byte
 			if past > 0 {

@@ -71,7 +71,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 		return nil, fmt.Errorf("generate: the session returns logits; generation needs sampled tokens")
 	}
 	g := &Generation{}
-	if s.Mode == partition.RemoteKV {
+	if r, _ := s.Mode.Row(); r.ShipsWeightsAtOpen() {
 		r, err := s.Step(ctx, PhaseLoad, 0, weights)
 		if err != nil {
 			return nil, fmt.Errorf("load weights: %w", err)

@@ -56,7 +56,7 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 	}
 	needServer := false
 	for _, m := range modes {
-		needServer = needServer || m != partition.RemoteLocal
+		needServer = needServer || m.Served()
 	}
 	if err := o.Conn.Check("remote", needServer, "--mode "+o.Mode); err != nil {
 		return nil, nil, err

@@ -67,7 +67,7 @@ func (s *Session) Resume(ctx context.Context, layer int, delta []float32) (*Step
 
 // pauseResume serves PhasePause and PhaseResume for a stateful session.
 func (s *execSession) pauseResume(ctx context.Context, in *StepInput) (*StepOutput, error) {
-	if s.mode != partition.RemoteStateful {
+	if s.row.KV != partition.KVOnServer {
 		return nil, fmt.Errorf("%s: only stateful sessions keep a paused state (this session is %s)", in.Phase, s.mode)
 	}
 	t0 := time.Now()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,30 +232,34 @@ func newID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// modeOf reads a wire mode through partition's mode table; only served
+// modes open a server session.
 func modeOf(m pb.Mode) (partition.RemoteMode, error) {
-	switch m {
-	case pb.Mode_MODE_NAIVE:
-		return partition.RemoteNaive, nil
-	case pb.Mode_MODE_KV:
-		return partition.RemoteKV, nil
-	case pb.Mode_MODE_STATEFUL:
-		return partition.RemoteStateful, nil
+	if r, ok := partition.RemoteModeOfWire(int32(m)); ok && r.Served {
+		return r.Mode, nil
 	}
-	return "", status.Errorf(codes.InvalidArgument, "open: mode %v: a server session is naive, kv or stateful (local runs in the client)", m)
+	return "", status.Errorf(codes.InvalidArgument, "open: mode %v: a server session is %s (local runs in the client)", m, servedModes())
 }
 
-func pbMode(m partition.RemoteMode) pb.Mode {
-	switch m {
-	case partition.RemoteNaive:
-		return pb.Mode_MODE_NAIVE
-	case partition.RemoteKV:
-		return pb.Mode_MODE_KV
-	case partition.RemoteStateful:
-		return pb.Mode_MODE_STATEFUL
-	case partition.RemoteLocal:
-		return pb.Mode_MODE_LOCAL
+// servedModes names the served modes as "a, b or c".
+func servedModes() string {
+	var names []string
+	for _, r := range partition.RemoteModeRows() {
+		if r.Served {
+			names = append(names, string(r.Mode))
+		}
 	}
-	return pb.Mode_MODE_UNSPECIFIED
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// pbMode is the mode's wire enum from the mode table (unspecified for a
+// name not in it).
+func pbMode(m partition.RemoteMode) pb.Mode {
+	r, _ := m.Row()
+	return pb.Mode(r.Wire)
 }
 
 // open checks the config, reserves the session's memory before the engine

@@ -100,7 +100,7 @@ func RunTrials(ctx context.Context, o TrialOptions) (*Trials, error) {
 		for trial := -o.Warmup; trial < o.Trials; trial++ {
 			var g *Generation
 			var err error
-			if mode == partition.RemoteLocal {
+			if !mode.Served() {
 				if o.Engine == nil {
 					return nil, fmt.Errorf("remote: local mode needs an engine in the client's process")
 				}

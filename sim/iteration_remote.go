@@ -42,7 +42,7 @@ func NewRemoteIterationModel(plan *partition.Plan, mode partition.RemoteMode, op
 		return nil, err
 	}
 	m := &RemoteIterationModel{inner: inner, mode: mode, opts: opts}
-	if mode == partition.RemoteLocal {
+	if !mode.Served() {
 		return m, nil
 	}
 	popts := partition.RemoteOptions{Logits: opts.Logits}
@@ -62,15 +62,16 @@ func NewRemoteIterationModel(plan *partition.Plan, mode partition.RemoteMode, op
 
 // Bytes is one iteration's payload up (client → server) and down.
 func (m *RemoteIterationModel) Bytes(sh IterationShape) (up, down int64) {
-	if m.mode == partition.RemoteLocal {
+	row, _ := m.mode.Row()
+	if !row.Served {
 		return 0, 0
 	}
 	up = int64(sh.Tokens) * m.tokenBytes
 	down = int64(sh.Samples) * m.outPerSample
-	if m.mode == partition.RemoteNaive {
+	if row.ShipsWeightsEachRequest() {
 		up += m.weights
 	}
-	if m.mode == partition.RemoteNaive || m.mode == partition.RemoteKV {
+	if row.ShipsKV() {
 		up += sh.Past * m.kvPerToken
 		down += (sh.Past + int64(sh.Tokens)) * m.kvPerToken
 	}
@@ -81,7 +82,7 @@ func (m *RemoteIterationModel) Bytes(sh IterationShape) (up, down int64) {
 // over the link, two link latencies and the request overhead.
 func (m *RemoteIterationModel) TimeS(sh IterationShape) (float64, error) {
 	t, err := m.inner.TimeS(sh)
-	if err != nil || m.mode == partition.RemoteLocal {
+	if err != nil || !m.mode.Served() {
 		return t, err
 	}
 	up, down := m.Bytes(sh)
