@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/stats"
 )
 
@@ -16,25 +18,25 @@ import (
 type sinkEngine struct{}
 
 func (sinkEngine) SessionBytes(*partition.Plan, partition.RemoteMode) (int64, error) { return 0, nil }
-func (sinkEngine) OpenSession(p *partition.Plan, _ partition.RemoteMode, _ partition.RemoteOptions) (EngineSession, error) {
+func (sinkEngine) OpenSession(p *partition.Plan, _ partition.RemoteMode, _ partition.RemoteOptions) (wire.EngineSession, error) {
 	return sinkSession{batch: p.Config.Workload.Batch}, nil
 }
 
 type sinkSession struct{ batch int }
 
 func (s sinkSession) Close() {}
-func (s sinkSession) Step(_ context.Context, in *StepInput) (*StepOutput, error) {
+func (s sinkSession) Step(_ context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	t0 := time.Now()
-	out := Tensor{Name: partition.RemoteTokensOut, ElemBytes: 4, Shape: []int64{int64(s.batch)}, Data: make([]byte, 4*s.batch)}
-	return &StepOutput{Tensors: []Tensor{out}, Execute: time.Since(t0)}, nil
+	out := wire.Tensor{Name: partition.RemoteTokensOut, ElemBytes: 4, Shape: []int64{int64(s.batch)}, Data: make([]byte, 4*s.batch)}
+	return &wire.StepOutput{Tensors: []wire.Tensor{out}, Execute: time.Since(t0)}, nil
 }
 
 // BenchmarkStatefulStep is a stateful decode step of test/single-tiny (16 B
 // of token ids each way) round trip; overhead = wall − execute, p50 and mean.
 func BenchmarkStatefulStep(b *testing.B) {
 	cfg, plan := testConfig(b, "test/single-tiny")
-	_, addrs := startServer(b, ServerConfig{}, sinkEngine{})
-	in := []Tensor{tokensTensor(plan.Config.Workload.Batch, make([]uint32, plan.Config.Workload.Batch))}
+	_, addrs := startServer(b, server.ServerConfig{}, sinkEngine{})
+	in := []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, make([]uint32, plan.Config.Workload.Batch))}
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
 			c := dial(b, addrs[tr], tr, "")
@@ -64,8 +66,8 @@ func BenchmarkStatefulStep(b *testing.B) {
 func BenchmarkNaiveStreamVsSocket(b *testing.B) {
 	const size = 64 << 20
 	cfg, _ := testConfig(b, "test/single-tiny")
-	_, addrs := startServer(b, ServerConfig{MaxMessageBytes: 4 << 20}, sinkEngine{})
-	payload := []Tensor{{Name: "L00.w_up", ElemBytes: 1, Shape: []int64{size}, Data: make([]byte, size)}}
+	_, addrs := startServer(b, server.ServerConfig{MaxMessageBytes: 4 << 20}, sinkEngine{})
+	payload := []wire.Tensor{{Name: "L00.w_up", ElemBytes: 1, Shape: []int64{size}, Data: make([]byte, size)}}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,8 +4,8 @@
 // beside the sessions it may host a serving engine (Generator: Generate calls
 // streaming each token, servingroom.go) without importing package serving.
 //
-// It executes through the Engine interface and must not invent a second
+// It executes through the wire.Engine interface and must not invent a second
 // Program: what each mode ships is partition's RemotePayloadOf; it reaches a
-// backend only through exec/backend's registry (BackendEngine), never by
+// backend only through exec/backend's registry (server.BackendEngine), never by
 // importing one, and does not write to disk.
 package remote

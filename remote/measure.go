@@ -7,6 +7,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -62,7 +63,7 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 		return nil, nil, err
 	}
 	topts := TrialOptions{Config: cfg, Modes: modes, Trials: o.Trials, Warmup: o.Warmup, Link: link}
-	if topts.Engine, err = BackendEngine(configs.BackendCPU); err != nil {
+	if topts.Engine, err = server.BackendEngine(configs.BackendCPU); err != nil {
 		return nil, nil, err
 	}
 	addr := o.Conn.Server

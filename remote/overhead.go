@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -33,7 +34,7 @@ func MeasureRequestOverhead(ctx context.Context, transport string, samples int) 
 	if err != nil {
 		return nil, err
 	}
-	srv, err := NewServer(ServerConfig{}, NewCPUEngine())
+	srv, err := server.NewServer(server.ServerConfig{}, server.NewCPUEngine())
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // TestRunTrials runs every mode twice after a warm-up through a real server
@@ -18,8 +19,8 @@ import (
 // one CSV row per recorded trial and phase.
 func TestRunTrials(t *testing.T) {
 	cfg, _ := testConfig(t, "test/single-tiny")
-	eng := NewCPUEngine()
-	_, addrs := startServer(t, ServerConfig{}, eng)
+	eng := server.NewCPUEngine()
+	_, addrs := startServer(t, server.ServerConfig{}, eng)
 	c := dial(t, addrs["grpc"], "grpc", "")
 	tr, err := RunTrials(ctx(t), TrialOptions{Config: cfg, Modes: partition.RemoteModes, Trials: 2, Warmup: 1, Client: c, Engine: eng})
 	if err != nil {

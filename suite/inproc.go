@@ -6,20 +6,22 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // InProcess serves engine on a free loopback port in this process, for
 // baselines with server = "in-process" (and for tests): a network round trip
 // through the kernel's loopback without a process boundary.
 type InProcess struct {
-	srv   *remote.Server
+	srv   *server.Server
 	addrs map[string]string
 }
 
 // NewInProcess makes an in-process server over engine (listening lazily per
 // transport).
-func NewInProcess(engine remote.Engine, budgetBytes int64) (*InProcess, error) {
-	s, err := remote.NewServer(remote.ServerConfig{MemoryBudgetBytes: budgetBytes}, engine)
+func NewInProcess(engine wire.Engine, budgetBytes int64) (*InProcess, error) {
+	s, err := server.NewServer(server.ServerConfig{MemoryBudgetBytes: budgetBytes}, engine)
 	if err != nil {
 		return nil, err
 	}

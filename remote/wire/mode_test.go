@@ -1,4 +1,4 @@
-package remote
+package wire
 
 import (
 	"strings"
@@ -28,15 +28,15 @@ func TestModeTableCoversWire(t *testing.T) {
 		if want := strings.ToLower(strings.TrimPrefix(name, "MODE_")); string(r.Mode) != want {
 			t.Errorf("%s (%d) is row %s, want %s", name, n, r.Mode, want)
 		}
-		if got := pbMode(r.Mode); got != pb.Mode(n) {
-			t.Errorf("pbMode(%s) = %v, want %v", r.Mode, got, pb.Mode(n))
+		if got := PBMode(r.Mode); got != pb.Mode(n) {
+			t.Errorf("PBMode(%s) = %v, want %v", r.Mode, got, pb.Mode(n))
 		}
-		m, err := modeOf(pb.Mode(n))
+		m, err := ModeOf(pb.Mode(n))
 		if r.Served && (err != nil || m != r.Mode) {
-			t.Errorf("modeOf(%s) = %q, %v; want %s", name, m, err, r.Mode)
+			t.Errorf("ModeOf(%s) = %q, %v; want %s", name, m, err, r.Mode)
 		}
 		if !r.Served && err == nil {
-			t.Errorf("modeOf(%s) = %q; an unserved mode must be refused", name, m)
+			t.Errorf("ModeOf(%s) = %q; an unserved mode must be refused", name, m)
 		}
 	}
 	for _, r := range partition.RemoteModeRows() {
@@ -44,8 +44,8 @@ func TestModeTableCoversWire(t *testing.T) {
 			t.Errorf("row %s: wire %d is not a remotepb.Mode", r.Mode, r.Wire)
 		}
 	}
-	_, err := modeOf(pb.Mode_MODE_UNSPECIFIED)
+	_, err := ModeOf(pb.Mode_MODE_UNSPECIFIED)
 	if want := "a server session is naive, kv or stateful (local runs in the client)"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("modeOf(unspecified) = %v, want it to say %q", err, want)
+		t.Errorf("ModeOf(unspecified) = %v, want it to say %q", err, want)
 	}
 }
