@@ -7,7 +7,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
-	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -21,6 +21,9 @@ type MeasureOptions struct {
 	Trials int    // --trials
 	Warmup int    // --warmup
 	Conn   ConnectOptions
+	// Local runs local mode in this process (partbench remote: the CPU
+	// backend's engine, server.BackendEngine).
+	Local wire.Engine
 }
 
 // ParseModes reads --mode: one partition.RemoteMode, or "all" for every one.
@@ -36,8 +39,8 @@ func ParseModes(mode string) ([]partition.RemoteMode, error) {
 }
 
 // Measure checks o, connects to the server when a mode other than local
-// needs one (a spawned child's stderr to stderr), runs the trials on the
-// CPU engine, and writes results.csv and results.json to o.Out. The
+// needs one (a spawned child's stderr to stderr), runs the trials (local mode on
+// o.Local), and writes results.csv and results.json to o.Out. The
 // results file records the server's address and the transport.
 func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, *ResultsFile, error) {
 	if o.Config == "" {
@@ -62,10 +65,7 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 	if err := o.Conn.Check("remote", needServer, "--mode "+o.Mode); err != nil {
 		return nil, nil, err
 	}
-	topts := TrialOptions{Config: cfg, Modes: modes, Trials: o.Trials, Warmup: o.Warmup, Link: link}
-	if topts.Engine, err = server.BackendEngine(configs.BackendCPU); err != nil {
-		return nil, nil, err
-	}
+	topts := TrialOptions{Config: cfg, Modes: modes, Trials: o.Trials, Warmup: o.Warmup, Link: link, Engine: o.Local}
 	addr := o.Conn.Server
 	if needServer {
 		c, err := Connect(ctx, o.Conn, stderr)

@@ -102,6 +102,10 @@ Every mode generates the same tokens (checked). Payload bytes of every request m
 model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and results.json to --output-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Local, err = server.BackendEngine(configs.BackendCPU); err != nil {
+				return err
+			}
 			tr, rf, err := remote.Measure(cmd.Context(), *o, cmd.ErrOrStderr())
 			if err != nil {
 				return err
