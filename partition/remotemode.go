@@ -154,3 +154,52 @@ func remoteModeList() string {
 func unknownRemoteMode(s string) error {
 	return fmt.Errorf("remote mode %q: must be one of %s", s, remoteModeList())
 }
+
+// RemoteUnitBytes are a plan's payload sizes per unit, from partition's own
+// payload of the plan's prefill (RemoteBytesOf divided by its tokens and
+// sequences): every weight, the KV cache of one token (all layers), one
+// token id, and one sequence's output (a sampled token or its logits).
+type RemoteUnitBytes struct {
+	Weights, KVPerToken, TokenID, OutputPerSample int64
+}
+
+// RemoteUnitBytes reads the unit sizes from the payload of a prefill
+// request of a mode that ships weights and KV cache with it (naive).
+func (p *Plan) RemoteUnitBytes(opts RemoteOptions) (RemoteUnitBytes, error) {
+	var every RemoteMode
+	for _, r := range remoteModeTable {
+		if r.ShipsWeightsEachRequest() && r.ShipsKV() {
+			every = r.Mode
+			break
+		}
+	}
+	b, err := p.RemoteBytesOf(every, RemoteRequest{Phase: Prefill}, opts)
+	if err != nil {
+		return RemoteUnitBytes{}, err
+	}
+	w := p.Config.Workload
+	tokens := int64(w.Batch) * int64(w.PromptTokens())
+	return RemoteUnitBytes{Weights: b.UpWeights, KVPerToken: b.DownKV / tokens, TokenID: b.UpTokens / tokens,
+		OutputPerSample: b.DownOutputs / int64(w.Batch)}, nil
+}
+
+// IterationBytes is the payload of one request of the row's mode that
+// carries tokens new tokens, past cached tokens (Σ over its sequences) and
+// samples sequences that produce an output, as RemotePayloadOf's rule:
+// token ids up and outputs down when served; every weight up when the mode
+// ships them each request; the KV cache of the past tokens up and of past +
+// new tokens down when it ships KV.
+func (r RemoteModeRow) IterationBytes(u RemoteUnitBytes, past, tokens, samples int64) (up, down int64) {
+	if !r.Served {
+		return 0, 0
+	}
+	up, down = tokens*u.TokenID, samples*u.OutputPerSample
+	if r.ShipsWeightsEachRequest() {
+		up += u.Weights
+	}
+	if r.ShipsKV() {
+		up += past * u.KVPerToken
+		down += (past + tokens) * u.KVPerToken
+	}
+	return up, down
+}

@@ -96,3 +96,52 @@ func TestRemoteModeRowsPayload(t *testing.T) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }
+
+// TestRemoteIterationBytesMatchPayload holds the row's per-iteration rule
+// (what sim prices serving iterations with) against RemotePayloadOf, the
+// per-request rule, on every request of test/single-tiny, with sampled
+// tokens and with logits: a request of the plan is an iteration of batch
+// sequences, batch × q new tokens and batch × past cached ones.
+func TestRemoteIterationBytesMatchPayload(t *testing.T) {
+	p := singlePlan(t, "test/single-tiny")
+	w := p.Config.Workload
+	batch, prompt := int64(w.Batch), int64(w.PromptTokens())
+	reqs := []RemoteRequest{{Phase: Prefill}}
+	for s := 0; s < p.DecodeSteps(); s++ {
+		reqs = append(reqs, RemoteRequest{Phase: Decode, Step: s})
+	}
+	for _, logits := range []bool{false, true} {
+		opts := RemoteOptions{Logits: logits}
+		u, err := p.RemoteUnitBytes(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// By hand (remote_test.go): 1,233,152 B of weights; KV of one
+		// token 8 layers × 256 B = 2,048 B; 4 B ids; per sequence 4 B
+		// sampled or 96 × 4 B = 384 B of logits.
+		want := RemoteUnitBytes{Weights: 1_233_152, KVPerToken: 2_048, TokenID: 4, OutputPerSample: 4}
+		if logits {
+			want.OutputPerSample = 384
+		}
+		if u != want {
+			t.Fatalf("logits %v: unit bytes %+v, want %+v", logits, u, want)
+		}
+		for _, r := range RemoteModeRows() {
+			for _, req := range reqs {
+				past, q := int64(0), prompt
+				if req.Phase == Decode {
+					past, q = prompt+int64(req.Step), 1
+				}
+				b, err := p.RemoteBytesOf(r.Mode, req, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				up, down := r.IterationBytes(u, batch*past, batch*q, batch)
+				if up != b.Up() || down != b.Down() {
+					t.Errorf("%s %s step %d logits %v: iteration rule %d up %d down, payload %d up %d down",
+						r.Mode, req.Phase, req.Step, logits, up, down, b.Up(), b.Down())
+				}
+			}
+		}
+	}
+}
