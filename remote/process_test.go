@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childServe())
 	case "client":
 		os.Exit(childClient())
+	case "echo":
+		os.Exit(childEcho())
 	}
 	os.Exit(m.Run())
 }
@@ -49,6 +51,9 @@ func childServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	var eng wire.Engine = server.NewCPUEngine()
+	if os.Getenv("CHILD_ENGINE") == "sink" {
+		eng = sinkEngine{}
+	}
 	out := &addrTap{w: os.Stdout}
 	// CHILD_GATE: every step prints gateStartedLine and is held, until the
 	// server drains after SIGTERM ("drain") or for good ("never").
@@ -172,14 +177,14 @@ type child struct {
 	err    error         // its exit, valid after done
 }
 
-func startChild(t *testing.T, role string, env ...string) *child {
+func startChild(t testing.TB, role string, env ...string) *child {
 	t.Helper()
 	return startChildEnv(t, append([]string{"PARTBENCH_REMOTE_CHILD=" + role}, env...)...)
 }
 
 // startChildEnv re-executes this test binary with env added (the variable
 // that picks the child's part among them).
-func startChildEnv(t *testing.T, env ...string) *child {
+func startChildEnv(t testing.TB, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
@@ -210,7 +215,7 @@ func startChildEnv(t *testing.T, env ...string) *child {
 }
 
 // line waits for a line starting with prefix.
-func (c *child) line(t *testing.T, prefix string) string {
+func (c *child) line(t testing.TB, prefix string) string {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -229,7 +234,7 @@ func (c *child) line(t *testing.T, prefix string) string {
 }
 
 // serveChild starts a server process on loopback port 0 and returns its address.
-func serveChild(t *testing.T, transport string, env ...string) (*child, string) {
+func serveChild(t testing.TB, transport string, env ...string) (*child, string) {
 	t.Helper()
 	c := startChild(t, "serve", append([]string{"CHILD_LISTEN=127.0.0.1:0", "CHILD_TRANSPORT=" + transport}, env...)...)
 	l := c.line(t, "partbench serve: "+transport+" listening on ")
