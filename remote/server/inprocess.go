@@ -53,9 +53,6 @@ func (p *InProcess) Addr(transport string) (string, error) {
 	return a.String(), nil
 }
 
-// Server is the server itself (its sessions, budget and byte counts).
-func (p *InProcess) Server() *Server { return p.srv }
-
 // Close drains and stops the server, waiting at most wait.
 func (p *InProcess) Close(wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
