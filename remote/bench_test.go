@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote/server"
 	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/stats"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // sinkEngine accepts any payload and returns the sampled tokens only, with

@@ -56,6 +56,7 @@ type DataIn struct {
 // wire is the standard application/grpc+proto.
 type frameCodec struct{ proto encoding.CodecV2 }
 
+// Frames is the Step streams' codec (both ends force it on their streams).
 var Frames = frameCodec{proto: encoding.GetCodecV2(protoenc.Name)}
 
 func (c frameCodec) Name() string { return protoenc.Name }
@@ -101,7 +102,7 @@ func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // socket.
 const smallData = 64 << 10
 
-// writeData writes one data chunk as the Envelope{Frame{data}} message
+// WriteData writes one data chunk as the Envelope{Frame{data}} message
 // proto.Marshal would produce, the data straight from d (no copy for a
 // large chunk); it returns the framed size.
 func (t *TCPConn) WriteData(d []byte) (int64, error) {
@@ -128,7 +129,7 @@ func (t *TCPConn) WriteData(d []byte) (int64, error) {
 	return int64(len(h) + len(d)), nil
 }
 
-// readData reads one message that must be a data chunk of at most
+// ReadData reads one message that must be a data chunk of at most
 // len(dst) bytes into dst, without an intermediate copy; an error message
 // in its place is returned as that error.
 func (t *TCPConn) ReadData(dst []byte) (int, int64, error) {

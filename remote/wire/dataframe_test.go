@@ -15,7 +15,7 @@ import (
 	pb "github.com/partbench/partbench/remote/remotepb"
 )
 
-// The data Frames written without protobuf are byte for byte protobuf's
+// The data frames written without protobuf are byte for byte protobuf's
 // encoding (so wire counts and other peers are unaffected), and read back
 // into the destination; anything else where data is expected is an error.
 func TestDataFramesAreProtobuf(t *testing.T) {

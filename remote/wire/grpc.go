@@ -32,6 +32,7 @@ const (
 	KeepaliveTimeout = 10 * time.Second
 )
 
+// LoadPool reads a --tls-ca file (a small regular file of PEM certificates).
 func LoadPool(file string) (*x509.CertPool, error) {
 	pemData, err := ReadSmallFile("--tls-ca", file, MaxPEMFileBytes)
 	if err != nil {
@@ -44,6 +45,7 @@ func LoadPool(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// MetadataWithToken adds the bearer token to a call's outgoing metadata.
 func MetadataWithToken(ctx context.Context, tok string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
 }

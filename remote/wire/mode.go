@@ -3,10 +3,11 @@ package wire
 import (
 	"strings"
 
-	"github.com/partbench/partbench/partition"
-	pb "github.com/partbench/partbench/remote/remotepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/partbench/partbench/partition"
+	pb "github.com/partbench/partbench/remote/remotepb"
 )
 
 // ModeOf reads a wire mode through partition's mode table; only served

@@ -33,6 +33,7 @@ func DeltaTensor(delta []float32) []Tensor {
 	return []Tensor{{Name: ResumeDelta, ElemBytes: 4, Shape: []int64{int64(len(delta))}, Data: d}}
 }
 
+// Float32s reads little-endian float32s (a ResumeDelta's data).
 func Float32s(d []byte) []float32 {
 	out := make([]float32, len(d)/4)
 	for i := range out {

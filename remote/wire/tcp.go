@@ -6,10 +6,11 @@ import (
 	"io"
 	"net"
 
-	pb "github.com/partbench/partbench/remote/remotepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	pb "github.com/partbench/partbench/remote/remotepb"
 )
 
 // The raw-TCP twin carries the same messages as the gRPC transport, each an
@@ -67,7 +68,7 @@ func NewTCPConn(c net.Conn, maxMessage int) *TCPConn {
 	return &TCPConn{c: c, r: bufio.NewReaderSize(c, TCPIOBytes), w: bufio.NewWriterSize(c, TCPIOBytes), max: maxMessage}
 }
 
-// authenticated gives a connection that presented its token the full
+// Authenticated gives a connection that presented its token the full
 // message limit and buffers (a hello cannot be followed by anything before
 // its reply, so nothing is buffered in the small ones).
 func (t *TCPConn) Authenticated(maxMessage int) {
@@ -77,7 +78,7 @@ func (t *TCPConn) Authenticated(maxMessage int) {
 	t.buf = nil
 }
 
-// write Frames one envelope; flush sends what is buffered.
+// WriteEnvelope frames one envelope; Flush sends what is buffered.
 func (t *TCPConn) WriteEnvelope(e *pb.Envelope) (int64, error) {
 	n := proto.Size(e)
 	var err error
@@ -95,9 +96,10 @@ func (t *TCPConn) WriteEnvelope(e *pb.Envelope) (int64, error) {
 	return int64(n + TCPPrefixBytes), nil
 }
 
+// Flush sends what is buffered.
 func (t *TCPConn) Flush() error { return t.w.Flush() }
 
-// read reads one envelope, refusing one longer than the limit before
+// ReadEnvelope reads one envelope, refusing one longer than the limit before
 // reading its body.
 func (t *TCPConn) ReadEnvelope() (*pb.Envelope, int64, error) {
 	n, err := t.ReadPrefix()
@@ -111,7 +113,7 @@ func (t *TCPConn) ReadEnvelope() (*pb.Envelope, int64, error) {
 	return e, int64(n + TCPPrefixBytes), nil
 }
 
-// readPrefix reads a message's length and checks it against the limit.
+// ReadPrefix reads a message's length and checks it against the limit.
 func (t *TCPConn) ReadPrefix() (int, error) {
 	var hdr [TCPPrefixBytes]byte
 	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
@@ -124,7 +126,7 @@ func (t *TCPConn) ReadPrefix() (int, error) {
 	return n, nil
 }
 
-// readBody reads and decodes an envelope of n bytes.
+// ReadBody reads and decodes an envelope of n bytes.
 func (t *TCPConn) ReadBody(n int) (*pb.Envelope, error) {
 	if n > TCPKeptMessageBytes && t.hold != nil {
 		if err := t.hold(int64(n)); err != nil {
@@ -155,11 +157,13 @@ func (t *TCPConn) ReadBody(n int) (*pb.Envelope, error) {
 	return e, nil
 }
 
+// ErrEnvelope is the error message of err's gRPC status (code and text).
 func ErrEnvelope(err error) *pb.Envelope {
 	st := status.Convert(err)
 	return &pb.Envelope{Kind: &pb.Envelope_Error{Error: &pb.Error{Code: int32(st.Code()), Message: st.Message()}}}
 }
 
+// EnvelopeErr is the error an error message carries (nil for any other).
 func EnvelopeErr(e *pb.Envelope) error {
 	if er := e.GetError(); er != nil {
 		return status.Error(codes.Code(er.Code), er.Message)
