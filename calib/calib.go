@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/loopback"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -362,7 +362,7 @@ const (
 )
 
 // measureRemote times stateful decode requests through partbench's remote
-// server in this process over loopback gRPC (remote.MeasureRequestOverhead):
+// server in this process over loopback gRPC (loopback.MeasureRequestOverhead):
 // the median of each repeat gives the spread, the median of those the
 // figure model --dry-run --remote-link prices every request with.
 func measureRemote(ctx context.Context, o Options, cal *configs.Calibration) error {
@@ -372,7 +372,7 @@ func measureRemote(ctx context.Context, o Options, cal *configs.Calibration) err
 	}
 	meds := make([]float64, o.Repeats)
 	for r := range meds {
-		xs, err := remote.MeasureRequestOverhead(ctx, "grpc", n)
+		xs, err := loopback.MeasureRequestOverhead(ctx, "grpc", n)
 		if err != nil {
 			return fmt.Errorf("remote request overhead: %w", err)
 		}
@@ -380,8 +380,8 @@ func measureRemote(ctx context.Context, o Options, cal *configs.Calibration) err
 	}
 	sp := spreadOf(meds)
 	cal.Spread["remote_request_overhead_s"] = sp
-	cal.Remote = &configs.RemoteCalibration{RequestOverheadS: max(sp.Median, 0), Transport: "grpc", Config: remote.OverheadConfig, Samples: n * o.Repeats}
-	cal.Comments["remote"] = fmt.Sprintf("measured: stateful decode steps of %s through partbench's server over loopback gRPC: wall − execute − payload/bandwidth − 2 × latency (loopback link), median", remote.OverheadConfig)
+	cal.Remote = &configs.RemoteCalibration{RequestOverheadS: max(sp.Median, 0), Transport: "grpc", Config: loopback.OverheadConfig, Samples: n * o.Repeats}
+	cal.Comments["remote"] = fmt.Sprintf("measured: stateful decode steps of %s through partbench's server over loopback gRPC: wall − execute − payload/bandwidth − 2 × latency (loopback link), median", loopback.OverheadConfig)
 	cal.Comments["spread.remote_request_overhead_s"] = "each repeat's median"
 	return nil
 }

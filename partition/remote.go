@@ -7,29 +7,6 @@ import (
 	"github.com/partbench/partbench/model"
 )
 
-// RemoteMode is how a client without the model's device drives a server
-// that has it (seeds 000 and 001). Every mode computes the same function;
-// they differ in which state crosses the network on each request.
-type RemoteMode string
-
-const (
-	// RemoteLocal runs in the client's own process: no network bytes.
-	RemoteLocal RemoteMode = "local"
-	// RemoteNaive is a stateless server: each request carries every weight
-	// and the KV cache up to the step; the reply carries the updated KV cache
-	// and the outputs.
-	RemoteNaive RemoteMode = "naive"
-	// RemoteKV keeps the weights on the server (sent once, at session open);
-	// the KV cache still travels both ways on every request.
-	RemoteKV RemoteMode = "kv"
-	// RemoteStateful keeps weights and KV cache in a server session: token
-	// ids go, sampled tokens (or logits) come back.
-	RemoteStateful RemoteMode = "stateful"
-)
-
-// RemoteModes lists the modes in report order.
-var RemoteModes = []RemoteMode{RemoteLocal, RemoteNaive, RemoteKV, RemoteStateful}
-
 // ParseRemoteMode checks a mode name.
 func ParseRemoteMode(s string) (RemoteMode, error) {
 	for _, m := range RemoteModes {
@@ -37,7 +14,7 @@ func ParseRemoteMode(s string) (RemoteMode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("remote mode %q: must be one of local, naive, kv, stateful", s)
+	return "", unknownRemoteMode(s)
 }
 
 // TokenIDBytes is the size of one token id on the wire: an int32, as the
@@ -236,18 +213,19 @@ func (p *Plan) RemotePayloadOf(mode RemoteMode, req RemoteRequest, opts RemoteOp
 		return RemotePayload{}, fmt.Errorf("remote phase %q: must be prefill or decode", req.Phase)
 	}
 	var pl RemotePayload
-	if mode == RemoteLocal {
+	row := mode.row()
+	if !row.Served {
 		return pl, nil
 	}
 	batch := int64(w.Batch)
-	if mode == RemoteNaive {
+	if row.ShipsWeightsEachRequest() {
 		ws, err := p.RemoteWeights()
 		if err != nil {
 			return pl, err
 		}
 		pl.Up = append(pl.Up, ws...)
 	}
-	if mode == RemoteNaive || mode == RemoteKV {
+	if row.ShipsKV() {
 		if past > 0 {
 			pl.Up = append(pl.Up, p.remoteKV(past)...)
 		}
@@ -300,7 +278,7 @@ func (p *Plan) RemoteOpenBytes(mode RemoteMode) (int64, error) {
 	if err := p.singleRank(); err != nil {
 		return 0, err
 	}
-	if mode != RemoteKV {
+	if !mode.row().ShipsWeightsAtOpen() {
 		return 0, nil
 	}
 	ws, err := p.RemoteWeights()
@@ -322,7 +300,7 @@ func (p *Plan) RemoteSessionBytes(mode RemoteMode) (int64, error) {
 	if err := p.singleRank(); err != nil {
 		return 0, err
 	}
-	if mode == RemoteLocal {
+	if !mode.Served() {
 		return 0, nil
 	}
 	return p.StageMemory[0].TotalBytes, nil

@@ -1,5 +1,7 @@
 package remote
 
+import "github.com/partbench/partbench/remote/wire"
+
 // ActivityMeter is a device's activity over a window: StartWindow opens
 // one, the function it returns closes it with the busy fraction in [0, 1]
 // and the name of its source ("" when nothing could be read). A GPU
@@ -9,16 +11,16 @@ type ActivityMeter interface {
 	StartWindow() (stop func() (fraction float64, source string))
 }
 
-// Activity is the UtilSampler of an ActivityMeter.
+// Activity is the wire.UtilSampler of an ActivityMeter.
 type Activity struct{ Meter ActivityMeter }
 
-var _ UtilSampler = Activity{}
+var _ wire.UtilSampler = Activity{}
 
 // Start opens a window of the meter.
-func (a Activity) Start() func() Utilization {
+func (a Activity) Start() func() wire.Utilization {
 	stop := a.Meter.StartWindow()
-	return func() Utilization {
+	return func() wire.Utilization {
 		f, src := stop()
-		return Utilization{Fraction: f, Source: src}
+		return wire.Utilization{Fraction: f, Source: src}
 	}
 }

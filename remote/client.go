@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -21,6 +20,7 @@ import (
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // ClientConfig says how to reach a server.
@@ -131,12 +131,12 @@ func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.R
 	}
 	ctx, cancel := c.deadline(ctx)
 	defer cancel()
-	r, err := c.t.open(ctx, &pb.OpenRequest{ConfigJson: js, ConfigHash: cfg.Hash(), Mode: pbMode(mode), Logits: opts.Logits})
+	r, err := c.t.open(ctx, &pb.OpenRequest{ConfigJson: js, ConfigHash: cfg.Hash(), Mode: wire.PBMode(mode), Logits: opts.Logits})
 	if err != nil {
 		return nil, c.named(err)
 	}
 	chunk := int(r.MaxChunkBytes)
-	if own := chunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
+	if own := wire.ChunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
 		chunk = own
 	}
 	return &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits}, nil
@@ -163,7 +163,7 @@ func (s *Session) Close(ctx context.Context) error {
 // StepResult is one request's reply, the server's timings and the bytes the
 // client's transport counted.
 type StepResult struct {
-	Tensors   []Tensor
+	Tensors   []wire.Tensor
 	QueueWait time.Duration
 	Receive   time.Duration // server: receiving the request's data
 	Execute   time.Duration
@@ -172,14 +172,14 @@ type StepResult struct {
 	// on the device, and reading the reply's back and encoding it. Span is
 	// the server's whole request; Util the device's utilization over it.
 	Import, Serialize, Span time.Duration
-	Util                    Utilization
+	Util                    wire.Utilization
 	Wall                    time.Duration // the client's call, end to end
 	Bytes                   commcount.TransferSnapshot
 }
 
 // Step sends one request and reads its reply. The tensors' data is sent
 // without a copy: it must not change until Step returns.
-func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []Tensor) (*StepResult, error) {
+func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []wire.Tensor) (*StepResult, error) {
 	ctx, cancel := s.c.deadline(ctx)
 	defer cancel()
 	t0 := time.Now()
@@ -195,11 +195,11 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		h.Phase = pb.Phase_PHASE_PREFILL
 	case partition.Decode:
 		h.Phase = pb.Phase_PHASE_DECODE
-	case PhaseLoad:
+	case wire.PhaseLoad:
 		h.Phase = pb.Phase_PHASE_LOAD
-	case PhasePause:
+	case wire.PhasePause:
 		h.Phase = pb.Phase_PHASE_PAUSE
-	case PhaseResume:
+	case wire.PhaseResume:
 		h.Phase = pb.Phase_PHASE_RESUME
 	default:
 		return nil, fmt.Errorf("step: phase %q: must be prefill, decode, load, pause or resume", phase)
@@ -249,10 +249,10 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 	}
 	res := &StepResult{}
 	for _, ti := range rh.Tensors {
-		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
+		if err := wire.CheckTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
 			return nil, fmt.Errorf("server %s: step reply: %w", s.c.cfg.Addr, err)
 		}
-		t := Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, ti.Bytes)}
+		t := wire.Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape, Data: make([]byte, ti.Bytes)}
 		for off := 0; off < len(t.Data); {
 			n, wire, err := st.recvData(t.Data[off:])
 			if err != nil {
@@ -273,7 +273,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 	res.QueueWait, res.Receive = time.Duration(tl.QueueWaitNs), time.Duration(tl.ReceiveNs)
 	res.Execute, res.Send = time.Duration(tl.ExecuteNs), time.Duration(tl.SendNs)
 	res.Import, res.Serialize, res.Span = time.Duration(tl.ImportNs), time.Duration(tl.SerializeNs), time.Duration(tl.SpanNs)
-	res.Util = Utilization{Fraction: tl.Utilization, Source: tl.UtilSource}
+	res.Util = wire.Utilization{Fraction: tl.Utilization, Source: tl.UtilSource}
 	res.Wall = time.Since(t0)
 	res.Bytes = tr.Snapshot()
 	return res, nil
@@ -308,7 +308,7 @@ func dialGRPC(c *Client) (transport, error) {
 	cfg := c.cfg
 	creds := insecure.NewCredentials()
 	if cfg.TLSCA != "" {
-		pool, err := loadPool(cfg.TLSCA)
+		pool, err := wire.LoadPool(cfg.TLSCA)
 		if err != nil {
 			return nil, err
 		}
@@ -325,8 +325,8 @@ func dialGRPC(c *Client) (transport, error) {
 			return countingConn{conn, c}, nil
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
-		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
-		grpc.WithReadBufferSize(ioBufferBytes), grpc.WithWriteBufferSize(ioBufferBytes),
+		grpc.WithInitialWindowSize(wire.WindowBytes), grpc.WithInitialConnWindowSize(wire.WindowBytes),
+		grpc.WithReadBufferSize(wire.IOBufferBytes), grpc.WithWriteBufferSize(wire.IOBufferBytes),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
@@ -338,7 +338,7 @@ func (g *grpcTransport) ctx(ctx context.Context) context.Context {
 	if g.tok == "" {
 		return ctx
 	}
-	return metadataWithToken(ctx, g.tok)
+	return wire.MetadataWithToken(ctx, g.tok)
 }
 
 func (g *grpcTransport) open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
@@ -356,23 +356,23 @@ type grpcClientStream struct {
 }
 
 func (s grpcClientStream) sendData(d []byte) (int64, error) {
-	return int64(dataHeaderLen(len(d)) + len(d) + grpcPrefixBytes), s.SendMsg(&dataOut{d})
+	return int64(wire.DataHeaderLen(len(d)) + len(d) + wire.GRPCPrefixBytes), s.SendMsg(&wire.DataOut{Data: d})
 }
 
 func (s grpcClientStream) recvData(dst []byte) (int, int64, error) {
-	d := &dataIn{dst: dst}
+	d := &wire.DataIn{Dst: dst}
 	if err := s.RecvMsg(d); err != nil {
 		return 0, 0, err
 	}
-	return d.n, int64(d.wire + grpcPrefixBytes), nil
+	return d.N, int64(d.Wire + wire.GRPCPrefixBytes), nil
 }
 
 func (s grpcClientStream) finish()                { s.cancel() }
-func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + grpcPrefixBytes) }
+func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + wire.GRPCPrefixBytes) }
 
 func (g *grpcTransport) step(ctx context.Context) (clientStream, error) {
 	ctx, cancel := context.WithCancel(g.ctx(ctx))
-	st, err := g.rc.Step(ctx, grpc.ForceCodecV2(frames))
+	st, err := g.rc.Step(ctx, grpc.ForceCodecV2(wire.Frames))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -386,7 +386,7 @@ func (g *grpcTransport) shutdown() error { return g.cc.Close() }
 
 type tcpTransport struct {
 	mu   sync.Mutex
-	tc   *tcpConn
+	tc   *wire.TCPConn
 	addr string
 }
 
@@ -406,15 +406,15 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 			return nil, err
 		}
 	}
-	t := &tcpTransport{tc: newTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
+	t := &tcpTransport{tc: wire.NewTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
 	stop := t.bind(ctx)
 	defer stop()
-	if _, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {
-		err = t.tc.flush()
+	if _, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {
+		err = t.tc.Flush()
 	}
-	e, _, err := t.tc.read()
+	e, _, err := t.tc.ReadEnvelope()
 	if err == nil {
-		err = envelopeErr(e)
+		err = wire.EnvelopeErr(e)
 	}
 	if err != nil {
 		conn.Close()
@@ -426,20 +426,13 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 // bind makes the connection obey ctx's deadline and cancellation.
 func (t *tcpTransport) bind(ctx context.Context) func() {
 	if d, ok := ctx.Deadline(); ok {
-		t.tc.c.SetDeadline(d)
+		t.tc.Conn().SetDeadline(d)
 	}
-	stop := context.AfterFunc(ctx, func() { t.tc.c.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { t.tc.Conn().SetDeadline(time.Unix(1, 0)) })
 	return func() {
 		stop()
-		t.tc.c.SetDeadline(time.Time{})
+		t.tc.Conn().SetDeadline(time.Time{})
 	}
-}
-
-func envelopeErr(e *pb.Envelope) error {
-	if er := e.GetError(); er != nil {
-		return status.Error(codes.Code(er.Code), er.Message)
-	}
-	return nil
 }
 
 func (t *tcpTransport) call(ctx context.Context, e *pb.Envelope) (*pb.Envelope, error) {
@@ -447,17 +440,17 @@ func (t *tcpTransport) call(ctx context.Context, e *pb.Envelope) (*pb.Envelope, 
 	defer t.mu.Unlock()
 	stop := t.bind(ctx)
 	defer stop()
-	if _, err := t.tc.write(e); err != nil {
+	if _, err := t.tc.WriteEnvelope(e); err != nil {
 		return nil, err
 	}
-	if err := t.tc.flush(); err != nil {
+	if err := t.tc.Flush(); err != nil {
 		return nil, err
 	}
-	r, _, err := t.tc.read()
+	r, _, err := t.tc.ReadEnvelope()
 	if err != nil {
 		return nil, err
 	}
-	return r, envelopeErr(r)
+	return r, wire.EnvelopeErr(r)
 }
 
 func (t *tcpTransport) open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
@@ -482,18 +475,18 @@ type tcpClientStream struct {
 }
 
 func (s *tcpClientStream) Send(f *pb.Frame) error {
-	_, err := s.t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	_, err := s.t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
 	return err
 }
 
-func (s *tcpClientStream) CloseSend() error { return s.t.tc.flush() }
+func (s *tcpClientStream) CloseSend() error { return s.t.tc.Flush() }
 
 func (s *tcpClientStream) Recv() (*pb.Frame, error) {
-	e, _, err := s.t.tc.read()
+	e, _, err := s.t.tc.ReadEnvelope()
 	if err != nil {
 		return nil, err
 	}
-	if err := envelopeErr(e); err != nil {
+	if err := wire.EnvelopeErr(e); err != nil {
 		return nil, err
 	}
 	if e.GetFrame() == nil {
@@ -502,9 +495,9 @@ func (s *tcpClientStream) Recv() (*pb.Frame, error) {
 	return e.GetFrame(), nil
 }
 
-func (s *tcpClientStream) sendData(d []byte) (int64, error) { return s.t.tc.writeData(d) }
+func (s *tcpClientStream) sendData(d []byte) (int64, error) { return s.t.tc.WriteData(d) }
 
-func (s *tcpClientStream) recvData(dst []byte) (int, int64, error) { return s.t.tc.readData(dst) }
+func (s *tcpClientStream) recvData(dst []byte) (int, int64, error) { return s.t.tc.ReadData(dst) }
 
 func (s *tcpClientStream) finish() {
 	s.stop()
@@ -512,7 +505,7 @@ func (s *tcpClientStream) finish() {
 }
 
 func (s *tcpClientStream) wire(f *pb.Frame) int64 {
-	return int64(proto.Size(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}) + tcpPrefixBytes)
+	return int64(proto.Size(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}) + wire.TCPPrefixBytes)
 }
 
 func (t *tcpTransport) step(ctx context.Context) (clientStream, error) {
@@ -520,4 +513,26 @@ func (t *tcpTransport) step(ctx context.Context) (clientStream, error) {
 	return &tcpClientStream{t: t, stop: t.bind(ctx)}, nil
 }
 
-func (t *tcpTransport) shutdown() error { return t.tc.c.Close() }
+func (t *tcpTransport) shutdown() error { return t.tc.Conn().Close() }
+
+// tcpClientTLS runs the client's TLS handshake over nc, verifying the
+// server with cfg.TLSCA: the raw-TCP twin over TLS, so the hello's token
+// never crosses in clear. The name checked is cfg.ServerName, else the
+// host of cfg.Addr.
+func tcpClientTLS(ctx context.Context, nc net.Conn, cfg ClientConfig) (net.Conn, error) {
+	pool, err := wire.LoadPool(cfg.TLSCA)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.ServerName
+	if name == "" {
+		if name, _, err = net.SplitHostPort(cfg.Addr); err != nil {
+			return nil, fmt.Errorf("client: server %q: %v", cfg.Addr, err)
+		}
+	}
+	tlc := tls.Client(nc, &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+	if err := tlc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("client: server %s: TLS handshake (CA %s): %w", cfg.Addr, cfg.TLSCA, err)
+	}
+	return tlc, nil
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // dialTimeout bounds connecting to a server (its calls have their own
@@ -39,7 +41,7 @@ func (o ConnectOptions) Check(cmd string, need bool, why string) error {
 		return fmt.Errorf("%s: %s needs a server: --server HOST:PORT or --spawn-server", cmd, why)
 	}
 	if o.TokenFile != "" {
-		if _, err := ReadTokenFile("--token-file", o.TokenFile); err != nil {
+		if _, err := wire.ReadTokenFile("--token-file", o.TokenFile); err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
 	}
@@ -47,7 +49,7 @@ func (o ConnectOptions) Check(cmd string, need bool, why string) error {
 		if o.Spawn {
 			return fmt.Errorf("%s: --tls-ca %s with --spawn-server: a spawned server listens on loopback without TLS; give --server HOST:PORT of a TLS server", cmd, o.TLSCA)
 		}
-		if _, err := loadPool(o.TLSCA); err != nil {
+		if _, err := wire.LoadPool(o.TLSCA); err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
 	}
@@ -96,7 +98,7 @@ func Connect(ctx context.Context, o ConnectOptions, stderr io.Writer) (*Conn, er
 	}
 	cc := ClientConfig{Addr: c.Addr, Transport: o.Transport, TLSCA: o.TLSCA, CallTimeout: o.CallTimeout}
 	if o.TokenFile != "" {
-		tok, err := ReadTokenFile("--token-file", o.TokenFile)
+		tok, err := wire.ReadTokenFile("--token-file", o.TokenFile)
 		if err != nil {
 			c.Close()
 			return nil, err

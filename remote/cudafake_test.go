@@ -11,6 +11,8 @@ import (
 	pexec "github.com/partbench/partbench/exec"
 	xcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // TestExecEngineOnFakeCUDA: the exec engine over exec/cuda, on the fake
@@ -21,16 +23,16 @@ import (
 // holds. It proves the plumbing only; it has not run on a GPU.
 func TestExecEngineOnFakeCUDA(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
-	eng := &ExecEngine{Backend: "cuda", New: func(plan *partition.Plan) (pexec.Compute, error) { return xcuda.New(plan, 0, xcuda.Options{}) }}
+	eng := &server.ExecEngine{Backend: "cuda", New: func(plan *partition.Plan) (pexec.Compute, error) { return xcuda.New(plan, 0, xcuda.Options{}) }}
 	for _, name := range []string{"test/single-tiny", "test/gpt2-tiny"} {
 		cfg, plan := testConfig(t, name)
-		_, addrs := startServer(t, ServerConfig{}, eng)
+		_, addrs := startServer(t, server.ServerConfig{}, eng)
 		prompt := SeededPrompt(plan)
 		local, err := GenerateLocal(ctx(t), eng, plan, prompt)
 		if err != nil {
 			t.Fatalf("%s local: %v", name, err)
 		}
-		weights, err := ModelWeights(plan)
+		weights, err := wire.ModelWeights(plan)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,21 +67,21 @@ func TestExecEngineOnFakeCUDA(t *testing.T) {
 func TestBackendEngineCUDAWithoutNCCL(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	t.Setenv("PARTBENCH_NCCL_LIB", t.TempDir()+"/libnccl.so.2")
-	eng, err := BackendEngine("cuda")
+	eng, err := server.BackendEngine("cuda")
 	if err != nil {
-		t.Fatalf("BackendEngine(cuda) without NCCL: %v", err)
+		t.Fatalf("server.BackendEngine(cuda) without NCCL: %v", err)
 	}
 	if eng.Backend != "cuda" {
 		t.Errorf("engine backend %q, want cuda", eng.Backend)
 	}
 	cfg, plan := testConfig(t, "test/single-tiny")
-	_, addrs := startServer(t, ServerConfig{}, eng)
+	_, addrs := startServer(t, server.ServerConfig{}, eng)
 	s, err := dial(t, addrs["tcp"], "tcp", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx(t))
-	weights, err := ModelWeights(plan)
+	weights, err := wire.ModelWeights(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestBackendEngineCUDAWithoutNCCL(t *testing.T) {
 	}
 
 	t.Setenv("PARTBENCH_CUDA_LIB", t.TempDir()+"/libcuda.so.1")
-	if _, err := BackendEngine("cuda"); err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
-		t.Errorf("BackendEngine(cuda) without a driver: %v", err)
+	if _, err := server.BackendEngine("cuda"); err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
+		t.Errorf("server.BackendEngine(cuda) without a driver: %v", err)
 	}
 }

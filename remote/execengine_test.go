@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // Three tiny configs: single-tiny (gated MLP, 8 layers), layermap-tiny run
@@ -20,8 +22,8 @@ func TestExecEngineModesAgree(t *testing.T) {
 		for _, tr := range transports {
 			t.Run(name+"/"+tr, func(t *testing.T) {
 				cfg, plan := testConfig(t, name)
-				eng := NewCPUEngine()
-				_, addrs := startServer(t, ServerConfig{}, eng)
+				eng := server.NewCPUEngine()
+				_, addrs := startServer(t, server.ServerConfig{}, eng)
 				prompt := SeededPrompt(plan)
 				local, err := GenerateLocal(ctx(t), eng, plan, prompt)
 				if err != nil {
@@ -30,7 +32,7 @@ func TestExecEngineModesAgree(t *testing.T) {
 				if len(local.Tokens) != plan.Config.Workload.OutputTokens {
 					t.Fatalf("local made %d token sets, want output_tokens = %d", len(local.Tokens), plan.Config.Workload.OutputTokens)
 				}
-				weights, err := ModelWeights(plan)
+				weights, err := wire.ModelWeights(plan)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,9 +72,9 @@ func TestExecEngineModesAgree(t *testing.T) {
 // corrupted KV cache changes the next step's tokens.
 func TestExecEngineUsesShippedState(t *testing.T) {
 	cfg, plan := testConfig(t, "test/single-tiny")
-	_, addrs := startServer(t, ServerConfig{}, NewCPUEngine())
+	_, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
 	prompt := SeededPrompt(plan)
-	weights, err := ModelWeights(plan)
+	weights, err := wire.ModelWeights(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +84,12 @@ func TestExecEngineUsesShippedState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherWeights, err := ModelWeights(oplan)
+	otherWeights, err := wire.ModelWeights(oplan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := dial(t, addrs["grpc"], "grpc", "")
-	run := func(ws []Tensor) [][]uint32 {
+	run := func(ws []wire.Tensor) [][]uint32 {
 		s, err := c.Open(ctx(t), cfg, partition.RemoteNaive, partition.RemoteOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -114,9 +116,9 @@ func TestExecEngineUsesShippedState(t *testing.T) {
 // generation's tokens, with that cache zeroed other tokens.
 func TestExecEngineKVTravels(t *testing.T) {
 	cfg, plan := testConfig(t, "test/single-tiny")
-	_, addrs := startServer(t, ServerConfig{}, NewCPUEngine())
+	_, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
 	prompt := SeededPrompt(plan)
-	weights, err := ModelWeights(plan)
+	weights, err := wire.ModelWeights(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +127,10 @@ func TestExecEngineKVTravels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Step(ctx(t), PhaseLoad, 0, weights); err != nil {
+	if _, err := s.Step(ctx(t), wire.PhaseLoad, 0, weights); err != nil {
 		t.Fatal(err)
 	}
-	pre, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, prompt)})
+	pre, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, prompt)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestExecEngineKVTravels(t *testing.T) {
 		t.Fatal(err)
 	}
 	decode := func(zero bool) []uint32 {
-		var in []Tensor
+		var in []wire.Tensor
 		for _, kv := range pre.Tensors {
 			if kv.Name == partition.RemoteTokensOut {
 				continue

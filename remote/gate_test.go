@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // gateStartedLine is what a gateEngine with an announce writer prints when
 // a step enters it (a server child's tests wait for the line).
 const gateStartedLine = "gate: step started"
 
-// gateEngine wraps an Engine so that tests order events on what the server
+// gateEngine wraps a wire.Engine so that tests order events on what the server
 // does instead of on sleeps: every step reports that it entered the engine
 // (a value on started, a line on announce) and, past the first free steps,
 // waits until open is closed (or its context ends) before it runs.
 type gateEngine struct {
-	Engine
+	wire.Engine
 	started  chan struct{}
 	announce io.Writer
 	open     chan struct{}
@@ -28,16 +29,16 @@ type gateEngine struct {
 	steps    atomic.Int64
 }
 
-func newGateEngine(e Engine) *gateEngine {
+func newGateEngine(e wire.Engine) *gateEngine {
 	return &gateEngine{Engine: e, started: make(chan struct{}, 4096), open: make(chan struct{})}
 }
 
 type gateSession struct {
-	EngineSession
+	wire.EngineSession
 	g *gateEngine
 }
 
-func (g *gateEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (EngineSession, error) {
+func (g *gateEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (wire.EngineSession, error) {
 	s, err := g.Engine.OpenSession(p, m, o)
 	if err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func (g *gateEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o pa
 	return gateSession{s, g}, nil
 }
 
-func (s gateSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+func (s gateSession) Step(ctx context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	n := s.g.steps.Add(1)
 	if s.g.announce != nil {
 		fmt.Fprintln(s.g.announce, gateStartedLine)

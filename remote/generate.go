@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // Call is one request of a generation as the client saw it.
@@ -41,15 +42,15 @@ func SeededPrompt(plan *partition.Plan) []uint32 {
 	return out
 }
 
-func tokensTensor(batch int, ids []uint32) Tensor {
+func tokensTensor(batch int, ids []uint32) wire.Tensor {
 	d := make([]byte, 4*len(ids))
 	for i, id := range ids {
 		binary.LittleEndian.PutUint32(d[4*i:], id)
 	}
-	return Tensor{Name: partition.RemoteTokensIn, ElemBytes: partition.TokenIDBytes, Shape: []int64{int64(batch), int64(len(ids) / batch)}, Data: d}
+	return wire.Tensor{Name: partition.RemoteTokensIn, ElemBytes: partition.TokenIDBytes, Shape: []int64{int64(batch), int64(len(ids) / batch)}, Data: d}
 }
 
-func tokensOf(ts []Tensor) ([]uint32, error) {
+func tokensOf(ts []wire.Tensor) ([]uint32, error) {
 	for _, t := range ts {
 		if t.Name == partition.RemoteTokensOut {
 			out := make([]uint32, len(t.Data)/4)
@@ -66,20 +67,20 @@ func tokensOf(ts []Tensor) ([]uint32, error) {
 // building each request from partition's RemotePayloadOf: weights (naive,
 // from weights), the KV cache the previous reply returned (naive, kv), and
 // the token ids. A kv session first uploads weights.
-func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32) (*Generation, error) {
+func Generate(ctx context.Context, s *Session, weights []wire.Tensor, prompt []uint32) (*Generation, error) {
 	if s.Logits {
 		return nil, fmt.Errorf("generate: the session returns logits; generation needs sampled tokens")
 	}
 	g := &Generation{}
-	if s.Mode == partition.RemoteKV {
-		r, err := s.Step(ctx, PhaseLoad, 0, weights)
+	if r, _ := s.Mode.Row(); r.ShipsWeightsAtOpen() {
+		r, err := s.Step(ctx, wire.PhaseLoad, 0, weights)
 		if err != nil {
 			return nil, fmt.Errorf("load weights: %w", err)
 		}
 		g.Open = r.Bytes
-		g.Load = &Call{Phase: PhaseLoad, Result: r}
+		g.Load = &Call{Phase: wire.PhaseLoad, Result: r}
 	}
-	byName := map[string]Tensor{}
+	byName := map[string]wire.Tensor{}
 	for _, w := range weights {
 		byName[w.Name] = w
 	}
@@ -96,9 +97,9 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 			return nil, err
 		}
 		t0 := time.Now()
-		var in []Tensor
+		var in []wire.Tensor
 		for _, want := range pl.Up {
-			var t Tensor
+			var t wire.Tensor
 			if want.Name == partition.RemoteTokensIn {
 				t = tokensTensor(batch, ids)
 			} else {
@@ -129,7 +130,7 @@ func Generate(ctx context.Context, s *Session, weights []Tensor, prompt []uint32
 
 // GenerateLocal runs the same generation in the client's own process
 // (local mode): no transport, no bytes.
-func GenerateLocal(ctx context.Context, eng Engine, plan *partition.Plan, prompt []uint32) (*Generation, error) {
+func GenerateLocal(ctx context.Context, eng wire.Engine, plan *partition.Plan, prompt []uint32) (*Generation, error) {
 	es, err := eng.OpenSession(plan, partition.RemoteStateful, partition.RemoteOptions{})
 	if err != nil {
 		return nil, err
@@ -139,11 +140,11 @@ func GenerateLocal(ctx context.Context, eng Engine, plan *partition.Plan, prompt
 	ids := prompt
 	batch := plan.Config.Workload.Batch
 	for k := -1; k < plan.DecodeSteps(); k++ {
-		in := &StepInput{Phase: partition.Decode, Step: k, Tensors: []Tensor{tokensTensor(batch, ids)}}
+		in := &wire.StepInput{Phase: partition.Decode, Step: k, Tensors: []wire.Tensor{tokensTensor(batch, ids)}}
 		if k < 0 {
 			in.Phase, in.Step = partition.Prefill, 0
 		}
-		t0, stop := time.Now(), CPUBusy{}.Start()
+		t0, stop := time.Now(), wire.CPUBusy{}.Start()
 		out, err := es.Step(ctx, in)
 		if err != nil {
 			return nil, err

@@ -23,6 +23,8 @@ import (
 
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // The tests in this file that need a separate process (a crash, a signal or
@@ -51,23 +53,23 @@ func hostileServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	budget, _ := strconv.ParseInt(os.Getenv("HS_BUDGET"), 10, 64)
-	var eng Engine = NewCPUEngine()
+	var eng wire.Engine = server.NewCPUEngine()
 	if d := envDuration("HS_DELAY"); d > 0 {
 		eng = announceEngine{eng, d}
 	}
-	o := ServeOptions{Listen: "127.0.0.1:0", Transport: os.Getenv("HS_TRANSPORT"), TokenFile: os.Getenv("HS_TOKEN_FILE"),
+	o := server.ServeOptions{Listen: "127.0.0.1:0", Transport: os.Getenv("HS_TRANSPORT"), TokenFile: os.Getenv("HS_TOKEN_FILE"),
 		TLSCert: os.Getenv("HS_TLS_CERT"), TLSKey: os.Getenv("HS_TLS_KEY"), DrainTimeout: 20 * time.Second,
-		ServerConfig: ServerConfig{MemoryBudgetBytes: budget, HandshakeTimeout: envDuration("HS_HANDSHAKE"), ReadTimeout: envDuration("HS_READ")}}
+		ServerConfig: server.ServerConfig{MemoryBudgetBytes: budget, HandshakeTimeout: envDuration("HS_HANDSHAKE"), ReadTimeout: envDuration("HS_READ")}}
 	if err := o.ReadFiles(); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
 	}
-	second, unwatch := SecondSignal()
+	second, unwatch := server.SecondSignal()
 	defer unwatch()
 	o.Stop = second
-	if err := Serve(ctx, o, eng, os.Stdout); err != nil {
+	if err := server.Serve(ctx, o, eng, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
-		var se *StoppedError
+		var se *server.StoppedError
 		if errors.As(err, &se) {
 			return se.ExitCode()
 		}
@@ -80,16 +82,16 @@ func hostileServe() int {
 // then holds it for d: a test can signal the server while a request is
 // certainly in flight.
 type announceEngine struct {
-	Engine
+	wire.Engine
 	d time.Duration
 }
 
 type announceSession struct {
-	EngineSession
+	wire.EngineSession
 	d time.Duration
 }
 
-func (e announceEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (EngineSession, error) {
+func (e announceEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (wire.EngineSession, error) {
 	s, err := e.Engine.OpenSession(p, m, o)
 	if err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func (e announceEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o
 	return announceSession{s, e.d}, nil
 }
 
-func (s announceSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+func (s announceSession) Step(ctx context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	fmt.Println("step running")
 	time.Sleep(s.d)
 	return s.EngineSession.Step(ctx, in)
@@ -119,7 +121,7 @@ func hostileSpawner() int {
 // hostileArgServe is the spawned `serve`: it reads --listen and
 // --transport from its arguments and ignores the rest.
 func hostileArgServe() int {
-	o := ServeOptions{DrainTimeout: 5 * time.Second}
+	o := server.ServeOptions{DrainTimeout: 5 * time.Second}
 	for i, a := range os.Args {
 		if i+1 < len(os.Args) {
 			switch a {
@@ -132,7 +134,7 @@ func hostileArgServe() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := Serve(ctx, o, NewCPUEngine(), os.Stdout); err != nil {
+	if err := server.Serve(ctx, o, server.NewCPUEngine(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -210,7 +212,7 @@ func flush(t *testing.T, st clientStream) {
 		st = o.clientStream
 	}
 	if ts, ok := st.(*tcpClientStream); ok {
-		if err := ts.t.tc.flush(); err != nil {
+		if err := ts.t.tc.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,10 +245,10 @@ func generateOnce(t *testing.T, c *Client) error {
 	}
 	defer s.Close(ctx(t))
 	b := plan.Config.Workload.Batch
-	if _, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(b, SeededPrompt(plan))}); err != nil {
+	if _, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(b, SeededPrompt(plan))}); err != nil {
 		return err
 	}
-	_, err = s.Step(ctx(t), partition.Decode, 0, []Tensor{tokensTensor(b, make([]uint32, b))})
+	_, err = s.Step(ctx(t), partition.Decode, 0, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
 	return err
 }
 
@@ -311,7 +313,7 @@ func TestHostileHeaderOverBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	budget := need + 1<<20 // one session and 1 MiB to spare
-	srv, addrs := startServer(t, ServerConfig{MemoryBudgetBytes: budget}, uncheckedEngine{NewCPUEngine()})
+	srv, addrs := startServer(t, server.ServerConfig{MemoryBudgetBytes: budget}, uncheckedEngine{server.NewCPUEngine()})
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			c := dial(t, addrs[tr], tr, "")
@@ -335,58 +337,19 @@ func TestHostileHeaderOverBudget(t *testing.T) {
 	}
 }
 
-// uncheckedEngine hides the CPU engine's payload check (RequestChecker), as
+// uncheckedEngine hides the CPU engine's payload check (wire.RequestChecker), as
 // an engine without one would be.
-type uncheckedEngine struct{ e Engine }
+type uncheckedEngine struct{ e wire.Engine }
 
-type uncheckedSession struct{ EngineSession }
+type uncheckedSession struct{ wire.EngineSession }
 
 func (u uncheckedEngine) SessionBytes(p *partition.Plan, m partition.RemoteMode) (int64, error) {
 	return u.e.SessionBytes(p, m)
 }
 
-func (u uncheckedEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (EngineSession, error) {
+func (u uncheckedEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (wire.EngineSession, error) {
 	s, err := u.e.OpenSession(p, m, o)
 	return uncheckedSession{s}, err
-}
-
-// dribble is a frameStream that delivers n bytes of data in chunks of
-// chunk bytes, then fails: a client that stops sending.
-type dribble struct {
-	frameStream
-	n, chunk int
-}
-
-func (d *dribble) RecvData(dst []byte) (int, error) {
-	if d.n == 0 {
-		return 0, status.Error(codes.DeadlineExceeded, "no more data")
-	}
-	k := min(d.chunk, d.n, len(dst))
-	d.n -= k
-	return k, nil
-}
-
-// TestRecvBuffersGrowWithData: a tensor declared at 1 GiB of which 3 MiB
-// arrive holds a buffer of at most twice what arrived plus one message
-// (the growth rule), never the declared size.
-func TestRecvBuffersGrowWithData(t *testing.T) {
-	const chunk, arrived = 1 << 20, 3 << 20
-	b := &recvBuffers{}
-	d, err := b.recv(0, 1<<30, chunk, &dribble{n: arrived, chunk: chunk})
-	if err == nil || len(d) != arrived {
-		t.Fatalf("received %d B, err %v; want %d B and the stream's error", len(d), err, arrived)
-	}
-	// Capacities: 1 MiB, 2, 4 (each at least the received bytes + one
-	// message, doubling): 4 MiB ≤ 2 × 3 MiB + 1 MiB.
-	if c := cap(b.b[0]) + cap(d); c > 2*arrived+chunk {
-		t.Errorf("buffer capacity %d B after %d B arrived, want at most %d", cap(d), arrived, 2*arrived+chunk)
-	}
-	// A complete tensor ends exactly at its size.
-	b = &recvBuffers{}
-	d, err = b.recv(0, 5<<20+3, chunk, &dribble{n: 5<<20 + 3, chunk: chunk})
-	if err != nil || len(d) != 5<<20+3 || cap(d) != 5<<20+3 {
-		t.Errorf("a 5 MiB + 3 B tensor: len %d cap %d err %v", len(d), cap(d), err)
-	}
 }
 
 // TestHostileSilentClientDoesNotBlock: with one execution slot, a client
@@ -397,7 +360,7 @@ func TestRecvBuffersGrowWithData(t *testing.T) {
 // until the call timeout.
 func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 	const readTimeout = time.Second
-	srv, addrs := startServer(t, ServerConfig{MaxConcurrent: 1, ReadTimeout: readTimeout}, NewCPUEngine())
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, ReadTimeout: readTimeout}, server.NewCPUEngine())
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			cfg, plan := testConfig(t, "test/single-tiny")
@@ -435,7 +398,7 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 // the engine ran on the closed session.
 func TestIdleReaperSparesRequestInProgress(t *testing.T) {
 	const idle = 50 * time.Millisecond
-	srv, addrs := startServer(t, ServerConfig{IdleTimeout: idle, ReadTimeout: 5 * time.Second}, NewCPUEngine())
+	srv, addrs := startServer(t, server.ServerConfig{IdleTimeout: idle, ReadTimeout: 5 * time.Second}, server.NewCPUEngine())
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			cfg, plan := testConfig(t, "test/single-tiny")
@@ -468,12 +431,12 @@ func TestIdleReaperSparesRequestInProgress(t *testing.T) {
 // TestClosedSessionRefuses: a step on a closed engine session says so.
 func TestClosedSessionRefuses(t *testing.T) {
 	_, plan := testConfig(t, "test/single-tiny")
-	es, err := NewCPUEngine().OpenSession(plan, partition.RemoteStateful, partition.RemoteOptions{})
+	es, err := server.NewCPUEngine().OpenSession(plan, partition.RemoteStateful, partition.RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	es.Close()
-	_, err = es.Step(context.Background(), &StepInput{Phase: partition.Prefill, Tensors: []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))}})
+	_, err = es.Step(context.Background(), &wire.StepInput{Phase: partition.Prefill, Tensors: []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))}})
 	if err == nil || !strings.Contains(err.Error(), "session closed") {
 		t.Errorf("a step on a closed session: %v, want \"session closed\"", err)
 	}
@@ -650,7 +613,7 @@ func TestServeSecondSignalStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
+	go s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
 	srv.line(t, "step running")
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 	srv.line(t, "partbench serve: draining")
@@ -677,21 +640,21 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, make([]byte, MaxPEMFileBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, wire.MaxPEMFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cert, key := selfSigned(t, dir)
 	for _, c := range []struct {
-		o    ServeOptions
+		o    server.ServeOptions
 		flag string
 		want string
 	}{
-		{ServeOptions{TokenFile: fifo}, "--token-file", "not a regular file"},
-		{ServeOptions{TokenFile: "/dev/zero"}, "--token-file", "not a regular file"},
-		{ServeOptions{TokenFile: big}, "--token-file", "more than the 4096 bytes (4 KiB) a --token-file may have"},
-		{ServeOptions{TLSCert: fifo, TLSKey: key}, "--tls-cert", "not a regular file"},
-		{ServeOptions{TLSCert: cert, TLSKey: "/dev/zero"}, "--tls-key", "not a regular file"},
-		{ServeOptions{TLSCert: big, TLSKey: key}, "--tls-cert", "more than the 1048576 bytes (1 MiB) a --tls-cert may have"},
+		{server.ServeOptions{TokenFile: fifo}, "--token-file", "not a regular file"},
+		{server.ServeOptions{TokenFile: "/dev/zero"}, "--token-file", "not a regular file"},
+		{server.ServeOptions{TokenFile: big}, "--token-file", "more than the 4096 bytes (4 KiB) a --token-file may have"},
+		{server.ServeOptions{TLSCert: fifo, TLSKey: key}, "--tls-cert", "not a regular file"},
+		{server.ServeOptions{TLSCert: cert, TLSKey: "/dev/zero"}, "--tls-key", "not a regular file"},
+		{server.ServeOptions{TLSCert: big, TLSKey: key}, "--tls-cert", "more than the 1048576 bytes (1 MiB) a --tls-cert may have"},
 	} {
 		done := make(chan error, 1)
 		go func() { done <- c.o.ReadFiles() }()
@@ -704,7 +667,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 			t.Fatalf("%+v: still reading after 5 s", c.o)
 		}
 	}
-	o := ServeOptions{TLSCert: cert, TLSKey: key, TokenFile: tokenFile(t, "tok")}
+	o := server.ServeOptions{TLSCert: cert, TLSKey: key, TokenFile: tokenFile(t, "tok")}
 	if err := o.ReadFiles(); err != nil || o.Token != "tok" {
 		t.Errorf("regular files: token %q, %v", o.Token, err)
 	}
@@ -714,7 +677,7 @@ func TestSmallFilesRefuseSpecial(t *testing.T) {
 // in clear), and a plaintext client gets nothing from it.
 func TestTCPOverTLS(t *testing.T) {
 	cert, key := selfSigned(t, t.TempDir())
-	s, err := NewServer(ServerConfig{Token: "tls-token", TLSCert: cert, TLSKey: key}, NewCPUEngine())
+	s, err := server.NewServer(server.ServerConfig{Token: "tls-token", TLSCert: cert, TLSKey: key}, server.NewCPUEngine())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -773,7 +736,7 @@ func TestTCPOverTLS(t *testing.T) {
 // budget before it is read: with 1 MiB of budget it is refused as
 // ResourceExhausted, not read and then found malformed.
 func TestTCPLargeMessageCounted(t *testing.T) {
-	_, addrs := startServer(t, ServerConfig{MemoryBudgetBytes: 1 << 20}, NewCPUEngine())
+	_, addrs := startServer(t, server.ServerConfig{MemoryBudgetBytes: 1 << 20}, server.NewCPUEngine())
 	c := dial(t, addrs["tcp"], "tcp", "")
 	_, err := c.t.open(ctx(t), &pb.OpenRequest{ConfigJson: make([]byte, 2<<20), Mode: pb.Mode_MODE_STATEFUL})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "memory budget") {

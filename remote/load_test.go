@@ -13,6 +13,8 @@ import (
 
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // TestLoadHostileClients is the loopback load test of a token-protected
@@ -23,7 +25,7 @@ import (
 // request's data then nothing, and 20 that declare a 40 GiB tensor, all
 // while one legitimate client keeps generating. It holds when every
 // legitimate request is served and the server's peak resident memory
-// (/proc VmHWM) stays under the budget plus MemoryOverheadBytes (64 MiB:
+// (/proc VmHWM) stays under the budget plus server.MemoryOverheadBytes (64 MiB:
 // the runtime, the engine's code and scratch, unauthenticated
 // connections), the soft limit `serve` gives the Go runtime. Without the
 // bounds it rose to 3.2 GB under a 10 MB budget.
@@ -48,13 +50,13 @@ func TestLoadHostileClients(t *testing.T) {
 			decode := tokensTensor(b, make([]uint32, b))
 			generate := func() ([]time.Duration, error) {
 				var lat []time.Duration
-				r, err := ls.Step(ctx(t), partition.Prefill, 0, []Tensor{prompt})
+				r, err := ls.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{prompt})
 				if err != nil {
 					return nil, err
 				}
 				lat = append(lat, r.Wall)
 				for i := 0; i < plan.Config.Workload.OutputTokens-1; i++ {
-					if r, err = ls.Step(ctx(t), partition.Decode, i, []Tensor{decode}); err != nil {
+					if r, err = ls.Step(ctx(t), partition.Decode, i, []wire.Tensor{decode}); err != nil {
 						return nil, err
 					}
 					lat = append(lat, r.Wall)
@@ -201,7 +203,7 @@ func TestLoadHostileClients(t *testing.T) {
 						sent += ti.Bytes
 					}
 					if ts, ok := st.(*tcpClientStream); ok {
-						ts.t.tc.flush()
+						ts.t.tc.Flush()
 					}
 					done := make(chan error, 1)
 					go func() { _, err := st.Recv(); done <- err }()
@@ -243,7 +245,7 @@ func TestLoadHostileClients(t *testing.T) {
 					st.Send(&pb.Frame{Kind: &pb.Frame_Header{Header: &pb.StepHeader{SessionId: s.ID, Phase: pb.Phase_PHASE_DECODE,
 						Tensors: []*pb.TensorInfo{{Name: partition.RemoteTokensIn, ElemBytes: 4, Shape: []int64{10 << 30}, Bytes: 40 << 30}}}}})
 					if ts, ok := st.(*tcpClientStream); ok {
-						ts.t.tc.flush()
+						ts.t.tc.Flush()
 					}
 					if _, err := st.Recv(); err == nil {
 						t.Errorf("a 40 GiB header was answered")
@@ -270,8 +272,8 @@ func TestLoadHostileClients(t *testing.T) {
 			if len(lat) < 10 {
 				t.Errorf("only %d legitimate requests in %v", len(lat), duration)
 			}
-			if peak<<10 > budget+MemoryOverheadBytes && !raceEnabled {
-				t.Errorf("peak memory %d B under load; the bound is the budget %d B + %d B", peak<<10, budget, MemoryOverheadBytes)
+			if peak<<10 > budget+server.MemoryOverheadBytes && !raceEnabled {
+				t.Errorf("peak memory %d B under load; the bound is the budget %d B + %d B", peak<<10, budget, server.MemoryOverheadBytes)
 			}
 		})
 	}

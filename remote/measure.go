@@ -7,6 +7,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -20,6 +21,9 @@ type MeasureOptions struct {
 	Trials int    // --trials
 	Warmup int    // --warmup
 	Conn   ConnectOptions
+	// Local runs local mode in this process (partbench remote: the CPU
+	// backend's engine, server.BackendEngine).
+	Local wire.Engine
 }
 
 // ParseModes reads --mode: one partition.RemoteMode, or "all" for every one.
@@ -35,8 +39,8 @@ func ParseModes(mode string) ([]partition.RemoteMode, error) {
 }
 
 // Measure checks o, connects to the server when a mode other than local
-// needs one (a spawned child's stderr to stderr), runs the trials on the
-// CPU engine, and writes results.csv and results.json to o.Out. The
+// needs one (a spawned child's stderr to stderr), runs the trials (local mode on
+// o.Local), and writes results.csv and results.json to o.Out. The
 // results file records the server's address and the transport.
 func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, *ResultsFile, error) {
 	if o.Config == "" {
@@ -56,15 +60,12 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 	}
 	needServer := false
 	for _, m := range modes {
-		needServer = needServer || m != partition.RemoteLocal
+		needServer = needServer || m.Served()
 	}
 	if err := o.Conn.Check("remote", needServer, "--mode "+o.Mode); err != nil {
 		return nil, nil, err
 	}
-	topts := TrialOptions{Config: cfg, Modes: modes, Trials: o.Trials, Warmup: o.Warmup, Link: link}
-	if topts.Engine, err = BackendEngine(configs.BackendCPU); err != nil {
-		return nil, nil, err
-	}
+	topts := TrialOptions{Config: cfg, Modes: modes, Trials: o.Trials, Warmup: o.Warmup, Link: link, Engine: o.Local}
 	addr := o.Conn.Server
 	if needServer {
 		c, err := Connect(ctx, o.Conn, stderr)

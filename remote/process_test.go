@@ -29,6 +29,8 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // The tests below run the server or the client as a separate process: this
@@ -39,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childServe())
 	case "client":
 		os.Exit(childClient())
+	case "echo":
+		os.Exit(childEcho())
 	}
 	os.Exit(m.Run())
 }
@@ -46,7 +50,10 @@ func TestMain(m *testing.M) {
 func childServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	var eng Engine = NewCPUEngine()
+	var eng wire.Engine = server.NewCPUEngine()
+	if os.Getenv("CHILD_ENGINE") == "sink" {
+		eng = sinkEngine{}
+	}
 	out := &addrTap{w: os.Stdout}
 	// CHILD_GATE: every step prints gateStartedLine and is held, until the
 	// server drains after SIGTERM ("drain") or for good ("never").
@@ -69,9 +76,9 @@ func childServe() int {
 		g.announce = out
 		eng = g
 	}
-	o := ServeOptions{Listen: os.Getenv("CHILD_LISTEN"), Transport: os.Getenv("CHILD_TRANSPORT"), TokenFile: os.Getenv("CHILD_TOKEN_FILE"),
+	o := server.ServeOptions{Listen: os.Getenv("CHILD_LISTEN"), Transport: os.Getenv("CHILD_TRANSPORT"), TokenFile: os.Getenv("CHILD_TOKEN_FILE"),
 		TLSCert: os.Getenv("CHILD_TLS_CERT"), TLSKey: os.Getenv("CHILD_TLS_KEY"), DrainTimeout: 10 * time.Second}
-	if err := Serve(ctx, o, eng, out); err != nil {
+	if err := server.Serve(ctx, o, eng, out); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
 	}
@@ -134,7 +141,7 @@ func childClient() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		ws, err := ModelWeights(s.Plan)
+		ws, err := wire.ModelWeights(s.Plan)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -153,7 +160,7 @@ func childClient() int {
 		return 1
 	}
 	plan := s.Plan
-	if _, err := s.Step(ctx, partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))}); err != nil {
+	if _, err := s.Step(ctx, partition.Prefill, 0, []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -170,14 +177,14 @@ type child struct {
 	err    error         // its exit, valid after done
 }
 
-func startChild(t *testing.T, role string, env ...string) *child {
+func startChild(t testing.TB, role string, env ...string) *child {
 	t.Helper()
 	return startChildEnv(t, append([]string{"PARTBENCH_REMOTE_CHILD=" + role}, env...)...)
 }
 
 // startChildEnv re-executes this test binary with env added (the variable
 // that picks the child's part among them).
-func startChildEnv(t *testing.T, env ...string) *child {
+func startChildEnv(t testing.TB, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
@@ -208,7 +215,7 @@ func startChildEnv(t *testing.T, env ...string) *child {
 }
 
 // line waits for a line starting with prefix.
-func (c *child) line(t *testing.T, prefix string) string {
+func (c *child) line(t testing.TB, prefix string) string {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -227,7 +234,7 @@ func (c *child) line(t *testing.T, prefix string) string {
 }
 
 // serveChild starts a server process on loopback port 0 and returns its address.
-func serveChild(t *testing.T, transport string, env ...string) (*child, string) {
+func serveChild(t testing.TB, transport string, env ...string) (*child, string) {
 	t.Helper()
 	c := startChild(t, "serve", append([]string{"CHILD_LISTEN=127.0.0.1:0", "CHILD_TRANSPORT=" + transport}, env...)...)
 	l := c.line(t, "partbench serve: "+transport+" listening on ")
@@ -255,7 +262,7 @@ func TestProcessModes(t *testing.T) {
 			c := dial(t, addr, tr, "")
 			for _, name := range engineConfigs {
 				cfg, _ := testConfig(t, name)
-				res, err := RunTrials(ctx(t), TrialOptions{Config: cfg, Modes: partition.RemoteModes, Trials: 1, Warmup: 0, Client: c, Engine: NewCPUEngine()})
+				res, err := RunTrials(ctx(t), TrialOptions{Config: cfg, Modes: partition.RemoteModes, Trials: 1, Warmup: 0, Client: c, Engine: server.NewCPUEngine()})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -333,7 +340,7 @@ func TestProcessTokenRequired(t *testing.T) {
 func TestProcessKilledClientFreed(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv, addrs := startServer(t, ServerConfig{}, NewCPUEngine())
+			srv, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
 			cl := startChild(t, "client", "CHILD_ADDR="+addrs[tr], "CHILD_TRANSPORT="+tr)
 			cl.line(t, "opened true")
 			if n := srv.Sessions(); n != 1 {
@@ -367,7 +374,7 @@ func TestProcessSIGTERMDrains(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
+				_, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
 				done <- err
 			}()
 			// The step is in the engine, held there until the server drains.
@@ -468,7 +475,7 @@ func TestProcessServerKilled(t *testing.T) {
 				t0 := time.Now()
 				go func() {
 					// No deadline of its own: the client's CallTimeout applies.
-					_, err := s.Step(context.Background(), partition.Prefill, 0, []Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
+					_, err := s.Step(context.Background(), partition.Prefill, 0, []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, SeededPrompt(plan))})
 					done <- err
 				}()
 				srv.line(t, gateStartedLine) // the request is inside the server, held for good
@@ -509,9 +516,9 @@ func TestProcessServerKilled(t *testing.T) {
 func TestProcessKilledMidStream(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			eng := newGateEngine(NewCPUEngine())
+			eng := newGateEngine(server.NewCPUEngine())
 			eng.free = 3
-			srv, addrs := startServer(t, ServerConfig{}, eng)
+			srv, addrs := startServer(t, server.ServerConfig{}, eng)
 			cl := startChild(t, "client", "CHILD_ADDR="+addrs[tr], "CHILD_TRANSPORT="+tr, "CHILD_LOOP=1")
 			cl.line(t, "streaming")
 			eng.waitStarted(t, 4) // three requests served, the fourth in flight (held in the engine)

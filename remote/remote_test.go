@@ -19,6 +19,8 @@ import (
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 var transports = []string{"grpc", "tcp"}
@@ -39,9 +41,9 @@ func testConfig(t testing.TB, name string) (*configs.Config, *partition.Plan) {
 }
 
 // startServer serves both transports on loopback, port 0, and drains at the end.
-func startServer(t testing.TB, cfg ServerConfig, eng Engine) (*Server, map[string]string) {
+func startServer(t testing.TB, cfg server.ServerConfig, eng wire.Engine) (*server.Server, map[string]string) {
 	t.Helper()
-	s, err := NewServer(cfg, eng)
+	s, err := server.NewServer(cfg, eng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +85,12 @@ func ctx(t testing.TB) context.Context {
 // and the payload bytes the transport counted on every call equal
 // partition's Program-derived bytes exactly.
 func TestGenerateEveryMode(t *testing.T) {
-	eng := &ArithEngine{}
-	srv, addrs := startServer(t, ServerConfig{}, eng)
+	eng := &server.ArithEngine{}
+	srv, addrs := startServer(t, server.ServerConfig{}, eng)
 	for _, name := range []string{"test/single-tiny", "test/layerwise16-tiny"} {
 		cfg, plan := testConfig(t, name)
 		prompt := SeededPrompt(plan)
-		weights, err := SeededWeights(plan)
+		weights, err := server.SeededWeights(plan)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +160,7 @@ func TestGenerateEveryMode(t *testing.T) {
 }
 
 func TestNonLoopbackNeedsToken(t *testing.T) {
-	s, err := NewServer(ServerConfig{}, &ArithEngine{})
+	s, err := server.NewServer(server.ServerConfig{}, &server.ArithEngine{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 			}
 		}
 	}
-	withTok, err := NewServer(ServerConfig{Token: "s3cret"}, &ArithEngine{})
+	withTok, err := server.NewServer(server.ServerConfig{Token: "s3cret"}, &server.ArithEngine{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 }
 
 func TestTokenRequired(t *testing.T) {
-	_, addrs := startServer(t, ServerConfig{Token: "right-token"}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{Token: "right-token"}, &server.ArithEngine{})
 	cfg, _ := testConfig(t, "test/single-tiny")
 	for _, tr := range transports {
 		for _, tok := range []string{"", "wrong-token", "right-token-but-longer"} {
@@ -214,8 +216,8 @@ func TestTokenRequired(t *testing.T) {
 // A message over the server's limit fails that client with a clear error
 // while another client's generation completes.
 func TestOversizedMessageRefused(t *testing.T) {
-	eng := &ArithEngine{Delay: 20 * time.Millisecond}
-	_, addrs := startServer(t, ServerConfig{MaxMessageBytes: 64 << 10, MaxConcurrent: 2}, eng)
+	eng := &server.ArithEngine{Delay: 20 * time.Millisecond}
+	_, addrs := startServer(t, server.ServerConfig{MaxMessageBytes: 64 << 10, MaxConcurrent: 2}, eng)
 	cfg, plan := testConfig(t, "test/single-tiny")
 	for _, tr := range transports {
 		good := dial(t, addrs[tr], tr, "")
@@ -238,7 +240,7 @@ func TestOversizedMessageRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		bs.maxChunk = 1 << 20 // past the server's 64 KiB limit
-		ws, _ := SeededWeights(plan)
+		ws, _ := server.SeededWeights(plan)
 		_, err = bs.Step(ctx(t), partition.Prefill, 0, ws)
 		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than") {
 			t.Errorf("%s oversized: %v, want ResourceExhausted naming the size", tr, err)
@@ -261,9 +263,9 @@ func waitFor(t *testing.T, bound time.Duration, cond func() bool, what string) {
 }
 
 // A client that hangs up has its sessions freed at once (bound: 2 s here,
-// DisconnectBound for a peer that vanishes without closing its socket).
+// wire.DisconnectBound for a peer that vanishes without closing its socket).
 func TestDisconnectFreesSession(t *testing.T) {
-	srv, addrs := startServer(t, ServerConfig{}, &ArithEngine{})
+	srv, addrs := startServer(t, server.ServerConfig{}, &server.ArithEngine{})
 	cfg, _ := testConfig(t, "test/single-tiny")
 	for _, tr := range transports {
 		c, err := Dial(ctx(t), ClientConfig{Addr: addrs[tr], Transport: tr})
@@ -283,7 +285,7 @@ func TestDisconnectFreesSession(t *testing.T) {
 }
 
 func TestIdleTimeoutFreesSession(t *testing.T) {
-	srv, addrs := startServer(t, ServerConfig{IdleTimeout: 100 * time.Millisecond}, &ArithEngine{})
+	srv, addrs := startServer(t, server.ServerConfig{IdleTimeout: 100 * time.Millisecond}, &server.ArithEngine{})
 	cfg, _ := testConfig(t, "test/single-tiny")
 	c := dial(t, addrs["grpc"], "grpc", "")
 	s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
@@ -291,7 +293,7 @@ func TestIdleTimeoutFreesSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*time.Second, func() bool { return srv.Sessions() == 0 }, "idle session freed")
-	_, err = s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(s.Plan))})
+	_, err = s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(4, SeededPrompt(s.Plan))})
 	if status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "idle") {
 		t.Errorf("step on an idle-freed session: %v", err)
 	}
@@ -300,7 +302,7 @@ func TestIdleTimeoutFreesSession(t *testing.T) {
 func TestMemoryBudgetRefusesBeforeAllocating(t *testing.T) {
 	cfg, plan := testConfig(t, "test/single-tiny")
 	need, _ := plan.RemoteSessionBytes(partition.RemoteStateful)
-	srv, addrs := startServer(t, ServerConfig{MemoryBudgetBytes: need + need/2}, &ArithEngine{})
+	srv, addrs := startServer(t, server.ServerConfig{MemoryBudgetBytes: need + need/2}, &server.ArithEngine{})
 	c := dial(t, addrs["tcp"], "tcp", "")
 	if _, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{}); err != nil {
 		t.Fatal(err)
@@ -317,7 +319,7 @@ func TestMemoryBudgetRefusesBeforeAllocating(t *testing.T) {
 
 // A session id is useless on another connection, and looks like no session.
 func TestSessionBoundToConnection(t *testing.T) {
-	_, addrs := startServer(t, ServerConfig{}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{}, &server.ArithEngine{})
 	cfg, plan := testConfig(t, "test/single-tiny")
 	for _, tr := range transports {
 		a, b := dial(t, addrs[tr], tr, ""), dial(t, addrs[tr], tr, "")
@@ -330,7 +332,7 @@ func TestSessionBoundToConnection(t *testing.T) {
 		}
 		stolen := *sa
 		stolen.c = b
-		_, err = stolen.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(plan))})
+		_, err = stolen.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(4, SeededPrompt(plan))})
 		if status.Code(err) != codes.NotFound {
 			t.Errorf("%s: another connection's step: %v, want NotFound", tr, err)
 		}
@@ -350,8 +352,8 @@ func TestSessionBoundToConnection(t *testing.T) {
 // transports.
 func TestGracefulDrain(t *testing.T) {
 	for _, tr := range transports {
-		eng := newGateEngine(&ArithEngine{})
-		srv, err := NewServer(ServerConfig{}, eng)
+		eng := newGateEngine(&server.ArithEngine{})
+		srv, err := server.NewServer(server.ServerConfig{}, eng)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +368,7 @@ func TestGracefulDrain(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(plan))})
+			_, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(4, SeededPrompt(plan))})
 			done <- err
 		}()
 		eng.waitStarted(t, 1) // the step is in the engine, held there until the gate opens
@@ -417,8 +419,8 @@ func TestGracefulDrain(t *testing.T) {
 // Beyond MaxConcurrent executing and MaxQueue waiting, a request is refused
 // by name; a queued one reports its wait.
 func TestBoundedQueue(t *testing.T) {
-	eng := newGateEngine(&ArithEngine{})
-	srv, addrs := startServer(t, ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, eng)
+	eng := newGateEngine(&server.ArithEngine{})
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, eng)
 	cfg, plan := testConfig(t, "test/single-tiny")
 	type res struct {
 		r   *StepResult
@@ -434,14 +436,14 @@ func TestBoundedQueue(t *testing.T) {
 		}
 		out[i] = make(chan res, 1)
 		go func() {
-			r, err := s.Step(ctx(t), partition.Prefill, 0, []Tensor{tokensTensor(4, SeededPrompt(plan))})
+			r, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(4, SeededPrompt(plan))})
 			out[i] <- res{r, err}
 		}()
 		switch i {
 		case 0:
 			eng.waitStarted(t, 1) // the first executes (held in the engine)
 		case 1:
-			waitFor(t, 10*time.Second, func() bool { return srv.waiting.Load() == 1 }, "the second request queued")
+			waitFor(t, 10*time.Second, func() bool { return srv.Waiting() == 1 }, "the second request queued")
 			seenQueued = time.Now()
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
 )
 
-// countGen is a Generator whose token i of a request of p prompt tokens
+// countGen is a server.Generator whose token i of a request of p prompt tokens
 // is p·1000 + i; it counts the requests that ended (returned) and those cut
 // short by the client (ctx ended or emit failed); a prompt of 999 tokens
 // waits for its ctx to end without a token (a request still queued).
@@ -69,7 +70,7 @@ func dialGen(t *testing.T, addr, transport, token string) *GenerateClient {
 // same raw-TCP connection serves the next call.
 func TestGenerateStreamsTokens(t *testing.T) {
 	g := &countGen{maxContext: 64}
-	_, addrs := startServer(t, ServerConfig{Generator: g}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{Generator: g}, &server.ArithEngine{})
 	for _, tr := range []string{"grpc", "tcp"} {
 		c := dialGen(t, addrs[tr], tr, "")
 		for _, req := range []*pb.GenerateRequest{{PromptLen: 5, MaxTokens: 4}, {PromptIds: []int32{7, 8, 9}, MaxTokens: 3}} {
@@ -96,8 +97,8 @@ func TestGenerateStreamsTokens(t *testing.T) {
 // without the token is refused before anything runs.
 func TestGenerateRefuses(t *testing.T) {
 	g := &countGen{maxContext: 64}
-	_, addrs := startServer(t, ServerConfig{Generator: g, Token: "tok"}, &ArithEngine{})
-	_, bare := startServer(t, ServerConfig{}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{Generator: g, Token: "tok"}, &server.ArithEngine{})
+	_, bare := startServer(t, server.ServerConfig{}, &server.ArithEngine{})
 	for _, tr := range []string{"grpc", "tcp"} {
 		c := dialGen(t, addrs[tr], tr, "tok")
 		for _, tc := range []struct {
@@ -152,7 +153,7 @@ func TestGenerateRefuses(t *testing.T) {
 	if g.ended.Load() != 2 {
 		t.Errorf("the engine ran %d requests, want the 2 it could serve", g.ended.Load())
 	}
-	if _, err := NewServer(ServerConfig{Generator: &countGen{maxContext: 8, bytes: 2 << 30}}, &ArithEngine{}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
+	if _, err := server.NewServer(server.ServerConfig{Generator: &countGen{maxContext: 8, bytes: 2 << 30}}, &server.ArithEngine{}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
 		t.Errorf("an engine over the budget: %v", err)
 	}
 }
@@ -162,7 +163,7 @@ func TestGenerateRefuses(t *testing.T) {
 // raw TCP by closing the connection (the server's next write fails).
 func TestGenerateDisconnectEndsRequest(t *testing.T) {
 	g := &countGen{maxContext: 1 << 21}
-	_, addrs := startServer(t, ServerConfig{Generator: g}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{Generator: g}, &server.ArithEngine{})
 	for i, tr := range []string{"grpc", "tcp"} {
 		c := dialGen(t, addrs[tr], tr, "")
 		cctx, cancel := context.WithCancel(ctx(t))
@@ -216,7 +217,7 @@ func TestGenerateDisconnectEndsRequest(t *testing.T) {
 func TestGenerateOverTLS(t *testing.T) {
 	cert, key := selfSigned(t, t.TempDir())
 	g := &countGen{maxContext: 2000}
-	_, addrs := startServer(t, ServerConfig{Generator: g, Token: "tls-token", TLSCert: cert, TLSKey: key}, &ArithEngine{})
+	_, addrs := startServer(t, server.ServerConfig{Generator: g, Token: "tls-token", TLSCert: cert, TLSKey: key}, &server.ArithEngine{})
 	for _, tr := range []string{"grpc", "tcp"} {
 		c, err := DialGenerate(ctx(t), ClientConfig{Addr: addrs[tr], Transport: tr, Token: "tls-token", TLSCA: cert, CallTimeout: 10 * time.Second})
 		if err != nil {

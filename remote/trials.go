@@ -7,11 +7,12 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/stats"
 	"github.com/partbench/partbench/topology"
 )
 
-// PhaseLoad's row name in results: kv mode's one-time weight upload.
+// wire.PhaseLoad's row name in results: kv mode's one-time weight upload.
 
 // Row is one trial's phase of one mode: seed 000's columns (trial, phase,
 // mode, latency_s, wall_s, net_bytes, avg_sm) and the breakdown. Times are
@@ -66,9 +67,9 @@ type TrialOptions struct {
 	Modes  []partition.RemoteMode
 	Trials int
 	Warmup int
-	// Client serves naive, kv and stateful; Engine runs local mode in process.
+	// Client serves naive, kv and stateful; wire.Engine runs local mode in process.
 	Client *Client
-	Engine Engine
+	Engine wire.Engine
 	// Link prices payload bytes in the overhead (loopback by default).
 	Link topology.ClientLink
 }
@@ -90,7 +91,7 @@ func RunTrials(ctx context.Context, o TrialOptions) (*Trials, error) {
 			return nil, err
 		}
 	}
-	weights, err := ModelWeights(plan)
+	weights, err := wire.ModelWeights(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func RunTrials(ctx context.Context, o TrialOptions) (*Trials, error) {
 		for trial := -o.Warmup; trial < o.Trials; trial++ {
 			var g *Generation
 			var err error
-			if mode == partition.RemoteLocal {
+			if !mode.Served() {
 				if o.Engine == nil {
 					return nil, fmt.Errorf("remote: local mode needs an engine in the client's process")
 				}
@@ -163,7 +164,7 @@ func rowsOf(plan *partition.Plan, mode partition.RemoteMode, g *Generation, link
 		res := c.Result
 		var want partition.RemoteBytes
 		var err error
-		if c.Phase == PhaseLoad {
+		if c.Phase == wire.PhaseLoad {
 			want.UpWeights, err = plan.RemoteOpenBytes(mode)
 		} else {
 			want, err = plan.RemoteBytesOf(mode, partition.RemoteRequest{Phase: c.Phase, Step: c.Step}, partition.RemoteOptions{})

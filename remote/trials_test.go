@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // TestRunTrials runs every mode twice after a warm-up through a real server
@@ -18,8 +18,8 @@ import (
 // one CSV row per recorded trial and phase.
 func TestRunTrials(t *testing.T) {
 	cfg, _ := testConfig(t, "test/single-tiny")
-	eng := NewCPUEngine()
-	_, addrs := startServer(t, ServerConfig{}, eng)
+	eng := server.NewCPUEngine()
+	_, addrs := startServer(t, server.ServerConfig{}, eng)
 	c := dial(t, addrs["grpc"], "grpc", "")
 	tr, err := RunTrials(ctx(t), TrialOptions{Config: cfg, Modes: partition.RemoteModes, Trials: 2, Warmup: 1, Client: c, Engine: eng})
 	if err != nil {
@@ -94,30 +94,5 @@ func TestRunTrials(t *testing.T) {
 	}
 	if back.GapBytesRatio <= 1 || back.Schema != ResultsSchema {
 		t.Errorf("results.json: schema %q, gap bytes ratio %v (naive/stateful must exceed 1)", back.Schema, back.GapBytesRatio)
-	}
-}
-
-// TestMeasureRequestOverhead: the samples are stateful decode requests of
-// the tiny config over both transports, as many as asked (test/single-tiny
-// makes 3 decode requests per generation, so 7 needs three sessions), each
-// positive: a loopback round trip costs more than the loopback link's own
-// 2 × 2 µs and 32 B.
-func TestMeasureRequestOverhead(t *testing.T) {
-	for _, tr := range transports {
-		xs, err := MeasureRequestOverhead(ctx(t), tr, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(xs) != 7 {
-			t.Fatalf("%s: %d samples, want 7", tr, len(xs))
-		}
-		for i, x := range xs {
-			if !(x > 0) {
-				t.Errorf("%s sample %d: %g s", tr, i, x)
-			}
-		}
-	}
-	if _, err := MeasureRequestOverhead(ctx(t), "udp", 1); err == nil || !strings.Contains(err.Error(), `transport "udp"`) {
-		t.Errorf("transport udp: %v", err)
 	}
 }

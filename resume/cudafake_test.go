@@ -12,6 +12,7 @@ import (
 	pcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // TestMeasureOnFakeCUDA: `resume --backend cuda` takes its Compute from
@@ -53,11 +54,11 @@ func TestMeasureOnFakeCUDA(t *testing.T) {
 	}
 	before := counts()
 
-	eng, err := remote.BackendEngine("cuda")
+	eng, err := server.BackendEngine("cuda")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := remote.NewServer(remote.ServerConfig{}, eng)
+	srv, err := server.NewServer(server.ServerConfig{}, eng)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
 )
 
 func tinyPlan(t *testing.T) (*configs.Config, *partition.Plan) {
@@ -34,7 +35,7 @@ func testCtx(t *testing.T) context.Context {
 // the kernel and opens a stateful session with logits over transport.
 func statefulSession(t *testing.T, cfg *configs.Config, transport string) (*remote.Session, string) {
 	t.Helper()
-	srv, err := remote.NewServer(remote.ServerConfig{}, remote.NewCPUEngine())
+	srv, err := server.NewServer(server.ServerConfig{}, server.NewCPUEngine())
 	if err != nil {
 		t.Fatal(err)
 	}

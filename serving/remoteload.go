@@ -7,13 +7,14 @@ import (
 
 	"github.com/partbench/partbench/remote"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // The load generator over partbench serve's own transports (gRPC or raw
 // TCP): the same arrivals, concurrency and client-side timing as Load, with
 // Generate calls instead of HTTP completions.
 
-var _ remote.Generator = (*EngineServer)(nil)
+var _ server.Generator = (*EngineServer)(nil)
 
 // RemoteTarget is a partbench serve that hosts a serving engine.
 type RemoteTarget struct {

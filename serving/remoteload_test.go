@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/remote"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // hostEngine starts the tiny model's batched engine (slots sequences of
@@ -22,7 +23,7 @@ func hostEngine(t *testing.T, ex Executor, cfg Config, maxContext int) (*EngineS
 	ctx, cancel := context_(t)
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	s, err := remote.NewServer(remote.ServerConfig{Generator: srv}, &remote.ArithEngine{})
+	s, err := server.NewServer(server.ServerConfig{Generator: srv}, &server.ArithEngine{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,16 +17,16 @@ import (
 //	kv:       the KV caches as naive, no weights (sent once at session open)
 //	stateful: token ids up (Σ new), sampled tokens (or logits) down
 //
-// plus the token ids and outputs in every mode. The per-token and
-// per-sequence sizes are partition's (RemoteBytesOf of the plan's own
-// prefill, divided by its tokens and sequences), not derived here.
+// plus the token ids and outputs in every mode: the mode table's rule
+// (partition.RemoteModeRow.IterationBytes) on partition's unit sizes
+// (RemoteUnitBytes), not derived here.
 type RemoteIterationModel struct {
 	inner *IterationModel
 	mode  partition.RemoteMode
 	opts  RemoteOptions
-	// Bytes from partition: weights per request, KV per token, token id
-	// per token, output per sampled sequence.
-	weights, kvPerToken, tokenBytes, outPerSample int64
+	// unit is partition's payload sizes (weights, KV per token, token id,
+	// output per sampled sequence).
+	unit partition.RemoteUnitBytes
 }
 
 // NewRemoteIterationModel builds the model for a single-rank plan.
@@ -42,46 +42,26 @@ func NewRemoteIterationModel(plan *partition.Plan, mode partition.RemoteMode, op
 		return nil, err
 	}
 	m := &RemoteIterationModel{inner: inner, mode: mode, opts: opts}
-	if mode == partition.RemoteLocal {
+	if !mode.Served() {
 		return m, nil
 	}
-	popts := partition.RemoteOptions{Logits: opts.Logits}
-	pre := partition.RemoteRequest{Phase: partition.Prefill}
-	naive, err := plan.RemoteBytesOf(partition.RemoteNaive, pre, popts)
-	if err != nil {
+	if m.unit, err = plan.RemoteUnitBytes(partition.RemoteOptions{Logits: opts.Logits}); err != nil {
 		return nil, err
 	}
-	w := plan.Config.Workload
-	tokens := int64(w.Batch) * int64(w.PromptTokens())
-	m.weights = naive.UpWeights
-	m.kvPerToken = naive.DownKV / tokens
-	m.tokenBytes = naive.UpTokens / tokens
-	m.outPerSample = naive.DownOutputs / int64(w.Batch)
 	return m, nil
 }
 
 // Bytes is one iteration's payload up (client → server) and down.
 func (m *RemoteIterationModel) Bytes(sh IterationShape) (up, down int64) {
-	if m.mode == partition.RemoteLocal {
-		return 0, 0
-	}
-	up = int64(sh.Tokens) * m.tokenBytes
-	down = int64(sh.Samples) * m.outPerSample
-	if m.mode == partition.RemoteNaive {
-		up += m.weights
-	}
-	if m.mode == partition.RemoteNaive || m.mode == partition.RemoteKV {
-		up += sh.Past * m.kvPerToken
-		down += (sh.Past + int64(sh.Tokens)) * m.kvPerToken
-	}
-	return up, down
+	row, _ := m.mode.Row()
+	return row.IterationBytes(m.unit, sh.Past, int64(sh.Tokens), int64(sh.Samples))
 }
 
 // TimeS is the iteration's compute plus, off the local mode, its payload
 // over the link, two link latencies and the request overhead.
 func (m *RemoteIterationModel) TimeS(sh IterationShape) (float64, error) {
 	t, err := m.inner.TimeS(sh)
-	if err != nil || m.mode == partition.RemoteLocal {
+	if err != nil || !m.mode.Served() {
 		return t, err
 	}
 	up, down := m.Bytes(sh)

@@ -103,7 +103,7 @@ func PriceRemote(plan *partition.Plan, compute RemoteCompute, opts RemoteOptions
 		if req.Phase == partition.Prefill {
 			c.ComputeS = compute.PrefillS
 		}
-		if mode != partition.RemoteLocal {
+		if mode.Served() {
 			c.TransferS = float64(b.Total()) / opts.Link.BytesPerS
 			c.LinkLatencyS = 2 * opts.Link.LatencyS
 			c.OverheadS = opts.RequestOverheadS

@@ -6,42 +6,37 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // InProcess serves engine on a free loopback port in this process, for
 // baselines with server = "in-process" (and for tests): a network round trip
-// through the kernel's loopback without a process boundary.
+// through the kernel's loopback without a process boundary. The server room
+// starts it (server.StartInProcess); the suite reaches it only as a client.
 type InProcess struct {
-	srv   *remote.Server
-	addrs map[string]string
+	p *server.InProcess
 }
 
 // NewInProcess makes an in-process server over engine (listening lazily per
 // transport).
-func NewInProcess(engine remote.Engine, budgetBytes int64) (*InProcess, error) {
-	s, err := remote.NewServer(remote.ServerConfig{MemoryBudgetBytes: budgetBytes}, engine)
+func NewInProcess(engine wire.Engine, budgetBytes int64) (*InProcess, error) {
+	p, err := server.StartInProcess(server.ServerConfig{MemoryBudgetBytes: budgetBytes}, engine)
 	if err != nil {
 		return nil, err
 	}
-	return &InProcess{srv: s, addrs: map[string]string{}}, nil
+	return &InProcess{p: p}, nil
 }
 
 // Dial connects a client to the in-process server over b's transport.
 func (p *InProcess) Dial(ctx context.Context, b Baseline) (*remote.Client, error) {
-	addr, ok := p.addrs[b.Transport]
-	if !ok {
-		var a fmt.Stringer
-		var err error
-		if b.Transport == "tcp" {
-			a, err = p.srv.ListenTCP("127.0.0.1:0")
-		} else {
-			a, err = p.srv.ListenGRPC("127.0.0.1:0")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("in-process server: %w", err)
-		}
-		addr = a.String()
-		p.addrs[b.Transport] = addr
+	transport := b.Transport
+	if transport != "tcp" {
+		transport = "grpc"
+	}
+	addr, err := p.p.Addr(transport)
+	if err != nil {
+		return nil, fmt.Errorf("in-process server: %w", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -49,8 +44,4 @@ func (p *InProcess) Dial(ctx context.Context, b Baseline) (*remote.Client, error
 }
 
 // Close drains and stops the server.
-func (p *InProcess) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return p.srv.Shutdown(ctx)
-}
+func (p *InProcess) Close() error { return p.p.Close(10 * time.Second) }

@@ -12,6 +12,7 @@ import (
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -77,16 +78,16 @@ func partitionedPrompts(plan *partition.Plan) [][]int {
 // CPU backend in this process over exec/localcomm, greedy from the local
 // baseline's prompt. newComms connects the ranks (localcomm.Comms; nil
 // means that).
-func partitionedRun(ctx context.Context, plan *partition.Plan, newComms func(int) []pexec.Comm) (*pexec.InProcessRun, remote.Utilization, error) {
+func partitionedRun(ctx context.Context, plan *partition.Plan, newComms func(int) []pexec.Comm) (*pexec.InProcessRun, wire.Utilization, error) {
 	if newComms == nil {
 		newComms = localcomm.Comms
 	}
 	in := &model.Inputs{Prompts: partitionedPrompts(plan), Greedy: true}
 	newCompute, err := backend.Default().InputsCompute(configs.BackendCPU, in)
 	if err != nil {
-		return nil, remote.Utilization{}, err
+		return nil, wire.Utilization{}, err
 	}
-	stop := remote.CPUBusy{}.Start()
+	stop := wire.CPUBusy{}.Start()
 	run, err := pexec.RunInProcess(ctx, plan, pexec.InProcessOptions{
 		DecodeSteps: partitionedSteps(plan),
 		NewCompute:  newCompute,
@@ -98,7 +99,7 @@ func partitionedRun(ctx context.Context, plan *partition.Plan, newComms func(int
 // partitionedRecord sums a partitioned run into the cell's headline, as
 // recordOf does for the remote modes: NetBytes is the inter-rank wire bytes
 // the communicators counted, ModelBytes the Programs'.
-func partitionedRecord(s *Spec, hash string, cell Cell, plan *partition.Plan, run *pexec.InProcessRun, util remote.Utilization) Record {
+func partitionedRecord(s *Spec, hash string, cell Cell, plan *partition.Plan, run *pexec.InProcessRun, util wire.Utilization) Record {
 	steps := len(run.StepS) - 1
 	r := Record{Spec: s.Name, SpecHash: hash, Cell: cell.ID(), Baseline: cell.Baseline.Name, Workload: cell.Workload.Name,
 		Kind: cell.Workload.Kind, Mode: cell.Baseline.RecordMode(), DecodeSteps: steps, Util: util.Fraction, UtilSource: util.Source}

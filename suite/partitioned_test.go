@@ -13,6 +13,7 @@ import (
 	"github.com/partbench/partbench/exec/localcomm"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // partSpec has the local baseline, tp2, pp2 and tp2 × pp2 (two
@@ -126,7 +127,7 @@ func TestPartitionedMatchesLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, err := remote.GenerateLocal(context.Background(), remote.NewCPUEngine(), plan, remote.SeededPrompt(plan))
+	local, err := remote.GenerateLocal(context.Background(), server.NewCPUEngine(), plan, remote.SeededPrompt(plan))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestPartitionedRunResume(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopAt := 10 // 3 runs a cell: cells 1–3 complete, cell 4's warm-up
-	o := Options{Spec: s, Dir: dir, Engine: remote.NewCPUEngine(), Backend: "cpu",
+	o := Options{Spec: s, Dir: dir, Engine: server.NewCPUEngine(), Backend: "cpu",
 		Progress: func(done, _ int, _ string) {
 			if done == stopAt {
 				cancel()
@@ -275,7 +276,7 @@ func TestPartitionedRunResume(t *testing.T) {
 		}
 	}
 
-	o2 := Options{Spec: s, Dir: t.TempDir(), Engine: remote.NewCPUEngine(), Backend: "cpu", newComms: miscounting}
+	o2 := Options{Spec: s, Dir: t.TempDir(), Engine: server.NewCPUEngine(), Backend: "cpu", newComms: miscounting}
 	out, err = Run(context.Background(), o2)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/partbench/partbench/fileio"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
@@ -31,7 +32,7 @@ type Options struct {
 	// Resume continues dir/runs.jsonl; without it a non-empty log is refused.
 	Resume bool
 	// Engine runs local baselines in this process.
-	Engine remote.Engine
+	Engine wire.Engine
 	Dial   Dialer
 	// Progress may be nil.
 	Progress Progress

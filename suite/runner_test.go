@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
 )
 
 // quickInProcess is the quick spec with every server in this process (the
@@ -19,7 +19,7 @@ func quickInProcess(t *testing.T) (*Spec, Dialer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewInProcess(remote.NewCPUEngine(), 1<<30)
+	p, err := NewInProcess(server.NewCPUEngine(), 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestRunAndResume(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopAt := 23 // inside the second workload's cells
-	o := Options{Spec: s, Dir: dir, Engine: remote.NewCPUEngine(), Dial: dial, Backend: "cpu",
+	o := Options{Spec: s, Dir: dir, Engine: server.NewCPUEngine(), Dial: dial, Backend: "cpu",
 		Progress: func(done, total int, _ string) {
 			if done == stopAt {
 				cancel()

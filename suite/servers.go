@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // Servers are the servers a suite's remote baselines talk to: one in this
@@ -21,7 +22,7 @@ type Servers struct {
 
 // NewServers starts the in-process server over engine; Close stops it and
 // every spawned server (their drain messages go to stderr).
-func NewServers(engine remote.Engine, backend string, budgetBytes int64, stderr io.Writer) (*Servers, error) {
+func NewServers(engine wire.Engine, backend string, budgetBytes int64, stderr io.Writer) (*Servers, error) {
 	inproc, err := NewInProcess(engine, budgetBytes)
 	if err != nil {
 		return nil, err

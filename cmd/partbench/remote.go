@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/cliflag"
+	"github.com/partbench/partbench/remote/server"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/remote"
@@ -23,7 +24,7 @@ import (
 const exitPayloadMismatch = 4
 
 func newServeCmd() *cobra.Command {
-	var o remote.ServeOptions
+	var o server.ServeOptions
 	var backendName string
 	var eh engineHostOptions
 	cmd := &cobra.Command{
@@ -37,7 +38,7 @@ at most 64 unauthenticated connections per transport, each closed after 10 s wit
 a request's declared sizes are checked against the memory budget before anything is allocated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eng, err := remote.BackendEngine(backendName)
+			eng, err := server.BackendEngine(backendName)
 			if err != nil {
 				return err
 			}
@@ -63,11 +64,11 @@ a request's declared sizes are checked against the memory budget before anything
 			if gen != nil {
 				o.Generator = gen
 			}
-			stop, unwatch := remote.SecondSignal()
+			stop, unwatch := server.SecondSignal()
 			defer unwatch()
 			o.Stop = stop
 			sigexit.DrainsOnSignal(cmd.Context())
-			return remote.Serve(cmd.Context(), o, eng, cmd.OutOrStdout())
+			return server.Serve(cmd.Context(), o, eng, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -101,6 +102,10 @@ Every mode generates the same tokens (checked). Payload bytes of every request m
 model's (partition.RemoteBytesOf): exit 4 otherwise. Writes results.csv and results.json to --output-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Local, err = server.BackendEngine(configs.BackendCPU); err != nil {
+				return err
+			}
 			tr, rf, err := remote.Measure(cmd.Context(), *o, cmd.ErrOrStderr())
 			if err != nil {
 				return err

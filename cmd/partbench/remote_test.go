@@ -15,7 +15,8 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
-	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // TestRemoteSpawnServer: 'remote --spawn-server' starts a server process,
@@ -158,11 +159,11 @@ func TestModelRemoteDryRun(t *testing.T) {
 
 // paddingEngine is a server engine whose replies carry one tensor more than
 // the model's payload: 8 B the Program does not know of.
-type paddingEngine struct{ remote.Engine }
+type paddingEngine struct{ wire.Engine }
 
-type paddingSession struct{ remote.EngineSession }
+type paddingSession struct{ wire.EngineSession }
 
-func (e paddingEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (remote.EngineSession, error) {
+func (e paddingEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o partition.RemoteOptions) (wire.EngineSession, error) {
 	s, err := e.Engine.OpenSession(p, m, o)
 	if err != nil {
 		return nil, err
@@ -170,10 +171,10 @@ func (e paddingEngine) OpenSession(p *partition.Plan, m partition.RemoteMode, o 
 	return paddingSession{s}, nil
 }
 
-func (s paddingSession) Step(ctx context.Context, in *remote.StepInput) (*remote.StepOutput, error) {
+func (s paddingSession) Step(ctx context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	out, err := s.EngineSession.Step(ctx, in)
 	if err == nil {
-		out.Tensors = append(out.Tensors, remote.Tensor{Name: "pad", ElemBytes: 4, Shape: []int64{2}, Data: make([]byte, 8)})
+		out.Tensors = append(out.Tensors, wire.Tensor{Name: "pad", ElemBytes: 4, Shape: []int64{2}, Data: make([]byte, 8)})
 	}
 	return out, err
 }
@@ -185,10 +186,10 @@ func (s paddingSession) Step(ctx context.Context, in *remote.StepInput) (*remote
 func TestRemoteExit4OnPayloadMismatch(t *testing.T) {
 	bin := partbenchBinary(t)
 	for _, tc := range []struct {
-		eng  remote.Engine
+		eng  wire.Engine
 		code int
-	}{{remote.NewCPUEngine(), 0}, {paddingEngine{remote.NewCPUEngine()}, exitPayloadMismatch}} {
-		srv, err := remote.NewServer(remote.ServerConfig{}, tc.eng)
+	}{{server.NewCPUEngine(), 0}, {paddingEngine{server.NewCPUEngine()}, exitPayloadMismatch}} {
+		srv, err := server.NewServer(server.ServerConfig{}, tc.eng)
 		if err != nil {
 			t.Fatal(err)
 		}

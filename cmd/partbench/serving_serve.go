@@ -12,6 +12,7 @@ import (
 	"github.com/partbench/partbench/cliflag"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/serving"
 )
 
@@ -94,7 +95,7 @@ const serveListening = "partbench serve: "
 func (o *servingOptions) runLoadRemote(reqs []serving.Request, addr string) (*serving.Result, error) {
 	cc := remote.ClientConfig{Addr: addr, Transport: o.transport, CallTimeout: time.Duration(o.measureTime * float64(time.Second))}
 	if o.tokenFile != "" {
-		tok, err := remote.ReadTokenFile("--token-file", o.tokenFile)
+		tok, err := wire.ReadTokenFile("--token-file", o.tokenFile)
 		if err != nil {
 			return nil, err
 		}

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/partbench/partbench/cliflag"
+	"github.com/partbench/partbench/remote/server"
 
 	"github.com/partbench/partbench/progress"
-	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/suite"
 )
@@ -66,7 +66,7 @@ func (o *suiteOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return err
 	}
 	report.SuitePlan(stdout, s, est)
-	eng, err := remote.BackendEngine(s.Backend)
+	eng, err := server.BackendEngine(s.Backend)
 	if err != nil {
 		return err
 	}

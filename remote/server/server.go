@@ -1,4 +1,4 @@
-package remote
+package server
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // ServerConfig sets a server's limits. Zero values take the defaults below.
@@ -61,8 +62,8 @@ type ServerConfig struct {
 	// (default 64); one more is closed at once.
 	MaxUnauthenticated int
 	// Util measures the device's utilization over each request and returns
-	// it in the trailer (default CPUBusy).
-	Util UtilSampler
+	// it in the trailer (default wire.CPUBusy).
+	Util wire.UtilSampler
 	// Generator, when set, is the serving engine Generate calls run on
 	// (servingroom.go); its memory is reserved from the budget.
 	Generator Generator
@@ -100,26 +101,19 @@ func (c *ServerConfig) defaults() {
 		c.MaxUnauthenticated = 64
 	}
 	if c.Util == nil {
-		c.Util = CPUBusy{}
+		c.Util = wire.CPUBusy{}
 	}
 }
-
-// PreAuthMessageBytes caps a raw-TCP message before the connection has
-// authenticated: a Hello is a token and a few bytes of framing.
-const PreAuthMessageBytes = 16 << 10
 
 // forcedStopWait is how long a forced shutdown (drain deadline passed, or
 // a second signal) waits for calls it cut off to return; a call inside an
 // engine step returns when the step does, after the server has stopped.
 const forcedStopWait = time.Second
 
-// chunkBytes is the data carried per Frame: a message less room for framing.
-func chunkBytes(maxMessage int) int { return maxMessage - 1024 }
-
 // Server holds sessions and serves them over gRPC and raw TCP.
 type Server struct {
 	cfg    ServerConfig
-	engine Engine
+	engine wire.Engine
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -146,7 +140,7 @@ type session struct {
 	owner    string // connection identity (transport, connection number)
 	mode     partition.RemoteMode
 	bytes    int64
-	eng      EngineSession
+	eng      wire.EngineSession
 	lastUsed atomic.Int64
 
 	mu     sync.Mutex // one step at a time; guards closed
@@ -163,7 +157,7 @@ type session struct {
 }
 
 // NewServer makes a server over engine.
-func NewServer(cfg ServerConfig, engine Engine) (*Server, error) {
+func NewServer(cfg ServerConfig, engine wire.Engine) (*Server, error) {
 	cfg.defaults()
 	if cfg.MaxMessageBytes < 64<<10 {
 		return nil, fmt.Errorf("server: max message bytes %d: must be at least 65536", cfg.MaxMessageBytes)
@@ -215,6 +209,9 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
+// Waiting is how many requests wait in the queue for an execution slot.
+func (s *Server) Waiting() int64 { return s.waiting.Load() }
+
 // ReservedBytes is the memory the open sessions and the requests' receive
 // buffers hold.
 func (s *Server) ReservedBytes() int64 {
@@ -231,36 +228,10 @@ func newID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-func modeOf(m pb.Mode) (partition.RemoteMode, error) {
-	switch m {
-	case pb.Mode_MODE_NAIVE:
-		return partition.RemoteNaive, nil
-	case pb.Mode_MODE_KV:
-		return partition.RemoteKV, nil
-	case pb.Mode_MODE_STATEFUL:
-		return partition.RemoteStateful, nil
-	}
-	return "", status.Errorf(codes.InvalidArgument, "open: mode %v: a server session is naive, kv or stateful (local runs in the client)", m)
-}
-
-func pbMode(m partition.RemoteMode) pb.Mode {
-	switch m {
-	case partition.RemoteNaive:
-		return pb.Mode_MODE_NAIVE
-	case partition.RemoteKV:
-		return pb.Mode_MODE_KV
-	case partition.RemoteStateful:
-		return pb.Mode_MODE_STATEFUL
-	case partition.RemoteLocal:
-		return pb.Mode_MODE_LOCAL
-	}
-	return pb.Mode_MODE_UNSPECIFIED
-}
-
 // open checks the config, reserves the session's memory before the engine
 // allocates anything, and binds the session to owner.
 func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, error) {
-	mode, err := modeOf(req.Mode)
+	mode, err := wire.ModeOf(req.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +280,7 @@ func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, erro
 	s.mu.Lock()
 	s.sessions[id] = se
 	s.mu.Unlock()
-	return &pb.OpenResponse{SessionId: id, SessionBytes: need, MaxChunkBytes: int64(chunkBytes(s.cfg.MaxMessageBytes))}, nil
+	return &pb.OpenResponse{SessionId: id, SessionBytes: need, MaxChunkBytes: int64(wire.ChunkBytes(s.cfg.MaxMessageBytes))}, nil
 }
 
 // lookup finds a session of owner; another owner's session is reported
@@ -497,32 +468,32 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	case pb.Phase_PHASE_DECODE:
 		phase = partition.Decode
 	case pb.Phase_PHASE_LOAD:
-		phase = PhaseLoad
+		phase = wire.PhaseLoad
 	case pb.Phase_PHASE_PAUSE:
-		phase = PhasePause
+		phase = wire.PhasePause
 	case pb.Phase_PHASE_RESUME:
-		phase = PhaseResume
+		phase = wire.PhaseResume
 	default:
 		return status.Errorf(codes.InvalidArgument, "step: phase %v", h.Phase)
 	}
 	var total int64
-	in := &StepInput{Phase: phase, Step: int(h.Step)}
+	in := &wire.StepInput{Phase: phase, Step: int(h.Step)}
 	for _, ti := range h.Tensors {
-		if err := checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
+		if err := wire.CheckTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes); err != nil {
 			return status.Errorf(codes.InvalidArgument, "step: %v", err)
 		}
 		total += ti.Bytes
 		if total > s.cfg.MaxStepBytes {
 			return status.Errorf(codes.ResourceExhausted, "step: payload of more than %d B exceeds the server's limit of %d B per request", total, s.cfg.MaxStepBytes)
 		}
-		in.Tensors = append(in.Tensors, Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape})
+		in.Tensors = append(in.Tensors, wire.Tensor{Name: ti.Name, ElemBytes: int(ti.ElemBytes), Shape: ti.Shape})
 	}
 	se, err := s.use(owner, h.SessionId)
 	if err != nil {
 		return err
 	}
 	defer s.done(se)
-	if c, ok := se.eng.(RequestChecker); ok {
+	if c, ok := se.eng.(wire.RequestChecker); ok {
 		if err := c.CheckRequest(in, h.Tensors); err != nil {
 			return status.Errorf(codes.InvalidArgument, "step: %v", err)
 		}
@@ -554,7 +525,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		}
 	}()
 	se.mu.Lock()
-	var out *StepOutput
+	var out *wire.StepOutput
 	if se.closed {
 		err = fmt.Errorf("session %.8s… closed (by its client, its connection's end or the server's shutdown) while this request waited", se.id)
 	} else {
@@ -575,7 +546,7 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	if err := st.Send(&pb.Frame{Kind: &pb.Frame_Header{Header: rh}}); err != nil {
 		return err
 	}
-	if err := sendData(st, out.Tensors, chunkBytes(s.cfg.MaxMessageBytes)); err != nil {
+	if err := sendData(st, out.Tensors, wire.ChunkBytes(s.cfg.MaxMessageBytes)); err != nil {
 		return err
 	}
 	sent := time.Since(t1)
@@ -587,15 +558,8 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 		Utilization: u.Fraction, UtilSource: u.Source}}})
 }
 
-// RequestChecker is an EngineSession that knows the payload a request must
-// carry: the server asks it before receiving (or allocating for) any data.
-// in's tensors have no Data yet.
-type RequestChecker interface {
-	CheckRequest(in *StepInput, declared []*pb.TensorInfo) error
-}
-
 // sendData streams tensors' bytes in chunks of at most chunk bytes.
-func sendData(st frameStream, ts []Tensor, chunk int) error {
+func sendData(st frameStream, ts []wire.Tensor, chunk int) error {
 	for _, t := range ts {
 		for off := 0; off < len(t.Data); off += chunk {
 			if err := st.SendData(t.Data[off:min(off+chunk, len(t.Data))]); err != nil {
@@ -609,7 +573,7 @@ func sendData(st frameStream, ts []Tensor, chunk int) error {
 // recvBuffers are a session's request buffers, one per tensor position,
 // kept between requests: a naive session receives the same weights every
 // step, and allocating (and zeroing) them anew would cost a pass over the
-// payload. Engines copy what they keep (EngineSession.Step must not retain
+// payload. Engines copy what they keep (wire.EngineSession.Step must not retain
 // a request's tensor data). Kept buffers count in the server's reserved
 // bytes until the session ends or another request needs the room.
 type recvBuffers struct {

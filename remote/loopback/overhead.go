@@ -1,4 +1,4 @@
-package remote
+package loopback
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote"
+	"github.com/partbench/partbench/remote/server"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -33,40 +35,31 @@ func MeasureRequestOverhead(ctx context.Context, transport string, samples int) 
 	if err != nil {
 		return nil, err
 	}
-	srv, err := NewServer(ServerConfig{}, NewCPUEngine())
+	if transport != "grpc" && transport != "tcp" {
+		return nil, fmt.Errorf("request overhead: transport %q: must be grpc or tcp", transport)
+	}
+	srv, err := server.StartInProcess(server.ServerConfig{}, server.NewCPUEngine())
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	var addr fmt.Stringer
-	switch transport {
-	case "grpc":
-		addr, err = srv.ListenGRPC("127.0.0.1:0")
-	case "tcp":
-		addr, err = srv.ListenTCP("127.0.0.1:0")
-	default:
-		err = fmt.Errorf("request overhead: transport %q: must be grpc or tcp", transport)
-	}
+	defer srv.Close(5 * time.Second)
+	addr, err := srv.Addr(transport)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Dial(ctx, ClientConfig{Addr: addr.String(), Transport: transport, CallTimeout: 30 * time.Second})
+	c, err := remote.Dial(ctx, remote.ClientConfig{Addr: addr, Transport: transport, CallTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	prompt := SeededPrompt(plan)
+	prompt := remote.SeededPrompt(plan)
 	out := make([]float64, 0, samples)
 	for len(out) < samples {
 		s, err := c.Open(ctx, plan.Config, partition.RemoteStateful, partition.RemoteOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("request overhead: %w", err)
 		}
-		g, err := Generate(ctx, s, nil, prompt)
+		g, err := remote.Generate(ctx, s, nil, prompt)
 		if cerr := s.Close(ctx); err == nil {
 			err = cerr
 		}

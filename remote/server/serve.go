@@ -1,17 +1,17 @@
-package remote
+package server
 
 import (
 	"context"
 	"fmt"
-	"github.com/partbench/partbench/fileio"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // ServeOptions are `partbench serve`'s flags.
@@ -30,35 +30,6 @@ type ServeOptions struct {
 	filesRead bool
 }
 
-// MaxTokenFileBytes bounds a token file; MaxPEMFileBytes a certificate,
-// key or CA file.
-const (
-	MaxTokenFileBytes = 4 << 10
-	MaxPEMFileBytes   = 1 << 20
-)
-
-// ReadTokenFile reads a token file: a regular file of at most
-// MaxTokenFileBytes holding one non-empty token.
-func ReadTokenFile(flag, path string) (string, error) {
-	b, err := ReadSmallFile(flag, path, MaxTokenFileBytes)
-	if err != nil {
-		return "", err
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" || strings.ContainsAny(tok, "\r\n") {
-		return "", fmt.Errorf("%s %s: the file must hold one non-empty token on one line", flag, path)
-	}
-	return tok, nil
-}
-
-// ReadSmallFile reads a small input named by flag: only a regular file (a
-// device such as /dev/zero, a named pipe, a socket or a directory is
-// refused before it is opened, so nothing blocks or grows without end) of
-// at most max bytes.
-func ReadSmallFile(flag, path string, max int64) ([]byte, error) {
-	return fileio.ReadSmall(path, flag, max)
-}
-
 // ReadFiles reads --token-file, --tls-cert and --tls-key (each a small
 // regular file) into o's server config. `partbench serve` calls it before
 // it starts to treat a signal as a drain; Serve calls it if it was not.
@@ -67,7 +38,7 @@ func (o *ServeOptions) ReadFiles() error {
 		return nil
 	}
 	if o.TokenFile != "" {
-		tok, err := ReadTokenFile("--token-file", o.TokenFile)
+		tok, err := wire.ReadTokenFile("--token-file", o.TokenFile)
 		if err != nil {
 			return err
 		}
@@ -78,10 +49,10 @@ func (o *ServeOptions) ReadFiles() error {
 	}
 	if o.TLSCert != "" {
 		var err error
-		if o.certPEM, err = ReadSmallFile("--tls-cert", o.TLSCert, MaxPEMFileBytes); err != nil {
+		if o.certPEM, err = wire.ReadSmallFile("--tls-cert", o.TLSCert, wire.MaxPEMFileBytes); err != nil {
 			return err
 		}
-		if o.keyPEM, err = ReadSmallFile("--tls-key", o.TLSKey, MaxPEMFileBytes); err != nil {
+		if o.keyPEM, err = wire.ReadSmallFile("--tls-key", o.TLSKey, wire.MaxPEMFileBytes); err != nil {
 			return err
 		}
 	}
@@ -149,7 +120,7 @@ func (e *StoppedError) ExitCode() int {
 // then drains: running requests finish within DrainTimeout, new ones are
 // refused. It prints "partbench serve: <transport> listening on <addr>" to
 // out once the listener is up, so a parent process can read the port.
-func Serve(ctx context.Context, o ServeOptions, engine Engine, out io.Writer) error {
+func Serve(ctx context.Context, o ServeOptions, engine wire.Engine, out io.Writer) error {
 	if err := o.ReadFiles(); err != nil {
 		return err
 	}

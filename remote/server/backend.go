@@ -1,4 +1,4 @@
-package remote
+package server
 
 import (
 	pexec "github.com/partbench/partbench/exec"

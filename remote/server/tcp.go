@@ -1,10 +1,8 @@
-package remote
+package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,135 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
 )
-
-// The raw-TCP twin carries the same messages as the gRPC transport, each an
-// Envelope preceded by its length (4 bytes, big-endian), one call at a time
-// per connection. A connection starts with a Hello carrying the token.
-const tcpPrefixBytes = 4
-
-// tcpConn reads and writes framed Envelopes and counts their bytes.
-type tcpConn struct {
-	c   net.Conn
-	r   *bufio.Reader
-	w   *bufio.Writer
-	max int
-	buf []byte
-	// hold, when set, counts a message larger than tcpKeptMessageBytes
-	// against the server's budget while it is read and decoded (release
-	// gives it back); data chunks are read straight into counted buffers.
-	hold    func(n int64) error
-	release func(n int64)
-}
-
-// tcpIOBytes is each direction's buffer of an authenticated connection;
-// tcpPreAuthIOBytes is an unauthenticated one's.
-const (
-	tcpIOBytes        = 256 << 10
-	tcpPreAuthIOBytes = 4 << 10
-	// tcpConnBytes is what an authenticated connection holds and counts
-	// against the memory budget: both buffers (a message larger than
-	// tcpKeptMessageBytes is read into a buffer that is not kept).
-	tcpConnBytes        = 2 * tcpIOBytes
-	tcpKeptMessageBytes = 64 << 10
-)
-
-func newTCPConn(c net.Conn, maxMessage int) *tcpConn {
-	return &tcpConn{c: c, r: bufio.NewReaderSize(c, tcpIOBytes), w: bufio.NewWriterSize(c, tcpIOBytes), max: maxMessage}
-}
-
-// authenticated gives a connection that presented its token the full
-// message limit and buffers (a hello cannot be followed by anything before
-// its reply, so nothing is buffered in the small ones).
-func (t *tcpConn) authenticated(maxMessage int) {
-	t.r = bufio.NewReaderSize(t.r, tcpIOBytes)
-	t.w = bufio.NewWriterSize(t.c, tcpIOBytes)
-	t.max = maxMessage
-	t.buf = nil
-}
-
-// write frames one envelope; flush sends what is buffered.
-func (t *tcpConn) write(e *pb.Envelope) (int64, error) {
-	n := proto.Size(e)
-	var err error
-	t.buf, err = proto.MarshalOptions{}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
-	if err != nil {
-		return 0, err
-	}
-	_, err = t.w.Write(t.buf)
-	if cap(t.buf) > tcpKeptMessageBytes {
-		t.buf = nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return int64(n + tcpPrefixBytes), nil
-}
-
-func (t *tcpConn) flush() error { return t.w.Flush() }
-
-// read reads one envelope, refusing one longer than the limit before
-// reading its body.
-func (t *tcpConn) read() (*pb.Envelope, int64, error) {
-	n, err := t.readPrefix()
-	if err != nil {
-		return nil, 0, err
-	}
-	e, err := t.readBody(n)
-	if err != nil {
-		return nil, 0, err
-	}
-	return e, int64(n + tcpPrefixBytes), nil
-}
-
-// readPrefix reads a message's length and checks it against the limit.
-func (t *tcpConn) readPrefix() (int, error) {
-	var hdr [tcpPrefixBytes]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
-		return 0, err
-	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
-	if n > t.max {
-		return 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
-	}
-	return n, nil
-}
-
-// readBody reads and decodes an envelope of n bytes.
-func (t *tcpConn) readBody(n int) (*pb.Envelope, error) {
-	if n > tcpKeptMessageBytes && t.hold != nil {
-		if err := t.hold(int64(n)); err != nil {
-			// Read past it through the small buffer (no allocation), so the
-			// client, still writing it, gets the reply rather than a reset.
-			if _, derr := t.r.Discard(n); derr != nil {
-				return nil, derr
-			}
-			return nil, err
-		}
-		defer t.release(int64(n))
-	}
-	if cap(t.buf) < n {
-		t.buf = make([]byte, n)
-	}
-	b := t.buf[:n]
-	if _, err := io.ReadFull(t.r, b); err != nil {
-		return nil, err
-	}
-	e := &pb.Envelope{}
-	err := proto.Unmarshal(b, e)
-	if cap(t.buf) > tcpKeptMessageBytes {
-		t.buf = nil // a large message's buffer is not held between messages
-	}
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "malformed message: %v", err)
-	}
-	return e, nil
-}
-
-func errEnvelope(err error) *pb.Envelope {
-	st := status.Convert(err)
-	return &pb.Envelope{Kind: &pb.Envelope_Error{Error: &pb.Error{Code: int32(st.Code()), Message: st.Message()}}}
-}
 
 type tcpServer struct {
 	s       *Server
@@ -231,7 +102,7 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 	// Until the hello has shown the token the connection holds a pre-auth
 	// slot, small buffers and a small message limit, and must say hello
 	// within the handshake timeout.
-	tc := &tcpConn{c: sc.c, r: bufio.NewReaderSize(sc.c, tcpPreAuthIOBytes), w: bufio.NewWriterSize(sc.c, tcpPreAuthIOBytes), max: PreAuthMessageBytes}
+	tc := wire.NewPreAuthTCPConn(sc.c, wire.PreAuthMessageBytes)
 	preAuth := true
 	defer func() {
 		if preAuth {
@@ -245,47 +116,46 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		t.wg.Done()
 	}()
 	reply := func(e *pb.Envelope) bool {
-		_, err := tc.write(e)
-		return err == nil && tc.flush() == nil
+		_, err := tc.WriteEnvelope(e)
+		return err == nil && tc.Flush() == nil
 	}
 	sc.c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	hello, _, err := tc.read()
+	hello, _, err := tc.ReadEnvelope()
 	if err != nil || hello.GetHello() == nil {
-		reply(errEnvelope(status.Errorf(codes.Unauthenticated, "the first message must be a hello (within %v, at most %d B)", s.cfg.HandshakeTimeout, PreAuthMessageBytes)))
+		reply(wire.ErrEnvelope(status.Errorf(codes.Unauthenticated, "the first message must be a hello (within %v, at most %d B)", s.cfg.HandshakeTimeout, wire.PreAuthMessageBytes)))
 		return
 	}
 	if err := s.authorize(hello.GetHello().Token); err != nil {
-		reply(errEnvelope(err))
+		reply(wire.ErrEnvelope(err))
 		return
 	}
 	preAuth = false
 	<-t.preAuth
 	// The connection's buffers count against the memory budget.
-	if !s.reserveConn(tcpConnBytes) {
-		reply(errEnvelope(status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later", s.cfg.MemoryBudgetBytes, tcpConnBytes)))
+	if !s.reserveConn(wire.TCPConnBytes) {
+		reply(wire.ErrEnvelope(status.Errorf(codes.ResourceExhausted, "the server's memory budget of %d B has no room for another connection's %d B of buffers; retry later", s.cfg.MemoryBudgetBytes, wire.TCPConnBytes)))
 		return
 	}
-	defer s.releaseConn(tcpConnBytes)
+	defer s.releaseConn(wire.TCPConnBytes)
 	if !reply(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{}}}) {
 		return
 	}
-	tc.authenticated(s.cfg.MaxMessageBytes)
-	tc.hold = func(n int64) error {
+	tc.Authenticated(s.cfg.MaxMessageBytes)
+	tc.SetBudget(func(n int64) error {
 		if !s.reserveConn(n) {
 			return status.Errorf(codes.ResourceExhausted, "a message of %d B does not fit the server's memory budget of %d B now; retry later", n, s.cfg.MemoryBudgetBytes)
 		}
 		return nil
-	}
-	tc.release = s.releaseConn
+	}, s.releaseConn)
 	for {
 		sc.c.SetDeadline(time.Time{})
-		e, _, err := tc.read()
+		e, _, err := tc.ReadEnvelope()
 		sc.mu.Lock()
 		sc.busy = true
 		sc.mu.Unlock()
 		if err != nil {
 			if _, ok := status.FromError(err); ok && !errors.Is(err, io.EOF) {
-				reply(errEnvelope(err))
+				reply(wire.ErrEnvelope(err))
 			}
 			return
 		}
@@ -295,34 +165,34 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		case *pb.Envelope_Open:
 			r, err := s.open(owner, k.Open)
 			if err != nil {
-				ok = reply(errEnvelope(err))
+				ok = reply(wire.ErrEnvelope(err))
 			} else {
 				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Opened{Opened: r}})
 			}
 		case *pb.Envelope_Close:
 			if err := s.closeSession(owner, k.Close.SessionId); err != nil {
-				ok = reply(errEnvelope(err))
+				ok = reply(wire.ErrEnvelope(err))
 			} else {
 				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Closed{Closed: &pb.CloseResponse{}}})
 			}
 		case *pb.Envelope_Frame:
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
 			st := &tcpServerStream{tc: tc, s: s, first: k.Frame}
-			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+tcpPrefixBytes))
+			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+wire.TCPPrefixBytes))
 			err := s.serveStep(ctx, owner, st)
 			cancel()
 			if err != nil {
 				// The stream's state is unknown after an error: report and hang up.
-				reply(errEnvelope(err))
+				reply(wire.ErrEnvelope(err))
 				return
 			}
-			ok = tc.flush() == nil
+			ok = tc.Flush() == nil
 		case *pb.Envelope_Generate:
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
 			ok = s.tcpGenerate(ctx, tc, k.Generate)
 			cancel()
 		default:
-			ok = reply(errEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
+			ok = reply(wire.ErrEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
 		}
 		sc.mu.Lock()
 		sc.busy = false
@@ -334,14 +204,14 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 }
 
 type tcpServerStream struct {
-	tc    *tcpConn
+	tc    *wire.TCPConn
 	s     *Server
 	first *pb.Frame
 }
 
 // readDeadline gives the next message of a request ReadTimeout to arrive.
 func (t *tcpServerStream) readDeadline() {
-	t.tc.c.SetReadDeadline(time.Now().Add(t.s.cfg.ReadTimeout))
+	t.tc.Conn().SetReadDeadline(time.Now().Add(t.s.cfg.ReadTimeout))
 }
 
 // timeout names the read deadline in an error it caused.
@@ -359,7 +229,7 @@ func (t *tcpServerStream) Recv() (*pb.Frame, error) {
 		return f, nil
 	}
 	t.readDeadline()
-	e, n, err := t.tc.read()
+	e, n, err := t.tc.ReadEnvelope()
 	err = t.timeout(err)
 	if err != nil {
 		return nil, err
@@ -374,7 +244,7 @@ func (t *tcpServerStream) Recv() (*pb.Frame, error) {
 
 func (t *tcpServerStream) RecvData(dst []byte) (int, error) {
 	t.readDeadline()
-	n, wire, err := t.tc.readData(dst)
+	n, wire, err := t.tc.ReadData(dst)
 	err = t.timeout(err)
 	if err == nil {
 		t.s.Bytes.Up(int64(n), wire)
@@ -383,7 +253,7 @@ func (t *tcpServerStream) RecvData(dst []byte) (int, error) {
 }
 
 func (t *tcpServerStream) SendData(d []byte) error {
-	wire, err := t.tc.writeData(d)
+	wire, err := t.tc.WriteData(d)
 	if err == nil {
 		t.s.Bytes.Down(int64(len(d)), wire)
 	}
@@ -391,7 +261,7 @@ func (t *tcpServerStream) SendData(d []byte) error {
 }
 
 func (t *tcpServerStream) Send(f *pb.Frame) error {
-	n, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	n, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
 	if err == nil {
 		t.s.Bytes.Down(int64(len(f.GetData())), n)
 	}
@@ -429,26 +299,4 @@ func (t *tcpServer) drain(ctx context.Context) bool {
 		}
 		return true
 	}
-}
-
-// tcpClientTLS runs the client's TLS handshake over nc, verifying the
-// server with cfg.TLSCA: the raw-TCP twin over TLS, so the hello's token
-// never crosses in clear. The name checked is cfg.ServerName, else the
-// host of cfg.Addr.
-func tcpClientTLS(ctx context.Context, nc net.Conn, cfg ClientConfig) (net.Conn, error) {
-	pool, err := loadPool(cfg.TLSCA)
-	if err != nil {
-		return nil, err
-	}
-	name := cfg.ServerName
-	if name == "" {
-		if name, _, err = net.SplitHostPort(cfg.Addr); err != nil {
-			return nil, fmt.Errorf("client: server %q: %v", cfg.Addr, err)
-		}
-	}
-	tlc := tls.Client(nc, &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
-	if err := tlc.HandshakeContext(ctx); err != nil {
-		return nil, fmt.Errorf("client: server %s: TLS handshake (CA %s): %w", cfg.Addr, cfg.TLSCA, err)
-	}
-	return tlc, nil
 }

@@ -1,4 +1,4 @@
-package remote
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // ArithEngine is a deterministic stand-in for a model: it does arithmetic on
@@ -23,7 +24,7 @@ type ArithEngine struct {
 	Delay time.Duration
 }
 
-var _ Engine = (*ArithEngine)(nil)
+var _ wire.Engine = (*ArithEngine)(nil)
 
 // SessionBytes is the plan's memory for the session.
 func (e *ArithEngine) SessionBytes(plan *partition.Plan, mode partition.RemoteMode) (int64, error) {
@@ -31,9 +32,10 @@ func (e *ArithEngine) SessionBytes(plan *partition.Plan, mode partition.RemoteMo
 }
 
 // OpenSession starts a session; stateful sessions make their own weights.
-func (e *ArithEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode, opts partition.RemoteOptions) (EngineSession, error) {
-	s := &arithSession{e: e, plan: plan, mode: mode, opts: opts, kv: map[string][]byte{}}
-	if mode == partition.RemoteStateful {
+func (e *ArithEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode, opts partition.RemoteOptions) (wire.EngineSession, error) {
+	row, _ := mode.Row()
+	s := &arithSession{e: e, plan: plan, mode: mode, row: row, opts: opts, kv: map[string][]byte{}}
+	if row.Weights == partition.WeightsOnServer {
 		ws, err := SeededWeights(plan)
 		if err != nil {
 			return nil, err
@@ -46,12 +48,12 @@ func (e *ArithEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMod
 
 // SeededWeights are the deterministic weights of the arithmetic engine, in
 // partition's weight order.
-func SeededWeights(plan *partition.Plan) ([]Tensor, error) {
+func SeededWeights(plan *partition.Plan) ([]wire.Tensor, error) {
 	ws, err := plan.RemoteWeights()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Tensor, len(ws))
+	out := make([]wire.Tensor, len(ws))
 	for i, w := range ws {
 		d := make([]byte, w.Bytes)
 		x := uint64(i+1) * 0x9E3779B97F4A7C15
@@ -61,12 +63,12 @@ func SeededWeights(plan *partition.Plan) ([]Tensor, error) {
 			x ^= x << 17
 			d[j] = byte(x)
 		}
-		out[i] = Tensor{Name: w.Name, ElemBytes: w.ElemBytes, Shape: w.Shape, Data: d}
+		out[i] = wire.Tensor{Name: w.Name, ElemBytes: w.ElemBytes, Shape: w.Shape, Data: d}
 	}
 	return out, nil
 }
 
-func weightSum(ws []Tensor) uint64 {
+func weightSum(ws []wire.Tensor) uint64 {
 	h := fnv.New64a()
 	for _, w := range ws {
 		h.Write([]byte(w.Name))
@@ -79,6 +81,7 @@ type arithSession struct {
 	e      *ArithEngine
 	plan   *partition.Plan
 	mode   partition.RemoteMode
+	row    partition.RemoteModeRow
 	opts   partition.RemoteOptions
 	mu     sync.Mutex
 	sum    uint64
@@ -98,7 +101,7 @@ func mix(vals ...uint64) uint64 {
 	return h
 }
 
-func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+func (s *arithSession) Step(ctx context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t0 := time.Now()
@@ -113,20 +116,20 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 	elem := partition.DTypeBytes(m.DType)
 	width := partition.KVBytesPerToken(m) // one rank (TP = 1): every KV head
 	batch := int64(s.plan.Config.Workload.Batch)
-	byName := map[string]Tensor{}
+	byName := map[string]wire.Tensor{}
 	for _, t := range in.Tensors {
 		byName[t.Name] = t
 	}
-	if in.Phase == PhaseLoad {
-		if s.mode != partition.RemoteKV {
+	if in.Phase == wire.PhaseLoad {
+		if !s.row.ShipsWeightsAtOpen() {
 			return nil, fmt.Errorf("load: only a kv-mode session takes weights (this one is %s)", s.mode)
 		}
 		s.sum, s.loaded = weightSum(in.Tensors), true
-		return &StepOutput{Execute: time.Since(t0)}, nil
+		return &wire.StepOutput{Execute: time.Since(t0)}, nil
 	}
 	sum := s.sum
-	if s.mode == partition.RemoteNaive {
-		var ws []Tensor
+	if s.row.ShipsWeightsEachRequest() {
+		var ws []wire.Tensor
 		for _, t := range in.Tensors {
 			if t.Name != partition.RemoteTokensIn && !isKV(t.Name) {
 				ws = append(ws, t)
@@ -145,12 +148,12 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 	if in.Phase == partition.Decode {
 		past = int64(s.plan.Config.Workload.PromptTokens() + in.Step)
 	}
-	out := &StepOutput{}
+	out := &wire.StepOutput{}
 	seqHash := make([]uint64, batch)
 	for l := 0; l < m.Layers; l++ {
 		name := partition.RemoteKVName(l)
 		var old []byte
-		if s.mode == partition.RemoteStateful {
+		if !s.row.ShipsKV() {
 			old = s.kv[name]
 		} else if past > 0 {
 			old = byName[name].Data
@@ -174,10 +177,10 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 			h.Write(next[b*(past+q)*width : (b+1)*(past+q)*width])
 			seqHash[b] = mix(seqHash[b], h.Sum64())
 		}
-		if s.mode == partition.RemoteStateful {
+		if !s.row.ShipsKV() {
 			s.kv[name] = next
 		} else {
-			out.Tensors = append(out.Tensors, Tensor{Name: name, ElemBytes: elem, Shape: []int64{batch, past + q, width / int64(elem)}, Data: next})
+			out.Tensors = append(out.Tensors, wire.Tensor{Name: name, ElemBytes: elem, Shape: []int64{batch, past + q, width / int64(elem)}, Data: next})
 		}
 	}
 	vocab := uint64(m.Vocab)
@@ -191,13 +194,13 @@ func (s *arithSession) Step(ctx context.Context, in *StepInput) (*StepOutput, er
 				d[j] = byte(x >> 56)
 			}
 		}
-		out.Tensors = append(out.Tensors, Tensor{Name: partition.RemoteLogits, ElemBytes: elem, Shape: []int64{batch, v}, Data: d})
+		out.Tensors = append(out.Tensors, wire.Tensor{Name: partition.RemoteLogits, ElemBytes: elem, Shape: []int64{batch, v}, Data: d})
 	} else {
 		d := make([]byte, batch*4)
 		for b := int64(0); b < batch; b++ {
 			binary.LittleEndian.PutUint32(d[b*4:], uint32(seqHash[b]%vocab))
 		}
-		out.Tensors = append(out.Tensors, Tensor{Name: partition.RemoteTokensOut, ElemBytes: 4, Shape: []int64{batch}, Data: d})
+		out.Tensors = append(out.Tensors, wire.Tensor{Name: partition.RemoteTokensOut, ElemBytes: 4, Shape: []int64{batch}, Data: d})
 	}
 	out.Execute = time.Since(t0)
 	return out, nil

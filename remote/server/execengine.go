@@ -1,4 +1,4 @@
-package remote
+package server
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // ExecEngine runs the plan's Program on an exec backend: the real engine
 // behind `partbench serve`. Every session holds one single-rank Compute;
 // stateful sessions keep its seeded weights and KV cache between requests,
-// kv sessions take the weights once (PhaseLoad) and the KV cache with every
+// kv sessions take the weights once (wire.PhaseLoad) and the KV cache with every
 // request, naive sessions take both with every request and keep nothing a
 // later request reads.
 type ExecEngine struct {
@@ -29,7 +30,7 @@ type ExecEngine struct {
 	New func(plan *partition.Plan) (pexec.Compute, error)
 }
 
-var _ Engine = (*ExecEngine)(nil)
+var _ wire.Engine = (*ExecEngine)(nil)
 
 // NewCPUEngine is the engine over the CPU backend, reached through the
 // backend registry like every other (BackendEngine("cpu"), which cannot
@@ -49,7 +50,7 @@ func (e *ExecEngine) SessionBytes(plan *partition.Plan, mode partition.RemoteMod
 
 // OpenSession makes the session's Compute (its weights are the plan's seeded
 // model; kv and naive sessions overwrite them from requests).
-func (e *ExecEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode, opts partition.RemoteOptions) (EngineSession, error) {
+func (e *ExecEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode, opts partition.RemoteOptions) (wire.EngineSession, error) {
 	if _, err := plan.RemoteWeights(); err != nil { // single rank
 		return nil, err
 	}
@@ -78,8 +79,9 @@ func (e *ExecEngine) OpenSession(plan *partition.Plan, mode partition.RemoteMode
 		c.Close()
 		return nil, fmt.Errorf("%s engine: the backend's Compute (%T) does not implement exec.StateIO (weights and KV cache import/export)", e.Backend, c)
 	}
-	s := &execSession{e: e, plan: plan, mode: mode, opts: opts, c: c, io: io, next: -1}
-	s.loaded = mode != partition.RemoteKV // naive imports weights with every request
+	row, _ := mode.Row()
+	s := &execSession{e: e, plan: plan, mode: mode, row: row, opts: opts, c: c, io: io, next: -1}
+	s.loaded = !row.ShipsWeightsAtOpen() // naive imports weights with every request
 	return s, nil
 }
 
@@ -87,13 +89,14 @@ type execSession struct {
 	e      *ExecEngine
 	plan   *partition.Plan
 	mode   partition.RemoteMode
+	row    partition.RemoteModeRow
 	opts   partition.RemoteOptions
 	c      pexec.Compute
 	io     pexec.StateIO
 	loaded bool
 	closed atomic.Bool
 	next   int                    // stateful: the position the next request must start at (−1: a prefill)
-	paused *partition.ResumeSplit // stateful: the prefill paused by PhasePause (resume.go)
+	paused *partition.ResumeSplit // stateful: the prefill paused by wire.PhasePause (resume.go)
 }
 
 // Close frees the session's Compute; a later Step is refused.
@@ -103,22 +106,22 @@ func (s *execSession) Close() {
 	}
 }
 
-var _ RequestChecker = (*execSession)(nil)
+var _ wire.RequestChecker = (*execSession)(nil)
 
 // CheckRequest compares a request's declared tensors with the payload its
 // phase must carry (partition.RemotePayloadOf; every weight for a load)
 // before any of its data is received. Pause and resume are checked by
 // pauseResume once their few bytes have arrived.
-func (s *execSession) CheckRequest(in *StepInput, declared []*pb.TensorInfo) error {
+func (s *execSession) CheckRequest(in *wire.StepInput, declared []*pb.TensorInfo) error {
 	if s.closed.Load() {
 		return errSessionClosed
 	}
 	var want []partition.RemoteTensor
 	switch in.Phase {
-	case PhasePause, PhaseResume:
+	case wire.PhasePause, wire.PhaseResume:
 		return nil
-	case PhaseLoad:
-		if s.mode != partition.RemoteKV {
+	case wire.PhaseLoad:
+		if !s.row.ShipsWeightsAtOpen() {
 			return fmt.Errorf("load: only kv sessions load weights (this session is %s)", s.mode)
 		}
 		ws, err := s.plan.RemoteWeights()
@@ -162,16 +165,8 @@ func (s *execSession) CheckRequest(in *StepInput, declared []*pb.TensorInfo) err
 // errSessionClosed is a step on a closed session.
 var errSessionClosed = errors.New("session closed: it was ended (by its client, the idle timeout or the server's shutdown) before this request ran")
 
-// weightKey is the (layer, op tensor) of a payload weight name.
-func weightKey(t partition.RemoteTensor) (int, string) {
-	if t.Layer < 0 {
-		return -1, t.Name
-	}
-	return t.Layer, t.Name[len(fmt.Sprintf("L%02d.", t.Layer)):]
-}
-
 // importWeights installs every weight of the plan from ts (by name).
-func (s *execSession) importWeights(ts map[string]Tensor) error {
+func (s *execSession) importWeights(ts map[string]wire.Tensor) error {
 	ws, err := s.plan.RemoteWeights()
 	if err != nil {
 		return err
@@ -181,7 +176,7 @@ func (s *execSession) importWeights(ts map[string]Tensor) error {
 		if !ok {
 			return fmt.Errorf("request carries no weight %q", w.Name)
 		}
-		layer, name := weightKey(w)
+		layer, name := wire.WeightKey(w)
 		if err := s.io.ImportWeight(layer, name, t.Data); err != nil {
 			return err
 		}
@@ -218,28 +213,28 @@ func int32s(d []byte) []int32 {
 
 // Step checks the request against partition.RemotePayloadOf, installs its
 // state, runs the phase's Program and returns the payload's reply tensors.
-func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, error) {
+func (s *execSession) Step(ctx context.Context, in *wire.StepInput) (*wire.StepOutput, error) {
 	if s.closed.Load() {
 		return nil, errSessionClosed
 	}
-	if in.Phase == PhasePause || in.Phase == PhaseResume {
+	if in.Phase == wire.PhasePause || in.Phase == wire.PhaseResume {
 		return s.pauseResume(ctx, in)
 	}
 	s.paused = nil // any other step overwrites the device's buffers
 	t0 := time.Now()
-	byName := map[string]Tensor{}
+	byName := map[string]wire.Tensor{}
 	for _, t := range in.Tensors {
 		byName[t.Name] = t
 	}
-	if in.Phase == PhaseLoad {
-		if s.mode != partition.RemoteKV {
+	if in.Phase == wire.PhaseLoad {
+		if !s.row.ShipsWeightsAtOpen() {
 			return nil, fmt.Errorf("load: only kv sessions load weights (this session is %s)", s.mode)
 		}
 		if err := s.importWeights(byName); err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		s.loaded = true
-		return &StepOutput{Import: time.Since(t0)}, nil
+		return &wire.StepOutput{Import: time.Since(t0)}, nil
 	}
 	req := partition.RemoteRequest{Phase: in.Phase, Step: in.Step}
 	pl, err := s.plan.RemotePayloadOf(s.mode, req, s.opts)
@@ -265,19 +260,19 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 	if in.Phase == partition.Decode {
 		past, q = prompt+in.Step, 1
 	}
-	if s.mode == partition.RemoteStateful || s.mode == partition.RemoteLocal {
+	if s.row.KeepsKV() {
 		if in.Phase == partition.Decode && past != s.next {
 			return nil, fmt.Errorf("%s step %d starts at position %d; the session's cache holds %d positions (run the prefill and every step in order)",
 				in.Phase, in.Step, past, max(s.next, 0))
 		}
 	}
-	if s.mode == partition.RemoteNaive {
+	if s.row.ShipsWeightsEachRequest() {
 		if err := s.importWeights(byName); err != nil {
 			return nil, err
 		}
 	}
 	layers := kvLayers(pl.Down)
-	if s.mode == partition.RemoteNaive || s.mode == partition.RemoteKV {
+	if s.row.ShipsKV() {
 		for _, l := range layers {
 			var src []byte
 			if past > 0 {
@@ -310,7 +305,7 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 	}
 	t2 := time.Now()
 	s.next = past + q
-	out := &StepOutput{Import: t1.Sub(t0), Execute: t2.Sub(t1)}
+	out := &wire.StepOutput{Import: t1.Sub(t0), Execute: t2.Sub(t1)}
 	if out.Tensors, err = s.reply(pl.Down, past+q); err != nil {
 		return nil, err
 	}
@@ -320,10 +315,10 @@ func (s *execSession) Step(ctx context.Context, in *StepInput) (*StepOutput, err
 
 // reply reads the reply tensors down from the device: a layer's KV cache
 // over positions [0, kvEnd), the sampled tokens or the logits.
-func (s *execSession) reply(down []partition.RemoteTensor, kvEnd int) ([]Tensor, error) {
-	var out []Tensor
+func (s *execSession) reply(down []partition.RemoteTensor, kvEnd int) ([]wire.Tensor, error) {
+	var out []wire.Tensor
 	for _, want := range down {
-		t := Tensor{Name: want.Name, ElemBytes: want.ElemBytes, Shape: want.Shape, Data: make([]byte, want.Bytes)}
+		t := wire.Tensor{Name: want.Name, ElemBytes: want.ElemBytes, Shape: want.Shape, Data: make([]byte, want.Bytes)}
 		var err error
 		switch {
 		case want.Layer >= 0:

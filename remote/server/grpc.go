@@ -1,9 +1,8 @@
-package remote
+package server
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"strings"
@@ -24,29 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
-)
-
-// grpcPrefixBytes is gRPC's per-message framing: a compressed flag and a
-// 4-byte length (gRPC over HTTP/2 protocol, "Length-Prefixed-Message").
-const grpcPrefixBytes = 5
-
-// DisconnectBound is how long after a client vanishes without closing its
-// connection (a killed host, a cut cable) the server notices and frees its
-// sessions: keepalive ping interval + ping timeout. A client process that is
-// killed closes its socket and is noticed at once.
-const DisconnectBound = keepaliveTime + keepaliveTimeout
-
-// HTTP/2 flow-control windows and socket buffers of both ends: a window
-// of a few chunks lets a weight stream run without waiting for window
-// updates (a fixed window turns off gRPC's bandwidth-delay estimation).
-const (
-	windowBytes   = 16 << 20
-	ioBufferBytes = 256 << 10
-)
-
-const (
-	keepaliveTime    = 20 * time.Second
-	keepaliveTimeout = 10 * time.Second
+	"github.com/partbench/partbench/remote/wire"
 )
 
 type grpcServer struct {
@@ -156,15 +133,15 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 		grpc.StatsHandler(g),
 		grpc.InTapHandle(g.tap),
 		grpc.ConnectionTimeout(s.cfg.HandshakeTimeout),
-		grpc.ForceServerCodecV2(frames),
-		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
-		grpc.ReadBufferSize(ioBufferBytes), grpc.WriteBufferSize(ioBufferBytes),
+		grpc.ForceServerCodecV2(wire.Frames),
+		grpc.InitialWindowSize(wire.WindowBytes), grpc.InitialConnWindowSize(wire.WindowBytes),
+		grpc.ReadBufferSize(wire.IOBufferBytes), grpc.WriteBufferSize(wire.IOBufferBytes),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
 		// Streams per connection: as many as may execute and wait; more
 		// wait on the client (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
 		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: wire.KeepaliveTime, Timeout: wire.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			ctx, cancel, err := g.check(ctx, info.FullMethod)
@@ -211,10 +188,10 @@ func serverTLS(cfg ServerConfig) (*tls.Config, error) {
 	certPEM, keyPEM := cfg.certPEM, cfg.keyPEM
 	if certPEM == nil {
 		var err error
-		if certPEM, err = ReadSmallFile("--tls-cert", cfg.TLSCert, MaxPEMFileBytes); err != nil {
+		if certPEM, err = wire.ReadSmallFile("--tls-cert", cfg.TLSCert, wire.MaxPEMFileBytes); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
-		if keyPEM, err = ReadSmallFile("--tls-key", cfg.TLSKey, MaxPEMFileBytes); err != nil {
+		if keyPEM, err = wire.ReadSmallFile("--tls-key", cfg.TLSKey, wire.MaxPEMFileBytes); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
@@ -224,25 +201,13 @@ func serverTLS(cfg ServerConfig) (*tls.Config, error) {
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if cfg.ClientCA != "" {
-		pool, err := loadPool(cfg.ClientCA)
+		pool, err := wire.LoadPool(cfg.ClientCA)
 		if err != nil {
 			return nil, err
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return tc, nil
-}
-
-func loadPool(file string) (*x509.CertPool, error) {
-	pemData, err := ReadSmallFile("--tls-ca", file, MaxPEMFileBytes)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pemData) {
-		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", file)
-	}
-	return pool, nil
 }
 
 // drain is GracefulStop bounded by ctx; it reports whether it had to force.
@@ -281,7 +246,7 @@ type grpcServerStream struct {
 }
 
 func (c grpcServerStream) Send(f *pb.Frame) error {
-	c.s.Bytes.Down(int64(len(f.GetData())), int64(proto.Size(f)+grpcPrefixBytes))
+	c.s.Bytes.Down(int64(len(f.GetData())), int64(proto.Size(f)+wire.GRPCPrefixBytes))
 	return c.st.Send(f)
 }
 
@@ -310,22 +275,22 @@ func (c grpcServerStream) Recv() (*pb.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.s.Bytes.Up(int64(len(f.GetData())), int64(proto.Size(f)+grpcPrefixBytes))
+	c.s.Bytes.Up(int64(len(f.GetData())), int64(proto.Size(f)+wire.GRPCPrefixBytes))
 	return f, nil
 }
 
 func (c grpcServerStream) RecvData(dst []byte) (int, error) {
-	d := &dataIn{dst: dst}
+	d := &wire.DataIn{Dst: dst}
 	if err := c.within(func() error { return c.st.RecvMsg(d) }); err != nil {
 		return 0, err
 	}
-	c.s.Bytes.Up(int64(d.n), int64(d.wire+grpcPrefixBytes))
-	return d.n, nil
+	c.s.Bytes.Up(int64(d.N), int64(d.Wire+wire.GRPCPrefixBytes))
+	return d.N, nil
 }
 
 func (c grpcServerStream) SendData(d []byte) error {
-	c.s.Bytes.Down(int64(len(d)), int64(dataHeaderLen(len(d))+len(d)+grpcPrefixBytes))
-	return c.st.SendMsg(&dataOut{d})
+	c.s.Bytes.Down(int64(len(d)), int64(wire.DataHeaderLen(len(d))+len(d)+wire.GRPCPrefixBytes))
+	return c.st.SendMsg(&wire.DataOut{Data: d})
 }
 
 func (g *grpcServer) Step(st pb.Remote_StepServer) error {
@@ -334,10 +299,6 @@ func (g *grpcServer) Step(st pb.Remote_StepServer) error {
 		return status.Errorf(codes.Unavailable, "step: %v", err)
 	}
 	return err
-}
-
-func metadataWithToken(ctx context.Context, tok string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
 }
 
 // preAuthListener bounds the gRPC connections that have not yet made a
@@ -404,9 +365,9 @@ func (l *preAuthListener) take(addr string) *preAuthConn {
 
 // grpcConnBytes is what an authenticated gRPC connection holds and counts
 // against the memory budget: its read and write buffers. (Its HTTP/2 flow
-// control window lets a client have up to windowBytes in flight, which the
+// control window lets a client have up to wire.WindowBytes in flight, which the
 // server reads into a request's counted buffers as it arrives.)
-const grpcConnBytes = 2 * ioBufferBytes
+const grpcConnBytes = 2 * wire.IOBufferBytes
 
 // authenticated counts the connection's buffers against s's budget, then
 // frees its pre-auth slot and stops its deadline; false when the budget has

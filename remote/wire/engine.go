@@ -1,6 +1,8 @@
-package remote
+package wire
 
 import (
+	pb "github.com/partbench/partbench/remote/remotepb"
+
 	"context"
 	"fmt"
 	"time"
@@ -63,7 +65,7 @@ type EngineSession interface {
 }
 
 // tensorsOf checks a declared payload: each tensor's bytes match its shape.
-func checkTensor(name string, elem int, shape []int64, bytes int64) error {
+func CheckTensor(name string, elem int, shape []int64, bytes int64) error {
 	n := int64(elem)
 	if elem <= 0 || elem > 16 {
 		return fmt.Errorf("tensor %q: elem_bytes %d must be in [1, 16]", name, elem)
@@ -78,4 +80,11 @@ func checkTensor(name string, elem int, shape []int64, bytes int64) error {
 		return fmt.Errorf("tensor %q: shape %v × %d B = %d B, header says %d", name, shape, elem, n, bytes)
 	}
 	return nil
+}
+
+// RequestChecker is an EngineSession that knows the payload a request must
+// carry: the server asks it before receiving (or allocating for) any data.
+// in's tensors have no Data yet.
+type RequestChecker interface {
+	CheckRequest(in *StepInput, declared []*pb.TensorInfo) error
 }

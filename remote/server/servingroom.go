@@ -1,21 +1,19 @@
-package remote
+package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // The serving room: `partbench serve --engine-config` hosts a
@@ -120,17 +118,17 @@ func (g *grpcServer) Generate(req *pb.GenerateRequest, st grpc.ServerStreamingSe
 // (or any byte before the last token, a protocol error) ends the call, and
 // the engine drops the sequence even before its first token. It reports whether the connection
 // can serve another call.
-func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateRequest) bool {
+func (s *Server) tcpGenerate(ctx context.Context, tc *wire.TCPConn, req *pb.GenerateRequest) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// last: the last token is being sent, after which a client may send
 	// its next call at once (kept in the reader for the loop).
 	var stopping, last, gone atomic.Bool
 	watched := make(chan struct{})
-	if tc.r.Buffered() == 0 {
+	if tc.Reader().Buffered() == 0 {
 		go func() {
 			defer close(watched)
-			tc.r.Peek(1)
+			tc.Reader().Peek(1)
 			if !stopping.Load() && !last.Load() {
 				gone.Store(true)
 				cancel()
@@ -144,176 +142,25 @@ func (s *Server) tcpGenerate(ctx context.Context, tc *tcpConn, req *pb.GenerateR
 		if t.Done {
 			last.Store(true)
 		}
-		if _, wrote = tc.write(&pb.Envelope{Kind: &pb.Envelope_Token{Token: t}}); wrote == nil {
-			wrote = tc.flush()
+		if _, wrote = tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Token{Token: t}}); wrote == nil {
+			wrote = tc.Flush()
 		}
 		return wrote
 	})
 	// Stop the watch (a read deadline in the past ends its Peek) and keep
 	// whatever it buffered for the next call.
 	stopping.Store(true)
-	tc.c.SetReadDeadline(time.Unix(1, 0))
+	tc.Conn().SetReadDeadline(time.Unix(1, 0))
 	<-watched
-	tc.c.SetReadDeadline(time.Time{})
+	tc.Conn().SetReadDeadline(time.Time{})
 	if wrote != nil || gone.Load() {
 		return false
 	}
 	if err != nil {
-		if _, e := tc.write(errEnvelope(err)); e != nil {
+		if _, e := tc.WriteEnvelope(wire.ErrEnvelope(err)); e != nil {
 			return false
 		}
-		return tc.flush() == nil
+		return tc.Flush() == nil
 	}
 	return true
-}
-
-// GenerateClient sends Generate calls over either transport: on gRPC as
-// streams of one connection, on raw TCP one call per connection at a time,
-// from a pool that grows to the calls in flight.
-type GenerateClient struct {
-	cfg  ClientConfig
-	grpc *Client
-	mu   sync.Mutex
-	idle []*Client
-	all  []*Client
-}
-
-// DialGenerate connects to a server that hosts a serving engine.
-func DialGenerate(ctx context.Context, cfg ClientConfig) (*GenerateClient, error) {
-	c := &GenerateClient{cfg: cfg}
-	cl, err := Dial(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if g, ok := cl.t.(*grpcTransport); ok {
-		// gRPC connects lazily: ask the health service (open without the
-		// token) so an unreachable server is an error here, not a failure
-		// of every request.
-		hctx, cancel := cl.deadline(ctx)
-		defer cancel()
-		if _, err := healthpb.NewHealthClient(g.cc).Check(hctx, &healthpb.HealthCheckRequest{Service: pb.Remote_ServiceDesc.ServiceName}); err != nil {
-			cl.Close()
-			return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
-		}
-		c.grpc = cl
-	} else {
-		c.idle, c.all = []*Client{cl}, []*Client{cl}
-	}
-	return c, nil
-}
-
-// Generate sends one request and calls onToken with every token as it
-// arrives; it returns nil after the last (done) token, or the server's
-// error (a status naming what was refused), or ctx's.
-func (c *GenerateClient) Generate(ctx context.Context, req *pb.GenerateRequest, onToken func(*pb.GenerateToken)) error {
-	if c.grpc != nil {
-		g := c.grpc.t.(*grpcTransport)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		st, err := g.rc.Generate(g.ctx(ctx), req)
-		if err != nil {
-			return err
-		}
-		for {
-			t, err := st.Recv()
-			if err == io.EOF {
-				return fmt.Errorf("generate: the stream ended before the last token")
-			}
-			if err != nil {
-				return err
-			}
-			onToken(t)
-			if t.Done {
-				return nil
-			}
-		}
-	}
-	cl, err := c.take(ctx)
-	if err != nil {
-		return err
-	}
-	ok, err := tcpGenerateCall(ctx, cl.t.(*tcpTransport), req, onToken)
-	c.put(cl, ok)
-	return err
-}
-
-// take is an idle raw-TCP connection, or a new one.
-func (c *GenerateClient) take(ctx context.Context) (*Client, error) {
-	c.mu.Lock()
-	if n := len(c.idle); n > 0 {
-		cl := c.idle[n-1]
-		c.idle = c.idle[:n-1]
-		c.mu.Unlock()
-		return cl, nil
-	}
-	c.mu.Unlock()
-	cl, err := Dial(ctx, c.cfg)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.all = append(c.all, cl)
-	c.mu.Unlock()
-	return cl, nil
-}
-
-// put returns a connection to the pool, or closes it when its state is
-// unknown (a call cut short).
-func (c *GenerateClient) put(cl *Client, ok bool) {
-	if !ok {
-		cl.Close()
-		return
-	}
-	c.mu.Lock()
-	c.idle = append(c.idle, cl)
-	c.mu.Unlock()
-}
-
-// tcpGenerateCall runs one Generate call on a raw-TCP connection; ok says
-// whether the connection is fit for another call.
-func tcpGenerateCall(ctx context.Context, t *tcpTransport, req *pb.GenerateRequest, onToken func(*pb.GenerateToken)) (ok bool, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	stop := t.bind(ctx)
-	defer stop()
-	if _, err := t.tc.write(&pb.Envelope{Kind: &pb.Envelope_Generate{Generate: req}}); err != nil {
-		return false, err
-	}
-	if err := t.tc.flush(); err != nil {
-		return false, err
-	}
-	for {
-		e, _, err := t.tc.read()
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			return false, err
-		}
-		if err := envelopeErr(e); err != nil {
-			return true, err
-		}
-		tok := e.GetToken()
-		if tok == nil {
-			return false, fmt.Errorf("generate: unexpected reply %T", e.Kind)
-		}
-		onToken(tok)
-		if tok.Done {
-			return true, nil
-		}
-	}
-}
-
-// Close hangs up every connection.
-func (c *GenerateClient) Close() error {
-	if c.grpc != nil {
-		return c.grpc.Close()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cl := range c.all {
-		cl.Close()
-	}
-	c.all, c.idle = nil, nil
-	return nil
 }

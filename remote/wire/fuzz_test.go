@@ -1,4 +1,4 @@
-package remote
+package wire
 
 import (
 	"bufio"
@@ -20,18 +20,18 @@ const fuzzMaxMessage = 64 << 10
 // tcpFrames is a raw-TCP byte stream of the given envelopes and data chunks.
 func tcpFrames(t testing.TB, es []*pb.Envelope, data ...[]byte) []byte {
 	var buf bytes.Buffer
-	tc := &tcpConn{w: bufio.NewWriter(&buf), max: fuzzMaxMessage}
+	tc := &TCPConn{w: bufio.NewWriter(&buf), max: fuzzMaxMessage}
 	for _, e := range es {
-		if _, err := tc.write(e); err != nil {
+		if _, err := tc.WriteEnvelope(e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, d := range data {
-		if _, err := tc.writeData(d); err != nil {
+		if _, err := tc.WriteData(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tc.flush(); err != nil {
+	if err := tc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -42,7 +42,7 @@ func tcpFrames(t testing.TB, es []*pb.Envelope, data ...[]byte) []byte {
 // read straight into a tensor. It must never panic or read past its limit:
 // every envelope it returns came from at most fuzzMaxMessage bytes, every
 // data chunk fits its destination and equals the bytes on the wire, and a
-// Step header it returns is either refused by checkTensor or consistent
+// Step header it returns is either refused by CheckTensor or consistent
 // (bytes = elem × ∏shape).
 func FuzzTCPFrameReader(f *testing.F) {
 	hdr := &pb.Envelope{Kind: &pb.Envelope_Frame{Frame: &pb.Frame{Kind: &pb.Frame_Header{Header: &pb.StepHeader{
@@ -55,16 +55,16 @@ func FuzzTCPFrameReader(f *testing.F) {
 	f.Add(binary.BigEndian.AppendUint32(nil, 0xFFFFFFFF))
 	f.Add([]byte{0, 0, 0, 3, 0x32, 0x01, 0x12})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		tc := &tcpConn{r: bufio.NewReaderSize(bytes.NewReader(in), 4096), max: fuzzMaxMessage}
+		tc := &TCPConn{r: bufio.NewReaderSize(bytes.NewReader(in), 4096), max: fuzzMaxMessage}
 		dst := make([]byte, 512)
 		var consumed int64
 		for i := 0; i < 64; i++ {
 			if i%2 == 1 {
-				n, wire, err := tc.readData(dst)
+				n, wire, err := tc.ReadData(dst)
 				if err != nil {
 					return
 				}
-				if n <= 0 || n > len(dst) || wire < int64(n+tcpPrefixBytes) || wire > fuzzMaxMessage+tcpPrefixBytes {
+				if n <= 0 || n > len(dst) || wire < int64(n+TCPPrefixBytes) || wire > fuzzMaxMessage+TCPPrefixBytes {
 					t.Fatalf("data chunk of %d B (wire %d) into %d B", n, wire, len(dst))
 				}
 				consumed += wire
@@ -73,17 +73,17 @@ func FuzzTCPFrameReader(f *testing.F) {
 				}
 				continue
 			}
-			e, wire, err := tc.read()
+			e, wire, err := tc.ReadEnvelope()
 			if err != nil {
 				return
 			}
-			if wire > fuzzMaxMessage+tcpPrefixBytes {
+			if wire > fuzzMaxMessage+TCPPrefixBytes {
 				t.Fatalf("an envelope of %d B read under a %d B limit", wire, fuzzMaxMessage)
 			}
 			consumed += wire
 			if h := e.GetFrame().GetHeader(); h != nil {
 				for _, ti := range h.Tensors {
-					if checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes) != nil {
+					if CheckTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes) != nil {
 						continue
 					}
 					n := int64(ti.ElemBytes)
@@ -91,7 +91,7 @@ func FuzzTCPFrameReader(f *testing.F) {
 						n *= d
 					}
 					if n != ti.Bytes || n < 0 {
-						t.Fatalf("checkTensor accepted %v × %d B = %d B declared as %d", ti.Shape, ti.ElemBytes, n, ti.Bytes)
+						t.Fatalf("CheckTensor accepted %v × %d B = %d B declared as %d", ti.Shape, ti.ElemBytes, n, ti.Bytes)
 					}
 				}
 			}
@@ -122,22 +122,22 @@ func FuzzGRPCStepDecoder(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		dst := make([]byte, 256)
-		d := &dataIn{dst: dst}
-		if err := frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(in)}, d); err == nil {
-			if d.n <= 0 || d.n > len(dst) || d.wire != len(in) {
-				t.Fatalf("a data frame of %d B (wire %d of %d) into %d B", d.n, d.wire, len(in), len(dst))
+		d := &DataIn{Dst: dst}
+		if err := Frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(in)}, d); err == nil {
+			if d.N <= 0 || d.N > len(dst) || d.Wire != len(in) {
+				t.Fatalf("a data frame of %d B (wire %d of %d) into %d B", d.N, d.Wire, len(in), len(dst))
 			}
 			var fr pb.Frame
-			if err := proto.Unmarshal(in, &fr); err != nil || !bytes.Equal(fr.GetData(), dst[:d.n]) {
+			if err := proto.Unmarshal(in, &fr); err != nil || !bytes.Equal(fr.GetData(), dst[:d.N]) {
 				t.Fatalf("accepted as data, protobuf says %v / %d B", err, len(fr.GetData()))
 			}
 		}
 		var fr pb.Frame
-		if err := frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(in)}, &fr); err != nil {
+		if err := Frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(in)}, &fr); err != nil {
 			return
 		}
 		for _, ti := range fr.GetHeader().GetTensors() {
-			checkTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes) // must not panic
+			CheckTensor(ti.Name, int(ti.ElemBytes), ti.Shape, ti.Bytes) // must not panic
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package remote
+package wire
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestDataFramesAreProtobuf(t *testing.T) {
 	for _, n := range []int{1, 127, 128, 70_000, 1 << 20} {
 		d := bytes.Repeat([]byte{0xA5, 0x3C, 7}, n/3+1)[:n]
 		// gRPC: the codec's message is proto.Marshal(Frame{data}).
-		out, err := frames.Marshal(&dataOut{d})
+		out, err := Frames.Marshal(&DataOut{d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,29 +30,29 @@ func TestDataFramesAreProtobuf(t *testing.T) {
 		if got := out.Materialize(); !bytes.Equal(got, want) {
 			t.Fatalf("%d B: codec wrote %d B, protobuf %d B (first bytes %x vs %x)", n, len(got), len(want), got[:4], want[:4])
 		}
-		if int64(dataHeaderLen(n)+n) != int64(proto.Size(&pb.Frame{Kind: &pb.Frame_Data{Data: d}})) {
-			t.Errorf("%d B: dataHeaderLen disagrees with proto.Size", n)
+		if int64(DataHeaderLen(n)+n) != int64(proto.Size(&pb.Frame{Kind: &pb.Frame_Data{Data: d}})) {
+			t.Errorf("%d B: DataHeaderLen disagrees with proto.Size", n)
 		}
-		in := &dataIn{dst: make([]byte, n+5)}
-		if err := frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, in); err != nil || in.n != n || !bytes.Equal(in.dst[:n], d) || in.wire != len(want) {
-			t.Errorf("%d B: codec read n=%d wire=%d (%v)", n, in.n, in.wire, err)
+		in := &DataIn{Dst: make([]byte, n+5)}
+		if err := Frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, in); err != nil || in.N != n || !bytes.Equal(in.Dst[:n], d) || in.Wire != len(want) {
+			t.Errorf("%d B: codec read n=%d wire=%d (%v)", n, in.N, in.Wire, err)
 		}
-		if err := frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, &dataIn{dst: make([]byte, n-1)}); status.Code(err) != codes.InvalidArgument {
+		if err := Frames.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, &DataIn{Dst: make([]byte, n-1)}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%d B into %d B: %v, want InvalidArgument", n, n-1, err)
 		}
 		// Raw TCP: writeData's bytes are the length prefix and proto.Marshal(Envelope).
 		a, b := net.Pipe()
-		w := newTCPConn(a, 4<<20)
+		w := NewTCPConn(a, 4<<20)
 		env, _ := proto.Marshal(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: &pb.Frame{Kind: &pb.Frame_Data{Data: d}}}})
 		var raw bytes.Buffer
 		done := make(chan error, 1)
 		go func() {
-			wire, err := w.writeData(d)
+			wire, err := w.WriteData(d)
 			if err == nil {
-				err = w.flush()
+				err = w.Flush()
 			}
-			if err == nil && wire != int64(len(env)+tcpPrefixBytes) {
-				err = status.Errorf(codes.Internal, "writeData says %d B, the message is %d", wire, len(env)+tcpPrefixBytes)
+			if err == nil && wire != int64(len(env)+TCPPrefixBytes) {
+				err = status.Errorf(codes.Internal, "writeData says %d B, the message is %d", wire, len(env)+TCPPrefixBytes)
 			}
 			a.Close()
 			done <- err
@@ -74,10 +74,10 @@ func TestDataFramesAreProtobuf(t *testing.T) {
 		}
 		// readData reads that framing into dst.
 		a, b = net.Pipe()
-		r := newTCPConn(b, 4<<20)
+		r := NewTCPConn(b, 4<<20)
 		go func() { a.Write(append(wantRaw, env...)); a.Close() }()
 		dst := make([]byte, n)
-		got, wire, err := r.readData(dst)
+		got, wire, err := r.ReadData(dst)
 		if err != nil || got != n || wire != int64(len(env)+4) || !bytes.Equal(dst, d) {
 			t.Errorf("%d B: readData got %d B, wire %d (%v)", n, got, wire, err)
 		}
@@ -85,14 +85,14 @@ func TestDataFramesAreProtobuf(t *testing.T) {
 	}
 	// An error message where data is expected is that error.
 	a, b := net.Pipe()
-	r := newTCPConn(b, 4<<20)
+	r := NewTCPConn(b, 4<<20)
 	go func() {
-		w := newTCPConn(a, 4<<20)
-		w.write(errEnvelope(status.Error(codes.ResourceExhausted, "queue full")))
-		w.flush()
+		w := NewTCPConn(a, 4<<20)
+		w.WriteEnvelope(ErrEnvelope(status.Error(codes.ResourceExhausted, "queue full")))
+		w.Flush()
 		a.Close()
 	}()
-	if _, _, err := r.readData(make([]byte, 8)); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "queue full") {
+	if _, _, err := r.ReadData(make([]byte, 8)); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "queue full") {
 		t.Errorf("error envelope read as data: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package remote
+package wire
 
 import (
 	"encoding/binary"
@@ -23,7 +23,7 @@ func ModelWeights(plan *partition.Plan) ([]Tensor, error) {
 	gen := plan.Generator(0)
 	out := make([]Tensor, 0, len(ws))
 	for _, w := range ws {
-		layer, name := weightKey(w)
+		layer, name := WeightKey(w)
 		t, err := gen.Tensor(layer, name)
 		if err != nil {
 			return nil, fmt.Errorf("model weights: %s: %w", w.Name, err)
@@ -38,4 +38,12 @@ func ModelWeights(plan *partition.Plan) ([]Tensor, error) {
 		out = append(out, Tensor{Name: w.Name, ElemBytes: w.ElemBytes, Shape: w.Shape, Data: d})
 	}
 	return out, nil
+}
+
+// WeightKey is the (layer, op tensor) of a payload weight name.
+func WeightKey(t partition.RemoteTensor) (int, string) {
+	if t.Layer < 0 {
+		return -1, t.Name
+	}
+	return t.Layer, t.Name[len(fmt.Sprintf("L%02d.", t.Layer)):]
 }

@@ -1,4 +1,4 @@
-package remote
+package wire
 
 import (
 	"encoding/binary"
@@ -33,46 +33,47 @@ func dataHeader(b []byte, n int) []byte {
 	return protowire.AppendVarint(b, uint64(n))
 }
 
-// dataHeaderLen is the size of dataHeader for n bytes.
-func dataHeaderLen(n int) int {
+// DataHeaderLen is the size of dataHeader for n bytes.
+func DataHeaderLen(n int) int {
 	return protowire.SizeTag(frameDataField) + protowire.SizeVarint(uint64(n))
 }
 
-// dataOut is a data frame to send: gRPC's codec writes its header and then
-// data itself, not a copy. data must stay unchanged until the call's reply
+// DataOut is a data frame to send: gRPC's codec writes its header and then
+// data itself, not a copy. Data must stay unchanged until the call's reply
 // has arrived (the transport may still be writing it when Send returns).
-type dataOut struct{ data []byte }
+type DataOut struct{ Data []byte }
 
-// dataIn receives one data frame into dst: n bytes were written, the
-// message was wire bytes long (without gRPC's 5-byte prefix).
-type dataIn struct {
-	dst     []byte
-	n, wire int
+// DataIn receives one data frame into Dst: N bytes were written, the
+// message was Wire bytes long (without gRPC's 5-byte prefix).
+type DataIn struct {
+	Dst     []byte
+	N, Wire int
 }
 
 // frameCodec is the gRPC codec of the Step streams: protobuf for every
-// message, except that dataOut and dataIn move tensor bytes without
+// message, except that DataOut and DataIn move tensor bytes without
 // intermediate copies. It keeps protobuf's name, so the content type on the
 // wire is the standard application/grpc+proto.
 type frameCodec struct{ proto encoding.CodecV2 }
 
-var frames = frameCodec{proto: encoding.GetCodecV2(protoenc.Name)}
+// Frames is the Step streams' codec (both ends force it on their streams).
+var Frames = frameCodec{proto: encoding.GetCodecV2(protoenc.Name)}
 
 func (c frameCodec) Name() string { return protoenc.Name }
 
 func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if d, ok := v.(*dataOut); ok {
-		return mem.BufferSlice{mem.SliceBuffer(dataHeader(nil, len(d.data))), mem.SliceBuffer(d.data)}, nil
+	if d, ok := v.(*DataOut); ok {
+		return mem.BufferSlice{mem.SliceBuffer(dataHeader(nil, len(d.Data))), mem.SliceBuffer(d.Data)}, nil
 	}
 	return c.proto.Marshal(v)
 }
 
 func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	d, ok := v.(*dataIn)
+	d, ok := v.(*DataIn)
 	if !ok {
 		return c.proto.Unmarshal(data, v)
 	}
-	d.wire = data.Len()
+	d.Wire = data.Len()
 	r := data.Reader()
 	defer r.Close()
 	tag, err := binary.ReadUvarint(r)
@@ -83,13 +84,13 @@ func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if err != nil || n != uint64(r.Remaining()) {
 		return status.Errorf(codes.InvalidArgument, "malformed data frame: length %d, %d B follow", n, r.Remaining())
 	}
-	if n == 0 || n > uint64(len(d.dst)) {
-		return status.Errorf(codes.InvalidArgument, "a data frame of %d B where %d B of the tensor remain", n, len(d.dst))
+	if n == 0 || n > uint64(len(d.Dst)) {
+		return status.Errorf(codes.InvalidArgument, "a data frame of %d B where %d B of the tensor remain", n, len(d.Dst))
 	}
-	if _, err := io.ReadFull(r, d.dst[:n]); err != nil {
+	if _, err := io.ReadFull(r, d.Dst[:n]); err != nil {
 		return status.Errorf(codes.InvalidArgument, "data frame: %v", err)
 	}
-	d.n = int(n)
+	d.N = int(n)
 	return nil
 }
 
@@ -101,17 +102,17 @@ func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // socket.
 const smallData = 64 << 10
 
-// writeData writes one data chunk as the Envelope{Frame{data}} message
+// WriteData writes one data chunk as the Envelope{Frame{data}} message
 // proto.Marshal would produce, the data straight from d (no copy for a
 // large chunk); it returns the framed size.
-func (t *tcpConn) writeData(d []byte) (int64, error) {
+func (t *TCPConn) WriteData(d []byte) (int64, error) {
 	var hb [32]byte
-	frameLen := dataHeaderLen(len(d)) + len(d)
+	frameLen := DataHeaderLen(len(d)) + len(d)
 	h := append(hb[:0], 0, 0, 0, 0)
 	h = protowire.AppendTag(h, envelopeFrameField, protowire.BytesType)
 	h = protowire.AppendVarint(h, uint64(frameLen))
 	h = dataHeader(h, len(d))
-	binary.BigEndian.PutUint32(h, uint32(len(h)-tcpPrefixBytes+len(d)))
+	binary.BigEndian.PutUint32(h, uint32(len(h)-TCPPrefixBytes+len(d)))
 	if _, err := t.w.Write(h); err != nil {
 		return 0, err
 	}
@@ -128,11 +129,11 @@ func (t *tcpConn) writeData(d []byte) (int64, error) {
 	return int64(len(h) + len(d)), nil
 }
 
-// readData reads one message that must be a data chunk of at most
+// ReadData reads one message that must be a data chunk of at most
 // len(dst) bytes into dst, without an intermediate copy; an error message
 // in its place is returned as that error.
-func (t *tcpConn) readData(dst []byte) (int, int64, error) {
-	size, err := t.readPrefix()
+func (t *TCPConn) ReadData(dst []byte) (int, int64, error) {
+	size, err := t.ReadPrefix()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -150,13 +151,13 @@ func (t *tcpConn) readData(dst []byte) (int, int64, error) {
 		if _, err := io.ReadFull(t.r, dst[:n]); err != nil {
 			return 0, 0, err
 		}
-		return n, int64(size + tcpPrefixBytes), nil
+		return n, int64(size + TCPPrefixBytes), nil
 	}
-	e, err := t.readBody(size)
+	e, err := t.ReadBody(size)
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := envelopeErr(e); err != nil {
+	if err := EnvelopeErr(e); err != nil {
 		return 0, 0, err
 	}
 	return 0, 0, status.Errorf(codes.InvalidArgument, "expected a data frame (tensor bytes), got %s", kindName(e.Kind))
@@ -186,3 +187,6 @@ func parseDataEnvelope(b []byte, size int) (n, hl int, ok bool) {
 }
 
 func kindName(k any) string { return fmt.Sprintf("%T", k) }
+
+// ChunkBytes is the data carried per Frame: a message less room for framing.
+func ChunkBytes(maxMessage int) int { return maxMessage - 1024 }

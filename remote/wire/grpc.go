@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+)
+
+// GRPCPrefixBytes is gRPC's per-message framing: a compressed flag and a
+// 4-byte length (gRPC over HTTP/2 protocol, "Length-Prefixed-Message").
+const GRPCPrefixBytes = 5
+
+// DisconnectBound is how long after a client vanishes without closing its
+// connection (a killed host, a cut cable) the server notices and frees its
+// sessions: keepalive ping interval + ping timeout. A client process that is
+// killed closes its socket and is noticed at once.
+const DisconnectBound = KeepaliveTime + KeepaliveTimeout
+
+// HTTP/2 flow-control windows and socket buffers of both ends: a window
+// of a few chunks lets a weight stream run without waiting for window
+// updates (a fixed window turns off gRPC's bandwidth-delay estimation).
+const (
+	WindowBytes   = 16 << 20
+	IOBufferBytes = 256 << 10
+)
+
+const (
+	KeepaliveTime    = 20 * time.Second
+	KeepaliveTimeout = 10 * time.Second
+)
+
+// LoadPool reads a --tls-ca file (a small regular file of PEM certificates).
+func LoadPool(file string) (*x509.CertPool, error) {
+	pemData, err := ReadSmallFile("--tls-ca", file, MaxPEMFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// MetadataWithToken adds the bearer token to a call's outgoing metadata.
+func MetadataWithToken(ctx context.Context, tok string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}
