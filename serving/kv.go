@@ -20,8 +20,8 @@ type KVCache struct {
 }
 
 // KVBlocks sizes the KV cache of one replica from partition's memory
-// accounting: each rank's KV bytes per token is its Memory.KVCacheBytes over
-// the batch × context that figure was sized for, its free memory is
+// accounting: each rank's KV bytes per token is its layers times
+// Plan.KVTokenBytes (its share of the KV heads), its free memory is
 // CapacityBytes − WeightBytes − ActivationBytes scaled by utilization
 // (vLLM's --gpu-memory-utilization applies to the whole device; here it
 // applies to what weights and activations leave), and the replica holds as
@@ -33,15 +33,13 @@ func KVBlocks(plan *partition.Plan, blockSize int, utilization float64) (KVCache
 	if !(utilization > 0 && utilization <= 1) {
 		return KVCache{}, fmt.Errorf("--gpu-memory-utilization: must be in (0, 1] (got %g)", utilization)
 	}
-	w := plan.Config.Workload
-	sized := int64(w.Batch) * int64(w.Context)
 	kv := KVCache{BlockSize: blockSize, NumBlocks: -1}
 	for _, r := range plan.Ranks[:plan.GroupSize()] {
 		m := r.Memory
-		if m.KVCacheBytes <= 0 || sized <= 0 {
+		per := int64(len(r.Layers)) * plan.KVTokenBytes(r.TPIndex)
+		if per <= 0 {
 			continue
 		}
-		per := m.KVCacheBytes / sized
 		free := int64(float64(m.CapacityBytes-m.WeightBytes-m.ActivationBytes) * utilization)
 		blocks := max(free, 0) / per / int64(blockSize)
 		if kv.NumBlocks < 0 || int(blocks) < kv.NumBlocks {

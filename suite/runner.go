@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 				return out, fmt.Errorf("cell %s: %w", cell.ID(), err)
 			}
 			topts := remote.TrialOptions{Config: cfg, Modes: []partition.RemoteMode{mode}, Trials: 1, Link: link, Engine: o.Engine}
-			if mode != partition.RemoteLocal {
+			if mode.Served() {
 				key := cell.Baseline.Server + "/" + cell.Baseline.Transport
 				if clients[key] == nil {
 					if o.Dial == nil {

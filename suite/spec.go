@@ -257,11 +257,15 @@ func (s *Spec) defaults() {
 			}
 			continue
 		}
-		if b.Mode != string(partition.RemoteLocal) && b.Server == "" {
-			b.Server = ServerSpawn
-		}
-		if b.Mode != string(partition.RemoteLocal) && b.Transport == "" {
-			b.Transport = "grpc"
+		// A served mode runs against a server; an unknown one is left
+		// for validate to name.
+		if m, err := partition.ParseRemoteMode(b.Mode); err == nil && m.Served() {
+			if b.Server == "" {
+				b.Server = ServerSpawn
+			}
+			if b.Transport == "" {
+				b.Transport = "grpc"
+			}
 		}
 	}
 	for i := range s.Workloads {
@@ -338,7 +342,7 @@ func (s *Spec) Validate() error {
 			add("%s.mode: %v", p, err)
 			continue
 		}
-		if m == partition.RemoteLocal {
+		if !m.Served() {
 			if b.Server != "" || b.Transport != "" {
 				add("%s: mode local runs in this process: server and transport must be empty (got server %q, transport %q)", p, b.Server, b.Transport)
 			}
