@@ -25,6 +25,10 @@ var littleEndian = func() bool {
 // return at once).
 type Link struct {
 	tx, rx *Ring
+	// Spin adapts the waits of the link's receiver to the host's load
+	// (sendSpin those of SendFrame).
+	Spin     Spin
+	sendSpin Spin
 
 	rmu    sync.Mutex // the consumer's state below
 	hdr    [FrameHeaderBytes]byte
@@ -91,7 +95,7 @@ func (l *Link) TrySend(ch uint64, data []float32) bool {
 // room as the peer reads; a frame larger than the ring goes in pieces.
 // Before each wait it calls abort, and returns its error if there is one.
 func (l *Link) SendFrame(frame []byte, abort func() error) error {
-	var w Waiter
+	w := Waiter{Spin: &l.sendSpin}
 	for off := 0; off < len(frame); {
 		if n := l.tx.Write(frame[off:]); n > 0 {
 			off += n

@@ -137,7 +137,7 @@ func (p *peer) takeShm(ctx context.Context, ch uint64) ([]byte, error) {
 	p.rmu.Lock()
 	box := p.boxLocked(ch)
 	p.rmu.Unlock()
-	var w shmcomm.Waiter
+	w := shmcomm.Waiter{Spin: &p.shm.Spin}
 	for {
 		if m, ok := p.pop(box); ok {
 			return m, nil
