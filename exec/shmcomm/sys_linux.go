@@ -23,9 +23,6 @@ func futexWake(addr *uint32) {
 	_, _, _ = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
 
-// osYield gives the CPU to another runnable thread of the machine.
-func osYield() { _, _, _ = syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
-
 // reserve gives the file its pages now, so a full tmpfs is an error here
 // rather than a SIGBUS at the first write into the mapping.
 func reserve(f *os.File, size int64) error {

@@ -4,7 +4,6 @@ package shmcomm
 
 import (
 	"os"
-	"runtime"
 	"time"
 )
 
@@ -12,7 +11,5 @@ import (
 func futexWait(_ *uint32, _ uint32, d time.Duration) { time.Sleep(min(d, 50*time.Microsecond)) }
 
 func futexWake(*uint32) {}
-
-func osYield() { runtime.Gosched() }
 
 func reserve(f *os.File, size int64) error { return f.Truncate(size) }
