@@ -129,6 +129,9 @@ func (l *Link) Poll(maxBytes int, deliver func(ch uint64, msg []byte)) (progress
 		return false, nil
 	}
 	defer l.rmu.Unlock()
+	if err := l.rx.Check(); err != nil {
+		return false, err
+	}
 	for l.rx.Available() > 0 {
 		progress = true
 		if !l.inMsg {

@@ -1,6 +1,7 @@
 package shmcomm
 
 import (
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
@@ -46,9 +47,24 @@ func newRing(mem []byte) *Ring {
 // Size is the ring's capacity in bytes.
 func (r *Ring) Size() int { return int(r.size) }
 
-// Available is the number of bytes written and not yet read.
+// Available is the number of bytes written and not yet read (0 if the
+// ring's words are corrupt: see Check).
 func (r *Ring) Available() int {
-	return int(atomic.LoadUint64(r.head) - atomic.LoadUint64(r.tail))
+	n := atomic.LoadUint64(r.head) - atomic.LoadUint64(r.tail)
+	if n > r.size {
+		return 0
+	}
+	return int(n)
+}
+
+// Check reports head and tail words that no producer and consumer of this
+// ring could have written (more bytes pending than the ring holds).
+func (r *Ring) Check() error {
+	h, t := atomic.LoadUint64(r.head), atomic.LoadUint64(r.tail)
+	if h-t > r.size {
+		return fmt.Errorf("shmcomm: corrupt ring (head %d, tail %d, %d B)", h, t, r.size)
+	}
+	return nil
 }
 
 // Free is the number of bytes the producer may write now.
@@ -72,7 +88,7 @@ func (r *Ring) get(pos uint64, p []byte) {
 // consumer; it never waits. Only the producer calls it.
 func (r *Ring) Write(p []byte) int {
 	h := atomic.LoadUint64(r.head)
-	n := min(len(p), int(r.size-(h-atomic.LoadUint64(r.tail))))
+	n := min(len(p), r.Free())
 	if n == 0 {
 		return 0
 	}
@@ -90,7 +106,7 @@ func (r *Ring) WriteAll(parts ...[]byte) bool {
 		total += len(p)
 	}
 	h := atomic.LoadUint64(r.head)
-	if total > int(r.size-(h-atomic.LoadUint64(r.tail))) {
+	if total > r.Free() {
 		return false
 	}
 	pos := h
@@ -107,7 +123,7 @@ func (r *Ring) WriteAll(parts ...[]byte) bool {
 // sleeping producer; it never waits. Only the consumer calls it.
 func (r *Ring) Read(p []byte) int {
 	t := atomic.LoadUint64(r.tail)
-	n := min(len(p), int(atomic.LoadUint64(r.head)-t))
+	n := min(len(p), r.Available())
 	if n == 0 {
 		return 0
 	}

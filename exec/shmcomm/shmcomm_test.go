@@ -225,3 +225,18 @@ func TestWaiterWakesSleeper(t *testing.T) {
 		t.Fatal("no data seen after the send")
 	}
 }
+
+func TestPollRefusesCorruptRing(t *testing.T) {
+	a, b, _ := NewLinkPair(MinRingBytes)
+	*a.tx.head = 5000 // 5000 B pending in a 4096 B ring: no producer writes that
+	if _, err := b.Poll(1<<30, func(uint64, []byte) {}); err == nil || err.Error() != "shmcomm: corrupt ring (head 5000, tail 0, 4096 B)" {
+		t.Fatalf("corrupt ring: %v", err)
+	}
+	if n := b.rx.Read(make([]byte, 10)); n != 0 {
+		t.Fatalf("read %d B from a corrupt ring", n)
+	}
+	if a.tx.Free() < 0 || a.tx.Write([]byte{1}) != 1 {
+		// Free of a corrupt ring is the whole ring: Available reads it as empty
+		t.Fatalf("free %d", a.tx.Free())
+	}
+}
