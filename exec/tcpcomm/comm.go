@@ -263,6 +263,8 @@ func (c *Comm) Close() error {
 func (c *Comm) Describe() string {
 	shm, tcp := c.Transports()
 	switch {
+	case shm == 0 && tcp == 0:
+		return "partbench's ring communicator (one rank: no transport)"
 	case shm == 0 && len(c.fallbacks) > 0:
 		return fmt.Sprintf("tcp (partbench's ring communicator; transport %s: shared memory refused: %s)", c.transport, strings.Join(c.fallbacks, "; "))
 	case shm == 0:
