@@ -291,3 +291,34 @@ func TestSharedMemoryPeerStopsMidCollective(t *testing.T) {
 		t.Fatal("the all-reduce did not fail within 5 s of the peer's drop")
 	}
 }
+
+// TestSharedMemoryCloseWithUnreadSend: a send larger than the ring to a
+// peer that never reads it leaves the writer waiting for room; when the
+// peer closes, the writer stops, Flush names the peer, and Close returns
+// (unmapping the segment the writer was using) without a hang.
+func TestSharedMemoryCloseWithUnreadSend(t *testing.T) {
+	cs := shmWorld(t, 2)
+	ctx := context.Background()
+	if err := cs[0].Send(ctx, make(pexec.F32, 1<<20), 1); err != nil { // 4 MiB: 16 rings' worth
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the writer fills the ring and waits
+	cs[1].Close()
+	done := make(chan error, 1)
+	go func() { done <- cs[0].Flush(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "rank 1 closed its communicator") {
+			t.Fatalf("flush to a closed peer: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("flush did not return within 5 s of the peer's close")
+	}
+	closed := make(chan struct{})
+	go func() { cs[0].Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not return within 5 s")
+	}
+}
