@@ -74,7 +74,10 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 	_, _ = rand.Read(tok[:])
 	myInfo := addrInfo{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Token: hex.EncodeToString(tok[:])}
 	if o.Transport != TransportTCP {
-		myInfo.Host = hostKey()
+		myInfo.Host = o.host
+		if myInfo.Host == "" {
+			myInfo.Host = hostKey()
+		}
 	}
 	me, _ := json.Marshal(myInfo)
 	raw, err := ex.AllGather(ctx, me)

@@ -322,3 +322,54 @@ func TestSharedMemoryCloseWithUnreadSend(t *testing.T) {
 		t.Fatal("close did not return within 5 s")
 	}
 }
+
+// TestMixedHosts: ranks 0–1 on one host and 2–3 on another share memory
+// within each host and use TCP across; the ring all-reduce over all four
+// (its 0→1 and 2→3 steps on shared memory, 1→2 and 3→0 on TCP) gives the
+// exact sums and commcount's counts.
+func TestMixedHosts(t *testing.T) {
+	if !shmcomm.Supported {
+		t.Skip("no shared memory on this platform")
+	}
+	dir := t.TempDir()
+	cs := worldWith(t, 4, func(r int) Options {
+		return Options{ListenHost: "127.0.0.1", Transport: TransportSHM, ShmDir: dir, host: []string{"a", "a", "b", "b"}[r]}
+	})
+	for r, c := range cs {
+		if shm, tcp := c.Transports(); shm != 1 || tcp != 2 {
+			t.Fatalf("rank %d: %d shm, %d tcp peers, want 1 and 2", r, shm, tcp)
+		}
+		if peer := r ^ 1; cs[r].peers[peer].shm == nil {
+			t.Fatalf("rank %d does not share memory with rank %d on its host", r, peer)
+		}
+	}
+	const count = 1001
+	mustAll(t, run(t, cs, func(r int, c *Comm) error {
+		g, err := c.NewGroup(context.Background(), []int{0, 1, 2, 3})
+		if err != nil {
+			return err
+		}
+		b := make(pexec.F32, count)
+		for i := range b {
+			b[i] = float32((r + 1) * (i % 13)) // integers: the sum is exact in any order
+		}
+		if err := g.AllReduce(context.Background(), b); err != nil {
+			return err
+		}
+		for i, v := range b {
+			if want := float32(10 * (i % 13)); v != want { // (1+2+3+4) × (i mod 13)
+				return fmt.Errorf("element %d = %v, want %v", i, v, want)
+			}
+		}
+		msgs, wire := commcount.RingAllReduceWire(4, r, count, 4)
+		want := commcount.Snapshot{
+			Calls: map[commcount.Op]int64{commcount.AllReduce: 1},
+			Bytes: map[commcount.Op]int64{commcount.AllReduce: 4 * count},
+			Peers: map[int]commcount.PeerCount{(r + 1) % 4: {Messages: msgs, WireBytes: wire}},
+		}
+		if d := commcount.Diff(want, c.Counter().Snapshot()); len(d) > 0 {
+			return fmt.Errorf("counts differ from commcount: %v", d)
+		}
+		return nil
+	}))
+}

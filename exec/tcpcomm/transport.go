@@ -56,8 +56,10 @@ type Options struct {
 	Transport Transport
 	// ShmDir is where shared segments are created ("": shmcomm.DefaultDir).
 	ShmDir string
-	// RingBytes is each direction's ring (0: shmcomm.DefaultRingBytes).
+	// RingBytes is each direction's ring (0: DefaultRingBytes).
 	RingBytes int
+
+	host string // this rank's host key ("": hostKey()); tests place ranks on hosts
 }
 
 func (o *Options) resolve() error {
