@@ -49,10 +49,11 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 		return nil, err
 	}
 	listenHost := o.ListenHost
-	c := &Comm{transport: o.Transport,
+	c := &Comm{
 		rank: rank, size: size, counter: commcount.New(), peers: make([]*peer, size),
 		groupSeen: map[string]int{}, groupIDs: map[uint64]string{},
 		failed: make(chan struct{}), closing: make(chan struct{}), stop: make(chan struct{}),
+		transport: o.Transport,
 	}
 	c.peers[rank] = newPeer(c, rank, nil)
 	if size == 1 {
