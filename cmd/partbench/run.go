@@ -40,6 +40,7 @@ type runOptions struct {
 	strict      bool
 	joinTimeout time.Duration
 	calibration string
+	transport   string // --transport (runtransport.go)
 	trace       string
 	compare     bool
 	quiet       bool
@@ -78,6 +79,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.compare, "compare-model", true, "print the dry-run estimate of the same config beside the measurements, with the error of each (--compare-model=false: measurements alone)")
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 	cliflag.DefaultInUsage(f, "warmup", "iterations")
+	o.addTransportFlag(f)
 }
 
 // runLauncherOnly are the `run` flags a child rank of `run --nproc` is not
@@ -124,6 +126,9 @@ func addRunFlags(root *cobra.Command) {
 		if err := launchflags.Check(cmd.Flags()); err != nil {
 			return err
 		}
+		if err := o.checkTransport(); err != nil {
+			return err
+		}
 		return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 }
@@ -146,6 +151,9 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := launchflags.Check(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.checkTransport(); err != nil {
 				return err
 			}
 			if o.modelDir != "" {
@@ -220,6 +228,9 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
 	name, plan, rank := setup.Name, setup.Plan, setup.Rank
+	if rank.NewComm, err = o.transportComm(name, rank.NewComm); err != nil {
+		return launchflags.RankError(env.Rank, o.verbose, err)
+	}
 	var prog func(done, total int)
 	if env.Rank == 0 && !o.quiet {
 		prog = progress.Lines(cfg.Name + " iterations")

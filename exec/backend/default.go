@@ -77,6 +77,14 @@ func TCPComm(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, r
 	return tcpcomm.New(ctx, sess, rank, p.Size(), "")
 }
 
+// TCPCommWith is TCPComm with the transport of same-host pairs chosen
+// (`partbench run --transport`): shared memory, TCP, or auto.
+func TCPCommWith(t tcpcomm.Transport) NewCommFunc {
+	return func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ exec.Compute) (exec.Comm, error) {
+		return tcpcomm.NewWith(ctx, sess, rank, p.Size(), tcpcomm.Options{Transport: t})
+	}
+}
+
 func newCPUCompute(p *partition.Plan, rank int) (exec.Compute, error) { return cpu.New(p, rank) }
 
 // CUDA is exec/cuda on the rank's local GPU, with decode graphs, and the

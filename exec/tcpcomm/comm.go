@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +61,13 @@ type Comm struct {
 	stop    chan struct{} // closed when Close ends: writers exit
 
 	closeOnce sync.Once
+
+	transport Transport // as resolved by NewWith
+	fallbacks []string  // same-host pairs left on TCP under TransportAuto, and why
+	// mapMu guards the shared segments' mappings: every use of a ring holds
+	// it for reading; Close unmaps them holding it for writing.
+	mapMu    sync.RWMutex
+	unmapped bool
 }
 
 var _ pexec.Comm = (*Comm)(nil)
@@ -201,6 +209,9 @@ func (c *Comm) post(peer int, ch uint64, data []float32) error {
 	if 4*len(data) > MaxMessageBytes {
 		return fmt.Errorf("tcpcomm: a message of %d B to rank %d exceeds the %d B cap", 4*len(data), peer, MaxMessageBytes)
 	}
+	if p := c.peers[peer]; p.shm != nil {
+		return p.postShm(ch, data)
+	}
 	return c.peers[peer].post(frameOf(ch, data))
 }
 
@@ -242,9 +253,39 @@ func (c *Comm) Close() error {
 		wg.Wait()
 		c.fail(ErrClosed)
 		close(c.stop)
+		c.unmap()
 	})
 	return nil
 }
 
-// Describe names the data plane for results files.
-func (c *Comm) Describe() string { return "tcp (partbench's ring communicator)" }
+// Describe names the data plane for results files: the transport of each
+// pair (shared memory between ranks on one host, TCP otherwise).
+func (c *Comm) Describe() string {
+	shm, tcp := c.Transports()
+	switch {
+	case shm == 0 && tcp == 0:
+		return "partbench's ring communicator (one rank: no transport)"
+	case shm == 0 && len(c.fallbacks) > 0:
+		return fmt.Sprintf("tcp (partbench's ring communicator; transport %s: shared memory refused: %s)", c.transport, strings.Join(c.fallbacks, "; "))
+	case shm == 0:
+		return fmt.Sprintf("tcp (partbench's ring communicator; transport %s)", c.transport)
+	}
+	s := fmt.Sprintf("shm (partbench's ring communicator; transport %s: shared memory with %d same-host peer(s), TCP with %d", c.transport, shm, tcp)
+	if len(c.fallbacks) > 0 {
+		s += "; shared memory refused: " + strings.Join(c.fallbacks, "; ")
+	}
+	return s + ")"
+}
+
+// Transports counts this rank's peers by transport: shared memory, TCP.
+func (c *Comm) Transports() (shm, tcp int) {
+	for _, p := range c.peers {
+		switch {
+		case p.shm != nil:
+			shm++
+		case p.nc != nil:
+			tcp++
+		}
+	}
+	return shm, tcp
+}

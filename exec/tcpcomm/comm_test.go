@@ -21,6 +21,27 @@ import (
 // loopback), then a Comm each.
 func world(t testing.TB, n int) []*Comm {
 	t.Helper()
+	shmDir := t.TempDir()
+	return worldWith(t, n, func(int) Options {
+		return Options{ListenHost: "127.0.0.1", Transport: testTransport, ShmDir: shmDir}
+	})
+}
+
+// worldWith is world with each rank's Options.
+func worldWith(t testing.TB, n int, opts func(rank int) Options) []*Comm {
+	t.Helper()
+	cs, errs := worldErrs(t, n, opts)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return cs
+}
+
+// worldErrs is worldWith returning each rank's error.
+func worldErrs(t testing.TB, n int, opts func(rank int) Options) ([]*Comm, []error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +63,7 @@ func world(t testing.TB, n int) []*Comm {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			cs[r], errs[r] = New(ctx, ss[r], r, n, "127.0.0.1")
+			cs[r], errs[r] = NewWith(ctx, ss[r], r, n, opts(r))
 		}()
 	}
 	wg.Wait()
@@ -65,12 +86,7 @@ func world(t testing.TB, n int) []*Comm {
 		}
 		wg.Wait()
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return cs
+	return cs, errs
 }
 
 // run calls f on every rank concurrently; a rank that does not return within

@@ -11,31 +11,49 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/exec/retry"
+	"github.com/partbench/partbench/exec/shmcomm"
 )
 
 // addrInfo is what each rank publishes through the Exchanger.
 type addrInfo struct {
 	Addr  string `json:"addr"`
 	Token string `json:"token"`
+	// Host is the rank's host key when it takes shared memory with ranks on
+	// its host ("" when its transport is tcp).
+	Host string `json:"host,omitempty"`
 }
 
 // New connects rank to every other rank of size. It listens on an ephemeral
 // port of listenHost ("" = every interface), publishes the address through
 // ex.AllGather (every rank calls New at the same point), and connects to all
 // peers before returning. The advertised host is listenHost, else the
-// session's LocalIP when ex has one, else the host name.
+// session's LocalIP when ex has one, else the host name. Ranks on one host
+// share memory unless TransportEnv says tcp (NewWith).
 func New(ctx context.Context, ex Exchanger, rank, size int, listenHost string) (*Comm, error) {
+	return NewWith(ctx, ex, rank, size, Options{ListenHost: listenHost})
+}
+
+// NewWith is New with the transport chosen by o: pairs of ranks on one host
+// set up a shared segment on their new connection (shared-memory pairs) and
+// move their messages through it; every other pair moves them over TCP.
+func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Comm, error) {
 	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("tcpcomm: rank %d is outside a world of %d", rank, size)
 	}
+	if err := o.resolve(); err != nil {
+		return nil, err
+	}
+	listenHost := o.ListenHost
 	c := &Comm{
 		rank: rank, size: size, counter: commcount.New(), peers: make([]*peer, size),
 		groupSeen: map[string]int{}, groupIDs: map[uint64]string{},
 		failed: make(chan struct{}), closing: make(chan struct{}), stop: make(chan struct{}),
+		transport: o.Transport,
 	}
 	c.peers[rank] = newPeer(c, rank, nil)
 	if size == 1 {
@@ -55,7 +73,14 @@ func New(ctx context.Context, ex Exchanger, rank, size int, listenHost string) (
 	port := ln.Addr().(*net.TCPAddr).Port
 	var tok [tokenBytes]byte
 	_, _ = rand.Read(tok[:])
-	me, _ := json.Marshal(addrInfo{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Token: hex.EncodeToString(tok[:])})
+	myInfo := addrInfo{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Token: hex.EncodeToString(tok[:])}
+	if o.Transport != TransportTCP {
+		myInfo.Host = o.host
+		if myInfo.Host == "" {
+			myInfo.Host = hostKey()
+		}
+	}
+	me, _ := json.Marshal(myInfo)
 	raw, err := ex.AllGather(ctx, me)
 	if err != nil {
 		return nil, fmt.Errorf("tcpcomm: rank %d: exchanging addresses: %w", rank, err)
@@ -147,16 +172,65 @@ func New(ctx context.Context, ex Exchanger, rank, size int, listenHost string) (
 		}
 		return nil, err
 	}
+	segs, err := c.pairSegments(ctx, conns, infos, o)
+	if err != nil {
+		ln.Close()
+		cancel()
+		for r, nc := range conns {
+			if nc != nil {
+				nc.Close()
+			}
+			if segs[r] != nil {
+				segs[r].Close()
+			}
+		}
+		return nil, err
+	}
 	for r, nc := range conns {
 		if nc != nil {
 			_ = nc.SetDeadline(time.Time{})
 			c.peers[r] = newPeer(c, r, nc)
+			if segs[r] != nil {
+				c.peers[r].seg, c.peers[r].shm = segs[r], segs[r].Link()
+			}
 		}
 	}
 	for _, p := range c.peers {
 		p.start()
 	}
 	return c, nil
+}
+
+// pairSegments sets up the shared segment of every pair on this host (both
+// ranks publish the same host key), all pairs at once. Under
+// TransportSHM a pair that cannot share memory fails New; under
+// TransportAuto it stays on TCP.
+func (c *Comm) pairSegments(ctx context.Context, conns []net.Conn, infos []addrInfo, o Options) ([]*shmcomm.Segment, error) {
+	segs := make([]*shmcomm.Segment, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for q, nc := range conns {
+		if nc == nil || infos[q].Host == "" || infos[q].Host != infos[c.rank].Host {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			segs[q], errs[q] = pairShm(ctx, nc, c.rank, q, o)
+		}()
+	}
+	wg.Wait()
+	var first error
+	for q, err := range errs {
+		if err == nil {
+			continue
+		}
+		if o.Transport == TransportSHM && first == nil {
+			first = fmt.Errorf("tcpcomm: rank %d: transport shm: ranks %d and %d are on one host (%s) but cannot share memory: %w", c.rank, c.rank, q, infos[q].Host, err)
+		}
+		c.fallbacks = append(c.fallbacks, fmt.Sprintf("rank %d: %v", q, err))
+	}
+	return segs, first
 }
 
 func ctxOr(ctx context.Context, err error) error {

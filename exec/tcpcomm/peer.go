@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/partbench/partbench/exec/shmcomm"
 )
 
 // peer is the connection to one other rank (or, with nc nil, this rank's
@@ -17,6 +19,11 @@ type peer struct {
 	c    *Comm
 	rank int
 	nc   net.Conn
+	// seg and shm are the pair's shared segment and this side's link, for a
+	// shared-memory pair (nil otherwise): messages travel through shm, the
+	// connection carries only the goodbye and reports a lost peer.
+	seg *shmcomm.Segment
+	shm *shmcomm.Link
 
 	wmu      sync.Mutex
 	queue    [][]byte
@@ -110,7 +117,7 @@ func (p *peer) writeLoop() {
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
 		p.wmu.Unlock()
-		if _, err := p.nc.Write(f); err != nil {
+		if err := p.write(f); err != nil {
 			if !p.saidBye() && !p.c.isClosing() {
 				p.c.fail(&PeerError{Rank: p.rank, Err: err})
 			}
@@ -238,6 +245,9 @@ func (p *peer) boxLocked(ch uint64) *mailbox {
 }
 
 func (p *peer) take(ctx context.Context, ch uint64) ([]byte, error) {
+	if p.shm != nil {
+		return p.takeShm(ctx, ch)
+	}
 	p.rmu.Lock()
 	box := p.boxLocked(ch)
 	p.rmu.Unlock()

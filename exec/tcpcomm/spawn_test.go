@@ -71,6 +71,8 @@ func runRank(ctx context.Context, sess *rendezvous.Session, env launch.Env, mode
 		return err
 	}
 	defer c.Close()
+	shm, tcp := c.Transports()
+	fmt.Printf("peers: %d shm, %d tcp\n", shm, tcp)
 	if mode == "die" && env.Rank == 2 {
 		os.Exit(3)
 	}
@@ -115,34 +117,51 @@ func runRank(ctx context.Context, sess *rendezvous.Session, env launch.Env, mode
 	return nil
 }
 
-func spawnRanks(t *testing.T, mode string, n int) (int, error, string, time.Duration) {
+func spawnRanks(t *testing.T, mode string, n int, transport Transport) (int, error, string, time.Duration) {
 	t.Helper()
 	var out bytes.Buffer
 	start := time.Now()
 	code, err := launch.Spawn(context.Background(), launch.SpawnOptions{
 		NProc: n, Argv: []string{os.Args[0], "-test.run=^$"},
-		Env:    append(os.Environ(), "PB_TC_HELPER="+mode, "GORACE=atexit_sleep_ms=0"),
+		Env:    append(os.Environ(), "PB_TC_HELPER="+mode, TransportEnv+"="+string(transport), "GORACE=atexit_sleep_ms=0"),
 		Prefix: true, Stdout: &out, Stderr: &out, Grace: 5 * time.Second,
 	})
 	return code, err, out.String(), time.Since(start)
 }
 
+// TestSpawnedRanks runs 4 processes over each transport: with shm every
+// pair of these same-host ranks shares a segment (3 peers each), with tcp
+// none does.
 func TestSpawnedRanks(t *testing.T) {
 	const n = 4
-	code, err, out, el := spawnRanks(t, "ok", n)
-	if code != 0 || err != nil {
-		t.Fatalf("code %d err %v\n%s", code, err, out)
+	for _, tr := range []Transport{TransportTCP, TransportSHM} {
+		t.Run(string(tr), func(t *testing.T) {
+			code, err, out, el := spawnRanks(t, "ok", n, tr)
+			if code != 0 || err != nil {
+				t.Fatalf("code %d err %v\n%s", code, err, out)
+			}
+			want := "peers: 0 shm, 3 tcp"
+			if tr == TransportSHM {
+				want = "peers: 3 shm, 0 tcp"
+			}
+			for r := 0; r < n; r++ {
+				if !strings.Contains(out, fmt.Sprintf("[rank %d] ok rank %d\n", r, r)) || !strings.Contains(out, fmt.Sprintf("[rank %d] %s\n", r, want)) {
+					t.Fatalf("rank %d did not finish with %q:\n%s", r, want, out)
+				}
+			}
+			t.Logf("%d processes: launch, rendezvous, connect, all-reduce, gather in %v", n, el)
+		})
 	}
-	for r := 0; r < n; r++ {
-		if !strings.Contains(out, fmt.Sprintf("[rank %d] ok rank %d\n", r, r)) {
-			t.Fatalf("rank %d did not finish:\n%s", r, out)
-		}
-	}
-	t.Logf("%d processes: launch, rendezvous, connect, all-reduce, gather in %v", n, el)
 }
 
 func TestSpawnedRankDies(t *testing.T) {
-	code, err, out, el := spawnRanks(t, "die", 4)
+	for _, tr := range []Transport{TransportTCP, TransportSHM} {
+		t.Run(string(tr), func(t *testing.T) { testSpawnedRankDies(t, tr) })
+	}
+}
+
+func testSpawnedRankDies(t *testing.T, tr Transport) {
+	code, err, out, el := spawnRanks(t, "die", 4, tr)
 	if code != 3 || err == nil || !strings.Contains(err.Error(), "rank 2 exited with status 3") {
 		t.Fatalf("code %d err %v, want rank 2's status 3\n%s", code, err, out)
 	}

@@ -1,0 +1,155 @@
+package shmcomm
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Layout of a ring's control block (ringCtlBytes, at the ring's start):
+// each word the producer or the consumer writes has a cache line of its own.
+const (
+	offHead         = 0   // uint64: bytes ever written (producer)
+	offTail         = 64  // uint64: bytes ever read (consumer)
+	offDataSeq      = 128 // uint32: bumped after every write; the consumer sleeps on it
+	offDataWaiters  = 132 // uint32: consumers asleep on dataSeq
+	offSpaceSeq     = 192 // uint32: bumped after every read; the producer sleeps on it
+	offSpaceWaiters = 196 // uint32: producers asleep on spaceSeq
+	ringCtlBytes    = 4096
+)
+
+// Ring is a single-producer single-consumer byte ring in shared memory: one
+// process (or goroutine) writes, one reads. Every shared word is read and
+// written with sync/atomic; the bytes between tail and head belong to the
+// consumer, the rest to the producer.
+type Ring struct {
+	head, tail             *uint64
+	dataSeq, dataWaiters   *uint32
+	spaceSeq, spaceWaiters *uint32
+	data                   []byte
+	size                   uint64
+}
+
+// newRing views mem (ringCtlBytes of control, then the data) as a Ring.
+// mem must be 64-byte aligned (a mapping is page aligned).
+func newRing(mem []byte) *Ring {
+	u64 := func(off int) *uint64 { return (*uint64)(unsafe.Pointer(&mem[off])) }
+	u32 := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
+	data := mem[ringCtlBytes:]
+	return &Ring{
+		head: u64(offHead), tail: u64(offTail),
+		dataSeq: u32(offDataSeq), dataWaiters: u32(offDataWaiters),
+		spaceSeq: u32(offSpaceSeq), spaceWaiters: u32(offSpaceWaiters),
+		data: data, size: uint64(len(data)),
+	}
+}
+
+// Size is the ring's capacity in bytes.
+func (r *Ring) Size() int { return int(r.size) }
+
+// Available is the number of bytes written and not yet read (0 if the
+// ring's words are corrupt: see Check).
+func (r *Ring) Available() int {
+	n := atomic.LoadUint64(r.head) - atomic.LoadUint64(r.tail)
+	if n > r.size {
+		return 0
+	}
+	return int(n)
+}
+
+// Check reports head and tail words that no producer and consumer of this
+// ring could have written (more bytes pending than the ring holds).
+func (r *Ring) Check() error {
+	h, t := atomic.LoadUint64(r.head), atomic.LoadUint64(r.tail)
+	if h-t > r.size {
+		return fmt.Errorf("shmcomm: corrupt ring (head %d, tail %d, %d B)", h, t, r.size)
+	}
+	return nil
+}
+
+// Free is the number of bytes the producer may write now.
+func (r *Ring) Free() int { return int(r.size) - r.Available() }
+
+// put copies p into the ring at byte position pos (modulo the size).
+func (r *Ring) put(pos uint64, p []byte) {
+	at := pos % r.size
+	n := copy(r.data[at:], p)
+	copy(r.data, p[n:])
+}
+
+// get copies len(p) bytes from position pos into p.
+func (r *Ring) get(pos uint64, p []byte) {
+	at := pos % r.size
+	n := copy(p, r.data[at:])
+	copy(p[n:], r.data)
+}
+
+// Write copies as much of p as fits, publishes it and wakes a sleeping
+// consumer; it never waits. Only the producer calls it.
+func (r *Ring) Write(p []byte) int {
+	h := atomic.LoadUint64(r.head)
+	n := min(len(p), r.Free())
+	if n == 0 {
+		return 0
+	}
+	r.put(h, p[:n])
+	atomic.StoreUint64(r.head, h+uint64(n))
+	notify(r.dataSeq, r.dataWaiters)
+	return n
+}
+
+// WriteAll writes the parts one after the other and publishes them together
+// if they all fit, else writes nothing and returns false.
+func (r *Ring) WriteAll(parts ...[]byte) bool {
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	h := atomic.LoadUint64(r.head)
+	if total > r.Free() {
+		return false
+	}
+	pos := h
+	for _, p := range parts {
+		r.put(pos, p)
+		pos += uint64(len(p))
+	}
+	atomic.StoreUint64(r.head, pos)
+	notify(r.dataSeq, r.dataWaiters)
+	return true
+}
+
+// Read copies up to len(p) available bytes into p, frees them and wakes a
+// sleeping producer; it never waits. Only the consumer calls it.
+func (r *Ring) Read(p []byte) int {
+	t := atomic.LoadUint64(r.tail)
+	n := min(len(p), r.Available())
+	if n == 0 {
+		return 0
+	}
+	r.get(t, p[:n])
+	atomic.StoreUint64(r.tail, t+uint64(n))
+	notify(r.spaceSeq, r.spaceWaiters)
+	return n
+}
+
+// WaitData waits one step of w for bytes to read.
+func (r *Ring) WaitData(w *Waiter) {
+	w.wait(r.dataSeq, r.dataWaiters, func() bool { return r.Available() > 0 })
+}
+
+// WaitSpace waits one step of w for n bytes of room.
+func (r *Ring) WaitSpace(w *Waiter, n int) {
+	w.wait(r.spaceSeq, r.spaceWaiters, func() bool { return r.Free() >= n })
+}
+
+// notify bumps seq and wakes whoever sleeps on it. A sleeper registers in
+// waiters before it reads seq and checks its condition, and these atomics
+// are sequentially consistent, so either the sleeper sees the new state or
+// this sees the sleeper: no wake-up is lost.
+func notify(seq, waiters *uint32) {
+	atomic.AddUint32(seq, 1)
+	if atomic.LoadUint32(waiters) > 0 {
+		futexWake(seq)
+	}
+}

@@ -1,0 +1,92 @@
+package shmcomm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// How a Waiter waits. Ranks on one quiet host usually answer within
+// microseconds (the peer is in the same step of the same collective), so a
+// wait spins first, then sleeps on a futex. On a busy host (more runnable
+// threads than cores) the peer is often not running, and a spin only burns
+// the CPU it needs, so the spin adapts: a Spin remembers how often recent
+// spins were met, spins only while most were, and otherwise probes with
+// every ProbeEvery-th wait to notice when the host is quiet again. A sleep
+// never lasts longer than SleepMax, so the caller checks its abort
+// conditions (a lost peer, a cancelled context) at least that often.
+const (
+	SpinFor    = 20 * time.Microsecond // a spin's length
+	ProbeEvery = 16                    // while spins fail, one wait in this many still spins
+	SleepMax   = time.Millisecond      // futex sleeps of at most this
+)
+
+// Spin is the adaptive part of a link's waits: the share of recent spins
+// that were met (the awaited bytes came while spinning), in 1/1024, an
+// exponential average over about 8 spins. The zero value starts by spinning.
+type Spin struct {
+	missed atomic.Int64  // share of missed spins, 0–1024
+	waits  atomic.Uint64 // waits begun
+}
+
+func (s *Spin) budget() time.Duration {
+	if s == nil {
+		return SpinFor
+	}
+	if s.missed.Load() < 512 || s.waits.Add(1)%ProbeEvery == 0 {
+		return SpinFor
+	}
+	return 0
+}
+
+func (s *Spin) record(met bool) {
+	if s == nil {
+		return
+	}
+	x := int64(1024)
+	if met {
+		x = 0
+	}
+	old := s.missed.Load()
+	s.missed.Store(old + (x-old)/8)
+}
+
+// Waiter is one wait's progress from spinning to sleeping; the zero value
+// starts a new wait. Call Reset after the awaited thing happened.
+type Waiter struct {
+	Spin   *Spin // nil: always spin SpinFor first
+	start  time.Time
+	budget time.Duration
+}
+
+// Reset records whether the wait's spin was met (for its Spin) and starts
+// the next wait afresh.
+func (w *Waiter) Reset() {
+	if !w.start.IsZero() && w.budget > 0 {
+		w.Spin.record(time.Since(w.start) <= w.budget)
+	}
+	w.start = time.Time{}
+}
+
+// wait waits one step for ready: it returns when ready is true or after a
+// bounded step (at most SleepMax), whichever is first.
+func (w *Waiter) wait(seq, waiters *uint32, ready func() bool) {
+	if w.start.IsZero() {
+		w.start, w.budget = time.Now(), w.Spin.budget()
+	}
+	if time.Since(w.start) < w.budget {
+		for i := 0; i < 256; i++ {
+			if ready() {
+				return
+			}
+		}
+		runtime.Gosched() // a peer may be a goroutine of this process
+		return
+	}
+	atomic.AddUint32(waiters, 1)
+	s := atomic.LoadUint32(seq)
+	if !ready() {
+		futexWait(seq, s, SleepMax)
+	}
+	atomic.AddUint32(waiters, ^uint32(0))
+}
