@@ -37,7 +37,8 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights, fused-norm, splitkv-one-launch, cublas-attention
+	// device-weights, fused-norm, splitkv-one-launch, cublas-attention,
+	// bias-act, cublaslt
 	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
@@ -101,6 +102,7 @@ type Compute struct {
 	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
 	rope         ropeState       // the rotary table (extra.go)
 	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
+	biasAct      biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
 	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
@@ -287,7 +289,8 @@ func (c *Compute) init() error {
 	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
-	c.initFuse() // fuse.go: residual add + norm as one kernel where the Programs allow
+	c.initFuse()    // fuse.go: residual add + norm as one kernel where the Programs allow
+	c.initBiasAct() // biasact.go: bias + activation as one kernel where the Programs allow
 	if err := c.initWeights(); err != nil {
 		return err
 	}

@@ -33,7 +33,10 @@ func (c *Compute) Exec(ctx context.Context, op *partition.Op, past int) error {
 // op runs one op: exec.Frame's checks and bookkeeping, and its launches
 // (none while replaying).
 func (c *Compute) op(op *partition.Op, past int) error {
-	c.beforeOp(op) // fuse.go
+	c.beforeOp(op)                           // fuse.go
+	if err := c.settleBias(op); err != nil { // biasact.go: a bias left pending reaches u first
+		return err
+	}
 	return c.frame.Exec(kernels{c}, op, past)
 }
 
@@ -164,6 +167,9 @@ func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 	if op.Bias == "" {
 		return nil
 	}
+	if c.deferBias(op, out, bias) { // biasact.go: pb_bias_act adds it with the activation after it
+		return nil
+	}
 	n := op.Rows * op.N
 	return c.launch("pb_bias", cuda.D1(flatBlocks(n)), cuda.D1(flatThreads), c.newArgs().p(out.p).p(bias.p).i(op.Rows).i(op.N))
 }
@@ -207,6 +213,9 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 }
 
 func (k kernels) Activation(op *partition.Op, u, a dbuf) error {
+	if ok, err := k.c.biasActivation(op, u, a); ok { // biasact.go: with the bias the GEMM before it left
+		return err
+	}
 	fl, gated := op.OutWidth, 0
 	if op.MLP.Gated() {
 		gated = 1
