@@ -152,11 +152,18 @@ func (k kernels) Position(op *partition.Op, x dbuf, pos *dtensor, past int) erro
 // gemm is out[rows, n] = in[rows, k] @ w[k, n] with cublasGemmEx (element
 // type in and out, fp32 accumulation), row-major through
 // cuda.RowMajorGemm.
-// With op.Bias, pb_bias adds the bias to every row after the GEMM.
+// With op.Bias, pb_bias adds the bias to every row after the GEMM, unless
+// cuBLASLt runs the GEMM with the bias as its epilogue (biasact_lt.go) or
+// pb_bias_act adds it with the activation after it (biasact.go).
 func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 	c := k.c
 	if op.Rows == 0 {
 		return nil
+	}
+	if op.Bias != "" {
+		if ok, err := c.ltBiasGemm(op, in, out, w, bias); ok { // biasact_lt.go: the bias as cuBLASLt's epilogue
+			return err
+		}
 	}
 	if !c.replay {
 		c.stats.Launches++
