@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestLtBiasEpilogue(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.epi, err)
 		}
-		wantPlan := "cublasLtMatmulAlgoGetHeuristic(m=4, n=2, k=3, type=0, epilogue=" + itoa(int(tc.epi)) + ", maxWs=1048576, align="
+		wantPlan := "cublasLtMatmulAlgoGetHeuristic(m=4, n=2, k=3, type=0, epilogue=" + strconv.Itoa(int(tc.epi)) + ", maxWs=1048576, align="
 		if got := ltTrace(f.b); !strings.HasPrefix(got, wantPlan) {
 			t.Errorf("fake saw %q\nwant a prefix %q", got, wantPlan)
 		}
@@ -124,7 +125,7 @@ func TestLtBiasEpilogue(t *testing.T) {
 		if err := p.Run(f.ws, f.wsBytes, f.st); err != nil {
 			t.Fatal(err)
 		}
-		if got := ltTrace(f.b); !strings.Contains(got, "ta=0, tb=0, m=4, n=2, k=3, alpha=1, beta=0, type=0, lda=4, ldb=3, ldd=4, epilogue="+itoa(int(tc.epi))) {
+		if got := ltTrace(f.b); !strings.Contains(got, "ta=0, tb=0, m=4, n=2, k=3, alpha=1, beta=0, type=0, lda=4, ldb=3, ldd=4, epilogue="+strconv.Itoa(int(tc.epi))) {
 			t.Errorf("%v: fake saw %q", tc.epi, got)
 		}
 		got := f.result(t)
@@ -138,15 +139,6 @@ func TestLtBiasEpilogue(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-func itoa(v int) string {
-	var b []byte
-	for v >= 10 {
-		b = append([]byte{byte('0' + v%10)}, b...)
-		v /= 10
-	}
-	return string(append([]byte{byte('0' + v)}, b...))
 }
 
 // What cuBLASLt (or partbench before it) refuses, each with the error

@@ -151,8 +151,13 @@ func (c *Compute) settleBias(op *partition.Op) error {
 // activation's buffers, resolved by exec.Frame.
 func (c *Compute) biasActivation(op *partition.Op, u, a dbuf) (bool, error) {
 	p := c.biasAct.pending
-	if p == nil || p.act != keyOf(op) || p.u != u.p {
+	if p == nil || p.act != keyOf(op) {
 		return false, nil
+	}
+	if p.u != u.p { // not the u the GEMM wrote (the plan rules it out): the bias goes there first
+		c.biasAct.pending = nil
+		n := p.rows * p.n
+		return false, c.launch("pb_bias", cuda.D1(flatBlocks(n)), cuda.D1(flatThreads), c.newArgs().p(p.u).p(p.bias).i(p.rows).i(p.n))
 	}
 	p.ran = true
 	args := c.newArgs().p(u.p).p(p.bias).p(a.p).i(p.rows).i(p.n)

@@ -154,7 +154,13 @@ func (c *Compute) describeBias() string {
 	if c.biasAct.why != "" {
 		fmt.Fprintf(&b, ", bias+GELU kernel off (%s)", c.biasAct.why)
 	} else {
-		fmt.Fprintf(&b, ", bias+GELU kernel pb_bias_act on %d ops", len(c.biasAct.next))
+		n := 0 // the planned fusions whose GEMM cuBLASLt did not take
+		for k := range c.biasAct.next {
+			if l.plans[k] == nil {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, ", bias+GELU kernel pb_bias_act on %d of %d planned ops", n, len(c.biasAct.next))
 	}
 	return b.String()
 }

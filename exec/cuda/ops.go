@@ -220,7 +220,7 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 }
 
 func (k kernels) Activation(op *partition.Op, u, a dbuf) error {
-	if ok, err := k.c.biasActivation(op, u, a); ok { // biasact.go: with the bias the GEMM before it left
+	if ok, err := k.c.biasActivation(op, u, a); ok || err != nil { // biasact.go: with the bias the GEMM before it left
 		return err
 	}
 	fl, gated := op.OutWidth, 0
