@@ -62,6 +62,11 @@ type pendingBias struct {
 	u, bias           cuda.DevicePtr
 	rows, n           int
 	ran               bool // the activation ran pb_bias_act with it
+	// fill, where cuBLASLt's GELU_BIAS epilogue wrote the activation's
+	// output and not u (biasact_lt.go), writes u as the unfused path
+	// would: the activation then launches nothing, and another op run
+	// before it gets u filled first.
+	fill func() error
 }
 
 // initBiasAct looks up pb_bias_act and plans the fusions of the rank's
@@ -142,6 +147,9 @@ func (c *Compute) settleBias(op *partition.Op) error {
 	if p.ran {
 		return nil
 	}
+	if p.fill != nil {
+		return p.fill()
+	}
 	n := p.rows * p.n
 	return c.launch("pb_bias", cuda.D1(flatBlocks(n)), cuda.D1(flatThreads), c.newArgs().p(p.u).p(p.bias).i(p.rows).i(p.n))
 }
@@ -153,6 +161,10 @@ func (c *Compute) biasActivation(op *partition.Op, u, a dbuf) (bool, error) {
 	p := c.biasAct.pending
 	if p == nil || p.act != keyOf(op) {
 		return false, nil
+	}
+	if p.fill != nil { // the GEMM's epilogue wrote a
+		p.ran = true
+		return true, nil
 	}
 	if p.u != u.p { // not the u the GEMM wrote (the plan rules it out): the bias goes there first
 		c.biasAct.pending = nil
@@ -166,14 +178,17 @@ func (c *Compute) biasActivation(op *partition.Op, u, a dbuf) (bool, error) {
 
 // biasActTag is what the timing entry of the op just run adds to its name:
 // " [bias in L00.act]" on the GEMM that left its bias to the activation,
-// " [+bias of L00.w_up]" on the activation that added it.
+// " [+bias of L00.w_up]" on the activation that added it, " [in L00.w_up]"
+// on an activation cuBLASLt's epilogue ran.
 func (c *Compute) biasActTag(op *partition.Op) string {
 	p := c.biasAct.pending
 	switch {
 	case p == nil:
 		return ""
-	case !p.ran && p.gemm == keyOf(op):
+	case !p.ran && p.gemm == keyOf(op) && p.fill == nil:
 		return " [bias in " + p.actName + "]"
+	case p.ran && p.act == keyOf(op) && p.fill != nil:
+		return " [in " + p.gemmName + "]"
 	case p.ran && p.act == keyOf(op):
 		return " [+bias of " + p.gemmName + "]"
 	}

@@ -22,7 +22,9 @@ import (
 // seed-sized layer (the seed model's hidden 4096, ffn 16384, heads 32 of
 // 128; batch 16, context 2048), in fp32, fp16 and bf16:
 //
-//	lt:      cuBLASLt with the bias as its epilogue, pb_act after the up projection
+//	lt:      cuBLASLt with the bias as its epilogue; the up projection with its
+//	         GELU too (GELU_BIAS) where New's probe found the tanh form, else pb_act
+//	lt-bias: cuBLASLt with the bias as its epilogue, pb_act after the up projection
 //	fused:   cublasGemmEx, then pb_bias_act (the up projection) or pb_bias (the down)
 //	unfused: cublasGemmEx, then pb_bias, then pb_act
 //
@@ -32,9 +34,9 @@ import (
 // float64 reference computed from the device's own weights and inputs:
 // |Δ| / max(1, |want|) within realBiasTol. It also runs the up projection
 // through cuBLASLt's GELU_BIAS epilogue and logs which GELU that computes
-// (it must be one of tanh's and erf's within the bound); the backend uses
-// it for nothing until that is known. It fails when a path fails, a time
-// is missing or an output is beyond the bound.
+// (it must be one of tanh's and erf's within the bound), beside what
+// New's probe found. It fails when a path fails, a time is missing or an
+// output is beyond the bound.
 func TestRealGPULtBiasGEMM(t *testing.T) {
 	realGPU(t)
 	for _, sc := range []struct {
@@ -149,14 +151,17 @@ func biasPathsTable(t *testing.T, plan *partition.Plan, dt string) {
 	phases := []partition.Phase{partition.Prefill, partition.Decode}
 	var paths []*biasPath
 	var ref *biasRef
-	for _, p := range []struct{ name, without string }{{"lt", ""}, {"fused", "cublaslt"}, {"unfused", "cublaslt,bias-act"}} {
+	for _, p := range []struct{ name, without string }{{"lt", ""}, {"lt-bias", "cublaslt-gelu"}, {"fused", "cublaslt"}, {"unfused", "cublaslt,bias-act"}} {
 		bp := &biasPath{name: p.name, a: map[partition.Phase][][]float32{}, y: map[partition.Phase][][]float32{},
 			upMS: map[partition.Phase]float64{}, downMS: map[partition.Phase]float64{}}
 		c, err := New(plan, 0, Options{DType: dt, NoTiming: true, Without: p.without})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.name == "lt" && c.lt.handle == nil {
+		if p.name == "lt" {
+			t.Logf("%s: New's probe of the GELU_BIAS epilogue: %q (%s)", dt, c.lt.gelu, c.lt.geluWhy)
+		}
+		if strings.HasPrefix(p.name, "lt") && c.lt.handle == nil {
 			c.Close()
 			t.Logf("%s: no cuBLASLt path: %s", dt, c.lt.why)
 			continue

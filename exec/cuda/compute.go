@@ -38,7 +38,7 @@ type Options struct {
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
 	// device-weights, fused-norm, splitkv-one-launch, cublas-attention,
-	// bias-act, cublaslt
+	// bias-act, cublaslt, cublaslt-gelu
 	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the

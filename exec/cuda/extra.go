@@ -62,7 +62,7 @@ func (c *Compute) initExtra() {
 }
 
 // withoutChoices are Options.Without's values.
-var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch", "cublas-attention", "bias-act", "cublaslt"}
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch", "cublas-attention", "bias-act", "cublaslt", "cublaslt-gelu"}
 
 // withoutEnv is Options.Without's environment variable.
 const withoutEnv = "PARTBENCH_CUDA_WITHOUT"

@@ -28,7 +28,7 @@ type Libs struct {
 	CUBLAS string // libcublas.so.13
 	NVRTC  string // libnvrtc.so.13
 	// CUBLASLt is libcublasLt.so.13 (FAKE_LT_NO_ALGO: its heuristic finds
-	// no algorithm).
+	// no algorithm; FAKE_LT_GELU_ERF: its GELU epilogues are erf's GELU).
 	CUBLASLt string
 }
 

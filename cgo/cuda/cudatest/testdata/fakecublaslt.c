@@ -11,7 +11,8 @@
 // tanh approximation. 16-bit products are recorded only.
 // cublasLtGetStatusString(TRACE) returns the last call's arguments and
 // the count of matmuls. -DFAKE_LT_NO_ALGO makes the heuristic find no
-// algorithm (CUBLAS_STATUS_NOT_SUPPORTED, none returned).
+// algorithm (CUBLAS_STATUS_NOT_SUPPORTED, none returned); -DFAKE_LT_GELU_ERF
+// makes the GELU epilogues compute erf's GELU instead.
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -225,7 +226,11 @@ cublasStatus_t cublasLtMatmul(void* h, void* desc, const void* alpha, const void
 			}
 			float v = al * s + (be == 0 || !c ? 0 : be * c[i + j * lc->ld]);
 			if (d->epilogue & EPI_BIAS) v += bias[i];
+#ifdef FAKE_LT_GELU_ERF
+			if (d->epilogue & EPI_GELU) v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+#else
 			if (d->epilogue & EPI_GELU) v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+#endif
 			out[i + j * ld->ld] = v;
 		}
 	}
