@@ -306,7 +306,8 @@ func TestLtGELUOutOfOrderOnFakes(t *testing.T) {
 // The probe's rule on outputs computed here: tanh-GELU and erf-GELU of
 // the probe's inputs, rounded to each element type, are named as such;
 // outputs of the wrong scale, or of tanh's form on some elements and
-// erf's on others, are named neither.
+// erf's on others, are named neither, and a coarse tanh is taken for
+// 16-bit types only.
 func TestGeluFormOf(t *testing.T) {
 	x := make([]float32, 64)
 	for i := range x {
@@ -343,6 +344,15 @@ func TestGeluFormOf(t *testing.T) {
 		}
 		if f, _ := geluFormOf(x, scaled, unitRoundoff[st.name]); f != "" {
 			t.Errorf("%s tanh-GELU · 1.1: %q, want neither", st.name, f)
+		}
+		// tanh's form with 10⁻³ added to every output (a coarse tanh): within
+		// fp16's and bf16's bound (4u: 2·10⁻³, 1.6·10⁻²), beyond fp32's (10⁻⁵).
+		coarse := gelu(false, dt)
+		for i := range coarse {
+			coarse[i] = dt.round(coarse[i] + 1e-3)
+		}
+		if f, why := geluFormOf(x, coarse, unitRoundoff[st.name]); (f == "tanh") != (st.name != "fp32") {
+			t.Errorf("%s tanh-GELU + 10⁻³: %q (%s), want tanh only for 16-bit types", st.name, f, why)
 		}
 	}
 }
