@@ -24,8 +24,8 @@ import (
 // GELU they compute, and GPT-2's is the tanh approximation. So New runs
 // CUBLASLT_EPILOGUE_GELU_BIAS once on 64 inputs in [−4, 3] where the tanh
 // form and erf's differ by many units in the last place (x ≤ −1.5; in
-// bf16 x ≤ −3.3) and
-// names the form every such output is closer to (probeLtGELU). Only where
+// bf16 x ≤ −3.3) and names the form every such output is closer to
+// (probeLtGELU). Only where
 // that is the tanh form does an up projection followed by its tanh-GELU
 // (biasActFusable) run as one cuBLASLt call writing the activation's
 // output, GELU_BIAS; the activation then launches nothing, and u, which
