@@ -479,3 +479,127 @@ size_t pb_layout(int what) {
 	}
 	return (size_t)-1;
 }
+
+// ---- cuBLASLt: cublasLt.h (cuBLAS 11.3+; values checked against the
+// CUDA 11.x header and the cuBLAS 12/13 documentation) ----
+
+_Static_assert(sizeof(pbLtHeuristic) == 96, "cublasLtMatmulHeuristicResult_t is 96 bytes");
+
+struct pbLt {
+	pbBlasStatus (*create)(pbPtr*);                          // cublasLtCreate(cublasLtHandle_t*)
+	pbBlasStatus (*destroy)(pbPtr);                          // cublasLtDestroy(cublasLtHandle_t)
+	pbBlasStatus (*descCreate)(pbPtr*, int, int);            // cublasLtMatmulDescCreate(cublasLtMatmulDesc_t*, cublasComputeType_t, cudaDataType_t scaleType)
+	pbBlasStatus (*descDestroy)(pbPtr);                      // cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t)
+	pbBlasStatus (*descSet)(pbPtr, int, const void*, size_t); // cublasLtMatmulDescSetAttribute(desc, cublasLtMatmulDescAttributes_t, const void* buf, size_t)
+	// cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t*, cudaDataType, uint64_t rows, uint64_t cols, int64_t ld)
+	pbBlasStatus (*layoutCreate)(pbPtr*, int, uint64_t, uint64_t, int64_t);
+	pbBlasStatus (*layoutDestroy)(pbPtr);                      // cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t)
+	pbBlasStatus (*layoutSet)(pbPtr, int, const void*, size_t); // cublasLtMatrixLayoutSetAttribute(layout, attr, const void*, size_t)
+	pbBlasStatus (*prefCreate)(pbPtr*);                         // cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t*)
+	pbBlasStatus (*prefDestroy)(pbPtr);                         // cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t)
+	pbBlasStatus (*prefSet)(pbPtr, int, const void*, size_t);   // cublasLtMatmulPreferenceSetAttribute(pref, attr, const void*, size_t)
+	// cublasLtMatmulAlgoGetHeuristic(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, preference,
+	//   int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount)
+	pbBlasStatus (*heuristic)(pbPtr, pbPtr, pbPtr, pbPtr, pbPtr, pbPtr, pbPtr, int, pbLtHeuristic*, int*);
+	// cublasLtMatmul(handle, desc, const void* alpha, const void* A, Adesc, const void* B, Bdesc,
+	//   const void* beta, const void* C, Cdesc, void* D, Ddesc, const cublasLtMatmulAlgo_t* algo,
+	//   void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream)
+	pbBlasStatus (*matmul)(pbPtr, pbPtr, const void*, const void*, pbPtr, const void*, pbPtr, const void*,
+		const void*, pbPtr, void*, pbPtr, const void*, void*, size_t, pbPtr);
+	size_t (*getVersion)(void);                   // size_t cublasLtGetVersion(void)
+	const char* (*getStatusString)(pbBlasStatus); // cublasLtGetStatusString(cublasStatus_t)
+};
+
+pbLt* pblt_new(void) { return calloc(1, sizeof(pbLt)); }
+void pblt_free(pbLt* s) { free(s); }
+
+void pblt_set(pbLt* s, int slot, void* fn) {
+	switch (slot) {
+	SLOT(PBLT_CREATE, create);
+	SLOT(PBLT_DESTROY, destroy);
+	SLOT(PBLT_DESC_CREATE, descCreate);
+	SLOT(PBLT_DESC_DESTROY, descDestroy);
+	SLOT(PBLT_DESC_SET, descSet);
+	SLOT(PBLT_LAYOUT_CREATE, layoutCreate);
+	SLOT(PBLT_LAYOUT_DESTROY, layoutDestroy);
+	SLOT(PBLT_LAYOUT_SET, layoutSet);
+	SLOT(PBLT_PREF_CREATE, prefCreate);
+	SLOT(PBLT_PREF_DESTROY, prefDestroy);
+	SLOT(PBLT_PREF_SET, prefSet);
+	SLOT(PBLT_HEURISTIC, heuristic);
+	SLOT(PBLT_MATMUL, matmul);
+	SLOT(PBLT_GET_VERSION, getVersion);
+	SLOT(PBLT_GET_STATUS_STRING, getStatusString);
+	}
+}
+
+int pblt_has(const pbLt* s, int slot) {
+	switch (slot) {
+	case PBLT_GET_VERSION: return s->getVersion != NULL;
+	case PBLT_GET_STATUS_STRING: return s->getStatusString != NULL;
+	}
+	return 1;
+}
+
+// ltSet calls an attribute setter with v as size bytes (4 or 8).
+static pbBlasStatus ltSet(pbBlasStatus (*f)(pbPtr, int, const void*, size_t), uintptr_t o, int attr, uint64_t v, size_t size) {
+	if (size == 4) {
+		uint32_t x = (uint32_t)v;
+		return f(P(o), attr, &x, 4);
+	}
+	return f(P(o), attr, &v, size);
+}
+
+pbBlasStatus pblt_create(const pbLt* s, uintptr_t* h) {
+	pbPtr p = NULL;
+	pbBlasStatus r = s->create(&p);
+	*h = (uintptr_t)p;
+	return r;
+}
+pbBlasStatus pblt_destroy(const pbLt* s, uintptr_t h) { return s->destroy(P(h)); }
+pbBlasStatus pblt_desc_create(const pbLt* s, uintptr_t* d, int compute, int scale) {
+	pbPtr p = NULL;
+	pbBlasStatus r = s->descCreate(&p, compute, scale);
+	*d = (uintptr_t)p;
+	return r;
+}
+pbBlasStatus pblt_desc_destroy(const pbLt* s, uintptr_t d) { return s->descDestroy(P(d)); }
+pbBlasStatus pblt_desc_set(const pbLt* s, uintptr_t d, int attr, uint64_t v, size_t size) { return ltSet(s->descSet, d, attr, v, size); }
+pbBlasStatus pblt_layout_create(const pbLt* s, uintptr_t* l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
+	pbPtr p = NULL;
+	pbBlasStatus r = s->layoutCreate(&p, type, rows, cols, ld);
+	*l = (uintptr_t)p;
+	return r;
+}
+pbBlasStatus pblt_layout_destroy(const pbLt* s, uintptr_t l) { return s->layoutDestroy(P(l)); }
+pbBlasStatus pblt_layout_set(const pbLt* s, uintptr_t l, int attr, uint64_t v, size_t size) { return ltSet(s->layoutSet, l, attr, v, size); }
+pbBlasStatus pblt_pref_create(const pbLt* s, uintptr_t* p) {
+	pbPtr q = NULL;
+	pbBlasStatus r = s->prefCreate(&q);
+	*p = (uintptr_t)q;
+	return r;
+}
+pbBlasStatus pblt_pref_destroy(const pbLt* s, uintptr_t p) { return s->prefDestroy(P(p)); }
+pbBlasStatus pblt_pref_set(const pbLt* s, uintptr_t p, int attr, uint64_t v, size_t size) { return ltSet(s->prefSet, p, attr, v, size); }
+pbBlasStatus pblt_heuristic(const pbLt* s, uintptr_t h, uintptr_t desc, uintptr_t a, uintptr_t b, uintptr_t c,
+	uintptr_t d, uintptr_t pref, int requested, pbLtHeuristic* results, int* returned) {
+	return s->heuristic(P(h), P(desc), P(a), P(b), P(c), P(d), P(pref), requested, results, returned);
+}
+pbBlasStatus pblt_matmul(const pbLt* s, uintptr_t h, uintptr_t desc, float alpha, uint64_t a, uintptr_t adesc,
+	uint64_t b, uintptr_t bdesc, float beta, uint64_t c, uintptr_t cdesc, uint64_t d, uintptr_t ddesc,
+	const uint64_t* algo, uint64_t ws, size_t wsBytes, uintptr_t st) {
+	return s->matmul(P(h), P(desc), &alpha, (const void*)(uintptr_t)a, P(adesc), (const void*)(uintptr_t)b, P(bdesc),
+		&beta, (const void*)(uintptr_t)c, P(cdesc), (void*)(uintptr_t)d, P(ddesc), algo, (void*)(uintptr_t)ws, wsBytes, P(st));
+}
+size_t pblt_get_version(const pbLt* s) { return s->getVersion ? s->getVersion() : 0; }
+const char* pblt_get_status_string(const pbLt* s, pbBlasStatus st) { return s->getStatusString ? s->getStatusString(st) : NULL; }
+
+size_t pblt_layout(int what) {
+	switch (what) {
+	case 0: return sizeof(pbLtHeuristic);
+	case 1: return offsetof(pbLtHeuristic, workspaceSize);
+	case 2: return offsetof(pbLtHeuristic, state);
+	case 3: return offsetof(pbLtHeuristic, wavesCount);
+	}
+	return (size_t)-1;
+}

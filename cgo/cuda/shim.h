@@ -193,4 +193,62 @@ enum { PBL_DEVPTR, PBL_SIZE_T, PBL_HANDLE, PBL_ARG_SLOT, PBL_ENUM, PBL_MAX_ARGS,
 	PBL_APW_SIZE, PBL_APW_BASE, PBL_APW_BYTES, PBL_APW_HIT_RATIO, PBL_APW_HIT_PROP, PBL_APW_MISS_PROP, PBL_STREAM_ATTR_VALUE };
 size_t pb_layout(int what);
 
+// ---- cuBLASLt (libcublasLt.so.N): cublasLt.h ----
+// cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t and
+// cublasLtMatmulPreference_t are opaque pointers (uintptr_t here);
+// cublasLtMatmulAlgo_t is 8 uint64_t, passed by pointer; every attribute
+// enum is int-sized. Attribute values cross as a uint64_t and the size the
+// header gives the attribute (4 or 8 bytes); the wrapper passes a pointer
+// to a copy of that size, little-endian.
+
+enum {
+	PBLT_CREATE, PBLT_DESTROY, PBLT_DESC_CREATE, PBLT_DESC_DESTROY, PBLT_DESC_SET,
+	PBLT_LAYOUT_CREATE, PBLT_LAYOUT_DESTROY, PBLT_LAYOUT_SET,
+	PBLT_PREF_CREATE, PBLT_PREF_DESTROY, PBLT_PREF_SET,
+	PBLT_HEURISTIC, PBLT_MATMUL, PBLT_GET_VERSION, PBLT_GET_STATUS_STRING,
+	PBLT_NUM_SYMS
+};
+
+// pbLtHeuristic is cublasLtMatmulHeuristicResult_t: the algorithm (64
+// bytes), its workspace, its state, its waves, 4 reserved ints (96 bytes).
+typedef struct {
+	uint64_t algo[8];
+	size_t workspaceSize;
+	pbBlasStatus state;
+	float wavesCount;
+	int reserved[4];
+} pbLtHeuristic;
+
+typedef struct pbLt pbLt;
+
+pbLt* pblt_new(void);
+void pblt_free(pbLt* s);
+void pblt_set(pbLt* s, int slot, void* fn);
+int pblt_has(const pbLt* s, int slot);
+
+pbBlasStatus pblt_create(const pbLt* s, uintptr_t* h);
+pbBlasStatus pblt_destroy(const pbLt* s, uintptr_t h);
+pbBlasStatus pblt_desc_create(const pbLt* s, uintptr_t* d, int compute, int scale);
+pbBlasStatus pblt_desc_destroy(const pbLt* s, uintptr_t d);
+pbBlasStatus pblt_desc_set(const pbLt* s, uintptr_t d, int attr, uint64_t v, size_t size);
+pbBlasStatus pblt_layout_create(const pbLt* s, uintptr_t* l, int type, uint64_t rows, uint64_t cols, int64_t ld);
+pbBlasStatus pblt_layout_destroy(const pbLt* s, uintptr_t l);
+pbBlasStatus pblt_layout_set(const pbLt* s, uintptr_t l, int attr, uint64_t v, size_t size);
+pbBlasStatus pblt_pref_create(const pbLt* s, uintptr_t* p);
+pbBlasStatus pblt_pref_destroy(const pbLt* s, uintptr_t p);
+pbBlasStatus pblt_pref_set(const pbLt* s, uintptr_t p, int attr, uint64_t v, size_t size);
+pbBlasStatus pblt_heuristic(const pbLt* s, uintptr_t h, uintptr_t desc, uintptr_t a, uintptr_t b, uintptr_t c,
+	uintptr_t d, uintptr_t pref, int requested, pbLtHeuristic* results, int* returned);
+// alpha and beta are float scalars in host memory (scale type CUDA_R_32F,
+// host pointer mode); algo points at 8 uint64_t (or is NULL).
+pbBlasStatus pblt_matmul(const pbLt* s, uintptr_t h, uintptr_t desc, float alpha, uint64_t a, uintptr_t adesc,
+	uint64_t b, uintptr_t bdesc, float beta, uint64_t c, uintptr_t cdesc, uint64_t d, uintptr_t ddesc,
+	const uint64_t* algo, uint64_t ws, size_t wsBytes, uintptr_t st);
+size_t pblt_get_version(const pbLt* s);
+const char* pblt_get_status_string(const pbLt* s, pbBlasStatus st);
+
+// pblt_layout is C's view of pbLtHeuristic for the layout test: 0 its
+// size, 1 workspaceSize's offset, 2 state's, 3 wavesCount's.
+size_t pblt_layout(int what);
+
 #endif

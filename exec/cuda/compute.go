@@ -37,7 +37,8 @@ type Options struct {
 	HostWeights bool
 	// Without turns additions off, for timing them against what they
 	// replace: a comma-separated list of flash, splitkv, rope-table,
-	// device-weights, fused-norm, splitkv-one-launch, cublas-attention
+	// device-weights, fused-norm, splitkv-one-launch, cublas-attention,
+	// bias-act, cublaslt, cublaslt-gelu
 	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
@@ -101,6 +102,9 @@ type Compute struct {
 	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
 	rope         ropeState       // the rotary table (extra.go)
 	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
+	biasAct      biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
+	lt           ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
+	blasWS       cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
 	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
@@ -287,7 +291,9 @@ func (c *Compute) init() error {
 	if err := c.initRope(); err != nil { // extra.go: the rotary table
 		return err
 	}
-	c.initFuse() // fuse.go: residual add + norm as one kernel where the Programs allow
+	c.initFuse()    // fuse.go: residual add + norm as one kernel where the Programs allow
+	c.initBiasAct() // biasact.go: bias + activation as one kernel where the Programs allow
+	c.initLt()      // biasact_lt.go: cuBLASLt bias epilogues where the library loads
 	if err := c.initWeights(); err != nil {
 		return err
 	}
@@ -324,6 +330,7 @@ func (c *Compute) initBLAS() error {
 		if err := c.handle.SetWorkspace(ws, cublasWorkspaceBytes); err != nil {
 			return err
 		}
+		c.blasWS = ws // biasact_lt.go: cuBLASLt shares it (one stream: never at once)
 	}
 	return nil
 }
@@ -642,6 +649,7 @@ func (c *Compute) release() error {
 			if c.extra.loaded {
 				keep(c.extra.module.Unload())
 			}
+			keep(c.closeLt()) // biasact_lt.go
 			if c.handle != nil {
 				keep(c.handle.Destroy())
 			}
@@ -668,5 +676,6 @@ func (c *Compute) Describe() string {
 	i := c.info
 	return fmt.Sprintf("%s (sm_%d%d, GPU %d, CUDA driver %d.%d), %s, kernels %s",
 		i.Name, i.ComputeMajor, i.ComputeMinor, i.Ordinal, i.DriverVersion/1000, i.DriverVersion%1000/10, c.dt.name, c.image) +
-		c.describeExtra() // flash.go
+		c.describeExtra() + // flash.go
+		c.describeBias() // biasact_lt.go
 }

@@ -24,7 +24,7 @@ var fusedSource string
 // generator), with the shared headers they include expanded once.
 func extraSource() string { return extraModule }
 
-var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource)
+var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource+"\n"+biasActSource)
 
 // flashModule is flash.cu with the shared headers it includes expanded:
 // what NVRTC compiles (it is given no include paths).
@@ -62,7 +62,7 @@ func (c *Compute) initExtra() {
 }
 
 // withoutChoices are Options.Without's values.
-var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch", "cublas-attention"}
+var withoutChoices = []string{"flash", "splitkv", "rope-table", "device-weights", "fused-norm", "splitkv-one-launch", "cublas-attention", "bias-act", "cublaslt", "cublaslt-gelu"}
 
 // withoutEnv is Options.Without's environment variable.
 const withoutEnv = "PARTBENCH_CUDA_WITHOUT"
@@ -126,6 +126,7 @@ var extraLaunch = func() map[string]launchBound {
 		"pb_add_layernorm":      {threads: rowThreads},
 		"pb_gen":                {threads: flatThreads},
 		"pb_causal_softmax":     {threads: rowThreads},
+		"pb_bias_act":           {threads: flatThreads},
 	}
 	for _, fk := range flashAllKernels() {
 		smem := flashSharedBytes(fk.hd, fk.br, 2)

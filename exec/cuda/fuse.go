@@ -174,5 +174,5 @@ func (c *Compute) fuseTag(op *partition.Op) string {
 			return " [in " + f.by + "]"
 		}
 	}
-	return ""
+	return c.biasActTag(op) + c.ltTag(op) // biasact.go, biasact_lt.go
 }

@@ -92,7 +92,7 @@ func TestWithoutTurnsAdditionsOff(t *testing.T) {
 	}
 	t.Setenv("PARTBENCH_CUDA_WITHOUT", "flash,tensorcores")
 	_, err := New(plan, 0, Options{DType: "fp16"})
-	want := `cuda: PARTBENCH_CUDA_WITHOUT="flash,tensorcores": "tensorcores" is not one of flash, splitkv, rope-table, device-weights, fused-norm, splitkv-one-launch, cublas-attention`
+	want := `cuda: PARTBENCH_CUDA_WITHOUT="flash,tensorcores": "tensorcores" is not one of flash, splitkv, rope-table, device-weights, fused-norm, splitkv-one-launch, cublas-attention, bias-act, cublaslt, cublaslt-gelu`
 	if err == nil || err.Error() != want {
 		t.Errorf("unknown name: %v\nwant %s", err, want)
 	}

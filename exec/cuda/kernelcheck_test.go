@@ -574,7 +574,8 @@ func TestKernelCheckSm90a(t *testing.T) {
 // weight generator) with.
 func extraSigs() map[string]string {
 	sigs := map[string]string{"pb_splitkv_merge": splitKVMergeSig, "pb_rope_kv_table": ropeTableSig,
-		"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig, "pb_causal_softmax": causalSoftmaxSig}
+		"pb_add_rmsnorm": addRMSNormSig, "pb_add_layernorm": addLayerNormSig, "pb_gen": genSig, "pb_causal_softmax": causalSoftmaxSig,
+		"pb_bias_act": biasActSig}
 	for _, v := range []int{1, 2, 4, 8} {
 		sigs[fmt.Sprintf("pb_splitkv_partial_v%d", v)] = splitKVPartialSig
 		sigs[fmt.Sprintf("pb_splitkv_v%d", v)] = splitKVOneSig

@@ -33,7 +33,10 @@ func (c *Compute) Exec(ctx context.Context, op *partition.Op, past int) error {
 // op runs one op: exec.Frame's checks and bookkeeping, and its launches
 // (none while replaying).
 func (c *Compute) op(op *partition.Op, past int) error {
-	c.beforeOp(op) // fuse.go
+	c.beforeOp(op)                           // fuse.go
+	if err := c.settleBias(op); err != nil { // biasact.go: a bias left pending reaches u first
+		return err
+	}
 	return c.frame.Exec(kernels{c}, op, past)
 }
 
@@ -149,11 +152,18 @@ func (k kernels) Position(op *partition.Op, x dbuf, pos *dtensor, past int) erro
 // gemm is out[rows, n] = in[rows, k] @ w[k, n] with cublasGemmEx (element
 // type in and out, fp32 accumulation), row-major through
 // cuda.RowMajorGemm.
-// With op.Bias, pb_bias adds the bias to every row after the GEMM.
+// With op.Bias, pb_bias adds the bias to every row after the GEMM, unless
+// cuBLASLt runs the GEMM with the bias as its epilogue (biasact_lt.go) or
+// pb_bias_act adds it with the activation after it (biasact.go).
 func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 	c := k.c
 	if op.Rows == 0 {
 		return nil
+	}
+	if op.Bias != "" {
+		if ok, err := c.ltBiasGemm(op, in, out, w, bias); ok { // biasact_lt.go: the bias as cuBLASLt's epilogue
+			return err
+		}
 	}
 	if !c.replay {
 		c.stats.Launches++
@@ -162,6 +172,9 @@ func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 		}
 	}
 	if op.Bias == "" {
+		return nil
+	}
+	if c.deferBias(op, out, bias) { // biasact.go: pb_bias_act adds it with the activation after it
 		return nil
 	}
 	n := op.Rows * op.N
@@ -207,6 +220,9 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 }
 
 func (k kernels) Activation(op *partition.Op, u, a dbuf) error {
+	if ok, err := k.c.biasActivation(op, u, a); ok || err != nil { // biasact.go: with the bias the GEMM before it left
+		return err
+	}
 	fl, gated := op.OutWidth, 0
 	if op.MLP.Gated() {
 		gated = 1

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-//go:embed testdata/fakecuda.c testdata/fakecublas.c testdata/fakenvrtc.c
+//go:embed testdata/fakecuda.c testdata/fakecublas.c testdata/fakenvrtc.c testdata/fakecublaslt.c
 var sources embed.FS
 
 // Trace is the code for which the fakes' error-text calls return a trace
@@ -27,9 +27,12 @@ type Libs struct {
 	Driver string // libcuda.so.1
 	CUBLAS string // libcublas.so.13
 	NVRTC  string // libnvrtc.so.13
+	// CUBLASLt is libcublasLt.so.13 (FAKE_LT_NO_ALGO: its heuristic finds
+	// no algorithm; FAKE_LT_GELU_ERF: its GELU epilogues are erf's GELU).
+	CUBLASLt string
 }
 
-// Build compiles the three fakes with the given -D defines (FAKE_OLD,
+// Build compiles the four fakes with the given -D defines (FAKE_OLD,
 // FAKE_NO_ALLOC, FAKE_NO_DEVICE, FAKE_BAD_GRAPH; each fake ignores the ones
 // it does not know) and writes them into a new temporary folder. Each set
 // of defines is compiled once per process. It skips the test when gcc is
@@ -45,12 +48,13 @@ func Build(t testing.TB, defines ...string) Libs {
 	}
 	dir := t.TempDir()
 	l := Libs{
-		Dir:    dir,
-		Driver: filepath.Join(dir, "libcuda.so.1"),
-		CUBLAS: filepath.Join(dir, "libcublas.so.13"),
-		NVRTC:  filepath.Join(dir, "libnvrtc.so.13"),
+		Dir:      dir,
+		Driver:   filepath.Join(dir, "libcuda.so.1"),
+		CUBLAS:   filepath.Join(dir, "libcublas.so.13"),
+		NVRTC:    filepath.Join(dir, "libnvrtc.so.13"),
+		CUBLASLt: filepath.Join(dir, "libcublasLt.so.13"),
 	}
-	for i, p := range []string{l.Driver, l.CUBLAS, l.NVRTC} {
+	for i, p := range []string{l.Driver, l.CUBLAS, l.NVRTC, l.CUBLASLt} {
 		if err := os.WriteFile(p, bins[i], 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -60,12 +64,15 @@ func Build(t testing.TB, defines ...string) Libs {
 
 var (
 	cacheMu sync.Mutex
-	cache   = map[string][3][]byte{}
+	cache   = map[string][numFakes][]byte{}
 )
 
-// compiled returns the three fakes built with defines, compiling them on
+// numFakes is the driver, cuBLAS, NVRTC and cuBLASLt.
+const numFakes = 4
+
+// compiled returns the four fakes built with defines, compiling them on
 // first use.
-func compiled(defines []string) ([3][]byte, error) {
+func compiled(defines []string) ([numFakes][]byte, error) {
 	key := strings.Join(defines, " ")
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
@@ -74,17 +81,17 @@ func compiled(defines []string) ([3][]byte, error) {
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		return [3][]byte{}, err
+		return [numFakes][]byte{}, err
 	}
 	dir, err := os.MkdirTemp("", "cudatest")
 	if err != nil {
-		return [3][]byte{}, err
+		return [numFakes][]byte{}, err
 	}
 	defer os.RemoveAll(dir)
-	var out [3][]byte
-	errs := make([]error, 3)
+	var out [numFakes][]byte
+	errs := make([]error, numFakes)
 	var wg sync.WaitGroup
-	for i, src := range []string{"fakecuda.c", "fakecublas.c", "fakenvrtc.c"} {
+	for i, src := range []string{"fakecuda.c", "fakecublas.c", "fakenvrtc.c", "fakecublaslt.c"} {
 		code, err := sources.ReadFile("testdata/" + src)
 		if err != nil {
 			return out, err
@@ -97,7 +104,7 @@ func compiled(defines []string) ([3][]byte, error) {
 		for _, d := range defines {
 			args = append(args, "-D"+d)
 		}
-		args = append(args, "-lpthread")
+		args = append(args, "-lpthread", "-lm")
 		wg.Go(func() {
 			if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("gcc %v: %v\n%s", args, err, b)
@@ -115,12 +122,14 @@ func compiled(defines []string) ([3][]byte, error) {
 }
 
 // Setenv points partbench's library search at the fakes for the test's
-// duration (PARTBENCH_CUDA_LIB, PARTBENCH_CUBLAS_LIB, PARTBENCH_NVRTC_LIB).
+// duration (PARTBENCH_CUDA_LIB, PARTBENCH_CUBLAS_LIB, PARTBENCH_NVRTC_LIB,
+// PARTBENCH_CUBLASLT_LIB).
 func (l Libs) Setenv(t testing.TB) {
 	t.Helper()
 	t.Setenv("PARTBENCH_CUDA_LIB", l.Driver)
 	t.Setenv("PARTBENCH_CUBLAS_LIB", l.CUBLAS)
 	t.Setenv("PARTBENCH_NVRTC_LIB", l.NVRTC)
+	t.Setenv("PARTBENCH_CUBLASLT_LIB", l.CUBLASLt)
 }
 
 // Counters parses the fake driver's counters (cuGetErrorName(Trace):
