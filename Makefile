@@ -36,7 +36,7 @@ deps-test:
 ## float64 references. PARTBENCH_REQUIRE_NVRTC=1 makes a missing NVRTC a failure (docs/gpu.md).
 KERNEL_TESTS := TestKernelCheck|TestKernelCheckSm90a|TestPtxasAndPTXParsers|TestSpillAllowlist|HostEmulat|Emulated$$|EmulatedPlantedBugs|SourceCompiles|TestPrelude|TestASan|TestRewriteExternShared|TestSource|TestExpand|TestRealNVRTC|KernelEmulated|KernelsEmulated|KernelEmulatedPlantedBugs
 kernel-check:
-	@PARTBENCH_KERNEL_CHECK=1 bash -o pipefail -c '$(GO) test -count=1 -v -run "$(KERNEL_TESTS)" ./cgo/cuda ./exec/cuda ./exec/cuda/hostemu ./exec/cuda/kernels \
+	@PARTBENCH_KERNEL_CHECK=1 bash -o pipefail -c '$(GO) test -count=1 -timeout 30m -v -run "$(KERNEL_TESTS)" ./cgo/cuda ./exec/cuda ./exec/cuda/hostemu ./exec/cuda/kernels \
 		| grep -v -E "^=== (RUN|PAUSE|CONT|NAME)"'
 
 test-go:
