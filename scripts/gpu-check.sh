@@ -43,6 +43,8 @@
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
 #   serving    40   the continuous-batching engine in `serve --backend cuda` under load,
 #                   over gRPC and raw TCP (serving --spawn-server), measured beside modeled
+#   transport  40   the CPU backend on this host's idle cores: single-tiny on one rank,
+#                   tensor-parallel on 2 ranks over TCP and over shared memory (TPOT)
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
 #
 # --dry-run (what `make test` runs, against the fake libraries or none): runs
@@ -57,12 +59,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|sanitize ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|transport|sanitize ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving sanitize"
+all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving transport sanitize"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -82,7 +84,7 @@ limit_of() {
 	tests) echo 150 ;;
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
-	serving) echo 40 ;;
+	serving | transport) echo 40 ;;
 	without) echo 20 ;;
 	startup) echo 60 ;;
 	sanitize) echo 90 ;;
@@ -311,6 +313,28 @@ for s in $steps; do
 		else
 			skip check-16bit "this build's run has no --dtype flag"
 		fi
+		# gpt2-tiny's biased GEMMs on each path: cuBLASLt's epilogues (the
+		# default above), GemmEx + the fused bias+GELU kernel, unfused
+		if [ $dry -eq 0 ]; then
+			for w in cublaslt cublaslt,bias-act; do
+				run "check-gpt2-tiny-fp16-without-${w%%,*}${w#cublaslt}" env PARTBENCH_CUDA_WITHOUT="$w" "$pb" run --check --backend cuda \
+					--dtype fp16 --config test/gpt2-tiny
+			done
+		fi
+		;;
+	transport)
+		# The CPU backend's ranks on this host's idle cores: one rank, then
+		# tensor-parallel over 2 ranks through TCP and through shared memory,
+		# three rounds (the TPOT rows of each run's table; its p50 column).
+		sed -e 's/^tp = 4/tp = 2/' -e 's/gpus_per_node = 4/gpus_per_node = 2/' -e 's/^name = "tp4-tiny"/name = "tp2-tiny"/' \
+			configs/test/tp4-tiny.toml >"$out/tp2-tiny.toml" 2>/dev/null || cp "$here/../configs/test/tp4-tiny.toml" "$out/tp2-tiny.toml"
+		for i in 1 2 3; do
+			pbrun "cpu-single-tiny-$i" run --backend cpu --nproc-per-node 1 --config test/single-tiny --iterations 30 --output-dir "" --quiet
+			for tr in tcp shm; do
+				pbrun "cpu-tp2-$tr-$i" run --backend cpu --nproc-per-node 2 --config "$out/tp2-tiny.toml" --iterations 30 \
+					--transport "$tr" --output-dir "" --quiet
+			done
+		done
 		;;
 	single)
 		write_configs
