@@ -284,6 +284,15 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		}
 		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
 	}
+	// The partners' scheduling delay of a collective at every placement of
+	// more ranks than cores (corewait.go), among process ranks only.
+	if len(o.LinkArgv) > 0 {
+		for _, n := range coreWaitCounts(o, h.cores) {
+			if err := measureCoreWait(ctx, o, n, h.cores, cal); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}

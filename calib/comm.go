@@ -28,14 +28,24 @@ const (
 	// (tp2pp2, tp2-dp2) on one host, whose all-reduces overlap — timed on
 	// the pair {0, 1}.
 	opAllReducePairs = "all_reduce_pairs"
+	// opAllReduceBurst is opAllReducePairs with a compute burst before
+	// each call on every rank (burst, corewait.go), timing the calls alone:
+	// what a pair's all-reduce costs when its partner must first be
+	// scheduled (measureCoreWait).
+	opAllReduceBurst = "all_reduce_pairs_burst"
 )
+
+// isAllReduce reports whether op runs all_reduce calls (on a group).
+func isAllReduce(op string) bool {
+	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst
+}
 
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
 func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opAllReducePairs {
+	if op == opSendRecv || op == opAllReducePairs || op == opAllReduceBurst {
 		return 2
 	}
 	return len(ranks)
@@ -144,7 +154,7 @@ type commBench struct {
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
 	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
-	if op != opAllReduce && op != opAllReducePairs {
+	if !isAllReduce(op) {
 		return b, nil
 	}
 	var mu sync.Mutex
@@ -179,7 +189,7 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 
 // groupOf is the all_reduce group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs {
+	if b.op == opAllReducePairs || b.op == opAllReduceBurst {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -232,10 +242,17 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			return 0, err
 		}
 	}
+	if b.op == opAllReduceBurst {
+		elapsed, err := burstAllReduce(ctx, g, buf, iters)
+		if err != nil {
+			return 0, err
+		}
+		return elapsed, c.Flush(ctx)
+	}
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
-		case b.op == opAllReduce || b.op == opAllReducePairs:
+		case isAllReduce(b.op):
 			if err := g.AllReduce(ctx, buf); err != nil {
 				return 0, err
 			}

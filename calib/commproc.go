@@ -118,7 +118,7 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 			continue
 		}
 		var grp pexec.Group
-		if b.op == opAllReduce || b.op == opAllReducePairs {
+		if isAllReduce(b.op) {
 			if grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
 				return err
 			}

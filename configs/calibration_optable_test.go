@@ -212,3 +212,42 @@ func TestConfigOpTimesValidated(t *testing.T) {
 		}
 	}
 }
+
+// A core wait prices only the placement it was measured at: tp2pp2-tiny
+// puts 4 ranks on the 2-core host, so a wait measured at 4 ranks is kept
+// (with a note), one measured at 2 is dropped with a warning naming both
+// counts, and a 2-rank config on 2 cores (nothing outnumbered) keeps none.
+func TestCalibrationApplyCoreWait(t *testing.T) {
+	wait := func(ranks int) OpTime {
+		return OpTime{Kind: CoreWaitKind, Shape: CoreWaitShape(2), Size: 1, TimeS: 1e-5, TimeMinS: 1e-5, TimeMaxS: 1e-5, Samples: 1, Ranks: ranks}
+	}
+	hasWait := func(ts []OpTime) bool {
+		for _, t := range ts {
+			if t.Kind == CoreWaitKind {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		config   string
+		measured int
+		kept     bool
+		note     string
+	}{
+		{"test/tp2pp2-tiny", 4, true, "collectives and blocking receives are charged the partners' scheduling delay measured at 4 ranks"},
+		{"test/tp2pp2-tiny", 2, false, "warning: the 4 ranks per host outnumber its 2 cores but the profile's core wait was measured at [2] ranks per host, not 4: it is not used"},
+		{"test/single-tiny", 4, false, ""},
+	} {
+		cal := sampleCalibration() // 2 cores
+		cal.OpTimes = append(sampleOpTimes(), wait(c.measured))
+		cfg, err := Load(c.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(cal.Apply(cfg), "\n")
+		if hasWait(cfg.Hardware.OpTimes) != c.kept || (c.note != "" && !strings.Contains(notes, c.note)) || (c.note == "" && strings.Contains(notes, "core wait")) {
+			t.Errorf("%s, wait measured at %d: kept %t (want %t), notes %q (want %q)", c.config, c.measured, hasWait(cfg.Hardware.OpTimes), c.kept, notes, c.note)
+		}
+	}
+}

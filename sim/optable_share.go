@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -170,4 +171,45 @@ func factorsClose(a, b *coreShare) bool {
 		}
 	}
 	return true
+}
+
+// The partners' scheduling delay. When a host runs more ranks than it has
+// cores, a rank that blocks in a collective or a receive waits, at each
+// message step, for its partner to be given a core (docs/costmodel.md,
+// "Shared cores: the partners' scheduling delay"). The profile's op-time
+// table holds that wait per message step, W, measured by calibrate at the
+// run's ranks per host (kind configs.CoreWaitKind, shape cores=C; Apply
+// keeps it only at that placement). A collective over g ranks is charged
+//
+//	all_reduce (ring): 2(g−1) · W      all_gather: (g−1) · W
+//
+// and a receive that blocked (its message not yet there) W; a send, which
+// does not wait for its receiver, nothing.
+
+// messageSteps is the message steps of op a rank waits on its partner at.
+func messageSteps(op *partition.Op) int {
+	g := len(op.Group)
+	switch op.Kind {
+	case partition.AllReduce:
+		return 2 * max(0, g-1)
+	case partition.AllGather:
+		return max(0, g-1)
+	case partition.Recv:
+		return 1
+	}
+	return 0
+}
+
+// coreWaitS is the scheduling delay charged to op by the table's core wait
+// at the plan's host cores (0 without one).
+func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op) float64 {
+	cores := hostCores(plan)
+	if cores <= 0 || table == nil {
+		return 0
+	}
+	w, ok := table.Lookup(configs.CoreWaitKind, configs.CoreWaitShape(cores), 1, 0)
+	if !ok {
+		return 0
+	}
+	return float64(messageSteps(op)) * w
 }

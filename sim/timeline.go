@@ -279,6 +279,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.inbox[key] = q[1:]
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
+		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
+			sl.EndS += coreWaitS(s.table, s.plan, op)
+		}
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -345,6 +348,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
 		end, bound = start+t, BoundTable
 	}
+	end += coreWaitS(s.table, s.plan, op) // partners scheduled on shared cores (optable_share.go)
 	for i, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.at(mr.pc)

@@ -1,0 +1,57 @@
+package calib
+
+import (
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// TestCoreWaitEntry: three sizes, three repeats, times in µs.
+//
+//	size      back to back     after a burst     (burst − alone)/2
+//	256 B     100 100 100      140 300 100        20  100   0
+//	4 KiB     200 200 200      260 380 150        30   90   0 (clamped: −25)
+//	32 KiB    400 400 400      420 600 400        10  100   0
+//	median over sizes, per repeat:                20  100   0
+//
+// → time_s 20 µs (median of 20, 100, 0), min 0, max 100 µs, 3 samples.
+func TestCoreWaitEntry(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
+	burstT := [][]float64{us(140, 300, 100), us(260, 380, 150), us(420, 600, 400)}
+	e, ok, err := coreWaitEntry(alone, burstT, 4, 2)
+	if err != nil || !ok {
+		t.Fatalf("entry: ok %t, err %v", ok, err)
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if e.Kind != configs.CoreWaitKind || e.Shape != "cores=2" || e.Size != 1 || e.Ranks != 4 || e.Samples != 3 ||
+		!close(e.TimeS, 20e-6) || !close(e.TimeMinS, 0) || !close(e.TimeMaxS, 100e-6) {
+		t.Errorf("entry %+v; want core_wait cores=2 size 1 ranks 4, 20 µs (0–100 µs), 3 samples", e)
+	}
+	if err := configs.ValidateOpTimes("op_time", []configs.OpTime{e}); err != nil {
+		t.Errorf("the entry is not a valid op time: %v", err)
+	}
+	// No wait measured: no entry.
+	if _, ok, err := coreWaitEntry(alone, alone, 4, 2); ok || err != nil {
+		t.Errorf("equal times: ok %t, err %v; want no entry, no error", ok, err)
+	}
+	// Mismatched shapes are an error, not a guess.
+	if _, _, err := coreWaitEntry(alone, burstT[:2], 4, 2); err == nil {
+		t.Error("3 sizes against 2: no error")
+	}
+}
+
+func TestCoreWaitCounts(t *testing.T) {
+	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4 and 16 (2 does not
+	// outnumber the cores, 1 and odd counts cannot pair).
+	got := coreWaitCounts(Options{Ranks: 4, OpRanks: []int{1, 2, 3, 4, 16}}, 2)
+	if len(got) != 2 || got[0] != 4 || got[1] != 16 {
+		t.Errorf("counts %v, want [4 16]", got)
+	}
+}
