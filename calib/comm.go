@@ -150,6 +150,10 @@ type commBench struct {
 	op     string
 	ranks  []int
 	groups map[int]pexec.Group // all_reduce: each member's group
+	// burst is opAllReduceBurst's compute burst (iterations); burstS the
+	// wall time the last rankRun spent in its bursts.
+	burst  int
+	burstS float64
 }
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
@@ -243,7 +247,8 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 		}
 	}
 	if b.op == opAllReduceBurst {
-		elapsed, err := burstAllReduce(ctx, g, buf, iters)
+		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst)
+		b.burstS = bs
 		if err != nil {
 			return 0, err
 		}

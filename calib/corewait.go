@@ -3,6 +3,8 @@ package calib
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/partbench/partbench/configs"
@@ -16,27 +18,31 @@ import (
 //
 //	compute burst; all_reduce within the pair
 //
-// and rank 0 times its all_reduce calls alone (opAllReduceBurst); the same
-// pairs then run the all_reduce back to back (opAllReducePairs, the op-time
+// and rank 0 times its all_reduce calls and its bursts apart
+// (opAllReduceBurst), for each burst length of CoreWaitBursts; the same
+// pairs also run the all_reduce back to back (opAllReducePairs, the op-time
 // table's entry). The difference, per message step of the pair's ring
-// (2(g−1) = 2), is the wait W recorded as the op-time entry
-// {kind core_wait, shape cores=C, size 1, ranks n}.
+// (2(g−1) = 2), is the wait W, recorded per burst length as the op-time
+// entries {kind core_wait, shape cores=C, size = the burst's wall time in
+// ns, ranks n}: sim looks W up at the compute a rank ran since its last
+// communication.
 
-// burstIters is the compute burst's length in loop iterations: four
-// independent multiply-adds each, about 0.1 ms on the project's 2-core VM
-// with the core to itself — the size of a tiny config's compute between
-// two all-reduces (tp2pp2-tiny's decode GEMMs of one layer: 46 µs per
-// step, docs/measurements/cpu-calibration.md).
-const burstIters = 60_000
+// CoreWaitBursts are the compute bursts' lengths in loop iterations (four
+// independent multiply-adds each, about 1.5 ns on the project's 2-core VM
+// with a core to itself: 6 µs to 0.4 ms) — the range of a tiny config's
+// compute between two collectives, from a decode step's layer half
+// (a few µs) to a prefill's (hundreds of µs).
+var CoreWaitBursts = []int{4_000, 16_000, 64_000, 256_000}
 
 // burstSink keeps the burst's result alive so the compiler cannot drop it.
 var burstSink float64
 
-// burst runs the compute burst: a fixed amount of work, not a fixed time,
-// so a rank descheduled during it takes longer, as a run's rank does.
-func burst() {
+// burst runs a compute burst of iters iterations: a fixed amount of work,
+// not a fixed time, so a rank descheduled during it takes longer, as a
+// run's rank does.
+func burst(iters int) {
 	a, b, c, d := 1.0, 1.0, 1.0, 1.0
-	for i := 0; i < burstIters; i++ {
+	for i := 0; i < iters; i++ {
 		a = a*0.999999 + 1e-7
 		b = b*0.999998 + 2e-7
 		c = c*0.999997 + 3e-7
@@ -45,19 +51,22 @@ func burst() {
 	burstSink += a + b + c + d
 }
 
-// burstAllReduce runs iters rounds of burst then an all_reduce of buf on g
-// and returns the time spent in the all_reduce calls.
-func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters int) (float64, error) {
-	var in time.Duration
+// burstAllReduce runs iters rounds of a burst of burstIters then an
+// all_reduce of buf on g, and returns the wall time spent in the
+// all_reduce calls and in the bursts.
+func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int) (arS, burstS float64, err error) {
+	var in, bs time.Duration
 	for i := 0; i < iters; i++ {
-		burst()
-		t := time.Now()
+		t0 := time.Now()
+		burst(burstIters)
+		t1 := time.Now()
 		if err := g.AllReduce(ctx, buf); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		in += time.Since(t)
+		bs += t1.Sub(t0)
+		in += time.Since(t1)
 	}
-	return in.Seconds(), nil
+	return in.Seconds(), bs.Seconds(), nil
 }
 
 // CoreWaitSizes are the all_reduce payloads the core wait is measured at:
@@ -65,36 +74,46 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters int
 // tens of KiB), where the wait, not the bytes, makes the time.
 var CoreWaitSizes = []int64{256, 4 << 10, 32 << 10}
 
+// noWaitS stands for a measured wait of zero in the table: 1 ns, below
+// any clock partbench reads.
+const noWaitS = 1e-9
+
 // coreWaitSteps is the message steps of a pair's ring all_reduce, 2(g−1).
 const coreWaitSteps = 2
 
-// coreWaitEntry turns the times of the two loops — [size][repeat], alone
-// the back-to-back pairs, burst the pairs after a compute burst — into the
-// op-time entry of the wait per message step at n ranks on cores cores:
-// per repeat the median over sizes of (burst − alone) / 2(g−1), clamped
-// at zero; the entry holds the median and the extremes over repeats. ok is
-// false when no repeat measured a wait (then there is nothing to charge).
+// coreWaitEntry turns the times of the two loops into the op-time entry of
+// the wait per message step at n ranks on cores cores after one burst
+// length: alone is [size][repeat] of the back-to-back pairs, burstT
+// [size][2·repeat] of the pairs after a burst (each repeat: the all_reduce's
+// time per call, then the burst's). Per repeat W is the median over sizes of
+// (after a burst − back to back) / 2(g−1), clamped at zero; the entry holds
+// the median and the extremes over repeats (a zero as noWaitS), at size the
+// median burst wall time in ns. ok is false when no repeat measured a wait.
 func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
 	if len(alone) != len(burstT) || len(alone) == 0 {
 		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
 	}
 	repeats := len(alone[0])
-	var ws []float64
+	var ws, walls []float64
 	for r := 0; r < repeats; r++ {
 		var per []float64
 		for s := range alone {
-			if len(alone[s]) != repeats || len(burstT[s]) != repeats {
-				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d and %d repeats, want %d", s, len(alone[s]), len(burstT[s]), repeats)
+			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
+				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
 			}
-			per = append(per, max(0, burstT[s][r]-alone[s][r])/coreWaitSteps)
+			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+			walls = append(walls, burstT[s][2*r+1])
 		}
 		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
-	if !(sp.Median > 0) {
+	if !(sp.Max > 0) {
 		return configs.OpTime{}, false, nil
 	}
-	return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: 1,
+	// A median of no wait is kept as noWaitS (a table time is positive),
+	// so that sim interpolates towards no wait after short bursts.
+	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true, nil
 }
 
@@ -114,27 +133,42 @@ func coreWaitCounts(o Options, cores int) []int {
 }
 
 // measureCoreWait measures the wait among n process ranks (LinkArgv) on a
-// host of cores cores and adds its entry to cal's op times, or a note
-// saying none was measured.
+// host of cores cores after each burst of CoreWaitBursts and adds their
+// entries to cal's op times, or a note saying none was measured.
 func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
 	all := make([]int, n)
 	for i := range all {
 		all[i] = i
 	}
-	groups := []commGroup{{opAllReducePairs, all}, {opAllReduceBurst, all}}
-	times, err := measureLinkProcs(ctx, o.LinkArgv, n, groups, CoreWaitSizes, o.Repeats, o.MinSample)
+	groups := []commGroup{{opAllReducePairs, all}}
+	bursts := []int{0}
+	for _, b := range CoreWaitBursts {
+		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
+	}
+	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
-	e, ok, err := coreWaitEntry(times[0], times[1], n, cores)
-	if err != nil {
-		return err
+	var got []string
+	seen := map[int64]bool{}
+	for i := 1; i < len(groups); i++ {
+		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
+		if err != nil {
+			return err
+		}
+		for ok && seen[e.Size] { // two bursts of one wall time: keep both, 1 ns apart
+			e.Size++
+		}
+		if ok {
+			seen[e.Size] = true
+			cal.OpTimes = append(cal.OpTimes, e)
+			got = append(got, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+		}
 	}
-	if !ok {
+	if len(got) == 0 {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay", n, cores)
 		return nil
 	}
-	cal.OpTimes = append(cal.OpTimes, e)
-	note(cal, "core wait at %d ranks on %d cores: %.3g s per message step (median over repeats of %d; all_reduce pairs after a %d-iteration compute burst against back to back)", n, cores, e.TimeS, e.Samples, burstIters)
+	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
 	return nil
 }

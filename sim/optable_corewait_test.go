@@ -83,3 +83,37 @@ func TestEstimateChargesCoreWait(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreWaitByBurst: W measured after 10 µs of compute (20 µs per step)
+// and after 1 ms (2 µs). After 100 µs: halfway on a log scale,
+// u = ln(100/10)/ln(1000/10) = 1/2 → 20^(1/2)·2^(1/2) = √40 = 6.3246 µs per
+// step; a 2-rank all-reduce (2 steps) is charged 12.649 µs. After 1 µs
+// (below the measured bursts) the 10 µs entry holds, after 5 ms the 1 ms
+// one. No host cores: nothing.
+func TestCoreWaitByBurst(t *testing.T) {
+	cfg, err := configs.Load("test/tp2-dp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hardware.HostCores = 2
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := func(ns int64, w float64) configs.OpTime {
+		return configs.OpTime{Kind: configs.CoreWaitKind, Shape: "cores=2", Size: ns, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+	}
+	tab := NewOpTable([]configs.OpTime{e(10_000, 20e-6), e(1_000_000, 2e-6)})
+	ar := &partition.Op{Kind: partition.AllReduce, Group: []int{0, 1}}
+	for _, c := range []struct {
+		burstS, want float64
+	}{{100e-6, 2 * math.Sqrt(40) * 1e-6}, {1e-6, 2 * 20e-6}, {10e-6, 2 * 20e-6}, {5e-3, 2 * 2e-6}} {
+		if got := coreWaitS(tab, plan, ar, c.burstS); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("after %g s of compute: %.6g s, want %.6g s", c.burstS, got, c.want)
+		}
+	}
+	cfg.Hardware.HostCores = 0
+	if got := coreWaitS(tab, plan, ar, 100e-6); got != 0 {
+		t.Errorf("no host cores: %g s, want 0", got)
+	}
+}

@@ -179,7 +179,10 @@ func factorsClose(a, b *coreShare) bool {
 // "Shared cores: the partners' scheduling delay"). The profile's op-time
 // table holds that wait per message step, W, measured by calibrate at the
 // run's ranks per host (kind configs.CoreWaitKind, shape cores=C; Apply
-// keeps it only at that placement). A collective over g ranks is charged
+// keeps it only at that placement) against the compute a rank ran since its
+// last communication (size: that burst's wall time in ns; interpolated
+// between measured bursts, the nearest measured one outside them). A
+// collective over g ranks is charged
 //
 //	all_reduce (ring): 2(g−1) · W      all_gather: (g−1) · W
 //
@@ -201,15 +204,33 @@ func messageSteps(op *partition.Op) int {
 }
 
 // coreWaitS is the scheduling delay charged to op by the table's core wait
-// at the plan's host cores (0 without one).
-func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op) float64 {
+// at the plan's host cores after burstS seconds of compute (0 without one).
+func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil {
 		return 0
 	}
-	w, ok := table.Lookup(configs.CoreWaitKind, configs.CoreWaitShape(cores), 1, 0)
+	steps := messageSteps(op)
+	if steps == 0 {
+		return 0
+	}
+	w, ok := table.lookupClamped(configs.CoreWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
 	if !ok {
 		return 0
 	}
-	return float64(messageSteps(op)) * w
+	return float64(steps) * w
+}
+
+// lookupClamped is Lookup of a kind without context at size, taken at the
+// nearest measured size outside the measured range.
+func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	g := t.grids[kind+"\x00"+shape]
+	if g == nil || len(g.sizes) == 0 {
+		return 0, false
+	}
+	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
+	return t.Lookup(kind, shape, size, 0)
 }

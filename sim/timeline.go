@@ -109,6 +109,9 @@ type rankState struct {
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
+	// burstS is the compute run since its last communication op: the
+	// burst a core wait is looked up at (optable_share.go).
+	burstS float64
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -280,8 +283,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
-			sl.EndS += coreWaitS(s.table, s.plan, op)
+			sl.EndS += coreWaitS(s.table, s.plan, op, r.burstS)
 		}
+		r.burstS = 0
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -308,6 +312,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
+		r.burstS += c.TimeS
 	}
 	s.emit(ri, r.pc, &sl)
 	r.advance()
@@ -348,7 +353,11 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
 		end, bound = start+t, BoundTable
 	}
-	end += coreWaitS(s.table, s.plan, op) // partners scheduled on shared cores (optable_share.go)
+	burst := 0.0
+	for _, m := range gi.members {
+		burst = max(burst, s.ranks[m].burstS)
+	}
+	end += coreWaitS(s.table, s.plan, op, burst) // partners scheduled on shared cores (optable_share.go)
 	for i, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.at(mr.pc)
@@ -358,7 +367,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
-		mr.arrived = false
+		mr.arrived, mr.burstS = false, 0
 		mr.advance()
 	}
 	gi.n = 0
