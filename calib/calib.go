@@ -424,9 +424,14 @@ func measureCache(o Options, sizes []int64, cal *configs.Calibration, step func(
 // measureGEMM times every shape once per repeat, fits F per repeat and
 // fills the GEMM samples and the spread; it returns the median F.
 func measureGEMM(o Options, shapes []gemmShape, mem memFigures, cal *configs.Calibration, step func() error) (float64, error) {
+	g, release, err := cpuGEMM()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	times := make([][]float64, len(shapes)) // [shape][repeat]
 	for i, s := range shapes {
-		times[i] = timeGEMM(s, o.Repeats, o.MinSample)
+		times[i] = timeGEMM(g, s, o.Repeats, o.MinSample)
 		if err := step(); err != nil {
 			return 0, err
 		}
