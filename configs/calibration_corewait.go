@@ -15,30 +15,35 @@ const CoreWaitKind = "core_wait"
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 
-// keepCoreWait keeps in ts the core-wait entries measured at exactly
-// perHost ranks on a host of cores cores, and drops the others with a note:
-// the wait depends on how many ranks share the cores, so one measured at
-// another count does not price this placement.
-func keepCoreWait(ts []OpTime, perHost, cores int) ([]OpTime, []string) {
-	var notes []string
+// keepCoreWait replaces the core-wait entries in times (picked by
+// OpTimesFor) with those of all measured at exactly ranks ranks on a host
+// of cores cores — ranks being every rank of the config, the ranks the
+// shared-core stretch counts on the host's cores (sim/optable_share.go) —
+// and says so in a note; measured at another count, the wait is dropped
+// with a warning: it depends on how many ranks share the cores.
+func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
+	out := slices.DeleteFunc(slices.Clone(times), func(t OpTime) bool { return t.Kind == CoreWaitKind })
 	var measured []int
-	out := slices.DeleteFunc(slices.Clone(ts), func(t OpTime) bool {
-		if t.Kind != CoreWaitKind {
-			return false
+	kept := false
+	for _, t := range all {
+		if t.Kind != CoreWaitKind || t.Shape != CoreWaitShape(cores) {
+			continue
 		}
-		if t.Ranks == perHost && t.Shape == CoreWaitShape(cores) && perHost > cores {
-			return false
+		if t.Ranks == ranks && ranks > cores {
+			out, kept = append(out, t), true
+		} else if !slices.Contains(measured, t.Ranks) {
+			measured = append(measured, t.Ranks)
 		}
-		measured = append(measured, t.Ranks)
-		return true
-	})
+	}
+	slices.Sort(measured)
+	var notes []string
 	switch {
-	case slices.ContainsFunc(out, func(t OpTime) bool { return t.Kind == CoreWaitKind }):
-		notes = append(notes, fmt.Sprintf("the %d ranks per host outnumber its %d cores: collectives and blocking receives are charged the partners' scheduling delay measured at %d ranks", perHost, cores, perHost))
-	case perHost > cores && len(measured) > 0:
-		notes = append(notes, fmt.Sprintf("warning: the %d ranks per host outnumber its %d cores but the profile's core wait was measured at %v ranks per host, not %d: it is not used, and collectives are priced as if every partner were on a core (calibrate with --op-ranks including %d)", perHost, cores, measured, perHost, perHost))
-	case perHost > cores:
-		notes = append(notes, fmt.Sprintf("the %d ranks per host outnumber its %d cores and the profile has no core wait: collectives are priced as if every partner were on a core", perHost, cores))
+	case kept:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores: collectives and blocking receives are charged the partners' scheduling delay measured at %d ranks", ranks, cores, ranks))
+	case ranks > cores && len(measured) > 0:
+		notes = append(notes, fmt.Sprintf("warning: the config's %d ranks outnumber the host's %d cores but the profile's core wait was measured at %v ranks, not %d: it is not used, and collectives are priced as if every partner were on a core (calibrate with --op-ranks including %d)", ranks, cores, measured, ranks, ranks))
+	case ranks > cores:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores and the profile has no core wait: collectives are priced as if every partner were on a core", ranks, cores))
 	}
 	return out, notes
 }

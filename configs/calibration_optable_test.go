@@ -216,7 +216,10 @@ func TestConfigOpTimesValidated(t *testing.T) {
 // A core wait prices only the placement it was measured at: tp2pp2-tiny
 // puts 4 ranks on the 2-core host, so a wait measured at 4 ranks is kept
 // (with a note), one measured at 2 is dropped with a warning naming both
-// counts, and a 2-rank config on 2 cores (nothing outnumbered) keeps none.
+// counts, and a 1-rank config on 2 cores (nothing outnumbered) keeps none.
+// layerwise16-tiny's topology is two nodes of 8, but the shared-core
+// stretch puts all 16 ranks on the host's cores, and so does the wait:
+// measured at 16 it is kept, at 4 and 8 it is not.
 func TestCalibrationApplyCoreWait(t *testing.T) {
 	wait := func(ranks int) OpTime {
 		return OpTime{Kind: CoreWaitKind, Shape: CoreWaitShape(2), Size: 1, TimeS: 1e-5, TimeMinS: 1e-5, TimeMaxS: 1e-5, Samples: 1, Ranks: ranks}
@@ -236,11 +239,15 @@ func TestCalibrationApplyCoreWait(t *testing.T) {
 		note     string
 	}{
 		{"test/tp2pp2-tiny", 4, true, "collectives and blocking receives are charged the partners' scheduling delay measured at 4 ranks"},
-		{"test/tp2pp2-tiny", 2, false, "warning: the 4 ranks per host outnumber its 2 cores but the profile's core wait was measured at [2] ranks per host, not 4: it is not used"},
+		{"test/tp2pp2-tiny", 2, false, "warning: the config's 4 ranks outnumber the host's 2 cores but the profile's core wait was measured at [2] ranks, not 4: it is not used"},
 		{"test/single-tiny", 4, false, ""},
+		{"test/layerwise16-tiny", 16, true, "charged the partners' scheduling delay measured at 16 ranks"},
+		{"test/layerwise16-tiny", 8, false, "measured at [8] ranks, not 16"},
 	} {
 		cal := sampleCalibration() // 2 cores
-		cal.OpTimes = append(sampleOpTimes(), wait(c.measured))
+		second := wait(c.measured) // a second burst length: the count is named once
+		second.Size = 2
+		cal.OpTimes = append(sampleOpTimes(), wait(c.measured), second)
 		cfg, err := Load(c.config)
 		if err != nil {
 			t.Fatal(err)
