@@ -87,7 +87,9 @@ func TestEstimateChargesCoreWait(t *testing.T) {
 // TestCoreWaitByBurst: W measured after 10 µs of compute (20 µs per step)
 // and after 1 ms (2 µs). After 100 µs: halfway on a log scale,
 // u = ln(100/10)/ln(1000/10) = 1/2 → 20^(1/2)·2^(1/2) = √40 = 6.3246 µs per
-// step; a 2-rank all-reduce (2 steps) is charged 12.649 µs. After 1 µs
+// step; a 2-rank all-reduce (2 steps) is charged 12.649 µs when its burst
+// ran stretched 2× (tp2-dp2-tiny's 4 ranks all computing on 2 cores, as in
+// the measurement: coreWaitShare 1). After 1 µs
 // (below the measured bursts) the 10 µs entry holds, after 5 ms the 1 ms
 // one. No host cores: nothing.
 func TestCoreWaitByBurst(t *testing.T) {
@@ -108,12 +110,62 @@ func TestCoreWaitByBurst(t *testing.T) {
 	for _, c := range []struct {
 		burstS, want float64
 	}{{100e-6, 2 * math.Sqrt(40) * 1e-6}, {1e-6, 2 * 20e-6}, {10e-6, 2 * 20e-6}, {5e-3, 2 * 2e-6}} {
-		if got := coreWaitS(tab, plan, ar, c.burstS); math.Abs(got-c.want) > 1e-12 {
+		if got := coreWaitS(tab, plan, ar, c.burstS, 2); math.Abs(got-c.want) > 1e-12 { // stretch 2 = 4 ranks / 2 cores: all of W
 			t.Errorf("after %g s of compute: %.6g s, want %.6g s", c.burstS, got, c.want)
 		}
 	}
 	cfg.Hardware.HostCores = 0
-	if got := coreWaitS(tab, plan, ar, 100e-6); got != 0 {
+	if got := coreWaitS(tab, plan, ar, 100e-6, 2); got != 0 {
 		t.Errorf("no host cores: %g s, want 0", got)
+	}
+}
+
+// TestCoreWaitShare: the measured wait holds where the burst ran at the
+// measurement's stretch n/C and none of it where the rank had a core to
+// itself; in between, linearly in the stretch:
+//
+//	4 ranks, 2 cores: full stretch 2; stretch 1.5 → (1.5−1)/(2−1) = 0.5
+//	16 ranks, 2 cores: full stretch 8; stretch 3 → 2/7; 1 → 0; 9 → 1 (clamped)
+//	2 ranks, 2 cores: nothing outnumbered → 0
+func TestCoreWaitShare(t *testing.T) {
+	for _, c := range []struct {
+		stretch      float64
+		ranks, cores int
+		want         float64
+	}{{1.5, 4, 2, 0.5}, {2, 4, 2, 1}, {3, 16, 2, 2.0 / 7}, {1, 16, 2, 0}, {9, 16, 2, 1}, {2, 2, 2, 0}} {
+		if got := coreWaitShare(c.stretch, c.ranks, c.cores); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("stretch %g, %d ranks, %d cores: %g, want %g", c.stretch, c.ranks, c.cores, got, c.want)
+		}
+	}
+}
+
+// A pipeline whose stages compute one at a time (pp4-tiny, 4 stages, with
+// one micro-batch) never has more ranks computing than the 2 cores: every
+// burst runs at stretch 1, so its blocked receives meet none of the wait
+// measured with all 4 ranks computing, and the estimate is unchanged.
+func TestCoreWaitSparesAPipeline(t *testing.T) {
+	est := func(waits ...configs.OpTime) *Estimate {
+		t.Helper()
+		cfg, err := configs.Load("test/pp4-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.Microbatches = 1 // one stage computes at a time
+		cfg.Hardware.HostCores = 2
+		cfg.Hardware.OpTimes = waits
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := EstimatePlan(plan, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	w := configs.OpTime{Kind: configs.CoreWaitKind, Shape: "cores=2", Size: 1, TimeS: 1e-3, TimeMinS: 1e-3, TimeMaxS: 1e-3, Samples: 1, Ranks: 4}
+	base, charged := est(), est(w)
+	if charged.Prefill.TTFTS != base.Prefill.TTFTS || charged.Decode.TPOTS != base.Decode.TPOTS {
+		t.Errorf("TTFT %g → %g, TPOT %g → %g: want unchanged", base.Prefill.TTFTS, charged.Prefill.TTFTS, base.Decode.TPOTS, charged.Decode.TPOTS)
 	}
 }

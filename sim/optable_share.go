@@ -204,8 +204,9 @@ func messageSteps(op *partition.Op) int {
 }
 
 // coreWaitS is the scheduling delay charged to op by the table's core wait
-// at the plan's host cores after burstS seconds of compute (0 without one).
-func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS float64) float64 {
+// at the plan's host cores after burstS seconds of compute, run at a mean
+// shared-core stretch of stretch (0 without a core wait; coreWaitShare).
+func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, stretch float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil {
 		return 0
@@ -218,7 +219,32 @@ func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS fl
 	if !ok {
 		return 0
 	}
-	return float64(steps) * w
+	return float64(steps) * w * coreWaitShare(stretch, planRanks(plan), cores)
+}
+
+// planRanks is every rank of plan's config (replicas included): the ranks
+// the host's cores are shared among (Calibration.Apply keeps a core wait
+// measured at that count only).
+func planRanks(plan *partition.Plan) int {
+	p := plan.Config.Parallel
+	return max(1, p.TP) * max(1, p.PP) * max(1, p.DP)
+}
+
+// coreWaitShare is how much of the measured wait a rank meets: calibrate
+// measures W with all n ranks computing between their collectives, so the
+// ranks' compute is stretched n/C; a rank whose burst ran at a mean stretch
+// s (1: a core to itself, no rank waiting for one) meets the fraction
+//
+//	clamp((s − 1) / (n/C − 1), 0, 1)
+//
+// of it — none in a pipeline whose stages compute one at a time, all of it
+// where every rank computes at once, as in the measurement.
+func coreWaitShare(stretch float64, ranks, cores int) float64 {
+	full := float64(ranks)/float64(cores) - 1
+	if full <= 0 {
+		return 0
+	}
+	return math.Min(1, math.Max(0, (stretch-1)/full))
 }
 
 // lookupClamped is Lookup of a kind without context at size, taken at the
@@ -233,4 +259,13 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 	}
 	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
 	return t.Lookup(kind, shape, size, 0)
+}
+
+// stretch is the mean shared-core stretch of the rank's compute since its
+// last communication op (1 without any).
+func (r *rankState) stretch() float64 {
+	if r.burstAloneS <= 0 {
+		return 1
+	}
+	return r.burstS / r.burstAloneS
 }
