@@ -33,6 +33,11 @@ const (
 	// what a pair's all-reduce costs when its partner must first be
 	// scheduled (measureCoreWait).
 	opAllReduceBurst = "all_reduce_pairs_burst"
+	// opRing passes one message around every rank of the group, each
+	// receiving from the one before it and sending to the one after (a
+	// pipeline's hops, one rank runnable at a time), timed per hop
+	// (measureCoreWait's receive wait).
+	opRing = "ring"
 )
 
 // isAllReduce reports whether op runs all_reduce calls (on a group).
@@ -211,8 +216,11 @@ func (b *commBench) members() []int {
 // (sendrecv: half a round trip).
 func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
-	if b.op == opSendRecv {
+	switch b.op {
+	case opSendRecv:
 		per /= 2
+	case opRing:
+		per /= float64(len(b.ranks))
 	}
 	return per
 }
@@ -259,6 +267,10 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 		switch {
 		case isAllReduce(b.op):
 			if err := g.AllReduce(ctx, buf); err != nil {
+				return 0, err
+			}
+		case b.op == opRing:
+			if err := ringHop(ctx, c, buf, members, r); err != nil {
 				return 0, err
 			}
 		case r == first:

@@ -69,3 +69,21 @@ func TestMeasureLinkProcsBursts(t *testing.T) {
 		}
 	}
 }
+
+// Three process ranks pass a message around: rank 0 reports a positive
+// time per hop for each size and repeat.
+func TestMeasureLinkProcsRing(t *testing.T) {
+	groups := []commGroup{{opRing, []int{0, 1, 2}}}
+	times, err := measureLinkProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, groups, []int64{64}, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times[0][0]) != 2 {
+		t.Fatalf("times %v: want 2 repeats", times)
+	}
+	for _, v := range times[0][0] {
+		if !(v > 0 && v < 1) {
+			t.Fatalf("hop time %g s, want in (0, 1)", v)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,13 +146,21 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range CoreWaitBursts {
 		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
 	}
+	// The receive wait: a message around all n ranks, per hop, against
+	// the one-way time between two of them with the others idle.
+	ring := len(groups)
+	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}, commGroup{opRing, all}), append(bursts, 0, 0)
 	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
 	var got []string
 	seen := map[int64]bool{}
-	for i := 1; i < len(groups); i++ {
+	if e, ok := recvWaitEntry(times[ring], times[ring+1], n, cores); ok {
+		cal.OpTimes = append(cal.OpTimes, e)
+		note(cal, "receive wait at %d ranks on %d cores: %.3g s per hop of a message passed around all of them beyond the one-way time between two (median over %d repeats)", n, cores, e.TimeS, e.Samples)
+	}
+	for i := 1; i < ring; i++ {
 		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
@@ -171,4 +180,52 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	}
 	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
 	return nil
+}
+
+// ringHop is member r's part of one trip of a message around members:
+// the first sends to the next and receives from the last; every other
+// receives from the one before it and sends to the one after.
+func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r int) error {
+	i := slices.Index(members, r)
+	next, prev := members[(i+1)%len(members)], members[(i+len(members)-1)%len(members)]
+	if i == 0 {
+		if err := c.Send(ctx, buf, next); err != nil {
+			return err
+		}
+		return c.Recv(ctx, buf, prev)
+	}
+	if err := c.Recv(ctx, buf, prev); err != nil {
+		return err
+	}
+	return c.Send(ctx, buf, next)
+}
+
+// recvWaitEntry is the op-time entry of the receive wait at n ranks on
+// cores cores: per repeat the median over sizes of (ring hop − one-way
+// time), clamped at 0 (both [size][repeat]); the median over repeats, a
+// zero kept as noWaitS. ok is false when no repeat measured a wait or the
+// shapes differ.
+func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool) {
+	if len(oneWay) != len(hop) || len(oneWay) == 0 {
+		return configs.OpTime{}, false
+	}
+	repeats := len(oneWay[0])
+	var ws []float64
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range oneWay {
+			if len(oneWay[s]) != repeats || len(hop[s]) != repeats {
+				return configs.OpTime{}, false
+			}
+			per = append(per, max(0, hop[s][r]-oneWay[s][r]))
+		}
+		ws = append(ws, medianOf(per))
+	}
+	sp := spreadOf(ws)
+	if !(sp.Max > 0) {
+		return configs.OpTime{}, false
+	}
+	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: 1,
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }

@@ -314,7 +314,7 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
 		var waitNotes []string
 		times, waitNotes = keepCoreWait(times, opTimes, max(1, ranks), c.Info.Cores)
-		off = slices.DeleteFunc(off, func(w string) bool { return strings.Fields(w)[0] == CoreWaitKind })
+		off = slices.DeleteFunc(off, func(w string) bool { return isWaitKind(strings.Fields(w)[0]) })
 		notes = append(notes, waitNotes...)
 	}
 	cfg.Hardware.OpTimes = times

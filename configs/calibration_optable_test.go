@@ -238,10 +238,10 @@ func TestCalibrationApplyCoreWait(t *testing.T) {
 		kept     bool
 		note     string
 	}{
-		{"test/tp2pp2-tiny", 4, true, "collectives and blocking receives are charged the partners' scheduling delay measured at 4 ranks"},
+		{"test/tp2pp2-tiny", 4, true, "collectives are charged the partners' scheduling delay and blocking receives the receive wait, as measured at 4 ranks"},
 		{"test/tp2pp2-tiny", 2, false, "warning: the config's 4 ranks outnumber the host's 2 cores but the profile's core wait was measured at [2] ranks, not 4: it is not used"},
 		{"test/single-tiny", 4, false, ""},
-		{"test/layerwise16-tiny", 16, true, "charged the partners' scheduling delay measured at 16 ranks"},
+		{"test/layerwise16-tiny", 16, true, "as measured at 16 ranks"},
 		{"test/layerwise16-tiny", 8, false, "measured at [8] ranks, not 16"},
 	} {
 		cal := sampleCalibration() // 2 cores

@@ -16,7 +16,7 @@ func TestMessageSteps(t *testing.T) {
 		{partition.Op{Kind: partition.AllReduce, Group: []int{0, 1}}, 2},       // ring: 2(g−1)
 		{partition.Op{Kind: partition.AllReduce, Group: []int{0, 1, 2, 3}}, 6}, // 2·3
 		{partition.Op{Kind: partition.AllGather, Group: []int{0, 1, 2, 3}}, 3}, // g−1
-		{partition.Op{Kind: partition.Recv, Peer: 1}, 1},
+		{partition.Op{Kind: partition.Recv, Peer: 1}, 0}, // charged the receive wait instead
 		{partition.Op{Kind: partition.Send, Peer: 1}, 0}, // does not wait for its receiver
 		{partition.Op{Kind: partition.Gemm}, 0},
 	} {
@@ -139,10 +139,12 @@ func TestCoreWaitShare(t *testing.T) {
 	}
 }
 
-// A pipeline whose stages compute one at a time (pp4-tiny, 4 stages, with
-// one micro-batch) never has more ranks computing than the 2 cores: every
-// burst runs at stretch 1, so its blocked receives meet none of the wait
-// measured with all 4 ranks computing, and the estimate is unchanged.
+// A pipeline (pp4-tiny, 4 stages, one micro-batch: the stages compute one
+// at a time) has no collective: the core wait changes nothing. Its
+// receives block, and a receive wait R = 50 µs is charged to each that
+// did: a decode step's message goes 0 → 1 → 2 → 3 and its token back to 0,
+// 4 blocked receives in a row, TPOT + 4R = +200 µs; the prefill's reaches
+// the last stage after 3, TTFT + 3R = +150 µs.
 func TestCoreWaitSparesAPipeline(t *testing.T) {
 	est := func(waits ...configs.OpTime) *Estimate {
 		t.Helper()
@@ -166,6 +168,15 @@ func TestCoreWaitSparesAPipeline(t *testing.T) {
 	w := configs.OpTime{Kind: configs.CoreWaitKind, Shape: "cores=2", Size: 1, TimeS: 1e-3, TimeMinS: 1e-3, TimeMaxS: 1e-3, Samples: 1, Ranks: 4}
 	base, charged := est(), est(w)
 	if charged.Prefill.TTFTS != base.Prefill.TTFTS || charged.Decode.TPOTS != base.Decode.TPOTS {
-		t.Errorf("TTFT %g → %g, TPOT %g → %g: want unchanged", base.Prefill.TTFTS, charged.Prefill.TTFTS, base.Decode.TPOTS, charged.Decode.TPOTS)
+		t.Errorf("core wait: TTFT %g → %g, TPOT %g → %g: want unchanged", base.Prefill.TTFTS, charged.Prefill.TTFTS, base.Decode.TPOTS, charged.Decode.TPOTS)
+	}
+	const r = 50e-6
+	rw := configs.OpTime{Kind: configs.RecvWaitKind, Shape: "cores=2", Size: 1, TimeS: r, TimeMinS: r, TimeMaxS: r, Samples: 1, Ranks: 4}
+	recv := est(rw)
+	if d := recv.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-3*r) > 1e-9 {
+		t.Errorf("receive wait: TTFT grew by %.6g s, want 3R = %.6g s", d, 3*r)
+	}
+	if d := recv.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-4*r) > 1e-9 {
+		t.Errorf("receive wait: TPOT grew by %.6g s, want 4R = %.6g s", d, 4*r)
 	}
 }

@@ -174,20 +174,22 @@ func factorsClose(a, b *coreShare) bool {
 }
 
 // The partners' scheduling delay. When a host runs more ranks than it has
-// cores, a rank that blocks in a collective or a receive waits, at each
-// message step, for its partner to be given a core (docs/costmodel.md,
-// "Shared cores: the partners' scheduling delay"). The profile's op-time
-// table holds that wait per message step, W, measured by calibrate at the
-// run's ranks per host (kind configs.CoreWaitKind, shape cores=C; Apply
-// keeps it only at that placement) against the compute a rank ran since its
-// last communication (size: that burst's wall time in ns; interpolated
-// between measured bursts, the nearest measured one outside them). A
-// collective over g ranks is charged
+// cores, a rank that blocks in a collective waits, at each message step,
+// for its partner to be given a core (docs/costmodel.md, "Shared cores: the
+// partners' scheduling delay"). The profile's op-time table holds that wait
+// per message step, W, measured by calibrate at the run's ranks (kind
+// configs.CoreWaitKind, shape cores=C; Apply keeps it only at that count)
+// against the compute a rank ran since its last communication (size: that
+// burst's wall time in ns; interpolated between measured bursts, the
+// nearest measured one outside them). A collective over g ranks is charged
 //
-//	all_reduce (ring): 2(g−1) · W      all_gather: (g−1) · W
+//	all_reduce (ring): 2(g−1) · W · share      all_gather: (g−1) · W · share
 //
-// and a receive that blocked (its message not yet there) W; a send, which
-// does not wait for its receiver, nothing.
+// (share: coreWaitShare). A receive that blocked (its message not yet
+// there) is charged the receive wait instead (configs.RecvWaitKind: a hop
+// of a message passed around all the ranks, beyond the one-way time the
+// send entry holds); a send, which does not wait for its receiver,
+// nothing.
 
 // messageSteps is the message steps of op a rank waits on its partner at.
 func messageSteps(op *partition.Op) int {
@@ -197,10 +199,23 @@ func messageSteps(op *partition.Op) int {
 		return 2 * max(0, g-1)
 	case partition.AllGather:
 		return max(0, g-1)
-	case partition.Recv:
-		return 1
 	}
-	return 0
+	return 0 // a receive is charged the receive wait (recvWaitS)
+}
+
+// recvWaitS is what a receive that blocked waits beyond its message's
+// transfer when the host's ranks outnumber its cores: the table's receive
+// wait at the plan's host cores (0 without one).
+func recvWaitS(table *OpTable, plan *partition.Plan) float64 {
+	cores := hostCores(plan)
+	if cores <= 0 || table == nil {
+		return 0
+	}
+	w, ok := table.Lookup(configs.RecvWaitKind, configs.CoreWaitShape(cores), 1, 0)
+	if !ok {
+		return 0
+	}
+	return w
 }
 
 // coreWaitS is the scheduling delay charged to op by the table's core wait
