@@ -16,8 +16,8 @@ func TestMessageSteps(t *testing.T) {
 		{partition.Op{Kind: partition.AllReduce, Group: []int{0, 1}}, 2},       // ring: 2(g−1)
 		{partition.Op{Kind: partition.AllReduce, Group: []int{0, 1, 2, 3}}, 6}, // 2·3
 		{partition.Op{Kind: partition.AllGather, Group: []int{0, 1, 2, 3}}, 3}, // g−1
-		{partition.Op{Kind: partition.Recv, Peer: 1}, 0}, // charged the receive wait instead
-		{partition.Op{Kind: partition.Send, Peer: 1}, 0}, // does not wait for its receiver
+		{partition.Op{Kind: partition.Recv, Peer: 1}, 0},                       // charged the receive wait instead
+		{partition.Op{Kind: partition.Send, Peer: 1}, 0},                       // does not wait for its receiver
 		{partition.Op{Kind: partition.Gemm}, 0},
 	} {
 		if got := messageSteps(&c.op); got != c.want {
