@@ -262,6 +262,7 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 		}
 		return elapsed, c.Flush(ctx)
 	}
+	b.burstS = 0
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
@@ -270,9 +271,11 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 				return 0, err
 			}
 		case b.op == opRing:
-			if err := ringHop(ctx, c, buf, members, r); err != nil {
+			bs, err := ringHop(ctx, c, buf, members, r, b.burst)
+			if err != nil {
 				return 0, err
 			}
+			b.burstS += bs
 		case r == first:
 			if err := c.Send(ctx, buf, members[1]); err != nil {
 				return 0, err

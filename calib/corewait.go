@@ -70,6 +70,11 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, bu
 	return in.Seconds(), bs.Seconds(), nil
 }
 
+// RingBurst is the compute burst of each hop of the receive wait's ring
+// (16 000 iterations, about 25 µs alone: a tiny config's layer of a decode
+// step, what a pipeline stage computes between its receive and its send).
+const RingBurst = 16_000
+
 // CoreWaitSizes are the all_reduce payloads the core wait is measured at:
 // the tiny configs' decode and prefill all-reduces (hundreds of bytes to
 // tens of KiB), where the wait, not the bytes, makes the time.
@@ -146,10 +151,11 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range CoreWaitBursts {
 		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
 	}
-	// The receive wait: a message around all n ranks, per hop, against
-	// the one-way time between two of them with the others idle.
+	// The receive wait: a message around all n ranks, each computing a
+	// burst before passing it on, per hop less the burst, against the
+	// one-way time between two of them with the others idle.
 	ring := len(groups)
-	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}, commGroup{opRing, all}), append(bursts, 0, 0)
+	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}, commGroup{opRing, all}), append(bursts, 0, RingBurst)
 	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
@@ -183,28 +189,36 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 }
 
 // ringHop is member r's part of one trip of a message around members:
-// the first sends to the next and receives from the last; every other
-// receives from the one before it and sends to the one after.
-func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r int) error {
+// the first computes a burst of burstIters, sends to the next and receives
+// from the last; every other receives from the one before it, computes
+// the burst and sends to the one after — a pipeline's stages, one
+// runnable at a time. It returns the burst's wall time.
+func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r, burstIters int) (float64, error) {
 	i := slices.Index(members, r)
 	next, prev := members[(i+1)%len(members)], members[(i+len(members)-1)%len(members)]
-	if i == 0 {
-		if err := c.Send(ctx, buf, next); err != nil {
-			return err
+	if i != 0 {
+		if err := c.Recv(ctx, buf, prev); err != nil {
+			return 0, err
 		}
-		return c.Recv(ctx, buf, prev)
 	}
-	if err := c.Recv(ctx, buf, prev); err != nil {
-		return err
+	t := time.Now()
+	burst(burstIters)
+	bs := time.Since(t).Seconds()
+	if err := c.Send(ctx, buf, next); err != nil {
+		return 0, err
 	}
-	return c.Send(ctx, buf, next)
+	if i == 0 {
+		return bs, c.Recv(ctx, buf, prev)
+	}
+	return bs, nil
 }
 
 // recvWaitEntry is the op-time entry of the receive wait at n ranks on
-// cores cores: per repeat the median over sizes of (ring hop − one-way
-// time), clamped at 0 (both [size][repeat]); the median over repeats, a
-// zero kept as noWaitS. ok is false when no repeat measured a wait or the
-// shapes differ.
+// cores cores: per repeat the median over sizes of (ring hop − its burst −
+// one-way time), clamped at 0 (oneWay [size][repeat]; hop
+// [size][2·repeat], each repeat the hop's time then its burst's); the
+// median over repeats, a zero kept as noWaitS. ok is false when no repeat
+// measured a wait or the shapes differ.
 func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool) {
 	if len(oneWay) != len(hop) || len(oneWay) == 0 {
 		return configs.OpTime{}, false
@@ -214,10 +228,10 @@ func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool)
 	for r := 0; r < repeats; r++ {
 		var per []float64
 		for s := range oneWay {
-			if len(oneWay[s]) != repeats || len(hop[s]) != repeats {
+			if len(oneWay[s]) != repeats || len(hop[s]) != 2*repeats {
 				return configs.OpTime{}, false
 			}
-			per = append(per, max(0, hop[s][r]-oneWay[s][r]))
+			per = append(per, max(0, hop[s][2*r]-hop[s][2*r+1]-oneWay[s][r]))
 		}
 		ws = append(ws, medianOf(per))
 	}
