@@ -156,10 +156,9 @@ type commBench struct {
 	ranks  []int
 	groups map[int]pexec.Group // all_reduce: each member's group
 	// burst is opAllReduceBurst's compute burst (iterations); burstS the
-	// wall time the last rankRun spent in its bursts, pairedS in the
-	// all_reduce made right after each timed one.
-	burst           int
-	burstS, pairedS float64
+	// wall time the last rankRun spent in its bursts.
+	burst  int
+	burstS float64
 }
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
@@ -256,8 +255,8 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 		}
 	}
 	if b.op == opAllReduceBurst {
-		elapsed, bs, ps, err := burstAllReduce(ctx, g, buf, iters, b.burst)
-		b.burstS, b.pairedS = bs, ps
+		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst)
+		b.burstS = bs
 		if err != nil {
 			return 0, err
 		}

@@ -52,11 +52,9 @@ func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGr
 }
 
 // measureLinkProcsBursts is measureLinkProcs with bursts[i] the compute
-// burst iterations of group i (opAllReduceBurst, opRing; nil: none). A
-// burst group's times hold more numbers per repeat: the call's time, then
-// the burst's (rank 0's wall time, descheduling included), then for
-// opAllReduceBurst the time of the all_reduce made right after each timed
-// one (both partners already in the call).
+// burst iterations of group i (opAllReduceBurst; nil: none). A burst
+// group's times hold two numbers per repeat: the all_reduce's time per
+// call, then the burst's (rank 0's wall time, descheduling included).
 func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
 	for i, g := range groups {
@@ -166,9 +164,6 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
 				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
-				}
-				if b.op == opAllReduceBurst {
-					times[gi][si] = append(times[gi][si], b.pairedS/float64(iters))
 				}
 			}
 		}

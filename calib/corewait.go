@@ -17,16 +17,16 @@ import (
 // the partners' scheduling delay"). Every rank of n runs, in pairs
 // {0, 1}, {2, 3}, …, the loop
 //
-//	compute burst; all_reduce within the pair; all_reduce again
+//	compute burst; all_reduce within the pair
 //
-// and rank 0 times the bursts and both all_reduces apart
-// (opAllReduceBurst), for each burst length of CoreWaitBursts. The second
-// all_reduce is the back-to-back time under the same load (both partners
-// left the first together); the first's excess over it, per message step
-// of the pair's ring (2(g−1) = 2), is the wait W, recorded per burst length
-// as the op-time entries {kind core_wait, shape cores=C, size = the burst's
-// wall time in ns, ranks n}: sim looks W up at the compute a rank ran since
-// its last communication.
+// and rank 0 times its all_reduce calls and its bursts apart
+// (opAllReduceBurst), for each burst length of CoreWaitBursts; the same
+// pairs also run the all_reduce back to back (opAllReducePairs, the op-time
+// table's entry). The difference, per message step of the pair's ring
+// (2(g−1) = 2), is the wait W, recorded per burst length as the op-time
+// entries {kind core_wait, shape cores=C, size = the burst's wall time in
+// ns, ranks n}: sim looks W up at the compute a rank ran since its last
+// communication.
 
 // CoreWaitBursts are the compute bursts' lengths in loop iterations (four
 // independent multiply-adds each, about 1.5 ns on the project's 2-core VM
@@ -52,30 +52,22 @@ func burst(iters int) {
 	burstSink += a + b + c + d
 }
 
-// burstAllReduce runs iters rounds of a burst of burstIters, an all_reduce
-// of buf on g, and at once a second all_reduce, and returns the wall time
-// spent in the first all_reduces, in the bursts and in the second
-// all_reduces: the second is the back-to-back time under the same load
-// (both partners left the first together), the first's excess over it
-// the wait for a partner to be scheduled.
-func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int) (arS, burstS, pairedS float64, err error) {
-	var in, bs, pd time.Duration
+// burstAllReduce runs iters rounds of a burst of burstIters then an
+// all_reduce of buf on g, and returns the wall time spent in the
+// all_reduce calls and in the bursts.
+func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int) (arS, burstS float64, err error) {
+	var in, bs time.Duration
 	for i := 0; i < iters; i++ {
 		t0 := time.Now()
 		burst(burstIters)
 		t1 := time.Now()
 		if err := g.AllReduce(ctx, buf); err != nil {
-			return 0, 0, 0, err
-		}
-		t2 := time.Now()
-		if err := g.AllReduce(ctx, buf); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 		bs += t1.Sub(t0)
-		in += t2.Sub(t1)
-		pd += time.Since(t2)
+		in += time.Since(t1)
 	}
-	return in.Seconds(), bs.Seconds(), pd.Seconds(), nil
+	return in.Seconds(), bs.Seconds(), nil
 }
 
 // RingBurst is the compute burst of each hop of the receive wait's ring
@@ -95,30 +87,28 @@ const noWaitS = 1e-9
 // coreWaitSteps is the message steps of a pair's ring all_reduce, 2(g−1).
 const coreWaitSteps = 2
 
-// coreWaitEntry turns the times of the burst loop into the op-time entry
-// of the wait per message step at n ranks on cores cores after one burst
-// length: t is [size][3·repeat], each repeat the all_reduce's time after a
-// burst, the burst's wall time and the time of the all_reduce right after
-// (back to back, under the same load). Per repeat W is the median over
-// sizes of (after a burst − back to back) / 2(g−1), clamped at zero; the
-// entry holds the median and the extremes over repeats (a zero as
-// noWaitS), at size the median burst wall time in ns. ok is false when no
-// repeat measured a wait.
-func coreWaitEntry(t [][]float64, n, cores int) (configs.OpTime, bool, error) {
-	if len(t) == 0 || len(t[0])%3 != 0 || len(t[0]) == 0 {
-		return configs.OpTime{}, false, fmt.Errorf("core wait: want three times per repeat for each size (got %d sizes)", len(t))
+// coreWaitEntry turns the times of the two loops into the op-time entry of
+// the wait per message step at n ranks on cores cores after one burst
+// length: alone is [size][repeat] of the back-to-back pairs, burstT
+// [size][2·repeat] of the pairs after a burst (each repeat: the all_reduce's
+// time per call, then the burst's). Per repeat W is the median over sizes of
+// (after a burst − back to back) / 2(g−1), clamped at zero; the entry holds
+// the median and the extremes over repeats (a zero as noWaitS), at size the
+// median burst wall time in ns. ok is false when no repeat measured a wait.
+func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
+	if len(alone) != len(burstT) || len(alone) == 0 {
+		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
 	}
-	repeats := len(t[0]) / 3
+	repeats := len(alone[0])
 	var ws, walls []float64
 	for r := 0; r < repeats; r++ {
 		var per []float64
-		for s := range t {
-			if len(t[s]) != 3*repeats {
-				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times, want %d (3 per repeat)", s, len(t[s]), 3*repeats)
+		for s := range alone {
+			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
+				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
 			}
-			after, wall, b2b := t[s][3*r], t[s][3*r+1], t[s][3*r+2]
-			per = append(per, max(0, after-b2b)/coreWaitSteps)
-			walls = append(walls, wall)
+			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+			walls = append(walls, burstT[s][2*r+1])
 		}
 		ws = append(ws, medianOf(per))
 	}
@@ -156,8 +146,8 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for i := range all {
 		all[i] = i
 	}
-	var groups []commGroup
-	var bursts []int
+	groups := []commGroup{{opAllReducePairs, all}}
+	bursts := []int{0}
 	for _, b := range CoreWaitBursts {
 		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
 	}
@@ -176,8 +166,8 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		cal.OpTimes = append(cal.OpTimes, e)
 		note(cal, "receive wait at %d ranks on %d cores: %.3g s per hop of a message passed around all of them beyond the one-way time between two (median over %d repeats)", n, cores, e.TimeS, e.Samples)
 	}
-	for i := 0; i < ring; i++ {
-		e, ok, err := coreWaitEntry(times[i], n, cores)
+	for i := 1; i < ring; i++ {
+		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
 		}

@@ -7,18 +7,18 @@ import (
 	"github.com/partbench/partbench/configs"
 )
 
-// TestCoreWaitEntry: three sizes, three repeats, times in µs; each repeat
-// is (all_reduce after a burst, burst wall, all_reduce right after).
+// TestCoreWaitEntry: three sizes, three repeats, times in µs; after a
+// burst each repeat is (all_reduce, burst wall).
 //
-//	size      after a burst   back to back   (after − back to back)/2
-//	256 B     140 300 100     100 100 100     20  100   0
-//	4 KiB     260 380 150     200 200 200     30   90   0 (clamped: −25)
-//	32 KiB    420 600 400     400 400 400     10  100   0
-//	median over sizes, per repeat:            20  100   0
+//	size      back to back     after a burst (all_reduce)   (burst − alone)/2
+//	256 B     100 100 100      140 300 100                   20  100   0
+//	4 KiB     200 200 200      260 380 150                   30   90   0 (clamped: −25)
+//	32 KiB    400 400 400      420 600 400                   10  100   0
+//	median over sizes, per repeat:                           20  100   0
 //
-// → time_s 20 µs (median of 20, 100, 0), min 0 (kept as 1 ns), max 100 µs,
-// 3 samples; the bursts' wall times are 50 µs but for two of 70 and one of
-// 90: median of the nine 50 µs → size 50 000 ns.
+// → time_s 20 µs (median of 20, 100, 0), min 0 (kept as 1 ns), max 100 µs, 3 samples; the
+// bursts' wall times are 50 µs but for two of 70 and one of 90: median of
+// the nine 50 µs → size 50 000 ns.
 func TestCoreWaitEntry(t *testing.T) {
 	us := func(xs ...float64) []float64 {
 		for i := range xs {
@@ -26,38 +26,36 @@ func TestCoreWaitEntry(t *testing.T) {
 		}
 		return xs
 	}
-	times := [][]float64{us(140, 50, 100, 300, 70, 100, 100, 50, 100), us(260, 50, 200, 380, 90, 200, 150, 50, 200),
-		us(420, 50, 400, 600, 70, 400, 400, 50, 400)}
-	e, ok, err := coreWaitEntry(times, 4, 2)
+	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
+	burstT := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
+	e, ok, err := coreWaitEntry(alone, burstT, 4, 2)
 	if err != nil || !ok {
 		t.Fatalf("entry: ok %t, err %v", ok, err)
 	}
 	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	if e.Kind != configs.CoreWaitKind || e.Shape != "cores=2" || e.Size != 50_000 || e.Ranks != 4 || e.Samples != 3 ||
 		!close(e.TimeS, 20e-6) || !close(e.TimeMinS, 1e-9) || !close(e.TimeMaxS, 100e-6) {
-		t.Errorf("entry %+v; want core_wait cores=2 size 50000 ranks 4, 20 µs (1 ns–100 µs), 3 samples", e)
+		t.Errorf("entry %+v; want core_wait cores=2 size 50000 ranks 4, 20 µs (0–100 µs), 3 samples", e)
 	}
 	if err := configs.ValidateOpTimes("op_time", []configs.OpTime{e}); err != nil {
 		t.Errorf("the entry is not a valid op time: %v", err)
 	}
-	// A wait in one repeat of three (120 µs more after the burst in repeat
-	// 1: 60 µs per step): median 0, kept as 1 ns, max 60 µs.
-	once := [][]float64{us(100, 5, 100, 220, 5, 100, 100, 5, 100), us(200, 5, 200, 320, 5, 200, 200, 5, 200),
-		us(400, 5, 400, 520, 5, 400, 400, 5, 400)}
-	if e, ok, err := coreWaitEntry(once, 4, 2); !ok || err != nil || e.TimeS != 1e-9 || !close(e.TimeMaxS, 60e-6) || e.Size != 5000 {
+	// A wait in one repeat of three: median 0, kept as 1 ns (max 60 µs).
+	once := [][]float64{us(100, 5, 220, 5, 100, 5), us(200, 5, 320, 5, 200, 5), us(400, 5, 520, 5, 400, 5)}
+	if e, ok, err := coreWaitEntry(alone, once, 4, 2); !ok || err != nil || e.TimeS != 1e-9 || !close(e.TimeMaxS, 60e-6) || e.Size != 5000 {
 		t.Errorf("one repeat waited: %+v, ok %t, err %v; want 1 ns (max 60 µs) at 5000 ns", e, ok, err)
 	}
 	// No wait measured: no entry.
-	same := [][]float64{us(100, 5, 100, 100, 5, 100, 100, 5, 100)}
-	if _, ok, err := coreWaitEntry(same, 4, 2); ok || err != nil {
+	same := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
+	if _, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil {
 		t.Errorf("equal times: ok %t, err %v; want no entry, no error", ok, err)
 	}
-	// Malformed times are an error, not a guess.
-	if _, _, err := coreWaitEntry([][]float64{us(1, 2, 3, 4)}, 4, 2); err == nil {
-		t.Error("4 times (not 3 per repeat): no error")
+	// Mismatched shapes are an error, not a guess.
+	if _, _, err := coreWaitEntry(alone, burstT[:2], 4, 2); err == nil {
+		t.Error("3 sizes against 2: no error")
 	}
-	if _, _, err := coreWaitEntry([][]float64{us(1, 2, 3), us(1, 2, 3, 4, 5, 6)}, 4, 2); err == nil {
-		t.Error("sizes with different repeats: no error")
+	if _, _, err := coreWaitEntry(alone, alone, 4, 2); err == nil {
+		t.Error("burst times without their wall times: no error")
 	}
 }
 
