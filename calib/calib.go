@@ -284,6 +284,15 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		}
 		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
 	}
+	// The partners' scheduling delay of a collective at every placement of
+	// more ranks than cores (corewait.go), among process ranks only.
+	if len(o.LinkArgv) > 0 {
+		for _, n := range coreWaitCounts(o, h.cores) {
+			if err := measureCoreWait(ctx, o, n, h.cores, cal); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}
@@ -415,9 +424,14 @@ func measureCache(o Options, sizes []int64, cal *configs.Calibration, step func(
 // measureGEMM times every shape once per repeat, fits F per repeat and
 // fills the GEMM samples and the spread; it returns the median F.
 func measureGEMM(o Options, shapes []gemmShape, mem memFigures, cal *configs.Calibration, step func() error) (float64, error) {
+	g, release, err := cpuGEMM()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	times := make([][]float64, len(shapes)) // [shape][repeat]
 	for i, s := range shapes {
-		times[i] = timeGEMM(s, o.Repeats, o.MinSample)
+		times[i] = timeGEMM(g, s, o.Repeats, o.MinSample)
 		if err := step(); err != nil {
 			return 0, err
 		}

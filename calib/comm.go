@@ -28,14 +28,29 @@ const (
 	// (tp2pp2, tp2-dp2) on one host, whose all-reduces overlap — timed on
 	// the pair {0, 1}.
 	opAllReducePairs = "all_reduce_pairs"
+	// opAllReduceBurst is opAllReducePairs with a compute burst before
+	// each call on every rank (burst, corewait.go), timing the calls alone:
+	// what a pair's all-reduce costs when its partner must first be
+	// scheduled (measureCoreWait).
+	opAllReduceBurst = "all_reduce_pairs_burst"
+	// opRing passes one message around every rank of the group, each
+	// receiving from the one before it and sending to the one after (a
+	// pipeline's hops, one rank runnable at a time), timed per hop
+	// (measureCoreWait's receive wait).
+	opRing = "ring"
 )
+
+// isAllReduce reports whether op runs all_reduce calls (on a group).
+func isAllReduce(op string) bool {
+	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst
+}
 
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
 func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opAllReducePairs {
+	if op == opSendRecv || op == opAllReducePairs || op == opAllReduceBurst {
 		return 2
 	}
 	return len(ranks)
@@ -140,11 +155,15 @@ type commBench struct {
 	op     string
 	ranks  []int
 	groups map[int]pexec.Group // all_reduce: each member's group
+	// burst is opAllReduceBurst's compute burst (iterations); burstS the
+	// wall time the last rankRun spent in its bursts.
+	burst  int
+	burstS float64
 }
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
 	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
-	if op != opAllReduce && op != opAllReducePairs {
+	if !isAllReduce(op) {
 		return b, nil
 	}
 	var mu sync.Mutex
@@ -179,7 +198,7 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 
 // groupOf is the all_reduce group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs {
+	if b.op == opAllReducePairs || b.op == opAllReduceBurst {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -197,8 +216,11 @@ func (b *commBench) members() []int {
 // (sendrecv: half a round trip).
 func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
-	if b.op == opSendRecv {
+	switch b.op {
+	case opSendRecv:
 		per /= 2
+	case opRing:
+		per /= float64(len(b.ranks))
 	}
 	return per
 }
@@ -232,13 +254,28 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			return 0, err
 		}
 	}
+	if b.op == opAllReduceBurst {
+		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst)
+		b.burstS = bs
+		if err != nil {
+			return 0, err
+		}
+		return elapsed, c.Flush(ctx)
+	}
+	b.burstS = 0
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
-		case b.op == opAllReduce || b.op == opAllReducePairs:
+		case isAllReduce(b.op):
 			if err := g.AllReduce(ctx, buf); err != nil {
 				return 0, err
 			}
+		case b.op == opRing:
+			bs, err := ringHop(ctx, c, buf, members, r, b.burst)
+			if err != nil {
+				return 0, err
+			}
+			b.burstS += bs
 		case r == first:
 			if err := c.Send(ctx, buf, members[1]); err != nil {
 				return 0, err

@@ -10,7 +10,7 @@ import (
 func comment(cal *configs.Calibration, h host, o Options, shapes int) {
 	c := cal.Comments
 	c["hardware.name"] = "from /proc/cpuinfo"
-	c["hardware.fp32_flops_per_s"] = fmt.Sprintf("measured: cpu.MatMul (the CPU backend's GEMM: gonum sgemm in serial tiles) over %d GEMM shapes of %v; roofline fit, median over repeats", shapes, o.Configs)
+	c["hardware.fp32_flops_per_s"] = fmt.Sprintf("measured: the CPU backend's GEMM (its Compute's MatMul, from the backend registry) over %d GEMM shapes of %v; roofline fit, median over repeats", shapes, o.Configs)
 	c["hardware.fp16_flops_per_s"] = "= fp32: the CPU backend computes every dtype in float32"
 	c["hardware.bf16_flops_per_s"] = "= fp32: the CPU backend computes every dtype in float32"
 	c["hardware.fp8_flops_per_s"] = "not supported by the CPU backend"

@@ -37,6 +37,9 @@ type linkSpec struct {
 type linkGroup struct {
 	Op    string `json:"op"`
 	Ranks []int  `json:"ranks"`
+	// Burst is the compute burst's iterations before each call of
+	// opAllReduceBurst (corewait.go).
+	Burst int `json:"burst,omitempty"`
 }
 
 // measureLinkProcs runs the link measurement with n ranks as processes,
@@ -45,9 +48,21 @@ type linkGroup struct {
 // OS scheduling processes on the host's cores, not goroutines. It returns
 // rank 0's per-call times, [group][size][repeat].
 func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGroup, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
+	return measureLinkProcsBursts(ctx, argv, n, groups, nil, sizes, repeats, minDur)
+}
+
+// measureLinkProcsBursts is measureLinkProcs with bursts[i] the compute
+// burst iterations of group i (opAllReduceBurst; nil: none). A burst
+// group's times hold two numbers per repeat: the all_reduce's time per
+// call, then the burst's (rank 0's wall time, descheduling included).
+func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
-	for _, g := range groups {
-		spec.Groups = append(spec.Groups, linkGroup{g.op, g.ranks})
+	for i, g := range groups {
+		lg := linkGroup{Op: g.op, Ranks: g.ranks}
+		if i < len(bursts) {
+			lg.Burst = bursts[i]
+		}
+		spec.Groups = append(spec.Groups, lg)
 	}
 	js, err := json.Marshal(spec)
 	if err != nil {
@@ -111,14 +126,14 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	minDur := time.Duration(spec.MinSampleS * float64(time.Second))
 	times := make([][][]float64, len(spec.Groups))
 	for gi, g := range spec.Groups {
-		b := &commBench{op: g.Op, ranks: g.Ranks}
+		b := &commBench{op: g.Op, ranks: g.Ranks, burst: g.Burst}
 		members := b.members()
 		times[gi] = make([][]float64, len(spec.Sizes))
 		if !slices.Contains(members, me) {
 			continue
 		}
 		var grp pexec.Group
-		if b.op == opAllReduce || b.op == opAllReducePairs {
+		if isAllReduce(b.op) {
 			if grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
 				return err
 			}
@@ -147,6 +162,9 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 					return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
 				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
+				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) {
+					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
+				}
 			}
 		}
 	}

@@ -49,3 +49,41 @@ func TestMeasureLinkProcs(t *testing.T) {
 		}
 	}
 }
+
+// Two process ranks time a pair's all_reduce back to back and after a
+// compute burst: the burst group's times hold, per repeat, the all_reduce's
+// time and the burst's wall time, both positive, the burst's at least its
+// work's (4 000 iterations: well over 1 µs on any machine partbench runs on).
+func TestMeasureLinkProcsBursts(t *testing.T) {
+	groups := []commGroup{{opAllReducePairs, []int{0, 1}}, {opAllReduceBurst, []int{0, 1}}}
+	times, err := measureLinkProcsBursts(context.Background(), []string{os.Args[0], "-test.run=^$"}, 2, groups, []int{0, 4000}, []int64{256}, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times[0][0]) != 2 || len(times[1][0]) != 4 {
+		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst) pairs", times)
+	}
+	for i, v := range times[1][0] {
+		if !(v > 0 && v < 1) || (i%2 == 1 && v < 1e-6) {
+			t.Fatalf("after a burst, value %d: %g s", i, v)
+		}
+	}
+}
+
+// Three process ranks pass a message around: rank 0 reports a positive
+// time per hop for each size and repeat.
+func TestMeasureLinkProcsRing(t *testing.T) {
+	groups := []commGroup{{opRing, []int{0, 1, 2}}}
+	times, err := measureLinkProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, groups, []int64{64}, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times[0][0]) != 2 {
+		t.Fatalf("times %v: want 2 repeats", times)
+	}
+	for _, v := range times[0][0] {
+		if !(v > 0 && v < 1) {
+			t.Fatalf("hop time %g s, want in (0, 1)", v)
+		}
+	}
+}

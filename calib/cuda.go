@@ -539,7 +539,7 @@ func stepOverhead(ctx context.Context, o Options, plans []*partition.Plan, cal *
 		return nil
 	}
 	plan := plans[0]
-	c, err := pcuda.New(plan, 0, pcuda.Options{Device: o.Device, Graphs: true})
+	c, err := deviceCompute(configs.BackendCUDA, o.Device, plan, 0) // the registered GPU backend's: decode graphs, as a run
 	if err != nil {
 		return fmt.Errorf("step overhead: %w", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/partbench/partbench/exec/cpu"
-
 	"github.com/partbench/partbench/partition"
 )
 
@@ -97,10 +95,10 @@ func (s *gemmShape) clip(flopBudget, weightCap int64) {
 	}
 }
 
-// timeGEMM times out[mm, mn] = x[mm, k] @ w[k, mn] through cpu.MatMul, the
-// CPU backend's GEMM (gonum's sgemm, row-major, no transposes, β = 0, in
-// serial tiles), once per repeat; seconds per call.
-func timeGEMM(s gemmShape, repeats int, minDur time.Duration) []float64 {
+// timeGEMM times out[mm, mn] = x[mm, k] @ w[k, mn] through g, the CPU
+// backend's GEMM (cpuGEMM: the one its Gemm ops run, row-major, no
+// transposes, β = 0), once per repeat; seconds per call.
+func timeGEMM(g hostGEMM, s gemmShape, repeats int, minDur time.Duration) []float64 {
 	x, w, out := make([]float32, s.mm*s.k), make([]float32, s.k*s.mn), make([]float32, s.mm*s.mn)
 	for i := range x {
 		x[i] = float32(i%97) * 1e-2
@@ -110,7 +108,7 @@ func timeGEMM(s gemmShape, repeats int, minDur time.Duration) []float64 {
 	}
 	ts := make([]float64, repeats)
 	for r := range ts {
-		ts[r] = timePer(minDur, func() { cpu.MatMul(s.mm, s.mn, s.k, x, w, out) })
+		ts[r] = timePer(minDur, func() { g.MatMul(s.mm, s.mn, s.k, x, w, out) })
 	}
 	return ts
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -46,7 +45,7 @@ func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeat
 	if err != nil {
 		return nil, err
 	}
-	c, err := cpu.New(plan, 0)
+	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -19,8 +18,11 @@ import (
 // measured through the exec.Compute interface, the calls a run makes.
 type NewCompute func(plan *partition.Plan, rank int) (pexec.Compute, error)
 
-// CPUCompute is exec/cpu's Compute (the default NewCompute).
-func CPUCompute(plan *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(plan, rank) }
+// CPUCompute is the registered CPU backend's Compute (the default
+// NewCompute).
+func CPUCompute(plan *partition.Plan, rank int) (pexec.Compute, error) {
+	return deviceCompute(configs.BackendCPU, 0, plan, rank)
+}
 
 // DefaultOpConfigs are the configs whose Programs' compute ops are timed
 // into the op-time table: the test configs the CPU backend runs (every

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/partbench/partbench/exec/cpu"
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -13,8 +13,8 @@ import (
 // overhead: one rank of the tiny model.
 const overheadConfig = "test/single-tiny"
 
-// execOverhead times the smallest compute op there is through exec/cpu's
-// Compute.Exec: a residual add of one decode row of the tiny model (64
+// execOverhead times the smallest compute op there is through the CPU
+// backend's Compute.Exec (from the registry): a residual add of one decode row of the tiny model (64
 // float32 additions, tens of nanoseconds of arithmetic). What it measures
 // is the call's fixed cost: op dispatch, buffer look-ups and bounds checks.
 // Seconds per call, once per repeat.
@@ -23,7 +23,7 @@ func execOverhead(ctx context.Context, repeats int, minDur time.Duration) ([]flo
 	if err != nil {
 		return nil, err
 	}
-	c, err := cpu.New(plan, 0)
+	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
 	if err != nil {
 		return nil, err
 	}

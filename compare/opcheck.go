@@ -30,8 +30,9 @@ type OpCheckRow struct {
 	// Clock says how the measured column was timed: "device" (the traced
 	// iteration's marks on the device queue: its prefill, and its decode
 	// steps op by op where they ran as graphs) or "host" (the executor's
-	// timers around each call, the median over the measured iterations).
-	// On an asynchronous device the host timers measure the enqueue only.
+	// timers around each call, the median over the measured iterations) or
+	// "enqueue" (an asynchronous device whose ops were not timed on it: the
+	// host timers measured the enqueue only, so MeasuredS is 0 and Ratio 0).
 	Clock string `json:"clock,omitempty"`
 	// TableOps and RooflineOps count the modeled ops of the kind per rank in
 	// one prefill or one decode step priced from the hardware profile's
@@ -84,6 +85,16 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 		for phase, byKind := range r.PhaseBusyS {
 			if dev[phase] != nil {
 				continue // timed on the device
+			}
+			if r.Async {
+				// The host timers saw the enqueue alone: no measured time
+				// (never a ratio of an enqueue to a device time).
+				for kind := range byKind {
+					if clock[key{phase, kind}] == "" {
+						clock[key{phase, kind}] = exec.ClockEnqueue
+					}
+				}
+				continue
 			}
 			per := 1.0 // an iteration's prefill
 			if phase == string(partition.Decode) {
@@ -194,7 +205,11 @@ func deviceBusy(r exec.RankResult) map[string]map[string]float64 {
 	}
 	graphs := false
 	var prefill []exec.Span
-	for _, sp := range r.Spans {
+	spans := r.Spans
+	if len(spans) == 0 {
+		spans = r.CheckSpans // an asynchronous device's op-check iteration
+	}
+	for _, sp := range spans {
 		if !sp.Device {
 			return nil
 		}
@@ -214,7 +229,7 @@ func deviceBusy(r exec.RankResult) map[string]map[string]float64 {
 	for _, sp := range prefill {
 		add(sp.Phase, sp.Kind, sp.DurS)
 	}
-	decode := r.Spans
+	decode := spans
 	if graphs {
 		decode = r.OpSpans
 	}

@@ -107,3 +107,37 @@ func TestOpCheckDeviceSpans(t *testing.T) {
 		}
 	}
 }
+
+// An asynchronous device's host timers saw the enqueue alone: without
+// device spans its rows show no measured time (Clock "enqueue", ratio 0),
+// never the enqueue against a device time; with the op check's own
+// device-timed iteration (CheckSpans: prefill gemm 2 ms; decode steps 0
+// and 1 gemm 0.4 and 0.6 ms → 0.5 ms per step) those count.
+func TestOpCheckAsyncDevice(t *testing.T) {
+	r := exec.RankResult{StepEndS: [][]float64{{1, 2}}, Async: true,
+		PhaseBusyS: map[string]map[string][]float64{"prefill": {"gemm": {1e-5}}, "decode": {"gemm": {2e-5}}}}
+	gemm := &partition.Op{Kind: partition.Gemm}
+	est := &sim.Estimate{Timeline: &sim.Timeline{Slices: []sim.Slice{
+		{Rank: 0, Phase: partition.Prefill, Step: -1, Op: gemm, EndS: 3e-3},
+		{Rank: 0, Phase: partition.Decode, Step: 0, Op: gemm, EndS: 1e-3},
+	}}}
+	rows := OpCheck(&exec.Measurement{Ranks: []exec.RankResult{r}}, est)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v, want prefill and decode gemm", rows)
+	}
+	for _, row := range rows {
+		if row.Clock != exec.ClockEnqueue || row.MeasuredS != 0 || row.Ratio != 0 || row.ModeledS == 0 {
+			t.Errorf("enqueue-timed %s %s: %+v, want no measured time, clock enqueue, the modeled time kept", row.Phase, row.Kind, row)
+		}
+	}
+	dev := func(phase string, step int, dur float64) exec.Span {
+		return exec.Span{Phase: phase, Kind: "gemm", Step: step, DurS: dur, Device: true}
+	}
+	r.CheckSpans = []exec.Span{dev("prefill", -1, 2e-3), dev("decode", 0, 0.4e-3), dev("decode", 1, 0.6e-3)}
+	want := map[string]float64{"prefill": 2e-3, "decode": 0.5e-3}
+	for _, row := range OpCheck(&exec.Measurement{Ranks: []exec.RankResult{r}}, est) {
+		if row.Clock != exec.ClockDevice || math.Abs(row.MeasuredS-want[row.Phase]) > 1e-12 {
+			t.Errorf("check spans, %s %s: %+v, want %g s on the device", row.Phase, row.Kind, row, want[row.Phase])
+		}
+	}
+}

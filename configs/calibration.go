@@ -312,6 +312,12 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}
+	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
+		var waitNotes []string
+		times, waitNotes = keepCoreWait(times, opTimes, max(1, ranks), c.Info.Cores)
+		off = slices.DeleteFunc(off, func(w string) bool { return isWaitKind(strings.Fields(w)[0]) })
+		notes = append(notes, waitNotes...)
+	}
 	cfg.Hardware.OpTimes = times
 	if len(times) > 0 {
 		notes = append(notes, fmt.Sprintf("%d measured op times (%s) price the ops whose shapes they cover — compute measured with %d rank(s) computing at once (of %d per host), communication among %d — the roofline prices the rest",

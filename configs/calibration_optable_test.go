@@ -212,3 +212,49 @@ func TestConfigOpTimesValidated(t *testing.T) {
 		}
 	}
 }
+
+// A core wait prices only the placement it was measured at: tp2pp2-tiny
+// puts 4 ranks on the 2-core host, so a wait measured at 4 ranks is kept
+// (with a note), one measured at 2 is dropped with a warning naming both
+// counts, and a 1-rank config on 2 cores (nothing outnumbered) keeps none.
+// layerwise16-tiny's topology is two nodes of 8, but the shared-core
+// stretch puts all 16 ranks on the host's cores, and so does the wait:
+// measured at 16 it is kept, at 4 and 8 it is not.
+func TestCalibrationApplyCoreWait(t *testing.T) {
+	wait := func(ranks int) OpTime {
+		return OpTime{Kind: CoreWaitKind, Shape: CoreWaitShape(2), Size: 1, TimeS: 1e-5, TimeMinS: 1e-5, TimeMaxS: 1e-5, Samples: 1, Ranks: ranks}
+	}
+	hasWait := func(ts []OpTime) bool {
+		for _, t := range ts {
+			if t.Kind == CoreWaitKind {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		config   string
+		measured int
+		kept     bool
+		note     string
+	}{
+		{"test/tp2pp2-tiny", 4, true, "collectives are charged the partners' scheduling delay and blocking receives the receive wait, as measured at 4 ranks"},
+		{"test/tp2pp2-tiny", 2, false, "warning: the config's 4 ranks outnumber the host's 2 cores but the profile's core wait was measured at [2] ranks, not 4: it is not used"},
+		{"test/single-tiny", 4, false, ""},
+		{"test/layerwise16-tiny", 16, true, "as measured at 16 ranks"},
+		{"test/layerwise16-tiny", 8, false, "measured at [8] ranks, not 16"},
+	} {
+		cal := sampleCalibration() // 2 cores
+		second := wait(c.measured) // a second burst length: the count is named once
+		second.Size = 2
+		cal.OpTimes = append(sampleOpTimes(), wait(c.measured), second)
+		cfg, err := Load(c.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(cal.Apply(cfg), "\n")
+		if hasWait(cfg.Hardware.OpTimes) != c.kept || (c.note != "" && !strings.Contains(notes, c.note)) || (c.note == "" && strings.Contains(notes, "core wait")) {
+			t.Errorf("%s, wait measured at %d: kept %t (want %t), notes %q (want %q)", c.config, c.measured, hasWait(cfg.Hardware.OpTimes), c.kept, notes, c.note)
+		}
+	}
+}

@@ -56,6 +56,16 @@ type RankResult struct {
 	// suspended, not measured. Spans keep the measured iteration, where an
 	// op that launched a graph holds the graph's time (Span.Graph).
 	OpSpans []Span `json:"op_spans,omitempty"`
+	// Async says the rank's Compute queues its ops on a device
+	// (DeviceClock): its host timers around each call (BusyS, PhaseBusyS)
+	// measure the enqueue, not the op.
+	Async bool `json:"async,omitempty"`
+	// CheckSpans are, on an asynchronous device in a run without a trace,
+	// the op check's device times: one more iteration after the measured
+	// ones, not measured, graphs suspended, a device mark around every op of
+	// its prefill and first CheckDecodeSteps decode steps, read after the
+	// iteration (no host wait inside a step).
+	CheckSpans []Span `json:"check_spans,omitempty"`
 	// AllocatedByKind itemizes AllocatedBytes (exec.Alloc* kinds) when the
 	// backend says (exec.AllocationItemizer).
 	AllocatedByKind map[string]int64 `json:"allocated_by_kind,omitempty"`
@@ -279,3 +289,12 @@ func SummarizeTrace(r RankResult) (TraceSummary, bool) {
 	t.DecodeOpS, t.DecodeHostS, t.DecodeOpByOpS = median(op), median(host), median(byOp)
 	return t, true
 }
+
+// CheckDecodeSteps is how many decode steps the op check's extra iteration
+// times on an asynchronous device (RankResult.CheckSpans).
+const CheckDecodeSteps = 4
+
+// ClockEnqueue marks an op-check time an asynchronous device's host timers
+// took: the enqueue alone, so the op check shows no measured time for it
+// (compare.OpCheckRow.Clock).
+const ClockEnqueue = "enqueue"

@@ -131,6 +131,13 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	clock, _ := compute.(DeviceClock)
 	graphs, _ := compute.(GraphLauncher)
 	opByOp := o.TraceDecodeSteps > 0 && clock != nil && graphs != nil
+	// On an asynchronous device the host timers see the enqueue only: without
+	// a trace (whose spans are device-timed) one more iteration times the ops
+	// on the device for the op check (CheckSpans).
+	res.Async = clock != nil
+	checkDevice := o.TraceDecodeSteps == 0 && clock != nil
+	checkSteps := min(steps, CheckDecodeSteps)
+	var checkIt bool
 	var windowStart, t0 time.Time
 	var measured, tracing, extra bool
 	graphed := false // an op of the traced iteration ran inside a graph
@@ -139,7 +146,25 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	// observe adds each op's time to the busy total of its kind over the
 	// measured iterations, and records the last iteration's ops for a trace.
 	labeler, _ := compute.(OpLabeler)
+	// marked says whether the op being run gets device marks around it.
+	marked := func() bool {
+		switch {
+		case !tracing:
+			return false
+		case checkIt: // the op check's iteration: its prefill and first steps
+			return phase == partition.Prefill || step < checkSteps
+		case extra: // the op-by-op replay of traced decode steps
+			return phase != partition.Prefill && step < o.TraceDecodeSteps
+		}
+		return phase == partition.Prefill || step < o.TraceDecodeSteps
+	}
 	observe := func(op *partition.Op, start, end time.Time) {
+		if checkIt {
+			if marked() {
+				res.CheckSpans = append(res.CheckSpans, spanOf(op, labeler, phase, step, start, end, t0))
+			}
+			return
+		}
 		if extra {
 			if tracing && phase == partition.Decode && step < o.TraceDecodeSteps {
 				res.OpSpans = append(res.OpSpans, spanOf(op, labeler, phase, step, start, end, t0))
@@ -171,24 +196,25 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	var mark func() error
 	if clock != nil {
 		mark = func() error {
-			if !tracing || (phase != partition.Prefill && step >= o.TraceDecodeSteps) || (extra && phase == partition.Prefill) {
+			if !marked() {
 				return nil
 			}
 			return clock.Mark()
 		}
 	}
 	last := total
-	if opByOp {
+	if opByOp || checkDevice {
 		last++
 	}
 	for it := 0; it < last; it++ {
 		extra = it == total
-		if extra && !graphed {
+		if extra && opByOp && !graphed {
 			break // every traced op ran on its own: its marks already time it
 		}
+		checkIt = extra && checkDevice
 		measured, iter = it >= cfg.Run.Warmup && !extra, it-cfg.Run.Warmup
-		tracing = o.TraceDecodeSteps > 0 && (it == total-1 || extra)
-		if extra {
+		tracing = (o.TraceDecodeSteps > 0 && (it == total-1 || extra)) || checkIt
+		if extra && graphs != nil {
 			if err := graphs.SuspendGraphs(true); err != nil {
 				return fail(err)
 			}
@@ -236,17 +262,24 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 		if tracing && clock != nil {
 			spans := res.Spans
-			if extra {
+			switch {
+			case checkIt:
+				spans = res.CheckSpans
+			case extra:
 				spans = res.OpSpans
 			}
 			if err := deviceSpans(clock, spans); err != nil {
 				return fail(err)
 			}
-			res.SpanClock = "device"
+			if !checkIt {
+				res.SpanClock = "device"
+			}
 		}
 		if extra {
-			if err := graphs.SuspendGraphs(false); err != nil {
-				return fail(err)
+			if graphs != nil {
+				if err := graphs.SuspendGraphs(false); err != nil {
+					return fail(err)
+				}
 			}
 			continue
 		}

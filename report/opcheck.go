@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/partbench/partbench/compare"
+	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/sim"
 )
 
@@ -16,18 +17,22 @@ func OpCheckGrid(rows []compare.OpCheckRow) Grid {
 	g := Grid{Title: "Op check: measured vs modeled, per prefill or decode step, mean over the ranks running the kind",
 		Header: []string{"phase", "kind", "ranks", "measured (µs)", "clock", "modeled (µs)", "modeled / measured", "priced by"},
 		Notes: []string{"times inside the ops' calls; a collective's or recv's wait for its partner is part of it on both sides",
-			"clock device: the traced iteration's marks on the device queue (decode op by op where the steps ran as graphs); host: the executor's timers around each call, median over the measured iterations — on an asynchronous device that is the enqueue alone (run with --trace for device times)"}}
+			"clock device: the traced iteration's marks on the device queue (decode op by op where the steps ran as graphs); host: the executor's timers around each call, median over the measured iterations; enqueue: an asynchronous device's ops not timed on it (the host timers saw the enqueue alone), so no measured time — run with --trace"}}
 	for _, r := range rows {
 		ratio := "n/a"
 		if r.MeasuredS > 0 {
 			ratio = strconv.FormatFloat(r.Ratio, 'f', 2, 64)
+		}
+		measured := strconv.FormatFloat(1e6*r.MeasuredS, 'f', 1, 64)
+		if r.Clock == exec.ClockEnqueue {
+			measured, ratio = "—", "—"
 		}
 		clock := r.Clock
 		if clock == "" {
 			clock = "—"
 		}
 		g.Rows = append(g.Rows, []string{r.Phase, r.Kind, itoa(r.Ranks),
-			strconv.FormatFloat(1e6*r.MeasuredS, 'f', 1, 64), clock, strconv.FormatFloat(1e6*r.ModeledS, 'f', 1, 64), ratio, pricedBy(r)})
+			measured, clock, strconv.FormatFloat(1e6*r.ModeledS, 'f', 1, 64), ratio, pricedBy(r)})
 	}
 	return g
 }

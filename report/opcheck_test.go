@@ -13,11 +13,13 @@ func TestOpCheckGrid(t *testing.T) {
 		{Phase: "prefill", Kind: "gemm", Ranks: 2, MeasuredS: 3.5e-3, ModeledS: 3e-3, Ratio: 3.0 / 3.5, TableOps: 1, RooflineOps: 1, Clock: "host"},
 		{Phase: "decode", Kind: "attention", Ranks: 1, MeasuredS: 80e-6, ModeledS: 86.6e-6, Ratio: 1.0825, TableOps: 8, Clock: "device"},
 		{Phase: "decode", Kind: "all_reduce", Ranks: 1, ModeledS: 1e-6, RooflineOps: 2},
+		{Phase: "decode", Kind: "gemm", Ranks: 1, ModeledS: 98.72e-3, TableOps: 4, Clock: "enqueue"},
 	})
 	want := [][]string{
 		{"prefill", "gemm", "2", "3500.0", "host", "3000.0", "0.86", "table 1, roofline 1"},
 		{"decode", "attention", "1", "80.0", "device", "86.6", "1.08", "table"},
 		{"decode", "all_reduce", "1", "0.0", "—", "1.0", "n/a", "roofline"},
+		{"decode", "gemm", "1", "—", "enqueue", "98720.0", "—", "table"}, // an async device's enqueue: no measured time, no ratio
 	}
 	if !reflect.DeepEqual(g.Rows, want) {
 		t.Errorf("rows %q, want %q", g.Rows, want)

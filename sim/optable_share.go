@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -170,4 +171,116 @@ func factorsClose(a, b *coreShare) bool {
 		}
 	}
 	return true
+}
+
+// The partners' scheduling delay. When a host runs more ranks than it has
+// cores, a rank that blocks in a collective waits, at each message step,
+// for its partner to be given a core (docs/costmodel.md, "Shared cores: the
+// partners' scheduling delay"). The profile's op-time table holds that wait
+// per message step, W, measured by calibrate at the run's ranks (kind
+// configs.CoreWaitKind, shape cores=C; Apply keeps it only at that count)
+// against the compute a rank ran since its last communication (size: that
+// burst's wall time in ns; interpolated between measured bursts, the
+// nearest measured one outside them). A collective over g ranks is charged
+//
+//	all_reduce (ring): 2(g−1) · W · share      all_gather: (g−1) · W · share
+//
+// (share: coreWaitShare). A receive that blocked (its message not yet
+// there) is charged the receive wait instead (configs.RecvWaitKind: a hop
+// of a message passed around all the ranks, beyond the one-way time the
+// send entry holds); a send, which does not wait for its receiver,
+// nothing.
+
+// messageSteps is the message steps of op a rank waits on its partner at.
+func messageSteps(op *partition.Op) int {
+	g := len(op.Group)
+	switch op.Kind {
+	case partition.AllReduce:
+		return 2 * max(0, g-1)
+	case partition.AllGather:
+		return max(0, g-1)
+	}
+	return 0 // a receive is charged the receive wait (recvWaitS)
+}
+
+// recvWaitS is what a receive that blocked waits beyond its message's
+// transfer when the host's ranks outnumber its cores: the table's receive
+// wait at the plan's host cores (0 without one).
+func recvWaitS(table *OpTable, plan *partition.Plan) float64 {
+	cores := hostCores(plan)
+	if cores <= 0 || table == nil {
+		return 0
+	}
+	w, ok := table.Lookup(configs.RecvWaitKind, configs.CoreWaitShape(cores), 1, 0)
+	if !ok {
+		return 0
+	}
+	return w
+}
+
+// coreWaitS is the scheduling delay charged to op by the table's core wait
+// at the plan's host cores after burstS seconds of compute, run at a mean
+// shared-core stretch of stretch (0 without a core wait; coreWaitShare).
+func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, stretch float64) float64 {
+	cores := hostCores(plan)
+	if cores <= 0 || table == nil {
+		return 0
+	}
+	steps := messageSteps(op)
+	if steps == 0 {
+		return 0
+	}
+	w, ok := table.lookupClamped(configs.CoreWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
+	if !ok {
+		return 0
+	}
+	return float64(steps) * w * coreWaitShare(stretch, planRanks(plan), cores)
+}
+
+// planRanks is every rank of plan's config (replicas included): the ranks
+// the host's cores are shared among (Calibration.Apply keeps a core wait
+// measured at that count only).
+func planRanks(plan *partition.Plan) int {
+	p := plan.Config.Parallel
+	return max(1, p.TP) * max(1, p.PP) * max(1, p.DP)
+}
+
+// coreWaitShare is how much of the measured wait a rank meets: calibrate
+// measures W with all n ranks computing between their collectives, so the
+// ranks' compute is stretched n/C; a rank whose burst ran at a mean stretch
+// s (1: a core to itself, no rank waiting for one) meets the fraction
+//
+//	clamp((s − 1) / (n/C − 1), 0, 1)
+//
+// of it — none in a pipeline whose stages compute one at a time, all of it
+// where every rank computes at once, as in the measurement.
+func coreWaitShare(stretch float64, ranks, cores int) float64 {
+	full := float64(ranks)/float64(cores) - 1
+	if full <= 0 {
+		return 0
+	}
+	return math.Min(1, math.Max(0, (stretch-1)/full))
+}
+
+// lookupClamped is Lookup of a kind without context at size, taken at the
+// nearest measured size outside the measured range.
+func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	g := t.grids[kind+"\x00"+shape]
+	if g == nil || len(g.sizes) == 0 {
+		return 0, false
+	}
+	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
+	return t.Lookup(kind, shape, size, 0)
+}
+
+// stretch is the mean shared-core stretch of the rank's compute since its
+// last communication op (1 without any).
+func (r *rankState) stretch() float64 {
+	if r.burstAloneS <= 0 {
+		return 1
+	}
+	return r.burstS / r.burstAloneS
 }

@@ -111,6 +111,10 @@ type rankState struct {
 	pc      int
 	clock   float64
 	arrived bool // registered at the collective it is blocked on
+	// burstS is the compute run since its last communication op (the
+	// burst a core wait is looked up at, optable_share.go); burstAloneS the
+	// same without the shared-core stretch.
+	burstS, burstAloneS float64
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -281,6 +285,10 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.inbox[key] = q[1:]
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
+		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
+			sl.EndS += recvWaitS(s.table, s.plan)
+		}
+		r.burstS, r.burstAloneS = 0, 0
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -307,6 +315,8 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
+		r.burstS += c.TimeS
+		r.burstAloneS += c.TimeS / s.opts.share.factor(rank, it.phase, op)
 	}
 	s.emit(ri, r.pc, &sl)
 	r.advance()
@@ -347,6 +357,11 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	if t, ok := s.table.Time(op); ok { // measured at this group size and payload
 		end, bound = start+t, BoundTable
 	}
+	burst, stretch := 0.0, 1.0
+	for _, m := range gi.members {
+		burst, stretch = max(burst, s.ranks[m].burstS), max(stretch, s.ranks[m].stretch())
+	}
+	end += coreWaitS(s.table, s.plan, op, burst, stretch) // partners scheduled on shared cores (optable_share.go)
 	for i, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.at(mr.pc)
@@ -356,7 +371,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
-		mr.arrived = false
+		mr.arrived, mr.burstS, mr.burstAloneS = false, 0, 0
 		mr.advance()
 	}
 	gi.n = 0

@@ -1,0 +1,245 @@
+package calib
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
+)
+
+// Core wait: what a collective costs beyond its back-to-back time when a
+// host runs more ranks than it has cores (docs/costmodel.md, "Shared cores:
+// the partners' scheduling delay"). Every rank of n runs, in pairs
+// {0, 1}, {2, 3}, …, the loop
+//
+//	compute burst; all_reduce within the pair
+//
+// and rank 0 times its all_reduce calls and its bursts apart
+// (opAllReduceBurst), for each burst length of CoreWaitBursts; the same
+// pairs also run the all_reduce back to back (opAllReducePairs, the op-time
+// table's entry). The difference, per message step of the pair's ring
+// (2(g−1) = 2), is the wait W, recorded per burst length as the op-time
+// entries {kind core_wait, shape cores=C, size = the burst's wall time in
+// ns, ranks n}: sim looks W up at the compute a rank ran since its last
+// communication.
+
+// CoreWaitBursts are the compute bursts' lengths in loop iterations (four
+// independent multiply-adds each, about 1.5 ns on the project's 2-core VM
+// with a core to itself: 6 µs to 0.4 ms) — the range of a tiny config's
+// compute between two collectives, from a decode step's layer half
+// (a few µs) to a prefill's (hundreds of µs).
+var CoreWaitBursts = []int{4_000, 16_000, 64_000, 256_000}
+
+// burstSink keeps the burst's result alive so the compiler cannot drop it.
+var burstSink float64
+
+// burst runs a compute burst of iters iterations: a fixed amount of work,
+// not a fixed time, so a rank descheduled during it takes longer, as a
+// run's rank does.
+func burst(iters int) {
+	a, b, c, d := 1.0, 1.0, 1.0, 1.0
+	for i := 0; i < iters; i++ {
+		a = a*0.999999 + 1e-7
+		b = b*0.999998 + 2e-7
+		c = c*0.999997 + 3e-7
+		d = d*0.999996 + 4e-7
+	}
+	burstSink += a + b + c + d
+}
+
+// burstAllReduce runs iters rounds of a burst of burstIters then an
+// all_reduce of buf on g, and returns the wall time spent in the
+// all_reduce calls and in the bursts.
+func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int) (arS, burstS float64, err error) {
+	var in, bs time.Duration
+	for i := 0; i < iters; i++ {
+		t0 := time.Now()
+		burst(burstIters)
+		t1 := time.Now()
+		if err := g.AllReduce(ctx, buf); err != nil {
+			return 0, 0, err
+		}
+		bs += t1.Sub(t0)
+		in += time.Since(t1)
+	}
+	return in.Seconds(), bs.Seconds(), nil
+}
+
+// RingBurst is the compute burst of each hop of the receive wait's ring
+// (16 000 iterations, about 25 µs alone: a tiny config's layer of a decode
+// step, what a pipeline stage computes between its receive and its send).
+const RingBurst = 16_000
+
+// CoreWaitSizes are the all_reduce payloads the core wait is measured at:
+// the tiny configs' decode and prefill all-reduces (hundreds of bytes to
+// tens of KiB), where the wait, not the bytes, makes the time.
+var CoreWaitSizes = []int64{256, 4 << 10, 32 << 10}
+
+// noWaitS stands for a measured wait of zero in the table: 1 ns, below
+// any clock partbench reads.
+const noWaitS = 1e-9
+
+// coreWaitSteps is the message steps of a pair's ring all_reduce, 2(g−1).
+const coreWaitSteps = 2
+
+// coreWaitEntry turns the times of the two loops into the op-time entry of
+// the wait per message step at n ranks on cores cores after one burst
+// length: alone is [size][repeat] of the back-to-back pairs, burstT
+// [size][2·repeat] of the pairs after a burst (each repeat: the all_reduce's
+// time per call, then the burst's). Per repeat W is the median over sizes of
+// (after a burst − back to back) / 2(g−1), clamped at zero; the entry holds
+// the median and the extremes over repeats (a zero as noWaitS), at size the
+// median burst wall time in ns. ok is false when no repeat measured a wait.
+func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
+	if len(alone) != len(burstT) || len(alone) == 0 {
+		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
+	}
+	repeats := len(alone[0])
+	var ws, walls []float64
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range alone {
+			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
+				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
+			}
+			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+			walls = append(walls, burstT[s][2*r+1])
+		}
+		ws = append(ws, medianOf(per))
+	}
+	sp := spreadOf(ws)
+	if !(sp.Max > 0) {
+		return configs.OpTime{}, false, nil
+	}
+	// A median of no wait is kept as noWaitS (a table time is positive),
+	// so that sim interpolates towards no wait after short bursts.
+	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true, nil
+}
+
+// coreWaitCounts are the rank counts the core wait is measured at: every
+// even count of --op-ranks and --nproc above the host's cores (pairs need
+// an even count; at or below the cores nothing waits for a core).
+func coreWaitCounts(o Options, cores int) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, n := range append([]int{o.Ranks}, o.OpRanks...) {
+		if n > cores && n%2 == 0 && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// measureCoreWait measures the wait among n process ranks (LinkArgv) on a
+// host of cores cores after each burst of CoreWaitBursts and adds their
+// entries to cal's op times, or a note saying none was measured.
+func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	groups := []commGroup{{opAllReducePairs, all}}
+	bursts := []int{0}
+	for _, b := range CoreWaitBursts {
+		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
+	}
+	// The receive wait: a message around all n ranks, each computing a
+	// burst before passing it on, per hop less the burst, against the
+	// one-way time between two of them with the others idle.
+	ring := len(groups)
+	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}, commGroup{opRing, all}), append(bursts, 0, RingBurst)
+	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
+	if err != nil {
+		return fmt.Errorf("core wait: %w", err)
+	}
+	var got []string
+	seen := map[int64]bool{}
+	if e, ok := recvWaitEntry(times[ring], times[ring+1], n, cores); ok {
+		cal.OpTimes = append(cal.OpTimes, e)
+		note(cal, "receive wait at %d ranks on %d cores: %.3g s per hop of a message passed around all of them beyond the one-way time between two (median over %d repeats)", n, cores, e.TimeS, e.Samples)
+	}
+	for i := 1; i < ring; i++ {
+		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
+		if err != nil {
+			return err
+		}
+		for ok && seen[e.Size] { // two bursts of one wall time: keep both, 1 ns apart
+			e.Size++
+		}
+		if ok {
+			seen[e.Size] = true
+			cal.OpTimes = append(cal.OpTimes, e)
+			got = append(got, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+		}
+	}
+	if len(got) == 0 {
+		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay", n, cores)
+		return nil
+	}
+	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
+	return nil
+}
+
+// ringHop is member r's part of one trip of a message around members:
+// the first computes a burst of burstIters, sends to the next and receives
+// from the last; every other receives from the one before it, computes
+// the burst and sends to the one after — a pipeline's stages, one
+// runnable at a time. It returns the burst's wall time.
+func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r, burstIters int) (float64, error) {
+	i := slices.Index(members, r)
+	next, prev := members[(i+1)%len(members)], members[(i+len(members)-1)%len(members)]
+	if i != 0 {
+		if err := c.Recv(ctx, buf, prev); err != nil {
+			return 0, err
+		}
+	}
+	t := time.Now()
+	burst(burstIters)
+	bs := time.Since(t).Seconds()
+	if err := c.Send(ctx, buf, next); err != nil {
+		return 0, err
+	}
+	if i == 0 {
+		return bs, c.Recv(ctx, buf, prev)
+	}
+	return bs, nil
+}
+
+// recvWaitEntry is the op-time entry of the receive wait at n ranks on
+// cores cores: per repeat the median over sizes of (ring hop − its burst −
+// one-way time), clamped at 0 (oneWay [size][repeat]; hop
+// [size][2·repeat], each repeat the hop's time then its burst's); the
+// median over repeats, a zero kept as noWaitS. ok is false when no repeat
+// measured a wait or the shapes differ.
+func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool) {
+	if len(oneWay) != len(hop) || len(oneWay) == 0 {
+		return configs.OpTime{}, false
+	}
+	repeats := len(oneWay[0])
+	var ws []float64
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range oneWay {
+			if len(oneWay[s]) != repeats || len(hop[s]) != 2*repeats {
+				return configs.OpTime{}, false
+			}
+			per = append(per, max(0, hop[s][2*r]-hop[s][2*r+1]-oneWay[s][r]))
+		}
+		ws = append(ws, medianOf(per))
+	}
+	sp := spreadOf(ws)
+	if !(sp.Max > 0) {
+		return configs.OpTime{}, false
+	}
+	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: 1,
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
+}

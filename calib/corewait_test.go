@@ -1,0 +1,96 @@
+package calib
+
+import (
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// TestCoreWaitEntry: three sizes, three repeats, times in µs; after a
+// burst each repeat is (all_reduce, burst wall).
+//
+//	size      back to back     after a burst (all_reduce)   (burst − alone)/2
+//	256 B     100 100 100      140 300 100                   20  100   0
+//	4 KiB     200 200 200      260 380 150                   30   90   0 (clamped: −25)
+//	32 KiB    400 400 400      420 600 400                   10  100   0
+//	median over sizes, per repeat:                           20  100   0
+//
+// → time_s 20 µs (median of 20, 100, 0), min 0 (kept as 1 ns), max 100 µs, 3 samples; the
+// bursts' wall times are 50 µs but for two of 70 and one of 90: median of
+// the nine 50 µs → size 50 000 ns.
+func TestCoreWaitEntry(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
+	burstT := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
+	e, ok, err := coreWaitEntry(alone, burstT, 4, 2)
+	if err != nil || !ok {
+		t.Fatalf("entry: ok %t, err %v", ok, err)
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if e.Kind != configs.CoreWaitKind || e.Shape != "cores=2" || e.Size != 50_000 || e.Ranks != 4 || e.Samples != 3 ||
+		!close(e.TimeS, 20e-6) || !close(e.TimeMinS, 1e-9) || !close(e.TimeMaxS, 100e-6) {
+		t.Errorf("entry %+v; want core_wait cores=2 size 50000 ranks 4, 20 µs (0–100 µs), 3 samples", e)
+	}
+	if err := configs.ValidateOpTimes("op_time", []configs.OpTime{e}); err != nil {
+		t.Errorf("the entry is not a valid op time: %v", err)
+	}
+	// A wait in one repeat of three: median 0, kept as 1 ns (max 60 µs).
+	once := [][]float64{us(100, 5, 220, 5, 100, 5), us(200, 5, 320, 5, 200, 5), us(400, 5, 520, 5, 400, 5)}
+	if e, ok, err := coreWaitEntry(alone, once, 4, 2); !ok || err != nil || e.TimeS != 1e-9 || !close(e.TimeMaxS, 60e-6) || e.Size != 5000 {
+		t.Errorf("one repeat waited: %+v, ok %t, err %v; want 1 ns (max 60 µs) at 5000 ns", e, ok, err)
+	}
+	// No wait measured: no entry.
+	same := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
+	if _, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil {
+		t.Errorf("equal times: ok %t, err %v; want no entry, no error", ok, err)
+	}
+	// Mismatched shapes are an error, not a guess.
+	if _, _, err := coreWaitEntry(alone, burstT[:2], 4, 2); err == nil {
+		t.Error("3 sizes against 2: no error")
+	}
+	if _, _, err := coreWaitEntry(alone, alone, 4, 2); err == nil {
+		t.Error("burst times without their wall times: no error")
+	}
+}
+
+func TestCoreWaitCounts(t *testing.T) {
+	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4 and 16 (2 does not
+	// outnumber the cores, 1 and odd counts cannot pair).
+	got := coreWaitCounts(Options{Ranks: 4, OpRanks: []int{1, 2, 3, 4, 16}}, 2)
+	if len(got) != 2 || got[0] != 4 || got[1] != 16 {
+		t.Errorf("counts %v, want [4 16]", got)
+	}
+}
+
+// TestRecvWaitEntry: two sizes, three repeats, µs.
+//
+//	size     one-way        ring hop − its 5 µs burst   − one-way
+//	256 B    30 30 30       70 30 90                     40  0 60
+//	4 KiB    40 40 40       100 20 90                    60  0 50 (clamped: −20)
+//	median over sizes (of two: the lower):  40  0 50
+//
+// (each hop given as its time, then its burst's). → 40 µs (min 0, kept as
+// 1 ns; max 50 µs), recv_wait cores=2 ranks 16.
+func TestRecvWaitEntry(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	e, ok := recvWaitEntry([][]float64{us(30, 30, 30), us(40, 40, 40)}, [][]float64{us(75, 5, 35, 5, 95, 5), us(105, 5, 25, 5, 95, 5)}, 16, 2)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !ok || e.Kind != configs.RecvWaitKind || e.Shape != "cores=2" || e.Ranks != 16 || e.Size != 1 ||
+		!near(e.TimeS, 40e-6) || !near(e.TimeMinS, 1e-9) || !near(e.TimeMaxS, 50e-6) {
+		t.Errorf("entry %+v ok %t; want recv_wait cores=2 ranks 16, 40 µs (1 ns–50 µs)", e, ok)
+	}
+	if _, ok := recvWaitEntry([][]float64{us(30)}, [][]float64{us(25, 5)}, 16, 2); ok {
+		t.Error("a hop faster than the one-way time: an entry, want none")
+	}
+}

@@ -1,0 +1,59 @@
+package configs
+
+import (
+	"fmt"
+	"slices"
+)
+
+// CoreWaitKind is the op-time kind of the partners' scheduling delay: the
+// wait per message step of a collective or a receive when a host runs more
+// ranks than it has cores (measured by calibrate at Ranks ranks per host;
+// sim charges it, docs/costmodel.md "Shared cores: the partners' scheduling
+// delay"). Its shape is CoreWaitShape, its size 1.
+const CoreWaitKind = "core_wait"
+
+// RecvWaitKind is the op-time kind of a blocking receive's wait at a
+// pipeline hop when a host runs more ranks than it has cores: a message
+// passed around all Ranks ranks takes this much longer per hop than the
+// one-way time between two (the send entry). Shape CoreWaitShape, size 1.
+const RecvWaitKind = "recv_wait"
+
+// CoreWaitShape is the shape of a core-wait entry: the host's cores.
+func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
+
+// keepCoreWait replaces the core-wait and receive-wait entries in times (picked by
+// OpTimesFor) with those of all measured at exactly ranks ranks on a host
+// of cores cores — ranks being every rank of the config, the ranks the
+// shared-core stretch counts on the host's cores (sim/optable_share.go) —
+// and says so in a note; measured at another count, the wait is dropped
+// with a warning: it depends on how many ranks share the cores.
+func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
+	out := slices.DeleteFunc(slices.Clone(times), func(t OpTime) bool { return isWaitKind(t.Kind) })
+	var measured []int
+	kept := false
+	for _, t := range all {
+		if !isWaitKind(t.Kind) || t.Shape != CoreWaitShape(cores) {
+			continue
+		}
+		if t.Ranks == ranks && ranks > cores {
+			out, kept = append(out, t), true
+		} else if !slices.Contains(measured, t.Ranks) {
+			measured = append(measured, t.Ranks)
+		}
+	}
+	slices.Sort(measured)
+	var notes []string
+	switch {
+	case kept:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores: collectives are charged the partners' scheduling delay and blocking receives the receive wait, as measured at %d ranks", ranks, cores, ranks))
+	case ranks > cores && len(measured) > 0:
+		notes = append(notes, fmt.Sprintf("warning: the config's %d ranks outnumber the host's %d cores but the profile's core wait was measured at %v ranks, not %d: it is not used, and collectives are priced as if every partner were on a core (calibrate with --op-ranks including %d)", ranks, cores, measured, ranks, ranks))
+	case ranks > cores:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores and the profile has no core wait: collectives are priced as if every partner were on a core", ranks, cores))
+	}
+	return out, notes
+}
+
+// isWaitKind reports whether kind is a shared-core wait (core_wait,
+// recv_wait): measured at one rank count, kept only at it.
+func isWaitKind(kind string) bool { return kind == CoreWaitKind || kind == RecvWaitKind }
