@@ -36,8 +36,10 @@ func (p *Plan) layerWeightBytes() int64 {
 	return n * int64(p.DTypeBytes)
 }
 
-func (p *Plan) weights(r Rank) (layers, embed int64) {
-	layers = int64(len(r.Layers)) * p.layerWeightBytes()
+// weights is rank r's layer and embedding weight bytes, given one layer's
+// (layerWeightBytes).
+func (p *Plan) weights(r Rank, layerBytes int64) (layers, embed int64) {
+	layers = int64(len(r.Layers)) * layerBytes
 	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(r.TPIndex).VocabSize)
 	first, last := p.FirstStage(r.Stage), p.LastStage(r.Stage)
 	if p.Model.Embeddings && first {
@@ -68,15 +70,22 @@ func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 }
 
 func (p *Plan) memory(r Rank, chunk int) Memory {
+	return p.memoryFrom(r, chunk, p.layerWeightBytes(), p.activationBytes)
+}
+
+// memoryFrom is memory given one layer's weight bytes (layerWeightBytes) and
+// a function giving activationBytes: the parts a Planner remembers across
+// plans.
+func (p *Plan) memoryFrom(r Rank, chunk int, layerBytes int64, activationBytes func(r Rank, tokens int) int64) Memory {
 	var mem Memory
-	mem.LayerWeightBytes, mem.EmbeddingBytes = p.weights(r)
+	mem.LayerWeightBytes, mem.EmbeddingBytes = p.weights(r, layerBytes)
 	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
 	w := p.Config.Workload
 	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * p.KVTokenBytes(r.TPIndex)
 	mbs := p.MicrobatchSize
-	act := p.activationBytes(r, mbs) // decode: one token per sequence
+	act := activationBytes(r, mbs) // decode: one token per sequence
 	if w.HasPhase("prefill") {
-		if a := p.activationBytes(r, mbs*chunk); a > act {
+		if a := activationBytes(r, mbs*chunk); a > act {
 			act = a
 		}
 	}
@@ -92,50 +101,67 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 // (its replica-0, TP-index-0 rank stands for the others, and names the
 // stage in a NoFitError).
 func (p *Plan) fitMemory() error {
+	return p.fitMemoryWith(func(p *Plan, s, chunk int) Memory { return p.memory(p.stageRank(s), chunk) })
+}
+
+// stageRank is stage s's replica-0, TP-index-0 rank, as the memory fit sees it.
+func (p *Plan) stageRank(s int) Rank {
+	return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]}
+}
+
+// fitMemoryWith is fitMemory with memOf(p, s, chunk) giving stage s's
+// memory at a prefill chunk. A stage's memory depends on its layer count and
+// on whether it is the first or the last, so memOf is asked once per such
+// shape and chunk, for the shape's first stage.
+func (p *Plan) fitMemoryWith(memOf func(p *Plan, s, chunk int) Memory) error {
 	prompt := p.Config.Workload.PromptTokens()
 	chunk, fixed := p.Config.Parallel.PrefillChunk, p.Config.Parallel.PrefillChunk > 0
 	if !fixed {
 		chunk = prompt
 	}
-	p.StageMemory = make([]Memory, p.PP)
-	stageRank := func(s int) Rank { return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]} }
-	// A stage's memory depends on its layer count and on whether it is the
-	// first or the last: compute each such shape once per chunk.
-	type shape struct{ layers, first, last int }
-	shapes := map[shape]Memory{}
-	shapeOf := func(s int) shape {
-		k := shape{layers: len(p.StageLayers[s])}
-		if p.FirstStage(s) {
-			k.first = 1
-		}
-		if p.LastStage(s) {
-			k.last = 1
-		}
-		return k
+	type shape struct {
+		layers      int
+		first, last bool
 	}
+	var shapes []shape
+	var reps []int // the first stage of each shape, in stage order
+	shapeOf := make([]int, p.PP)
+	for s := range shapeOf {
+		k := shape{layers: len(p.StageLayers[s]), first: p.FirstStage(s), last: p.LastStage(s)}
+		i := 0
+		for i < len(shapes) && shapes[i] != k {
+			i++
+		}
+		if i == len(shapes) {
+			shapes, reps = append(shapes, k), append(reps, s)
+		}
+		shapeOf[s] = i
+	}
+	mems := make([]Memory, len(reps))
 	for {
+		// worst is the shape needing the most among those that do not fit;
+		// on a tie the one whose first stage comes first, so its first stage
+		// is the first stage needing the most.
 		worst := -1
-		clear(shapes)
-		for s := range p.StageMemory {
-			k := shapeOf(s)
-			mem, ok := shapes[k]
-			if !ok {
-				mem = p.memory(stageRank(s), chunk)
-				shapes[k] = mem
-			}
-			p.StageMemory[s] = mem
-			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.StageMemory[worst].TotalBytes) {
-				worst = s
+		for i, s := range reps {
+			mems[i] = memOf(p, s, chunk)
+			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
+				worst = i
 			}
 		}
 		if worst < 0 {
+			p.StageMemory = make([]Memory, p.PP)
+			for s, i := range shapeOf {
+				p.StageMemory[s] = mems[i]
+			}
 			p.PrefillChunk = chunk
 			p.PrefillChunks = (prompt + chunk - 1) / chunk
 			return nil
 		}
-		r := stageRank(worst)
-		if fixed || chunk == 1 || p.memory(r, 1).TotalBytes > p.StageMemory[worst].CapacityBytes {
-			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: p.StageMemory[worst], PrefillChunk: chunk}
+		s := reps[worst]
+		if fixed || chunk == 1 || memOf(p, s, 1).TotalBytes > mems[worst].CapacityBytes {
+			r := p.stageRank(s)
+			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: mems[worst], PrefillChunk: chunk}
 		}
 		chunk = (chunk + 1) / 2
 	}

@@ -361,9 +361,10 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 		GPUs: spec.System.Topology.Size(), Objective: spec.Objective, MaxTPOTS: spec.MaxTPOTS, MaxTTFTS: spec.MaxTTFTS,
 		Factorizations: facts, Enumerated: len(cands), PrunedByReason: map[string]int{}, ViolatingBy: map[string]int{}}
 	cache := NewQuickCache(spec.Collectives)
+	planner := partition.NewPlanner() // the candidates differ in layout only
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
-		plan, err := partition.NewPlanStages(spec.layoutConfig(c)) // Quick reads stages, not ranks
+		plan, err := planner.Stages(spec.layoutConfig(c)) // Quick reads stages, not ranks
 		if err != nil {
 			var nofit *partition.NoFitError
 			if !errors.As(err, &nofit) {
