@@ -7,23 +7,17 @@ import "github.com/partbench/partbench/configs"
 // parallel section. It validates the first config it is given fully
 // (configs.Config.Validate) and the others' parallel sections only
 // (configs.Config.ValidateLayout), and it remembers what the memory fit
-// computes: a stage's memory per (tp, micro-batch size, layers, first or
-// last stage, prefill chunk), and beneath it one layer's weight bytes per
-// tp and a pass's activation bytes per (tp, micro-batch size, rows, last
-// stage or not), which is all they depend on once the model, workload and
-// GPU are fixed. Its plans are those of NewPlanStages, field for field, and
-// so are its errors. A Planner is not safe for concurrent use.
+// reads: per TP degree the memory parts that do not depend on a stage's
+// layers or the prefill chunk (memParts: one layer's weights, the
+// embedding and LM head shards, a token's KV bytes), and a pass's
+// activation bytes per (tp, micro-batch size, rows, last stage or not),
+// which is all they depend on once the model, workload and GPU are fixed.
+// Its plans are those of NewPlanStages, field for field, and so are its
+// errors. A Planner is not safe for concurrent use.
 type Planner struct {
 	validated bool
-	mem       map[stageMemKey]Memory
-	layer     map[int]int64
+	parts     map[int]*memParts
 	act       map[actKey]int64
-}
-
-// stageMemKey is what a stage's memory depends on within one Planner.
-type stageMemKey struct {
-	tp, mbs, layers, chunk int
-	first, last            bool
 }
 
 // actKey is what a pass's activation bytes depend on within one Planner
@@ -36,7 +30,7 @@ type actKey struct {
 
 // NewPlanner is a Planner with nothing remembered.
 func NewPlanner() *Planner {
-	return &Planner{mem: map[stageMemKey]Memory{}, layer: map[int]int64{}, act: map[actKey]int64{}}
+	return &Planner{parts: map[int]*memParts{}, act: map[actKey]int64{}}
 }
 
 // Stages is NewPlanStages(cfg) for a config that equals every other config
@@ -59,18 +53,17 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 	return p, nil
 }
 
-// stageMemory is p.memory of stage s's first rank at chunk, remembered.
+// stageMemory is p.memory of stage s's first rank at chunk, from the
+// plan's memParts, remembered per TP degree, and activation bytes
+// remembered per actKey.
 func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
-	k := stageMemKey{tp: p.TP, mbs: p.MicrobatchSize, layers: len(p.StageLayers[s]), chunk: chunk, first: p.FirstStage(s), last: p.LastStage(s)}
-	if m, ok := pl.mem[k]; ok {
-		return m
-	}
-	lw, ok := pl.layer[p.TP]
+	mp, ok := pl.parts[p.TP]
 	if !ok {
-		lw = p.layerWeightBytes()
-		pl.layer[p.TP] = lw
+		v := p.memParts()
+		mp = &v
+		pl.parts[p.TP] = mp
 	}
-	m := p.memoryFrom(p.stageRank(s), chunk, lw, func(r Rank, rows int) int64 {
+	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
 		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
 		b, ok := pl.act[k]
 		if !ok {
@@ -79,6 +72,4 @@ func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
 		}
 		return b
 	})
-	pl.mem[k] = m
-	return m
 }

@@ -10,34 +10,51 @@ import (
 )
 
 // A Planner's plans and errors are NewPlanStages's, field for field and
-// word for word, over every layout a search of tp8pp2's model could ask
-// for on 64 GPUs (8 nodes of 8) and a set of invalid ones, under three
-// workloads: the seed's (batch 128, context 10,000), one whose KV cache
+// word for word, over every tp × pp × dp layout of a GPU count (each with
+// micro-batch counts that do and do not divide the batch, the even layer map
+// and one with the first stage a layer lighter) and a few invalid ones. The
+// configs: tp8pp2's model (16 layers, no embedding or LM head) on 64 GPUs
+// under the seed's workload (batch 128, context 10,000), one whose KV cache
 // leaves so little room that the prefill chunk is halved or nothing fits
-// (batch 1,024), and the seed's with a fixed prefill chunk of
-// 512. The plans share one Planner per workload, so every layout after the
-// first is checked by ValidateLayout and priced from what earlier ones left.
+// (batch 1,024), and the seed's with a fixed prefill chunk of 512;
+// Llama-2-13B (untied embedding and LM head) prefilling 2,048 tokens on 64
+// GPUs; GPT-2 XL (tied LM head, learned positions, 25 heads) decoding only,
+// on 50 GPUs in nodes of 5. Each config's plans share one Planner, so every
+// layout after the first is checked by ValidateLayout and priced from what
+// earlier ones left, whatever their pipeline depth.
 func TestPlannerPlansAreNewPlanStages(t *testing.T) {
-	for _, wl := range []struct {
-		name  string
-		batch int
-		chunk int
-	}{{"seed", 128, 0}, {"batch1024", 1024, 0}, {"chunk512", 128, 512}} {
-		t.Run(wl.name, func(t *testing.T) {
-			base, err := configs.Load("tp8pp2")
+	for _, tc := range []struct {
+		name, config       string
+		batch, chunk       int
+		nodes, perNode     int
+		wantHalved, wantNo bool
+	}{
+		{"seed", "tp8pp2", 128, 0, 8, 8, false, false},
+		{"seed-batch1024", "tp8pp2", 1024, 0, 8, 8, true, true},
+		{"seed-chunk512", "tp8pp2", 128, 512, 8, 8, false, false},
+		{"llama2-13b", "llama2-13b-2k", 256, 0, 8, 8, false, false},
+		{"gpt2-xl-decode", "gpt2-xl-decode", 128, 0, 10, 5, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := configs.Load(tc.config)
 			if err != nil {
 				t.Fatal(err)
 			}
-			base.Workload.Batch = wl.batch
-			base.Topology.Nodes = 8
-			layers := base.Model.Layers // 16
+			dgx, err := configs.Load("tp8pp2") // its links: the single-GPU configs have none
+			if err != nil {
+				t.Fatal(err)
+			}
+			base.Workload.Batch = tc.batch
+			base.Topology = dgx.Topology
+			base.Topology.Nodes, base.Topology.GPUsPerNode = tc.nodes, tc.perNode
+			gpus, layers := tc.nodes*tc.perNode, base.Model.Layers
 			pl := NewPlanner()
 			var plans, halved, nofit, invalid int
 			try := func(par configs.Parallel) {
 				t.Helper()
 				c := *base
 				c.Parallel = par
-				c.Parallel.PrefillChunk = wl.chunk
+				c.Parallel.PrefillChunk = tc.chunk
 				c.Name = fmt.Sprintf("tp%dpp%ddp%d-m%d-%v", par.TP, par.PP, par.DP, par.Microbatches, par.LayerMap)
 				want, wantErr := NewPlanStages(&c)
 				got, gotErr := pl.Stages(&c)
@@ -54,9 +71,9 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 					if want.PrefillChunks > 1 {
 						halved++
 					}
-				case errorsAs(wantErr, &nf):
-					if !reflect.DeepEqual(nf, errNoFit(gotErr)) {
-						t.Fatalf("%s: NoFitError %+v, want %+v", c.Name, errNoFit(gotErr), nf)
+				case errors.As(wantErr, &nf):
+					if got := errNoFit(gotErr); !reflect.DeepEqual(nf, got) {
+						t.Fatalf("%s: NoFitError %+v, want %+v", c.Name, got, nf)
 					}
 					nofit++
 				default:
@@ -64,21 +81,23 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 				}
 			}
 			try(configs.Parallel{TP: 3, PP: 1, DP: 1, Microbatches: 1, Schedule: "fill-drain"}) // invalid first: the next is validated fully
-			for tp := 1; tp <= 64; tp *= 2 {
-				for pp := 1; tp*pp <= 64; pp *= 2 {
-					if pp > layers {
+			for tp := 1; tp <= gpus; tp++ {
+				for pp := 1; tp*pp <= gpus; pp++ {
+					if gpus%(tp*pp) != 0 || pp > layers {
 						continue
 					}
-					dp := 64 / (tp * pp)
+					dp := gpus / (tp * pp)
 					for _, mb := range []int{1, 2, 8, 128, 3} {
-						var maps [][]int
-						maps = append(maps, nil)
-						if pp >= 2 {
-							first := make([]int, layers) // stage 0 one layer lighter
+						maps := [][]int{nil}
+						if pp >= 2 && layers > pp {
+							first := make([]int, layers) // stage 0 one layer lighter than the even split's
+							n0 := (layers+pp-1)/pp - 1
 							for l := range first {
-								first[l] = min(pp-1, (l+1)*pp/layers)
+								if l >= n0 {
+									first[l] = 1 + (l-n0)*(pp-1)/(layers-n0)
+								}
 							}
-							if first[0] == 0 && first[layers-1] == pp-1 {
+							if n0 >= 1 {
 								maps = append(maps, first)
 							}
 						}
@@ -88,9 +107,9 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 					}
 				}
 			}
-			try(configs.Parallel{TP: 8, PP: 2, DP: 5, Microbatches: 1, Schedule: "fill-drain"}) // 80 GPUs on 64
+			try(configs.Parallel{TP: 1, PP: 2, DP: gpus, Microbatches: 1, Schedule: "fill-drain"}) // twice the GPUs
 			// Each outcome must occur, or the comparison proves less than it says.
-			if plans == 0 || invalid < 3 || (wl.chunk == 0 && wl.batch > 128 && (nofit == 0 || halved == 0)) {
+			if plans == 0 || invalid < 3 || (tc.wantNo && nofit == 0) || (tc.wantHalved && halved == 0) {
 				t.Fatalf("%d plans (%d with the prompt chunked), %d that do not fit, %d invalid: the layouts do not exercise every path", plans, halved, nofit, invalid)
 			}
 		})
@@ -103,8 +122,6 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
-func errorsAs(err error, target **NoFitError) bool { return errors.As(err, target) }
 
 func errNoFit(err error) *NoFitError {
 	var nf *NoFitError

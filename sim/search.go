@@ -92,7 +92,11 @@ func (c Candidate) LayerMap() []int {
 	if c.Variant == VariantEven {
 		return nil
 	}
-	var m []int
+	layers := 0
+	for _, n := range c.StageLayers {
+		layers += n
+	}
+	m := make([]int, 0, layers)
 	for s, n := range c.StageLayers {
 		for i := 0; i < n; i++ {
 			m = append(m, s)
