@@ -219,6 +219,8 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	last := make([]float64, nsv)
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
+	var prevKey stageKey // neighbouring stages mostly share a shape: reuse its cost without a map lookup
+	var prev *stageCost
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
@@ -228,9 +230,13 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			out = outClasses(&topo, a, dst, T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
-		sc, err := c.stage(plan, key, kinds[kind], a)
-		if err != nil {
-			return QuickEstimate{}, err
+		sc := prev
+		if prev == nil || key != prevKey {
+			var err error
+			if sc, err = c.stage(plan, key, kinds[kind], a); err != nil {
+				return QuickEstimate{}, err
+			}
+			prevKey, prev = key, sc
 		}
 		// Prefill: micro-batch 0 of each chunk, then m−1 more.
 		var A float64
