@@ -174,10 +174,12 @@ type QuickCache struct {
 	id     quickID
 	have   bool
 	passes map[proxyKey]*[4]*kindOps
-	stages map[stageKey]*stageCost
-	colls  map[collCostKey]collCost
-	p2ps   map[p2pKey]float64
-	table  quickTable // the op-time table of the last plan's hardware
+	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
+	decodes map[proxyKey]*[4]decodeOps
+	stages  map[stageKey]*stageCost
+	colls   map[collCostKey]collCost
+	p2ps    map[p2pKey]float64
+	table   quickTable // the op-time table of the last plan's hardware
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -189,6 +191,7 @@ func NewQuickCache(opts CollectiveOptions) *QuickCache {
 func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
+	c.decodes = map[proxyKey]*[4]decodeOps{}
 	c.stages = map[stageKey]*stageCost{}
 	c.colls = map[collCostKey]collCost{}
 	c.p2ps = map[p2pKey]float64{}
@@ -350,14 +353,36 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		if k.chunks > 1 {
 			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
 		}
-		dec := pp.Program(r, partition.Decode)
-		k.decode = splitPass(dec.Ops)
-		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
-		k.extraWS = workingSet(dec) - k.layerWS
-		kinds[kindOf(s, pk.pp)] = k
+		kind := kindOf(s, pk.pp)
+		dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
+		d, ok := c.decodes[dk]
+		if !ok {
+			d = &[4]decodeOps{}
+			c.decodes[dk] = d
+		}
+		if !d[kind].ok {
+			dec := pp.Program(r, partition.Decode)
+			d[kind].pass = splitPass(dec.Ops)
+			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
+			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
+			d[kind].ok = true
+		}
+		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
+		kinds[kind] = k
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// decodeOps is a stage kind's decode step in a layout's proxy, and the
+// working sets proxy derives from it: the same for every prefill chunk
+// (partition builds a decode step from the micro-batch size, the context
+// and the shards alone), so built once per (tp, micro-batch size, proxy
+// depth).
+type decodeOps struct {
+	ok               bool
+	pass             passOps
+	layerWS, extraWS int64
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per
