@@ -18,6 +18,10 @@ type Planner struct {
 	validated bool
 	parts     map[int]*memParts
 	act       map[actKey]int64
+	// ids is 0, 1, 2, …: every plan's stage layer lists are slices of it,
+	// and evens the even split's lists per (layers, pp) (sharedStageLayers).
+	ids   []int
+	evens map[[2]int][][]int
 }
 
 // actKey is what a pass's activation bytes depend on within one Planner
@@ -30,7 +34,7 @@ type actKey struct {
 
 // NewPlanner is a Planner with nothing remembered.
 func NewPlanner() *Planner {
-	return &Planner{parts: map[int]*memParts{}, act: map[actKey]int64{}}
+	return &Planner{parts: map[int]*memParts{}, act: map[actKey]int64{}, evens: map[[2]int][][]int{}}
 }
 
 // Stages is NewPlanStages(cfg) for a config that equals every other config
@@ -46,7 +50,7 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 		}
 		pl.validated = true
 	}
-	p := newPlan(cfg)
+	p := newPlanWith(cfg, pl.sharedStageLayers)
 	if err := p.fitMemoryWith(pl.stageMemory); err != nil {
 		return nil, err
 	}
@@ -72,4 +76,55 @@ func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
 		}
 		return b
 	})
+}
+
+// sharedStageLayers is stageLayers with every list a full-capacity slice of
+// one identity array shared by the Planner's plans (a valid layer map gives
+// each stage a run of consecutive layers), and the even split's lists
+// shared whole between plans of the same depth. Nothing writes to a plan's
+// layer lists; their capacity ends with them, so an append copies.
+func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
+	if len(pl.ids) < layers {
+		pl.ids = make([]int, layers)
+		for l := range pl.ids {
+			pl.ids[l] = l
+		}
+	}
+	if len(layerMap) != layers {
+		k := [2]int{layers, pp}
+		if out, ok := pl.evens[k]; ok {
+			return out
+		}
+		out := make([][]int, pp)
+		l := 0
+		for s := range out {
+			n := layers / pp
+			if s < layers%pp {
+				n++
+			}
+			out[s] = pl.ids[l : l+n : l+n]
+			l += n
+		}
+		pl.evens[k] = out
+		return out
+	}
+	out := make([][]int, pp)
+	start := 0
+	for l := 1; l <= layers; l++ {
+		if l < layers && layerMap[l] == layerMap[l-1] {
+			continue
+		}
+		s := layerMap[l-1]
+		if s < 0 || s >= pp || out[s] != nil {
+			return stageLayers(layers, pp, layerMap) // not runs of consecutive layers: as NewPlanStages does
+		}
+		out[s] = pl.ids[start:l:l]
+		start = l
+	}
+	for s := range out {
+		if out[s] == nil {
+			return stageLayers(layers, pp, layerMap)
+		}
+	}
+	return out
 }

@@ -21,7 +21,8 @@ import (
 // GPUs; GPT-2 XL (tied LM head, learned positions, 25 heads) decoding only,
 // on 50 GPUs in nodes of 5. Each config's plans share one Planner, so every
 // layout after the first is checked by ValidateLayout and priced from what
-// earlier ones left, whatever their pipeline depth.
+// earlier ones left, whatever their pipeline depth; their stage layer
+// lists, shared between plans, must end at their capacity.
 func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 	for _, tc := range []struct {
 		name, config       string
@@ -63,6 +64,13 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 				}
 				if wantErr == nil && !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s: Planner plan differs from NewPlanStages:\n%+v\n%+v", c.Name, got, want)
+				}
+				if wantErr == nil {
+					for s, l := range got.StageLayers { // shared between plans: an append must copy
+						if cap(l) != len(l) {
+							t.Fatalf("%s: stage %d's layer list has capacity %d beyond its %d layers", c.Name, s, cap(l), len(l))
+						}
+					}
 				}
 				var nf *NoFitError
 				switch {
