@@ -180,6 +180,9 @@ type QuickCache struct {
 	colls   map[collCostKey]collCost
 	p2ps    map[p2pKey]float64
 	table   quickTable // the op-time table of the last plan's hardware
+	// servers is Quick's scratch for its servers' first, total and last
+	// pass times, reused from plan to plan.
+	servers []float64
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -217,9 +220,12 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	// first/total/last are a server's time for the first pass, all passes,
 	// and the last pass of prefill.
 	nsv := 2*P - 1
-	first := make([]float64, nsv)
-	total := make([]float64, nsv)
-	last := make([]float64, nsv)
+	if cap(c.servers) < 3*nsv {
+		c.servers = make([]float64, 3*nsv)
+	}
+	sv := c.servers[:3*nsv]
+	clear(sv) // as made: a server Quick does not set (the last stage's link) stays 0
+	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
 	var prevKey stageKey // neighbouring stages mostly share a shape: reuse its cost without a map lookup
