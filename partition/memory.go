@@ -99,14 +99,10 @@ func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 	return b
 }
 
-func (p *Plan) memory(r Rank, chunk int) Memory {
-	mp := p.memParts()
-	return p.memoryFrom(r, chunk, &mp, p.activationBytes)
-}
-
-// memoryFrom is memory of a TP-index-0 rank given the plan's memParts and
-// a function giving activationBytes: what a Planner remembers across
-// plans.
+// memoryFrom is the memory of a TP-index-0 rank at a prefill chunk: its
+// weights, KV cache and the larger of its decode and prefill activations,
+// from the plan's memParts and a function giving activationBytes (the
+// plan's own, or what a Planner remembers across plans).
 func (p *Plan) memoryFrom(r Rank, chunk int, mp *memParts, activationBytes func(r Rank, tokens int) int64) Memory {
 	var mem Memory
 	mem.LayerWeightBytes = int64(len(r.Layers)) * mp.layerBytes
@@ -133,7 +129,10 @@ func (p *Plan) memoryFrom(r Rank, chunk int, mp *memParts, activationBytes func(
 // (its replica-0, TP-index-0 rank stands for the others, and names the
 // stage in a NoFitError).
 func (p *Plan) fitMemory() error {
-	return p.fitMemoryWith(func(p *Plan, s, chunk int) Memory { return p.memory(p.stageRank(s), chunk) })
+	mp := p.memParts()
+	return p.fitMemoryWith(func(p *Plan, s, chunk int) Memory {
+		return p.memoryFrom(p.stageRank(s), chunk, &mp, p.activationBytes)
+	})
 }
 
 // stageRank is stage s's replica-0, TP-index-0 rank, as the memory fit sees it.

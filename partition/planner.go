@@ -57,7 +57,7 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 	return p, nil
 }
 
-// stageMemory is p.memory of stage s's first rank at chunk, from the
+// stageMemory is memoryFrom of stage s's first rank at chunk, from the
 // plan's memParts, remembered per TP degree, and activation bytes
 // remembered per actKey.
 func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
