@@ -73,7 +73,52 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	p := c.Parallel
+	perrs, okLayout := c.parallelErrs(okHeads, okKV, okFFN, len(errs))
+	errs = append(errs, perrs...)
+
+	if err := c.Hardware.GPU.Validate("hardware"); err != nil {
+		errs = append(errs, err)
+	} else if c.Hardware.PeakFLOPsPerS(m.DType) == 0 && m.DType != "" {
+		add("model.dtype: %s is not supported by hardware %q (its %s peak is 0)", m.DType, c.Hardware.Name, m.DType)
+	}
+	if err := ValidateOpTimes("hardware.op_time", c.Hardware.OpTimes); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Hardware.HostCores < 0 {
+		add("hardware.host_cores: must be ≥ 0 (0: each rank has its own device) (got %d)", c.Hardware.HostCores)
+	}
+	if err := c.Topology.Topology.Validate("topology"); err != nil {
+		errs = append(errs, err)
+	} else if n := c.Topology.Size(); n > MaxGPUs {
+		add("topology: nodes × gpus_per_node = %d × %d = %d GPUs, more than the %d allowed", c.Topology.Nodes, c.Topology.GPUsPerNode, n, MaxGPUs)
+	} else if okLayout {
+		if err := c.layoutOnTopology(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if c.Run.Warmup < 0 || c.Run.Warmup > 1<<20 {
+		add("run.warmup: must be in [0, %d] (got %d)", 1<<20, c.Run.Warmup)
+	}
+	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
+	errs = append(errs, c.validateArch()...)
+	return errors.Join(errs...)
+}
+
+// parallelErrs is Validate's checks of the parallel section, in Validate's
+// order; ok says tp, pp and dp are each in range, so the layout can be held
+// against the topology (layoutOnTopology). okHeads, okKV and okFFN say the
+// model's widths were in range; prior counts the errors found before.
+func (c *Config) parallelErrs(okHeads, okKV, okFFN bool, prior int) (errs []error, ok bool) {
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	rangeInt := func(field string, v, lo, hi int) bool {
+		if v < lo || v > hi {
+			add("%s: must be in [%d, %d] (got %d)", field, lo, hi, v)
+			return false
+		}
+		return true
+	}
+	m, w, p := c.Model, c.Workload, c.Parallel
 	okTP := rangeInt("parallel.tp", p.TP, 1, MaxTP)
 	okPP := rangeInt("parallel.pp", p.PP, 1, MaxLayers)
 	// A Config built in code may leave DP 0: one replica, as in a file.
@@ -82,10 +127,12 @@ func (c *Config) Validate() error {
 	}
 	okDP := rangeInt("parallel.dp", p.DP, 1, MaxGPUs)
 	if okTP {
-		valid := map[string]bool{"heads": okHeads, "kv_heads": okKV, "ffn": okFFN}
-		for _, w := range m.TPIndivisible(p.TP) {
-			if valid[w.Key] {
-				add("parallel.tp: must divide model.%s = %d (got %d)", w.Key, w.Size, p.TP)
+		if bad := m.TPIndivisible(p.TP); len(bad) > 0 {
+			valid := map[string]bool{"heads": okHeads, "kv_heads": okKV, "ffn": okFFN}
+			for _, w := range bad {
+				if valid[w.Key] {
+					add("parallel.tp: must divide model.%s = %d (got %d)", w.Key, w.Size, p.TP)
+				}
 			}
 		}
 	}
@@ -107,7 +154,7 @@ func (c *Config) Validate() error {
 				}
 				next = s + 1
 			}
-			if next != p.PP && len(errs) == 0 {
+			if next != p.PP && prior+len(errs) == 0 {
 				add("parallel.layer_map: uses %d stages, parallel.pp is %d", next, p.PP)
 			}
 		}
@@ -125,40 +172,43 @@ func (c *Config) Validate() error {
 	if p.PrefillChunk < 0 || (w.Context > w.OutputTokens && p.PrefillChunk > w.PromptTokens()) {
 		add("parallel.prefill_chunk: must be in [0, prompt tokens = %d] (got %d)", w.PromptTokens(), p.PrefillChunk)
 	}
+	return errs, okTP && okPP && okDP
+}
 
-	if err := c.Hardware.GPU.Validate("hardware"); err != nil {
-		errs = append(errs, err)
-	} else if c.Hardware.PeakFLOPsPerS(m.DType) == 0 && m.DType != "" {
-		add("model.dtype: %s is not supported by hardware %q (its %s peak is 0)", m.DType, c.Hardware.Name, m.DType)
+// layoutOnTopology holds tp × pp × dp, each in range, against a valid
+// topology: the GPU count and replicas aligned on nodes (ReplicasAlign).
+func (c *Config) layoutOnTopology() error {
+	p := c.Parallel
+	if p.DP == 0 { // one replica, as in parallelErrs
+		p.DP = 1
 	}
-	if err := ValidateOpTimes("hardware.op_time", c.Hardware.OpTimes); err != nil {
-		errs = append(errs, err)
-	}
-	if c.Hardware.HostCores < 0 {
-		add("hardware.host_cores: must be ≥ 0 (0: each rank has its own device) (got %d)", c.Hardware.HostCores)
-	}
-	if err := c.Topology.Topology.Validate("topology"); err != nil {
-		errs = append(errs, err)
-	} else if n := c.Topology.Size(); n > MaxGPUs {
-		add("topology: nodes × gpus_per_node = %d × %d = %d GPUs, more than the %d allowed", c.Topology.Nodes, c.Topology.GPUsPerNode, n, MaxGPUs)
-	} else if okTP && okPP && okDP && p.TP*p.PP*p.DP != c.Topology.Size() {
+	if p.TP*p.PP*p.DP != c.Topology.Size() {
 		layout := fmt.Sprintf("tp × pp = %d × %d", p.TP, p.PP)
 		if p.DP != 1 {
 			layout = fmt.Sprintf("tp × pp × dp = %d × %d × %d", p.TP, p.PP, p.DP)
 		}
-		add("parallel: %s = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
+		return fmt.Errorf("parallel: %s = %d GPUs, but topology %q has %d (nodes %d × gpus_per_node %d)",
 			layout, p.TP*p.PP*p.DP, c.Topology.Name, c.Topology.Size(), c.Topology.Nodes, c.Topology.GPUsPerNode)
-	} else if okTP && okPP && okDP && !ReplicasAlign(p.TP*p.PP, p.DP, c.Topology.GPUsPerNode) {
-		add("parallel.dp: with dp = %d a replica of tp × pp = %d GPUs must fill whole nodes or divide a node's %d GPUs, so every replica has the same links (got %d)",
+	}
+	if !ReplicasAlign(p.TP*p.PP, p.DP, c.Topology.GPUsPerNode) {
+		return fmt.Errorf("parallel.dp: with dp = %d a replica of tp × pp = %d GPUs must fill whole nodes or divide a node's %d GPUs, so every replica has the same links (got %d)",
 			p.DP, p.TP*p.PP, c.Topology.GPUsPerNode, p.DP)
 	}
+	return nil
+}
 
-	if c.Run.Warmup < 0 || c.Run.Warmup > 1<<20 {
-		add("run.warmup: must be in [0, %d] (got %d)", 1<<20, c.Run.Warmup)
+// ValidateLayout is Validate for a config that equals one Validate accepted
+// but for its name and parallel section: a search's candidates, built from
+// one validated config, are checked this way. It runs only the checks that
+// read the parallel section (parallelErrs, layoutOnTopology); when any of
+// them fails it returns Validate's whole error, so the messages and their
+// order are Validate's. A config from a user, a file or a flag goes
+// through Validate.
+func (c *Config) ValidateLayout() error {
+	if errs, ok := c.parallelErrs(true, true, true, 0); len(errs) == 0 && ok && c.layoutOnTopology() == nil {
+		return nil
 	}
-	rangeInt("run.iterations", c.Run.Iterations, 1, 1<<20)
-	errs = append(errs, c.validateArch()...)
-	return errors.Join(errs...)
+	return c.Validate()
 }
 
 // ReplicasAlign reports whether dp replicas of a group of size GPUs each lie

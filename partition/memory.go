@@ -36,10 +36,11 @@ func (p *Plan) layerWeightBytes() int64 {
 	return n * int64(p.DTypeBytes)
 }
 
-func (p *Plan) weights(r Rank) (layers, embed int64) {
-	layers = int64(len(r.Layers)) * p.layerWeightBytes()
-	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(r.TPIndex).VocabSize)
-	first, last := p.FirstStage(r.Stage), p.LastStage(r.Stage)
+// embedBytes is the weight bytes outside the layers of a stage that is the
+// first and/or the last: the embedding shard (and learned positions), the
+// final norm and the LM head shard.
+func (p *Plan) embedBytes(first, last bool) (embed int64) {
+	dt, h, vshard := int64(p.DTypeBytes), int64(p.Model.Hidden), int64(p.Shard(0).VocabSize)
 	if p.Model.Embeddings && first {
 		embed += vshard * h * dt
 		if p.Model.Features().Positions == arch.Learned {
@@ -53,7 +54,38 @@ func (p *Plan) weights(r Rank) (layers, embed int64) {
 			embed += h * vshard * dt
 		}
 	}
-	return layers, embed
+	return embed
+}
+
+// memParts are the parts of a TP-index-0 rank's memory that depend on the
+// plan's TP degree and not on its pipeline depth, its stage's layers or the
+// prefill chunk: one
+// layer's weight bytes (layerWeightBytes), the embedding-side bytes of a
+// stage by whether it is the first and the last (weights), a token's KV
+// bytes per layer, whether there is a prefill, and the usable HBM.
+type memParts struct {
+	layerBytes, kvTokenBytes, capacity int64
+	embed                              [2][2]int64 // [first][last]
+	prefill                            bool
+}
+
+// memParts computes p's memParts.
+func (p *Plan) memParts() memParts {
+	mp := memParts{layerBytes: p.layerWeightBytes(), kvTokenBytes: p.KVTokenBytes(0), capacity: p.System.GPU.UsableHBMBytes(),
+		prefill: p.Config.Workload.HasPhase("prefill")}
+	for _, first := range []bool{false, true} {
+		for _, last := range []bool{false, true} {
+			mp.embed[b2i(first)][b2i(last)] = p.embedBytes(first, last)
+		}
+	}
+	return mp
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // activationBytes is rank r's buffers for passes of tokens rows, as an
@@ -71,22 +103,27 @@ func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 	return b
 }
 
-func (p *Plan) memory(r Rank, chunk int) Memory {
+// memoryFrom is the memory of a TP-index-0 rank at a prefill chunk: its
+// weights, KV cache and the larger of its decode and prefill activations,
+// from the plan's memParts and a function giving activationBytes (the
+// plan's own, or what a Planner remembers across plans).
+func (p *Plan) memoryFrom(r Rank, chunk int, mp *memParts, activationBytes func(r Rank, tokens int) int64) Memory {
 	var mem Memory
-	mem.LayerWeightBytes, mem.EmbeddingBytes = p.weights(r)
+	mem.LayerWeightBytes = int64(len(r.Layers)) * mp.layerBytes
+	mem.EmbeddingBytes = mp.embed[b2i(p.FirstStage(r.Stage))][b2i(p.LastStage(r.Stage))]
 	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
 	w := p.Config.Workload
-	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * p.KVTokenBytes(r.TPIndex)
+	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * mp.kvTokenBytes
 	mbs := p.MicrobatchSize
-	act := p.activationBytes(r, mbs) // decode: one token per sequence
-	if w.HasPhase("prefill") {
-		if a := p.activationBytes(r, mbs*chunk); a > act {
+	act := activationBytes(r, mbs) // decode: one token per sequence
+	if mp.prefill {
+		if a := activationBytes(r, mbs*chunk); a > act {
 			act = a
 		}
 	}
 	mem.ActivationBytes = act
 	mem.TotalBytes = mem.WeightBytes + mem.KVCacheBytes + mem.ActivationBytes
-	mem.CapacityBytes = p.System.GPU.UsableHBMBytes()
+	mem.CapacityBytes = mp.capacity
 	return mem
 }
 
@@ -96,53 +133,108 @@ func (p *Plan) memory(r Rank, chunk int) Memory {
 // (its replica-0, TP-index-0 rank stands for the others, and names the
 // stage in a NoFitError).
 func (p *Plan) fitMemory() error {
-	prompt := p.Config.Workload.PromptTokens()
-	chunk, fixed := p.Config.Parallel.PrefillChunk, p.Config.Parallel.PrefillChunk > 0
+	mp := p.memParts()
+	return p.fitMemoryWith(func(p *Plan, s, chunk int) Memory {
+		return p.memoryFrom(p.stageRank(s), chunk, &mp, p.activationBytes)
+	})
+}
+
+// stageRank is stage s's replica-0, TP-index-0 rank, as the memory fit sees it.
+func (p *Plan) stageRank(s int) Rank {
+	return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]}
+}
+
+// fitMemoryWith is fitMemory with memOf(p, s, chunk) giving stage s's
+// memory at a prefill chunk. A stage's memory depends on its layer count and
+// on whether it is the first or the last, so memOf is asked once per such
+// shape and chunk, for the shape's first stage.
+func (p *Plan) fitMemoryWith(memOf func(p *Plan, s, chunk int) Memory) error {
+	reps, shapeOf := p.stageShapes()
+	chunk, worst, mems := p.fitLoop(reps, memOf)
+	return p.fitResult(reps, shapeOf, chunk, worst, mems)
+}
+
+// fitStart is the first prefill chunk the memory fit tries, and whether it
+// is the configured one (fixed: never halved).
+func (p *Plan) fitStart() (chunk int, fixed bool) {
+	chunk, fixed = p.Config.Parallel.PrefillChunk, p.Config.Parallel.PrefillChunk > 0
 	if !fixed {
-		chunk = prompt
+		chunk = p.Config.Workload.PromptTokens()
 	}
-	p.StageMemory = make([]Memory, p.PP)
-	stageRank := func(s int) Rank { return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]} }
-	// A stage's memory depends on its layer count and on whether it is the
-	// first or the last: compute each such shape once per chunk.
-	type shape struct{ layers, first, last int }
-	shapes := map[shape]Memory{}
-	shapeOf := func(s int) shape {
-		k := shape{layers: len(p.StageLayers[s])}
-		if p.FirstStage(s) {
-			k.first = 1
-		}
-		if p.LastStage(s) {
-			k.last = 1
-		}
-		return k
-	}
+	return chunk, fixed
+}
+
+// fitLoop is the memory fit over the stage shapes whose first stages are
+// reps: from fitStart's chunk, halved (rounding up) while some shape does
+// not fit and the one needing the most would fit at chunk 1. It returns
+// the last chunk tried, the index in reps of the shape that does not fit
+// (−1 when every one fits), and every shape's memory at that chunk.
+func (p *Plan) fitLoop(reps []int, memOf func(p *Plan, s, chunk int) Memory) (chunk, worst int, mems []Memory) {
+	chunk, fixed := p.fitStart()
+	mems = make([]Memory, len(reps))
 	for {
-		worst := -1
-		clear(shapes)
-		for s := range p.StageMemory {
-			k := shapeOf(s)
-			mem, ok := shapes[k]
-			if !ok {
-				mem = p.memory(stageRank(s), chunk)
-				shapes[k] = mem
-			}
-			p.StageMemory[s] = mem
-			if mem.TotalBytes > mem.CapacityBytes && (worst < 0 || mem.TotalBytes > p.StageMemory[worst].TotalBytes) {
-				worst = s
+		// worst is the shape needing the most among those that do not fit;
+		// on a tie the one whose first stage comes first, so its first stage
+		// is the first stage needing the most.
+		worst = -1
+		for i, s := range reps {
+			mems[i] = memOf(p, s, chunk)
+			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
+				worst = i
 			}
 		}
-		if worst < 0 {
-			p.PrefillChunk = chunk
-			p.PrefillChunks = (prompt + chunk - 1) / chunk
-			return nil
-		}
-		r := stageRank(worst)
-		if fixed || chunk == 1 || p.memory(r, 1).TotalBytes > p.StageMemory[worst].CapacityBytes {
-			return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: p.StageMemory[worst], PrefillChunk: chunk}
+		if worst < 0 || fixed || chunk == 1 || memOf(p, reps[worst], 1).TotalBytes > mems[worst].CapacityBytes {
+			return chunk, worst, mems
 		}
 		chunk = (chunk + 1) / 2
 	}
+}
+
+// fitResult records fitLoop's outcome in p, or returns the NoFitError that
+// names the worst shape's first stage.
+func (p *Plan) fitResult(reps, shapeOf []int, chunk, worst int, mems []Memory) error {
+	if worst < 0 {
+		p.setFit(chunk, shapeOf, mems)
+		return nil
+	}
+	r := p.stageRank(reps[worst])
+	return &NoFitError{Plan: p.Config.Name, Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: mems[worst], PrefillChunk: chunk}
+}
+
+// stageShapes groups the stages by what their memory depends on (layer
+// count, first, last): reps holds the first stage of each shape in stage
+// order, shapeOf[s] the index of stage s's shape in reps.
+func (p *Plan) stageShapes() (reps, shapeOf []int) {
+	type shape struct {
+		layers      int
+		first, last bool
+	}
+	var shapes []shape
+	shapeOf = make([]int, p.PP)
+	for s := range shapeOf {
+		k := shape{layers: len(p.StageLayers[s]), first: p.FirstStage(s), last: p.LastStage(s)}
+		i := 0
+		for i < len(shapes) && shapes[i] != k {
+			i++
+		}
+		if i == len(shapes) {
+			shapes, reps = append(shapes, k), append(reps, s)
+		}
+		shapeOf[s] = i
+	}
+	return reps, shapeOf
+}
+
+// setFit records the fit: the prefill chunk and each stage's memory, its
+// shape's (mems[shapeOf[s]]).
+func (p *Plan) setFit(chunk int, shapeOf []int, mems []Memory) {
+	p.StageMemory = make([]Memory, p.PP)
+	for s, i := range shapeOf {
+		p.StageMemory[s] = mems[i]
+	}
+	prompt := p.Config.Workload.PromptTokens()
+	p.PrefillChunk = chunk
+	p.PrefillChunks = (prompt + chunk - 1) / chunk
 }
 
 func gb(b int64) float64 { return float64(b) / 1e9 }

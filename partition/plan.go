@@ -162,7 +162,11 @@ func (p *Plan) RankAt(i int) Rank {
 }
 
 // newPlan fills everything but the memory fit and the rank list.
-func newPlan(cfg *configs.Config) *Plan {
+func newPlan(cfg *configs.Config) *Plan { return newPlanWith(cfg, stageLayers) }
+
+// newPlanWith is newPlan with the stages' layer lists from lists (stageLayers
+// or a Planner's, which shares them between plans).
+func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int) *Plan {
 	m := cfg.Model
 	par := cfg.Parallel
 	p := &Plan{
@@ -182,7 +186,7 @@ func newPlan(cfg *configs.Config) *Plan {
 	if m.Embeddings || m.LMHead {
 		p.VocabPadded = PaddedVocab(m, p.TP)
 	}
-	p.StageLayers = stageLayers(m.Layers, p.PP, par.LayerMap)
+	p.StageLayers = lists(m.Layers, p.PP, par.LayerMap)
 	return p
 }
 

@@ -174,10 +174,15 @@ type QuickCache struct {
 	id     quickID
 	have   bool
 	passes map[proxyKey]*[4]*kindOps
-	stages map[stageKey]*stageCost
-	colls  map[collCostKey]collCost
-	p2ps   map[p2pKey]float64
-	table  quickTable // the op-time table of the last plan's hardware
+	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
+	decodes map[proxyKey]*[4]decodeOps
+	stages  map[stageKey]*stageCost
+	colls   map[collCostKey]collCost
+	p2ps    map[p2pKey]float64
+	table   quickTable // the op-time table of the last plan's hardware
+	// servers is Quick's scratch for its servers' first, total and last
+	// pass times, reused from plan to plan.
+	servers []float64
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -189,6 +194,7 @@ func NewQuickCache(opts CollectiveOptions) *QuickCache {
 func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
+	c.decodes = map[proxyKey]*[4]decodeOps{}
 	c.stages = map[stageKey]*stageCost{}
 	c.colls = map[collCostKey]collCost{}
 	c.p2ps = map[p2pKey]float64{}
@@ -214,11 +220,16 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	// first/total/last are a server's time for the first pass, all passes,
 	// and the last pass of prefill.
 	nsv := 2*P - 1
-	first := make([]float64, nsv)
-	total := make([]float64, nsv)
-	last := make([]float64, nsv)
+	if cap(c.servers) < 3*nsv {
+		c.servers = make([]float64, 3*nsv)
+	}
+	sv := c.servers[:3*nsv]
+	clear(sv) // as made: a server Quick does not set (the last stage's link) stays 0
+	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
+	var prevKey stageKey // neighbouring stages mostly share a shape: reuse its cost without a map lookup
+	var prev *stageCost
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
@@ -228,9 +239,13 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			out = outClasses(&topo, a, dst, T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
-		sc, err := c.stage(plan, key, kinds[kind], a)
-		if err != nil {
-			return QuickEstimate{}, err
+		sc := prev
+		if prev == nil || key != prevKey {
+			var err error
+			if sc, err = c.stage(plan, key, kinds[kind], a); err != nil {
+				return QuickEstimate{}, err
+			}
+			prevKey, prev = key, sc
 		}
 		// Prefill: micro-batch 0 of each chunk, then m−1 more.
 		var A float64
@@ -344,14 +359,36 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		if k.chunks > 1 {
 			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
 		}
-		dec := pp.Program(r, partition.Decode)
-		k.decode = splitPass(dec.Ops)
-		k.layerWS = workingSet(partition.Program{Ops: k.decode.layer})
-		k.extraWS = workingSet(dec) - k.layerWS
-		kinds[kindOf(s, pk.pp)] = k
+		kind := kindOf(s, pk.pp)
+		dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
+		d, ok := c.decodes[dk]
+		if !ok {
+			d = &[4]decodeOps{}
+			c.decodes[dk] = d
+		}
+		if !d[kind].ok {
+			dec := pp.Program(r, partition.Decode)
+			d[kind].pass = splitPass(dec.Ops)
+			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
+			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
+			d[kind].ok = true
+		}
+		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
+		kinds[kind] = k
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// decodeOps is a stage kind's decode step in a layout's proxy, and the
+// working sets proxy derives from it: the same for every prefill chunk
+// (partition builds a decode step from the micro-batch size, the context
+// and the shards alone), so built once per (tp, micro-batch size, proxy
+// depth).
+type decodeOps struct {
+	ok               bool
+	pass             passOps
+	layerWS, extraWS int64
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per

@@ -92,7 +92,11 @@ func (c Candidate) LayerMap() []int {
 	if c.Variant == VariantEven {
 		return nil
 	}
-	var m []int
+	layers := 0
+	for _, n := range c.StageLayers {
+		layers += n
+	}
+	m := make([]int, 0, layers)
 	for s, n := range c.StageLayers {
 		for i := 0; i < n; i++ {
 			m = append(m, s)
@@ -361,9 +365,10 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 		GPUs: spec.System.Topology.Size(), Objective: spec.Objective, MaxTPOTS: spec.MaxTPOTS, MaxTTFTS: spec.MaxTTFTS,
 		Factorizations: facts, Enumerated: len(cands), PrunedByReason: map[string]int{}, ViolatingBy: map[string]int{}}
 	cache := NewQuickCache(spec.Collectives)
+	planner := partition.NewPlanner() // the candidates differ in layout only
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
-		plan, err := partition.NewPlanStages(spec.layoutConfig(c)) // Quick reads stages, not ranks
+		plan, err := planner.Stages(spec.layoutConfig(c)) // Quick reads stages, not ranks
 		if err != nil {
 			var nofit *partition.NoFitError
 			if !errors.As(err, &nofit) {
@@ -436,23 +441,36 @@ func objectiveValue(q *QuickEstimate, objective string) float64 {
 // same way, then rows that do not fit in enumeration order. Ties go to the
 // lower TPOT, then TTFT, then memory, then enumeration order.
 func sortRows(rows []SearchRow, objective string) {
-	class := map[string]int{StatusFeasible: 0, StatusViolates: 1, StatusDoesNotFit: 2}
+	class := func(r *SearchRow) int {
+		switch r.Status {
+		case StatusFeasible:
+			return 0
+		case StatusViolates:
+			return 1
+		case StatusDoesNotFit:
+			return 2
+		}
+		return 0 // as the map lookup of an unknown status gave
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := &rows[i], &rows[j]
-		if class[a.Status] != class[b.Status] {
-			return class[a.Status] < class[b.Status]
+		if ca, cb := class(a), class(b); ca != cb {
+			return ca < cb
 		}
 		if a.Quick == nil || b.Quick == nil {
 			return a.index < b.index
 		}
-		for _, k := range [][2]float64{
-			{objectiveValue(a.Quick, objective), objectiveValue(b.Quick, objective)},
-			{a.Quick.TPOTS, b.Quick.TPOTS}, {a.Quick.TTFTS, b.Quick.TTFTS},
-			{float64(a.MemoryBytes), float64(b.MemoryBytes)},
-		} {
-			if k[0] != k[1] {
-				return k[0] < k[1]
-			}
+		if x, y := objectiveValue(a.Quick, objective), objectiveValue(b.Quick, objective); x != y {
+			return x < y
+		}
+		if a.Quick.TPOTS != b.Quick.TPOTS {
+			return a.Quick.TPOTS < b.Quick.TPOTS
+		}
+		if a.Quick.TTFTS != b.Quick.TTFTS {
+			return a.Quick.TTFTS < b.Quick.TTFTS
+		}
+		if x, y := float64(a.MemoryBytes), float64(b.MemoryBytes); x != y {
+			return x < y
 		}
 		return a.index < b.index
 	})

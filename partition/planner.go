@@ -1,0 +1,130 @@
+package partition
+
+import "github.com/partbench/partbench/configs"
+
+// Planner builds the plans of many layouts of one model, workload and
+// system: a search's candidates, whose configs differ only in their name and
+// parallel section. It validates the first config it is given fully
+// (configs.Config.Validate) and the others' parallel sections only
+// (configs.Config.ValidateLayout), and it remembers what the memory fit
+// reads: per TP degree the memory parts that do not depend on a stage's
+// layers or the prefill chunk (memParts: one layer's weights, the
+// embedding and LM head shards, a token's KV bytes), and a pass's
+// activation bytes per (tp, micro-batch size, rows, last stage or not),
+// which is all they depend on once the model, workload and GPU are fixed.
+// Its plans are those of NewPlanStages, field for field, and so are its
+// errors. A Planner is not safe for concurrent use.
+type Planner struct {
+	validated bool
+	parts     map[int]*memParts
+	act       map[actKey]int64
+	// ids is 0, 1, 2, …: every plan's stage layer lists are slices of it,
+	// and evens the even split's lists per (layers, pp) (sharedStageLayers).
+	ids   []int
+	evens map[[2]int][][]int
+}
+
+// actKey is what a pass's activation bytes depend on within one Planner
+// (activationBytes: the pass's rows, the micro-batch's logits on the last
+// stage, the shard widths).
+type actKey struct {
+	tp, mbs, rows int
+	last          bool
+}
+
+// NewPlanner is a Planner with nothing remembered.
+func NewPlanner() *Planner {
+	return &Planner{parts: map[int]*memParts{}, act: map[actKey]int64{}, evens: map[[2]int][][]int{}}
+}
+
+// Stages is NewPlanStages(cfg) for a config that equals every other config
+// given to this Planner but for its name and parallel section.
+func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
+	if pl.validated {
+		if err := cfg.ValidateLayout(); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		pl.validated = true
+	}
+	p := newPlanWith(cfg, pl.sharedStageLayers)
+	if err := p.fitMemoryWith(pl.stageMemory); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// stageMemory is memoryFrom of stage s's first rank at chunk, from the
+// plan's memParts, remembered per TP degree, and activation bytes
+// remembered per actKey.
+func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
+	mp, ok := pl.parts[p.TP]
+	if !ok {
+		v := p.memParts()
+		mp = &v
+		pl.parts[p.TP] = mp
+	}
+	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
+		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
+		b, ok := pl.act[k]
+		if !ok {
+			b = p.activationBytes(r, rows)
+			pl.act[k] = b
+		}
+		return b
+	})
+}
+
+// sharedStageLayers is stageLayers with every list a full-capacity slice of
+// one identity array shared by the Planner's plans (a valid layer map gives
+// each stage a run of consecutive layers), and the even split's lists
+// shared whole between plans of the same depth. Nothing writes to a plan's
+// layer lists; their capacity ends with them, so an append copies.
+func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
+	if len(pl.ids) < layers {
+		pl.ids = make([]int, layers)
+		for l := range pl.ids {
+			pl.ids[l] = l
+		}
+	}
+	if len(layerMap) != layers {
+		k := [2]int{layers, pp}
+		if out, ok := pl.evens[k]; ok {
+			return out
+		}
+		out := make([][]int, pp)
+		l := 0
+		for s := range out {
+			n := layers / pp
+			if s < layers%pp {
+				n++
+			}
+			out[s] = pl.ids[l : l+n : l+n]
+			l += n
+		}
+		pl.evens[k] = out
+		return out
+	}
+	out := make([][]int, pp)
+	start := 0
+	for l := 1; l <= layers; l++ {
+		if l < layers && layerMap[l] == layerMap[l-1] {
+			continue
+		}
+		s := layerMap[l-1]
+		if s < 0 || s >= pp || out[s] != nil {
+			return stageLayers(layers, pp, layerMap) // not runs of consecutive layers: as NewPlanStages does
+		}
+		out[s] = pl.ids[start:l:l]
+		start = l
+	}
+	for s := range out {
+		if out[s] == nil {
+			return stageLayers(layers, pp, layerMap)
+		}
+	}
+	return out
+}

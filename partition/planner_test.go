@@ -1,0 +1,138 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// A Planner's plans and errors are NewPlanStages's, field for field and
+// word for word, over every tp × pp × dp layout of a GPU count (each with
+// micro-batch counts that do and do not divide the batch, the even layer map
+// and one with the first stage a layer lighter) and a few invalid ones. The
+// configs: tp8pp2's model (16 layers, no embedding or LM head) on 64 GPUs
+// under the seed's workload (batch 128, context 10,000), one whose KV cache
+// leaves so little room that the prefill chunk is halved or nothing fits
+// (batch 1,024), and the seed's with a fixed prefill chunk of 512;
+// Llama-2-13B (untied embedding and LM head) prefilling 2,048 tokens on 64
+// GPUs; GPT-2 XL (tied LM head, learned positions, 25 heads) decoding only,
+// on 50 GPUs in nodes of 5. Each config's plans share one Planner, so every
+// layout after the first is checked by ValidateLayout and priced from what
+// earlier ones left, whatever their pipeline depth; their stage layer
+// lists, shared between plans, must end at their capacity.
+func TestPlannerPlansAreNewPlanStages(t *testing.T) {
+	for _, tc := range []struct {
+		name, config       string
+		batch, chunk       int
+		nodes, perNode     int
+		wantHalved, wantNo bool
+	}{
+		{"seed", "tp8pp2", 128, 0, 8, 8, false, false},
+		{"seed-batch1024", "tp8pp2", 1024, 0, 8, 8, true, true},
+		{"seed-chunk512", "tp8pp2", 128, 512, 8, 8, false, false},
+		{"llama2-13b", "llama2-13b-2k", 256, 0, 8, 8, false, false},
+		{"gpt2-xl-decode", "gpt2-xl-decode", 128, 0, 10, 5, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := configs.Load(tc.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dgx, err := configs.Load("tp8pp2") // its links: the single-GPU configs have none
+			if err != nil {
+				t.Fatal(err)
+			}
+			base.Workload.Batch = tc.batch
+			base.Topology = dgx.Topology
+			base.Topology.Nodes, base.Topology.GPUsPerNode = tc.nodes, tc.perNode
+			gpus, layers := tc.nodes*tc.perNode, base.Model.Layers
+			pl := NewPlanner()
+			var plans, halved, nofit, invalid int
+			try := func(par configs.Parallel) {
+				t.Helper()
+				c := *base
+				c.Parallel = par
+				c.Parallel.PrefillChunk = tc.chunk
+				c.Name = fmt.Sprintf("tp%dpp%ddp%d-m%d-%v", par.TP, par.PP, par.DP, par.Microbatches, par.LayerMap)
+				want, wantErr := NewPlanStages(&c)
+				got, gotErr := pl.Stages(&c)
+				if errText(gotErr) != errText(wantErr) {
+					t.Fatalf("%s: Planner error %q, NewPlanStages %q", c.Name, errText(gotErr), errText(wantErr))
+				}
+				if wantErr == nil && !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: Planner plan differs from NewPlanStages:\n%+v\n%+v", c.Name, got, want)
+				}
+				if wantErr == nil {
+					for s, l := range got.StageLayers { // shared between plans: an append must copy
+						if cap(l) != len(l) {
+							t.Fatalf("%s: stage %d's layer list has capacity %d beyond its %d layers", c.Name, s, cap(l), len(l))
+						}
+					}
+				}
+				var nf *NoFitError
+				switch {
+				case wantErr == nil:
+					plans++
+					if want.PrefillChunks > 1 {
+						halved++
+					}
+				case errors.As(wantErr, &nf):
+					if got := errNoFit(gotErr); !reflect.DeepEqual(nf, got) {
+						t.Fatalf("%s: NoFitError %+v, want %+v", c.Name, got, nf)
+					}
+					nofit++
+				default:
+					invalid++
+				}
+			}
+			try(configs.Parallel{TP: 3, PP: 1, DP: 1, Microbatches: 1, Schedule: "fill-drain"}) // invalid first: the next is validated fully
+			for tp := 1; tp <= gpus; tp++ {
+				for pp := 1; tp*pp <= gpus; pp++ {
+					if gpus%(tp*pp) != 0 || pp > layers {
+						continue
+					}
+					dp := gpus / (tp * pp)
+					for _, mb := range []int{1, 2, 8, 128, 3} {
+						maps := [][]int{nil}
+						if pp >= 2 && layers > pp {
+							first := make([]int, layers) // stage 0 one layer lighter than the even split's
+							n0 := (layers+pp-1)/pp - 1
+							for l := range first {
+								if l >= n0 {
+									first[l] = 1 + (l-n0)*(pp-1)/(layers-n0)
+								}
+							}
+							if n0 >= 1 {
+								maps = append(maps, first)
+							}
+						}
+						for _, m := range maps {
+							try(configs.Parallel{TP: tp, PP: pp, DP: dp, Microbatches: mb, LayerMap: m, Schedule: "fill-drain"})
+						}
+					}
+				}
+			}
+			try(configs.Parallel{TP: 1, PP: 2, DP: gpus, Microbatches: 1, Schedule: "fill-drain"}) // twice the GPUs
+			// Each outcome must occur, or the comparison proves less than it says.
+			if plans == 0 || invalid < 3 || (tc.wantNo && nofit == 0) || (tc.wantHalved && halved == 0) {
+				t.Fatalf("%d plans (%d with the prompt chunked), %d that do not fit, %d invalid: the layouts do not exercise every path", plans, halved, nofit, invalid)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func errNoFit(err error) *NoFitError {
+	var nf *NoFitError
+	errors.As(err, &nf)
+	return nf
+}
