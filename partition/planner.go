@@ -26,10 +26,12 @@ type Planner struct {
 
 // actKey is what a pass's activation bytes depend on within one Planner
 // (activationBytes: the pass's rows, the micro-batch's logits on the last
-// stage, the shard widths).
+// stage, the shard widths, and which buffers each micro-batch keeps: the
+// micro-batch count is the batch over mbs, one workload per Planner).
 type actKey struct {
 	tp, mbs, rows int
 	last          bool
+	passBuffers   string
 }
 
 // NewPlanner is a Planner with nothing remembered.
@@ -68,7 +70,7 @@ func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
 		pl.parts[p.TP] = mp
 	}
 	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
-		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
+		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage), passBuffers: p.Config.Parallel.PassBuffers}
 		b, ok := pl.act[k]
 		if !ok {
 			b = p.activationBytes(r, rows)
