@@ -20,7 +20,7 @@
 # limits in seconds:
 #   system     30   nvidia-smi, the GPU's details, libraries the loader sees, environment
 #   nccl       30   partbench nccl-check: libcuda and NCCL load, a 1-rank all-reduce and send/recv
-#   tests     150   every *.test binary here, its RealGPU tests (kernels, graphs, cuBLAS, the
+#   tests     240   every *.test binary here, its RealGPU tests (kernels, graphs, cuBLAS, the
 #                   GPU against the CPU reference on every test partitioning, fp32/fp16/bf16)
 #   check      60   run --check --backend cuda on the tiny test configs, fp32, fp16 and bf16
 #   single     60   the seed shapes at 4 layers on one GPU, weights generated on the device
@@ -81,7 +81,7 @@ limit_of() {
 	case $1 in
 	system | nccl | l2 | resume) echo 30 ;;
 	calibrate | generate) echo 60 ;;
-	tests) echo 150 ;;
+	tests) echo 240 ;;
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
 	serving | transport) echo 40 ;;
