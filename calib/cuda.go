@@ -12,7 +12,8 @@ import (
 	"github.com/partbench/partbench/cgo/cuda"
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	pcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/exec/backend"
+	execlaunch "github.com/partbench/partbench/exec/launch" // "launch" is a local name below
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -150,8 +151,9 @@ func (o *Options) cudaDefaults() error {
 	return nil
 }
 
-// runCUDA measures one GPU through exec/cuda: the L2 curve and HBM
-// bandwidth (pcuda.Calibrator.Read), device copies, GEMMs over the
+// runCUDA measures one GPU through the registered GPU backend's device
+// calibrator (exec/backend's Registry.Calibrator): the L2 curve and HBM
+// bandwidth (Calibrator.Read), device copies, GEMMs over the
 // Programs' shapes per dtype and a small-M sweep (cuBLAS, the backend's
 // call), kernel and graph launches, one-rank NCCL all_reduce latency when
 // libnccl loads, and the op-time table of the op configs' Programs through
@@ -189,7 +191,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 			Date: o.Now().UTC().Format(time.RFC3339), Version: o.Version, Ranks: 1, Repeats: o.Repeats, Quick: o.Quick},
 	}
 	loadStart, loadOK := loadAverage()
-	gc, err := pcuda.NewCalibrator(pcuda.CalibrateOptions{Device: o.Device})
+	gc, err := Registry().Calibrator(configs.BackendCUDA, backend.CalibratorOptions{Device: o.Device})
 	if err != nil {
 		return nil, err
 	}
@@ -326,17 +328,21 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
 	}
 
-	// 6. The op-time table through the GPU backend's own compute path.
+	// 6. The op-time table through the GPU backend's own compute path: its
+	// untimed Compute (Registry.UntimedCompute), the table's marks time the
+	// ops.
 	newCompute := o.NewCompute
 	if newCompute == nil {
-		newCompute = func(plan *partition.Plan, rank int) (pexec.Compute, error) {
-			return pcuda.New(plan, rank, pcuda.Options{Device: o.Device, NoTiming: true})
+		nc, err := Registry().UntimedCompute(configs.BackendCUDA, execlaunch.Env{LocalRank: o.Device})
+		if err != nil {
+			return nil, fmt.Errorf("op times: %w", err)
 		}
+		newCompute = nc
 	}
 	hold := func(c pexec.Compute, d time.Duration) error {
-		dc, ok := c.(*pcuda.Compute)
+		dc, ok := c.(deviceStream)
 		if !ok {
-			return nil // another backend's Compute (a test's): timed without a hold
+			return nil // a Compute with no stream (a test's): timed without a hold
 		}
 		return gc.Hold(dc.Stream(), d)
 	}
@@ -369,6 +375,13 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	}
 	judgeCalibration(cal)
 	return cal, nil
+}
+
+// deviceStream is a Compute that queues its ops on a device stream (the GPU
+// backend's): the op-time table holds the device on that stream before each
+// timed op (Calibrator.Hold).
+type deviceStream interface {
+	Stream() cuda.Stream
 }
 
 // cacheSpreads fills the curve samples and the memory figures' spreads

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	pcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/nccl"
 )
 
@@ -13,7 +13,7 @@ import (
 // its stream: seconds per call, one per repeat. Where libnccl does not
 // load, why says so (and nothing is timed); a failure after it loaded is
 // an error.
-func ncclLatency(gc *pcuda.Calibrator, minS float64, repeats int) (ts []float64, why string, err error) {
+func ncclLatency(gc backend.Calibrator, minS float64, repeats int) (ts []float64, why string, err error) {
 	lib, err := nccl.Load()
 	if err != nil {
 		return nil, err.Error(), nil

@@ -73,6 +73,13 @@ type Backend struct {
 	// L2Probe opens the backend's working-set reuse probe on its device
 	// (Registry.L2Probe, `l2 --measure`). Nil: it has none.
 	L2Probe func(o L2ProbeOptions) (L2Prober, error)
+	// Calibrator opens the backend's device calibrator (calibrator.go,
+	// Registry.Calibrator, `calibrate`). Nil: it has none.
+	Calibrator func(o CalibratorOptions) (Calibrator, error)
+	// Untimed returns the constructor of a Compute like Device's that times
+	// no op, for a caller that times the ops itself (Registry.UntimedCompute,
+	// calibrate's op-time table). Nil: it has none.
+	Untimed func(env launch.Env) (NewComputeFunc, error)
 }
 
 // Registry holds backends in registration order, the order "auto" tries them.

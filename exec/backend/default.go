@@ -101,6 +101,9 @@ func CUDA() Backend {
 		// checkpoint.go
 		Checkpoint: cudaCheckpoint,
 		L2Probe:    cudaL2Probe,
+		// calibrator.go
+		Calibrator: cudaCalibrator,
+		Untimed:    cudaUntimed,
 	}
 }
 

@@ -4,8 +4,9 @@
 // Default wires the CPU backend (exec/cpu + exec/tcpcomm) and the GPU backend
 // (exec/cuda + exec/ncclcomm).
 //
-// Outside exec/ it is the only way to a backend (imports_test.go): parts only
-// some backends have (Backend.Inputs, Backend.L2Probe) are reached by name
+// Outside exec/ it is the only way to a backend (imports_test.go, calib
+// included): parts only some backends have (Backend.Inputs, Backend.L2Probe,
+// and calibrate's Backend.Calibrator and Backend.Untimed) are reached by name
 // and refused by name where a backend lacks them.
 //
 // It must not run anything itself (exec runs the Program), and no backend it
