@@ -102,6 +102,7 @@ type Compute struct {
 	rope         ropeState       // the rotary table (extra.go)
 	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
 	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
+	gemv         gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
 
@@ -289,6 +290,9 @@ func (c *Compute) init() error {
 	}
 	c.initFuse() // fuse.go: residual add + norm as one kernel where the Programs allow
 	if err := c.initWeights(); err != nil {
+		return err
+	}
+	if err := c.initGemv(); err != nil { // gemv.go: after the weights and buffers, on which it times its shapes
 		return err
 	}
 	if err := c.initInputs(); err != nil { // checkpoint.go: Options.Inputs' prompt
