@@ -70,6 +70,21 @@ __device__ __forceinline__ void gemv_fetch(const elem* p, pb_raw<8>& r) {
 	}
 }
 
+// gemv_fetch_groups issues the loads of the U groups g, g + GEMV_KL, …
+// of rows (each 8 rows of the thread's 8 columns at n0) that lie below ng.
+template <int U>
+__device__ __forceinline__ void gemv_fetch_groups(const elem* w, int lo, int N, int n0, int g, int ng, pb_raw<8> (&wr)[U][8]) {
+#pragma unroll
+	for (int u = 0; u < U; u++) {
+		const int gg = g + u * GEMV_KL;
+		if (gg < ng) {
+			const elem* p = w + (size_t)(lo + gg * 8) * N + n0;
+#pragma unroll
+			for (int r = 0; r < 8; r++) gemv_fetch(p + (size_t)r * N, wr[u][r]);
+		}
+	}
+}
+
 template <int MM>
 __device__ __forceinline__ void gemv(const elem* x, const elem* w, float* ws, elem* out, int* count, int M, int K, int N, int chunk) {
 	const int tile = blockIdx.x, s = blockIdx.y, S = gridDim.y;
@@ -79,15 +94,33 @@ __device__ __forceinline__ void gemv(const elem* x, const elem* w, float* ws, el
 	const int hi = lo + chunk < K ? lo + chunk : K;
 	const int ng = (hi - lo) / 8; // groups of 8 rows in this split
 	constexpr int U = GEMV_UNROLL(MM);
+	const bool cols = n0 < N;
+
+	// The first groups' weight loads go out before x is staged, so the
+	// block's start costs one memory round trip, not two.
+	pb_raw<8> wr[U][8];
+	if (cols) gemv_fetch_groups<U>(w, lo, N, n0, kl, ng, wr);
 
 	// x[m][lo + j] as fp32 at xs[(j/8)·GS + (j%8)·MM + m] (0 for m ≥ M):
 	// each group of 8 rows padded by 4 floats, so the 4 k-lanes of a warp
-	// (consecutive groups) read 4 different banks.
+	// (consecutive groups) read 4 different banks. At most GEMV_XS values,
+	// GEMV_XS/GEMV_THREADS per thread, all loaded before any is stored.
 	constexpr int GS = GEMV_GROUP_FLOATS(MM);
+	constexpr int XPT = GEMV_XS / GEMV_THREADS;
 	__shared__ __align__(16) float xs[GEMV_XS];
-	for (int i = threadIdx.x; i < (hi - lo) * MM; i += GEMV_THREADS) {
-		const int j = i / MM, m = i % MM;
-		xs[(j >> 3) * GS + (j & 7) * MM + m] = m < M ? ld(x[(size_t)m * K + lo + j]) : 0.0f;
+	{
+		const int nx = (hi - lo) * MM;
+		float xv[XPT];
+#pragma unroll
+		for (int q = 0; q < XPT; q++) {
+			const int i = threadIdx.x + q * GEMV_THREADS, j = i / MM, m = i % MM;
+			xv[q] = i < nx && m < M ? ld(x[(size_t)m * K + lo + j]) : 0.0f;
+		}
+#pragma unroll
+		for (int q = 0; q < XPT; q++) {
+			const int i = threadIdx.x + q * GEMV_THREADS, j = i / MM, m = i % MM;
+			if (i < nx) xs[(j >> 3) * GS + (j & 7) * MM + m] = xv[q];
+		}
 	}
 	__syncthreads();
 
@@ -97,18 +130,9 @@ __device__ __forceinline__ void gemv(const elem* x, const elem* w, float* ws, el
 #pragma unroll
 		for (int e = 0; e < 8; e++) acc[m][e] = 0.0f;
 	}
-	if (n0 < N) {
+	if (cols) {
 		for (int g = kl; g < ng; g += GEMV_KL * U) {
-			pb_raw<8> wr[U][8];
-#pragma unroll
-			for (int u = 0; u < U; u++) {
-				const int gg = g + u * GEMV_KL;
-				if (gg < ng) {
-					const elem* p = w + (size_t)(lo + gg * 8) * N + n0;
-#pragma unroll
-					for (int r = 0; r < 8; r++) gemv_fetch(p + (size_t)r * N, wr[u][r]);
-				}
-			}
+			if (g != kl) gemv_fetch_groups<U>(w, lo, N, n0, g, ng, wr);
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				const int gg = g + u * GEMV_KL;

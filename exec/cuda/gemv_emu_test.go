@@ -106,7 +106,9 @@ func gemvAgainstFloat64(p hostemu.Runner, dt dtype, u float64, cases []gemvCase)
 				Args: []hostemu.Arg{hostemu.Ptr(x, 0), hostemu.Ptr(2, 0), hostemu.Ptr(3, 0), hostemu.Ptr(out, 0), hostemu.Ptr(4, 0),
 					hostemu.I32(tc.m), hostemu.I32(tc.k), hostemu.I32(tc.n), hostemu.I32(tc.chunk)}}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		// Seconds on an idle machine; the bound is for a loaded CI runner,
+		// where the harness's threads (256 per block) wait for cores.
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		got, err := p.Run(ctx, bufs, []hostemu.Launch{launch(0, 5), launch(1, 6)})
 		cancel()
 		if err != nil {
