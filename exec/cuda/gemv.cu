@@ -96,10 +96,12 @@ __device__ __forceinline__ void gemv(const elem* x, const elem* w, float* ws, el
 	constexpr int U = GEMV_UNROLL(MM);
 	const bool cols = n0 < N;
 
-	// The first groups' weight loads go out before x is staged, so the
-	// block's start costs one memory round trip, not two.
+	// At MM ≤ 2 the first groups' weight loads go out before x is staged,
+	// so the block's start costs one memory round trip, not two (at MM ≥ 4
+	// the accumulators leave no registers for it: 128 at most).
+	constexpr bool EARLY = MM <= 2;
 	pb_raw<8> wr[U][8];
-	if (cols) gemv_fetch_groups<U>(w, lo, N, n0, kl, ng, wr);
+	if (EARLY && cols) gemv_fetch_groups<U>(w, lo, N, n0, kl, ng, wr);
 
 	// x[m][lo + j] as fp32 at xs[(j/8)·GS + (j%8)·MM + m] (0 for m ≥ M):
 	// each group of 8 rows padded by 4 floats, so the 4 k-lanes of a warp
@@ -132,7 +134,7 @@ __device__ __forceinline__ void gemv(const elem* x, const elem* w, float* ws, el
 	}
 	if (cols) {
 		for (int g = kl; g < ng; g += GEMV_KL * U) {
-			if (g != kl) gemv_fetch_groups<U>(w, lo, N, n0, g, ng, wr);
+			if (!EARLY || g != kl) gemv_fetch_groups<U>(w, lo, N, n0, g, ng, wr);
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				const int gg = g + u * GEMV_KL;
