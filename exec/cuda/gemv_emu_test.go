@@ -14,7 +14,8 @@ import (
 )
 
 // gemv.cu on CPU threads (the host-emulation harness) against a float64
-// product of the same rounded inputs.
+// product of the same rounded inputs, and bit for bit against gemvModel,
+// the Go statement of its order of operations.
 //
 // The bound per output element: the fp32 sum of K products, in whatever
 // order (each thread's rows in sequence, two shuffles, 8 warps, S
@@ -146,6 +147,17 @@ func gemvAgainstFloat64(p hostemu.Runner, dt dtype, u float64, cases []gemvCase)
 			}
 			if bad > 3 {
 				problems = append(problems, fmt.Sprintf("%s M %d K %d N %d launch %d: %d elements beyond the bound in all", dt.name, tc.m, tc.k, tc.n, launch+1, bad))
+			}
+			model, differ, far := gemvModel(x, w, tc.m, tc.k, tc.n, tc.chunk, dt.round), 0, 0.0
+			for i := range model {
+				if math.Float32bits(model[i]) != math.Float32bits(out[i]) {
+					differ++
+					far = max(far, math.Abs(float64(model[i])-float64(out[i])))
+				}
+			}
+			if differ > 0 {
+				problems = append(problems, fmt.Sprintf("%s M %d K %d N %d chunk %d launch %d: %d of %d elements differ from gemvModel's bits (max |Δ| %.3g)",
+					dt.name, tc.m, tc.k, tc.n, tc.chunk, launch+1, differ, len(model), far))
 			}
 		}
 	}
