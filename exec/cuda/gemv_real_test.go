@@ -22,7 +22,9 @@ const gemvRealReps = 20
 // differing by ≲ √K·2⁻²⁴ relative) and round once, so they differ by at
 // most one ulp of the output, 2u·|out|, u = 2⁻¹¹: the test fails beyond
 // 4u·max(1, |cuBLAS|), and when two runs of the GEMV differ in any bit
-// (its sums have a fixed order), never because it is slower.
+// (its sums have a fixed order), never because it is slower. It also
+// logs how many outputs of the first and last column tile equal
+// gemvModel's bit for bit.
 func TestRealGPUGemv(t *testing.T) {
 	realGPU(t)
 	t.Setenv(gemvEnv, "auto") // the kernels are looked up unless off
@@ -53,6 +55,11 @@ func TestRealGPUGemv(t *testing.T) {
 		}
 		return c.dt.encode(v)
 	}
+	// x, and the weights as one random block of 2²⁴ elements repeated
+	// (every shape's K·N ≤ 4096·32768 = 2²⁷ elements); their values as
+	// stored, for gemvModel.
+	xBytes, block := uniform(maxM*maxK, 1), uniform(1<<24, 1.0/64)
+	xHost, wBlock := c.dt.decode(xBytes), c.dt.decode(block)
 	err = c.Do(func() error {
 		var err error
 		for _, a := range []struct {
@@ -74,12 +81,9 @@ func TestRealGPUGemv(t *testing.T) {
 		if err := c.stream.MemsetD8Async(g.count, 0, int64(4*tiles)); err != nil {
 			return err
 		}
-		if err := c.stream.CopyHtoDAsync(in, uniform(maxM*maxK, 1)); err != nil {
+		if err := c.stream.CopyHtoDAsync(in, xBytes); err != nil {
 			return err
 		}
-		// The weights: one random block of 2²⁴ elements repeated (every
-		// shape's K·N ≤ 4096·32768 = 2²⁷ elements).
-		block := uniform(1<<24, 1.0/64)
 		for off := int64(0); off < 4096*maxN*eb; off += int64(len(block)) {
 			if err := c.stream.CopyHtoDAsync(w+cuda.DevicePtr(off), block); err != nil {
 				return err
@@ -132,7 +136,7 @@ func TestRealGPUGemv(t *testing.T) {
 	}
 	u := 0x1p-11
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %3s %3s %10s %8s %10s %8s %7s %10s\n", "gemm", "M", "S", "cuBLAS µs", "TB/s", "GEMV µs", "TB/s", "ratio", "max |Δ|")
+	fmt.Fprintf(&b, "%-8s %3s %3s %10s %8s %10s %8s %7s %10s %s\n", "gemm", "M", "S", "cuBLAS µs", "TB/s", "GEMV µs", "TB/s", "ratio", "max |Δ|", "bits = gemvModel")
 	for _, m := range ms {
 		for _, s := range shapes {
 			bytes := float64(eb) * (float64(s.k)*float64(s.n) + float64(m)*float64(s.k+s.n))
@@ -186,8 +190,29 @@ func TestRealGPUGemv(t *testing.T) {
 			if differ > 0 {
 				t.Errorf("%s M %d: two GEMV runs differ in %d of %d outputs", s.name, m, differ, len(ref))
 			}
-			fmt.Fprintf(&b, "%-8s %3d %3d %10.1f %8.2f %10.1f %8.2f %7.2f %10.3g\n", s.name, m, p.splits,
-				blas*1e6, bytes/blas/1e12, gemv*1e6, bytes/gemv/1e12, gemv/blas, worst)
+			// The first and last tile's columns against gemvModel (the
+			// kernel's order in Go), bit for bit: logged, a measurement
+			// of the device's arithmetic, not a failure.
+			var cols []int
+			for j := 0; j < gemvTileN; j++ {
+				cols = append(cols, j, s.n-gemvTileN+j)
+			}
+			wsub := make([]float32, s.k*len(cols))
+			for r := 0; r < s.k; r++ {
+				for j, col := range cols {
+					wsub[r*len(cols)+j] = wBlock[(r*s.n+col)%(1<<24)]
+				}
+			}
+			model, same := gemvModel(xHost[:m*s.k], wsub, m, s.k, len(cols), p.chunk, c.dt.round), 0
+			for r := 0; r < m; r++ {
+				for j, col := range cols {
+					if math.Float32bits(model[r*len(cols)+j]) == math.Float32bits(got[r*s.n+col]) {
+						same++
+					}
+				}
+			}
+			fmt.Fprintf(&b, "%-8s %3d %3d %10.1f %8.2f %10.1f %8.2f %7.2f %10.3g %5d/%d\n", s.name, m, p.splits,
+				blas*1e6, bytes/blas/1e12, gemv*1e6, bytes/gemv/1e12, gemv/blas, worst, same, len(model))
 		}
 	}
 	t.Logf("%s: the mean of %d calls after one warm-up (ratio: GEMV ÷ cuBLAS time)\n%s", c.Describe(), gemvRealReps, b.String())
