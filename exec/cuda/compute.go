@@ -106,6 +106,7 @@ type Compute struct {
 	lt           ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
 	blasWS       cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
 	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
+	gemv         gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
 
@@ -295,6 +296,9 @@ func (c *Compute) init() error {
 	c.initBiasAct() // biasact.go: bias + activation as one kernel where the Programs allow
 	c.initLt()      // biasact_lt.go: cuBLASLt bias epilogues where the library loads
 	if err := c.initWeights(); err != nil {
+		return err
+	}
+	if err := c.initGemv(); err != nil { // gemv.go: after the weights and buffers, on which it times its shapes
 		return err
 	}
 	if err := c.initInputs(); err != nil { // checkpoint.go: Options.Inputs' prompt

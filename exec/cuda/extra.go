@@ -24,7 +24,7 @@ var fusedSource string
 // generator), with the shared headers they include expanded once.
 func extraSource() string { return extraModule }
 
-var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource+"\n"+biasActSource)
+var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource+"\n"+biasActSource+"\n"+gemvSource)
 
 // flashModule is flash.cu with the shared headers it includes expanded:
 // what NVRTC compiles (it is given no include paths).
@@ -88,6 +88,9 @@ func parseWithout(s string) (map[string]bool, error) {
 	if err := flashVariantFromEnv(set); err != nil { // flash_variants.go
 		return nil, err
 	}
+	if err := gemvModeFromEnv(set); err != nil { // gemv.go
+		return nil, err
+	}
 	return set, nil
 }
 
@@ -127,6 +130,9 @@ var extraLaunch = func() map[string]launchBound {
 		"pb_gen":                {threads: flatThreads},
 		"pb_causal_softmax":     {threads: rowThreads},
 		"pb_bias_act":           {threads: flatThreads},
+	}
+	for _, mm := range gemvVariants {
+		m[gemvKernelName(mm)] = launchBound{threads: gemvThreads}
 	}
 	for _, fk := range flashAllKernels() {
 		smem := flashSharedBytes(fk.hd, fk.br, 2)

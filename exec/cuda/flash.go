@@ -285,6 +285,9 @@ func flashKernelOf(name string) (flashKernel, bool) {
 // kernels, whose names stay as the Program has them.
 func (c *Compute) opTag(op *partition.Op) string {
 	if op.Kind != partition.Attention {
+		if t := c.gemvTag(op); t != "" { // gemv.go
+			return t
+		}
 		return c.fuseTag(op) // fuse.go
 	}
 	if fk, ok := flashKernelOf(c.attentionKernel(op)); ok {
@@ -370,7 +373,7 @@ func (c *Compute) describeExtra() string {
 	if c.extra.loaded {
 		extra = "split-KV/fused " + c.extra.image
 	}
-	return fmt.Sprintf(", %s, %s, weights %s", flash, extra, c.weightSource)
+	return fmt.Sprintf(", %s, %s, weights %s, %s", flash, extra, c.weightSource, c.describeGemv())
 }
 
 // FlashAttention says whether prefill attention runs on the tensor-core

@@ -583,6 +583,9 @@ func extraSigs() map[string]string {
 	for _, fk := range flashAllKernels() {
 		sigs[fk.name()] = flashKernelSig
 	}
+	for _, mm := range gemvVariants {
+		sigs[gemvKernelName(mm)] = gemvSig
+	}
 	return sigs
 }
 

@@ -165,7 +165,9 @@ func (k kernels) Gemm(op *partition.Op, in, out dbuf, w, bias *dtensor) error {
 			return err
 		}
 	}
-	if !c.replay {
+	if ok, err := c.gemvGemm(op, in, out, w); err != nil { // gemv.go: small M where the setup chose the GEMV
+		return err
+	} else if !ok && !c.replay {
 		c.stats.Launches++
 		if err := c.handle.GemmEx(cuda.RowMajorGemm(op.Rows, op.N, op.K, in.p, w.p, out.p, c.dt.blas)); err != nil {
 			return err
