@@ -90,6 +90,9 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 		StartedAt: r.Started.UTC().Format(time.RFC3339), ElapsedS: time.Since(r.Started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
 		Tolerance: r.Tolerance, Measurement: m, Estimate: est, Comparison: rows, Problems: problems, OpCheck: OpCheck(m, est),
 		Memory: ItemizeRunMemory(r.Plan, r.Results)}
+	if m.TimeBase.OneStart { // how the iterations were timed (exec.TimeBase)
+		doc.Notes = append(doc.Notes, m.TimeBase.Note)
+	}
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}

@@ -30,6 +30,13 @@ type RankResult struct {
 	// iteration's start) at which it finished each decode step.
 	PrefillS []float64   `json:"prefill_s"`
 	StepEndS [][]float64 `json:"step_end_s"`
+	// StartS is, per measured iteration, when this rank started it (left
+	// the barrier) on rank 0's clock, in seconds from an epoch rank 0 chose
+	// at start-up: PrefillS and StepEndS are from this start. Absent in
+	// results from before it was recorded.
+	StartS []float64 `json:"start_s,omitempty"`
+	// Clock is how StartS was put on rank 0's clock.
+	Clock *ClockSync `json:"clock,omitempty"`
 	// PrefillMeanS is PrefillS's mean (Aggregate fills it).
 	PrefillMeanS float64 `json:"prefill_mean_s,omitempty"`
 	// BusyS is the time spent in ops of each kind over all measured iterations.
@@ -116,11 +123,19 @@ type Measurement struct {
 	Iterations  int `json:"iterations"`
 	Warmup      int `json:"warmup"`
 	DecodeSteps int `json:"decode_steps_per_iteration"`
-	// TTFT per iteration: the last stage's prefill end, from the iteration start.
+	// TTFT per iteration: from the iteration's start — the earliest rank's
+	// (TimeBase.OneStart), else each last-stage rank's own — to the last
+	// stage's prefill end.
 	TTFT stats.Summary `json:"ttft_s"`
 	// TPOT per token interval on the last stage (first interval from the
 	// prefill's token to decode step 0's).
 	TPOT stats.Summary `json:"tpot_s"`
+	// TTFTOwnStart is TTFT timed the other way, from each last-stage
+	// rank's own start (the latest over last stages) where TTFT is timed
+	// from one start: their difference is what a late start hides.
+	TTFTOwnStart *stats.Summary `json:"ttft_own_start_s,omitempty"`
+	// TimeBase says from which start TTFT, TPOT and TPS were timed.
+	TimeBase TimeBase `json:"time_base"`
 	// TPS per iteration: batch × replicas × decode steps ÷ decode time
 	// (the slowest replica's).
 	TPS   stats.Summary `json:"tokens_per_s"`
@@ -131,6 +146,13 @@ type Measurement struct {
 // batch is the sequences each replica serves. With data parallelism, a
 // step ends when the last replica's last stage ends it, and every replica
 // produces batch tokens per step.
+//
+// Where every rank recorded its iterations' starts on rank 0's clock
+// (StartS), an iteration is timed from the earliest rank's start: TTFT is
+// the last stage's prefill end on that clock minus it, so a last stage
+// that left the barrier late does not leave out the first stages'
+// prefill. Without starts (older results), each last-stage rank's times
+// are from its own start.
 func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	if len(results) == 0 {
 		return nil, fmt.Errorf("no rank results")
@@ -139,16 +161,30 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	for i := range results {
 		results[i].PrefillMeanS = stats.Summarize(results[i].PrefillS, stats.Positive).Mean
 	}
-	var ttft, tpot, tps []float64
+	var ttft, ownTTFT, tpot, tps, spread []float64
 	replicas := map[int]bool{}
 	for _, r := range results {
 		replicas[r.Replica] = true
 	}
 	iters := len(results[0].PrefillS)
 	m.Iterations = iters
+	oneStart := iters > 0
+	for _, r := range results {
+		oneStart = oneStart && len(r.StartS) == iters
+	}
 	for i := 0; i < iters; i++ {
-		var first, prev float64
+		var first, own, prev float64
 		var ends []float64
+		// start is the iteration's start on rank 0's clock (0: each rank's own).
+		var start float64
+		if oneStart {
+			last := math.Inf(-1)
+			start = math.Inf(1)
+			for _, r := range results {
+				start, last = math.Min(start, r.StartS[i]), math.Max(last, r.StartS[i])
+			}
+			spread = append(spread, last-start)
+		}
 		for _, r := range results {
 			if !r.LastStage {
 				continue
@@ -156,15 +192,21 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 			if len(r.PrefillS) != iters || len(r.StepEndS) != iters {
 				return nil, fmt.Errorf("rank %d measured %d iterations, rank 0 %d", r.Rank, len(r.PrefillS), iters)
 			}
-			first = math.Max(first, r.PrefillS[i])
+			// shift moves the rank's times from its own start to the iteration's.
+			var shift float64
+			if oneStart {
+				shift = r.StartS[i] - start
+			}
+			first = math.Max(first, shift+r.PrefillS[i])
+			own = math.Max(own, r.PrefillS[i])
 			if ends == nil {
 				ends = make([]float64, len(r.StepEndS[i]))
 			}
 			for j, t := range r.StepEndS[i] {
-				ends[j] = math.Max(ends[j], t)
+				ends[j] = math.Max(ends[j], shift+t)
 			}
 		}
-		ttft = append(ttft, first)
+		ttft, ownTTFT = append(ttft, first), append(ownTTFT, own)
 		prev = first
 		for _, t := range ends {
 			tpot = append(tpot, t-prev)
@@ -177,6 +219,11 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	}
 	// Times and rates are positive: their intervals are on the log scale.
 	m.TTFT, m.TPOT, m.TPS = stats.Summarize(ttft, stats.Positive), stats.Summarize(tpot, stats.Positive), stats.Summarize(tps, stats.Positive)
+	m.TimeBase = timeBase(results, oneStart, spread)
+	if oneStart {
+		own := stats.Summarize(ownTTFT, stats.Positive)
+		m.TTFTOwnStart = &own
+	}
 	return m, nil
 }
 

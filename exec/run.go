@@ -33,6 +33,11 @@ type RunOptions struct {
 	// TraceDecodeSteps > 0 records every op of the last iteration's prefill
 	// and first TraceDecodeSteps decode steps as spans, for a trace.
 	TraceDecodeSteps int
+	// AfterBarrier, when set, is called on each rank as it leaves an
+	// iteration's barrier, before the iteration's start is read (it = the
+	// iteration's index, warm-up included): a test's way to start a rank
+	// late.
+	AfterBarrier func(rank, it int)
 }
 
 // joinLaunched joins the rendezvous of plan's launched job as env's rank
@@ -83,6 +88,13 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		return nil, sess.Cause(err, 2*time.Second)
 	}
 
+	// Every rank's iteration starts and ends go on rank 0's clock, so that
+	// rank 0 can time an iteration from the first rank's start.
+	clockSync, base, err := syncClock(ctx, sess, host)
+	if err != nil {
+		return fail(err)
+	}
+
 	compute, err := o.NewCompute(plan, rank)
 	if err != nil {
 		return fail(fmt.Errorf("compute backend: %w", err))
@@ -115,7 +127,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	steps := cfg.Workload.OutputTokens - 1
 	r := plan.Ranks[rank]
 	res := RankResult{Rank: rank, Host: host, PID: os.Getpid(), Backend: o.Backend, Stage: r.Stage, TPIndex: r.TPIndex, Replica: r.Replica,
-		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{},
+		LastStage: plan.LastStage(r.Stage), AllocatedBytes: compute.AllocatedBytes(), BusyS: map[string]float64{}, Clock: &clockSync,
 		PhaseBusyS: map[string]map[string][]float64{string(partition.Prefill): {}, string(partition.Decode): {}}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
@@ -228,6 +240,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		if err := comm.Barrier(ctx); err != nil {
 			return fail(err)
 		}
+		if o.AfterBarrier != nil {
+			o.AfterBarrier(rank, it)
+		}
 		t0 = time.Now()
 		before := comm.Counter().Snapshot()
 		phase, step = partition.Prefill, -1
@@ -287,6 +302,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			res.PrefillCounts = res.PrefillCounts.Add(mid.Sub(before))
 			res.DecodeCounts = res.DecodeCounts.Add(after.Sub(mid))
 			res.PrefillS = append(res.PrefillS, prefillEnd)
+			res.StartS = append(res.StartS, base.at(t0))
 			res.StepEndS = append(res.StepEndS, ends)
 		}
 		if o.Progress != nil && rank == 0 {

@@ -18,7 +18,7 @@ import (
 // uint32 length, then that many bytes of JSON (a frame value).
 const (
 	// ProtocolVersion changes whenever the frames change meaning.
-	ProtocolVersion = 1
+	ProtocolVersion = 2
 	// MaxFrameBytes caps one frame (payloads travel base64-encoded, so a
 	// Gather contribution may be up to about 3/4 of it).
 	MaxFrameBytes = 64 << 20
@@ -38,6 +38,8 @@ const (
 	tBye       = "bye"    // both ways: a clean close
 	tWho       = "who"    // anyone → 0 during the join: who holds this port?
 	tHolder    = "holder" // 0 → anyone: its job, host, pid, world size
+	tPing      = "ping"   // rank → 0: what is your clock? (Seq)
+	tPong      = "pong"   // 0 → rank: rank 0's wall clock (Seq, Time)
 )
 
 // Collective kinds.
@@ -66,6 +68,8 @@ type frame struct {
 	Origin   int      `json:"origin,omitempty"`
 	Lost     *int     `json:"lost,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+	// Time is rank 0's wall clock in a pong, Unix nanoseconds.
+	Time int64 `json:"time,omitempty"`
 }
 
 // Peer is one rank's process, as it introduced itself.

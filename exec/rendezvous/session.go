@@ -38,6 +38,10 @@ type Session struct {
 	stall    time.Duration // the longest gap between two ticks, when over the threshold
 	stallAt  time.Time     // when that gap ended
 	torn     chan struct{} // closed when every connection is shut down
+
+	pingMu  sync.Mutex // one clock ping at a time (ranks other than 0)
+	pingSeq uint64     // the last ping's number (under pingMu)
+	pongs   chan pong  // rank 0's answers, from the read loop
 }
 
 // slot collects the frames of one collective: contributions on rank 0, the
@@ -61,7 +65,7 @@ func newSession(o Options, peers []Peer) *Session {
 	return &Session{
 		o: o, rank: o.Rank, size: o.Size, peers: peers,
 		conns: make([]*conn, o.Size), slots: map[uint64]*slot{}, departed: map[int]bool{},
-		done: make(chan struct{}), torn: make(chan struct{}),
+		done: make(chan struct{}), torn: make(chan struct{}), pongs: make(chan pong, 1),
 	}
 }
 
@@ -182,6 +186,10 @@ func (s *Session) readLoop(c *conn) {
 		}
 		switch {
 		case f.Type == tHeartbeat:
+		case f.Type == tPing && s.rank == 0:
+			s.onPing(c, f)
+		case f.Type == tPong && s.rank != 0:
+			s.onPong(f, time.Now())
 		case f.Type == tColl && s.rank == 0:
 			s.deliver(f.Seq, c.rank, f)
 		case f.Type == tResult && s.rank != 0:

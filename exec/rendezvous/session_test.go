@@ -303,7 +303,7 @@ func TestStrangerIgnoredAndVersionChecked(t *testing.T) {
 	o := Options{Addr: ln.Addr().String(), Listener: ln, Rank: 0, Size: 2}
 	fast(&o)
 	_, err := Join(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), "speaks rendezvous protocol v99, rank 0 speaks v1") {
+	if err == nil || !strings.Contains(err.Error(), "speaks rendezvous protocol v99, rank 0 speaks v"+fmt.Sprint(ProtocolVersion)) {
 		t.Fatalf("got %v", err)
 	}
 }
