@@ -30,7 +30,8 @@
 #   batch1     45   the seed shapes at 4 layers, batch 1, context 2048 (the HBM-bound
 #                   decode), partbench and PyTorch: OUTDIR/torch-vs-partbench-b1.md
 #   without    20   the seed runs at batch 16 and 1 with the fused residual+norm and the
-#                   one-launch split-KV turned off (PARTBENCH_CUDA_WITHOUT), for their gain
+#                   one-launch split-KV turned off (PARTBENCH_CUDA_WITHOUT), and with the
+#                   small-M GEMV off (PARTBENCH_GEMV=off), for their gain
 #   startup    60   the 16-layer seed model on one GPU, one iteration: start-up is
 #                   elapsed minus the iteration (OUTDIR/startup.txt)
 #   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
@@ -43,8 +44,9 @@
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
 #   serving    40   the continuous-batching engine in `serve --backend cuda` under load,
 #                   over gRPC and raw TCP (serving --spawn-server), measured beside modeled
-#   transport  40   the CPU backend on this host's idle cores: single-tiny on one rank,
-#                   tensor-parallel on 2 ranks over TCP and over shared memory (TPOT)
+#   transport  40   the CPU backend on this host's idle cores: pp2-tiny (TTFT from one
+#                   start), single-tiny on one rank, tensor-parallel on 2 ranks over TCP
+#                   and over shared memory (TPOT)
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
 #
 # --dry-run (what `make test` runs, against the fake libraries or none): runs
@@ -85,7 +87,7 @@ limit_of() {
 	check | single | torch) echo 60 ;;
 	emulate | serve | batch1) echo 45 ;;
 	serving | transport) echo 40 ;;
-	without) echo 20 ;;
+	without) echo 30 ;;
 	startup) echo 60 ;;
 	sanitize) echo 90 ;;
 	*) echo 30 ;;
@@ -328,7 +330,10 @@ for s in $steps; do
 		# three rounds (the TPOT rows of each run's table; its p50 column).
 		sed -e 's/^tp = 4/tp = 2/' -e 's/gpus_per_node = 4/gpus_per_node = 2/' -e 's/^name = "tp4-tiny"/name = "tp2-tiny"/' \
 			configs/test/tp4-tiny.toml >"$out/tp2-tiny.toml" 2>/dev/null || cp "$here/../configs/test/tp4-tiny.toml" "$out/tp2-tiny.toml"
+		sed -e 's/^tp = 2/tp = 1/' -e 's/gpus_per_node = 4/gpus_per_node = 2/' -e 's/^name = "tp2pp2-tiny"/name = "pp2-tiny"/' \
+			configs/test/tp2pp2-tiny.toml >"$out/pp2-tiny.toml" 2>/dev/null || cp "$here/../configs/test/tp2pp2-tiny.toml" "$out/pp2-tiny.toml"
 		for i in 1 2 3; do
+			pbrun "cpu-pp2-tiny-$i" run --backend cpu --nproc-per-node 2 --config "$out/pp2-tiny.toml" --iterations 30 --output-dir "$out/cpu-pp2-tiny-$i" --quiet
 			pbrun "cpu-single-tiny-$i" run --backend cpu --nproc-per-node 1 --config test/single-tiny --iterations 30 --output-dir "" --quiet
 			for tr in tcp shm; do
 				pbrun "cpu-tp2-$tr-$i" run --backend cpu --nproc-per-node 2 --config "$out/tp2-tiny.toml" --iterations 30 \
@@ -387,6 +392,10 @@ for s in $steps; do
 			else
 				run "without-$c" env PARTBENCH_CUDA_WITHOUT=fused-norm,splitkv-one-launch "$pb" run --nproc-per-node 1 --backend cuda \
 					--config "$out/$c.toml" --output-dir "$out/without-$c" --format markdown
+				# the decode GEMMs on cuBLAS alone (the default chooses the
+				# small-M GEMV per shape where the setup timed it faster)
+				run "gemv-off-$c" env PARTBENCH_GEMV=off "$pb" run --nproc-per-node 1 --backend cuda \
+					--config "$out/$c.toml" --output-dir "$out/gemv-off-$c" --format markdown
 			fi
 		done
 		;;
