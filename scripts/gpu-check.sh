@@ -404,8 +404,9 @@ for s in $steps; do
 		pbrun startup-seed16 run --nproc-per-node 1 --backend cuda --config "$out/seed16-1gpu.toml" \
 			--output-dir "$out/startup-seed16" --format markdown
 		if [ $dry -eq 0 ] && [ -f "$out/startup-seed16/results.json" ]; then
-			# start-up = the run's wall time less its one iteration (TTFT + decode steps x TPOT)
-			run startup-figure sh -c "\"${PYTHON:-python3}\" -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d[\"measurement\"]; it=m[\"ttft_s\"][\"p50\"]+m[\"decode_steps_per_iteration\"]*m[\"tpot_s\"][\"p50\"]; print(\"16-layer seed model: elapsed %.2f s, one iteration %.2f s, start-up %.2f s\" % (d[\"elapsed_s\"], it, d[\"elapsed_s\"]-it))' \"$out/startup-seed16/results.json\" | tee \"$out/startup.txt\""
+			# start-up = the run's wall time less its iterations (TTFT + decode steps x TPOT
+			# each): warm-up and measured, and the op check's unmeasured one where it ran
+			run startup-figure sh -c "\"${PYTHON:-python3}\" -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d[\"measurement\"]; it=m[\"ttft_s\"][\"p50\"]+m[\"decode_steps_per_iteration\"]*m[\"tpot_s\"][\"p50\"]; n=m[\"warmup\"]+m[\"iterations\"]+(1 if any(r.get(\"check_spans\") for r in m[\"ranks\"]) else 0); print(\"16-layer seed model: elapsed %.2f s, %d iterations of %.2f s, start-up %.2f s\" % (d[\"elapsed_s\"], n, it, d[\"elapsed_s\"]-n*it))' \"$out/startup-seed16/results.json\" | tee \"$out/startup.txt\""
 		fi
 		;;
 	emulate)
