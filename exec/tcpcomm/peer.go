@@ -77,14 +77,8 @@ func (p *peer) post(frame []byte) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if p.saidBye() {
-		return fmt.Errorf("tcpcomm: rank %d closed its communicator", p.rank)
-	}
-	if p.gone {
-		if err := p.c.failure(); err != nil {
-			return err
-		}
-		return ErrClosed
+	if err := p.sendable(); err != nil {
+		return err
 	}
 	p.queue = append(p.queue, frame)
 	p.queued++
@@ -289,4 +283,20 @@ func (p *peer) shutdown(linger time.Duration) {
 	case <-time.After(linger):
 	}
 	_ = p.nc.Close()
+}
+
+// sendable says why a message cannot go to p now: it said goodbye, or the
+// connection is gone (the communicator's failure where there is one).
+// Called with wmu held.
+func (p *peer) sendable() error {
+	if p.saidBye() {
+		return fmt.Errorf("tcpcomm: rank %d closed its communicator", p.rank)
+	}
+	if p.gone {
+		if err := p.c.failure(); err != nil {
+			return err
+		}
+		return ErrClosed
+	}
+	return nil
 }

@@ -42,14 +42,8 @@ func (c *Comm) unmap() {
 func (p *peer) postShm(ch uint64, data []float32) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if p.saidBye() {
-		return fmt.Errorf("tcpcomm: rank %d closed its communicator", p.rank)
-	}
-	if p.gone {
-		if err := p.c.failure(); err != nil {
-			return err
-		}
-		return ErrClosed
+	if err := p.sendable(); err != nil {
+		return err
 	}
 	if p.queued == p.written { // the writer is idle: the ring is ours
 		sent := false
