@@ -125,3 +125,32 @@ func TestRunTraceModelsTheMeasuredSteps(t *testing.T) {
 		t.Errorf("latest step in the trace %v, want 1 (the run recorded steps 0 and 1)", maxStep)
 	}
 }
+
+// Ranks that recorded their starts on rank 0's clock are drawn from them:
+// rank 1 left the barrier of the last measured iteration 2 ms after rank 0
+// (starts 5.000 and 5.002 s; the first iteration's 1.000 and 1.0005 are
+// not the traced one), so its span at 0.1 ms of its own iteration is drawn
+// at 2.1 ms, rank 0's at its own 0.3 ms. Without starts on every rank, each
+// rank is drawn from its own start.
+func TestRunSpansFromOneStart(t *testing.T) {
+	ranks := []exec.RankResult{
+		{Rank: 0, StartS: []float64{1.0, 5.0}, Spans: []exec.Span{{Name: "a", Kind: "gemm", StartS: 0.3e-3, DurS: 1e-3}}},
+		{Rank: 1, StartS: []float64{1.0005, 5.002}, Spans: []exec.Span{{Name: "b", Kind: "gemm", StartS: 0.1e-3, DurS: 1e-3}}},
+	}
+	got := map[int]float64{}
+	for _, s := range RunSpans("p", ranks) {
+		got[s.Rank] = s.StartS
+	}
+	if d := got[0] - 0.3e-3; d > 1e-12 || d < -1e-12 {
+		t.Errorf("rank 0 drawn at %g s, want 0.3 ms", got[0])
+	}
+	if d := got[1] - 2.1e-3; d > 1e-9 || d < -1e-9 {
+		t.Errorf("rank 1 drawn at %g s, want 2.1 ms", got[1])
+	}
+	ranks[1].StartS = nil
+	for _, s := range RunSpans("p", ranks) {
+		if s.Rank == 1 && s.StartS != 0.1e-3 {
+			t.Errorf("without rank 1's starts it is drawn at %g s, want its own 0.1 ms", s.StartS)
+		}
+	}
+}

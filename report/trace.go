@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"sort"
 
 	"github.com/partbench/partbench/exec"
@@ -167,8 +168,41 @@ func pairedFlows(spans []Span) []Span {
 // RunSpans turns the ops every rank recorded into spans named as the
 // estimate names them. A send and the recv of its message are paired in
 // order per ordered pair of ranks (messages between a pair arrive in order).
+// Where every rank recorded its iterations' starts on rank 0's clock
+// (RankResult.StartS), each rank's spans are placed from its own start of
+// the traced iteration (the last measured) less the earliest rank's, so
+// ranks that left the barrier late are drawn late; else each from its own.
 func RunSpans(process string, ranks []exec.RankResult) []Span {
-	return runSpans(process, ranks, func(r exec.RankResult) []exec.Span { return r.Spans })
+	out := runSpans(process, ranks, func(r exec.RankResult) []exec.Span { return r.Spans })
+	shift := traceStarts(ranks)
+	if shift == nil {
+		return out
+	}
+	for i := range out {
+		out[i].StartS += shift[out[i].Rank]
+	}
+	return out
+}
+
+// traceStarts is each rank's start of its last measured iteration after the
+// earliest rank's, by rank; nil unless every rank recorded as many starts.
+func traceStarts(ranks []exec.RankResult) map[int]float64 {
+	if len(ranks) == 0 {
+		return nil
+	}
+	n := len(ranks[0].StartS)
+	first := math.Inf(1)
+	for _, r := range ranks {
+		if n == 0 || len(r.StartS) != n {
+			return nil
+		}
+		first = math.Min(first, r.StartS[n-1])
+	}
+	shift := make(map[int]float64, len(ranks))
+	for _, r := range ranks {
+		shift[r.Rank] = r.StartS[n-1] - first
+	}
+	return shift
 }
 
 // RunOpSpans are RunSpans of the ranks' OpSpans: decode steps traced op by
