@@ -206,10 +206,14 @@ func TestCalibrationUnknownAlgo(t *testing.T) {
 	if err == nil {
 		t.Fatal("algo = \"butterfly\" accepted")
 	}
-	// The decoder's error gives file:line:column and echoes the line, key and all.
-	for _, w := range []string{"calib.toml:", `algo = "butterfly"`, `unknown collective algorithm "butterfly"`, "allowed: ring, tree"} {
+	// The decoder's error gives file:line:column and echoes the line, key
+	// and all, labelled a value's error: the text itself parses.
+	for _, w := range []string{"calib.toml:", ": invalid value: ", `algo = "butterfly"`, `unknown collective algorithm "butterfly"`, "allowed: ring, tree"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %q", err, w)
 		}
+	}
+	if strings.Contains(err.Error(), "syntax error") {
+		t.Errorf("a refused value reported as a syntax error: %v", err)
 	}
 }

@@ -161,6 +161,12 @@ func decodeStrict(data []byte, into any, source string) (toml.MetaData, error) {
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
+			// The text parses on its own where the error is a value's that
+			// a field refused (an unknown dtype or algorithm name).
+			var generic map[string]any
+			if _, gerr := toml.NewDecoder(bytes.NewReader(data)).Decode(&generic); gerr == nil {
+				return md, positionedError(data, source, "invalid value", perr)
+			}
 			return md, syntaxError(data, source, perr)
 		}
 		return md, fmt.Errorf("%s: %w", source, err)

@@ -44,6 +44,12 @@ func readBounded(r io.Reader, source, what string) ([]byte, error) {
 // toml.ParseError.ErrorWithPosition, which panics on some inputs (an
 // unterminated escape at the end of the file: `"\`).
 func syntaxError(data []byte, source string, perr toml.ParseError) error {
+	return positionedError(data, source, "syntax error", perr)
+}
+
+// positionedError is syntaxError's report under another label (what the
+// error is: "syntax error", "invalid value").
+func positionedError(data []byte, source, label string, perr toml.ParseError) error {
 	// Position.Start (a byte offset) is reliable; Position.Line is not at the
 	// end of the input, and Col is only filled by ErrorWithPosition.
 	start := min(max(perr.Position.Start, 0), len(data))
@@ -58,7 +64,7 @@ func syntaxError(data []byte, source string, perr toml.ParseError) error {
 	col := utf8.RuneCount(data[lineStart:start]) + 1
 	text := strings.TrimRight(string(data[lineStart:lineEnd]), "\r")
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s:%d:%d: syntax error: %s\n", source, line, col, perr.Message)
+	fmt.Fprintf(&b, "%s:%d:%d: %s: %s\n", source, line, col, label, perr.Message)
 	fmt.Fprintf(&b, "  %4d | %s\n", line, printable(text))
 	fmt.Fprintf(&b, "       | %s^", strings.Repeat(" ", col-1))
 	return errors.New(b.String())
