@@ -156,7 +156,7 @@ type commBench struct {
 	ranks  []int
 	groups map[int]pexec.Group // all_reduce: each member's group
 	// burst is opAllReduceBurst's compute burst (iterations); burstS the
-	// wall time the last rankRun spent in its bursts.
+	// wall time the first member's last rankRun spent in its bursts.
 	burst  int
 	burstS float64
 }
@@ -254,15 +254,23 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			return 0, err
 		}
 	}
+	// Only the first member records its bursts' time (b is every member's
+	// when the ranks are goroutines of one process).
+	keep := func(bs float64) {
+		if r == first {
+			b.burstS = bs
+		}
+	}
 	if b.op == opAllReduceBurst {
 		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst)
-		b.burstS = bs
+		keep(bs)
 		if err != nil {
 			return 0, err
 		}
 		return elapsed, c.Flush(ctx)
 	}
-	b.burstS = 0
+	var burstTotal float64
+	defer func() { keep(burstTotal) }()
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
@@ -275,7 +283,7 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			if err != nil {
 				return 0, err
 			}
-			b.burstS += bs
+			burstTotal += bs
 		case r == first:
 			if err := c.Send(ctx, buf, members[1]); err != nil {
 				return 0, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/partbench/partbench/configs"
@@ -35,8 +36,9 @@ import (
 // (a few µs) to a prefill's (hundreds of µs).
 var CoreWaitBursts = []int{4_000, 16_000, 64_000, 256_000}
 
-// burstSink keeps the burst's result alive so the compiler cannot drop it.
-var burstSink float64
+// burstSink keeps the burst's result alive so the compiler cannot drop it
+// (atomic: ranks that are goroutines of one process burst at once).
+var burstSink atomic.Uint64
 
 // burst runs a compute burst of iters iterations: a fixed amount of work,
 // not a fixed time, so a rank descheduled during it takes longer, as a
@@ -49,7 +51,7 @@ func burst(iters int) {
 		c = c*0.999997 + 3e-7
 		d = d*0.999996 + 4e-7
 	}
-	burstSink += a + b + c + d
+	burstSink.Store(math.Float64bits(a + b + c + d))
 }
 
 // burstAllReduce runs iters rounds of a burst of burstIters then an
