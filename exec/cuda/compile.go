@@ -74,7 +74,7 @@ func (c *Compute) compile(major, minor int, cubin bool) (compiledImage, error) {
 	if img, ok := images.m[key]; ok {
 		return img, nil
 	}
-	out, err := c.rtc.Compile(kernelSource, "partbench_kernels.cu", arch, c.dt.define)
+	out, err := c.rtc.Compile(kernelSource(), "partbench_kernels.cu", arch, c.dt.define)
 	if err != nil {
 		return compiledImage{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
@@ -22,13 +23,15 @@ var fusedSource string
 // kernels that run on every architecture and element type but came after
 // it (split-KV decode attention, the fused row kernels, the weight
 // generator), with the shared headers they include expanded once.
-func extraSource() string { return extraModule }
+func extraSource() string { return extraModule() }
 
-var extraModule = expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource+"\n"+biasActSource+"\n"+gemvSource)
+var extraModule = sync.OnceValue(func() string {
+	return expandModule("partbench_extra.cu", splitKVSource+"\n"+fusedSource+"\n"+genSource+"\n"+attnBlasSource+"\n"+biasActSource+"\n"+gemvSource)
+})
 
 // flashModule is flash.cu with the shared headers it includes expanded:
 // what NVRTC compiles (it is given no include paths).
-var flashModule = expandModule("flash.cu", flashSource)
+var flashModule = sync.OnceValue(func() string { return expandModule("flash.cu", flashSource) })
 
 // expandModule is text (named name) with its includes of the embedded
 // kernel headers expanded, each once. The headers are embedded, so a

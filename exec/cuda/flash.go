@@ -112,7 +112,7 @@ func (c *Compute) initFlash() {
 		if cubin && !c.rtc.HasCUBIN() {
 			continue
 		}
-		img, err := c.compileSourceWith(flashModule, "flash.cu", major, minor, cubin, flashSetDefine(f.variant))
+		img, err := c.compileSourceWith(flashModule(), "flash.cu", major, minor, cubin, flashSetDefine(f.variant))
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue

@@ -32,7 +32,7 @@ func TestFlashSourceCompiles(t *testing.T) {
 	rtc := flashNVRTC(t)
 	for _, arch := range []int{80, 90} {
 		for _, dt := range []string{"fp16", "bf16", "fp32"} {
-			out, err := rtc.Compile(flashModule, "flash.cu", cuda.ArchOption(arch/10, arch%10, false), dtypes[dt].define)
+			out, err := rtc.Compile(flashModule(), "flash.cu", cuda.ArchOption(arch/10, arch%10, false), dtypes[dt].define)
 			if err != nil {
 				t.Fatalf("sm_%d %s: %v", arch, dt, err)
 			}

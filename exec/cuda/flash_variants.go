@@ -141,7 +141,7 @@ func (c *Compute) loadAllFlashVariants() error {
 	if !c.flash.loaded {
 		return fmt.Errorf("cuda: flash attention is off: %s", c.flash.why)
 	}
-	img, err := c.compileSourceWith(flashModule, "flash.cu", c.info.ComputeMajor, c.info.ComputeMinor, c.rtc.HasCUBIN(), flashSetDefine(flashVariants...))
+	img, err := c.compileSourceWith(flashModule(), "flash.cu", c.info.ComputeMajor, c.info.ComputeMinor, c.rtc.HasCUBIN(), flashSetDefine(flashVariants...))
 	if err != nil {
 		return err
 	}

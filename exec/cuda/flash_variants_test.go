@@ -131,7 +131,7 @@ func TestFlashSetDefine(t *testing.T) {
 // hfdm entry of every (head dim, query tile) and no other variant's.
 func TestFlashSetCompiles(t *testing.T) {
 	rtc := flashNVRTC(t)
-	out, err := rtc.Compile(flashModule, "flash.cu", cuda.ArchOption(9, 0, false), dtypes["fp16"].define, flashSetDefine(flashVariants[3]))
+	out, err := rtc.Compile(flashModule(), "flash.cu", cuda.ArchOption(9, 0, false), dtypes["fp16"].define, flashSetDefine(flashVariants[3]))
 	if err != nil {
 		t.Fatal(err)
 	}

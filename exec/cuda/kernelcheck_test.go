@@ -594,7 +594,7 @@ func extraSigs() map[string]string {
 // extraLaunch as the first module is to kernelSigs and kernelLaunch.
 func extraGateUnits() []gateUnit {
 	sigs, bounds := extraSigs(), extraLaunch
-	return []gateUnit{{name: "flash.cu", src: flashModule, sigs: sigs, bounds: bounds},
+	return []gateUnit{{name: "flash.cu", src: flashModule(), sigs: sigs, bounds: bounds},
 		{name: "partbench_extra.cu", src: extraSource(), sigs: sigs, bounds: bounds}}
 }
 

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"sync"
 
 	kernelsrc "github.com/partbench/partbench/exec/cuda/kernels"
 )
@@ -31,13 +32,15 @@ var mainModule = []string{"attention.cu", "elementwise.cu", "norm.cu", "rope.cu"
 
 // kernelSource is kernels.Module(mainModule...): the backend's kernel files
 // in one translation unit.
-var kernelSource = func() string {
+// Built on first use, not at package initialisation: every partbench
+// process links this package, few compile kernels.
+var kernelSource = sync.OnceValue(func() string {
 	s, err := kernelsrc.Module(mainModule...)
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; kernels' tests check them
 	}
 	return s
-}()
+})
 
 // kernelNames are the functions the backend looks up.
 var kernelNames = []string{

@@ -17,7 +17,7 @@ func TestKernelNamesAndSignatures(t *testing.T) {
 		if _, ok := kernelSigs[name]; !ok {
 			t.Errorf("%s has no signature", name)
 		}
-		if !strings.Contains(kernelSource, name+"(") && !strings.HasPrefix(name, "pb_attention_v") {
+		if !strings.Contains(kernelSource(), name+"(") && !strings.HasPrefix(name, "pb_attention_v") {
 			t.Errorf("%s is not in kernelSource", name)
 		}
 	}
@@ -62,7 +62,7 @@ func TestKernelSourceCompilesWithClang(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src, prelude := filepath.Join(dir, "kernels.cu"), filepath.Join(dir, "prelude.h")
-	if err := os.WriteFile(src, []byte(kernelSource), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(kernelSource()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(prelude, []byte(clangPrelude), 0o644); err != nil {
