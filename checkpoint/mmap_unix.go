@@ -5,6 +5,8 @@ package checkpoint
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps size bytes of f read-only. Writing to the mapping faults, so a
@@ -26,7 +28,7 @@ func willNeed(mapping []byte, lo, hi int64) {
 		return
 	}
 	lo &^= int64(syscall.Getpagesize() - 1)
-	_ = syscall.Madvise(mapping[lo:hi], syscall.MADV_WILLNEED)
+	_ = unix.Madvise(mapping[lo:hi], unix.MADV_WILLNEED) // x/sys: syscall has no Madvise on every unix (darwin)
 }
 
 // preadable says large ranges are read with pread (the mapping is not in
