@@ -82,15 +82,25 @@ func (c *Compute) initBiasAct() {
 		b.why = err.Error()
 		return
 	}
-	b.next = map[fuseKey]partition.Op{}
+	b.next = c.biasActPairs()
+}
+
+// biasActPairs maps each GEMM of the rank's Programs whose bias and the
+// tanh-GELU after it can run as one (biasActFusable) to that activation.
+func (c *Compute) biasActPairs() map[fuseKey]partition.Op {
+	next := map[fuseKey]partition.Op{}
+	if !c.plan.Model.Features().Bias {
+		return next // no linear has a bias
+	}
 	for _, phase := range []partition.Phase{partition.Prefill, partition.Decode} {
 		ops := c.plan.Program(c.rank.Rank, phase).Ops
 		for i := 0; i+1 < len(ops); i++ {
 			if biasActFusable(ops, i) {
-				b.next[keyOf(&ops[i])] = ops[i+1]
+				next[keyOf(&ops[i])] = ops[i+1]
 			}
 		}
 	}
+	return next
 }
 
 // biasActFusable says whether ops[i] is a GEMM with a bias whose output

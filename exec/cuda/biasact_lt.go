@@ -73,6 +73,10 @@ func (c *Compute) initLt() {
 		l.why = "turned off (Options.Without)"
 		return
 	}
+	if !c.plan.Model.Features().Bias {
+		l.why = "no linear of the model has a bias" // no library load, no GELU probe at start-up
+		return
+	}
 	lib, err := loadCUBLASLt()
 	if err != nil {
 		l.why = err.Error()
@@ -94,15 +98,7 @@ func (c *Compute) initLt() {
 	if l.gelu != "tanh" {
 		return
 	}
-	l.geluNext = map[fuseKey]partition.Op{}
-	for _, phase := range []partition.Phase{partition.Prefill, partition.Decode} {
-		ops := c.plan.Program(c.rank.Rank, phase).Ops
-		for i := 0; i+1 < len(ops); i++ {
-			if biasActFusable(ops, i) { // biasact.go
-				l.geluNext[keyOf(&ops[i])] = ops[i+1]
-			}
-		}
-	}
+	l.geluNext = c.biasActPairs() // biasact.go
 }
 
 // probeLtGELU runs CUBLASLT_EPILOGUE_GELU_BIAS once in the element type,
