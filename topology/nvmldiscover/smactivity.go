@@ -127,9 +127,9 @@ func (s *SMSampler) startPolling() func() (float64, string) {
 	var sum float64
 	var n int
 	poll := func() {
-		if u, r := s.dev.GetUtilizationRates(); r == nvml.SUCCESS {
+		if u, src := s.utilizationNow(); src != "" {
 			mu.Lock()
-			sum += float64(u.Gpu) / 100
+			sum += u
 			n++
 			mu.Unlock()
 		}
