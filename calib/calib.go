@@ -88,20 +88,8 @@ func (o *Options) defaults(h host) error {
 	if o.Ranks < 1 || o.Ranks > 64 {
 		return fmt.Errorf("--nproc: must be in [1, 64] (got %d)", o.Ranks)
 	}
-	if o.Repeats == 0 {
-		o.Repeats = DefaultRepeats
-		if o.Quick {
-			o.Repeats = QuickRepeats
-		}
-	}
-	if o.Repeats < 1 {
-		return fmt.Errorf("repeats: must be ≥ 1 (got %d)", o.Repeats)
-	}
-	if o.MinSample == 0 {
-		o.MinSample = 2 * time.Millisecond
-		if o.Quick {
-			o.MinSample = 500 * time.Microsecond
-		}
+	if err := o.sampleDefaults(500 * time.Microsecond); err != nil {
+		return err
 	}
 	if len(o.Configs) == 0 {
 		o.Configs = DefaultShapeConfigs
@@ -587,4 +575,26 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 		note(cal, "sendrecv one-way time, line through the medians (least relative squares): %.3g s + bytes / %.3g B/s (no protocol model)", a, bw)
 	}
 	return link, nil
+}
+
+// sampleDefaults fills the repeats and the shortest sample where unset
+// (--quick: QuickRepeats and quickSample, else DefaultRepeats and 2 ms),
+// for both backends, and refuses fewer than one repeat.
+func (o *Options) sampleDefaults(quickSample time.Duration) error {
+	if o.Repeats == 0 {
+		o.Repeats = DefaultRepeats
+		if o.Quick {
+			o.Repeats = QuickRepeats
+		}
+	}
+	if o.Repeats < 1 {
+		return fmt.Errorf("repeats: must be ≥ 1 (got %d)", o.Repeats)
+	}
+	if o.MinSample == 0 {
+		o.MinSample = 2 * time.Millisecond
+		if o.Quick {
+			o.MinSample = quickSample
+		}
+	}
+	return nil
 }

@@ -106,20 +106,8 @@ func (o *Options) cudaDefaults() error {
 	if o.Device < 0 {
 		return fmt.Errorf("--device: must be a GPU ordinal ≥ 0 (got %d)", o.Device)
 	}
-	if o.Repeats == 0 {
-		o.Repeats = DefaultRepeats
-		if o.Quick {
-			o.Repeats = QuickRepeats
-		}
-	}
-	if o.Repeats < 1 {
-		return fmt.Errorf("repeats: must be ≥ 1 (got %d)", o.Repeats)
-	}
-	if o.MinSample == 0 {
-		o.MinSample = 2 * time.Millisecond
-		if o.Quick {
-			o.MinSample = time.Millisecond
-		}
+	if err := o.sampleDefaults(time.Millisecond); err != nil {
+		return err
 	}
 	if len(o.Configs) == 0 {
 		o.Configs = DefaultCUDAShapeConfigs
