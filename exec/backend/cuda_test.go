@@ -154,19 +154,7 @@ func TestCudaBackendRunOnFakes(t *testing.T) {
 //     mark), so the first span starts at 0 and the spans tile the trace.
 func TestCudaBackendDeviceTrace(t *testing.T) {
 	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	newCompute, newComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res[0]
+	r := runFakeRank0(t, plan, addr, 2, nil)
 	var sum int64
 	for _, b := range r.AllocatedByKind {
 		sum += b
@@ -229,6 +217,31 @@ func fakeGPURun(t *testing.T, name string, iterations int) (*partition.Plan, str
 	}
 	defer ln.Close()
 	return plan, ln.Addr().String()
+}
+
+// runFakeRank0 runs plan's rank 0 alone on the fake driver set up by
+// fakeGPURun (its rendezvous at addr), its decode ops traced for
+// traceDecodeSteps steps (0: no trace), and returns its result. with, when
+// not nil, changes the run's options first (another Compute, say).
+func runFakeRank0(t *testing.T, plan *partition.Plan, addr string, traceDecodeSteps int, with func(o *pexec.RunOptions)) pexec.RankResult {
+	t.Helper()
+	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
+	newCompute, newComm, err := cudaBackend(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
+		JoinTimeout: 20 * time.Second, TraceDecodeSteps: traceDecodeSteps}
+	if with != nil {
+		with(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pexec.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0]
 }
 
 // A Compute that talks to no other rank needs the CUDA driver only: with

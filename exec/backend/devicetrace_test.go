@@ -6,11 +6,9 @@ import (
 	"context"
 	"math"
 	"testing"
-	"time"
 
 	pexec "github.com/partbench/partbench/exec"
 	pcuda "github.com/partbench/partbench/exec/cuda"
-	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/partition"
 )
@@ -31,19 +29,7 @@ import (
 func TestCudaTraceOpByOpBesideGraphs(t *testing.T) {
 	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
 	t.Setenv("FAKE_KERNEL_MS", "1")
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	newCompute, newComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res[0]
+	r := runFakeRank0(t, plan, addr, 2, nil)
 	if len(r.PrefillS) != 1 || len(r.StepEndS) != 1 {
 		t.Fatalf("%d measured iterations, want 1 (the op-by-op iteration is not measured)", len(r.PrefillS))
 	}
@@ -96,27 +82,17 @@ func TestCudaTraceOpByOpBesideGraphs(t *testing.T) {
 // the trace has no op-by-op spans.
 func TestCudaTraceWithoutGraphsRunsNoExtraIteration(t *testing.T) {
 	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	_, cudaComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newComm := func(ctx context.Context, sess *rendezvous.Session, plan *partition.Plan, rank int, c pexec.Compute) (pexec.Comm, error) {
-		return cudaComm(ctx, sess, plan, rank, c.(countingCompute).Compute)
-	}
 	execs := 0
-	newCompute := func(plan *partition.Plan, rank int) (pexec.Compute, error) {
-		c, err := pcuda.New(plan, rank, pcuda.Options{Device: 0})
-		return countingCompute{c, &execs}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res[0]
+	r := runFakeRank0(t, plan, addr, 2, func(o *pexec.RunOptions) {
+		cudaComm := o.NewComm
+		o.NewComm = func(ctx context.Context, sess *rendezvous.Session, plan *partition.Plan, rank int, c pexec.Compute) (pexec.Comm, error) {
+			return cudaComm(ctx, sess, plan, rank, c.(countingCompute).Compute)
+		}
+		o.NewCompute = func(plan *partition.Plan, rank int) (pexec.Compute, error) {
+			c, err := pcuda.New(plan, rank, pcuda.Options{Device: 0})
+			return countingCompute{c, &execs}, err
+		}
+	})
 	if len(r.OpSpans) != 0 {
 		t.Errorf("%d op-by-op spans without graphs, want none", len(r.OpSpans))
 	}
@@ -153,19 +129,7 @@ func (c countingCompute) Exec(ctx context.Context, op *partition.Op, past int) e
 // named for the itemization.
 func TestCudaMemoryItemized(t *testing.T) {
 	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	newCompute, newComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res[0]
+	r := runFakeRank0(t, plan, addr, 0, nil)
 	d := r.DeviceMemory
 	if d == nil {
 		t.Fatal("no device memory read on the fake driver")

@@ -3,15 +3,10 @@
 package backend
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/partition"
-
-	pexec "github.com/partbench/partbench/exec"
 )
 
 // A traced run names the kernel the GPU backend chose by shape: on the
@@ -30,20 +25,9 @@ func TestCudaTraceNamesTheAttentionKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	newCompute, newComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second, TraceDecodeSteps: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runFakeRank0(t, plan, addr, 1, nil)
 	var flash, plain int
-	for _, s := range res[0].Spans {
+	for _, s := range r.Spans {
 		if s.Kind != string(partition.Attention) {
 			continue
 		}
@@ -59,7 +43,7 @@ func TestCudaTraceNamesTheAttentionKernel(t *testing.T) {
 	if flash != 1 || plain != 1 {
 		t.Errorf("%d prefill spans on flash, %d decode spans on pb_attention or split-KV: want 1 and 1", flash, plain)
 	}
-	if d := res[0].Device; !strings.Contains(d, "flash attention cubin sm_90") {
+	if d := r.Device; !strings.Contains(d, "flash attention cubin sm_90") {
 		t.Errorf("device %q does not name the flash module", d)
 	}
 }

@@ -3,13 +3,10 @@
 package backend
 
 import (
-	"context"
 	"math"
 	"testing"
-	"time"
 
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -25,19 +22,7 @@ import (
 func TestCudaOpCheckOnTheDevice(t *testing.T) {
 	plan, addr := fakeGPURun(t, "test/single-tiny", 1)
 	t.Setenv("FAKE_KERNEL_MS", "1")
-	env := launch.Env{Rank: 0, Size: 1, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
-	newCompute, newComm, err := cudaBackend(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cuda", NewCompute: newCompute, NewComm: newComm,
-		JoinTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res[0]
+	r := runFakeRank0(t, plan, addr, 0, nil)
 	if !r.Async || len(r.Spans) != 0 || r.SpanClock != "" {
 		t.Fatalf("async %t, %d trace spans, span clock %q: want an asynchronous rank and no trace", r.Async, len(r.Spans), r.SpanClock)
 	}
