@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/partbench/partbench/cgo/cuda"
-	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
 )
@@ -64,9 +63,7 @@ var realBiasTol = map[string]float64{"fp32": 1e-4, "fp16": 5e-3, "bf16": 4e-2}
 // biasPlan is one GPT-2-architecture layer of the given shape, one GPU.
 func biasPlan(t *testing.T, hidden, heads, hd, ffn, batch, context, positions int) *partition.Plan {
 	t.Helper()
-	src := fmt.Sprintf(`version = 1
-name = "bias-paths"
-[model]
+	return oneGPUPlan(t, "bias-paths", fmt.Sprintf(`[model]
 preset = "gpt2-xl"
 layers = 1
 hidden = %d
@@ -83,36 +80,7 @@ output_tokens = 4
 tp = 1
 pp = 1
 microbatches = 1
-[topology]
-name = "one-gpu"
-nodes = 1
-gpus_per_node = 1
-[topology.intra_node]
-class = "nvlink"
-name = "none (one GPU)"
-bytes_per_s = 450e9
-latency_s = 1.0e-6
-[topology.inter_node]
-class = "network"
-name = "none (one node)"
-bytes_per_s = 50e9
-latency_s = 5.0e-6
-[hardware]
-preset = "h100-sxm"
-[run]
-warmup = 1
-iterations = 3
-seed = 1
-`, hidden, heads, heads, hd, ffn, positions, batch, context)
-	cfg, err := configs.Parse(strings.NewReader(src), "bias-paths (test)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
+`, hidden, heads, heads, hd, ffn, positions, batch, context))
 }
 
 // biasOps are layer 0's up projection, activation and down projection of

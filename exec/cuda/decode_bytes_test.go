@@ -28,9 +28,7 @@ const hbmBytesPerSH200 = 4.8e12
 // one GPU, with batch sequences over a context of 2048.
 func seed4Config(t *testing.T, batch int) *partition.Plan {
 	t.Helper()
-	src := fmt.Sprintf(`version = 1
-name = "seed4-1gpu"
-[model]
+	return oneGPUPlan(t, "seed4-1gpu", fmt.Sprintf(`[model]
 preset = "seed-dense16"
 layers = 4
 [workload]
@@ -41,36 +39,7 @@ output_tokens = 16
 tp = 1
 pp = 1
 microbatches = 1
-[topology]
-name = "one-gpu"
-nodes = 1
-gpus_per_node = 1
-[topology.intra_node]
-class = "nvlink"
-name = "none (one GPU)"
-bytes_per_s = 450e9
-latency_s = 1.0e-6
-[topology.inter_node]
-class = "network"
-name = "none (one node)"
-bytes_per_s = 50e9
-latency_s = 5.0e-6
-[hardware]
-preset = "h100-sxm"
-[run]
-warmup = 1
-iterations = 3
-seed = 1
-`, batch)
-	cfg, err := configs.Parse(strings.NewReader(src), "seed4-1gpu (test)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
+`, batch))
 }
 
 // decodeOpBytes is the least HBM traffic of compute op at cache position
