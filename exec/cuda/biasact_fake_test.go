@@ -86,28 +86,9 @@ func TestBiasActOutOfOrderOnFakes(t *testing.T) {
 	plan := tinyPlan(t, "test/gpt2-tiny")
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: "cublaslt"})
 	prog := plan.Program(0, partition.Prefill)
-	get := func(name string) *partition.Op {
-		for i := range prog.Ops {
-			if prog.Ops[i].Name == name {
-				return &prog.Ops[i]
-			}
-		}
-		t.Fatalf("no op %s", name)
-		return nil
-	}
+	get := func(name string) *partition.Op { return opNamed(t, prog, name) }
 	up, act, down := get("L00.w_up"), get("L00.act"), get("L00.w_down")
-	for i, s := range []struct {
-		op   *partition.Op
-		want int64
-	}{{up, 1}, {down, 3}, {act, 1}, {up, 1}, {act, 1}, {act, 1}, {down, 2}} {
-		before := c.LaunchStats().Launches
-		if err := c.Exec(context.Background(), s.op, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got := c.LaunchStats().Launches - before; got != s.want {
-			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
-		}
-	}
+	expectLaunches(t, c, []launchStep{{up, 1}, {down, 3}, {act, 1}, {up, 1}, {act, 1}, {act, 1}, {down, 2}})
 }
 
 // The plan fuses only where u is dead after the activation: a Program in
@@ -130,5 +111,27 @@ func TestBiasActFusableNeedsDeadOutput(t *testing.T) {
 	ops[i+1].MLP = 0 // not tanh-GELU
 	if biasActFusable(ops, i) {
 		t.Error("fusable although the activation is not tanh-GELU")
+	}
+}
+
+// launchStep is one op run by expectLaunches and the launches it must
+// queue.
+type launchStep struct {
+	op   *partition.Op
+	want int64
+}
+
+// expectLaunches runs steps' ops in order on c (cache position 0) and
+// checks each queued its step's launches.
+func expectLaunches(t *testing.T, c *Compute, steps []launchStep) {
+	t.Helper()
+	for i, s := range steps {
+		before := c.LaunchStats().Launches
+		if err := c.Exec(context.Background(), s.op, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.LaunchStats().Launches - before; got != s.want {
+			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
+		}
 	}
 }

@@ -280,27 +280,10 @@ func TestLtGELUOutOfOrderOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	plan := tinyPlan(t, "test/gpt2-tiny")
 	c := fakeCompute(t, plan, 0, Options{DType: "fp32"})
-	ops := plan.Program(0, partition.Prefill).Ops
-	get := func(name string) *partition.Op {
-		i := slices.IndexFunc(ops, func(op partition.Op) bool { return op.Name == name })
-		if i < 0 {
-			t.Fatalf("no op %s", name)
-		}
-		return &ops[i]
-	}
+	prog := plan.Program(0, partition.Prefill)
+	get := func(name string) *partition.Op { return opNamed(t, prog, name) }
 	up, act, down := get("L00.w_up"), get("L00.act"), get("L00.w_down")
-	for i, s := range []struct {
-		op   *partition.Op
-		want int64
-	}{{up, 1}, {down, 3}, {act, 1}, {up, 1}, {act, 0}, {act, 0}, {down, 1}} {
-		before := c.LaunchStats().Launches
-		if err := c.Exec(context.Background(), s.op, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got := c.LaunchStats().Launches - before; got != s.want {
-			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
-		}
-	}
+	expectLaunches(t, c, []launchStep{{up, 1}, {down, 3}, {act, 1}, {up, 1}, {act, 0}, {act, 0}, {down, 1}})
 }
 
 // The probe's rule on outputs computed here: tanh-GELU and erf-GELU of

@@ -91,31 +91,12 @@ func TestFusedNormOutOfOrderOnFakes(t *testing.T) {
 	plan := tinyPlan(t, "test/single-tiny")
 	c := fakeCompute(t, plan, 0, Options{DType: "fp16"})
 	prog := plan.Program(0, partition.Prefill)
-	get := func(name string) *partition.Op {
-		for i := range prog.Ops {
-			if prog.Ops[i].Name == name {
-				return &prog.Ops[i]
-			}
-		}
-		t.Fatalf("no op %s", name)
-		return nil
-	}
+	get := func(name string) *partition.Op { return opNamed(t, prog, name) }
 	res, norm, other := get("L00.attn_residual"), get("L00.mlp_norm"), get("L01.attn_norm")
 	// Launches per op, in order: residual fused (1), its norm (0), the
 	// norm again (1: the mark went with the first), residual (1), another
 	// norm (1: not the fused one), the fused norm after it (1).
-	for i, s := range []struct {
-		op   *partition.Op
-		want int64
-	}{{res, 1}, {norm, 0}, {norm, 1}, {res, 1}, {other, 1}, {norm, 1}} {
-		before := c.LaunchStats().Launches
-		if err := c.Exec(context.Background(), s.op, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got := c.LaunchStats().Launches - before; got != s.want {
-			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
-		}
-	}
+	expectLaunches(t, c, []launchStep{{res, 1}, {norm, 0}, {norm, 1}, {res, 1}, {other, 1}, {norm, 1}})
 }
 
 // On the fake driver the decode breakdown (decode_bytes_test.go) runs its
