@@ -84,6 +84,7 @@ type Compute struct {
 	vocabTok              int
 	promptBase, synthBase uint64
 	attnV                 int
+	attnName              string // pb_attention_v<attnV>
 
 	drv          *cuda.Driver
 	blas         *cuda.BLAS
@@ -240,6 +241,7 @@ func (c *Compute) init() error {
 	if c.attnV = attentionVec(sh.HeadDim, c.dt.bytes); c.attnV == 0 {
 		return fmt.Errorf("head_dim %d is not supported by the attention kernel (head_dim/V must be a power of two of at most 32 for V in 8, 4, 2, 1)", sh.HeadDim)
 	}
+	c.attnName = fmt.Sprintf("pb_attention_v%d", c.attnV)
 	if err := sh.Check(); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/partbench/partbench/cgo/cuda"
 	pexec "github.com/partbench/partbench/exec"
@@ -254,7 +255,7 @@ func (c *Compute) attentionKernel(op *partition.Op) string {
 			return name
 		}
 	}
-	return fmt.Sprintf("pb_attention_v%d", c.attnV)
+	return c.attnName
 }
 
 // flashKeyOf is the head dim and query tile of a flash kernel's name
@@ -266,13 +267,21 @@ func flashKeyOf(name string) (flashKey, bool) {
 
 // flashKernelOf is the shape and variant of a flash kernel's name.
 func flashKernelOf(name string) (flashKernel, bool) {
-	for _, k := range flashAllKernels() {
-		if k.name() == name {
-			return k, true
-		}
-	}
-	return flashKernel{}, false
+	k, ok := flashKernelsByName()[name]
+	return k, ok
 }
+
+// flashKernelsByName is every flash entry point by its name, made once:
+// every attention op asks (a decode step's too, whose kernel is not
+// one), and naming each entry point per op took half of a serving
+// engine's host time per iteration.
+var flashKernelsByName = sync.OnceValue(func() map[string]flashKernel {
+	m := map[string]flashKernel{}
+	for _, k := range flashAllKernels() {
+		m[k.name()] = k
+	}
+	return m
+})
 
 // opTag is what the op's timing entry adds to its name to say which
 // kernel ran it: " [flash d128 b64]" where attention runs on

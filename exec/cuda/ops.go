@@ -218,7 +218,7 @@ func (k kernels) Attention(op *partition.Op, qkv, ao dbuf, past int) error {
 		return err
 	}
 	a := c.newArgs().p(qkv.p).p(ao.p).p(cache.k).p(cache.v).p(st.pos).i(seq0).i(q).i(hl).i(kvl).i(hd).i(c.frame.Context).f(scale).i(bidir)
-	return c.launch(fmt.Sprintf("pb_attention_v%d", c.attnV), cuda.D2(op.Rows, hl), cuda.D1(attnThreads), a)
+	return c.launch(c.attnName, cuda.D2(op.Rows, hl), cuda.D1(attnThreads), a)
 }
 
 func (k kernels) Activation(op *partition.Op, u, a dbuf) error {
