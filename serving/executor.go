@@ -103,9 +103,18 @@ func NewPassExecutor(plan *partition.Plan, backendName string, perSequence bool)
 		return nil, fmt.Errorf("serving engine: the plan must be EngineConfig's (one rank, micro-batches of one sequence, one for the batch; got %d ranks, %d micro-batches of %d)",
 			len(plan.Ranks), plan.Microbatches, plan.MicrobatchSize)
 	}
-	b, newCompute, err := backend.Default().DeviceCompute(backendName, launch.Env{Size: 1, LocalSize: 1})
+	env := launch.Env{Size: 1, LocalSize: 1}
+	b, newCompute, err := backend.Default().DeviceCompute(backendName, env)
 	if err != nil {
 		return nil, err
+	}
+	if b.Untimed != nil {
+		// The engine reads no op's time: on a device that times its ops
+		// with marks around each (the GPU's two events per op), the
+		// untimed Compute leaves that host work out of every iteration.
+		if newCompute, err = backend.Default().UntimedCompute(backendName, env); err != nil {
+			return nil, err
+		}
 	}
 	if b.Admit != nil {
 		if err := b.Admit(plan); err != nil {
