@@ -65,6 +65,7 @@ type PassExecutor struct {
 	slotOf  map[*Seq]int
 	tokens  map[*Seq]int
 	batchMB int
+	passes  passCache
 }
 
 // EngineConfig is the config an engine of slots sequences runs: the
@@ -207,6 +208,51 @@ func (e *PassExecutor) slot(b Scheduled) (int, error) {
 	return slot, nil
 }
 
+// passKey is a pass of the engine's plan but for its position: only its
+// attention ops depend on that (partition's Op.AtPast).
+type passKey struct {
+	mb, q  int
+	sample bool
+}
+
+// passCache holds the engine's passes at position 0 by passKey, so an
+// iteration builds no Program: a decode step's passes recur at every
+// step, at another position. It holds at most maxCachedOps ops in all and
+// starts again when a pass would pass that (prefills of many lengths).
+type passCache struct {
+	m   map[passKey][]partition.Op
+	ops int
+}
+
+const maxCachedOps = 1 << 16
+
+// pass is plan.Pass(0, phaseOf(q), mb, 1, q, past, sample) with its
+// attention ops at position 0: the caller runs each attention op at
+// its sequence's position through atPast.
+func (e *PassExecutor) pass(mb, q int, sample bool) []partition.Op {
+	k := passKey{mb, q, sample}
+	if ops, ok := e.passes.m[k]; ok {
+		return ops
+	}
+	ops := e.plan.Pass(0, phaseOf(q), mb, 1, q, 0, sample)
+	if e.passes.m == nil || e.passes.ops+len(ops) > maxCachedOps {
+		e.passes = passCache{m: map[passKey][]partition.Op{}}
+	}
+	e.passes.m[k] = ops
+	e.passes.ops += len(ops)
+	return ops
+}
+
+// atPast is op of a cached pass (PassExecutor.pass) at position past:
+// op itself unless it is attention.
+func atPast(op *partition.Op, past int) *partition.Op {
+	if op.Kind != partition.Attention || past == 0 {
+		return op
+	}
+	at := op.AtPast(past)
+	return &at
+}
+
 func phaseOf(q int) partition.Phase {
 	if q > 1 {
 		return partition.Prefill
@@ -258,9 +304,9 @@ func (e *PassExecutor) runPerSequence(ctx context.Context, batch []Scheduled) er
 		if err != nil {
 			return err
 		}
-		ops := e.plan.Pass(0, phaseOf(b.Q), slot, 1, b.Q, b.Past, b.Sample)
+		ops := e.pass(slot, b.Q, b.Sample)
 		for i := range ops {
-			if err := e.exec(ctx, b, &ops[i], b.Past); err != nil {
+			if err := e.exec(ctx, b, atPast(&ops[i], b.Past), b.Past); err != nil {
 				return err
 			}
 		}
@@ -290,7 +336,7 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 	if len(batch) == 0 {
 		return nil
 	}
-	all := e.plan.Pass(0, phaseOf(T), e.batchMB, 1, T, 0, false)
+	all := e.pass(e.batchMB, T, false)
 	per := make([][]partition.Op, len(batch))
 	slots := make([]int, len(batch))
 	for i, b := range batch {
@@ -299,7 +345,7 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 			return err
 		}
 		slots[i] = slot
-		per[i] = e.plan.Pass(0, phaseOf(b.Q), slot, 1, b.Q, b.Past, b.Sample)
+		per[i] = e.pass(slot, b.Q, b.Sample)
 		if len(per[i]) < len(all) {
 			return fmt.Errorf("serving engine: request %d's pass has %d ops, the batch's %d", b.Seq.Req.ID, len(per[i]), len(all))
 		}
@@ -346,7 +392,7 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 		}
 		off := 0
 		for i, b := range batch {
-			a := &per[i][j]
+			a := atPast(&per[i][j], b.Past)
 			if err := e.copyRows(a.In, a.InWidth, e.batchMB, off, slots[i], 0, b.Q); err != nil {
 				return err
 			}

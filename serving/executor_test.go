@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -171,5 +172,34 @@ func TestDeviceBuffersFallBackToPerSequence(t *testing.T) {
 	want, _, _ := drive(t, batched, cfg, reqs)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("per sequence on device buffers %v, batched %v", got, want)
+	}
+}
+
+// The engine's cached passes (built once at position 0, attention moved
+// to the sequence's position when run) are partition's passes at that
+// position, op for op: the plan builds them anew for every (slot, q,
+// past, sample) below, and the cache serves the second asking of each
+// from memory.
+func TestPassCacheIsThePlansPass(t *testing.T) {
+	plan, ex := tinyEngine(t, 4, 24)
+	for round := range 2 {
+		for _, c := range []struct {
+			mb, q, past int
+			sample      bool
+		}{{0, 1, 5, true}, {1, 1, 17, true}, {2, 8, 0, false}, {2, 8, 8, true}, {ex.batchMB, 12, 0, false}, {3, 1, 0, true}} {
+			want := plan.Pass(0, phaseOf(c.q), c.mb, 1, c.q, c.past, c.sample)
+			got := ex.pass(c.mb, c.q, c.sample)
+			if len(got) != len(want) {
+				t.Fatalf("round %d %+v: %d ops, the plan's pass %d", round, c, len(got), len(want))
+			}
+			for i := range want {
+				if g := atPast(&got[i], c.past); !reflect.DeepEqual(*g, want[i]) {
+					t.Errorf("round %d %+v: op %d is %+v, the plan's %+v", round, c, i, *g, want[i])
+				}
+			}
+		}
+	}
+	if n := len(ex.passes.m); n != 6 {
+		t.Errorf("%d passes cached, want the 6 distinct (slot, q, sample) asked", n)
 	}
 }
