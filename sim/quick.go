@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -99,9 +100,10 @@ type passOps struct {
 type kindOps struct {
 	first, last   passOps
 	chunks, chunk int // prefill passes, and tokens per sequence of each but the last
-	// attnS is the time of each attention op of chunk ch's pass (the
-	// middle chunks'; filled by middleChunks).
-	attnS            [][]float64
+	// attn holds the time of each attention op of chunk ch's pass (the
+	// middle chunks'; filled by middleChunks), shared by the layout's stage
+	// kinds: their layers' ops are the same (proxy).
+	attn             *attnTimes
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
 }
@@ -341,7 +343,12 @@ func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 // proxy returns the passes of every stage kind for a layout, built by
 // partition from a plan of one layer per stage, one micro-batch of the real
 // micro-batch size and the real prefill chunk: the first and the last
-// prefill pass and a decode step of the real plan's Programs, once.
+// prefill pass and a decode step of the real plan's Programs, once. A
+// three-stage proxy's middle stage is not built: its passes are the last
+// stage's ops before the layer (the activations' recv), the first stage's
+// layer and its ops after it (the activations' send), which are the ops
+// partition builds for it but for their layer index, names and peers
+// (TestQuickMiddleKindIsBuiltMiddleStage); nothing Quick prices reads those.
 func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
@@ -351,20 +358,24 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		return nil, err
 	}
 	var kinds [4]*kindOps
+	attn := &attnTimes{}
+	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
+	d, ok := c.decodes[dk]
+	if !ok {
+		d = &[4]decodeOps{}
+		c.decodes[dk] = d
+	}
 	for s := 0; s < pk.pp; s++ {
+		kind := kindOf(s, pk.pp)
+		if kind == kindMiddle {
+			continue // after the first and the last
+		}
 		r := pp.RankOf(s, 0)
-		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk}
+		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		k.first = splitPass(pp.PrefillPass(r, 0, 0))
 		k.last = k.first
 		if k.chunks > 1 {
 			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
-		}
-		kind := kindOf(s, pk.pp)
-		dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
-		d, ok := c.decodes[dk]
-		if !ok {
-			d = &[4]decodeOps{}
-			c.decodes[dk] = d
 		}
 		if !d[kind].ok {
 			dec := pp.Program(r, partition.Decode)
@@ -376,9 +387,30 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
 		kinds[kind] = k
 	}
+	if pk.pp == 3 {
+		f, l := kinds[kindFirst], kinds[kindLast]
+		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
+		if m := &d[kindMiddle]; !m.ok {
+			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
+			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
+			m.extraWS = workingSet(partition.Program{Ops: slices.Concat(m.pass.pre, m.pass.layer, m.pass.post)}) - m.layerWS
+			m.ok = true
+		}
+		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
+		kinds[kindMiddle] = k
+	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
 }
+
+// middlePass is a middle stage's pass from the first stage's (its layer and
+// the send after it) and the last stage's (the recv before its layer).
+func middlePass(first, last *passOps) passOps {
+	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail}
+}
+
+// attnTimes is kindOps.attn.
+type attnTimes struct{ s [][]float64 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
 // working sets proxy derives from it: the same for every prefill chunk
@@ -530,14 +562,14 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 // (partition.Op.AtPast) and touch no weight first. The other ops are
 // priced once per stage shape; the attention ops, which read no weight (so
 // neither the stage's L2 residency nor its links change their time), once
-// per chunk for every shape of the layout (kindOps.attnS). Each chunk's
+// per chunk for every shape of the layout (kindOps.attn). Each chunk's
 // time is then summed op by op in pass order from the shared sum of the ops
 // before its first attention op, as pass sums a built chunk's ops: the
 // times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
 	var terms []float64 // mult × op time in pass order
-	var attn []int      // which terms are attention ops: k.attnS[ch][j] for the j-th
+	var attn []int      // which terms are attention ops: k.attn.s[ch][j] for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
 		mult := 1.0
 		if pi == 1 {
@@ -556,23 +588,23 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 			terms = append(terms, mult*ot)
 		}
 	}
-	if k.attnS == nil {
+	if k.attn.s == nil {
 		var at []int // the attention ops of p.layer
 		for i := range p.layer {
 			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
 				at = append(at, i)
 			}
 		}
-		k.attnS = make([][]float64, k.chunks)
+		k.attn.s = make([][]float64, k.chunks)
 		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attnS[ch] = make([]float64, len(at))
+			k.attn.s[ch] = make([]float64, len(at))
 			for j, i := range at {
 				op := p.layer[i].AtPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
 				}
-				k.attnS[ch][j] = ot
+				k.attn.s[ch][j] = ot
 			}
 		}
 	}
@@ -589,7 +621,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		for i := from; i < len(terms); i++ {
 			v := terms[i]
 			if j < len(attn) && attn[j] == i {
-				v = L * k.attnS[ch][j]
+				v = L * k.attn.s[ch][j]
 				j++
 			}
 			t += v
