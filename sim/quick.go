@@ -516,16 +516,44 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		}
 		return t, nil
 	}
+	// passBoth is a prefill pass's pass(p, false, false) and pass(p,
+	// layerFirst, postFirst) in one walk: an op priced without first touch
+	// in both is priced once, and each sum adds the same terms in the same
+	// order as its pass would.
+	passBoth := func(p *passOps, layerFirst, postFirst bool) (tN, t0 float64, err error) {
+		for _, part := range [...]struct {
+			ops   []partition.Op
+			mult  float64
+			first bool
+		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
+			for i := range part.ops {
+				ot, _, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill)
+				if err != nil {
+					return 0, 0, err
+				}
+				o0 := ot
+				if part.first {
+					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+						return 0, 0, err
+					}
+				}
+				tN += part.mult * ot
+				t0 += part.mult * o0
+			}
+		}
+		return tN, t0, nil
+	}
 	var err error
-	for _, ch := range []int{0, C - 1} {
+	ends := []int{0, C - 1}
+	if C == 1 {
+		ends = ends[:1] // one pass, the first and the last
+	}
+	for _, ch := range ends {
 		p := &k.first
 		if ch == C-1 {
 			p = &k.last
 		}
-		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
-			return nil, err
-		}
-		if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
+		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1); err != nil {
 			return nil, err
 		}
 		sc.preSendS[ch] = c.sendTime(plan, p, key.out)

@@ -305,3 +305,69 @@ func TestQuickMiddleKindIsBuiltMiddleStage(t *testing.T) {
 	}
 	t.Logf("%d three-stage proxies", middles)
 }
+
+// stage prices a prefill pass with and without first touch in one walk
+// (passBoth). Here every stage shape of two searches is priced again the
+// way it was before, one walk per variant, and the first and last chunks'
+// times must be equal to the bit.
+func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
+	shapes := 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		plans := map[proxyKey]*partition.Plan{}
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue
+			}
+			if _, err := c.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			plans[layoutOf(p)] = p
+		}
+		for key, sc := range c.stages {
+			plan, k := plans[key.proxyKey], (*c.passes[key.proxyKey])[key.kind]
+			res := 1.0
+			if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+				res = math.Min(1, float64(plan.System.GPU.UsableL2Bytes())/float64(ws))
+			}
+			walk := func(p *passOps, layerFirst, postFirst bool) float64 {
+				var sum float64
+				for _, part := range []struct {
+					ops   []partition.Op
+					mult  float64
+					first bool
+				}{{p.pre, 1, false}, {p.layer, float64(key.layers), layerFirst}, {p.post, 1, postFirst}} {
+					for i := range part.ops {
+						ot, _, err := c.opTime(plan, &part.ops[i], res, part.first, key.off, key.tp, partition.Prefill)
+						if err != nil {
+							t.Fatal(err)
+						}
+						sum += part.mult * ot
+					}
+				}
+				return sum
+			}
+			C := k.chunks
+			for _, ch := range []int{0, C - 1} {
+				p := &k.first
+				if ch == C-1 {
+					p = &k.last
+				}
+				if n, f := walk(p, false, false), walk(p, ch == 0, ch == C-1); sc.preN[ch] != n || sc.pre0[ch] != f {
+					t.Fatalf("%d GPUs %+v chunk %d of %d: priced %v and %v with first touch, walked %v and %v", gpus, key, ch, C, sc.preN[ch], sc.pre0[ch], n, f)
+				}
+			}
+			shapes++
+		}
+	}
+	if shapes < 100 {
+		t.Fatalf("%d stage shapes: too few to test", shapes)
+	}
+	t.Logf("%d stage shapes", shapes)
+}
