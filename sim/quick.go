@@ -141,6 +141,33 @@ type stageCost struct {
 	dec        float64
 	decBounds  [8]float64
 	decSendS   float64
+	// sums holds the prefill sums over chunks for the last micro-batch
+	// count m they were taken with (prefillSums).
+	sums struct {
+		ok, send  bool
+		m, all, x float64
+	}
+}
+
+// prefillSums is a stage's busy time over all prefill passes, micro-batch
+// 0 of each chunk then m−1 more, and its link's (send is false on the last
+// stage, which sends no activations): the same sums in the same order each
+// time, taken once per stage shape and micro-batch count rather than once
+// per stage of every plan.
+func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
+	if sc.sums.ok && sc.sums.m == m && sc.sums.send == send {
+		return sc.sums.all, sc.sums.x
+	}
+	for ch := range sc.pre0 {
+		all += sc.pre0[ch] + (m-1)*sc.preN[ch]
+	}
+	if send {
+		for ch := range sc.preSendS {
+			x += m * sc.preSendS[ch]
+		}
+	}
+	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
+	return all, x
 }
 
 type collCostKey struct {
@@ -249,11 +276,9 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			}
 			prevKey, prev = key, sc
 		}
-		// Prefill: micro-batch 0 of each chunk, then m−1 more.
-		var A float64
-		for ch := 0; ch < C; ch++ {
-			A += sc.pre0[ch] + (m-1)*sc.preN[ch]
-		}
+		// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether a
+		// stage sends follows from its kind, part of the shape's key.
+		A, X := sc.prefillSums(m, s != P-1)
 		lastPass := sc.pre0[C-1]
 		if m > 1 {
 			lastPass = sc.preN[C-1]
@@ -264,10 +289,6 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			total[2*s] -= sc.tailS
 			last[2*s] -= sc.tailS
 		} else {
-			var X float64
-			for ch := 0; ch < C; ch++ {
-				X += m * sc.preSendS[ch]
-			}
 			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSendS[0], X, sc.preSendS[C-1]
 		}
 		// Decode.

@@ -371,3 +371,40 @@ func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
 	}
 	t.Logf("%d stage shapes", shapes)
 }
+
+// A QuickCache reuses proxies, stage costs and their prefill sums across
+// plans. Every candidate that fits in two searches, priced in search order
+// through one cache, must get the estimate a cache of its own gives it,
+// field for field.
+func TestQuickCacheGivesFreshEstimates(t *testing.T) {
+	n := 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue
+			}
+			got, err := c.Quick(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := NewQuickCache(spec.Collectives).Quick(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%d GPUs, %s: shared cache %+v, own cache %+v", gpus, cand.Name(), got, want)
+			}
+			n++
+		}
+	}
+	if n < 200 {
+		t.Fatalf("%d candidates fit: too few to test", n)
+	}
+}
