@@ -364,12 +364,15 @@ func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 // proxy returns the passes of every stage kind for a layout, built by
 // partition from a plan of one layer per stage, one micro-batch of the real
 // micro-batch size and the real prefill chunk: the first and the last
-// prefill pass and a decode step of the real plan's Programs, once. A
-// three-stage proxy's middle stage is not built: its passes are the last
-// stage's ops before the layer (the activations' recv), the first stage's
-// layer and its ops after it (the activations' send), which are the ops
-// partition builds for it but for their layer index, names and peers
-// (TestQuickMiddleKindIsBuiltMiddleStage); nothing Quick prices reads those.
+// prefill pass and a decode step of the real plan's Programs, once. Every
+// stage builds the same layer: a three-stage proxy's last stage builds only
+// the ops around it (partition.Plan.PassAround) and takes the first
+// stage's layer, and its middle stage is not built at all: its passes are
+// the last stage's ops before the layer (the activations' recv), the first
+// stage's layer and its ops after it (the activations' send). These are
+// the ops partition builds for those stages but for their layer index,
+// names and peers (TestQuickProxyStagesAreBuiltStages), which nothing
+// Quick prices reads.
 func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
@@ -393,14 +396,29 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		}
 		r := pp.RankOf(s, 0)
 		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
-		k.first = splitPass(pp.PrefillPass(r, 0, 0))
-		k.last = k.first
-		if k.chunks > 1 {
-			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+		if f := kinds[kindFirst]; kind == kindLast {
+			// The layer is the first stage's: build the ops around it.
+			k.first = aroundPass(pp, r, partition.Prefill, 0, f.first.layer)
+			k.last = k.first
+			if k.chunks > 1 {
+				k.last = aroundPass(pp, r, partition.Prefill, k.chunks-1, f.last.layer)
+			}
+		} else {
+			k.first = splitPass(pp.PrefillPass(r, 0, 0))
+			k.last = k.first
+			if k.chunks > 1 {
+				k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+			}
 		}
 		if !d[kind].ok {
-			dec := pp.Program(r, partition.Decode)
-			d[kind].pass = splitPass(dec.Ops)
+			var dec partition.Program
+			if kind == kindLast {
+				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
+				dec.Ops = slices.Concat(d[kind].pass.pre, d[kind].pass.layer, d[kind].pass.post)
+			} else {
+				dec = pp.Program(r, partition.Decode)
+				d[kind].pass = splitPass(dec.Ops)
+			}
 			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
 			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
 			d[kind].ok = true
@@ -422,6 +440,20 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
+// decode step) with layer, another stage's layer ops of the same pass, in
+// place of its own (partition.Plan.PassAround).
+func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
+	ops, at := pp.PassAround(rank, phase, 0, c)
+	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
+	for k, op := range p.post {
+		if op.Kind == partition.Sample {
+			p.tail = len(p.post) - k - 1
+		}
+	}
+	return p
 }
 
 // middlePass is a middle stage's pass from the first stage's (its layer and

@@ -219,15 +219,16 @@ func samePassUpToPlace(a, b passOps) error {
 }
 
 // Quick's proxy does not build a three-stage proxy's middle stage: it takes
-// the last stage's recv, the first stage's layer and send. Here the middle
-// stage is built for every layout of searches over five models — the
+// the last stage's recv, the first stage's layer and send; and the last
+// stage builds only the ops around the first stage's layer. Here the middle
+// and last stages are built for every layout of searches over five models — the
 // synthetic dense model chunking its prefill up to 480 times, Llama-2-13B
 // (untied embedding and LM head), GPT-2 XL (biases, learned positions,
-// LayerNorm), the seed model, GPT-2 tiny — and its first and last prefill
-// passes, decode step and working sets must equal the proxy's but for
+// LayerNorm), the seed model, GPT-2 tiny — and their first and last prefill
+// passes, decode steps and working sets must equal the proxy's but for
 // layer indices, names and peers. The stage kinds also share the attention
 // times of the middle chunks, so every kind's layer ops must be the same.
-func TestQuickMiddleKindIsBuiltMiddleStage(t *testing.T) {
+func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 	var specs []SearchSpec
 	spec, err := SyntheticSearchSpec(4096)
 	if err != nil {
@@ -264,27 +265,30 @@ func TestQuickMiddleKindIsBuiltMiddleStage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := pp.RankOf(1, 0)
-			got := kinds[kindMiddle]
-			first := splitPass(pp.PrefillPass(r, 0, 0))
-			last := first
-			if pp.PrefillChunks > 1 {
-				last = splitPass(pp.PrefillPass(r, 0, pp.PrefillChunks-1))
-			}
-			dec := pp.Program(r, partition.Decode)
-			d := splitPass(dec.Ops)
-			layerWS := workingSet(partition.Program{Ops: d.layer})
-			for _, c := range []struct {
-				what      string
-				got, want passOps
-			}{{"first prefill pass", got.first, first}, {"last prefill pass", got.last, last}, {"decode step", got.decode, d}} {
-				if err := samePassUpToPlace(c.got, c.want); err != nil {
-					t.Fatalf("%s %+v middle stage, %s: %v", spec.Config.Name, pk, c.what, err)
+			for _, s := range []int{1, 2} { // the middle and last stages
+				r := pp.RankOf(s, 0)
+				got := kinds[kindOf(s, 3)]
+				first := splitPass(pp.PrefillPass(r, 0, 0))
+				last := first
+				if pp.PrefillChunks > 1 {
+					last = splitPass(pp.PrefillPass(r, 0, pp.PrefillChunks-1))
+				}
+				dec := pp.Program(r, partition.Decode)
+				d := splitPass(dec.Ops)
+				layerWS := workingSet(partition.Program{Ops: d.layer})
+				for _, c := range []struct {
+					what      string
+					got, want passOps
+				}{{"first prefill pass", got.first, first}, {"last prefill pass", got.last, last}, {"decode step", got.decode, d}} {
+					if err := samePassUpToPlace(c.got, c.want); err != nil {
+						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
+					}
+				}
+				if got.layerWS != layerWS || got.extraWS != workingSet(dec)-layerWS {
+					t.Fatalf("%s %+v stage %d: working sets %d + %d, built %d + %d", spec.Config.Name, pk, s, got.layerWS, got.extraWS, layerWS, workingSet(dec)-layerWS)
 				}
 			}
-			if got.layerWS != layerWS || got.extraWS != workingSet(dec)-layerWS {
-				t.Fatalf("%s %+v middle stage: working sets %d + %d, built %d + %d", spec.Config.Name, pk, got.layerWS, got.extraWS, layerWS, workingSet(dec)-layerWS)
-			}
+			got := kinds[kindMiddle]
 			for _, k := range []stageKind{kindFirst, kindLast} {
 				for _, p := range [][2]passOps{{kinds[k].first, got.first}, {kinds[k].last, got.last}, {kinds[k].decode, got.decode}} {
 					a, b := p[0], p[1]
