@@ -406,6 +406,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 	// One config, its layout set per candidate: neither the plan (dropped
 	// once priced), the Planner nor the cache keeps it.
 	cfg, maps := spec.baseConfig(), layerMaps{}
+	if len(cands) > 0 { // none: Rows stays nil, as the JSON has always said
+		res.Rows = make([]SearchRow, 0, len(cands))
+	}
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
 		spec.setLayout(cfg, c, maps.of(c))
