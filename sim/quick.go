@@ -212,6 +212,11 @@ type QuickCache struct {
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
+	// firstT is stage's scratch: the first prefill pass's op times without
+	// first touch, in pass order, which middleChunks reads back; terms and
+	// attnAt are middleChunks'.
+	firstT, terms []float64
+	attnAt        []int
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -573,7 +578,10 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	// layerFirst, postFirst) in one walk: an op priced without first touch
 	// in both is priced once, and each sum adds the same terms in the same
 	// order as its pass would.
-	passBoth := func(p *passOps, layerFirst, postFirst bool) (tN, t0 float64, err error) {
+	passBoth := func(p *passOps, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
+		if keep {
+			c.firstT = c.firstT[:0]
+		}
 		for _, part := range [...]struct {
 			ops   []partition.Op
 			mult  float64
@@ -589,6 +597,9 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
 						return 0, 0, err
 					}
+				}
+				if keep {
+					c.firstT = append(c.firstT, ot)
 				}
 				tN += part.mult * ot
 				t0 += part.mult * o0
@@ -606,7 +617,8 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if ch == C-1 {
 			p = &k.last
 		}
-		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1); err != nil {
+		// Chunk 0's op times are the middle chunks' but for attention.
+		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
 		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
@@ -640,8 +652,9 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 
 // middleChunks sets the pass times of prefill chunks 1 … C−2, which
 // differ from the first chunk's pass only in their attention ops
-// (partition.Op.AtPast) and touch no weight first. The other ops are
-// priced once per stage shape; the attention ops, which read no weight (so
+// (partition.Op.AtPast) and touch no weight first. The other ops' times
+// are those stage has just priced for the first chunk (c.firstT); the
+// attention ops, which read no weight (so
 // neither the stage's L2 residency nor its links change their time), once
 // per chunk for every shape of the layout (kindOps.attn). Each chunk's
 // time is then summed op by op in pass order from the shared sum of the ops
@@ -649,8 +662,8 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 // times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
-	var terms []float64 // mult × op time in pass order
-	var attn []int      // which terms are attention ops: k.attn.s[ch][j] for the j-th
+	terms := c.terms[:0] // mult × op time in pass order
+	attn := c.attnAt[:0] // which terms are attention ops: k.attn.s[ch][j] for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
 		mult := 1.0
 		if pi == 1 {
@@ -662,13 +675,12 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				terms = append(terms, 0)
 				continue
 			}
-			ot, _, err := c.opTime(plan, &ops[i], res, false, first, tp, partition.Prefill)
-			if err != nil {
-				return err
-			}
-			terms = append(terms, mult*ot)
+			// stage priced this op of chunk 0 just before, with the same
+			// arguments: c.firstT holds its time.
+			terms = append(terms, mult*c.firstT[len(terms)])
 		}
 	}
+	c.terms, c.attnAt = terms, attn
 	if k.attn.s == nil {
 		var at []int // the attention ops of p.layer
 		for i := range p.layer {
