@@ -55,6 +55,12 @@ type SearchSpec struct {
 	Collectives     CollectiveOptions
 	// Progress, when set, is called as candidates are evaluated.
 	Progress func(done, total int)
+	// NoFullRange leaves the GPU's parameter-range ends out of Refine's
+	// re-runs: two timelines fewer per re-run, and each FullEstimate's Range
+	// is its nominal value. What a search reports of a re-run (Full, the
+	// TPOT difference, the decode steps) is the nominal timeline's, the
+	// same either way, and the ranking is Quick's; RunSearch sets it.
+	NoFullRange bool
 }
 
 // Candidate is one partitioning.
@@ -566,6 +572,9 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 		plan, err := partition.NewPlan(spec.CandidateConfig(row.Candidate))
 		if err != nil {
 			return fmt.Errorf("search: candidate %s: %w", row.Name(), err)
+		}
+		if spec.NoFullRange { // the estimate runs the range ends only for a GPU with ranges
+			plan.System.GPU.Ranges = topology.ParamRanges{}
 		}
 		o := opts
 		work := &planWork{} // the reruns differ in decode steps only

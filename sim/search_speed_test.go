@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand"
 	"slices"
@@ -69,5 +71,77 @@ func TestLayerMapsAreEachCandidatesOwn(t *testing.T) {
 		if c.gpus == 16384 && shared == 0 {
 			t.Fatalf("%d GPUs: no candidate has a layer map to share", c.gpus)
 		}
+	}
+}
+
+// RunSearch sets NoFullRange: Refine's re-runs leave out the GPU's range
+// ends. Everything a search reports (the result's JSON: rows, full
+// columns, TPOT differences, decode steps, timeline counts) must be the
+// same with and without them, and each re-run's whole estimate the same
+// but for its Range, which is then the nominal value — on a search whose
+// GPU has ranges, so the ends differ from the nominal value otherwise.
+func TestSearchNoFullRangeKeepsWhatSearchReports(t *testing.T) {
+	spec, err := SyntheticSearchSpec(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Config.Workload.Batch, spec.Config.Workload.Context = 64, 1024 // so candidates fit
+	run := func(noRange bool) *SearchResult {
+		sp := spec
+		sp.NoFullRange = noRange
+		r, err := Search(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Refine(sp, 4, Options{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		r.ElapsedS, r.CandidatesPerS, r.FullElapsedS = 0, 0, 0
+		return r
+	}
+	with, without := run(false), run(true)
+	a, err := json.Marshal(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("the search's JSON differs without the re-runs' range ends")
+	}
+	n := 0
+	for i := range with.Rows {
+		fw, fo := with.Rows[i].FullEstimate, without.Rows[i].FullEstimate
+		if fw == nil {
+			continue
+		}
+		if fw.Range.TPOTS.Min == fw.Range.TPOTS.Max {
+			t.Fatalf("%s: the range ends are the nominal TPOT: nothing to leave out", with.Rows[i].Name())
+		}
+		nominal := Range{TTFTS: Spread{fo.Prefill.TTFTS, fo.Prefill.TTFTS, fo.Prefill.TTFTS},
+			TPOTS:      Spread{fo.Decode.TPOTS, fo.Decode.TPOTS, fo.Decode.TPOTS},
+			TokensPerS: Spread{fo.Decode.TokensPerS, fo.Decode.TokensPerS, fo.Decode.TokensPerS}}
+		if fo.Range != nominal {
+			t.Fatalf("%s: Range %+v without the ends, want the nominal %+v", with.Rows[i].Name(), fo.Range, nominal)
+		}
+		c := *fo
+		c.Range = fw.Range
+		x, err := json.Marshal(fw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Fatalf("%s: the full estimate differs beyond its Range", with.Rows[i].Name())
+		}
+		n++
+	}
+	if n < 4 {
+		t.Fatalf("%d re-runs compared, want 4", n)
 	}
 }

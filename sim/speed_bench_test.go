@@ -110,6 +110,28 @@ func BenchmarkSearchFull(b *testing.B) {
 	reportCPU(b, cpu)
 }
 
+// BenchmarkSearchFullCommand is BenchmarkSearchFull with the spec
+// RunSearch gives `partbench search`: its re-runs leave out the GPU's range
+// ends, which the search's output does not show (SearchSpec.NoFullRange).
+func BenchmarkSearchFullCommand(b *testing.B) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.NoFullRange = true
+	cpu := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		r, err := Search(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Refine(spec, 10, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
+}
+
 // largeDryRunConfig is the largest dry run the limits allow in GPUs: 1,000
 // layers of the seed model widened to 100 heads, TP 100 × PP 1,000 =
 // 100,000 GPUs on 1,000 nodes of 100, one micro-batch of 2 sequences.
