@@ -150,6 +150,12 @@ func (p *Plan) stageRank(s int) Rank {
 // shape and chunk, for the shape's first stage.
 func (p *Plan) fitMemoryWith(memOf func(p *Plan, s, chunk int) Memory) error {
 	reps, shapeOf := p.stageShapes()
+	return p.fitMemoryShapes(reps, shapeOf, memOf)
+}
+
+// fitMemoryShapes is fitMemoryWith with the plan's stageShapes given (a
+// Planner remembers them with the stage layer lists they come from).
+func (p *Plan) fitMemoryShapes(reps, shapeOf []int, memOf func(p *Plan, s, chunk int) Memory) error {
 	chunk, worst, mems := p.fitLoop(reps, memOf)
 	return p.fitResult(reps, shapeOf, chunk, worst, mems)
 }

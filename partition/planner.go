@@ -1,6 +1,10 @@
 package partition
 
-import "github.com/partbench/partbench/configs"
+import (
+	"slices"
+
+	"github.com/partbench/partbench/configs"
+)
 
 // Planner builds the plans of many layouts of one model, workload and
 // system: a search's candidates, whose configs differ only in their name and
@@ -17,26 +21,56 @@ import "github.com/partbench/partbench/configs"
 type Planner struct {
 	validated bool
 	parts     map[int]*memParts
-	act       map[actKey]int64
-	// ids is 0, 1, 2, …: every plan's stage layer lists are slices of it,
-	// and evens the even split's lists per (layers, pp) (sharedStageLayers).
+	// act holds activation bytes for the parallel sections whose
+	// pass_buffers is actPB, actBy for each pass_buffers seen.
+	act   map[actKey]int64
+	actPB string
+	actBy map[string]map[actKey]int64
+	// ids is 0, 1, 2, …: every plan's stage layer lists are slices of it;
+	// evens holds the even split's lists per (layers, pp), maps those of
+	// the explicit layer maps seen (sharedStageLayers), each with its
+	// stages' memory shapes.
 	ids   []int
-	evens map[[2]int][][]int
+	evens map[[2]int]*plannedLayers
+	maps  map[mapKey]*plannedLayers
+	// cur is the lists sharedStageLayers last gave, nil when it built
+	// them for one plan alone.
+	cur *plannedLayers
+}
+
+// plannedLayers is the stage layer lists of a layer map shared by the
+// Planner's plans, the map itself (a copy, nil for the even split) and the
+// stages grouped by memory shape (Plan.stageShapes), which depend on the
+// lists alone.
+type plannedLayers struct {
+	lists         [][]int
+	layerMap      []int
+	reps, shapeOf []int
+}
+
+// mapKey names a caller's layer map slice by where it starts: a search
+// gives its candidates of one depth and variant the same slice. The
+// Planner compares the map with its copy before using what it remembers,
+// so a slice changed in place is planned anew.
+type mapKey struct {
+	first      *int
+	layers, pp int
 }
 
 // actKey is what a pass's activation bytes depend on within one Planner
-// (activationBytes: the pass's rows, the micro-batch's logits on the last
-// stage, the shard widths, and which buffers each micro-batch keeps: the
-// micro-batch count is the batch over mbs, one workload per Planner).
+// and pass_buffers (activationBytes: the pass's rows, the micro-batch's
+// logits on the last stage, the shard widths, and which buffers each
+// micro-batch keeps: the micro-batch count is the batch over mbs, one
+// workload per Planner).
 type actKey struct {
 	tp, mbs, rows int
 	last          bool
-	passBuffers   string
 }
 
 // NewPlanner is a Planner with nothing remembered.
 func NewPlanner() *Planner {
-	return &Planner{parts: map[int]*memParts{}, act: map[actKey]int64{}, evens: map[[2]int][][]int{}}
+	return &Planner{parts: map[int]*memParts{}, actBy: map[string]map[actKey]int64{},
+		evens: map[[2]int]*plannedLayers{}, maps: map[mapKey]*plannedLayers{}}
 }
 
 // Stages is NewPlanStages(cfg) for a config that equals every other config
@@ -53,10 +87,29 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 		pl.validated = true
 	}
 	p := newPlanWith(cfg, pl.sharedStageLayers)
-	if err := p.fitMemoryWith(pl.stageMemory); err != nil {
+	var err error
+	if c := pl.cur; c != nil {
+		err = p.fitMemoryShapes(c.reps, c.shapeOf, pl.stageMemory)
+	} else {
+		err = p.fitMemoryWith(pl.stageMemory)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// activations is the activation bytes remembered for pass_buffers pb.
+func (pl *Planner) activations(pb string) map[actKey]int64 {
+	if pl.act == nil || pb != pl.actPB {
+		m, ok := pl.actBy[pb]
+		if !ok {
+			m = map[actKey]int64{}
+			pl.actBy[pb] = m
+		}
+		pl.act, pl.actPB = m, pb
+	}
+	return pl.act
 }
 
 // stageMemory is memoryFrom of stage s's first rank at chunk, from the
@@ -69,12 +122,13 @@ func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
 		mp = &v
 		pl.parts[p.TP] = mp
 	}
+	act := pl.activations(p.Config.Parallel.PassBuffers)
 	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
-		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage), passBuffers: p.Config.Parallel.PassBuffers}
-		b, ok := pl.act[k]
+		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
+		b, ok := act[k]
 		if !ok {
 			b = p.activationBytes(r, rows)
-			pl.act[k] = b
+			act[k] = b
 		}
 		return b
 	})
@@ -82,10 +136,12 @@ func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
 
 // sharedStageLayers is stageLayers with every list a full-capacity slice of
 // one identity array shared by the Planner's plans (a valid layer map gives
-// each stage a run of consecutive layers), and the even split's lists
-// shared whole between plans of the same depth. Nothing writes to a plan's
+// each stage a run of consecutive layers), and the lists of the even split
+// and of each layer map seen shared whole between plans of the same depth
+// (plannedLayers, which it leaves in pl.cur). Nothing writes to a plan's
 // layer lists; their capacity ends with them, so an append copies.
 func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
+	pl.cur = nil
 	if len(pl.ids) < layers {
 		pl.ids = make([]int, layers)
 		for l := range pl.ids {
@@ -94,8 +150,9 @@ func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
 	}
 	if len(layerMap) != layers {
 		k := [2]int{layers, pp}
-		if out, ok := pl.evens[k]; ok {
-			return out
+		if c, ok := pl.evens[k]; ok {
+			pl.cur = c
+			return c.lists
 		}
 		out := make([][]int, pp)
 		l := 0
@@ -107,8 +164,14 @@ func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
 			out[s] = pl.ids[l : l+n : l+n]
 			l += n
 		}
-		pl.evens[k] = out
+		pl.cur = newPlannedLayers(out, nil, pp)
+		pl.evens[k] = pl.cur
 		return out
+	}
+	mk := mapKey{first: &layerMap[0], layers: layers, pp: pp}
+	if c, ok := pl.maps[mk]; ok && slices.Equal(c.layerMap, layerMap) {
+		pl.cur = c
+		return c.lists
 	}
 	out := make([][]int, pp)
 	start := 0
@@ -128,5 +191,12 @@ func (pl *Planner) sharedStageLayers(layers, pp int, layerMap []int) [][]int {
 			return stageLayers(layers, pp, layerMap)
 		}
 	}
+	pl.cur = newPlannedLayers(out, slices.Clone(layerMap), pp)
+	pl.maps[mk] = pl.cur
 	return out
+}
+
+func newPlannedLayers(lists [][]int, layerMap []int, pp int) *plannedLayers {
+	reps, shapeOf := (&Plan{PP: pp, StageLayers: lists}).stageShapes()
+	return &plannedLayers{lists: lists, layerMap: layerMap, reps: reps, shapeOf: shapeOf}
 }

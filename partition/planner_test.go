@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/partbench/partbench/configs"
@@ -22,7 +23,10 @@ import (
 // on 50 GPUs in nodes of 5. Each config's plans share one Planner, so every
 // layout after the first is checked by ValidateLayout and priced from what
 // earlier ones left, whatever their pipeline depth; their stage layer
-// lists, shared between plans, must end at their capacity.
+// lists, shared between plans, must end at their capacity. As in a search,
+// each depth's layer map is one slice given again and again; at the end a
+// map the Planner has seen is changed in place, twice, and must be planned
+// anew.
 func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 	for _, tc := range []struct {
 		name, config       string
@@ -89,6 +93,7 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 				}
 			}
 			try(configs.Parallel{TP: 3, PP: 1, DP: 1, Microbatches: 1, Schedule: "fill-drain"}) // invalid first: the next is validated fully
+			firsts := map[int][]int{}                                                           // one layer map slice per depth, given again as a search does
 			for tp := 1; tp <= gpus; tp++ {
 				for pp := 1; tp*pp <= gpus; pp++ {
 					if gpus%(tp*pp) != 0 || pp > layers {
@@ -98,14 +103,21 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 					for _, mb := range []int{1, 2, 8, 128, 3} {
 						maps := [][]int{nil}
 						if pp >= 2 && layers > pp {
-							first := make([]int, layers) // stage 0 one layer lighter than the even split's
-							n0 := (layers+pp-1)/pp - 1
-							for l := range first {
-								if l >= n0 {
-									first[l] = 1 + (l-n0)*(pp-1)/(layers-n0)
+							first, ok := firsts[pp]
+							if !ok {
+								first = make([]int, layers) // stage 0 one layer lighter than the even split's
+								n0 := (layers+pp-1)/pp - 1
+								for l := range first {
+									if l >= n0 {
+										first[l] = 1 + (l-n0)*(pp-1)/(layers-n0)
+									}
 								}
+								if n0 < 1 {
+									first = nil
+								}
+								firsts[pp] = first
 							}
-							if n0 >= 1 {
+							if first != nil {
 								maps = append(maps, first)
 							}
 						}
@@ -114,6 +126,24 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 						}
 					}
 				}
+			}
+			// A layer map the Planner has seen, changed in place: the last
+			// stage one layer lighter, then a map that is not runs of
+			// consecutive layers; each must be planned anew.
+			for pp, m := range firsts {
+				if m == nil || pp < 3 {
+					continue
+				}
+				for l := range m {
+					m[l] = min(l*pp/layers, pp-1)
+				}
+				if l := slices.Index(m, pp-1); l < layers-1 {
+					m[l] = pp - 2
+				}
+				try(configs.Parallel{TP: 1, PP: pp, DP: gpus / pp, Microbatches: 1, LayerMap: m, Schedule: "fill-drain"})
+				m[0], m[1] = 1, 0
+				try(configs.Parallel{TP: 1, PP: pp, DP: gpus / pp, Microbatches: 1, LayerMap: m, Schedule: "fill-drain"})
+				break
 			}
 			try(configs.Parallel{TP: 1, PP: 2, DP: gpus, Microbatches: 1, Schedule: "fill-drain"}) // twice the GPUs
 			// Each outcome must occur, or the comparison proves less than it says.

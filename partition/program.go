@@ -164,10 +164,35 @@ func (p *Plan) Program(rank int, phase Phase) Program {
 		}
 	} else {
 		for mb := 0; mb < p.Microbatches; mb++ {
-			b.pass(phase, mb, 0, p.MicrobatchSize, 1, p.DecodePast(), true)
+			b.decodePass(mb)
 		}
 	}
 	return Program{Rank: rank, Phase: phase, Ops: b.ops}
+}
+
+// decodePass appends micro-batch mb's decode step: one token per sequence
+// after DecodePast cached.
+func (b *builder) decodePass(mb int) {
+	b.pass(Decode, mb, 0, b.p.MicrobatchSize, 1, b.p.DecodePast(), true)
+}
+
+// PassAround is micro-batch mb's pass of prefill chunk c (phase Prefill) or
+// its decode step (Decode) on rank without the stage's layers: the ops
+// before them, ops[:at], and after them, ops[at:]. Every layer's ops are
+// built alike, so an estimator that has one layer's ops of a pass shape
+// (PrefillPass or Program of a one-layer stage) gets each other stage
+// kind's pass from this without building the layer again.
+func (p *Plan) PassAround(rank int, phase Phase, mb, c int) (ops []Op, at int) {
+	r := p.RankAt(rank)
+	r.Layers = nil
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
+	b.ops = make([]Op, 0, 10)
+	if phase == Prefill {
+		b.chunkPass(mb, c)
+	} else {
+		b.decodePass(mb)
+	}
+	return b.ops, b.layersAt
 }
 
 // PrefillPass is micro-batch mb's pass of prefill chunk c on rank: the ops
@@ -201,6 +226,8 @@ type builder struct {
 	// countOnly counts ops in n instead of keeping them (OpCount).
 	countOnly bool
 	n         int
+	// layersAt is where the last pass's layers begin in ops (PassAround).
+	layersAt int
 }
 
 func (b *builder) add(op Op) {
@@ -253,6 +280,7 @@ func (b *builder) pass(phase Phase, mb, chunk, seqs, q, past int, last bool) {
 		b.add(Op{Kind: Recv, Name: "x.recv", Layer: -1, Out: model.X, Rows: T, Peer: p.RankIn(r.Replica, r.Stage-1, r.TPIndex),
 			Elems: T * H, Bytes: int64(T*H) * dt, Payload: PayloadActivation})
 	}
+	b.layersAt = len(b.ops)
 	for _, l := range r.Layers {
 		b.layer(l, T, seqs, q, past)
 	}

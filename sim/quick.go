@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -99,9 +100,10 @@ type passOps struct {
 type kindOps struct {
 	first, last   passOps
 	chunks, chunk int // prefill passes, and tokens per sequence of each but the last
-	// attnS is the time of each attention op of chunk ch's pass (the
-	// middle chunks'; filled by middleChunks).
-	attnS            [][]float64
+	// attn holds the time of each attention op of chunk ch's pass (the
+	// middle chunks'; filled by middleChunks), shared by the layout's stage
+	// kinds: their layers' ops are the same (proxy).
+	attn             *attnTimes
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
 }
@@ -139,6 +141,33 @@ type stageCost struct {
 	dec        float64
 	decBounds  [8]float64
 	decSendS   float64
+	// sums holds the prefill sums over chunks for the last micro-batch
+	// count m they were taken with (prefillSums).
+	sums struct {
+		ok, send  bool
+		m, all, x float64
+	}
+}
+
+// prefillSums is a stage's busy time over all prefill passes, micro-batch
+// 0 of each chunk then m−1 more, and its link's (send is false on the last
+// stage, which sends no activations): the same sums in the same order each
+// time, taken once per stage shape and micro-batch count rather than once
+// per stage of every plan.
+func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
+	if sc.sums.ok && sc.sums.m == m && sc.sums.send == send {
+		return sc.sums.all, sc.sums.x
+	}
+	for ch := range sc.pre0 {
+		all += sc.pre0[ch] + (m-1)*sc.preN[ch]
+	}
+	if send {
+		for ch := range sc.preSendS {
+			x += m * sc.preSendS[ch]
+		}
+	}
+	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
+	return all, x
 }
 
 type collCostKey struct {
@@ -183,6 +212,11 @@ type QuickCache struct {
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
+	// firstT is stage's scratch: the first prefill pass's op times without
+	// first touch, in pass order, which middleChunks reads back; terms and
+	// attnAt are middleChunks'.
+	firstT, terms []float64
+	attnAt        []int
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -247,11 +281,9 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			}
 			prevKey, prev = key, sc
 		}
-		// Prefill: micro-batch 0 of each chunk, then m−1 more.
-		var A float64
-		for ch := 0; ch < C; ch++ {
-			A += sc.pre0[ch] + (m-1)*sc.preN[ch]
-		}
+		// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether a
+		// stage sends follows from its kind, part of the shape's key.
+		A, X := sc.prefillSums(m, s != P-1)
 		lastPass := sc.pre0[C-1]
 		if m > 1 {
 			lastPass = sc.preN[C-1]
@@ -262,10 +294,6 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			total[2*s] -= sc.tailS
 			last[2*s] -= sc.tailS
 		} else {
-			var X float64
-			for ch := 0; ch < C; ch++ {
-				X += m * sc.preSendS[ch]
-			}
 			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSendS[0], X, sc.preSendS[C-1]
 		}
 		// Decode.
@@ -341,7 +369,15 @@ func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 // proxy returns the passes of every stage kind for a layout, built by
 // partition from a plan of one layer per stage, one micro-batch of the real
 // micro-batch size and the real prefill chunk: the first and the last
-// prefill pass and a decode step of the real plan's Programs, once.
+// prefill pass and a decode step of the real plan's Programs, once. Every
+// stage builds the same layer: a three-stage proxy's last stage builds only
+// the ops around it (partition.Plan.PassAround) and takes the first
+// stage's layer, and its middle stage is not built at all: its passes are
+// the last stage's ops before the layer (the activations' recv), the first
+// stage's layer and its ops after it (the activations' send). These are
+// the ops partition builds for those stages but for their layer index,
+// names and peers (TestQuickProxyStagesAreBuiltStages), which nothing
+// Quick prices reads.
 func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, error) {
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
@@ -351,24 +387,43 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		return nil, err
 	}
 	var kinds [4]*kindOps
+	attn := &attnTimes{}
+	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
+	d, ok := c.decodes[dk]
+	if !ok {
+		d = &[4]decodeOps{}
+		c.decodes[dk] = d
+	}
 	for s := 0; s < pk.pp; s++ {
-		r := pp.RankOf(s, 0)
-		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk}
-		k.first = splitPass(pp.PrefillPass(r, 0, 0))
-		k.last = k.first
-		if k.chunks > 1 {
-			k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
-		}
 		kind := kindOf(s, pk.pp)
-		dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
-		d, ok := c.decodes[dk]
-		if !ok {
-			d = &[4]decodeOps{}
-			c.decodes[dk] = d
+		if kind == kindMiddle {
+			continue // after the first and the last
+		}
+		r := pp.RankOf(s, 0)
+		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
+		if f := kinds[kindFirst]; kind == kindLast {
+			// The layer is the first stage's: build the ops around it.
+			k.first = aroundPass(pp, r, partition.Prefill, 0, f.first.layer)
+			k.last = k.first
+			if k.chunks > 1 {
+				k.last = aroundPass(pp, r, partition.Prefill, k.chunks-1, f.last.layer)
+			}
+		} else {
+			k.first = splitPass(pp.PrefillPass(r, 0, 0))
+			k.last = k.first
+			if k.chunks > 1 {
+				k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+			}
 		}
 		if !d[kind].ok {
-			dec := pp.Program(r, partition.Decode)
-			d[kind].pass = splitPass(dec.Ops)
+			var dec partition.Program
+			if kind == kindLast {
+				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
+				dec.Ops = slices.Concat(d[kind].pass.pre, d[kind].pass.layer, d[kind].pass.post)
+			} else {
+				dec = pp.Program(r, partition.Decode)
+				d[kind].pass = splitPass(dec.Ops)
+			}
 			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
 			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
 			d[kind].ok = true
@@ -376,9 +431,44 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
 		kinds[kind] = k
 	}
+	if pk.pp == 3 {
+		f, l := kinds[kindFirst], kinds[kindLast]
+		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
+		if m := &d[kindMiddle]; !m.ok {
+			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
+			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
+			m.extraWS = workingSet(partition.Program{Ops: slices.Concat(m.pass.pre, m.pass.layer, m.pass.post)}) - m.layerWS
+			m.ok = true
+		}
+		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
+		kinds[kindMiddle] = k
+	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
 }
+
+// aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
+// decode step) with layer, another stage's layer ops of the same pass, in
+// place of its own (partition.Plan.PassAround).
+func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
+	ops, at := pp.PassAround(rank, phase, 0, c)
+	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
+	for k, op := range p.post {
+		if op.Kind == partition.Sample {
+			p.tail = len(p.post) - k - 1
+		}
+	}
+	return p
+}
+
+// middlePass is a middle stage's pass from the first stage's (its layer and
+// the send after it) and the last stage's (the recv before its layer).
+func middlePass(first, last *passOps) passOps {
+	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail}
+}
+
+// attnTimes is kindOps.attn.
+type attnTimes struct{ s [][]float64 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
 // working sets proxy derives from it: the same for every prefill chunk
@@ -484,16 +574,51 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		}
 		return t, nil
 	}
+	// passBoth is a prefill pass's pass(p, false, false) and pass(p,
+	// layerFirst, postFirst) in one walk: an op priced without first touch
+	// in both is priced once, and each sum adds the same terms in the same
+	// order as its pass would.
+	passBoth := func(p *passOps, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
+		if keep {
+			c.firstT = c.firstT[:0]
+		}
+		for _, part := range [...]struct {
+			ops   []partition.Op
+			mult  float64
+			first bool
+		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
+			for i := range part.ops {
+				ot, _, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill)
+				if err != nil {
+					return 0, 0, err
+				}
+				o0 := ot
+				if part.first {
+					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+						return 0, 0, err
+					}
+				}
+				if keep {
+					c.firstT = append(c.firstT, ot)
+				}
+				tN += part.mult * ot
+				t0 += part.mult * o0
+			}
+		}
+		return tN, t0, nil
+	}
 	var err error
-	for _, ch := range []int{0, C - 1} {
+	ends := []int{0, C - 1}
+	if C == 1 {
+		ends = ends[:1] // one pass, the first and the last
+	}
+	for _, ch := range ends {
 		p := &k.first
 		if ch == C-1 {
 			p = &k.last
 		}
-		if sc.preN[ch], err = pass(p, false, false, partition.Prefill); err != nil {
-			return nil, err
-		}
-		if sc.pre0[ch], err = pass(p, ch == 0, ch == C-1, partition.Prefill); err != nil {
+		// Chunk 0's op times are the middle chunks' but for attention.
+		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
 		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
@@ -527,17 +652,18 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 
 // middleChunks sets the pass times of prefill chunks 1 … C−2, which
 // differ from the first chunk's pass only in their attention ops
-// (partition.Op.AtPast) and touch no weight first. The other ops are
-// priced once per stage shape; the attention ops, which read no weight (so
+// (partition.Op.AtPast) and touch no weight first. The other ops' times
+// are those stage has just priced for the first chunk (c.firstT); the
+// attention ops, which read no weight (so
 // neither the stage's L2 residency nor its links change their time), once
-// per chunk for every shape of the layout (kindOps.attnS). Each chunk's
+// per chunk for every shape of the layout (kindOps.attn). Each chunk's
 // time is then summed op by op in pass order from the shared sum of the ops
 // before its first attention op, as pass sums a built chunk's ops: the
 // times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
-	var terms []float64 // mult × op time in pass order
-	var attn []int      // which terms are attention ops: k.attnS[ch][j] for the j-th
+	terms := c.terms[:0] // mult × op time in pass order
+	attn := c.attnAt[:0] // which terms are attention ops: k.attn.s[ch][j] for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
 		mult := 1.0
 		if pi == 1 {
@@ -549,30 +675,29 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				terms = append(terms, 0)
 				continue
 			}
-			ot, _, err := c.opTime(plan, &ops[i], res, false, first, tp, partition.Prefill)
-			if err != nil {
-				return err
-			}
-			terms = append(terms, mult*ot)
+			// stage priced this op of chunk 0 just before, with the same
+			// arguments: c.firstT holds its time.
+			terms = append(terms, mult*c.firstT[len(terms)])
 		}
 	}
-	if k.attnS == nil {
+	c.terms, c.attnAt = terms, attn
+	if k.attn.s == nil {
 		var at []int // the attention ops of p.layer
 		for i := range p.layer {
 			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
 				at = append(at, i)
 			}
 		}
-		k.attnS = make([][]float64, k.chunks)
+		k.attn.s = make([][]float64, k.chunks)
 		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attnS[ch] = make([]float64, len(at))
+			k.attn.s[ch] = make([]float64, len(at))
 			for j, i := range at {
 				op := p.layer[i].AtPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
 				}
-				k.attnS[ch][j] = ot
+				k.attn.s[ch][j] = ot
 			}
 		}
 	}
@@ -589,7 +714,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		for i := from; i < len(terms); i++ {
 			v := terms[i]
 			if j < len(attn) && attn[j] == i {
-				v = L * k.attnS[ch][j]
+				v = L * k.attn.s[ch][j]
 				j++
 			}
 			t += v

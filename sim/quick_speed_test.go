@@ -3,8 +3,10 @@ package sim
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -187,5 +189,226 @@ func TestCandidateName(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// placeFree is op without what says where it runs and which layer it is
+// (layer index, name, peer, the ranks of its group but their count), none
+// of which Quick reads.
+func placeFree(op partition.Op) partition.Op {
+	op.Layer, op.Name, op.Peer = min(op.Layer, 0), "", 0
+	op.Group = make([]int, len(op.Group))
+	return op
+}
+
+func samePassUpToPlace(a, b passOps) error {
+	for i, part := range [][2][]partition.Op{{a.pre, b.pre}, {a.layer, b.layer}, {a.post, b.post}} {
+		if len(part[0]) != len(part[1]) {
+			return fmt.Errorf("part %d: %d ops, built %d", i, len(part[0]), len(part[1]))
+		}
+		for j := range part[0] {
+			if x, y := placeFree(part[0][j]), placeFree(part[1][j]); !reflect.DeepEqual(x, y) {
+				return fmt.Errorf("part %d op %d: %+v, built %+v", i, j, x, y)
+			}
+		}
+	}
+	if a.tail != b.tail {
+		return fmt.Errorf("tail %d, built %d", a.tail, b.tail)
+	}
+	return nil
+}
+
+// Quick's proxy does not build a three-stage proxy's middle stage: it takes
+// the last stage's recv, the first stage's layer and send; and the last
+// stage builds only the ops around the first stage's layer. Here the middle
+// and last stages are built for every layout of searches over five models — the
+// synthetic dense model chunking its prefill up to 480 times, Llama-2-13B
+// (untied embedding and LM head), GPT-2 XL (biases, learned positions,
+// LayerNorm), the seed model, GPT-2 tiny — and their first and last prefill
+// passes, decode steps and working sets must equal the proxy's but for
+// layer indices, names and peers. The stage kinds also share the attention
+// times of the middle chunks, so every kind's layer ops must be the same.
+func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
+	var specs []SearchSpec
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs = append(specs, spec)
+	for _, name := range []string{"llama2-13b-2k", "gpt2-xl-prefill", "tp8pp2", "tiny-gpt2-a100"} {
+		cfg, err := configs.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, SearchSpec{Config: cfg, System: topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology}})
+	}
+	middles := 0
+	for _, spec := range specs {
+		c := NewQuickCache(spec.Collectives)
+		plans := map[proxyKey]*partition.Plan{}
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			if _, err := c.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			plans[layoutOf(p)] = p
+		}
+		for pk, kinds := range c.passes {
+			if pk.pp != 3 {
+				continue
+			}
+			pp, err := proxyPlan(plans[pk], pk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []int{1, 2} { // the middle and last stages
+				r := pp.RankOf(s, 0)
+				got := kinds[kindOf(s, 3)]
+				first := splitPass(pp.PrefillPass(r, 0, 0))
+				last := first
+				if pp.PrefillChunks > 1 {
+					last = splitPass(pp.PrefillPass(r, 0, pp.PrefillChunks-1))
+				}
+				dec := pp.Program(r, partition.Decode)
+				d := splitPass(dec.Ops)
+				layerWS := workingSet(partition.Program{Ops: d.layer})
+				for _, c := range []struct {
+					what      string
+					got, want passOps
+				}{{"first prefill pass", got.first, first}, {"last prefill pass", got.last, last}, {"decode step", got.decode, d}} {
+					if err := samePassUpToPlace(c.got, c.want); err != nil {
+						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
+					}
+				}
+				if got.layerWS != layerWS || got.extraWS != workingSet(dec)-layerWS {
+					t.Fatalf("%s %+v stage %d: working sets %d + %d, built %d + %d", spec.Config.Name, pk, s, got.layerWS, got.extraWS, layerWS, workingSet(dec)-layerWS)
+				}
+			}
+			got := kinds[kindMiddle]
+			for _, k := range []stageKind{kindFirst, kindLast} {
+				for _, p := range [][2]passOps{{kinds[k].first, got.first}, {kinds[k].last, got.last}, {kinds[k].decode, got.decode}} {
+					a, b := p[0], p[1]
+					a.pre, a.post, b.pre, b.post, a.tail, b.tail = nil, nil, nil, nil, 0, 0
+					if err := samePassUpToPlace(a, b); err != nil {
+						t.Fatalf("%s %+v: kind %d's layer differs from the middle's: %v", spec.Config.Name, pk, k, err)
+					}
+				}
+				if kinds[k].attn != got.attn {
+					t.Fatalf("%s %+v: kind %d does not share the layout's attention times", spec.Config.Name, pk, k)
+				}
+			}
+			middles++
+		}
+	}
+	if middles < 10 {
+		t.Fatalf("checked %d three-stage proxies: too few to test", middles)
+	}
+	t.Logf("%d three-stage proxies", middles)
+}
+
+// stage prices a prefill pass with and without first touch in one walk
+// (passBoth). Here every stage shape of two searches is priced again the
+// way it was before, one walk per variant, and the first and last chunks'
+// times must be equal to the bit.
+func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
+	shapes := 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		plans := map[proxyKey]*partition.Plan{}
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue
+			}
+			if _, err := c.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			plans[layoutOf(p)] = p
+		}
+		for key, sc := range c.stages {
+			plan, k := plans[key.proxyKey], (*c.passes[key.proxyKey])[key.kind]
+			res := 1.0
+			if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+				res = math.Min(1, float64(plan.System.GPU.UsableL2Bytes())/float64(ws))
+			}
+			walk := func(p *passOps, layerFirst, postFirst bool) float64 {
+				var sum float64
+				for _, part := range []struct {
+					ops   []partition.Op
+					mult  float64
+					first bool
+				}{{p.pre, 1, false}, {p.layer, float64(key.layers), layerFirst}, {p.post, 1, postFirst}} {
+					for i := range part.ops {
+						ot, _, err := c.opTime(plan, &part.ops[i], res, part.first, key.off, key.tp, partition.Prefill)
+						if err != nil {
+							t.Fatal(err)
+						}
+						sum += part.mult * ot
+					}
+				}
+				return sum
+			}
+			C := k.chunks
+			for _, ch := range []int{0, C - 1} {
+				p := &k.first
+				if ch == C-1 {
+					p = &k.last
+				}
+				if n, f := walk(p, false, false), walk(p, ch == 0, ch == C-1); sc.preN[ch] != n || sc.pre0[ch] != f {
+					t.Fatalf("%d GPUs %+v chunk %d of %d: priced %v and %v with first touch, walked %v and %v", gpus, key, ch, C, sc.preN[ch], sc.pre0[ch], n, f)
+				}
+			}
+			shapes++
+		}
+	}
+	if shapes < 100 {
+		t.Fatalf("%d stage shapes: too few to test", shapes)
+	}
+	t.Logf("%d stage shapes", shapes)
+}
+
+// A QuickCache reuses proxies, stage costs and their prefill sums across
+// plans. Every candidate that fits in two searches, priced in search order
+// through one cache, must get the estimate a cache of its own gives it,
+// field for field.
+func TestQuickCacheGivesFreshEstimates(t *testing.T) {
+	n := 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue
+			}
+			got, err := c.Quick(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := NewQuickCache(spec.Collectives).Quick(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%d GPUs, %s: shared cache %+v, own cache %+v", gpus, cand.Name(), got, want)
+			}
+			n++
+		}
+	}
+	if n < 200 {
+		t.Fatalf("%d candidates fit: too few to test", n)
 	}
 }

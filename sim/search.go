@@ -55,6 +55,12 @@ type SearchSpec struct {
 	Collectives     CollectiveOptions
 	// Progress, when set, is called as candidates are evaluated.
 	Progress func(done, total int)
+	// NoFullRange leaves the GPU's parameter-range ends out of Refine's
+	// re-runs: two timelines fewer per re-run, and each FullEstimate's Range
+	// is its nominal value. What a search reports of a re-run (Full, the
+	// TPOT difference, the decode steps) is the nominal timeline's, the
+	// same either way, and the ranking is Quick's; RunSearch sets it.
+	NoFullRange bool
 }
 
 // Candidate is one partitioning.
@@ -342,14 +348,51 @@ func (sp *SearchSpec) CandidateConfig(c Candidate) *configs.Config {
 // layoutConfig is CandidateConfig without the description, which neither
 // the plan's layout nor Quick reads: what Search prices each candidate from.
 func (sp *SearchSpec) layoutConfig(c Candidate) *configs.Config {
+	n := sp.baseConfig()
+	sp.setLayout(n, c, c.LayerMap())
+	return n
+}
+
+// baseConfig is every candidate's config but for its name and parallel
+// section (setLayout).
+func (sp *SearchSpec) baseConfig() *configs.Config {
 	n := *sp.Config
-	n.Name = c.Name()
 	n.Workload.Phases = append([]string(nil), sp.Config.Workload.Phases...)
-	n.Parallel = configs.Parallel{TP: c.TP, PP: c.PP, DP: max(c.DP, 1), Microbatches: c.Microbatches, LayerMap: c.LayerMap(),
-		Schedule: "fill-drain", PrefillChunk: sp.Config.Parallel.PrefillChunk}
 	n.Hardware = configs.Hardware{Preset: sp.Config.Hardware.Preset, GPU: sp.System.GPU}
 	n.Topology = configs.Topology{Topology: sp.System.Topology}
 	return &n
+}
+
+// setLayout gives n, a baseConfig, candidate c's name and parallel section
+// with layer map lm (c.LayerMap()).
+func (sp *SearchSpec) setLayout(n *configs.Config, c Candidate, lm []int) {
+	n.Name = c.Name()
+	n.Parallel = configs.Parallel{TP: c.TP, PP: c.PP, DP: max(c.DP, 1), Microbatches: c.Microbatches, LayerMap: lm,
+		Schedule: "fill-drain", PrefillChunk: sp.Config.Parallel.PrefillChunk}
+}
+
+// layerMaps remembers Candidate.LayerMap per (pipeline depth, variant)
+// within one search: LayerVariants gives the same stage layers for them
+// whatever the TP degree and micro-batches (the model is the search's).
+// Nothing writes to a config's layer map, so the candidates share them.
+type layerMaps map[layerMapKey][]int
+
+type layerMapKey struct {
+	pp      int
+	variant string
+}
+
+func (m layerMaps) of(c Candidate) []int {
+	if c.Variant == VariantEven {
+		return nil
+	}
+	k := layerMapKey{c.PP, c.Variant}
+	lm, ok := m[k]
+	if !ok {
+		lm = c.LayerMap()
+		m[k] = lm
+	}
+	return lm
 }
 
 // Search evaluates every candidate with Quick, prunes those that do not fit
@@ -366,9 +409,16 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 		Factorizations: facts, Enumerated: len(cands), PrunedByReason: map[string]int{}, ViolatingBy: map[string]int{}}
 	cache := NewQuickCache(spec.Collectives)
 	planner := partition.NewPlanner() // the candidates differ in layout only
+	// One config, its layout set per candidate: neither the plan (dropped
+	// once priced), the Planner nor the cache keeps it.
+	cfg, maps := spec.baseConfig(), layerMaps{}
+	if len(cands) > 0 { // none: Rows stays nil, as the JSON has always said
+		res.Rows = make([]SearchRow, 0, len(cands))
+	}
 	for i, c := range cands {
 		row := SearchRow{Candidate: c, index: i, MicrobatchSize: spec.Config.Workload.Batch / c.Microbatches}
-		plan, err := planner.Stages(spec.layoutConfig(c)) // Quick reads stages, not ranks
+		spec.setLayout(cfg, c, maps.of(c))
+		plan, err := planner.Stages(cfg) // Quick reads stages, not ranks
 		if err != nil {
 			var nofit *partition.NoFitError
 			if !errors.As(err, &nofit) {
@@ -439,41 +489,60 @@ func objectiveValue(q *QuickEstimate, objective string) float64 {
 
 // sortRows orders feasible rows by the objective, then violating ones the
 // same way, then rows that do not fit in enumeration order. Ties go to the
-// lower TPOT, then TTFT, then memory, then enumeration order.
+// lower TPOT, then TTFT, then memory, then enumeration order (rowLess).
+//
+// It sorts positions, not rows: a row is hundreds of bytes with pointers,
+// and sort.SliceStable moves what it sorts. The same algorithm on a slice
+// of the same length asks rowLess the same questions of the same positions,
+// so the order is the one sorting the rows themselves gives
+// (TestSortRowsByPositionIsSortingRows).
 func sortRows(rows []SearchRow, objective string) {
-	class := func(r *SearchRow) int {
-		switch r.Status {
-		case StatusFeasible:
-			return 0
-		case StatusViolates:
-			return 1
-		case StatusDoesNotFit:
-			return 2
-		}
-		return 0 // as the map lookup of an unknown status gave
+	pos := make([]int32, len(rows))
+	for i := range pos {
+		pos[i] = int32(i)
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := &rows[i], &rows[j]
-		if ca, cb := class(a), class(b); ca != cb {
-			return ca < cb
-		}
-		if a.Quick == nil || b.Quick == nil {
-			return a.index < b.index
-		}
-		if x, y := objectiveValue(a.Quick, objective), objectiveValue(b.Quick, objective); x != y {
-			return x < y
-		}
-		if a.Quick.TPOTS != b.Quick.TPOTS {
-			return a.Quick.TPOTS < b.Quick.TPOTS
-		}
-		if a.Quick.TTFTS != b.Quick.TTFTS {
-			return a.Quick.TTFTS < b.Quick.TTFTS
-		}
-		if x, y := float64(a.MemoryBytes), float64(b.MemoryBytes); x != y {
-			return x < y
-		}
+	sort.SliceStable(pos, func(i, j int) bool { return rowLess(&rows[pos[i]], &rows[pos[j]], objective) })
+	sorted := make([]SearchRow, len(rows))
+	for i, p := range pos {
+		sorted[i] = rows[p]
+	}
+	copy(rows, sorted)
+}
+
+// rowClass is a row's block in the order: feasible, violating, does not fit.
+func rowClass(r *SearchRow) int {
+	switch r.Status {
+	case StatusFeasible:
+		return 0
+	case StatusViolates:
+		return 1
+	case StatusDoesNotFit:
+		return 2
+	}
+	return 0 // as the map lookup of an unknown status gave
+}
+
+// rowLess is sortRows' order.
+func rowLess(a, b *SearchRow, objective string) bool {
+	if ca, cb := rowClass(a), rowClass(b); ca != cb {
+		return ca < cb
+	}
+	if a.Quick == nil || b.Quick == nil {
 		return a.index < b.index
-	})
+	}
+	if x, y := objectiveValue(a.Quick, objective), objectiveValue(b.Quick, objective); x != y {
+		return x < y
+	}
+	if a.Quick.TPOTS != b.Quick.TPOTS {
+		return a.Quick.TPOTS < b.Quick.TPOTS
+	}
+	if a.Quick.TTFTS != b.Quick.TTFTS {
+		return a.Quick.TTFTS < b.Quick.TTFTS
+	}
+	if x, y := float64(a.MemoryBytes), float64(b.MemoryBytes); x != y {
+		return x < y
+	}
+	return a.index < b.index
 }
 
 // Refine re-runs the full discrete-event estimate on the first top rows
@@ -503,6 +572,9 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 		plan, err := partition.NewPlan(spec.CandidateConfig(row.Candidate))
 		if err != nil {
 			return fmt.Errorf("search: candidate %s: %w", row.Name(), err)
+		}
+		if spec.NoFullRange { // the estimate runs the range ends only for a GPU with ranges
+			plan.System.GPU.Ranges = topology.ParamRanges{}
 		}
 		o := opts
 		work := &planWork{} // the reruns differ in decode steps only

@@ -98,7 +98,8 @@ func RunSearch(r SearchRequest) (*configs.Config, *SearchResult, error) {
 		return r.Progress(phase)
 	}
 	spec := SearchSpec{Config: cfg, System: sys, Objective: r.Objective, MaxTPOTS: r.MaxTPOTms / 1e3, MaxTTFTS: r.MaxTTFTs,
-		MaxMicrobatches: r.MaxMicrobatches, Collectives: r.Collectives, Progress: progress("search")}
+		MaxMicrobatches: r.MaxMicrobatches, Collectives: r.Collectives, Progress: progress("search"),
+		NoFullRange: true} // the rows show the re-runs' nominal numbers alone
 	res, err := Search(spec)
 	if err != nil {
 		return nil, nil, err

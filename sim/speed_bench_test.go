@@ -38,7 +38,7 @@ func BenchmarkSearchScale(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var n int
+			var n, fit int
 			b.ResetTimer()
 			cpu := cpuTime(b)
 			for i := 0; i < b.N; i++ {
@@ -47,11 +47,45 @@ func BenchmarkSearchScale(b *testing.B) {
 					b.Fatal(err)
 				}
 				n += r.Enumerated
+				fit += r.Enumerated - r.PrunedMemory
 			}
 			reportCPU(b, cpu)
 			b.ReportMetric(float64(n)/(cpuTime(b)-cpu).Seconds(), "candidates/cpu-s")
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "candidates/s")
 			b.ReportMetric(float64(n)/float64(b.N), "candidates/op")
+			b.ReportMetric(float64(fit)/float64(b.N), "fit/op")
+		})
+	}
+}
+
+// BenchmarkSearchFitScale is BenchmarkSearchScale's model with a workload
+// small enough (batch 16, context 512) that candidates fit at 16 GPUs as
+// well as at 16,384: at both ends most candidates are priced by Quick, so
+// the rates compare like work (BenchmarkSearchScale's 16-GPU search is all
+// memory-fit refusals). fit/op counts the candidates that fit.
+func BenchmarkSearchFitScale(b *testing.B) {
+	for _, gpus := range []int{16, 16384} {
+		b.Run(fmt.Sprintf("gpus=%d", gpus), func(b *testing.B) {
+			spec, err := SyntheticSearchSpec(gpus)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
+			var n, fit int
+			b.ResetTimer()
+			cpu := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				r, err := Search(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += r.Enumerated
+				fit += r.Enumerated - r.PrunedMemory
+			}
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(n)/(cpuTime(b)-cpu).Seconds(), "candidates/cpu-s")
+			b.ReportMetric(float64(n)/float64(b.N), "candidates/op")
+			b.ReportMetric(float64(fit)/float64(b.N), "fit/op")
 		})
 	}
 }
@@ -63,6 +97,28 @@ func BenchmarkSearchFull(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		r, err := Search(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Refine(spec, 10, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
+}
+
+// BenchmarkSearchFullCommand is BenchmarkSearchFull with the spec
+// RunSearch gives `partbench search`: its re-runs leave out the GPU's range
+// ends, which the search's output does not show (SearchSpec.NoFullRange).
+func BenchmarkSearchFullCommand(b *testing.B) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.NoFullRange = true
 	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		r, err := Search(spec)

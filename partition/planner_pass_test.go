@@ -1,0 +1,93 @@
+package partition
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// PassAround is a pass without its layers: on every rank of five plans —
+// the seed's tp8pp2 (four chunks), Llama-2-13B (untied embedding and LM
+// head, TP 4 × PP 4), GPT-2 XL decoding (tied head, learned positions,
+// LayerNorm with biases), the tiny pipeline and a single GPU — for the first,
+// a middle and the last prefill chunk of two micro-batches and each decode
+// step, the pass PrefillPass or Program builds must be PassAround's ops
+// with the stage's layer ops inserted at its index.
+func TestPassAroundIsThePassWithoutItsLayers(t *testing.T) {
+	edits := map[string]func(c *configs.Config){
+		"tp8pp2": func(c *configs.Config) { c.Parallel.PrefillChunk = (c.Workload.PromptTokens() + 3) / 4 },
+		"llama2-13b-2k": func(c *configs.Config) {
+			dgx, err := configs.Load("tp8pp2") // two nodes of 8
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Topology, c.Workload.Batch = dgx.Topology, 4
+			c.Parallel.TP, c.Parallel.PP, c.Parallel.Microbatches = 4, 4, 2
+		},
+		"gpt2-xl-decode":   nil,
+		"test/pp4-tiny":    nil,
+		"test/single-tiny": nil,
+	}
+	checked := 0
+	for name, edit := range edits {
+		cfg, err := configs.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(cfg)
+		}
+		p, err := NewPlan(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for rank := range p.Ranks {
+			var passes [][]Op // built, with the phase, micro-batch and chunk each was built for
+			type pass struct {
+				phase Phase
+				mb, c int
+			}
+			var args []pass
+			if p.Config.Workload.HasPhase("prefill") {
+				for _, c := range slices.Compact([]int{0, p.PrefillChunks / 2, p.PrefillChunks - 1}) {
+					for mb := 0; mb < min(2, p.Microbatches); mb++ {
+						passes = append(passes, p.PrefillPass(rank, mb, c))
+						args = append(args, pass{Prefill, mb, c})
+					}
+				}
+			}
+			dec := p.Program(rank, Decode).Ops
+			for mb := 0; mb < p.Microbatches; mb++ {
+				var step []Op
+				for _, op := range dec {
+					if op.Microbatch == mb {
+						step = append(step, op)
+					}
+				}
+				passes = append(passes, step)
+				args = append(args, pass{Decode, mb, 0})
+			}
+			for i, built := range passes {
+				phase, mb, c := args[i].phase, args[i].mb, args[i].c
+				around, at := p.PassAround(rank, phase, mb, c)
+				var layers []Op
+				for _, op := range built {
+					if op.Layer >= 0 {
+						layers = append(layers, op)
+					}
+				}
+				if len(layers) == 0 {
+					t.Fatalf("%s rank %d: a pass without layer ops", name, rank)
+				}
+				want := slices.Concat(around[:at], layers, around[at:])
+				if !reflect.DeepEqual(want, built) {
+					t.Fatalf("%s rank %d phase %v mb %d chunk %d: PassAround (%d ops, layers at %d) with the layers is not the pass built", name, rank, phase, mb, c, len(around), at)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d passes", checked)
+}
