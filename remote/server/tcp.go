@@ -147,19 +147,34 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		}
 		return nil
 	}, s.releaseConn)
+	clk := newCallClock(sc.c, s.cfg.CallTimeout)
+	defer clk.stop()
+	clk.arm(time.Time{}) // the handshake's deadline ends with the hello
 	for {
-		sc.c.SetDeadline(time.Time{})
-		e, _, err := tc.ReadEnvelope()
+		// Wait for the next call's first byte (no deadline but what the
+		// last call left armed, cleared if it passes); the call's deadline
+		// then covers the rest of it.
+		var err error
+		for {
+			if _, err = tc.Reader().Peek(1); err == nil || !clk.idle(err) {
+				break
+			}
+		}
+		var e *pb.Envelope
+		ctx, cancel := clk.start(time.Now())
+		if err == nil {
+			e, _, err = tc.ReadEnvelope()
+		}
 		sc.mu.Lock()
 		sc.busy = true
 		sc.mu.Unlock()
 		if err != nil {
+			cancel()
 			if _, ok := status.FromError(err); ok && !errors.Is(err, io.EOF) {
 				reply(wire.ErrEnvelope(err))
 			}
 			return
 		}
-		sc.c.SetDeadline(time.Now().Add(s.cfg.CallTimeout))
 		ok := true
 		switch k := e.Kind.(type) {
 		case *pb.Envelope_Open:
@@ -176,24 +191,22 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Closed{Closed: &pb.CloseResponse{}}})
 			}
 		case *pb.Envelope_Frame:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
-			st := &tcpServerStream{tc: tc, s: s, first: k.Frame}
+			st := &tcpServerStream{tc: tc, s: s, clk: clk, first: k.Frame}
 			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+wire.TCPPrefixBytes))
-			err := s.serveStep(ctx, owner, st)
-			cancel()
-			if err != nil {
+			if err := s.serveStep(ctx, owner, st); err != nil {
+				cancel()
 				// The stream's state is unknown after an error: report and hang up.
 				reply(wire.ErrEnvelope(err))
 				return
 			}
 			ok = tc.Flush() == nil
 		case *pb.Envelope_Generate:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
 			ok = s.tcpGenerate(ctx, tc, k.Generate)
-			cancel()
+			clk.movedRead() // its watch set and cleared the read deadline
 		default:
 			ok = reply(wire.ErrEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
 		}
+		cancel()
 		sc.mu.Lock()
 		sc.busy = false
 		sc.mu.Unlock()
@@ -206,12 +219,20 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 type tcpServerStream struct {
 	tc    *wire.TCPConn
 	s     *Server
+	clk   *callClock
 	first *pb.Frame
 }
 
-// readDeadline gives the next message of a request ReadTimeout to arrive.
+// readDeadline gives the next message of a request ReadTimeout to arrive,
+// unless it has arrived already (reading it then takes no system call and
+// cannot wait, so the deadline, a timer operation, would be spent for
+// nothing).
 func (t *tcpServerStream) readDeadline() {
+	if t.tc.NextBuffered() {
+		return
+	}
 	t.tc.Conn().SetReadDeadline(time.Now().Add(t.s.cfg.ReadTimeout))
+	t.clk.movedRead()
 }
 
 // timeout names the read deadline in an error it caused.

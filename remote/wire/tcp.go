@@ -113,6 +113,17 @@ func (t *TCPConn) ReadEnvelope() (*pb.Envelope, int64, error) {
 	return e, int64(n + TCPPrefixBytes), nil
 }
 
+// NextBuffered reports whether the next message, prefix and body, is in the
+// read buffer already: reading it makes no system call and cannot wait.
+func (t *TCPConn) NextBuffered() bool {
+	b := t.r.Buffered()
+	if b < TCPPrefixBytes {
+		return false
+	}
+	hdr, err := t.r.Peek(TCPPrefixBytes)
+	return err == nil && uint64(b-TCPPrefixBytes) >= uint64(binary.BigEndian.Uint32(hdr))
+}
+
 // ReadPrefix reads a message's length and checks it against the limit.
 func (t *TCPConn) ReadPrefix() (int, error) {
 	var hdr [TCPPrefixBytes]byte
