@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,42 @@ func TestServerCallTimeout(t *testing.T) {
 			}
 			if took < callTimeout {
 				t.Errorf("the held step ended after %v, before the call timeout of %v", took, callTimeout)
+			}
+		})
+	}
+}
+
+// TestClientDeadlineOutlivesCallTimeout: a call whose context has a
+// deadline of its own runs until that deadline even when it is later than
+// the client's CallTimeout, after calls without one (the raw-TCP client
+// keeps their CallTimeout armed on the connection, and must not let it end
+// this call early); a call without a deadline is still bounded by it.
+func TestClientDeadlineOutlivesCallTimeout(t *testing.T) {
+	const callTimeout = 200 * time.Millisecond
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			g := newGateEngine(sinkEngine{})
+			g.free = 1
+			_, addrs := startServer(t, server.ServerConfig{}, g)
+			cfg, plan := testConfig(t, "test/single-tiny")
+			c, err := Dial(ctx(t), ClientConfig{Addr: addrs[tr], Transport: tr, CallTimeout: callTimeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := []wire.Tensor{tokensTensor(plan.Config.Workload.Batch, make([]uint32, plan.Config.Workload.Batch))}
+			if _, err := s.Step(context.Background(), partition.Decode, 0, in); err != nil {
+				t.Fatal(err)
+			}
+			// Held in the engine for 3 call timeouts, inside its own 20 s.
+			time.AfterFunc(3*callTimeout, func() { close(g.open) })
+			t0 := time.Now()
+			if _, err := s.Step(ctx(t), partition.Decode, 1, in); err != nil {
+				t.Fatalf("a step with a deadline of its own, held %v (the client's call timeout %v): %v after %v", 3*callTimeout, callTimeout, err, time.Since(t0))
 			}
 		})
 	}
