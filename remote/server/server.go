@@ -133,6 +133,7 @@ type Server struct {
 	tcp      []*tcpServer
 	stopIdle chan struct{}
 	idleDone chan struct{}
+	reads    *readWatch // the gRPC server's receives under ReadTimeout
 }
 
 type session struct {
@@ -168,7 +169,8 @@ func NewServer(cfg ServerConfig, engine wire.Engine) (*Server, error) {
 			cfg.MaxConcurrent, cfg.MaxQueue, cfg.MemoryBudgetBytes, cfg.MaxUnauthenticated, cfg.HandshakeTimeout, cfg.ReadTimeout)
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
-		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{})}
+		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{}),
+		reads: newReadWatch(cfg.ReadTimeout)}
 	if err := s.hostGenerator(); err != nil {
 		return nil, err
 	}
