@@ -209,8 +209,9 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		h.Tensors = append(h.Tensors, &pb.TensorInfo{Name: t.Name, ElemBytes: int32(t.ElemBytes), Shape: t.Shape, Bytes: int64(len(t.Data))})
 	}
 	send := func(f *pb.Frame) error {
+		err := st.Send(f)
 		tr.Up(int64(len(f.GetData())), st.wire(f))
-		return st.Send(f)
+		return err
 	}
 	err = send(&pb.Frame{Kind: &pb.Frame_Header{Header: h}})
 	for _, t := range in {
@@ -499,20 +500,26 @@ func (t *tcpTransport) close(ctx context.Context, id string) error {
 type tcpClientStream struct {
 	t    *tcpTransport
 	stop func()
+	// last is the frame last sent or received, n its framed size (as the
+	// framing counted it: wire need not size it again).
+	last *pb.Frame
+	n    int64
 }
 
 func (s *tcpClientStream) Send(f *pb.Frame) error {
-	_, err := s.t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	n, err := s.t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	s.last, s.n = f, n
 	return err
 }
 
 func (s *tcpClientStream) CloseSend() error { return s.t.tc.Flush() }
 
 func (s *tcpClientStream) Recv() (*pb.Frame, error) {
-	e, _, err := s.t.tc.ReadEnvelope()
+	e, n, err := s.t.tc.ReadEnvelope()
 	if err != nil {
 		return nil, err
 	}
+	s.last, s.n = e.GetFrame(), n
 	if err := wire.EnvelopeErr(e); err != nil {
 		return nil, err
 	}
@@ -532,6 +539,9 @@ func (s *tcpClientStream) finish() {
 }
 
 func (s *tcpClientStream) wire(f *pb.Frame) int64 {
+	if f == s.last && s.n > 0 {
+		return s.n
+	}
 	return int64(proto.Size(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}) + wire.TCPPrefixBytes)
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
 	"github.com/partbench/partbench/remote/wire"
@@ -161,9 +160,10 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 			}
 		}
 		var e *pb.Envelope
+		var n int64
 		ctx, cancel := clk.start(time.Now())
 		if err == nil {
-			e, _, err = tc.ReadEnvelope()
+			e, n, err = tc.ReadEnvelope()
 		}
 		sc.mu.Lock()
 		sc.busy = true
@@ -192,7 +192,7 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 			}
 		case *pb.Envelope_Frame:
 			st := &tcpServerStream{tc: tc, s: s, clk: clk, first: k.Frame}
-			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+wire.TCPPrefixBytes))
+			s.Bytes.Up(int64(len(k.Frame.GetData())), n)
 			if err := s.serveStep(ctx, owner, st); err != nil {
 				cancel()
 				// The stream's state is unknown after an error: report and hang up.

@@ -78,11 +78,13 @@ func (t *TCPConn) Authenticated(maxMessage int) {
 	t.buf = nil
 }
 
-// WriteEnvelope frames one envelope; Flush sends what is buffered.
+// WriteEnvelope frames one envelope; Flush sends what is buffered. The
+// envelope must not change while it is written (its size, computed first,
+// is reused by the encoding).
 func (t *TCPConn) WriteEnvelope(e *pb.Envelope) (int64, error) {
 	n := proto.Size(e)
 	var err error
-	t.buf, err = proto.MarshalOptions{}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
+	t.buf, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
 	if err != nil {
 		return 0, err
 	}
