@@ -504,10 +504,15 @@ type tcpClientStream struct {
 	// framing counted it: wire need not size it again).
 	last *pb.Frame
 	n    int64
+	// env and kind wrap each frame sent (written before Send returns).
+	env  pb.Envelope
+	kind pb.Envelope_Frame
 }
 
 func (s *tcpClientStream) Send(f *pb.Frame) error {
-	n, err := s.t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	s.kind.Frame = f
+	s.env.Kind = &s.kind
+	n, err := s.t.tc.WriteEnvelope(&s.env)
 	s.last, s.n = f, n
 	return err
 }

@@ -221,6 +221,10 @@ type tcpServerStream struct {
 	s     *Server
 	clk   *callClock
 	first *pb.Frame
+	// env and kind wrap each frame sent (written before Send returns, so
+	// one pair serves every frame of the step).
+	env  pb.Envelope
+	kind pb.Envelope_Frame
 }
 
 // readDeadline gives the next message of a request ReadTimeout to arrive,
@@ -237,6 +241,9 @@ func (t *tcpServerStream) readDeadline() {
 
 // timeout names the read deadline in an error it caused.
 func (t *tcpServerStream) timeout(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", t.s.cfg.ReadTimeout)
@@ -282,7 +289,9 @@ func (t *tcpServerStream) SendData(d []byte) error {
 }
 
 func (t *tcpServerStream) Send(f *pb.Frame) error {
-	n, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	t.kind.Frame = f
+	t.env.Kind = &t.kind
+	n, err := t.tc.WriteEnvelope(&t.env)
 	if err == nil {
 		t.s.Bytes.Down(int64(len(f.GetData())), n)
 	}

@@ -128,11 +128,15 @@ func (t *TCPConn) NextBuffered() bool {
 
 // ReadPrefix reads a message's length and checks it against the limit.
 func (t *TCPConn) ReadPrefix() (int, error) {
-	var hdr [TCPPrefixBytes]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+	hdr, err := t.r.Peek(TCPPrefixBytes)
+	if err != nil {
+		if err == io.EOF && len(hdr) > 0 {
+			err = io.ErrUnexpectedEOF // as io.ReadFull says of a partial prefix
+		}
 		return 0, err
 	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
+	n := int(binary.BigEndian.Uint32(hdr))
+	t.r.Discard(TCPPrefixBytes)
 	if n > t.max {
 		return 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
 	}
