@@ -17,7 +17,7 @@ import (
 // call (the raw-TCP server keeps the last call's deadline armed while it
 // waits, and must clear it rather than hang up when it passes).
 func TestServerCallTimeout(t *testing.T) {
-	const callTimeout = 300 * time.Millisecond
+	const callTimeout = 500 * time.Millisecond
 	g := newGateEngine(sinkEngine{})
 	g.free = 2 // two steps run, the third waits for a gate never opened
 	_, addrs := startServer(t, server.ServerConfig{CallTimeout: callTimeout}, g)
@@ -58,7 +58,7 @@ func TestServerCallTimeout(t *testing.T) {
 // keeps their CallTimeout armed on the connection, and must not let it end
 // this call early); a call without a deadline is still bounded by it.
 func TestClientDeadlineOutlivesCallTimeout(t *testing.T) {
-	const callTimeout = 200 * time.Millisecond
+	const callTimeout = 500 * time.Millisecond
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			g := newGateEngine(sinkEngine{})

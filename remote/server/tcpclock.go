@@ -15,7 +15,7 @@ import (
 // calls, set again for the call) and a third for its context's timer.
 // Instead the deadline armed is moved only when it would end a call early:
 // each call's context gets at least CallTimeout and at most CallTimeout +
-// slack (the connection a slack more), and it stays armed between calls (a
+// slack (the connection replyGrace more), and it stays armed between calls (a
 // wait between calls that outlives it clears it: see idle).
 type callClock struct {
 	c        net.Conn
@@ -40,7 +40,7 @@ func newCallClock(c net.Conn, timeout time.Duration) *callClock {
 
 // start begins a call at now and returns its context (the caller cancels
 // it when the call ends): its deadline is between now + timeout and now +
-// timeout + slack, the connection's a slack later.
+// timeout + slack, the connection's replyGrace later.
 func (k *callClock) start(now time.Time) (context.Context, context.CancelFunc) {
 	if k.readMove || k.armed.IsZero() || k.armed.Before(now.Add(k.timeout)) {
 		k.arm(now.Add(k.timeout + k.slack))
@@ -49,7 +49,7 @@ func (k *callClock) start(now time.Time) (context.Context, context.CancelFunc) {
 }
 
 // arm sets the calls' deadline d (zero: none): the context's, and the
-// connection's a slack later, so that a call its context ended can still
+// connection's replyGrace later, so that a call its context ended can still
 // write its error reply rather than find the connection timed out.
 func (k *callClock) arm(d time.Time) {
 	k.cancel()
@@ -59,9 +59,14 @@ func (k *callClock) arm(d time.Time) {
 		k.ctx, k.cancel = context.Background(), func() {}
 		return
 	}
-	k.c.SetDeadline(d.Add(k.slack))
+	k.c.SetDeadline(d.Add(k.replyGrace()))
 	k.ctx, k.cancel = context.WithDeadline(context.Background(), d)
 }
+
+// replyGrace is how long after a call's context ends its connection's
+// deadline passes: the slack, at least a second (a busy machine may take
+// that long to run the goroutine that writes the reply).
+func (k *callClock) replyGrace() time.Duration { return max(k.slack, time.Second) }
 
 // movedRead records that the read deadline was set apart from the call's
 // (the next call arms both again).

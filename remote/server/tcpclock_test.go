@@ -19,8 +19,8 @@ type deadlineConn struct {
 func (d *deadlineConn) SetDeadline(t time.Time) error { d.set = append(d.set, t); return nil }
 
 // TestCallClockArmsRarely: every call's context gets a deadline between its
-// start + timeout and start + timeout + slack, the connection the same a
-// slack later, and the connection's deadline is set only when the armed one would end
+// start + timeout and start + timeout + slack, the connection the same
+// max(slack, 1 s) later, and the connection's deadline is set only when the armed one would end
 // the call early, after a read deadline was moved, or to clear it when the
 // wait between calls outlived it.
 func TestCallClockArmsRarely(t *testing.T) {
@@ -46,7 +46,7 @@ func TestCallClockArmsRarely(t *testing.T) {
 		{1500 * ms, true, 18500 * ms},  // read deadline moved: re-armed
 		{1600 * ms, false, 0},
 	}
-	// The connection's deadline is the armed one + the slack (1 s).
+	// The connection's deadline is the armed one + max(slack, 1 s) = 1 s.
 	for i, s := range steps {
 		if s.moved {
 			k.movedRead()
