@@ -36,7 +36,8 @@ type ClientConfig struct {
 	// MaxMessageBytes caps one message each way (default 4 MiB).
 	MaxMessageBytes int
 	// CallTimeout applies to every call whose context has no deadline
-	// (default 60 s).
+	// (default 60 s); on raw TCP such a call may run up to CallTimeout/16
+	// (at most a second) longer before it is cut.
 	CallTimeout time.Duration
 }
 
