@@ -36,7 +36,8 @@ type ClientConfig struct {
 	// MaxMessageBytes caps one message each way (default 4 MiB).
 	MaxMessageBytes int
 	// CallTimeout applies to every call whose context has no deadline
-	// (default 60 s).
+	// (default 60 s); on raw TCP such a call may run up to CallTimeout/16
+	// (at most a second) longer before it is cut.
 	CallTimeout time.Duration
 }
 
@@ -180,8 +181,6 @@ type StepResult struct {
 // Step sends one request and reads its reply. The tensors' data is sent
 // without a copy: it must not change until Step returns.
 func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []wire.Tensor) (*StepResult, error) {
-	ctx, cancel := s.c.deadline(ctx)
-	defer cancel()
 	t0 := time.Now()
 	var tr commcount.Transfer
 	st, err := s.c.t.step(ctx)
@@ -211,8 +210,9 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 		h.Tensors = append(h.Tensors, &pb.TensorInfo{Name: t.Name, ElemBytes: int32(t.ElemBytes), Shape: t.Shape, Bytes: int64(len(t.Data))})
 	}
 	send := func(f *pb.Frame) error {
+		err := st.Send(f)
 		tr.Up(int64(len(f.GetData())), st.wire(f))
-		return st.Send(f)
+		return err
 	}
 	err = send(&pb.Frame{Kind: &pb.Frame_Header{Header: h}})
 	for _, t := range in {
@@ -282,6 +282,7 @@ func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in 
 // gRPC transport.
 
 type grpcTransport struct {
+	c   *Client
 	cc  *grpc.ClientConn
 	rc  pb.RemoteClient
 	tok string
@@ -331,7 +332,7 @@ func dialGRPC(c *Client) (transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: server %s: %w", cfg.Addr, err)
 	}
-	return &grpcTransport{cc: cc, rc: pb.NewRemoteClient(cc), tok: cfg.Token}, nil
+	return &grpcTransport{c: c, cc: cc, rc: pb.NewRemoteClient(cc), tok: cfg.Token}, nil
 }
 
 func (g *grpcTransport) ctx(ctx context.Context) context.Context {
@@ -371,7 +372,7 @@ func (s grpcClientStream) finish()                { s.cancel() }
 func (s grpcClientStream) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + wire.GRPCPrefixBytes) }
 
 func (g *grpcTransport) step(ctx context.Context) (clientStream, error) {
-	ctx, cancel := context.WithCancel(g.ctx(ctx))
+	ctx, cancel := g.c.deadline(g.ctx(ctx))
 	st, err := g.rc.Step(ctx, grpc.ForceCodecV2(wire.Frames))
 	if err != nil {
 		cancel()
@@ -385,9 +386,11 @@ func (g *grpcTransport) shutdown() error { return g.cc.Close() }
 // Raw-TCP transport: one call at a time on one connection.
 
 type tcpTransport struct {
-	mu   sync.Mutex
-	tc   *wire.TCPConn
-	addr string
+	mu      sync.Mutex
+	tc      *wire.TCPConn
+	addr    string
+	timeout time.Duration // the client's CallTimeout
+	armed   time.Time     // the connection's deadline; zero: none
 }
 
 func dialTCP(ctx context.Context, c *Client) (transport, error) {
@@ -406,7 +409,7 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 			return nil, err
 		}
 	}
-	t := &tcpTransport{tc: wire.NewTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr}
+	t := &tcpTransport{tc: wire.NewTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr, timeout: c.cfg.CallTimeout}
 	stop := t.bind(ctx)
 	defer stop()
 	if _, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {
@@ -423,16 +426,42 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 	return t, nil
 }
 
-// bind makes the connection obey ctx's deadline and cancellation.
+// bind makes a call on the connection obey ctx: its cancellation and its
+// deadline through context.AfterFunc (which runs when the context's own
+// timer ends it), or, when ctx has no deadline, the client's CallTimeout
+// armed on the connection. That deadline is moved only when it would end a
+// call early (each call gets at least CallTimeout, at most 1/16 more, one
+// second at most): setting a deadline is a timer operation, and a new
+// earliest timer wakes a thread, which a decode step of a few bytes paid
+// two or three times a call.
 func (t *tcpTransport) bind(ctx context.Context) func() {
 	if d, ok := ctx.Deadline(); ok {
-		t.tc.Conn().SetDeadline(d)
+		if !t.armed.IsZero() && t.armed.Before(d) {
+			t.arm(time.Time{}) // would end this call before its own deadline
+		}
+	} else if now := time.Now(); t.armed.IsZero() || t.armed.Before(now.Add(t.timeout)) {
+		t.arm(now.Add(t.timeout + min(t.timeout/16, time.Second)))
 	}
-	stop := context.AfterFunc(ctx, func() { t.tc.Conn().SetDeadline(time.Unix(1, 0)) })
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t.tc.Conn().SetDeadline(time.Unix(1, 0))
+		close(fired)
+	})
 	return func() {
-		stop()
-		t.tc.Conn().SetDeadline(time.Time{})
+		if !stop() {
+			<-fired // its deadline in the past is set before the clear
+			t.arm(time.Time{})
+		}
 	}
+}
+
+// arm sets the connection's deadline, both ways (zero: none).
+func (t *tcpTransport) arm(d time.Time) {
+	t.armed = d
+	t.tc.Conn().SetDeadline(d)
 }
 
 func (t *tcpTransport) call(ctx context.Context, e *pb.Envelope) (*pb.Envelope, error) {
@@ -472,20 +501,31 @@ func (t *tcpTransport) close(ctx context.Context, id string) error {
 type tcpClientStream struct {
 	t    *tcpTransport
 	stop func()
+	// last is the frame last sent or received, n its framed size (as the
+	// framing counted it: wire need not size it again).
+	last *pb.Frame
+	n    int64
+	// env and kind wrap each frame sent (written before Send returns).
+	env  pb.Envelope
+	kind pb.Envelope_Frame
 }
 
 func (s *tcpClientStream) Send(f *pb.Frame) error {
-	_, err := s.t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	s.kind.Frame = f
+	s.env.Kind = &s.kind
+	n, err := s.t.tc.WriteEnvelope(&s.env)
+	s.last, s.n = f, n
 	return err
 }
 
 func (s *tcpClientStream) CloseSend() error { return s.t.tc.Flush() }
 
 func (s *tcpClientStream) Recv() (*pb.Frame, error) {
-	e, _, err := s.t.tc.ReadEnvelope()
+	e, n, err := s.t.tc.ReadEnvelope()
 	if err != nil {
 		return nil, err
 	}
+	s.last, s.n = e.GetFrame(), n
 	if err := wire.EnvelopeErr(e); err != nil {
 		return nil, err
 	}
@@ -505,6 +545,9 @@ func (s *tcpClientStream) finish() {
 }
 
 func (s *tcpClientStream) wire(f *pb.Frame) int64 {
+	if f == s.last && s.n > 0 {
+		return s.n
+	}
 	return int64(proto.Size(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}) + wire.TCPPrefixBytes)
 }
 

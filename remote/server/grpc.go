@@ -108,6 +108,10 @@ func (g *grpcServer) check(ctx context.Context, method string) (context.Context,
 	if err := g.authorizeMD(method, md); err != nil {
 		return nil, nil, err
 	}
+	if d, ok := ctx.Deadline(); ok && !d.After(time.Now().Add(g.s.cfg.CallTimeout)) {
+		// The client's deadline (grpc-timeout) comes first: no second timer.
+		return ctx, func() {}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.s.cfg.CallTimeout)
 	return ctx, cancel, nil
 }
@@ -256,18 +260,7 @@ func (c grpcServerStream) Send(f *pb.Frame) error {
 // After a timeout the receive may still complete into its destination; the
 // caller then drops that buffer (serveStep keeps no buffer of a failed
 // request) and returns, which ends the stream.
-func (c grpcServerStream) within(recv func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- recv() }()
-	t := time.NewTimer(c.s.cfg.ReadTimeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", c.s.cfg.ReadTimeout)
-	}
-}
+func (c grpcServerStream) within(recv func() error) error { return c.s.reads.within(recv) }
 
 func (c grpcServerStream) Recv() (*pb.Frame, error) {
 	var f *pb.Frame

@@ -48,7 +48,9 @@ type ServerConfig struct {
 	MaxConcurrent, MaxQueue int
 	// IdleTimeout frees a session unused for this long (default 5 min).
 	IdleTimeout time.Duration
-	// CallTimeout bounds every call on the server side (default 10 min).
+	// CallTimeout bounds every call on the server side (default 10 min);
+	// on raw TCP a call's context may run up to CallTimeout/16 (at most a
+	// second) longer, so that its deadline need not be moved every call.
 	CallTimeout time.Duration
 	// HandshakeTimeout closes a connection that has not authenticated
 	// within it (default 10 s): the raw-TCP hello, or the first gRPC call
@@ -56,7 +58,8 @@ type ServerConfig struct {
 	HandshakeTimeout time.Duration
 	// ReadTimeout bounds the wait for each message of a request once its
 	// Step has begun (default 30 s): a client that sends a header and then
-	// nothing is cut off, and its receive buffers are released.
+	// nothing is cut off, and its receive buffers are released. On gRPC
+	// the cut comes up to ReadTimeout/16 (at most a second) later.
 	ReadTimeout time.Duration
 	// MaxUnauthenticated connections may be open at once on each transport
 	// (default 64); one more is closed at once.
@@ -133,6 +136,7 @@ type Server struct {
 	tcp      []*tcpServer
 	stopIdle chan struct{}
 	idleDone chan struct{}
+	reads    *readWatch // the gRPC server's receives under ReadTimeout
 }
 
 type session struct {
@@ -168,7 +172,8 @@ func NewServer(cfg ServerConfig, engine wire.Engine) (*Server, error) {
 			cfg.MaxConcurrent, cfg.MaxQueue, cfg.MemoryBudgetBytes, cfg.MaxUnauthenticated, cfg.HandshakeTimeout, cfg.ReadTimeout)
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
-		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{})}
+		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{}),
+		reads: newReadWatch(cfg.ReadTimeout)}
 	if err := s.hostGenerator(); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/partbench/partbench/remote/remotepb"
 	"github.com/partbench/partbench/remote/wire"
@@ -147,19 +146,35 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 		}
 		return nil
 	}, s.releaseConn)
+	clk := newCallClock(sc.c, s.cfg.CallTimeout)
+	defer clk.stop()
+	clk.arm(time.Time{}) // the handshake's deadline ends with the hello
 	for {
-		sc.c.SetDeadline(time.Time{})
-		e, _, err := tc.ReadEnvelope()
+		// Wait for the next call's first byte (no deadline but what the
+		// last call left armed, cleared if it passes); the call's deadline
+		// then covers the rest of it.
+		var err error
+		for {
+			if _, err = tc.Reader().Peek(1); err == nil || !clk.idle(err) {
+				break
+			}
+		}
+		var e *pb.Envelope
+		var n int64
+		ctx, cancel := clk.start(time.Now())
+		if err == nil {
+			e, n, err = tc.ReadEnvelope()
+		}
 		sc.mu.Lock()
 		sc.busy = true
 		sc.mu.Unlock()
 		if err != nil {
+			cancel()
 			if _, ok := status.FromError(err); ok && !errors.Is(err, io.EOF) {
 				reply(wire.ErrEnvelope(err))
 			}
 			return
 		}
-		sc.c.SetDeadline(time.Now().Add(s.cfg.CallTimeout))
 		ok := true
 		switch k := e.Kind.(type) {
 		case *pb.Envelope_Open:
@@ -176,24 +191,22 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 				ok = reply(&pb.Envelope{Kind: &pb.Envelope_Closed{Closed: &pb.CloseResponse{}}})
 			}
 		case *pb.Envelope_Frame:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
-			st := &tcpServerStream{tc: tc, s: s, first: k.Frame}
-			s.Bytes.Up(int64(len(k.Frame.GetData())), int64(proto.Size(e)+wire.TCPPrefixBytes))
-			err := s.serveStep(ctx, owner, st)
-			cancel()
-			if err != nil {
+			st := &tcpServerStream{tc: tc, s: s, clk: clk, first: k.Frame}
+			s.Bytes.Up(int64(len(k.Frame.GetData())), n)
+			if err := s.serveStep(ctx, owner, st); err != nil {
+				cancel()
 				// The stream's state is unknown after an error: report and hang up.
 				reply(wire.ErrEnvelope(err))
 				return
 			}
 			ok = tc.Flush() == nil
 		case *pb.Envelope_Generate:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
 			ok = s.tcpGenerate(ctx, tc, k.Generate)
-			cancel()
+			clk.movedRead() // its watch set and cleared the read deadline
 		default:
 			ok = reply(wire.ErrEnvelope(status.Errorf(codes.InvalidArgument, "unexpected message %T", e.Kind)))
 		}
+		cancel()
 		sc.mu.Lock()
 		sc.busy = false
 		sc.mu.Unlock()
@@ -206,16 +219,31 @@ func (t *tcpServer) serve(sc *tcpSrvConn) {
 type tcpServerStream struct {
 	tc    *wire.TCPConn
 	s     *Server
+	clk   *callClock
 	first *pb.Frame
+	// env and kind wrap each frame sent (written before Send returns, so
+	// one pair serves every frame of the step).
+	env  pb.Envelope
+	kind pb.Envelope_Frame
 }
 
-// readDeadline gives the next message of a request ReadTimeout to arrive.
+// readDeadline gives the next message of a request ReadTimeout to arrive,
+// unless it has arrived already (reading it then takes no system call and
+// cannot wait, so the deadline, a timer operation, would be spent for
+// nothing).
 func (t *tcpServerStream) readDeadline() {
+	if t.tc.NextBuffered() {
+		return
+	}
 	t.tc.Conn().SetReadDeadline(time.Now().Add(t.s.cfg.ReadTimeout))
+	t.clk.movedRead()
 }
 
 // timeout names the read deadline in an error it caused.
 func (t *tcpServerStream) timeout(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", t.s.cfg.ReadTimeout)
@@ -261,7 +289,9 @@ func (t *tcpServerStream) SendData(d []byte) error {
 }
 
 func (t *tcpServerStream) Send(f *pb.Frame) error {
-	n, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}})
+	t.kind.Frame = f
+	t.env.Kind = &t.kind
+	n, err := t.tc.WriteEnvelope(&t.env)
 	if err == nil {
 		t.s.Bytes.Down(int64(len(f.GetData())), n)
 	}

@@ -106,9 +106,9 @@ const smallData = 64 << 10
 // proto.Marshal would produce, the data straight from d (no copy for a
 // large chunk); it returns the framed size.
 func (t *TCPConn) WriteData(d []byte) (int64, error) {
-	var hb [32]byte
 	frameLen := DataHeaderLen(len(d)) + len(d)
-	h := append(hb[:0], 0, 0, 0, 0)
+	// The header is built in the write buffer's free space (no allocation).
+	h := append(t.w.AvailableBuffer(), 0, 0, 0, 0)
 	h = protowire.AppendTag(h, envelopeFrameField, protowire.BytesType)
 	h = protowire.AppendVarint(h, uint64(frameLen))
 	h = dataHeader(h, len(d))

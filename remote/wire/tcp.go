@@ -78,11 +78,13 @@ func (t *TCPConn) Authenticated(maxMessage int) {
 	t.buf = nil
 }
 
-// WriteEnvelope frames one envelope; Flush sends what is buffered.
+// WriteEnvelope frames one envelope; Flush sends what is buffered. The
+// envelope must not change while it is written (its size, computed first,
+// is reused by the encoding).
 func (t *TCPConn) WriteEnvelope(e *pb.Envelope) (int64, error) {
 	n := proto.Size(e)
 	var err error
-	t.buf, err = proto.MarshalOptions{}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
+	t.buf, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
 	if err != nil {
 		return 0, err
 	}
@@ -113,13 +115,28 @@ func (t *TCPConn) ReadEnvelope() (*pb.Envelope, int64, error) {
 	return e, int64(n + TCPPrefixBytes), nil
 }
 
+// NextBuffered reports whether the next message, prefix and body, is in the
+// read buffer already: reading it makes no system call and cannot wait.
+func (t *TCPConn) NextBuffered() bool {
+	b := t.r.Buffered()
+	if b < TCPPrefixBytes {
+		return false
+	}
+	hdr, err := t.r.Peek(TCPPrefixBytes)
+	return err == nil && uint64(b-TCPPrefixBytes) >= uint64(binary.BigEndian.Uint32(hdr))
+}
+
 // ReadPrefix reads a message's length and checks it against the limit.
 func (t *TCPConn) ReadPrefix() (int, error) {
-	var hdr [TCPPrefixBytes]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+	hdr, err := t.r.Peek(TCPPrefixBytes)
+	if err != nil {
+		if err == io.EOF && len(hdr) > 0 {
+			err = io.ErrUnexpectedEOF // as io.ReadFull says of a partial prefix
+		}
 		return 0, err
 	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
+	n := int(binary.BigEndian.Uint32(hdr))
+	t.r.Discard(TCPPrefixBytes)
 	if n > t.max {
 		return 0, status.Errorf(codes.ResourceExhausted, "message of %d B is larger than the limit of %d B", n, t.max)
 	}
