@@ -33,6 +33,10 @@ type Options struct {
 
 	// share stretches compute ops for a host's shared cores (optable_share.go).
 	share *coreShare
+	// stepwise simulates every decode step instead of extrapolating the
+	// steady state (timeline_steady.go): the reference its tests hold the
+	// extrapolation to.
+	stepwise bool
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -457,6 +461,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	} else {
 		presizeSlices(s) // speed.go
 	}
+	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
 	tl, err := s.run()
 	if err != nil {
 		return nil, err
@@ -630,6 +635,12 @@ func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 	return bytes + max(0, ws-usable)
 }
 
+// bubbleFloor is the idle share of a phase's window below which the
+// critical rank's idle time is rounding in its busy sum (a sum of many
+// slices' overlaps with the window, with times extrapolated over steady
+// decode steps: timeline_steady.go), not a bubble: no bubble is reported.
+const bubbleFloor = 1e-9
+
 // overlap is the length of [a,b] ∩ [lo,hi].
 func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-math.Max(a, lo)) }
 
@@ -678,7 +689,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	}
 	pe.CriticalRank = crit
 	pe.TimeByBound = maps.Clone(byBound[crit])
-	if idle := window - busy[crit]; idle > 1e-15 {
+	if idle := window - busy[crit]; idle > bubbleFloor*window {
 		pe.TimeByBound[BoundBubble] = idle
 	}
 	pe.Bottleneck = BoundBubble
@@ -702,11 +713,13 @@ func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 	for r := range busy {
 		busy[r] = busy[e.Timeline.StandIn(r)]
 	}
+	// Idle is the window less the busy time, never below 0: the busy sum
+	// of a rank busy throughout can pass the window by rounding.
 	for r := range e.Ranks {
 		if phase == partition.Prefill {
-			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], hi-lo-busy[r]
+			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], max(0, hi-lo-busy[r])
 		} else {
-			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], hi-lo-busy[r]
+			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], max(0, hi-lo-busy[r])
 		}
 	}
 }

@@ -1,0 +1,279 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// steadyCases are the golden test's configs and more pipelines and
+// replicas: deep pipelines with more and fewer micro-batches than stages,
+// an uneven layer map, a chunked prefill, replicas, and the 100,000-GPU
+// dry run.
+func steadyCases(t *testing.T) []struct {
+	label string
+	plan  *partition.Plan
+	opts  Options
+} {
+	var out []struct {
+		label string
+		plan  *partition.Plan
+		opts  Options
+	}
+	add := func(label string, p *partition.Plan, o Options) {
+		out = append(out, struct {
+			label string
+			plan  *partition.Plan
+			opts  Options
+		}{label, p, o})
+	}
+	for i, c := range goldenCases() {
+		p := planEdited(t, c.name, c.edit)
+		add(goldenLabel(i, c, p), p, c.opts)
+	}
+	for _, e := range []struct {
+		name string
+		edit func(*configs.Config)
+	}{
+		{"layerwise16", func(c *configs.Config) { c.Parallel.Microbatches = 4 }},  // 16 stages, 4 micro-batches
+		{"layerwise16", func(c *configs.Config) { c.Parallel.Microbatches = 32 }}, // more micro-batches than stages
+		{"tp8pp2", func(c *configs.Config) { // 8 stages of TP 2, 4 micro-batches, 2 replicas
+			c.Parallel.TP, c.Parallel.PP, c.Parallel.Microbatches, c.Parallel.DP = 2, 8, 4, 2
+			c.Topology.Nodes = 4
+		}},
+		{"tp8pp2", func(c *configs.Config) { c.Parallel.LayerMap = layerMap16(); c.Parallel.Microbatches = 2 }}, // unbalanced 12 + 4
+	} {
+		p := planEdited(t, e.name, e.edit)
+		add(fmt.Sprintf("%s (tp %d pp %d dp %d, %d micro-batches)", e.name, p.TP, p.PP, p.DP, p.Microbatches), p, Options{})
+	}
+	cfg, err := configs.Parse(strings.NewReader(largeDryRunConfig), "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("100,000 GPUs", p, Options{})
+	return out
+}
+
+// The estimate with the steady state extrapolated equals the estimate that
+// simulates every decode step within steadyRelTol, number for number
+// (everything else in its JSON equal), and so do its timeline's slices:
+// the same ops in the same order, times within the tolerance, sends and
+// recvs paired alike. On most configs the steady state must be found early
+// (else the test would compare the reference with itself).
+func TestSteadyStateMatchesStepwise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("estimates every preset twice")
+	}
+	cases := steadyCases(t)
+	if len(cases) < 12 {
+		t.Fatalf("%d configs, want at least 12", len(cases))
+	}
+	settled, worst, worstAt := 0, 0.0, ""
+	for _, c := range cases {
+		ref := c.opts
+		ref.stepwise = true
+		want, err := EstimatePlan(c.plan, ref)
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		got, err := EstimatePlan(c.plan, c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		steps := c.opts.DecodeSteps
+		if steps == 0 {
+			steps = 16
+		}
+		if s := got.Timeline.settled; s > 0 && s < steps-1 {
+			settled++
+			t.Logf("%s: settled at decode step %d of %d", c.label, s, steps)
+		} else {
+			t.Logf("%s: every decode step simulated", c.label)
+		}
+		if want.Timeline.settled != 0 {
+			t.Errorf("%s: the stepwise reference extrapolated from step %d", c.label, want.Timeline.settled)
+		}
+		d, at := steadyCompareEstimates(t, c.label, got, want)
+		if d > worst {
+			worst, worstAt = d, c.label+": "+at
+		}
+		steadyCompareTimelines(t, c.label, got.Timeline, want.Timeline)
+	}
+	t.Logf("largest relative difference %.3g (%s)", worst, worstAt)
+	if settled < len(cases)*3/4 {
+		t.Errorf("the steady state was found early in %d of %d configs, want at least 3/4", settled, len(cases))
+	}
+}
+
+// steadyCompareEstimates compares two estimates' JSON: numbers within
+// steadyRelTol of the larger (of their window, for differences of times:
+// diffScale), everything else equal. It returns the largest
+// relative difference and where.
+func steadyCompareEstimates(t *testing.T, label string, got, want *Estimate) (float64, string) {
+	t.Helper()
+	var a, b any
+	for _, x := range []struct {
+		e   *Estimate
+		out *any
+	}{{got, &a}, {want, &b}} {
+		data, err := json.Marshal(x.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, x.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worst, worstAt := 0.0, ""
+	var walk func(path string, a, b any, scale float64)
+	walk = func(path string, a, b any, scale float64) {
+		switch av := a.(type) {
+		case map[string]any:
+			bv, ok := b.(map[string]any)
+			if !ok || len(av) != len(bv) {
+				t.Errorf("%s: %s: %v, want %v", label, path, a, b)
+				return
+			}
+			keys := make([]string, 0, len(av))
+			for k := range av {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(path+"."+k, av[k], bv[k], diffScale(path, k, bv))
+			}
+		case []any:
+			bv, ok := b.([]any)
+			if !ok || len(av) != len(bv) {
+				t.Errorf("%s: %s: %d items, want %v", label, path, len(av), b)
+				return
+			}
+			for i := range av {
+				walk(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i], 0)
+			}
+		case float64:
+			bv, ok := b.(float64)
+			if !ok {
+				t.Errorf("%s: %s: %v, want %v", label, path, a, b)
+				return
+			}
+			d := 0.0
+			if av != bv {
+				d = math.Abs(av-bv) / math.Max(scale, math.Max(math.Abs(av), math.Abs(bv)))
+			}
+			if d > worst {
+				worst, worstAt = d, path
+			}
+			if d > steadyRelTol {
+				t.Errorf("%s: %s = %.17g, stepwise %.17g (relative difference %.3g > %g)", label, path, av, bv, d, steadyRelTol)
+			}
+		default:
+			if a != b {
+				t.Errorf("%s: %s: %v, want %v", label, path, a, b)
+			}
+		}
+	}
+	walk("estimate", a, b, 0)
+	return worst, worstAt
+}
+
+// diffScale is what a number of the estimate's JSON is compared relative
+// to, besides its own size, where it is a difference of nearly equal times
+// (idle time is a window less the busy time in it): an idle time, the
+// rank's whole window (busy + idle); a time by bound, the phase's window
+// (the sum over bounds); a bubble fraction, 1 (it is a share of the
+// window). Elsewhere 0: the number alone.
+func diffScale(path, key string, parent map[string]any) float64 {
+	num := func(k string) float64 { f, _ := parent[k].(float64); return math.Abs(f) }
+	switch {
+	case key == "prefill_idle_s":
+		return num("prefill_busy_s") + num(key)
+	case key == "decode_idle_s":
+		return num("decode_busy_s") + num(key)
+	case key == "bubble_fraction":
+		return 1
+	case strings.HasSuffix(path, ".time_by_bound_s"):
+		sum := 0.0
+		for k := range parent {
+			sum += num(k)
+		}
+		return sum
+	}
+	return 0
+}
+
+// relDiff is |a − b| / max(|a|, |b|) (0 where both are 0).
+func relDiff(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
+}
+
+// steadyCompareTimelines requires the same slices in the same order, times
+// within steadyRelTol, and each send paired with the same recv.
+func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
+	t.Helper()
+	if len(got.Slices) != len(want.Slices) {
+		t.Errorf("%s: %d slices, stepwise %d", label, len(got.Slices), len(want.Slices))
+		return
+	}
+	type at struct {
+		rank, step int
+		phase      partition.Phase
+		op         string
+		mb         int
+	}
+	pairs := func(tl *Timeline) map[at]at {
+		sends := map[int]at{}
+		out := map[at]at{}
+		for _, sl := range tl.Slices {
+			if sl.Flow != 0 && sl.Op.Kind == partition.Send {
+				sends[sl.Flow] = at{sl.Rank, sl.Step, sl.Phase, sl.Op.Name, sl.Op.Microbatch}
+			}
+		}
+		for _, sl := range tl.Slices {
+			if sl.Flow != 0 && sl.Op.Kind == partition.Recv {
+				s, ok := sends[sl.Flow]
+				if !ok {
+					t.Errorf("%s: rank %d's recv %s (step %d) has flow %d and no send", label, sl.Rank, sl.Op.Name, sl.Step, sl.Flow)
+				}
+				out[at{sl.Rank, sl.Step, sl.Phase, sl.Op.Name, sl.Op.Microbatch}] = s
+			}
+		}
+		return out
+	}
+	bad := 0
+	for i := range got.Slices {
+		g, w := &got.Slices[i], &want.Slices[i]
+		if g.Rank != w.Rank || g.Phase != w.Phase || g.Step != w.Step || g.Op.Name != w.Op.Name || g.Op.Microbatch != w.Op.Microbatch ||
+			g.Bound != w.Bound || g.Algo != w.Algo || g.Proto != w.Proto || g.Link != w.Link || g.HBMBytes != w.HBMBytes || g.L2Bytes != w.L2Bytes ||
+			relDiff(g.StartS, w.StartS) > steadyRelTol || relDiff(g.EndS, w.EndS) > steadyRelTol ||
+			math.Abs(g.WaitS-w.WaitS) > steadyRelTol*math.Max(math.Abs(g.EndS), math.Abs(w.EndS)) {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: slice %d: %+v, stepwise %+v", label, i, *g, *w)
+			}
+		}
+	}
+	gp, wp := pairs(got), pairs(want)
+	if len(gp) != len(wp) {
+		t.Errorf("%s: %d paired recvs, stepwise %d", label, len(gp), len(wp))
+	}
+	for r, s := range wp {
+		if gp[r] != s {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: recv %+v takes the message of %+v, stepwise %+v", label, r, gp[r], s)
+			}
+		}
+	}
+}
