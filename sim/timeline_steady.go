@@ -52,10 +52,10 @@ const steadyMinSteps = 4
 type steady struct {
 	total int // the decode steps asked for
 	limit int // the decode steps simulated so far
-	// recent holds the decode slices of the last three simulated steps
-	// where the simulation keeps none (headline runs): step k's slice of op
-	// i of simulated rank ri is recent[k%3][decBase[ri]+i].
-	recent  [3][]Slice
+	// recent holds the decode ops' times of the last three simulated steps
+	// where the simulation keeps no slices (headline runs): step k's op i
+	// of simulated rank ri is recent[k%3][decBase[ri]+i].
+	recent  [3][]stepOpTimes
 	decBase []int
 	n       int     // one decode step's ops over the simulated ranks
 	period  float64 // P, once found
@@ -82,7 +82,7 @@ func newSteady(s *simulator, steps int) *steady {
 	st.n = n
 	if s.base == nil { // headline: keep the last three steps for the check
 		for k := range st.recent {
-			st.recent[k] = make([]Slice, n)
+			st.recent[k] = make([]stepOpTimes, n)
 		}
 	}
 	for _, r := range s.ranks {
@@ -98,15 +98,26 @@ func (st *steady) keep(ri, pc int, r *rankState, sl *Slice) {
 		return
 	}
 	i := pc - len(r.pre) - sl.Step*len(r.dec)
-	st.recent[sl.Step%3][st.decBase[ri]+i] = *sl
+	st.recent[sl.Step%3][st.decBase[ri]+i] = stepOpTimes{sl.StartS, sl.EndS, sl.WaitS}
 }
 
-// slice is simulated rank ri's slice of op i in decode step k (one of the
-// last three simulated).
-func (st *steady) slice(s *simulator, ri, k, i int) *Slice {
+// stepOpTimes is what the steady state is recognised by: an op's start, end
+// and wait.
+type stepOpTimes struct{ start, end, wait float64 }
+
+// times is simulated rank ri's op i in decode step k (one of the last
+// three simulated).
+func (st *steady) times(s *simulator, ri, k, i int) stepOpTimes {
 	if st.recent[0] != nil {
-		return &st.recent[k%3][st.decBase[ri]+i]
+		return st.recent[k%3][st.decBase[ri]+i]
 	}
+	sl := st.slice(s, ri, k, i)
+	return stepOpTimes{sl.StartS, sl.EndS, sl.WaitS}
+}
+
+// slice is simulated rank ri's slice of op i in decode step k, where the
+// simulation keeps its slices.
+func (st *steady) slice(s *simulator, ri, k, i int) *Slice {
 	r := s.ranks[ri]
 	return &s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i]
 }
@@ -138,24 +149,24 @@ func (st *steady) shift(s *simulator, j int) (float64, bool) {
 	if j < 3 {
 		return 0, false
 	}
-	p := st.slice(s, 0, j, 0).StartS - st.slice(s, 0, j-1, 0).StartS
+	p := st.times(s, 0, j, 0).start - st.times(s, 0, j-1, 0).start
 	if !(p > 0) {
 		return 0, false
 	}
 	latest := 0.0
 	for ri, r := range s.ranks {
 		for i := range r.dec {
-			latest = max(latest, st.slice(s, ri, j, i).EndS)
+			latest = max(latest, st.times(s, ri, j, i).end)
 		}
 	}
 	tol := steadyShiftTol * latest
 	for ri, r := range s.ranks {
 		for i := range r.dec {
-			a, b, c := st.slice(s, ri, j-2, i), st.slice(s, ri, j-1, i), st.slice(s, ri, j, i)
+			a, b, c := st.times(s, ri, j-2, i), st.times(s, ri, j-1, i), st.times(s, ri, j, i)
 			for _, d := range [...]float64{
-				b.StartS - a.StartS - p, c.StartS - b.StartS - p,
-				b.EndS - a.EndS - p, c.EndS - b.EndS - p,
-				b.WaitS - a.WaitS, c.WaitS - b.WaitS,
+				b.start - a.start - p, c.start - b.start - p,
+				b.end - a.end - p, c.end - b.end - p,
+				b.wait - a.wait, c.wait - b.wait,
 			} {
 				if !(math.Abs(d) <= tol) {
 					return 0, false
@@ -180,15 +191,19 @@ func (st *steady) extrapolate(s *simulator) {
 		r.steps = st.total
 		for k := j + 1; k < st.total; k++ {
 			m := float64(k - j)
+			if s.ends != nil { // the headline numbers read the samples' ends alone
+				for i := range r.dec {
+					if op := &r.dec[i]; op.Kind == partition.Sample {
+						s.ends.add(&Slice{Phase: partition.Decode, Step: k, Op: op, EndS: st.times(s, ri, j, i).end + m*p})
+					}
+				}
+				continue
+			}
 			for i := range r.dec {
 				sl := *st.slice(s, ri, j, i)
 				sl.Step = k
 				sl.StartS += m * p
 				sl.EndS += m * p
-				if s.ends != nil {
-					s.ends.add(&sl)
-					continue
-				}
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k)
 				}
