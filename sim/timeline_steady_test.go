@@ -277,3 +277,52 @@ func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
 		}
 	}
 }
+
+// The steady state is recognised only where three steps repeat with one
+// shift: a fake two-rank timeline whose steps 1–3 are step 1 moved by
+// P = 0.5 s is found settled with P; moving one op of step 2 or 3 by 1e-9
+// of the clock (above steadyShiftTol = 1e-11 of it), or one wait, or only
+// two steps repeating (j = 2), is not.
+func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
+	dec := []partition.Op{{Kind: partition.Gemm}, {Kind: partition.Send}}
+	build := func() *simulator {
+		s := &simulator{}
+		for ri := 0; ri < 2; ri++ {
+			s.ranks = append(s.ranks, &rankState{dec: dec, steps: 4})
+		}
+		presizeSlices(s)
+		for ri, r := range s.ranks {
+			for k := 0; k < 4; k++ {
+				for i := range dec {
+					// op i of rank ri in step k: starts at 0.1·ri + 0.2·i + 0.5·k
+					start := 0.1*float64(ri) + 0.2*float64(i) + 0.5*float64(k)
+					s.out[s.base[ri]+k*len(r.dec)+i] = Slice{Rank: ri, Phase: partition.Decode, Step: k, Op: &dec[i], StartS: start, EndS: start + 0.15, WaitS: 0.01}
+				}
+			}
+		}
+		s.steady = &steady{total: 16, limit: 4, decBase: []int{0, 2}, n: 4}
+		return s
+	}
+	s := build()
+	if p, ok := s.steady.shift(s, 3); !ok || math.Abs(p-0.5) > 1e-15 {
+		t.Fatalf("shift = %v, %v; want 0.5, true", p, ok)
+	}
+	if _, ok := s.steady.shift(s, 2); ok {
+		t.Errorf("settled from two repeating steps")
+	}
+	for _, tc := range []struct {
+		name  string
+		index int // into s.out
+		edit  func(*Slice)
+	}{
+		{"rank 1's send of step 3 ends later", 1*8 + 3*2 + 1, func(sl *Slice) { sl.EndS += 1e-9 * 2 }},
+		{"rank 0's gemm of step 2 starts later", 0*8 + 2*2 + 0, func(sl *Slice) { sl.StartS += 1e-9 * 2 }},
+		{"rank 1's gemm of step 3 waits longer", 1*8 + 3*2 + 0, func(sl *Slice) { sl.WaitS += 1e-9 * 2 }},
+	} {
+		s := build()
+		tc.edit(&s.out[tc.index])
+		if p, ok := s.steady.shift(s, 3); ok {
+			t.Errorf("%s: settled with P = %v", tc.name, p)
+		}
+	}
+}
