@@ -344,8 +344,12 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	// simulated for all of them (perStage). Count the simulated ops from
 	// one Program pair per stage before building the rest.
 	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && work.linksAlike(plan)
-	if err := checkOpsFromShape(plan, opts, perStage); err != nil {
-		return nil, err
+	// A range end (headline) has the nominal run's shapes and steps, which
+	// passed this check.
+	if !headline {
+		if err := checkOpsFromShape(plan, opts, perStage); err != nil {
+			return nil, err
+		}
 	}
 	repPre := make([]partition.Program, plan.PP)
 	repDec := make([]partition.Program, plan.PP)
@@ -496,8 +500,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		}
 		return e, nil
 	}
-	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
-	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
+	uses := e.windowUses(prefillEnd, w0, w1) // estimate_use.go
+	uses.phase(e, &e.Prefill, &e.Decode)
 	e.Decode.HBMFloorBytesPerStep = floor
 	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
 	weight := int64(1) // the ranks a simulated rank's slices stand for
@@ -533,8 +537,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
-	e.rankUse(partition.Prefill, 0, prefillEnd)
-	e.rankUse(partition.Decode, w0, w1)
+	uses.ranks(e)
 	e.countPricing()
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
@@ -669,10 +672,17 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		busy[sl.Rank] += d
 		byBound[sl.Rank][sl.Bound] += d
 	}
+	finishPhase(pe, tl, busy, func(r int) map[Bound]float64 { return maps.Clone(byBound[r]) }, lo, hi)
+}
+
+// finishPhase fills pe from every rank's busy time in the window [lo, hi]
+// (the stand-ins' filled in, the others' copied here) and the critical
+// rank's stand-in's time by bound (a map pe may keep).
+func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(standIn int) map[Bound]float64, lo, hi float64) {
+	n := tl.Ranks
 	for r := range busy {
 		if sr := tl.StandIn(r); sr != r {
 			busy[r] = busy[sr]
-			byBound[r] = byBound[sr] // shared: only the critical rank's is kept, as a copy
 		}
 	}
 	window := hi - lo
@@ -688,7 +698,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
 	}
 	pe.CriticalRank = crit
-	pe.TimeByBound = maps.Clone(byBound[crit])
+	pe.TimeByBound = byBound(tl.StandIn(crit))
 	if idle := window - busy[crit]; idle > bubbleFloor*window {
 		pe.TimeByBound[BoundBubble] = idle
 	}
@@ -710,6 +720,12 @@ func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 		a, b := busySpan(sl)
 		busy[sl.Rank] += overlap(a, b, lo, hi)
 	}
+	e.setRankUse(phase, busy, lo, hi)
+}
+
+// setRankUse sets the ranks' busy and idle times in phase's window [lo,
+// hi] from the stand-ins' busy times (the others' copied here).
+func (e *Estimate) setRankUse(phase partition.Phase, busy []float64, lo, hi float64) {
 	for r := range busy {
 		busy[r] = busy[e.Timeline.StandIn(r)]
 	}
