@@ -246,6 +246,10 @@ func (s *simulator) runUntilDone() error {
 			}
 		}
 		if !progressed {
+			if s.steady != nil { // stopped at a step: go on as the step-by-step simulation would
+				s.steady.release(s)
+				continue
+			}
 			var stuck []string
 			for ri, r := range s.ranks {
 				if r.pc < r.count() {

@@ -80,6 +80,9 @@ func newSteady(s *simulator, steps int) *steady {
 		n += len(r.dec)
 	}
 	st.n = n
+	if !channelsBalanced(s) {
+		return nil
+	}
 	if s.base == nil { // headline: keep the last three steps for the check
 		for k := range st.recent {
 			st.recent[k] = make([]stepOpTimes, n)
@@ -89,6 +92,33 @@ func newSteady(s *simulator, steps int) *steady {
 		r.steps = st.limit
 	}
 	return st
+}
+
+// channelsBalanced says whether each decode step sends as many messages on
+// every channel between simulated ranks as it receives, as partition's
+// Programs do: then each step's recvs take messages of a fixed number of
+// steps back, and a step repeats the one before once its inputs do. Where
+// it does not hold (a channel that runs dry after some steps), every step
+// is simulated.
+func channelsBalanced(s *simulator) bool {
+	bal := map[chanKey]int{}
+	for ri, r := range s.ranks {
+		rank := s.ids[ri]
+		for i := range r.dec {
+			switch op := &r.dec[i]; op.Kind {
+			case partition.Send:
+				bal[chanKey{rank, op.Peer}]++
+			case partition.Recv:
+				bal[chanKey{op.Peer, rank}]--
+			}
+		}
+	}
+	for _, b := range bal {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // keep records a decode slice for the check where the simulation keeps no
@@ -142,6 +172,18 @@ func (st *steady) settled(s *simulator) bool {
 	return false
 }
 
+// release gives every rank all its steps and stops looking for the steady
+// state: where the ranks cannot all reach the step they are stopped at (a
+// recv waiting for a message of a later step, or Programs that deadlock),
+// the simulation goes on step by step, and a deadlock is reported as that
+// simulation reports it.
+func (st *steady) release(s *simulator) {
+	for _, r := range s.ranks {
+		r.steps = st.total
+	}
+	s.steady = nil
+}
+
 // shift says whether decode steps j−2, j−1 and j (j ≥ 3) are one step
 // moved by the same P > 0 (within steadyShiftTol), and returns P: every
 // slice's start and end moved by P, its wait unchanged.
@@ -178,9 +220,9 @@ func (st *steady) shift(s *simulator, j int) (float64, bool) {
 }
 
 // extrapolate writes decode steps from+1 … total−1 as step from moved by
-// (k − from)·P: into the timeline's slices, or where it keeps none, into
-// the sample ends the headline numbers are read from. Each rank then
-// stands at its end.
+// (k − from)·P: into the timeline's slices (each starting where the rank's
+// previous one ended), or where it keeps none, into the sample ends the
+// headline numbers are read from. Each rank then stands at its end.
 func (st *steady) extrapolate(s *simulator) {
 	j, p := st.from, st.period
 	var fl *stepFlows
@@ -189,6 +231,10 @@ func (st *steady) extrapolate(s *simulator) {
 	}
 	for ri, r := range s.ranks {
 		r.steps = st.total
+		var prevEnd float64 // the end of the rank's last slice so far
+		if s.ends == nil {
+			prevEnd = st.slice(s, ri, j, len(r.dec)-1).EndS
+		}
 		for k := j + 1; k < st.total; k++ {
 			m := float64(k - j)
 			if s.ends != nil { // the headline numbers read the samples' ends alone
@@ -202,8 +248,13 @@ func (st *steady) extrapolate(s *simulator) {
 			for i := range r.dec {
 				sl := *st.slice(s, ri, j, i)
 				sl.Step = k
-				sl.StartS += m * p
-				sl.EndS += m * p
+				// A rank's op starts where its previous one ended (its
+				// clock), as in the simulation: so the written slices keep
+				// their order where rounding would put a start before the
+				// previous end.
+				sl.StartS = prevEnd
+				sl.EndS = max(prevEnd, sl.EndS+m*p)
+				prevEnd = sl.EndS
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k)
 				}

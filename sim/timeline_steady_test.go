@@ -326,3 +326,76 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 		}
 	}
 }
+
+// ring2 is two ranks passing a token around in every decode step (rank 0
+// computes and sends to rank 1, which computes and sends back), 1 ms of
+// compute on each, free transfers, for steps decode steps; without the
+// send back where unbalanced (rank 0 then waits forever in step 0).
+func ring2(steps int, unbalanced bool) *simulator {
+	s := pipeline(2, 1, 1e-3)
+	act := partition.Op{Kind: partition.Activation, FLOPs: 1e9}
+	s.ranks[0].items, s.ranks[1].items = nil, nil
+	s.ranks[0].dec = []partition.Op{act, {Kind: partition.Send, Peer: 1}, {Kind: partition.Recv, Peer: 1}}
+	s.ranks[1].dec = []partition.Op{{Kind: partition.Recv, Peer: 0}, act, {Kind: partition.Send, Peer: 0}}
+	if unbalanced {
+		s.ranks[1].dec = s.ranks[1].dec[:2]
+	}
+	for _, r := range s.ranks {
+		r.steps = steps
+	}
+	s.ids, s.index = []int{0, 1}, []int{0, 1}
+	presizeSlices(s)
+	return s
+}
+
+// A balanced ring settles at step 3 and its extrapolated slices are the
+// step-by-step ones: each step is 2 ms (two computes), so step k's ops
+// start at 2k ms (rank 0) and 2k + 1 ms (rank 1). Where a channel does not
+// balance, the steady state is not looked for; and where the ranks stop at
+// a step that some cannot reach (here a recv nobody answers), the
+// simulation goes on step by step and reports the deadlock as it does.
+func TestSteadyRingAndDeadlock(t *testing.T) {
+	ref, err := ring2(16, false).run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ring2(16, false)
+	if s.steady = newSteady(s, 16); s.steady == nil {
+		t.Fatal("a balanced ring is not extrapolated")
+	}
+	got, err := s.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.settled != 3 {
+		t.Errorf("settled at step %d, want 3", got.settled)
+	}
+	for i, sl := range got.Slices {
+		want := 2e-3*float64(sl.Step) + 1e-3*float64(sl.Rank)
+		if sl.Op.Kind == partition.Recv && sl.Rank == 0 {
+			want += 2e-3 // rank 0's recv ends when rank 1's send does, a step's 2 ms after its start
+		}
+		r := ref.Slices[i]
+		if sl.Rank != r.Rank || sl.Step != r.Step || relDiff(sl.EndS, r.EndS) > steadyRelTol || relDiff(sl.StartS, r.StartS) > steadyRelTol {
+			t.Errorf("slice %d: %+v, stepwise %+v", i, sl, r)
+		}
+		if sl.Op.Kind == partition.Activation && math.Abs(sl.StartS-want) > 1e-12 {
+			t.Errorf("rank %d's compute of step %d starts at %g, want %g", sl.Rank, sl.Step, sl.StartS, want)
+		}
+	}
+
+	u := ring2(16, true)
+	if newSteady(u, 16) != nil {
+		t.Error("an unbalanced channel is extrapolated")
+	}
+	_, want := ring2(16, true).run()
+	v := ring2(16, true)
+	v.steady = &steady{total: 16, limit: steadyMinSteps, decBase: []int{0, 3}, n: 5}
+	for _, r := range v.ranks {
+		r.steps = steadyMinSteps
+	}
+	_, err = v.run()
+	if want == nil || err == nil || err.Error() != want.Error() {
+		t.Errorf("stopped at a step: %v; step by step: %v", err, want)
+	}
+}
