@@ -301,6 +301,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.flows++
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
+		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}

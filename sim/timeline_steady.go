@@ -55,7 +55,12 @@ type steady struct {
 	// recent holds the decode ops' times of the last three simulated steps
 	// where the simulation keeps no slices (headline runs): step k's op i
 	// of simulated rank ri is recent[k%3][decBase[ri]+i].
-	recent  [3][]stepOpTimes
+	recent [3][]stepOpTimes
+	// arrive holds when each decode send's message arrives, for the last
+	// three simulated steps (indexed as recent; 0 for other ops): with the
+	// ops' times, the state a step leaves to the next (clocks, a channel's
+	// last arrival, messages not yet received).
+	arrive  [3][]float64
 	decBase []int
 	n       int     // one decode step's ops over the simulated ranks
 	period  float64 // P, once found
@@ -83,8 +88,9 @@ func newSteady(s *simulator, steps int) *steady {
 	if !channelsBalanced(s) {
 		return nil
 	}
-	if s.base == nil { // headline: keep the last three steps for the check
-		for k := range st.recent {
+	for k := range st.arrive {
+		st.arrive[k] = make([]float64, n)
+		if s.base == nil { // headline: keep the last three steps for the check
 			st.recent[k] = make([]stepOpTimes, n)
 		}
 	}
@@ -95,30 +101,60 @@ func newSteady(s *simulator, steps int) *steady {
 }
 
 // channelsBalanced says whether each decode step sends as many messages on
-// every channel between simulated ranks as it receives, as partition's
-// Programs do: then each step's recvs take messages of a fixed number of
-// steps back, and a step repeats the one before once its inputs do. Where
-// it does not hold (a channel that runs dry after some steps), every step
-// is simulated.
+// every channel between simulated ranks as it receives, and the prefill
+// leaves at most one step's worth unreceived on it (none received before
+// it is sent), as partition's Programs do (the last stage's tokens of the
+// prefill are received in decode step 0): then each step's recvs take
+// messages of the same step or the one before, and what a step leaves to
+// the next is its own events. Where it does not hold (a channel that runs
+// dry after some steps, or backs up), every step is simulated.
 func channelsBalanced(s *simulator) bool {
-	bal := map[chanKey]int{}
+	type flow struct{ sends, bal, carry int }
+	chans := map[chanKey]*flow{}
+	at := func(k chanKey) *flow {
+		f := chans[k]
+		if f == nil {
+			f = &flow{}
+			chans[k] = f
+		}
+		return f
+	}
 	for ri, r := range s.ranks {
 		rank := s.ids[ri]
 		for i := range r.dec {
 			switch op := &r.dec[i]; op.Kind {
 			case partition.Send:
-				bal[chanKey{rank, op.Peer}]++
+				f := at(chanKey{rank, op.Peer})
+				f.sends++
+				f.bal++
 			case partition.Recv:
-				bal[chanKey{op.Peer, rank}]--
+				at(chanKey{op.Peer, rank}).bal--
+			}
+		}
+		for i := range r.pre {
+			switch op := &r.pre[i]; op.Kind {
+			case partition.Send:
+				at(chanKey{rank, op.Peer}).carry++
+			case partition.Recv:
+				at(chanKey{op.Peer, rank}).carry--
 			}
 		}
 	}
-	for _, b := range bal {
-		if b != 0 {
+	for _, f := range chans {
+		if f.bal != 0 || f.carry < 0 || f.sends > 0 && f.carry > f.sends {
 			return false
 		}
 	}
 	return true
+}
+
+// arrival records when the message of simulated rank ri's send it arrives
+// (step).
+func (st *steady) arrival(ri int, it item, at float64) {
+	if st == nil || it.phase != partition.Decode {
+		return
+	}
+	st.arrive[it.step%3][st.decBase[ri]+it.index] = at
 }
 
 // keep records a decode slice for the check where the simulation keeps no
@@ -186,7 +222,8 @@ func (st *steady) release(s *simulator) {
 
 // shift says whether decode steps j−2, j−1 and j (j ≥ 3) are one step
 // moved by the same P > 0 (within steadyShiftTol), and returns P: every
-// slice's start and end moved by P, its wait unchanged.
+// slice's start and end moved by P, its wait unchanged, and every send's
+// message arriving P later.
 func (st *steady) shift(s *simulator, j int) (float64, bool) {
 	if j < 3 {
 		return 0, false
@@ -205,10 +242,17 @@ func (st *steady) shift(s *simulator, j int) (float64, bool) {
 	for ri, r := range s.ranks {
 		for i := range r.dec {
 			a, b, c := st.times(s, ri, j-2, i), st.times(s, ri, j-1, i), st.times(s, ri, j, i)
+			var da, db float64 // a send's message's arrivals, moved by P
+			if r.dec[i].Kind == partition.Send {
+				x := st.decBase[ri] + i
+				aa, ab, ac := st.arrive[(j-2)%3][x], st.arrive[(j-1)%3][x], st.arrive[j%3][x]
+				da, db = ab-aa-p, ac-ab-p
+			}
 			for _, d := range [...]float64{
 				b.start - a.start - p, c.start - b.start - p,
 				b.end - a.end - p, c.end - b.end - p,
 				b.wait - a.wait, c.wait - b.wait,
+				da, db,
 			} {
 				if !(math.Abs(d) <= tol) {
 					return 0, false

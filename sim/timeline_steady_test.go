@@ -281,8 +281,8 @@ func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
 // The steady state is recognised only where three steps repeat with one
 // shift: a fake two-rank timeline whose steps 1–3 are step 1 moved by
 // P = 0.5 s is found settled with P; moving one op of step 2 or 3 by 1e-9
-// of the clock (above steadyShiftTol = 1e-11 of it), or one wait, or only
-// two steps repeating (j = 2), is not.
+// of the clock (above steadyShiftTol = 1e-11 of it), or one wait, or one
+// message's arrival, or only two steps repeating (j = 2), is not.
 func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 	dec := []partition.Op{{Kind: partition.Gemm}, {Kind: partition.Send}}
 	build := func() *simulator {
@@ -301,6 +301,14 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 			}
 		}
 		s.steady = &steady{total: 16, limit: 4, decBase: []int{0, 2}, n: 4}
+		for k := 0; k < 4; k++ { // each send's message arrives 0.05 s after it ends
+			s.steady.arrive[k%3] = make([]float64, 4)
+		}
+		for k := 1; k < 4; k++ {
+			for ri := range s.ranks {
+				s.steady.arrive[k%3][2*ri+1] = s.out[s.base[ri]+k*2+1].EndS + 0.05
+			}
+		}
 		return s
 	}
 	s := build()
@@ -309,6 +317,11 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 	}
 	if _, ok := s.steady.shift(s, 2); ok {
 		t.Errorf("settled from two repeating steps")
+	}
+	a := build()
+	a.steady.arrive[3%3][2*1+1] += 1e-9 * 2 // rank 1's send of step 3 arrives later
+	if p, ok := a.steady.shift(a, 3); ok {
+		t.Errorf("a message arriving later: settled with P = %v", p)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -351,7 +364,8 @@ func ring2(steps int, unbalanced bool) *simulator {
 // A balanced ring settles at step 3 and its extrapolated slices are the
 // step-by-step ones: each step is 2 ms (two computes), so step k's ops
 // start at 2k ms (rank 0) and 2k + 1 ms (rank 1). Where a channel does not
-// balance, the steady state is not looked for; and where the ranks stop at
+// balance, or the prefill leaves more than a step's messages on it, the
+// steady state is not looked for; and where the ranks stop at
 // a step that some cannot reach (here a recv nobody answers), the
 // simulation goes on step by step and reports the deadlock as it does.
 func TestSteadyRingAndDeadlock(t *testing.T) {
@@ -388,9 +402,23 @@ func TestSteadyRingAndDeadlock(t *testing.T) {
 	if newSteady(u, 16) != nil {
 		t.Error("an unbalanced channel is extrapolated")
 	}
+	// Two messages left from the prefill on a channel that carries one a
+	// step: each step's recv takes a message two steps old.
+	c := ring2(16, false)
+	c.ranks[1].pre = []partition.Op{{Kind: partition.Send, Peer: 0}, {Kind: partition.Send, Peer: 0}}
+	if newSteady(c, 16) != nil {
+		t.Error("a channel backed up by more than a step is extrapolated")
+	}
+	c.ranks[1].pre = c.ranks[1].pre[:1] // one: the token of the prefill, as a pipeline's
+	if newSteady(c, 16) == nil {
+		t.Error("a channel carrying one step's messages over from the prefill is not extrapolated")
+	}
 	_, want := ring2(16, true).run()
 	v := ring2(16, true)
 	v.steady = &steady{total: 16, limit: steadyMinSteps, decBase: []int{0, 3}, n: 5}
+	for k := range v.steady.arrive {
+		v.steady.arrive[k] = make([]float64, 5)
+	}
 	for _, r := range v.ranks {
 		r.steps = steadyMinSteps
 	}
