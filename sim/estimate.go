@@ -33,6 +33,10 @@ type Options struct {
 
 	// share stretches compute ops for a host's shared cores (optable_share.go).
 	share *coreShare
+	// stepwise simulates every decode step instead of extrapolating the
+	// steady state (timeline_steady.go): the reference its tests hold the
+	// extrapolation to.
+	stepwise bool
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -340,8 +344,12 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	// simulated for all of them (perStage). Count the simulated ops from
 	// one Program pair per stage before building the rest.
 	perStage := !opts.EveryRank && opts.Measured == nil && plan.TP > 1 && work.linksAlike(plan)
-	if err := checkOpsFromShape(plan, opts, perStage); err != nil {
-		return nil, err
+	// A range end (headline) has the nominal run's shapes and steps, which
+	// passed this check.
+	if !headline {
+		if err := checkOpsFromShape(plan, opts, perStage); err != nil {
+			return nil, err
+		}
 	}
 	repPre := make([]partition.Program, plan.PP)
 	repDec := make([]partition.Program, plan.PP)
@@ -457,6 +465,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	} else {
 		presizeSlices(s) // speed.go
 	}
+	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
 	tl, err := s.run()
 	if err != nil {
 		return nil, err
@@ -491,8 +500,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		}
 		return e, nil
 	}
-	e.phaseUse(&e.Prefill, partition.Prefill, 0, prefillEnd)
-	e.phaseUse(&e.Decode, partition.Decode, w0, w1)
+	uses := e.windowUses(prefillEnd, w0, w1) // estimate_use.go
+	uses.phase(e, &e.Prefill, &e.Decode)
 	e.Decode.HBMFloorBytesPerStep = floor
 	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
 	weight := int64(1) // the ranks a simulated rank's slices stand for
@@ -528,8 +537,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
 		e.Ranks = append(e.Ranks, re)
 	}
-	e.rankUse(partition.Prefill, 0, prefillEnd)
-	e.rankUse(partition.Decode, w0, w1)
+	uses.ranks(e)
 	e.countPricing()
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
@@ -630,6 +638,12 @@ func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 	return bytes + max(0, ws-usable)
 }
 
+// bubbleFloor is the idle share of a phase's window below which the
+// critical rank's idle time is rounding in its busy sum (a sum of many
+// slices' overlaps with the window, with times extrapolated over steady
+// decode steps: timeline_steady.go), not a bubble: no bubble is reported.
+const bubbleFloor = 1e-9
+
 // overlap is the length of [a,b] ∩ [lo,hi].
 func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-math.Max(a, lo)) }
 
@@ -658,10 +672,17 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		busy[sl.Rank] += d
 		byBound[sl.Rank][sl.Bound] += d
 	}
+	finishPhase(pe, tl, busy, func(r int) map[Bound]float64 { return maps.Clone(byBound[r]) }, lo, hi)
+}
+
+// finishPhase fills pe from every rank's busy time in the window [lo, hi]
+// (the stand-ins' filled in, the others' copied here) and the critical
+// rank's stand-in's time by bound (a map pe may keep).
+func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(standIn int) map[Bound]float64, lo, hi float64) {
+	n := tl.Ranks
 	for r := range busy {
 		if sr := tl.StandIn(r); sr != r {
 			busy[r] = busy[sr]
-			byBound[r] = byBound[sr] // shared: only the critical rank's is kept, as a copy
 		}
 	}
 	window := hi - lo
@@ -677,8 +698,8 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
 	}
 	pe.CriticalRank = crit
-	pe.TimeByBound = maps.Clone(byBound[crit])
-	if idle := window - busy[crit]; idle > 1e-15 {
+	pe.TimeByBound = byBound(tl.StandIn(crit))
+	if idle := window - busy[crit]; idle > bubbleFloor*window {
 		pe.TimeByBound[BoundBubble] = idle
 	}
 	pe.Bottleneck = BoundBubble
@@ -699,14 +720,22 @@ func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 		a, b := busySpan(sl)
 		busy[sl.Rank] += overlap(a, b, lo, hi)
 	}
+	e.setRankUse(phase, busy, lo, hi)
+}
+
+// setRankUse sets the ranks' busy and idle times in phase's window [lo,
+// hi] from the stand-ins' busy times (the others' copied here).
+func (e *Estimate) setRankUse(phase partition.Phase, busy []float64, lo, hi float64) {
 	for r := range busy {
 		busy[r] = busy[e.Timeline.StandIn(r)]
 	}
+	// Idle is the window less the busy time, never below 0: the busy sum
+	// of a rank busy throughout can pass the window by rounding.
 	for r := range e.Ranks {
 		if phase == partition.Prefill {
-			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], hi-lo-busy[r]
+			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], max(0, hi-lo-busy[r])
 		} else {
-			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], hi-lo-busy[r]
+			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], max(0, hi-lo-busy[r])
 		}
 	}
 }

@@ -198,6 +198,7 @@ func (s *simulator) emit(ri, pc int, sl *Slice) {
 	switch {
 	case s.ends != nil:
 		s.ends.add(sl)
+		s.steady.keep(ri, pc, s.ranks[ri], sl)
 	case s.base != nil:
 		s.out[s.base[ri]+pc] = *sl
 	default:

@@ -190,3 +190,42 @@ func BenchmarkDryRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEstimate is one full estimate (three timeline runs: nominal and
+// both range ends) of a built plan, with the steady state extrapolated and,
+// as the reference, every decode step simulated (timeline_steady.go):
+// tp8pp2 is the figure compared with other tools' estimates in
+// docs/measurements/speed.md.
+func BenchmarkEstimate(b *testing.B) {
+	for _, c := range []struct{ name, config string }{{"tp8pp2", "tp8pp2"}, {"gpus=100000", ""}} {
+		var cfg *configs.Config
+		var err error
+		if c.config != "" {
+			cfg, err = configs.Load(c.config)
+		} else {
+			cfg, err = configs.Parse(strings.NewReader(largeDryRunConfig), "large")
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := partition.NewPlan(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, stepwise := range []bool{false, true} {
+			name := c.name + "/steady"
+			if stepwise {
+				name = c.name + "/stepwise"
+			}
+			b.Run(name, func(b *testing.B) {
+				cpu := cpuTime(b)
+				for i := 0; i < b.N; i++ {
+					if _, err := EstimatePlan(p, Options{stepwise: stepwise}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportCPU(b, cpu)
+			})
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Timeline struct {
 	// r − r mod TP when PerStage.
 	TP     int
 	Slices []Slice
+	// settled is the last decode step simulated before the rest were
+	// written from it (timeline_steady.go); 0 where every step was simulated.
+	settled int
 }
 
 // StandIn is the simulated rank whose slices are rank r's: in a per-stage
@@ -153,6 +156,9 @@ type simulator struct {
 	// (presizeSlices): a slice is placed at base + its item's position.
 	base []int
 	work *planWork // what the runs of one estimate share (nil: nothing)
+	// steady, when set, simulates decode steps until they settle and
+	// writes the rest (timeline_steady.go).
+	steady *steady
 }
 
 func groupName(ranks []int) string {
@@ -206,13 +212,32 @@ func (s *simulator) run() (*Timeline, error) {
 	if s.groups == nil {
 		s.groups = map[groupKey]*groupInfo{}
 	}
+	for {
+		if err := s.runUntilDone(); err != nil {
+			return nil, err
+		}
+		if s.steady == nil || s.steady.settled(s) {
+			break
+		}
+	}
+	sortSlices(s.out) // by rank, then start (stable)
+	tl := &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}
+	if s.steady != nil {
+		tl.settled = s.steady.from
+	}
+	return tl, nil
+}
+
+// runUntilDone runs the ranks' ops until every rank has run its run order
+// (as far as it now goes: see steady).
+func (s *simulator) runUntilDone() error {
 	for !s.finished() {
 		progressed := false
 		for ri, r := range s.ranks {
 			for r.pc < r.count() {
 				ok, err := s.step(ri)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if !ok {
 					break
@@ -221,6 +246,10 @@ func (s *simulator) run() (*Timeline, error) {
 			}
 		}
 		if !progressed {
+			if s.steady != nil { // stopped at a step: go on as the step-by-step simulation would
+				s.steady.release(s)
+				continue
+			}
 			var stuck []string
 			for ri, r := range s.ranks {
 				if r.pc < r.count() {
@@ -228,11 +257,10 @@ func (s *simulator) run() (*Timeline, error) {
 					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", s.ids[ri], it.phase, it.op.Name, it.op.Microbatch))
 				}
 			}
-			return nil, fmt.Errorf("sim: the Programs deadlock: %s", strings.Join(stuck, "; "))
+			return fmt.Errorf("sim: the Programs deadlock: %s", strings.Join(stuck, "; "))
 		}
 	}
-	sortSlices(s.out) // by rank, then start (stable)
-	return &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}, nil
+	return nil
 }
 
 func (s *simulator) finished() bool {
@@ -273,6 +301,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.flows++
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
+		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}

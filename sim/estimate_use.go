@@ -1,0 +1,115 @@
+package sim
+
+import "github.com/partbench/partbench/partition"
+
+// useBounds are the bounds a slice can carry, in phaseUse's tie order; a
+// bound's time in a window is kept in an array indexed by its position here
+// instead of a map per rank.
+var useBounds = [...]Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundTable, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble}
+
+func useBoundIndex(b Bound) int {
+	for i, u := range useBounds {
+		if u == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// boundTimes is one rank's time by bound in a window, and which bounds its
+// slices carried (a bound seen with no time in the window is still a key
+// of PhaseEstimate.TimeByBound, as phaseUse's map gives it).
+type boundTimes struct {
+	t   [len(useBounds)]float64
+	has [len(useBounds)]bool
+}
+
+func (b *boundTimes) asMap() map[Bound]float64 {
+	m := map[Bound]float64{}
+	for i, ok := range b.has {
+		if ok {
+			m[useBounds[i]] = b.t[i]
+		}
+	}
+	return m
+}
+
+// windowUse is what phaseUse and rankUse compute for the prefill window
+// [0, prefillEnd] and the decode window [w0, w1], gathered in one pass over
+// the slices: per simulated rank, the busy time phaseUse counts (recvs add
+// 0) and its time by bound, and the busy time rankUse counts (recvs left
+// out, slices of either phase), each summed in slice order as those do, so
+// every figure is theirs to the bit. fallback is set where a slice carries
+// a bound useBounds does not list: then phaseUse and rankUse run as they are.
+type windowUse struct {
+	prefillEnd, w0, w1 float64
+	preBusy, decBusy   []float64    // phaseUse's
+	preBy, decBy       []boundTimes // by simulated rank: byIndex
+	div                int          // a rank's index in preBy and decBy is rank / div
+	preRank, decRank   []float64    // rankUse's
+	fallback           bool
+}
+
+func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
+	tl := e.Timeline
+	n := tl.Ranks
+	u := &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1,
+		preBusy: make([]float64, n), decBusy: make([]float64, n), preRank: make([]float64, n), decRank: make([]float64, n),
+		div: 1}
+	if tl.PerStage { // the simulated ranks are TP index 0 of each stage: r = stage·TP
+		u.div = tl.TP
+	}
+	u.preBy, u.decBy = make([]boundTimes, (n+u.div-1)/u.div), make([]boundTimes, (n+u.div-1)/u.div)
+	for i := range tl.Slices {
+		sl := &tl.Slices[i]
+		bi := useBoundIndex(sl.Bound)
+		if bi < 0 {
+			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, fallback: true}
+		}
+		a, b := busySpan(*sl)
+		recv := sl.Op.Kind == partition.Recv
+		dp, dd := overlap(a, b, 0, prefillEnd), overlap(a, b, w0, w1)
+		if !recv {
+			u.preRank[sl.Rank] += dp
+			u.decRank[sl.Rank] += dd
+		}
+		if recv { // a recv's time is waiting for data: idle
+			dp, dd = 0, 0
+		}
+		if sl.Phase == partition.Prefill || sl.Phase == partition.Decode {
+			u.decBusy[sl.Rank] += dd
+			x := &u.decBy[sl.Rank/u.div]
+			x.t[bi] += dd
+			x.has[bi] = true
+		}
+		if sl.Phase == partition.Prefill {
+			u.preBusy[sl.Rank] += dp
+			x := &u.preBy[sl.Rank/u.div]
+			x.t[bi] += dp
+			x.has[bi] = true
+		}
+	}
+	return u
+}
+
+// phase is phaseUse for prefill and decode.
+func (u *windowUse) phase(e *Estimate, pre, dec *PhaseEstimate) {
+	if u.fallback {
+		e.phaseUse(pre, partition.Prefill, 0, u.prefillEnd)
+		e.phaseUse(dec, partition.Decode, u.w0, u.w1)
+		return
+	}
+	finishPhase(pre, e.Timeline, u.preBusy, func(r int) map[Bound]float64 { return u.preBy[r/u.div].asMap() }, 0, u.prefillEnd)
+	finishPhase(dec, e.Timeline, u.decBusy, func(r int) map[Bound]float64 { return u.decBy[r/u.div].asMap() }, u.w0, u.w1)
+}
+
+// ranks is rankUse for prefill and decode.
+func (u *windowUse) ranks(e *Estimate) {
+	if u.fallback {
+		e.rankUse(partition.Prefill, 0, u.prefillEnd)
+		e.rankUse(partition.Decode, u.w0, u.w1)
+		return
+	}
+	e.setRankUse(partition.Prefill, u.preRank, 0, u.prefillEnd)
+	e.setRankUse(partition.Decode, u.decRank, u.w0, u.w1)
+}
