@@ -243,7 +243,23 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// Programs at their shapes, timed in sequence as a run executes them,
 	// with 1…N ranks sharing the host; every collective and transfer from
 	// the link samples.
+	// More than one rank: n process ranks at once where this program can
+	// start them (opprocs.go), as a run's local ranks share the host.
 	for _, n := range o.OpRanks {
+		if n > 1 && len(o.LinkArgv) > 0 && o.NewCompute == nil {
+			ts, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, o.Repeats, OpBlockMin)
+			if err != nil {
+				return nil, err
+			}
+			cal.OpTimes = append(cal.OpTimes, ts...)
+			cal.Info.OpTimeProcesses = true
+			for range opRankCount(opPlanList) {
+				if err := step(); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, nil, step)
 		if err != nil {
 			return nil, err

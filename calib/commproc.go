@@ -32,6 +32,9 @@ type linkSpec struct {
 	Sizes      []int64     `json:"sizes"`
 	Repeats    int         `json:"repeats"`
 	MinSampleS float64     `json:"min_sample_s"`
+	// OpTimes, when set, makes the ranks time the op-time table at once
+	// instead (opprocs.go).
+	OpTimes *opProcSpec `json:"op_times,omitempty"`
 }
 
 type linkGroup struct {
@@ -123,6 +126,9 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	}
 	defer c.Close()
 	me := env.Rank
+	if spec.OpTimes != nil {
+		return opTimesRank(ctx, c, *spec.OpTimes, stdout)
+	}
 	minDur := time.Duration(spec.MinSampleS * float64(time.Second))
 	times := make([][][]float64, len(spec.Groups))
 	for gi, g := range spec.Groups {

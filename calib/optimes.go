@@ -103,6 +103,17 @@ func passesOf(plan *partition.Plan) []opPass {
 // captured graph and each op's time is the device's, not the host's
 // launch rate.
 func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
+	return measureOpTimesBlocks(ctx, plans, n, iterations, 0, newCompute, hold, step)
+}
+
+// measureOpTimesBlocks is measureOpTimes with each of the iterations a
+// block: the passes run again until the block has lasted minBlock (at
+// least once; 0: one run of the passes), and an entry's time is the median
+// over blocks of the block's mean. A block longer than the host
+// scheduler's time slices holds its share of the waits for a core when
+// other processes compute at once (opprocs.go), as a run's iteration,
+// tens of milliseconds long, does.
+func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, iterations int, minBlock time.Duration, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
 	if newCompute == nil {
 		newCompute = CPUCompute
 	}
@@ -144,84 +155,89 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					clock, _ := c.(pexec.DeviceClock)
 					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
 					for it := 0; it <= iterations; it++ {        // iteration 0 warms up
-						for pi, ps := range passes {
-							prog := progs[ps.phase]
-							if err := fillReceived(c, prog); err != nil {
-								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
-								return
-							}
-							var passKeys []key
-							if clock != nil && hold != nil {
-								d := 10 * time.Millisecond
-								if queued[pi] > 0 {
-									d = 2 * queued[pi]
-								}
-								if err := hold(c, d); err != nil {
-									errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
-									return
-								}
-							}
-							passStart := time.Now()
-							if clock != nil {
-								if err := clock.Mark(); err != nil {
+						for blockStart := time.Now(); ; {
+							for pi, ps := range passes {
+								prog := progs[ps.phase]
+								if err := fillReceived(c, prog); err != nil {
 									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 									return
 								}
-							}
-							for i := range prog.Ops {
-								op := &prog.Ops[i]
-								if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+								var passKeys []key
+								if clock != nil && hold != nil {
+									d := 10 * time.Millisecond
+									if queued[pi] > 0 {
+										d = 2 * queued[pi]
+									}
+									if err := hold(c, d); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
+								}
+								passStart := time.Now()
+								if clock != nil {
+									if err := clock.Mark(); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
+								}
+								for i := range prog.Ops {
+									op := &prog.Ops[i]
+									if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+										continue
+									}
+									past := ps.past(op)
+									o := *op
+									o.Past = past
+									k := key{}
+									k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
+									t0 := time.Now()
+									err := c.Exec(ctx, op, past)
+									switch {
+									case err == nil && clock != nil:
+										err = clock.Mark()
+									case err == nil:
+										err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
+									}
+									if err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
+										return
+									}
+									d := time.Since(t0).Seconds()
+									if clock != nil {
+										passKeys = append(passKeys, k)
+										continue
+									}
+									if it == 0 {
+										continue
+									}
+									workers[w] = append(workers[w], k)
+									times[w] = append(times[w], d)
+									iters[w] = append(iters[w], it-1)
+								}
+								if clock == nil {
 									continue
 								}
-								past := ps.past(op)
-								o := *op
-								o.Past = past
-								k := key{}
-								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
-								t0 := time.Now()
-								err := c.Exec(ctx, op, past)
-								switch {
-								case err == nil && clock != nil:
-									err = clock.Mark()
-								case err == nil:
-									err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
+								queued[pi] = time.Since(passStart)
+								ds, err := markDurations(clock, len(passKeys))
+								if err == nil {
+									err = c.Sync(ctx) // a device-side fault of the pass
 								}
 								if err != nil {
-									errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
+									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 									return
-								}
-								d := time.Since(t0).Seconds()
-								if clock != nil {
-									passKeys = append(passKeys, k)
-									continue
 								}
 								if it == 0 {
 									continue
 								}
-								workers[w] = append(workers[w], k)
-								times[w] = append(times[w], d)
-								iters[w] = append(iters[w], it-1)
+								for i, k := range passKeys {
+									workers[w] = append(workers[w], k)
+									times[w] = append(times[w], ds[i])
+									iters[w] = append(iters[w], it-1)
+								}
 							}
-							if clock == nil {
-								continue
-							}
-							queued[pi] = time.Since(passStart)
-							ds, err := markDurations(clock, len(passKeys))
-							if err == nil {
-								err = c.Sync(ctx) // a device-side fault of the pass
-							}
-							if err != nil {
-								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
-								return
-							}
-							if it == 0 {
-								continue
-							}
-							for i, k := range passKeys {
-								workers[w] = append(workers[w], k)
-								times[w] = append(times[w], ds[i])
-								iters[w] = append(iters[w], it-1)
-							}
+							if it == 0 || minBlock <= 0 || time.Since(blockStart) >= minBlock {
+								break
+							} // else the block runs the passes again until it lasts minBlock
 						}
 					}
 				}()

@@ -1,0 +1,180 @@
+package calib
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/tcpcomm"
+)
+
+// Op times at the job's placement. A run's n local ranks are n processes
+// that the host's scheduler shares its cores among, with whatever else the
+// host runs; goroutines of one process sharing its threads are scheduled
+// otherwise (Go preempts a goroutine after 10 ms, the kernel a process
+// after a slice of a few ms, and a woken process finds its caches holding
+// what the other processes left). calibrate therefore times the op-time
+// table at each --op-ranks count n > 1 with n process ranks (LinkArgv,
+// started as a run's local ranks are), every one running the same
+// (config, rank)'s passes at once, a barrier between two (config, rank)s:
+// the entries at Ranks = n hold the op's wall time with n processes
+// computing at once, the waits for a core included (blocks of
+// OpBlockMin, opBlocks). sim divides them by the stretch max(1, n/C) the
+// measurement ran at and stretches again by the ranks it finds computing
+// at each moment (docs/costmodel.md, "Op times at the job's placement").
+
+// OpBlockMin is the shortest block of op-time iterations a process rank
+// averages over: several of the kernel's time slices (0.75–6 ms), so that
+// a block's mean holds the rank's share of the waits for a core, as a
+// run's iteration (tens of ms) does.
+const OpBlockMin = 20 * time.Millisecond
+
+// opTimesResultPrefix starts the line each rank writes its op times on.
+const opTimesResultPrefix = "partbench-op-times "
+
+// opProcSpec is what every process rank of an op-time measurement runs
+// (linkSpec.OpTimes).
+type opProcSpec struct {
+	Configs   []string `json:"configs"`
+	Blocks    int      `json:"blocks"`
+	MinBlockS float64  `json:"min_block_s"`
+}
+
+// measureOpTimesProcs times the compute ops of configs' Programs with n
+// process ranks at once (argv re-runs this program as LinkWorker), blocks
+// blocks of at least minBlock each, and merges the ranks' tables
+// (mergeOpTimes).
+func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration) ([]configs.OpTime, error) {
+	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds()}})
+	if err != nil {
+		return nil, err
+	}
+	var out, errOut bytes.Buffer
+	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
+		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
+	if err != nil || code != 0 {
+		return nil, fmt.Errorf("op times: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
+	}
+	tables, err := parseOpTimesLines(&out)
+	if err != nil {
+		return nil, err
+	}
+	if len(tables) != n {
+		return nil, fmt.Errorf("op times: %d of %d process ranks reported their times:\n%s%s", len(tables), n, out.String(), errOut.String())
+	}
+	return mergeOpTimes(tables, n), nil
+}
+
+// parseOpTimesLines reads every rank's op-time line from r (each rank's
+// output prefixed by the launcher).
+func parseOpTimesLines(r io.Reader) ([][]configs.OpTime, error) {
+	var tables [][]configs.OpTime
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		_, rest, ok := strings.Cut(sc.Text(), opTimesResultPrefix)
+		if !ok {
+			continue
+		}
+		var ts []configs.OpTime
+		if err := json.Unmarshal([]byte(rest), &ts); err != nil {
+			return nil, fmt.Errorf("op times: a process rank's times: %w", err)
+		}
+		tables = append(tables, ts)
+	}
+	return tables, sc.Err()
+}
+
+// mergeOpTimes joins the tables the n process ranks measured at once into
+// one entry per kind, shape, size and context: the mean of the ranks'
+// times (each rank's entry a median over blocks of the block's mean; the
+// mean over ranks, as a run's op check sums its ranks' times), the
+// extremes over all, the samples summed, Ranks n.
+func mergeOpTimes(tables [][]configs.OpTime, n int) []configs.OpTime {
+	type key struct {
+		kind, shape   string
+		size, context int64
+	}
+	by := map[key][]configs.OpTime{}
+	var order []key
+	for _, ts := range tables {
+		for _, e := range ts {
+			k := key{e.Kind, e.Shape, e.Size, e.Context}
+			if by[k] == nil {
+				order = append(order, k)
+			}
+			by[k] = append(by[k], e)
+		}
+	}
+	out := make([]configs.OpTime, 0, len(order))
+	for _, k := range order {
+		es := by[k]
+		times := make([]float64, len(es))
+		m := configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context, TimeMinS: es[0].TimeMinS, TimeMaxS: es[0].TimeMaxS, Ranks: n}
+		for i, e := range es {
+			times[i] = e.TimeS
+			m.TimeMinS, m.TimeMaxS = min(m.TimeMinS, e.TimeMinS), max(m.TimeMaxS, e.TimeMaxS)
+			m.Samples += e.Samples
+		}
+		m.TimeS = stat.Mean(times, nil)
+		m.TimeMinS, m.TimeMaxS = min(m.TimeMinS, m.TimeS), max(m.TimeMaxS, m.TimeS)
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Shape != b.Shape {
+			return a.Shape < b.Shape
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Context < b.Context
+	})
+	return out
+}
+
+// opTimesRank is one process rank of an op-time measurement: every rank
+// times the same (config, rank)'s passes through its own CPU Compute, a
+// barrier on c before each, and writes its table to stdout as one line.
+func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout io.Writer) error {
+	plans, err := opPlans(spec.Configs)
+	if err != nil {
+		return fmt.Errorf("op times: %w", err)
+	}
+	if spec.Blocks < 1 {
+		return fmt.Errorf("op times: blocks must be ≥ 1 (got %d)", spec.Blocks)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	minBlock := time.Duration(spec.MinBlockS * float64(time.Second))
+	ts, err := measureOpTimesBlocks(ctx, plans, 1, spec.Blocks, minBlock, CPUCompute, nil, func() error { return c.Barrier(ctx) })
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(ts)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "%s%s\n", opTimesResultPrefix, js); err != nil {
+		return err
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	return c.Flush(ctx)
+}
