@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -103,17 +104,46 @@ func passesOf(plan *partition.Plan) []opPass {
 // captured graph and each op's time is the device's, not the host's
 // launch rate.
 func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
-	return measureOpTimesBlocks(ctx, plans, n, iterations, 0, newCompute, hold, step)
+	return measureOpTimesBlocks(ctx, plans, n, iterations, blockOpts{}, newCompute, hold, step)
+}
+
+// blockOpts are measureOpTimesBlocks' options beyond measureOpTimes'.
+type blockOpts struct {
+	// minBlock: each iteration's passes run again until it lasts this
+	// long (0: once).
+	minBlock time.Duration
+	// stretch, with one worker, is set to the measured blocks' wall time
+	// over the process's CPU time in them: the stretch the measurement ran
+	// at (1 with a core to itself; 0 where the host does not say).
+	stretch *float64
+	// onCore, with one worker, times each op by its thread's CPU time
+	// (the worker held on its OS thread) less the clock's own cost, where
+	// the host gives it: the op's time on a core, without the waits for
+	// one (opprocs.go). Elsewhere, and without it, the wall time.
+	onCore bool
 }
 
 // measureOpTimesBlocks is measureOpTimes with each of the iterations a
-// block: the passes run again until the block has lasted minBlock (at
-// least once; 0: one run of the passes), and an entry's time is the median
-// over blocks of the block's mean. A block longer than the host
-// scheduler's time slices holds its share of the waits for a core when
-// other processes compute at once (opprocs.go), as a run's iteration,
-// tens of milliseconds long, does.
-func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, iterations int, minBlock time.Duration, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
+// block (bo.minBlock) and an entry's time the median over blocks of the
+// block's mean; bo.stretch and bo.onCore as blockOpts says.
+func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, iterations int, bo blockOpts, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
+	minBlock, stretch := bo.minBlock, bo.stretch
+	onCore := bo.onCore && n == 1
+	if onCore {
+		if _, ok := threadCPU(); !ok {
+			onCore = false
+		}
+	}
+	var wallSum, cpuSum time.Duration
+	cpuOK := stretch != nil && n == 1
+	if stretch != nil {
+		*stretch = 0
+		defer func() {
+			if cpuOK && cpuSum > 0 {
+				*stretch = wallSum.Seconds() / cpuSum.Seconds()
+			}
+		}()
+	}
 	if newCompute == nil {
 		newCompute = CPUCompute
 	}
@@ -153,8 +183,15 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 					// queued without a wait between ops as a run queues it;
 					// any other by the host clock around Exec and Sync.
 					clock, _ := c.(pexec.DeviceClock)
+					var clockCost time.Duration // a threadCPU reading's own CPU time
+					if onCore && clock == nil {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						clockCost = threadClockCost()
+					}
 					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
 					for it := 0; it <= iterations; it++ {        // iteration 0 warms up
+						cpu0, _ := processCPU()
 						for blockStart := time.Now(); ; {
 							for pi, ps := range passes {
 								prog := progs[ps.phase]
@@ -191,6 +228,10 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 									k := key{}
 									k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
 									t0 := time.Now()
+									var c0 time.Duration
+									if onCore {
+										c0, _ = threadCPU()
+									}
 									err := c.Exec(ctx, op, past)
 									switch {
 									case err == nil && clock != nil:
@@ -203,6 +244,10 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 										return
 									}
 									d := time.Since(t0).Seconds()
+									if onCore && clock == nil {
+										c1, _ := threadCPU()
+										d = max(c1-c0-clockCost, time.Nanosecond).Seconds()
+									}
 									if clock != nil {
 										passKeys = append(passKeys, k)
 										continue
@@ -236,6 +281,14 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 								}
 							}
 							if it == 0 || minBlock <= 0 || time.Since(blockStart) >= minBlock {
+								if cpuOK {
+									if cpu1, ok := processCPU(); !ok {
+										cpuOK = false
+									} else if it > 0 {
+										wallSum += time.Since(blockStart)
+										cpuSum += cpu1 - cpu0
+									}
+								}
 								break
 							} // else the block runs the passes again until it lasts minBlock
 						}
@@ -369,4 +422,17 @@ func markDurations(clock pexec.DeviceClock, n int) ([]float64, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// threadClockCost is the CPU time one threadCPU reading adds to the
+// difference of two (the median of 200 back-to-back pairs), taken off
+// every op timed on the core.
+func threadClockCost() time.Duration {
+	ds := make([]float64, 200)
+	for i := range ds {
+		a, _ := threadCPU()
+		b, _ := threadCPU()
+		ds[i] = float64(b - a)
+	}
+	return time.Duration(medianOf(ds))
 }

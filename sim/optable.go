@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/partbench/partbench/configs"
@@ -182,36 +181,7 @@ func planOpTable(plan *partition.Plan) *OpTable {
 	if plan == nil || plan.Config == nil {
 		return nil
 	}
-	return NewOpTable(placedOpTimes(plan.Config.Hardware))
-}
-
-// placedOpTimes is hw's op-time table as sim prices it: a compute entry
-// measured with more ranks computing at once than the host has cores
-// (configs.OpTime.Ranks > HostCores > 0: process ranks sharing a CPU host,
-// calib/opprocs.go) divided by the stretch it was measured at,
-// max(1, Ranks/HostCores) — the op's time per unit of the shared-core
-// stretch, which the timeline multiplies by the stretch it finds at the
-// op (optable_share.go). The rest is returned as is.
-func placedOpTimes(hw configs.Hardware) []configs.OpTime {
-	ts, cores := hw.OpTimes, hw.HostCores
-	if cores <= 0 {
-		return ts
-	}
-	var out []configs.OpTime
-	for i, t := range ts {
-		if t.Ranks <= cores || configs.IsCommKind(t.Kind) {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(ts)
-		}
-		f := float64(t.Ranks) / float64(cores)
-		out[i].TimeS, out[i].TimeMinS, out[i].TimeMaxS = t.TimeS/f, t.TimeMinS/f, t.TimeMaxS/f
-	}
-	if out == nil {
-		return ts
-	}
-	return out
+	return NewOpTable(plan.Config.Hardware.OpTimes)
 }
 
 // quickTable caches the op-time table of the hardware a QuickCache last
@@ -227,7 +197,7 @@ func (q *quickTable) of(plan *partition.Plan) *OpTable {
 	}
 	ts := plan.Config.Hardware.OpTimes
 	if len(q.src) != len(ts) || &q.src[0] != &ts[0] {
-		q.src, q.table = ts, NewOpTable(placedOpTimes(plan.Config.Hardware))
+		q.src, q.table = ts, NewOpTable(ts)
 	}
 	return q.table
 }
