@@ -305,6 +305,13 @@ func (c *Calibration) Apply(cfg *Config) []string {
 		// once as processes (sim divides them by the stretch they were
 		// measured at), else from those measured alone.
 		cfg.Hardware.HostCores, concurrent = c.Info.Cores, 1
+		// Every rank on the calibrated host's cores, as the stretch and the
+		// core wait count them (a CPU run's local ranks, whatever nodes the
+		// config's topology names).
+		if perHost != ranks {
+			notes = append(notes, fmt.Sprintf("the config's %d ranks are priced on the calibrated host's %d cores, all local ranks (its topology puts %d on a host)", max(1, ranks), c.Info.Cores, perHost))
+			perHost = max(1, ranks)
+		}
 		if perHost > 1 {
 			if c.Info.OpTimeProcesses && hasComputeAt(c.OpTimes, perHost) {
 				concurrent = perHost

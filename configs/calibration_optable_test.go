@@ -264,7 +264,9 @@ func TestCalibrationApplyCoreWait(t *testing.T) {
 // (4 ranks on one host) takes sampleOpTimes' gemm measured at 4 (index 2)
 // and, since attention was measured at 1 only, attention at 1 with a
 // warning naming it; the all_reduce at 4. layerwise16-tiny (its preset
-// topology: 2 hosts of 8 ranks) finds no compute at 8 and falls back to the times measured alone, with
+// topology: 2 hosts of 8 ranks; a CPU calibration prices all 16 on the
+// calibrated host's cores, as a local run places them, and says so) finds
+// no compute at 16 and falls back to the times measured alone, with
 // a note naming the count and the --op-ranks to calibrate with. The flag
 // round-trips through the file.
 func TestCalibrationApplyOpTimesAtPlacement(t *testing.T) {
@@ -290,7 +292,8 @@ func TestCalibrationApplyOpTimesAtPlacement(t *testing.T) {
 	cfg, _ = Load("test/layerwise16-tiny")
 	notes = strings.Join(got.Apply(cfg), "\n")
 	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 ||
-		!strings.Contains(notes, "note: the profile has no compute op times measured by 8 processes at once (the config's ranks per host): compute ops are priced from those measured alone (calibrate with --op-ranks including 8)") {
+		!strings.Contains(notes, "the config's 16 ranks are priced on the calibrated host's 2 cores, all local ranks (its topology puts 8 on a host)") ||
+		!strings.Contains(notes, "note: the profile has no compute op times measured by 16 processes at once (the config's ranks per host): compute ops are priced from those measured alone (calibrate with --op-ranks including 16)") {
 		t.Errorf("layerwise16-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 }
