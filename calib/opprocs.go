@@ -29,9 +29,11 @@ import (
 // (LinkArgv, started as a run's local ranks are), every one running the
 // same (config, rank)'s passes at once, a barrier between two
 // (config, rank)s, in blocks of at least OpBlockMin. Each op is timed by
-// its thread's CPU time: its time on a core at that placement (the caches,
-// memory bandwidth and switches the n processes cost each other), without
-// the waits for a core — the shared-core stretch sim adds itself by the
+// the lesser of its wall time and its thread's CPU time (less the clock's
+// own cost: a system call, 0.4 µs on the project's VM, which would
+// otherwise inflate the shortest ops): its time on a core at that
+// placement (the caches, memory bandwidth and switches the n processes
+// cost each other), without the waits for a core — the shared-core stretch sim adds itself by the
 // ranks it finds computing at each moment (sim/optable_share.go), so that
 // nothing is charged twice (docs/costmodel.md, "Op times at the job's
 // placement"). Each rank also reports the stretch it ran at, its blocks'

@@ -116,10 +116,13 @@ type blockOpts struct {
 	// over the process's CPU time in them: the stretch the measurement ran
 	// at (1 with a core to itself; 0 where the host does not say).
 	stretch *float64
-	// onCore, with one worker, times each op by its thread's CPU time
-	// (the worker held on its OS thread) less the clock's own cost, where
-	// the host gives it: the op's time on a core, without the waits for
-	// one (opprocs.go). Elsewhere, and without it, the wall time.
+	// onCore, with one worker, times each op by the lesser of its wall
+	// time and its thread's CPU time (the worker held on its OS thread)
+	// less the clock's own cost, where the host gives it: the op's time
+	// on a core, without the waits for one — the wall time where the op
+	// kept its core, as the single-rank table is timed, the CPU time where
+	// it was descheduled (opprocs.go). Elsewhere, and without it, the wall
+	// time.
 	onCore bool
 }
 
@@ -227,11 +230,11 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 									o.Past = past
 									k := key{}
 									k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
-									t0 := time.Now()
 									var c0 time.Duration
 									if onCore {
 										c0, _ = threadCPU()
 									}
+									t0 := time.Now()
 									err := c.Exec(ctx, op, past)
 									switch {
 									case err == nil && clock != nil:
@@ -243,10 +246,15 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 										errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
 										return
 									}
-									d := time.Since(t0).Seconds()
+									wall := time.Since(t0)
+									d := wall.Seconds()
 									if onCore && clock == nil {
+										// The wall time where the op kept its
+										// core (as the single-rank table
+										// times it), its CPU time where it
+										// waited for one.
 										c1, _ := threadCPU()
-										d = max(c1-c0-clockCost, time.Nanosecond).Seconds()
+										d = min(wall, max(c1-c0-clockCost, time.Nanosecond)).Seconds()
 									}
 									if clock != nil {
 										passKeys = append(passKeys, k)
