@@ -259,7 +259,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			}
 			cal.OpTimes = append(cal.OpTimes, ts...)
 			cal.Info.OpTimeProcesses = true
-			note(cal, "op times at %d process ranks at once, each op by its CPU time (the waits for a core are the shared-core stretch sim adds): the ranks ran at a stretch (wall over CPU time) of %.3g (median over ranks; %.3g–%.3g), one rank alone at %.3g",
+			note(cal, "op times at %d process ranks at once, each op by its time on a core (the lesser of its wall and CPU time: the waits for a core are the shared-core stretch sim adds): the ranks ran at a stretch (wall over CPU time) of %.3g (median over ranks; %.3g–%.3g), one rank alone at %.3g",
 				n, medianOf(stretches), slices.Min(stretches), slices.Max(stretches), alone)
 			for range opRankCount(opPlanList) {
 				if err := step(); err != nil {
