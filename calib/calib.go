@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -243,8 +244,35 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// Programs at their shapes, timed in sequence as a run executes them,
 	// with 1…N ranks sharing the host; every collective and transfer from
 	// the link samples.
-	for _, n := range o.OpRanks {
-		ts, err := measureOpTimes(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, o.NewCompute, nil, step)
+	// More than one rank: n process ranks at once where this program can
+	// start them (opprocs.go), as a run's local ranks share the host; one
+	// rank first, whose stretch (wall over CPU time: the host's other load)
+	// the process ranks' times are brought back to.
+	alone := 0.0
+	opRanks := slices.Clone(o.OpRanks)
+	slices.Sort(opRanks)
+	for _, n := range opRanks {
+		if n > 1 && len(o.LinkArgv) > 0 && o.NewCompute == nil {
+			ts, stretches, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, o.Repeats, OpBlockMin)
+			if err != nil {
+				return nil, err
+			}
+			cal.OpTimes = append(cal.OpTimes, ts...)
+			cal.Info.OpTimeProcesses = true
+			note(cal, "op times at %d process ranks at once, each op by its time on a core (the lesser of its wall and CPU time: the waits for a core are the shared-core stretch sim adds): the ranks ran at a stretch (wall over CPU time) of %.3g (median over ranks; %.3g–%.3g), one rank alone at %.3g",
+				n, medianOf(stretches), slices.Min(stretches), slices.Max(stretches), alone)
+			for range opRankCount(opPlanList) {
+				if err := step(); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		var stretch *float64
+		if n == 1 {
+			stretch = &alone
+		}
+		ts, err := measureOpTimesBlocks(ctx, opPlanList, n, opIterationsPerRepeat*o.Repeats, blockOpts{stretch: stretch}, o.NewCompute, nil, step)
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,9 @@ type linkSpec struct {
 	Sizes      []int64     `json:"sizes"`
 	Repeats    int         `json:"repeats"`
 	MinSampleS float64     `json:"min_sample_s"`
+	// OpTimes, when set, makes the ranks time the op-time table at once
+	// instead (opprocs.go).
+	OpTimes *opProcSpec `json:"op_times,omitempty"`
 }
 
 type linkGroup struct {
@@ -123,8 +126,23 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	}
 	defer c.Close()
 	me := env.Rank
+	if spec.OpTimes != nil {
+		return opTimesRank(ctx, c, *spec.OpTimes, stdout)
+	}
 	minDur := time.Duration(spec.MinSampleS * float64(time.Second))
+	// Every group and size is sized by a pilot first; then the repeats
+	// are interleaved — repeat r of every group and size before repeat
+	// r+1 of any — so that each entry's repeats spread over the whole
+	// measurement and a burst of the host's other load falls on one
+	// repeat of many entries rather than on every repeat of one (the
+	// entries keep their medians over repeats).
+	type run struct {
+		b     *commBench
+		grp   pexec.Group
+		iters []int // per size
+	}
 	times := make([][][]float64, len(spec.Groups))
+	runs := make([]*run, len(spec.Groups))
 	for gi, g := range spec.Groups {
 		b := &commBench{op: g.Op, ranks: g.Ranks, burst: g.Burst}
 		members := b.members()
@@ -132,15 +150,15 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 		if !slices.Contains(members, me) {
 			continue
 		}
-		var grp pexec.Group
+		rn := &run{b: b, iters: make([]int, len(spec.Sizes))}
 		if isAllReduce(b.op) {
-			if grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
+			if rn.grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
 				return err
 			}
 		}
 		first := members[0]
 		for si, size := range spec.Sizes {
-			e, err := b.rankRun(ctx, me, c, grp, size, 2)
+			e, err := b.rankRun(ctx, me, c, rn.grp, size, 2)
 			if err != nil {
 				return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
 			}
@@ -155,11 +173,21 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 			} else if err := c.Recv(ctx, n, first); err != nil {
 				return err
 			}
-			iters := int(n[0])
-			for r := 0; r < spec.Repeats; r++ {
-				e, err := b.rankRun(ctx, me, c, grp, size, iters)
+			rn.iters[si] = int(n[0])
+		}
+		runs[gi] = rn
+	}
+	for r := 0; r < spec.Repeats; r++ {
+		for gi, rn := range runs {
+			if rn == nil {
+				continue // not a member
+			}
+			b := rn.b
+			for si, size := range spec.Sizes {
+				iters := rn.iters[si]
+				e, err := b.rankRun(ctx, me, c, rn.grp, size, iters)
 				if err != nil {
-					return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
+					return fmt.Errorf("%s over %v, %d B: %w", b.op, spec.Groups[gi].Ranks, size, err)
 				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
 				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) {

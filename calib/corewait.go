@@ -72,10 +72,13 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, bu
 	return in.Seconds(), bs.Seconds(), nil
 }
 
-// RingBurst is the compute burst of each hop of the receive wait's ring
-// (16 000 iterations, about 25 µs alone: a tiny config's layer of a decode
-// step, what a pipeline stage computes between its receive and its send).
-const RingBurst = 16_000
+// RingBursts are the compute bursts of each hop of the receive wait's
+// rings, one ring each (4 000 to 64 000 iterations, about 6 to 100 µs
+// alone: a tiny config's stage of a decode step, one layer to a few, what
+// a pipeline stage computes between its receive and its send). sim looks
+// the wait up at the burst a receiving stage computed since its last
+// receive (the same in every stage of an even pipeline).
+var RingBursts = []int{4_000, 16_000, 64_000}
 
 // CoreWaitSizes are the all_reduce payloads the core wait is measured at:
 // the tiny configs' decode and prefill all-reduces (hundreds of bytes to
@@ -155,18 +158,34 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	}
 	// The receive wait: a message around all n ranks, each computing a
 	// burst before passing it on, per hop less the burst, against the
-	// one-way time between two of them with the others idle.
+	// one-way time between two of them with the others idle; one ring
+	// per burst of RingBursts.
 	ring := len(groups)
-	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}, commGroup{opRing, all}), append(bursts, 0, RingBurst)
+	groups, bursts = append(groups, commGroup{opSendRecv, []int{0, 1}}), append(bursts, 0)
+	for _, b := range RingBursts {
+		groups, bursts = append(groups, commGroup{opRing, all}), append(bursts, b)
+	}
 	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
 	var got []string
 	seen := map[int64]bool{}
-	if e, ok := recvWaitEntry(times[ring], times[ring+1], n, cores); ok {
-		cal.OpTimes = append(cal.OpTimes, e)
-		note(cal, "receive wait at %d ranks on %d cores: %.3g s per hop of a message passed around all of them beyond the one-way time between two (median over %d repeats)", n, cores, e.TimeS, e.Samples)
+	var hops []string
+	seenHop := map[int64]bool{}
+	for i := range RingBursts {
+		e, ok := recvWaitEntry(times[ring], times[ring+1+i], n, cores)
+		for ok && seenHop[e.Size] { // two bursts of one wall time: keep both, 1 ns apart
+			e.Size++
+		}
+		if ok {
+			seenHop[e.Size] = true
+			cal.OpTimes = append(cal.OpTimes, e)
+			hops = append(hops, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+		}
+	}
+	if len(hops) > 0 {
+		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
 	for i := 1; i < ring; i++ {
 		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
@@ -216,17 +235,18 @@ func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r,
 }
 
 // recvWaitEntry is the op-time entry of the receive wait at n ranks on
-// cores cores: per repeat the median over sizes of (ring hop − its burst −
-// one-way time), clamped at 0 (oneWay [size][repeat]; hop
-// [size][2·repeat], each repeat the hop's time then its burst's); the
-// median over repeats, a zero kept as noWaitS. ok is false when no repeat
-// measured a wait or the shapes differ.
+// cores cores after one burst length: per repeat the median over sizes of
+// (ring hop − its burst − one-way time), clamped at 0 (oneWay
+// [size][repeat]; hop [size][2·repeat], each repeat the hop's time then
+// its burst's); the median over repeats, a zero kept as noWaitS, at size
+// the bursts' median wall time in ns. ok is false when no repeat measured
+// a wait or the shapes differ.
 func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool) {
 	if len(oneWay) != len(hop) || len(oneWay) == 0 {
 		return configs.OpTime{}, false
 	}
 	repeats := len(oneWay[0])
-	var ws []float64
+	var ws, walls []float64
 	for r := 0; r < repeats; r++ {
 		var per []float64
 		for s := range oneWay {
@@ -234,6 +254,7 @@ func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool)
 				return configs.OpTime{}, false
 			}
 			per = append(per, max(0, hop[s][2*r]-hop[s][2*r+1]-oneWay[s][r]))
+			walls = append(walls, hop[s][2*r+1])
 		}
 		ws = append(ws, medianOf(per))
 	}
@@ -242,6 +263,6 @@ func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool)
 		return configs.OpTime{}, false
 	}
 	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
-	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: 1,
+	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }

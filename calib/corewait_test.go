@@ -76,7 +76,8 @@ func TestCoreWaitCounts(t *testing.T) {
 //	median over sizes (of two: the lower):  40  0 50
 //
 // (each hop given as its time, then its burst's). → 40 µs (min 0, kept as
-// 1 ns; max 50 µs), recv_wait cores=2 ranks 16.
+// 1 ns; max 50 µs), recv_wait cores=2 ranks 16, at the bursts' median wall
+// time, 5 µs = size 5000 (ns).
 func TestRecvWaitEntry(t *testing.T) {
 	us := func(xs ...float64) []float64 {
 		for i := range xs {
@@ -86,9 +87,9 @@ func TestRecvWaitEntry(t *testing.T) {
 	}
 	e, ok := recvWaitEntry([][]float64{us(30, 30, 30), us(40, 40, 40)}, [][]float64{us(75, 5, 35, 5, 95, 5), us(105, 5, 25, 5, 95, 5)}, 16, 2)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	if !ok || e.Kind != configs.RecvWaitKind || e.Shape != "cores=2" || e.Ranks != 16 || e.Size != 1 ||
+	if !ok || e.Kind != configs.RecvWaitKind || e.Shape != "cores=2" || e.Ranks != 16 || e.Size != 5000 ||
 		!near(e.TimeS, 40e-6) || !near(e.TimeMinS, 1e-9) || !near(e.TimeMaxS, 50e-6) {
-		t.Errorf("entry %+v ok %t; want recv_wait cores=2 ranks 16, 40 µs (1 ns–50 µs)", e, ok)
+		t.Errorf("entry %+v ok %t; want recv_wait cores=2 ranks 16 size 5000, 40 µs (1 ns–50 µs)", e, ok)
 	}
 	if _, ok := recvWaitEntry([][]float64{us(30)}, [][]float64{us(25, 5)}, 16, 2); ok {
 		t.Error("a hop faster than the one-way time: an entry, want none")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -103,6 +104,49 @@ func passesOf(plan *partition.Plan) []opPass {
 // captured graph and each op's time is the device's, not the host's
 // launch rate.
 func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations int, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
+	return measureOpTimesBlocks(ctx, plans, n, iterations, blockOpts{}, newCompute, hold, step)
+}
+
+// blockOpts are measureOpTimesBlocks' options beyond measureOpTimes'.
+type blockOpts struct {
+	// minBlock: each iteration's passes run again until it lasts this
+	// long (0: once).
+	minBlock time.Duration
+	// stretch, with one worker, is set to the measured blocks' wall time
+	// over the process's CPU time in them: the stretch the measurement ran
+	// at (1 with a core to itself; 0 where the host does not say).
+	stretch *float64
+	// onCore, with one worker, times each op by the lesser of its wall
+	// time and its thread's CPU time (the worker held on its OS thread)
+	// less the clock's own cost, where the host gives it: the op's time
+	// on a core, without the waits for one — the wall time where the op
+	// kept its core, as the single-rank table is timed, the CPU time where
+	// it was descheduled (opprocs.go). Elsewhere, and without it, the wall
+	// time.
+	onCore bool
+}
+
+// measureOpTimesBlocks is measureOpTimes with each of the iterations a
+// block (bo.minBlock) and an entry's time the median over blocks of the
+// block's mean; bo.stretch and bo.onCore as blockOpts says.
+func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, iterations int, bo blockOpts, newCompute NewCompute, hold Hold, step func() error) ([]configs.OpTime, error) {
+	minBlock, stretch := bo.minBlock, bo.stretch
+	onCore := bo.onCore && n == 1
+	if onCore {
+		if _, ok := threadCPU(); !ok {
+			onCore = false
+		}
+	}
+	var wallSum, cpuSum time.Duration
+	cpuOK := stretch != nil && n == 1
+	if stretch != nil {
+		*stretch = 0
+		defer func() {
+			if cpuOK && cpuSum > 0 {
+				*stretch = wallSum.Seconds() / cpuSum.Seconds()
+			}
+		}()
+	}
 	if newCompute == nil {
 		newCompute = CPUCompute
 	}
@@ -142,86 +186,119 @@ func measureOpTimes(ctx context.Context, plans []*partition.Plan, n, iterations 
 					// queued without a wait between ops as a run queues it;
 					// any other by the host clock around Exec and Sync.
 					clock, _ := c.(pexec.DeviceClock)
+					var clockCost time.Duration // a threadCPU reading's own CPU time
+					if onCore && clock == nil {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						clockCost = threadClockCost()
+					}
 					queued := make([]time.Duration, len(passes)) // host time to queue each pass, the last time
 					for it := 0; it <= iterations; it++ {        // iteration 0 warms up
-						for pi, ps := range passes {
-							prog := progs[ps.phase]
-							if err := fillReceived(c, prog); err != nil {
-								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
-								return
-							}
-							var passKeys []key
-							if clock != nil && hold != nil {
-								d := 10 * time.Millisecond
-								if queued[pi] > 0 {
-									d = 2 * queued[pi]
-								}
-								if err := hold(c, d); err != nil {
-									errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
-									return
-								}
-							}
-							passStart := time.Now()
-							if clock != nil {
-								if err := clock.Mark(); err != nil {
+						cpu0, _ := processCPU()
+						for blockStart := time.Now(); ; {
+							for pi, ps := range passes {
+								prog := progs[ps.phase]
+								if err := fillReceived(c, prog); err != nil {
 									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 									return
 								}
-							}
-							for i := range prog.Ops {
-								op := &prog.Ops[i]
-								if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+								var passKeys []key
+								if clock != nil && hold != nil {
+									d := 10 * time.Millisecond
+									if queued[pi] > 0 {
+										d = 2 * queued[pi]
+									}
+									if err := hold(c, d); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: hold the device: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
+								}
+								passStart := time.Now()
+								if clock != nil {
+									if err := clock.Mark(); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
+								}
+								for i := range prog.Ops {
+									op := &prog.Ops[i]
+									if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+										continue
+									}
+									past := ps.past(op)
+									o := *op
+									o.Past = past
+									k := key{}
+									k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
+									var c0 time.Duration
+									if onCore {
+										c0, _ = threadCPU()
+									}
+									t0 := time.Now()
+									err := c.Exec(ctx, op, past)
+									switch {
+									case err == nil && clock != nil:
+										err = clock.Mark()
+									case err == nil:
+										err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
+									}
+									if err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
+										return
+									}
+									wall := time.Since(t0)
+									d := wall.Seconds()
+									if onCore && clock == nil {
+										// The wall time where the op kept its
+										// core (as the single-rank table
+										// times it), its CPU time where it
+										// waited for one.
+										c1, _ := threadCPU()
+										d = min(wall, max(c1-c0-clockCost, time.Nanosecond)).Seconds()
+									}
+									if clock != nil {
+										passKeys = append(passKeys, k)
+										continue
+									}
+									if it == 0 {
+										continue
+									}
+									workers[w] = append(workers[w], k)
+									times[w] = append(times[w], d)
+									iters[w] = append(iters[w], it-1)
+								}
+								if clock == nil {
 									continue
 								}
-								past := ps.past(op)
-								o := *op
-								o.Past = past
-								k := key{}
-								k.kind, k.shape, k.size, k.context = sim.OpKey(&o)
-								t0 := time.Now()
-								err := c.Exec(ctx, op, past)
-								switch {
-								case err == nil && clock != nil:
-									err = clock.Mark()
-								case err == nil:
-									err = c.Sync(ctx) // a device's queued op done (a no-op on the CPU)
+								queued[pi] = time.Since(passStart)
+								ds, err := markDurations(clock, len(passKeys))
+								if err == nil {
+									err = c.Sync(ctx) // a device-side fault of the pass
 								}
 								if err != nil {
-									errs[w] = fmt.Errorf("%s rank %d %s %s: %w", plan.Config.Name, rank, ps.phase, op.Name, err)
+									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 									return
-								}
-								d := time.Since(t0).Seconds()
-								if clock != nil {
-									passKeys = append(passKeys, k)
-									continue
 								}
 								if it == 0 {
 									continue
 								}
-								workers[w] = append(workers[w], k)
-								times[w] = append(times[w], d)
-								iters[w] = append(iters[w], it-1)
+								for i, k := range passKeys {
+									workers[w] = append(workers[w], k)
+									times[w] = append(times[w], ds[i])
+									iters[w] = append(iters[w], it-1)
+								}
 							}
-							if clock == nil {
-								continue
-							}
-							queued[pi] = time.Since(passStart)
-							ds, err := markDurations(clock, len(passKeys))
-							if err == nil {
-								err = c.Sync(ctx) // a device-side fault of the pass
-							}
-							if err != nil {
-								errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
-								return
-							}
-							if it == 0 {
-								continue
-							}
-							for i, k := range passKeys {
-								workers[w] = append(workers[w], k)
-								times[w] = append(times[w], ds[i])
-								iters[w] = append(iters[w], it-1)
-							}
+							if it == 0 || minBlock <= 0 || time.Since(blockStart) >= minBlock {
+								if cpuOK {
+									if cpu1, ok := processCPU(); !ok {
+										cpuOK = false
+									} else if it > 0 {
+										wallSum += time.Since(blockStart)
+										cpuSum += cpu1 - cpu0
+									}
+								}
+								break
+							} // else the block runs the passes again until it lasts minBlock
 						}
 					}
 				}()
@@ -353,4 +430,17 @@ func markDurations(clock pexec.DeviceClock, n int) ([]float64, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// threadClockCost is the CPU time one threadCPU reading adds to the
+// difference of two (the median of 200 back-to-back pairs), taken off
+// every op timed on the core.
+func threadClockCost() time.Duration {
+	ds := make([]float64, 200)
+	for i := range ds {
+		a, _ := threadCPU()
+		b, _ := threadCPU()
+		ds[i] = float64(b - a)
+	}
+	return time.Duration(medianOf(ds))
 }

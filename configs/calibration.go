@@ -62,6 +62,12 @@ type CalibrationInfo struct {
 	// measured in ("" on the CPU, whose backend computes every dtype in
 	// float32): Apply leaves them out of a config in another dtype.
 	OpTimeDType string `toml:"op_time_dtype,omitempty"`
+	// OpTimeProcesses says the compute op times at more than one rank were
+	// measured by that many process ranks at once, as a run's local ranks
+	// share the host (false: goroutines of one process, a profile of an
+	// older partbench): Apply then prices compute at the config's ranks
+	// per host from them.
+	OpTimeProcesses bool `toml:"op_time_processes,omitempty"`
 	// Ranks is how many ranks the communication figures were measured among.
 	Ranks   int  `toml:"ranks"`
 	Repeats int  `toml:"repeats"`
@@ -294,8 +300,26 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	}
 	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
 		// sim shares the host's cores among the ranks computing at each
-		// moment (sim/optable_share.go): compute is priced uncontended.
+		// moment (sim/optable_share.go): compute is priced from the op
+		// times measured with the config's ranks per host computing at
+		// once as processes (sim divides them by the stretch they were
+		// measured at), else from those measured alone.
 		cfg.Hardware.HostCores, concurrent = c.Info.Cores, 1
+		// Every rank on the calibrated host's cores, as the stretch and the
+		// core wait count them (a CPU run's local ranks, whatever nodes the
+		// config's topology names).
+		if perHost != ranks {
+			notes = append(notes, fmt.Sprintf("the config's %d ranks are priced on the calibrated host's %d cores, all local ranks (its topology puts %d on a host)", max(1, ranks), c.Info.Cores, perHost))
+			perHost = max(1, ranks)
+		}
+		if perHost > 1 {
+			if c.Info.OpTimeProcesses && hasComputeAt(c.OpTimes, perHost) {
+				concurrent = perHost
+				notes = append(notes, fmt.Sprintf("compute ops are priced from the op times measured with %d processes computing at once on the host's %d cores (the config's ranks per host)", perHost, c.Info.Cores))
+			} else {
+				notes = append(notes, fmt.Sprintf("note: the profile has no compute op times measured by %d processes at once (the config's ranks per host): compute ops are priced from those measured alone (calibrate with --op-ranks including %d)", perHost, perHost))
+			}
+		}
 		if perHost > c.Info.Cores {
 			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
 		}
@@ -442,8 +466,11 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	}{
 		{"host", in.Host}, {"cpu", in.CPU}, {"cores", in.Cores}, {"backend", in.Backend}, {"date", in.Date},
 		{"version", in.Version}, {"ranks", in.Ranks}, {"repeats", in.Repeats}, {"quick", in.Quick},
-		{"device", in.Device}, {"driver", in.Driver}, {"op_time_dtype", in.OpTimeDType},
+		{"device", in.Device}, {"driver", in.Driver}, {"op_time_dtype", in.OpTimeDType}, {"op_time_processes", in.OpTimeProcesses},
 	} {
+		if b, ok := f.value.(bool); ok && !b && f.key == "op_time_processes" {
+			continue // goroutines, or one rank
+		}
 		if s, ok := f.value.(string); ok && s == "" && (f.key == "device" || f.key == "driver" || f.key == "op_time_dtype") {
 			continue // a CPU calibration's
 		}

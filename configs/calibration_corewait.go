@@ -14,8 +14,10 @@ const CoreWaitKind = "core_wait"
 
 // RecvWaitKind is the op-time kind of a blocking receive's wait at a
 // pipeline hop when a host runs more ranks than it has cores: a message
-// passed around all Ranks ranks takes this much longer per hop than the
-// one-way time between two (the send entry). Shape CoreWaitShape, size 1.
+// passed around all Ranks ranks, each computing a burst before passing it
+// on, takes this much longer per hop than the burst and the one-way time
+// between two (the send entry). Shape CoreWaitShape, size the burst's wall
+// time in ns (1 in profiles of an older partbench: one burst).
 const RecvWaitKind = "recv_wait"
 
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.

@@ -134,3 +134,13 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// hasComputeAt reports whether ts has a compute op time measured at ranks.
+func hasComputeAt(ts []OpTime, ranks int) bool {
+	for _, t := range ts {
+		if t.Ranks == ranks && !IsCommKind(t.Kind) {
+			return true
+		}
+	}
+	return false
+}

@@ -258,3 +258,42 @@ func TestCalibrationApplyCoreWait(t *testing.T) {
 		}
 	}
 }
+
+// A CPU profile whose op times at more than one rank were measured by
+// process ranks prices a config's compute at its ranks per host: tp2pp2-tiny
+// (4 ranks on one host) takes sampleOpTimes' gemm measured at 4 (index 2)
+// and, since attention was measured at 1 only, attention at 1 with a
+// warning naming it; the all_reduce at 4. layerwise16-tiny (its preset
+// topology: 2 hosts of 8 ranks; a CPU calibration prices all 16 on the
+// calibrated host's cores, as a local run places them, and says so) finds
+// no compute at 16 and falls back to the times measured alone, with
+// a note naming the count and the --op-ranks to calibrate with. The flag
+// round-trips through the file.
+func TestCalibrationApplyOpTimesAtPlacement(t *testing.T) {
+	cal := sampleCalibration() // 2 cores
+	cal.OpTimes = sampleOpTimes()
+	cal.Info.OpTimeProcesses = true
+	got, err := LoadCalibration(writeCalibration(t, cal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Info.OpTimeProcesses {
+		t.Fatal("op_time_processes lost in the round trip")
+	}
+	cfg, _ := Load("test/tp2pp2-tiny")
+	notes := strings.Join(got.Apply(cfg), "\n")
+	want := []OpTime{cal.OpTimes[1], cal.OpTimes[2], cal.OpTimes[3]}
+	if !reflect.DeepEqual(cfg.Hardware.OpTimes, want) || cfg.Hardware.HostCores != 2 ||
+		!strings.Contains(notes, "compute ops are priced from the op times measured with 4 processes computing at once on the host's 2 cores") ||
+		!strings.Contains(notes, "for attention (measured at 1)") {
+		t.Errorf("tp2pp2-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+
+	cfg, _ = Load("test/layerwise16-tiny")
+	notes = strings.Join(got.Apply(cfg), "\n")
+	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 ||
+		!strings.Contains(notes, "the config's 16 ranks are priced on the calibrated host's 2 cores, all local ranks (its topology puts 8 on a host)") ||
+		!strings.Contains(notes, "note: the profile has no compute op times measured by 16 processes at once (the config's ranks per host): compute ops are priced from those measured alone (calibrate with --op-ranks including 16)") {
+		t.Errorf("layerwise16-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+}

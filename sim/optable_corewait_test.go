@@ -180,3 +180,48 @@ func TestCoreWaitSparesAPipeline(t *testing.T) {
 		t.Errorf("receive wait: TPOT grew by %.6g s, want 4R = %.6g s", d, 4*r)
 	}
 }
+
+// The receive wait by burst: measured 10 µs after a 10 µs burst and 40 µs
+// after 100 µs, on 2 cores. Between them log–log: after √(10·100) ≈
+// 31.623 µs (u = 1/2) √(10·40) = 20 µs; outside them the nearest: 10 µs
+// after 1 µs, 40 µs after 1 ms. A profile of one burst (size 1, an older
+// partbench's) holds at every burst; a host of other cores or none gets
+// nothing.
+func TestRecvWaitByBurst(t *testing.T) {
+	e := func(size int64, ts float64) configs.OpTime {
+		return configs.OpTime{Kind: configs.RecvWaitKind, Shape: "cores=2", Size: size, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 16}
+	}
+	plan := func(cores int) *partition.Plan {
+		cfg, err := configs.Load("test/layerwise16-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Hardware.HostCores = cores
+		p, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	two := plan(2)
+	tab := NewOpTable([]configs.OpTime{e(10_000, 10e-6), e(100_000, 40e-6)})
+	for _, c := range []struct{ burstS, want float64 }{
+		{10e-6, 10e-6}, {100e-6, 40e-6}, {math.Sqrt(10e-6 * 100e-6), 20e-6}, {1e-6, 10e-6}, {1e-3, 40e-6}, {0, 10e-6},
+	} {
+		if got := recvWaitS(tab, two, c.burstS); math.Abs(got-c.want) > 1e-3*c.want {
+			t.Errorf("after %.4g s: %.6g s, want %.6g s", c.burstS, got, c.want)
+		}
+	}
+	old := NewOpTable([]configs.OpTime{e(1, 15e-6)})
+	for _, b := range []float64{0, 25e-6, 1e-3} {
+		if got := recvWaitS(old, two, b); got != 15e-6 {
+			t.Errorf("one burst, after %g s: %g s, want 15 µs", b, got)
+		}
+	}
+	if got := recvWaitS(tab, plan(4), 10e-6); got != 0 {
+		t.Errorf("4 cores: %g s, want 0 (measured on 2)", got)
+	}
+	if got := recvWaitS(tab, plan(0), 10e-6); got != 0 {
+		t.Errorf("no host cores: %g s, want 0", got)
+	}
+}

@@ -205,13 +205,17 @@ func messageSteps(op *partition.Op) int {
 
 // recvWaitS is what a receive that blocked waits beyond its message's
 // transfer when the host's ranks outnumber its cores: the table's receive
-// wait at the plan's host cores (0 without one).
-func recvWaitS(table *OpTable, plan *partition.Plan) float64 {
+// wait at the plan's host cores after burstS seconds of compute since the
+// rank's last communication (a stage's burst, the same as its sender's in
+// an even pipeline; interpolated between measured bursts, the nearest one
+// outside them; a profile with one burst, size 1, holds at every burst),
+// 0 without one.
+func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil {
 		return 0
 	}
-	w, ok := table.Lookup(configs.RecvWaitKind, configs.CoreWaitShape(cores), 1, 0)
+	w, ok := table.lookupClamped(configs.RecvWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
 	if !ok {
 		return 0
 	}

@@ -315,7 +315,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
-			sl.EndS += recvWaitS(s.table, s.plan)
+			sl.EndS += recvWaitS(s.table, s.plan, r.burstS)
 		}
 		r.burstS, r.burstAloneS = 0, 0
 		sl.WaitS = sl.EndS - r.clock

@@ -1,0 +1,199 @@
+package calib
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/exec/tcpcomm"
+)
+
+// Op times at the job's placement. A run's n local ranks are n processes
+// that the host's scheduler shares its cores among, with whatever else the
+// host runs; goroutines of one process sharing its threads are scheduled
+// otherwise (Go preempts a goroutine after 10 ms, the kernel a process
+// after a slice of a few ms, and a process that ran after 15 others finds
+// its caches holding what they left). calibrate therefore times the
+// op-time table at each --op-ranks count n > 1 with n process ranks
+// (LinkArgv, started as a run's local ranks are), every one running the
+// same (config, rank)'s passes at once, a barrier between two
+// (config, rank)s, in blocks of at least OpBlockMin. Each op is timed by
+// the lesser of its wall time and its thread's CPU time (less the clock's
+// own cost: a system call, 0.4 µs on the project's VM, which would
+// otherwise inflate the shortest ops): its time on a core at that
+// placement (the caches, memory bandwidth and switches the n processes
+// cost each other), without the waits for a core — the shared-core stretch sim adds itself by the
+// ranks it finds computing at each moment (sim/optable_share.go), so that
+// nothing is charged twice (docs/costmodel.md, "Op times at the job's
+// placement"). Each rank also reports the stretch it ran at, its blocks'
+// wall time over their CPU time, which calibrate notes.
+
+// OpBlockMin is the shortest block of op-time iterations a process rank
+// averages over: several of the kernel's time slices (0.75–6 ms), so that
+// every rank's blocks overlap the others' as a run's iterations (tens of
+// ms) do, and the block's wall over CPU time is the stretch it ran at.
+const OpBlockMin = 20 * time.Millisecond
+
+// opTimesResultPrefix starts the line each rank writes its op times on.
+const opTimesResultPrefix = "partbench-op-times "
+
+// opProcSpec is what every process rank of an op-time measurement runs
+// (linkSpec.OpTimes).
+type opProcSpec struct {
+	Configs   []string `json:"configs"`
+	Blocks    int      `json:"blocks"`
+	MinBlockS float64  `json:"min_block_s"`
+}
+
+// rankOpTimes is what one process rank reports: its table and the stretch
+// it ran at (0: not measured).
+type rankOpTimes struct {
+	Stretch float64          `json:"stretch"`
+	Times   []configs.OpTime `json:"times"`
+}
+
+// measureOpTimesProcs times the compute ops of configs' Programs with n
+// process ranks at once (argv re-runs this program as LinkWorker), each
+// op by its CPU time, blocks blocks of at least minBlock each, and merges
+// the ranks' tables (mergeOpTimes). It returns the stretch each rank ran
+// at too (wall over CPU time of its blocks).
+func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration) ([]configs.OpTime, []float64, error) {
+	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds()}})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out, errOut bytes.Buffer
+	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
+		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
+	if err != nil || code != 0 {
+		return nil, nil, fmt.Errorf("op times: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
+	}
+	ranks, err := parseOpTimesLines(&out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ranks) != n {
+		return nil, nil, fmt.Errorf("op times: %d of %d process ranks reported their times:\n%s%s", len(ranks), n, out.String(), errOut.String())
+	}
+	stretches := make([]float64, n)
+	for i, r := range ranks {
+		stretches[i] = r.Stretch
+	}
+	return mergeOpTimes(ranks, n), stretches, nil
+}
+
+// parseOpTimesLines reads every rank's op-time line from r (each rank's
+// output prefixed by the launcher).
+func parseOpTimesLines(r io.Reader) ([]rankOpTimes, error) {
+	var out []rankOpTimes
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		_, rest, ok := strings.Cut(sc.Text(), opTimesResultPrefix)
+		if !ok {
+			continue
+		}
+		var rt rankOpTimes
+		if err := json.Unmarshal([]byte(rest), &rt); err != nil {
+			return nil, fmt.Errorf("op times: a process rank's times: %w", err)
+		}
+		out = append(out, rt)
+	}
+	return out, sc.Err()
+}
+
+// mergeOpTimes joins the tables the n process ranks measured at once into
+// one entry per kind, shape, size and context: the mean of the ranks'
+// times (each a median over blocks of the block's mean; the mean over
+// ranks, as a run's op check sums its ranks' times), the extremes over
+// all, the samples summed, Ranks n.
+func mergeOpTimes(ranks []rankOpTimes, n int) []configs.OpTime {
+	type key struct {
+		kind, shape   string
+		size, context int64
+	}
+	by := map[key][]configs.OpTime{}
+	var order []key
+	for _, r := range ranks {
+		for _, e := range r.Times {
+			k := key{e.Kind, e.Shape, e.Size, e.Context}
+			if by[k] == nil {
+				order = append(order, k)
+			}
+			by[k] = append(by[k], e)
+		}
+	}
+	out := make([]configs.OpTime, 0, len(order))
+	for _, k := range order {
+		es := by[k]
+		times := make([]float64, len(es))
+		m := configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context, TimeMinS: es[0].TimeMinS, TimeMaxS: es[0].TimeMaxS, Ranks: n}
+		for i, e := range es {
+			times[i] = e.TimeS
+			m.TimeMinS, m.TimeMaxS = min(m.TimeMinS, e.TimeMinS), max(m.TimeMaxS, e.TimeMaxS)
+			m.Samples += e.Samples
+		}
+		m.TimeS = stat.Mean(times, nil)
+		m.TimeMinS, m.TimeMaxS = min(m.TimeMinS, m.TimeS), max(m.TimeMaxS, m.TimeS)
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Shape != b.Shape {
+			return a.Shape < b.Shape
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Context < b.Context
+	})
+	return out
+}
+
+// opTimesRank is one process rank of an op-time measurement: every rank
+// times the same (config, rank)'s passes through its own CPU Compute, a
+// barrier on c before each, and writes its table and the stretch it ran at
+// to stdout as one line.
+func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout io.Writer) error {
+	plans, err := opPlans(spec.Configs)
+	if err != nil {
+		return fmt.Errorf("op times: %w", err)
+	}
+	if spec.Blocks < 1 {
+		return fmt.Errorf("op times: blocks must be ≥ 1 (got %d)", spec.Blocks)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	minBlock := time.Duration(spec.MinBlockS * float64(time.Second))
+	var rt rankOpTimes
+	rt.Times, err = measureOpTimesBlocks(ctx, plans, 1, spec.Blocks, blockOpts{minBlock: minBlock, stretch: &rt.Stretch, onCore: true}, CPUCompute, nil, func() error { return c.Barrier(ctx) })
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(rt)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "%s%s\n", opTimesResultPrefix, js); err != nil {
+		return err
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	return c.Flush(ctx)
+}
