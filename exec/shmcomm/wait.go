@@ -19,6 +19,9 @@ const (
 	SpinFor    = 20 * time.Microsecond // a spin's length
 	ProbeEvery = 16                    // while spins fail, one wait in this many still spins
 	SleepMax   = time.Millisecond      // futex sleeps of at most this
+	// SleepBoth bounds the sleeps of a wait for two links at once (data
+	// from one peer, room at another): it sleeps on one side's futex only.
+	SleepBoth = 50 * time.Microsecond
 )
 
 // Spin is the adaptive part of a link's waits: the share of recent spins
@@ -54,7 +57,11 @@ func (s *Spin) record(met bool) {
 // Waiter is one wait's progress from spinning to sleeping; the zero value
 // starts a new wait. Call Reset after the awaited thing happened.
 type Waiter struct {
-	Spin   *Spin // nil: always spin SpinFor first
+	Spin *Spin // nil: always spin SpinFor first
+	// Sleep is the longest futex sleep of one step (0: SleepMax): shorter
+	// for a caller that also waits for something no futex of this wait
+	// signals.
+	Sleep  time.Duration
 	start  time.Time
 	budget time.Duration
 }
@@ -86,7 +93,11 @@ func (w *Waiter) wait(seq, waiters *uint32, ready func() bool) {
 	atomic.AddUint32(waiters, 1)
 	s := atomic.LoadUint32(seq)
 	if !ready() {
-		futexWait(seq, s, SleepMax)
+		d := SleepMax
+		if w.Sleep > 0 {
+			d = min(w.Sleep, SleepMax)
+		}
+		futexWait(seq, s, d)
 	}
 	atomic.AddUint32(waiters, ^uint32(0))
 }
