@@ -5,6 +5,7 @@ import (
 	mrand "math/rand"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestPushOutPollIntoPipelines: a message of 10,001 elements (40,004 B)
@@ -178,5 +179,45 @@ func TestAbandonDropsTheRest(t *testing.T) {
 	}
 	if len(delivered) != 1 || len(delivered[0]) != 8 || delivered[0][0] != 0 || delivered[0][2] != 0xe0 {
 		t.Fatalf("after the abandoned message, %d delivered (%v), want the 2-element one", len(delivered), delivered)
+	}
+}
+
+// TestSpinModes: one wait step with nothing ready looks at its condition
+// 256 times while it spins and once before it sleeps, so SpinOff looks
+// once, SpinAlways 256 times on every wait, and SpinAdaptive stops
+// spinning after missed spins (its average drops below half within 8 of
+// them) except one wait in ProbeEvery.
+func TestSpinModes(t *testing.T) {
+	var seq, waiters uint32
+	looks := func(s *Spin) int {
+		n := 0
+		w := Waiter{Spin: s, Sleep: time.Microsecond}
+		w.wait(&seq, &waiters, func() bool { n++; return false })
+		for time.Since(w.start) <= w.budget { // let the spin run out, as a missed one does
+			time.Sleep(w.budget)
+		}
+		w.Reset()
+		return n
+	}
+	var off, always, adaptive Spin
+	off.Configure(SpinOff, 0)
+	always.Configure(SpinAlways, time.Millisecond)
+	adaptive.Configure(SpinAdaptive, time.Millisecond)
+	if n := looks(&off); n != 1 {
+		t.Errorf("off: %d looks, want 1", n)
+	}
+	spun := 0
+	for i := 0; i < 40; i++ {
+		if n := looks(&always); n != 256 {
+			t.Fatalf("always, wait %d: %d looks, want 256", i, n)
+		}
+		if looks(&adaptive) == 256 {
+			spun++
+		}
+	}
+	// adaptive: the first ~6 waits spin (missed share 0 → 1024·(1−(7/8)^k)
+	// passes 512 at k = 6), then one in 16 of the remaining 34: 2–3 more
+	if spun < 6 || spun > 12 {
+		t.Errorf("adaptive: %d of 40 missed waits spun, want 6 to 12", spun)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -307,4 +308,11 @@ func (l *Link) Room() int { return l.tx.Free() }
 // ring, until ready says what the caller waits for has come.
 func (l *Link) Wait(w *Waiter, ready func() bool) {
 	w.wait(l.rx.dataSeq, l.rx.dataWaiters, ready)
+}
+
+// ConfigureSpin sets the spin policy of every wait on this link (receiving,
+// sending, and the ring collectives' steps that wait on its Spin).
+func (l *Link) ConfigureSpin(mode SpinMode, length time.Duration) {
+	l.Spin.Configure(mode, length)
+	l.sendSpin.Configure(mode, length)
 }

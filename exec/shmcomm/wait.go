@@ -26,18 +26,62 @@ const (
 
 // Spin is the adaptive part of a link's waits: the share of recent spins
 // that were met (the awaited bytes came while spinning), in 1/1024, an
-// exponential average over about 8 spins. The zero value starts by spinning.
+// exponential average over about 8 spins, and the policy set by Configure.
+// The zero value spins SpinFor adaptively.
 type Spin struct {
 	missed atomic.Int64  // share of missed spins, 0–1024
 	waits  atomic.Uint64 // waits begun
+	mode   SpinMode
+	length time.Duration // a spin's length (0: SpinFor)
+}
+
+// SpinMode is when a wait spins before it sleeps on the futex.
+type SpinMode int
+
+const (
+	// SpinAdaptive spins while most recent spins were met, and one wait in
+	// ProbeEvery otherwise.
+	SpinAdaptive SpinMode = iota
+	// SpinOff never spins: every wait sleeps on the futex at once (ranks
+	// that outnumber their host's CPUs: a spinner holds the CPU its peer
+	// needs).
+	SpinOff
+	// SpinAlways spins every wait before sleeping.
+	SpinAlways
+)
+
+func (m SpinMode) String() string {
+	switch m {
+	case SpinOff:
+		return "off"
+	case SpinAlways:
+		return "always"
+	}
+	return "adaptive"
+}
+
+// Configure sets the policy: the mode, and a spin's length (0: SpinFor).
+// Call it before the waits begin.
+func (s *Spin) Configure(mode SpinMode, length time.Duration) {
+	s.mode, s.length = mode, length
 }
 
 func (s *Spin) budget() time.Duration {
 	if s == nil {
 		return SpinFor
 	}
+	length := s.length
+	if length <= 0 {
+		length = SpinFor
+	}
+	switch s.mode {
+	case SpinOff:
+		return 0
+	case SpinAlways:
+		return length
+	}
 	if s.missed.Load() < 512 || s.waits.Add(1)%ProbeEvery == 0 {
-		return SpinFor
+		return length
 	}
 	return 0
 }

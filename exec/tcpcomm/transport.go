@@ -58,6 +58,9 @@ type Options struct {
 	ShmDir string
 	// RingBytes is each direction's ring (0: DefaultRingBytes).
 	RingBytes int
+	// Spin is the shared-memory waits' spin policy ("": the environment's
+	// SpinEnv, else auto): see SpinEnv.
+	Spin string
 
 	host string // this rank's host key ("": hostKey()); tests place ranks on hosts
 }
