@@ -54,6 +54,9 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 	if err != nil {
 		return nil, err
 	}
+	if j, ok := ex.(interface{ JobID() string }); ok {
+		o.jobID = j.JobID()
+	}
 	listenHost := o.ListenHost
 	c := &Comm{
 		rank: rank, size: size, counter: commcount.New(), peers: make([]*peer, size),
