@@ -45,7 +45,7 @@ func TestPushOutPollIntoPipelines(t *testing.T) {
 					continue
 				}
 				need := o.Need()
-				a.Wait(&w, func() bool { return a.Room() >= need })
+				a.WaitFor(&w, false, need, nil)
 			}
 		}
 	}()
@@ -67,13 +67,13 @@ func TestPushOutPollIntoPipelines(t *testing.T) {
 			w.Reset()
 			continue
 		}
-		b.Wait(&w, func() bool { return b.Pending() > 0 })
+		b.WaitFor(&w, true, 0, nil)
 	}
 	for len(got) < 3 {
 		if p, err := b.Poll(1<<30, deliver); err != nil {
 			t.Fatal(err)
 		} else if !p {
-			b.Wait(&w, func() bool { return b.Pending() > 0 })
+			b.WaitFor(&w, true, 0, nil)
 		}
 	}
 	wg.Wait()
@@ -192,7 +192,7 @@ func TestSpinModes(t *testing.T) {
 	looks := func(s *Spin) int {
 		n := 0
 		w := Waiter{Spin: s, Sleep: time.Microsecond}
-		w.wait(&seq, &waiters, func() bool { n++; return false })
+		w.wait(&seq, &waiters, nil, func() bool { n++; return false })
 		for time.Since(w.start) <= w.budget { // let the spin run out, as a missed one does
 			time.Sleep(w.budget)
 		}

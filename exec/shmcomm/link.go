@@ -223,20 +223,16 @@ func (o *Out) need() int {
 // put anything; it never waits. Sending is for one goroutine at a time, and
 // no other message may go onto the ring until o is Done.
 func (l *Link) PushOut(o *Out) (progress bool) {
+	var hdr []byte
 	if !o.hdr {
 		var h [FrameHeaderBytes]byte
 		putHeader(&h, o.Ch, 4*len(o.Data))
-		if !l.tx.WriteAll(h[:]) {
-			return false
-		}
-		o.hdr, progress = true, true
+		hdr = h[:]
 	}
-	if o.sent < len(o.Data) {
-		n := l.tx.WriteFloats(o.Data[o.sent:])
-		o.sent += n
-		progress = progress || n > 0
-	}
-	return progress
+	wroteHdr, n := l.tx.writeFloats(hdr, o.Data[o.sent:])
+	o.hdr = o.hdr || wroteHdr
+	o.sent += n
+	return wroteHdr || n > 0
 }
 
 // In is where the next message on one channel lands straight from the
@@ -303,11 +299,23 @@ func (o *Out) Need() int { return o.need() }
 // Room is the number of bytes that may be sent now.
 func (l *Link) Room() int { return l.tx.Free() }
 
-// Wait waits one step of w on this side's bell, which the peer rings when
-// it puts bytes on the receive ring and when it frees room on the send
-// ring, until ready says what the caller waits for has come.
-func (l *Link) Wait(w *Waiter, ready func() bool) {
-	w.wait(l.rx.dataSeq, l.rx.dataWaiters, ready)
+// WaitFor waits one step of w on this side's bell, which the peer rings
+// when it puts bytes on the receive ring (if data) and when it frees room
+// on the send ring (if room > 0), until there are bytes to receive (data),
+// room bytes of room (room > 0) or also says yes (also may be nil: a
+// condition no ring of this link signals, such as another link's room; give
+// w a short Sleep then).
+func (l *Link) WaitFor(w *Waiter, data bool, room int, also func() bool) {
+	var dw, sw *uint32
+	if data {
+		dw = l.rx.dataWaiters
+	}
+	if room > 0 {
+		sw = l.tx.spaceWaiters
+	}
+	w.wait(l.rx.dataSeq, dw, sw, func() bool {
+		return data && l.rx.Available() > 0 || room > 0 && l.tx.Free() >= room || also != nil && also()
+	})
 }
 
 // ConfigureSpin sets the spin policy of every wait on this link (receiving,

@@ -16,7 +16,7 @@ const (
 	offDataSeq      = 128 // uint32: bumped after every write; the consumer sleeps on it
 	offDataWaiters  = 132 // uint32: consumers asleep on dataSeq
 	offSpaceSeq     = 192 // uint32: unused since version 2 (room is signalled on the other ring's dataSeq: shareBells)
-	offSpaceWaiters = 196 // uint32: unused since version 2
+	offSpaceWaiters = 196 // uint32: producers asleep waiting for room
 	ringCtlBytes    = 4096
 )
 
@@ -137,12 +137,12 @@ func (r *Ring) Read(p []byte) int {
 
 // WaitData waits one step of w for bytes to read.
 func (r *Ring) WaitData(w *Waiter) {
-	w.wait(r.dataSeq, r.dataWaiters, func() bool { return r.Available() > 0 })
+	w.wait(r.dataSeq, r.dataWaiters, nil, func() bool { return r.Available() > 0 })
 }
 
 // WaitSpace waits one step of w for n bytes of room.
 func (r *Ring) WaitSpace(w *Waiter, n int) {
-	w.wait(r.spaceSeq, r.spaceWaiters, func() bool { return r.Free() >= n })
+	w.wait(r.spaceSeq, r.spaceWaiters, nil, func() bool { return r.Free() >= n })
 }
 
 // notify bumps seq and wakes whoever sleeps on it. A sleeper registers in
@@ -181,25 +181,46 @@ func (r *Ring) spans(pos uint64, n int) (a, b []byte) {
 // read of partbench's rings is a multiple of 4 B (frame headers are 16 B,
 // payloads float32s), so positions stay 4-byte aligned.
 func (r *Ring) WriteFloats(src []float32) int {
-	h := atomic.LoadUint64(r.head)
-	n := min(len(src), r.Free()/4)
-	if n == 0 {
-		return 0
-	}
-	a, b := r.spans(h, 4*n)
-	if littleEndian && h%4 == 0 {
-		k := copy(floatsView(a), src)
-		copy(floatsView(b), src[k:])
-	} else {
-		enc := make([]byte, 4*n)
-		for i, v := range src[:n] {
-			binary.LittleEndian.PutUint32(enc[4*i:], math.Float32bits(v))
-		}
-		r.put(h, enc)
-	}
-	atomic.StoreUint64(r.head, h+uint64(4*n))
-	notify(r.dataSeq, r.dataWaiters)
+	_, n := r.writeFloats(nil, src)
 	return n
+}
+
+// writeFloats is WriteFloats after hdr: if hdr is not empty, it writes
+// nothing unless hdr fits, and then hdr and as many elements as fit after
+// it, published together (one wake-up for the consumer, not two).
+func (r *Ring) writeFloats(hdr []byte, src []float32) (wroteHdr bool, n int) {
+	h := atomic.LoadUint64(r.head)
+	free := r.Free()
+	if len(hdr) > free {
+		return false, 0
+	}
+	pos := h
+	if len(hdr) > 0 {
+		r.put(pos, hdr)
+		pos += uint64(len(hdr))
+		free -= len(hdr)
+	}
+	n = min(len(src), free/4)
+	if n > 0 {
+		a, b := r.spans(pos, 4*n)
+		if littleEndian && pos%4 == 0 {
+			k := copy(floatsView(a), src)
+			copy(floatsView(b), src[k:])
+		} else {
+			enc := make([]byte, 4*n)
+			for i, v := range src[:n] {
+				binary.LittleEndian.PutUint32(enc[4*i:], math.Float32bits(v))
+			}
+			r.put(pos, enc)
+		}
+		pos += uint64(4 * n)
+	}
+	if pos == h {
+		return len(hdr) > 0, 0
+	}
+	atomic.StoreUint64(r.head, pos)
+	notify(r.dataSeq, r.dataWaiters)
+	return len(hdr) > 0, n
 }
 
 // ReadFloats takes as many whole elements as are available (at most
@@ -252,10 +273,12 @@ func addFloats(dst, src []float32) {
 // events: r0 carries side 0's sends to side 1, r1 side 1's to side 0. Side
 // 0 waits for data on r1 and for room on r0, so r0's room is signalled on
 // r1's data word, and the other way round: a side waiting to send and to
-// receive at once (a ring collective's step) is woken by either.
+// receive at once (a ring collective's step) is woken by either. The
+// sleepers still count themselves per event (dataWaiters, spaceWaiters), so
+// a read frees room without a wake-up for a peer asleep waiting for data.
 func shareBells(r0, r1 *Ring) {
-	r0.spaceSeq, r0.spaceWaiters = r1.dataSeq, r1.dataWaiters
-	r1.spaceSeq, r1.spaceWaiters = r0.dataSeq, r0.dataWaiters
+	r0.spaceSeq = r1.dataSeq
+	r1.spaceSeq = r0.dataSeq
 }
 
 // Skip frees up to n available bytes unread and returns how many.

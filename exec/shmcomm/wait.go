@@ -121,7 +121,7 @@ func (w *Waiter) Reset() {
 
 // wait waits one step for ready: it returns when ready is true or after a
 // bounded step (at most SleepMax), whichever is first.
-func (w *Waiter) wait(seq, waiters *uint32, ready func() bool) {
+func (w *Waiter) wait(seq, waiters, waiters2 *uint32, ready func() bool) {
 	if w.start.IsZero() {
 		w.start, w.budget = time.Now(), w.Spin.budget()
 	}
@@ -134,7 +134,11 @@ func (w *Waiter) wait(seq, waiters *uint32, ready func() bool) {
 		runtime.Gosched() // a peer may be a goroutine of this process
 		return
 	}
-	atomic.AddUint32(waiters, 1)
+	for _, c := range [2]*uint32{waiters, waiters2} {
+		if c != nil {
+			atomic.AddUint32(c, 1)
+		}
+	}
 	s := atomic.LoadUint32(seq)
 	if !ready() {
 		d := SleepMax
@@ -143,5 +147,9 @@ func (w *Waiter) wait(seq, waiters *uint32, ready func() bool) {
 		}
 		futexWait(seq, s, d)
 	}
-	atomic.AddUint32(waiters, ^uint32(0))
+	for _, c := range [2]*uint32{waiters, waiters2} {
+		if c != nil {
+			atomic.AddUint32(c, ^uint32(0))
+		}
+	}
 }

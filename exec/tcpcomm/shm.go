@@ -247,6 +247,7 @@ func (c *Comm) exchangeShm(ctx context.Context, next, prev *peer, ch uint64, out
 			progress, received = progress || got, done
 		}
 		if o.Done() && received {
+			w.Reset() // records whether a spin was met, for the next waits
 			return nil
 		}
 		if progress {
@@ -269,29 +270,23 @@ func (c *Comm) exchangeShm(ctx context.Context, next, prev *peer, ch uint64, out
 		default:
 		}
 		recvLink, sendLink := prev.shm, next.shm
+		need, sending := o.Need(), !o.Done()
+		var waited bool
 		switch {
-		case received: // only room on next's ring is awaited: its bell rings for that
-			need := o.Need()
+		case received: // only room on next's ring: its bell rings for that
 			w.Spin = &sendLink.Spin
-			if !c.withMap(func() { sendLink.Wait(&w, func() bool { return sendLink.Room() >= need }) }) {
-				return ErrClosed
-			}
-		case o.Done() || next == prev: // prev's bell rings for both
-			need, sending := o.Need(), !o.Done()
-			if !c.withMap(func() {
-				recvLink.Wait(&w, func() bool { return recvLink.Pending() > 0 || (sending && sendLink.Room() >= need) })
-			}) {
-				return ErrClosed
-			}
-		default: // data from prev and room at next, two bells: sleep briefly on prev's
-			need := o.Need()
+			waited = c.withMap(func() { sendLink.WaitFor(&w, false, need, nil) })
+		case !sending: // only data from prev
+			waited = c.withMap(func() { recvLink.WaitFor(&w, true, 0, nil) })
+		case next == prev: // both, and one bell rings for both
+			waited = c.withMap(func() { recvLink.WaitFor(&w, true, need, nil) })
+		default: // data from prev and room at next: two bells, sleep briefly on prev's
 			w.Sleep = shmcomm.SleepBoth
-			if !c.withMap(func() {
-				recvLink.Wait(&w, func() bool { return recvLink.Pending() > 0 || sendLink.Room() >= need })
-			}) {
-				return ErrClosed
-			}
+			waited = c.withMap(func() { recvLink.WaitFor(&w, true, 0, func() bool { return sendLink.Room() >= need }) })
 			w.Sleep = 0
+		}
+		if !waited {
+			return ErrClosed
 		}
 	}
 }
