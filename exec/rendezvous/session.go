@@ -78,6 +78,10 @@ func (s *Session) Size() int { return s.size }
 // Peers lists every rank's host and pid, by rank.
 func (s *Session) Peers() []Peer { return append([]Peer(nil), s.peers...) }
 
+// JobID is the job's identity as Join was given it (Options.JobID: the
+// launcher's job id; "" when no launcher names the job).
+func (s *Session) JobID() string { return s.o.JobID }
+
 // LocalIP is this host's address on the control connection (the interface
 // that reaches rank 0, or that the others reached on rank 0): a good address
 // to advertise for the data plane.

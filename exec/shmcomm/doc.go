@@ -1,8 +1,11 @@
 // Package shmcomm is the shared-memory transport of partbench's CPU
 // communicator: a file mapped by the two ranks of a pair on one host, holding
 // one single-producer single-consumer byte ring per direction (head and tail
-// moved with sync/atomic), framed messages over the rings, and a wait that
-// spins, then yields, then sleeps on a futex with a bounded timeout.
+// moved with sync/atomic), framed messages over the rings — whole (TrySend,
+// Poll), streamed (SendFrame), or pipelined from and into the caller's
+// float32s (PushOut, PollInto: a ring collective's step) — and a wait that
+// spins by policy (Spin), then sleeps on one futex word per side with a
+// bounded timeout.
 //
 // It must not decide which ranks use it, detect a dead peer or know what the
 // messages hold: exec/tcpcomm chooses the transport per pair, keeps the TCP

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -37,6 +38,10 @@ type Link struct {
 	ch     uint64
 	msg    []byte
 	got    int
+	// landing is the message PollInto is putting straight into its In's
+	// elements; dropLeft the bytes still to drop of one it abandoned.
+	landing  *In
+	dropLeft int
 }
 
 // NewLinkPair is a pair of Links over rings in ordinary memory, for
@@ -49,6 +54,7 @@ func NewLinkPair(ringBytes int) (a, b *Link, err error) {
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), 8*len(mem))
 	r0 := newRing(raw[:ringCtlBytes+ringBytes])
 	r1 := newRing(raw[ringCtlBytes+ringBytes:])
+	shareBells(r0, r1)
 	return &Link{tx: r0, rx: r1}, &Link{tx: r1, rx: r0}, nil
 }
 
@@ -129,10 +135,35 @@ func (l *Link) Poll(maxBytes int, deliver func(ch uint64, msg []byte)) (progress
 		return false, nil
 	}
 	defer l.rmu.Unlock()
+	return l.poll(maxBytes, nil, deliver)
+}
+
+// poll is Poll and PollInto, with rmu held.
+func (l *Link) poll(maxBytes int, in *In, deliver func(ch uint64, msg []byte)) (progress bool, err error) {
 	if err := l.rx.Check(); err != nil {
 		return false, err
 	}
+	if in != nil && in.state == inWaiting && l.inMsg && l.ch == in.Ch {
+		in.state = inDelivered // an earlier poll began it into a buffer of its own
+	}
 	for l.rx.Available() > 0 {
+		switch {
+		case l.landing != nil:
+			li := l.landing
+			n := l.rx.ReadFloats(li.Dst[li.got:], li.Add)
+			if n == 0 { // less than an element: a header no partbench rank writes was accepted
+				return progress, nil
+			}
+			progress = true
+			if li.got += n; li.got == len(li.Dst) {
+				li.state, l.landing = inLanded, nil
+			}
+			continue
+		case l.dropLeft > 0:
+			l.dropLeft -= l.rx.Skip(l.dropLeft)
+			progress = true
+			continue
+		}
 		progress = true
 		if !l.inMsg {
 			l.hdrGot += l.rx.Read(l.hdr[l.hdrGot:])
@@ -144,6 +175,15 @@ func (l *Link) Poll(maxBytes int, deliver func(ch uint64, msg []byte)) (progress
 			if n > uint64(maxBytes) || n%4 != 0 {
 				return progress, fmt.Errorf("shmcomm: bad message header (channel %#x, %d B; at most %d B of float32s)", ch, n, maxBytes)
 			}
+			if in != nil && in.state == inWaiting && ch == in.Ch {
+				if n == uint64(4*len(in.Dst)) {
+					if in.state, in.got = inLanded, 0; n > 0 {
+						in.state, l.landing = inLanding, in
+					}
+					continue
+				}
+				in.state = inDelivered
+			}
 			l.inMsg, l.ch, l.msg, l.got = true, ch, make([]byte, n), 0
 		}
 		l.got += l.rx.Read(l.msg[l.got:])
@@ -154,4 +194,133 @@ func (l *Link) Poll(maxBytes int, deliver func(ch uint64, msg []byte)) (progress
 		}
 	}
 	return progress, nil
+}
+
+// Out is a message sent straight from the caller's elements, header first,
+// then the elements as room appears on the ring (PushOut): a ring
+// collective's step, whose chunk may be larger than the ring, pipelines
+// through it without a copy of its own while the same goroutine receives.
+// The elements must stay unchanged until Done.
+type Out struct {
+	Ch   uint64
+	Data []float32
+	hdr  bool
+	sent int // elements on the ring
+}
+
+// Done says whether the whole message is on the ring.
+func (o *Out) Done() bool { return o.hdr && o.sent == len(o.Data) }
+
+// need is the room the next piece of o waits for.
+func (o *Out) need() int {
+	if !o.hdr {
+		return FrameHeaderBytes
+	}
+	return 4
+}
+
+// PushOut puts as much of o on the ring as fits now and reports whether it
+// put anything; it never waits. Sending is for one goroutine at a time, and
+// no other message may go onto the ring until o is Done.
+func (l *Link) PushOut(o *Out) (progress bool) {
+	var hdr []byte
+	if !o.hdr {
+		var h [FrameHeaderBytes]byte
+		putHeader(&h, o.Ch, 4*len(o.Data))
+		hdr = h[:]
+	}
+	wroteHdr, n := l.tx.writeFloats(hdr, o.Data[o.sent:])
+	o.hdr = o.hdr || wroteHdr
+	o.sent += n
+	return wroteHdr || n > 0
+}
+
+// In is where the next message on one channel lands straight from the
+// ring (PollInto): copied into Dst, or added to it element by element in
+// index order (the sums exec/tcpcomm's all-reduce makes of a copied
+// message), with no buffer of its own.
+type In struct {
+	Ch  uint64
+	Dst []float32
+	Add bool
+
+	state int // inWaiting, inLanding, inLanded, inDelivered
+	got   int // elements landed
+}
+
+const (
+	inWaiting   = iota // its header has not arrived
+	inLanding          // its elements are arriving in Dst
+	inLanded           // all of them are in Dst
+	inDelivered        // the next message on Ch goes to deliver instead (another length, or begun before)
+)
+
+// Landed says whether the message is in Dst.
+func (in *In) Landed() bool { return in.state == inLanded }
+
+// Delivered says whether the next message on Ch goes to Poll's deliver
+// like any other (the caller takes it from there once it is complete):
+// its length is not Dst's, or an earlier poll had begun reading it.
+func (in *In) Delivered() bool { return in.state == inDelivered }
+
+// PollInto is Poll, but the first message on in.Ch to begin from here lands
+// in in.Dst if its length is Dst's; every other message is delivered.
+// Call it with the same in until in is Landed or Delivered, or Abandon.
+func (l *Link) PollInto(maxBytes int, in *In, deliver func(ch uint64, msg []byte)) (progress bool, err error) {
+	if !l.rmu.TryLock() {
+		return false, nil
+	}
+	defer l.rmu.Unlock()
+	return l.poll(maxBytes, in, deliver)
+}
+
+// Abandon gives up the message being landed by PollInto, if any: its bytes
+// still to come are read and dropped by later polls. It reports whether a
+// message was cut short (what Dst holds is then part of it, and the stream
+// of that channel has lost a message).
+func (l *Link) Abandon() bool {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.landing == nil {
+		return false
+	}
+	in := l.landing
+	l.landing = nil
+	l.dropLeft = 4 * (len(in.Dst) - in.got)
+	return true
+}
+
+// Started says whether any of o is on the ring (its header is).
+func (o *Out) Started() bool { return o.hdr }
+
+// Need is the room on the ring the next piece of o waits for.
+func (o *Out) Need() int { return o.need() }
+
+// Room is the number of bytes that may be sent now.
+func (l *Link) Room() int { return l.tx.Free() }
+
+// WaitFor waits one step of w on this side's bell, which the peer rings
+// when it puts bytes on the receive ring (if data) and when it frees room
+// on the send ring (if room > 0), until there are bytes to receive (data),
+// room bytes of room (room > 0) or also says yes (also may be nil: a
+// condition no ring of this link signals, such as another link's room; give
+// w a short Sleep then).
+func (l *Link) WaitFor(w *Waiter, data bool, room int, also func() bool) {
+	var dw, sw *uint32
+	if data {
+		dw = l.rx.dataWaiters
+	}
+	if room > 0 {
+		sw = l.tx.spaceWaiters
+	}
+	w.wait(l.rx.dataSeq, dw, sw, func() bool {
+		return data && l.rx.Available() > 0 || room > 0 && l.tx.Free() >= room || also != nil && also()
+	})
+}
+
+// ConfigureSpin sets the spin policy of every wait on this link (receiving,
+// sending, and the ring collectives' steps that wait on its Spin).
+func (l *Link) ConfigureSpin(mode SpinMode, length time.Duration) {
+	l.Spin.Configure(mode, length)
+	l.sendSpin.Configure(mode, length)
 }

@@ -1,7 +1,9 @@
 package shmcomm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"unsafe"
 )
@@ -13,8 +15,8 @@ const (
 	offTail         = 64  // uint64: bytes ever read (consumer)
 	offDataSeq      = 128 // uint32: bumped after every write; the consumer sleeps on it
 	offDataWaiters  = 132 // uint32: consumers asleep on dataSeq
-	offSpaceSeq     = 192 // uint32: bumped after every read; the producer sleeps on it
-	offSpaceWaiters = 196 // uint32: producers asleep on spaceSeq
+	offSpaceSeq     = 192 // uint32: unused since version 2 (room is signalled on the other ring's dataSeq: shareBells)
+	offSpaceWaiters = 196 // uint32: producers asleep waiting for room
 	ringCtlBytes    = 4096
 )
 
@@ -135,12 +137,12 @@ func (r *Ring) Read(p []byte) int {
 
 // WaitData waits one step of w for bytes to read.
 func (r *Ring) WaitData(w *Waiter) {
-	w.wait(r.dataSeq, r.dataWaiters, func() bool { return r.Available() > 0 })
+	w.wait(r.dataSeq, r.dataWaiters, nil, func() bool { return r.Available() > 0 })
 }
 
 // WaitSpace waits one step of w for n bytes of room.
 func (r *Ring) WaitSpace(w *Waiter, n int) {
-	w.wait(r.spaceSeq, r.spaceWaiters, func() bool { return r.Free() >= n })
+	w.wait(r.spaceSeq, r.spaceWaiters, nil, func() bool { return r.Free() >= n })
 }
 
 // notify bumps seq and wakes whoever sleeps on it. A sleeper registers in
@@ -152,4 +154,141 @@ func notify(seq, waiters *uint32) {
 	if atomic.LoadUint32(waiters) > 0 {
 		futexWake(seq)
 	}
+}
+
+// floatsView is b's bytes as float32s (b's length a multiple of 4, its start
+// 4-byte aligned: ring positions are, see ReadFloats).
+func floatsView(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}
+
+// spans are the ring's bytes [pos, pos+n) as at most two slices (the second
+// after the wrap).
+func (r *Ring) spans(pos uint64, n int) (a, b []byte) {
+	at := int(pos % r.size)
+	if at+n <= len(r.data) {
+		return r.data[at : at+n], nil
+	}
+	return r.data[at:], r.data[:n-(len(r.data)-at)]
+}
+
+// WriteFloats copies as many whole elements of src as fit now onto the
+// ring, little-endian, publishes them and wakes a sleeping consumer; it
+// returns the number of elements written and never waits. Every write and
+// read of partbench's rings is a multiple of 4 B (frame headers are 16 B,
+// payloads float32s), so positions stay 4-byte aligned.
+func (r *Ring) WriteFloats(src []float32) int {
+	_, n := r.writeFloats(nil, src)
+	return n
+}
+
+// writeFloats is WriteFloats after hdr: if hdr is not empty, it writes
+// nothing unless hdr fits, and then hdr and as many elements as fit after
+// it, published together (one wake-up for the consumer, not two).
+func (r *Ring) writeFloats(hdr []byte, src []float32) (wroteHdr bool, n int) {
+	h := atomic.LoadUint64(r.head)
+	free := r.Free()
+	if len(hdr) > free {
+		return false, 0
+	}
+	pos := h
+	if len(hdr) > 0 {
+		r.put(pos, hdr)
+		pos += uint64(len(hdr))
+		free -= len(hdr)
+	}
+	n = min(len(src), free/4)
+	if n > 0 {
+		a, b := r.spans(pos, 4*n)
+		if littleEndian && pos%4 == 0 {
+			k := copy(floatsView(a), src)
+			copy(floatsView(b), src[k:])
+		} else {
+			enc := make([]byte, 4*n)
+			for i, v := range src[:n] {
+				binary.LittleEndian.PutUint32(enc[4*i:], math.Float32bits(v))
+			}
+			r.put(pos, enc)
+		}
+		pos += uint64(4 * n)
+	}
+	if pos == h {
+		return len(hdr) > 0, 0
+	}
+	atomic.StoreUint64(r.head, pos)
+	notify(r.dataSeq, r.dataWaiters)
+	return len(hdr) > 0, n
+}
+
+// ReadFloats takes as many whole elements as are available (at most
+// len(dst)) off the ring into dst: copied, or with add added element by
+// element (dst[i] += x, in index order: the same float32 sums as adding a
+// copied message). It frees them, wakes a sleeping producer and returns the
+// number of elements taken; it never waits.
+func (r *Ring) ReadFloats(dst []float32, add bool) int {
+	t := atomic.LoadUint64(r.tail)
+	n := min(len(dst), r.Available()/4)
+	if n == 0 {
+		return 0
+	}
+	a, b := r.spans(t, 4*n)
+	if littleEndian && t%4 == 0 {
+		fa, fb := floatsView(a), floatsView(b)
+		if add {
+			addFloats(dst[:len(fa)], fa)
+			addFloats(dst[len(fa):n], fb)
+		} else {
+			copy(dst, fa)
+			copy(dst[len(fa):], fb)
+		}
+	} else {
+		enc := make([]byte, 4*n)
+		r.get(t, enc)
+		for i := range dst[:n] {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(enc[4*i:]))
+			if add {
+				dst[i] += v
+			} else {
+				dst[i] = v
+			}
+		}
+	}
+	atomic.StoreUint64(r.tail, t+uint64(4*n))
+	notify(r.spaceSeq, r.spaceWaiters)
+	return n
+}
+
+// addFloats is dst[i] += src[i] for every i, in index order.
+func addFloats(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// shareBells makes each side of a pair sleep on one word for both of its
+// events: r0 carries side 0's sends to side 1, r1 side 1's to side 0. Side
+// 0 waits for data on r1 and for room on r0, so r0's room is signalled on
+// r1's data word, and the other way round: a side waiting to send and to
+// receive at once (a ring collective's step) is woken by either. The
+// sleepers still count themselves per event (dataWaiters, spaceWaiters), so
+// a read frees room without a wake-up for a peer asleep waiting for data.
+func shareBells(r0, r1 *Ring) {
+	r0.spaceSeq = r1.dataSeq
+	r1.spaceSeq = r0.dataSeq
+}
+
+// Skip frees up to n available bytes unread and returns how many.
+func (r *Ring) Skip(n int) int {
+	t := atomic.LoadUint64(r.tail)
+	n = min(n, r.Available())
+	if n == 0 {
+		return 0
+	}
+	atomic.StoreUint64(r.tail, t+uint64(n))
+	notify(r.spaceSeq, r.spaceWaiters)
+	return n
 }

@@ -11,7 +11,7 @@ import (
 // 1 (the opener's sends), each ringCtlBytes of control and then its data.
 const (
 	headerBytes = 4096
-	version     = 1
+	version     = 2 // 2: each side's waits share one futex word (shareBells)
 	// TokenBytes is the size of the secret a segment's creator writes in its
 	// header and passes to the opener over another channel.
 	TokenBytes = 16
@@ -74,6 +74,7 @@ func (s *Segment) initRings(ringBytes int) {
 		off := headerBytes + i*(ringCtlBytes+ringBytes)
 		s.rings[i] = newRing(s.mem[off : off+ringCtlBytes+ringBytes])
 	}
+	shareBells(s.rings[0], s.rings[1])
 }
 
 // Path is the segment's file (gone from the directory once unlinked).

@@ -68,7 +68,12 @@ type Comm struct {
 	// it for reading; Close unmaps them holding it for writing.
 	mapMu    sync.RWMutex
 	unmapped bool
+	spin     string // the shared-memory waits' spin policy and why (SpinPolicy)
 }
+
+// SpinPolicy says how this rank's shared-memory waits spin before they
+// sleep, and why (SpinEnv).
+func (c *Comm) SpinPolicy() string { return c.spin }
 
 var _ pexec.Comm = (*Comm)(nil)
 

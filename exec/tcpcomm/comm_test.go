@@ -54,7 +54,7 @@ func worldErrs(t testing.TB, n int, opts func(rank int) Options) ([]*Comm, []err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := rendezvous.Options{Addr: ln.Addr().String(), Rank: r, Size: n, JoinTimeout: 5 * time.Second}
+			o := rendezvous.Options{Addr: ln.Addr().String(), Rank: r, Size: n, JoinTimeout: 5 * time.Second, JobID: testJobID}
 			if r == 0 {
 				o.Listener = ln
 			}

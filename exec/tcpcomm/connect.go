@@ -26,6 +26,8 @@ type addrInfo struct {
 	// Host is the rank's host key when it takes shared memory with ranks on
 	// its host ("" when its transport is tcp).
 	Host string `json:"host,omitempty"`
+	// CPUs is the set of CPUs the rank may run on (cpuMask), with Host.
+	CPUs string `json:"cpus,omitempty"`
 }
 
 // New connects rank to every other rank of size. It listens on an ephemeral
@@ -47,6 +49,13 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 	}
 	if err := o.resolve(); err != nil {
 		return nil, err
+	}
+	spin, err := o.resolveSpin()
+	if err != nil {
+		return nil, err
+	}
+	if j, ok := ex.(interface{ JobID() string }); ok {
+		o.jobID = j.JobID()
 	}
 	listenHost := o.ListenHost
 	c := &Comm{
@@ -79,6 +88,7 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 		if myInfo.Host == "" {
 			myInfo.Host = hostKey()
 		}
+		myInfo.CPUs = cpuMask()
 	}
 	me, _ := json.Marshal(myInfo)
 	raw, err := ex.AllGather(ctx, me)
@@ -186,12 +196,21 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 		}
 		return nil, err
 	}
+	var masks []string
+	for _, in := range infos {
+		if in.Host != "" && in.Host == infos[c.rank].Host {
+			masks = append(masks, in.CPUs)
+		}
+	}
+	mode, length, why := spinPolicy(spin, len(masks), hostCPUs(masks))
+	c.spin = fmt.Sprintf("%s (%s)", mode, why)
 	for r, nc := range conns {
 		if nc != nil {
 			_ = nc.SetDeadline(time.Time{})
 			c.peers[r] = newPeer(c, r, nc)
 			if segs[r] != nil {
 				c.peers[r].seg, c.peers[r].shm = segs[r], segs[r].Link()
+				c.peers[r].shm.ConfigureSpin(mode, length)
 			}
 		}
 	}

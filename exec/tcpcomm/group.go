@@ -97,6 +97,12 @@ func (g *Group) AllReduce(ctx context.Context, buf pexec.Buffer) error {
 	}
 	step := func(phase string, s, send, recv int, reduce bool) error {
 		out := chunk(send)
+		if np, pp := c.peers[next], c.peers[prev]; np.directTo() && pp.shm != nil {
+			c.counter.Message(next, int64(4*len(out)))
+			return c.exchangeShm(ctx, np, pp, g.ch, out, chunk(recv), reduce, func() string {
+				return fmt.Sprintf("all-reduce %s step %d", phase, s)
+			})
+		}
 		if err := c.post(next, g.ch, out); err != nil {
 			return err
 		}
@@ -159,6 +165,15 @@ func (g *Group) AllGather(ctx context.Context, send, recv pexec.Buffer) error {
 	block := func(i int) []float32 { return r[i*count : (i+1)*count] }
 	for st := 0; st < n-1; st++ {
 		out := block((p - st + n) % n)
+		if np, pp := c.peers[next], c.peers[prev]; np.directTo() && pp.shm != nil {
+			c.counter.Message(next, int64(4*count))
+			if err := c.exchangeShm(ctx, np, pp, g.ch, out, block((p-1-st+2*n)%n), false, func() string {
+				return fmt.Sprintf("all-gather step %d", st)
+			}); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := c.post(next, g.ch, out); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partbench/partbench/exec/shmcomm"
@@ -24,6 +25,9 @@ type peer struct {
 	// connection carries only the goodbye and reports a lost peer.
 	seg *shmcomm.Segment
 	shm *shmcomm.Link
+	// directSteps counts ring collective steps that sent to this peer
+	// straight from the caller's elements (exchangeShm).
+	directSteps atomic.Int64
 
 	wmu      sync.Mutex
 	queue    [][]byte

@@ -265,30 +265,37 @@ func TestTransportNames(t *testing.T) {
 // room) and then drops its connection without a goodbye, as a killed
 // process does, fails the others' pending calls with a PeerError within the
 // wait's bound, not a hang.
+//
+// With 3 ranks the waiting rank 0 sends to rank 1 and receives from rank
+// 2, two segments, so it waits for both at once (shmcomm.SleepBoth); rank
+// 2's drop must still end it.
 func TestSharedMemoryPeerStopsMidCollective(t *testing.T) {
-	cs := shmWorld(t, 2)
-	g, err := cs[0].NewGroup(context.Background(), []int{0, 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.AllReduce(context.Background(), make(pexec.F32, 400_000)) }() // 800 KB chunks: 3 rings' worth
-	time.Sleep(50 * time.Millisecond)
-	start := time.Now()
-	for _, p := range cs[1].peers {
-		if p.nc != nil {
-			p.nc.Close()
+	for _, n := range []int{2, 3} {
+		cs := shmWorld(t, n)
+		all := []int{0, 1, 2}[:n]
+		g, err := cs[0].NewGroup(context.Background(), all)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	select {
-	case err := <-done:
-		var pe *PeerError
-		if !errors.As(err, &pe) || pe.Rank != 1 {
-			t.Fatalf("pending all-reduce: %v", err)
+		done := make(chan error, 1)
+		go func() { done <- g.AllReduce(context.Background(), make(pexec.F32, 400_000)) }() // chunks of 800 KB (2 ranks) or 533 KB (3): 2–3 rings' worth
+		time.Sleep(50 * time.Millisecond)
+		start := time.Now()
+		for _, p := range cs[n-1].peers {
+			if p.nc != nil {
+				p.nc.Close()
+			}
 		}
-		t.Logf("failed %v after the drop: %v", time.Since(start), err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the all-reduce did not fail within 5 s of the peer's drop")
+		select {
+		case err := <-done:
+			var pe *PeerError
+			if !errors.As(err, &pe) || pe.Rank != n-1 {
+				t.Fatalf("%d ranks: pending all-reduce: %v", n, err)
+			}
+			t.Logf("%d ranks: failed %v after the drop: %v", n, time.Since(start), err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d ranks: the all-reduce did not fail within 5 s of the peer's drop", n)
+		}
 	}
 }
 

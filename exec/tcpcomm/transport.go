@@ -58,8 +58,34 @@ type Options struct {
 	ShmDir string
 	// RingBytes is each direction's ring (0: DefaultRingBytes).
 	RingBytes int
+	// Spin is the shared-memory waits' spin policy ("": the environment's
+	// SpinEnv, else auto): see SpinEnv.
+	Spin string
 
-	host string // this rank's host key ("": hostKey()); tests place ranks on hosts
+	host  string // this rank's host key ("": hostKey()); tests place ranks on hosts
+	jobID string // the job's identity, from the Exchanger (a rendezvous Session)
+}
+
+// segmentName names the segment of the pair (rank, q) that rank creates:
+// the job's identity (the launcher's job id, which every rank of the job
+// shares, so a segment a crashed job left behind says whose it was), the
+// two ranks, the creator's process id and 6 random bytes of the token (two
+// jobs of one id on one host do not collide). A job id is kept to 64 of
+// the characters [A-Za-z0-9._-], others become '_'; no job id is "nojob".
+func segmentName(jobID string, rank, q int, tok [shmcomm.TokenBytes]byte) string {
+	job := []byte(jobID)
+	if len(job) > 64 {
+		job = job[:64]
+	}
+	for i, b := range job {
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+			job[i] = '_'
+		}
+	}
+	if len(job) == 0 {
+		job = []byte("nojob")
+	}
+	return fmt.Sprintf("partbench-%s-r%d-r%d-p%d-%s", job, rank, q, os.Getpid(), hex.EncodeToString(tok[:6]))
 }
 
 func (o *Options) resolve() error {
@@ -156,7 +182,7 @@ func pairShm(ctx context.Context, nc net.Conn, rank, q int, o Options) (*shmcomm
 	if rank < q {
 		var tok [shmcomm.TokenBytes]byte
 		_, _ = rand.Read(tok[:])
-		name := fmt.Sprintf("partbench-%d-r%d-r%d-%s", os.Getpid(), rank, q, hex.EncodeToString(tok[:6]))
+		name := segmentName(o.jobID, rank, q, tok)
 		seg, err := shmcomm.Create(o.ShmDir, name, o.RingBytes, tok)
 		offer := shmOffer{Token: hex.EncodeToString(tok[:]), RingBytes: o.RingBytes}
 		if err != nil {

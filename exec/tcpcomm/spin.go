@@ -1,0 +1,134 @@
+package tcpcomm
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/bits"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/partbench/partbench/exec/shmcomm"
+)
+
+// SpinEnv sets how the shared-memory waits of a Comm whose Options do not
+// say spin before they sleep on the futex: auto (the default: off where
+// the host's ranks outnumber the CPUs they may run on, adaptive
+// otherwise), off, adaptive or always, the last two optionally with a
+// spin's length (adaptive:50us).
+const SpinEnv = "PARTBENCH_SHM_SPIN"
+
+// spinChoice is a parsed SpinEnv value.
+type spinChoice struct {
+	auto   bool
+	mode   shmcomm.SpinMode
+	length time.Duration
+}
+
+// parseSpin reads a spin policy; what names the value in errors.
+func parseSpin(what, s string) (spinChoice, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	name, length, hasLength := strings.Cut(v, ":")
+	var c spinChoice
+	switch name {
+	case "", "auto":
+		c.auto = true
+	case "off":
+		c.mode = shmcomm.SpinOff
+	case "adaptive":
+		c.mode = shmcomm.SpinAdaptive
+	case "always":
+		c.mode = shmcomm.SpinAlways
+	default:
+		return c, fmt.Errorf("%s: unknown spin policy %q (want auto, off, adaptive or always, the last two optionally with a length, e.g. adaptive:20us)", what, s)
+	}
+	if hasLength {
+		d, err := time.ParseDuration(length)
+		if err != nil || d <= 0 || d > time.Second || c.auto || c.mode == shmcomm.SpinOff {
+			return c, fmt.Errorf("%s: %q: a spin's length goes with adaptive or always, as a duration from 1ns to 1s (e.g. always:50us)", what, s)
+		}
+		c.length = d
+	}
+	return c, nil
+}
+
+// cpuMask is the set of CPUs this process may run on (its affinity mask
+// where the platform has one, else runtime.NumCPU CPUs), as hex of a
+// little-endian bitmap: bit i of byte i/8 is CPU i.
+func cpuMask() string {
+	cpus := usableCPUs()
+	if len(cpus) == 0 {
+		return ""
+	}
+	b := make([]byte, cpus[len(cpus)-1]/8+1)
+	for _, c := range cpus {
+		b[c/8] |= 1 << (c % 8)
+	}
+	return hex.EncodeToString(b)
+}
+
+// hostCPUs is the number of CPUs in the union of masks ("" or a bad mask
+// counts as this process's runtime.NumCPU CPUs from 0).
+func hostCPUs(masks []string) int {
+	var union []byte
+	for _, m := range masks {
+		b, err := hex.DecodeString(m)
+		if err != nil || len(b) == 0 {
+			b = make([]byte, (runtime.NumCPU()+7)/8)
+			for c := 0; c < runtime.NumCPU(); c++ {
+				b[c/8] |= 1 << (c % 8)
+			}
+		}
+		if len(b) > len(union) {
+			union = append(union, make([]byte, len(b)-len(union))...)
+		}
+		for i, x := range b {
+			union[i] |= x
+		}
+	}
+	n := 0
+	for _, x := range union {
+		n += bits.OnesCount8(x)
+	}
+	return n
+}
+
+// spinPolicy decides the shared-memory waits' spin from the choice and the
+// placement: ranks on this host and the CPUs they may run on together.
+// Under auto a host whose ranks outnumber its CPUs does not spin (a
+// spinning rank takes the CPU its partner needs); otherwise the spin is
+// adaptive. why says how it was decided.
+func spinPolicy(c spinChoice, ranksOnHost, cpus int) (mode shmcomm.SpinMode, length time.Duration, why string) {
+	if !c.auto {
+		return c.mode, c.length, fmt.Sprintf("%s %s", SpinEnv, c.mode)
+	}
+	if ranksOnHost > cpus {
+		return shmcomm.SpinOff, 0, fmt.Sprintf("auto: %d ranks on this host, %d CPUs to run on", ranksOnHost, cpus)
+	}
+	return shmcomm.SpinAdaptive, 0, fmt.Sprintf("auto: %d ranks on this host, %d CPUs to run on", ranksOnHost, cpus)
+}
+
+// resolveSpin reads Options.Spin, else SpinEnv.
+func (o *Options) resolveSpin() (spinChoice, error) {
+	if o.Spin != "" {
+		return parseSpin("tcpcomm: Options.Spin", o.Spin)
+	}
+	if v, ok := os.LookupEnv(SpinEnv); ok {
+		c, err := parseSpin(SpinEnv, v)
+		if err != nil {
+			return c, fmt.Errorf("tcpcomm: %w", err)
+		}
+		return c, nil
+	}
+	return spinChoice{auto: true}, nil
+}
+
+// firstCPUs is CPUs 0 to n−1.
+func firstCPUs(n int) []int {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}

@@ -1,0 +1,108 @@
+package tcpcomm
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/exec/shmcomm"
+)
+
+func TestParseSpin(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		auto   bool
+		mode   shmcomm.SpinMode
+		length time.Duration
+		err    string
+	}{
+		{in: "", auto: true},
+		{in: " Auto ", auto: true},
+		{in: "off", mode: shmcomm.SpinOff},
+		{in: "adaptive", mode: shmcomm.SpinAdaptive},
+		{in: "always:50us", mode: shmcomm.SpinAlways, length: 50 * time.Microsecond},
+		{in: "adaptive:200us", mode: shmcomm.SpinAdaptive, length: 200 * time.Microsecond},
+		{in: "sometimes", err: `PARTBENCH_SHM_SPIN: unknown spin policy "sometimes" (want auto, off, adaptive or always`},
+		{in: "off:20us", err: `PARTBENCH_SHM_SPIN: "off:20us": a spin's length goes with adaptive or always`},
+		{in: "always:-1ms", err: "as a duration from 1ns to 1s"},
+		{in: "always:2s", err: "as a duration from 1ns to 1s"},
+	} {
+		c, err := parseSpin(SpinEnv, tc.in)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.in, err)
+		case c.auto != tc.auto || (!c.auto && (c.mode != tc.mode || c.length != tc.length)):
+			t.Errorf("%q: %+v, want auto %v, mode %v, length %v", tc.in, c, tc.auto, tc.mode, tc.length)
+		}
+	}
+}
+
+// TestSpinFollowsPlacement: under auto a host's ranks spin only while they
+// are no more than the CPUs they may run on together (the union of their
+// affinity masks); a policy that is chosen is kept whatever the placement.
+func TestSpinFollowsPlacement(t *testing.T) {
+	// masks: CPUs {0,1} = "03", {2,3} = "0c", {0..9} = "ff03"
+	for _, tc := range []struct {
+		masks []string
+		cpus  int
+		mode  shmcomm.SpinMode
+	}{
+		{[]string{"03", "03"}, 2, shmcomm.SpinAdaptive},             // 2 ranks on 2 CPUs
+		{[]string{"03", "03", "03"}, 2, shmcomm.SpinOff},            // 3 on 2
+		{[]string{"03", "0c", "03", "0c"}, 4, shmcomm.SpinAdaptive}, // pinned pairs: 4 on 4
+		{[]string{"01", "01"}, 1, shmcomm.SpinOff},                  // both pinned to CPU 0
+		{[]string{"ff03", "01", "02"}, 10, shmcomm.SpinAdaptive},
+	} {
+		if got := hostCPUs(tc.masks); got != tc.cpus {
+			t.Errorf("masks %v: %d CPUs, want %d", tc.masks, got, tc.cpus)
+		}
+		mode, _, why := spinPolicy(spinChoice{auto: true}, len(tc.masks), hostCPUs(tc.masks))
+		if mode != tc.mode || !strings.Contains(why, "auto") {
+			t.Errorf("masks %v: spin %v (%s), want %v", tc.masks, mode, why, tc.mode)
+		}
+		if mode, length, _ := spinPolicy(spinChoice{mode: shmcomm.SpinAlways, length: time.Millisecond}, len(tc.masks), tc.cpus); mode != shmcomm.SpinAlways || length != time.Millisecond {
+			t.Errorf("masks %v: a chosen policy became %v %v", tc.masks, mode, length)
+		}
+	}
+	// cpuMask round-trips this process's CPUs
+	if got, want := hostCPUs([]string{cpuMask()}), len(usableCPUs()); got != want || want == 0 {
+		t.Errorf("this process: %d CPUs through its mask, %d usable", got, want)
+	}
+}
+
+// TestSpinPolicyOfAWorld: goroutine ranks of one process share its CPUs, so
+// a world of more ranks than that does not spin, and one of no more does.
+func TestSpinPolicyOfAWorld(t *testing.T) {
+	if !shmcomm.Supported {
+		t.Skip("no shared memory on this platform")
+	}
+	cpus := len(usableCPUs())
+	for _, n := range []int{2, cpus + 1} {
+		if n > 8 {
+			continue // a machine of many CPUs: the case of more ranks is too big for a unit test
+		}
+		cs := shmWorld(t, n)
+		want := "adaptive (auto: "
+		if n > cpus {
+			want = "off (auto: "
+		}
+		if got := cs[0].SpinPolicy(); !strings.HasPrefix(got, want) {
+			t.Errorf("%d ranks on %d CPUs: spin %q, want %q…", n, cpus, got, want)
+		}
+	}
+	t.Setenv(SpinEnv, "always:30us")
+	if got := shmWorld(t, 2)[1].SpinPolicy(); !strings.HasPrefix(got, "always (PARTBENCH_SHM_SPIN") {
+		t.Errorf("with %s=always:30us the spin is %q", SpinEnv, got)
+	}
+	t.Setenv(SpinEnv, "bogus")
+	_, errs := worldErrs(t, 2, func(int) Options {
+		return Options{ListenHost: "127.0.0.1", Transport: TransportSHM, ShmDir: t.TempDir()}
+	})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "PARTBENCH_SHM_SPIN") {
+		t.Errorf("with %s=bogus New returned %v, want an error naming the variable", SpinEnv, errs[0])
+	}
+}
