@@ -33,6 +33,13 @@ func TestLoadHostileClients(t *testing.T) {
 	const (
 		budget   = 32 << 20
 		duration = 2 * time.Second
+		// The legitimate client keeps going past duration until it has
+		// been served minServed requests, for at most patience: on a
+		// machine busy with other jobs 2 s may hold fewer, and the
+		// property is that it is served while the attack goes on, not how
+		// fast.
+		minServed = 10
+		patience  = 30 * time.Second
 	)
 	tf := tokenFile(t, "load-token")
 	for _, tr := range transports {
@@ -254,8 +261,9 @@ func TestLoadHostileClients(t *testing.T) {
 			}
 			// The legitimate client, throughout.
 			var lat []time.Duration
-			end := time.Now().Add(duration)
-			for time.Now().Before(end) {
+			start := time.Now()
+			end, giveUp := start.Add(duration), start.Add(patience)
+			for (time.Now().Before(end) || len(lat) < minServed) && time.Now().Before(giveUp) {
 				l, err := generate()
 				if err != nil {
 					t.Fatalf("the legitimate client after %d requests: %v", len(lat), err)
@@ -269,8 +277,8 @@ func TestLoadHostileClients(t *testing.T) {
 			defer mu.Unlock()
 			t.Logf("%s: legitimate requests served %d (median %v, max %v); silent clients holding half a request %d, refused at open %d, at step %d; peak RSS %d kB before, %d kB under load (budget %d kB)",
 				tr, len(lat), lat[len(lat)/2], lat[len(lat)-1], held, refusedOpen, refusedStep, before, peak, budget>>10)
-			if len(lat) < 10 {
-				t.Errorf("only %d legitimate requests in %v", len(lat), duration)
+			if len(lat) < minServed {
+				t.Errorf("only %d legitimate requests in %v under the attack (want %d)", len(lat), time.Since(start).Round(time.Millisecond), minServed)
 			}
 			if peak<<10 > budget+server.MemoryOverheadBytes && !raceEnabled {
 				t.Errorf("peak memory %d B under load; the bound is the budget %d B + %d B", peak<<10, budget, server.MemoryOverheadBytes)
