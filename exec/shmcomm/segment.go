@@ -18,10 +18,6 @@ const (
 	// MinRingBytes is the smallest ring a segment may have: a frame header
 	// and a few elements.
 	MinRingBytes = 4096
-	// DefaultRingBytes is each direction's ring: messages up to this size
-	// (a decode step's all-reduce chunks of every test config, many times
-	// over) go in one write; larger ones are streamed through it.
-	DefaultRingBytes = 1 << 20
 )
 
 var magic = [4]byte{'P', 'B', 'S', 'M'}
