@@ -174,9 +174,13 @@ func TestSessionStreamDrain(t *testing.T) {
 
 // TestSessionStreamLimit: one connection holds at most
 // server.MaxSessionStreams open session streams; a session beyond them is
-// refused its stream and steps over Step calls, served all the same.
+// refused its stream and steps over Step calls, served all the same. With
+// one slot and a queue of one, HTTP/2 allows 1 + 1 + MaxSessionStreams
+// streams on the connection: the open session streams leave the Step
+// calls their room (without it the third session's stream would wait for
+// a stream until its deadline).
 func TestSessionStreamLimit(t *testing.T) {
-	srv, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, server.NewCPUEngine())
 	c := dial(t, addrs["grpc"], "grpc", "")
 	var last *Session
 	for i := 0; i <= server.MaxSessionStreams; i++ {

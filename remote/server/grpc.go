@@ -255,7 +255,7 @@ func (g *grpcServer) Close(ctx context.Context, req *pb.CloseRequest) (*pb.Close
 	return &pb.CloseResponse{}, nil
 }
 
-// grpcServerStream counts what crosses a server Step stream.
+// grpcServerStream counts what crosses a server Step or Session stream.
 type grpcServerStream struct {
 	st pb.Remote_StepServer
 	s  *Server

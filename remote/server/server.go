@@ -132,7 +132,8 @@ type Server struct {
 	slots   chan struct{}
 	waiting atomic.Int64
 
-	// Bytes counts every Step stream the server served, both transports.
+	// Bytes counts every step the server served (Step and Session streams,
+	// raw TCP).
 	Bytes commcount.Transfer
 
 	grpc     *grpcServer
