@@ -131,8 +131,11 @@ func TestSessionStreamIdleReaped(t *testing.T) {
 	const idle = 100 * time.Millisecond
 	srv, addrs := startServer(t, server.ServerConfig{IdleTimeout: idle}, server.NewCPUEngine())
 	s, _ := statefulSteps(t, dial(t, addrs["grpc"], "grpc", ""))
-	if srv.SessionStreams() != 1 || srv.Sessions() != 1 {
-		t.Fatalf("after the steps: %d session streams, %d sessions; want 1 and 1", srv.SessionStreams(), srv.Sessions())
+	// The server may already have reaped it (a busy machine can take
+	// longer than the idle timeout to get here): the client's view says
+	// the steps ended with the stream open.
+	if s.ss.st == nil {
+		t.Fatal("no open session stream after the steps")
 	}
 	waitFor(t, 5*time.Second, func() bool { return srv.Sessions() == 0 && srv.SessionStreams() == 0 }, "the idle session and its stream ended")
 	if n := srv.Waiting(); n != 0 {
