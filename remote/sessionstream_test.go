@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -194,5 +195,46 @@ func TestSessionStreamLimit(t *testing.T) {
 	}
 	if !last.ss.off || last.ss.st != nil {
 		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", server.MaxSessionStreams+1, last.ss.off)
+	}
+}
+
+// TestSessionStreamConcurrentSteps: steps of one session at once (an
+// engine that takes any request in any order) are all served: one goes on
+// the session's stream, a step that finds it busy goes over a Step call;
+// each gets a whole reply and the stream stays open.
+func TestSessionStreamConcurrentSteps(t *testing.T) {
+	const workers, steps = 3, 20
+	_, addrs := startServer(t, server.ServerConfig{}, sinkEngine{})
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := dial(t, addrs["grpc"], "grpc", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < steps; i++ {
+				r, err := s.Step(ctx(t), partition.Decode, i, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+				if err != nil {
+					errs <- err
+					return
+				}
+				// sinkEngine replies b token ids of 4 B.
+				if len(r.Tensors) != 1 || len(r.Tensors[0].Data) != 4*b {
+					errs <- fmt.Errorf("step %d: reply %d tensors, want one of %d B", i, len(r.Tensors), 4*b)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if s.ss.st == nil {
+		t.Error("the session's stream was closed by concurrent steps")
 	}
 }
