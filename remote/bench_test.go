@@ -258,7 +258,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 	echoAddr := strings.TrimPrefix(echo.line(b, "echo listening on "), "echo listening on ")
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
-			_, addr := serveChild(b, tr, "CHILD_ENGINE=sink")
+			srv, addr := serveChild(b, tr, "CHILD_ENGINE=sink")
 			c := dial(b, addr, tr, "")
 			s, err := c.Open(context.Background(), cfg, partition.RemoteStateful, partition.RemoteOptions{})
 			if err != nil {
@@ -304,6 +304,24 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			b.ReportMetric(p50/f50, "p50/floor")
 			b.ReportMetric(p99/p50, "p99/p50")
 			b.ReportMetric(f99/f50, "floor-p99/p50")
+			if strings.Contains(os.Getenv("GODEBUG"), "gctrace=1") {
+				b.ReportMetric(float64(childGCs(srv)), "server-GCs")
+			}
 		})
 	}
+}
+
+// childGCs ends a child run with GODEBUG=gctrace=1 (inherited from this
+// process) and counts the garbage collections its stderr reports, one
+// line "gc N @…" each, over its whole life.
+func childGCs(c *child) int {
+	c.cmd.Process.Kill()
+	<-c.done // the stderr copy has ended
+	n := 0
+	for _, l := range strings.Split(c.stderr.String(), "\n") {
+		if strings.HasPrefix(l, "gc ") {
+			n++
+		}
+	}
+	return n
 }

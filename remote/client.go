@@ -118,6 +118,7 @@ type Session struct {
 	Plan         *partition.Plan
 	Logits       bool
 	OpenTransfer commcount.TransferSnapshot // weights load (kv mode)
+	ss           *sessionStream             // gRPC: the session's stream of steps
 }
 
 // Open opens a session for cfg in mode; a kv-mode session then needs Load.
@@ -140,7 +141,7 @@ func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.R
 	if own := wire.ChunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
 		chunk = own
 	}
-	return &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits}, nil
+	return &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits, ss: &sessionStream{}}, nil
 }
 
 func (c *Client) named(err error) error {
@@ -155,6 +156,9 @@ func (c *Client) named(err error) error {
 func (s *Session) Close(ctx context.Context) error {
 	ctx, cancel := s.c.deadline(ctx)
 	defer cancel()
+	if s.ss != nil {
+		defer s.ss.end()
+	}
 	if err := s.c.t.close(ctx, s.ID); err != nil {
 		return s.c.named(err)
 	}
@@ -178,12 +182,23 @@ type StepResult struct {
 	Bytes                   commcount.TransferSnapshot
 }
 
+// stream is where a step goes: on gRPC the session's stream when the
+// server has the Session RPC, else (and on raw TCP) a Step call.
+func (s *Session) stream(ctx context.Context) (clientStream, error) {
+	if g, ok := s.c.t.(*grpcTransport); ok && s.ss != nil {
+		if st, err := g.begin(ctx, s.ss); st != nil || err != nil {
+			return st, err
+		}
+	}
+	return s.c.t.step(ctx)
+}
+
 // Step sends one request and reads its reply. The tensors' data is sent
 // without a copy: it must not change until Step returns.
 func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []wire.Tensor) (*StepResult, error) {
 	t0 := time.Now()
 	var tr commcount.Transfer
-	st, err := s.c.t.step(ctx)
+	st, err := s.stream(ctx)
 	if err != nil {
 		return nil, s.c.named(err)
 	}
@@ -286,6 +301,8 @@ type grpcTransport struct {
 	cc  *grpc.ClientConn
 	rc  pb.RemoteClient
 	tok string
+	// stepOnly: the server has no Session RPC (it answered Unimplemented).
+	stepOnly atomic.Bool
 }
 
 type countingConn struct {

@@ -363,6 +363,9 @@ func TestHostileSilentClientDoesNotBlock(t *testing.T) {
 	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, ReadTimeout: readTimeout}, server.NewCPUEngine())
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			// The previous subtest's clients end after it: their sessions
+			// must be gone before the budget is read.
+			waitFor(t, 5*time.Second, func() bool { return srv.Sessions() == 0 }, "the previous subtest's sessions freed")
 			cfg, plan := testConfig(t, "test/single-tiny")
 			silent := dial(t, addrs[tr], tr, "")
 			s, err := silent.Open(ctx(t), cfg, partition.RemoteNaive, partition.RemoteOptions{})
@@ -741,5 +744,88 @@ func TestTCPLargeMessageCounted(t *testing.T) {
 	_, err := c.t.open(ctx(t), &pb.OpenRequest{ConfigJson: make([]byte, 2<<20), Mode: pb.Mode_MODE_STATEFUL})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "memory budget") {
 		t.Errorf("a 2 MiB open with a 1 MiB budget: %v, want ResourceExhausted naming the memory budget", err)
+	}
+}
+
+// rawSessionStep starts a step of s on its gRPC session stream (opening it
+// if need be) and sends a header declaring tensors (no data).
+func rawSessionStep(t *testing.T, s *Session, phase pb.Phase, step int, id string, tensors []*pb.TensorInfo) clientStream {
+	t.Helper()
+	cs, err := s.c.t.(*grpcTransport).begin(ctx(t), s.ss)
+	if err != nil || cs == nil {
+		t.Fatalf("session stream: %v (stream %v)", err, cs)
+	}
+	st := &onceFinish{clientStream: cs}
+	t.Cleanup(st.finish)
+	if err := st.Send(&pb.Frame{Kind: &pb.Frame_Header{Header: &pb.StepHeader{SessionId: id, Phase: phase, Step: int32(step), Tensors: tensors}}}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestHostileSessionStream: a gRPC session stream keeps every bound of a
+// Step call, in a server process of its own. After a served step on the
+// stream, a header declaring 40 GiB is refused before anything is
+// allocated (the server's peak memory does not grow), which ends that
+// stream; a step naming another session than the stream's is refused; a
+// header followed by nothing is cut off after the read timeout. After each,
+// the session's next step (on a new stream) is served.
+func TestHostileSessionStream(t *testing.T) {
+	const huge, readTimeout = 40 << 30, time.Second
+	srv, addr := hostileChild(t, "grpc", "HS_READ="+readTimeout.String())
+	pid := srv.cmd.Process.Pid
+	c := dial(t, addr, "grpc", "")
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	decode := func(step int) error {
+		_, err := s.Step(ctx(t), partition.Decode, step, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+		return err
+	}
+	if _, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(b, SeededPrompt(plan))}); err != nil {
+		t.Fatal(err)
+	}
+	before := procKB(t, pid, "VmHWM")
+	st := rawSessionStep(t, s, pb.Phase_PHASE_DECODE, 0, s.ID, []*pb.TensorInfo{{Name: partition.RemoteTokensIn, ElemBytes: 4, Shape: []int64{huge / 4}, Bytes: huge}})
+	if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument && status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a 40 GiB header on the session stream: %v, want InvalidArgument or ResourceExhausted", err)
+	}
+	st.finish()
+	// Expected growth: nothing of the 40 GiB; 64 MB for the runtime's noise.
+	if after := procKB(t, pid, "VmHWM"); after-before > 64<<10 && !raceEnabled {
+		t.Errorf("peak memory grew from %d kB to %d kB on a refused header", before, after)
+	}
+	if err := decode(0); err != nil {
+		t.Fatalf("the step after a refused header: %v (server stderr: %s)", err, srv.stderr)
+	}
+
+	other, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := []*pb.TensorInfo{{Name: partition.RemoteTokensIn, ElemBytes: 4, Shape: []int64{int64(b)}, Bytes: 4 * int64(b)}}
+	st = rawSessionStep(t, s, pb.Phase_PHASE_DECODE, 1, other.ID, tok)
+	if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "one session's steps") {
+		t.Fatalf("a step of another session on the stream: %v, want InvalidArgument", err)
+	}
+	st.finish()
+	if err := decode(1); err != nil {
+		t.Fatalf("the step after a foreign header: %v", err)
+	}
+
+	t0 := time.Now()
+	st = rawSessionStep(t, s, pb.Phase_PHASE_DECODE, 2, s.ID, tok)
+	if _, err := st.Recv(); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a header and then nothing on the session stream: %v, want DeadlineExceeded (read timeout)", err)
+	}
+	if d := time.Since(t0); d < readTimeout {
+		t.Errorf("the silent step was cut off after %v, before the %v read timeout", d, readTimeout)
+	}
+	st.finish()
+	if err := decode(2); err != nil {
+		t.Fatalf("the step after a silent one: %v", err)
 	}
 }

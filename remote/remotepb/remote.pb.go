@@ -1226,11 +1226,12 @@ const file_remote_proto_rawDesc = "" +
 	"\n" +
 	"PHASE_LOAD\x10\x03\x12\x0f\n" +
 	"\vPHASE_PAUSE\x10\x04\x12\x10\n" +
-	"\fPHASE_RESUME\x10\x052\xc1\x02\n" +
+	"\fPHASE_RESUME\x10\x052\x88\x03\n" +
 	"\x06Remote\x12K\n" +
 	"\x04Open\x12 .partbench.remote.v1.OpenRequest\x1a!.partbench.remote.v1.OpenResponse\x12N\n" +
 	"\x05Close\x12!.partbench.remote.v1.CloseRequest\x1a\".partbench.remote.v1.CloseResponse\x12B\n" +
-	"\x04Step\x12\x1a.partbench.remote.v1.Frame\x1a\x1a.partbench.remote.v1.Frame(\x010\x01\x12V\n" +
+	"\x04Step\x12\x1a.partbench.remote.v1.Frame\x1a\x1a.partbench.remote.v1.Frame(\x010\x01\x12E\n" +
+	"\aSession\x12\x1a.partbench.remote.v1.Frame\x1a\x1a.partbench.remote.v1.Frame(\x010\x01\x12V\n" +
 	"\bGenerate\x12$.partbench.remote.v1.GenerateRequest\x1a\".partbench.remote.v1.GenerateToken0\x01B0Z.github.com/partbench/partbench/remote/remotepbb\x06proto3"
 
 var (
@@ -1282,13 +1283,15 @@ var file_remote_proto_depIdxs = []int32{
 	2,  // 14: partbench.remote.v1.Remote.Open:input_type -> partbench.remote.v1.OpenRequest
 	4,  // 15: partbench.remote.v1.Remote.Close:input_type -> partbench.remote.v1.CloseRequest
 	9,  // 16: partbench.remote.v1.Remote.Step:input_type -> partbench.remote.v1.Frame
-	12, // 17: partbench.remote.v1.Remote.Generate:input_type -> partbench.remote.v1.GenerateRequest
-	3,  // 18: partbench.remote.v1.Remote.Open:output_type -> partbench.remote.v1.OpenResponse
-	5,  // 19: partbench.remote.v1.Remote.Close:output_type -> partbench.remote.v1.CloseResponse
-	9,  // 20: partbench.remote.v1.Remote.Step:output_type -> partbench.remote.v1.Frame
-	13, // 21: partbench.remote.v1.Remote.Generate:output_type -> partbench.remote.v1.GenerateToken
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
+	9,  // 17: partbench.remote.v1.Remote.Session:input_type -> partbench.remote.v1.Frame
+	12, // 18: partbench.remote.v1.Remote.Generate:input_type -> partbench.remote.v1.GenerateRequest
+	3,  // 19: partbench.remote.v1.Remote.Open:output_type -> partbench.remote.v1.OpenResponse
+	5,  // 20: partbench.remote.v1.Remote.Close:output_type -> partbench.remote.v1.CloseResponse
+	9,  // 21: partbench.remote.v1.Remote.Step:output_type -> partbench.remote.v1.Frame
+	9,  // 22: partbench.remote.v1.Remote.Session:output_type -> partbench.remote.v1.Frame
+	13, // 23: partbench.remote.v1.Remote.Generate:output_type -> partbench.remote.v1.GenerateToken
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name

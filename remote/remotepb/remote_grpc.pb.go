@@ -26,6 +26,7 @@ const (
 	Remote_Open_FullMethodName     = "/partbench.remote.v1.Remote/Open"
 	Remote_Close_FullMethodName    = "/partbench.remote.v1.Remote/Close"
 	Remote_Step_FullMethodName     = "/partbench.remote.v1.Remote/Step"
+	Remote_Session_FullMethodName  = "/partbench.remote.v1.Remote/Session"
 	Remote_Generate_FullMethodName = "/partbench.remote.v1.Remote/Generate"
 )
 
@@ -38,6 +39,17 @@ type RemoteClient interface {
 	// Step streams the request's header and data chunks and receives the
 	// reply's header, data chunks and trailer.
 	Step(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Frame, Frame], error)
+	// Session carries the steps of one session, one after another, on a
+	// stream kept open between them: each step is the frames a Step carries
+	// (header, data chunks; reply header, data chunks, trailer), and every
+	// header names the session of the stream's first. The server sends its
+	// response headers (metadata "partbench-session-stream") before reading,
+	// so a client learns at once whether the stream was accepted; a server
+	// without this RPC answers Unimplemented and the client uses Step. An
+	// error ends the stream with its status; the stream also ends when its
+	// session is freed (closed, idle, its connection's end) or the server
+	// drains.
+	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Frame, Frame], error)
 	// Generate streams one request's tokens from the serving engine, which
 	// batches it with every other request in flight (continuous batching).
 	Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateToken], error)
@@ -84,9 +96,22 @@ func (c *remoteClient) Step(ctx context.Context, opts ...grpc.CallOption) (grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Remote_StepClient = grpc.BidiStreamingClient[Frame, Frame]
 
+func (c *remoteClient) Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Frame, Frame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Remote_ServiceDesc.Streams[1], Remote_Session_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Frame, Frame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Remote_SessionClient = grpc.BidiStreamingClient[Frame, Frame]
+
 func (c *remoteClient) Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateToken], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Remote_ServiceDesc.Streams[1], Remote_Generate_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Remote_ServiceDesc.Streams[2], Remote_Generate_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +137,17 @@ type RemoteServer interface {
 	// Step streams the request's header and data chunks and receives the
 	// reply's header, data chunks and trailer.
 	Step(grpc.BidiStreamingServer[Frame, Frame]) error
+	// Session carries the steps of one session, one after another, on a
+	// stream kept open between them: each step is the frames a Step carries
+	// (header, data chunks; reply header, data chunks, trailer), and every
+	// header names the session of the stream's first. The server sends its
+	// response headers (metadata "partbench-session-stream") before reading,
+	// so a client learns at once whether the stream was accepted; a server
+	// without this RPC answers Unimplemented and the client uses Step. An
+	// error ends the stream with its status; the stream also ends when its
+	// session is freed (closed, idle, its connection's end) or the server
+	// drains.
+	Session(grpc.BidiStreamingServer[Frame, Frame]) error
 	// Generate streams one request's tokens from the serving engine, which
 	// batches it with every other request in flight (continuous batching).
 	Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateToken]) error
@@ -133,6 +169,9 @@ func (UnimplementedRemoteServer) Close(context.Context, *CloseRequest) (*CloseRe
 }
 func (UnimplementedRemoteServer) Step(grpc.BidiStreamingServer[Frame, Frame]) error {
 	return status.Errorf(codes.Unimplemented, "method Step not implemented")
+}
+func (UnimplementedRemoteServer) Session(grpc.BidiStreamingServer[Frame, Frame]) error {
+	return status.Errorf(codes.Unimplemented, "method Session not implemented")
 }
 func (UnimplementedRemoteServer) Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateToken]) error {
 	return status.Errorf(codes.Unimplemented, "method Generate not implemented")
@@ -201,6 +240,13 @@ func _Remote_Step_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Remote_StepServer = grpc.BidiStreamingServer[Frame, Frame]
 
+func _Remote_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RemoteServer).Session(&grpc.GenericServerStream[Frame, Frame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Remote_SessionServer = grpc.BidiStreamingServer[Frame, Frame]
+
 func _Remote_Generate_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(GenerateRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -232,6 +278,12 @@ var Remote_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Step",
 			Handler:       _Remote_Step_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Session",
+			Handler:       _Remote_Session_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -41,6 +41,8 @@ type connKey struct{}
 type grpcConn struct {
 	owner string
 	pre   *preAuthConn // nil: not from the pre-auth listener
+	// sessionStreams counts the connection's open Session streams.
+	sessionStreams atomic.Int64
 }
 
 // TagConn numbers each connection; sessions opened on it belong to it.
@@ -102,11 +104,16 @@ func (g *grpcServer) tap(ctx context.Context, info *tap.Info) (context.Context, 
 }
 
 // check checks the token again (in case a call reaches a handler without
-// the tap) and sets the server-side deadline.
+// the tap) and sets the server-side deadline. A Session stream gets none:
+// it lives as long as its session, and each of its steps runs under
+// CallTimeout (serveSession).
 func (g *grpcServer) check(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if err := g.authorizeMD(method, md); err != nil {
 		return nil, nil, err
+	}
+	if method == pb.Remote_Session_FullMethodName {
+		return ctx, func() {}, nil
 	}
 	if d, ok := ctx.Deadline(); ok && !d.After(time.Now().Add(g.s.cfg.CallTimeout)) {
 		// The client's deadline (grpc-timeout) comes first: no second timer.
@@ -141,9 +148,10 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 		grpc.InitialWindowSize(wire.WindowBytes), grpc.InitialConnWindowSize(wire.WindowBytes),
 		grpc.ReadBufferSize(wire.IOBufferBytes), grpc.WriteBufferSize(wire.IOBufferBytes),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageBytes),
-		// Streams per connection: as many as may execute and wait; more
-		// wait on the client (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
-		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue)),
+		// Streams per connection: as many as may execute and wait, and the
+		// open session streams; more wait on the client (HTTP/2
+		// SETTINGS_MAX_CONCURRENT_STREAMS).
+		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue + MaxSessionStreams)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: wire.KeepaliveTime, Timeout: wire.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -179,7 +187,11 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 	}
 	g.pre = newPreAuthListener(ln, s.cfg.MaxUnauthenticated, s.cfg.HandshakeTimeout)
 	g.gs = grpc.NewServer(opts...)
-	pb.RegisterRemoteServer(g.gs, g)
+	if s.cfg.StepOnly {
+		pb.RegisterRemoteServer(g.gs, stepOnly{g: g})
+	} else {
+		pb.RegisterRemoteServer(g.gs, g)
+	}
 	healthpb.RegisterHealthServer(g.gs, g.health)
 	g.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	g.health.SetServingStatus(pb.Remote_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -243,7 +255,7 @@ func (g *grpcServer) Close(ctx context.Context, req *pb.CloseRequest) (*pb.Close
 	return &pb.CloseResponse{}, nil
 }
 
-// grpcServerStream counts what crosses a server Step stream.
+// grpcServerStream counts what crosses a server Step or Session stream.
 type grpcServerStream struct {
 	st pb.Remote_StepServer
 	s  *Server

@@ -70,6 +70,9 @@ type ServerConfig struct {
 	// Generator, when set, is the serving engine Generate calls run on
 	// (servingroom.go); its memory is reserved from the budget.
 	Generator Generator
+	// StepOnly serves gRPC as a server from before the Session RPC did:
+	// Session answers Unimplemented and clients step over Step calls.
+	StepOnly bool
 }
 
 func (c *ServerConfig) defaults() {
@@ -129,7 +132,8 @@ type Server struct {
 	slots   chan struct{}
 	waiting atomic.Int64
 
-	// Bytes counts every Step stream the server served, both transports.
+	// Bytes counts every step the server served (Step and Session streams,
+	// raw TCP).
 	Bytes commcount.Transfer
 
 	grpc     *grpcServer
@@ -137,6 +141,10 @@ type Server struct {
 	stopIdle chan struct{}
 	idleDone chan struct{}
 	reads    *readWatch // the gRPC server's receives under ReadTimeout
+	// draining is closed when Shutdown begins: session streams waiting
+	// for their next step end, so that the drain need not wait for them.
+	draining chan struct{}
+	streams  atomic.Int64 // open Session streams, all connections
 }
 
 type session struct {
@@ -158,6 +166,9 @@ type session struct {
 	gone     bool
 	bufs     *recvBuffers
 	bufBytes int64
+	// freed is closed when the session is freed: a session stream waiting
+	// for its next step ends then.
+	freed chan struct{}
 }
 
 // NewServer makes a server over engine.
@@ -173,7 +184,7 @@ func NewServer(cfg ServerConfig, engine wire.Engine) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
 		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{}),
-		reads: newReadWatch(cfg.ReadTimeout)}
+		reads: newReadWatch(cfg.ReadTimeout), draining: make(chan struct{})}
 	if err := s.hostGenerator(); err != nil {
 		return nil, err
 	}
@@ -213,6 +224,9 @@ func (s *Server) Sessions() int {
 	defer s.mu.Unlock()
 	return len(s.sessions)
 }
+
+// SessionStreams is the number of open gRPC Session streams.
+func (s *Server) SessionStreams() int64 { return s.streams.Load() }
 
 // Waiting is how many requests wait in the queue for an execution slot.
 func (s *Server) Waiting() int64 { return s.waiting.Load() }
@@ -280,7 +294,7 @@ func (s *Server) open(owner string, req *pb.OpenRequest) (*pb.OpenResponse, erro
 		s.mu.Unlock()
 		return nil, status.Errorf(codes.Internal, "open: engine: %v", err)
 	}
-	se := &session{id: id, owner: owner, mode: mode, bytes: need, eng: eng}
+	se := &session{id: id, owner: owner, mode: mode, bytes: need, eng: eng, freed: make(chan struct{})}
 	se.lastUsed.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	s.sessions[id] = se
@@ -354,6 +368,7 @@ func (s *Server) detachLocked(se *session) bool {
 	delete(s.sessions, se.id)
 	s.reserved -= se.bytes + se.bufBytes
 	se.bufs, se.bufBytes, se.gone = nil, 0, true
+	close(se.freed)
 	return true
 }
 
@@ -459,6 +474,11 @@ func (s *Server) serveStep(ctx context.Context, owner string, st frameStream) er
 	if h == nil {
 		return status.Error(codes.InvalidArgument, "step: the first frame must be a header")
 	}
+	return s.serveHeader(ctx, owner, h, st)
+}
+
+// serveHeader runs the rest of a step whose header h has arrived.
+func (s *Server) serveHeader(ctx context.Context, owner string, h *pb.StepHeader, st frameStream) error {
 	span := time.Now()
 	stopUtil, utilOpen := s.cfg.Util.Start(), true
 	defer func() {
@@ -718,6 +738,9 @@ func (s *Server) putBuffers(se *session, b *recvBuffers, keep bool) {
 // closes what is left and frees every session.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.draining)
+	}
 	s.closed = true
 	s.mu.Unlock()
 	var wg sync.WaitGroup

@@ -18,7 +18,8 @@ import (
 // slack (the connection replyGrace more), and it stays armed between calls (a
 // wait between calls that outlives it clears it: see idle).
 type callClock struct {
-	c        net.Conn
+	c        net.Conn        // nil: a gRPC session stream's clock (contexts only)
+	parent   context.Context // the calls' contexts derive from it
 	timeout  time.Duration
 	slack    time.Duration
 	armed    time.Time       // the connection's deadline, both ways; zero: none
@@ -35,7 +36,12 @@ const (
 )
 
 func newCallClock(c net.Conn, timeout time.Duration) *callClock {
-	return &callClock{c: c, timeout: timeout, slack: min(timeout/callSlackFraction, callSlackMax), ctx: context.Background(), cancel: func() {}}
+	return newCallClockIn(context.Background(), c, timeout)
+}
+
+// newCallClockIn is newCallClock whose calls' contexts derive from parent.
+func newCallClockIn(parent context.Context, c net.Conn, timeout time.Duration) *callClock {
+	return &callClock{c: c, parent: parent, timeout: timeout, slack: min(timeout/callSlackFraction, callSlackMax), ctx: parent, cancel: func() {}}
 }
 
 // start begins a call at now and returns its context (the caller cancels
@@ -55,12 +61,16 @@ func (k *callClock) arm(d time.Time) {
 	k.cancel()
 	k.armed, k.readMove = d, false
 	if d.IsZero() {
-		k.c.SetDeadline(d)
-		k.ctx, k.cancel = context.Background(), func() {}
+		if k.c != nil {
+			k.c.SetDeadline(d)
+		}
+		k.ctx, k.cancel = k.parent, func() {}
 		return
 	}
-	k.c.SetDeadline(d.Add(k.replyGrace()))
-	k.ctx, k.cancel = context.WithDeadline(context.Background(), d)
+	if k.c != nil {
+		k.c.SetDeadline(d.Add(k.replyGrace()))
+	}
+	k.ctx, k.cancel = context.WithDeadline(k.parent, d)
 }
 
 // replyGrace is how long after a call's context ends its connection's

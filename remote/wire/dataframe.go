@@ -50,13 +50,13 @@ type DataIn struct {
 	N, Wire int
 }
 
-// frameCodec is the gRPC codec of the Step streams: protobuf for every
+// frameCodec is the gRPC codec of the Step and Session streams: protobuf for every
 // message, except that DataOut and DataIn move tensor bytes without
 // intermediate copies. It keeps protobuf's name, so the content type on the
 // wire is the standard application/grpc+proto.
 type frameCodec struct{ proto encoding.CodecV2 }
 
-// Frames is the Step streams' codec (both ends force it on their streams).
+// Frames is the Step and Session streams' codec (both ends force it on their streams).
 var Frames = frameCodec{proto: encoding.GetCodecV2(protoenc.Name)}
 
 func (c frameCodec) Name() string { return protoenc.Name }

@@ -49,3 +49,7 @@ func LoadPool(file string) (*x509.CertPool, error) {
 func MetadataWithToken(ctx context.Context, tok string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
 }
+
+// SessionStreamHeader is the response-header key with which a server
+// accepts a Session stream (sent before it reads a frame).
+const SessionStreamHeader = "partbench-session-stream"

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/partbench/partbench/remote/remotepb"
+	"github.com/partbench/partbench/remote/wire"
+)
+
+// MaxSessionStreams is how many Session streams one gRPC connection may
+// hold open at once; one more is refused (ResourceExhausted) before any of
+// its frames is read, and its client steps that session over Step calls.
+// HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue + this,
+// so open session streams, idle or not, never take a per-call step's room.
+const MaxSessionStreams = 16
+
+// Session serves a session's steps in order on one stream (see the RPC's
+// comment in remote.proto). Each step has every bound of a Step call: its
+// header and data arrive under ReadTimeout, the step runs under
+// CallTimeout (from its header's arrival), the declared sizes and the
+// memory budget are checked before anything is allocated, and it takes an
+// execution slot once its data has arrived. Between steps the stream holds
+// nothing: its session is not in use (the idle reaper frees it after
+// IdleTimeout, which ends the stream), no slot and no receive buffer beyond
+// the session's kept ones; a drain ends it at once.
+func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
+	gc, _ := st.Context().Value(connKey{}).(*grpcConn)
+	if gc == nil {
+		return status.Error(codes.Internal, "session stream: no connection state")
+	}
+	if n := gc.sessionStreams.Add(1); n > MaxSessionStreams {
+		gc.sessionStreams.Add(-1)
+		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, MaxSessionStreams)
+	}
+	defer gc.sessionStreams.Add(-1)
+	g.s.streams.Add(1)
+	defer g.s.streams.Add(-1)
+	if err := st.SendHeader(metadata.Pairs(wire.SessionStreamHeader, "1")); err != nil {
+		return err
+	}
+	err := g.s.serveSession(st.Context(), gc.owner, grpcServerStream{st, g.s})
+	if _, ok := status.FromError(err); !ok {
+		return status.Errorf(codes.Unavailable, "session stream: %v", err)
+	}
+	return err
+}
+
+// serveSession runs steps on st until an error, the session's end or the
+// server's drain.
+func (s *Server) serveSession(ctx context.Context, owner string, st grpcServerStream) error {
+	f, err := st.Recv() // the first header, under ReadTimeout
+	if err != nil {
+		return err
+	}
+	h := f.GetHeader()
+	if h == nil {
+		return status.Error(codes.InvalidArgument, "session stream: the first frame must be a header")
+	}
+	se, err := s.lookup(owner, h.SessionId)
+	if err != nil {
+		return err
+	}
+	clk := newCallClockIn(ctx, nil, s.cfg.CallTimeout)
+	defer clk.stop()
+	for {
+		sctx, cancel := clk.start(time.Now())
+		err := s.serveHeader(sctx, owner, h, st)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if f, err = s.nextStep(st, se); err != nil {
+			return err
+		}
+		if h = f.GetHeader(); h == nil {
+			return status.Error(codes.InvalidArgument, "session stream: a step must begin with a header")
+		}
+		if h.SessionId != se.id {
+			return status.Errorf(codes.InvalidArgument, "session stream of session %.8s…: a step of session %.8s… (a stream carries one session's steps)", se.id, h.SessionId)
+		}
+	}
+}
+
+type recvResult struct {
+	f   *pb.Frame
+	err error
+}
+
+// nextStep waits for the next step's header, with no read timeout (the
+// stream is idle between steps) but only as long as se is open and the
+// server is not draining. The receive runs in its own goroutine: when the
+// wait ends otherwise, the handler returns, which ends the stream and that
+// receive with it.
+func (s *Server) nextStep(st grpcServerStream, se *session) (*pb.Frame, error) {
+	done := make(chan recvResult, 1)
+	go func() {
+		f, err := st.st.Recv()
+		done <- recvResult{f, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		s.Bytes.Up(int64(len(r.f.GetData())), int64(proto.Size(r.f)+wire.GRPCPrefixBytes))
+		return r.f, nil
+	case <-se.freed:
+		return nil, status.Errorf(codes.NotFound, "session %.8s…: freed (closed, idle longer than %v, its connection's end or the server's shutdown); its stream ends", se.id, s.cfg.IdleTimeout)
+	case <-s.draining:
+		return nil, status.Error(codes.Unavailable, "session stream: the server is shutting down")
+	}
+}
+
+// stepOnly is the Remote service without the Session RPC (ServerConfig.StepOnly).
+type stepOnly struct {
+	pb.UnimplementedRemoteServer
+	g *grpcServer
+}
+
+func (o stepOnly) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	return o.g.Open(ctx, req)
+}
+
+func (o stepOnly) Close(ctx context.Context, req *pb.CloseRequest) (*pb.CloseResponse, error) {
+	return o.g.Close(ctx, req)
+}
+
+func (o stepOnly) Step(st pb.Remote_StepServer) error { return o.g.Step(st) }
+
+func (o stepOnly) Generate(req *pb.GenerateRequest, st pb.Remote_GenerateServer) error {
+	return o.g.Generate(req, st)
+}

@@ -1,0 +1,240 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/remote/server"
+	"github.com/partbench/partbench/remote/wire"
+)
+
+// statefulSteps runs a stateful prefill and three decodes on a fresh
+// session of c and returns each step's byte counts.
+func statefulSteps(t *testing.T, c *Client) (*Session, []commcount.TransferSnapshot) {
+	t.Helper()
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	r, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(b, SeededPrompt(plan))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []commcount.TransferSnapshot{r.Bytes}
+	for i := 0; i < 3; i++ {
+		r, err := s.Step(ctx(t), partition.Decode, i, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+		if err != nil {
+			t.Fatalf("decode %d: %v", i, err)
+		}
+		out = append(out, r.Bytes)
+	}
+	return s, out
+}
+
+// TestSessionStreamCarriesSteps: a gRPC session's steps go on one open
+// Session stream (the client keeps the same stream, the server counts one
+// open); a server without the Session RPC (StepOnly, as servers before it)
+// answers Unimplemented and the client steps over Step calls, with the
+// same results. The wire bytes each step reports are the same on both
+// paths, client and server side: each step is the same frames, each
+// counted as its protobuf size plus gRPC's 5-byte prefix, whichever stream
+// carries it (the tests against the model pin the absolute values).
+func TestSessionStreamCarriesSteps(t *testing.T) {
+	srv, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
+	old, oldAddrs := startServer(t, server.ServerConfig{StepOnly: true}, server.NewCPUEngine())
+
+	c := dial(t, addrs["grpc"], "grpc", "")
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := c.Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	if _, err := s.Step(ctx(t), partition.Prefill, 0, []wire.Tensor{tokensTensor(b, SeededPrompt(plan))}); err != nil {
+		t.Fatal(err)
+	}
+	first := s.ss.st
+	if first == nil {
+		t.Fatal("no session stream after a step on a server with the Session RPC")
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Step(ctx(t), partition.Decode, i, []wire.Tensor{tokensTensor(b, make([]uint32, b))}); err != nil {
+			t.Fatalf("decode %d: %v", i, err)
+		}
+	}
+	if s.ss.st != first {
+		t.Error("the session's steps went on more than one stream")
+	}
+	if n := srv.SessionStreams(); n != 1 {
+		t.Errorf("server: %d open session streams, want 1", n)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return srv.SessionStreams() == 0 }, "the closed session's stream ended")
+
+	srvBefore := srv.Bytes.Snapshot()
+	_, streamed := statefulSteps(t, dial(t, addrs["grpc"], "grpc", ""))
+	srvStream := diffSnap(srv.Bytes.Snapshot(), srvBefore)
+
+	oc := dial(t, oldAddrs["grpc"], "grpc", "")
+	_, called := statefulSteps(t, oc)
+	if !oc.t.(*grpcTransport).stepOnly.Load() {
+		t.Error("the client did not note that the server lacks the Session RPC")
+	}
+	if n := old.SessionStreams(); n != 0 {
+		t.Errorf("a StepOnly server has %d open session streams", n)
+	}
+	// The reply's trailer carries the server's timings as varints, so
+	// WireDown may differ between two runs by a few bytes; every other
+	// count is the same frames on both paths.
+	var sumStream, sumCalled commcount.TransferSnapshot
+	for i := range streamed {
+		a, b := streamed[i], called[i]
+		a.WireDown, b.WireDown = 0, 0
+		if a != b {
+			t.Errorf("step %d: bytes on the session stream %+v, over Step calls %+v", i, streamed[i], called[i])
+		}
+		sumStream, sumCalled = addSnap(sumStream, streamed[i]), addSnap(sumCalled, called[i])
+	}
+	// What the client counted is what the server counted, to the byte.
+	if sumStream != srvStream {
+		t.Errorf("session stream: the client counted %+v, the server %+v", sumStream, srvStream)
+	}
+	if got := old.Bytes.Snapshot(); got != sumCalled {
+		t.Errorf("Step calls: the client counted %+v, the server %+v", sumCalled, got)
+	}
+}
+
+func addSnap(a, b commcount.TransferSnapshot) commcount.TransferSnapshot {
+	return commcount.TransferSnapshot{PayloadUp: a.PayloadUp + b.PayloadUp, PayloadDown: a.PayloadDown + b.PayloadDown,
+		WireUp: a.WireUp + b.WireUp, WireDown: a.WireDown + b.WireDown, MessagesUp: a.MessagesUp + b.MessagesUp, MessagesDown: a.MessagesDown + b.MessagesDown}
+}
+
+func diffSnap(a, b commcount.TransferSnapshot) commcount.TransferSnapshot {
+	return commcount.TransferSnapshot{PayloadUp: a.PayloadUp - b.PayloadUp, PayloadDown: a.PayloadDown - b.PayloadDown,
+		WireUp: a.WireUp - b.WireUp, WireDown: a.WireDown - b.WireDown, MessagesUp: a.MessagesUp - b.MessagesUp, MessagesDown: a.MessagesDown - b.MessagesDown}
+}
+
+// TestSessionStreamIdleReaped: an open session stream between steps is not
+// a request in flight: the idle reaper frees its session after the idle
+// timeout, which ends the stream; the next step says the session is gone.
+func TestSessionStreamIdleReaped(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	srv, addrs := startServer(t, server.ServerConfig{IdleTimeout: idle}, server.NewCPUEngine())
+	s, _ := statefulSteps(t, dial(t, addrs["grpc"], "grpc", ""))
+	// The server may already have reaped it (a busy machine can take
+	// longer than the idle timeout to get here): the client's view says
+	// the steps ended with the stream open.
+	if s.ss.st == nil {
+		t.Fatal("no open session stream after the steps")
+	}
+	waitFor(t, 5*time.Second, func() bool { return srv.Sessions() == 0 && srv.SessionStreams() == 0 }, "the idle session and its stream ended")
+	if n := srv.Waiting(); n != 0 {
+		t.Errorf("%d requests waiting on an idle server", n)
+	}
+	_, plan := testConfig(t, "test/single-tiny")
+	b := plan.Config.Workload.Batch
+	_, err := s.Step(ctx(t), partition.Decode, 3, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("a step after the session idled out: %v, want NotFound", err)
+	}
+}
+
+// TestSessionStreamDrain: a drain does not wait for an idle session
+// stream: Shutdown returns without forcing (a forced stop returns an error
+// after the drain deadline of 20 s).
+func TestSessionStreamDrain(t *testing.T) {
+	srv, err := server.NewServer(server.ServerConfig{}, server.NewCPUEngine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := srv.ListenGRPC("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statefulSteps(t, dial(t, a.String(), "grpc", ""))
+	if n := srv.SessionStreams(); n != 1 {
+		t.Fatalf("%d session streams open before the drain, want 1", n)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		t.Errorf("shutdown with an idle session stream: %v", err)
+	}
+	if n := srv.SessionStreams(); n != 0 {
+		t.Errorf("%d session streams open after the drain", n)
+	}
+}
+
+// TestSessionStreamLimit: one connection holds at most
+// server.MaxSessionStreams open session streams; a session beyond them is
+// refused its stream and steps over Step calls, served all the same. With
+// one slot and a queue of one, HTTP/2 allows 1 + 1 + MaxSessionStreams
+// streams on the connection: the open session streams leave the Step
+// calls their room (without it the third session's stream would wait for
+// a stream until its deadline).
+func TestSessionStreamLimit(t *testing.T) {
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, server.NewCPUEngine())
+	c := dial(t, addrs["grpc"], "grpc", "")
+	var last *Session
+	for i := 0; i <= server.MaxSessionStreams; i++ {
+		last, _ = statefulSteps(t, c)
+	}
+	if n := srv.SessionStreams(); n != server.MaxSessionStreams {
+		t.Errorf("%d session streams open, want the limit %d", n, server.MaxSessionStreams)
+	}
+	if !last.ss.off || last.ss.st != nil {
+		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", server.MaxSessionStreams+1, last.ss.off)
+	}
+}
+
+// TestSessionStreamConcurrentSteps: steps of one session at once (an
+// engine that takes any request in any order) are all served: one goes on
+// the session's stream, a step that finds it busy goes over a Step call;
+// each gets a whole reply and the stream stays open.
+func TestSessionStreamConcurrentSteps(t *testing.T) {
+	const workers, steps = 3, 20
+	_, addrs := startServer(t, server.ServerConfig{}, sinkEngine{})
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := dial(t, addrs["grpc"], "grpc", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < steps; i++ {
+				r, err := s.Step(ctx(t), partition.Decode, i, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+				if err != nil {
+					errs <- err
+					return
+				}
+				// sinkEngine replies b token ids of 4 B.
+				if len(r.Tensors) != 1 || len(r.Tensors[0].Data) != 4*b {
+					errs <- fmt.Errorf("step %d: reply %d tensors, want one of %d B", i, len(r.Tensors), 4*b)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if s.ss.st == nil {
+		t.Error("the session's stream was closed by concurrent steps")
+	}
+}
