@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -170,6 +169,14 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	return all, x
 }
 
+// decCost is a stage shape's decode step: stageCost's dec, decBounds and
+// decSendS, shared by the shapes of its layouts that differ only in their
+// prefill chunk.
+type decCost struct {
+	dec, sendS float64
+	bounds     [8]float64
+}
+
 type collCostKey struct {
 	op      partition.Kind
 	bytes   int64
@@ -206,6 +213,10 @@ type QuickCache struct {
 	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
 	decodes map[proxyKey]*[4]decodeOps
 	stages  map[stageKey]*stageCost
+	// decCosts are the stage shapes' decode costs, by stageKey with chunk
+	// 0: a decode step, its working sets and so its residency do not
+	// depend on the prefill chunk (decodes), so neither does its cost.
+	decCosts map[stageKey]*decCost
 	colls   map[collCostKey]collCost
 	p2ps    map[p2pKey]float64
 	table   quickTable // the op-time table of the last plan's hardware
@@ -230,6 +241,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
 	c.stages = map[stageKey]*stageCost{}
+	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
 	c.p2ps = map[p2pKey]float64{}
 }
@@ -417,15 +429,17 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		}
 		if !d[kind].ok {
 			var dec partition.Program
+			var all int64 // the working set of the whole step
 			if kind == kindLast {
 				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
-				dec.Ops = slices.Concat(d[kind].pass.pre, d[kind].pass.layer, d[kind].pass.post)
+				all = workingSetOfPass(&d[kind].pass)
 			} else {
 				dec = pp.Program(r, partition.Decode)
 				d[kind].pass = splitPass(dec.Ops)
+				all = workingSet(dec)
 			}
 			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
-			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
+			d[kind].extraWS = all - d[kind].layerWS
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
@@ -437,7 +451,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
 			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
-			m.extraWS = workingSet(partition.Program{Ops: slices.Concat(m.pass.pre, m.pass.layer, m.pass.post)}) - m.layerWS
+			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
@@ -459,6 +473,25 @@ func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, laye
 		}
 	}
 	return p
+}
+
+// workingSetOfPass is workingSet of the Program holding p's ops in order
+// (pre, layer, post), without joining them into one slice: the same ops
+// visited in the same order, each tensor counted once.
+func workingSetOfPass(p *passOps) int64 {
+	seen := map[tensorKey]bool{}
+	var b int64
+	for _, ops := range [3][]partition.Op{p.pre, p.layer, p.post} {
+		for i := range ops {
+			op := &ops[i]
+			key := tensorKey{op.Layer, op.Tensor}
+			if reusable(op) && !seen[key] {
+				seen[key] = true
+				b += op.WeightBytes
+			}
+		}
+	}
+	return b
 }
 
 // middlePass is a middle stage's pass from the first stage's (its layer and
@@ -553,7 +586,8 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
+	perChunk := make([]float64, 3*C) // one allocation for the three
+	sc := &stageCost{pre0: perChunk[:C:C], preN: perChunk[C : 2*C : 2*C], preSendS: perChunk[2*C:]}
 	var bounds [8]float64
 	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
 		bounds = [8]float64{}
@@ -641,11 +675,19 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			sc.tailS += ot
 		}
 	}
-	if sc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
-		return nil, err
+	dk := key
+	dk.chunk = 0
+	dc, ok := c.decCosts[dk]
+	if !ok {
+		dc = &decCost{}
+		if dc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
+			return nil, err
+		}
+		dc.bounds = bounds
+		dc.sendS = c.sendTime(plan, &k.decode, key.out)
+		c.decCosts[dk] = dc
 	}
-	sc.decBounds = bounds
-	sc.decSendS = c.sendTime(plan, &k.decode, key.out)
+	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
 	c.stages[key] = sc
 	return sc, nil
 }
