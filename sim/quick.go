@@ -217,9 +217,9 @@ type QuickCache struct {
 	// 0: a decode step, its working sets and so its residency do not
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
-	colls   map[collCostKey]collCost
-	p2ps    map[p2pKey]float64
-	table   quickTable // the op-time table of the last plan's hardware
+	colls    map[collCostKey]collCost
+	p2ps     map[p2pKey]float64
+	table    quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
