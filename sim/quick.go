@@ -627,7 +627,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 					return 0, 0, err
 				}
 				o0 := ot
-				if part.first {
+				if part.first && touches(&part.ops[i]) {
 					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
 						return 0, 0, err
 					}
@@ -690,6 +690,15 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
 	c.stages[key] = sc
 	return sc, nil
+}
+
+// touches says whether opTime can price op differently with first touch:
+// only a compute op whose weight L2 could hold (computeCost reads
+// reusable weight bytes from L2 except on first touch; with no weight bytes
+// it reads none either way). Collectives, sends and recvs never look at
+// first touch.
+func touches(op *partition.Op) bool {
+	return reusable(op) && op.WeightBytes != 0
 }
 
 // middleChunks sets the pass times of prefill chunks 1 … C−2, which
