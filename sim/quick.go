@@ -740,8 +740,9 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 			}
 		}
 		k.attn.s = make([][]float64, k.chunks)
+		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
 		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attn.s[ch] = make([]float64, len(at))
+			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
 			for j, i := range at {
 				op := p.layer[i].AtPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
