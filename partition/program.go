@@ -205,6 +205,16 @@ func (p *Plan) PrefillPass(rank, mb, c int) []Op {
 	return b.ops
 }
 
+// AppendPrefillPass is PrefillPass(rank, mb, c) appended to dst: the same
+// ops, in a slice the caller sizes (a caller building many passes reuses
+// one buffer and keeps copies of exactly the passes' lengths).
+func (p *Plan) AppendPrefillPass(dst []Op, rank, mb, c int) []Op {
+	r := p.RankAt(rank)
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes), ops: dst}
+	b.chunkPass(mb, c)
+	return b.ops
+}
+
 // chunkPass appends micro-batch mb's pass of prefill chunk c: PrefillChunk
 // tokens per sequence (the last chunk the rest of the prompt) after c
 // chunks cached.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
@@ -228,6 +229,8 @@ type QuickCache struct {
 	// attnAt are middleChunks'.
 	firstT, terms []float64
 	attnAt        []int
+	// opBuf is proxy's buffer for the passes it builds.
+	opBuf []partition.Op
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -421,10 +424,18 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.last = aroundPass(pp, r, partition.Prefill, k.chunks-1, f.last.layer)
 			}
 		} else {
-			k.first = splitPass(pp.PrefillPass(r, 0, 0))
+			// Both passes built into the cache's buffer, then kept in one
+			// slice of exactly their length.
+			c.opBuf = pp.AppendPrefillPass(c.opBuf[:0], r, 0, 0)
+			n0 := len(c.opBuf)
+			if k.chunks > 1 {
+				c.opBuf = pp.AppendPrefillPass(c.opBuf, r, 0, k.chunks-1)
+			}
+			ops := slices.Clone(c.opBuf)
+			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
-				k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+				k.last = splitPass(ops[n0:])
 			}
 		}
 		if !d[kind].ok {
