@@ -92,11 +92,12 @@ func TestPassAroundIsThePassWithoutItsLayers(t *testing.T) {
 	t.Logf("%d passes", checked)
 }
 
-// AppendPrefillPass is PrefillPass appended to a slice: on every rank of
+// AppendPrefillPass and AppendPassAround are PrefillPass and PassAround
+// appended to a slice: on every rank of
 // the seed's tp8pp2 (four chunks), the tiny pipeline and GPT-2 XL, every
 // chunk of two micro-batches appended after a pass already in the slice
-// must be the pass PrefillPass builds, and leave the pass before it as it
-// was.
+// must be the pass PrefillPass (PassAround, with the same index) builds,
+// and leave the pass before it as it was.
 func TestAppendPrefillPassIsPrefillPass(t *testing.T) {
 	checked := 0
 	for _, name := range []string{"tp8pp2", "test/pp4-tiny", "gpt2-xl-decode"} {
@@ -124,6 +125,11 @@ func TestAppendPrefillPassIsPrefillPass(t *testing.T) {
 					}
 					if !reflect.DeepEqual(buf[:len(before)], before) {
 						t.Fatalf("%s rank %d mb %d chunk %d: the pass before was changed", name, rank, mb, c)
+					}
+					wantOps, wantAt := p.PassAround(rank, Prefill, mb, c)
+					buf, at := p.AppendPassAround(slices.Clone(before), rank, Prefill, mb, c)
+					if !reflect.DeepEqual(buf[len(before):], wantOps) || at != wantAt || !reflect.DeepEqual(buf[:len(before)], before) {
+						t.Fatalf("%s rank %d mb %d chunk %d: AppendPassAround gave %d ops at %d, PassAround %d at %d, or they differ", name, rank, mb, c, len(buf)-len(before), at, len(wantOps), wantAt)
 					}
 					checked++
 				}

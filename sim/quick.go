@@ -417,11 +417,20 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		r := pp.RankOf(s, 0)
 		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
-			// The layer is the first stage's: build the ops around it.
-			k.first = aroundPass(pp, r, partition.Prefill, 0, f.first.layer)
+			// The layer is the first stage's: build the ops around it, both
+			// passes into the cache's buffer, then kept in one slice of
+			// exactly their length.
+			var at0, at1 int
+			c.opBuf, at0 = pp.AppendPassAround(c.opBuf[:0], r, partition.Prefill, 0, 0)
+			n0 := len(c.opBuf)
+			if k.chunks > 1 {
+				c.opBuf, at1 = pp.AppendPassAround(c.opBuf, r, partition.Prefill, 0, k.chunks-1)
+			}
+			ops := slices.Clone(c.opBuf)
+			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
-				k.last = aroundPass(pp, r, partition.Prefill, k.chunks-1, f.last.layer)
+				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
 			// Both passes built into the cache's buffer, then kept in one
@@ -477,6 +486,11 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 // place of its own (partition.Plan.PassAround).
 func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
 	ops, at := pp.PassAround(rank, phase, 0, c)
+	return opsAround(ops, at, layer)
+}
+
+// opsAround is aroundPass's pass from PassAround's ops and index.
+func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
 	for k, op := range p.post {
 		if op.Kind == partition.Sample {
