@@ -91,3 +91,53 @@ func TestPassAroundIsThePassWithoutItsLayers(t *testing.T) {
 	}
 	t.Logf("%d passes", checked)
 }
+
+// AppendPrefillPass and AppendPassAround are PrefillPass and PassAround
+// appended to a slice: on every rank of
+// the seed's tp8pp2 (four chunks), the tiny pipeline and GPT-2 XL, every
+// chunk of two micro-batches appended after a pass already in the slice
+// must be the pass PrefillPass (PassAround, with the same index) builds,
+// and leave the pass before it as it was.
+func TestAppendPrefillPassIsPrefillPass(t *testing.T) {
+	checked := 0
+	for _, name := range []string{"tp8pp2", "test/pp4-tiny", "gpt2-xl-decode"} {
+		cfg, err := configs.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "tp8pp2" {
+			cfg.Parallel.PrefillChunk = (cfg.Workload.PromptTokens() + 3) / 4
+		}
+		p, err := NewPlan(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !p.Config.Workload.HasPhase("prefill") {
+			continue
+		}
+		for rank := range p.Ranks {
+			for c := 0; c < p.PrefillChunks; c++ {
+				for mb := 0; mb < min(2, p.Microbatches); mb++ {
+					before := p.PrefillPass(rank, 0, 0)
+					buf := p.AppendPrefillPass(slices.Clone(before), rank, mb, c)
+					if want := p.PrefillPass(rank, mb, c); !reflect.DeepEqual(buf[len(before):], want) {
+						t.Fatalf("%s rank %d mb %d chunk %d: appended %d ops, PrefillPass %d, or they differ", name, rank, mb, c, len(buf)-len(before), len(want))
+					}
+					if !reflect.DeepEqual(buf[:len(before)], before) {
+						t.Fatalf("%s rank %d mb %d chunk %d: the pass before was changed", name, rank, mb, c)
+					}
+					wantOps, wantAt := p.PassAround(rank, Prefill, mb, c)
+					buf, at := p.AppendPassAround(slices.Clone(before), rank, Prefill, mb, c)
+					if !reflect.DeepEqual(buf[len(before):], wantOps) || at != wantAt || !reflect.DeepEqual(buf[:len(before)], before) {
+						t.Fatalf("%s rank %d mb %d chunk %d: AppendPassAround gave %d ops at %d, PassAround %d at %d, or they differ", name, rank, mb, c, len(buf)-len(before), at, len(wantOps), wantAt)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("%d passes checked: too few", checked)
+	}
+	t.Logf("%d passes", checked)
+}

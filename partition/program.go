@@ -195,12 +195,37 @@ func (p *Plan) PassAround(rank int, phase Phase, mb, c int) (ops []Op, at int) {
 	return b.ops, b.layersAt
 }
 
+// AppendPassAround is PassAround(rank, phase, mb, c) appended to dst: the
+// pass's ops are ops[len(dst):], and at is where its layers go counted
+// from the pass's first op, as PassAround counts it.
+func (p *Plan) AppendPassAround(dst []Op, rank int, phase Phase, mb, c int) (ops []Op, at int) {
+	r := p.RankAt(rank)
+	r.Layers = nil
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes), ops: dst}
+	if phase == Prefill {
+		b.chunkPass(mb, c)
+	} else {
+		b.decodePass(mb)
+	}
+	return b.ops, b.layersAt - len(dst)
+}
+
 // PrefillPass is micro-batch mb's pass of prefill chunk c on rank: the ops
 // its prefill Program holds for that pass, built alone.
 func (p *Plan) PrefillPass(rank, mb, c int) []Op {
 	r := p.RankAt(rank)
 	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes)}
 	b.ops = make([]Op, 0, 12*len(r.Layers)+10)
+	b.chunkPass(mb, c)
+	return b.ops
+}
+
+// AppendPrefillPass is PrefillPass(rank, mb, c) appended to dst: the same
+// ops, in a slice the caller sizes (a caller building many passes reuses
+// one buffer and keeps copies of exactly the passes' lengths).
+func (p *Plan) AppendPrefillPass(dst []Op, rank, mb, c int) []Op {
+	r := p.RankAt(rank)
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes), ops: dst}
 	b.chunkPass(mb, c)
 	return b.ops
 }

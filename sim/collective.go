@@ -512,6 +512,25 @@ func checkRanks(t topology.Topology, ranks []int) error {
 		return fmt.Errorf("empty rank list")
 	}
 	size := t.Size()
+	// Groups are mostly listed in increasing order: a strictly increasing
+	// list has no rank twice, so only the range is checked. The first rank
+	// out of range is the error the loop below would give first, as the
+	// ranks before it are distinct. A list not in order is checked by the
+	// loop below from its start.
+	prev, inOrder := -1, true
+	for _, r := range ranks {
+		if r < 0 || r >= size {
+			return fmt.Errorf("rank %d out of range: topology %q has ranks 0..%d", r, t.Name, size-1)
+		}
+		if r <= prev {
+			inOrder = false
+			break
+		}
+		prev = r
+	}
+	if inOrder {
+		return nil
+	}
 	seen := make(map[int]bool, len(ranks))
 	for _, r := range ranks {
 		if r < 0 || r >= size {

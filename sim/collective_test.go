@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -616,4 +617,62 @@ func sizeLabel(b int64) string {
 		return fmt.Sprintf("%d MiB", b>>20)
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// checkRanksByMap is checkRanks as it was written before its in-order fast
+// path: every rank checked against the range and a map of the ranks seen.
+func checkRanksByMap(t topology.Topology, ranks []int) error {
+	if len(ranks) == 0 {
+		return fmt.Errorf("empty rank list")
+	}
+	size := t.Size()
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		if r < 0 || r >= size {
+			return fmt.Errorf("rank %d out of range: topology %q has ranks 0..%d", r, t.Name, size-1)
+		}
+		if seen[r] {
+			return fmt.Errorf("rank %d appears twice in %s", r, rankList(ranks))
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// checkRanks skips its map for a strictly increasing list. Every list of
+// up to four ranks drawn from −1 … 4 on a topology of 4 ranks (6⁰ + … + 6⁴
+// = 1,555 lists: in order, out of order, repeated, out of range before,
+// after and between repeats) must give the error, text for text, or the
+// nil the map gives.
+func TestCheckRanksInOrderIsCheckRanksByMap(t *testing.T) {
+	topo := topology.Topology{Name: "four", Nodes: 2, GPUsPerNode: 2}
+	var lists [][]int
+	var grow func(l []int)
+	grow = func(l []int) {
+		lists = append(lists, l)
+		if len(l) == 4 {
+			return
+		}
+		for r := -1; r <= 4; r++ {
+			grow(append(slices.Clone(l), r))
+		}
+	}
+	grow(nil)
+	if len(lists) != 1555 {
+		t.Fatalf("%d lists, want 1,555", len(lists))
+	}
+	nilErrs := 0
+	for _, l := range lists {
+		got, want := checkRanks(topo, l), checkRanksByMap(topo, l)
+		if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+			t.Fatalf("checkRanks(%v) = %v, the map gives %v", l, got, want)
+		}
+		if got == nil {
+			nilErrs++
+		}
+	}
+	// Accepted: the lists of distinct ranks 0 … 3, 4 + 12 + 24 + 24 = 64.
+	if nilErrs != 64 {
+		t.Fatalf("%d lists accepted, want 64", nilErrs)
+	}
 }

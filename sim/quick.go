@@ -170,6 +170,14 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	return all, x
 }
 
+// decCost is a stage shape's decode step: stageCost's dec, decBounds and
+// decSendS, shared by the shapes of its layouts that differ only in their
+// prefill chunk.
+type decCost struct {
+	dec, sendS float64
+	bounds     [8]float64
+}
+
 type collCostKey struct {
 	op      partition.Kind
 	bytes   int64
@@ -206,9 +214,13 @@ type QuickCache struct {
 	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
 	decodes map[proxyKey]*[4]decodeOps
 	stages  map[stageKey]*stageCost
-	colls   map[collCostKey]collCost
-	p2ps    map[p2pKey]float64
-	table   quickTable // the op-time table of the last plan's hardware
+	// decCosts are the stage shapes' decode costs, by stageKey with chunk
+	// 0: a decode step, its working sets and so its residency do not
+	// depend on the prefill chunk (decodes), so neither does its cost.
+	decCosts map[stageKey]*decCost
+	colls    map[collCostKey]collCost
+	p2ps     map[p2pKey]float64
+	table    quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
@@ -217,6 +229,8 @@ type QuickCache struct {
 	// attnAt are middleChunks'.
 	firstT, terms []float64
 	attnAt        []int
+	// opBuf is proxy's buffer for the passes it builds.
+	opBuf []partition.Op
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -230,6 +244,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
 	c.stages = map[stageKey]*stageCost{}
+	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
 	c.p2ps = map[p2pKey]float64{}
 }
@@ -402,30 +417,49 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		r := pp.RankOf(s, 0)
 		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
-			// The layer is the first stage's: build the ops around it.
-			k.first = aroundPass(pp, r, partition.Prefill, 0, f.first.layer)
+			// The layer is the first stage's: build the ops around it, both
+			// passes into the cache's buffer, then kept in one slice of
+			// exactly their length.
+			var at0, at1 int
+			c.opBuf, at0 = pp.AppendPassAround(c.opBuf[:0], r, partition.Prefill, 0, 0)
+			n0 := len(c.opBuf)
+			if k.chunks > 1 {
+				c.opBuf, at1 = pp.AppendPassAround(c.opBuf, r, partition.Prefill, 0, k.chunks-1)
+			}
+			ops := slices.Clone(c.opBuf)
+			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
-				k.last = aroundPass(pp, r, partition.Prefill, k.chunks-1, f.last.layer)
+				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
-			k.first = splitPass(pp.PrefillPass(r, 0, 0))
+			// Both passes built into the cache's buffer, then kept in one
+			// slice of exactly their length.
+			c.opBuf = pp.AppendPrefillPass(c.opBuf[:0], r, 0, 0)
+			n0 := len(c.opBuf)
+			if k.chunks > 1 {
+				c.opBuf = pp.AppendPrefillPass(c.opBuf, r, 0, k.chunks-1)
+			}
+			ops := slices.Clone(c.opBuf)
+			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
-				k.last = splitPass(pp.PrefillPass(r, 0, k.chunks-1))
+				k.last = splitPass(ops[n0:])
 			}
 		}
 		if !d[kind].ok {
 			var dec partition.Program
+			var all int64 // the working set of the whole step
 			if kind == kindLast {
 				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
-				dec.Ops = slices.Concat(d[kind].pass.pre, d[kind].pass.layer, d[kind].pass.post)
+				all = workingSetOfPass(&d[kind].pass)
 			} else {
 				dec = pp.Program(r, partition.Decode)
 				d[kind].pass = splitPass(dec.Ops)
+				all = workingSet(dec)
 			}
 			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
-			d[kind].extraWS = workingSet(dec) - d[kind].layerWS
+			d[kind].extraWS = all - d[kind].layerWS
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
@@ -437,7 +471,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
 			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
-			m.extraWS = workingSet(partition.Program{Ops: slices.Concat(m.pass.pre, m.pass.layer, m.pass.post)}) - m.layerWS
+			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
@@ -452,6 +486,11 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 // place of its own (partition.Plan.PassAround).
 func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
 	ops, at := pp.PassAround(rank, phase, 0, c)
+	return opsAround(ops, at, layer)
+}
+
+// opsAround is aroundPass's pass from PassAround's ops and index.
+func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
 	for k, op := range p.post {
 		if op.Kind == partition.Sample {
@@ -459,6 +498,25 @@ func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, laye
 		}
 	}
 	return p
+}
+
+// workingSetOfPass is workingSet of the Program holding p's ops in order
+// (pre, layer, post), without joining them into one slice: the same ops
+// visited in the same order, each tensor counted once.
+func workingSetOfPass(p *passOps) int64 {
+	seen := map[tensorKey]bool{}
+	var b int64
+	for _, ops := range [3][]partition.Op{p.pre, p.layer, p.post} {
+		for i := range ops {
+			op := &ops[i]
+			key := tensorKey{op.Layer, op.Tensor}
+			if reusable(op) && !seen[key] {
+				seen[key] = true
+				b += op.WeightBytes
+			}
+		}
+	}
+	return b
 }
 
 // middlePass is a middle stage's pass from the first stage's (its layer and
@@ -553,7 +611,8 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	sc := &stageCost{pre0: make([]float64, C), preN: make([]float64, C), preSendS: make([]float64, C)}
+	perChunk := make([]float64, 3*C) // one allocation for the three
+	sc := &stageCost{pre0: perChunk[:C:C], preN: perChunk[C : 2*C : 2*C], preSendS: perChunk[2*C:]}
 	var bounds [8]float64
 	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
 		bounds = [8]float64{}
@@ -593,7 +652,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 					return 0, 0, err
 				}
 				o0 := ot
-				if part.first {
+				if part.first && touches(&part.ops[i]) {
 					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
 						return 0, 0, err
 					}
@@ -641,13 +700,30 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			sc.tailS += ot
 		}
 	}
-	if sc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
-		return nil, err
+	dk := key
+	dk.chunk = 0
+	dc, ok := c.decCosts[dk]
+	if !ok {
+		dc = &decCost{}
+		if dc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
+			return nil, err
+		}
+		dc.bounds = bounds
+		dc.sendS = c.sendTime(plan, &k.decode, key.out)
+		c.decCosts[dk] = dc
 	}
-	sc.decBounds = bounds
-	sc.decSendS = c.sendTime(plan, &k.decode, key.out)
+	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
 	c.stages[key] = sc
 	return sc, nil
+}
+
+// touches says whether opTime can price op differently with first touch:
+// only a compute op whose weight L2 could hold (computeCost reads
+// reusable weight bytes from L2 except on first touch; with no weight bytes
+// it reads none either way). Collectives, sends and recvs never look at
+// first touch.
+func touches(op *partition.Op) bool {
+	return reusable(op) && op.WeightBytes != 0
 }
 
 // middleChunks sets the pass times of prefill chunks 1 … C−2, which
@@ -689,8 +765,9 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 			}
 		}
 		k.attn.s = make([][]float64, k.chunks)
+		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
 		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attn.s[ch] = make([]float64, len(at))
+			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
 			for j, i := range at {
 				op := p.layer[i].AtPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
