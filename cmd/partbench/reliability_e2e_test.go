@@ -55,6 +55,10 @@ func TestSignalEndsEverySubcommand(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	dir := t.TempDir()
+	longSearch := filepath.Join(t.TempDir(), "dense128.toml")
+	if err := os.WriteFile(longSearch, []byte(dense128Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(dir, "config.toml")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -64,11 +68,12 @@ func TestSignalEndsEverySubcommand(t *testing.T) {
 		sig  syscall.Signal
 		args []string
 	}{
-		// a search that takes seconds: 512 GPUs, the top 10 re-run on the
-		// timeline over 512 decode steps (one rank per stage is simulated,
-		// so the default 16 steps end in well under a second)
-		{"search", syscall.SIGINT, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10", "--decode-steps", "512"}},
-		{"search-term", syscall.SIGTERM, []string{"search", "--model", "tp8pp2", "--nodes", "64", "--gpus", "512", "--full", "10", "--decode-steps", "512"}},
+		// a search that takes seconds: a 128-layer model on 4,096 GPUs,
+		// every fitting candidate (112) re-run on the timeline (12 s of
+		// CPU on a 2-core VM; 512 decode steps of tp8pp2 end in half a
+		// second now that steady decode steps are extrapolated)
+		{"search", syscall.SIGINT, []string{"search", "--config", longSearch, "--nodes", "512", "--full", "200", "--top", "200"}},
+		{"search-term", syscall.SIGTERM, []string{"search", "--config", longSearch, "--nodes", "512", "--full", "200", "--top", "200"}},
 		// one rank measuring a million iterations
 		{"run", syscall.SIGINT, []string{"run", "--config", "test/single-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir}},
 		{"run-term", syscall.SIGTERM, []string{"--config", "test/single-tiny", "--backend", "cpu", "--iterations", "1000000", "--out", dir}},
@@ -238,3 +243,61 @@ func TestSecondJobOnBusyPort(t *testing.T) {
 		t.Errorf("took %v; the join timeout is 20 s", r.elapse)
 	}
 }
+
+// dense128Config is a 128-layer model (hidden 16,384, 128 heads, ffn
+// 53,248) serving 4,096 sequences of 4,096 tokens on dgx-h100 nodes: a
+// search over 4,096 GPUs of it has 112 candidates that fit, each a
+// timeline of seconds to re-run.
+const dense128Config = `version = 1
+name = "dense128"
+
+[model]
+name = "dense128"
+layers = 128
+hidden = 16384
+heads = 128
+kv_heads = 128
+head_dim = 128
+ffn = 53248
+gated_mlp = true
+vocab = 128256
+embeddings = true
+lm_head = true
+dtype = "bf16"
+
+[workload]
+batch = 4096
+context = 4096
+output_tokens = 256
+
+[parallel]
+tp = 8
+pp = 2
+microbatches = 1
+
+[hardware]
+preset = "h100-sxm"
+
+[topology]
+name = "dgx-h100"
+nodes = 2
+gpus_per_node = 8
+
+[topology.intra_node]
+class = "nvlink"
+name = "NVLink 4 via NVSwitch"
+bytes_per_s = 450e9
+latency_s = 1.0e-6
+nvswitch = true
+
+[topology.inter_node]
+class = "network"
+name = "400 Gb/s network"
+bytes_per_s = 50e9
+latency_s = 5.0e-6
+
+[run]
+warmup = 1
+iterations = 1
+seed = 1
+`
