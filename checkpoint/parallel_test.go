@@ -24,21 +24,7 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 	var ts []rawTensorData
 	for _, d := range []DType{BF16, F16, F32} {
 		for _, s := range shapes[d] {
-			n := int(s.rows * s.cols)
-			data := make([]byte, n*int(d.Size()))
-			for i := 0; i < n; i++ {
-				// A pattern of finite values with every exponent in play.
-				bits := uint32(i*2654435761) & 0x3fff_ffff
-				switch d {
-				case BF16:
-					binary.LittleEndian.PutUint16(data[2*i:], uint16(bits>>16)&0x7f7f)
-				case F16:
-					binary.LittleEndian.PutUint16(data[2*i:], uint16(bits)&0x7bff)
-				case F32:
-					binary.LittleEndian.PutUint32(data[4*i:], bits&0x7f7fffff)
-				}
-			}
-			ts = append(ts, rawTensorData{string(d) + "-" + itoa(s.rows) + "x" + itoa(s.cols), d, []int64{s.rows, s.cols}, data})
+			ts = append(ts, patternTensor(d, s.rows, s.cols))
 		}
 	}
 	path := filepath.Join(t.TempDir(), SingleFile)
@@ -54,16 +40,7 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 	for _, raw := range ts {
 		x, _ := f.Tensor(raw.name)
 		rows, cols := raw.shape[0], raw.shape[1]
-		want := func(r, c int64) float32 {
-			i := r*cols + c
-			switch raw.dtype {
-			case BF16:
-				return BF16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
-			case F16:
-				return F16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
-			}
-			return math.Float32frombits(binary.LittleEndian.Uint32(raw.data[4*i:]))
-		}
+		want := func(r, c int64) float32 { return raw.want(r*cols + c) }
 		check := func(what string, got []float32, r0, r1, c0, c1 int64) {
 			t.Helper()
 			w := c1 - c0
@@ -99,6 +76,37 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// patternTensor is a rows × cols tensor of dtype d named after both, its
+// elements a pattern of finite values with every exponent in play.
+func patternTensor(d DType, rows, cols int64) rawTensorData {
+	n := int(rows * cols)
+	data := make([]byte, n*int(d.Size()))
+	for i := 0; i < n; i++ {
+		bits := uint32(i*2654435761) & 0x3fff_ffff
+		switch d {
+		case BF16:
+			binary.LittleEndian.PutUint16(data[2*i:], uint16(bits>>16)&0x7f7f)
+		case F16:
+			binary.LittleEndian.PutUint16(data[2*i:], uint16(bits)&0x7bff)
+		case F32:
+			binary.LittleEndian.PutUint32(data[4*i:], bits&0x7f7fffff)
+		}
+	}
+	return rawTensorData{string(d) + "-" + itoa(rows) + "x" + itoa(cols), d, []int64{rows, cols}, data}
+}
+
+// want is element i of the tensor widened by the reference conversions,
+// one element at a time.
+func (raw rawTensorData) want(i int64) float32 {
+	switch raw.dtype {
+	case BF16:
+		return BF16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
+	case F16:
+		return F16ToFloat32(binary.LittleEndian.Uint16(raw.data[2*i:]))
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(raw.data[4*i:]))
 }
 
 func itoa(v int64) string {
