@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -58,7 +59,19 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
-	h, err := ParseHeader(data, size)
+	hdr := data
+	if preadable {
+		// Readahead off before the first read, and the header read with
+		// pread: a fault on the mapping would read around it (the device's
+		// whole readahead window, 8 MiB on the disks measured), and a later
+		// read reaching a page so read ahead starts the next window.
+		adviseExplicit(f)
+		if hdr, err = readHeader(f, size); err != nil {
+			unmap()
+			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+		}
+	}
+	h, err := ParseHeader(hdr, size)
 	if err != nil {
 		unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -66,9 +79,26 @@ func Open(path string) (*File, error) {
 	file := newFile(path, h, data, unmap)
 	if preadable {
 		file.fd, keep = f, true
-		adviseExplicit(f)
 	}
 	return file, nil
+}
+
+// readHeader reads the header's length and, where ParseHeader will accept
+// that length (within MaxHeaderBytes and the file), the header after it.
+func readHeader(f *os.File, size int64) ([]byte, error) {
+	b := make([]byte, 8)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > MaxHeaderBytes || int64(n) > size-8 {
+		return b, nil // ParseHeader says why
+	}
+	b = append(b, make([]byte, n)...)
+	if _, err := f.ReadAt(b[8:], 8); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // newFile wraps a validated header and the bytes of the whole file.
