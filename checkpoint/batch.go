@@ -32,8 +32,12 @@ type Slice struct {
 //
 // Each slice is checked as ReadRows / ReadCols check theirs before anything
 // is read; the first error is returned, naming the tensor and its file.
-func ReadSlices(s []Slice) error {
-	return readSlices(s, ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()})
+func ReadSlices(s []Slice) error { return readSlices(s, defaultPlan()) }
+
+// defaultPlan is how ReadSlices, ReadRows, ReadCols and Float32 group and
+// issue their reads.
+func defaultPlan() ioPlan {
+	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()}
 }
 
 // coalesceGapBytes is the largest gap between two needed ranges that is
@@ -84,25 +88,36 @@ func readSlices(s []Slice, p ioPlan) error {
 	var segs []segment
 	for i := range s {
 		x := &s[i]
-		if x.Tensor.fd == nil { // in memory already: nothing to plan
-			var err error
-			if x.Cols {
-				err = x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
-			} else {
-				err = x.Tensor.ReadRows(x.Dst, x.Lo, x.Hi)
-			}
-			if err != nil {
+		t := x.Tensor
+		switch {
+		case t.fd == nil: // in memory already: nothing to plan
+			if err := x.readMapped(); err != nil {
 				return err
 			}
-			continue
+		case x.Cols:
+			segs = t.colSegments(segs, x.Lo, x.Hi, x.Dst, p)
+		default:
+			_, cols, _ := t.dims2("Rows") // checked by check
+			segs = t.rangeSegments(segs, x.Lo*cols, x.Dst, p)
 		}
-		segs = x.segments(segs, p)
 	}
+	return readSegments(segs, p)
+}
+
+// readMapped converts the slice from the mapping (a file read into memory).
+func (x *Slice) readMapped() error {
+	if x.Cols {
+		return x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
+	}
+	return x.Tensor.ReadRows(x.Dst, x.Lo, x.Hi)
+}
+
+// readSegments reads and converts segs, sorted by file (in the order first
+// met) and offset: one pass front to back through each file.
+func readSegments(segs []segment, p ioPlan) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	// Sort by file (in the order first asked for), then offset: one pass
-	// front to back through each file.
 	order := map[*os.File]int{}
 	for _, g := range segs {
 		if _, ok := order[g.fd]; !ok {
@@ -115,8 +130,7 @@ func readSlices(s []Slice, p ioPlan) error {
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	reads := planReads(segs, p)
-	return runReads(reads, p)
+	return runReads(planReads(segs, p), p)
 }
 
 // check validates the slice as ReadRows / ReadCols do.
@@ -140,48 +154,44 @@ func (x *Slice) check() error {
 	return nil
 }
 
-// segments appends the file ranges of the slice: rows as one contiguous
-// range in pieces of at most maxRead bytes; columns as one strided segment
-// per group of rows where the gap between a row's run and the next is small
-// (the group's span, gaps included, is read at once), else one segment per
-// row (only the run's pages are read).
-func (x *Slice) segments(out []segment, p ioPlan) []segment {
-	t := x.Tensor
+// rangeSegments appends the segments of the tensor's elements [e0,
+// e0+len(dst)), one contiguous range of the file, in pieces of at most
+// p.maxRead bytes.
+func (t Tensor) rangeSegments(out []segment, e0 int64, dst []float32, p ioPlan) []segment {
 	es := t.Info.DType.Size()
-	base := segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType, count: 1}
-	contiguous := func(out []segment, off, n int64, dst []float32) []segment {
-		per := max(1, p.maxRead/es) // elements per piece
-		for e := int64(0); e < n; e += per {
-			g := base
-			g.off, g.run, g.stride = off+e*es, min(per, n-e)*es, 0
-			g.dst = dst[e : e+g.run/es]
-			out = append(out, g)
-		}
-		return out
+	per := max(1, p.maxRead/es) // elements per piece
+	n := int64(len(dst))
+	for e := int64(0); e < n; e += per {
+		k := min(per, n-e)
+		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+			off: t.off + (e0+e)*es, run: k * es, count: 1, dst: dst[e : e+k]})
 	}
-	if !x.Cols {
-		_, cols, _ := t.dims2("Rows") // checked by check
-		return contiguous(out, t.off+x.Lo*cols*es, int64(len(x.Dst)), x.Dst)
-	}
+	return out
+}
+
+// colSegments appends the segments of columns [c0, c1) of every row of a
+// 2-D tensor: one strided segment per group of rows where the gap between
+// a row's run and the next is at most p.gap (the group's span, gaps
+// included, is one read), else the rows' runs apart (only their pages are
+// read).
+func (t Tensor) colSegments(out []segment, c0, c1 int64, dst []float32, p ioPlan) []segment {
 	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
-	w := x.Hi - x.Lo
+	es, w := t.Info.DType.Size(), c1-c0
 	if w == 0 || rows == 0 {
 		return out
 	}
 	run, stride := w*es, cols*es
-	first := t.off + x.Lo*es
 	if stride-run > p.gap || run > p.maxRead {
 		for r := int64(0); r < rows; r++ {
-			out = contiguous(out, first+r*stride, w, x.Dst[r*w:(r+1)*w])
+			out = t.rangeSegments(out, r*cols+c0, dst[r*w:(r+1)*w], p)
 		}
 		return out
 	}
 	per := max(1, (p.maxRead-run)/stride+1) // rows whose span fits one read
 	for r := int64(0); r < rows; r += per {
-		g := base
-		g.off, g.run, g.stride, g.count = first+r*stride, run, stride, min(per, rows-r)
-		g.dst = x.Dst[r*w : (r+g.count)*w]
-		out = append(out, g)
+		k := min(per, rows-r)
+		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+			off: t.off + (r*cols+c0)*es, run: run, stride: stride, count: k, dst: dst[r*w : (r+k)*w]})
 	}
 	return out
 }
@@ -217,6 +227,11 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 // reading into its own buffer and converting its segments before taking the
 // next read; the first error stops the hand-out and is returned.
 func runReads(reads []fileRead, p ioPlan) error {
+	if len(reads) == 1 { // one read: no goroutine to start
+		buf := getScratch()
+		defer scratchPool.Put(buf)
+		return reads[0].do(buf)
+	}
 	workers := min(p.inFlight, len(reads))
 	var next atomic.Int64
 	var wg sync.WaitGroup

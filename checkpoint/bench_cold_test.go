@@ -5,6 +5,8 @@ package checkpoint
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -63,15 +65,13 @@ func resident(b *testing.B, f *os.File) float64 {
 }
 
 // coldReaders are the ways a rank reads its slices that
-// BenchmarkRankSlicesCold compares: tensor by tensor (ReadRows / ReadCols),
-// and the whole list at once (ReadSlices) with the default gap read through,
-// with no gap read (only the slices' own pages, a request per row where a
-// column run is far from the next) and with every gap read (each tensor's
-// whole span, in as few requests as reads allow).
-var coldReaders = []struct {
-	name string
-	read func(b *testing.B, f *File, s []Slice)
-}{
+// BenchmarkRankSlicesCold compares: tensor by tensor (ReadRows / ReadCols,
+// each tensor's reads planned alone), and the whole list at once
+// (ReadSlices) with the default gap read through, with no gap read (only
+// the slices' own pages, a request per row where a column run is not next
+// to the next row's) and with every gap read (each tensor's whole span, in
+// as few requests as reads allow).
+var coldReaders = []coldReader{
 	{"tensor", func(b *testing.B, f *File, s []Slice) {
 		for _, x := range s {
 			var err error
@@ -100,6 +100,11 @@ var coldReaders = []struct {
 			b.Fatal(err)
 		}
 	}},
+}
+
+type coldReader struct {
+	name string
+	read func(b *testing.B, f *File, s []Slice)
 }
 
 // neededBytes is the bytes of the pages holding the slices' runs: what the
@@ -157,11 +162,25 @@ func neededBytes(s []Slice, size int64) int64 {
 //     needed bytes;
 //
 // and read-in-MB, what the kernel brought in for the reader (mincore after
-// it). Each pair's two figures are logged. Set PARTBENCH_CKPT_BENCH_MB
-// (default 64; a multi-GB file for a real measurement) and
-// PARTBENCH_CKPT_BENCH_SHAPE (small or llama7b).
+// it), and the lowest and highest slice/seq of the pairs; with -test.v it
+// prints every pair. Set PARTBENCH_CKPT_BENCH_MB (default 64; a multi-GB
+// file for a real measurement), PARTBENCH_CKPT_BENCH_SHAPE (small or
+// llama7b) and PARTBENCH_CKPT_BENCH_READERS (a comma-separated list of
+// coldReaders' names; default tensor,batch). Go runs one iteration before
+// the -benchtime ones: its pairs are printed but not in the figures.
 func BenchmarkRankSlicesCold(b *testing.B) {
 	path, layers, size := benchFile(b)
+	readers := coldReaders[:2] // tensor and batch
+	if v := os.Getenv("PARTBENCH_CKPT_BENCH_READERS"); v != "" {
+		readers = nil
+		for _, name := range strings.Split(v, ",") {
+			i := slices.IndexFunc(coldReaders, func(r coldReader) bool { return r.name == name })
+			if i < 0 {
+				b.Fatalf("PARTBENCH_CKPT_BENCH_READERS = %q: reader %q unknown (allowed: tensor, batch, gap0, span)", v, name)
+			}
+			readers = append(readers, coldReaders[i])
+		}
+	}
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			open := func() *File {
@@ -177,13 +196,13 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 			s := rankSlices(f, layers, tp, dst)
 			sliceN, needN := sliceBytes(s), neededBytes(s, size)
 			f.Close() // its mapping would keep the header's page in the cache
-			ratios := make([][]float64, len(coldReaders))
-			vsNeed := make([][]float64, len(coldReaders))
-			readIn := make([]float64, len(coldReaders))
+			ratios := make([][]float64, len(readers))
+			vsNeed := make([][]float64, len(readers))
+			readIn := make([]float64, len(readers))
 			how, left := "", 0.0
 			for i := 0; i < b.N; i++ {
-				for k := range coldReaders {
-					k := (k + i) % len(coldReaders) // each reader takes each place in turn
+				for k := range readers {
+					k := (k + i) % len(readers) // each reader takes each place in turn
 					if h, l := evict(b, path); how == "" || h != how || l > left {
 						how, left = h, l
 					}
@@ -196,7 +215,7 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 					}
 					t1 := time.Now()
 					f := open()
-					coldReaders[k].read(b, f, rankSlices(f, layers, tp, dst))
+					readers[k].read(b, f, rankSlices(f, layers, tp, dst))
 					slice := time.Since(t1).Seconds()
 					f.Close()
 					if fd, err := os.Open(path); err == nil { // what the kernel read in for the slices
@@ -208,11 +227,15 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 					v := float64(needN) / seqBps / slice
 					ratios[k] = append(ratios[k], r)
 					vsNeed[k] = append(vsNeed[k], v)
-					b.Logf("iteration %d %s: seq %.0f MB/s, slices %.0f MB/s, slice/seq %.3f, vs-need %.3f", i, coldReaders[k].name, seqBps/1e6, float64(sliceN)/slice/1e6, r, v)
+					if testing.Verbose() { // every pair (b.Logf keeps only a benchmark's first lines)
+						fmt.Printf("pair tp=%d N=%d iteration %d %s: seq %.0f MB/s, slices %.0f MB/s, slice/seq %.3f, vs-need %.3f\n", tp, b.N, i, readers[k].name, seqBps/1e6, float64(sliceN)/slice/1e6, r, v)
+					}
 				}
 			}
-			for k, rd := range coldReaders {
+			for k, rd := range readers {
 				b.ReportMetric(stats.Median(ratios[k]), rd.name+"-slice/seq")
+				b.ReportMetric(slices.Min(ratios[k]), rd.name+"-slice/seq-min")
+				b.ReportMetric(slices.Max(ratios[k]), rd.name+"-slice/seq-max")
 				b.ReportMetric(stats.Median(vsNeed[k]), rd.name+"-vs-need")
 				b.ReportMetric(readIn[k]/1e6, rd.name+"-read-in-MB")
 			}

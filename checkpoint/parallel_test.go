@@ -8,14 +8,16 @@ import (
 	"testing"
 )
 
-// Large slices go through pread and parallel blocks: every path (rows,
-// columns of short rows read as spans, columns of long rows through the
-// mapping, the whole tensor) gives, element for element, the bf16 / f16 /
-// f32 values written, widened one at a time by the reference conversions.
-// 3,000 × 1,500 bf16 (9 MB) spans three 4 MiB blocks; 700 × 9,000 has rows
-// of 18 KB (over four pages: columns read through the mapping); 5 ×
-// 300,000 has fewer rows than a block would hold; f16 and f32 tensors of
-// 4–4.5 MB cross one block boundary.
+// Large slices, read with pread (readSegments) from an open file and in
+// parallel blocks from a file in memory (the mapping only, as where there
+// is no mmap): every path (rows, columns of short rows read as spans,
+// columns of long rows, the whole tensor) gives, element for element, the
+// bf16 / f16 / f32 values written, widened one at a time by the reference
+// conversions. 3,000 × 1,500 bf16 (9 MB) spans three 4 MiB reads or
+// blocks; 700 × 9,000 has rows of 18 KB (a TP-8 column run of 2,250 B is
+// 15,750 B from the next: under the 64 KiB gap, a span; the gap-0 plan is
+// TestReadSlicesMatchesReference's); 5 × 300,000 has fewer rows than a
+// block would hold; f16 and f32 tensors of 4–4.5 MB cross one boundary.
 func TestLargeSlicesReadInParallel(t *testing.T) {
 	old := runtime.GOMAXPROCS(4) // several workers even on a 1-core machine
 	defer runtime.GOMAXPROCS(old)
@@ -37,42 +39,46 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 	if f.fd == nil {
 		t.Skip("no pread on this platform: the file is read into memory")
 	}
+	mapped := *f
+	mapped.fd = nil // the same bytes, converted from the mapping alone
 	for _, raw := range ts {
-		x, _ := f.Tensor(raw.name)
-		rows, cols := raw.shape[0], raw.shape[1]
-		want := func(r, c int64) float32 { return raw.want(r*cols + c) }
-		check := func(what string, got []float32, r0, r1, c0, c1 int64) {
-			t.Helper()
-			w := c1 - c0
-			if int64(len(got)) != (r1-r0)*w {
-				t.Fatalf("%s %s: %d values, want %d", raw.name, what, len(got), (r1-r0)*w)
-			}
-			for r := r0; r < r1; r++ {
-				for c := c0; c < c1; c++ {
-					if g, e := got[(r-r0)*w+c-c0], want(r, c); math.Float32bits(g) != math.Float32bits(e) {
-						t.Fatalf("%s %s: [%d][%d] = %g, want %g", raw.name, what, r, c, g, e)
+		for _, file := range []*File{f, &mapped} {
+			x, _ := file.Tensor(raw.name)
+			rows, cols := raw.shape[0], raw.shape[1]
+			want := func(r, c int64) float32 { return raw.want(r*cols + c) }
+			check := func(what string, got []float32, r0, r1, c0, c1 int64) {
+				t.Helper()
+				w := c1 - c0
+				if int64(len(got)) != (r1-r0)*w {
+					t.Fatalf("%s %s: %d values, want %d", raw.name, what, len(got), (r1-r0)*w)
+				}
+				for r := r0; r < r1; r++ {
+					for c := c0; c < c1; c++ {
+						if g, e := got[(r-r0)*w+c-c0], want(r, c); math.Float32bits(g) != math.Float32bits(e) {
+							t.Fatalf("%s %s: [%d][%d] = %g, want %g", raw.name, what, r, c, g, e)
+						}
 					}
 				}
 			}
-		}
-		all, err := x.Float32()
-		if err != nil {
-			t.Fatal(err)
-		}
-		check("whole", all, 0, rows, 0, cols)
-		for _, tp := range []int64{1, 3, 8} {
-			for _, k := range []int64{0, tp - 1} {
-				r0, r1 := k*rows/tp, (k+1)*rows/tp
-				got, err := x.Rows(r0, r1)
-				if err != nil {
-					t.Fatal(err)
+			all, err := x.Float32()
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("whole", all, 0, rows, 0, cols)
+			for _, tp := range []int64{1, 3, 8} {
+				for _, k := range []int64{0, tp - 1} {
+					r0, r1 := k*rows/tp, (k+1)*rows/tp
+					got, err := x.Rows(r0, r1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					check("rows", got, r0, r1, 0, cols)
+					c0, c1 := k*cols/tp, (k+1)*cols/tp
+					if got, err = x.Cols(c0, c1); err != nil {
+						t.Fatal(err)
+					}
+					check("cols", got, 0, rows, c0, c1)
 				}
-				check("rows", got, r0, r1, 0, cols)
-				c0, c1 := k*cols/tp, (k+1)*cols/tp
-				if got, err = x.Cols(c0, c1); err != nil {
-					t.Fatal(err)
-				}
-				check("cols", got, 0, rows, c0, c1)
 			}
 		}
 	}
