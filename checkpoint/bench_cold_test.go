@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -102,6 +104,45 @@ var coldReaders = []coldReader{
 	}},
 }
 
+// readParallel reads the whole file at path as ReadSlices reads its ranges
+// (readahead off, reads of parallelMinBytes front to back, readsInFlight at
+// once) without converting: the disk's rate for the whole file when it is
+// given several requests at a time, where readSequential gives it one.
+func readParallel(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	adviseExplicit(f)
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < readsInFlight(); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, parallelMinBytes)
+			for {
+				off := (next.Add(1) - 1) * parallelMinBytes
+				if off >= st.Size() {
+					return
+				}
+				n := min(parallelMinBytes, st.Size()-off)
+				if _, err := f.ReadAt(buf[:n], off); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 type coldReader struct {
 	name string
 	read func(b *testing.B, f *File, s []Slice)
@@ -149,7 +190,8 @@ func neededBytes(s []Slice, size int64) int64 {
 // the disk's sequential read of the whole checkpoint and a tensor-parallel
 // rank 0 reading its shards (converted to float32) by each of coldReaders,
 // as pairs: every iteration reads, for each reader, the file sequentially
-// and then the rank's slices, evicting before each, so that the two of a
+// (one stream, then several reads in flight) and then the rank's slices,
+// evicting before each, so that the two of a
 // pair see the disk in the same state (the disk is shared and its rate
 // moves several-fold between minutes). Per reader it reports the median
 // over the pairs of:
@@ -160,6 +202,9 @@ func neededBytes(s []Slice, size int64) int64 {
 //     in) over the reader's time: 1 is the disk-bound ideal for this layout
 //     and TP degree, whose slice/seq is bound-slice/seq = slice bytes /
 //     needed bytes;
+//   - slice/pseq and vs-need-p: the same against the file read with several
+//     reads in flight (readParallel, timed in the same pair after its own
+//     eviction), which the disk serves faster than one stream;
 //
 // and read-in-MB, what the kernel brought in for the reader (mincore after
 // it), and the lowest and highest slice/seq of the pairs; with -test.v it
@@ -198,6 +243,8 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 			f.Close() // its mapping would keep the header's page in the cache
 			ratios := make([][]float64, len(readers))
 			vsNeed := make([][]float64, len(readers))
+			ratiosP := make([][]float64, len(readers))
+			vsNeedP := make([][]float64, len(readers))
 			readIn := make([]float64, len(readers))
 			how, left := "", 0.0
 			for i := 0; i < b.N; i++ {
@@ -209,6 +256,13 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 					t0 := time.Now()
 					readSequential(b, path, buf)
 					seq := time.Since(t0).Seconds()
+
+					if h, l := evict(b, path); h != how || l > left {
+						how, left = h, l
+					}
+					t0 = time.Now()
+					readParallel(b, path)
+					pseq := time.Since(t0).Seconds()
 
 					if h, l := evict(b, path); h != how || l > left {
 						how, left = h, l
@@ -225,10 +279,15 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 					seqBps := float64(size) / seq
 					r := float64(sliceN) / slice / seqBps
 					v := float64(needN) / seqBps / slice
+					pseqBps := float64(size) / pseq
+					rp, vp := float64(sliceN)/slice/pseqBps, float64(needN)/pseqBps/slice
 					ratios[k] = append(ratios[k], r)
 					vsNeed[k] = append(vsNeed[k], v)
+					ratiosP[k] = append(ratiosP[k], rp)
+					vsNeedP[k] = append(vsNeedP[k], vp)
 					if testing.Verbose() { // every pair (b.Logf keeps only a benchmark's first lines)
-						fmt.Printf("pair tp=%d N=%d iteration %d %s: seq %.0f MB/s, slices %.0f MB/s, slice/seq %.3f, vs-need %.3f\n", tp, b.N, i, readers[k].name, seqBps/1e6, float64(sliceN)/slice/1e6, r, v)
+						fmt.Printf("pair tp=%d N=%d iteration %d %s: seq %.0f MB/s, pseq %.0f MB/s, slices %.0f MB/s, slice/seq %.3f, vs-need %.3f, slice/pseq %.3f, vs-need-p %.3f\n",
+							tp, b.N, i, readers[k].name, seqBps/1e6, pseqBps/1e6, float64(sliceN)/slice/1e6, r, v, rp, vp)
 					}
 				}
 			}
@@ -237,6 +296,8 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 				b.ReportMetric(slices.Min(ratios[k]), rd.name+"-slice/seq-min")
 				b.ReportMetric(slices.Max(ratios[k]), rd.name+"-slice/seq-max")
 				b.ReportMetric(stats.Median(vsNeed[k]), rd.name+"-vs-need")
+				b.ReportMetric(stats.Median(ratiosP[k]), rd.name+"-slice/pseq")
+				b.ReportMetric(stats.Median(vsNeedP[k]), rd.name+"-vs-need-p")
 				b.ReportMetric(readIn[k]/1e6, rd.name+"-read-in-MB")
 			}
 			b.ReportMetric(float64(sliceN)/float64(needN), "bound-slice/seq")
