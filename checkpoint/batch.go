@@ -91,7 +91,7 @@ func readSlices(s []Slice, p ioPlan) error {
 		t := x.Tensor
 		switch {
 		case t.fd == nil: // in memory already: nothing to plan
-			if err := x.readMapped(); err != nil {
+			if err := x.read(); err != nil {
 				return err
 			}
 		case x.Cols:
@@ -104,8 +104,8 @@ func readSlices(s []Slice, p ioPlan) error {
 	return readSegments(segs, p)
 }
 
-// readMapped converts the slice from the mapping (a file read into memory).
-func (x *Slice) readMapped() error {
+// read converts the slice alone, with ReadRows or ReadCols.
+func (x *Slice) read() error {
 	if x.Cols {
 		return x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
 	}

@@ -76,13 +76,7 @@ func resident(b *testing.B, f *os.File) float64 {
 var coldReaders = []coldReader{
 	{"tensor", func(b *testing.B, f *File, s []Slice) {
 		for _, x := range s {
-			var err error
-			if x.Cols {
-				err = x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
-			} else {
-				err = x.Tensor.ReadRows(x.Dst, x.Lo, x.Hi)
-			}
-			if err != nil {
+			if err := x.read(); err != nil {
 				b.Fatal(err)
 			}
 		}

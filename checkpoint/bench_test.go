@@ -156,13 +156,7 @@ func readRankShards(b *testing.B, f *File, layers, tp int, dst map[string][]floa
 	b.Helper()
 	s := rankSlices(f, layers, tp, dst)
 	for _, x := range s {
-		var err error
-		if x.Cols {
-			err = x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
-		} else {
-			err = x.Tensor.ReadRows(x.Dst, x.Lo, x.Hi)
-		}
-		if err != nil {
+		if err := x.read(); err != nil {
 			b.Fatal(err)
 		}
 	}
