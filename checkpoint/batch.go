@@ -57,6 +57,7 @@ type ioPlan struct {
 	gap      int64 // ranges at most this far apart are read as one
 	maxRead  int64 // bytes per read (a single run longer than this is split)
 	inFlight int   // goroutines reading
+	ahead    int64 // bytes of reads advised to the kernel ahead of the readers (0: none)
 }
 
 // segment is count runs of run bytes, stride bytes apart, starting at file
@@ -225,7 +226,10 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 
 // runReads issues the reads in order from p.inFlight goroutines, each
 // reading into its own buffer and converting its segments before taking the
-// next read; the first error stops the hand-out and is returned.
+// next read; the first error stops the hand-out and is returned. With
+// p.ahead, one more goroutine asks the kernel to start reading
+// (adviseWillNeed) the reads up to p.ahead bytes past the ones being read,
+// so that the disk has more requests queued than there are readers.
 func runReads(reads []fileRead, p ioPlan) error {
 	if len(reads) == 1 { // one read: no goroutine to start
 		buf := getScratch()
@@ -237,6 +241,26 @@ func runReads(reads []fileRead, p ioPlan) error {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
+	var advised chan struct{} // a token per read advised and not yet taken
+	done, prefetched := make(chan struct{}), make(chan struct{})
+	if window := p.ahead / max(p.maxRead, 1); window > 0 {
+		advised = make(chan struct{}, window)
+		go func() {
+			defer close(prefetched)
+			for i := range reads {
+				select {
+				case advised <- struct{}{}:
+				case <-done:
+					return
+				}
+				if r := reads[i]; int64(i) >= next.Load() { // not taken yet
+					adviseWillNeed(r.fd, r.lo, r.hi-r.lo)
+				}
+			}
+		}()
+	} else {
+		close(prefetched)
+	}
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -248,6 +272,10 @@ func runReads(reads []fileRead, p ioPlan) error {
 				if i >= int64(len(reads)) {
 					return
 				}
+				select { // the prefetcher may advise one more
+				case <-advised:
+				default:
+				}
 				if err := reads[i].do(buf); err != nil {
 					once.Do(func() { first = err })
 					next.Store(int64(len(reads)))
@@ -257,6 +285,8 @@ func runReads(reads []fileRead, p ioPlan) error {
 		}()
 	}
 	wg.Wait()
+	close(done)
+	<-prefetched
 	return first
 }
 

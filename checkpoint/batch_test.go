@@ -12,7 +12,8 @@ import (
 
 // ReadSlices, with every grouping of its reads (no coalescing, the default
 // gap, everything coalesced; reads of 64 KiB, which split the 200 KB rows of
-// the 3 × 100,000 tensor, and of 4 MiB), gives element for element the
+// the 3 × 100,000 tensor, and of 4 MiB; reads advised to the kernel 256 KiB
+// ahead), gives element for element the
 // values written, widened one at a time by the reference conversions, for a
 // rank's rows and columns of every tensor asked for at once and in shuffled
 // order: rows of 3,000 B (shorter than a page: columns read as spans), of
@@ -47,6 +48,7 @@ func TestReadSlicesMatchesReference(t *testing.T) {
 		{gap: coalesceGapBytes, maxRead: 64 << 10, inFlight: 8},
 		{gap: coalesceGapBytes, maxRead: 4 << 20, inFlight: 8},
 		{gap: 1 << 40, maxRead: 4 << 20, inFlight: 2},
+		{gap: coalesceGapBytes, maxRead: 64 << 10, inFlight: 3, ahead: 256 << 10},
 	} {
 		for _, tk := range [][2]int64{{1, 0}, {3, 1}, {8, 7}} {
 			tp, k := tk[0], tk[1]
