@@ -27,7 +27,7 @@ type Slice struct {
 // than another request), and the reads, page-aligned and up to
 // parallelMinBytes each, are issued front to back by several goroutines, so
 // that several are in flight across tensors while others convert what has
-// arrived, and advised to the kernel readAheadBytes ahead of them. A read's pages are those of the slices and of the small gaps only:
+// arrived. A read's pages are those of the slices and of the small gaps only:
 // the kernel's readahead is off on the descriptor (adviseExplicit).
 //
 // Each slice is checked as ReadRows / ReadCols check theirs before anything
@@ -37,14 +37,15 @@ func ReadSlices(s []Slice) error { return readSlices(s, defaultPlan()) }
 // defaultPlan is how ReadSlices, ReadRows, ReadCols and Float32 group and
 // issue their reads.
 func defaultPlan() ioPlan {
-	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight(), ahead: readAheadBytes}
+	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()}
 }
 
-// readAheadBytes is how far ahead of its readers ReadSlices advises its
-// reads to the kernel: 64 MiB (sixteen 4 MiB reads) gave a TP-8 rank of a
-// Llama-7B-shaped file 499 MB/s against 345 without it, and a TP-2 rank of
-// the small layout 756 against 642, and the same within the pairs' spread
-// at the other two (docs/measurements/speed.md, section 8).
+// readAheadBytes is the window ioPlan.ahead was measured with: advising the
+// reads 64 MiB (sixteen 4 MiB reads) ahead of the readers. It is off by
+// default: on the disk measured it was 45 % faster for a TP-8 rank of a
+// Llama-7B-shaped file in one run and 14 % slower in the next, and the
+// other layouts and degrees split the same way
+// (docs/measurements/speed.md, section 8).
 const readAheadBytes = 64 << 20
 
 // coalesceGapBytes is the largest gap between two needed ranges that is

@@ -69,11 +69,11 @@ func resident(b *testing.B, f *os.File) float64 {
 // coldReaders are the ways a rank reads its slices that
 // BenchmarkRankSlicesCold compares: tensor by tensor (ReadRows / ReadCols,
 // each tensor's reads planned alone), and the whole list at once
-// (ReadSlices) with the default gap read through and its reads advised to
-// the kernel readAheadBytes ahead, the same without that advice, with no
-// gap read (only the slices' own pages, a request per row where a column
-// run is not next to the next row's) and with every gap read (each
-// tensor's whole span, in as few requests as reads allow).
+// (ReadSlices) with the default gap read through, the same with its reads
+// advised to the kernel readAheadBytes ahead, with no gap read (only the
+// slices' own pages, a request per row where a column run is not next to
+// the next row's) and with every gap read (each tensor's whole span, in as
+// few requests as reads allow).
 var coldReaders = []coldReader{
 	{"tensor", func(b *testing.B, f *File, s []Slice) {
 		for _, x := range s {
@@ -92,9 +92,9 @@ var coldReaders = []coldReader{
 			b.Fatal(err)
 		}
 	}},
-	{"noahead", func(b *testing.B, f *File, s []Slice) {
+	{"ahead", func(b *testing.B, f *File, s []Slice) {
 		p := defaultPlan()
-		p.ahead = 0
+		p.ahead = readAheadBytes
 		if err := readSlices(s, p); err != nil {
 			b.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func BenchmarkRankSlicesCold(b *testing.B) {
 		for _, name := range strings.Split(v, ",") {
 			i := slices.IndexFunc(coldReaders, func(r coldReader) bool { return r.name == name })
 			if i < 0 {
-				b.Fatalf("PARTBENCH_CKPT_BENCH_READERS = %q: reader %q unknown (allowed: tensor, batch, noahead, gap0, span)", v, name)
+				b.Fatalf("PARTBENCH_CKPT_BENCH_READERS = %q: reader %q unknown (allowed: tensor, batch, ahead, gap0, span)", v, name)
 			}
 			readers = append(readers, coldReaders[i])
 		}
