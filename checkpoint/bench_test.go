@@ -10,43 +10,62 @@ import (
 	"time"
 )
 
+// benchShapes are the layer shapes PARTBENCH_CKPT_BENCH_SHAPE chooses
+// from: "small" (the default: hidden 1024, ffn 2816; the row-parallel
+// tensors' rows are 2 KiB and 5.5 KiB) and "llama7b" (Llama 2 7B's hidden
+// 4096 and ffn 11008: rows of 8 KiB and 21.5 KiB, a TP-8 rank's columns
+// 1 KiB and 2.7 KiB of each).
+var benchShapes = map[string][2]int{"small": {1024, 2816}, "llama7b": {4096, 11008}}
+
 // benchCheckpoint writes a Llama-shaped BF16 checkpoint of about mb MiB
-// (hidden 1024, ffn 2816, as many layers as fit) and returns its path and
-// the layer count.
-func benchCheckpoint(b *testing.B, mb int) (string, int) {
+// (hidden h, ffn ffn, as many layers as fit) and returns its path and the
+// layer count.
+func benchCheckpoint(b *testing.B, mb, h, ffn int) (string, int) {
 	b.Helper()
-	const h, ffn = 1024, 2816
 	layerBytes := 2 * (4*h*h + 3*h*ffn)
 	layers := max(1, mb<<20/layerBytes)
 	var ts []rawTensorData
-	fill := func(n int) []byte {
-		d := make([]byte, 2*n)
-		for i := range d {
-			d[i] = byte(i*7 + 3)
-		}
-		return d
+	pattern := make([]byte, 2*h*ffn) // the largest tensor's bytes; every tensor is a prefix
+	for i := range pattern {
+		pattern[i] = byte(i*7 + 3)
 	}
+	fill := func(n int) []byte { return pattern[:2*n] }
 	for l := 0; l < layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		for _, m := range []struct {
 			name       string
-			rows, cols int64
+			rows, cols int
 		}{
 			{"self_attn.q_proj.weight", h, h}, {"self_attn.k_proj.weight", h, h}, {"self_attn.v_proj.weight", h, h},
 			{"self_attn.o_proj.weight", h, h},
 			{"mlp.gate_proj.weight", ffn, h}, {"mlp.up_proj.weight", ffn, h}, {"mlp.down_proj.weight", h, ffn},
 		} {
-			ts = append(ts, rawTensorData{p + m.name, BF16, []int64{m.rows, m.cols}, fill(int(m.rows * m.cols))})
+			ts = append(ts, rawTensorData{p + m.name, BF16, []int64{int64(m.rows), int64(m.cols)}, fill(m.rows * m.cols)})
 		}
 	}
 	path := filepath.Join(b.TempDir(), SingleFile)
-	writeSafetensors(b, path, ts)
+	w, err := os.Create(path) // written tensor by tensor: the file may be larger than memory allows twice
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Write(safetensorsHeader(b, ts)); err != nil {
+		b.Fatal(err)
+	}
+	for _, x := range ts {
+		if _, err := w.Write(x.data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
 	return path, layers
 }
 
 // benchFile is the benchmarks' checkpoint: PARTBENCH_CKPT_BENCH_MB
-// megabytes (default 64) of bf16 Llama-shaped layers; its path, layer count
-// and size in bytes.
+// megabytes (default 64) of bf16 Llama-shaped layers of the shape
+// PARTBENCH_CKPT_BENCH_SHAPE names (benchShapes; default small); its path,
+// layer count and size in bytes.
 func benchFile(b *testing.B) (string, int, int64) {
 	b.Helper()
 	mb := 64
@@ -57,7 +76,15 @@ func benchFile(b *testing.B) (string, int, int64) {
 		}
 		mb = v
 	}
-	path, layers := benchCheckpoint(b, mb)
+	shape := "small"
+	if s := os.Getenv("PARTBENCH_CKPT_BENCH_SHAPE"); s != "" {
+		shape = s
+	}
+	hf, ok := benchShapes[shape]
+	if !ok {
+		b.Fatalf("PARTBENCH_CKPT_BENCH_SHAPE = %q: allowed are small and llama7b", shape)
+	}
+	path, layers := benchCheckpoint(b, mb, hf[0], hf[1])
 	st, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
@@ -78,13 +105,12 @@ func readSequential(b *testing.B, path string, buf []byte) {
 	}
 }
 
-// readRankShards reads tensor-parallel rank 0's shards of every layer of f
-// (column-parallel weights by rows, row-parallel by columns), converted to
-// float32 into dst's buffers (made when missing), and returns the bytes of
-// the file they cover.
-func readRankShards(b *testing.B, f *File, layers, tp int, dst map[string][]float32) int64 {
-	b.Helper()
-	var n int64
+// rankSlices is tensor-parallel rank 0's shards of every layer of f
+// (column-parallel weights by rows, row-parallel by columns), into dst's
+// buffers (made, and written once so that their pages are in memory, when
+// missing).
+func rankSlices(f *File, layers, tp int, dst map[string][]float32) []Slice {
+	var out []Slice
 	for l := 0; l < layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		for _, m := range []struct {
@@ -100,24 +126,41 @@ func readRankShards(b *testing.B, f *File, layers, tp int, dst map[string][]floa
 			if m.cols {
 				dim = x.Info.Shape[1]
 			}
-			out := dst[x.Info.Name]
-			if out == nil {
-				out = make([]float32, x.Info.Elements()/int64(tp))
-				dst[x.Info.Name] = out
+			buf := dst[x.Info.Name]
+			if buf == nil {
+				buf = make([]float32, x.Info.Elements()/int64(tp))
+				for i := range buf {
+					buf[i] = -1
+				}
+				dst[x.Info.Name] = buf
 			}
-			var err error
-			if m.cols {
-				err = x.ReadCols(out, 0, dim/int64(tp))
-			} else {
-				err = x.ReadRows(out, 0, dim/int64(tp))
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += 2 * int64(len(out))
+			out = append(out, Slice{Tensor: x, Cols: m.cols, Lo: 0, Hi: dim / int64(tp), Dst: buf})
 		}
 	}
+	return out
+}
+
+// sliceBytes is the bytes of the file the slices cover.
+func sliceBytes(s []Slice) int64 {
+	var n int64
+	for _, x := range s {
+		n += int64(len(x.Dst)) * x.Tensor.Info.DType.Size()
+	}
 	return n
+}
+
+// readRankShards reads tensor-parallel rank 0's shards (rankSlices) tensor
+// by tensor, each with ReadRows or ReadCols, and returns the bytes of the
+// file they cover.
+func readRankShards(b *testing.B, f *File, layers, tp int, dst map[string][]float32) int64 {
+	b.Helper()
+	s := rankSlices(f, layers, tp, dst)
+	for _, x := range s {
+		if err := x.read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return sliceBytes(s)
 }
 
 // BenchmarkRankSlices compares, in one run, a tensor-parallel rank reading

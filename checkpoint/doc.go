@@ -2,7 +2,9 @@
 // the model description (package arch: Config is arch.Description, the
 // family names the tensors), and safetensors weights (single
 // file or sharded with model.safetensors.index.json), memory-mapped and
-// validated, with per-tensor row and column slices converted to float32.
+// validated, with per-tensor row and column slices converted to float32,
+// read with pread in planned, page-aligned reads (ReadSlices reads a rank's
+// whole list of slices at once).
 //
 // It owns the file formats only: it must not decide partitionings, run models
 // or import partition, sim or exec; callers ask it for the slices they need.

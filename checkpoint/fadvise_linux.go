@@ -17,3 +17,11 @@ import (
 func adviseExplicit(f *os.File) {
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
 }
+
+// adviseWillNeed asks the kernel to start reading n bytes of f at off into
+// the page cache (POSIX_FADV_WILLNEED; readahead advice does not apply to
+// it) and returns once the reads are queued. Advice only: errors are
+// ignored.
+func adviseWillNeed(f *os.File, off, n int64) {
+	_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED)
+}

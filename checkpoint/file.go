@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -18,7 +19,7 @@ type File struct {
 	data   []byte // the whole file, read-only
 	unmap  func() error
 	index  map[string]int
-	// fd, when set, reads large ranges with pread (readAt) instead of
+	// fd, when set, reads tensors with pread (readSegments) instead of
 	// faulting the mapping in; nil where the file is already in memory.
 	fd *os.File
 }
@@ -58,7 +59,19 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
-	h, err := ParseHeader(data, size)
+	hdr := data
+	if preadable {
+		// Readahead off before the first read, and the header read with
+		// pread: a fault on the mapping would read around it (the device's
+		// whole readahead window, 8 MiB on the disks measured), and a later
+		// read reaching a page so read ahead starts the next window.
+		adviseExplicit(f)
+		if hdr, err = readHeader(f, size); err != nil {
+			unmap()
+			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+		}
+	}
+	h, err := ParseHeader(hdr, size)
 	if err != nil {
 		unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -66,9 +79,26 @@ func Open(path string) (*File, error) {
 	file := newFile(path, h, data, unmap)
 	if preadable {
 		file.fd, keep = f, true
-		adviseExplicit(f)
 	}
 	return file, nil
+}
+
+// readHeader reads the header's length and, where ParseHeader will accept
+// that length (within MaxHeaderBytes and the file), the header after it.
+func readHeader(f *os.File, size int64) ([]byte, error) {
+	b := make([]byte, 8)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > MaxHeaderBytes || int64(n) > size-8 {
+		return b, nil // ParseHeader says why
+	}
+	b = append(b, make([]byte, n)...)
+	if _, err := f.ReadAt(b[8:], 8); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // newFile wraps a validated header and the bytes of the whole file.
@@ -125,22 +155,9 @@ type Tensor struct {
 	File string // the file it lives in, for error messages
 	data []byte
 
-	mapping []byte   // the whole file, for readahead advice
+	mapping []byte   // the whole file
 	off     int64    // where data starts in mapping
-	fd      *os.File // for pread of large ranges (nil: the mapping only)
-}
-
-// source returns bytes [lo, hi) of the tensor's data: read with pread into
-// scratch when the range is large and the file is open, else the mapping.
-func (t Tensor) source(lo, hi int64, scratch *[]byte) ([]byte, error) {
-	if t.fd == nil || hi-lo < preadMinBytes {
-		return t.data[lo:hi], nil
-	}
-	b, err := readAt(t.fd, scratch, t.off+lo, hi-lo)
-	if err != nil {
-		return nil, t.errorf("reading bytes [%d, %d): %v", lo, hi, err)
-	}
-	return b, nil
+	fd      *os.File // for pread (nil: the mapping only)
 }
 
 // Bytes is the tensor's raw little-endian bytes: a view of the mapping, which
@@ -219,21 +236,20 @@ func (t Tensor) ReadRows(dst []float32, r0, r1 int64) error {
 	return t.readElems(dst, lo/es)
 }
 
-// readElems converts len(dst) elements starting at element e0: in blocks
-// read and converted in parallel (forBlocks), each read with pread where
-// large (source).
+// readElems converts len(dst) elements starting at element e0: read with
+// pread in large aligned reads, several in flight (readSegments), where the
+// file is open; else from the mapping in blocks converted in parallel
+// (forBlocks).
 func (t Tensor) readElems(dst []float32, e0 int64) error {
+	if t.fd != nil {
+		p := defaultPlan()
+		return readSegments(t.rangeSegments(nil, e0, dst, p), p)
+	}
 	es := t.Info.DType.Size()
 	n := int64(len(dst))
-	if t.fd == nil {
-		willNeed(t.mapping, t.off+e0*es, t.off+(e0+n)*es)
-	}
-	return forBlocks(n, es, func(a, b int64, scratch *[]byte) error {
-		src, err := t.source((e0+a)*es, (e0+b)*es, scratch)
-		if err != nil {
-			return err
-		}
-		decode(dst[a:b], src, t.Info.DType)
+	willNeed(t.mapping, t.off+e0*es, t.off+(e0+n)*es)
+	return forBlocks(n, es, func(a, b int64) error {
+		decode(dst[a:b], t.data[(e0+a)*es:(e0+b)*es], t.Info.DType)
 		return nil
 	})
 }
@@ -272,31 +288,21 @@ func (t Tensor) ReadCols(dst []float32, c0, c1 int64) error {
 	if int64(len(dst)) != n {
 		return t.errorf("columns [%d, %d) are %d values, the buffer holds %d", c0, c1, n, len(dst))
 	}
+	if t.fd != nil {
+		p := defaultPlan()
+		return readSegments(t.colSegments(nil, c0, c1, dst, p), p)
+	}
 	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
 	es, w := t.Info.DType.Size(), c1-c0
 	if w == 0 { // a [huge, 0] tensor holds no bytes: do not walk its rows
 		return nil
 	}
-	// Blocks of whole rows. A block reads the span from its first row's
-	// column c0 to its last row's c1 in one pread where rows are short
-	// (the slice's pages are most of the span's anyway); long rows are read
-	// through the mapping, page by page, only where the slice lies.
-	span := cols*es <= 4*int64(os.Getpagesize()) || 4*w >= cols
-	if t.fd == nil || !span {
-		willNeed(t.mapping, t.off+c0*es, t.off+((rows-1)*cols+c1)*es)
-	}
-	return forBlocks(rows, cols*es, func(r0, r1 int64, scratch *[]byte) error {
-		lo := (r0*cols + c0) * es
-		src := t.data[lo : ((r1-1)*cols+c1)*es]
-		if span {
-			var err error
-			if src, err = t.source(lo, ((r1-1)*cols+c1)*es, scratch); err != nil {
-				return err
-			}
-		}
+	// From the mapping: blocks of whole rows converted in parallel.
+	willNeed(t.mapping, t.off+c0*es, t.off+((rows-1)*cols+c1)*es)
+	return forBlocks(rows, cols*es, func(r0, r1 int64) error {
 		for r := r0; r < r1; r++ {
-			base := (r - r0) * cols * es
-			decode(dst[r*w:(r+1)*w], src[base:base+w*es], t.Info.DType)
+			lo := (r*cols + c0) * es
+			decode(dst[r*w:(r+1)*w], t.data[lo:lo+w*es], t.Info.DType)
 		}
 		return nil
 	})

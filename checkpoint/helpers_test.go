@@ -22,13 +22,22 @@ type rawTensorData struct {
 // spaces to a multiple of 8 bytes.
 func encodeSafetensors(t testing.TB, tensors []rawTensorData) []byte {
 	t.Helper()
+	out := safetensorsHeader(t, tensors)
+	for _, x := range tensors {
+		out = append(out, x.data...)
+	}
+	return out
+}
+
+// safetensorsHeader is the part of encodeSafetensors before the tensors'
+// bytes: the header's length and the header.
+func safetensorsHeader(t testing.TB, tensors []rawTensorData) []byte {
+	t.Helper()
 	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
 	var off int64
-	var data []byte
 	for _, x := range tensors {
 		hdr[x.name] = map[string]any{"dtype": x.dtype, "shape": x.shape, "data_offsets": []int64{off, off + int64(len(x.data))}}
 		off += int64(len(x.data))
-		data = append(data, x.data...)
 	}
 	js, err := json.Marshal(hdr)
 	if err != nil {
@@ -38,8 +47,7 @@ func encodeSafetensors(t testing.TB, tensors []rawTensorData) []byte {
 		js = append(js, ' ')
 	}
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
-	out = append(out, js...)
-	return append(out, data...)
+	return append(out, js...)
 }
 
 func writeSafetensors(t testing.TB, path string, tensors []rawTensorData) {

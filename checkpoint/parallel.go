@@ -7,25 +7,18 @@ import (
 	"sync/atomic"
 )
 
-// parallelMinBytes is the size of each block a read is split into: below
-// it one goroutine converts (starting goroutines would cost more than they
-// save); above it every core reads and converts its own blocks, keeping
-// several large disk reads in flight on a cold cache.
+// parallelMinBytes is the size of each block a conversion from the mapping
+// is split into (below it one goroutine converts: starting goroutines would
+// cost more than they save), and the largest pread (readSegments): large
+// enough that a read's request cost is small against its transfer.
 const parallelMinBytes = 4 << 20
-
-// preadMinBytes is the smallest range read with pread instead of faulting
-// the mapping in: from a cold cache one large read beats a fault per
-// read-around window, and a warm one costs a copy of what is converted
-// anyway.
-const preadMinBytes = 64 << 10
 
 // forBlocks calls fn on consecutive blocks [lo, hi) covering [0, n) units of
 // unitBytes source bytes each, each block about parallelMinBytes, from up
-// to GOMAXPROCS goroutines, each with its own scratch buffer of
-// parallelMinBytes (or one unit, if larger). Blocks are handed out in order,
-// so the file is read front to back, a few blocks at a time. fn must write
-// disjoint output per block; the first error it returns is returned.
-func forBlocks(n, unitBytes int64, fn func(lo, hi int64, scratch *[]byte) error) error {
+// to GOMAXPROCS goroutines. Blocks are handed out in order, so a mapping is
+// faulted in front to back, a few blocks at a time. fn must write disjoint
+// output per block; the first error it returns is returned.
+func forBlocks(n, unitBytes int64, fn func(lo, hi int64) error) error {
 	if n <= 0 {
 		return nil
 	}
@@ -33,9 +26,7 @@ func forBlocks(n, unitBytes int64, fn func(lo, hi int64, scratch *[]byte) error)
 	blocks := (n + per - 1) / per
 	workers := min(int64(runtime.GOMAXPROCS(0)), blocks)
 	if workers <= 1 {
-		buf := getScratch()
-		defer scratchPool.Put(buf)
-		return fn(0, n, buf)
+		return fn(0, n)
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -45,15 +36,13 @@ func forBlocks(n, unitBytes int64, fn func(lo, hi int64, scratch *[]byte) error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := getScratch()
-			defer scratchPool.Put(buf)
 			for {
 				b := next.Add(1) - 1
 				if b >= blocks {
 					return
 				}
 				lo := b * per
-				if err := fn(lo, min(lo+per, n), buf); err != nil {
+				if err := fn(lo, min(lo+per, n)); err != nil {
 					once.Do(func() { first = err })
 					next.Store(blocks) // stop handing out blocks
 					return

@@ -1,0 +1,316 @@
+package checkpoint
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Slice is one part of a tensor a reader wants: rows [Lo, Hi) of it
+// (elements of a vector), or, with Cols, its columns [Lo, Hi) of every row,
+// converted to float32 into Dst, which holds exactly the slice's values,
+// row-major (Tensor.ReadRows and Tensor.ReadCols read one such slice).
+type Slice struct {
+	Tensor Tensor
+	Cols   bool
+	Lo, Hi int64
+	Dst    []float32
+}
+
+// ReadSlices reads a whole list of slices, of any tensors of any files, at
+// once: the file ranges they need are sorted by offset, ranges separated by
+// less than coalesceGapBytes are read as one (reading a small gap costs less
+// than another request), and the reads, page-aligned and up to
+// parallelMinBytes each, are issued front to back by several goroutines, so
+// that several are in flight across tensors while others convert what has
+// arrived. A read's pages are those of the slices and of the small gaps only:
+// the kernel's readahead is off on the descriptor (adviseExplicit).
+//
+// Each slice is checked as ReadRows / ReadCols check theirs before anything
+// is read; the first error is returned, naming the tensor and its file.
+func ReadSlices(s []Slice) error { return readSlices(s, defaultPlan()) }
+
+// defaultPlan is how ReadSlices, ReadRows, ReadCols and Float32 group and
+// issue their reads.
+func defaultPlan() ioPlan {
+	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()}
+}
+
+// readAheadBytes is the window ioPlan.ahead was measured with: advising the
+// reads 64 MiB (sixteen 4 MiB reads) ahead of the readers. It is off by
+// default: on the disk measured it was 45 % faster for a TP-8 rank of a
+// Llama-7B-shaped file in one run and 14 % slower in the next, and the
+// other layouts and degrees split the same way
+// (docs/measurements/speed.md, section 8).
+const readAheadBytes = 64 << 20
+
+// coalesceGapBytes is the largest gap between two needed ranges that is
+// read through rather than skipped with a second request: 64 KiB at about
+// 1 GB/s is 64 µs of transfer, about what a separate request costs on the
+// virtual disks measured (docs/measurements/speed.md, section 8).
+const coalesceGapBytes = 64 << 10
+
+// readsInFlight is how many reads ReadSlices keeps in flight: at least 8
+// (a disk's queue wants several requests even on a 2-core machine, and a
+// goroutine blocked in pread holds no core), more where there are more cores
+// to convert.
+func readsInFlight() int { return max(8, runtime.GOMAXPROCS(0)) }
+
+// ioPlan is how ReadSlices groups and issues its reads.
+type ioPlan struct {
+	gap      int64 // ranges at most this far apart are read as one
+	maxRead  int64 // bytes per read (a single run longer than this is split)
+	inFlight int   // goroutines reading
+	ahead    int64 // bytes of reads advised to the kernel ahead of the readers (0: none)
+}
+
+// segment is count runs of run bytes, stride bytes apart, starting at file
+// offset off, converted to dst (count·run/size values) in order.
+type segment struct {
+	fd                      *os.File
+	size                    int64 // the file's size
+	off, run, stride, count int64
+	dtype                   DType
+	dst                     []float32
+}
+
+func (g segment) end() int64 { return g.off + (g.count-1)*g.stride + g.run }
+
+// fileRead is one pread of [lo, hi) of fd serving segs (a range of the
+// sorted segments).
+type fileRead struct {
+	fd     *os.File
+	lo, hi int64
+	segs   []segment
+}
+
+func readSlices(s []Slice, p ioPlan) error {
+	for i := range s { // every slice checked before anything is read
+		if err := s[i].check(); err != nil {
+			return err
+		}
+	}
+	var segs []segment
+	for i := range s {
+		x := &s[i]
+		t := x.Tensor
+		switch {
+		case t.fd == nil: // in memory already: nothing to plan
+			if err := x.read(); err != nil {
+				return err
+			}
+		case x.Cols:
+			segs = t.colSegments(segs, x.Lo, x.Hi, x.Dst, p)
+		default:
+			_, cols, _ := t.dims2("Rows") // checked by check
+			segs = t.rangeSegments(segs, x.Lo*cols, x.Dst, p)
+		}
+	}
+	return readSegments(segs, p)
+}
+
+// read converts the slice alone, with ReadRows or ReadCols.
+func (x *Slice) read() error {
+	if x.Cols {
+		return x.Tensor.ReadCols(x.Dst, x.Lo, x.Hi)
+	}
+	return x.Tensor.ReadRows(x.Dst, x.Lo, x.Hi)
+}
+
+// readSegments reads and converts segs, sorted by file (in the order first
+// met) and offset: one pass front to back through each file.
+func readSegments(segs []segment, p ioPlan) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	order := map[*os.File]int{}
+	for _, g := range segs {
+		if _, ok := order[g.fd]; !ok {
+			order[g.fd] = len(order)
+		}
+	}
+	slices.SortStableFunc(segs, func(a, b segment) int {
+		if c := cmp.Compare(order[a.fd], order[b.fd]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	return runReads(planReads(segs, p), p)
+}
+
+// check validates the slice as ReadRows / ReadCols do.
+func (x *Slice) check() error {
+	t := x.Tensor
+	var n int64
+	var err error
+	what := "rows"
+	if x.Cols {
+		what = "columns"
+		n, err = t.colsLen(x.Lo, x.Hi)
+	} else {
+		n, err = t.rowsLen(x.Lo, x.Hi)
+	}
+	if err != nil {
+		return err
+	}
+	if int64(len(x.Dst)) != n {
+		return t.errorf("%s [%d, %d) are %d values, the buffer holds %d", what, x.Lo, x.Hi, n, len(x.Dst))
+	}
+	return nil
+}
+
+// rangeSegments appends the segments of the tensor's elements [e0,
+// e0+len(dst)), one contiguous range of the file, in pieces of at most
+// p.maxRead bytes.
+func (t Tensor) rangeSegments(out []segment, e0 int64, dst []float32, p ioPlan) []segment {
+	es := t.Info.DType.Size()
+	per := max(1, p.maxRead/es) // elements per piece
+	n := int64(len(dst))
+	for e := int64(0); e < n; e += per {
+		k := min(per, n-e)
+		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+			off: t.off + (e0+e)*es, run: k * es, count: 1, dst: dst[e : e+k]})
+	}
+	return out
+}
+
+// colSegments appends the segments of columns [c0, c1) of every row of a
+// 2-D tensor: one strided segment per group of rows where the gap between
+// a row's run and the next is at most p.gap (the group's span, gaps
+// included, is one read), else the rows' runs apart (only their pages are
+// read).
+func (t Tensor) colSegments(out []segment, c0, c1 int64, dst []float32, p ioPlan) []segment {
+	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
+	es, w := t.Info.DType.Size(), c1-c0
+	if w == 0 || rows == 0 {
+		return out
+	}
+	run, stride := w*es, cols*es
+	if stride-run > p.gap || run > p.maxRead {
+		for r := int64(0); r < rows; r++ {
+			out = t.rangeSegments(out, r*cols+c0, dst[r*w:(r+1)*w], p)
+		}
+		return out
+	}
+	per := max(1, (p.maxRead-run)/stride+1) // rows whose span fits one read
+	for r := int64(0); r < rows; r += per {
+		k := min(per, rows-r)
+		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+			off: t.off + (r*cols+c0)*es, run: run, stride: stride, count: k, dst: dst[r*w : (r+k)*w]})
+	}
+	return out
+}
+
+// planReads groups sorted segments into reads: a segment joins the read
+// before it when it starts at most gap bytes past the read's end, in the
+// same file, and the read stays within maxRead bytes (pages included). Reads
+// are widened to whole pages: the kernel reads those anyway.
+func planReads(segs []segment, p ioPlan) []fileRead {
+	page := int64(os.Getpagesize())
+	down := func(v int64) int64 { return v &^ (page - 1) }
+	up := func(v, size int64) int64 { return min(size, (v+page-1)&^(page-1)) }
+	var reads []fileRead
+	start := 0
+	lo, hi := down(segs[0].off), segs[0].end()
+	flush := func(i int) {
+		reads = append(reads, fileRead{fd: segs[start].fd, lo: lo, hi: up(hi, segs[start].size), segs: segs[start:i]})
+	}
+	for i := 1; i < len(segs); i++ {
+		g := segs[i]
+		if g.fd == segs[start].fd && g.off-hi <= p.gap && up(max(hi, g.end()), g.size)-lo <= p.maxRead+page {
+			hi = max(hi, g.end())
+			continue
+		}
+		flush(i)
+		start, lo, hi = i, down(g.off), g.end()
+	}
+	flush(len(segs))
+	return reads
+}
+
+// runReads issues the reads in order from p.inFlight goroutines, each
+// reading into its own buffer and converting its segments before taking the
+// next read; the first error stops the hand-out and is returned. With
+// p.ahead, one more goroutine asks the kernel to start reading
+// (adviseWillNeed) the reads up to p.ahead bytes past the ones being read,
+// so that the disk has more requests queued than there are readers.
+func runReads(reads []fileRead, p ioPlan) error {
+	if len(reads) == 1 { // one read: no goroutine to start
+		buf := getScratch()
+		defer scratchPool.Put(buf)
+		return reads[0].do(buf)
+	}
+	workers := min(p.inFlight, len(reads))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	var advised chan struct{} // a token per read advised and not yet taken
+	done, prefetched := make(chan struct{}), make(chan struct{})
+	if window := p.ahead / max(p.maxRead, 1); window > 0 {
+		advised = make(chan struct{}, window)
+		go func() {
+			defer close(prefetched)
+			for i := range reads {
+				select {
+				case advised <- struct{}{}:
+				case <-done:
+					return
+				}
+				if r := reads[i]; int64(i) >= next.Load() { // not taken yet
+					adviseWillNeed(r.fd, r.lo, r.hi-r.lo)
+				}
+			}
+		}()
+	} else {
+		close(prefetched)
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := getScratch()
+			defer scratchPool.Put(buf)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(reads)) {
+					return
+				}
+				select { // the prefetcher may advise one more
+				case <-advised:
+				default:
+				}
+				if err := reads[i].do(buf); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(len(reads)))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	<-prefetched
+	return first
+}
+
+// do reads r into scratch and converts its segments.
+func (r fileRead) do(scratch *[]byte) error {
+	b, err := readAt(r.fd, scratch, r.lo, r.hi-r.lo)
+	if err != nil {
+		return fmt.Errorf("reading bytes [%d, %d): %w", r.lo, r.hi, err) // err names the file
+	}
+	for _, g := range r.segs {
+		es := g.dtype.Size()
+		per := g.run / es
+		for k := int64(0); k < g.count; k++ {
+			o := g.off + k*g.stride - r.lo
+			decode(g.dst[k*per:(k+1)*per], b[o:o+g.run], g.dtype)
+		}
+	}
+	return nil
+}
