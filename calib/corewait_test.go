@@ -95,3 +95,38 @@ func TestRecvWaitEntry(t *testing.T) {
 		t.Error("a hop faster than the one-way time: an entry, want none")
 	}
 }
+
+// TestCoreStretchEntry: two sizes, three repeats, each (all_reduce,
+// burst wall) in µs; the burst took 40 µs alone.
+//
+//	repeat     size 1 wall   size 2 wall   median over sizes (lower middle)
+//	1          50            70            50
+//	2          44            46            44
+//	3          90            60            60
+//
+// → time 50 µs (median of 50, 44, 60), min 44, max 60, 3 samples, at
+// size 40 000 ns: a stretch of 50/40 = 1.25.
+func TestCoreStretchEntry(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	burstT := [][]float64{us(200, 50, 200, 44, 200, 90), us(300, 70, 300, 46, 300, 60)}
+	e, ok := coreStretchEntry(40e-6, burstT, 4, 2)
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !ok || e.Kind != configs.CoreStretchKind || e.Shape != "cores=2" || e.Size != 40_000 || e.Ranks != 4 || e.Samples != 3 ||
+		!close(e.TimeS, 50e-6) || !close(e.TimeMinS, 44e-6) || !close(e.TimeMaxS, 60e-6) {
+		t.Errorf("entry %+v, ok %t; want core_stretch cores=2 size 40000 ranks 4, 50 µs (44–60), 3 samples", e, ok)
+	}
+	if err := configs.ValidateOpTimes("op_time", []configs.OpTime{e}); err != nil {
+		t.Errorf("the entry is not a valid op time: %v", err)
+	}
+	if _, ok := coreStretchEntry(0, burstT, 4, 2); ok {
+		t.Error("no time alone: an entry")
+	}
+	if _, ok := coreStretchEntry(40e-6, [][]float64{us(1, 2, 3, 4), us(1, 2)}, 4, 2); ok {
+		t.Error("sizes with different repeats: an entry")
+	}
+}

@@ -20,6 +20,15 @@ const CoreWaitKind = "core_wait"
 // time in ns (1 in profiles of an older partbench: one burst).
 const RecvWaitKind = "recv_wait"
 
+// CoreStretchKind is the op-time kind of the shared-core stretch of a
+// short compute burst: a burst that takes Size ns alone (one process, the
+// host otherwise idle) took TimeS of wall time on each of Ranks ranks
+// computing bursts and exchanging all_reduces on the host's cores (the
+// core-wait loop, calib/corewait.go). Shape CoreWaitShape. sim stretches
+// a rank's compute by it instead of the fair share b/cores where the
+// profile has it (docs/costmodel.md, "Op times at the job's placement").
+const CoreStretchKind = "core_stretch"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 
@@ -56,6 +65,9 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	return out, notes
 }
 
-// isWaitKind reports whether kind is a shared-core wait (core_wait,
-// recv_wait): measured at one rank count, kept only at it.
-func isWaitKind(kind string) bool { return kind == CoreWaitKind || kind == RecvWaitKind }
+// isWaitKind reports whether kind is a shared-core wait or stretch
+// (core_wait, recv_wait, core_stretch): measured at one rank count, kept
+// only at it.
+func isWaitKind(kind string) bool {
+	return kind == CoreWaitKind || kind == RecvWaitKind || kind == CoreStretchKind
+}
