@@ -130,3 +130,44 @@ func TestCoreStretchEntry(t *testing.T) {
 		t.Error("sizes with different repeats: an entry")
 	}
 }
+
+// TestSendCallEntries: two sizes, three repeats of (one-way, Send call) in
+// µs:
+//
+//	256 B:   (20, 3) (25, 5) (22, 4)   → calls 3, 5, 4: median 4, min 3, max 5
+//	4 KiB:   (30, 6) (31, 0) (33, 9)   → calls 6, 0 (kept as 1 ns), 9: median 6
+//
+// each an entry {send_call, ranks=2, size, ranks 4}; times of odd length
+// or for another number of sizes are an error.
+func TestSendCallEntries(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	es, err := sendCallEntries([][]float64{us(20, 3, 25, 5, 22, 4), us(30, 6, 31, 0, 33, 9)}, []int64{256, 4096}, 4)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("entries %+v, err %v; want 2", es, err)
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	for i, w := range []struct {
+		size           int64
+		med, min, maxS float64
+	}{{256, 4e-6, 3e-6, 5e-6}, {4096, 6e-6, 1e-9, 9e-6}} {
+		e := es[i]
+		if e.Kind != configs.SendCallKind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != 4 || e.Samples != 3 ||
+			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
+			t.Errorf("entry %d: %+v; want send_call ranks=2 size %d ranks 4, %g s (%g–%g)", i, e, w.size, w.med, w.min, w.maxS)
+		}
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("not valid op times: %v", err)
+	}
+	if _, err := sendCallEntries([][]float64{us(20, 3, 25)}, []int64{256}, 4); err == nil {
+		t.Error("odd times: no error")
+	}
+	if _, err := sendCallEntries([][]float64{us(20, 3)}, []int64{256, 4096}, 4); err == nil {
+		t.Error("1 size of 2: no error")
+	}
+}

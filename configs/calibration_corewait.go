@@ -29,6 +29,14 @@ const RecvWaitKind = "recv_wait"
 // profile has it (docs/costmodel.md, "Op times at the job's placement").
 const CoreStretchKind = "core_stretch"
 
+// SendCallKind is the op-time kind of a send's own time: what the sender
+// spends inside its Send call for a message of Size bytes between two of
+// Ranks ranks on the host (shape "ranks=2", as the send entry), measured
+// in the same ping-pong as the send entry's one-way time. sim prices a
+// send's slice by it where the profile has it; the message's arrival
+// stays at the one-way time.
+const SendCallKind = "send_call"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 

@@ -413,3 +413,20 @@ func (r *rankState) stretch() float64 {
 	}
 	return r.burstOverS / r.burstAloneS
 }
+
+// sendCallS is the time a sender spends in its Send call for op: the
+// table's send_call entry at op's shape and size (configs.SendCallKind,
+// measured at the run's placement), 0 without one. The message's arrival
+// stays at the one-way time from the call's start (the send entry, or the
+// link model): the call's time is the sender's, on its own clock.
+func sendCallS(table *OpTable, op *partition.Op) float64 {
+	if table == nil {
+		return 0
+	}
+	_, shape, size, context := OpKey(op)
+	t, ok := table.Lookup(configs.SendCallKind, shape, size, context)
+	if !ok {
+		return 0
+	}
+	return t
+}

@@ -110,3 +110,59 @@ func TestEstimateBurstStretch(t *testing.T) {
 		t.Errorf("unstretched bursts: the core wait adds %.6g s to TPOT, want %.6g s (105 steps × W)", d, 105*w)
 	}
 }
+
+// TestSendCall: pp4-tiny with one micro-batch (each stage: receive,
+// compute, send; the last stage samples its first token, then sends the
+// tokens to stage 0) and a send_call entry of 10 µs at 4 B and at 4 MiB
+// (log–log between them: 10 µs at every size in between). Every prefill
+// send's slice grows by exactly 10 µs (launch + the call) and its message
+// arrives when it did (the one-way time from the call's start), so every
+// stage computes when it did and TTFT — the last stage's first token,
+// before its tokens' send — is unchanged; without the entry, a send is
+// its launch alone.
+func TestSendCall(t *testing.T) {
+	est := func(times ...configs.OpTime) *Estimate {
+		t.Helper()
+		cfg, err := configs.Load("test/pp4-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.Microbatches = 1
+		cfg.Hardware.OpTimes = times
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := EstimatePlan(plan, Options{EveryRank: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	call := func(size int64) configs.OpTime {
+		return configs.OpTime{Kind: configs.SendCallKind, Shape: "ranks=2", Size: size, TimeS: 10e-6, TimeMinS: 10e-6, TimeMaxS: 10e-6, Samples: 1, Ranks: 2}
+	}
+	base, with := est(), est(call(4), call(4<<20))
+	sends := func(e *Estimate) []float64 {
+		var d []float64
+		for _, sl := range e.Timeline.Slices {
+			if sl.Op.Kind == partition.Send && sl.Phase == partition.Prefill {
+				d = append(d, sl.EndS-sl.StartS)
+			}
+		}
+		return d
+	}
+	b, w := sends(base), sends(with)
+
+	if len(b) == 0 || len(b) != len(w) {
+		t.Fatalf("prefill sends: %d without the entry, %d with", len(b), len(w))
+	}
+	for i := range b {
+		if math.Abs(w[i]-b[i]-10e-6) > 1e-12 {
+			t.Errorf("send %d: %.6g s with the entry, %.6g s without; want 10 µs more", i, w[i], b[i])
+		}
+	}
+	if math.Abs(with.Prefill.TTFTS-base.Prefill.TTFTS) > 1e-12 {
+		t.Errorf("TTFT %.9g s with the send call, %.9g s without; want unchanged (the message leaves at the call's start)", with.Prefill.TTFTS, base.Prefill.TTFTS)
+	}
+}

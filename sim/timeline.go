@@ -294,6 +294,7 @@ func (s *simulator) step(ri int) (bool, error) {
 				est.TimeS = t
 			}
 			m.cost.TimeS, m.ok = est.TimeS, true
+			m.cost.FixedS = sendCallS(s.table, op) // the sender's own time in its call (optable_share.go)
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
@@ -303,6 +304,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
+		sl.EndS += m.cost.FixedS                     // the message leaves at the launch; the sender is busy in its call
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
