@@ -129,13 +129,17 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 }
 
 // coreWaitCounts are the rank counts the core wait is measured at: every
-// even count of --op-ranks and --nproc above the host's cores (pairs need
-// an even count; at or below the cores nothing waits for a core).
+// even count of --op-ranks and --nproc at or above the host's cores (pairs
+// need an even count). At the cores' count no rank waits for a core, but
+// a partner that computed before the collective meets it late, after its
+// communicator's wait gave up spinning and slept: W is then the wake-up
+// a run's collective after compute pays and a back-to-back one does not
+// (docs/costmodel.md, "Shared cores"). Below the cores it is not measured.
 func coreWaitCounts(o Options, cores int) []int {
 	var out []int
 	seen := map[int]bool{}
 	for _, n := range append([]int{o.Ranks}, o.OpRanks...) {
-		if n > cores && n%2 == 0 && !seen[n] {
+		if n >= cores && n >= 2 && n%2 == 0 && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}

@@ -60,11 +60,15 @@ func TestCoreWaitEntry(t *testing.T) {
 }
 
 func TestCoreWaitCounts(t *testing.T) {
-	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4 and 16 (2 does not
-	// outnumber the cores, 1 and odd counts cannot pair).
+	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4, 2 and 16 (--nproc
+	// first; 2 fills the cores; 1 and odd counts cannot pair).
 	got := coreWaitCounts(Options{Ranks: 4, OpRanks: []int{1, 2, 3, 4, 16}}, 2)
-	if len(got) != 2 || got[0] != 4 || got[1] != 16 {
-		t.Errorf("counts %v, want [4 16]", got)
+	if len(got) != 3 || got[0] != 4 || got[1] != 2 || got[2] != 16 {
+		t.Errorf("counts %v, want [4 2 16]", got)
+	}
+	// 4 cores: 2 is below them, not measured.
+	if got := coreWaitCounts(Options{Ranks: 2, OpRanks: []int{4, 16}}, 4); len(got) != 2 || got[0] != 4 || got[1] != 16 {
+		t.Errorf("4 cores: counts %v, want [4 16]", got)
 	}
 }
 

@@ -54,7 +54,7 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 		if !isWaitKind(t.Kind) || t.Shape != CoreWaitShape(cores) {
 			continue
 		}
-		if t.Ranks == ranks && ranks > cores {
+		if t.Ranks == ranks && ranks >= cores && ranks >= 2 {
 			out, kept = append(out, t), true
 		} else if !slices.Contains(measured, t.Ranks) {
 			measured = append(measured, t.Ranks)
@@ -63,6 +63,8 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	slices.Sort(measured)
 	var notes []string
 	switch {
+	case kept && ranks == cores:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks fill the host's %d cores: collectives are charged the wait for a partner woken after its compute and blocking receives the receive wait, as measured at %d ranks", ranks, cores, ranks))
 	case kept:
 		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores: collectives are charged the partners' scheduling delay and blocking receives the receive wait, as measured at %d ranks", ranks, cores, ranks))
 	case ranks > cores && len(measured) > 0:

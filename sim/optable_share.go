@@ -380,11 +380,15 @@ func planRanks(plan *partition.Plan) int {
 //	clamp((s − 1) / (n/C − 1), 0, 1)
 //
 // of it — none in a pipeline whose stages compute one at a time, all of it
-// where every rank computes at once, as in the measurement.
+// where every rank computes at once, as in the measurement. With no more
+// ranks than cores (n = C: W measured there, none below) it is all of it.
 func coreWaitShare(stretch float64, ranks, cores int) float64 {
 	full := float64(ranks)/float64(cores) - 1
 	if full <= 0 {
-		return 0
+		// Every rank has a core: W (measured at n = C only; Apply keeps
+		// it there) is the partner's wake-up after its compute, met in
+		// full by a collective whose members computed before it.
+		return 1
 	}
 	return math.Min(1, math.Max(0, (stretch-1)/full))
 }
