@@ -300,6 +300,20 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		}
 		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
 	}
+	// The sender's own time in its Send calls, at every placement the
+	// link is measured at (sendcall.go).
+	if len(o.LinkArgv) > 0 {
+		seen := map[int]bool{}
+		for _, n := range append([]int{o.Ranks}, o.OpRanks...) {
+			if n < 2 || seen[n] {
+				continue
+			}
+			seen[n] = true
+			if err := measureSendCall(ctx, o, n, cal); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// The partners' scheduling delay of a collective at every placement of
 	// more ranks than cores (corewait.go), among process ranks only.
 	if len(o.LinkArgv) > 0 {

@@ -38,6 +38,11 @@ const (
 	// pipeline's hops, one rank runnable at a time), timed per hop
 	// (measureCoreWait's receive wait).
 	opRing = "ring"
+	// opSendCall is opSendRecv with rank 0's Send calls timed apart: what
+	// a sender spends in its call (the copy into the channel, waking the
+	// receiver, and any time off its core that costs it) — sim's send
+	// slice (SendCallKind) — beside the one-way time.
+	opSendCall = "sendcall"
 )
 
 // isAllReduce reports whether op runs all_reduce calls (on a group).
@@ -50,7 +55,7 @@ func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opAllReducePairs || op == opAllReduceBurst {
+	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst {
 		return 2
 	}
 	return len(ranks)
@@ -206,7 +211,7 @@ func (b *commBench) groupOf(r int) []int {
 
 // members are the ranks taking part: the group, or sendrecv's first two.
 func (b *commBench) members() []int {
-	if b.op == opSendRecv {
+	if b.op == opSendRecv || b.op == opSendCall {
 		return b.ranks[:2]
 	}
 	return b.ranks
@@ -217,7 +222,7 @@ func (b *commBench) members() []int {
 func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
 	switch b.op {
-	case opSendRecv:
+	case opSendRecv, opSendCall:
 		per /= 2
 	case opRing:
 		per /= float64(len(b.ranks))
@@ -284,6 +289,15 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 				return 0, err
 			}
 			burstTotal += bs
+		case b.op == opSendCall && r == first:
+			t := time.Now()
+			if err := c.Send(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
+			burstTotal += time.Since(t).Seconds()
+			if err := c.Recv(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
 		case r == first:
 			if err := c.Send(ctx, buf, members[1]); err != nil {
 				return 0, err

@@ -57,7 +57,8 @@ func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGr
 // measureLinkProcsBursts is measureLinkProcs with bursts[i] the compute
 // burst iterations of group i (opAllReduceBurst; nil: none). A burst
 // group's times hold two numbers per repeat: the all_reduce's time per
-// call, then the burst's (rank 0's wall time, descheduling included).
+// call, then the burst's (rank 0's wall time, descheduling included);
+// an opSendCall group's the one-way time, then rank 0's Send call's.
 func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
 	for i, g := range groups {
@@ -190,7 +191,7 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 					return fmt.Errorf("%s over %v, %d B: %w", b.op, spec.Groups[gi].Ranks, size, err)
 				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
-				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) {
+				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
 				}
 			}

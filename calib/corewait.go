@@ -129,13 +129,17 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 }
 
 // coreWaitCounts are the rank counts the core wait is measured at: every
-// even count of --op-ranks and --nproc above the host's cores (pairs need
-// an even count; at or below the cores nothing waits for a core).
+// even count of --op-ranks and --nproc at or above the host's cores (pairs
+// need an even count). At the cores' count no rank waits for a core, but
+// a partner that computed before the collective meets it late, after its
+// communicator's wait gave up spinning and slept: W is then the wake-up
+// a run's collective after compute pays and a back-to-back one does not
+// (docs/costmodel.md, "Shared cores"). Below the cores it is not measured.
 func coreWaitCounts(o Options, cores int) []int {
 	var out []int
 	seen := map[int]bool{}
 	for _, n := range append([]int{o.Ranks}, o.OpRanks...) {
-		if n > cores && n%2 == 0 && !seen[n] {
+		if n >= cores && n >= 2 && n%2 == 0 && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}
@@ -201,6 +205,19 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 			got = append(got, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
 		}
 	}
+	// The bursts' stretch: their wall time at n ranks against their time
+	// alone, timed here with the n ranks gone.
+	var str []string
+	for i := 1; i < ring; i++ {
+		e, ok := coreStretchEntry(burstAloneS(bursts[i]), times[i], n, cores)
+		if ok {
+			cal.OpTimes = append(cal.OpTimes, e)
+			str = append(str, fmt.Sprintf("%.3g s → %.3g s (×%.2f)", float64(e.Size)*1e-9, e.TimeS, e.TimeS/(float64(e.Size)*1e-9)))
+		}
+	}
+	if len(str) > 0 {
+		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
+	}
 	if len(got) == 0 {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay", n, cores)
 		return nil
@@ -264,5 +281,54 @@ func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool)
 	}
 	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
 	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
+}
+
+// burstAloneRepeats is how many times burstAloneS runs a burst after a
+// warm-up; it keeps the median.
+const burstAloneRepeats = 31
+
+// burstAloneS is the wall time of a burst of iters iterations in this
+// process with the link's ranks gone: the median of burstAloneRepeats
+// runs after one warm-up.
+func burstAloneS(iters int) float64 {
+	burst(iters)
+	ts := make([]float64, burstAloneRepeats)
+	for i := range ts {
+		t := time.Now()
+		burst(iters)
+		ts[i] = time.Since(t).Seconds()
+	}
+	return medianOf(ts)
+}
+
+// coreStretchEntry is the op-time entry of a compute burst's shared-core
+// stretch at n ranks on cores cores: the burst took aloneS alone, and
+// burstT[size][2·repeat+1] of wall time between the n ranks' all_reduces
+// (the core-wait loop). Per repeat the median over sizes of the wall
+// time; the entry holds the median and the extremes over repeats, at
+// size aloneS in ns. ok is false without a positive time alone or wall
+// time.
+func coreStretchEntry(aloneS float64, burstT [][]float64, n, cores int) (configs.OpTime, bool) {
+	if !(aloneS > 0) || len(burstT) == 0 {
+		return configs.OpTime{}, false
+	}
+	repeats := len(burstT[0]) / 2
+	var walls []float64
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range burstT {
+			if len(burstT[s]) != 2*repeats {
+				return configs.OpTime{}, false
+			}
+			per = append(per, burstT[s][2*r+1])
+		}
+		walls = append(walls, medianOf(per))
+	}
+	sp := spreadOf(walls)
+	if !(sp.Min > 0) {
+		return configs.OpTime{}, false
+	}
+	return configs.OpTime{Kind: configs.CoreStretchKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(aloneS*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }

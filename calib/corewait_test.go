@@ -60,11 +60,15 @@ func TestCoreWaitEntry(t *testing.T) {
 }
 
 func TestCoreWaitCounts(t *testing.T) {
-	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4 and 16 (2 does not
-	// outnumber the cores, 1 and odd counts cannot pair).
+	// 2 cores: --nproc 4 with --op-ranks 1,2,4,16 → 4, 2 and 16 (--nproc
+	// first; 2 fills the cores; 1 and odd counts cannot pair).
 	got := coreWaitCounts(Options{Ranks: 4, OpRanks: []int{1, 2, 3, 4, 16}}, 2)
-	if len(got) != 2 || got[0] != 4 || got[1] != 16 {
-		t.Errorf("counts %v, want [4 16]", got)
+	if len(got) != 3 || got[0] != 4 || got[1] != 2 || got[2] != 16 {
+		t.Errorf("counts %v, want [4 2 16]", got)
+	}
+	// 4 cores: 2 is below them, not measured.
+	if got := coreWaitCounts(Options{Ranks: 2, OpRanks: []int{4, 16}}, 4); len(got) != 2 || got[0] != 4 || got[1] != 16 {
+		t.Errorf("4 cores: counts %v, want [4 16]", got)
 	}
 }
 
@@ -93,5 +97,81 @@ func TestRecvWaitEntry(t *testing.T) {
 	}
 	if _, ok := recvWaitEntry([][]float64{us(30)}, [][]float64{us(25, 5)}, 16, 2); ok {
 		t.Error("a hop faster than the one-way time: an entry, want none")
+	}
+}
+
+// TestCoreStretchEntry: two sizes, three repeats, each (all_reduce,
+// burst wall) in µs; the burst took 40 µs alone.
+//
+//	repeat     size 1 wall   size 2 wall   median over sizes (lower middle)
+//	1          50            70            50
+//	2          44            46            44
+//	3          90            60            60
+//
+// → time 50 µs (median of 50, 44, 60), min 44, max 60, 3 samples, at
+// size 40 000 ns: a stretch of 50/40 = 1.25.
+func TestCoreStretchEntry(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	burstT := [][]float64{us(200, 50, 200, 44, 200, 90), us(300, 70, 300, 46, 300, 60)}
+	e, ok := coreStretchEntry(40e-6, burstT, 4, 2)
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !ok || e.Kind != configs.CoreStretchKind || e.Shape != "cores=2" || e.Size != 40_000 || e.Ranks != 4 || e.Samples != 3 ||
+		!close(e.TimeS, 50e-6) || !close(e.TimeMinS, 44e-6) || !close(e.TimeMaxS, 60e-6) {
+		t.Errorf("entry %+v, ok %t; want core_stretch cores=2 size 40000 ranks 4, 50 µs (44–60), 3 samples", e, ok)
+	}
+	if err := configs.ValidateOpTimes("op_time", []configs.OpTime{e}); err != nil {
+		t.Errorf("the entry is not a valid op time: %v", err)
+	}
+	if _, ok := coreStretchEntry(0, burstT, 4, 2); ok {
+		t.Error("no time alone: an entry")
+	}
+	if _, ok := coreStretchEntry(40e-6, [][]float64{us(1, 2, 3, 4), us(1, 2)}, 4, 2); ok {
+		t.Error("sizes with different repeats: an entry")
+	}
+}
+
+// TestSendCallEntries: two sizes, three repeats of (one-way, Send call) in
+// µs:
+//
+//	256 B:   (20, 3) (25, 5) (22, 4)   → calls 3, 5, 4: median 4, min 3, max 5
+//	4 KiB:   (30, 6) (31, 0) (33, 9)   → calls 6, 0 (kept as 1 ns), 9: median 6
+//
+// each an entry {send_call, ranks=2, size, ranks 4}; times of odd length
+// or for another number of sizes are an error.
+func TestSendCallEntries(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	es, err := sendCallEntries([][]float64{us(20, 3, 25, 5, 22, 4), us(30, 6, 31, 0, 33, 9)}, []int64{256, 4096}, 4)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("entries %+v, err %v; want 2", es, err)
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	for i, w := range []struct {
+		size           int64
+		med, min, maxS float64
+	}{{256, 4e-6, 3e-6, 5e-6}, {4096, 6e-6, 1e-9, 9e-6}} {
+		e := es[i]
+		if e.Kind != configs.SendCallKind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != 4 || e.Samples != 3 ||
+			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
+			t.Errorf("entry %d: %+v; want send_call ranks=2 size %d ranks 4, %g s (%g–%g)", i, e, w.size, w.med, w.min, w.maxS)
+		}
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("not valid op times: %v", err)
+	}
+	if _, err := sendCallEntries([][]float64{us(20, 3, 25)}, []int64{256}, 4); err == nil {
+		t.Error("odd times: no error")
+	}
+	if _, err := sendCallEntries([][]float64{us(20, 3)}, []int64{256, 4096}, 4); err == nil {
+		t.Error("1 size of 2: no error")
 	}
 }

@@ -42,7 +42,8 @@ type OpCheckRow struct {
 }
 
 // OpCheck holds m's per-kind busy times (exec.RankResult.PhaseBusyS: the
-// median over measured iterations, as TTFT and TPOT are compared at their
+// median over measured iterations — a prefill recv's with the rank's late
+// start added, exec.RankResult.StartLagS — as TTFT and TPOT are compared at their
 // medians — a mean would be one preempted iteration's on a shared host)
 // against est's timeline, per phase and kind. It returns nil when the ranks
 // did not time each phase (results of an older partbench) or there is no
@@ -106,6 +107,15 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 			for kind, its := range byKind {
 				if len(its) == 0 {
 					continue
+				}
+				if phase == string(partition.Prefill) && kind == string(partition.Recv) && len(r.StartLagS) == len(its) {
+					// A later stage that started late waited for its
+					// message from the iteration's start (exec.RankResult.StartLagS).
+					lagged := make([]float64, len(its))
+					for i, t := range its {
+						lagged[i] = t + r.StartLagS[i]
+					}
+					its = lagged
 				}
 				a := at(meas, key{phase, kind})
 				a.sum += stats.Median(its) / per

@@ -55,6 +55,18 @@ func TestOpCheck(t *testing.T) {
 			t.Errorf("row %d: %+v, want %+v", i, g, w)
 		}
 	}
+	// A later stage that started late (exec.RankResult.StartLagS): rank 1
+	// receives in its prefill 0.1 ms per iteration and started 0, 2 and
+	// 0.9 ms after the iteration's start → 0.1, 2.1, 1.0 ms, median 1.0 ms;
+	// its decode recv (0.2 ms a step) keeps its timer's time.
+	late := &exec.Measurement{Ranks: []exec.RankResult{{Rank: 1, StepEndS: steps, StartLagS: []float64{0, 2e-3, 0.9e-3},
+		PhaseBusyS: map[string]map[string][]float64{"prefill": {"recv": {0.1e-3, 0.1e-3, 0.1e-3}}, "decode": {"recv": {0.4e-3, 0.4e-3, 0.4e-3}}}}}}
+	for _, r := range OpCheck(late, est) {
+		want := map[string]float64{"prefill": 1.0e-3, "decode": 0.2e-3}[r.Phase]
+		if r.Kind == "recv" && math.Abs(r.MeasuredS-want) > 1e-12 {
+			t.Errorf("late stage's %s recv measured %g s, want %g s", r.Phase, r.MeasuredS, want)
+		}
+	}
 	// Results without per-phase timers (an older partbench) have no op check.
 	m.Ranks[0].PhaseBusyS = nil
 	if rows := OpCheck(m, est); rows != nil {

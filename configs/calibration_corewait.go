@@ -20,6 +20,23 @@ const CoreWaitKind = "core_wait"
 // time in ns (1 in profiles of an older partbench: one burst).
 const RecvWaitKind = "recv_wait"
 
+// CoreStretchKind is the op-time kind of the shared-core stretch of a
+// short compute burst: a burst that takes Size ns alone (one process, the
+// host otherwise idle) took TimeS of wall time on each of Ranks ranks
+// computing bursts and exchanging all_reduces on the host's cores (the
+// core-wait loop, calib/corewait.go). Shape CoreWaitShape. sim stretches
+// a rank's compute by it instead of the fair share b/cores where the
+// profile has it (docs/costmodel.md, "Op times at the job's placement").
+const CoreStretchKind = "core_stretch"
+
+// SendCallKind is the op-time kind of a send's own time: what the sender
+// spends inside its Send call for a message of Size bytes between two of
+// Ranks ranks on the host (shape "ranks=2", as the send entry), measured
+// in the same ping-pong as the send entry's one-way time. sim prices a
+// send's slice by it where the profile has it; the message's arrival
+// stays at the one-way time.
+const SendCallKind = "send_call"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 
@@ -37,7 +54,7 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 		if !isWaitKind(t.Kind) || t.Shape != CoreWaitShape(cores) {
 			continue
 		}
-		if t.Ranks == ranks && ranks > cores {
+		if t.Ranks == ranks && ranks >= cores && ranks >= 2 {
 			out, kept = append(out, t), true
 		} else if !slices.Contains(measured, t.Ranks) {
 			measured = append(measured, t.Ranks)
@@ -46,6 +63,8 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	slices.Sort(measured)
 	var notes []string
 	switch {
+	case kept && ranks == cores:
+		notes = append(notes, fmt.Sprintf("the config's %d ranks fill the host's %d cores: collectives are charged the wait for a partner woken after its compute and blocking receives the receive wait, as measured at %d ranks", ranks, cores, ranks))
 	case kept:
 		notes = append(notes, fmt.Sprintf("the config's %d ranks outnumber the host's %d cores: collectives are charged the partners' scheduling delay and blocking receives the receive wait, as measured at %d ranks", ranks, cores, ranks))
 	case ranks > cores && len(measured) > 0:
@@ -56,6 +75,9 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	return out, notes
 }
 
-// isWaitKind reports whether kind is a shared-core wait (core_wait,
-// recv_wait): measured at one rank count, kept only at it.
-func isWaitKind(kind string) bool { return kind == CoreWaitKind || kind == RecvWaitKind }
+// isWaitKind reports whether kind is a shared-core wait or stretch
+// (core_wait, recv_wait, core_stretch): measured at one rank count, kept
+// only at it.
+func isWaitKind(kind string) bool {
+	return kind == CoreWaitKind || kind == RecvWaitKind || kind == CoreStretchKind
+}

@@ -259,6 +259,32 @@ func TestCalibrationApplyCoreWait(t *testing.T) {
 	}
 }
 
+// A core wait measured with the ranks filling the cores (4 on 4) is kept
+// for a config of exactly that many ranks (tp4-tiny), with a note that
+// says so; a 1-rank config on the 4 cores keeps none.
+func TestCalibrationApplyCoreWaitAtCores(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		kept   bool
+	}{{"test/tp4-tiny", true}, {"test/single-tiny", false}} {
+		cal := sampleCalibration()
+		cal.Info.Cores = 4
+		cal.OpTimes = append(sampleOpTimes(), OpTime{Kind: CoreWaitKind, Shape: CoreWaitShape(4), Size: 1, TimeS: 1e-5, TimeMinS: 1e-5, TimeMaxS: 1e-5, Samples: 1, Ranks: 4})
+		cfg, err := Load(c.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(cal.Apply(cfg), "\n")
+		kept := false
+		for _, ot := range cfg.Hardware.OpTimes {
+			kept = kept || ot.Kind == CoreWaitKind
+		}
+		if kept != c.kept || (c.kept && !strings.Contains(notes, "the config's 4 ranks fill the host's 4 cores")) {
+			t.Errorf("%s: core wait kept %t (want %t), notes %q", c.config, kept, c.kept, notes)
+		}
+	}
+}
+
 // A CPU profile whose op times at more than one rank were measured by
 // process ranks prices a config's compute at its ranks per host: tp2pp2-tiny
 // (4 ranks on one host) takes sampleOpTimes' gemm measured at 4 (index 2)

@@ -35,6 +35,14 @@ type RankResult struct {
 	// at start-up: PrefillS and StepEndS are from this start. Absent in
 	// results from before it was recorded.
 	StartS []float64 `json:"start_s,omitempty"`
+	// StartLagS is, per measured iteration, how long after the
+	// iteration's start (the earliest rank's, TimeBase.OneStart) this rank
+	// started it; Aggregate fills it where TTFT is timed from one start.
+	// A rank that receives in its prefill (a later pipeline stage) waited
+	// that long for its message beyond what its recv timer saw: the op
+	// check counts it in the prefill recv (compare.OpCheck), as the model
+	// times every rank from one start.
+	StartLagS []float64 `json:"start_lag_s,omitempty"`
 	// Clock is how StartS was put on rank 0's clock.
 	Clock *ClockSync `json:"clock,omitempty"`
 	// PrefillMeanS is PrefillS's mean (Aggregate fills it).
@@ -168,6 +176,9 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	}
 	iters := len(results[0].PrefillS)
 	m.Iterations = iters
+	for j := range results {
+		results[j].StartLagS = nil
+	}
 	oneStart := iters > 0
 	for _, r := range results {
 		oneStart = oneStart && len(r.StartS) == iters
@@ -184,6 +195,12 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 				start, last = math.Min(start, r.StartS[i]), math.Max(last, r.StartS[i])
 			}
 			spread = append(spread, last-start)
+			for j := range results {
+				if i == 0 {
+					results[j].StartLagS = make([]float64, iters)
+				}
+				results[j].StartLagS[i] = results[j].StartS[i] - start
+			}
 		}
 		for _, r := range results {
 			if !r.LastStage {

@@ -54,6 +54,16 @@ func TestAggregateFromOneStart(t *testing.T) {
 	if !near(m.TPS.Min, 3200) || !near(m.TPS.Max, 4000) {
 		t.Errorf("TPS %+v, want 3200 and 4000", m.TPS)
 	}
+	// Each rank's late start: rank 0 at 10.000 − 10.000 = 0 and 20.002 −
+	// 20.000 = 2 ms, rank 1 at 3 ms and 0.
+	for _, c := range []struct {
+		rank int
+		want []float64
+	}{{0, []float64{0, 0.002}}, {1, []float64{0.003, 0}}} {
+		if g := results[c.rank].StartLagS; len(g) != 2 || !near(g[0], c.want[0]) || !near(g[1], c.want[1]) {
+			t.Errorf("rank %d's start lag %v, want %v", c.rank, g, c.want)
+		}
+	}
 	tb := m.TimeBase
 	if !tb.OneStart || !tb.SameHost || !near(tb.StartSpreadS, 0.002) || !strings.Contains(tb.Note, "earliest start over all ranks") ||
 		!strings.Contains(tb.Note, "all 2 ranks on rank 0's host") || !strings.Contains(tb.Note, "spread by 2000.0 µs") {
@@ -76,6 +86,9 @@ func TestAggregateFromOneStart(t *testing.T) {
 	}
 	if m, err = pexec.Aggregate(results, 4, 0); err != nil {
 		t.Fatal(err)
+	}
+	if results[1].StartLagS != nil {
+		t.Errorf("without starts: start lag %v, want none", results[1].StartLagS)
 	}
 	if m.TimeBase.OneStart || m.TTFTOwnStart != nil || !near(m.TTFT.Min, 0.002) || !near(m.TTFT.Max, 0.006) || !strings.Contains(m.TimeBase.Note, "own start") {
 		t.Errorf("without starts: TTFT %+v, time base %+v", m.TTFT, m.TimeBase)

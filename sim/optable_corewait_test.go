@@ -37,8 +37,10 @@ func TestMessageSteps(t *testing.T) {
 // ops). The compute ops' shared-core stretch is 4/2 = 2 with or without the
 // wait (the four ranks compute together; collectives count as idle), so
 // the wait adds exactly 105 · 10 µs = 1.05 ms to the prefill (TTFT) and to
-// each decode step (TPOT). With the wait measured for 4 cores (no entry
-// for this host) or no host cores, nothing changes.
+// each decode step (TPOT); on a 4-core host, where the 4 ranks fill the
+// cores and nothing is stretched, a wait measured there (cores=4) adds the
+// same. With the wait measured for 4 cores (no entry for this host) or no
+// host cores, nothing changes.
 func TestEstimateChargesCoreWait(t *testing.T) {
 	const w = 10e-6
 	est := func(cores int, waits ...configs.OpTime) *Estimate {
@@ -69,6 +71,11 @@ func TestEstimateChargesCoreWait(t *testing.T) {
 	}
 	if d := charged.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-want) > 1e-9 {
 		t.Errorf("TPOT grew by %.6g s, want %.6g s (105 steps × %g s)", d, want, w)
+	}
+	// With the 4 ranks filling 4 cores (nothing stretched) a wait measured
+	// there is the partners' wake-up, met in full: 105 · W again.
+	if d := est(4, wait(4)).Decode.TPOTS - est(4).Decode.TPOTS; math.Abs(d-want) > 1e-9 {
+		t.Errorf("4 ranks on 4 cores: TPOT grew by %.6g s, want %.6g s (105 steps × %g s)", d, want, w)
 	}
 	for _, c := range []struct {
 		name string
@@ -126,13 +133,14 @@ func TestCoreWaitByBurst(t *testing.T) {
 //
 //	4 ranks, 2 cores: full stretch 2; stretch 1.5 → (1.5−1)/(2−1) = 0.5
 //	16 ranks, 2 cores: full stretch 8; stretch 3 → 2/7; 1 → 0; 9 → 1 (clamped)
-//	2 ranks, 2 cores: nothing outnumbered → 0
+//	2 ranks, 2 cores: nothing outnumbered; W (measured at n = C) is the
+//	partner's wake-up after its compute, met in full → 1
 func TestCoreWaitShare(t *testing.T) {
 	for _, c := range []struct {
 		stretch      float64
 		ranks, cores int
 		want         float64
-	}{{1.5, 4, 2, 0.5}, {2, 4, 2, 1}, {3, 16, 2, 2.0 / 7}, {1, 16, 2, 0}, {9, 16, 2, 1}, {2, 2, 2, 0}} {
+	}{{1.5, 4, 2, 0.5}, {2, 4, 2, 1}, {3, 16, 2, 2.0 / 7}, {1, 16, 2, 0}, {9, 16, 2, 1}, {1, 2, 2, 1}} {
 		if got := coreWaitShare(c.stretch, c.ranks, c.cores); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("stretch %g, %d ranks, %d cores: %g, want %g", c.stretch, c.ranks, c.cores, got, c.want)
 		}

@@ -38,9 +38,24 @@ func keyOf(rank int, phase partition.Phase, op *partition.Op) shareKey {
 	return shareKey{rank, phase, op.Name, op.Microbatch, op.Chunk}
 }
 
-// coreShare is the stretch of each op (1 where absent).
+// coreShare is the stretch of each op (1 where absent): f the one its
+// time is multiplied by, over the fair share max(1, b/cores) the core
+// wait's share is reckoned from (coreWaitShare; f = over without a
+// measured burst stretch).
 type coreShare struct {
-	f map[shareKey]float64
+	f, over map[shareKey]float64
+}
+
+// overFactor is op's fair-share oversubscription max(1, b/cores) (1
+// where absent).
+func (c *coreShare) overFactor(rank int, phase partition.Phase, op *partition.Op) float64 {
+	if c == nil {
+		return 1
+	}
+	if f, ok := c.over[keyOf(rank, phase, op)]; ok && f > 1 {
+		return f
+	}
+	return 1
 }
 
 func (c *coreShare) factor(rank int, phase partition.Phase, op *partition.Op) float64 {
@@ -80,8 +95,9 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 	if cores <= 0 || plan.Size()*max(1, replicas) <= cores || e.Timeline == nil {
 		return e, nil
 	}
+	bs := newBurstStretch(planOpTable(plan), plan, cores)
 	for round := 0; round < shareRounds; round++ {
-		next := shareFactors(e.Timeline, max(1, replicas), cores)
+		next := shareFactors(e.Timeline, max(1, replicas), cores, bs, opts.share)
 		o := opts
 		o.share = next
 		ne, err := estimatePlan(plan, o, work) // the same plan: its Programs are shared
@@ -99,8 +115,12 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 
 // shareFactors computes each compute op's stretch from tl: the ranks busy
 // computing during it, over cores (the stretch applies to the op's time
-// alone, so the factors tl was simulated with do not compound).
-func shareFactors(tl *Timeline, replicas, cores int) *coreShare {
+// alone, so the factors tl was simulated with do not compound). With a
+// measured burst stretch bs (nil: none) the op's factor is bs.factor of
+// its fair share at the time alone of its rank's burst (the compute since
+// the rank's last receive or collective, each op's slice over prev's
+// factor, the one tl was simulated with).
+func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *coreShare) *coreShare {
 	weight := float64(replicas)
 	if tl.PerStage {
 		weight *= float64(max(1, tl.TP))
@@ -142,21 +162,124 @@ func shareFactors(tl *Timeline, replicas, cores int) *coreShare {
 		}
 		return cum[i-1] + busy[i-1]*(t-ts[i-1])
 	}
-	sums, counts := map[shareKey]float64{}, map[shareKey]int{}
-	for _, sl := range tl.Slices {
+	var alone map[int]float64 // slice index → its burst's time alone
+	if bs != nil {
+		alone = burstsAlone(tl, prev)
+	}
+	sums, overs, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
+	for i, sl := range tl.Slices {
 		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
 			continue
 		}
 		avg := (integral(sl.EndS) - integral(sl.StartS)) / (sl.EndS - sl.StartS)
 		k := keyOf(sl.Rank, sl.Phase, sl.Op)
-		sums[k] += math.Max(1, avg/float64(cores))
+		over := math.Max(1, avg/float64(cores))
+		f := over
+		if bs != nil {
+			f = bs.factor(alone[i], over)
+		}
+		sums[k] += f
+		overs[k] += over
 		counts[k]++
 	}
-	out := &coreShare{f: make(map[shareKey]float64, len(sums))}
+	out := &coreShare{f: make(map[shareKey]float64, len(sums)), over: make(map[shareKey]float64, len(sums))}
 	for k, v := range sums {
 		out.f[k] = v / float64(counts[k]) // decode: the mean over steps
+		out.over[k] = overs[k] / float64(counts[k])
 	}
 	return out
+}
+
+// burstsAlone maps each compute slice of tl (by index) to the time alone
+// of its rank's burst: the compute ops between two of the rank's receives
+// or collectives (a send does not block: the burst goes on), each slice's
+// length over the factor prev gave it.
+func burstsAlone(tl *Timeline, prev *coreShare) map[int]float64 {
+	byRank := map[int][]int{}
+	for i, sl := range tl.Slices {
+		byRank[sl.Rank] = append(byRank[sl.Rank], i)
+	}
+	out := make(map[int]float64)
+	for _, idx := range byRank {
+		sort.SliceStable(idx, func(a, b int) bool { return tl.Slices[idx[a]].StartS < tl.Slices[idx[b]].StartS })
+		var cur []int
+		sum := 0.0
+		flush := func() {
+			for _, i := range cur {
+				out[i] = sum
+			}
+			cur, sum = cur[:0], 0
+		}
+		for _, i := range idx {
+			sl := &tl.Slices[i]
+			switch {
+			case sl.Op.Kind == partition.Send:
+			case !isCompute(sl.Op.Kind):
+				flush()
+			case sl.EndS > sl.StartS:
+				cur = append(cur, i)
+				sum += (sl.EndS - sl.StartS) / prev.factor(sl.Rank, sl.Phase, sl.Op)
+			}
+		}
+		flush()
+	}
+	return out
+}
+
+// burstStretch is the shared-core stretch the calibration measured for
+// compute bursts at the plan's ranks on the host's cores
+// (configs.CoreStretchKind: a burst's wall time at n ranks by its time
+// alone; docs/costmodel.md, "Op times at the job's placement").
+type burstStretch struct {
+	table *OpTable
+	shape string
+	full  float64 // n/cores: the fair share at which it was measured
+}
+
+// newBurstStretch is the plan's measured burst stretch, nil where the
+// table has none (every preset, every GPU, an older profile) or the ranks
+// do not outnumber the cores.
+func newBurstStretch(table *OpTable, plan *partition.Plan, cores int) *burstStretch {
+	full := float64(planRanks(plan)) / float64(cores)
+	if table == nil || cores <= 0 || full <= 1 {
+		return nil
+	}
+	shape := configs.CoreWaitShape(cores)
+	if g := table.grids[configs.CoreStretchKind+"\x00"+shape]; g == nil || len(g.sizes) == 0 {
+		return nil
+	}
+	return &burstStretch{table, shape, full}
+}
+
+// measured is the measured stretch m ≥ 1 of a burst of aloneS seconds
+// alone: its wall time at n ranks over its time alone, interpolated
+// log–log between measured bursts, the nearest measured burst's outside
+// them.
+func (b *burstStretch) measured(aloneS float64) float64 {
+	g := b.table.grids[configs.CoreStretchKind+"\x00"+b.shape]
+	size := min(max(int64(math.Round(aloneS*1e9)), g.sizes[0]), g.sizes[len(g.sizes)-1])
+	wall, ok := b.table.Lookup(configs.CoreStretchKind, b.shape, size, 0)
+	if !ok || size <= 0 {
+		return 1
+	}
+	return math.Max(1, wall/(float64(size)*1e-9))
+}
+
+// factor is the stretch of an op at fair share over (max(1, b/cores)) in
+// a burst of aloneS seconds alone: the measured stretch m, which holds
+// with all n ranks computing (fair share n/cores), scaled to the op's
+// share of that oversubscription,
+//
+//	1 + (over − 1) · min(1, (m − 1) / (n/cores − 1))
+//
+// — over itself for a burst the scheduler stretches to the fair share
+// (m = n/cores), 1 for one it does not stretch at all (m = 1).
+func (b *burstStretch) factor(aloneS, over float64) float64 {
+	if over <= 1 {
+		return 1
+	}
+	m := b.measured(aloneS)
+	return 1 + (over-1)*math.Min(1, (m-1)/(b.full-1))
 }
 
 // factorsClose reports whether two sets of factors differ by less than 1 %
@@ -257,11 +380,15 @@ func planRanks(plan *partition.Plan) int {
 //	clamp((s − 1) / (n/C − 1), 0, 1)
 //
 // of it — none in a pipeline whose stages compute one at a time, all of it
-// where every rank computes at once, as in the measurement.
+// where every rank computes at once, as in the measurement. With no more
+// ranks than cores (n = C: W measured there, none below) it is all of it.
 func coreWaitShare(stretch float64, ranks, cores int) float64 {
 	full := float64(ranks)/float64(cores) - 1
 	if full <= 0 {
-		return 0
+		// Every rank has a core: W (measured at n = C only; Apply keeps
+		// it there) is the partner's wake-up after its compute, met in
+		// full by a collective whose members computed before it.
+		return 1
 	}
 	return math.Min(1, math.Max(0, (stretch-1)/full))
 }
@@ -280,11 +407,30 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 	return t.Lookup(kind, shape, size, 0)
 }
 
-// stretch is the mean shared-core stretch of the rank's compute since its
-// last communication op (1 without any).
+// stretch is the mean fair-share oversubscription max(1, b/cores) of the
+// rank's compute since its last communication op (1 without any): the
+// stretch the core wait's share is reckoned from (coreWaitShare), which a
+// measured burst stretch does not change.
 func (r *rankState) stretch() float64 {
 	if r.burstAloneS <= 0 {
 		return 1
 	}
-	return r.burstS / r.burstAloneS
+	return r.burstOverS / r.burstAloneS
+}
+
+// sendCallS is the time a sender spends in its Send call for op: the
+// table's send_call entry at op's shape and size (configs.SendCallKind,
+// measured at the run's placement), 0 without one. The message's arrival
+// stays at the one-way time from the call's start (the send entry, or the
+// link model): the call's time is the sender's, on its own clock.
+func sendCallS(table *OpTable, op *partition.Op) float64 {
+	if table == nil {
+		return 0
+	}
+	_, shape, size, context := OpKey(op)
+	t, ok := table.Lookup(configs.SendCallKind, shape, size, context)
+	if !ok {
+		return 0
+	}
+	return t
 }

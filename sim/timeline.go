@@ -116,8 +116,9 @@ type rankState struct {
 	arrived bool // registered at the collective it is blocked on
 	// burstS is the compute run since its last communication op (the
 	// burst a core wait is looked up at, optable_share.go); burstAloneS the
-	// same without the shared-core stretch.
-	burstS, burstAloneS float64
+	// same without the shared-core stretch, burstOverS at the fair share
+	// max(1, b/cores) (the core wait's share, optable_share.go).
+	burstS, burstAloneS, burstOverS float64
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -293,6 +294,7 @@ func (s *simulator) step(ri int) (bool, error) {
 				est.TimeS = t
 			}
 			m.cost.TimeS, m.ok = est.TimeS, true
+			m.cost.FixedS = sendCallS(s.table, op) // the sender's own time in its call (optable_share.go)
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
@@ -302,6 +304,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
+		sl.EndS += m.cost.FixedS                     // the message leaves at the launch; the sender is busy in its call
 		r.clock = sl.EndS
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
@@ -317,7 +320,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
 			sl.EndS += recvWaitS(s.table, s.plan, r.burstS)
 		}
-		r.burstS, r.burstAloneS = 0, 0
+		r.burstS, r.burstAloneS, r.burstOverS = 0, 0, 0
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -345,7 +348,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 		r.burstS += c.TimeS
-		r.burstAloneS += c.TimeS / s.opts.share.factor(rank, it.phase, op)
+		alone := c.TimeS / s.opts.share.factor(rank, it.phase, op)
+		r.burstAloneS += alone
+		r.burstOverS += alone * s.opts.share.overFactor(rank, it.phase, op)
 	}
 	s.emit(ri, r.pc, &sl)
 	r.advance()
@@ -400,7 +405,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
 		mr.clock = end
-		mr.arrived, mr.burstS, mr.burstAloneS = false, 0, 0
+		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS = false, 0, 0, 0
 		mr.advance()
 	}
 	gi.n = 0
