@@ -76,7 +76,7 @@ func TestEstimateClockRefusesBadSamples(t *testing.T) {
 // zero, and pings are answered while rank 0 waits in a collective (the
 // barrier it entered first), which then completes.
 func TestEstimateClockOffsetOneClock(t *testing.T) {
-	ss, errs, _ := joinAll(t, 3, nil)
+	ss, errs, _ := joinAll(t, 3, patient)
 	noErr(t, errs)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
