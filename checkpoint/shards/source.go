@@ -21,6 +21,10 @@ import (
 // each q and k head's output features are permuted on the way in (feature
 // 2i ← i, 2i+1 ← i + hd/2). Attention scores are dot products over a head's
 // features, unchanged when q and k are permuted alike.
+//
+// A rank's loader calls Prefetch with its whole list first, so that the
+// slices of all its tensors are read as one list; Tensor alone reads one
+// tensor's slices. A Source is used by one goroutine at a time.
 type Source struct {
 	W      *checkpoint.Weights
 	Config *checkpoint.Config
