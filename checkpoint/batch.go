@@ -314,3 +314,23 @@ func (r fileRead) do(scratch *[]byte) error {
 	}
 	return nil
 }
+
+// RowsSlice is the Slice of rows [r0, r1) of t with a buffer of its size,
+// checked as Rows checks (for ReadSlices).
+func (t Tensor) RowsSlice(r0, r1 int64) (Slice, error) {
+	n, err := t.rowsLen(r0, r1)
+	if err != nil {
+		return Slice{}, err
+	}
+	return Slice{Tensor: t, Lo: r0, Hi: r1, Dst: make([]float32, n)}, nil
+}
+
+// ColsSlice is the Slice of columns [c0, c1) of t with a buffer of its
+// size, checked as Cols checks (for ReadSlices).
+func (t Tensor) ColsSlice(c0, c1 int64) (Slice, error) {
+	n, err := t.colsLen(c0, c1)
+	if err != nil {
+		return Slice{}, err
+	}
+	return Slice{Tensor: t, Cols: true, Lo: c0, Hi: c1, Dst: make([]float32, n)}, nil
+}

@@ -11,60 +11,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/stats"
-	"golang.org/x/sys/unix"
 )
 
-// evict drops path from the page cache: the file's own pages with
-// posix_fadvise(POSIX_FADV_DONTNEED) (other jobs' caches are left alone),
-// checked with mincore; where pages stay resident, all clean pages through
-// /proc/sys/vm/drop_caches if permitted. It says which it used and the
-// share of the file still resident afterwards.
-func evict(b *testing.B, path string) (string, float64) {
-	b.Helper()
-	unix.Sync()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatalf("posix_fadvise DONTNEED %s: %v", path, err)
-	}
-	if r := resident(b, f); r == 0 {
-		return "fadvise", 0
-	}
-	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1\n"), 0); err == nil {
-		return "drop_caches", resident(b, f)
-	}
-	return "fadvise", resident(b, f)
-}
-
-// resident is the share of f's pages in the page cache (mincore).
-func resident(b *testing.B, f *os.File) float64 {
-	b.Helper()
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return 0
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	page := int64(os.Getpagesize())
-	vec := make([]byte, (st.Size()+page-1)/page)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		b.Fatalf("mincore %s: %v", f.Name(), e)
-	}
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
-	}
-	return float64(n) / float64(len(vec))
-}
+// evict and resident are checkpointtest's Evict and Resident.
+func evict(b *testing.B, path string) (string, float64) { return checkpointtest.Evict(b, path) }
+func resident(b *testing.B, f *os.File) float64         { return checkpointtest.Resident(b, f) }
 
 // coldReaders are the ways a rank reads its slices that
 // BenchmarkRankSlicesCold compares: tensor by tensor (ReadRows / ReadCols,

@@ -68,12 +68,22 @@ func NewWith(plan *partition.Plan, rank int, opts Options) (*Compute, error) {
 	}
 	c.frame = f
 	var gen model.Source = plan.Generator(rank)
+	tensors := plan.Tensors(rank)
 	if opts.Weights != nil {
 		if gen, err = opts.Weights(plan.Shard(r.TPIndex)); err != nil {
 			return nil, fmt.Errorf("cpu: rank %d: %w", rank, err)
 		}
+		// A checkpoint's Source (checkpoint/shards) reads the rank's
+		// whole list at once, then hands each tensor out.
+		if p, ok := gen.(interface {
+			Prefetch([]partition.TensorShard) error
+		}); ok {
+			if err := p.Prefetch(tensors); err != nil {
+				return nil, fmt.Errorf("cpu: rank %d: %w", rank, err)
+			}
+		}
 	}
-	for _, ts := range plan.Tensors(rank) {
+	for _, ts := range tensors {
 		t, err := gen.Tensor(ts.Layer, ts.Name)
 		if err != nil {
 			return nil, fmt.Errorf("cpu: rank %d: %w", rank, err)

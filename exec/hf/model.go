@@ -97,7 +97,8 @@ func open(dir string, hf *checkpoint.Config) (*Model, error) {
 func (m *Model) Close() error { return m.Weights.Close() }
 
 // Shards are the slices of shard s: shards.Source reads only the rows or
-// columns s holds, tensor by tensor, as a backend asks for them.
+// columns s holds, the rank's whole list at once where the backend
+// prefetches it (shards.Source.Prefetch), else tensor by tensor as it asks.
 func (m *Model) Shards(s model.Shard) (model.Source, error) {
 	return shards.New(m.Weights, m.Config, s), nil
 }

@@ -1,0 +1,210 @@
+//go:build linux
+
+package shards
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/checkpoint"
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
+)
+
+// benchDir writes a Llama-shaped BF16 checkpoint directory of about mb MiB:
+// hidden 1024 (16 heads of 64, as many KV heads), ffn 2816, vocabulary
+// 32000, an untied LM head, and as many layers as fit beside the embedding
+// and LM head (at least one). It returns the directory and the file's size.
+func benchDir(b *testing.B, mb int) (string, int64) {
+	b.Helper()
+	const h, ffn, vocab = 1024, 2816, 32000
+	layerBytes := 2 * (4*h*h + 3*h*ffn + 2*h)
+	layers := max(1, (mb<<20-2*2*vocab*h)/layerBytes)
+	type raw struct {
+		name  string
+		shape []int64
+	}
+	ts := []raw{{"model.embed_tokens.weight", []int64{vocab, h}}}
+	for l := 0; l < layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		ts = append(ts, raw{p + "input_layernorm.weight", []int64{h}},
+			raw{p + "self_attn.q_proj.weight", []int64{h, h}}, raw{p + "self_attn.k_proj.weight", []int64{h, h}},
+			raw{p + "self_attn.v_proj.weight", []int64{h, h}}, raw{p + "self_attn.o_proj.weight", []int64{h, h}},
+			raw{p + "post_attention_layernorm.weight", []int64{h}},
+			raw{p + "mlp.gate_proj.weight", []int64{ffn, h}}, raw{p + "mlp.up_proj.weight", []int64{ffn, h}},
+			raw{p + "mlp.down_proj.weight", []int64{h, ffn}})
+	}
+	ts = append(ts, raw{"model.norm.weight", []int64{h}}, raw{"lm_head.weight", []int64{vocab, h}})
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var off int64
+	for _, t := range ts {
+		n := int64(2)
+		for _, d := range t.shape {
+			n *= d
+		}
+		hdr[t.name] = map[string]any{"dtype": "BF16", "shape": t.shape, "data_offsets": []int64{off, off + n}}
+		off += n
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for len(js)%8 != 0 {
+		js = append(js, ' ')
+	}
+	dir := b.TempDir()
+	cfg := map[string]any{
+		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama", "hidden_act": "silu",
+		"hidden_size": h, "intermediate_size": ffn, "num_attention_heads": h / 64, "num_key_value_heads": h / 64,
+		"head_dim": 64, "num_hidden_layers": layers, "vocab_size": vocab, "max_position_embeddings": 4096,
+		"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+	}
+	cj, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, checkpoint.ConfigFile), cj, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, checkpoint.SingleFile)
+	w, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// BF16 values near ±1 (exponent 0x3f), in a pattern, written in 1 MiB blocks.
+	block := make([]byte, 1<<20)
+	for i := 0; i < len(block); i += 2 {
+		block[i], block[i+1] = byte(i*7+3), 0x3f|byte(i&0x80)
+	}
+	write := func(p []byte) {
+		if _, err := w.Write(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(binary.LittleEndian.AppendUint64(nil, uint64(len(js))))
+	write(js)
+	for left := off; left > 0; left -= int64(len(block)) {
+		write(block[:min(left, int64(len(block)))])
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir, 8 + int64(len(js)) + off
+}
+
+// BenchmarkRankLoadCold measures, on a cold page cache each time
+// (checkpointtest.Evict), tensor-parallel rank 0 of a TP-2 and a TP-8 plan
+// loading every tensor it holds through Source (open the weights, read,
+// convert and lay out as the executors get them) two ways, as pairs in
+// alternating order: "tensor", each tensor read alone (Tensor), and
+// "prefetch", the whole list with one Prefetch and then Tensor. Each pair
+// is preceded by a sequential read of the whole file after its own
+// eviction. It reports per way the median over the pairs of the rank's
+// checkpoint bytes per second (MB/s) and of those over the file's
+// sequential rate (slice/seq), and the median over the pairs of the tensor
+// time over the prefetch time (prefetch-speedup). Set
+// PARTBENCH_SHARDS_BENCH_MB (default 256) for the file's size.
+func BenchmarkRankLoadCold(b *testing.B) {
+	mb := 256
+	if s := os.Getenv("PARTBENCH_SHARDS_BENCH_MB"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			b.Fatalf("PARTBENCH_SHARDS_BENCH_MB = %q: must be a positive integer", s)
+		}
+		mb = v
+	}
+	dir, size := benchDir(b, mb)
+	path := filepath.Join(dir, checkpoint.SingleFile)
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 4<<20)
+	for _, tp := range []int{2, 8} {
+		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
+			cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := partition.NewPlan(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			list := plan.Tensors(0)
+			shard := plan.Shard(plan.Ranks[0].TPIndex)
+			var rankBytes int64 // bf16 bytes of the checkpoint the rank holds
+			for _, ts := range list {
+				rankBytes += 2 * int64(ts.K) * int64(ts.N)
+			}
+			load := func(prefetch bool) float64 {
+				checkpointtest.Evict(b, path)
+				t0 := time.Now()
+				w, err := checkpoint.OpenWeights(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := New(w, hf, shard)
+				if prefetch {
+					if err := s.Prefetch(list); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, ts := range list {
+					if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+						b.Fatal(err)
+					}
+				}
+				dt := time.Since(t0).Seconds()
+				w.Close()
+				return dt
+			}
+			seqRead := func() float64 {
+				checkpointtest.Evict(b, path)
+				t0 := time.Now()
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+				return time.Since(t0).Seconds()
+			}
+			var speedup []float64
+			rate := [2][]float64{}
+			vsSeq := [2][]float64{}
+			for i := 0; i < b.N; i++ {
+				seq := seqRead()
+				var dt [2]float64
+				for k := range 2 {
+					k := (k + i) % 2 // each way takes each place in turn
+					dt[k] = load(k == 1)
+					rate[k] = append(rate[k], float64(rankBytes)/dt[k]/1e6)
+					vsSeq[k] = append(vsSeq[k], float64(rankBytes)/dt[k]/(float64(size)/seq))
+				}
+				speedup = append(speedup, dt[0]/dt[1])
+				if testing.Verbose() {
+					fmt.Printf("pair tp=%d iteration %d: seq %.0f MB/s, tensor %.0f MB/s, prefetch %.0f MB/s, tensor/prefetch time %.3f\n",
+						tp, i, float64(size)/seq/1e6, rate[0][i], rate[1][i], dt[0]/dt[1])
+				}
+			}
+			for k, name := range []string{"tensor", "prefetch"} {
+				b.ReportMetric(stats.Median(rate[k]), name+"-MB/s")
+				b.ReportMetric(stats.Median(vsSeq[k]), name+"-slice/seq")
+			}
+			b.ReportMetric(stats.Median(speedup), "prefetch-speedup")
+			b.ReportMetric(float64(rankBytes)/1e6, "rank-MB")
+			b.ReportMetric(float64(size)/1e6, "file-MB")
+		})
+	}
+}
