@@ -53,19 +53,17 @@ func ReferenceTolerance(dtype string) float64 {
 	return 1e-3
 }
 
-// sourceWeights uploads the rank's shards from Options.Weights: the
-// checkpoint's Source (checkpoint/shards.Source) first reads every shard
-// the rank holds (only the rows or columns it holds, as float32) with one
-// Prefetch, reads planned across tensors, and a reader goroutine hands
-// them out one shard ahead; each is converted on the host to the element
-// type with the same converters as every upload (f32ToF16, f32ToBF16:
-// round to nearest even) into a pinned staging buffer the size of the
-// largest shard, and copied to the device asynchronously; the stream is
-// synchronized before the buffer is written again. The host holds the
-// rank's shards in float32 at most (each let go once converted) and one in
-// the element type, never the whole model; a Source without Prefetch is
-// read one shard ahead, at most three shards in float32. Only this
-// goroutine calls CUDA.
+// sourceWeights uploads the rank's shards from Options.Weights: each shard
+// is read from the checkpoint's mapping (only the rows or columns the rank
+// holds, as float32: checkpoint/shards.Source) by a reader goroutine one shard
+// ahead, converted on the host to the element type with the same
+// converters as every upload (f32ToF16, f32ToBF16: round to nearest even)
+// into a pinned staging buffer the size of the largest shard, and copied to
+// the device asynchronously; the stream is synchronized before the buffer
+// is written again. Reading the next shard overlaps the conversion and the
+// copy of this one. The host holds at most three shards in float32 (being
+// read, read, being converted) and one in the element type, never the
+// model. Only this goroutine calls CUDA.
 func (c *Compute) sourceWeights() error {
 	src, err := c.opts.Weights(c.plan.Shard(c.rank.TPIndex))
 	if err != nil {
@@ -93,19 +91,6 @@ func (c *Compute) sourceWeights() error {
 	stop := make(chan struct{})
 	go func() {
 		defer close(read)
-		// A checkpoint's Source (checkpoint/shards) reads the rank's
-		// whole list at once, then hands each shard out.
-		if p, ok := src.(interface {
-			Prefetch([]partition.TensorShard) error
-		}); ok {
-			if err := p.Prefetch(tensors); err != nil {
-				select {
-				case read <- shard{nil, err}:
-				case <-stop:
-				}
-				return
-			}
-		}
 		for _, ts := range tensors {
 			t, err := src.Tensor(ts.Layer, ts.Name)
 			select {
