@@ -109,7 +109,7 @@ func (c *Source) Tensor(layer int, name string) (*model.Tensor, error) {
 }
 
 // Prefetch reads the rank's shards of every tensor listed (exec/cpu
-// pass partition.Plan.Tensors) with one checkpoint.ReadSlices over all their
+// passes partition.Plan.Tensors) with one checkpoint.ReadSlices over all their
 // slices, so that reads are planned across tensors (sorted by offset, small
 // gaps read through, several in flight) rather than one tensor at a time;
 // Tensor then serves each listed tensor once from what was read. The slices
