@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -148,19 +147,7 @@ func mergeOpTimes(ranks []rankOpTimes, n int) []configs.OpTime {
 		m.TimeMinS, m.TimeMaxS = min(m.TimeMinS, m.TimeS), max(m.TimeMaxS, m.TimeS)
 		out = append(out, m)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Shape != b.Shape {
-			return a.Shape < b.Shape
-		}
-		if a.Size != b.Size {
-			return a.Size < b.Size
-		}
-		return a.Context < b.Context
-	})
+	sortOpTimes(out)
 	return out
 }
 

@@ -344,19 +344,7 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 		out = append(out, configs.OpTime{Kind: k.kind, Shape: k.shape, Size: k.size, Context: k.context,
 			TimeS: t, TimeMinS: min(sp.Min, t), TimeMaxS: max(sp.Max, t), Samples: sp.N, Ranks: n})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Shape != b.Shape {
-			return a.Shape < b.Shape
-		}
-		if a.Size != b.Size {
-			return a.Size < b.Size
-		}
-		return a.Context < b.Context
-	})
+	sortOpTimes(out)
 	return out, nil
 }
 
@@ -443,4 +431,22 @@ func threadClockCost() time.Duration {
 		ds[i] = float64(b - a)
 	}
 	return time.Duration(medianOf(ds))
+}
+
+// sortOpTimes orders op-time entries by kind, shape, size and context,
+// the order a profile lists them in.
+func sortOpTimes(out []configs.OpTime) {
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Shape != b.Shape {
+			return a.Shape < b.Shape
+		}
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		return a.Context < b.Context
+	})
 }
