@@ -87,6 +87,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	fail := func(err error) ([]RankResult, error) {
 		return nil, sess.Cause(err, 2*time.Second)
 	}
+	if err := checkScheduling(); err != nil { // sched.go: real-time priority is refused
+		return fail(err)
+	}
 
 	// Every rank's iteration starts and ends go on rank 0's clock, so that
 	// rank 0 can time an iteration from the first rank's start.
