@@ -26,19 +26,10 @@ func TestBiasActOnFakes(t *testing.T) {
 	if plan.Model.Layers != 2 {
 		t.Fatalf("gpt2-tiny has %d layers, the count assumes 2", plan.Model.Layers)
 	}
-	prompt := plan.Config.Workload.PromptTokens()
 	var pre, dec [2]int64
 	for i, without := range []string{"cublaslt", "cublaslt,bias-act"} {
 		c := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: without})
-		n0 := c.LaunchStats().Launches
-		preNames := runPhase(t, c, plan, partition.Prefill, 0)
-		n1 := c.LaunchStats().Launches
-		if err := c.ResetTimes(); err != nil {
-			t.Fatal(err)
-		}
-		n2 := c.LaunchStats().Launches
-		decNames := runPhase(t, c, plan, partition.Decode, prompt)
-		pre[i], dec[i] = n1-n0, c.LaunchStats().Launches-n2
+		preNames, decNames := runPrefillDecode(t, c, plan, &pre[i], &dec[i])
 		fused := i == 0
 		for _, names := range [][]string{preNames, decNames} {
 			for _, e := range []struct {
@@ -134,4 +125,21 @@ func expectLaunches(t *testing.T, c *Compute, steps []launchStep) {
 			t.Errorf("step %d (%s): %d launches, want %d", i, s.op.Name, got, s.want)
 		}
 	}
+}
+
+// runPrefillDecode runs plan's prefill, then a decode step after the
+// prompt, on c, and gives the names runPhase timed in each and, in pre and
+// dec, the launches each queued.
+func runPrefillDecode(t *testing.T, c *Compute, plan *partition.Plan, pre, dec *int64) (preNames, decNames []string) {
+	t.Helper()
+	n0 := c.LaunchStats().Launches
+	preNames = runPhase(t, c, plan, partition.Prefill, 0)
+	n1 := c.LaunchStats().Launches
+	if err := c.ResetTimes(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := c.LaunchStats().Launches
+	decNames = runPhase(t, c, plan, partition.Decode, plan.Config.Workload.PromptTokens())
+	*pre, *dec = n1-n0, c.LaunchStats().Launches-n2
+	return preNames, decNames
 }

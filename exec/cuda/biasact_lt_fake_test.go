@@ -26,19 +26,10 @@ import (
 func TestLtBiasOnFakes(t *testing.T) {
 	cudatest.Build(t).Setenv(t)
 	plan := tinyPlan(t, "test/gpt2-tiny")
-	prompt := plan.Config.Workload.PromptTokens()
 	var pre, dec [2]int64
 	for i, without := range []string{"", "cublaslt,bias-act"} {
 		c := fakeCompute(t, plan, 0, Options{DType: "fp16", Without: without})
-		n0 := c.LaunchStats().Launches
-		preNames := runPhase(t, c, plan, partition.Prefill, 0)
-		n1 := c.LaunchStats().Launches
-		if err := c.ResetTimes(); err != nil {
-			t.Fatal(err)
-		}
-		n2 := c.LaunchStats().Launches
-		decNames := runPhase(t, c, plan, partition.Decode, prompt)
-		pre[i], dec[i] = n1-n0, c.LaunchStats().Launches-n2
+		preNames, decNames := runPrefillDecode(t, c, plan, &pre[i], &dec[i])
 		lt := i == 0
 		for _, names := range [][]string{preNames, decNames} {
 			for _, e := range []struct {
