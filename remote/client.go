@@ -457,7 +457,7 @@ func (t *tcpTransport) bind(ctx context.Context) func() {
 			t.arm(time.Time{}) // would end this call before its own deadline
 		}
 	} else if now := time.Now(); t.armed.IsZero() || t.armed.Before(now.Add(t.timeout)) {
-		t.arm(now.Add(t.timeout + min(t.timeout/16, time.Second)))
+		t.arm(now.Add(t.timeout + wire.TimeoutSlack(t.timeout)))
 	}
 	if ctx.Done() == nil {
 		return func() {}

@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // readWatch bounds the gRPC server's receives by the read timeout without a
@@ -27,7 +29,7 @@ type watchedRecv struct {
 }
 
 func newReadWatch(timeout time.Duration) *readWatch {
-	return &readWatch{timeout: timeout, period: max(min(timeout/16, time.Second), time.Millisecond), live: map[*watchedRecv]struct{}{}}
+	return &readWatch{timeout: timeout, period: max(wire.TimeoutSlack(timeout), time.Millisecond), live: map[*watchedRecv]struct{}{}}
 }
 
 // within runs recv in its own goroutine and returns its error, or a

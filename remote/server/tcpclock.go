@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/partbench/partbench/remote/wire"
 )
 
 // callClock is a raw-TCP connection's call deadline, armed without a timer
@@ -28,20 +30,13 @@ type callClock struct {
 	readMove bool // a read deadline other than armed was set since
 }
 
-// callSlackFraction bounds how much longer than CallTimeout a call may run
-// before its deadline ends it: CallTimeout / 16, at most callSlackMax.
-const (
-	callSlackFraction = 16
-	callSlackMax      = time.Second
-)
-
 func newCallClock(c net.Conn, timeout time.Duration) *callClock {
 	return newCallClockIn(context.Background(), c, timeout)
 }
 
 // newCallClockIn is newCallClock whose calls' contexts derive from parent.
 func newCallClockIn(parent context.Context, c net.Conn, timeout time.Duration) *callClock {
-	return &callClock{c: c, parent: parent, timeout: timeout, slack: min(timeout/callSlackFraction, callSlackMax), ctx: parent, cancel: func() {}}
+	return &callClock{c: c, parent: parent, timeout: timeout, slack: wire.TimeoutSlack(timeout), ctx: parent, cancel: func() {}}
 }
 
 // start begins a call at now and returns its context (the caller cancels

@@ -46,3 +46,10 @@ func (CPUBusy) Start() func() Utilization {
 		return Utilization{Fraction: min(max(f, 0), 1), Source: "cpu-busy"}
 	}
 }
+
+// TimeoutSlack is how much later than a timeout t a call or a receive may
+// be cut, on both sides of the wire: t/16, at most a second. A deadline is
+// then moved only when it would cut early rather than set around every
+// call (a timer operation that wakes a thread), and a receive is watched
+// every TimeoutSlack instead of by a timer of its own.
+func TimeoutSlack(t time.Duration) time.Duration { return min(t/16, time.Second) }
