@@ -44,22 +44,7 @@ func TestMessageSteps(t *testing.T) {
 func TestEstimateChargesCoreWait(t *testing.T) {
 	const w = 10e-6
 	est := func(cores int, waits ...configs.OpTime) *Estimate {
-		t.Helper()
-		cfg, err := configs.Load("test/tp4-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		cfg.Hardware.OpTimes = waits
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := EstimatePlan(plan, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return estimateOnCores(t, "test/tp4-tiny", cores, waits...)
 	}
 	wait := func(cores int) configs.OpTime {
 		return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: 1, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}

@@ -61,22 +61,7 @@ func TestShareFactors(t *testing.T) {
 // A 4-rank config on a 2-core host: sharing stretches its compute, so TTFT
 // and TPOT grow; with as many cores as ranks nothing changes.
 func TestEstimateSharesCores(t *testing.T) {
-	est := func(cores int) *Estimate {
-		cfg, err := configs.Load("test/tp2pp2-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := EstimatePlan(plan, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
+	est := func(cores int) *Estimate { return estimateOnCores(t, "test/tp2pp2-tiny", cores) }
 	none, four, two := est(0), est(4), est(2)
 	if four.Prefill.TTFTS != none.Prefill.TTFTS || four.Decode.TPOTS != none.Decode.TPOTS {
 		t.Errorf("4 cores for 4 ranks changed the estimate: TTFT %g → %g, TPOT %g → %g", none.Prefill.TTFTS, four.Prefill.TTFTS, none.Decode.TPOTS, four.Decode.TPOTS)
@@ -84,4 +69,25 @@ func TestEstimateSharesCores(t *testing.T) {
 	if !(two.Prefill.TTFTS > none.Prefill.TTFTS) || !(two.Decode.TPOTS > none.Decode.TPOTS) {
 		t.Errorf("2 cores for 4 ranks: TTFT %g (alone %g), TPOT %g (alone %g); want both longer", two.Prefill.TTFTS, none.Prefill.TTFTS, two.Decode.TPOTS, none.Decode.TPOTS)
 	}
+}
+
+// estimateOnCores is the estimate of the named config on a host of cores
+// CPU cores (0: none stated) with op-time entries times.
+func estimateOnCores(t *testing.T, name string, cores int, times ...configs.OpTime) *Estimate {
+	t.Helper()
+	cfg, err := configs.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hardware.HostCores = cores
+	cfg.Hardware.OpTimes = times
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := EstimatePlan(plan, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -70,22 +70,7 @@ func TestBurstStretchFactor(t *testing.T) {
 // fair share.
 func TestEstimateBurstStretch(t *testing.T) {
 	est := func(cores int, times ...configs.OpTime) *Estimate {
-		t.Helper()
-		cfg, err := configs.Load("test/tp4-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		cfg.Hardware.OpTimes = times
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := EstimatePlan(plan, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return estimateOnCores(t, "test/tp4-tiny", cores, times...)
 	}
 	t0, t2 := est(0), est(2)
 	if !(t2.Prefill.TTFTS > t0.Prefill.TTFTS) {
