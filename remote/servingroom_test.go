@@ -150,8 +150,11 @@ func TestGenerateRefuses(t *testing.T) {
 			t.Errorf("tcp with the wrong token: %v", err)
 		}
 	}
-	if g.ended.Load() != 2 {
-		t.Errorf("the engine ran %d requests, want the 2 it could serve", g.ended.Load())
+	// The engine's request returns after its last token reaches the
+	// client, so the count is awaited; the refused requests never started.
+	waitFor(t, 20*time.Second, func() bool { return g.ended.Load() >= 2 }, "the engine ended the 2 requests it could serve")
+	if g.started.Load() != 2 || g.ended.Load() != 2 {
+		t.Errorf("the engine started %d and ended %d requests, want the 2 it could serve", g.started.Load(), g.ended.Load())
 	}
 	if _, err := server.NewServer(server.ServerConfig{Generator: &countGen{maxContext: 8, bytes: 2 << 30}}, &server.ArithEngine{}); err == nil || !strings.Contains(err.Error(), "--memory-budget") {
 		t.Errorf("an engine over the budget: %v", err)
