@@ -324,10 +324,11 @@ var _ pexec.OpLabeler = (*Compute)(nil)
 // the cache), and reports whether it did.
 func (c *Compute) flashAttention(op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) (bool, error) {
 	name := c.attentionKernel(op)
-	if _, ok := flashKeyOf(name); !ok {
+	fk, ok := flashKernelOf(name)
+	if !ok {
 		return false, nil
 	}
-	return true, c.launchFlash(name, op, qkv, ao, cache, st, seq0)
+	return true, c.launchFlashKernel(name, fk, op, qkv, ao, cache, st, seq0)
 }
 
 // launchFlash launches flash kernel name (any variant) for op.
@@ -336,6 +337,12 @@ func (c *Compute) launchFlash(name string, op *partition.Op, qkv, ao dbuf, cache
 	if !ok {
 		return fmt.Errorf("cuda: %s is not a flash kernel", name)
 	}
+	return c.launchFlashKernel(name, fk, op, qkv, ao, cache, st, seq0)
+}
+
+// launchFlashKernel launches fk, named name, for op: one name lookup per
+// attention op (flashAttention has already made it).
+func (c *Compute) launchFlashKernel(name string, fk flashKernel, op *partition.Op, qkv, ao dbuf, cache *dkv, st *mbState, seq0 int) error {
 	hd := op.HeadDim
 	scaleLog2 := float32(1 / math.Sqrt(float64(hd)) * math.Log2E)
 	bidir := 0
