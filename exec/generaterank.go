@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -77,27 +76,13 @@ func GenerateRank(ctx context.Context, cfg *configs.Config, prompts [][]int, o G
 	if err != nil {
 		return fail(err)
 	}
-	if err := comm.Barrier(ctx); err != nil {
-		return fail(err)
-	}
-	payload, err := json.Marshal(generatePayload{Out: out.out, Sampled: out.sampled, CountDiff: countDiff(plan, rank, steps, comm)})
-	if err != nil {
-		return fail(err)
-	}
-	all, err := sess.Gather(ctx, payload)
-	if err != nil {
-		return fail(err)
-	}
-	if rank != 0 {
-		return nil, nil
+	all, err := gatherAtRankZero(ctx, comm, sess, generatePayload{Out: out.out, Sampled: out.sampled, CountDiff: countDiff(plan, rank, steps, comm)}, "generate: outputs")
+	if err != nil || rank != 0 {
+		return nil, err
 	}
 	outs := make([]rankOut, len(all))
 	var diffs []RankCountDiff
-	for r, p := range all {
-		var g generatePayload
-		if err := json.Unmarshal(p, &g); err != nil {
-			return nil, fmt.Errorf("generate: outputs of rank %d: %w", r, err)
-		}
+	for r, g := range all {
 		if plan.LastStage(plan.Ranks[r].Stage) {
 			if len(g.Out) != steps+1 || len(g.Sampled) != steps+1 {
 				return nil, fmt.Errorf("generate: rank %d returned %d steps, want %d", r, len(g.Out), steps+1)

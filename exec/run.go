@@ -321,11 +321,20 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			}
 		}
 	}
+	return gatherAtRankZero(ctx, comm, sess, res, "result")
+}
+
+// gatherAtRankZero is a run's last word: every rank waits at comm's barrier
+// and sends v, as JSON, through the rendezvous; rank 0 returns every rank's
+// value in rank order, the others nil. A failure of this rank's barrier or
+// send is named by its cause (sess.Cause); a value rank 0 cannot read names
+// its rank and what (as "what of rank r").
+func gatherAtRankZero[T any](ctx context.Context, comm Comm, sess *rendezvous.Session, v T, what string) ([]T, error) {
+	fail := func(err error) ([]T, error) { return nil, sess.Cause(err, 2*time.Second) }
 	if err := comm.Barrier(ctx); err != nil {
 		return fail(err)
 	}
-
-	payload, err := json.Marshal(res)
+	payload, err := json.Marshal(v)
 	if err != nil {
 		return fail(err)
 	}
@@ -333,13 +342,13 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if rank != 0 {
+	if sess.Rank() != 0 {
 		return nil, nil
 	}
-	out := make([]RankResult, len(all))
-	for i, p := range all {
-		if err := json.Unmarshal(p, &out[i]); err != nil {
-			return nil, fmt.Errorf("result of rank %d: %w", i, err)
+	out := make([]T, len(all))
+	for r, p := range all {
+		if err := json.Unmarshal(p, &out[r]); err != nil {
+			return nil, fmt.Errorf("%s of rank %d: %w", what, r, err)
 		}
 	}
 	return out, nil
