@@ -14,8 +14,9 @@ import (
 )
 
 // MaxSessionStreams is how many Session streams one gRPC connection may
-// hold open at once; one more is refused (ResourceExhausted) before any of
-// its frames is read, and its client steps that session over Step calls.
+// hold open at once; one more is refused (ResourceExhausted, with the
+// trailer wire.SessionStreamHeader: wire.SessionStreamLimited) before any
+// of its frames is read, and its client steps that session over Step calls.
 // HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue + this,
 // so open session streams, idle or not, never take a per-call step's room.
 const MaxSessionStreams = 16
@@ -36,6 +37,9 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 	}
 	if n := gc.sessionStreams.Add(1); n > MaxSessionStreams {
 		gc.sessionStreams.Add(-1)
+		// The trailer tells this refusal apart from any other
+		// ResourceExhausted: the client falls back on this one only.
+		st.SetTrailer(metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited))
 		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, MaxSessionStreams)
 	}
 	defer gc.sessionStreams.Add(-1)

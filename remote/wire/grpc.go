@@ -51,5 +51,13 @@ func MetadataWithToken(ctx context.Context, tok string) context.Context {
 }
 
 // SessionStreamHeader is the response-header key with which a server
-// accepts a Session stream (sent before it reads a frame).
+// accepts a Session stream (sent before it reads a frame), and the
+// trailer key with which it says why it refused one.
 const SessionStreamHeader = "partbench-session-stream"
+
+// SessionStreamLimited is SessionStreamHeader's trailer value on a Session
+// stream refused (ResourceExhausted) because its connection holds as many
+// open as the server allows: the client steps that session over Step
+// calls. Any other refusal of the stream (the memory budget, the token)
+// has no such trailer and is the step's error.
+const SessionStreamLimited = "limit"
