@@ -177,28 +177,28 @@ func TestSessionStreamDrain(t *testing.T) {
 	}
 }
 
-// TestSessionStreamLimit: one connection holds at most
-// server.MaxSessionStreams open session streams; a session beyond them is
+// TestSessionStreamLimit: one connection holds at most the server's
+// MaxSessionStreams open session streams (3 here); a session beyond them is
 // refused its stream (ResourceExhausted with the limit's trailer) and
-// steps over Step calls, served all the same. With
-// one slot and a queue of one, HTTP/2 allows 1 + 1 + MaxSessionStreams
-// streams on the connection: the open session streams leave the Step
-// calls their room (without it the third session's stream would wait for
-// a stream until its deadline).
+// steps over Step calls, served all the same. With one slot and a queue of
+// one, HTTP/2 allows 1 + 1 + 3 streams on the connection: the open session
+// streams leave the Step calls their room (without it the fourth session's
+// stream would wait for a stream until its deadline).
 func TestSessionStreamLimit(t *testing.T) {
-	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, server.NewCPUEngine())
+	const limit = 3
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1, MaxSessionStreams: limit}, server.NewCPUEngine())
 	c := dial(t, addrs["grpc"], "grpc", "")
 	var last *Session
-	for i := 0; i <= server.MaxSessionStreams; i++ {
+	for i := 0; i <= limit; i++ {
 		last, _ = statefulSteps(t, c)
 	}
-	if n := srv.SessionStreams(); n != server.MaxSessionStreams {
-		t.Errorf("%d session streams open, want the limit %d", n, server.MaxSessionStreams)
+	if n := srv.SessionStreams(); n != limit {
+		t.Errorf("%d session streams open, want the limit %d", n, limit)
 	}
 	// The refusal carried the limit's trailer: any other refusal would
 	// have been statefulSteps' error (TestSessionStreamOtherRefusalIsError).
 	if !last.ss.off || last.ss.st != nil {
-		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", server.MaxSessionStreams+1, last.ss.off)
+		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", limit+1, last.ss.off)
 	}
 }
 

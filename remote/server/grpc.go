@@ -151,7 +151,7 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 		// Streams per connection: as many as may execute and wait, and the
 		// open session streams; more wait on the client (HTTP/2
 		// SETTINGS_MAX_CONCURRENT_STREAMS).
-		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue + MaxSessionStreams)),
+		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue + s.cfg.MaxSessionStreams)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: wire.KeepaliveTime, Timeout: wire.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

@@ -13,13 +13,24 @@ import (
 	"github.com/partbench/partbench/remote/wire"
 )
 
-// MaxSessionStreams is how many Session streams one gRPC connection may
-// hold open at once; one more is refused (ResourceExhausted, with the
-// trailer wire.SessionStreamHeader: wire.SessionStreamLimited) before any
-// of its frames is read, and its client steps that session over Step calls.
-// HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue + this,
-// so open session streams, idle or not, never take a per-call step's room.
-const MaxSessionStreams = 16
+// DefaultMaxSessionStreams is ServerConfig.MaxSessionStreams's default:
+// how many Session streams one gRPC connection may hold open at once; one
+// more is refused (ResourceExhausted, with the trailer
+// wire.SessionStreamHeader: wire.SessionStreamLimited) before any of its
+// frames is read, and its client steps that session over Step calls.
+// HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue +
+// MaxSessionStreams, so open session streams, idle or not, never take a
+// per-call step's room.
+const DefaultMaxSessionStreams = 16
+
+// MaxSessionStreamsLimit is the most ServerConfig.MaxSessionStreams (and
+// `partbench serve --max-session-streams`) may be. An open stream's state
+// is not counted in the memory budget: its handler and receive goroutines
+// and gRPC's stream (measured with client and server in one process: 26
+// KiB and 3 goroutines per open stream, both ends together), so the limit
+// keeps a connection's share of it near its counted buffers (512 KiB): 16
+// by default, at most 256 (about 6.5 MiB).
+const MaxSessionStreamsLimit = 256
 
 // Session serves a session's steps in order on one stream (see the RPC's
 // comment in remote.proto). Each step has every bound of a Step call: its
@@ -35,12 +46,12 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 	if gc == nil {
 		return status.Error(codes.Internal, "session stream: no connection state")
 	}
-	if n := gc.sessionStreams.Add(1); n > MaxSessionStreams {
+	if n := gc.sessionStreams.Add(1); n > int64(g.s.cfg.MaxSessionStreams) {
 		gc.sessionStreams.Add(-1)
 		// The trailer tells this refusal apart from any other
 		// ResourceExhausted: the client falls back on this one only.
 		st.SetTrailer(metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited))
-		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, MaxSessionStreams)
+		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, g.s.cfg.MaxSessionStreams)
 	}
 	defer gc.sessionStreams.Add(-1)
 	g.s.streams.Add(1)
