@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -394,10 +395,31 @@ func (s grpcClientStream) sendData(d []byte) (int64, error) {
 	return int64(wire.DataHeaderLen(len(d)) + len(d) + wire.GRPCPrefixBytes), s.SendMsg(&wire.DataOut{Data: d})
 }
 
+func (s grpcClientStream) Recv() (*pb.Frame, error) {
+	f, err := s.Remote_StepClient.Recv()
+	if err != nil {
+		return nil, trailerStatus(s.Remote_StepClient, err)
+	}
+	return f, nil
+}
+
+// trailerStatus is the status a server meant for a stream it ended by
+// cancelling it (wire.StatusTrailer: gRPC itself answers Canceled then),
+// else err.
+func trailerStatus(st grpc.ClientStream, err error) error {
+	if c := status.Code(err); c != codes.Canceled && c != codes.DeadlineExceeded {
+		return err
+	}
+	if meant := wire.StatusFromTrailer(st.Trailer()); meant != nil {
+		return meant
+	}
+	return err
+}
+
 func (s grpcClientStream) recvData(dst []byte) (int, int64, error) {
 	d := &wire.DataIn{Dst: dst}
 	if err := s.RecvMsg(d); err != nil {
-		return 0, 0, err
+		return 0, 0, trailerStatus(s.Remote_StepClient, err)
 	}
 	return d.N, int64(d.Wire + wire.GRPCPrefixBytes), nil
 }

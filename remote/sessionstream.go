@@ -156,10 +156,13 @@ func (s *sessionStep) CloseSend() error { return nil }
 
 func (s *sessionStep) Recv() (*pb.Frame, error) {
 	f, err := s.ss.st.Recv()
-	if err == nil && f.GetTrailer() != nil {
+	if err != nil {
+		return nil, trailerStatus(s.ss.st, err)
+	}
+	if f.GetTrailer() != nil {
 		s.done = true
 	}
-	return f, err
+	return f, nil
 }
 
 func (s *sessionStep) sendData(d []byte) (int64, error) {
@@ -169,7 +172,7 @@ func (s *sessionStep) sendData(d []byte) (int64, error) {
 func (s *sessionStep) recvData(dst []byte) (int, int64, error) {
 	d := &wire.DataIn{Dst: dst}
 	if err := s.ss.st.RecvMsg(d); err != nil {
-		return 0, 0, err
+		return 0, 0, trailerStatus(s.ss.st, err)
 	}
 	return d.N, int64(d.Wire + wire.GRPCPrefixBytes), nil
 }
