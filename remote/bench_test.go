@@ -277,7 +277,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			} else {
 				trip = newGRPCRoundTrip(b, addr).trip
 			}
-			over, floor := make([]float64, 0, b.N), make([]float64, 0, b.N)
+			over, floor, span := make([]float64, 0, b.N), make([]float64, 0, b.N), make([]float64, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += floorBlock {
 				n := min(floorBlock, b.N-i)
@@ -288,6 +288,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 					}
 					if j > 0 {
 						over = append(over, (r.Wall-r.Execute).Seconds()*1e6)
+						span = append(span, (r.Span-r.Execute).Seconds()*1e6)
 					}
 				}
 				for j := 0; j <= n; j++ {
@@ -300,6 +301,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			if dir := os.Getenv("PARTBENCH_BENCH_DUMP"); dir != "" {
 				dumpMicros(b, filepath.Join(dir, tr+"-overhead.txt"), over)
 				dumpMicros(b, filepath.Join(dir, tr+"-floor.txt"), floor)
+				dumpMicros(b, filepath.Join(dir, tr+"-server.txt"), span)
 			}
 			p50, p99 := stats.Percentile(over, 0.5), stats.Percentile(over, 0.99)
 			f50, f99 := stats.Percentile(floor, 0.5), stats.Percentile(floor, 0.99)
@@ -333,8 +335,9 @@ func childGCs(c *child) int {
 }
 
 // dumpMicros appends xs (µs, in the order measured) to file, one a line:
-// PARTBENCH_BENCH_DUMP's per-step record, for a histogram of where the
-// tail lies and when.
+// PARTBENCH_BENCH_DUMP's per-step record (overhead, the server's part of
+// it: its whole request less the engine's execute, and the floor's round
+// trips), for a histogram of where the tail lies and when.
 func dumpMicros(b *testing.B, file string, xs []float64) {
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
