@@ -26,11 +26,11 @@ const DefaultMaxSessionStreams = 16
 
 // MaxSessionStreamsLimit is the most ServerConfig.MaxSessionStreams (and
 // `partbench serve --max-session-streams`) may be. An open stream's state
-// is not counted in the memory budget: its handler and receive goroutines
-// and gRPC's stream (measured with client and server in one process: 26
-// KiB and 3 goroutines per open stream, both ends together), so the limit
-// keeps a connection's share of it near its counted buffers (512 KiB): 16
-// by default, at most 256 (about 6.5 MiB).
+// is not counted in the memory budget: its handler and idle-watch
+// goroutines and gRPC's stream (measured with client and server in one
+// process: 22–23 KiB and 3 goroutines per open stream, both ends
+// together), so the limit keeps a connection's share of it near its
+// counted buffers (512 KiB): 16 by default, at most 256 (about 6 MiB).
 const MaxSessionStreamsLimit = 256
 
 // Session serves a session's steps in order on one stream (see the RPC's
