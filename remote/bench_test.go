@@ -1,12 +1,14 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -258,7 +260,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 	echoAddr := strings.TrimPrefix(echo.line(b, "echo listening on "), "echo listening on ")
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
-			srv, addr := serveChild(b, tr, "CHILD_ENGINE=sink")
+			srv, addr := serveChild(b, tr, append([]string{"CHILD_ENGINE=sink"}, strings.Fields(os.Getenv("PARTBENCH_BENCH_SERVER_ENV"))...)...)
 			c := dial(b, addr, tr, "")
 			s, err := c.Open(context.Background(), cfg, partition.RemoteStateful, partition.RemoteOptions{})
 			if err != nil {
@@ -275,7 +277,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			} else {
 				trip = newGRPCRoundTrip(b, addr).trip
 			}
-			over, floor := make([]float64, 0, b.N), make([]float64, 0, b.N)
+			over, floor, span := make([]float64, 0, b.N), make([]float64, 0, b.N), make([]float64, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += floorBlock {
 				n := min(floorBlock, b.N-i)
@@ -286,6 +288,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 					}
 					if j > 0 {
 						over = append(over, (r.Wall-r.Execute).Seconds()*1e6)
+						span = append(span, (r.Span-r.Execute).Seconds()*1e6)
 					}
 				}
 				for j := 0; j <= n; j++ {
@@ -295,6 +298,11 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			if dir := os.Getenv("PARTBENCH_BENCH_DUMP"); dir != "" {
+				dumpMicros(b, filepath.Join(dir, tr+"-overhead.txt"), over)
+				dumpMicros(b, filepath.Join(dir, tr+"-floor.txt"), floor)
+				dumpMicros(b, filepath.Join(dir, tr+"-server.txt"), span)
+			}
 			p50, p99 := stats.Percentile(over, 0.5), stats.Percentile(over, 0.99)
 			f50, f99 := stats.Percentile(floor, 0.5), stats.Percentile(floor, 0.99)
 			b.ReportMetric(p50, "overhead-p50-µs")
@@ -324,4 +332,26 @@ func childGCs(c *child) int {
 		}
 	}
 	return n
+}
+
+// dumpMicros appends xs (µs, in the order measured) to file, one a line:
+// PARTBENCH_BENCH_DUMP's per-step record (overhead, the server's part of
+// it: its whole request less the engine's execute, and the floor's round
+// trips), for a histogram of where the tail lies and when.
+func dumpMicros(b *testing.B, file string, xs []float64) {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for _, x := range xs {
+		fmt.Fprintf(w, "%.2f\n", x)
+	}
+	fmt.Fprintln(w)
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

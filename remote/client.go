@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -118,7 +119,7 @@ type Session struct {
 	Plan         *partition.Plan
 	Logits       bool
 	OpenTransfer commcount.TransferSnapshot // weights load (kv mode)
-	ss           *sessionStream             // gRPC: the session's stream of steps
+	ss           *sessionStream             // gRPC: the session's stream of steps; nil on raw TCP
 }
 
 // Open opens a session for cfg in mode; a kv-mode session then needs Load.
@@ -141,7 +142,11 @@ func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.R
 	if own := wire.ChunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
 		chunk = own
 	}
-	return &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits, ss: &sessionStream{}}, nil
+	s := &Session{c: c, ID: r.SessionId, Mode: mode, Bytes: r.SessionBytes, maxChunk: chunk, Plan: plan, Logits: opts.Logits}
+	if _, ok := c.t.(*grpcTransport); ok {
+		s.ss = &sessionStream{}
+	}
+	return s, nil
 }
 
 func (c *Client) named(err error) error {
@@ -152,12 +157,15 @@ func (c *Client) named(err error) error {
 	return status.Errorf(st.Code(), "server %s: %s", c.cfg.Addr, st.Message())
 }
 
-// Close ends the session on the server.
+// Close ends the session on the server. On gRPC it first closes the
+// session's stream, at once: a step running on it fails, saying the
+// session was closed under it (on raw TCP, Close waits for a step in
+// flight: the connection carries one call at a time).
 func (s *Session) Close(ctx context.Context) error {
 	ctx, cancel := s.c.deadline(ctx)
 	defer cancel()
 	if s.ss != nil {
-		defer s.ss.end()
+		s.ss.end()
 	}
 	if err := s.c.t.close(ctx, s.ID); err != nil {
 		return s.c.named(err)
@@ -194,8 +202,18 @@ func (s *Session) stream(ctx context.Context) (clientStream, error) {
 }
 
 // Step sends one request and reads its reply. The tensors' data is sent
-// without a copy: it must not change until Step returns.
+// without a copy: it must not change until Step returns. A step that
+// Session.Close cut off says so (its error wraps what the transport saw).
 func (s *Session) Step(ctx context.Context, phase partition.Phase, step int, in []wire.Tensor) (*StepResult, error) {
+	open := s.ss == nil || !s.ss.isClosed()
+	r, err := s.step(ctx, phase, step, in)
+	if err != nil && open && s.ss != nil && s.ss.isClosed() {
+		return nil, fmt.Errorf("session %.8s…: closed by its client (Session.Close) while this step was in flight: %w", s.ID, err)
+	}
+	return r, err
+}
+
+func (s *Session) step(ctx context.Context, phase partition.Phase, step int, in []wire.Tensor) (*StepResult, error) {
 	t0 := time.Now()
 	var tr commcount.Transfer
 	st, err := s.stream(ctx)
@@ -377,10 +395,31 @@ func (s grpcClientStream) sendData(d []byte) (int64, error) {
 	return int64(wire.DataHeaderLen(len(d)) + len(d) + wire.GRPCPrefixBytes), s.SendMsg(&wire.DataOut{Data: d})
 }
 
+func (s grpcClientStream) Recv() (*pb.Frame, error) {
+	f, err := s.Remote_StepClient.Recv()
+	if err != nil {
+		return nil, trailerStatus(s.Remote_StepClient, err)
+	}
+	return f, nil
+}
+
+// trailerStatus is the status a server meant for a stream it ended by
+// cancelling it (wire.StatusTrailer: gRPC itself answers Canceled then),
+// else err.
+func trailerStatus(st grpc.ClientStream, err error) error {
+	if c := status.Code(err); c != codes.Canceled && c != codes.DeadlineExceeded {
+		return err
+	}
+	if meant := wire.StatusFromTrailer(st.Trailer()); meant != nil {
+		return meant
+	}
+	return err
+}
+
 func (s grpcClientStream) recvData(dst []byte) (int, int64, error) {
 	d := &wire.DataIn{Dst: dst}
 	if err := s.RecvMsg(d); err != nil {
-		return 0, 0, err
+		return 0, 0, trailerStatus(s.Remote_StepClient, err)
 	}
 	return d.N, int64(d.Wire + wire.GRPCPrefixBytes), nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,18 @@ func TestMain(m *testing.M) {
 func childServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	// CHILD_TRACE=FILE:SECONDS writes a runtime/trace of the server's first
+	// SECONDS (BenchmarkStatefulStepProcess with PARTBENCH_BENCH_SERVER_ENV).
+	if spec := os.Getenv("CHILD_TRACE"); spec != "" {
+		file, secs, _ := strings.Cut(spec, ":")
+		d, err := time.ParseDuration(secs + "s")
+		f, ferr := os.Create(file)
+		if err != nil || ferr != nil || trace.Start(f) != nil {
+			fmt.Fprintln(os.Stderr, "CHILD_TRACE", spec, ": want FILE:SECONDS", err, ferr)
+			return 1
+		}
+		time.AfterFunc(d, func() { trace.Stop(); f.Close() })
+	}
 	var eng wire.Engine = server.NewCPUEngine()
 	if os.Getenv("CHILD_ENGINE") == "sink" {
 		eng = sinkEngine{}

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -19,11 +20,16 @@ import (
 // that finds the stream busy with another of the session's steps, or a
 // session whose server refused the stream, goes over a Step call.
 type sessionStream struct {
-	mu     sync.Mutex // held by the step on the stream
-	st     pb.Remote_SessionClient
+	mu sync.Mutex // held by the step on the stream
+	st pb.Remote_SessionClient
+	// cancel ends the stream (set and cleared by the holder of mu, under
+	// cmu too: Session.Close calls it without waiting for a step).
 	cancel context.CancelFunc
 	off    bool // the server refused a stream for this session: Step calls
 	cur    sessionStep
+
+	cmu    sync.Mutex
+	closed bool // Session.Close began: the stream is closed and none opens
 }
 
 // sessionStep is one step on the stream (the clientStream it runs on).
@@ -63,22 +69,29 @@ func (g *grpcTransport) begin(ctx context.Context, ss *sessionStream) (clientStr
 // response headers: the server sends them before reading, so the answer
 // costs one round trip, once per session. A server without the Session
 // RPC (Unimplemented) turns streams off for the connection; one that
-// refuses this stream (ResourceExhausted: its per-connection limit) for
-// the session. false: use Step calls.
+// refuses this stream for its per-connection limit (ResourceExhausted
+// with the trailer wire.SessionStreamLimited) for the session. false: use
+// Step calls. Any other refusal (another ResourceExhausted, such as the
+// memory budget's) is the step's error: a fallback would hide it.
 func (g *grpcTransport) openStream(ctx context.Context, ss *sessionStream) (bool, error) {
 	sctx, scancel := context.WithCancel(g.ctx(context.Background()))
 	stop := context.AfterFunc(ctx, scancel)
 	defer stop()
+	if !ss.setCancel(scancel) {
+		return false, nil // the session is closing: its step goes over a Step call, which says so
+	}
 	st, err := g.rc.Session(sctx, grpc.ForceCodecV2(wire.Frames))
 	if err != nil {
+		ss.setCancel(nil)
 		scancel()
 		return false, err
 	}
 	md, err := st.Header()
 	if err == nil && len(md.Get(wire.SessionStreamHeader)) == 1 {
-		ss.st, ss.cancel = st, scancel
+		ss.st = st
 		return true, nil
 	}
+	ss.setCancel(nil)
 	if err == nil {
 		_, err = st.Recv() // the stream ended at once: its status says why
 	}
@@ -88,8 +101,10 @@ func (g *grpcTransport) openStream(ctx context.Context, ss *sessionStream) (bool
 		g.stepOnly.Store(true)
 		return false, nil
 	case codes.ResourceExhausted:
-		ss.off = true
-		return false, nil
+		if slices.Contains(st.Trailer().Get(wire.SessionStreamHeader), wire.SessionStreamLimited) {
+			ss.off = true
+			return false, nil
+		}
 	}
 	if ctx.Err() != nil {
 		return false, status.FromContextError(ctx.Err()).Err()
@@ -97,17 +112,40 @@ func (g *grpcTransport) openStream(ctx context.Context, ss *sessionStream) (bool
 	return false, err
 }
 
-// end closes the stream if no step is on it (a step on it ends it when it
-// finds the session gone).
+// setCancel records the open stream's cancel (nil: none) unless the
+// session is closing; false then.
+func (ss *sessionStream) setCancel(c context.CancelFunc) bool {
+	ss.cmu.Lock()
+	defer ss.cmu.Unlock()
+	if ss.closed && c != nil {
+		return false
+	}
+	ss.cancel = c
+	return true
+}
+
+func (ss *sessionStream) isClosed() bool {
+	ss.cmu.Lock()
+	defer ss.cmu.Unlock()
+	return ss.closed
+}
+
+// end closes the stream at once, whether or not a step is on it: a step
+// on it fails (Session.Step says the session was closed under it) and the
+// server's end of the stream ends with it, which ends a step running there.
+// No stream opens for the session after it.
 func (ss *sessionStream) end() {
-	if !ss.mu.TryLock() {
-		return
-	}
-	if ss.st != nil {
+	ss.cmu.Lock()
+	ss.closed = true
+	if ss.cancel != nil {
 		ss.cancel()
-		ss.st, ss.cancel = nil, nil
 	}
-	ss.mu.Unlock()
+	ss.cmu.Unlock()
+	if ss.mu.TryLock() {
+		ss.st = nil
+		ss.setCancel(nil)
+		ss.mu.Unlock()
+	}
 }
 
 func (s *sessionStep) Send(f *pb.Frame) error { return s.ss.st.Send(f) }
@@ -118,10 +156,13 @@ func (s *sessionStep) CloseSend() error { return nil }
 
 func (s *sessionStep) Recv() (*pb.Frame, error) {
 	f, err := s.ss.st.Recv()
-	if err == nil && f.GetTrailer() != nil {
+	if err != nil {
+		return nil, trailerStatus(s.ss.st, err)
+	}
+	if f.GetTrailer() != nil {
 		s.done = true
 	}
-	return f, err
+	return f, nil
 }
 
 func (s *sessionStep) sendData(d []byte) (int64, error) {
@@ -131,7 +172,7 @@ func (s *sessionStep) sendData(d []byte) (int64, error) {
 func (s *sessionStep) recvData(dst []byte) (int, int64, error) {
 	d := &wire.DataIn{Dst: dst}
 	if err := s.ss.st.RecvMsg(d); err != nil {
-		return 0, 0, err
+		return 0, 0, trailerStatus(s.ss.st, err)
 	}
 	return d.N, int64(d.Wire + wire.GRPCPrefixBytes), nil
 }
@@ -140,12 +181,14 @@ func (s *sessionStep) wire(f *pb.Frame) int64 { return int64(proto.Size(f) + wir
 
 // finish ends the step; a step that did not end with its trailer, or whose
 // context ended, leaves the stream in an unknown state: it is closed, and
-// the session's next step opens another.
+// the session's next step opens another. A session closed meanwhile has
+// its stream closed already (end).
 func (s *sessionStep) finish() {
 	ss := s.ss
-	if !s.stop() || !s.done {
+	if !s.stop() || !s.done || ss.isClosed() {
 		ss.cancel()
-		ss.st, ss.cancel = nil, nil
+		ss.st = nil
+		ss.setCancel(nil)
 	}
 	ss.cur = sessionStep{}
 	ss.mu.Unlock()

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,25 +177,28 @@ func TestSessionStreamDrain(t *testing.T) {
 	}
 }
 
-// TestSessionStreamLimit: one connection holds at most
-// server.MaxSessionStreams open session streams; a session beyond them is
-// refused its stream and steps over Step calls, served all the same. With
-// one slot and a queue of one, HTTP/2 allows 1 + 1 + MaxSessionStreams
-// streams on the connection: the open session streams leave the Step
-// calls their room (without it the third session's stream would wait for
-// a stream until its deadline).
+// TestSessionStreamLimit: one connection holds at most the server's
+// MaxSessionStreams open session streams (3 here); a session beyond them is
+// refused its stream (ResourceExhausted with the limit's trailer) and
+// steps over Step calls, served all the same. With one slot and a queue of
+// one, HTTP/2 allows 1 + 1 + 3 streams on the connection: the open session
+// streams leave the Step calls their room (without it the fourth session's
+// stream would wait for a stream until its deadline).
 func TestSessionStreamLimit(t *testing.T) {
-	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1}, server.NewCPUEngine())
+	const limit = 3
+	srv, addrs := startServer(t, server.ServerConfig{MaxConcurrent: 1, MaxQueue: 1, MaxSessionStreams: limit}, server.NewCPUEngine())
 	c := dial(t, addrs["grpc"], "grpc", "")
 	var last *Session
-	for i := 0; i <= server.MaxSessionStreams; i++ {
+	for i := 0; i <= limit; i++ {
 		last, _ = statefulSteps(t, c)
 	}
-	if n := srv.SessionStreams(); n != server.MaxSessionStreams {
-		t.Errorf("%d session streams open, want the limit %d", n, server.MaxSessionStreams)
+	if n := srv.SessionStreams(); n != limit {
+		t.Errorf("%d session streams open, want the limit %d", n, limit)
 	}
+	// The refusal carried the limit's trailer: any other refusal would
+	// have been statefulSteps' error (TestSessionStreamOtherRefusalIsError).
 	if !last.ss.off || last.ss.st != nil {
-		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", server.MaxSessionStreams+1, last.ss.off)
+		t.Errorf("session %d: stream off %v, want refused and stepping over Step calls", limit+1, last.ss.off)
 	}
 }
 
@@ -236,5 +240,78 @@ func TestSessionStreamConcurrentSteps(t *testing.T) {
 	}
 	if s.ss.st == nil {
 		t.Error("the session's stream was closed by concurrent steps")
+	}
+}
+
+// TestSessionStreamCloseDuringStep: Session.Close while a step is held
+// inside the engine closes the session's stream at once: the step returns
+// an error saying the session was closed under it (without the gate ever
+// opening: before, the client's side of the stream stayed open and the
+// step waited for the engine, here forever, up to its deadline), the
+// server's end of the stream ends and the session is freed, and the
+// client holds no stream afterwards.
+func TestSessionStreamCloseDuringStep(t *testing.T) {
+	g := newGateEngine(sinkEngine{})
+	g.free = 1 // the first step opens the stream; the second is held
+	srv, addrs := startServer(t, server.ServerConfig{}, g)
+	cfg, plan := testConfig(t, "test/single-tiny")
+	s, err := dial(t, addrs["grpc"], "grpc", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.Config.Workload.Batch
+	in := []wire.Tensor{tokensTensor(b, make([]uint32, b))}
+	if _, err := s.Step(ctx(t), partition.Decode, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	g.waitStarted(t, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Step(ctx(t), partition.Decode, 1, in)
+		errc <- err
+	}()
+	g.waitStarted(t, 1)
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatalf("close with a step in flight: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "closed by its client") {
+			t.Errorf("the step in flight at Close: %v, want an error saying the session was closed under it", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step in flight at Close had not returned 10 s later")
+	}
+	waitFor(t, 5*time.Second, func() bool { return srv.Sessions() == 0 && srv.SessionStreams() == 0 }, "the closed session and its stream ended on the server")
+	if n := g.steps.Load(); n != 2 {
+		t.Errorf("%d steps entered the engine, want 2", n)
+	}
+	s.ss.mu.Lock()
+	st := s.ss.st
+	s.ss.mu.Unlock()
+	if st != nil {
+		t.Error("the client still holds the closed session's stream")
+	}
+}
+
+// TestSessionStreamOtherRefusalIsError: a Session stream refused with
+// ResourceExhausted for anything but the per-connection stream limit is
+// the step's error, not a quiet fallback to Step calls for the session's
+// life. Here the refusal is the memory budget's: a budget of 1 KiB has no
+// room for a connection's 512 KiB of buffers, so the tap refuses the first
+// call of a new connection, the session's stream. (The limit's own
+// refusal, which does fall back, is TestSessionStreamLimit's.)
+func TestSessionStreamOtherRefusalIsError(t *testing.T) {
+	_, addrs := startServer(t, server.ServerConfig{MemoryBudgetBytes: 1 << 10}, sinkEngine{})
+	c := dial(t, addrs["grpc"], "grpc", "")
+	_, plan := testConfig(t, "test/single-tiny")
+	b := plan.Config.Workload.Batch
+	s := &Session{c: c, ID: "0123456789abcdef", Mode: partition.RemoteStateful, maxChunk: wire.ChunkBytes(4 << 20), ss: &sessionStream{}}
+	_, err := s.Step(ctx(t), partition.Decode, 0, []wire.Tensor{tokensTensor(b, make([]uint32, b))})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "memory budget") {
+		t.Errorf("a step whose stream the memory budget refused: %v, want ResourceExhausted naming the memory budget", err)
+	}
+	if s.ss.off {
+		t.Error("the client turned the session's stream off for a refusal that was not the stream limit")
 	}
 }

@@ -38,6 +38,9 @@ at most 64 unauthenticated connections per transport, each closed after 10 s wit
 a request's declared sizes are checked against the memory budget before anything is allocated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSessionStreamsFlag(cmd, o); err != nil {
+				return err
+			}
 			eng, err := server.BackendEngine(backendName)
 			if err != nil {
 				return err
@@ -83,8 +86,23 @@ a request's declared sizes are checked against the memory budget before anything
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long requests in flight may finish")
 	f.IntVar(&o.MaxConcurrent, "max-concurrent", 1, "requests executing at once")
 	f.IntVar(&o.MaxQueue, "max-queue", 64, "requests waiting beyond those; more are refused (ResourceExhausted)")
+	f.IntVar(&o.MaxSessionStreams, "max-session-streams", server.DefaultMaxSessionStreams,
+		fmt.Sprintf("gRPC: sessions per connection whose steps may each keep one stream open (1 to %d); a session beyond them steps over one call per step", server.MaxSessionStreamsLimit))
 	addEngineHostFlags(f, &eh) // serving_serve.go
 	return cmd
+}
+
+// checkSessionStreamsFlag refuses a --max-session-streams outside its
+// range, or given to the raw-TCP transport, where it cannot act.
+func checkSessionStreamsFlag(cmd *cobra.Command, o server.ServeOptions) error {
+	n := o.MaxSessionStreams
+	if n < 1 || n > server.MaxSessionStreamsLimit {
+		return fmt.Errorf("--max-session-streams %d: must be 1 to %d (open gRPC session streams per connection)", n, server.MaxSessionStreamsLimit)
+	}
+	if cmd.Flags().Changed("max-session-streams") && o.Transport == "tcp" {
+		return fmt.Errorf("--max-session-streams %d: applies to --transport grpc only (a raw-TCP session steps on its connection, with no stream to keep open)", n)
+	}
+	return nil
 }
 
 func newRemoteCmd() *cobra.Command {

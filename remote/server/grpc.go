@@ -100,7 +100,29 @@ func (g *grpcServer) tap(ctx context.Context, info *tap.Info) (context.Context, 
 				g.s.cfg.MemoryBudgetBytes, grpcConnBytes)
 		}
 	}
+	if info.FullMethodName == pb.Remote_Step_FullMethodName || info.FullMethodName == pb.Remote_Session_FullMethodName {
+		return withStreamCancel(ctx), nil
+	}
 	return ctx, nil
+}
+
+type streamCancelKey struct{}
+
+// withStreamCancel makes ctx, which becomes the stream's own context (the
+// one gRPC's receives and sends wait on), cancellable by the server: the
+// read watch ends a receive past ReadTimeout, and a session stream waiting
+// for its next step ends when its session is freed or the server drains,
+// without running each receive in a goroutine of its own.
+func withStreamCancel(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return context.WithValue(ctx, streamCancelKey{}, cancel)
+}
+
+// streamCancel is the cancel of a stream's context made by the tap (nil
+// for a stream the tap did not see).
+func streamCancel(ctx context.Context) context.CancelCauseFunc {
+	c, _ := ctx.Value(streamCancelKey{}).(context.CancelCauseFunc)
+	return c
 }
 
 // check checks the token again (in case a call reaches a handler without
@@ -151,7 +173,7 @@ func (s *Server) ListenGRPC(addr string) (net.Addr, error) {
 		// Streams per connection: as many as may execute and wait, and the
 		// open session streams; more wait on the client (HTTP/2
 		// SETTINGS_MAX_CONCURRENT_STREAMS).
-		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue + MaxSessionStreams)),
+		grpc.MaxConcurrentStreams(uint32(s.cfg.MaxConcurrent + s.cfg.MaxQueue + s.cfg.MaxSessionStreams)),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: wire.KeepaliveTime, Timeout: wire.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -259,6 +281,24 @@ func (g *grpcServer) Close(ctx context.Context, req *pb.CloseRequest) (*pb.Close
 type grpcServerStream struct {
 	st pb.Remote_StepServer
 	s  *Server
+	// stop ends the stream from outside its handler (the read watch, a
+	// session stream's idle watch): it cancels the stream's context, which
+	// ends a receive waiting on it; gRPC then answers Canceled at once, so
+	// the status meant (why) goes first into the trailer
+	// wire.StatusTrailer, which the client reads. nil: the tap did not see
+	// the stream.
+	stop func(why error)
+}
+
+func newGRPCServerStream(st pb.Remote_StepServer, s *Server) grpcServerStream {
+	c := grpcServerStream{st: st, s: s}
+	if cancel := streamCancel(st.Context()); cancel != nil {
+		c.stop = func(why error) {
+			st.SetTrailer(wire.StatusTrailerMD(why))
+			cancel(why)
+		}
+	}
+	return c
 }
 
 func (c grpcServerStream) Send(f *pb.Frame) error {
@@ -269,10 +309,9 @@ func (c grpcServerStream) Send(f *pb.Frame) error {
 // within runs a receive, giving up after the server's read timeout: gRPC's
 // RecvMsg watches only the stream's own context, so a client that stops
 // sending mid-request would otherwise hold the request until CallTimeout.
-// After a timeout the receive may still complete into its destination; the
-// caller then drops that buffer (serveStep keeps no buffer of a failed
-// request) and returns, which ends the stream.
-func (c grpcServerStream) within(recv func() error) error { return c.s.reads.within(recv) }
+// The read watch cancels that context; the caller returns, which ends the
+// stream (serveStep keeps no buffer of a failed request).
+func (c grpcServerStream) within(recv func() error) error { return c.s.reads.within(c.stop, recv) }
 
 func (c grpcServerStream) Recv() (*pb.Frame, error) {
 	var f *pb.Frame
@@ -299,7 +338,7 @@ func (c grpcServerStream) SendData(d []byte) error {
 }
 
 func (g *grpcServer) Step(st pb.Remote_StepServer) error {
-	err := g.s.serveStep(st.Context(), owner(st.Context()), grpcServerStream{st, g.s})
+	err := g.s.serveStep(st.Context(), owner(st.Context()), newGRPCServerStream(st, g.s))
 	if _, ok := status.FromError(err); !ok {
 		return status.Errorf(codes.Unavailable, "step: %v", err)
 	}

@@ -25,19 +25,37 @@ type readWatch struct {
 
 type watchedRecv struct {
 	start time.Time
-	done  chan error // 2 places: the receive's result and the watch's timeout
+	// stop ends the stream the receive waits on, with the status the
+	// client should see (grpcServerStream.stop); the watch calls it at the
+	// timeout and sets late. Without one, the receive runs in a goroutine
+	// of its own and done takes its result or the watch's timeout (2
+	// places).
+	stop func(error)
+	late bool
+	done chan error
 }
 
 func newReadWatch(timeout time.Duration) *readWatch {
 	return &readWatch{timeout: timeout, period: max(wire.TimeoutSlack(timeout), time.Millisecond), live: map[*watchedRecv]struct{}{}}
 }
 
-// within runs recv in its own goroutine and returns its error, or a
-// DeadlineExceeded status once it has run for longer than the timeout (it
-// may then still complete into its destination; the caller drops that
-// buffer).
-func (w *readWatch) within(recv func() error) error {
-	r := &watchedRecv{start: time.Now(), done: make(chan error, 2)}
+func (w *readWatch) timeoutErr() error {
+	return status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", w.timeout)
+}
+
+// within runs recv and returns its error, or a DeadlineExceeded status once
+// it has run for longer than the timeout. With stop (ending the stream),
+// recv runs on the caller's goroutine and the watch ends it by ending the
+// stream, which a request past its read timeout ends anyway: no goroutine
+// and no hand-off per receive (a decode step made two, each a chance to
+// wait for a thread on a busy machine). Without, recv runs in its own
+// goroutine, which may then still complete into its destination (the
+// caller drops that buffer).
+func (w *readWatch) within(stop func(error), recv func() error) error {
+	r := &watchedRecv{start: time.Now(), stop: stop}
+	if stop == nil {
+		r.done = make(chan error, 2)
+	}
 	w.mu.Lock()
 	w.live[r] = struct{}{}
 	if !w.armed {
@@ -45,11 +63,20 @@ func (w *readWatch) within(recv func() error) error {
 		time.AfterFunc(w.period, w.scan)
 	}
 	w.mu.Unlock()
-	go func() { r.done <- recv() }()
-	err := <-r.done
+	var err error
+	if stop != nil {
+		err = recv()
+	} else {
+		go func() { r.done <- recv() }()
+		err = <-r.done
+	}
 	w.mu.Lock()
 	delete(w.live, r)
+	late := r.late
 	w.mu.Unlock()
+	if late {
+		return w.timeoutErr()
+	}
 	return err
 }
 
@@ -62,7 +89,12 @@ func (w *readWatch) scan() {
 	for r := range w.live {
 		if now.Sub(r.start) >= w.timeout {
 			delete(w.live, r)
-			r.done <- status.Errorf(codes.DeadlineExceeded, "no message within %v (the server's read timeout)", w.timeout)
+			if r.stop != nil {
+				r.late = true
+				r.stop(w.timeoutErr())
+			} else {
+				r.done <- w.timeoutErr()
+			}
 		}
 	}
 	if w.armed = len(w.live) > 0; w.armed {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -20,16 +21,16 @@ func TestReadWatch(t *testing.T) {
 		t.Fatalf("period %v, want 400 ms / 16 = 25 ms", w.period)
 	}
 	own := errors.New("own result")
-	if err := w.within(func() error { return own }); err != own {
+	if err := w.within(nil, func() error { return own }); err != own {
 		t.Errorf("a prompt receive: %v, want its own result", err)
 	}
 	// 100 ms: four scans pass while it runs, none may fail it.
-	if err := w.within(func() error { time.Sleep(100 * time.Millisecond); return own }); err != own {
+	if err := w.within(nil, func() error { time.Sleep(100 * time.Millisecond); return own }); err != own {
 		t.Errorf("a receive of 100 ms under a %v timeout: %v, want its own result", timeout, err)
 	}
 	release := make(chan struct{})
 	t0 := time.Now()
-	err := w.within(func() error { <-release; return own })
+	err := w.within(nil, func() error { <-release; return own })
 	took := time.Since(t0)
 	close(release) // the abandoned receive completes without a reader
 	if status.Code(err) != codes.DeadlineExceeded {
@@ -50,5 +51,36 @@ func TestReadWatch(t *testing.T) {
 			t.Fatalf("10 s after the last receive: %d in flight, timer armed %v; want none", n, armed)
 		}
 		time.Sleep(w.period)
+	}
+}
+
+// TestReadWatchCancels: with the stream's cancel, a receive runs on the
+// caller's goroutine; one that completes returns its own result, one that
+// waits past the timeout has its stream cancelled by the watch (the
+// receive below waits on the stream's context, as gRPC's does) and gets
+// DeadlineExceeded, never before the timeout.
+func TestReadWatchCancels(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	w := newReadWatch(timeout)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	own := errors.New("own result")
+	if err := w.within(func(why error) { cancel(why) }, func() error { return own }); err != own {
+		t.Errorf("a prompt receive: %v, want its own result", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("a prompt receive's stream was cancelled")
+	}
+	t0 := time.Now()
+	err := w.within(func(why error) { cancel(why) }, func() error { <-ctx.Done(); return ctx.Err() })
+	took := time.Since(t0)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("a receive that never completes: %v, want DeadlineExceeded", err)
+	}
+	if took < timeout {
+		t.Errorf("a silent receive was given up after %v, before the %v timeout", took, timeout)
+	}
+	if status.Code(context.Cause(ctx)) != codes.DeadlineExceeded {
+		t.Errorf("the stream's cancel cause: %v, want the read timeout", context.Cause(ctx))
 	}
 }

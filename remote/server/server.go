@@ -73,6 +73,11 @@ type ServerConfig struct {
 	// StepOnly serves gRPC as a server from before the Session RPC did:
 	// Session answers Unimplemented and clients step over Step calls.
 	StepOnly bool
+	// MaxSessionStreams is how many Session streams (a session's steps on
+	// one open stream) one gRPC connection may hold open at once (default
+	// DefaultMaxSessionStreams, at most MaxSessionStreamsLimit); a session
+	// beyond them steps over Step calls.
+	MaxSessionStreams int
 }
 
 func (c *ServerConfig) defaults() {
@@ -108,6 +113,9 @@ func (c *ServerConfig) defaults() {
 	}
 	if c.Util == nil {
 		c.Util = wire.CPUBusy{}
+	}
+	if c.MaxSessionStreams == 0 {
+		c.MaxSessionStreams = DefaultMaxSessionStreams
 	}
 }
 
@@ -181,6 +189,9 @@ func NewServer(cfg ServerConfig, engine wire.Engine) (*Server, error) {
 		cfg.HandshakeTimeout < 0 || cfg.ReadTimeout < 0 {
 		return nil, fmt.Errorf("server: max concurrent %d, max queue %d, memory budget %d, max unauthenticated %d, handshake timeout %v, read timeout %v: must not be negative",
 			cfg.MaxConcurrent, cfg.MaxQueue, cfg.MemoryBudgetBytes, cfg.MaxUnauthenticated, cfg.HandshakeTimeout, cfg.ReadTimeout)
+	}
+	if cfg.MaxSessionStreams < 0 || cfg.MaxSessionStreams > MaxSessionStreamsLimit {
+		return nil, fmt.Errorf("server: max session streams %d: must be 1 to %d (0: the default, %d)", cfg.MaxSessionStreams, MaxSessionStreamsLimit, DefaultMaxSessionStreams)
 	}
 	s := &Server{cfg: cfg, engine: engine, sessions: map[string]*session{},
 		slots: make(chan struct{}, cfg.MaxConcurrent), stopIdle: make(chan struct{}), idleDone: make(chan struct{}),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -13,12 +14,24 @@ import (
 	"github.com/partbench/partbench/remote/wire"
 )
 
-// MaxSessionStreams is how many Session streams one gRPC connection may
-// hold open at once; one more is refused (ResourceExhausted) before any of
-// its frames is read, and its client steps that session over Step calls.
-// HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue + this,
-// so open session streams, idle or not, never take a per-call step's room.
-const MaxSessionStreams = 16
+// DefaultMaxSessionStreams is ServerConfig.MaxSessionStreams's default:
+// how many Session streams one gRPC connection may hold open at once; one
+// more is refused (ResourceExhausted, with the trailer
+// wire.SessionStreamHeader: wire.SessionStreamLimited) before any of its
+// frames is read, and its client steps that session over Step calls.
+// HTTP/2's stream limit per connection is MaxConcurrent + MaxQueue +
+// MaxSessionStreams, so open session streams, idle or not, never take a
+// per-call step's room.
+const DefaultMaxSessionStreams = 16
+
+// MaxSessionStreamsLimit is the most ServerConfig.MaxSessionStreams (and
+// `partbench serve --max-session-streams`) may be. An open stream's state
+// is not counted in the memory budget: its handler and idle-watch
+// goroutines and gRPC's stream (measured with client and server in one
+// process: 22–23 KiB and 3 goroutines per open stream, both ends
+// together), so the limit keeps a connection's share of it near its
+// counted buffers (512 KiB): 16 by default, at most 256 (about 6 MiB).
+const MaxSessionStreamsLimit = 256
 
 // Session serves a session's steps in order on one stream (see the RPC's
 // comment in remote.proto). Each step has every bound of a Step call: its
@@ -34,9 +47,12 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 	if gc == nil {
 		return status.Error(codes.Internal, "session stream: no connection state")
 	}
-	if n := gc.sessionStreams.Add(1); n > MaxSessionStreams {
+	if n := gc.sessionStreams.Add(1); n > int64(g.s.cfg.MaxSessionStreams) {
 		gc.sessionStreams.Add(-1)
-		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, MaxSessionStreams)
+		// The trailer tells this refusal apart from any other
+		// ResourceExhausted: the client falls back on this one only.
+		st.SetTrailer(metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited))
+		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, g.s.cfg.MaxSessionStreams)
 	}
 	defer gc.sessionStreams.Add(-1)
 	g.s.streams.Add(1)
@@ -44,7 +60,12 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 	if err := st.SendHeader(metadata.Pairs(wire.SessionStreamHeader, "1")); err != nil {
 		return err
 	}
-	err := g.s.serveSession(st.Context(), gc.owner, grpcServerStream{st, g.s})
+	cancel := streamCancel(st.Context())
+	if cancel == nil {
+		return status.Error(codes.Internal, "session stream: no stream cancel (the tap did not see it)")
+	}
+	defer cancel(nil) // ends the idle watch
+	err := g.s.serveSession(st.Context(), gc.owner, newGRPCServerStream(st, g.s))
 	if _, ok := status.FromError(err); !ok {
 		return status.Errorf(codes.Unavailable, "session stream: %v", err)
 	}
@@ -66,6 +87,7 @@ func (s *Server) serveSession(ctx context.Context, owner string, st grpcServerSt
 	if err != nil {
 		return err
 	}
+	w := s.watchIdle(ctx, se, st.stop)
 	clk := newCallClockIn(ctx, nil, s.cfg.CallTimeout)
 	defer clk.stop()
 	for {
@@ -75,7 +97,7 @@ func (s *Server) serveSession(ctx context.Context, owner string, st grpcServerSt
 		if err != nil {
 			return err
 		}
-		if f, err = s.nextStep(st, se); err != nil {
+		if f, err = w.next(st); err != nil {
 			return err
 		}
 		if h = f.GetHeader(); h == nil {
@@ -87,34 +109,64 @@ func (s *Server) serveSession(ctx context.Context, owner string, st grpcServerSt
 	}
 }
 
-type recvResult struct {
-	f   *pb.Frame
-	err error
+// idleWatch ends a session stream that waits for its next step when its
+// session is freed or the server drains, by cancelling the stream (a step
+// in progress is let finish: the stream ends at its next wait). The wait
+// is the handler's own receive, so a step costs no goroutine and no
+// hand-off between goroutines; one goroutine per stream watches.
+type idleWatch struct {
+	mu   sync.Mutex
+	idle bool  // the handler waits for the next step's header
+	why  error // set once: the session was freed or the server drains
+	stop func(error)
 }
 
-// nextStep waits for the next step's header, with no read timeout (the
-// stream is idle between steps) but only as long as se is open and the
-// server is not draining. The receive runs in its own goroutine: when the
-// wait ends otherwise, the handler returns, which ends the stream and that
-// receive with it.
-func (s *Server) nextStep(st grpcServerStream, se *session) (*pb.Frame, error) {
-	done := make(chan recvResult, 1)
+func (s *Server) watchIdle(ctx context.Context, se *session, stop func(error)) *idleWatch {
+	w := &idleWatch{stop: stop}
 	go func() {
-		f, err := st.st.Recv()
-		done <- recvResult{f, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, r.err
+		var why error
+		select {
+		case <-se.freed:
+			why = status.Errorf(codes.NotFound, "session %.8s…: freed (closed, idle longer than %v, its connection's end or the server's shutdown); its stream ends", se.id, s.cfg.IdleTimeout)
+		case <-s.draining:
+			why = status.Error(codes.Unavailable, "session stream: the server is shutting down")
+		case <-ctx.Done(): // the stream ended
+			return
 		}
-		s.Bytes.Up(int64(len(r.f.GetData())), int64(proto.Size(r.f)+wire.GRPCPrefixBytes))
-		return r.f, nil
-	case <-se.freed:
-		return nil, status.Errorf(codes.NotFound, "session %.8s…: freed (closed, idle longer than %v, its connection's end or the server's shutdown); its stream ends", se.id, s.cfg.IdleTimeout)
-	case <-s.draining:
-		return nil, status.Error(codes.Unavailable, "session stream: the server is shutting down")
+		w.mu.Lock()
+		w.why = why
+		if w.idle {
+			w.stop(why)
+		}
+		w.mu.Unlock()
+	}()
+	return w
+}
+
+// next waits for the next step's header, with no read timeout (the stream
+// is idle between steps), as long as the session is open and the server
+// is not draining.
+func (w *idleWatch) next(st grpcServerStream) (*pb.Frame, error) {
+	w.mu.Lock()
+	if w.why != nil {
+		w.mu.Unlock()
+		return nil, w.why
 	}
+	w.idle = true
+	w.mu.Unlock()
+	f, err := st.st.Recv()
+	w.mu.Lock()
+	w.idle = false
+	why := w.why
+	w.mu.Unlock()
+	if why != nil {
+		return nil, why
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.s.Bytes.Up(int64(len(f.GetData())), int64(proto.Size(f)+wire.GRPCPrefixBytes))
+	return f, nil
 }
 
 // stepOnly is the Remote service without the Session RPC (ServerConfig.StepOnly).

@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // GRPCPrefixBytes is gRPC's per-message framing: a compressed flag and a
@@ -51,5 +55,41 @@ func MetadataWithToken(ctx context.Context, tok string) context.Context {
 }
 
 // SessionStreamHeader is the response-header key with which a server
-// accepts a Session stream (sent before it reads a frame).
+// accepts a Session stream (sent before it reads a frame), and the
+// trailer key with which it says why it refused one.
 const SessionStreamHeader = "partbench-session-stream"
+
+// SessionStreamLimited is SessionStreamHeader's trailer value on a Session
+// stream refused (ResourceExhausted) because its connection holds as many
+// open as the server allows: the client steps that session over Step
+// calls. Any other refusal of the stream (the memory budget, the token)
+// has no such trailer and is the step's error.
+const SessionStreamLimited = "limit"
+
+// StatusTrailer is the trailer key with which a server gives the status
+// it meant when it ended a stream by cancelling it (a receive past the read
+// timeout, a session freed while its stream waited): gRPC then sends
+// Canceled from the cancelled receive itself, so the status the client
+// should see travels here, "<code> <message>".
+const StatusTrailer = "partbench-status-bin"
+
+// StatusTrailerMD is err's status as a StatusTrailer trailer.
+func StatusTrailerMD(err error) metadata.MD {
+	st := status.Convert(err)
+	return metadata.Pairs(StatusTrailer, strconv.Itoa(int(st.Code()))+" "+st.Message())
+}
+
+// StatusFromTrailer is the status a StatusTrailer in md gives; nil when md
+// has none (or one that does not parse).
+func StatusFromTrailer(md metadata.MD) error {
+	v := md.Get(StatusTrailer)
+	if len(v) != 1 {
+		return nil
+	}
+	code, msg, ok := strings.Cut(v[0], " ")
+	n, err := strconv.Atoi(code)
+	if !ok || err != nil || n <= 0 || n > int(codes.Unauthenticated) {
+		return nil
+	}
+	return status.Error(codes.Code(n), msg)
+}
