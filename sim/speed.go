@@ -287,6 +287,9 @@ func (r *rankState) advance() {
 
 // count is the length of the rank's run order.
 func (r *rankState) count() int {
+	if r.stop > 0 { // held at a prefill chunk (timeline_chunks.go)
+		return r.stop
+	}
 	if r.items != nil {
 		return len(r.items)
 	}

@@ -1,0 +1,195 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+type chunkCase struct {
+	label string
+	plan  *partition.Plan
+	opts  Options
+}
+
+// chunkCases are configs with a chunked prefill of 16 chunks and more: the
+// re-runs of the 4,096-GPU search (its ten best candidates, as Refine
+// plans them for `partbench search`: no range ends, 12 decode steps) that
+// chunk their prefill 16 times or more (those of 8 chunks are still
+// filling their 16- and 32-stage pipelines when a window could end, and
+// are simulated chunk by chunk), but for the layer maps with one lighter
+// end (first-1, last-1: ends-1 has both; left out for the test's time),
+// and the search's synthetic dense
+// model cut to 8 layers and batch 64 with a prefill chunk of 8 tokens (480 chunks of
+// its 3,840-token prompt): TP 8 × PP 4 with 4 micro-batches and the GPU's
+// range ends (the headline runs), the same with an uneven layer map (1, 1,
+// 3, 3 layers: recvs that wait), and TP 2 × PP 4 with every rank simulated
+// (collectives of two simulated members).
+func chunkCases(t *testing.T) []chunkCase {
+	t.Helper()
+	var out []chunkCase
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Search(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		if row.Quick == nil {
+			continue
+		}
+		if n++; n > 10 {
+			break
+		}
+		if row.PrefillChunks < 16 || row.Variant == VariantFirst || row.Variant == VariantLast {
+			continue
+		}
+		p, err := partition.NewPlan(spec.CandidateConfig(row.Candidate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.System.GPU.Ranges = topology.ParamRanges{}
+		out = append(out, chunkCase{fmt.Sprintf("4,096-GPU search: %s (%d chunks)", row.Name(), row.PrefillChunks), p, Options{DecodeSteps: SearchDecodeSteps}})
+	}
+	small := func(tp, pp int, layerMap []int, o Options) {
+		spec, err := SyntheticSearchSpec(tp * pp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := spec.CandidateConfig(Candidate{TP: tp, PP: pp, DP: 1, Microbatches: 4, Variant: VariantEven})
+		c.Model.Layers, c.Workload.Batch = 8, 64
+		c.Parallel.LayerMap = layerMap
+		c.Parallel.PrefillChunk = 8
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := partition.NewPlan(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, chunkCase{fmt.Sprintf("synthetic 8 layers, tp %d pp %d, layer map %v, every rank %v (%d chunks)", tp, pp, layerMap, o.EveryRank, p.PrefillChunks), p, o})
+	}
+	small(8, 4, nil, Options{})
+	small(8, 4, []int{0, 1, 2, 2, 2, 3, 3, 3}, Options{})
+	small(2, 4, nil, Options{EveryRank: true})
+	return out
+}
+
+// The estimate with the prefill's middle chunks written from the steady
+// state equals the estimate that simulates every chunk and decode step
+// (Options.stepwise) within steadyRelTol, number for number, and so do its
+// timeline's slices (the same ops in order, times within the tolerance,
+// sends and recvs paired alike). Every config must have chunks written
+// (else the test compares the reference with itself), the 480-chunk ones
+// most of them.
+func TestChunkedPrefillMatchesStepwise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("estimates the search's re-runs twice")
+	}
+	cases := chunkCases(t)
+	if len(cases) < 6 {
+		t.Fatalf("%d configs, want at least 6 (3 search re-runs)", len(cases))
+	}
+	start := time.Now()
+	worst, worstAt := 0.0, ""
+	for _, c := range cases {
+		ref := c.opts
+		ref.stepwise = true
+		want, err := EstimatePlan(c.plan, ref)
+		var tooLarge *TooLargeError
+		if errors.As(err, &tooLarge) { // Refine skips it too
+			t.Logf("%s: %v", c.label, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		got, err := EstimatePlan(c.plan, c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		w, k := got.Timeline.chunksWritten, c.plan.PrefillChunks
+		t.Logf("%s: %d of %d chunks written (%.1f s)", c.label, w, k, time.Since(start).Seconds())
+		if want.Timeline.chunksWritten != 0 {
+			t.Errorf("%s: the stepwise reference wrote %d chunks", c.label, want.Timeline.chunksWritten)
+		}
+		if w == 0 || k >= 480 && w < k*3/4 {
+			t.Errorf("%s: %d of %d chunks written", c.label, w, k)
+		}
+		tieCriticalRanks(t, c.label, got, want)
+		d, at := steadyCompareEstimates(t, c.label, got, want)
+		if d > worst {
+			worst, worstAt = d, c.label+": "+at
+		}
+		steadyCompareTimelines(t, c.label, got.Timeline, want.Timeline)
+	}
+	t.Logf("largest relative difference %.3g (%s)", worst, worstAt)
+}
+
+// A margin's quadratic stays positive for as many chunks as brute force
+// finds: rising, falling to 0 after 7 chunks (q(m) = 8 − m), falling to 0
+// and rising again (a vertex at m = 4: q(m) = (m − 4)² − 1 crosses 0 at
+// m = 3), and one that never reaches it within max.
+func TestChunkMarginPositiveFor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(m float64) float64
+		want int
+	}{
+		{"rising", func(m float64) float64 { return 1 + m*m }, 20},
+		{"falling, 0 at m = 8", func(m float64) float64 { return 8 - m }, 7},
+		{"through 0 at m = 3 and 5", func(m float64) float64 { return (m-4)*(m-4) - 1 }, 2},
+		{"concave, 0 at m = 10.5", func(m float64) float64 { return 110.25 - m*m }, 10},
+		{"a vertex above 0", func(m float64) float64 { return (m-4)*(m-4) + 0.5 }, 20},
+	} {
+		q := quadOf(tc.f(-3), tc.f(-2), tc.f(-1), tc.f(0))
+		if got := q.positiveFor(0, 20); got != tc.want {
+			t.Errorf("%s: positive for %d chunks, want %d", tc.name, got, tc.want)
+		}
+		// Brute force over the same quadratic.
+		bf := 0
+		for m := 1; m <= 20 && q.at(m) > 0; m++ {
+			bf = m
+		}
+		if bf != tc.want {
+			t.Errorf("%s: brute force %d, want %d", tc.name, bf, tc.want)
+		}
+		if math.Abs(q.at(5)-tc.f(5)) > 1e-9 {
+			t.Errorf("%s: q(5) = %g, want %g", tc.name, q.at(5), tc.f(5))
+		}
+	}
+}
+
+// tieCriticalRanks gives got each phase's critical rank of want where the
+// two are busy alike within steadyRelTol in want: the critical rank is the
+// busiest, and ranks of stages alike (the same layers and links) are busy
+// alike but for rounding, which then picks one of them.
+func tieCriticalRanks(t *testing.T, label string, got, want *Estimate) {
+	t.Helper()
+	for _, ph := range []struct {
+		name      string
+		got, want *PhaseEstimate
+		busy      func(r RankEstimate) float64
+	}{
+		{"prefill", &got.Prefill, &want.Prefill, func(r RankEstimate) float64 { return r.PrefillBusyS }},
+		{"decode", &got.Decode, &want.Decode, func(r RankEstimate) float64 { return r.DecodeBusyS }},
+	} {
+		g, w := ph.got.CriticalRank, ph.want.CriticalRank
+		if g == w || g < 0 || g >= len(want.Ranks) {
+			continue
+		}
+		if d := relDiff(ph.busy(want.Ranks[g]), ph.busy(want.Ranks[w])); d <= steadyRelTol {
+			t.Logf("%s: %s critical rank %d, stepwise %d: busy alike within %.3g", label, ph.name, g, w, d)
+			ph.got.CriticalRank = w
+		}
+	}
+}
