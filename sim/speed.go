@@ -309,14 +309,12 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 			return
 		}
 	}
-	seen := map[tensorKey]bool{}
+	var seen touched
 	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
 	r.first = make([]bool, n)
 	for pc := range n {
 		op := r.at(pc).op
-		key := tensorKey{op.Layer, op.Tensor}
-		r.first[pc] = !seen[key]
-		seen[key] = true
+		r.first[pc] = seen.add(op.Layer, op.Tensor)
 	}
 	if w != nil {
 		if w.firsts == nil {
@@ -324,6 +322,41 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 		}
 		w.firsts[rank] = r.first
 	}
+}
+
+// touched is a set of (layer, tensor) keys: per layer from −1 up, the few
+// tensor names a rank's ops touch in it, found by a scan (no hash of the
+// name per op, which a prefill of many chunks looks up for every op);
+// other layers in a map.
+type touched struct {
+	byLayer [][]string // layer+1 → names
+	other   map[tensorKey]bool
+}
+
+// add puts (layer, tensor) in the set and says whether it was new.
+func (t *touched) add(layer int, tensor string) bool {
+	if layer < -1 || layer >= 1<<20 {
+		if t.other == nil {
+			t.other = map[tensorKey]bool{}
+		}
+		k := tensorKey{layer, tensor}
+		if t.other[k] {
+			return false
+		}
+		t.other[k] = true
+		return true
+	}
+	i := layer + 1
+	if i >= len(t.byLayer) {
+		t.byLayer = append(t.byLayer, make([][]string, i+1-len(t.byLayer))...)
+	}
+	for _, name := range t.byLayer[i] {
+		if name == tensor {
+			return false
+		}
+	}
+	t.byLayer[i] = append(t.byLayer[i], tensor)
+	return true
 }
 
 // sortSlices orders a timeline's slices by rank, then start time, keeping

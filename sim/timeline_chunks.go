@@ -77,6 +77,11 @@ type chunkSteady struct {
 	n      []int // a simulated rank's ops in one chunk (all its micro-batches' passes)
 	base   []int // where a rank's ops lie in a chunk's records
 	rec    [chunkWindow][]chunkRec
+	// costs are the attention ops' costs costsLinear priced, stride chunks
+	// per op, op x's at slot[x] (−1: not an attention op).
+	costs  []OpCost
+	stride int
+	slot   []int
 	from   int // the first chunk simulated since the last write (or 1)
 	limit  int // the ranks stop at the start of this chunk
 }
@@ -324,25 +329,36 @@ func (cs *chunkSteady) writable(s *simulator, j int) int {
 
 // costsLinear is how many chunks after j (at most m) every attention op
 // costs what the line through its chunks j−1 and j gives, with the same
-// bound.
+// bound. It keeps the costs it priced for write (cs.costs, slot per op).
 func (cs *chunkSteady) costsLinear(s *simulator, j, m int) int {
 	g := &s.plan.System.GPU
+	cs.stride, cs.costs = m, cs.costs[:0]
+	if cs.slot == nil {
+		cs.slot = make([]int, len(cs.rec[0]))
+	}
 	for ri, r := range s.ranks {
 		n := cs.n[ri]
-		for i := 0; i < n && m > 0; i++ {
-			if r.pre[j*n+i].Kind != partition.Attention {
+		for i := 0; i < n; i++ {
+			x := cs.base[ri] + i
+			cs.slot[x] = -1
+			if r.pre[j*n+i].Kind != partition.Attention || m == 0 {
 				continue
 			}
+			cs.slot[x] = len(cs.costs) / cs.stride
 			c0 := computeCost(*g, s.plan.Model.DType, &r.pre[(j-1)*n+i], s.residency[ri], false, partition.Prefill)
 			c1 := computeCost(*g, s.plan.Model.DType, &r.pre[j*n+i], s.residency[ri], false, partition.Prefill)
 			step := c1.TimeS - c0.TimeS
-			for k := 1; k <= m; k++ {
+			for k := 1; k <= cs.stride; k++ {
+				if k > m { // past where another op left its line
+					cs.costs = append(cs.costs, OpCost{})
+					continue
+				}
 				c := computeCost(*g, s.plan.Model.DType, &r.pre[(j+k)*n+i], s.residency[ri], false, partition.Prefill)
 				want := c1.TimeS + float64(k)*step
 				if c.Bound != c1.Bound || !(math.Abs(c.TimeS-want) <= chunkCostRelTol*c.TimeS) {
 					m = k - 1
-					break
 				}
+				cs.costs = append(cs.costs, c)
 			}
 		}
 	}
@@ -357,25 +373,35 @@ func (cs *chunkSteady) costsLinear(s *simulator, j, m int) int {
 // simulation would have left them.
 func (cs *chunkSteady) write(s *simulator, j, m int) {
 	r0, r1, r2, r3 := cs.rec[(j-3)%chunkWindow], cs.rec[(j-2)%chunkWindow], cs.rec[(j-1)%chunkWindow], cs.rec[j%chunkWindow]
-	g := &s.plan.System.GPU
 	var fl *chunkFlows
 	if s.ends == nil {
 		fl = newChunkFlows(s, cs, j)
 	}
+	type tmpl struct {
+		end, wait quad
+		waits     bool // a wait not 0 in every chunk of the window
+	}
+	var ts []tmpl
 	for ri, r := range s.ranks {
 		n := cs.n[ri]
+		ts = ts[:0]
+		for i := 0; i < n; i++ {
+			x := cs.base[ri] + i
+			a, b, c, d := &r0[x], &r1[x], &r2[x], &r3[x]
+			t := tmpl{end: quadOf(a.end, b.end, c.end, d.end), wait: quadOf(a.wait, b.wait, c.wait, d.wait)}
+			t.waits = a.wait != 0 || b.wait != 0 || c.wait != 0 || d.wait != 0
+			ts = append(ts, t)
+			if op := &r.pre[(j+m)*n+i]; op.Kind == partition.Send { // the channel's last arrival so far
+				s.chanFree[chanKey{s.ids[ri], op.Peer}] = quadOf(a.arr, b.arr, c.arr, d.arr).at(m)
+			}
+		}
 		prevEnd := r.clock // the end of chunk j's last op
 		for k := 1; k <= m; k++ {
 			c := j + k
-			for i := 0; i < n; i++ {
-				x := cs.base[ri] + i
-				a, b, cc, d := &r0[x], &r1[x], &r2[x], &r3[x]
-				end := max(prevEnd, quadOf(a.end, b.end, cc.end, d.end).at(k))
+			for i := range ts {
+				t := &ts[i]
+				end := max(prevEnd, t.end.at(k))
 				op := &r.pre[c*n+i]
-				if op.Kind == partition.Send {
-					key := chanKey{s.ids[ri], op.Peer}
-					s.chanFree[key] = quadOf(a.arr, b.arr, cc.arr, d.arr).at(k)
-				}
 				if s.ends != nil {
 					if op.Kind == partition.Sample {
 						s.ends.add(&Slice{Phase: partition.Prefill, Step: -1, Op: op, EndS: end})
@@ -383,21 +409,21 @@ func (cs *chunkSteady) write(s *simulator, j, m int) {
 					prevEnd = end
 					continue
 				}
-				sl := s.out[s.base[ri]+j*n+i]
+				sl := &s.out[s.base[ri]+c*n+i]
+				*sl = s.out[s.base[ri]+j*n+i]
 				sl.Op = op
 				sl.StartS, sl.EndS = prevEnd, end
 				sl.WaitS = 0
-				if w := quadOf(a.wait, b.wait, cc.wait, d.wait); !(w.v == 0 && w.d == 0 && w.e == 0) {
-					sl.WaitS = min(max(0, w.at(k)), end-prevEnd)
+				if t.waits {
+					sl.WaitS = min(max(0, t.wait.at(k)), end-prevEnd)
 				}
-				if op.Kind == partition.Attention { // its bytes and bound follow its cache
-					cost := computeCost(*g, s.plan.Model.DType, op, s.residency[ri], false, partition.Prefill)
+				if slot := cs.slot[cs.base[ri]+i]; slot >= 0 { // its bytes and bound follow its cache
+					cost := &cs.costs[slot*cs.stride+k-1]
 					sl.Bound, sl.HBMBytes, sl.L2Bytes = cost.Bound, cost.HBMBytes, cost.L2Bytes
 				}
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k, op.Kind)
 				}
-				s.out[s.base[ri]+c*n+i] = sl
 				prevEnd = end
 			}
 		}

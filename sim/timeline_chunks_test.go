@@ -193,3 +193,36 @@ func tieCriticalRanks(t *testing.T, label string, got, want *Estimate) {
 		}
 	}
 }
+
+// The first-touch set answers as a map of (layer, tensor) does, over every
+// op of three plans' prefill and decode Programs (tp8pp2 on its rank 8, the
+// 4-chunk tiny pipeline's stages) and keys outside its layer range.
+func TestTouchedIsAMapOfKeys(t *testing.T) {
+	var ops []partition.Op
+	for _, c := range []struct {
+		name string
+		rank int
+	}{{"tp8pp2", 8}, {"test/tp2pp2-tiny", 0}, {"test/tp2pp2-tiny", 3}} {
+		p := planEdited(t, c.name, nil)
+		ops = append(ops, p.Program(c.rank, partition.Prefill).Ops...)
+		ops = append(ops, p.Program(c.rank, partition.Decode).Ops...)
+	}
+	ops = append(ops, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: 1 << 21}, partition.Op{Layer: 7, Tensor: ""})
+	var set touched
+	seen := map[tensorKey]bool{}
+	news := 0
+	for i := range ops {
+		k := tensorKey{ops[i].Layer, ops[i].Tensor}
+		want := !seen[k]
+		seen[k] = true
+		if got := set.add(k.layer, k.tensor); got != want {
+			t.Fatalf("op %d (%+v): new %v, want %v", i, k, got, want)
+		}
+		if want {
+			news++
+		}
+	}
+	if news < 10 || news == len(ops) {
+		t.Errorf("%d of %d keys new: the ops do not exercise the set", news, len(ops))
+	}
+}
