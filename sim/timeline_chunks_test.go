@@ -226,3 +226,68 @@ func TestTouchedIsAMapOfKeys(t *testing.T) {
 		t.Errorf("%d of %d keys new: the ops do not exercise the set", news, len(ops))
 	}
 }
+
+// A window is written from only as far as it follows one quadratic and
+// every maximum keeps its side: a fake rank whose chunks are a GEMM and a
+// recv, 20 chunks, window 1–4. A recv that waits longer each chunk (its
+// message the later side) lets all 14 middle chunks after the window be
+// written; one whose wait falls by 0.1 s a chunk from 0.5 s at chunk 4
+// reaches 0 at chunk 9, so 4 are; one that waited in two chunks of the
+// window only, none; second differences that disagree by 1e-9 of the
+// clock (the rounding budget allows 1e-11 of it over the chunks written),
+// none; a message left in flight at the window's end, none.
+func TestChunkWindowRefusesWhatDoesNotFollow(t *testing.T) {
+	plan := planEdited(t, "test/tp2pp2-tiny", nil)
+	const k = 20
+	var pre []partition.Op
+	for c := 0; c < k; c++ {
+		pre = append(pre, partition.Op{Kind: partition.Gemm, Chunk: c}, partition.Op{Kind: partition.Recv, Peer: 1, Chunk: c})
+	}
+	build := func(wait func(c float64) float64, bump float64, inFlight bool) (*simulator, *chunkSteady) {
+		s := &simulator{plan: plan, ids: []int{0}, inbox: map[chanKey][]message{}, groups: map[groupKey]*groupInfo{}}
+		s.ranks = []*rankState{{pre: pre}}
+		if inFlight {
+			s.inbox[chanKey{1, 0}] = []message{{arrival: 1}}
+		}
+		cs := &chunkSteady{chunks: k, n: []int{2}, base: []int{0}, from: 1, limit: 5}
+		for w := range cs.rec {
+			cs.rec[w] = make([]chunkRec, 2)
+		}
+		for c := 1; c <= 4; c++ {
+			f := float64(c)
+			gemmEnd := 10 + 2*f + 0.01*f*f
+			w := wait(f)
+			end := gemmEnd + w
+			if c == 4 {
+				end += bump * end
+			}
+			cs.rec[c%chunkWindow][0] = chunkRec{end: gemmEnd}
+			// The recv ends at its message's arrival where it waits (b = 0),
+			// at its clock where it does not (a = 0, the message earlier).
+			arr := end
+			if w == 0 {
+				arr = end - 0.3
+			}
+			cs.rec[c%chunkWindow][1] = chunkRec{end: end, wait: w, a: w, b: end - arr, arr: arr}
+		}
+		return s, cs
+	}
+	for _, tc := range []struct {
+		name     string
+		wait     func(c float64) float64
+		bump     float64
+		inFlight bool
+		want     int
+	}{
+		{"wait rising", func(c float64) float64 { return 0.5 + 0.01*c }, 0, false, 14},
+		{"wait falling to 0 at chunk 9", func(c float64) float64 { return 0.5 - 0.1*(c-4) }, 0, false, 4},
+		{"waits in two chunks of four", func(c float64) float64 { return max(0, c-2) }, 0, false, 0},
+		{"second differences disagree", func(c float64) float64 { return 0.5 }, 1e-9, false, 0},
+		{"a message in flight", func(c float64) float64 { return 0.5 }, 0, true, 0},
+	} {
+		s, cs := build(tc.wait, tc.bump, tc.inFlight)
+		if got := cs.writable(s, 4); got != tc.want {
+			t.Errorf("%s: %d chunks writable, want %d", tc.name, got, tc.want)
+		}
+	}
+}
