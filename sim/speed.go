@@ -324,18 +324,35 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 	}
 }
 
-// touched is a set of (layer, tensor) keys: per layer from −1 up, the few
-// tensor names a rank's ops touch in it, found by a scan (no hash of the
-// name per op, which a prefill of many chunks looks up for every op);
-// other layers in a map.
+// touched is a set of (layer, tensor) keys: per layer, the few tensor
+// names a rank's ops touch in it, found by a scan (no hash of the name per
+// op, which a prefill of many chunks looks up for every op). Layers are
+// counted from the first non-negative one added (a rank holds a run of
+// layers, so a rank of layer 999 keeps one list, not 1,000); layer −1 has
+// its own list, and a layer below the first or far above it goes to a map.
 type touched struct {
-	byLayer [][]string // layer+1 → names
+	lo      int
+	byLayer [][]string // layer − lo → names
+	outside []string   // layer −1
 	other   map[tensorKey]bool
 }
 
 // add puts (layer, tensor) in the set and says whether it was new.
 func (t *touched) add(layer int, tensor string) bool {
-	if layer < -1 || layer >= 1<<20 {
+	var list *[]string
+	switch {
+	case layer == -1:
+		list = &t.outside
+	case layer >= 0 && t.byLayer == nil:
+		t.lo, t.byLayer = layer, make([][]string, 1, 8)
+		list = &t.byLayer[0]
+	case layer >= t.lo && layer-t.lo < 1<<16:
+		i := layer - t.lo
+		for i >= len(t.byLayer) {
+			t.byLayer = append(t.byLayer, nil)
+		}
+		list = &t.byLayer[i]
+	default:
 		if t.other == nil {
 			t.other = map[tensorKey]bool{}
 		}
@@ -346,16 +363,12 @@ func (t *touched) add(layer int, tensor string) bool {
 		t.other[k] = true
 		return true
 	}
-	i := layer + 1
-	if i >= len(t.byLayer) {
-		t.byLayer = append(t.byLayer, make([][]string, i+1-len(t.byLayer))...)
-	}
-	for _, name := range t.byLayer[i] {
+	for _, name := range *list {
 		if name == tensor {
 			return false
 		}
 	}
-	t.byLayer[i] = append(t.byLayer[i], tensor)
+	*list = append(*list, tensor)
 	return true
 }
 

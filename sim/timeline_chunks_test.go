@@ -195,8 +195,9 @@ func tieCriticalRanks(t *testing.T, label string, got, want *Estimate) {
 }
 
 // The first-touch set answers as a map of (layer, tensor) does, over every
-// op of three plans' prefill and decode Programs (tp8pp2 on its rank 8, the
-// 4-chunk tiny pipeline's stages) and keys outside its layer range.
+// op of three plans' prefill and decode Programs (tp8pp2's rank 8, whose
+// layers start at 8, and the tiny pipeline's first and last stages) and
+// keys outside its layer range.
 func TestTouchedIsAMapOfKeys(t *testing.T) {
 	var ops []partition.Op
 	for _, c := range []struct {
@@ -207,7 +208,10 @@ func TestTouchedIsAMapOfKeys(t *testing.T) {
 		ops = append(ops, p.Program(c.rank, partition.Prefill).Ops...)
 		ops = append(ops, p.Program(c.rank, partition.Decode).Ops...)
 	}
-	ops = append(ops, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: 1 << 21}, partition.Op{Layer: 7, Tensor: ""})
+	// Beyond a plan's layers: below the first layer seen (the map), far
+	// above it, and the empty tensor name.
+	ops = append(ops, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: -2, Tensor: "x"}, partition.Op{Layer: 1 << 21}, partition.Op{Layer: 1 << 21},
+		partition.Op{Layer: 7, Tensor: ""}, partition.Op{Layer: 0, Tensor: "wq"}, partition.Op{Layer: 0, Tensor: "wq"})
 	var set touched
 	seen := map[tensorKey]bool{}
 	news := 0
