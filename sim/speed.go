@@ -79,7 +79,12 @@ func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase
 	if w.programs == nil {
 		w.programs = map[progKey]partition.Program{}
 	}
-	p := plan.Program(rank, phase)
+	var p partition.Program
+	if phase == partition.Prefill {
+		p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
+	} else {
+		p = plan.Program(rank, phase)
+	}
 	w.programs[k] = p
 	return p
 }

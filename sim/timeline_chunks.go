@@ -496,3 +496,48 @@ func (f *chunkFlows) flow(ri, i, k int, kind partition.Kind) int {
 	}
 	return f.base + (k-1)*f.perChunk + f.ord[ri][i] + 1
 }
+
+// prefillProgram is plan.Program(rank, Prefill), with the middle chunks'
+// passes copied from the first pass rather than built op by op: partition
+// builds a middle pass as the first pass with its micro-batch and chunk
+// index set and each attention op moved behind the chunks before it
+// (partition.Op.AtPast; partition's TestPrefillChunksDifferOnlyInAttentionPast
+// holds the builder to it). The first chunk's and the last chunk's passes
+// are partition's own (the last is shorter and samples).
+// TestPrefillProgramIsPlanProgram holds the result to plan.Program.
+func prefillProgram(plan *partition.Plan, rank int) partition.Program {
+	k, mbs := plan.PrefillChunks, plan.Microbatches
+	if k < 3 {
+		return plan.Program(rank, partition.Prefill)
+	}
+	first := plan.PrefillPass(rank, 0, 0)
+	n := len(first)
+	var last []partition.Op
+	for mb := 0; mb < mbs; mb++ {
+		last = plan.AppendPrefillPass(last, rank, mb, k-1)
+	}
+	ops := make([]partition.Op, 0, (k-1)*mbs*n+len(last))
+	for mb := 0; mb < mbs; mb++ {
+		ops = plan.AppendPrefillPass(ops, rank, mb, 0)
+	}
+	if len(ops) != mbs*n { // passes of unequal length: build as partition does
+		return plan.Program(rank, partition.Prefill)
+	}
+	for c := 1; c < k-1; c++ {
+		past := c * plan.PrefillChunk
+		for mb := 0; mb < mbs; mb++ {
+			at := len(ops)
+			ops = append(ops, first...)
+			pass := ops[at:]
+			for i := range pass {
+				op := &pass[i]
+				op.Microbatch, op.Chunk = mb, c
+				if op.Kind == partition.Attention {
+					*op = op.AtPast(past)
+				}
+			}
+		}
+	}
+	ops = append(ops, last...)
+	return partition.Program{Rank: rank, Phase: partition.Prefill, Ops: ops}
+}

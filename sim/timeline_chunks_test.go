@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
 )
@@ -61,27 +63,36 @@ func chunkCases(t *testing.T) []chunkCase {
 		out = append(out, chunkCase{fmt.Sprintf("4,096-GPU search: %s (%d chunks)", row.Name(), row.PrefillChunks), p, Options{DecodeSteps: SearchDecodeSteps}})
 	}
 	small := func(tp, pp int, layerMap []int, o Options) {
-		spec, err := SyntheticSearchSpec(tp * pp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := spec.CandidateConfig(Candidate{TP: tp, PP: pp, DP: 1, Microbatches: 4, Variant: VariantEven})
-		c.Model.Layers, c.Workload.Batch = 8, 64
-		c.Parallel.LayerMap = layerMap
-		c.Parallel.PrefillChunk = 8
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		p, err := partition.NewPlan(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := syntheticChunked(t, tp, pp, layerMap)
 		out = append(out, chunkCase{fmt.Sprintf("synthetic 8 layers, tp %d pp %d, layer map %v, every rank %v (%d chunks)", tp, pp, layerMap, o.EveryRank, p.PrefillChunks), p, o})
 	}
 	small(8, 4, nil, Options{})
 	small(8, 4, []int{0, 1, 2, 2, 2, 3, 3, 3}, Options{})
 	small(2, 4, nil, Options{EveryRank: true})
 	return out
+}
+
+// syntheticChunked is the search's synthetic model cut to 8 layers and
+// batch 64 at TP tp × PP pp with 4 micro-batches and a prefill chunk of 8
+// tokens: 480 chunks of its 3,840-token prompt.
+func syntheticChunked(t *testing.T, tp, pp int, layerMap []int) *partition.Plan {
+	t.Helper()
+	spec, err := SyntheticSearchSpec(tp * pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.CandidateConfig(Candidate{TP: tp, PP: pp, DP: 1, Microbatches: 4, Variant: VariantEven})
+	c.Model.Layers, c.Workload.Batch = 8, 64
+	c.Parallel.LayerMap = layerMap
+	c.Parallel.PrefillChunk = 8
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // The estimate with the prefill's middle chunks written from the steady
@@ -293,5 +304,62 @@ func TestChunkWindowRefusesWhatDoesNotFollow(t *testing.T) {
 		if got := cs.writable(s, 4); got != tc.want {
 			t.Errorf("%s: %d chunks writable, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// prefillProgram builds what partition's Program builds, op for op
+// (reflect.DeepEqual), on every rank of plans with 3 to 480 chunks: tp8pp2
+// with chunks of 1,000 tokens (10, the last shorter), GPT-2 tiny's learned
+// positions and biases at 5 tokens, its encoder at 6, the 480-chunk
+// synthetic pipeline with uneven layers (syntheticChunked), and the
+// 4,096-GPU search's 64-chunk re-run candidate (ends-1; on these two, the
+// first ranks of the first, second and last stages, and rank 1); one
+// chunk, where it builds with Program.
+func TestPrefillProgramIsPlanProgram(t *testing.T) {
+	var plans []*partition.Plan
+	for _, e := range []struct {
+		name  string
+		chunk int
+		enc   bool
+	}{{"tp8pp2", 1000, false}, {"test/gpt2-tiny", 5, false}, {"test/gpt2-tiny", 6, true}, {"tp8pp2", 0, false}} {
+		plans = append(plans, planEdited(t, e.name, func(c *configs.Config) {
+			c.Parallel.PrefillChunk = e.chunk
+			if e.enc {
+				c.Model.Encoder, c.Workload.Phases = true, []string{"prefill"}
+			}
+		}))
+	}
+	plans = append(plans, syntheticChunked(t, 8, 4, []int{0, 1, 2, 2, 2, 3, 3, 3}))
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := partition.NewPlan(spec.CandidateConfig(Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 8, Variant: VariantEnds,
+		StageLayers: append(append([]int{7}, evenSplit(128-14, 14)...), 7)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans = append(plans, big)
+	for _, p := range plans {
+		var ranks []int // every rank of small plans, else the first, second and last stages' first ranks and rank 1
+		if p.Size() <= 16 {
+			for r := range p.Ranks {
+				ranks = append(ranks, r)
+			}
+		} else {
+			ranks = []int{p.RankOf(0, 0), 1, p.RankOf(1, 0), p.RankOf(p.PP-1, 0)}
+		}
+		for _, r := range ranks {
+			got, want := prefillProgram(p, r), p.Program(r, partition.Prefill)
+			if !reflect.DeepEqual(got, want) {
+				for i := range want.Ops {
+					if i >= len(got.Ops) || !reflect.DeepEqual(got.Ops[i], want.Ops[i]) {
+						t.Fatalf("%s (%d chunks) rank %d: op %d differs (%d ops, want %d)", p.Config.Name, p.PrefillChunks, r, i, len(got.Ops), len(want.Ops))
+					}
+				}
+				t.Fatalf("%s rank %d: programs differ", p.Config.Name, r)
+			}
+		}
+		t.Logf("%s: %d chunks, %d ranks compared", p.Config.Name, p.PrefillChunks, len(ranks))
 	}
 }
