@@ -36,10 +36,10 @@ import (
 // the simulated chunks stays positive on its quadratic (a margin that is 0
 // in all of them is a tie, which either side takes to the same time).
 //
-// Written times differ from simulated ones in the last bits; the
-// extrapolation runs no further than the second differences' own rounding
-// noise, times the square of the chunks written, stays below
-// chunkRelBudget of the latest time. TestChunkedPrefillMatchesStepwise holds
+// Written times differ from simulated ones in the last bits; a write goes
+// only as far as the second differences' own rounding noise, times about
+// half the square of the chunks written, stays below chunkRelBudget of the
+// latest time. TestChunkedPrefillMatchesStepwise holds
 // every number of the estimate and every slice of the timeline to the
 // step-by-step simulation within steadyRelTol.
 //
