@@ -466,6 +466,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		presizeSlices(s) // speed.go
 	}
 	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
+	s.chunks = newChunkSteady(s)              // timeline_chunks.go
 	tl, err := s.run()
 	if err != nil {
 		return nil, err

@@ -79,7 +79,12 @@ func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase
 	if w.programs == nil {
 		w.programs = map[progKey]partition.Program{}
 	}
-	p := plan.Program(rank, phase)
+	var p partition.Program
+	if phase == partition.Prefill {
+		p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
+	} else {
+		p = plan.Program(rank, phase)
+	}
 	w.programs[k] = p
 	return p
 }
@@ -287,6 +292,9 @@ func (r *rankState) advance() {
 
 // count is the length of the rank's run order.
 func (r *rankState) count() int {
+	if r.stop > 0 { // held at a prefill chunk (timeline_chunks.go)
+		return r.stop
+	}
 	if r.items != nil {
 		return len(r.items)
 	}
@@ -306,14 +314,12 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 			return
 		}
 	}
-	seen := map[tensorKey]bool{}
+	var seen touched
 	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
 	r.first = make([]bool, n)
 	for pc := range n {
 		op := r.at(pc).op
-		key := tensorKey{op.Layer, op.Tensor}
-		r.first[pc] = !seen[key]
-		seen[key] = true
+		r.first[pc] = seen.add(op.Layer, op.Tensor)
 	}
 	if w != nil {
 		if w.firsts == nil {
@@ -321,6 +327,54 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 		}
 		w.firsts[rank] = r.first
 	}
+}
+
+// touched is a set of (layer, tensor) keys: per layer, the few tensor
+// names a rank's ops touch in it, found by a scan (no hash of the name per
+// op, which a prefill of many chunks looks up for every op). Layers are
+// counted from the first non-negative one added (a rank holds a run of
+// layers, so a rank of layer 999 keeps one list, not 1,000); layer −1 has
+// its own list, and a layer below the first or far above it goes to a map.
+type touched struct {
+	lo      int
+	byLayer [][]string // layer − lo → names
+	outside []string   // layer −1
+	other   map[tensorKey]bool
+}
+
+// add puts (layer, tensor) in the set and says whether it was new.
+func (t *touched) add(layer int, tensor string) bool {
+	var list *[]string
+	switch {
+	case layer == -1:
+		list = &t.outside
+	case layer >= 0 && t.byLayer == nil:
+		t.lo, t.byLayer = layer, make([][]string, 1, 8)
+		list = &t.byLayer[0]
+	case layer >= t.lo && layer-t.lo < 1<<16:
+		i := layer - t.lo
+		for i >= len(t.byLayer) {
+			t.byLayer = append(t.byLayer, nil)
+		}
+		list = &t.byLayer[i]
+	default:
+		if t.other == nil {
+			t.other = map[tensorKey]bool{}
+		}
+		k := tensorKey{layer, tensor}
+		if t.other[k] {
+			return false
+		}
+		t.other[k] = true
+		return true
+	}
+	for _, name := range *list {
+		if name == tensor {
+			return false
+		}
+	}
+	*list = append(*list, tensor)
+	return true
 }
 
 // sortSlices orders a timeline's slices by rank, then start time, keeping

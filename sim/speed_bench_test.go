@@ -9,6 +9,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
 )
 
 // cpuTime is the process's user + system CPU time so far. On a shared,
@@ -227,5 +228,52 @@ func BenchmarkEstimate(b *testing.B) {
 				reportCPU(b, cpu)
 			})
 		}
+	}
+}
+
+// BenchmarkEstimateChunked is one full estimate of a plan whose prefill
+// runs in many chunks (timeline_chunks.go): the 4,096-GPU search's re-run
+// candidate tp128pp16dp2-m8-ends-1 (64 chunks of 60 tokens, 16 stages, 8
+// micro-batches; as Refine runs it for `partbench search`: no range ends,
+// 12 decode steps), and the search's synthetic model cut to 8 layers and
+// batch 64 at TP 8 × PP 4 with 4 micro-batches and a prefill chunk of 8
+// tokens (480 chunks; nominal run and both range ends).
+func BenchmarkEstimateChunked(b *testing.B) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Both ends one layer lighter than the even 8 (as the search's ends-1).
+	cand := Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 8, Variant: VariantEnds,
+		StageLayers: append(append([]int{7}, evenSplit(128-14, 14)...), 7)}
+	big, err := partition.NewPlan(spec.CandidateConfig(cand))
+	if err != nil {
+		b.Fatal(err)
+	}
+	big.System.GPU.Ranges = topology.ParamRanges{}
+	small, err := SyntheticSearchSpec(32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := small.CandidateConfig(Candidate{TP: 8, PP: 4, DP: 1, Microbatches: 4, Variant: VariantEven})
+	c.Model.Layers, c.Workload.Batch, c.Parallel.PrefillChunk = 8, 64, 8
+	p480, err := partition.NewPlan(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, x := range []struct {
+		name  string
+		plan  *partition.Plan
+		steps int
+	}{{fmt.Sprintf("search-rerun-%dchunks", big.PrefillChunks), big, SearchDecodeSteps}, {fmt.Sprintf("synthetic-%dchunks", p480.PrefillChunks), p480, 0}} {
+		b.Run(x.name, func(b *testing.B) {
+			cpu := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				if _, err := EstimatePlan(x.plan, Options{DecodeSteps: x.steps}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu)
+		})
 	}
 }

@@ -44,6 +44,9 @@ type Timeline struct {
 	// settled is the last decode step simulated before the rest were
 	// written from it (timeline_steady.go); 0 where every step was simulated.
 	settled int
+	// chunksWritten is the prefill chunks written rather than simulated
+	// (timeline_chunks.go).
+	chunksWritten int
 }
 
 // StandIn is the simulated rank whose slices are rank r's: in a per-stage
@@ -127,6 +130,10 @@ type rankState struct {
 	// advance has moved into the decode steps (curSet; speed.go).
 	curStep, curIndex int
 	curSet            bool
+	// stop, when above 0, is where the rank's run order ends for now: the
+	// start of a prefill chunk the simulation looks for the steady state at
+	// (timeline_chunks.go).
+	stop int
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -160,6 +167,10 @@ type simulator struct {
 	// steady, when set, simulates decode steps until they settle and
 	// writes the rest (timeline_steady.go).
 	steady *steady
+	// chunks, when set, does the same with a chunked prefill's middle
+	// chunks (timeline_chunks.go).
+	chunks        *chunkSteady
+	chunksWritten int
 }
 
 func groupName(ranks []int) string {
@@ -217,6 +228,10 @@ func (s *simulator) run() (*Timeline, error) {
 		if err := s.runUntilDone(); err != nil {
 			return nil, err
 		}
+		if s.chunks != nil { // every rank at a prefill chunk's start
+			s.chunks.settle(s)
+			continue
+		}
 		if s.steady == nil || s.steady.settled(s) {
 			break
 		}
@@ -226,6 +241,7 @@ func (s *simulator) run() (*Timeline, error) {
 	if s.steady != nil {
 		tl.settled = s.steady.from
 	}
+	tl.chunksWritten = s.chunksWritten
 	return tl, nil
 }
 
@@ -247,6 +263,10 @@ func (s *simulator) runUntilDone() error {
 			}
 		}
 		if !progressed {
+			if s.chunks != nil { // stopped at a chunk: go on as the step-by-step simulation would
+				s.chunks.release(s)
+				continue
+			}
 			if s.steady != nil { // stopped at a step: go on as the step-by-step simulation would
 				s.steady.release(s)
 				continue
@@ -298,14 +318,17 @@ func (s *simulator) step(ri int) (bool, error) {
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
-		start := max(sl.EndS, s.chanFree[key])
+		free := s.chanFree[key]
+		start := max(sl.EndS, free)
 		s.chanFree[key] = start + m.cost.TimeS
 		s.flows++
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
-		sl.EndS += m.cost.FixedS                     // the message leaves at the launch; the sender is busy in its call
+		launched := sl.EndS
+		sl.EndS += m.cost.FixedS // the message leaves at the launch; the sender is busy in its call
 		r.clock = sl.EndS
+		s.chunks.record(ri, r.pc, &sl, start-launched, start-free, start+m.cost.TimeS) // timeline_chunks.go
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
 		q := s.inbox[key]
@@ -328,6 +351,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.Link = m.link
 		sl.Bound = linkBound(sl.Link)
 		r.clock = sl.EndS
+		s.chunks.record(ri, r.pc, &sl, sl.WaitS, sl.EndS-arrival, arrival)
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
@@ -351,6 +375,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		alone := c.TimeS / s.opts.share.factor(rank, it.phase, op)
 		r.burstAloneS += alone
 		r.burstOverS += alone * s.opts.share.overFactor(rank, it.phase, op)
+		s.chunks.record(ri, r.pc, &sl, 0, 0, 0)
 	}
 	s.emit(ri, r.pc, &sl)
 	r.advance()
@@ -402,8 +427,10 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		if mit.op.Kind != op.Kind || mit.op.Bytes != op.Bytes {
 			return false, fmt.Errorf("sim: rank %d is at %s while rank %d runs %s on group %s", s.ids[m], mit.op.Name, s.ids[ri], op.Name, name)
 		}
-		s.emit(m, mr.pc, &Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
-			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link})
+		sl := Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
+			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link}
+		s.chunks.record(m, mr.pc, &sl, sl.WaitS, 0, 0)
+		s.emit(m, mr.pc, &sl)
 		mr.clock = end
 		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS = false, 0, 0, 0
 		mr.advance()
