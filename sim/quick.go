@@ -421,12 +421,14 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			// passes into the cache's buffer, then kept in one slice of
 			// exactly their length.
 			var at0, at1 int
-			c.opBuf, at0 = pp.AppendPassAround(c.opBuf[:0], r, partition.Prefill, 0, 0)
-			n0 := len(c.opBuf)
+			ops, n := c.passBuf(&d[kind], k.chunks > 1)
+			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
+			n0 := len(ops)
 			if k.chunks > 1 {
-				c.opBuf, at1 = pp.AppendPassAround(c.opBuf, r, partition.Prefill, 0, k.chunks-1)
+				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			ops := slices.Clone(c.opBuf)
+			ops = c.keepPasses(ops, n)
+			d[kind].prefillOps[b2i(k.chunks > 1)] = len(ops)
 			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
@@ -435,12 +437,14 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		} else {
 			// Both passes built into the cache's buffer, then kept in one
 			// slice of exactly their length.
-			c.opBuf = pp.AppendPrefillPass(c.opBuf[:0], r, 0, 0)
-			n0 := len(c.opBuf)
+			ops, n := c.passBuf(&d[kind], k.chunks > 1)
+			ops = pp.AppendPrefillPass(ops, r, 0, 0)
+			n0 := len(ops)
 			if k.chunks > 1 {
-				c.opBuf = pp.AppendPrefillPass(c.opBuf, r, 0, k.chunks-1)
+				ops = pp.AppendPrefillPass(ops, r, 0, k.chunks-1)
 			}
-			ops := slices.Clone(c.opBuf)
+			ops = c.keepPasses(ops, n)
+			d[kind].prefillOps[b2i(k.chunks > 1)] = len(ops)
 			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
@@ -479,6 +483,40 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// passBuf is where proxy builds a stage kind's first and last prefill
+// passes (one pass when multi is false), kept for the layout: a new slice
+// of the length those passes had in the last layout of the same TP degree,
+// micro-batch size and proxy depth (d.prefillOps), which they have again
+// whatever the chunk — so they are built in place, in one slice of exactly
+// their length, without a copy —, or, the first time, the cache's reused
+// buffer (n is 0), which keepPasses copies.
+func (c *QuickCache) passBuf(d *decodeOps, multi bool) (ops []partition.Op, n int) {
+	if n = d.prefillOps[b2i(multi)]; n > 0 {
+		return make([]partition.Op, 0, n), n
+	}
+	return c.opBuf[:0], 0
+}
+
+// keepPasses is ops, built by passBuf's slice, as proxy keeps them: in a
+// slice of exactly their length. From the reused buffer (n is 0) it copies
+// them, and keeps the buffer, grown, for the next.
+func (c *QuickCache) keepPasses(ops []partition.Op, n int) []partition.Op {
+	if n > 0 && len(ops) == cap(ops) {
+		return ops
+	}
+	if n == 0 {
+		c.opBuf = ops
+	}
+	return slices.Clip(slices.Clone(ops))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
@@ -537,6 +575,10 @@ type decodeOps struct {
 	ok               bool
 	pass             passOps
 	layerWS, extraWS int64
+	// prefillOps is the length of the stage kind's first prefill pass
+	// ([0]: a one-chunk prefill) and of its first and last passes together
+	// ([1]) in the last layout built (passBuf); 0 before any.
+	prefillOps [2]int
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per

@@ -412,3 +412,71 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 		t.Fatalf("%d candidates fit: too few to test", n)
 	}
 }
+
+// proxy builds a layout's prefill passes in a slice of the length the
+// passes had in the last layout of the same TP degree, micro-batch size and
+// depth (passBuf), or else in the cache's reused buffer and copies them.
+// Every layout of the 4,096- and 16,384-GPU searches, built in order
+// through one cache, must keep the same ops, pass for pass and stage kind
+// for stage kind, as the layout built alone through a fresh cache (which
+// has no length to go by), and the shared cache must have built some in
+// place (else this compares the copy with itself).
+func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
+	inPlace, layouts := 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			pk := layoutOf(p)
+			_, seen := c.passes[pk]
+			n := 0
+			if d := c.decodes[proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}]; d != nil {
+				n = d[kindOf(0, pk.pp)].prefillOps[b2i(p.PrefillChunks > 1)]
+			}
+			if _, err := c.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			if seen {
+				continue
+			}
+			layouts++
+			alone := NewQuickCache(spec.Collectives)
+			if _, err := alone.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			got, want := c.passes[pk], alone.passes[pk]
+			for k := range got {
+				if (got[k] == nil) != (want[k] == nil) {
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d built %v, alone %v", gpus, cand.Name(), pk, k, got[k] != nil, want[k] != nil)
+				}
+				if got[k] == nil {
+					continue
+				}
+				g, w := *got[k], *want[k]
+				g.attn, w.attn = nil, nil // each cache's own attention times, filled later
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d's passes differ from the layout built alone", gpus, cand.Name(), pk, k)
+				}
+			}
+			k := got[kindOf(0, pk.pp)]
+			built := len(k.first.pre) + len(k.first.layer) + len(k.first.post)
+			if p.PrefillChunks > 1 {
+				built += len(k.last.pre) + len(k.last.layer) + len(k.last.post)
+			}
+			if n > 0 && built == n {
+				inPlace++ // the first stage's passes filled the slice passBuf sized
+			}
+		}
+	}
+	if layouts < 100 || inPlace < 30 {
+		t.Fatalf("%d layouts, %d built in place: too few to test", layouts, inPlace)
+	}
+}
