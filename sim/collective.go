@@ -111,32 +111,77 @@ func BusBWFactor(op commcount.Op, n int) float64 {
 // Send and Recv take exactly two ranks (source, destination).
 func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, opt CollectiveOptions) (CollectiveEstimate, error) {
 	est := CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}
+	if err := collectiveArgs(op, bytes); err != nil {
+		return est, err
+	}
+	cg, err := newCollectiveGroup(sys.Topology, op, ranks, opt)
+	if err != nil {
+		return est, err
+	}
+	return cg.estimate(sys, ranks, bytes, opt)
+}
+
+// collectiveArgs is Collective's first checks: a known op and a size ≥ 0.
+func collectiveArgs(op commcount.Op, bytes int64) error {
 	if !knownOp(op) {
-		return est, fmt.Errorf("unknown collective op %q (known: all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv)", op)
+		return fmt.Errorf("unknown collective op %q (known: all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv)", op)
 	}
 	if bytes < 0 {
-		return est, fmt.Errorf("%s: negative size %d B", op, bytes)
+		return fmt.Errorf("%s: negative size %d B", op, bytes)
 	}
-	if err := checkRanks(sys.Topology, ranks); err != nil {
-		return est, fmt.Errorf("%s: %w", op, err)
+	return nil
+}
+
+// collectiveGroup is what Collective works out of an op on a rank list
+// before it looks at the payload: the ranks checked, the algorithms and
+// protocols the options allow for the op, and how the group sits on the
+// topology (analyze: its size, the nodes it spans and its members per
+// node). A caller pricing one group at many sizes, or many groups of the
+// same shape (the same size, first rank modulo the GPUs per node, hence
+// the same nodes spanned and members per node), works it out once
+// (QuickCache).
+type collectiveGroup struct {
+	op     commcount.Op
+	p2p    bool // send or recv: P2P, between ranks[0] and ranks[1]
+	algos  map[commcount.Algorithm]bool
+	protos map[string]bool
+	g      group
+}
+
+// newCollectiveGroup is Collective's checks of ranks and options and its
+// analysis of the group, for a known op.
+func newCollectiveGroup(t topology.Topology, op commcount.Op, ranks []int, opt CollectiveOptions) (*collectiveGroup, error) {
+	if err := checkRanks(t, ranks); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if !op.Collective() {
 		if len(ranks) != 2 {
-			return est, fmt.Errorf("%s: point-to-point takes two ranks (source, destination), got %d", op, len(ranks))
+			return nil, fmt.Errorf("%s: point-to-point takes two ranks (source, destination), got %d", op, len(ranks))
 		}
+		return &collectiveGroup{op: op, p2p: true}, nil
+	}
+	algos, err := allowedAlgos(opt, op)
+	if err != nil {
+		return nil, err
+	}
+	protos, err := allowedProtos(opt, op)
+	if err != nil {
+		return nil, err
+	}
+	return &collectiveGroup{op: op, algos: algos, protos: protos, g: analyze(t, ranks)}, nil
+}
+
+// estimate is Collective of the group's op on ranks (the list cg was made
+// from, or one of the same shape) for a payload of bytes ≥ 0.
+func (cg *collectiveGroup) estimate(sys topology.System, ranks []int, bytes int64, opt CollectiveOptions) (CollectiveEstimate, error) {
+	op := cg.op
+	est := CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}
+	if cg.p2p {
 		e := P2P(sys, ranks[0], ranks[1], bytes)
 		e.Op = op
 		return e, nil
 	}
-	algos, err := allowedAlgos(opt, op)
-	if err != nil {
-		return est, err
-	}
-	protos, err := allowedProtos(opt, op)
-	if err != nil {
-		return est, err
-	}
-	g := analyze(sys.Topology, ranks)
+	algos, protos, g := cg.algos, cg.protos, cg.g
 	est.Link = g.link
 	if g.n == 1 || bytes == 0 {
 		// One rank is a local copy (or nothing); no bytes is a no-op in NCCL.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
@@ -219,8 +220,10 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
-	p2ps     map[p2pKey]float64
-	table    quickTable // the op-time table of the last plan's hardware
+	// groups are the collectives' groups worked out, by shape.
+	groups map[collGroupKey]*collectiveGroup
+	p2ps   map[p2pKey]float64
+	table  quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
@@ -246,6 +249,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.stages = map[stageKey]*stageCost{}
 	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
+	c.groups = map[collGroupKey]*collectiveGroup{}
 	c.p2ps = map[p2pKey]float64{}
 }
 
@@ -879,7 +883,7 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 		group[i] = first + i
 	}
 	cop, _ := op.Kind.Comm()
-	est, err := programCollective(plan.System, cop, group, op.Bytes, c.opts)
+	est, err := c.programCollective(plan.System, cop, collGroupKey{op: op.Kind, tp: tp, off: key.off}, group, op.Bytes)
 	if err != nil {
 		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
 	}
@@ -889,6 +893,39 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 	}
 	c.colls[key] = cc
 	return cc, nil
+}
+
+// collGroupKey is a TP group's shape for a collective: its op, its size
+// and its first rank modulo the GPUs per node, which give the nodes it
+// spans and its members on each (collCostKey without the payload).
+type collGroupKey struct {
+	op      partition.Kind
+	tp, off int
+}
+
+// programCollective is the package's programCollective with the group's
+// checks and analysis (newCollectiveGroup) done once per group shape
+// (collGroupKey) in the cache: every group Quick prices is a stage's TP
+// group in replica 0 of a plan on the cache's system, in range, of
+// consecutive ranks, so groups of one shape span the same nodes with the
+// same members on each (TestQuickCollectiveGroupsByShapeAreCollective).
+func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk collGroupKey, ranks []int, bytes int64) (CollectiveEstimate, error) {
+	if err := collectiveArgs(op, bytes); err != nil {
+		return CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}, err
+	}
+	cg, ok := c.groups[gk]
+	if !ok {
+		var err error
+		if cg, err = newCollectiveGroup(sys.Topology, op, ranks, c.opts); err != nil {
+			return CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}, err
+		}
+		c.groups[gk] = cg
+	}
+	est, err := cg.estimate(sys, ranks, bytes, c.opts)
+	if err != nil {
+		return est, err
+	}
+	return preferCustom(sys, op, ranks, bytes, est), nil
 }
 
 // sendTime is the link time of a pass's send: the slowest class its TP

@@ -480,3 +480,95 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 		t.Fatalf("%d layouts, %d built in place: too few to test", layouts, inPlace)
 	}
 }
+
+// QuickCache works out a collective's group (its checks, the options'
+// algorithms and protocols, the nodes it spans and its members on each:
+// newCollectiveGroup) once per shape — op, size, first rank modulo the GPUs
+// per node — and prices every group of that shape from it. For every
+// collective of every stage's TP group of every fitting candidate of the
+// 4,096- and 16,384-GPU searches, at every size the layout's passes send,
+// the cache's estimate must equal programCollective's for that group alone,
+// field for field and error for error, under the default options, a forced
+// ring, protocols but LL128, NVLS alone (refused where a group spans
+// nodes), and a GPU with the runtime's custom all-reduce.
+func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
+	type seenKey struct {
+		kind         partition.Kind
+		tp, first    int
+		bytes        int64
+	}
+	compared, reused, refused := 0, 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priced := NewQuickCache(spec.Collectives) // the layouts' passes
+		var plans []*partition.Plan
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			if _, err := priced.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			plans = append(plans, p)
+		}
+		custom := spec.System
+		custom.GPU.AllReduce, custom.GPU.CustomAllReduceMaxBytes, custom.GPU.CustomAllReduceFixedS = topology.AllReduceCustom, 8<<20, 5e-6
+		for _, c := range []struct {
+			sys  topology.System
+			opts CollectiveOptions
+		}{{spec.System, CollectiveOptions{}}, {spec.System, CollectiveOptions{Algo: "ring"}}, {spec.System, CollectiveOptions{Proto: "^LL128"}},
+			{spec.System, CollectiveOptions{Algo: "nvls"}}, {custom, CollectiveOptions{}}} {
+			qc := NewQuickCache(c.opts)
+			qc.reset(quickID{sys: c.sys})
+			seen := map[seenKey]bool{}
+			for _, p := range plans {
+				kinds := priced.passes[layoutOf(p)]
+				for s := 0; s < p.PP; s++ {
+					first := p.RankOf(s, 0)
+					group := make([]int, p.TP)
+					for i := range group {
+						group[i] = first + i
+					}
+					k := kinds[kindOf(s, p.PP)]
+					for _, pass := range []passOps{k.first, k.last, k.decode} {
+						for _, ops := range [][]partition.Op{pass.pre, pass.layer, pass.post} {
+							for _, op := range ops {
+								cop, ok := op.Kind.Comm()
+								if !ok || !cop.Collective() {
+									continue
+								}
+								sk := seenKey{op.Kind, p.TP, first, op.Bytes}
+								if seen[sk] {
+									continue
+								}
+								seen[sk] = true
+								gk := collGroupKey{op: op.Kind, tp: p.TP, off: first % c.sys.Topology.GPUsPerNode}
+								_, had := qc.groups[gk]
+								got, gerr := qc.programCollective(c.sys, cop, gk, group, op.Bytes)
+								want, werr := programCollective(c.sys, cop, group, op.Bytes, c.opts)
+								if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+									t.Fatalf("%d GPUs, %+v, %s on ranks %d…%d, %d B: by shape %+v (%v), alone %+v (%v)", gpus, c.opts, cop, first, first+p.TP-1, op.Bytes, got, gerr, want, werr)
+								}
+								compared++
+								if had {
+									reused++
+								}
+								if werr != nil {
+									refused++
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if compared < 1000 || reused < compared/2 || refused == 0 {
+		t.Fatalf("%d groups and sizes compared, %d from a shape worked out before, %d refused: too few to test", compared, reused, refused)
+	}
+}
