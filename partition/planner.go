@@ -88,10 +88,11 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 	}
 	p := newPlanWith(cfg, pl.sharedStageLayers)
 	var err error
+	src := pl.memSource(p)
 	if c := pl.cur; c != nil {
-		err = p.fitMemoryShapes(c.reps, c.shapeOf, pl.stageMemory)
+		err = p.fitMemoryShapes(c.reps, c.shapeOf, &src)
 	} else {
-		err = p.fitMemoryWith(pl.stageMemory)
+		err = p.fitMemoryWith(&src)
 	}
 	if err != nil {
 		return nil, err
@@ -112,26 +113,16 @@ func (pl *Planner) activations(pb string) map[actKey]int64 {
 	return pl.act
 }
 
-// stageMemory is memoryFrom of stage s's first rank at chunk, from the
-// plan's memParts, remembered per TP degree, and activation bytes
-// remembered per actKey.
-func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
+// memSource is the memory fit's source for p: its TP degree's memParts,
+// remembered per TP degree, and activation bytes remembered per actKey.
+func (pl *Planner) memSource(p *Plan) memSource {
 	mp, ok := pl.parts[p.TP]
 	if !ok {
 		v := p.memParts()
 		mp = &v
 		pl.parts[p.TP] = mp
 	}
-	act := pl.activations(p.Config.Parallel.PassBuffers)
-	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
-		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
-		b, ok := act[k]
-		if !ok {
-			b = p.activationBytes(r, rows)
-			act[k] = b
-		}
-		return b
-	})
+	return memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers)}
 }
 
 // sharedStageLayers is stageLayers with every list a full-capacity slice of
