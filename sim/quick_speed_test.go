@@ -493,9 +493,9 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 // nodes), and a GPU with the runtime's custom all-reduce.
 func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
 	type seenKey struct {
-		kind         partition.Kind
-		tp, first    int
-		bytes        int64
+		kind      partition.Kind
+		tp, first int
+		bytes     int64
 	}
 	compared, reused, refused := 0, 0, 0
 	for _, gpus := range []int{4096, 16384} {
