@@ -190,13 +190,13 @@ func (cg *collectiveGroup) estimate(sys topology.System, ranks []int, bytes int6
 	}
 
 	var best *candidate
-	var refused []string
+	var refused bool // some algorithm the options allow cannot run, or runs with no protocol allowed
 	for _, a := range ncclAlgos {
 		if !algos[a] {
 			continue
 		}
-		if why := g.cannot(op, a); why != "" {
-			refused = append(refused, string(a)+": "+why)
+		if g.refusal(op, a) != canRun {
+			refused = true
 			continue
 		}
 		ran := false
@@ -214,17 +214,15 @@ func (cg *collectiveGroup) estimate(sys topology.System, ranks []int, bytes int6
 				best = &cc
 			}
 		}
-		if !ran {
-			refused = append(refused, fmt.Sprintf("%s: runs only with %s, excluded by the protocol setting %q", a, strings.Join(protocolsOf(a), ","), opt.Proto))
-		}
+		refused = refused || !ran
 	}
 	if best == nil {
 		msg := fmt.Sprintf("no algorithm can run %s on ranks %s", op, rankList(ranks))
 		if opt.Algo != "" || opt.Proto != "" {
 			msg += fmt.Sprintf(" with algo %q proto %q", opt.Algo, opt.Proto)
 		}
-		if len(refused) > 0 {
-			msg += ": " + strings.Join(refused, "; ")
+		if refused {
+			msg += ": " + strings.Join(cg.refusals(opt), "; ")
 		}
 		return est, fmt.Errorf("%s", msg)
 	}
@@ -234,6 +232,30 @@ func (cg *collectiveGroup) estimate(sys topology.System, ranks []int, bytes int6
 	est.LatencyBound = best.latS > best.bwS
 	est.fillBW()
 	return est, nil
+}
+
+// refusals words why each algorithm the options allow does not run the
+// group's op, in estimate's order: it cannot (group.cannot), or none of
+// its protocols is allowed.
+func (cg *collectiveGroup) refusals(opt CollectiveOptions) []string {
+	var out []string
+	for _, a := range ncclAlgos {
+		if !cg.algos[a] {
+			continue
+		}
+		if why := cg.g.cannot(cg.op, a); why != "" {
+			out = append(out, string(a)+": "+why)
+			continue
+		}
+		ran := false
+		for _, p := range protocolsOf(a) {
+			ran = ran || cg.protos[p]
+		}
+		if !ran {
+			out = append(out, fmt.Sprintf("%s: runs only with %s, excluded by the protocol setting %q", a, strings.Join(protocolsOf(a), ","), opt.Proto))
+		}
+	}
+	return out
 }
 
 // P2P models a send/recv of bytes from src to dst: one hop over the path
@@ -320,38 +342,81 @@ func (g group) nvlsNode(k int) bool {
 	return g.topo.Intra.Switch && g.topo.Intra.Class == topology.NVLink && k > 2
 }
 
-// cannot says why algorithm a cannot run op on this group ("" if it can).
-func (g group) cannot(op commcount.Op, a commcount.Algorithm) string {
+// refusal is why algorithm a cannot run op on this group, as a code
+// (canRun if it can); cannot words it. The search asks it of every
+// collective it prices, where most algorithms that cannot run are not
+// worth a message: the words are written only for an error.
+type refusal int
+
+const (
+	canRun refusal = iota
+	treeNotAllReduce
+	nvlsOp
+	nvlsSpansNodes
+	nvlsNoSwitch
+	nvlsTooFew
+	hierNotAllReduce
+	hierOneNode
+	hierUneven
+	hierOnePerNode
+)
+
+func (g group) refusal(op commcount.Op, a commcount.Algorithm) refusal {
 	switch a {
 	case commcount.AlgoRing:
-		return ""
+		return canRun
 	case commcount.AlgoTree:
 		if op != commcount.AllReduce {
-			return "NCCL runs trees for all_reduce only"
+			return treeNotAllReduce
 		}
 	case commcount.AlgoNVLS:
 		switch {
 		case op != commcount.AllReduce && op != commcount.AllGather && op != commcount.ReduceScatter:
-			return "NVLink SHARP runs all_reduce, all_gather and reduce_scatter only"
+			return nvlsOp
 		case g.hasInter:
-			return fmt.Sprintf("the group spans %d nodes and NVLink SHARP reduces inside one NVSwitch domain (across nodes use hierarchical, NCCL's nvlstree)", g.nodes)
+			return nvlsSpansNodes
 		case g.topo.Intra.Class != topology.NVLink || !g.topo.Intra.Switch:
-			return fmt.Sprintf("needs an NVSwitch with in-switch reduction (intra_node.nvswitch = true); topology %q has %s (%s) inside a node",
-				g.topo.Name, g.topo.Intra.Class, g.topo.Intra.Name)
+			return nvlsNoSwitch
 		case g.n <= 2:
-			return fmt.Sprintf("needs more than 2 ranks, the group has %d", g.n)
+			return nvlsTooFew
 		}
 	case commcount.AlgoHierarchical:
 		switch {
 		case op != commcount.AllReduce:
-			return "hierarchical is an all_reduce algorithm (other collectives run as rings across nodes)"
+			return hierNotAllReduce
 		case !g.hasInter:
-			return "the group is inside one node"
+			return hierOneNode
 		case g.minPer != g.maxPer:
-			return fmt.Sprintf("needs the same number of ranks on every node (has %d to %d)", g.minPer, g.maxPer)
+			return hierUneven
 		case g.minPer < 2:
-			return "needs at least 2 ranks per node (with one per node it is a ring)"
+			return hierOnePerNode
 		}
+	}
+	return canRun
+}
+
+// cannot says why algorithm a cannot run op on this group ("" if it can).
+func (g group) cannot(op commcount.Op, a commcount.Algorithm) string {
+	switch g.refusal(op, a) {
+	case treeNotAllReduce:
+		return "NCCL runs trees for all_reduce only"
+	case nvlsOp:
+		return "NVLink SHARP runs all_reduce, all_gather and reduce_scatter only"
+	case nvlsSpansNodes:
+		return fmt.Sprintf("the group spans %d nodes and NVLink SHARP reduces inside one NVSwitch domain (across nodes use hierarchical, NCCL's nvlstree)", g.nodes)
+	case nvlsNoSwitch:
+		return fmt.Sprintf("needs an NVSwitch with in-switch reduction (intra_node.nvswitch = true); topology %q has %s (%s) inside a node",
+			g.topo.Name, g.topo.Intra.Class, g.topo.Intra.Name)
+	case nvlsTooFew:
+		return fmt.Sprintf("needs more than 2 ranks, the group has %d", g.n)
+	case hierNotAllReduce:
+		return "hierarchical is an all_reduce algorithm (other collectives run as rings across nodes)"
+	case hierOneNode:
+		return "the group is inside one node"
+	case hierUneven:
+		return fmt.Sprintf("needs the same number of ranks on every node (has %d to %d)", g.minPer, g.maxPer)
+	case hierOnePerNode:
+		return "needs at least 2 ranks per node (with one per node it is a ring)"
 	}
 	return ""
 }
