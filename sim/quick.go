@@ -220,6 +220,8 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
+	// planners plan the proxies, one per proxyKey with chunk 0.
+	planners map[proxyKey]*partition.Planner
 	// groups are the collectives' groups worked out, by shape.
 	groups map[collGroupKey]*collectiveGroup
 	p2ps   map[p2pKey]float64
@@ -250,6 +252,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
 	c.groups = map[collGroupKey]*collectiveGroup{}
+	c.planners = map[proxyKey]*partition.Planner{}
 	c.p2ps = map[p2pKey]float64{}
 }
 
@@ -401,7 +404,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
 	}
-	pp, err := proxyPlan(plan, pk)
+	pp, err := c.proxyPlan(plan, pk)
 	if err != nil {
 		return nil, err
 	}
@@ -589,6 +592,38 @@ type decodeOps struct {
 // stage (pk.pp ≤ 3 stages, one of each kind), one micro-batch of the real
 // micro-batch size and the real prefill chunk, on a placeholder topology.
 func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
+	cfg, err := proxyConfig(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := partition.NewPlanStages(cfg) // its passes are built rank by rank (RankAt)
+	return checkProxy(plan, pp, err)
+}
+
+// proxyPlan is the package's proxyPlan from a partition.Planner per TP
+// degree, micro-batch size and proxy depth (proxyConfig gives the layouts
+// of one such group configs that differ only in their prefill chunk: a
+// Planner's contract), which validates and sizes the group's first in
+// full and remembers what the memory fit reads for the others. A
+// Planner's plans are NewPlanStages's, field for field, and so are its
+// errors (TestQuickProxyPlansArePlannedAlone).
+func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
+	cfg, err := proxyConfig(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}
+	pl, ok := c.planners[dk]
+	if !ok {
+		pl = partition.NewPlanner()
+		c.planners[dk] = pl
+	}
+	pp, err := pl.Stages(cfg)
+	return checkProxy(plan, pp, err)
+}
+
+// proxyConfig is the config of a layout's proxy plan.
+func proxyConfig(plan *partition.Plan, pk proxyKey) (*configs.Config, error) {
 	cfg := *plan.Config
 	cfg.Name = "quick-proxy"
 	cfg.Model = plan.Model
@@ -602,7 +637,11 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 		return nil, err
 	}
 	cfg.Topology = configs.Topology{Topology: topo}
-	pp, err := partition.NewPlanStages(&cfg) // its passes are built rank by rank (RankAt)
+	return &cfg, nil
+}
+
+// checkProxy is the proxy plan pp of plan, or its error, named for plan.
+func checkProxy(plan, pp *partition.Plan, err error) (*partition.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: quick estimate of %s: %w", plan.Config.Name, err)
 	}

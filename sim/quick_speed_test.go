@@ -572,3 +572,51 @@ func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
 		t.Fatalf("%d groups and sizes compared, %d from a shape worked out before, %d refused: too few to test", compared, reused, refused)
 	}
 }
+
+// QuickCache plans a layout's proxy through a partition.Planner per TP
+// degree, micro-batch size and proxy depth. For every fitting candidate of
+// the 4,096- and 16,384-GPU searches, in search order through one cache,
+// the proxy plan must equal (reflect.DeepEqual) the one NewPlanStages
+// plans alone, and so must a proxy plan's error, for a layout whose chunk
+// the proxy cannot have (a plan claiming one prefill chunk more).
+func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
+	plans, reused := 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			if !c.have {
+				c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
+			}
+			pk := layoutOf(p)
+			_, had := c.planners[proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}]
+			got, gerr := c.proxyPlan(p, pk)
+			want, werr := proxyPlan(p, pk)
+			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v (%v), alone %+v (%v)", gpus, cand.Name(), pk, got, gerr, want, werr)
+			}
+			bad := *p
+			bad.PrefillChunks++
+			_, gerr = c.proxyPlan(&bad, pk)
+			_, werr = proxyPlan(&bad, pk)
+			if gerr == nil || gerr.Error() != werr.Error() {
+				t.Fatalf("%d GPUs, %s: with a chunk too many, by the cache's Planner %v, alone %v", gpus, cand.Name(), gerr, werr)
+			}
+			plans++
+			if had {
+				reused++
+			}
+		}
+	}
+	if plans < 200 || reused < 100 {
+		t.Fatalf("%d proxy plans, %d from a Planner used before: too few to test", plans, reused)
+	}
+}
