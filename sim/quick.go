@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -220,6 +219,9 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
+	// passLen is the length of the last passes proxy built per stage kind,
+	// one chunk ([0]) or more ([1]) (passBuf).
+	passLen [4][2]int
 	// planners plan the proxies, one per proxyKey with chunk 0.
 	planners map[proxyKey]*partition.Planner
 	// groups are the collectives' groups worked out, by shape.
@@ -234,8 +236,6 @@ type QuickCache struct {
 	// attnAt are middleChunks'.
 	firstT, terms []float64
 	attnAt        []int
-	// opBuf is proxy's buffer for the passes it builds.
-	opBuf []partition.Op
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -253,6 +253,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.colls = map[collCostKey]collCost{}
 	c.groups = map[collGroupKey]*collectiveGroup{}
 	c.planners = map[proxyKey]*partition.Planner{}
+	c.passLen = [4][2]int{}
 	c.p2ps = map[p2pKey]float64{}
 }
 
@@ -425,33 +426,29 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
-			// passes into the cache's buffer, then kept in one slice of
-			// exactly their length.
+			// passes into one slice (passBuf).
 			var at0, at1 int
-			ops, n := c.passBuf(&d[kind], k.chunks > 1)
+			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 10)
 			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			ops = c.keepPasses(ops, n)
-			d[kind].prefillOps[b2i(k.chunks > 1)] = len(ops)
+			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
-			// Both passes built into the cache's buffer, then kept in one
-			// slice of exactly their length.
-			ops, n := c.passBuf(&d[kind], k.chunks > 1)
+			// Both passes built into one slice (passBuf).
+			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
 			ops = pp.AppendPrefillPass(ops, r, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops = pp.AppendPrefillPass(ops, r, 0, k.chunks-1)
 			}
-			ops = c.keepPasses(ops, n)
-			d[kind].prefillOps[b2i(k.chunks > 1)] = len(ops)
+			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
@@ -492,31 +489,32 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	return &kinds, nil
 }
 
-// passBuf is where proxy builds a stage kind's first and last prefill
-// passes (one pass when multi is false), kept for the layout: a new slice
-// of the length those passes had in the last layout of the same TP degree,
+// passBuf is the slice proxy builds a stage kind's first and last prefill
+// passes in (one pass when multi is false), kept for the layout: of the
+// length those passes had in the last layout of the same TP degree,
 // micro-batch size and proxy depth (d.prefillOps), which they have again
-// whatever the chunk — so they are built in place, in one slice of exactly
-// their length, without a copy —, or, the first time, the cache's reused
-// buffer (n is 0), which keepPasses copies.
-func (c *QuickCache) passBuf(d *decodeOps, multi bool) (ops []partition.Op, n int) {
-	if n = d.prefillOps[b2i(multi)]; n > 0 {
-		return make([]partition.Op, 0, n), n
-	}
-	return c.opBuf[:0], 0
-}
-
-// keepPasses is ops, built by passBuf's slice, as proxy keeps them: in a
-// slice of exactly their length. From the reused buffer (n is 0) it copies
-// them, and keeps the buffer, grown, for the next.
-func (c *QuickCache) keepPasses(ops []partition.Op, n int) []partition.Op {
-	if n > 0 && len(ops) == cap(ops) {
-		return ops
+// whatever the chunk; the first time, of the length they had in the last
+// layout of any other (c.passLen), or of the builder's bound on a
+// one-layer pass (12 ops a layer and at most 10 around them: perPass, 10
+// for a pass built around another stage's layer). So they are built in
+// place, without a copy out of a reused buffer; passes longer than the
+// slice grow it as append does.
+func (c *QuickCache) passBuf(d *decodeOps, kind stageKind, multi bool, perPass int) []partition.Op {
+	n := d.prefillOps[b2i(multi)]
+	if n == 0 {
+		n = c.passLen[kind][b2i(multi)]
 	}
 	if n == 0 {
-		c.opBuf = ops
+		n = perPass * (1 + b2i(multi))
 	}
-	return slices.Clip(slices.Clone(ops))
+	return make([]partition.Op, 0, n)
+}
+
+// keptPasses records the length of the passes proxy built for a stage
+// kind (passBuf).
+func (c *QuickCache) keptPasses(d *decodeOps, kind stageKind, multi bool, n int) {
+	d.prefillOps[b2i(multi)] = n
+	c.passLen[kind][b2i(multi)] = n
 }
 
 func b2i(b bool) int {

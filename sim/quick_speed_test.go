@@ -415,12 +415,13 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 
 // proxy builds a layout's prefill passes in a slice of the length the
 // passes had in the last layout of the same TP degree, micro-batch size and
-// depth (passBuf), or else in the cache's reused buffer and copies them.
-// Every layout of the 4,096- and 16,384-GPU searches, built in order
-// through one cache, must keep the same ops, pass for pass and stage kind
-// for stage kind, as the layout built alone through a fresh cache (which
-// has no length to go by), and the shared cache must have built some in
-// place (else this compares the copy with itself).
+// depth, or else of the builder's bound on a pass (passBuf). Every layout
+// of the 4,096- and 16,384-GPU searches, built in order through one cache,
+// must keep the same ops, pass for pass and stage kind for stage kind, as
+// the layout built alone through a fresh cache (which has no length to go
+// by), and the shared cache must have built some in a slice of the
+// remembered length (else this compares the bound's slices with
+// themselves).
 func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 	inPlace, layouts := 0, 0
 	for _, gpus := range []int{4096, 16384} {
