@@ -114,9 +114,9 @@ func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 type memSource struct {
 	mp *memParts
 	// act, when not nil, remembers activation bytes across plans (a
-	// Planner's, for one pass_buffers: actKey); else they are the plan's
-	// own activationBytes.
-	act map[actKey]int64
+	// Planner's, for the plan's pass_buffers, TP degree and micro-batch
+	// size: actRows); else they are the plan's own activationBytes.
+	act *actRows
 }
 
 // activation is rank r's activationBytes for passes of rows rows.
@@ -124,12 +124,14 @@ func (m *memSource) activation(p *Plan, r Rank, rows int) int64 {
 	if m.act == nil {
 		return p.activationBytes(r, rows)
 	}
-	k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
-	b, ok := m.act[k]
-	if !ok {
-		b = p.activationBytes(r, rows)
-		m.act[k] = b
+	seen := &m.act[b2i(p.LastStage(r.Stage))]
+	for _, e := range *seen {
+		if e.rows == rows {
+			return e.bytes
+		}
 	}
+	b := p.activationBytes(r, rows)
+	*seen = append(*seen, actEntry{rows: rows, bytes: b})
 	return b
 }
 

@@ -94,7 +94,7 @@ func TestFitLoopIsMemoryAtEveryChunk(t *testing.T) {
 	for _, base := range []*configs.Config{dense, &small, load("tp8pp2", 1024, 0, ""), load("tp8pp2", 0, 512, ""),
 		load("tp8pp2", 0, 0, configs.PassBuffersPerMicrobatch), load("gpt2-xl-decode", 0, 0, "")} {
 		gpus := base.Topology.Size()
-		act := map[actKey]int64{} // a Planner's, shared by the layouts
+		acts := map[[2]int]*actRows{} // a Planner's, shared by the layouts
 		for tp := 1; tp <= gpus; tp++ {
 			for pp := 1; tp*pp <= gpus && pp <= base.Model.Layers; pp++ {
 				if gpus%(tp*pp) != 0 {
@@ -114,6 +114,11 @@ func TestFitLoopIsMemoryAtEveryChunk(t *testing.T) {
 					wc, ww, wm := fitLoopBefore(p, reps, func(p *Plan, s, chunk int) Memory {
 						return memoryFromBefore(p, p.stageRank(s), chunk, &mp, p.activationBytes)
 					})
+					act := acts[[2]int{tp, p.MicrobatchSize}]
+					if act == nil {
+						act = &actRows{}
+						acts[[2]int{tp, p.MicrobatchSize}] = act
+					}
 					for _, src := range []*memSource{{mp: &mp}, {mp: &mp, act: act}} {
 						gc, gw, gm := p.fitLoop(reps, src)
 						if gc != wc || gw != ww || !reflect.DeepEqual(gm, wm) {
