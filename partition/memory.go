@@ -103,27 +103,61 @@ func (p *Plan) activationBytes(r Rank, tokens int) int64 {
 	return b
 }
 
-// memoryFrom is the memory of a TP-index-0 rank at a prefill chunk: its
-// weights, KV cache and the larger of its decode and prefill activations,
-// from the plan's memParts and a function giving activationBytes (the
-// plan's own, or what a Planner remembers across plans).
-func (p *Plan) memoryFrom(r Rank, chunk int, mp *memParts, activationBytes func(r Rank, tokens int) int64) Memory {
-	var mem Memory
-	mem.LayerWeightBytes = int64(len(r.Layers)) * mp.layerBytes
-	mem.EmbeddingBytes = mp.embed[b2i(p.FirstStage(r.Stage))][b2i(p.LastStage(r.Stage))]
-	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
-	w := p.Config.Workload
-	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * mp.kvTokenBytes
-	mbs := p.MicrobatchSize
-	act := activationBytes(r, mbs) // decode: one token per sequence
-	if mp.prefill {
-		if a := activationBytes(r, mbs*chunk); a > act {
-			act = a
+// memSource gives the memory fit a TP-index-0 rank's memory in two steps:
+// base, the parts that do not depend on the prefill chunk — its weights,
+// KV cache, the decode step's activations (one token per sequence) and the
+// usable HBM —, once per stage shape; then at, its memory at a prefill
+// chunk from that base: the larger of the decode and the prefill
+// activations, and the total. at(base(r), r, chunk) is the rank's whole
+// memory at chunk, the same sums in the same order for every chunk the fit
+// tries (TestFitLoopIsMemoryAtEveryChunk).
+type memSource struct {
+	mp *memParts
+	// act, when not nil, remembers activation bytes across plans (a
+	// Planner's, for the plan's pass_buffers, TP degree and micro-batch
+	// size: actRows); else they are the plan's own activationBytes.
+	act *actRows
+}
+
+// activation is rank r's activationBytes for passes of rows rows.
+func (m *memSource) activation(p *Plan, r Rank, rows int) int64 {
+	if m.act == nil {
+		return p.activationBytes(r, rows)
+	}
+	seen := &m.act[b2i(p.LastStage(r.Stage))]
+	for _, e := range *seen {
+		if e.rows == rows {
+			return e.bytes
 		}
 	}
-	mem.ActivationBytes = act
+	b := p.activationBytes(r, rows)
+	*seen = append(*seen, actEntry{rows: rows, bytes: b})
+	return b
+}
+
+// base is rank r's memory but for the prefill: ActivationBytes holds the
+// decode step's, TotalBytes is left 0 (at sets it).
+func (m *memSource) base(p *Plan, r Rank) Memory {
+	var mem Memory
+	mem.LayerWeightBytes = int64(len(r.Layers)) * m.mp.layerBytes
+	mem.EmbeddingBytes = m.mp.embed[b2i(p.FirstStage(r.Stage))][b2i(p.LastStage(r.Stage))]
+	mem.WeightBytes = mem.LayerWeightBytes + mem.EmbeddingBytes
+	w := p.Config.Workload
+	mem.KVCacheBytes = int64(len(r.Layers)) * int64(w.Batch) * int64(w.Context) * m.mp.kvTokenBytes
+	mem.ActivationBytes = m.activation(p, r, p.MicrobatchSize) // decode: one token per sequence
+	mem.CapacityBytes = m.mp.capacity
+	return mem
+}
+
+// at is rank r's memory at a prefill chunk from its base.
+func (m *memSource) at(p *Plan, r Rank, base Memory, chunk int) Memory {
+	mem := base
+	if m.mp.prefill {
+		if a := m.activation(p, r, p.MicrobatchSize*chunk); a > mem.ActivationBytes {
+			mem.ActivationBytes = a
+		}
+	}
 	mem.TotalBytes = mem.WeightBytes + mem.KVCacheBytes + mem.ActivationBytes
-	mem.CapacityBytes = mp.capacity
 	return mem
 }
 
@@ -134,9 +168,7 @@ func (p *Plan) memoryFrom(r Rank, chunk int, mp *memParts, activationBytes func(
 // stage in a NoFitError).
 func (p *Plan) fitMemory() error {
 	mp := p.memParts()
-	return p.fitMemoryWith(func(p *Plan, s, chunk int) Memory {
-		return p.memoryFrom(p.stageRank(s), chunk, &mp, p.activationBytes)
-	})
+	return p.fitMemoryWith(&memSource{mp: &mp})
 }
 
 // stageRank is stage s's replica-0, TP-index-0 rank, as the memory fit sees it.
@@ -144,19 +176,19 @@ func (p *Plan) stageRank(s int) Rank {
 	return Rank{Rank: p.RankOf(s, 0), Stage: s, Layers: p.StageLayers[s]}
 }
 
-// fitMemoryWith is fitMemory with memOf(p, s, chunk) giving stage s's
-// memory at a prefill chunk. A stage's memory depends on its layer count and
-// on whether it is the first or the last, so memOf is asked once per such
-// shape and chunk, for the shape's first stage.
-func (p *Plan) fitMemoryWith(memOf func(p *Plan, s, chunk int) Memory) error {
+// fitMemoryWith is fitMemory with src giving each stage's memory. A
+// stage's memory depends on its layer count and on whether it is the first
+// or the last, so src is asked once per such shape (and chunk), for the
+// shape's first stage.
+func (p *Plan) fitMemoryWith(src *memSource) error {
 	reps, shapeOf := p.stageShapes()
-	return p.fitMemoryShapes(reps, shapeOf, memOf)
+	return p.fitMemoryShapes(reps, shapeOf, src)
 }
 
 // fitMemoryShapes is fitMemoryWith with the plan's stageShapes given (a
 // Planner remembers them with the stage layer lists they come from).
-func (p *Plan) fitMemoryShapes(reps, shapeOf []int, memOf func(p *Plan, s, chunk int) Memory) error {
-	chunk, worst, mems := p.fitLoop(reps, memOf)
+func (p *Plan) fitMemoryShapes(reps, shapeOf []int, src *memSource) error {
+	chunk, worst, mems := p.fitLoop(reps, src)
 	return p.fitResult(reps, shapeOf, chunk, worst, mems)
 }
 
@@ -174,22 +206,31 @@ func (p *Plan) fitStart() (chunk int, fixed bool) {
 // reps: from fitStart's chunk, halved (rounding up) while some shape does
 // not fit and the one needing the most would fit at chunk 1. It returns
 // the last chunk tried, the index in reps of the shape that does not fit
-// (−1 when every one fits), and every shape's memory at that chunk.
-func (p *Plan) fitLoop(reps []int, memOf func(p *Plan, s, chunk int) Memory) (chunk, worst int, mems []Memory) {
+// (−1 when every one fits), and every shape's memory at that chunk. Each
+// shape's base (memSource) is taken once, not at every chunk.
+func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Memory) {
 	chunk, fixed := p.fitStart()
-	mems = make([]Memory, len(reps))
+	var small [4]Memory // the bases of a pipeline's shapes (first, last, two middle layer counts)
+	bases := small[:0]
+	if len(reps) > len(small) {
+		bases = make([]Memory, 0, len(reps))
+	}
+	bases, mems = bases[:len(reps)], make([]Memory, len(reps))
+	for i, s := range reps {
+		bases[i] = src.base(p, p.stageRank(s))
+	}
 	for {
 		// worst is the shape needing the most among those that do not fit;
 		// on a tie the one whose first stage comes first, so its first stage
 		// is the first stage needing the most.
 		worst = -1
 		for i, s := range reps {
-			mems[i] = memOf(p, s, chunk)
+			mems[i] = src.at(p, p.stageRank(s), bases[i], chunk)
 			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
 				worst = i
 			}
 		}
-		if worst < 0 || fixed || chunk == 1 || memOf(p, reps[worst], 1).TotalBytes > mems[worst].CapacityBytes {
+		if worst < 0 || fixed || chunk == 1 || src.at(p, p.stageRank(reps[worst]), bases[worst], 1).TotalBytes > mems[worst].CapacityBytes {
 			return chunk, worst, mems
 		}
 		chunk = (chunk + 1) / 2

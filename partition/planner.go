@@ -21,11 +21,12 @@ import (
 type Planner struct {
 	validated bool
 	parts     map[int]*memParts
-	// act holds activation bytes for the parallel sections whose
-	// pass_buffers is actPB, actBy for each pass_buffers seen.
-	act   map[actKey]int64
+	// act holds activation bytes per (tp, micro-batch size) for the
+	// parallel sections whose pass_buffers is actPB, actBy for each
+	// pass_buffers seen.
+	act   map[[2]int]*actRows
 	actPB string
-	actBy map[string]map[actKey]int64
+	actBy map[string]map[[2]int]*actRows
 	// ids is 0, 1, 2, …: every plan's stage layer lists are slices of it;
 	// evens holds the even split's lists per (layers, pp), maps those of
 	// the explicit layer maps seen (sharedStageLayers), each with its
@@ -57,19 +58,27 @@ type mapKey struct {
 	layers, pp int
 }
 
-// actKey is what a pass's activation bytes depend on within one Planner
-// and pass_buffers (activationBytes: the pass's rows, the micro-batch's
-// logits on the last stage, the shard widths, and which buffers each
-// micro-batch keeps: the micro-batch count is the batch over mbs, one
-// workload per Planner).
-type actKey struct {
-	tp, mbs, rows int
-	last          bool
+// actRows is the activation bytes a Planner remembers for one
+// pass_buffers, TP degree and micro-batch size, which with the pass's rows
+// and whether the stage is the last are all they depend on within a
+// Planner (activationBytes: the pass's rows, the micro-batch's logits on
+// the last stage, the shard widths, and which buffers each micro-batch
+// keeps: the micro-batch count is the batch over mbs, one workload per
+// Planner). [1] holds the last stage's, [0] the others', each size of
+// pass (rows) once, in the order first asked for. A plan's fit asks for a
+// handful of sizes — one token per sequence, and each prefill chunk it
+// tries, the prompt halved at most log2(prompt) times —, so a scan finds
+// them sooner than a hash of the whole key did.
+type actRows [2][]actEntry
+
+type actEntry struct {
+	rows  int
+	bytes int64
 }
 
 // NewPlanner is a Planner with nothing remembered.
 func NewPlanner() *Planner {
-	return &Planner{parts: map[int]*memParts{}, actBy: map[string]map[actKey]int64{},
+	return &Planner{parts: map[int]*memParts{}, actBy: map[string]map[[2]int]*actRows{},
 		evens: map[[2]int]*plannedLayers{}, maps: map[mapKey]*plannedLayers{}}
 }
 
@@ -88,10 +97,11 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 	}
 	p := newPlanWith(cfg, pl.sharedStageLayers)
 	var err error
+	src := pl.memSource(p)
 	if c := pl.cur; c != nil {
-		err = p.fitMemoryShapes(c.reps, c.shapeOf, pl.stageMemory)
+		err = p.fitMemoryShapes(c.reps, c.shapeOf, &src)
 	} else {
-		err = p.fitMemoryWith(pl.stageMemory)
+		err = p.fitMemoryWith(&src)
 	}
 	if err != nil {
 		return nil, err
@@ -99,39 +109,36 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 	return p, nil
 }
 
-// activations is the activation bytes remembered for pass_buffers pb.
-func (pl *Planner) activations(pb string) map[actKey]int64 {
+// activations is the activation bytes remembered for pass_buffers pb, TP
+// degree tp and micro-batch size mbs.
+func (pl *Planner) activations(pb string, tp, mbs int) *actRows {
 	if pl.act == nil || pb != pl.actPB {
 		m, ok := pl.actBy[pb]
 		if !ok {
-			m = map[actKey]int64{}
+			m = map[[2]int]*actRows{}
 			pl.actBy[pb] = m
 		}
 		pl.act, pl.actPB = m, pb
 	}
-	return pl.act
+	a, ok := pl.act[[2]int{tp, mbs}]
+	if !ok {
+		a = &actRows{}
+		pl.act[[2]int{tp, mbs}] = a
+	}
+	return a
 }
 
-// stageMemory is memoryFrom of stage s's first rank at chunk, from the
-// plan's memParts, remembered per TP degree, and activation bytes
-// remembered per actKey.
-func (pl *Planner) stageMemory(p *Plan, s, chunk int) Memory {
+// memSource is the memory fit's source for p: its TP degree's memParts,
+// remembered per TP degree, and activation bytes remembered per
+// pass_buffers, TP degree and micro-batch size (actRows).
+func (pl *Planner) memSource(p *Plan) memSource {
 	mp, ok := pl.parts[p.TP]
 	if !ok {
 		v := p.memParts()
 		mp = &v
 		pl.parts[p.TP] = mp
 	}
-	act := pl.activations(p.Config.Parallel.PassBuffers)
-	return p.memoryFrom(p.stageRank(s), chunk, mp, func(r Rank, rows int) int64 {
-		k := actKey{tp: p.TP, mbs: p.MicrobatchSize, rows: rows, last: p.LastStage(r.Stage)}
-		b, ok := act[k]
-		if !ok {
-			b = p.activationBytes(r, rows)
-			act[k] = b
-		}
-		return b
-	})
+	return memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers, p.TP, p.MicrobatchSize)}
 }
 
 // sharedStageLayers is stageLayers with every list a full-capacity slice of

@@ -111,32 +111,77 @@ func BusBWFactor(op commcount.Op, n int) float64 {
 // Send and Recv take exactly two ranks (source, destination).
 func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, opt CollectiveOptions) (CollectiveEstimate, error) {
 	est := CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}
+	if err := collectiveArgs(op, bytes); err != nil {
+		return est, err
+	}
+	cg, err := newCollectiveGroup(sys.Topology, op, ranks, opt)
+	if err != nil {
+		return est, err
+	}
+	return cg.estimate(sys, ranks, bytes, opt)
+}
+
+// collectiveArgs is Collective's first checks: a known op and a size ≥ 0.
+func collectiveArgs(op commcount.Op, bytes int64) error {
 	if !knownOp(op) {
-		return est, fmt.Errorf("unknown collective op %q (known: all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv)", op)
+		return fmt.Errorf("unknown collective op %q (known: all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv)", op)
 	}
 	if bytes < 0 {
-		return est, fmt.Errorf("%s: negative size %d B", op, bytes)
+		return fmt.Errorf("%s: negative size %d B", op, bytes)
 	}
-	if err := checkRanks(sys.Topology, ranks); err != nil {
-		return est, fmt.Errorf("%s: %w", op, err)
+	return nil
+}
+
+// collectiveGroup is what Collective works out of an op on a rank list
+// before it looks at the payload: the ranks checked, the algorithms and
+// protocols the options allow for the op, and how the group sits on the
+// topology (analyze: its size, the nodes it spans and its members per
+// node). A caller pricing one group at many sizes, or many groups of the
+// same shape (the same size, first rank modulo the GPUs per node, hence
+// the same nodes spanned and members per node), works it out once
+// (QuickCache).
+type collectiveGroup struct {
+	op     commcount.Op
+	p2p    bool // send or recv: P2P, between ranks[0] and ranks[1]
+	algos  map[commcount.Algorithm]bool
+	protos map[string]bool
+	g      group
+}
+
+// newCollectiveGroup is Collective's checks of ranks and options and its
+// analysis of the group, for a known op.
+func newCollectiveGroup(t topology.Topology, op commcount.Op, ranks []int, opt CollectiveOptions) (*collectiveGroup, error) {
+	if err := checkRanks(t, ranks); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if !op.Collective() {
 		if len(ranks) != 2 {
-			return est, fmt.Errorf("%s: point-to-point takes two ranks (source, destination), got %d", op, len(ranks))
+			return nil, fmt.Errorf("%s: point-to-point takes two ranks (source, destination), got %d", op, len(ranks))
 		}
+		return &collectiveGroup{op: op, p2p: true}, nil
+	}
+	algos, err := allowedAlgos(opt, op)
+	if err != nil {
+		return nil, err
+	}
+	protos, err := allowedProtos(opt, op)
+	if err != nil {
+		return nil, err
+	}
+	return &collectiveGroup{op: op, algos: algos, protos: protos, g: analyze(t, ranks)}, nil
+}
+
+// estimate is Collective of the group's op on ranks (the list cg was made
+// from, or one of the same shape) for a payload of bytes ≥ 0.
+func (cg *collectiveGroup) estimate(sys topology.System, ranks []int, bytes int64, opt CollectiveOptions) (CollectiveEstimate, error) {
+	op := cg.op
+	est := CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}
+	if cg.p2p {
 		e := P2P(sys, ranks[0], ranks[1], bytes)
 		e.Op = op
 		return e, nil
 	}
-	algos, err := allowedAlgos(opt, op)
-	if err != nil {
-		return est, err
-	}
-	protos, err := allowedProtos(opt, op)
-	if err != nil {
-		return est, err
-	}
-	g := analyze(sys.Topology, ranks)
+	algos, protos, g := cg.algos, cg.protos, cg.g
 	est.Link = g.link
 	if g.n == 1 || bytes == 0 {
 		// One rank is a local copy (or nothing); no bytes is a no-op in NCCL.
@@ -145,13 +190,13 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 	}
 
 	var best *candidate
-	var refused []string
+	var refused bool // some algorithm the options allow cannot run, or runs with no protocol allowed
 	for _, a := range ncclAlgos {
 		if !algos[a] {
 			continue
 		}
-		if why := g.cannot(op, a); why != "" {
-			refused = append(refused, string(a)+": "+why)
+		if g.refusal(op, a) != canRun {
+			refused = true
 			continue
 		}
 		ran := false
@@ -169,17 +214,15 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 				best = &cc
 			}
 		}
-		if !ran {
-			refused = append(refused, fmt.Sprintf("%s: runs only with %s, excluded by the protocol setting %q", a, strings.Join(protocolsOf(a), ","), opt.Proto))
-		}
+		refused = refused || !ran
 	}
 	if best == nil {
 		msg := fmt.Sprintf("no algorithm can run %s on ranks %s", op, rankList(ranks))
 		if opt.Algo != "" || opt.Proto != "" {
 			msg += fmt.Sprintf(" with algo %q proto %q", opt.Algo, opt.Proto)
 		}
-		if len(refused) > 0 {
-			msg += ": " + strings.Join(refused, "; ")
+		if refused {
+			msg += ": " + strings.Join(cg.refusals(opt), "; ")
 		}
 		return est, fmt.Errorf("%s", msg)
 	}
@@ -189,6 +232,30 @@ func Collective(sys topology.System, op commcount.Op, ranks []int, bytes int64, 
 	est.LatencyBound = best.latS > best.bwS
 	est.fillBW()
 	return est, nil
+}
+
+// refusals words why each algorithm the options allow does not run the
+// group's op, in estimate's order: it cannot (group.cannot), or none of
+// its protocols is allowed.
+func (cg *collectiveGroup) refusals(opt CollectiveOptions) []string {
+	var out []string
+	for _, a := range ncclAlgos {
+		if !cg.algos[a] {
+			continue
+		}
+		if why := cg.g.cannot(cg.op, a); why != "" {
+			out = append(out, string(a)+": "+why)
+			continue
+		}
+		ran := false
+		for _, p := range protocolsOf(a) {
+			ran = ran || cg.protos[p]
+		}
+		if !ran {
+			out = append(out, fmt.Sprintf("%s: runs only with %s, excluded by the protocol setting %q", a, strings.Join(protocolsOf(a), ","), opt.Proto))
+		}
+	}
+	return out
 }
 
 // P2P models a send/recv of bytes from src to dst: one hop over the path
@@ -275,38 +342,81 @@ func (g group) nvlsNode(k int) bool {
 	return g.topo.Intra.Switch && g.topo.Intra.Class == topology.NVLink && k > 2
 }
 
-// cannot says why algorithm a cannot run op on this group ("" if it can).
-func (g group) cannot(op commcount.Op, a commcount.Algorithm) string {
+// refusal is why algorithm a cannot run op on this group, as a code
+// (canRun if it can); cannot words it. The search asks it of every
+// collective it prices, where most algorithms that cannot run are not
+// worth a message: the words are written only for an error.
+type refusal int
+
+const (
+	canRun refusal = iota
+	treeNotAllReduce
+	nvlsOp
+	nvlsSpansNodes
+	nvlsNoSwitch
+	nvlsTooFew
+	hierNotAllReduce
+	hierOneNode
+	hierUneven
+	hierOnePerNode
+)
+
+func (g group) refusal(op commcount.Op, a commcount.Algorithm) refusal {
 	switch a {
 	case commcount.AlgoRing:
-		return ""
+		return canRun
 	case commcount.AlgoTree:
 		if op != commcount.AllReduce {
-			return "NCCL runs trees for all_reduce only"
+			return treeNotAllReduce
 		}
 	case commcount.AlgoNVLS:
 		switch {
 		case op != commcount.AllReduce && op != commcount.AllGather && op != commcount.ReduceScatter:
-			return "NVLink SHARP runs all_reduce, all_gather and reduce_scatter only"
+			return nvlsOp
 		case g.hasInter:
-			return fmt.Sprintf("the group spans %d nodes and NVLink SHARP reduces inside one NVSwitch domain (across nodes use hierarchical, NCCL's nvlstree)", g.nodes)
+			return nvlsSpansNodes
 		case g.topo.Intra.Class != topology.NVLink || !g.topo.Intra.Switch:
-			return fmt.Sprintf("needs an NVSwitch with in-switch reduction (intra_node.nvswitch = true); topology %q has %s (%s) inside a node",
-				g.topo.Name, g.topo.Intra.Class, g.topo.Intra.Name)
+			return nvlsNoSwitch
 		case g.n <= 2:
-			return fmt.Sprintf("needs more than 2 ranks, the group has %d", g.n)
+			return nvlsTooFew
 		}
 	case commcount.AlgoHierarchical:
 		switch {
 		case op != commcount.AllReduce:
-			return "hierarchical is an all_reduce algorithm (other collectives run as rings across nodes)"
+			return hierNotAllReduce
 		case !g.hasInter:
-			return "the group is inside one node"
+			return hierOneNode
 		case g.minPer != g.maxPer:
-			return fmt.Sprintf("needs the same number of ranks on every node (has %d to %d)", g.minPer, g.maxPer)
+			return hierUneven
 		case g.minPer < 2:
-			return "needs at least 2 ranks per node (with one per node it is a ring)"
+			return hierOnePerNode
 		}
+	}
+	return canRun
+}
+
+// cannot says why algorithm a cannot run op on this group ("" if it can).
+func (g group) cannot(op commcount.Op, a commcount.Algorithm) string {
+	switch g.refusal(op, a) {
+	case treeNotAllReduce:
+		return "NCCL runs trees for all_reduce only"
+	case nvlsOp:
+		return "NVLink SHARP runs all_reduce, all_gather and reduce_scatter only"
+	case nvlsSpansNodes:
+		return fmt.Sprintf("the group spans %d nodes and NVLink SHARP reduces inside one NVSwitch domain (across nodes use hierarchical, NCCL's nvlstree)", g.nodes)
+	case nvlsNoSwitch:
+		return fmt.Sprintf("needs an NVSwitch with in-switch reduction (intra_node.nvswitch = true); topology %q has %s (%s) inside a node",
+			g.topo.Name, g.topo.Intra.Class, g.topo.Intra.Name)
+	case nvlsTooFew:
+		return fmt.Sprintf("needs more than 2 ranks, the group has %d", g.n)
+	case hierNotAllReduce:
+		return "hierarchical is an all_reduce algorithm (other collectives run as rings across nodes)"
+	case hierOneNode:
+		return "the group is inside one node"
+	case hierUneven:
+		return fmt.Sprintf("needs the same number of ranks on every node (has %d to %d)", g.minPer, g.maxPer)
+	case hierOnePerNode:
+		return "needs at least 2 ranks per node (with one per node it is a ring)"
 	}
 	return ""
 }

@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 
+	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/topology"
@@ -219,8 +219,15 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
-	p2ps     map[p2pKey]float64
-	table    quickTable // the op-time table of the last plan's hardware
+	// passLen is the length of the last passes proxy built per stage kind,
+	// one chunk ([0]) or more ([1]) (passBuf).
+	passLen [4][2]int
+	// planners plan the proxies, one per proxyKey with chunk 0.
+	planners map[proxyKey]*partition.Planner
+	// groups are the collectives' groups worked out, by shape.
+	groups map[collGroupKey]*collectiveGroup
+	p2ps   map[p2pKey]float64
+	table  quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
@@ -229,8 +236,6 @@ type QuickCache struct {
 	// attnAt are middleChunks'.
 	firstT, terms []float64
 	attnAt        []int
-	// opBuf is proxy's buffer for the passes it builds.
-	opBuf []partition.Op
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -246,6 +251,9 @@ func (c *QuickCache) reset(id quickID) {
 	c.stages = map[stageKey]*stageCost{}
 	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
+	c.groups = map[collGroupKey]*collectiveGroup{}
+	c.planners = map[proxyKey]*partition.Planner{}
+	c.passLen = [4][2]int{}
 	c.p2ps = map[p2pKey]float64{}
 }
 
@@ -397,7 +405,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if k, ok := c.passes[pk]; ok {
 		return k, nil
 	}
-	pp, err := proxyPlan(plan, pk)
+	pp, err := c.proxyPlan(plan, pk)
 	if err != nil {
 		return nil, err
 	}
@@ -418,29 +426,29 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
-			// passes into the cache's buffer, then kept in one slice of
-			// exactly their length.
+			// passes into one slice (passBuf).
 			var at0, at1 int
-			c.opBuf, at0 = pp.AppendPassAround(c.opBuf[:0], r, partition.Prefill, 0, 0)
-			n0 := len(c.opBuf)
+			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 10)
+			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
+			n0 := len(ops)
 			if k.chunks > 1 {
-				c.opBuf, at1 = pp.AppendPassAround(c.opBuf, r, partition.Prefill, 0, k.chunks-1)
+				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			ops := slices.Clone(c.opBuf)
+			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
-			// Both passes built into the cache's buffer, then kept in one
-			// slice of exactly their length.
-			c.opBuf = pp.AppendPrefillPass(c.opBuf[:0], r, 0, 0)
-			n0 := len(c.opBuf)
+			// Both passes built into one slice (passBuf).
+			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
+			ops = pp.AppendPrefillPass(ops, r, 0, 0)
+			n0 := len(ops)
 			if k.chunks > 1 {
-				c.opBuf = pp.AppendPrefillPass(c.opBuf, r, 0, k.chunks-1)
+				ops = pp.AppendPrefillPass(ops, r, 0, k.chunks-1)
 			}
-			ops := slices.Clone(c.opBuf)
+			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
@@ -479,6 +487,41 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// passBuf is the slice proxy builds a stage kind's first and last prefill
+// passes in (one pass when multi is false), kept for the layout: of the
+// length those passes had in the last layout of the same TP degree,
+// micro-batch size and proxy depth (d.prefillOps), which they have again
+// whatever the chunk; the first time, of the length they had in the last
+// layout of any other (c.passLen), or of the builder's bound on a
+// one-layer pass (12 ops a layer and at most 10 around them: perPass, 10
+// for a pass built around another stage's layer). So they are built in
+// place, without a copy out of a reused buffer; passes longer than the
+// slice grow it as append does.
+func (c *QuickCache) passBuf(d *decodeOps, kind stageKind, multi bool, perPass int) []partition.Op {
+	n := d.prefillOps[b2i(multi)]
+	if n == 0 {
+		n = c.passLen[kind][b2i(multi)]
+	}
+	if n == 0 {
+		n = perPass * (1 + b2i(multi))
+	}
+	return make([]partition.Op, 0, n)
+}
+
+// keptPasses records the length of the passes proxy built for a stage
+// kind (passBuf).
+func (c *QuickCache) keptPasses(d *decodeOps, kind stageKind, multi bool, n int) {
+	d.prefillOps[b2i(multi)] = n
+	c.passLen[kind][b2i(multi)] = n
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
@@ -537,12 +580,48 @@ type decodeOps struct {
 	ok               bool
 	pass             passOps
 	layerWS, extraWS int64
+	// prefillOps is the length of the stage kind's first prefill pass
+	// ([0]: a one-chunk prefill) and of its first and last passes together
+	// ([1]) in the last layout built (passBuf); 0 before any.
+	prefillOps [2]int
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per
 // stage (pk.pp ≤ 3 stages, one of each kind), one micro-batch of the real
 // micro-batch size and the real prefill chunk, on a placeholder topology.
 func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
+	cfg, err := proxyConfig(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := partition.NewPlanStages(cfg) // its passes are built rank by rank (RankAt)
+	return checkProxy(plan, pp, err)
+}
+
+// proxyPlan is the package's proxyPlan from a partition.Planner per TP
+// degree, micro-batch size and proxy depth (proxyConfig gives the layouts
+// of one such group configs that differ only in their prefill chunk: a
+// Planner's contract), which validates and sizes the group's first in
+// full and remembers what the memory fit reads for the others. A
+// Planner's plans are NewPlanStages's, field for field, and so are its
+// errors (TestQuickProxyPlansArePlannedAlone).
+func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
+	cfg, err := proxyConfig(plan, pk)
+	if err != nil {
+		return nil, err
+	}
+	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}
+	pl, ok := c.planners[dk]
+	if !ok {
+		pl = partition.NewPlanner()
+		c.planners[dk] = pl
+	}
+	pp, err := pl.Stages(cfg)
+	return checkProxy(plan, pp, err)
+}
+
+// proxyConfig is the config of a layout's proxy plan.
+func proxyConfig(plan *partition.Plan, pk proxyKey) (*configs.Config, error) {
 	cfg := *plan.Config
 	cfg.Name = "quick-proxy"
 	cfg.Model = plan.Model
@@ -556,7 +635,11 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 		return nil, err
 	}
 	cfg.Topology = configs.Topology{Topology: topo}
-	pp, err := partition.NewPlanStages(&cfg) // its passes are built rank by rank (RankAt)
+	return &cfg, nil
+}
+
+// checkProxy is the proxy plan pp of plan, or its error, named for plan.
+func checkProxy(plan, pp *partition.Plan, err error) (*partition.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: quick estimate of %s: %w", plan.Config.Name, err)
 	}
@@ -806,22 +889,22 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 // by Collective plus one launch, a send its launch (the transfer runs on the
 // link), a recv nothing (it waits).
 func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64, firstTouch bool, first, tp int, phase partition.Phase) (float64, Bound, error) {
-	g := plan.System.GPU
+	g := &plan.System.GPU // 304 bytes: copied only into the calls that take it
 	switch op.Kind {
 	case partition.Recv:
 		return 0, BoundBubble, nil
 	case partition.Send:
-		return launchS(g, phase), BoundLatency, nil
+		return launchS(*g, phase), BoundLatency, nil
 	case partition.AllReduce, partition.AllGather:
 		if t, ok := c.table.of(plan).Time(op); ok {
 			return t, BoundTable, nil
 		}
 		cc, err := c.collective(plan, op, first, tp)
-		return cc.t + launchS(g, phase), cc.bound, err
+		return cc.t + launchS(*g, phase), cc.bound, err
 	}
-	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
+	oc := computeCost(*g, plan.Model.DType, op, res, firstTouch, phase)
 	if t, ok := c.table.of(plan).Time(op); ok {
-		return t + stepFixedS(g, phase, op), BoundTable, nil
+		return t + stepFixedS(*g, phase, op), BoundTable, nil
 	}
 	return oc.TimeS, oc.Bound, nil
 }
@@ -837,7 +920,7 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 		group[i] = first + i
 	}
 	cop, _ := op.Kind.Comm()
-	est, err := programCollective(plan.System, cop, group, op.Bytes, c.opts)
+	est, err := c.programCollective(plan.System, cop, collGroupKey{op: op.Kind, tp: tp, off: key.off}, group, op.Bytes)
 	if err != nil {
 		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
 	}
@@ -847,6 +930,39 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 	}
 	c.colls[key] = cc
 	return cc, nil
+}
+
+// collGroupKey is a TP group's shape for a collective: its op, its size
+// and its first rank modulo the GPUs per node, which give the nodes it
+// spans and its members on each (collCostKey without the payload).
+type collGroupKey struct {
+	op      partition.Kind
+	tp, off int
+}
+
+// programCollective is the package's programCollective with the group's
+// checks and analysis (newCollectiveGroup) done once per group shape
+// (collGroupKey) in the cache: every group Quick prices is a stage's TP
+// group in replica 0 of a plan on the cache's system, in range, of
+// consecutive ranks, so groups of one shape span the same nodes with the
+// same members on each (TestQuickCollectiveGroupsByShapeAreCollective).
+func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk collGroupKey, ranks []int, bytes int64) (CollectiveEstimate, error) {
+	if err := collectiveArgs(op, bytes); err != nil {
+		return CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}, err
+	}
+	cg, ok := c.groups[gk]
+	if !ok {
+		var err error
+		if cg, err = newCollectiveGroup(sys.Topology, op, ranks, c.opts); err != nil {
+			return CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}, err
+		}
+		c.groups[gk] = cg
+	}
+	est, err := cg.estimate(sys, ranks, bytes, c.opts)
+	if err != nil {
+		return est, err
+	}
+	return preferCustom(sys, op, ranks, bytes, est), nil
 }
 
 // sendTime is the link time of a pass's send: the slowest class its TP

@@ -412,3 +412,212 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 		t.Fatalf("%d candidates fit: too few to test", n)
 	}
 }
+
+// proxy builds a layout's prefill passes in a slice of the length the
+// passes had in the last layout of the same TP degree, micro-batch size and
+// depth, or else of the builder's bound on a pass (passBuf). Every layout
+// of the 4,096- and 16,384-GPU searches, built in order through one cache,
+// must keep the same ops, pass for pass and stage kind for stage kind, as
+// the layout built alone through a fresh cache (which has no length to go
+// by), and the shared cache must have built some in a slice of the
+// remembered length (else this compares the bound's slices with
+// themselves).
+func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
+	inPlace, layouts := 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			pk := layoutOf(p)
+			_, seen := c.passes[pk]
+			n := 0
+			if d := c.decodes[proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}]; d != nil {
+				n = d[kindOf(0, pk.pp)].prefillOps[b2i(p.PrefillChunks > 1)]
+			}
+			if _, err := c.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			if seen {
+				continue
+			}
+			layouts++
+			alone := NewQuickCache(spec.Collectives)
+			if _, err := alone.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			got, want := c.passes[pk], alone.passes[pk]
+			for k := range got {
+				if (got[k] == nil) != (want[k] == nil) {
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d built %v, alone %v", gpus, cand.Name(), pk, k, got[k] != nil, want[k] != nil)
+				}
+				if got[k] == nil {
+					continue
+				}
+				g, w := *got[k], *want[k]
+				g.attn, w.attn = nil, nil // each cache's own attention times, filled later
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d's passes differ from the layout built alone", gpus, cand.Name(), pk, k)
+				}
+			}
+			k := got[kindOf(0, pk.pp)]
+			built := len(k.first.pre) + len(k.first.layer) + len(k.first.post)
+			if p.PrefillChunks > 1 {
+				built += len(k.last.pre) + len(k.last.layer) + len(k.last.post)
+			}
+			if n > 0 && built == n {
+				inPlace++ // the first stage's passes filled the slice passBuf sized
+			}
+		}
+	}
+	if layouts < 100 || inPlace < 30 {
+		t.Fatalf("%d layouts, %d built in place: too few to test", layouts, inPlace)
+	}
+}
+
+// QuickCache works out a collective's group (its checks, the options'
+// algorithms and protocols, the nodes it spans and its members on each:
+// newCollectiveGroup) once per shape — op, size, first rank modulo the GPUs
+// per node — and prices every group of that shape from it. For every
+// collective of every stage's TP group of every fitting candidate of the
+// 4,096- and 16,384-GPU searches, at every size the layout's passes send,
+// the cache's estimate must equal programCollective's for that group alone,
+// field for field and error for error, under the default options, a forced
+// ring, protocols but LL128, NVLS alone (refused where a group spans
+// nodes), and a GPU with the runtime's custom all-reduce.
+func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
+	type seenKey struct {
+		kind      partition.Kind
+		tp, first int
+		bytes     int64
+	}
+	compared, reused, refused := 0, 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priced := NewQuickCache(spec.Collectives) // the layouts' passes
+		var plans []*partition.Plan
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			if _, err := priced.Quick(p); err != nil {
+				t.Fatal(err)
+			}
+			plans = append(plans, p)
+		}
+		custom := spec.System
+		custom.GPU.AllReduce, custom.GPU.CustomAllReduceMaxBytes, custom.GPU.CustomAllReduceFixedS = topology.AllReduceCustom, 8<<20, 5e-6
+		for _, c := range []struct {
+			sys  topology.System
+			opts CollectiveOptions
+		}{{spec.System, CollectiveOptions{}}, {spec.System, CollectiveOptions{Algo: "ring"}}, {spec.System, CollectiveOptions{Proto: "^LL128"}},
+			{spec.System, CollectiveOptions{Algo: "nvls"}}, {custom, CollectiveOptions{}}} {
+			qc := NewQuickCache(c.opts)
+			qc.reset(quickID{sys: c.sys})
+			seen := map[seenKey]bool{}
+			for _, p := range plans {
+				kinds := priced.passes[layoutOf(p)]
+				for s := 0; s < p.PP; s++ {
+					first := p.RankOf(s, 0)
+					group := make([]int, p.TP)
+					for i := range group {
+						group[i] = first + i
+					}
+					k := kinds[kindOf(s, p.PP)]
+					for _, pass := range []passOps{k.first, k.last, k.decode} {
+						for _, ops := range [][]partition.Op{pass.pre, pass.layer, pass.post} {
+							for _, op := range ops {
+								cop, ok := op.Kind.Comm()
+								if !ok || !cop.Collective() {
+									continue
+								}
+								sk := seenKey{op.Kind, p.TP, first, op.Bytes}
+								if seen[sk] {
+									continue
+								}
+								seen[sk] = true
+								gk := collGroupKey{op: op.Kind, tp: p.TP, off: first % c.sys.Topology.GPUsPerNode}
+								_, had := qc.groups[gk]
+								got, gerr := qc.programCollective(c.sys, cop, gk, group, op.Bytes)
+								want, werr := programCollective(c.sys, cop, group, op.Bytes, c.opts)
+								if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+									t.Fatalf("%d GPUs, %+v, %s on ranks %d…%d, %d B: by shape %+v (%v), alone %+v (%v)", gpus, c.opts, cop, first, first+p.TP-1, op.Bytes, got, gerr, want, werr)
+								}
+								compared++
+								if had {
+									reused++
+								}
+								if werr != nil {
+									refused++
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if compared < 1000 || reused < compared/2 || refused == 0 {
+		t.Fatalf("%d groups and sizes compared, %d from a shape worked out before, %d refused: too few to test", compared, reused, refused)
+	}
+}
+
+// QuickCache plans a layout's proxy through a partition.Planner per TP
+// degree, micro-batch size and proxy depth. For every fitting candidate of
+// the 4,096- and 16,384-GPU searches, in search order through one cache,
+// the proxy plan must equal (reflect.DeepEqual) the one NewPlanStages
+// plans alone, and so must a proxy plan's error, for a layout whose chunk
+// the proxy cannot have (a plan claiming one prefill chunk more).
+func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
+	plans, reused := 0, 0
+	for _, gpus := range []int{4096, 16384} {
+		spec, err := SyntheticSearchSpec(gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewQuickCache(spec.Collectives)
+		cands, _ := spec.Enumerate()
+		for _, cand := range cands {
+			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
+			if err != nil {
+				continue // does not fit
+			}
+			if !c.have {
+				c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
+			}
+			pk := layoutOf(p)
+			_, had := c.planners[proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}]
+			got, gerr := c.proxyPlan(p, pk)
+			want, werr := proxyPlan(p, pk)
+			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v (%v), alone %+v (%v)", gpus, cand.Name(), pk, got, gerr, want, werr)
+			}
+			bad := *p
+			bad.PrefillChunks++
+			_, gerr = c.proxyPlan(&bad, pk)
+			_, werr = proxyPlan(&bad, pk)
+			if gerr == nil || gerr.Error() != werr.Error() {
+				t.Fatalf("%d GPUs, %s: with a chunk too many, by the cache's Planner %v, alone %v", gpus, cand.Name(), gerr, werr)
+			}
+			plans++
+			if had {
+				reused++
+			}
+		}
+	}
+	if plans < 200 || reused < 100 {
+		t.Fatalf("%d proxy plans, %d from a Planner used before: too few to test", plans, reused)
+	}
+}

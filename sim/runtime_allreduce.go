@@ -71,8 +71,14 @@ func programCollective(sys topology.System, op commcount.Op, ranks []int, bytes 
 	if err != nil {
 		return est, err
 	}
+	return preferCustom(sys, op, ranks, bytes, est), nil
+}
+
+// preferCustom is programCollective's choice given NCCL's estimate: the
+// runtime's custom all-reduce where it applies and is faster, else est.
+func preferCustom(sys topology.System, op commcount.Op, ranks []int, bytes int64, est CollectiveEstimate) CollectiveEstimate {
 	if c, ok := customAllReduce(sys, op, ranks, bytes); ok && c.TimeS < est.TimeS {
-		return c, nil
+		return c
 	}
-	return est, nil
+	return est
 }

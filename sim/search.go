@@ -296,13 +296,26 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 	if maxM == 0 {
 		maxM = DefaultMaxMicrobatches
 	}
-	var cands []Candidate
-	var facts []Factorization
-	for tp := 1; tp <= gpus; tp++ {
-		if gpus%tp != 0 {
-			continue
+	// The micro-batch counts tried: the divisors of the batch up to maxM.
+	var mbs []int
+	for mb := 1; mb <= maxM; mb++ {
+		if sp.Config.Workload.Batch%mb == 0 {
+			mbs = append(mbs, mb)
 		}
-		for pp := 1; pp <= gpus/tp; pp++ {
+	}
+	// The factorizations in order (tp, then pp, ascending), each searched
+	// one's layer variants kept, so the candidates are counted before they
+	// are listed: one allocation for all of them. tp and pp run over the
+	// divisors of the GPU count (divisors), not every integer below it.
+	var facts []Factorization
+	var variants [][]Candidate // per factorization; nil when excluded
+	total := 0
+	div := divisors(gpus)
+	for _, tp := range div {
+		for _, pp := range div {
+			if pp > gpus/tp {
+				break
+			}
 			if (gpus/tp)%pp != 0 {
 				continue
 			}
@@ -319,22 +332,45 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 			}
 			f.Excluded = strings.Join(why, "; ")
 			facts = append(facts, f)
-			if f.Excluded != "" {
-				continue
+			var vs []Candidate
+			if f.Excluded == "" {
+				vs = LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+				total += len(mbs) * len(vs)
 			}
-			variants := LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
-			for mb := 1; mb <= maxM; mb++ {
-				if sp.Config.Workload.Batch%mb != 0 {
-					continue
-				}
-				for _, v := range variants {
-					v.TP, v.PP, v.DP, v.Microbatches = tp, f.PP, f.DP, mb
-					cands = append(cands, v)
-				}
+			variants = append(variants, vs)
+		}
+	}
+	var cands []Candidate
+	if total > 0 {
+		cands = make([]Candidate, 0, total)
+	}
+	for i, f := range facts {
+		for _, mb := range mbs {
+			for _, v := range variants[i] {
+				v.TP, v.PP, v.DP, v.Microbatches = f.TP, f.PP, f.DP, mb
+				cands = append(cands, v)
 			}
 		}
 	}
 	return cands, facts
+}
+
+// divisors lists the positive divisors of n in ascending order (none for
+// n < 1).
+func divisors(n int) []int {
+	var lo, hi []int
+	for d := 1; d*d <= n; d++ {
+		if n%d == 0 {
+			lo = append(lo, d)
+			if d*d != n {
+				hi = append(hi, n/d)
+			}
+		}
+	}
+	for i := len(hi) - 1; i >= 0; i-- {
+		lo = append(lo, hi[i])
+	}
+	return lo
 }
 
 // CandidateConfig is the config of one candidate: the spec's model and

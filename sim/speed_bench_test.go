@@ -277,3 +277,38 @@ func BenchmarkEstimateChunked(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchQuick is the closed-form part of BenchmarkSearchScale's
+// 16,384-GPU search alone: every candidate that fits, planned before the
+// timer starts, priced in search order through a fresh QuickCache per op
+// (proxies, stage shapes, collectives: what the 16-GPU search, where
+// nothing fits, never does).
+func BenchmarkSearchQuick(b *testing.B) {
+	spec, err := SyntheticSearchSpec(16384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plans []*partition.Plan
+	pl := partition.NewPlanner()
+	cands, _ := spec.Enumerate()
+	maps := layerMaps{}
+	for _, c := range cands {
+		cfg := spec.baseConfig()
+		spec.setLayout(cfg, c, maps.of(c))
+		if p, err := pl.Stages(cfg); err == nil {
+			plans = append(plans, p)
+		}
+	}
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		c := NewQuickCache(spec.Collectives)
+		for _, p := range plans {
+			if _, err := c.Quick(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(len(plans)), "plans/op")
+}
