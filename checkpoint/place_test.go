@@ -1,0 +1,187 @@
+package checkpoint
+
+import (
+	"math"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// placedCase is one slice read with a Placement and the same slice read
+// row-major (the two-step path: ReadRows / ReadCols, then the layout by a
+// plain loop).
+type placedCase struct {
+	name string
+	raw  rawTensorData
+	cols bool
+	lo   int64
+	hi   int64
+	// transposed: Row[r] = perm(r), Step = rows (a [width][rows] result);
+	// else side by side: Row[r] = r·(width+pad) + off, Step = 1.
+	transposed bool
+}
+
+// rowsWidth is the slice's rows and values per row.
+func (c placedCase) rowsWidth() (int64, int64) {
+	cols := int64(1)
+	if len(c.raw.shape) == 2 {
+		cols = c.raw.shape[1]
+	}
+	if c.cols {
+		return c.raw.shape[0], c.hi - c.lo
+	}
+	return c.hi - c.lo, cols
+}
+
+// placement makes the case's Placement over a fresh buffer: transposed rows
+// go to columns reversed in pairs (r ↦ r^1 where r^1 < rows, so the
+// columns are a permutation, not the identity); side by side, each row
+// starts 3 values into a row of width+5 (so the placement is not
+// contiguous).
+func (c placedCase) placement() *Placement {
+	rows, w := c.rowsWidth()
+	p := &Placement{Row: make([]int, rows)}
+	if c.transposed {
+		p.Step, p.Data = int(rows), make([]float32, rows*w)
+		for r := range p.Row {
+			p.Row[r] = r
+			if int64(r^1) < rows {
+				p.Row[r] = r ^ 1
+			}
+		}
+		return p
+	}
+	p.Step, p.Data = 1, make([]float32, rows*(w+5))
+	for r := range p.Row {
+		p.Row[r] = r*int(w+5) + 3
+	}
+	return p
+}
+
+// TestReadSlicesPlacedMatchesTwoStep: slices read with a Placement (the
+// conversion and the layout in one pass) equal, bit for bit, the same
+// slices read row-major by ReadRows / ReadCols and then laid out by a plain
+// loop (value (r, c) to Data[Row[r] + c·Step]), and nothing else of Data is
+// written, for bf16, f16 and f32; shapes 1 × n, n × 1, a vector, 67 × 131
+// and 130 × 200 (not multiples of the 64-value tile), 200 × 9,000 (rows of
+// 18 KB: a 64 KiB read ends inside a row, so reads start and end mid-row);
+// rows and columns, transposed and side by side; read with the default plan,
+// reads of 64 KiB, no gaps coalesced, and from memory (no pread: blocks of
+// rows in parallel).
+func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
+	old := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(old)
+	var ts []rawTensorData
+	for _, d := range []DType{BF16, F16, F32} {
+		for _, s := range [][2]int64{{1, 300}, {300, 1}, {67, 131}, {130, 200}, {200, 9000}} {
+			ts = append(ts, patternTensor(d, s[0], s[1]))
+		}
+		v := patternTensor(d, 77, 1)
+		v.name, v.shape = v.name+"-vector", []int64{77}
+		ts = append(ts, v)
+	}
+	var cases []placedCase
+	for _, raw := range ts {
+		rows := raw.shape[0]
+		for _, tr := range []bool{true, false} {
+			cases = append(cases, placedCase{raw.name + " rows", raw, false, rows / 3, rows, tr})
+			if len(raw.shape) == 2 {
+				cols := raw.shape[1]
+				cases = append(cases, placedCase{raw.name + " cols", raw, true, cols / 4, cols - cols/5, tr})
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), SingleFile)
+	writeSafetensors(t, path, ts)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem := *f
+	mem.fd = nil // the same bytes, from the mapping alone
+	files := map[string]*File{"pread": f, "memory": &mem}
+	plans := map[string]ioPlan{
+		"default":   defaultPlan(),
+		"64KiB":     {gap: coalesceGapBytes, maxRead: 64 << 10, inFlight: 3},
+		"gap0-64KB": {gap: 0, maxRead: 64 << 10, inFlight: 8},
+	}
+	for fname, file := range files {
+		for pname, plan := range plans {
+			if fname == "memory" && pname != "default" {
+				continue // the plan is not used from memory
+			}
+			// All the cases at once, as a rank's list is read.
+			var s []Slice
+			for _, c := range cases {
+				x, _ := file.Tensor(c.raw.name)
+				s = append(s, Slice{Tensor: x, Cols: c.cols, Lo: c.lo, Hi: c.hi, Place: c.placement()})
+			}
+			if err := readSlices(s, plan); err != nil {
+				t.Fatalf("%s %s: %v", fname, pname, err)
+			}
+			for i, c := range cases {
+				x, _ := f.Tensor(c.raw.name)
+				var two []float32
+				if c.cols {
+					two, err = x.Cols(c.lo, c.hi)
+				} else {
+					two, err = x.Rows(c.lo, c.hi)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.placement() // fresh zeroed Data: the two-step layout
+				rows, w := c.rowsWidth()
+				for r := int64(0); r < rows; r++ {
+					for k := int64(0); k < w; k++ {
+						want.Data[int64(want.Row[r])+k*int64(want.Step)] = two[r*w+k]
+					}
+				}
+				got := s[i].Place.Data
+				for j := range want.Data {
+					if math.Float32bits(got[j]) != math.Float32bits(want.Data[j]) {
+						t.Fatalf("%s %s: %s (transposed %v): Data[%d] = %g, the two-step path %g", fname, pname, c.name, c.transposed, j, got[j], want.Data[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// A placement that would write outside its buffer, has the wrong number
+// of row offsets or a step under 1, or comes with a Dst, is refused before
+// anything is read, naming the tensor, the file and the numbers.
+func TestReadSlicesRefusesBadPlacements(t *testing.T) {
+	ts := []rawTensorData{patternTensor(BF16, 4, 6)}
+	path := filepath.Join(t.TempDir(), SingleFile)
+	writeSafetensors(t, path, ts)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, _ := f.Tensor(ts[0].name)
+	// Rows [0, 2) are 2 rows of 6; columns [1, 3) are 4 rows of 2.
+	for _, c := range []struct {
+		s    Slice
+		want string
+	}{
+		{Slice{Tensor: m, Lo: 0, Hi: 2, Place: &Placement{Data: make([]float32, 12), Row: []int{0}, Step: 2}}, "placement has 1 row offsets for 2 rows"},
+		{Slice{Tensor: m, Lo: 0, Hi: 2, Place: &Placement{Data: make([]float32, 12), Row: []int{0, 1}, Step: 0}}, "placement step 0: must be at least 1"},
+		// Row 1 at 1 with step 2 over 6 columns reaches 1 + 5·2 = 11: inside 12, outside 11.
+		{Slice{Tensor: m, Lo: 0, Hi: 2, Place: &Placement{Data: make([]float32, 11), Row: []int{0, 1}, Step: 2}}, "placement of row 1 at 1 with step 2 over 6 columns leaves its buffer of 11 values"},
+		{Slice{Tensor: m, Cols: true, Lo: 1, Hi: 3, Place: &Placement{Data: make([]float32, 8), Row: []int{0, 1, 2, -1}, Step: 4}}, "placement of row 3 at -1"},
+		{Slice{Tensor: m, Lo: 0, Hi: 1, Dst: make([]float32, 6), Place: &Placement{Data: make([]float32, 6), Row: []int{0}, Step: 1}}, "a placed slice has no Dst of its own"},
+	} {
+		good := Slice{Tensor: m, Lo: 0, Hi: 4, Place: &Placement{Data: make([]float32, 24), Row: []int{0, 1, 2, 3}, Step: 4}}
+		err := ReadSlices([]Slice{good, c.s})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: error %v, want one naming %s and saying %q", c.want, err, path, c.want)
+		}
+		if good.Place.Data[4] != 0 {
+			t.Errorf("%s: the good slice was read before the bad one was refused", c.want)
+		}
+	}
+}
