@@ -58,3 +58,31 @@ func decode(dst []float32, src []byte, d DType) {
 		panic("checkpoint: decode of " + string(d)) // callers check Float() first
 	}
 }
+
+// decodeColumn converts the len(src)/size ≤ placeTile elements of dtype d
+// in src into column a of a tile held column by column: tile[b·placeTile +
+// a] for element b. The index is masked into the tile, so the compiler
+// drops the per-element bounds checks.
+func decodeColumn(tile *[placeTile * placeTile]float32, a int, src []byte, d DType) {
+	const m = placeTile - 1
+	a &= m
+	switch d {
+	case F32:
+		for b := 0; b < placeTile && len(src) >= 4; b++ {
+			tile[(b&m)*placeTile|a] = math.Float32frombits(uint32(src[0]) | uint32(src[1])<<8 | uint32(src[2])<<16 | uint32(src[3])<<24)
+			src = src[4:]
+		}
+	case F16:
+		for b := 0; b < placeTile && len(src) >= 2; b++ {
+			tile[(b&m)*placeTile|a] = F16ToFloat32(uint16(src[0]) | uint16(src[1])<<8)
+			src = src[2:]
+		}
+	case BF16:
+		for b := 0; b < placeTile && len(src) >= 2; b++ {
+			tile[(b&m)*placeTile|a] = math.Float32frombits(uint32(src[0])<<16 | uint32(src[1])<<24)
+			src = src[2:]
+		}
+	default:
+		panic("checkpoint: decode of " + string(d)) // callers check Float() first
+	}
+}

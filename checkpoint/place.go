@@ -80,20 +80,42 @@ func (p *Placement) putBlock(src []byte, pitch, r0, nr, c0, c1 int64, d DType) {
 		}
 		return
 	}
+	// tile holds a tile of ih rows × cw columns column by column
+	// (tile[b·placeTile + a] is row a's column b), so that each of the
+	// destination's rows gets its ih values in one copy.
 	var tile [placeTile * placeTile]float32
 	for i := int64(0); i < nr; i += placeTile {
 		ih := min(placeTile, nr-i)
 		rows := p.Row[r0+i : r0+i+ih]
+		// The tile's rows go to columns [lo, lo+ih) (in order, or permuted
+		// within them, as q and k heads are), or anywhere.
+		lo, hi, inOrder := rows[0], rows[0], true
+		for a, ro := range rows {
+			lo, hi = min(lo, ro), max(hi, ro)
+			inOrder = inOrder && ro == rows[0]+a
+		}
+		window := int64(hi-lo) < ih
 		for c := int64(0); c < w; c += placeTile {
 			cw := min(placeTile, w-c)
 			for a := int64(0); a < ih; a++ {
 				o := (i+a)*pitch + c*es
-				decode(tile[a*cw:(a+1)*cw], src[o:o+cw*es], d)
+				decodeColumn(&tile, int(a), src[o:o+cw*es], d)
 			}
 			for b := int64(0); b < cw; b++ {
+				col := tile[b*placeTile : b*placeTile+ih]
 				base := (c0 + c + b) * step
-				for a, ro := range rows {
-					p.Data[int64(ro)+base] = tile[int64(a)*cw+b]
+				switch {
+				case inOrder:
+					copy(p.Data[base+int64(lo):base+int64(lo)+ih], col)
+				case window:
+					dst := p.Data[base+int64(lo) : base+int64(lo)+ih]
+					for a, ro := range rows {
+						dst[ro-lo] = col[a]
+					}
+				default:
+					for a, ro := range rows {
+						p.Data[int64(ro)+base] = col[a]
+					}
 				}
 			}
 		}

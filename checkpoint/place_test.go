@@ -17,9 +17,13 @@ type placedCase struct {
 	cols bool
 	lo   int64
 	hi   int64
-	// transposed: Row[r] = perm(r), Step = rows (a [width][rows] result);
-	// else side by side: Row[r] = r·(width+pad) + off, Step = 1.
-	transposed bool
+	// mode "side": side by side, Row[r] = r·(width+5) + 3, Step = 1;
+	// else transposed (Step = rows: a [width][rows] result) with Row[r] =
+	// r ("in order"), r^1 where below rows ("pairs": permuted within each
+	// 64-row tile, as q and k heads are), or the even rows to the first
+	// half of the columns and the odd ones to the second ("spread": beyond
+	// a tile's 64 columns once rows > 128).
+	mode string
 }
 
 // rowsWidth is the slice's rows and values per row.
@@ -34,27 +38,30 @@ func (c placedCase) rowsWidth() (int64, int64) {
 	return c.hi - c.lo, cols
 }
 
-// placement makes the case's Placement over a fresh buffer: transposed rows
-// go to columns reversed in pairs (r ↦ r^1 where r^1 < rows, so the
-// columns are a permutation, not the identity); side by side, each row
-// starts 3 values into a row of width+5 (so the placement is not
-// contiguous).
+// placement makes the case's Placement over a fresh buffer (mode above;
+// side by side, each row starts 3 values into a row of width+5, so the
+// placement is not contiguous).
 func (c placedCase) placement() *Placement {
 	rows, w := c.rowsWidth()
 	p := &Placement{Row: make([]int, rows)}
-	if c.transposed {
-		p.Step, p.Data = int(rows), make([]float32, rows*w)
+	if c.mode == "side" {
+		p.Step, p.Data = 1, make([]float32, rows*(w+5))
 		for r := range p.Row {
-			p.Row[r] = r
-			if int64(r^1) < rows {
-				p.Row[r] = r ^ 1
-			}
+			p.Row[r] = r*int(w+5) + 3
 		}
 		return p
 	}
-	p.Step, p.Data = 1, make([]float32, rows*(w+5))
+	p.Step, p.Data = int(rows), make([]float32, rows*w)
+	half := (int(rows) + 1) / 2
 	for r := range p.Row {
-		p.Row[r] = r*int(w+5) + 3
+		switch {
+		case c.mode == "pairs" && int64(r^1) < rows:
+			p.Row[r] = r ^ 1
+		case c.mode == "spread":
+			p.Row[r] = (r%2)*half + r/2
+		default:
+			p.Row[r] = r
+		}
 	}
 	return p
 }
@@ -66,7 +73,8 @@ func (c placedCase) placement() *Placement {
 // written, for bf16, f16 and f32; shapes 1 × n, n × 1, a vector, 67 × 131
 // and 130 × 200 (not multiples of the 64-value tile), 200 × 9,000 (rows of
 // 18 KB: a 64 KiB read ends inside a row, so reads start and end mid-row);
-// rows and columns, transposed and side by side; read with the default plan,
+// rows and columns, side by side and transposed with the rows' columns in
+// order, permuted within a tile and spread beyond it; read with the default plan,
 // reads of 64 KiB, no gaps coalesced, and from memory (no pread: blocks of
 // rows in parallel).
 func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
@@ -84,11 +92,11 @@ func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
 	var cases []placedCase
 	for _, raw := range ts {
 		rows := raw.shape[0]
-		for _, tr := range []bool{true, false} {
-			cases = append(cases, placedCase{raw.name + " rows", raw, false, rows / 3, rows, tr})
+		for _, mode := range []string{"side", "in order", "pairs", "spread"} {
+			cases = append(cases, placedCase{raw.name + " rows", raw, false, rows / 3, rows, mode})
 			if len(raw.shape) == 2 {
 				cols := raw.shape[1]
-				cases = append(cases, placedCase{raw.name + " cols", raw, true, cols / 4, cols - cols/5, tr})
+				cases = append(cases, placedCase{raw.name + " cols", raw, true, cols / 4, cols - cols/5, mode})
 			}
 		}
 	}
@@ -142,7 +150,7 @@ func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
 				got := s[i].Place.Data
 				for j := range want.Data {
 					if math.Float32bits(got[j]) != math.Float32bits(want.Data[j]) {
-						t.Fatalf("%s %s: %s (transposed %v): Data[%d] = %g, the two-step path %g", fname, pname, c.name, c.transposed, j, got[j], want.Data[j])
+						t.Fatalf("%s %s: %s (%s): Data[%d] = %g, the two-step path %g", fname, pname, c.name, c.mode, j, got[j], want.Data[j])
 					}
 				}
 			}
@@ -184,4 +192,68 @@ func TestReadSlicesRefusesBadPlacements(t *testing.T) {
 			t.Errorf("%s: the good slice was read before the bad one was refused", c.want)
 		}
 	}
+}
+
+// BenchmarkPlacedTranspose converts a 2,816 × 1,024 bf16 tensor (a TP-1
+// gate_proj of the benchmark layout, 5.8 MB) from memory into its
+// transpose with one goroutine: Placement against ReadRows into a buffer
+// and a tiled transpose after it (the two-step path), per element of the
+// tensor.
+func BenchmarkPlacedTranspose(b *testing.B) {
+	old := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(old)
+	const rows, cols = 2816, 1024
+	raw := patternTensor(BF16, rows, cols)
+	path := filepath.Join(b.TempDir(), SingleFile)
+	writeSafetensors(b, path, []rawTensorData{raw})
+	f, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	mem := *f
+	mem.fd = nil
+	x, _ := mem.Tensor(raw.name)
+	out := make([]float32, rows*cols)
+	row := make([]int, rows)
+	for i := range row {
+		row[i] = i
+	}
+	for _, perm := range []bool{false, true} {
+		name := "contiguous"
+		if perm {
+			name = "permuted"
+			for i := range row { // pairs swapped, as q and k heads are permuted
+				row[i] = i ^ 1
+			}
+		}
+		b.Run("placed/"+name, func(b *testing.B) {
+			b.SetBytes(rows * cols * 2)
+			for range b.N {
+				s := []Slice{{Tensor: x, Lo: 0, Hi: rows, Place: &Placement{Data: out, Row: row, Step: rows}}}
+				if err := ReadSlices(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("two-step", func(b *testing.B) {
+		b.SetBytes(rows * cols * 2)
+		buf := make([]float32, rows*cols)
+		for range b.N {
+			if err := x.ReadRows(buf, 0, rows); err != nil {
+				b.Fatal(err)
+			}
+			for r0 := 0; r0 < rows; r0 += 64 {
+				for c0 := 0; c0 < cols; c0 += 64 {
+					for c := c0; c < min(c0+64, cols); c++ {
+						o := out[c*rows:]
+						for r := r0; r < min(r0+64, rows); r++ {
+							o[r] = buf[r*cols+c]
+						}
+					}
+				}
+			}
+		}
+	})
 }
