@@ -42,9 +42,14 @@ type Options struct {
 	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
-	// seeded model): a checkpoint's slices, uploaded tensor by tensor
-	// through a pinned buffer (checkpoint.go).
+	// seeded model): a checkpoint's slices, read in windows of
+	// HostWindowBytes and uploaded tensor by tensor through a pinned buffer
+	// (checkpoint.go).
 	Weights func(s model.Shard) (model.Source, error)
+	// HostWindowBytes bounds the float32 bytes of the checkpoint's tensors
+	// read ahead at once for Weights (0: DefaultHostWindowBytes): the host
+	// holds at most two such windows (checkpoint.go).
+	HostWindowBytes int64
 	// Inputs are the token ids fed (nil: the seeded schedule): the prompt's
 	// ids, then each sampled argmax when greedy, read back after every
 	// sample (checkpoint.go). Graphs must be off.
@@ -86,30 +91,31 @@ type Compute struct {
 	attnV                 int
 	attnName              string // pb_attention_v<attnV>
 
-	drv          *cuda.Driver
-	blas         *cuda.BLAS
-	rtc          *cuda.NVRTC
-	dev          cuda.Device
-	info         cuda.DeviceInfo
-	ctx          *cuda.Context
-	stream       cuda.Stream
-	handle       *cuda.Handle
-	module       cuda.Module
-	loaded       bool
-	k            map[string]kernel
-	image        string          // "cubin sm_90" or "ptx compute_90"
-	flash        flashState      // the tensor-core attention module (flash.go)
-	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
-	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
-	rope         ropeState       // the rotary table (extra.go)
-	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
-	biasAct      biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
-	lt           ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
-	blasWS       cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
-	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
-	gemv         gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
-	weightSource string          // where the weights were generated (gen.go)
-	without      map[string]bool // additions turned off (Options.Without)
+	drv           *cuda.Driver
+	blas          *cuda.BLAS
+	rtc           *cuda.NVRTC
+	dev           cuda.Device
+	info          cuda.DeviceInfo
+	ctx           *cuda.Context
+	stream        cuda.Stream
+	handle        *cuda.Handle
+	module        cuda.Module
+	loaded        bool
+	k             map[string]kernel
+	image         string          // "cubin sm_90" or "ptx compute_90"
+	flash         flashState      // the tensor-core attention module (flash.go)
+	splitKV       splitKVState    // split-KV decode attention (splitkv.go)
+	extra         extraState      // the second module: splitkv.cu, fused.cu (extra.go)
+	rope          ropeState       // the rotary table (extra.go)
+	fuse          fuseState       // residual add + norm as one kernel (fuse.go)
+	biasAct       biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
+	lt            ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
+	blasWS        cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
+	blasAttn      blasAttnState   // prefill attention through cuBLAS (attnblas.go)
+	gemv          gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
+	weightSource  string          // where the weights were generated (gen.go)
+	hostPeakBytes int64           // most float32 bytes of checkpoint tensors held at once (checkpoint.go)
+	without       map[string]bool // additions turned off (Options.Without)
 
 	allocs    []cuda.DevicePtr
 	allocated int64

@@ -1,0 +1,134 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/cgo/cuda/cudatest"
+	"github.com/partbench/partbench/checkpoint/checkpointtest"
+	"github.com/partbench/partbench/model"
+	"github.com/partbench/partbench/partition"
+)
+
+// windowWatch is a checkpoint Source (checkpoint/shards.Source, with
+// Prefetch) that records what the host-weights load asks of it.
+type windowWatch struct {
+	model.Source
+	pre     prefetcher
+	lists   [][]partition.TensorShard // each Prefetch's list
+	pending map[partition.TensorShard]bool
+	early   []string // a window read before the last one was all taken
+	unasked []string // a tensor taken that no Prefetch listed
+}
+
+func (w *windowWatch) Prefetch(list []partition.TensorShard) error {
+	if len(w.pending) > 0 {
+		w.early = append(w.early, fmt.Sprintf("window %d read with %d tensors of the last still held", len(w.lists), len(w.pending)))
+	}
+	w.lists = append(w.lists, append([]partition.TensorShard(nil), list...))
+	for _, ts := range list {
+		w.pending[ts] = true
+	}
+	return w.pre.Prefetch(list)
+}
+
+func (w *windowWatch) Tensor(layer int, name string) (*model.Tensor, error) {
+	t, err := w.Source.Tensor(layer, name)
+	if err == nil {
+		k := partition.TensorShard{Layer: layer, Name: name, K: t.K, N: t.N}
+		if !w.pending[k] {
+			w.unasked = append(w.unasked, fmt.Sprintf("%s of layer %d", name, layer))
+		}
+		delete(w.pending, k)
+	}
+	return t, err
+}
+
+// TestCheckpointWindowsOnFakes: with a window of 64 KiB of float32, the
+// host-weights load of every rank of TP 1 and TP 2 plans of both fixtures
+// reads the rank's list as consecutive windows, in order, each within the
+// budget unless it is one tensor larger than it (llama-tiny's embedding
+// and LM head at TP 1: [512, 64] float32 is 128 KiB), the next window only
+// after every tensor of the last was taken; it holds at most two windows
+// (the peak is at most 2 · max(64 KiB, the largest tensor) and at least the
+// largest window); and the device holds, byte for byte, what the load
+// tensor by tensor (a Source without Prefetch, the default window) puts
+// there, in fp16 and fp32.
+func TestCheckpointWindowsOnFakes(t *testing.T) {
+	cudatest.Build(t).Setenv(t)
+	const budget = 64 << 10
+	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
+		dir := checkpointtest.Dir(t, fx)
+		m := openModel(t, dir)
+		for _, tp := range []int{1, 2} {
+			plan := hfPlan(t, dir, tp, 1)
+			for rank := range plan.Ranks {
+				for _, dt := range []string{"fp16", "fp32"} {
+					what := fmt.Sprintf("%s tp%d rank %d %s", fx, tp, rank, dt)
+					var watch *windowWatch
+					watched := func(s model.Shard) (model.Source, error) {
+						src, err := m.Shards(s)
+						if err != nil {
+							return nil, err
+						}
+						watch = &windowWatch{Source: src, pre: src.(prefetcher), pending: map[partition.TensorShard]bool{}}
+						return watch, nil
+					}
+					c := fakeCompute(t, plan, rank, Options{DType: dt, Weights: watched, HostWindowBytes: budget})
+					// Tensor by tensor: the Source's Prefetch hidden.
+					alone := func(s model.Shard) (model.Source, error) {
+						src, err := m.Shards(s)
+						return struct{ model.Source }{src}, err
+					}
+					one := fakeCompute(t, plan, rank, Options{DType: dt, Weights: alone})
+
+					list := plan.Tensors(rank)
+					var got []partition.TensorShard
+					var largest, largestWindow int64
+					for i, l := range watch.lists {
+						b := shardF32Bytes(l)
+						if b > budget && len(l) > 1 {
+							t.Errorf("%s: window %d holds %d tensors of %d B of float32, over the %d B budget", what, i, len(l), b, budget)
+						}
+						largestWindow = max(largestWindow, b)
+						got = append(got, l...)
+					}
+					for _, ts := range list {
+						largest = max(largest, shardF32Bytes([]partition.TensorShard{ts}))
+					}
+					if len(got) != len(list) {
+						t.Fatalf("%s: the windows list %d tensors, the rank holds %d", what, len(got), len(list))
+					}
+					for i := range list {
+						if got[i] != list[i] {
+							t.Fatalf("%s: window tensor %d is %v, the rank's list has %v", what, i, got[i], list[i])
+						}
+					}
+					// The fixtures' ranks are 0.3–1.5 MB of float32: several windows.
+					if len(watch.lists) < 4 {
+						t.Errorf("%s: %d windows of %d B: the budget did not cut the list", what, len(watch.lists), budget)
+					}
+					if len(watch.early) > 0 || len(watch.unasked) > 0 || len(watch.pending) > 0 {
+						t.Errorf("%s: read ahead %v, taken unlisted %v, left %d", what, watch.early, watch.unasked, len(watch.pending))
+					}
+					if bound := 2 * max(budget, largest); c.hostPeakBytes > bound || c.hostPeakBytes < largestWindow {
+						t.Errorf("%s: held at most %d B of float32, want between the largest window's %d and 2 · max(budget, largest tensor) = %d",
+							what, c.hostPeakBytes, largestWindow, bound)
+					}
+					if want := fmt.Sprintf("read in %d windows of at most %d B", len(watch.lists), budget); !strings.Contains(c.WeightSource(), want) {
+						t.Errorf("%s: weight source %q does not say %q", what, c.WeightSource(), want)
+					}
+					for _, ts := range list {
+						if a, b := deviceBytes(t, c, ts.Layer, ts.Name), deviceBytes(t, one, ts.Layer, ts.Name); !bytes.Equal(a, b) {
+							t.Fatalf("%s: %s of layer %d differs from the tensor-by-tensor load's", what, ts.Name, ts.Layer)
+						}
+					}
+				}
+			}
+		}
+	}
+}
