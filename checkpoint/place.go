@@ -1,5 +1,7 @@
 package checkpoint
 
+import "math"
+
 // Placement is where a Slice's values go when they are not wanted row-major
 // in a buffer of their own: value (r, c) of the slice — row r, column c of
 // the [rows][width] values Dst would hold (a vector's elements are rows of
@@ -8,9 +10,13 @@ package checkpoint
 // the slice's row r; a slice laid side by side with others (columns of a
 // wider tensor) has Step = 1 and Row[r] = the start of its part of the
 // destination's row r. The conversion from the file's dtype and the layout
-// are one pass: each read is decoded a tile of rows × columns at a time into
-// a small buffer that stays in the core's cache and written from there, so
-// no full-size intermediate (the slice row-major, then its transpose) is made.
+// are one pass over the bytes read, so no full-size intermediate (the slice
+// row-major, then its transpose) is made: rows are taken 64 at a time, and
+// where their destination columns are in order or permuted within 64 (q
+// and k heads), each source column's 64 values are gathered down the rows
+// (which stay in the core's cache from one column to the next), converted
+// and written contiguously into the destination row; rows placed anywhere
+// go through a 64 × 64 tile.
 //
 // ReadSlices checks that every write falls inside Data; it does not check
 // that placements are disjoint: slices read together must not write the same
@@ -21,9 +27,10 @@ type Placement struct {
 	Step int
 }
 
-// placeTile is the side of the tile a placed read is converted through:
-// 64 × 64 float32 is 16 KiB, within any core's L1 data cache beside the
-// 64 rows of source bytes it comes from.
+// placeTile is the rows a placed read takes at a time, and the side of the
+// tile rows placed anywhere are converted through: 64 × 64 float32 is
+// 16 KiB, within any core's L1 data cache beside the 64 rows of source
+// bytes it comes from.
 const placeTile = 64
 
 // check validates p for a slice of rows × width values.
@@ -81,8 +88,7 @@ func (p *Placement) putBlock(src []byte, pitch, r0, nr, c0, c1 int64, d DType) {
 		return
 	}
 	// tile holds a tile of ih rows × cw columns column by column
-	// (tile[b·placeTile + a] is row a's column b), so that each of the
-	// destination's rows gets its ih values in one copy.
+	// (tile[b·placeTile + a] is row a's column b) for rows placed anywhere.
 	var tile [placeTile * placeTile]float32
 	for i := int64(0); i < nr; i += placeTile {
 		ih := min(placeTile, nr-i)
@@ -95,6 +101,10 @@ func (p *Placement) putBlock(src []byte, pitch, r0, nr, c0, c1 int64, d DType) {
 			inOrder = inOrder && ro == rows[0]+a
 		}
 		window := int64(hi-lo) < ih
+		if inOrder || window {
+			p.gather(src[i*pitch:], pitch, rows, lo, c0, w, inOrder, d)
+			continue
+		}
 		for c := int64(0); c < w; c += placeTile {
 			cw := min(placeTile, w-c)
 			for a := int64(0); a < ih; a++ {
@@ -104,18 +114,8 @@ func (p *Placement) putBlock(src []byte, pitch, r0, nr, c0, c1 int64, d DType) {
 			for b := int64(0); b < cw; b++ {
 				col := tile[b*placeTile : b*placeTile+ih]
 				base := (c0 + c + b) * step
-				switch {
-				case inOrder:
-					copy(p.Data[base+int64(lo):base+int64(lo)+ih], col)
-				case window:
-					dst := p.Data[base+int64(lo) : base+int64(lo)+ih]
-					for a, ro := range rows {
-						dst[ro-lo] = col[a]
-					}
-				default:
-					for a, ro := range rows {
-						p.Data[int64(ro)+base] = col[a]
-					}
+				for a, ro := range rows {
+					p.Data[int64(ro)+base] = col[a]
 				}
 			}
 		}
@@ -144,4 +144,48 @@ func (x *Slice) readPlacedMem() error {
 		p.putBlock(t.data[o:], cols*es, r0, r1-r0, 0, cols, t.Info.DType)
 		return nil
 	})
+}
+
+// gather writes columns [c0, c0+w) of up to placeTile rows of dtype d
+// (row a at src[a·pitch], column c0 first), whose destination columns are
+// rows (in order from lo, or permuted within [lo, lo+len(rows))), straight
+// into each destination row: the values of one source column are gathered
+// down the rows, whose bytes stay in the core's cache from one column to
+// the next, converted, and written contiguously.
+func (p *Placement) gather(src []byte, pitch int64, rows []int, lo int, c0, w int64, inOrder bool, d DType) {
+	ih, es, step := int64(len(rows)), d.Size(), int64(p.Step)
+	src = src[:(ih-1)*pitch+w*es]
+	for b := int64(0); b < w; b++ {
+		base := (c0+b)*step + int64(lo)
+		dst := p.Data[base : base+ih]
+		o := es * b
+		switch {
+		case d == BF16 && inOrder:
+			for a := range dst {
+				dst[a] = math.Float32frombits(uint32(src[o])<<16 | uint32(src[o+1])<<24)
+				o += pitch
+			}
+		case d == BF16:
+			for _, ro := range rows {
+				dst[ro-lo] = math.Float32frombits(uint32(src[o])<<16 | uint32(src[o+1])<<24)
+				o += pitch
+			}
+		case d == F16:
+			for a, ro := range rows {
+				if inOrder {
+					ro = lo + a
+				}
+				dst[ro-lo] = F16ToFloat32(uint16(src[o]) | uint16(src[o+1])<<8)
+				o += pitch
+			}
+		default: // F32 (check allowed only float dtypes)
+			for a, ro := range rows {
+				if inOrder {
+					ro = lo + a
+				}
+				dst[ro-lo] = math.Float32frombits(uint32(src[o]) | uint32(src[o+1])<<8 | uint32(src[o+2])<<16 | uint32(src[o+3])<<24)
+				o += pitch
+			}
+		}
+	}
 }
