@@ -91,31 +91,34 @@ type Compute struct {
 	attnV                 int
 	attnName              string // pb_attention_v<attnV>
 
-	drv           *cuda.Driver
-	blas          *cuda.BLAS
-	rtc           *cuda.NVRTC
-	dev           cuda.Device
-	info          cuda.DeviceInfo
-	ctx           *cuda.Context
-	stream        cuda.Stream
-	handle        *cuda.Handle
-	module        cuda.Module
-	loaded        bool
-	k             map[string]kernel
-	image         string          // "cubin sm_90" or "ptx compute_90"
-	flash         flashState      // the tensor-core attention module (flash.go)
-	splitKV       splitKVState    // split-KV decode attention (splitkv.go)
-	extra         extraState      // the second module: splitkv.cu, fused.cu (extra.go)
-	rope          ropeState       // the rotary table (extra.go)
-	fuse          fuseState       // residual add + norm as one kernel (fuse.go)
-	biasAct       biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
-	lt            ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
-	blasWS        cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
-	blasAttn      blasAttnState   // prefill attention through cuBLAS (attnblas.go)
-	gemv          gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
-	weightSource  string          // where the weights were generated (gen.go)
-	hostPeakBytes int64           // most float32 bytes of checkpoint tensors held at once (checkpoint.go)
-	without       map[string]bool // additions turned off (Options.Without)
+	drv          *cuda.Driver
+	blas         *cuda.BLAS
+	rtc          *cuda.NVRTC
+	dev          cuda.Device
+	info         cuda.DeviceInfo
+	ctx          *cuda.Context
+	stream       cuda.Stream
+	handle       *cuda.Handle
+	module       cuda.Module
+	loaded       bool
+	k            map[string]kernel
+	image        string          // "cubin sm_90" or "ptx compute_90"
+	flash        flashState      // the tensor-core attention module (flash.go)
+	splitKV      splitKVState    // split-KV decode attention (splitkv.go)
+	extra        extraState      // the second module: splitkv.cu, fused.cu (extra.go)
+	rope         ropeState       // the rotary table (extra.go)
+	fuse         fuseState       // residual add + norm as one kernel (fuse.go)
+	biasAct      biasActState    // a linear's bias + the activation after it as one kernel (biasact.go)
+	lt           ltState         // cuBLASLt with the bias as the GEMM's epilogue (biasact_lt.go)
+	blasWS       cuda.DevicePtr  // cuBLAS's workspace of cublasWorkspaceBytes (0: none)
+	blasAttn     blasAttnState   // prefill attention through cuBLAS (attnblas.go)
+	gemv         gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
+	weightSource string          // where the weights were generated (gen.go)
+	without      map[string]bool // additions turned off (Options.Without)
+
+	// hostPeakBytes is the most float32 bytes of checkpoint tensors the
+	// host-weights load held at once (checkpoint.go).
+	hostPeakBytes int64
 
 	allocs    []cuda.DevicePtr
 	allocated int64
