@@ -132,3 +132,32 @@ func TestCheckpointWindowsOnFakes(t *testing.T) {
 		}
 	}
 }
+
+// hostWindows by hand, budget 64 B of float32 (16 values): shards of 4, 4,
+// 8, 20, 2, 2 and 16 values (16, 16, 32, 80, 8, 8, 64 B) make windows
+// {4, 4, 8} (64 B: the budget exactly), {20} (80 B, over the budget: alone),
+// {2, 2} (16 B; the next 64 B would pass 64) and {16}.
+func TestHostWindowsByHand(t *testing.T) {
+	var list []partition.TensorShard
+	for i, n := range []int{4, 4, 8, 20, 2, 2, 16} {
+		list = append(list, partition.TensorShard{Layer: i, Name: "w", K: 1, N: n})
+	}
+	got := hostWindows(list, 64)
+	want := [][]int{{0, 1, 2}, {3}, {4, 5}, {6}}
+	if len(got) != len(want) {
+		t.Fatalf("%d windows %v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if len(got[i]) != len(w) {
+			t.Fatalf("window %d is %v, want layers %v", i, got[i], w)
+		}
+		for j, l := range w {
+			if got[i][j].Layer != l {
+				t.Fatalf("window %d is %v, want layers %v", i, got[i], w)
+			}
+		}
+	}
+	if got := hostWindows(nil, 64); len(got) != 0 {
+		t.Errorf("no shards: %d windows", len(got))
+	}
+}
