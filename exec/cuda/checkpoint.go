@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	pexec "github.com/partbench/partbench/exec"
@@ -106,8 +108,8 @@ type prefetcher interface {
 // while this one is uploaded, then waits for it to be taken. The uploader
 // takes the tensors in order, converts each on the host to the element
 // type with the same converters as every upload (f32ToF16, f32ToBF16: round
-// to nearest even) into a pinned staging buffer the size of the largest
-// shard, copies it to the device asynchronously (the stream is
+// to nearest even; a large shard on every core, encodeParallel) into a
+// pinned staging buffer the size of the largest shard, copies it to the device asynchronously (the stream is
 // synchronized before the buffer is written again) and lets the float32
 // tensor go. The host holds at most two windows of float32 (the one being
 // uploaded and the next) and one shard in the element type, never the
@@ -198,7 +200,7 @@ func (c *Compute) sourceWeights() error {
 					}
 				}
 				buf := pin.Bytes()[:n]
-				c.dt.encodeInto(buf, t.Data)
+				c.dt.encodeParallel(buf, t.Data)
 				if err := c.stream.CopyHtoDAsync(p, buf); err != nil {
 					return err
 				}
@@ -223,6 +225,33 @@ func (c *Compute) sourceWeights() error {
 		err = ferr
 	}
 	return err
+}
+
+// encodeParallelElems is the values from which encodeParallel splits its
+// work among goroutines (1 Mi values: a millisecond or more of work against
+// microseconds to start them).
+const encodeParallelElems = 1 << 20
+
+// encodeParallel is encodeInto split into blocks of at least
+// encodeParallelElems values among up to GOMAXPROCS goroutines: a rank's
+// checkpoint load encodes every weight on the host, on the goroutine that
+// calls CUDA, while the reader's goroutines wait for the window to be taken.
+func (d dtype) encodeParallel(dst []byte, v []float32) {
+	workers := min(runtime.GOMAXPROCS(0), len(v)/encodeParallelElems)
+	if workers < 2 {
+		d.encodeInto(dst, v)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(v)/workers, (w+1)*len(v)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.encodeInto(dst[lo*d.bytes:hi*d.bytes], v[lo:hi])
+		}()
+	}
+	wg.Wait()
 }
 
 // encodeInto writes v in the element type to dst (len(v)·bytes), as encode.
