@@ -17,6 +17,7 @@ import (
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
 )
@@ -142,38 +143,12 @@ func BenchmarkRankLoadCold(b *testing.B) {
 	buf := make([]byte, 4<<20)
 	for _, tp := range []int{2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
-			cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			plan, err := partition.NewPlan(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			list := plan.Tensors(0)
-			shard := plan.Shard(plan.Ranks[0].TPIndex)
-			var rankBytes int64 // bf16 bytes of the checkpoint the rank holds
-			for _, ts := range list {
-				rankBytes += 2 * int64(ts.K) * int64(ts.N)
-			}
+			r := newBenchRank(b, dir, hf, tp)
+			rankBytes := r.bytes
 			load := func(prefetch bool) float64 {
 				checkpointtest.Evict(b, path)
 				t0 := time.Now()
-				w, err := checkpoint.OpenWeights(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				s := New(w, hf, shard)
-				if prefetch {
-					if err := s.Prefetch(list); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for _, ts := range list {
-					if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
-						b.Fatal(err)
-					}
-				}
+				w := r.load(b, prefetch)
 				dt := time.Since(t0).Seconds()
 				w.Close()
 				return dt
@@ -251,36 +226,9 @@ func BenchmarkRankLoadWarm(b *testing.B) {
 	}
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
-			cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			plan, err := partition.NewPlan(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			list := plan.Tensors(0)
-			shard := plan.Shard(plan.Ranks[0].TPIndex)
-			var rankBytes int64 // bf16 bytes of the checkpoint the rank holds
-			for _, ts := range list {
-				rankBytes += 2 * int64(ts.K) * int64(ts.N)
-			}
-			load := func() {
-				w, err := checkpoint.OpenWeights(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer w.Close()
-				s := New(w, hf, shard)
-				if err := s.Prefetch(list); err != nil {
-					b.Fatal(err)
-				}
-				for _, ts := range list {
-					if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			r := newBenchRank(b, dir, hf, tp)
+			rankBytes := r.bytes
+			load := func() { r.load(b, true).Close() }
 			load() // the file's pages into the cache
 			b.SetBytes(rankBytes)
 			b.ResetTimer()
@@ -300,4 +248,52 @@ func cpuSeconds(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// benchRank is tensor-parallel rank 0 of a TP-tp plan of the benchmark's
+// checkpoint directory.
+type benchRank struct {
+	dir   string
+	hf    *checkpoint.Config
+	list  []partition.TensorShard
+	shard model.Shard
+	bytes int64 // bf16 bytes of the checkpoint the rank holds
+}
+
+func newBenchRank(b *testing.B, dir string, hf *checkpoint.Config, tp int) benchRank {
+	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := benchRank{dir: dir, hf: hf, list: plan.Tensors(0), shard: plan.Shard(plan.Ranks[0].TPIndex)}
+	for _, ts := range r.list {
+		r.bytes += 2 * int64(ts.K) * int64(ts.N)
+	}
+	return r
+}
+
+// load opens the weights and reads every tensor of the rank through a
+// Source, with one Prefetch of the whole list first or tensor by tensor,
+// as the executors do; the caller closes the weights it returns.
+func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
+	w, err := checkpoint.OpenWeights(r.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(w, r.hf, r.shard)
+	if prefetch {
+		if err := s.Prefetch(r.list); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, ts := range r.list {
+		if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
 }

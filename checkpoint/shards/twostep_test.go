@@ -18,16 +18,10 @@ type twoStep struct {
 	W      *checkpoint.Weights
 	Config *checkpoint.Config
 	Shard  model.Shard
-
-	specs map[string]checkpoint.TensorSpec
 }
 
 func newTwoStep(w *checkpoint.Weights, c *checkpoint.Config, s model.Shard) *twoStep {
-	specs := map[string]checkpoint.TensorSpec{}
-	for _, sp := range checkpoint.ExpectedTensors(c) {
-		specs[sp.Name] = sp
-	}
-	return &twoStep{W: w, Config: c, Shard: s, specs: specs}
+	return &twoStep{W: w, Config: c, Shard: s}
 }
 
 // twoStepHcat joins [k][n_i] tensors side by side.
@@ -132,21 +126,16 @@ type twoStepPlanner struct {
 	err    error
 }
 
-// tensor is the checkpoint's tensor name, checked against the config's shape
-// and a float dtype (errors name the tensor and its file).
+// tensor is the checkpoint's tensor name, looked up and checked as the
+// Source does (which tensor holds a name is not what is compared).
 func (p *twoStepPlanner) tensor(name string) (checkpoint.Tensor, bool) {
 	if p.err != nil {
 		return checkpoint.Tensor{}, false
 	}
-	c := p.c
-	sp, ok := c.specs[name]
-	if !ok {
-		p.err = fmt.Errorf("%s: tensor %q is not a parameter of %s", c.W.Dir, name, c.Config.Architecture)
-		return checkpoint.Tensor{}, false
-	}
-	t, err := c.W.Expect(sp)
-	p.err = err
-	return t, err == nil
+	q := &planner{c: New(p.c.W, p.c.Config, p.c.Shard)}
+	t, ok := q.tensor(name)
+	p.err = q.err
+	return t, ok
 }
 
 func (p *twoStepPlanner) add(x checkpoint.Slice, err error) int {
