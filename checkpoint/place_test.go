@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"math"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -100,13 +99,7 @@ func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
 			}
 		}
 	}
-	path := filepath.Join(t.TempDir(), SingleFile)
-	writeSafetensors(t, path, ts)
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := openWritten(t, ts)
 	mem := *f
 	mem.fd = nil // the same bytes, from the mapping alone
 	files := map[string]*File{"pread": f, "memory": &mem}
@@ -132,6 +125,7 @@ func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
 			for i, c := range cases {
 				x, _ := f.Tensor(c.raw.name)
 				var two []float32
+				var err error
 				if c.cols {
 					two, err = x.Cols(c.lo, c.hi)
 				} else {
@@ -163,13 +157,7 @@ func TestReadSlicesPlacedMatchesTwoStep(t *testing.T) {
 // anything is read, naming the tensor, the file and the numbers.
 func TestReadSlicesRefusesBadPlacements(t *testing.T) {
 	ts := []rawTensorData{patternTensor(BF16, 4, 6)}
-	path := filepath.Join(t.TempDir(), SingleFile)
-	writeSafetensors(t, path, ts)
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := openWritten(t, ts)
 	m, _ := f.Tensor(ts[0].name)
 	// Rows [0, 2) are 2 rows of 6; columns [1, 3) are 4 rows of 2.
 	for _, c := range []struct {

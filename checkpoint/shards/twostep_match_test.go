@@ -12,6 +12,7 @@ import (
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -71,21 +72,29 @@ func fixtureAs(t *testing.T, dir string, dtype checkpoint.DType) string {
 	return out
 }
 
-// TestSourceMatchesTwoStep: every tensor of every rank of TP 1, 2 and 4
-// plans (TP 4 of GPT-2 only: llama-tiny's 2 KV heads do not split 4 ways)
-// and TP 2 × PP 2 of both fixtures, with their weights in F32 (as stored),
-// BF16 and F16, read by the Source (each slice converted straight into its
-// place: Llama's linears transposed, q and k heads permuted, parts joined,
-// GPT-2's tied LM head transposed) alone and after a Prefetch of the rank's
-// list, equals bit for bit the same tensor read by the two-step loader
-// (twoStep: row-major slices, then model.Transpose, the permutation and the
-// join as separate passes).
-func TestSourceMatchesTwoStep(t *testing.T) {
+// fixtureRank is one rank of a plan of a fixture (eachRank).
+type fixtureRank struct {
+	what  string // fixture, dtype, degrees and rank, for messages
+	w     *checkpoint.Weights
+	hf    *checkpoint.Config
+	shard model.Shard
+	list  []partition.TensorShard
+}
+
+// eachRank calls fn for every rank of TP 1, 2 and 4 plans (TP 4 of GPT-2
+// only: llama-tiny's 2 KV heads do not split 4 ways) and TP 2 × PP 2 of
+// both fixtures, with their weights stored in each of dtypes (nil: F32, as
+// stored; fixtureAs).
+func eachRank(t *testing.T, dtypes []checkpoint.DType, fn func(fixtureRank)) {
+	t.Helper()
+	if dtypes == nil {
+		dtypes = []checkpoint.DType{checkpoint.F32}
+	}
 	for fx, degrees := range map[string][][2]int{
 		"llama-tiny": {{1, 1}, {2, 1}, {2, 2}},
 		"gpt2-tiny":  {{1, 1}, {2, 1}, {4, 1}, {2, 2}},
 	} {
-		for _, dt := range []checkpoint.DType{checkpoint.F32, checkpoint.BF16, checkpoint.F16} {
+		for _, dt := range dtypes {
 			dir := fixtureAs(t, checkpointtest.Dir(t, fx), dt)
 			hf, err := checkpoint.ReadConfig(dir)
 			if err != nil {
@@ -95,7 +104,7 @@ func TestSourceMatchesTwoStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer w.Close()
+			t.Cleanup(func() { w.Close() })
 			for _, tp := range degrees {
 				cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp[0], tp[1], 1)
 				if err != nil {
@@ -106,36 +115,48 @@ func TestSourceMatchesTwoStep(t *testing.T) {
 					t.Fatalf("%s %s tp%d pp%d: %v", fx, dt, tp[0], tp[1], err)
 				}
 				for rank := range plan.Ranks {
-					what := fmt.Sprintf("%s %s tp%d pp%d rank %d", fx, dt, tp[0], tp[1], rank)
-					shard := plan.Shard(plan.Ranks[rank].TPIndex)
-					list := plan.Tensors(rank)
-					ref, one, pre := newTwoStep(w, hf, shard), New(w, hf, shard), New(w, hf, shard)
-					if err := pre.Prefetch(list); err != nil {
-						t.Fatalf("%s: %v", what, err)
-					}
-					for _, ts := range list {
-						want, err := ref.Tensor(ts.Layer, ts.Name)
-						if err != nil {
-							t.Fatalf("%s: two-step %s of layer %d: %v", what, ts.Name, ts.Layer, err)
-						}
-						for way, s := range map[string]*Source{"alone": one, "prefetched": pre} {
-							got, err := s.Tensor(ts.Layer, ts.Name)
-							if err != nil {
-								t.Fatalf("%s: %s %s of layer %d: %v", what, way, ts.Name, ts.Layer, err)
-							}
-							if got.K != want.K || got.N != want.N || len(got.Data) != len(want.Data) {
-								t.Fatalf("%s: %s %s of layer %d is [%d, %d], two-step [%d, %d]", what, way, ts.Name, ts.Layer, got.K, got.N, want.K, want.N)
-							}
-							for i := range want.Data {
-								if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
-									t.Fatalf("%s: %s %s of layer %d element %d (row %d, column %d): %v, two-step %v",
-										what, way, ts.Name, ts.Layer, i, i/want.N, i%want.N, got.Data[i], want.Data[i])
-								}
-							}
-						}
-					}
+					fn(fixtureRank{what: fmt.Sprintf("%s %s tp%d pp%d rank %d", fx, dt, tp[0], tp[1], rank), w: w, hf: hf,
+						shard: plan.Shard(plan.Ranks[rank].TPIndex), list: plan.Tensors(rank)})
 				}
 			}
 		}
 	}
+}
+
+// TestSourceMatchesTwoStep: every tensor of every rank of eachRank's plans,
+// with the fixtures' weights in F32 (as stored), BF16 and F16, read by the
+// Source (each slice converted straight into its place: Llama's linears
+// transposed, q and k heads permuted, parts joined, GPT-2's tied LM head
+// transposed) alone and after a Prefetch of the rank's list, equals bit
+// for bit the same tensor read by the two-step loader (twoStep: row-major
+// slices, then model.Transpose, the permutation and the join as separate
+// passes).
+func TestSourceMatchesTwoStep(t *testing.T) {
+	eachRank(t, []checkpoint.DType{checkpoint.F32, checkpoint.BF16, checkpoint.F16}, func(r fixtureRank) {
+		ref, one, pre := newTwoStep(r.w, r.hf, r.shard), New(r.w, r.hf, r.shard), New(r.w, r.hf, r.shard)
+		if err := pre.Prefetch(r.list); err != nil {
+			t.Fatalf("%s: %v", r.what, err)
+		}
+		for _, ts := range r.list {
+			want, err := ref.Tensor(ts.Layer, ts.Name)
+			if err != nil {
+				t.Fatalf("%s: two-step %s of layer %d: %v", r.what, ts.Name, ts.Layer, err)
+			}
+			for way, s := range map[string]*Source{"alone": one, "prefetched": pre} {
+				got, err := s.Tensor(ts.Layer, ts.Name)
+				if err != nil {
+					t.Fatalf("%s: %s %s of layer %d: %v", r.what, way, ts.Name, ts.Layer, err)
+				}
+				if got.K != want.K || got.N != want.N || len(got.Data) != len(want.Data) {
+					t.Fatalf("%s: %s %s of layer %d is [%d, %d], two-step [%d, %d]", r.what, way, ts.Name, ts.Layer, got.K, got.N, want.K, want.N)
+				}
+				for i := range want.Data {
+					if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+						t.Fatalf("%s: %s %s of layer %d element %d (row %d, column %d): %v, two-step %v",
+							r.what, way, ts.Name, ts.Layer, i, i/want.N, i%want.N, got.Data[i], want.Data[i])
+					}
+				}
+			}
+		}
+	})
 }
