@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/partbench/partbench/checkpoint"
@@ -159,4 +161,84 @@ func TestSourceMatchesTwoStep(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSourceAllocatesEachTensorOnce: loading every tensor of llama-tiny's
+// single rank (Prefetch, then Tensor) allocates, all told, less than 1.25
+// times the rank's float32 bytes (each tensor once, plus the plan: slices,
+// row offsets, maps; the reads' pooled scratch buffers are made before
+// counting), where the two-step loader allocates at least twice
+// them (a row-major slice, then its transposed, permuted or joined copy;
+// its figure is checked too, so that the bound is known to separate them).
+func TestSourceAllocatesEachTensorOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("built with -race: sync.Pool drops the reads' scratch buffers at random, so the bytes allocated are not the loader's")
+	}
+	dir := checkpointtest.Dir(t, "llama-tiny")
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := checkpoint.OpenWeights(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, 1, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, shard := plan.Tensors(0), plan.Shard(0)
+	var f32 uint64
+	for _, ts := range list {
+		f32 += 4 * uint64(ts.K) * uint64(ts.N)
+	}
+	// The reads' scratch buffers (4 MiB each, pooled) are made by the
+	// first load: each loader runs once before it is counted, with the
+	// collector off so that the pool keeps them.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	allocated := func(load func() error) uint64 {
+		if err := load(); err != nil {
+			t.Fatal(err)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		if err := load(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	one := allocated(func() error {
+		s := New(w, hf, shard)
+		if err := s.Prefetch(list); err != nil {
+			return err
+		}
+		for _, ts := range list {
+			if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	two := allocated(func() error {
+		s := newTwoStep(w, hf, shard)
+		for _, ts := range list {
+			if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.Logf("float32 %d B; allocated: Source %d B (%.2f×), two-step %d B (%.2f×)", f32, one, float64(one)/float64(f32), two, float64(two)/float64(f32))
+	if float64(one) >= 1.25*float64(f32) {
+		t.Errorf("the Source allocated %d B to load %d B of float32 (%.2f×), want under 1.25×", one, f32, float64(one)/float64(f32))
+	}
+	if float64(two) < 2*float64(f32) {
+		t.Errorf("the two-step loader allocated %d B for %d B of float32 (%.2f×): the bound no longer separates the two", two, f32, float64(two)/float64(f32))
+	}
 }

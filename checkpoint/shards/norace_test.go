@@ -1,0 +1,6 @@
+//go:build !race
+
+package shards
+
+// raceEnabled: built without -race.
+const raceEnabled = false
