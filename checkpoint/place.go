@@ -190,11 +190,12 @@ func (p *Placement) gather(src []byte, pitch int64, rows []int, lo int, c0, w in
 				o += pitch
 			}
 		case d == F16:
+			tab := f16Table()
 			for a, ro := range rows {
 				if inOrder {
 					ro = lo + a
 				}
-				dst[ro-lo] = F16ToFloat32(uint16(src[o]) | uint16(src[o+1])<<8)
+				dst[ro-lo] = tab[uint16(src[o])|uint16(src[o+1])<<8]
 				o += pitch
 			}
 		default: // F32 (check allowed only float dtypes)
