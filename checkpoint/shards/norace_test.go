@@ -1,6 +1,0 @@
-//go:build !race
-
-package shards
-
-// raceEnabled: built without -race.
-const raceEnabled = false
