@@ -13,12 +13,15 @@ import (
 // Slice is one part of a tensor a reader wants: rows [Lo, Hi) of it
 // (elements of a vector), or, with Cols, its columns [Lo, Hi) of every row,
 // converted to float32 into Dst, which holds exactly the slice's values,
-// row-major (Tensor.ReadRows and Tensor.ReadCols read one such slice).
+// row-major (Tensor.ReadRows and Tensor.ReadCols read one such slice), or,
+// with Place (Dst nil), written where the Placement says as they are
+// converted (transposed, or beside other slices in a wider tensor).
 type Slice struct {
 	Tensor Tensor
 	Cols   bool
 	Lo, Hi int64
 	Dst    []float32
+	Place  *Placement
 }
 
 // ReadSlices reads a whole list of slices, of any tensors of any files, at
@@ -69,13 +72,41 @@ type ioPlan struct {
 }
 
 // segment is count runs of run bytes, stride bytes apart, starting at file
-// offset off, converted to dst (count·run/size values) in order.
+// offset off, converted to dst (count·run/size values) in order, or, with
+// place, to the slice's values [at, at+count·run/size) in row-major order
+// (rows of width values) placed by it.
 type segment struct {
 	fd                      *os.File
 	size                    int64 // the file's size
 	off, run, stride, count int64
 	dtype                   DType
-	dst                     []float32
+	to                      target
+}
+
+// target is where converted values go: dst, row-major, or, with place, the
+// values of a placed slice from its value at on (rows of width values).
+type target struct {
+	dst       []float32
+	place     *Placement
+	at, width int64
+}
+
+// sub is the target of values [e, e+n) of t.
+func (t target) sub(e, n int64) target {
+	if t.place != nil {
+		t.at += e
+		return t
+	}
+	t.dst = t.dst[e : e+n]
+	return t
+}
+
+// target is where x's values go; width is the values in each of its rows.
+func (x *Slice) target(width int64) target {
+	if x.Place != nil {
+		return target{place: x.Place, width: width}
+	}
+	return target{dst: x.Dst}
 }
 
 func (g segment) end() int64 { return g.off + (g.count-1)*g.stride + g.run }
@@ -99,15 +130,19 @@ func readSlices(s []Slice, p ioPlan) error {
 		x := &s[i]
 		t := x.Tensor
 		switch {
+		case t.fd == nil && x.Place != nil:
+			if err := x.readPlacedMem(); err != nil {
+				return err
+			}
 		case t.fd == nil: // in memory already: nothing to plan
 			if err := x.read(); err != nil {
 				return err
 			}
 		case x.Cols:
-			segs = t.colSegments(segs, x.Lo, x.Hi, x.Dst, p)
+			segs = t.colSegments(segs, x.Lo, x.Hi, x.target(x.Hi-x.Lo), p)
 		default:
 			_, cols, _ := t.dims2("Rows") // checked by check
-			segs = t.rangeSegments(segs, x.Lo*cols, x.Dst, p)
+			segs = t.rangeSegments(segs, x.Lo*cols, (x.Hi-x.Lo)*cols, x.target(cols), p)
 		}
 	}
 	return readSegments(segs, p)
@@ -157,6 +192,16 @@ func (x *Slice) check() error {
 	if err != nil {
 		return err
 	}
+	if x.Place != nil {
+		if x.Dst != nil {
+			return t.errorf("%s [%d, %d): a placed slice has no Dst of its own (it holds %d values)", what, x.Lo, x.Hi, len(x.Dst))
+		}
+		rows, width := x.Hi-x.Lo, n/max(x.Hi-x.Lo, 1)
+		if x.Cols {
+			rows, width = t.Info.Shape[0], x.Hi-x.Lo
+		}
+		return x.Place.check(t, rows, width)
+	}
 	if int64(len(x.Dst)) != n {
 		return t.errorf("%s [%d, %d) are %d values, the buffer holds %d", what, x.Lo, x.Hi, n, len(x.Dst))
 	}
@@ -164,16 +209,15 @@ func (x *Slice) check() error {
 }
 
 // rangeSegments appends the segments of the tensor's elements [e0,
-// e0+len(dst)), one contiguous range of the file, in pieces of at most
-// p.maxRead bytes.
-func (t Tensor) rangeSegments(out []segment, e0 int64, dst []float32, p ioPlan) []segment {
+// e0+n), one contiguous range of the file, going to to, in pieces of at
+// most p.maxRead bytes.
+func (t Tensor) rangeSegments(out []segment, e0, n int64, to target, p ioPlan) []segment {
 	es := t.Info.DType.Size()
 	per := max(1, p.maxRead/es) // elements per piece
-	n := int64(len(dst))
 	for e := int64(0); e < n; e += per {
 		k := min(per, n-e)
 		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
-			off: t.off + (e0+e)*es, run: k * es, count: 1, dst: dst[e : e+k]})
+			off: t.off + (e0+e)*es, run: k * es, count: 1, to: to.sub(e, k)})
 	}
 	return out
 }
@@ -183,7 +227,7 @@ func (t Tensor) rangeSegments(out []segment, e0 int64, dst []float32, p ioPlan) 
 // a row's run and the next is at most p.gap (the group's span, gaps
 // included, is one read), else the rows' runs apart (only their pages are
 // read).
-func (t Tensor) colSegments(out []segment, c0, c1 int64, dst []float32, p ioPlan) []segment {
+func (t Tensor) colSegments(out []segment, c0, c1 int64, to target, p ioPlan) []segment {
 	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
 	es, w := t.Info.DType.Size(), c1-c0
 	if w == 0 || rows == 0 {
@@ -192,7 +236,7 @@ func (t Tensor) colSegments(out []segment, c0, c1 int64, dst []float32, p ioPlan
 	run, stride := w*es, cols*es
 	if stride-run > p.gap || run > p.maxRead {
 		for r := int64(0); r < rows; r++ {
-			out = t.rangeSegments(out, r*cols+c0, dst[r*w:(r+1)*w], p)
+			out = t.rangeSegments(out, r*cols+c0, w, to.sub(r*w, w), p)
 		}
 		return out
 	}
@@ -200,7 +244,7 @@ func (t Tensor) colSegments(out []segment, c0, c1 int64, dst []float32, p ioPlan
 	for r := int64(0); r < rows; r += per {
 		k := min(per, rows-r)
 		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
-			off: t.off + (r*cols+c0)*es, run: run, stride: stride, count: k, dst: dst[r*w : (r+k)*w]})
+			off: t.off + (r*cols+c0)*es, run: run, stride: stride, count: k, to: to.sub(r*w, k*w)})
 	}
 	return out
 }
@@ -307,9 +351,17 @@ func (r fileRead) do(scratch *[]byte) error {
 	for _, g := range r.segs {
 		es := g.dtype.Size()
 		per := g.run / es
-		for k := int64(0); k < g.count; k++ {
-			o := g.off + k*g.stride - r.lo
-			decode(g.dst[k*per:(k+1)*per], b[o:o+g.run], g.dtype)
+		o := g.off - r.lo
+		switch {
+		case g.to.place != nil && g.count == 1:
+			g.to.place.putRange(b[o:o+g.run], g.to.at, per, g.to.width, g.dtype)
+		case g.to.place != nil: // whole rows of the slice, stride apart
+			g.to.place.putBlock(b[o:o+(g.count-1)*g.stride+g.run], g.stride, g.to.at/g.to.width, g.count, 0, per, g.dtype)
+		default:
+			for k := int64(0); k < g.count; k++ {
+				o := g.off + k*g.stride - r.lo
+				decode(g.to.dst[k*per:(k+1)*per], b[o:o+g.run], g.dtype)
+			}
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -28,13 +27,7 @@ func TestReadSlicesMatchesReference(t *testing.T) {
 		patternTensor(F16, 500, 1024), patternTensor(F32, 300, 1024), patternTensor(BF16, 5000, 1),
 	}
 	ts[5].name, ts[5].shape = "vector", []int64{5000}
-	path := filepath.Join(t.TempDir(), SingleFile)
-	writeSafetensors(t, path, ts)
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := openWritten(t, ts)
 	if f.fd == nil {
 		t.Skip("no pread on this platform: the file is read into memory")
 	}
@@ -141,13 +134,7 @@ func TestPlanReadsByHand(t *testing.T) {
 func TestReadSlicesRefusesBadSlices(t *testing.T) {
 	ts := []rawTensorData{patternTensor(BF16, 4, 6), {"ids", "I64", []int64{2}, make([]byte, 16)}, patternTensor(F32, 3, 1)}
 	ts[2].name, ts[2].shape = "vec", []int64{3}
-	path := filepath.Join(t.TempDir(), SingleFile)
-	writeSafetensors(t, path, ts)
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := openWritten(t, ts)
 	m, _ := f.Tensor(ts[0].name)
 	ids, _ := f.Tensor("ids")
 	vec, _ := f.Tensor("vec")

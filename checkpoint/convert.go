@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // BF16ToFloat32 widens a bfloat16 bit pattern: bfloat16 is the top half of
@@ -33,6 +34,17 @@ func F16ToFloat32(h uint16) float32 {
 	return math.Float32frombits(sign | e<<23 | (frac&0x3ff)<<13)
 }
 
+// f16Table is F16ToFloat32 of every binary16 bit pattern (256 KiB, made on
+// first use, not at start-up): the converters look values up instead of
+// branching on the exponent for each.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for i := range t {
+		t[i] = F16ToFloat32(uint16(i))
+	}
+	return t
+})
+
 // decode converts little-endian elements of dtype d from src into dst
 // (len(dst) elements). d must be F32, F16 or BF16. The loops index src by
 // pairs or quads after one up-front reslice, so the compiler drops the
@@ -46,13 +58,43 @@ func decode(dst []float32, src []byte, d DType) {
 		}
 	case F16:
 		src = src[:2*len(dst)]
+		tab := f16Table()
 		for i := range dst {
-			dst[i] = F16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+			dst[i] = tab[uint16(src[2*i])|uint16(src[2*i+1])<<8]
 		}
 	case BF16:
 		src = src[:2*len(dst)]
 		for i := range dst {
 			dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
+		}
+	default:
+		panic("checkpoint: decode of " + string(d)) // callers check Float() first
+	}
+}
+
+// decodeColumn converts the len(src)/size ≤ placeTile elements of dtype d
+// in src into column a of a tile held column by column: tile[b·placeTile +
+// a] for element b. The index is masked into the tile, so the compiler
+// drops the per-element bounds checks.
+func decodeColumn(tile *[placeTile * placeTile]float32, a int, src []byte, d DType) {
+	const m = placeTile - 1
+	a &= m
+	switch d {
+	case F32:
+		for b := 0; b < placeTile && len(src) >= 4; b++ {
+			tile[(b&m)*placeTile|a] = math.Float32frombits(uint32(src[0]) | uint32(src[1])<<8 | uint32(src[2])<<16 | uint32(src[3])<<24)
+			src = src[4:]
+		}
+	case F16:
+		tab := f16Table()
+		for b := 0; b < placeTile && len(src) >= 2; b++ {
+			tile[(b&m)*placeTile|a] = tab[uint16(src[0])|uint16(src[1])<<8]
+			src = src[2:]
+		}
+	case BF16:
+		for b := 0; b < placeTile && len(src) >= 2; b++ {
+			tile[(b&m)*placeTile|a] = math.Float32frombits(uint32(src[0])<<16 | uint32(src[1])<<24)
+			src = src[2:]
 		}
 	default:
 		panic("checkpoint: decode of " + string(d)) // callers check Float() first

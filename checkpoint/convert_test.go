@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 )
@@ -75,6 +76,32 @@ func TestBF16HandPatterns(t *testing.T) {
 	} {
 		if got := BF16ToFloat32(c.bits); math.Float32bits(got) != math.Float32bits(c.want) {
 			t.Errorf("BF16ToFloat32(%#04x) = %v, want %v", c.bits, got, c.want)
+		}
+	}
+}
+
+// Every binary16 bit pattern (±0, subnormals, normals, ±infinity, NaNs
+// with their payloads) decodes, through the looked-up table, to the bits
+// F16ToFloat32 gives it, in a row-major buffer (decode) and down a tile's
+// column (decodeColumn).
+func TestDecodeF16EveryPattern(t *testing.T) {
+	src := make([]byte, 2<<16)
+	for i := range 1 << 16 {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
+	}
+	dst := make([]float32, 1<<16)
+	decode(dst, src, F16)
+	var tile [placeTile * placeTile]float32
+	for i := range 1 << 16 {
+		want := math.Float32bits(F16ToFloat32(uint16(i)))
+		if got := math.Float32bits(dst[i]); got != want {
+			t.Fatalf("decode of %#04x: %#08x, F16ToFloat32 %#08x", i, got, want)
+		}
+		if i%placeTile == 0 {
+			decodeColumn(&tile, 5, src[2*i:2*(i+placeTile)], F16)
+		}
+		if got := math.Float32bits(tile[(i%placeTile)*placeTile+5]); got != want {
+			t.Fatalf("decodeColumn of %#04x: %#08x, F16ToFloat32 %#08x", i, got, want)
 		}
 	}
 }

@@ -243,7 +243,7 @@ func (t Tensor) ReadRows(dst []float32, r0, r1 int64) error {
 func (t Tensor) readElems(dst []float32, e0 int64) error {
 	if t.fd != nil {
 		p := defaultPlan()
-		return readSegments(t.rangeSegments(nil, e0, dst, p), p)
+		return readSegments(t.rangeSegments(nil, e0, int64(len(dst)), target{dst: dst}, p), p)
 	}
 	es := t.Info.DType.Size()
 	n := int64(len(dst))
@@ -290,7 +290,7 @@ func (t Tensor) ReadCols(dst []float32, c0, c1 int64) error {
 	}
 	if t.fd != nil {
 		p := defaultPlan()
-		return readSegments(t.colSegments(nil, c0, c1, dst, p), p)
+		return readSegments(t.colSegments(nil, c0, c1, target{dst: dst}, p), p)
 	}
 	rows, cols := t.Info.Shape[0], t.Info.Shape[1]
 	es, w := t.Info.DType.Size(), c1-c0

@@ -57,6 +57,20 @@ func writeSafetensors(t testing.TB, path string, tensors []rawTensorData) {
 	}
 }
 
+// openWritten writes tensors as a new model.safetensors (writeSafetensors)
+// and opens it; the file is closed when the test ends.
+func openWritten(t testing.TB, tensors []rawTensorData) (*File, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), SingleFile)
+	writeSafetensors(t, path, tensors)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, path
+}
+
 // copyTensors reads every tensor of a fixture file as raw bytes.
 func copyTensors(t testing.TB, path string) []rawTensorData {
 	t.Helper()

@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"encoding/binary"
 	"math"
-	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -29,13 +28,7 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 			ts = append(ts, patternTensor(d, s.rows, s.cols))
 		}
 	}
-	path := filepath.Join(t.TempDir(), SingleFile)
-	writeSafetensors(t, path, ts)
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := openWritten(t, ts)
 	if f.fd == nil {
 		t.Skip("no pread on this platform: the file is read into memory")
 	}

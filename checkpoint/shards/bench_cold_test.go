@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
 )
@@ -24,7 +26,25 @@ import (
 // hidden 1024 (16 heads of 64, as many KV heads), ffn 2816, vocabulary
 // 32000, an untied LM head, and as many layers as fit beside the embedding
 // and LM head (at least one). It returns the directory and the file's size.
+// With PARTBENCH_SHARDS_BENCH_DIR set, the directory is that one, written
+// there only when it holds no weights yet (so that several test binaries,
+// the code before and after a change, read the same file in turn).
 func benchDir(b *testing.B, mb int) (string, int64) {
+	b.Helper()
+	if d := os.Getenv("PARTBENCH_SHARDS_BENCH_DIR"); d != "" {
+		if st, err := os.Stat(filepath.Join(d, checkpoint.SingleFile)); err == nil {
+			return d, st.Size()
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatalf("PARTBENCH_SHARDS_BENCH_DIR = %q: %v", d, err)
+		}
+		return writeBenchDir(b, d, mb)
+	}
+	return writeBenchDir(b, b.TempDir(), mb)
+}
+
+// writeBenchDir writes benchDir's checkpoint into dir.
+func writeBenchDir(b *testing.B, dir string, mb int) (string, int64) {
 	b.Helper()
 	const h, ffn, vocab = 1024, 2816, 32000
 	layerBytes := 2 * (4*h*h + 3*h*ffn + 2*h)
@@ -61,7 +81,6 @@ func benchDir(b *testing.B, mb int) (string, int64) {
 	for len(js)%8 != 0 {
 		js = append(js, ' ')
 	}
-	dir := b.TempDir()
 	cfg := map[string]any{
 		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama", "hidden_act": "silu",
 		"hidden_size": h, "intermediate_size": ffn, "num_attention_heads": h / 64, "num_key_value_heads": h / 64,
@@ -111,18 +130,11 @@ func benchDir(b *testing.B, mb int) (string, int64) {
 // eviction. It reports per way the median over the pairs of the rank's
 // checkpoint bytes per second (MB/s) and of those over the file's
 // sequential rate (slice/seq), and the median over the pairs of the tensor
-// time over the prefetch time (prefetch-speedup). Set
+// time over the prefetch time (prefetch-speedup), and per way the median
+// CPU time (user + system) of a load (cpu-s). Set
 // PARTBENCH_SHARDS_BENCH_MB (default 256) for the file's size.
 func BenchmarkRankLoadCold(b *testing.B) {
-	mb := 256
-	if s := os.Getenv("PARTBENCH_SHARDS_BENCH_MB"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			b.Fatalf("PARTBENCH_SHARDS_BENCH_MB = %q: must be a positive integer", s)
-		}
-		mb = v
-	}
-	dir, size := benchDir(b, mb)
+	dir, size := benchDir(b, benchMB(b))
 	path := filepath.Join(dir, checkpoint.SingleFile)
 	hf, err := checkpoint.ReadConfig(dir)
 	if err != nil {
@@ -131,38 +143,12 @@ func BenchmarkRankLoadCold(b *testing.B) {
 	buf := make([]byte, 4<<20)
 	for _, tp := range []int{2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
-			cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			plan, err := partition.NewPlan(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			list := plan.Tensors(0)
-			shard := plan.Shard(plan.Ranks[0].TPIndex)
-			var rankBytes int64 // bf16 bytes of the checkpoint the rank holds
-			for _, ts := range list {
-				rankBytes += 2 * int64(ts.K) * int64(ts.N)
-			}
+			r := newBenchRank(b, dir, hf, tp)
+			rankBytes := r.bytes
 			load := func(prefetch bool) float64 {
 				checkpointtest.Evict(b, path)
 				t0 := time.Now()
-				w, err := checkpoint.OpenWeights(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				s := New(w, hf, shard)
-				if prefetch {
-					if err := s.Prefetch(list); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for _, ts := range list {
-					if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
-						b.Fatal(err)
-					}
-				}
+				w := r.load(b, prefetch)
 				dt := time.Since(t0).Seconds()
 				w.Close()
 				return dt
@@ -181,14 +167,16 @@ func BenchmarkRankLoadCold(b *testing.B) {
 				return time.Since(t0).Seconds()
 			}
 			var speedup []float64
-			rate := [2][]float64{}
+			rate, cpu := [2][]float64{}, [2][]float64{}
 			vsSeq := [2][]float64{}
 			for i := 0; i < b.N; i++ {
 				seq := seqRead()
 				var dt [2]float64
 				for k := range 2 {
 					k := (k + i) % 2 // each way takes each place in turn
+					c0 := cpuSeconds(b)
 					dt[k] = load(k == 1)
+					cpu[k] = append(cpu[k], cpuSeconds(b)-c0)
 					rate[k] = append(rate[k], float64(rankBytes)/dt[k]/1e6)
 					vsSeq[k] = append(vsSeq[k], float64(rankBytes)/dt[k]/(float64(size)/seq))
 				}
@@ -201,10 +189,111 @@ func BenchmarkRankLoadCold(b *testing.B) {
 			for k, name := range []string{"tensor", "prefetch"} {
 				b.ReportMetric(stats.Median(rate[k]), name+"-MB/s")
 				b.ReportMetric(stats.Median(vsSeq[k]), name+"-slice/seq")
+				b.ReportMetric(stats.Median(cpu[k]), name+"-cpu-s")
 			}
 			b.ReportMetric(stats.Median(speedup), "prefetch-speedup")
 			b.ReportMetric(float64(rankBytes)/1e6, "rank-MB")
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 		})
 	}
+}
+
+// benchMB is PARTBENCH_SHARDS_BENCH_MB (default 256).
+func benchMB(b *testing.B) int {
+	mb := 256
+	if s := os.Getenv("PARTBENCH_SHARDS_BENCH_MB"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			b.Fatalf("PARTBENCH_SHARDS_BENCH_MB = %q: must be a positive integer", s)
+		}
+		mb = v
+	}
+	return mb
+}
+
+// BenchmarkRankLoadWarm is tensor-parallel rank 0 of TP-1, TP-2 and TP-8
+// plans loading every tensor it holds through Source with one Prefetch (as
+// exec/cpu does) from a file already in the page cache: the CPU side of a
+// rank's load alone (open, plan, pread from the cache, convert, lay out),
+// per op, with the rank's checkpoint bytes per second (MB/s) and the
+// process's CPU time (user + system) per op, which other jobs on the
+// machine change less than the wall time.
+func BenchmarkRankLoadWarm(b *testing.B) {
+	dir, _ := benchDir(b, benchMB(b))
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tp := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
+			r := newBenchRank(b, dir, hf, tp)
+			rankBytes := r.bytes
+			load := func() { r.load(b, true).Close() }
+			load() // the file's pages into the cache
+			b.SetBytes(rankBytes)
+			b.ResetTimer()
+			cpu0 := cpuSeconds(b)
+			for range b.N {
+				load()
+			}
+			b.ReportMetric((cpuSeconds(b)-cpu0)/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// cpuSeconds is the process's user + system CPU time so far.
+func cpuSeconds(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// benchRank is tensor-parallel rank 0 of a TP-tp plan of the benchmark's
+// checkpoint directory.
+type benchRank struct {
+	dir   string
+	hf    *checkpoint.Config
+	list  []partition.TensorShard
+	shard model.Shard
+	bytes int64 // bf16 bytes of the checkpoint the rank holds
+}
+
+func newBenchRank(b *testing.B, dir string, hf *checkpoint.Config, tp int) benchRank {
+	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := benchRank{dir: dir, hf: hf, list: plan.Tensors(0), shard: plan.Shard(plan.Ranks[0].TPIndex)}
+	for _, ts := range r.list {
+		r.bytes += 2 * int64(ts.K) * int64(ts.N)
+	}
+	return r
+}
+
+// load opens the weights and reads every tensor of the rank through a
+// Source, with one Prefetch of the whole list first or tensor by tensor,
+// as the executors do; the caller closes the weights it returns.
+func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
+	w, err := checkpoint.OpenWeights(r.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(w, r.hf, r.shard)
+	if prefetch {
+		if err := s.Prefetch(r.list); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, ts := range r.list {
+		if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
 }

@@ -1,7 +1,6 @@
 package shards
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -25,77 +24,49 @@ import (
 // passed in reverse with its first tensor repeated: the order served must
 // not matter, and a repeat is read once. Afterwards nothing is held.
 func TestCheckpointPrefetchMatchesPerTensor(t *testing.T) {
-	// llama-tiny has 2 KV heads: TP 4 does not divide them.
-	for fx, degrees := range map[string][][2]int{
-		"llama-tiny": {{1, 1}, {2, 1}, {2, 2}},
-		"gpt2-tiny":  {{1, 1}, {2, 1}, {4, 1}, {2, 2}},
-	} {
-		dir := checkpointtest.Dir(t, fx)
-		hf, err := checkpoint.ReadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
+	eachRank(t, nil, func(r fixtureRank) {
+		what, w, hf, shard, list := r.what, r.w, r.hf, r.shard, r.list
+		if len(list) == 0 {
+			t.Fatalf("%s: no tensors", what)
 		}
-		w, err := checkpoint.OpenWeights(dir)
-		if err != nil {
-			t.Fatal(err)
+		rev := slices.Clone(list)
+		slices.Reverse(rev)
+		rev = append(rev, list[0])
+		pre := New(w, hf, shard)
+		if err := pre.Prefetch(rev); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		defer w.Close()
-		for _, tp := range degrees {
-			cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp[0], tp[1], 1)
+		if len(pre.fetched) != len(list) {
+			t.Fatalf("%s: %d tensors held after Prefetch, want %d", what, len(pre.fetched), len(list))
+		}
+		one := New(w, hf, shard)
+		for _, ts := range list {
+			got, err := pre.Tensor(ts.Layer, ts.Name)
 			if err != nil {
-				t.Fatalf("%s tp%d pp%d: %v", fx, tp[0], tp[1], err)
+				t.Fatalf("%s: prefetched %s of layer %d: %v", what, ts.Name, ts.Layer, err)
 			}
-			plan, err := partition.NewPlan(cfg)
+			want, err := one.Tensor(ts.Layer, ts.Name)
 			if err != nil {
-				t.Fatalf("%s tp%d pp%d: %v", fx, tp[0], tp[1], err)
+				t.Fatalf("%s: %s of layer %d alone: %v", what, ts.Name, ts.Layer, err)
 			}
-			for rank := range plan.Ranks {
-				what := fmt.Sprintf("%s tp%d pp%d rank %d", fx, tp[0], tp[1], rank)
-				shard := plan.Shard(plan.Ranks[rank].TPIndex)
-				list := plan.Tensors(rank)
-				if len(list) == 0 {
-					t.Fatalf("%s: no tensors", what)
-				}
-				rev := slices.Clone(list)
-				slices.Reverse(rev)
-				rev = append(rev, list[0])
-				pre := New(w, hf, shard)
-				if err := pre.Prefetch(rev); err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if len(pre.fetched) != len(list) {
-					t.Fatalf("%s: %d tensors held after Prefetch, want %d", what, len(pre.fetched), len(list))
-				}
-				one := New(w, hf, shard)
-				for _, ts := range list {
-					got, err := pre.Tensor(ts.Layer, ts.Name)
-					if err != nil {
-						t.Fatalf("%s: prefetched %s of layer %d: %v", what, ts.Name, ts.Layer, err)
-					}
-					want, err := one.Tensor(ts.Layer, ts.Name)
-					if err != nil {
-						t.Fatalf("%s: %s of layer %d alone: %v", what, ts.Name, ts.Layer, err)
-					}
-					if got.K != want.K || got.N != want.N || got.K != ts.K || got.N != ts.N {
-						t.Fatalf("%s: %s of layer %d is [%d, %d] prefetched, [%d, %d] alone, the plan's [%d, %d]", what, ts.Name, ts.Layer, got.K, got.N, want.K, want.N, ts.K, ts.N)
-					}
-					for i := range want.Data {
-						if got.Data[i] != want.Data[i] {
-							t.Fatalf("%s: %s of layer %d element %d: %v prefetched, %v alone", what, ts.Name, ts.Layer, i, got.Data[i], want.Data[i])
-						}
-					}
-				}
-				if len(pre.fetched) != 0 {
-					t.Fatalf("%s: %d tensors still held after each was handed out", what, len(pre.fetched))
-				}
-				// Handed out once: asked again, the tensor is read alone.
-				again, err := pre.Tensor(list[0].Layer, list[0].Name)
-				if err != nil || len(again.Data) != list[0].K*list[0].N {
-					t.Fatalf("%s: %s asked again: %v", what, list[0].Name, err)
+			if got.K != want.K || got.N != want.N || got.K != ts.K || got.N != ts.N {
+				t.Fatalf("%s: %s of layer %d is [%d, %d] prefetched, [%d, %d] alone, the plan's [%d, %d]", what, ts.Name, ts.Layer, got.K, got.N, want.K, want.N, ts.K, ts.N)
+			}
+			for i := range want.Data {
+				if got.Data[i] != want.Data[i] {
+					t.Fatalf("%s: %s of layer %d element %d: %v prefetched, %v alone", what, ts.Name, ts.Layer, i, got.Data[i], want.Data[i])
 				}
 			}
 		}
-	}
+		if len(pre.fetched) != 0 {
+			t.Fatalf("%s: %d tensors still held after each was handed out", what, len(pre.fetched))
+		}
+		// Handed out once: asked again, the tensor is read alone.
+		again, err := pre.Tensor(list[0].Layer, list[0].Name)
+		if err != nil || len(again.Data) != list[0].K*list[0].N {
+			t.Fatalf("%s: %s asked again: %v", what, list[0].Name, err)
+		}
+	})
 }
 
 // TestCheckpointPrefetchErrors: a listed tensor the family lacks, or one

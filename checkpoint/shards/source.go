@@ -14,7 +14,12 @@ import (
 // read (column and row shards under TP; a stage asks only for its layers,
 // its embedding or LM head), converted to float32 and laid out as the
 // Program's tensors ([in, out]). Llama linears are stored [out, in] and are
-// transposed; GPT-2's Conv1D weights are stored [in, out] already.
+// transposed; GPT-2's Conv1D weights are stored [in, out] already. Each
+// tensor is allocated once and every slice is converted straight into its
+// place in it (checkpoint.Placement: the transposition, the permutation
+// below and the joining of q | k | v or gate | up happen as the bytes read
+// are converted, a cache-sized tile at a time), so a rank's load makes no
+// intermediate copy of its weights.
 //
 // Llama's q and k projections are written for rotate-half rotary embeddings
 // (pairs (i, i + hd/2)); partbench rotates interleaved pairs (2i, 2i+1), so
@@ -51,35 +56,28 @@ func New(w *checkpoint.Weights, c *checkpoint.Config, s model.Shard) *Source {
 	return &Source{W: w, Config: c, Shard: s, specs: specs}
 }
 
-// hcat joins [k][n_i] tensors side by side.
-func hcat(parts ...*model.Tensor) *model.Tensor {
-	n := 0
-	for _, p := range parts {
-		n += p.N
-	}
-	k := parts[0].K
-	out := newTensor(k, n)
-	for r := 0; r < k; r++ {
-		c := 0
-		for _, p := range parts {
-			copy(out.Data[r*n+c:r*n+c+p.N], p.Data[r*p.N:(r+1)*p.N])
-			c += p.N
-		}
+// seq is the offsets base, base+1, …, base+n−1.
+func seq(n, base int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = base + i
 	}
 	return out
 }
 
-// interleave permutes each head's hd columns of t from rotate-half order to
-// interleaved pairs: column 2i ← i, 2i+1 ← i + hd/2.
-func interleave(t *model.Tensor, hd int) *model.Tensor {
-	out := newTensor(t.K, t.N)
+// interleaved is the destination columns of n output features of a
+// rotate-half q or k projection (heads of hd features), starting at column
+// base: feature i of a head goes to its column 2i, feature i + hd/2 to
+// 2i+1 (partbench rotates interleaved pairs).
+func interleaved(n, hd, base int) []int {
+	out := make([]int, n)
 	half := hd / 2
-	for r := 0; r < t.K; r++ {
-		for h := 0; h < t.N/hd; h++ {
-			src, dst := t.Data[r*t.N+h*hd:], out.Data[r*t.N+h*hd:]
-			for i := 0; i < half; i++ {
-				dst[2*i], dst[2*i+1] = src[i], src[i+half]
-			}
+	for r := range out {
+		h, i := r/hd, r%hd
+		if i < half {
+			out[r] = base + h*hd + 2*i
+		} else {
+			out[r] = base + h*hd + 2*(i-half) + 1
 		}
 	}
 	return out
@@ -145,19 +143,17 @@ func (c *Source) Prefetch(tensors []partition.TensorShard) error {
 }
 
 // recipe is how one tensor of the rank is read: the checkpoint slices it
-// needs and how their values become the Program's tensor.
+// needs, each converted straight into its place in out (the Program's
+// tensor, allocated once: no slice is first converted into a buffer of its
+// own, then transposed, permuted or joined into another).
 type recipe struct {
 	slices []checkpoint.Slice
-	make   func(d [][]float32) *model.Tensor // d[i] is slices[i]'s values
+	out    *model.Tensor
 }
 
-// build makes the tensor from r's read slices and checks its shape.
+// build is r's tensor once its slices are read.
 func (c *Source) build(layer int, name string, r *recipe) (*model.Tensor, error) {
-	d := make([][]float32, len(r.slices))
-	for i, x := range r.slices {
-		d[i] = x.Dst
-	}
-	t := r.make(d)
+	t := r.out
 	k, n, _ := c.Shard.TensorShape(name) // checked by recipe
 	if t.K != k || t.N != n || len(t.Data) != k*n {
 		return nil, fmt.Errorf("model: %s of layer %d read as [%d, %d], the shard is [%d, %d]", name, layer, t.K, t.N, k, n)
@@ -167,31 +163,34 @@ func (c *Source) build(layer int, name string, r *recipe) (*model.Tensor, error)
 
 // recipe plans the reads of the rank's shard of a tensor.
 func (c *Source) recipe(layer int, name string) (*recipe, error) {
-	if _, _, ok := c.Shard.TensorShape(name); !ok {
+	k, n, ok := c.Shard.TensorShape(name)
+	if !ok {
 		return nil, fmt.Errorf("model: no tensor %q", name)
 	}
-	p := &planner{c: c}
-	var mk func(d [][]float32) *model.Tensor
+	p := &planner{c: c, out: newTensor(k, n)}
+	var known bool
 	switch c.Config.Family.Layout {
 	case arch.SeparateQKV:
-		mk = p.llama(layer, name)
+		known = p.llama(layer, name)
 	case arch.FusedQKV:
-		mk = p.gpt2(layer, name)
+		known = p.gpt2(layer, name)
 	default:
 		p.err = fmt.Errorf("model: checkpoint family %q has no tensor layout", c.Config.Family.Name)
 	}
-	if p.err == nil && mk == nil {
+	if p.err == nil && !known {
 		p.err = fmt.Errorf("%s has no tensor %q", c.Config.Architecture, name)
 	}
 	if p.err != nil {
 		return nil, fmt.Errorf("layer %d %s: %w", layer, name, p.err)
 	}
-	return &recipe{slices: p.slices, make: mk}, nil
+	return &recipe{slices: p.slices, out: p.out}, nil
 }
 
-// planner collects one tensor's slices; the first error stops it.
+// planner collects one tensor's slices, each aimed at its place in out;
+// the first error stops it.
 type planner struct {
 	c      *Source
+	out    *model.Tensor
 	slices []checkpoint.Slice
 	err    error
 }
@@ -213,185 +212,154 @@ func (p *planner) tensor(name string) (checkpoint.Tensor, bool) {
 	return t, err == nil
 }
 
-func (p *planner) add(x checkpoint.Slice, err error) int {
-	if err != nil {
-		p.err = err
-		return -1
-	}
-	p.slices = append(p.slices, x)
-	return len(p.slices) - 1
-}
-
-// rows plans rows [r0, r1) of name (elements of a vector); the result is
-// the slice's index in d.
-func (p *planner) rows(name string, r0, r1 int) int {
-	t, ok := p.tensor(name)
-	if !ok {
-		return -1
-	}
-	return p.add(t.RowsSlice(int64(r0), int64(r1)))
-}
-
-// cols plans columns [c0, c1) of name, [rows][c1−c0].
-func (p *planner) cols(name string, c0, c1 int) int {
-	t, ok := p.tensor(name)
-	if !ok {
-		return -1
-	}
-	return p.add(t.ColsSlice(int64(c0), int64(c1)))
-}
-
-// outRows plans rows [r0, r0+n) of a [out, in] weight, made [in][n]
-// (transposed).
-func (p *planner) outRows(name string, r0, n int) func(d [][]float32) *model.Tensor {
-	i := p.rows(name, r0, r0+n)
-	return func(d [][]float32) *model.Tensor {
-		return model.Transpose(&model.Tensor{K: n, N: len(d[i]) / max(n, 1), Data: d[i]})
+// rows plans rows [r0, r1) of name (elements of a vector) converted
+// row-major into dst; ReadSlices checks that dst holds exactly them.
+func (p *planner) rows(name string, r0, r1 int, dst []float32) {
+	if t, ok := p.tensor(name); ok {
+		p.slices = append(p.slices, checkpoint.Slice{Tensor: t, Lo: int64(r0), Hi: int64(r1), Dst: dst})
 	}
 }
 
-// vector plans rows [r0, r1) of name as a [1, r1−r0] tensor.
-func (p *planner) vector(name string, r0, r1 int) func(d [][]float32) *model.Tensor {
-	i := p.rows(name, r0, r1)
-	return func(d [][]float32) *model.Tensor { return &model.Tensor{K: 1, N: len(d[i]), Data: d[i]} }
+// cols plans columns [c0, c1) of name ([rows][c1−c0] values) converted
+// row-major into dst.
+func (p *planner) cols(name string, c0, c1 int, dst []float32) {
+	if t, ok := p.tensor(name); ok {
+		p.slices = append(p.slices, checkpoint.Slice{Tensor: t, Cols: true, Lo: int64(c0), Hi: int64(c1), Dst: dst})
+	}
 }
+
+// placed plans rows [lo, hi) of name, or with cols its columns [lo, hi),
+// its row r's values written to out.Data[row[r] + c·step].
+func (p *planner) placed(name string, cols bool, lo, hi int, row []int, step int) {
+	if t, ok := p.tensor(name); ok {
+		p.slices = append(p.slices, checkpoint.Slice{Tensor: t, Cols: cols, Lo: int64(lo), Hi: int64(hi),
+			Place: &checkpoint.Placement{Data: p.out.Data, Row: row, Step: step}})
+	}
+}
+
+// outRows plans rows [r0, r0+n) of a [out, in] weight transposed into
+// out's columns cols (one per row read).
+func (p *planner) outRows(name string, r0, n int, cols []int) {
+	p.placed(name, false, r0, r0+n, cols, p.out.N)
+}
+
+// whole plans rows [r0, r1) of name as all of out.
+func (p *planner) whole(name string, r0, r1 int) { p.rows(name, r0, r1, p.out.Data) }
 
 // vocabRows plans the rank's rows [off, off+size) of a [vocab, hidden]
-// embedding; rows past the vocabulary (padding) are zero.
-func (p *planner) vocabRows(name string) func(d [][]float32) *model.Tensor {
+// embedding, as out's rows (transposed: as out's columns); rows past the
+// vocabulary (padding) stay zero.
+func (p *planner) vocabRows(name string, transposed bool) {
 	s := p.c.Shard
 	end := min(s.VocabOffset+s.VocabSize, s.Vocab)
-	i := -1
-	if end > s.VocabOffset {
-		i = p.rows(name, s.VocabOffset, end)
+	if end <= s.VocabOffset {
+		return
 	}
-	return func(d [][]float32) *model.Tensor {
-		t := newTensor(s.VocabSize, s.Hidden)
-		if i >= 0 {
-			copy(t.Data, d[i])
-		}
-		return t
+	if transposed {
+		p.placed(name, false, s.VocabOffset, end, seq(end-s.VocabOffset, 0), s.VocabSize)
+		return
 	}
+	p.rows(name, s.VocabOffset, end, p.out.Data[:(end-s.VocabOffset)*s.Hidden])
 }
 
-// llama plans a SeparateQKV checkpoint's tensor: [out, in] linears, q and k
-// heads in rotate-half order. nil: not a tensor of the family.
-func (p *planner) llama(layer int, name string) func(d [][]float32) *model.Tensor {
+// llama plans a SeparateQKV checkpoint's tensor: [out, in] linears
+// transposed as they are converted, q and k heads in rotate-half order
+// permuted to interleaved pairs on the way. false: not a tensor of the
+// family.
+func (p *planner) llama(layer int, name string) bool {
 	c := p.c
 	s, n := c.Shard, c.Config.Family.Names
 	pre := n.LayerPrefix(layer)
 	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
 	switch name {
-	case model.WQKV:
-		q := p.outRows(pre+n.Q, s.Index*ql, ql)
-		k := p.outRows(pre+n.K, s.Index*kvl, kvl)
-		v := p.outRows(pre+n.V, s.Index*kvl, kvl)
-		return func(d [][]float32) *model.Tensor {
-			return hcat(interleave(q(d), s.HeadDim), interleave(k(d), s.HeadDim), v(d))
-		}
-	case model.WO:
-		i := p.cols(pre+n.O, s.Index*ql, (s.Index+1)*ql)
-		return func(d [][]float32) *model.Tensor {
-			return model.Transpose(&model.Tensor{K: s.Hidden, N: ql, Data: d[i]})
-		}
-	case model.WUp:
-		g := p.outRows(pre+n.Gate, s.Index*fl, fl)
-		u := p.outRows(pre+n.Up, s.Index*fl, fl)
-		return func(d [][]float32) *model.Tensor { return hcat(g(d), u(d)) }
-	case model.WDown:
-		i := p.cols(pre+n.Down, s.Index*fl, (s.Index+1)*fl)
-		return func(d [][]float32) *model.Tensor {
-			return model.Transpose(&model.Tensor{K: s.Hidden, N: fl, Data: d[i]})
-		}
+	case model.WQKV: // [H][q | k | v]
+		p.outRows(pre+n.Q, s.Index*ql, ql, interleaved(ql, s.HeadDim, 0))
+		p.outRows(pre+n.K, s.Index*kvl, kvl, interleaved(kvl, s.HeadDim, ql))
+		p.outRows(pre+n.V, s.Index*kvl, kvl, seq(kvl, ql+kvl))
+	case model.WO: // o_proj's columns [H][ql], transposed
+		p.placed(pre+n.O, true, s.Index*ql, (s.Index+1)*ql, seq(s.Hidden, 0), s.Hidden)
+	case model.WUp: // [H][gate | up]
+		p.outRows(pre+n.Gate, s.Index*fl, fl, seq(fl, 0))
+		p.outRows(pre+n.Up, s.Index*fl, fl, seq(fl, fl))
+	case model.WDown: // down_proj's columns [H][fl], transposed
+		p.placed(pre+n.Down, true, s.Index*fl, (s.Index+1)*fl, seq(s.Hidden, 0), s.Hidden)
 	case model.AttnNorm:
-		return p.vector(pre+n.AttnNorm, 0, s.Hidden)
+		p.whole(pre+n.AttnNorm, 0, s.Hidden)
 	case model.MLPNorm:
-		return p.vector(pre+n.MLPNorm, 0, s.Hidden)
+		p.whole(pre+n.MLPNorm, 0, s.Hidden)
 	case model.FinalNorm:
-		return p.vector(n.FinalNorm, 0, s.Hidden)
+		p.whole(n.FinalNorm, 0, s.Hidden)
 	case model.Embed:
-		return p.vocabRows(n.Embed)
+		p.vocabRows(n.Embed, false)
 	case model.LMHead:
 		src := n.LMHead
 		if c.Config.TieWordEmbeddings {
 			src = n.Embed
 		}
-		e := p.vocabRows(src)
-		return func(d [][]float32) *model.Tensor { return model.Transpose(e(d)) }
+		p.vocabRows(src, true)
+	default:
+		return false
 	}
-	return nil
+	return true
 }
 
 // gpt2 plans a FusedQKV checkpoint's tensor: Conv1D [in, out] linears with
-// biases, q | k | v columns in one attention weight, a tied LM head. nil:
+// biases, q | k | v columns in one attention weight, a tied LM head. false:
 // not a tensor of the family.
-func (p *planner) gpt2(layer int, name string) func(d [][]float32) *model.Tensor {
+func (p *planner) gpt2(layer int, name string) bool {
 	c := p.c
 	s, n := c.Shard, c.Config.Family.Names
 	pre := n.LayerPrefix(layer)
 	H := s.Hidden
 	ql, kvl, fl := s.AttnWidth(), s.KVWidth(), s.FFN
-	// The fused columns are [q H | k H | v H]; the rank's are its heads of each.
-	qkv := [][2]int{{s.Index * ql, ql}, {H + s.Index*kvl, kvl}, {2*H + s.Index*kvl, kvl}}
-	mat := func(i, k, n int) func(d [][]float32) *model.Tensor {
-		return func(d [][]float32) *model.Tensor { return &model.Tensor{K: k, N: n, Data: d[i]} }
-	}
+	// The fused columns are [q H | k H | v H]; the rank's are its heads of
+	// each, side by side in out at columns 0, ql, ql+kvl.
+	qkv := [][3]int{{s.Index * ql, ql, 0}, {H + s.Index*kvl, kvl, ql}, {2*H + s.Index*kvl, kvl, ql + kvl}}
 	switch name {
 	case model.WQKV:
-		var parts []func(d [][]float32) *model.Tensor
 		for _, r := range qkv {
-			parts = append(parts, mat(p.cols(pre+n.QKV, r[0], r[0]+r[1]), H, r[1]))
-		}
-		return func(d [][]float32) *model.Tensor {
-			ts := make([]*model.Tensor, len(parts))
-			for j, f := range parts {
-				ts[j] = f(d)
+			row := make([]int, H)
+			for i := range row {
+				row[i] = i*p.out.N + r[2]
 			}
-			return hcat(ts...)
+			p.placed(pre+n.QKV, true, r[0], r[0]+r[1], row, 1)
 		}
 	case model.BQKV:
-		var idx []int
 		for _, r := range qkv {
-			idx = append(idx, p.rows(pre+n.QKVBias, r[0], r[0]+r[1]))
-		}
-		return func(d [][]float32) *model.Tensor {
-			var v []float32
-			for _, i := range idx {
-				v = append(v, d[i]...)
-			}
-			return &model.Tensor{K: 1, N: len(v), Data: v}
+			p.rows(pre+n.QKVBias, r[0], r[0]+r[1], p.out.Data[r[2]:r[2]+r[1]])
 		}
 	case model.WO:
-		return mat(p.rows(pre+n.O, s.Index*ql, (s.Index+1)*ql), ql, H)
+		p.whole(pre+n.O, s.Index*ql, (s.Index+1)*ql)
 	case model.BO:
-		return p.vector(pre+n.OBias, 0, H)
+		p.whole(pre+n.OBias, 0, H)
 	case model.WUp:
-		return mat(p.cols(pre+n.Up, s.Index*fl, (s.Index+1)*fl), H, fl)
+		p.cols(pre+n.Up, s.Index*fl, (s.Index+1)*fl, p.out.Data)
 	case model.BUp:
-		return p.vector(pre+n.UpBias, s.Index*fl, (s.Index+1)*fl)
+		p.whole(pre+n.UpBias, s.Index*fl, (s.Index+1)*fl)
 	case model.WDown:
-		return mat(p.rows(pre+n.Down, s.Index*fl, (s.Index+1)*fl), fl, H)
+		p.whole(pre+n.Down, s.Index*fl, (s.Index+1)*fl)
 	case model.BDown:
-		return p.vector(pre+n.DownBias, 0, H)
+		p.whole(pre+n.DownBias, 0, H)
 	case model.AttnNorm:
-		return p.vector(pre+n.AttnNorm, 0, H)
+		p.whole(pre+n.AttnNorm, 0, H)
 	case model.AttnNormBias:
-		return p.vector(pre+n.AttnNormBias, 0, H)
+		p.whole(pre+n.AttnNormBias, 0, H)
 	case model.MLPNorm:
-		return p.vector(pre+n.MLPNorm, 0, H)
+		p.whole(pre+n.MLPNorm, 0, H)
 	case model.MLPNormBias:
-		return p.vector(pre+n.MLPNormBias, 0, H)
+		p.whole(pre+n.MLPNormBias, 0, H)
 	case model.FinalNorm:
-		return p.vector(n.FinalNorm, 0, H)
+		p.whole(n.FinalNorm, 0, H)
 	case model.FinalNormBias:
-		return p.vector(n.FinalNormBias, 0, H)
+		p.whole(n.FinalNormBias, 0, H)
 	case model.PosEmbed:
-		return mat(p.rows(n.PosEmbed, 0, c.Config.MaxPositions), c.Config.MaxPositions, H)
+		p.whole(n.PosEmbed, 0, c.Config.MaxPositions)
 	case model.Embed:
-		return p.vocabRows(n.Embed)
+		p.vocabRows(n.Embed, false)
 	case model.LMHead:
-		e := p.vocabRows(n.Embed)
-		return func(d [][]float32) *model.Tensor { return model.Transpose(e(d)) }
+		p.vocabRows(n.Embed, true)
+	default:
+		return false
 	}
-	return nil
+	return true
 }

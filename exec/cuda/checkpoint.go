@@ -3,6 +3,9 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/hf"
@@ -53,17 +56,65 @@ func ReferenceTolerance(dtype string) float64 {
 	return 1e-3
 }
 
-// sourceWeights uploads the rank's shards from Options.Weights: each shard
-// is read from the checkpoint's mapping (only the rows or columns the rank
-// holds, as float32: checkpoint/shards.Source) by a reader goroutine one shard
-// ahead, converted on the host to the element type with the same
-// converters as every upload (f32ToF16, f32ToBF16: round to nearest even)
-// into a pinned staging buffer the size of the largest shard, and copied to
-// the device asynchronously; the stream is synchronized before the buffer
-// is written again. Reading the next shard overlaps the conversion and the
-// copy of this one. The host holds at most three shards in float32 (being
-// read, read, being converted) and one in the element type, never the
-// model. Only this goroutine calls CUDA.
+// DefaultHostWindowBytes is the float32 bytes of checkpoint tensors the
+// host-weights load reads ahead at once (Options.HostWindowBytes): 1 GiB, so
+// that a rank holds at most 2 GiB of its weights in host memory (a 7B model
+// at TP 1 is 28 GB in float32) while each window is still read as one list
+// of hundreds of MB (checkpoint.ReadSlices plans its reads across the
+// window's tensors).
+const DefaultHostWindowBytes = 1 << 30
+
+// hostWindows cuts the rank's list into consecutive windows whose float32
+// bytes are at most budget each; a tensor larger than budget is a window of
+// its own.
+func hostWindows(tensors []partition.TensorShard, budget int64) [][]partition.TensorShard {
+	var out [][]partition.TensorShard
+	var cur []partition.TensorShard
+	var bytes int64
+	for _, ts := range tensors {
+		b := shardF32Bytes([]partition.TensorShard{ts})
+		if len(cur) > 0 && bytes+b > budget {
+			out, cur, bytes = append(out, cur), nil, 0
+		}
+		cur, bytes = append(cur, ts), bytes+b
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// shardF32Bytes is the float32 bytes of the shards listed.
+func shardF32Bytes(list []partition.TensorShard) int64 {
+	var n int64
+	for _, ts := range list {
+		n += 4 * int64(ts.K) * int64(ts.N)
+	}
+	return n
+}
+
+// prefetcher is a Source that reads a list of tensors at once
+// (checkpoint/shards.Source), then hands each out once.
+type prefetcher interface {
+	Prefetch([]partition.TensorShard) error
+}
+
+// sourceWeights uploads the rank's shards from Options.Weights. A reader
+// goroutine reads the rank's list in windows (hostWindows: float32 bytes
+// at most Options.HostWindowBytes each), each window's tensors with one
+// Prefetch where the Source has it (one checkpoint.ReadSlices planned across
+// the window's tensors: only the rows or columns the rank holds, converted
+// to float32 and laid out), else tensor by tensor; it reads the next window
+// while this one is uploaded, then waits for it to be taken. The uploader
+// takes the tensors in order, converts each on the host to the element
+// type with the same converters as every upload (f32ToF16, f32ToBF16: round
+// to nearest even; a large shard on every core, encodeParallel) into a
+// pinned staging buffer the size of the largest shard, copies it to the device asynchronously (the stream is
+// synchronized before the buffer is written again) and lets the float32
+// tensor go. The host holds at most two windows of float32 (the one being
+// uploaded and the next) and one shard in the element type, never the
+// model; c.hostPeakBytes is the most it held. Only this goroutine calls
+// CUDA.
 func (c *Compute) sourceWeights() error {
 	src, err := c.opts.Weights(c.plan.Shard(c.rank.TPIndex))
 	if err != nil {
@@ -75,7 +126,12 @@ func (c *Compute) sourceWeights() error {
 	for _, ts := range tensors {
 		most = max(most, int64(ts.K)*int64(ts.N)*eb)
 	}
-	c.weightSource = fmt.Sprintf("checkpoint (converted on the host, through a pinned buffer of %d B: the largest shard)", most)
+	budget := c.opts.HostWindowBytes
+	if budget <= 0 {
+		budget = DefaultHostWindowBytes
+	}
+	windows := hostWindows(tensors, budget)
+	c.weightSource = fmt.Sprintf("checkpoint (read in %d windows of at most %d B of float32, converted on the host, through a pinned buffer of %d B: the largest shard)", len(windows), budget, most)
 	if most == 0 {
 		return nil
 	}
@@ -83,60 +139,84 @@ func (c *Compute) sourceWeights() error {
 	if err != nil {
 		return fmt.Errorf("pinned staging buffer of %d B for the checkpoint's shards: %w", most, err)
 	}
-	type shard struct {
-		t   *model.Tensor
+	type window struct {
+		ts  []*model.Tensor
 		err error
 	}
-	read := make(chan shard, 1)
+	var held, peak atomic.Int64 // float32 bytes read and not yet uploaded
+	read := make(chan window)   // unbuffered: one window read ahead, no more
 	stop := make(chan struct{})
 	go func() {
 		defer close(read)
-		for _, ts := range tensors {
-			t, err := src.Tensor(ts.Layer, ts.Name)
+		pre, canPrefetch := src.(prefetcher)
+		for _, list := range windows {
+			var w window
+			// Counted before it is read: the window's buffers are made as it is.
+			h := held.Add(shardF32Bytes(list))
+			peak.Store(max(peak.Load(), h)) // only this goroutine raises held
+			if canPrefetch {
+				w.err = pre.Prefetch(list)
+			}
+			for _, ts := range list {
+				if w.err != nil {
+					break
+				}
+				var t *model.Tensor
+				if t, w.err = src.Tensor(ts.Layer, ts.Name); w.err == nil {
+					w.ts = append(w.ts, t)
+				}
+			}
 			select {
-			case read <- shard{t, err}:
+			case read <- w:
 			case <-stop:
 				return
 			}
-			if err != nil {
+			if w.err != nil {
 				return
 			}
 		}
 	}()
 	err = func() error {
-		for i, ts := range tensors {
-			sh, ok := <-read
+		i := 0
+		for _, list := range windows {
+			w, ok := <-read
 			if !ok {
-				return fmt.Errorf("tensor %q of layer %d: the reader stopped", ts.Name, ts.Layer)
+				return fmt.Errorf("tensor %q of layer %d: the reader stopped", list[0].Name, list[0].Layer)
 			}
-			t := sh.t
-			if sh.err != nil {
-				return sh.err
-			}
-			if t.K != ts.K || t.N != ts.N || len(t.Data) != ts.K*ts.N {
-				return fmt.Errorf("tensor %q of layer %d read as [%d, %d] (%d values), the shard is [%d, %d]", ts.Name, ts.Layer, t.K, t.N, len(t.Data), ts.K, ts.N)
-			}
-			n := int64(len(t.Data)) * eb
-			p, err := c.alloc(pexec.AllocWeights, n)
-			if err != nil {
-				return err
-			}
-			if i > 0 {
-				// The previous shard's copy still reads the buffer.
-				if err := c.stream.Synchronize(); err != nil {
+			for j, t := range w.ts {
+				ts := list[j]
+				if t.K != ts.K || t.N != ts.N || len(t.Data) != ts.K*ts.N {
+					return fmt.Errorf("tensor %q of layer %d read as [%d, %d] (%d values), the shard is [%d, %d]", ts.Name, ts.Layer, t.K, t.N, len(t.Data), ts.K, ts.N)
+				}
+				n := int64(len(t.Data)) * eb
+				p, err := c.alloc(pexec.AllocWeights, n)
+				if err != nil {
 					return err
 				}
+				if i > 0 {
+					// The previous shard's copy still reads the buffer.
+					if err := c.stream.Synchronize(); err != nil {
+						return err
+					}
+				}
+				buf := pin.Bytes()[:n]
+				c.dt.encodeParallel(buf, t.Data)
+				if err := c.stream.CopyHtoDAsync(p, buf); err != nil {
+					return err
+				}
+				c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = &dtensor{k: t.K, n: t.N, p: p}
+				w.ts[j] = nil // staged: the float32 tensor can go
+				held.Add(-shardF32Bytes(list[j : j+1]))
+				i++
 			}
-			buf := pin.Bytes()[:n]
-			c.dt.encodeInto(buf, t.Data)
-			if err := c.stream.CopyHtoDAsync(p, buf); err != nil {
-				return err
+			if w.err != nil {
+				return w.err
 			}
-			c.frame.Weights[pexec.TensorKey{Layer: ts.Layer, Name: ts.Name}] = &dtensor{k: t.K, n: t.N, p: p}
 		}
 		return nil
 	}()
-	close(stop) // a reader still ahead stops after its shard
+	close(stop) // a reader still ahead stops after its window
+	c.hostPeakBytes = peak.Load()
 	// The last copy reads the pinned buffer until the stream has run it.
 	if serr := c.stream.Synchronize(); err == nil {
 		err = serr
@@ -145,6 +225,33 @@ func (c *Compute) sourceWeights() error {
 		err = ferr
 	}
 	return err
+}
+
+// encodeParallelElems is the values from which encodeParallel splits its
+// work among goroutines (1 Mi values: a millisecond or more of work against
+// microseconds to start them).
+const encodeParallelElems = 1 << 20
+
+// encodeParallel is encodeInto split into blocks of at least
+// encodeParallelElems values among up to GOMAXPROCS goroutines: a rank's
+// checkpoint load encodes every weight on the host, on the goroutine that
+// calls CUDA, while the reader's goroutines wait for the window to be taken.
+func (d dtype) encodeParallel(dst []byte, v []float32) {
+	workers := min(runtime.GOMAXPROCS(0), len(v)/encodeParallelElems)
+	if workers < 2 {
+		d.encodeInto(dst, v)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(v)/workers, (w+1)*len(v)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.encodeInto(dst[lo*d.bytes:hi*d.bytes], v[lo:hi])
+		}()
+	}
+	wg.Wait()
 }
 
 // encodeInto writes v in the element type to dst (len(v)·bytes), as encode.

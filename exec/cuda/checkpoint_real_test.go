@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,49 @@ func TestRealGPUCheckModelDir(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// On the GPU, the host-weights load in windows of 64 KiB of float32 (the
+// fixtures' ranks in 8–14 windows, llama-tiny's embedding and LM head alone)
+// puts on the device, byte for byte, what the load in one window of the
+// default 1 GiB puts there: both fixtures, TP 1 and 2, fp32 and bf16. It
+// logs each load's time.
+func TestRealGPUCheckpointWindows(t *testing.T) {
+	realGPU(t)
+	for _, fx := range []string{"llama-tiny", "gpt2-tiny"} {
+		dir := fixtureDir(t, fx)
+		m := openModel(t, dir)
+		for _, tp := range []int{1, 2} {
+			plan := hfPlan(t, dir, tp, 1)
+			for rank := range plan.Ranks {
+				for _, dt := range []string{"fp32", "bf16"} {
+					what := fmt.Sprintf("%s tp%d rank %d %s", fx, tp, rank, dt)
+					t0 := time.Now()
+					small, err := New(plan, rank, Options{DType: dt, Weights: m.Shards, HostWindowBytes: 64 << 10})
+					if err != nil {
+						t.Fatalf("%s, 64 KiB windows: %v", what, err)
+					}
+					t1 := time.Now()
+					whole, err := New(plan, rank, Options{DType: dt, Weights: m.Shards})
+					if err != nil {
+						small.Close()
+						t.Fatalf("%s, one window: %v", what, err)
+					}
+					t.Logf("%s: New in 64 KiB windows %v, in one window %v (%s)", what, t1.Sub(t0), time.Since(t1), small.WeightSource())
+					if strings.Contains(small.WeightSource(), "read in 1 windows") || !strings.Contains(whole.WeightSource(), "read in 1 windows") {
+						t.Errorf("%s: %q and %q: want several windows, then one", what, small.WeightSource(), whole.WeightSource())
+					}
+					for _, ts := range plan.Tensors(rank) {
+						if a, b := deviceBytes(t, small, ts.Layer, ts.Name), deviceBytes(t, whole, ts.Layer, ts.Name); !slices.Equal(a, b) {
+							t.Errorf("%s: %s of layer %d differs between 64 KiB windows and one window", what, ts.Name, ts.Layer)
+						}
+					}
+					small.Close()
+					whole.Close()
+				}
+			}
 		}
 	}
 }

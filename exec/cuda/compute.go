@@ -42,9 +42,14 @@ type Options struct {
 	// ("": $PARTBENCH_CUDA_WITHOUT; extra.go).
 	Without string
 	// Weights makes the rank's shards given its model.Shard (nil: the
-	// seeded model): a checkpoint's slices, uploaded tensor by tensor
-	// through a pinned buffer (checkpoint.go).
+	// seeded model): a checkpoint's slices, read in windows of
+	// HostWindowBytes and uploaded tensor by tensor through a pinned buffer
+	// (checkpoint.go).
 	Weights func(s model.Shard) (model.Source, error)
+	// HostWindowBytes bounds the float32 bytes of the checkpoint's tensors
+	// read ahead at once for Weights (0: DefaultHostWindowBytes): the host
+	// holds at most two such windows (checkpoint.go).
+	HostWindowBytes int64
 	// Inputs are the token ids fed (nil: the seeded schedule): the prompt's
 	// ids, then each sampled argmax when greedy, read back after every
 	// sample (checkpoint.go). Graphs must be off.
@@ -110,6 +115,10 @@ type Compute struct {
 	gemv         gemvState       // small-M GEMMs on pb_gemv_mMM (gemv.go)
 	weightSource string          // where the weights were generated (gen.go)
 	without      map[string]bool // additions turned off (Options.Without)
+
+	// hostPeakBytes is the most float32 bytes of checkpoint tensors the
+	// host-weights load held at once (checkpoint.go).
+	hostPeakBytes int64
 
 	allocs    []cuda.DevicePtr
 	allocated int64
