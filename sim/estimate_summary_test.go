@@ -184,3 +184,42 @@ func TestSummaryAllowed(t *testing.T) {
 		t.Fatal("2 replicas of 16 ranks on 16 cores: summary allowed")
 	}
 }
+
+// summaryUse on two ranks' hand-made ops. Rank 0: a prefill compute op on
+// [0, 2], a decode op bound by HBM on [2, 6]. Rank 1 (its ops stored out of
+// start order, which summaryUse puts right): a prefill recv on [0, 2]
+// waiting 2, a decode compute op on [2, 5]. Prefill window [0, 2] (its
+// last end): busy 2 and 0 (a recv is idle) → bubble 1 − 2/(2·2) = 0.5,
+// critical rank 0, bound compute. Decode window [3, 6]: busy 3 and 2 →
+// bubble 1 − 5/(2·3) = 1/6, critical rank 0, HBM 3 of its window, no idle.
+// A bound useBounds does not list is errNoSummary.
+func TestSummaryUseByHand(t *testing.T) {
+	ci, hi, ni := int8(useBoundIndex(BoundCompute)), int8(useBoundIndex(BoundHBM)), int8(useBoundIndex(BoundNVLink))
+	mk := func(bad bool) *simulator {
+		s := &simulator{ranks: []*rankState{{}, {}}, ids: []int{0, 1}, useBase: []int{0, 2}, uses: []opUse{
+			{start: 0, end: 2, bound: ci, phase: 0},
+			{start: 2, end: 6, bound: hi, phase: 1},
+			{start: 2, end: 5, bound: ci, phase: 1},
+			{start: 0, end: 2, wait: 2, bound: ni, phase: 0, recv: true},
+		}}
+		if bad {
+			s.uses[2].bound = -1
+		}
+		return s
+	}
+	e := &Estimate{}
+	if err := mk(false).summaryUse(&Timeline{Ranks: 2}, e, 3, 6); err != nil {
+		t.Fatal(err)
+	}
+	if e.Prefill.BubbleFraction != 0.5 || e.Prefill.CriticalRank != 0 || e.Prefill.Bottleneck != BoundCompute {
+		t.Errorf("prefill: bubble %v, critical rank %d, bottleneck %s; want 0.5, 0, compute", e.Prefill.BubbleFraction, e.Prefill.CriticalRank, e.Prefill.Bottleneck)
+	}
+	if math.Abs(e.Decode.BubbleFraction-1.0/6) > 1e-15 || e.Decode.CriticalRank != 0 || e.Decode.Bottleneck != BoundHBM ||
+		e.Decode.TimeByBound[BoundHBM] != 3 || e.Decode.TimeByBound[BoundCompute] != 0 || len(e.Decode.TimeByBound) != 2 {
+		t.Errorf("decode: bubble %v, critical rank %d, bottleneck %s, by bound %v; want 1/6, 0, hbm, hbm 3 compute 0",
+			e.Decode.BubbleFraction, e.Decode.CriticalRank, e.Decode.Bottleneck, e.Decode.TimeByBound)
+	}
+	if err := mk(true).summaryUse(&Timeline{Ranks: 2}, &Estimate{}, 3, 6); !errors.Is(err, errNoSummary) {
+		t.Errorf("an unlisted bound: %v, want errNoSummary", err)
+	}
+}
