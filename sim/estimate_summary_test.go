@@ -79,12 +79,12 @@ func TestSummaryIsFromEstimate(t *testing.T) {
 				t.Fatal(err)
 			}
 			plan.System.GPU.Ranges = topology.ParamRanges{}
-			whole, summary := &planWork{}, &planWork{}
+			work := &planWork{} // the Programs, shared as Refine's re-runs of a row share them
 			for steps := SearchDecodeSteps; steps <= 4*SearchDecodeSteps; steps *= 2 {
 				o := Options{DecodeSteps: steps, Collectives: spec.Collectives}
-				ew, errW := estimateShared(plan, o, whole)
+				ew, errW := estimateShared(plan, o, work)
 				o.summary = true
-				es, errS := estimateShared(plan, o, summary)
+				es, errS := estimateShared(plan, o, work)
 				runs++
 				var tlW, tlS *TooLargeError
 				isW, isS := errors.As(errW, &tlW), errors.As(errS, &tlS)
