@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -37,6 +38,9 @@ type Options struct {
 	// steady state (timeline_steady.go): the reference its tests hold the
 	// extrapolation to.
 	stepwise bool
+	// summary computes only what FromEstimate reads (estimate_summary.go):
+	// Refine's re-runs where SearchSpec.SummaryOnly is set.
+	summary bool
 }
 
 // MeasuredOps holds measured compute-op times in seconds, indexed
@@ -270,7 +274,14 @@ func EstimatePlan(plan *partition.Plan, opts Options) (*Estimate, error) {
 func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
 	full := plan
 	plan = plan.OneReplica()
+	if opts.summary && !summaryAllowed(plan, full.DP, opts) {
+		opts.summary = false
+	}
 	e, err := estimatePlan(plan, opts, work)
+	if errors.Is(err, errNoSummary) { // a bound the summary does not list: the whole estimate
+		opts.summary = false
+		e, err = estimatePlan(plan, opts, work)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -308,16 +319,33 @@ func estimateShared(plan *partition.Plan, opts Options, work *planWork) (*Estima
 // the sample ops' ends, speed.go) and no per-rank rows, so the numbers are
 // the same to the bit in a fraction of the memory.
 func estimateHeadline(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
-	return estimateRun(plan, opts, work, true)
+	return estimateRun(plan, opts, work, runHeadline)
 }
 
+// estimatePlan is one timeline run of plan: the whole estimate, or with
+// opts.summary only what FromEstimate reads.
 func estimatePlan(plan *partition.Plan, opts Options, work *planWork) (*Estimate, error) {
-	return estimateRun(plan, opts, work, false)
+	if opts.summary {
+		return estimateRun(plan, opts, work, runSummary)
+	}
+	return estimateRun(plan, opts, work, runFull)
 }
 
-// estimateRun is estimatePlan; headline leaves everything but the
-// headline numbers out (estimateHeadline).
-func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bool) (*Estimate, error) {
+// runMode is what a timeline run keeps.
+type runMode int
+
+const (
+	runFull     runMode = iota // the whole estimate, every slice of the timeline
+	runHeadline                // TTFT, TPOT and the token rate (estimateHeadline)
+	runSummary                 // FromEstimate's numbers (estimate_summary.go)
+)
+
+// estimateRun is estimatePlan; runHeadline leaves everything but the
+// headline numbers out (estimateHeadline), runSummary everything but
+// FromEstimate's (estimate_summary.go).
+func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMode) (*Estimate, error) {
+	headline := mode == runHeadline
+	full := mode == runFull
 	if opts.DecodeSteps <= 0 {
 		opts.DecodeSteps = 16
 	}
@@ -371,8 +399,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	if !perStage {
 		pre, decode = make([]partition.Program, n), make([]partition.Program, n)
 	}
-	var preFixed, decFixed []FixedCosts // for the per-rank rows, which headline leaves out
-	if !headline {
+	var preFixed, decFixed []FixedCosts // for the per-rank rows, which only the full run keeps
+	if full {
 		preFixed, decFixed = make([]FixedCosts, n), make([]FixedCosts, n)
 	}
 	workingSets := make([]int64, n)
@@ -394,7 +422,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 			// the stand-in's figures, without building this rank's Programs.
 			sr := plan.RankOf(rk.Stage, 0)
 			workingSets[r], residency[r] = workingSets[sr], residency[sr]
-			if !headline {
+			if full {
 				preFixed[r], decFixed[r] = preFixed[sr], decFixed[sr]
 				if stageFloor[rk.Stage] < 0 { // the same for every TP rank of the stage
 					stageFloor[rk.Stage] = hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
@@ -419,7 +447,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		if !perStage {
 			pre[r], decode[r] = p, d
 		}
-		if !headline {
+		if full {
 			preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
 		}
 		ws := workingSet(d)
@@ -431,7 +459,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		residency[r] = res
 		e.L2.WorkingSetBytes = max(e.L2.WorkingSetBytes, ws)
 		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
-		floor += hbmFloorBytes(d, ws, usable)
+		if full {
+			floor += hbmFloorBytes(d, ws, usable)
+		}
 	}
 
 	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
@@ -460,9 +490,13 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	// Token times: a micro-batch's token is out when its sample op ends on
 	// every TP rank of the last stage.
 	ends := newSampleEnds(opts.DecodeSteps, plan.Microbatches)
-	if headline {
+	switch mode {
+	case runHeadline:
 		s.ends = ends // speed.go: no slices kept
-	} else {
+	case runSummary:
+		s.ends = ends
+		presizeUses(s) // estimate_summary.go: each op's times and bound, no slice
+	default:
 		presizeSlices(s) // speed.go
 	}
 	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
@@ -472,7 +506,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 		return nil, err
 	}
 	prefillEnd := 0.0
-	if !headline {
+	if full {
 		e.Timeline = tl
 		for i := range tl.Slices {
 			sl := &tl.Slices[i]
@@ -495,7 +529,12 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, headline bo
 	e.Prefill = PhaseEstimate{TTFTS: ttft, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
 		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
-	if headline {
+	if mode == runSummary {
+		if err := s.summaryUse(tl, e, w0, w1); err != nil { // estimate_summary.go
+			return nil, err
+		}
+	}
+	if !full {
 		if err := checkFinite(e); err != nil {
 			return nil, err
 		}

@@ -61,6 +61,12 @@ type SearchSpec struct {
 	// TPOT difference, the decode steps) is the nominal timeline's, the
 	// same either way, and the ranking is Quick's; RunSearch sets it.
 	NoFullRange bool
+	// SummaryOnly makes each of Refine's re-runs compute only what the
+	// search reports of it (FromEstimate: TTFT, TPOT, the token rate, both
+	// bubble fractions, the decode bottleneck; the same numbers to the bit,
+	// estimate_summary.go), not the whole Estimate: each row's FullEstimate
+	// is then nil. RunSearch sets it.
+	SummaryOnly bool
 }
 
 // Candidate is one partitioning.
@@ -217,8 +223,10 @@ type SearchRow struct {
 	// TPOTRelDiff is (quick − full) / full TPOT.
 	TPOTRelDiff *float64 `json:"tpot_rel_diff,omitempty"`
 	// FullDecodeSteps is the decode steps the full timeline ran (see Refine).
-	FullDecodeSteps int       `json:"full_decode_steps,omitempty"`
-	FullEstimate    *Estimate `json:"-"`
+	FullDecodeSteps int `json:"full_decode_steps,omitempty"`
+	// FullEstimate is the whole estimate of the last re-run; nil where
+	// SearchSpec.SummaryOnly kept only what Full holds.
+	FullEstimate *Estimate `json:"-"`
 
 	index int
 }
@@ -597,6 +605,7 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 	if opts.DecodeSteps == 0 {
 		opts.DecodeSteps = SearchDecodeSteps
 	}
+	opts.summary = spec.SummaryOnly
 	var idx []int
 	for i := range r.Rows {
 		if len(idx) < top && r.Rows[i].Quick != nil {
@@ -630,6 +639,9 @@ func (r *SearchResult) Refine(spec SearchSpec, top int, opts Options, progress f
 			}
 			f := FromEstimate(e)
 			row.Full, row.FullEstimate, row.FullDecodeSteps = &f, e, o.DecodeSteps
+			if spec.SummaryOnly {
+				row.FullEstimate = nil
+			}
 			d := (row.Quick.TPOTS - f.TPOTS) / f.TPOTS
 			row.TPOTRelDiff = &d
 			if math.Abs(d) <= QuickTolerance || o.DecodeSteps >= 4*opts.DecodeSteps {

@@ -69,37 +69,17 @@ func (r SearchRequest) Check() error {
 // enumerated candidates returns the result even when none is feasible, so
 // the caller can print why (and then fail with res.Empty()).
 func RunSearch(r SearchRequest) (*configs.Config, *SearchResult, error) {
-	if err := r.Check(); err != nil {
-		return nil, nil, err
-	}
-	cfg, err := configs.Load(r.Config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--config: %w", err)
-	}
-	if r.Workload.Batch > 0 {
-		cfg.Parallel.Microbatches = 1 // the search picks micro-batch counts itself
-	}
-	if err := r.Workload.Apply(cfg); err != nil {
-		return nil, nil, err
-	}
-	if err := configs.ApplyRuntimeFlag([]*configs.Config{cfg}, r.Runtime); err != nil {
-		return nil, nil, err
-	}
-	sys, err := configs.SystemOverride{Hardware: r.Hardware, Topology: r.Topology, Nodes: r.Nodes, GPUs: r.GPUs}.Resolve(cfg)
+	cfg, spec, err := r.spec()
 	if err != nil {
 		return nil, nil, err
 	}
-	// A --hardware preset keeps the config's runtime (its host costs).
-	sys.GPU = cfg.Runtime.Apply(sys.GPU)
 	progress := func(phase string) func(done, total int) {
 		if r.Progress == nil {
 			return nil
 		}
 		return r.Progress(phase)
 	}
-	spec := SearchSpec{Config: cfg, System: sys, Objective: r.Objective, MaxTPOTS: r.MaxTPOTms / 1e3, MaxTTFTS: r.MaxTTFTs,
-		MaxMicrobatches: r.MaxMicrobatches, Collectives: r.Collectives, Progress: progress("search"),
-		NoFullRange: true} // the rows show the re-runs' nominal numbers alone
+	spec.Progress = progress("search")
 	res, err := Search(spec)
 	if err != nil {
 		return nil, nil, err
@@ -118,4 +98,36 @@ func RunSearch(r SearchRequest) (*configs.Config, *SearchResult, error) {
 		return nil, nil, res.Empty()
 	}
 	return cfg, res, nil
+}
+
+// spec checks r, loads its config, resolves the system and gives the spec
+// RunSearch searches (without its progress callback).
+func (r SearchRequest) spec() (*configs.Config, SearchSpec, error) {
+	if err := r.Check(); err != nil {
+		return nil, SearchSpec{}, err
+	}
+	cfg, err := configs.Load(r.Config)
+	if err != nil {
+		return nil, SearchSpec{}, fmt.Errorf("--config: %w", err)
+	}
+	if r.Workload.Batch > 0 {
+		cfg.Parallel.Microbatches = 1 // the search picks micro-batch counts itself
+	}
+	if err := r.Workload.Apply(cfg); err != nil {
+		return nil, SearchSpec{}, err
+	}
+	if err := configs.ApplyRuntimeFlag([]*configs.Config{cfg}, r.Runtime); err != nil {
+		return nil, SearchSpec{}, err
+	}
+	sys, err := configs.SystemOverride{Hardware: r.Hardware, Topology: r.Topology, Nodes: r.Nodes, GPUs: r.GPUs}.Resolve(cfg)
+	if err != nil {
+		return nil, SearchSpec{}, err
+	}
+	// A --hardware preset keeps the config's runtime (its host costs).
+	sys.GPU = cfg.Runtime.Apply(sys.GPU)
+	return cfg, SearchSpec{Config: cfg, System: sys, Objective: r.Objective, MaxTPOTS: r.MaxTPOTms / 1e3, MaxTTFTS: r.MaxTTFTs,
+		MaxMicrobatches: r.MaxMicrobatches, Collectives: r.Collectives,
+		NoFullRange: true, // the rows show the re-runs' nominal numbers alone
+		SummaryOnly: true, // and of each re-run what FromEstimate reads
+	}, nil
 }

@@ -113,13 +113,14 @@ func BenchmarkSearchFull(b *testing.B) {
 
 // BenchmarkSearchFullCommand is BenchmarkSearchFull with the spec
 // RunSearch gives `partbench search`: its re-runs leave out the GPU's range
-// ends, which the search's output does not show (SearchSpec.NoFullRange).
+// ends, which the search's output does not show (SearchSpec.NoFullRange),
+// and compute only what it shows of them (SearchSpec.SummaryOnly).
 func BenchmarkSearchFullCommand(b *testing.B) {
 	spec, err := SyntheticSearchSpec(4096)
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec.NoFullRange = true
+	spec.NoFullRange, spec.SummaryOnly = true, true
 	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		r, err := Search(spec)
@@ -311,4 +312,25 @@ func BenchmarkSearchQuick(b *testing.B) {
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(len(plans)), "plans/op")
+}
+
+// BenchmarkSearchFullCommandWhole is BenchmarkSearchFullCommand with each
+// re-run's whole Estimate kept (SummaryOnly unset): what the summary saves.
+func BenchmarkSearchFullCommandWhole(b *testing.B) {
+	spec, err := SyntheticSearchSpec(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.NoFullRange = true
+	cpu := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		r, err := Search(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Refine(spec, 10, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
 }

@@ -171,6 +171,10 @@ type simulator struct {
 	// chunks (timeline_chunks.go).
 	chunks        *chunkSteady
 	chunksWritten int
+	// uses, when set (with ends), keeps each op's times and bound instead
+	// of its slice, rank by rank from useBase (estimate_summary.go).
+	uses    []opUse
+	useBase []int
 }
 
 func groupName(ranks []int) string {
@@ -378,6 +382,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.chunks.record(ri, r.pc, &sl, 0, 0, 0)
 	}
 	s.emit(ri, r.pc, &sl)
+	s.recordUse(ri, r.pc, &sl)
 	r.advance()
 	return true, nil
 }
@@ -431,6 +436,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link}
 		s.chunks.record(m, mr.pc, &sl, sl.WaitS, 0, 0)
 		s.emit(m, mr.pc, &sl)
+		s.recordUse(m, mr.pc, &sl)
 		mr.clock = end
 		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS = false, 0, 0, 0
 		mr.advance()

@@ -406,6 +406,17 @@ func (cs *chunkSteady) write(s *simulator, j, m int) {
 					if op.Kind == partition.Sample {
 						s.ends.add(&Slice{Phase: partition.Prefill, Step: -1, Op: op, EndS: end})
 					}
+					if s.uses != nil { // a summary: the opUse of the slice written below
+						u := &s.uses[s.useBase[ri]+c*n+i]
+						*u = s.uses[s.useBase[ri]+j*n+i]
+						u.start, u.end, u.wait = prevEnd, end, 0
+						if t.waits {
+							u.wait = min(max(0, t.wait.at(k)), end-prevEnd)
+						}
+						if slot := cs.slot[cs.base[ri]+i]; slot >= 0 {
+							u.bound = int8(useBoundIndex(cs.costs[slot*cs.stride+k-1].Bound))
+						}
+					}
 					prevEnd = end
 					continue
 				}

@@ -279,6 +279,11 @@ func (st *steady) extrapolate(s *simulator) {
 		if s.ends == nil {
 			prevEnd = st.slice(s, ri, j, len(r.dec)-1).EndS
 		}
+		if s.uses != nil { // a summary: the written steps' opUses, as the slices below
+			st.extrapolateUses(s, ri, r)
+			r.pc = r.count()
+			continue
+		}
 		for k := j + 1; k < st.total; k++ {
 			m := float64(k - j)
 			if s.ends != nil { // the headline numbers read the samples' ends alone
@@ -309,6 +314,30 @@ func (st *steady) extrapolate(s *simulator) {
 	}
 	if fl != nil {
 		s.flows += (st.total - 1 - j) * fl.perStep
+	}
+}
+
+// extrapolateUses is extrapolate for simulated rank ri of a summary run:
+// each op of a written step is its step-from opUse starting where the
+// rank's previous op ended and ending at the later of that and its end
+// moved by (k − from)·P, as extrapolate writes the slices, and each
+// sample's end goes to the headline numbers.
+func (st *steady) extrapolateUses(s *simulator, ri int, r *rankState) {
+	j, p := st.from, st.period
+	at := func(k, i int) *opUse { return &s.uses[s.useBase[ri]+len(r.pre)+k*len(r.dec)+i] }
+	prevEnd := at(j, len(r.dec)-1).end
+	for k := j + 1; k < st.total; k++ {
+		m := float64(k - j)
+		for i := range r.dec {
+			u := *at(j, i)
+			u.start = prevEnd
+			u.end = max(prevEnd, u.end+m*p)
+			prevEnd = u.end
+			*at(k, i) = u
+			if op := &r.dec[i]; op.Kind == partition.Sample {
+				s.ends.add(&Slice{Phase: partition.Decode, Step: k, Op: op, EndS: u.end})
+			}
+		}
 	}
 }
 
