@@ -162,18 +162,33 @@ func (p *Plan) RankAt(i int) Rank {
 }
 
 // newPlan fills everything but the memory fit and the rank list.
-func newPlan(cfg *configs.Config) *Plan { return newPlanWith(cfg, stageLayers) }
+func newPlan(cfg *configs.Config) *Plan {
+	return newPlanWith(cfg, stageLayers, arithOf(cfg.Model))
+}
+
+// modelArith is the model's arithmetic a Plan carries: ParamsTotal and Layer.
+type modelArith struct {
+	params int64
+	layer  LayerParams
+}
+
+// arithOf is m's arithmetic, worked out.
+func arithOf(m configs.Model) modelArith {
+	return modelArith{params: ParamsTotal(m), layer: Layer(m)}
+}
 
 // newPlanWith is newPlan with the stages' layer lists from lists (stageLayers
-// or a Planner's, which shares them between plans).
-func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int) *Plan {
+// or a Planner's, which shares them between plans) and the model's
+// arithmetic given (a Planner works it out once for all its plans, whose
+// models are the same).
+func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int, arith modelArith) *Plan {
 	m := cfg.Model
 	par := cfg.Parallel
 	p := &Plan{
 		Config:         cfg,
 		Model:          m,
-		Params:         ParamsTotal(m),
-		LayerParams:    Layer(m),
+		Params:         arith.params,
+		LayerParams:    arith.layer,
 		System:         topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology},
 		TP:             par.TP,
 		PP:             par.PP,
