@@ -146,7 +146,10 @@ func (p *Plan) buildRanks() []Rank {
 }
 
 // RankAt is rank i of the plan: Ranks[i] when the list is built (NewPlan),
-// else the same Rank described from its number (NewPlanStages).
+// else the same Rank described from its number (NewPlanStages), its
+// TPGroup a slice of a process-wide list of rank numbers (rankIDs) rather
+// than a list made for the call. As with NewPlan's ranks, whose TP groups
+// share one list, a caller reads TPGroup and never writes it.
 func (p *Plan) RankAt(i int) Rank {
 	if p.Ranks != nil {
 		return p.Ranks[i]
@@ -154,10 +157,7 @@ func (p *Plan) RankAt(i int) Rank {
 	g := p.GroupSize()
 	d, s, t := i/g, (i%g)/p.TP, i%p.TP
 	a := i - t
-	group := make([]int, p.TP)
-	for k := range group {
-		group[k] = a + k
-	}
+	group := rankIDs(a + p.TP)[a : a+p.TP : a+p.TP] // shared: read, never written
 	return Rank{Rank: i, Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group, Memory: p.StageMemory[s]}
 }
 
