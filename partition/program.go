@@ -445,4 +445,11 @@ func (op Op) AtPast(past int) Op {
 	return op
 }
 
+// SetPast is AtPast in place: op becomes the attention op of its pass
+// shape behind past cached tokens, whatever past it had (Past, FLOPs and
+// KV read follow from past and the fields it leaves alone). An estimator
+// that prices one op at many pasts moves one copy instead of copying the
+// op for each.
+func (op *Op) SetPast(past int) { op.setPast(past) }
+
 func layerName(l int) string { return fmt.Sprintf("L%02d.", l) }

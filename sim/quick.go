@@ -851,8 +851,11 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
 		for ch := 1; ch < k.chunks-1; ch++ {
 			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
-			for j, i := range at {
-				op := p.layer[i].AtPast(ch * k.chunk)
+		}
+		for j, i := range at {
+			op := p.layer[i] // one copy, moved to each chunk's past in turn
+			for ch := 1; ch < k.chunks-1; ch++ {
+				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
