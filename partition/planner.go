@@ -23,7 +23,7 @@ type Planner struct {
 	// arith is the model's arithmetic, worked out with the first valid
 	// config: every config of a Planner has the same model.
 	arith modelArith
-	parts     map[int]*memParts
+	parts map[int]*memParts
 	// act holds activation bytes per (tp, micro-batch size) for the
 	// parallel sections whose pass_buffers is actPB, actBy for each
 	// pass_buffers seen.
