@@ -85,3 +85,47 @@ func TestPrefillChunksDifferOnlyInAttentionPast(t *testing.T) {
 		}
 	}
 }
+
+// SetPast moves one op in place to each past in turn, forwards, backwards
+// and back to where it started, and gives at every step AtPast's op from
+// the original, field for field: on every attention op of tp8pp2's first
+// prefill pass on its last rank (causal, after 0 cached tokens) and of
+// an encoder (bidirectional: every query sees the whole pass).
+func TestSetPastIsAtPast(t *testing.T) {
+	enc, err := configs.Load("test/gpt2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Model.Encoder = true
+	enc.Workload.Phases = []string{"prefill"}
+	enc.Parallel.PrefillChunk = 6
+	pe, err := NewPlan(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked, bidi int
+	for _, p := range []*Plan{plan(t, "tp8pp2"), pe} {
+		for _, orig := range p.PrefillPass(p.Size()-1, 0, 0) {
+			if orig.Kind != Attention {
+				continue
+			}
+			op := orig
+			for _, past := range []int{1, 7, 1000, 3, 0, 8191, 0} {
+				op.SetPast(past)
+				if want := orig.AtPast(past); !reflect.DeepEqual(op, want) {
+					t.Fatalf("%s: SetPast(%d) after others:\n got %+v\nwant %+v", p.Config.Name, past, op, want)
+				}
+			}
+			if !reflect.DeepEqual(op, orig) { // the first pass's past is 0
+				t.Fatalf("%s: SetPast(0) is not the first pass's op:\n got %+v\nwant %+v", p.Config.Name, op, orig)
+			}
+			checked++
+			if op.Bidirectional {
+				bidi++
+			}
+		}
+	}
+	if checked == 0 || bidi == 0 {
+		t.Fatalf("%d attention ops checked, %d bidirectional: the test needs both kinds", checked, bidi)
+	}
+}

@@ -146,7 +146,10 @@ func (p *Plan) buildRanks() []Rank {
 }
 
 // RankAt is rank i of the plan: Ranks[i] when the list is built (NewPlan),
-// else the same Rank described from its number (NewPlanStages).
+// else the same Rank described from its number (NewPlanStages), its
+// TPGroup a slice of a process-wide list of rank numbers (rankIDs) rather
+// than a list made for the call. As with NewPlan's ranks, whose TP groups
+// share one list, a caller reads TPGroup and never writes it.
 func (p *Plan) RankAt(i int) Rank {
 	if p.Ranks != nil {
 		return p.Ranks[i]
@@ -154,26 +157,38 @@ func (p *Plan) RankAt(i int) Rank {
 	g := p.GroupSize()
 	d, s, t := i/g, (i%g)/p.TP, i%p.TP
 	a := i - t
-	group := make([]int, p.TP)
-	for k := range group {
-		group[k] = a + k
-	}
+	group := rankIDs(a + p.TP)[a : a+p.TP : a+p.TP] // shared: read, never written
 	return Rank{Rank: i, Stage: s, TPIndex: t, Replica: d, Layers: p.StageLayers[s], TPGroup: group, Memory: p.StageMemory[s]}
 }
 
 // newPlan fills everything but the memory fit and the rank list.
-func newPlan(cfg *configs.Config) *Plan { return newPlanWith(cfg, stageLayers) }
+func newPlan(cfg *configs.Config) *Plan {
+	return newPlanWith(cfg, stageLayers, arithOf(cfg.Model))
+}
+
+// modelArith is the model's arithmetic a Plan carries: ParamsTotal and Layer.
+type modelArith struct {
+	params int64
+	layer  LayerParams
+}
+
+// arithOf is m's arithmetic, worked out.
+func arithOf(m configs.Model) modelArith {
+	return modelArith{params: ParamsTotal(m), layer: Layer(m)}
+}
 
 // newPlanWith is newPlan with the stages' layer lists from lists (stageLayers
-// or a Planner's, which shares them between plans).
-func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int) *Plan {
+// or a Planner's, which shares them between plans) and the model's
+// arithmetic given (a Planner works it out once for all its plans, whose
+// models are the same).
+func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int, arith modelArith) *Plan {
 	m := cfg.Model
 	par := cfg.Parallel
 	p := &Plan{
 		Config:         cfg,
 		Model:          m,
-		Params:         ParamsTotal(m),
-		LayerParams:    Layer(m),
+		Params:         arith.params,
+		LayerParams:    arith.layer,
 		System:         topology.System{GPU: cfg.Hardware.GPU, Topology: cfg.Topology.Topology},
 		TP:             par.TP,
 		PP:             par.PP,

@@ -20,7 +20,10 @@ import (
 // errors. A Planner is not safe for concurrent use.
 type Planner struct {
 	validated bool
-	parts     map[int]*memParts
+	// arith is the model's arithmetic, worked out with the first valid
+	// config: every config of a Planner has the same model.
+	arith modelArith
+	parts map[int]*memParts
 	// act holds activation bytes per (tp, micro-batch size) for the
 	// parallel sections whose pass_buffers is actPB, actBy for each
 	// pass_buffers seen.
@@ -94,8 +97,9 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 			return nil, err
 		}
 		pl.validated = true
+		pl.arith = arithOf(cfg.Model)
 	}
-	p := newPlanWith(cfg, pl.sharedStageLayers)
+	p := newPlanWith(cfg, pl.sharedStageLayers, pl.arith)
 	var err error
 	src := pl.memSource(p)
 	if c := pl.cur; c != nil {

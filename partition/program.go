@@ -381,38 +381,37 @@ func (b *builder) allReduce(name string, layer int, buf model.Buf, rows int) {
 func (b *builder) layer(l, T, seqs, q, past int) {
 	p, s, dt := b.p, b.s, b.dt
 	H := s.Hidden
-	ln := layerName(l)
-	norm := func(name, tensor string) { b.norm(ln+name, l, tensor, T) }
+	n := layerOpNamesOf(l)
 	residual := func(name string) {
-		b.add(Op{Kind: Residual, Name: ln + name, Layer: l, In: model.Y, Out: model.X, Rows: T,
+		b.add(Op{Kind: Residual, Name: name, Layer: l, In: model.Y, Out: model.X, Rows: T,
 			InWidth: H, OutWidth: H, FLOPs: int64(T * H), ActBytes: int64(3*T*H) * dt})
 	}
 	ar := func(name string) {
 		if p.TP > 1 {
-			b.allReduce(ln+name, l, model.Y, T)
+			b.allReduce(name, l, model.Y, T)
 		}
 	}
 
-	norm("attn_norm", model.AttnNorm)
-	b.gemm(ln+"wqkv", l, model.WQKV, s.ColBias(model.BQKV), model.H, model.QKV, T, s.QKVWidth(), H)
+	b.norm(n.attnNorm, l, model.AttnNorm, T)
+	b.gemm(n.wqkv, l, model.WQKV, s.ColBias(model.BQKV), model.H, model.QKV, T, s.QKVWidth(), H)
 	// FLOPs and KV read from the cached tokens: setPast.
-	attn := Op{Kind: Attention, Name: ln + "attn", Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q,
+	attn := Op{Kind: Attention, Name: n.attn, Layer: l, In: model.QKV, Out: model.AO, Rows: T, Seqs: seqs, QLen: q,
 		InWidth: s.QKVWidth(), OutWidth: s.AttnWidth(), Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim,
 		RopeTheta: s.Arch.RopeTheta, Bidirectional: s.Arch.Bidirectional,
 		ActBytes: int64(T*(s.QKVWidth()+s.AttnWidth())) * dt, KVWriteBytes: int64(T) * b.p.KVTokenBytes(b.r.TPIndex)}
 	attn.setPast(past)
 	b.add(attn)
-	b.gemm(ln+"wo", l, model.WO, s.RowBias(model.BO), model.AO, model.Y, T, H, s.AttnWidth())
-	ar("attn.ar")
-	residual("attn_residual")
-	norm("mlp_norm", model.MLPNorm)
-	b.gemm(ln+"w_up", l, model.WUp, s.ColBias(model.BUp), model.H, model.U, T, s.UpWidth(), H)
-	b.add(Op{Kind: Activation, Name: ln + "act", Layer: l, In: model.U, Out: model.A, Rows: T,
+	b.gemm(n.wo, l, model.WO, s.RowBias(model.BO), model.AO, model.Y, T, H, s.AttnWidth())
+	ar(n.attnAR)
+	residual(n.attnResidual)
+	b.norm(n.mlpNorm, l, model.MLPNorm, T)
+	b.gemm(n.wUp, l, model.WUp, s.ColBias(model.BUp), model.H, model.U, T, s.UpWidth(), H)
+	b.add(Op{Kind: Activation, Name: n.act, Layer: l, In: model.U, Out: model.A, Rows: T,
 		InWidth: s.UpWidth(), OutWidth: s.ActWidth(), MLP: s.Arch.MLP,
 		FLOPs: int64(5 * T * s.ActWidth()), ActBytes: int64(T*(s.UpWidth()+s.ActWidth())) * dt})
-	b.gemm(ln+"w_down", l, model.WDown, s.RowBias(model.BDown), model.A, model.Y, T, H, s.ActWidth())
-	ar("mlp.ar")
-	residual("mlp_residual")
+	b.gemm(n.wDown, l, model.WDown, s.RowBias(model.BDown), model.A, model.Y, T, H, s.ActWidth())
+	ar(n.mlpAR)
+	residual(n.mlpResidual)
 }
 
 // setPast sets an attention op's cached tokens and what follows from them:
@@ -445,5 +444,12 @@ func (op Op) AtPast(past int) Op {
 	op.setPast(past)
 	return op
 }
+
+// SetPast is AtPast in place: op becomes the attention op of its pass
+// shape behind past cached tokens, whatever past it had (Past, FLOPs and
+// KV read follow from past and the fields it leaves alone). An estimator
+// that prices one op at many pasts moves one copy instead of copying the
+// op for each.
+func (op *Op) SetPast(past int) { op.setPast(past) }
 
 func layerName(l int) string { return fmt.Sprintf("L%02d.", l) }

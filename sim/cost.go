@@ -59,7 +59,7 @@ func reusable(op *partition.Op) bool {
 //
 // where the resident fraction of reusable weights comes from L2 (except on
 // the pass that first loads them) and everything else from HBM.
-func computeCost(g topology.GPU, dtype string, op *partition.Op, residency float64, firstTouch bool, phase partition.Phase) OpCost {
+func computeCost(g *topology.GPU, dtype string, op *partition.Op, residency float64, firstTouch bool, phase partition.Phase) OpCost {
 	w := float64(op.WeightBytes)
 	fromL2 := 0.0
 	if reusable(op) && !firstTouch {
@@ -87,7 +87,7 @@ func computeCost(g topology.GPU, dtype string, op *partition.Op, residency float
 // from the host, or GraphKernelS inside a CUDA graph (decode steps with
 // CUDAGraphs; prefill shapes vary and run ungraphed, as in vLLM and
 // TensorRT-LLM).
-func launchS(g topology.GPU, phase partition.Phase) float64 {
+func launchS(g *topology.GPU, phase partition.Phase) float64 {
 	if g.CUDAGraphs && phase == partition.Decode {
 		return g.GraphKernelS
 	}
@@ -99,7 +99,7 @@ func launchS(g topology.GPU, phase partition.Phase) float64 {
 // StepOverheadS for scheduling and sampling, StepPerSeqS per sequence, plus
 // GraphLaunchS when the decode step is one CUDA graph. On the input op
 // (first stage): StepPerTokenS per token the pass schedules.
-func stepFixedS(g topology.GPU, phase partition.Phase, op *partition.Op) float64 {
+func stepFixedS(g *topology.GPU, phase partition.Phase, op *partition.Op) float64 {
 	switch op.Kind {
 	case partition.Input:
 		return g.StepPerTokenS * float64(op.Rows)

@@ -160,7 +160,7 @@ func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
 			continue
 		}
 		f.Kernels++
-		f.LaunchS += launchS(g, prog.Phase)
+		f.LaunchS += launchS(&g, prog.Phase)
 		switch op.Kind {
 		case partition.Input:
 			f.HostPerTokenS += g.StepPerTokenS * float64(op.Rows)

@@ -46,7 +46,7 @@ func TestFixedCostsPerRankHandDerived(t *testing.T) {
 			var sum float64
 			for i := range prog.Ops {
 				if _, comm := prog.Ops[i].Kind.Comm(); !comm {
-					sum += computeCost(e.Plan.System.GPU, e.DType, &prog.Ops[i], 1, false, partition.Decode).FixedS
+					sum += computeCost(&e.Plan.System.GPU, e.DType, &prog.Ops[i], 1, false, partition.Decode).FixedS
 				}
 			}
 			if math.Abs(sum-f.TotalS) > 1e-12 {

@@ -22,7 +22,7 @@ import (
 // has no tile shape (GemmTileM = 0) or the op is not a GEMM. LLMCompass
 // (Zhang et al., ISCA 2024) and NVIDIA's "Matrix Multiplication Background
 // User's Guide" (wave and tile quantization) reason the same way.
-func GemmShapeEfficiency(g topology.GPU, m, n int) float64 {
+func GemmShapeEfficiency(g *topology.GPU, m, n int) float64 {
 	if g.GemmTileM <= 0 || g.GemmTileN <= 0 || m <= 0 || n <= 0 || g.SMs <= 0 {
 		return 1
 	}
@@ -43,7 +43,7 @@ func GemmShapeEfficiency(g topology.GPU, m, n int) float64 {
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // opComputeEfficiency is the fraction of the dtype's peak an op's FLOPs run at.
-func opComputeEfficiency(g topology.GPU, op *partition.Op) float64 {
+func opComputeEfficiency(g *topology.GPU, op *partition.Op) float64 {
 	e := g.ComputeEfficiency
 	if op.Kind == partition.Gemm {
 		e *= GemmShapeEfficiency(g, op.Rows, op.N)

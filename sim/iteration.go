@@ -167,7 +167,7 @@ func scaled(op *partition.Op, rows int) partition.Op {
 // roofline, a collective by Collective plus a launch, a send its launch
 // (the transfer is charged as a link), a recv nothing.
 func (m *IterationModel) opS(op *partition.Op, res float64, phase partition.Phase) (float64, error) {
-	g := m.plan.System.GPU
+	g := &m.plan.System.GPU
 	switch op.Kind {
 	case partition.Recv:
 		return 0, nil
@@ -246,7 +246,7 @@ func (m *IterationModel) sampleTime(k iterKey) ([]float64, error) {
 		return t, nil
 	}
 	phase := phaseOf(k.prefill)
-	g := m.plan.System.GPU
+	g := &m.plan.System.GPU
 	ts := make([]float64, len(m.stages))
 	for si := range m.stages {
 		st := &m.stages[si]
@@ -316,7 +316,7 @@ func (m *IterationModel) StageTimesS(sh IterationShape, dst []float64) ([]float6
 		return dst, err
 	}
 	phase := phaseOf(sh.Prefill)
-	g := m.plan.System.GPU
+	g := &m.plan.System.GPU
 	for si := range m.stages {
 		a := m.attn[si]
 		o := *a

@@ -851,8 +851,11 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
 		for ch := 1; ch < k.chunks-1; ch++ {
 			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
-			for j, i := range at {
-				op := p.layer[i].AtPast(ch * k.chunk)
+		}
+		for j, i := range at {
+			op := p.layer[i] // one copy, moved to each chunk's past in turn
+			for ch := 1; ch < k.chunks-1; ch++ {
+				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
@@ -889,22 +892,22 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 // by Collective plus one launch, a send its launch (the transfer runs on the
 // link), a recv nothing (it waits).
 func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64, firstTouch bool, first, tp int, phase partition.Phase) (float64, Bound, error) {
-	g := &plan.System.GPU // 304 bytes: copied only into the calls that take it
+	g := &plan.System.GPU // 304 bytes: passed by address, never copied
 	switch op.Kind {
 	case partition.Recv:
 		return 0, BoundBubble, nil
 	case partition.Send:
-		return launchS(*g, phase), BoundLatency, nil
+		return launchS(g, phase), BoundLatency, nil
 	case partition.AllReduce, partition.AllGather:
 		if t, ok := c.table.of(plan).Time(op); ok {
 			return t, BoundTable, nil
 		}
 		cc, err := c.collective(plan, op, first, tp)
-		return cc.t + launchS(*g, phase), cc.bound, err
+		return cc.t + launchS(g, phase), cc.bound, err
 	}
-	oc := computeCost(*g, plan.Model.DType, op, res, firstTouch, phase)
+	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
 	if t, ok := c.table.of(plan).Time(op); ok {
-		return t + stepFixedS(*g, phase, op), BoundTable, nil
+		return t + stepFixedS(g, phase, op), BoundTable, nil
 	}
 	return oc.TimeS, oc.Bound, nil
 }

@@ -309,7 +309,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	switch op.Kind {
 	case partition.Send:
 		sl.StartS = r.clock
-		sl.EndS = r.clock + launchS(*g, it.phase)
+		sl.EndS = r.clock + launchS(g, it.phase)
 		sl.Bound = BoundLatency
 		if !m.ok {
 			m.link = s.plan.System.Topology.Path(rank, op.Peer).Class
@@ -360,9 +360,9 @@ func (s *simulator) step(ri int) (bool, error) {
 		return s.collective(ri, it)
 	default:
 		if !m.ok {
-			c := computeCost(*g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
+			c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
 			if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
-				c.FixedS = stepFixedS(*g, it.phase, op)
+				c.FixedS = stepFixedS(g, it.phase, op)
 				c.TimeS, c.Bound = t+c.FixedS, BoundTable
 			}
 			c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
@@ -413,7 +413,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	for _, a := range gi.arrivals {
 		start = max(start, a)
 	}
-	end := start + est.TimeS + launchS(s.plan.System.GPU, it.phase)
+	end := start + est.TimeS + launchS(&s.plan.System.GPU, it.phase)
 	bound := linkBound(est.Link)
 	if est.LatencyBound {
 		bound = BoundLatency

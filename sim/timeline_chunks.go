@@ -345,15 +345,15 @@ func (cs *chunkSteady) costsLinear(s *simulator, j, m int) int {
 				continue
 			}
 			cs.slot[x] = len(cs.costs) / cs.stride
-			c0 := computeCost(*g, s.plan.Model.DType, &r.pre[(j-1)*n+i], s.residency[ri], false, partition.Prefill)
-			c1 := computeCost(*g, s.plan.Model.DType, &r.pre[j*n+i], s.residency[ri], false, partition.Prefill)
+			c0 := computeCost(g, s.plan.Model.DType, &r.pre[(j-1)*n+i], s.residency[ri], false, partition.Prefill)
+			c1 := computeCost(g, s.plan.Model.DType, &r.pre[j*n+i], s.residency[ri], false, partition.Prefill)
 			step := c1.TimeS - c0.TimeS
 			for k := 1; k <= cs.stride; k++ {
 				if k > m { // past where another op left its line
 					cs.costs = append(cs.costs, OpCost{})
 					continue
 				}
-				c := computeCost(*g, s.plan.Model.DType, &r.pre[(j+k)*n+i], s.residency[ri], false, partition.Prefill)
+				c := computeCost(g, s.plan.Model.DType, &r.pre[(j+k)*n+i], s.residency[ri], false, partition.Prefill)
 				want := c1.TimeS + float64(k)*step
 				if c.Bound != c1.Bound || !(math.Abs(c.TimeS-want) <= chunkCostRelTol*c.TimeS) {
 					m = k - 1

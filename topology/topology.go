@@ -275,7 +275,9 @@ func (g GPU) Bound(fast bool) GPU {
 }
 
 // PeakFLOPsPerS is the dense peak for a data type name (fp32, fp16, bf16, fp8).
-func (g GPU) PeakFLOPsPerS(dtype string) float64 {
+// It takes the GPU by address: sim asks it for every op it prices, and a
+// value receiver copies all 304 bytes of the GPU even when inlined.
+func (g *GPU) PeakFLOPsPerS(dtype string) float64 {
 	switch dtype {
 	case "fp32":
 		return g.FP32FLOPsPerS
