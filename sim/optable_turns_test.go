@@ -32,13 +32,16 @@ func opEntry(kind, shape string, size, context int64, s float64, ranks int) conf
 
 // TestComputeTimeTurns: pp4-tiny's first decode GEMM on a 2-core host (4
 // ranks: fair share n/C = 2 with all computing), 10 µs measured at once
-// and 16 µs taking turns:
+// and 16 µs taking turns; t = 10 + (16 − 10)·cold·(1 − share):
 //
-//	over (max(1, b/C))   share = clamp((over − 1)/(2 − 1), 0, 1)   t = 16 + (10 − 16)·share
-//	1                    0                                         16 µs
-//	1.5                  0.5                                       13 µs
-//	2                    1                                         10 µs
-//	3                    1                                         10 µs
+//	over (max(1, b/C))   share = clamp((over − 1)/(2 − 1), 0, 1)   cold   t
+//	1                    0                                         1      16 µs
+//	1.5                  0.5                                       1      13 µs
+//	2                    1                                         1      10 µs
+//	3                    1                                         1      10 µs
+//	1                    0                                         0      10 µs
+//	1                    0                                         0.5    13 µs
+//	1.5                  0.5                                       0.5    11.5 µs
 //
 // and the entry at once wherever the ranks do not outnumber the cores (no
 // host cores; 4 cores), the one in turns where the table has no other.
@@ -58,9 +61,12 @@ func TestComputeTimeTurns(t *testing.T) {
 	kind, shape, size, context := OpKey(op)
 	once, turns := opEntry(kind, shape, size, context, 10e-6, 4), opEntry(configs.TurnsKind(kind), shape, size, context, 16e-6, 4)
 	both := NewOpTable([]configs.OpTime{once, turns})
-	for _, c := range []struct{ over, want float64 }{{1, 16e-6}, {1.5, 13e-6}, {2, 10e-6}, {3, 10e-6}} {
-		if got, ok := both.computeTime(plan, op, c.over); !ok || math.Abs(got-c.want) > 1e-15 {
-			t.Errorf("fair share %g: %g s (ok %t), want %g s", c.over, got, ok, c.want)
+	for _, c := range []struct{ over, cold, want float64 }{
+		{1, 1, 16e-6}, {1.5, 1, 13e-6}, {2, 1, 10e-6}, {3, 1, 10e-6},
+		{1, 0, 10e-6}, {1, 0.5, 13e-6}, {1.5, 0.5, 11.5e-6},
+	} {
+		if got, ok := both.computeTime(plan, op, c.over, c.cold); !ok || math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("fair share %g, cold %g: %g s (ok %t), want %g s", c.over, c.cold, got, ok, c.want)
 		}
 	}
 	for _, c := range []struct {
@@ -75,11 +81,11 @@ func TestComputeTimeTurns(t *testing.T) {
 		{"in turns only", 2, NewOpTable([]configs.OpTime{turns}), 16e-6},
 	} {
 		p := turnsPlan(t, "test/pp4-tiny", c.cores, nil, nil)
-		if got, ok := c.tab.computeTime(p, op, 1); !ok || math.Abs(got-c.want) > 1e-15 {
+		if got, ok := c.tab.computeTime(p, op, 1, 1); !ok || math.Abs(got-c.want) > 1e-15 {
 			t.Errorf("%s: %g s (ok %t), want %g s", c.name, got, ok, c.want)
 		}
 	}
-	if _, ok := NewOpTable(nil).computeTime(plan, op, 1); ok {
+	if _, ok := NewOpTable(nil).computeTime(plan, op, 1, 1); ok {
 		t.Error("an empty table prices the op")
 	}
 }
@@ -176,5 +182,50 @@ func TestEstimateTurns(t *testing.T) {
 	x, y := tp(0), tp(7e-6)
 	if x.Prefill.TTFTS != y.Prefill.TTFTS || x.Decode.TPOTS != y.Decode.TPOTS {
 		t.Errorf("tp4-tiny: TTFT %g / TPOT %g s with turns, %g / %g s without; want the same (all ranks compute at once)", y.Prefill.TTFTS, y.Decode.TPOTS, x.Prefill.TTFTS, x.Decode.TPOTS)
+	}
+}
+
+// TestColdBursts: one rank's slices in time order, prefill then decode
+// step 1:
+//
+//	prefill: gemm a (the Program's start: cold), recv r1 waited 5 µs,
+//	         gemm b (cold), send, gemm c (a send goes on: cold),
+//	         all_reduce with no wait, gemm d (warm)
+//	decode:  gemm e (the step goes on from the rank's own step: warm),
+//	         recv whose message was there, gemm f (warm), all_reduce that
+//	         waited 1 µs, gemm g (cold)
+func TestColdBursts(t *testing.T) {
+	op := func(name string, k partition.Kind) *partition.Op { return &partition.Op{Name: name, Kind: k} }
+	type s struct {
+		op    *partition.Op
+		phase partition.Phase
+		step  int
+		waitS float64
+	}
+	seq := []s{
+		{op("a", partition.Gemm), partition.Prefill, -1, 0},
+		{op("r1", partition.Recv), partition.Prefill, -1, 5e-6},
+		{op("b", partition.Gemm), partition.Prefill, -1, 0},
+		{op("s1", partition.Send), partition.Prefill, -1, 0},
+		{op("c", partition.Gemm), partition.Prefill, -1, 0},
+		{op("ar1", partition.AllReduce), partition.Prefill, -1, 0},
+		{op("d", partition.Gemm), partition.Prefill, -1, 0},
+		{op("e", partition.Gemm), partition.Decode, 1, 0},
+		{op("r2", partition.Recv), partition.Decode, 1, 0},
+		{op("f", partition.Gemm), partition.Decode, 1, 0},
+		{op("ar2", partition.AllReduce), partition.Decode, 1, 1e-6},
+		{op("g", partition.Gemm), partition.Decode, 1, 0},
+	}
+	tl := &Timeline{Ranks: 1}
+	for i, x := range seq {
+		tl.Slices = append(tl.Slices, Slice{Rank: 0, Phase: x.phase, Step: x.step, Op: x.op, StartS: float64(i) * 1e-5, EndS: float64(i)*1e-5 + 1e-6, WaitS: x.waitS})
+	}
+	want := map[string]bool{"a": true, "b": true, "c": true, "d": false, "e": false, "f": false, "g": true}
+	got := coldBursts(tl)
+	for i, sl := range tl.Slices {
+		w, compute := want[sl.Op.Name]
+		if c, ok := got[i]; ok != compute || c != w {
+			t.Errorf("%s: cold %t (marked %t), want %t (marked %t)", sl.Op.Name, c, ok, w, compute)
+		}
 	}
 }
