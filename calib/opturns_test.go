@@ -3,9 +3,11 @@ package calib
 import (
 	"context"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
@@ -64,6 +66,7 @@ func TestTurnRingOneAtATime(t *testing.T) {
 					overlap = overlap || holding > 1
 					order = append(order, r)
 					mu.Unlock()
+					runtime.Gosched() // hold the turn while the others run
 					mu.Lock()
 					holding--
 					mu.Unlock()
@@ -79,7 +82,15 @@ func TestTurnRingOneAtATime(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a ring that loses its token waits for ever
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the ranks did not finish their turns in 10 s (turns so far: %v)", order)
+	}
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
