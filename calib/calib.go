@@ -253,7 +253,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	slices.Sort(opRanks)
 	for _, n := range opRanks {
 		if n > 1 && len(o.LinkArgv) > 0 && o.NewCompute == nil {
-			ts, stretches, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, o.Repeats, OpBlockMin)
+			ts, stretches, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, o.Repeats, OpBlockMin, false)
 			if err != nil {
 				return nil, err
 			}
@@ -261,6 +261,16 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			cal.Info.OpTimeProcesses = true
 			note(cal, "op times at %d process ranks at once, each op by its time on a core (the lesser of its wall and CPU time: the waits for a core are the shared-core stretch sim adds): the ranks ran at a stretch (wall over CPU time) of %.3g (median over ranks; %.3g–%.3g), one rank alone at %.3g",
 				n, medianOf(stretches), slices.Min(stretches), slices.Max(stretches), alone)
+			if n > h.cores {
+				// Above the cores, the same ranks again taking turns: a
+				// pipeline's stages compute one at a time.
+				tt, _, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
+				if err != nil {
+					return nil, err
+				}
+				cal.OpTimes = append(cal.OpTimes, tt...)
+				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))
+			}
 			for range opRankCount(opPlanList) {
 				if err := step(); err != nil {
 					return nil, err

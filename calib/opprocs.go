@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/partbench/partbench/configs"
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/tcpcomm"
 )
@@ -53,6 +54,9 @@ type opProcSpec struct {
 	Configs   []string `json:"configs"`
 	Blocks    int      `json:"blocks"`
 	MinBlockS float64  `json:"min_block_s"`
+	// Turns makes the ranks take turns (turnRing): one pass per turn,
+	// Blocks passes of each of its (config, rank)'s passes, no blocks.
+	Turns bool `json:"turns,omitempty"`
 }
 
 // rankOpTimes is what one process rank reports: its table and the stretch
@@ -67,8 +71,11 @@ type rankOpTimes struct {
 // op by its CPU time, blocks blocks of at least minBlock each, and merges
 // the ranks' tables (mergeOpTimes). It returns the stretch each rank ran
 // at too (wall over CPU time of its blocks).
-func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration) ([]configs.OpTime, []float64, error) {
-	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds()}})
+//
+// With turns the ranks take turns instead (turnRing; minBlock unused): the
+// entries' kinds are configs.TurnsKind of the op's, and the stretches 0.
+func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, error) {
+	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +96,13 @@ func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []stri
 	for i, r := range ranks {
 		stretches[i] = r.Stretch
 	}
-	return mergeOpTimes(ranks, n), stretches, nil
+	ts := mergeOpTimes(ranks, n)
+	if turns {
+		for i := range ts {
+			ts[i].Kind = configs.TurnsKind(ts[i].Kind)
+		}
+	}
+	return ts, stretches, nil
 }
 
 // parseOpTimesLines reads every rank's op-time line from r (each rank's
@@ -168,7 +181,19 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 	}
 	minBlock := time.Duration(spec.MinBlockS * float64(time.Second))
 	var rt rankOpTimes
-	rt.Times, err = measureOpTimesBlocks(ctx, plans, 1, spec.Blocks, blockOpts{minBlock: minBlock, stretch: &rt.Stretch, onCore: true}, CPUCompute, nil, func() error { return c.Barrier(ctx) })
+	bo := blockOpts{minBlock: minBlock, stretch: &rt.Stretch, onCore: true}
+	step := func() error { return c.Barrier(ctx) }
+	if spec.Turns {
+		ring := newTurnRing(ctx, c, c.Rank(), c.Size())
+		bo = blockOpts{onCore: true, turn: ring.await, done: ring.handOn}
+		step = func() error {
+			if err := ring.end(); err != nil {
+				return err
+			}
+			return c.Barrier(ctx)
+		}
+	}
+	rt.Times, err = measureOpTimesBlocks(ctx, plans, 1, spec.Blocks, bo, CPUCompute, nil, step)
 	if err != nil {
 		return err
 	}
@@ -183,4 +208,97 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 		return err
 	}
 	return c.Flush(ctx)
+}
+
+// turnRing passes a token round the process ranks of an op-time
+// measurement taken in turns, as a pipeline's stages pass a micro-batch
+// on: rank r computes one pass once rank r−1 has handed the turn on
+// (through the run's communicator, whose receive spins briefly and then
+// sleeps), and hands it to rank r+1 when the pass is done; rank 0 starts
+// each (config, rank) without waiting and ends it by taking the last
+// turn back (end). One rank computes at a time, the others wait off their
+// cores, and between two of its turns every other rank has run — the
+// caches a pipeline's stage finds at its turn, which ranks computing at
+// once for a time slice each do not see between two ops.
+type turnRing struct {
+	ctx     context.Context
+	c       p2p
+	rank, n int
+	started bool
+	token   pexec.F32
+}
+
+// p2p is what a turnRing sends and receives the token through.
+type p2p interface {
+	Send(ctx context.Context, buf pexec.Buffer, peer int) error
+	Recv(ctx context.Context, buf pexec.Buffer, peer int) error
+}
+
+func newTurnRing(ctx context.Context, c p2p, rank, n int) *turnRing {
+	return &turnRing{ctx: ctx, c: c, rank: rank, n: n, token: pexec.F32(make([]float32, 1))}
+}
+
+// await returns once this rank holds the turn.
+func (r *turnRing) await() error {
+	if r.n < 2 {
+		return nil
+	}
+	if r.rank == 0 && !r.started {
+		r.started = true
+		return nil
+	}
+	return r.c.Recv(r.ctx, r.token, (r.rank+r.n-1)%r.n)
+}
+
+// handOn passes the turn to the next rank.
+func (r *turnRing) handOn() error {
+	if r.n < 2 {
+		return nil
+	}
+	return r.c.Send(r.ctx, r.token, (r.rank+1)%r.n)
+}
+
+// end closes a (config, rank): rank 0 takes back the turn the last rank
+// handed on, so that no token is left in flight for the next.
+func (r *turnRing) end() error {
+	if r.rank != 0 || !r.started {
+		return nil
+	}
+	r.started = false
+	return r.c.Recv(r.ctx, r.token, r.n-1)
+}
+
+// turnsOverAtOnce says, per op kind, the median over its entries of the
+// time taken in turns over the time at once at the same shape, size and
+// context ("gemm 1.6, attention 1.3, …"; kinds in the order of tt).
+func turnsOverAtOnce(tt, once []configs.OpTime) string {
+	type key struct {
+		kind, shape   string
+		size, context int64
+	}
+	at := map[key]float64{}
+	for _, e := range once {
+		at[key{e.Kind, e.Shape, e.Size, e.Context}] = e.TimeS
+	}
+	ratios := map[string][]float64{}
+	var kinds []string
+	for _, e := range tt {
+		kind := strings.TrimPrefix(e.Kind, configs.TurnsKindPrefix)
+		o, ok := at[key{kind, e.Shape, e.Size, e.Context}]
+		if !ok || !(o > 0) {
+			continue
+		}
+		if ratios[kind] == nil {
+			kinds = append(kinds, kind)
+		}
+		ratios[kind] = append(ratios[kind], e.TimeS/o)
+	}
+	if len(kinds) == 0 {
+		return "no entry at a shape measured at once"
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %.3g", k, medianOf(ratios[k]))
+	}
+	return "over the times at once (median over each kind's entries): " + strings.Join(parts, ", ")
 }

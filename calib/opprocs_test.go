@@ -75,7 +75,7 @@ func TestParseOpTimesLines(t *testing.T) {
 // rank reports the stretch it ran at (wall over CPU time: at least about 1,
 // less only by the clocks' granularity).
 func TestMeasureOpTimesProcs(t *testing.T) {
-	ts, stretches, err := measureOpTimesProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 2, []string{"test/single-tiny"}, 2, time.Millisecond)
+	ts, stretches, err := measureOpTimesProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 2, []string{"test/single-tiny"}, 2, time.Millisecond, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,6 +124,11 @@ type blockOpts struct {
 	// it was descheduled (opprocs.go). Elsewhere, and without it, the wall
 	// time.
 	onCore bool
+	// turn, when set, is called before each pass and done after it: the
+	// pass runs while this process holds the turn (opprocs.go, taking
+	// turns), its received buffers filled inside it as a run's receive
+	// fills them.
+	turn, done func() error
 }
 
 // measureOpTimesBlocks is measureOpTimes with each of the iterations a
@@ -198,6 +203,12 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 						for blockStart := time.Now(); ; {
 							for pi, ps := range passes {
 								prog := progs[ps.phase]
+								if bo.turn != nil {
+									if err := bo.turn(); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: await the turn: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
+								}
 								if err := fillReceived(c, prog); err != nil {
 									errs[w] = fmt.Errorf("%s rank %d %s: %w", plan.Config.Name, rank, ps.phase, err)
 									return
@@ -266,6 +277,12 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 									workers[w] = append(workers[w], k)
 									times[w] = append(times[w], d)
 									iters[w] = append(iters[w], it-1)
+								}
+								if bo.done != nil {
+									if err := bo.done(); err != nil {
+										errs[w] = fmt.Errorf("%s rank %d %s: hand the turn on: %w", plan.Config.Name, rank, ps.phase, err)
+										return
+									}
 								}
 								if clock == nil {
 									continue

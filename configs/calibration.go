@@ -341,6 +341,10 @@ func (c *Calibration) Apply(cfg *Config) []string {
 		times, waitNotes = keepCoreWait(times, opTimes, max(1, ranks), c.Info.Cores)
 		off = slices.DeleteFunc(off, func(w string) bool { return isWaitKind(strings.Fields(w)[0]) })
 		notes = append(notes, waitNotes...)
+		var turnNotes []string
+		times, turnNotes = keepTurns(times, opTimes, max(1, ranks), c.Info.Cores)
+		off = slices.DeleteFunc(off, func(w string) bool { return IsTurnsKind(strings.Fields(w)[0]) })
+		notes = append(notes, turnNotes...)
 	}
 	cfg.Hardware.OpTimes = times
 	if len(times) > 0 {

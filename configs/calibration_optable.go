@@ -135,10 +135,11 @@ func abs(x int) int {
 	return x
 }
 
-// hasComputeAt reports whether ts has a compute op time measured at ranks.
+// hasComputeAt reports whether ts has a compute op time measured at ranks
+// (at once: entries taken in turns come with them).
 func hasComputeAt(ts []OpTime, ranks int) bool {
 	for _, t := range ts {
-		if t.Ranks == ranks && !IsCommKind(t.Kind) {
+		if t.Ranks == ranks && !IsCommKind(t.Kind) && !IsTurnsKind(t.Kind) {
 			return true
 		}
 	}

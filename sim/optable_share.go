@@ -44,6 +44,10 @@ func keyOf(rank int, phase partition.Phase, op *partition.Op) shareKey {
 // measured burst stretch).
 type coreShare struct {
 	f, over map[shareKey]float64
+	// cold is the share of an op's occurrences whose burst began after
+	// its rank waited (coldBursts): where it is priced in turns
+	// (optable_turns.go).
+	cold map[shareKey]float64
 }
 
 // overFactor is op's fair-share oversubscription max(1, b/cores) (1
@@ -166,7 +170,8 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 	if bs != nil {
 		alone = burstsAlone(tl, prev)
 	}
-	sums, overs, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
+	cold := coldBursts(tl)
+	sums, overs, colds, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
 	for i, sl := range tl.Slices {
 		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
 			continue
@@ -180,12 +185,16 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 		}
 		sums[k] += f
 		overs[k] += over
+		if cold[i] {
+			colds[k]++
+		}
 		counts[k]++
 	}
-	out := &coreShare{f: make(map[shareKey]float64, len(sums)), over: make(map[shareKey]float64, len(sums))}
+	out := &coreShare{f: make(map[shareKey]float64, len(sums)), over: make(map[shareKey]float64, len(sums)), cold: make(map[shareKey]float64, len(sums))}
 	for k, v := range sums {
 		out.f[k] = v / float64(counts[k]) // decode: the mean over steps
 		out.over[k] = overs[k] / float64(counts[k])
+		out.cold[k] = colds[k] / float64(counts[k])
 	}
 	return out
 }
@@ -283,13 +292,16 @@ func (b *burstStretch) factor(aloneS, over float64) float64 {
 }
 
 // factorsClose reports whether two sets of factors differ by less than 1 %
-// everywhere.
+// everywhere (and their cold shares by less than 0.01).
 func factorsClose(a, b *coreShare) bool {
 	if a == nil || b == nil || len(a.f) != len(b.f) {
 		return false
 	}
 	for k, v := range b.f {
 		if w, ok := a.f[k]; !ok || math.Abs(v-w) > 0.01*w {
+			return false
+		}
+		if math.Abs(b.cold[k]-a.cold[k]) > 0.01 {
 			return false
 		}
 	}

@@ -361,7 +361,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	default:
 		if !m.ok {
 			c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
-			if t, ok := s.table.Time(op); ok { // the op measured; the pass's host step cost stays
+			if t, ok := s.table.computeTime(s.plan, op, s.opts.share.overFactor(rank, it.phase, op), s.opts.share.coldFraction(rank, it.phase, op)); ok { // the op measured (optable_turns.go); the pass's host step cost stays
 				c.FixedS = stepFixedS(g, it.phase, op)
 				c.TimeS, c.Bound = t+c.FixedS, BoundTable
 			}

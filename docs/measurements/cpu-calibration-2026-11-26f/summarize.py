@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Tables of run.sh's runs: per config and variant (before: main's partbench and
+its own calibration; after: this branch's and its own) the median over the
+six runs of both variants (three rounds each) of the measured p50 of TTFT,
+TPOT and TPS against the median over rounds of the modeled value, error =
+(modeled - measured) / measured; the op check, per (config, phase, kind) the
+median over runs of measured and modeled time, counted within +-20 % when
+|modeled/measured - 1| <= 0.2; per calibration the core wait and receive
+wait entries; per round the after-compute op times at 2, 4 and 16 ranks over
+those at 1 (median over each kind's entries), and those taken in turns at 4 and
+16 ranks over those at once and alone. The op check is counted twice: with each
+variant's own runs' measured medians (as in earlier sections) and with the
+measured median over both variants' runs.
+Usage: summarize.py WORKDIR"""
+import json, os, statistics, sys, tomllib, collections
+
+W = sys.argv[1] if len(sys.argv) > 1 else "/tmp/cpucal4"
+CONFIGS = ["single-tiny", "tp2-tiny", "pp2-tiny", "tp2pp2-tiny", "tp2-dp2-tiny", "layerwise16-tiny"]
+METRICS = [("ttft", "TTFT (ms)", 1e3), ("tpot", "TPOT (ms)", 1e3), ("tps", "TPS (tok/s)", 1)]
+ROUNDS = (1, 2, 3)
+COMM = ("all_reduce", "all_gather", "recv", "send")
+
+
+def load(variant, cfg):
+    out = []
+    for i in ROUNDS:
+        p = os.path.join(W, "out", variant, f"{cfg}-{i}", "results.json")
+        if os.path.exists(p):
+            out.append(json.load(open(p)))
+    return out
+
+
+def metric(d, name):
+    for c in d["comparison"]:
+        if c["metric"] == name:
+            return c["measured"]["p50"], c["modeled"]
+    raise KeyError(name)
+
+
+print("| config | metric | measured p50, median of 6 runs (all runs) | before: modeled (median of 3) | error | after: modeled | error |")
+print("|---|---|---|---|---|---|---|")
+for cfg in CONFIGS:
+    runs = {v: load(v, cfg) for v in ("after", "before")}
+    for name, label, scale in METRICS:
+        meas = [metric(d, name)[0] for d in runs["after"] + runs["before"]]
+        if not meas:
+            continue
+        med = statistics.median(meas)
+        cells = []
+        for v in ("before", "after"):
+            if not runs[v]:
+                cells += ["—", "—"]
+                continue
+            mod = statistics.median(metric(d, name)[1] for d in runs[v])
+            cells += [f"{mod*scale:.3g}", f"{(mod-med)/med*100:+.1f} %"]
+        spread = " / ".join(f"{m*scale:.3g}" for m in sorted(meas))
+        print(f"| {cfg} | {label} | {med*scale:.3g} ({spread}) | " + " | ".join(cells) + " |")
+
+print()
+print("| config | op-check rows within 20 %: before | after |")
+print("|---|---|---|")
+tot = {"before": [0, 0], "after": [0, 0]}
+rows = {"before": [], "after": []}
+for cfg in CONFIGS:
+    cells = []
+    for v in ("before", "after"):
+        acc = {}
+        for d in load(v, cfg):
+            for r in d.get("op_check") or []:
+                if r.get("measured_s", 0) <= 0:
+                    continue
+                k = (r["phase"], r["kind"])
+                acc.setdefault(k, ([], []))
+                acc[k][0].append(r["measured_s"])
+                acc[k][1].append(r["modeled_s"])
+        n = ok = 0
+        for k, (ms, mods) in acc.items():
+            m, mod = statistics.median(ms), statistics.median(mods)
+            n += 1
+            within = abs(mod / m - 1) <= 0.2
+            ok += within
+            rows[v].append((cfg, k[0], k[1], m, mod, within))
+        tot[v][0] += ok
+        tot[v][1] += n
+        cells.append(f"{ok}/{n}")
+    print(f"| {cfg} | " + " | ".join(cells) + " |")
+print(f"| all | {tot['before'][0]}/{tot['before'][1]} | {tot['after'][0]}/{tot['after'][1]} |")
+
+print()
+print("The same count with each row's measured time the median over both variants' runs (both run the")
+print("same executor; above, each variant's own three runs), modeled the variant's median:")
+print()
+print("| config | op-check rows within 20 % (pooled measured): before | after |")
+print("|---|---|---|")
+ptot = {"before": [0, 0], "after": [0, 0]}
+for cfg in CONFIGS:
+    meas, mods = {}, {"before": {}, "after": {}}
+    for v in ("before", "after"):
+        for d in load(v, cfg):
+            for r in d.get("op_check") or []:
+                if r.get("measured_s", 0) <= 0:
+                    continue
+                k = (r["phase"], r["kind"])
+                meas.setdefault(k, []).append(r["measured_s"])
+                mods[v].setdefault(k, []).append(r["modeled_s"])
+    cells = []
+    for v in ("before", "after"):
+        n = ok = 0
+        for k, ms in meas.items():
+            if k not in mods[v]:
+                continue
+            n += 1
+            ok += abs(statistics.median(mods[v][k]) / statistics.median(ms) - 1) <= 0.2
+        ptot[v][0] += ok
+        ptot[v][1] += n
+        cells.append(f"{ok}/{n}")
+    print(f"| {cfg} | " + " | ".join(cells) + " |")
+print(f"| all | {ptot['before'][0]}/{ptot['before'][1]} | {ptot['after'][0]}/{ptot['after'][1]} |")
+
+print()
+print("Op-check rows, modeled / measured (median over runs; ** outside 20 %):")
+print()
+print("| config | phase | kind | measured (µs) | before | after |")
+print("|---|---|---|---|---|---|")
+before = {(c, p, k): (m, mod) for c, p, k, m, mod, _ in rows["before"]}
+for cfg, ph, kind, m, mod, within in rows["after"]:
+    b = before.get((cfg, ph, kind))
+    bc = "—" if b is None else f"{b[1]/b[0]:.2f}{'' if abs(b[1]/b[0]-1) <= 0.2 else ' **'}"
+    print(f"| {cfg} | {ph} | {kind} | {m*1e6:.1f} | {bc} | {mod/m:.2f}{'' if within else ' **'} |")
+
+print()
+print("Waits per calibration (µs; core_wait per message step after the burst shown, recv_wait per hop):")
+print()
+print("| calibration | ranks | kind | after a burst of (µs): wait (µs) |")
+print("|---|---|---|---|")
+for r in ROUNDS:
+    for v in ("before", "after"):
+        p = os.path.join(W, f"{v}-{r}.toml")
+        if not os.path.exists(p):
+            continue
+        c = tomllib.load(open(p, "rb"))
+        by = collections.defaultdict(list)
+        for e in c.get("op_time", []):
+            if e["kind"] in ("core_wait", "recv_wait"):
+                by[(e["ranks"], e["kind"])].append(e)
+        for (n, kind), es in sorted(by.items()):
+            cells = ", ".join(f"{e['size']/1e3:.0f}: {e['time_s']*1e6:.1f}" if e["size"] > 1 else f"—: {e['time_s']*1e6:.1f}"
+                              for e in sorted(es, key=lambda e: e["size"]))
+            print(f"| {v}-{r} | {n} | {kind} | {cells} |")
+
+print()
+print("After: compute op times measured by 2, 4 and 16 processes at once (on the core) over those of one rank alone (median over each kind's entries):")
+print()
+print("| calibration | ranks | " + " | ".join(["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]) + " |")
+print("|---|---|" + "---|" * 7)
+for r in ROUNDS:
+    p = os.path.join(W, f"after-{r}.toml")
+    if not os.path.exists(p):
+        continue
+    c = tomllib.load(open(p, "rb"))
+    by = collections.defaultdict(dict)
+    for e in c.get("op_time", []):
+        if e["kind"] in COMM or e["kind"] in ("core_wait", "recv_wait"):
+            continue
+        by[(e["kind"], e["shape"], e["size"], e.get("context", 0))][e["ranks"]] = e["time_s"]
+    for n in (2, 4, 16):
+        rs = collections.defaultdict(list)
+        for key, d in by.items():
+            if 1 in d and n in d:
+                rs[key[0]].append(d[n] / d[1])
+        cells = [f"{statistics.median(rs[k]):.2f}" if rs[k] else "—" for k in ["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]]
+        print(f"| after-{r} | {n} | " + " | ".join(cells) + " |")
+
+print()
+print("After: compute op times taken in turns at 4 and 16 ranks over those at once at the same count, and over one rank alone (median over each kind's entries; decode: the entries of one or a few rows, size <= 8):")
+print()
+KINDS = ["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]
+print("| calibration | ranks | over | " + " | ".join(KINDS) + " |")
+print("|---|---|---|" + "---|" * len(KINDS))
+for r in ROUNDS:
+    p = os.path.join(W, f"after-{r}.toml")
+    if not os.path.exists(p):
+        continue
+    c = tomllib.load(open(p, "rb"))
+    by = collections.defaultdict(dict)
+    for e in c.get("op_time", []):
+        k = e["kind"]
+        turns = k.startswith("turns:")
+        k = k.removeprefix("turns:")
+        if k in COMM or k in ("core_wait", "recv_wait", "core_stretch", "send_call"):
+            continue
+        by[(k, e["shape"], e["size"], e.get("context", 0))][("T" if turns else "") + str(e["ranks"])] = e["time_s"]
+    for n in (4, 16):
+        for over, ref, small in (("at once", str(n), False), ("at once, decode", str(n), True), ("alone", "1", False)):
+            rs = collections.defaultdict(list)
+            for key, d in by.items():
+                if "T" + str(n) in d and ref in d and (not small or key[2] <= 8):
+                    rs[key[0]].append(d["T" + str(n)] / d[ref])
+            cells = [f"{statistics.median(rs[k]):.2f}" if rs[k] else "—" for k in KINDS]
+            print(f"| after-{r} | {n} | {over} | " + " | ".join(cells) + " |")
