@@ -7,8 +7,11 @@ TPOT and TPS against the median over rounds of the modeled value, error =
 median over runs of measured and modeled time, counted within +-20 % when
 |modeled/measured - 1| <= 0.2; per calibration the core wait and receive
 wait entries; per round the after-compute op times at 2, 4 and 16 ranks over
-those at 1 (median over each kind's entries).
-Usage: summarize.py WORKDIR"""
+those at 1 (median over each kind's entries), and those taken in turns at 4 and
+16 ranks over those at once and alone. The op check is counted twice: with each
+variant's own runs' measured medians (as in earlier sections) and with the
+measured median over both variants' runs.
+Usage: summarize.py WORKDIR (the folder run.sh filled)"""
 import json, os, statistics, sys, tomllib, collections
 
 W = sys.argv[1] if len(sys.argv) > 1 else "/tmp/cpucal4"
@@ -84,6 +87,37 @@ for cfg in CONFIGS:
 print(f"| all | {tot['before'][0]}/{tot['before'][1]} | {tot['after'][0]}/{tot['after'][1]} |")
 
 print()
+print("The same count with each row's measured time the median over both variants' runs (both run the")
+print("same executor; above, each variant's own three runs), modeled the variant's median:")
+print()
+print("| config | op-check rows within 20 % (pooled measured): before | after |")
+print("|---|---|---|")
+ptot = {"before": [0, 0], "after": [0, 0]}
+for cfg in CONFIGS:
+    meas, mods = {}, {"before": {}, "after": {}}
+    for v in ("before", "after"):
+        for d in load(v, cfg):
+            for r in d.get("op_check") or []:
+                if r.get("measured_s", 0) <= 0:
+                    continue
+                k = (r["phase"], r["kind"])
+                meas.setdefault(k, []).append(r["measured_s"])
+                mods[v].setdefault(k, []).append(r["modeled_s"])
+    cells = []
+    for v in ("before", "after"):
+        n = ok = 0
+        for k, ms in meas.items():
+            if k not in mods[v]:
+                continue
+            n += 1
+            ok += abs(statistics.median(mods[v][k]) / statistics.median(ms) - 1) <= 0.2
+        ptot[v][0] += ok
+        ptot[v][1] += n
+        cells.append(f"{ok}/{n}")
+    print(f"| {cfg} | " + " | ".join(cells) + " |")
+print(f"| all | {ptot['before'][0]}/{ptot['before'][1]} | {ptot['after'][0]}/{ptot['after'][1]} |")
+
+print()
 print("Op-check rows, modeled / measured (median over runs; ** outside 20 %):")
 print()
 print("| config | phase | kind | measured (µs) | before | after |")
@@ -136,3 +170,31 @@ for r in ROUNDS:
                 rs[key[0]].append(d[n] / d[1])
         cells = [f"{statistics.median(rs[k]):.2f}" if rs[k] else "—" for k in ["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]]
         print(f"| after-{r} | {n} | " + " | ".join(cells) + " |")
+
+print()
+print("After: compute op times taken in turns at 4 and 16 ranks over those at once at the same count, and over one rank alone (median over each kind's entries; decode: the entries of one or a few rows, size <= 8):")
+print()
+KINDS = ["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]
+print("| calibration | ranks | over | " + " | ".join(KINDS) + " |")
+print("|---|---|---|" + "---|" * len(KINDS))
+for r in ROUNDS:
+    p = os.path.join(W, f"after-{r}.toml")
+    if not os.path.exists(p):
+        continue
+    c = tomllib.load(open(p, "rb"))
+    by = collections.defaultdict(dict)
+    for e in c.get("op_time", []):
+        k = e["kind"]
+        turns = k.startswith("turns:")
+        k = k.removeprefix("turns:")
+        if k in COMM or k in ("core_wait", "recv_wait", "core_stretch", "send_call"):
+            continue
+        by[(k, e["shape"], e["size"], e.get("context", 0))][("T" if turns else "") + str(e["ranks"])] = e["time_s"]
+    for n in (4, 16):
+        for over, ref, small in (("at once", str(n), False), ("at once, decode", str(n), True), ("alone", "1", False)):
+            rs = collections.defaultdict(list)
+            for key, d in by.items():
+                if "T" + str(n) in d and ref in d and (not small or key[2] <= 8):
+                    rs[key[0]].append(d["T" + str(n)] / d[ref])
+            cells = [f"{statistics.median(rs[k]):.2f}" if rs[k] else "—" for k in KINDS]
+            print(f"| after-{r} | {n} | {over} | " + " | ".join(cells) + " |")
