@@ -3,10 +3,12 @@ package remote
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -101,7 +103,7 @@ func (g *grpcTransport) openStream(ctx context.Context, ss *sessionStream) (bool
 		g.stepOnly.Store(true)
 		return false, nil
 	case codes.ResourceExhausted:
-		if slices.Contains(st.Trailer().Get(wire.SessionStreamHeader), wire.SessionStreamLimited) {
+		if streamLimitRefusal(err, st.Trailer()) {
 			ss.off = true
 			return false, nil
 		}
@@ -192,4 +194,20 @@ func (s *sessionStep) finish() {
 	}
 	ss.cur = sessionStep{}
 	ss.mu.Unlock()
+}
+
+// streamLimitRefusal says whether err, a ResourceExhausted at a session
+// stream's open with trailer tl, is the server's per-connection stream
+// limit: marked by the trailer wire.SessionStreamLimited, or, from a server
+// built before the trailer, by that refusal's message
+// (wire.SessionStreamLimitedBefore). Any other ResourceExhausted (the
+// memory budget's) is not.
+func streamLimitRefusal(err error, tl metadata.MD) bool {
+	if status.Code(err) != codes.ResourceExhausted {
+		return false
+	}
+	if slices.Contains(tl.Get(wire.SessionStreamHeader), wire.SessionStreamLimited) {
+		return true
+	}
+	return strings.HasPrefix(status.Convert(err).Message(), wire.SessionStreamLimitedBefore)
 }

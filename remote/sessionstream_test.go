@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/partbench/partbench/commcount"
@@ -313,5 +314,37 @@ func TestSessionStreamOtherRefusalIsError(t *testing.T) {
 	}
 	if s.ss.off {
 		t.Error("the client turned the session's stream off for a refusal that was not the stream limit")
+	}
+}
+
+// The stream-limit refusal is told from any other ResourceExhausted by its
+// trailer, or, from a server built before the trailer (whose refusal read
+// "session stream: this connection has 16 open (max 16); step over Step
+// calls"), by that message; a memory-budget refusal, with or without the
+// old words elsewhere, and other codes are not.
+func TestStreamLimitRefusal(t *testing.T) {
+	limit := metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited)
+	for _, c := range []struct {
+		name string
+		err  error
+		tl   metadata.MD
+		want bool
+	}{
+		{"trailer", status.Error(codes.ResourceExhausted, "any words"), limit, true},
+		{"server before the trailer", status.Error(codes.ResourceExhausted, "session stream: this connection has 16 open (max 16); step over Step calls"), nil, true},
+		{"memory budget", status.Error(codes.ResourceExhausted, "session 0123: 2048 B over the memory budget of 1024 B"), nil, false},
+		{"old words not at the start", status.Error(codes.ResourceExhausted, "memory budget: session stream: this connection has 3 open"), nil, false},
+		{"another code with the trailer", status.Error(codes.Unavailable, "draining"), limit, false},
+		{"another code with the old words", status.Error(codes.Internal, "session stream: this connection has 16 open (max 16)"), nil, false},
+		{"another trailer value", status.Error(codes.ResourceExhausted, "x"), metadata.Pairs(wire.SessionStreamHeader, "1"), false},
+	} {
+		if got := streamLimitRefusal(c.err, c.tl); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+	// The server's refusal still begins with the words servers before the
+	// trailer used, so either kind of client falls back on it.
+	if wire.SessionStreamLimitedBefore != "session stream: this connection has " {
+		t.Errorf("the limit refusal begins %q, not the words servers before the trailer used", wire.SessionStreamLimitedBefore)
 	}
 }

@@ -52,7 +52,7 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 		// The trailer tells this refusal apart from any other
 		// ResourceExhausted: the client falls back on this one only.
 		st.SetTrailer(metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited))
-		return status.Errorf(codes.ResourceExhausted, "session stream: this connection has %d open (max %d); step over Step calls", n-1, g.s.cfg.MaxSessionStreams)
+		return status.Errorf(codes.ResourceExhausted, wire.SessionStreamLimitedBefore+"%d open (max %d); step over Step calls", n-1, g.s.cfg.MaxSessionStreams)
 	}
 	defer gc.sessionStreams.Add(-1)
 	g.s.streams.Add(1)

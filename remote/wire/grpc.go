@@ -66,6 +66,11 @@ const SessionStreamHeader = "partbench-session-stream"
 // has no such trailer and is the step's error.
 const SessionStreamLimited = "limit"
 
+// SessionStreamLimitedBefore begins the message of the stream-limit refusal
+// of servers built before SessionStreamLimited: they send no trailer, and a
+// refusal with this message (ResourceExhausted) is theirs.
+const SessionStreamLimitedBefore = "session stream: this connection has "
+
 // StatusTrailer is the trailer key with which a server gives the status
 // it meant when it ended a stream by cancelling it (a receive past the read
 // timeout, a session freed while its stream waited): gRPC then sends
