@@ -16,23 +16,15 @@ import (
 // which take the first stage's layer); and the search must have priced layouts that share one (or the
 // test checks nothing it was written for).
 func TestQuickDecodeStepSharedAcrossChunks(t *testing.T) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 4096)
 	c := NewQuickCache(spec.Collectives)
 	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
-	cands, _ := spec.Enumerate()
-	for _, cand := range cands {
-		p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-		if err != nil {
-			continue // does not fit
-		}
+	eachFittingPlan(spec, func(p *partition.Plan) {
 		if _, err := c.Quick(p); err != nil {
 			t.Fatal(err)
 		}
 		plans[layoutOf(p)] = p
-	}
+	})
 	shared := map[proxyKey]int{} // layouts per decode key
 	for pk, plan := range plans {
 		pp, err := proxyPlan(plan, pk)

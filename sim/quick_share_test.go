@@ -15,22 +15,14 @@ import (
 func TestQuickSharedDecodeCostsAreEachShapesOwn(t *testing.T) {
 	shapes, shared := 0, 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
 		type at struct {
 			plan  *partition.Plan
 			first int
 		}
 		where := map[stageKey]at{}
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +39,7 @@ func TestQuickSharedDecodeCostsAreEachShapesOwn(t *testing.T) {
 					where[key] = at{p, a}
 				}
 			}
-		}
+		})
 		perDecode := map[stageKey]int{}
 		for key, sc := range c.stages {
 			w, ok := where[key]
@@ -103,21 +95,13 @@ func equalFloats(a, b []float64) bool {
 func TestWorkingSetOfPassIsWorkingSet(t *testing.T) {
 	n, nonzero := 0, 0
 	for _, gpus := range []int{16, 4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {
 				t.Fatal(err)
 			}
-		}
+		})
 		for pk, kinds := range c.passes {
 			for kind, k := range kinds {
 				if k == nil {

@@ -18,10 +18,7 @@ import (
 // op by op as stage sums a pass: the times must be equal to the bit. The
 // searches chunk the prefill into up to 480 passes.
 func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 4096)
 	c := NewQuickCache(spec.Collectives)
 	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
 	for _, cand := range func() []Candidate { cs, _ := spec.Enumerate(); return cs }() {
@@ -48,6 +45,7 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 		plan := plans[key.proxyKey]
 		pp := proxies[key.proxyKey]
 		if pp == nil {
+			var err error
 			if pp, err = proxyPlan(plan, key.proxyKey); err != nil {
 				t.Fatal(err)
 			}
@@ -230,10 +228,7 @@ func samePassUpToPlace(a, b passOps) error {
 // times of the middle chunks, so every kind's layer ops must be the same.
 func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 	var specs []SearchSpec
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 4096)
 	specs = append(specs, spec)
 	for _, name := range []string{"llama2-13b-2k", "gpt2-xl-prefill", "tp8pp2", "tiny-gpt2-a100"} {
 		cfg, err := configs.Load(name)
@@ -246,17 +241,12 @@ func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 	for _, spec := range specs {
 		c := NewQuickCache(spec.Collectives)
 		plans := map[proxyKey]*partition.Plan{}
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue // does not fit
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {
 				t.Fatal(err)
 			}
 			plans[layoutOf(p)] = p
-		}
+		})
 		for pk, kinds := range c.passes {
 			if pk.pp != 3 {
 				continue
@@ -317,23 +307,15 @@ func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
 	shapes := 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
 		plans := map[proxyKey]*partition.Plan{}
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {
 				t.Fatal(err)
 			}
 			plans[layoutOf(p)] = p
-		}
+		})
 		for key, sc := range c.stages {
 			plan, k := plans[key.proxyKey], (*c.passes[key.proxyKey])[key.kind]
 			res := 1.0
@@ -383,17 +365,9 @@ func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
 func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 	n := 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			got, err := c.Quick(p)
 			if err != nil {
 				t.Fatal(err)
@@ -403,10 +377,10 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != want {
-				t.Fatalf("%d GPUs, %s: shared cache %+v, own cache %+v", gpus, cand.Name(), got, want)
+				t.Fatalf("%d GPUs, %s: shared cache %+v, own cache %+v", gpus, p.Config.Name, got, want)
 			}
 			n++
-		}
+		})
 	}
 	if n < 200 {
 		t.Fatalf("%d candidates fit: too few to test", n)
@@ -425,17 +399,9 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 	inPlace, layouts := 0, 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue // does not fit
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			pk := layoutOf(p)
 			_, seen := c.passes[pk]
 			n := 0
@@ -446,7 +412,7 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			if seen {
-				continue
+				return
 			}
 			layouts++
 			alone := NewQuickCache(spec.Collectives)
@@ -456,7 +422,7 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 			got, want := c.passes[pk], alone.passes[pk]
 			for k := range got {
 				if (got[k] == nil) != (want[k] == nil) {
-					t.Fatalf("%d GPUs, %s %+v: stage kind %d built %v, alone %v", gpus, cand.Name(), pk, k, got[k] != nil, want[k] != nil)
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d built %v, alone %v", gpus, p.Config.Name, pk, k, got[k] != nil, want[k] != nil)
 				}
 				if got[k] == nil {
 					continue
@@ -464,7 +430,7 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 				g, w := *got[k], *want[k]
 				g.attn, w.attn = nil, nil // each cache's own attention times, filled later
 				if !reflect.DeepEqual(g, w) {
-					t.Fatalf("%d GPUs, %s %+v: stage kind %d's passes differ from the layout built alone", gpus, cand.Name(), pk, k)
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d's passes differ from the layout built alone", gpus, p.Config.Name, pk, k)
 				}
 			}
 			k := got[kindOf(0, pk.pp)]
@@ -475,7 +441,7 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 			if n > 0 && built == n {
 				inPlace++ // the first stage's passes filled the slice passBuf sized
 			}
-		}
+		})
 	}
 	if layouts < 100 || inPlace < 30 {
 		t.Fatalf("%d layouts, %d built in place: too few to test", layouts, inPlace)
@@ -500,23 +466,15 @@ func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
 	}
 	compared, reused, refused := 0, 0, 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		priced := NewQuickCache(spec.Collectives) // the layouts' passes
 		var plans []*partition.Plan
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue // does not fit
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := priced.Quick(p); err != nil {
 				t.Fatal(err)
 			}
 			plans = append(plans, p)
-		}
+		})
 		custom := spec.System
 		custom.GPU.AllReduce, custom.GPU.CustomAllReduceMaxBytes, custom.GPU.CustomAllReduceFixedS = topology.AllReduceCustom, 8<<20, 5e-6
 		for _, c := range []struct {
@@ -583,17 +541,9 @@ func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
 func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
 	plans, reused := 0, 0
 	for _, gpus := range []int{4096, 16384} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
-		cands, _ := spec.Enumerate()
-		for _, cand := range cands {
-			p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-			if err != nil {
-				continue // does not fit
-			}
+		eachFittingPlan(spec, func(p *partition.Plan) {
 			if !c.have {
 				c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
 			}
@@ -602,20 +552,20 @@ func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
 			got, gerr := c.proxyPlan(p, pk)
 			want, werr := proxyPlan(p, pk)
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
-				t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v (%v), alone %+v (%v)", gpus, cand.Name(), pk, got, gerr, want, werr)
+				t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v (%v), alone %+v (%v)", gpus, p.Config.Name, pk, got, gerr, want, werr)
 			}
 			bad := *p
 			bad.PrefillChunks++
 			_, gerr = c.proxyPlan(&bad, pk)
 			_, werr = proxyPlan(&bad, pk)
 			if gerr == nil || gerr.Error() != werr.Error() {
-				t.Fatalf("%d GPUs, %s: with a chunk too many, by the cache's Planner %v, alone %v", gpus, cand.Name(), gerr, werr)
+				t.Fatalf("%d GPUs, %s: with a chunk too many, by the cache's Planner %v, alone %v", gpus, p.Config.Name, gerr, werr)
 			}
 			plans++
 			if had {
 				reused++
 			}
-		}
+		})
 	}
 	if plans < 200 || reused < 100 {
 		t.Fatalf("%d proxy plans, %d from a Planner used before: too few to test", plans, reused)

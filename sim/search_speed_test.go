@@ -81,10 +81,7 @@ func TestLayerMapsAreEachCandidatesOwn(t *testing.T) {
 // but for its Range, which is then the nominal value — on a search whose
 // GPU has ranges, so the ends differ from the nominal value otherwise.
 func TestSearchNoFullRangeKeepsWhatSearchReports(t *testing.T) {
-	spec, err := SyntheticSearchSpec(64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 64)
 	spec.Config.Workload.Batch, spec.Config.Workload.Context = 64, 1024 // so candidates fit
 	run := func(noRange bool) *SearchResult {
 		sp := spec
