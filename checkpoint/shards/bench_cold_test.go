@@ -16,7 +16,6 @@ import (
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
@@ -261,14 +260,7 @@ type benchRank struct {
 }
 
 func newBenchRank(b *testing.B, dir string, hf *checkpoint.Config, tp int) benchRank {
-	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp, 1, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	plan := planOf(b, dir, tp, 1)
 	r := benchRank{dir: dir, hf: hf, list: plan.Tensors(0), shard: plan.Shard(plan.Ranks[0].TPIndex)}
 	for _, ts := range r.list {
 		r.bytes += 2 * int64(ts.K) * int64(ts.N)

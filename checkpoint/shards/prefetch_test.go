@@ -7,7 +7,6 @@ import (
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -74,23 +73,8 @@ func TestCheckpointPrefetchMatchesPerTensor(t *testing.T) {
 // is held.
 func TestCheckpointPrefetchErrors(t *testing.T) {
 	dir := checkpointtest.Dir(t, "gpt2-tiny")
-	hf, err := checkpoint.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := checkpoint.OpenWeights(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, 1, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hf, w := openDir(t, dir)
+	plan := planOf(t, dir, 1, 1)
 	list := plan.Tensors(0)
 	more := *hf
 	more.Layers = 3 // layer 2 is not in the file

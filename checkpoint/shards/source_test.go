@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/model"
 )
 
@@ -14,15 +13,7 @@ import (
 // and where it was looked for.
 func TestCheckpointErrorsNameTensorAndFile(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "gpt2-tiny")
-	hf, err := checkpoint.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := checkpoint.OpenWeights(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	hf, w := openDir(t, dir)
 	s := model.Shard{Arch: model.Arch{Norm: model.LayerNorm, Positions: model.Learned, MLP: model.GELUTanh, Bias: true, Tied: true, MaxPositions: 128},
 		Hidden: 64, HeadDim: 16, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, VocabSize: 512}
 	if _, err := New(w, hf, s).Tensor(0, model.WUp); err != nil {
@@ -31,7 +22,7 @@ func TestCheckpointErrorsNameTensorAndFile(t *testing.T) {
 	wrong := *hf
 	wrong.FFN = 128 // c_fc is [64, 256] in the file
 	s.FFN = 128
-	_, err = New(w, &wrong, s).Tensor(0, model.WUp)
+	_, err := New(w, &wrong, s).Tensor(0, model.WUp)
 	if err == nil || !strings.Contains(err.Error(), "transformer.h.0.mlp.c_fc.weight") || !strings.Contains(err.Error(), "model.safetensors") {
 		t.Fatalf("wrong shape: %v", err)
 	}

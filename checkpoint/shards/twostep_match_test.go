@@ -12,7 +12,6 @@ import (
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 )
@@ -97,24 +96,9 @@ func eachRank(t *testing.T, dtypes []checkpoint.DType, fn func(fixtureRank)) {
 	} {
 		for _, dt := range dtypes {
 			dir := fixtureAs(t, checkpointtest.Dir(t, fx), dt)
-			hf, err := checkpoint.ReadConfig(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := checkpoint.OpenWeights(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { w.Close() })
+			hf, w := openDir(t, dir)
 			for _, tp := range degrees {
-				cfg, err := configs.GenerateConfig(dir, 1, 16, 8, tp[0], tp[1], 1)
-				if err != nil {
-					t.Fatalf("%s %s tp%d pp%d: %v", fx, dt, tp[0], tp[1], err)
-				}
-				plan, err := partition.NewPlan(cfg)
-				if err != nil {
-					t.Fatalf("%s %s tp%d pp%d: %v", fx, dt, tp[0], tp[1], err)
-				}
+				plan := planOf(t, dir, tp[0], tp[1])
 				for rank := range plan.Ranks {
 					fn(fixtureRank{what: fmt.Sprintf("%s %s tp%d pp%d rank %d", fx, dt, tp[0], tp[1], rank), w: w, hf: hf,
 						shard: plan.Shard(plan.Ranks[rank].TPIndex), list: plan.Tensors(rank)})
@@ -175,23 +159,8 @@ func TestSourceMatchesTwoStep(t *testing.T) {
 // multiples of 4 MiB above the tensors' bytes.
 func TestSourceAllocatesEachTensorOnce(t *testing.T) {
 	dir := checkpointtest.Dir(t, "llama-tiny")
-	hf, err := checkpoint.ReadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := checkpoint.OpenWeights(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	cfg, err := configs.GenerateConfig(dir, 1, 16, 8, 1, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hf, w := openDir(t, dir)
+	plan := planOf(t, dir, 1, 1)
 	list, shard := plan.Tensors(0), plan.Shard(0)
 	var f32 uint64
 	for _, ts := range list {
