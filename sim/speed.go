@@ -317,19 +317,27 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 	var seen touched
 	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
 	r.first = make([]bool, n)
+	op := func(pc int) *partition.Op { // r.at(pc).op without the item
+		if r.items != nil {
+			return r.items[pc].op
+		}
+		if pc < len(r.pre) {
+			return &r.pre[pc]
+		}
+		return &r.dec[pc-len(r.pre)]
+	}
 	d := passLen(r.pre)
-	var prev *partition.Op
 	for pc := range n {
-		op := r.at(pc).op
-		if pc >= d && d > 0 {
+		o := op(pc)
+		if d > 0 && pc >= d {
 			// An op on the key of the op one pass before is no first
 			// touch: a chunked prefill's later passes repeat the first's
 			// keys, and a comparison costs less than the set's scan.
-			if prev = r.at(pc - d).op; prev.Layer == op.Layer && prev.Tensor == op.Tensor {
+			if p := op(pc - d); p.Layer == o.Layer && p.Tensor == o.Tensor {
 				continue
 			}
 		}
-		r.first[pc] = seen.add(op.Layer, op.Tensor)
+		r.first[pc] = seen.add(o.Layer, o.Tensor)
 	}
 	if w != nil {
 		if w.firsts == nil {
