@@ -317,9 +317,27 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 	var seen touched
 	n := len(r.pre) + min(r.steps, 1)*len(r.dec)
 	r.first = make([]bool, n)
+	op := func(pc int) *partition.Op { // r.at(pc).op without the item
+		if r.items != nil {
+			return r.items[pc].op
+		}
+		if pc < len(r.pre) {
+			return &r.pre[pc]
+		}
+		return &r.dec[pc-len(r.pre)]
+	}
+	d := passLen(r.pre)
 	for pc := range n {
-		op := r.at(pc).op
-		r.first[pc] = seen.add(op.Layer, op.Tensor)
+		o := op(pc)
+		if d > 0 && pc >= d {
+			// An op on the key of the op one pass before is no first
+			// touch: a chunked prefill's later passes repeat the first's
+			// keys, and a comparison costs less than the set's scan.
+			if p := op(pc - d); p.Layer == o.Layer && p.Tensor == o.Tensor {
+				continue
+			}
+		}
+		r.first[pc] = seen.add(o.Layer, o.Tensor)
 	}
 	if w != nil {
 		if w.firsts == nil {
@@ -327,6 +345,19 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 		}
 		w.firsts[rank] = r.first
 	}
+}
+
+// passLen is the length of the prefill's first pass: the index of the
+// first op of another micro-batch or chunk than the first op's (0: one
+// pass). markFirstTouch compares each op with the op this far before it;
+// any distance is correct there, this one makes the comparison hit.
+func passLen(pre []partition.Op) int {
+	for i := range pre {
+		if pre[i].Microbatch != pre[0].Microbatch || pre[i].Chunk != pre[0].Chunk {
+			return i
+		}
+	}
+	return 0
 }
 
 // touched is a set of (layer, tensor) keys: per layer, the few tensor
