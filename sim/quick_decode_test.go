@@ -17,14 +17,7 @@ import (
 // test checks nothing it was written for).
 func TestQuickDecodeStepSharedAcrossChunks(t *testing.T) {
 	spec := syntheticSpec(t, 4096)
-	c := NewQuickCache(spec.Collectives)
-	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
-	eachFittingPlan(spec, func(p *partition.Plan) {
-		if _, err := c.Quick(p); err != nil {
-			t.Fatal(err)
-		}
-		plans[layoutOf(p)] = p
-	})
+	c, plans := pricedLayouts(t, spec)
 	shared := map[proxyKey]int{} // layouts per decode key
 	for pk, plan := range plans {
 		pp, err := proxyPlan(plan, pk)

@@ -30,3 +30,19 @@ func eachFittingPlan(spec SearchSpec, each func(p *partition.Plan)) {
 		each(p)
 	}
 }
+
+// pricedLayouts prices every fitting candidate of spec, in search order,
+// through one QuickCache and returns the cache with a plan of each layout
+// it priced (the last one of the layout).
+func pricedLayouts(t testing.TB, spec SearchSpec) (*QuickCache, map[proxyKey]*partition.Plan) {
+	t.Helper()
+	c := NewQuickCache(spec.Collectives)
+	plans := map[proxyKey]*partition.Plan{}
+	eachFittingPlan(spec, func(p *partition.Plan) {
+		if _, err := c.Quick(p); err != nil {
+			t.Fatal(err)
+		}
+		plans[layoutOf(p)] = p
+	})
+	return c, plans
+}

@@ -19,18 +19,7 @@ import (
 // searches chunk the prefill into up to 480 passes.
 func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 	spec := syntheticSpec(t, 4096)
-	c := NewQuickCache(spec.Collectives)
-	plans := map[proxyKey]*partition.Plan{} // a plan of each layout
-	for _, cand := range func() []Candidate { cs, _ := spec.Enumerate(); return cs }() {
-		p, err := partition.NewPlanStages(spec.CandidateConfig(cand))
-		if err != nil {
-			continue // does not fit
-		}
-		if _, err := c.Quick(p); err != nil {
-			t.Fatal(err)
-		}
-		plans[layoutOf(p)] = p
-	}
+	c, plans := pricedLayouts(t, spec)
 	if len(plans) == 0 {
 		t.Fatal("no candidate fits")
 	}
@@ -239,14 +228,7 @@ func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 	}
 	middles := 0
 	for _, spec := range specs {
-		c := NewQuickCache(spec.Collectives)
-		plans := map[proxyKey]*partition.Plan{}
-		eachFittingPlan(spec, func(p *partition.Plan) {
-			if _, err := c.Quick(p); err != nil {
-				t.Fatal(err)
-			}
-			plans[layoutOf(p)] = p
-		})
+		c, plans := pricedLayouts(t, spec)
 		for pk, kinds := range c.passes {
 			if pk.pp != 3 {
 				continue
@@ -308,14 +290,7 @@ func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
 	shapes := 0
 	for _, gpus := range []int{4096, 16384} {
 		spec := syntheticSpec(t, gpus)
-		c := NewQuickCache(spec.Collectives)
-		plans := map[proxyKey]*partition.Plan{}
-		eachFittingPlan(spec, func(p *partition.Plan) {
-			if _, err := c.Quick(p); err != nil {
-				t.Fatal(err)
-			}
-			plans[layoutOf(p)] = p
-		})
+		c, plans := pricedLayouts(t, spec)
 		for key, sc := range c.stages {
 			plan, k := plans[key.proxyKey], (*c.passes[key.proxyKey])[key.kind]
 			res := 1.0
