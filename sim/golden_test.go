@@ -117,10 +117,7 @@ func buildGolden(t *testing.T) goldenAll {
 		})
 	}
 	for _, gpus := range []int{64, 512} {
-		spec, err := SyntheticSearchSpec(gpus)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := syntheticSpec(t, gpus)
 		if gpus == 64 { // a smaller workload, so candidates fit
 			spec.Config.Workload.Batch, spec.Config.Workload.Context = 64, 1024
 		}

@@ -77,10 +77,7 @@ func TestEnumerateIsEnumerateByLoop(t *testing.T) {
 			for _, c := range []struct {
 				layers, heads, batch, maxM int
 			}{{128, 128, 4096, 0}, {7, 12, 12, 3}, {30, 40, 13, 1}, {1, 1, 1, 0}} {
-				spec, err := SyntheticSearchSpec(8)
-				if err != nil {
-					t.Fatal(err)
-				}
+				spec := syntheticSpec(t, 8)
 				spec.System.Topology.Nodes, spec.System.Topology.GPUsPerNode = gpus/per, per
 				m := &spec.Config.Model
 				m.Layers, m.Heads, m.KVHeads = c.layers, c.heads, c.heads

@@ -345,10 +345,7 @@ func TestSearchSpecErrors(t *testing.T) {
 // m = 1…64 and reports candidates per second. Record results in
 // docs/measurements/search-bench.md.
 func BenchmarkSearch(b *testing.B) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 4096)
 	if spec.System.Topology.Nodes != 512 || spec.System.Topology.GPUsPerNode != 8 {
 		b.Fatalf("topology %+v", spec.System.Topology)
 	}

@@ -35,10 +35,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 func BenchmarkSearchScale(b *testing.B) {
 	for _, gpus := range []int{16, 1024, 4096, 16384} {
 		b.Run(fmt.Sprintf("gpus=%d", gpus), func(b *testing.B) {
-			spec, err := SyntheticSearchSpec(gpus)
-			if err != nil {
-				b.Fatal(err)
-			}
+			spec := syntheticSpec(b, gpus)
 			var n, fit int
 			b.ResetTimer()
 			cpu := cpuTime(b)
@@ -67,10 +64,7 @@ func BenchmarkSearchScale(b *testing.B) {
 func BenchmarkSearchFitScale(b *testing.B) {
 	for _, gpus := range []int{16, 16384} {
 		b.Run(fmt.Sprintf("gpus=%d", gpus), func(b *testing.B) {
-			spec, err := SyntheticSearchSpec(gpus)
-			if err != nil {
-				b.Fatal(err)
-			}
+			spec := syntheticSpec(b, gpus)
 			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
 			var n, fit int
 			b.ResetTimer()
@@ -94,10 +88,7 @@ func BenchmarkSearchFitScale(b *testing.B) {
 // BenchmarkSearchFull is `partbench search` on 4,096 GPUs: the closed-form
 // search and the default full re-run of its top 10.
 func BenchmarkSearchFull(b *testing.B) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 4096)
 	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		r, err := Search(spec)
@@ -116,10 +107,7 @@ func BenchmarkSearchFull(b *testing.B) {
 // ends, which the search's output does not show (SearchSpec.NoFullRange),
 // and compute only what it shows of them (SearchSpec.SummaryOnly).
 func BenchmarkSearchFullCommand(b *testing.B) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 4096)
 	spec.NoFullRange, spec.SummaryOnly = true, true
 	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {
@@ -240,10 +228,7 @@ func BenchmarkEstimate(b *testing.B) {
 // batch 64 at TP 8 × PP 4 with 4 micro-batches and a prefill chunk of 8
 // tokens (480 chunks; nominal run and both range ends).
 func BenchmarkEstimateChunked(b *testing.B) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 4096)
 	// Both ends one layer lighter than the even 8 (as the search's ends-1).
 	cand := Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 8, Variant: VariantEnds,
 		StageLayers: append(append([]int{7}, evenSplit(128-14, 14)...), 7)}
@@ -285,10 +270,7 @@ func BenchmarkEstimateChunked(b *testing.B) {
 // (proxies, stage shapes, collectives: what the 16-GPU search, where
 // nothing fits, never does).
 func BenchmarkSearchQuick(b *testing.B) {
-	spec, err := SyntheticSearchSpec(16384)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 16384)
 	var plans []*partition.Plan
 	pl := partition.NewPlanner()
 	cands, _ := spec.Enumerate()
@@ -317,10 +299,7 @@ func BenchmarkSearchQuick(b *testing.B) {
 // BenchmarkSearchFullCommandWhole is BenchmarkSearchFullCommand with each
 // re-run's whole Estimate kept (SummaryOnly unset): what the summary saves.
 func BenchmarkSearchFullCommandWhole(b *testing.B) {
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec := syntheticSpec(b, 4096)
 	spec.NoFullRange = true
 	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {

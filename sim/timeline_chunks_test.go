@@ -35,10 +35,7 @@ type chunkCase struct {
 func chunkCases(t *testing.T) []chunkCase {
 	t.Helper()
 	var out []chunkCase
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 4096)
 	r, err := Search(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -330,10 +327,7 @@ func TestPrefillProgramIsPlanProgram(t *testing.T) {
 		}))
 	}
 	plans = append(plans, syntheticChunked(t, 8, 4, []int{0, 1, 2, 2, 2, 3, 3, 3}))
-	spec, err := SyntheticSearchSpec(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := syntheticSpec(t, 4096)
 	big, err := partition.NewPlan(spec.CandidateConfig(Candidate{TP: 128, PP: 16, DP: 2, Microbatches: 8, Variant: VariantEnds,
 		StageLayers: append(append([]int{7}, evenSplit(128-14, 14)...), 7)}))
 	if err != nil {
