@@ -13,7 +13,6 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
-	"github.com/partbench/partbench/sim"
 )
 
 // Two ranks' tables merge into one entry per key: gemm 2 µs (1.5–3) and
@@ -84,15 +83,7 @@ func TestMeasureOpTimesProcs(t *testing.T) {
 			t.Errorf("rank %d: stretch %g, want about 1 or more", i, s)
 		}
 	}
-	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
-		t.Fatal(err)
-	}
-	tab := sim.NewOpTable(ts)
-	cfg, _ := configs.Load("test/single-tiny")
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, plan := opTableOnSingleTiny(t, ts)
 	for _, op := range plan.Program(0, partition.Prefill).Ops {
 		if _, ok := tab.Time(&op); !ok {
 			t.Errorf("prefill %s (%s): no entry", op.Name, op.Kind)
@@ -142,12 +133,7 @@ func TestOpTimesOnCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
-		t.Fatal(err)
-	}
-	tab := sim.NewOpTable(ts)
-	cfg, _ := configs.Load("test/single-tiny")
-	plan, _ := partition.NewPlan(cfg)
+	tab, plan := opTableOnSingleTiny(t, ts)
 	for _, op := range plan.Program(0, partition.Prefill).Ops {
 		if v, ok := tab.Time(&op); !ok || !(v > 0 && v < 1) {
 			t.Errorf("prefill %s (%s): %g s, %v", op.Name, op.Kind, v, ok)

@@ -25,15 +25,7 @@ func TestOpTimesCoverTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
-		t.Fatal(err)
-	}
-	tab := sim.NewOpTable(ts)
-	cfg, _ := configs.Load("test/single-tiny")
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, plan := opTableOnSingleTiny(t, ts)
 	kinds := map[partition.Kind]bool{}
 	for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
 		for _, op := range plan.Program(0, ph).Ops {
@@ -195,4 +187,23 @@ func TestOpTimesOnADeviceClock(t *testing.T) {
 			t.Errorf("hold %d: %v", i, d)
 		}
 	}
+}
+
+// opTableOnSingleTiny validates the measured op times ts (as a profile's
+// op_time) and returns their table with the plan of test/single-tiny, whose
+// ops the op-time tests look up in it.
+func opTableOnSingleTiny(t *testing.T, ts []configs.OpTime) (*sim.OpTable, *partition.Plan) {
+	t.Helper()
+	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim.NewOpTable(ts), plan
 }

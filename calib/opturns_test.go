@@ -128,15 +128,7 @@ func TestMeasureOpTimesProcsTurns(t *testing.T) {
 			t.Errorf("rank %d: stretch %g, want 0 (not measured taking turns)", i, s)
 		}
 	}
-	if err := configs.ValidateOpTimes("op_time", ts); err != nil {
-		t.Fatal(err)
-	}
-	tab := sim.NewOpTable(ts)
-	cfg, _ := configs.Load("test/single-tiny")
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, plan := opTableOnSingleTiny(t, ts)
 	for _, op := range plan.Program(0, partition.Prefill).Ops {
 		kind, shape, size, context := sim.OpKey(&op)
 		if _, ok := tab.Lookup(configs.TurnsKind(kind), shape, size, context); !ok {
