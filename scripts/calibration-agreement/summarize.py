@@ -21,6 +21,10 @@ ROUNDS = (1, 2, 3)
 COMM = ("all_reduce", "all_gather", "recv", "send")
 
 
+def within(modeled, measured):
+    """The op check's test: modeled within 20 % of measured."""
+    return abs(modeled / measured - 1) <= 0.2
+
 def load(variant, cfg):
     out = []
     for i in ROUNDS:
@@ -77,9 +81,9 @@ for cfg in CONFIGS:
         for k, (ms, mods) in acc.items():
             m, mod = statistics.median(ms), statistics.median(mods)
             n += 1
-            within = abs(mod / m - 1) <= 0.2
-            ok += within
-            rows[v].append((cfg, k[0], k[1], m, mod, within))
+            ok_row = within(mod, m)
+            ok += ok_row
+            rows[v].append((cfg, k[0], k[1], m, mod, ok_row))
         tot[v][0] += ok
         tot[v][1] += n
         cells.append(f"{ok}/{n}")
@@ -110,7 +114,7 @@ for cfg in CONFIGS:
             if k not in mods[v]:
                 continue
             n += 1
-            ok += abs(statistics.median(mods[v][k]) / statistics.median(ms) - 1) <= 0.2
+            ok += within(statistics.median(mods[v][k]), statistics.median(ms))
         ptot[v][0] += ok
         ptot[v][1] += n
         cells.append(f"{ok}/{n}")
@@ -123,10 +127,10 @@ print()
 print("| config | phase | kind | measured (µs) | before | after |")
 print("|---|---|---|---|---|---|")
 before = {(c, p, k): (m, mod) for c, p, k, m, mod, _ in rows["before"]}
-for cfg, ph, kind, m, mod, within in rows["after"]:
+for cfg, ph, kind, m, mod, ok_row in rows["after"]:
     b = before.get((cfg, ph, kind))
-    bc = "—" if b is None else f"{b[1]/b[0]:.2f}{'' if abs(b[1]/b[0]-1) <= 0.2 else ' **'}"
-    print(f"| {cfg} | {ph} | {kind} | {m*1e6:.1f} | {bc} | {mod/m:.2f}{'' if within else ' **'} |")
+    bc = "—" if b is None else f"{b[1]/b[0]:.2f}{'' if within(b[1], b[0]) else ' **'}"
+    print(f"| {cfg} | {ph} | {kind} | {m*1e6:.1f} | {bc} | {mod/m:.2f}{'' if ok_row else ' **'} |")
 
 print()
 print("Waits per calibration (µs; core_wait per message step after the burst shown, recv_wait per hop):")
