@@ -53,12 +53,8 @@ func useOf(sl *Slice) opUse {
 // presizeUses is presizeSlices for opUses: one per item of each simulated
 // rank's run order, rank by rank.
 func presizeUses(s *simulator) {
-	s.useBase = make([]int, len(s.ranks))
-	n := 0
-	for i, r := range s.ranks {
-		s.useBase[i] = n
-		n += r.count()
-	}
+	var n int
+	s.useBase, n = itemBases(s)
 	s.uses = make([]opUse, n)
 }
 

@@ -56,17 +56,20 @@ func (c *coreShare) overFactor(rank int, phase partition.Phase, op *partition.Op
 	if c == nil {
 		return 1
 	}
-	if f, ok := c.over[keyOf(rank, phase, op)]; ok && f > 1 {
-		return f
-	}
-	return 1
+	return atLeastOne(c.over, keyOf(rank, phase, op))
 }
 
 func (c *coreShare) factor(rank int, phase partition.Phase, op *partition.Op) float64 {
 	if c == nil {
 		return 1
 	}
-	if f, ok := c.f[keyOf(rank, phase, op)]; ok && f > 1 {
+	return atLeastOne(c.f, keyOf(rank, phase, op))
+}
+
+// atLeastOne is m[k] where it is above 1, else 1 (a factor absent or at
+// most 1 stretches nothing).
+func atLeastOne(m map[shareKey]float64, k shareKey) float64 {
+	if f, ok := m[k]; ok && f > 1 {
 		return f
 	}
 	return 1

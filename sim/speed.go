@@ -218,13 +218,21 @@ func (s *simulator) emit(ri, pc int, sl *Slice) {
 // rank's slices start where its clock stands, which never goes back, so
 // item order is start order (sortSlices checks, and sorts if not).
 func presizeSlices(s *simulator) {
-	s.base = make([]int, len(s.ranks))
+	var n int
+	s.base, n = itemBases(s)
+	s.out = make([]Slice, n)
+}
+
+// itemBases is where each simulated rank's items begin in one array of
+// every rank's items, rank by rank, and how many items there are in all.
+func itemBases(s *simulator) ([]int, int) {
+	base := make([]int, len(s.ranks))
 	n := 0
 	for i, r := range s.ranks {
-		s.base[i] = n
+		base[i] = n
 		n += r.count()
 	}
-	s.out = make([]Slice, n)
+	return base, n
 }
 
 // opMemo is what step computes of an op before placing it in time: a
