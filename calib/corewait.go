@@ -173,19 +173,24 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
+	// keep adds entry e to the profile and describes it in list; an
+	// entry of a size seen (two bursts of one wall time) is kept too, 1 ns
+	// apart.
+	keep := func(e configs.OpTime, seen map[int64]bool, list *[]string) {
+		for seen[e.Size] {
+			e.Size++
+		}
+		seen[e.Size] = true
+		cal.OpTimes = append(cal.OpTimes, e)
+		*list = append(*list, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+	}
 	var got []string
 	seen := map[int64]bool{}
 	var hops []string
 	seenHop := map[int64]bool{}
 	for i := range RingBursts {
-		e, ok := recvWaitEntry(times[ring], times[ring+1+i], n, cores)
-		for ok && seenHop[e.Size] { // two bursts of one wall time: keep both, 1 ns apart
-			e.Size++
-		}
-		if ok {
-			seenHop[e.Size] = true
-			cal.OpTimes = append(cal.OpTimes, e)
-			hops = append(hops, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+		if e, ok := recvWaitEntry(times[ring], times[ring+1+i], n, cores); ok {
+			keep(e, seenHop, &hops)
 		}
 	}
 	if len(hops) > 0 {
@@ -196,13 +201,8 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		if err != nil {
 			return err
 		}
-		for ok && seen[e.Size] { // two bursts of one wall time: keep both, 1 ns apart
-			e.Size++
-		}
 		if ok {
-			seen[e.Size] = true
-			cal.OpTimes = append(cal.OpTimes, e)
-			got = append(got, fmt.Sprintf("%.3g s after %.3g s of compute", e.TimeS, float64(e.Size)*1e-9))
+			keep(e, seen, &got)
 		}
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
