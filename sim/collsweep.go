@@ -171,7 +171,11 @@ func ParseSizeRange(s string) ([]int64, error) {
 
 // ParseSize reads a byte count with an optional nccl-tests suffix: K, M, G, T
 // (powers of 1024), optionally followed by B or iB; a bare B means bytes.
-func ParseSize(s string) (int64, error) {
+// Its errors name --sizes; ParseBytes names another flag.
+func ParseSize(s string) (int64, error) { return ParseBytes("--sizes", s) }
+
+// ParseBytes is ParseSize for the value of flag, which its errors name.
+func ParseBytes(flag, s string) (int64, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
 	mult := int64(1)
@@ -192,10 +196,10 @@ func ParseSize(s string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("--sizes: cannot read %q as a size (examples: 8B, 1K, 64MB, 8GB)", s)
+		return 0, fmt.Errorf("%s: cannot read %q as a size (examples: 8B, 1K, 64MB, 8GB)", flag, s)
 	}
 	if mult > 1 && v > (1<<62)/mult {
-		return 0, fmt.Errorf("--sizes: %q is too large", s)
+		return 0, fmt.Errorf("%s: %q is too large", flag, s)
 	}
 	return v * mult, nil
 }

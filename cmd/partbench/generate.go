@@ -24,11 +24,12 @@ import (
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/launchflags"
 	"github.com/partbench/partbench/report"
+	"github.com/partbench/partbench/sim"
 )
 
 type generateOptions struct {
 	modelDir, idsFile, logitsOut, format, backend, dtype string
-	reference, rendezvous                                string
+	reference, rendezvous, hostWindow                    string
 	newTokens, tp, pp, microbatches                      int
 	nproc                                                int
 	joinTimeout                                          time.Duration
@@ -73,6 +74,7 @@ printed under "reference"; the exit status is 1 when it fails. Without
 	cliflag.Format(f, &o.format, cliflag.JSON)
 	f.StringVar(&o.backend, "backend", "cpu", "compute backend: cpu or cuda")
 	f.StringVar(&o.dtype, "dtype", "fp32", "element type: fp32 (cpu); fp32, fp16 or bf16 (cuda)")
+	f.StringVar(&o.hostWindow, "host-window", "", "with --backend cuda: float32 bytes of checkpoint tensors read ahead of their upload, e.g. 256M (default 1G; the host holds at most two windows)")
 	f.IntVar(&o.nproc, "nproc-per-node", 0, "start this many local ranks, one process each (the built-in launcher; tp × pp of them); under mpirun or srun every process is a rank already")
 	cliflag.Alias(f, "nproc", "nproc-per-node", false)
 	f.StringVar(&o.rendezvous, "rdzv-endpoint", "", "under a launcher: rank 0's control address host:port, as torchrun's (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
@@ -121,7 +123,11 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if b.Checkpoint == nil {
 		return &exitError{2, fmt.Errorf("generate: --backend %s reads no checkpoints", o.backend)}
 	}
-	hb, err := b.Checkpoint(o.dtype, env)
+	co, err := checkpointOptions(o.dtype, o.hostWindow)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("generate: %w", err)}
+	}
+	hb, err := b.Checkpoint(co, env)
 	if err != nil {
 		return &exitError{2, fmt.Errorf("generate --backend %s: %w", o.backend, err)}
 	}
@@ -208,4 +214,22 @@ func (o *generateOptions) launch(ctx context.Context, flags *pflag.FlagSet, dir 
 		argv = append(argv, "--logits-out", out)
 	}
 	return spawnRanks(ctx, launch.SpawnOptions{NProc: n, Argv: argv}, "generate: ")
+}
+
+// checkpointOptions are the backend options of a checkpoint workflow from
+// --dtype and --host-window ("": the backend's default window).
+func checkpointOptions(dtype, hostWindow string) (backend.CheckpointOptions, error) {
+	o := backend.CheckpointOptions{DType: dtype}
+	if hostWindow == "" {
+		return o, nil
+	}
+	n, err := sim.ParseBytes("--host-window", hostWindow)
+	if err != nil {
+		return o, err
+	}
+	if n == 0 {
+		return o, fmt.Errorf("--host-window %q: must be positive (a window smaller than a tensor holds that tensor alone)", hostWindow)
+	}
+	o.HostWindowBytes = n
+	return o, nil
 }

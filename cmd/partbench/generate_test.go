@@ -148,6 +148,17 @@ func TestGenerateRefusals(t *testing.T) {
 			[]string{"run --check --model-dir --backend cuda: the GPU backend cannot run here", "libcuda.so.1", "PARTBENCH_CUDA_LIB"}},
 		{[]string{"run", "--check", "--model-dir", dir, "--dtype", "fp16"},
 			[]string{`--dtype "fp16": only with --backend cuda`}},
+		// --host-window: 256M is 256 · 2^20 = 268,435,456 bytes.
+		{[]string{"generate", "--model-dir", dir, "--reference", ref, "--host-window", "256M"},
+			[]string{"--host-window 268435456: only with --backend cuda"}},
+		{[]string{"generate", "--model-dir", dir, "--reference", ref, "--backend", "cuda", "--host-window", "0"},
+			[]string{`--host-window "0": must be positive`}},
+		{[]string{"generate", "--model-dir", dir, "--reference", ref, "--backend", "cuda", "--host-window", "lots"},
+			[]string{`--host-window: cannot read "lots" as a size`}},
+		{[]string{"run", "--check", "--model-dir", dir, "--host-window", "1G"},
+			[]string{`--host-window "1G": only with --backend cuda`}},
+		{[]string{"run", "--config", "test/single-tiny", "--backend", "cpu", "--host-window", "1G"},
+			[]string{`--host-window "1G": only with --check --model-dir --backend cuda`}},
 	} {
 		_, err := runCLI(t, tc.args...)
 		if err == nil {

@@ -71,7 +71,17 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 		if b.Checkpoint == nil {
 			return hf.Backend{}, fmt.Errorf("--backend %s reads no checkpoints", name)
 		}
-		return b.Checkpoint(dtype, env)
+		co, err := checkpointOptions(dtype, "")
+		if err == nil && name == configs.BackendCUDA {
+			co, err = checkpointOptions(dtype, o.hostWindow)
+		}
+		if err != nil {
+			return hf.Backend{}, err
+		}
+		return b.Checkpoint(co, env)
+	}
+	if o.hostWindow != "" && o.backend != configs.BackendCUDA {
+		return fmt.Errorf("run: --check --model-dir --host-window %q: only with --backend cuda (the CPU backend holds every weight in host memory)", o.hostWindow)
 	}
 	ref, err := hfBackend(configs.BackendCPU, "")
 	if err != nil {

@@ -50,9 +50,9 @@ type runOptions struct {
 	emulate int
 	dtype   string
 	nodes   launchflags.Nodes
-	// --model-dir with --check (modeldir.go)
-	modelDir string
-	encoder  bool
+	// --model-dir with --check (modeldir.go), and its --host-window
+	modelDir, hostWindow string
+	encoder              bool
 	// notes gathered while preparing the run, printed with its report
 	notes []string
 	// backends are the backends --backend chooses from.
@@ -102,6 +102,7 @@ var runLauncherOnly = map[string]string{
 	"model-dir":      "only with --check, which never launches",
 	"encoder":        "only with --check --model-dir, which never launches",
 	"dtype":          "only with --check, which never launches",
+	"host-window":    "only with --check --model-dir, which never launches",
 }
 
 // rankArgs is the command line of a child rank of `run --nproc`: `run` and
@@ -162,6 +163,9 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 			if o.encoder {
 				return errors.New("run: --encoder: only with --check --model-dir (a config gives model.encoder itself)")
 			}
+			if o.hostWindow != "" {
+				return fmt.Errorf("run: --host-window %q: only with --check --model-dir --backend cuda (a config's run generates its weights on the device)", o.hostWindow)
+			}
 			if o.config == "" {
 				return errors.New("run: --config (or --check --model-dir) is required")
 			}
@@ -186,6 +190,7 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 	cmd.Flags().BoolVar(&o.check, "check", false, "run single-rank and partitioned in-process and compare outputs (against the CPU reference)")
 	cmd.Flags().StringVar(&o.modelDir, "model-dir", "", "with --check: a Hugging Face model directory; every partitioning its shape allows (up to 8 ranks) against one rank, with its weights")
 	cmd.Flags().BoolVar(&o.encoder, "encoder", false, "with --check --model-dir: run the model as an encoder (bidirectional attention, one forward pass)")
+	cmd.Flags().StringVar(&o.hostWindow, "host-window", "", "with --check --model-dir --backend cuda: float32 bytes of checkpoint tensors read ahead of their upload, e.g. 256M (default 1G; the host holds at most two windows)")
 	return cmd
 }
 

@@ -61,11 +61,11 @@ type Backend struct {
 	// backend's default); nil when the backend has no check.
 	Check func(dtype string) exec.CheckOptions
 	// Checkpoint returns the backend's part of the Hugging Face workflow
-	// (exec/hf) in dtype ("": the backend's default) for the process env
-	// describes; it fails, naming the flag or the missing library, when the
-	// backend cannot compute in dtype or run here (checkpoint.go). Nil: the
+	// (exec/hf) with o for the process env describes; it fails, naming the
+	// flag or the missing library, when the backend cannot compute in
+	// o.DType, take o's other options or run here (checkpoint.go). Nil: the
 	// backend reads no checkpoints.
-	Checkpoint func(dtype string, env launch.Env) (hf.Backend, error)
+	Checkpoint func(o CheckpointOptions, env launch.Env) (hf.Backend, error)
 	// Inputs returns the constructor of a Compute that feeds in's token ids
 	// (prompts, then greedy decoding) instead of the seeded schedule, for
 	// ranks run in this process (Registry.InputsCompute). Nil: it cannot.

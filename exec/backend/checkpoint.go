@@ -17,11 +17,26 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
+// CheckpointOptions are a checkpoint workflow's backend options, each
+// from the command's flag of the same name.
+type CheckpointOptions struct {
+	// DType is the element type computed in ("": the backend's default).
+	DType string
+	// HostWindowBytes bounds the float32 bytes of checkpoint tensors the
+	// GPU backend reads ahead of their upload (0: its default, 1 GiB; the
+	// host holds at most two windows). The CPU backend, which holds every
+	// weight in host memory, refuses it.
+	HostWindowBytes int64
+}
+
 // cpuCheckpoint is exec/cpu's part of the Hugging Face workflow: float32,
 // in process over exec/localcomm, launched over TCP.
-func cpuCheckpoint(dtype string, _ launch.Env) (hf.Backend, error) {
-	if dtype != "" && dtype != "fp32" {
-		return hf.Backend{}, fmt.Errorf("--dtype %q: the CPU backend computes in float32 (allowed: fp32; --backend cuda computes in fp16 and bf16)", dtype)
+func cpuCheckpoint(o CheckpointOptions, _ launch.Env) (hf.Backend, error) {
+	if o.DType != "" && o.DType != "fp32" {
+		return hf.Backend{}, fmt.Errorf("--dtype %q: the CPU backend computes in float32 (allowed: fp32; --backend cuda computes in fp16 and bf16)", o.DType)
+	}
+	if o.HostWindowBytes != 0 {
+		return hf.Backend{}, fmt.Errorf("--host-window %d: only with --backend cuda (the CPU backend holds every weight in host memory, with no upload to window)", o.HostWindowBytes)
 	}
 	return cpu.Checkpoint(TCPComm), nil
 }
@@ -33,12 +48,16 @@ var cudaDTypes = []string{"fp32", "fp16", "bf16"}
 // local GPU: in one process every rank on that GPU, staged via the host
 // through exec/localcomm (the CUDA driver and a GPU needed, never NCCL);
 // launched, NCCL on each rank's stream.
-func cudaCheckpoint(dtype string, env launch.Env) (hf.Backend, error) {
+func cudaCheckpoint(o CheckpointOptions, env launch.Env) (hf.Backend, error) {
+	dtype := o.DType
 	if dtype == "" {
 		dtype = "fp32"
 	}
 	if !slices.Contains(cudaDTypes, dtype) {
 		return hf.Backend{}, fmt.Errorf("--dtype %q: the GPU backend computes in fp32, fp16 or bf16", dtype)
+	}
+	if o.HostWindowBytes < 0 {
+		return hf.Backend{}, fmt.Errorf("--host-window %d: must be positive (bytes of float32 tensors read ahead; 0: %d)", o.HostWindowBytes, pcuda.DefaultHostWindowBytes)
 	}
 	if err := cudaAvailable(); err != nil {
 		return hf.Backend{}, fmt.Errorf("the GPU backend cannot run here: %w", err)
@@ -52,7 +71,7 @@ func cudaCheckpoint(dtype string, env launch.Env) (hf.Backend, error) {
 		lib.Close() // exec/ncclcomm loads it for the process
 		newComm = ncclComm
 	}
-	return pcuda.Checkpoint(pcuda.Options{Device: env.LocalRank, DType: dtype}, localcomm.Comms, newComm), nil
+	return pcuda.Checkpoint(pcuda.Options{Device: env.LocalRank, DType: dtype, HostWindowBytes: o.HostWindowBytes}, localcomm.Comms, newComm), nil
 }
 
 // ncclComm is rank's NCCL communicator on its GPU Compute's stream.
