@@ -443,6 +443,9 @@ for s in $steps; do
 					--reference "checkpoint/testdata/$f/reference.json" --new-tokens 8
 				pbrun "check-modeldir-$f-$d" run --check --backend cuda --dtype "$d" --model-dir "checkpoint/testdata/$f"
 			done
+			# a 64 KiB read-ahead window (several windows a rank) against the same reference
+			pbrun "generate-$f-window64k" generate --backend cuda --dtype fp16 --host-window 64K \
+				--model-dir "checkpoint/testdata/$f" --reference "checkpoint/testdata/$f/reference.json" --new-tokens 8
 		done
 		;;
 	resume)
