@@ -317,6 +317,62 @@ func TestSessionStreamOtherRefusalIsError(t *testing.T) {
 	}
 }
 
+// TestSessionStreamBudget: an open session stream counts
+// server.SessionStreamBytes against the memory budget. With a budget that
+// holds the session and the connection's buffers but not the stream as
+// well (beside the headroom kept for small requests, 1/16 of a budget
+// under 16 MiB), the stream is refused as the limit refuses one and the
+// session steps over Step calls; with that budget plus one stream's bytes
+// it opens and counts them until it ends.
+func TestSessionStreamBudget(t *testing.T) {
+	// What a single-tiny stateful session and a connection hold, from a
+	// server with room for everything.
+	probe, addrs := startServer(t, server.ServerConfig{}, server.NewCPUEngine())
+	cfg, _ := testConfig(t, "test/single-tiny")
+	if _, err := dial(t, addrs["grpc"], "grpc", "").Open(ctx(t), cfg, partition.RemoteStateful, partition.RemoteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, conn := probe.ReservedBytes(), probe.ConnBytes()
+	const stream = server.SessionStreamBytes
+	headroom := func(b int64) int64 { return min(b/16, 1<<20) }
+	// A budget whose part beyond the headroom ends half a stream above
+	// the session and the connection.
+	want := held + conn + stream/2
+	budget := want * 16 / 15
+	if budget >= 16<<20 {
+		budget = want + 1<<20
+	}
+	if held+conn > budget || held+conn+stream <= budget-headroom(budget) {
+		t.Fatalf("budget %d: session %d B + connection %d B must fit, and a stream's %d B more not (headroom %d B)", budget, held, conn, stream, headroom(budget))
+	}
+	srv, addrs := startServer(t, server.ServerConfig{MemoryBudgetBytes: budget}, server.NewCPUEngine())
+	s, _ := statefulSteps(t, dial(t, addrs["grpc"], "grpc", ""))
+	if !s.ss.off || srv.SessionStreams() != 0 {
+		t.Errorf("budget %d B: stream off %v, %d open; want refused and stepping over Step calls", budget, s.ss.off, srv.SessionStreams())
+	}
+	if got := srv.ConnBytes(); got != conn {
+		t.Errorf("budget %d B: connections and streams hold %d B, want the connection's %d B", budget, got, conn)
+	}
+	srv, addrs = startServer(t, server.ServerConfig{MemoryBudgetBytes: budget + stream}, server.NewCPUEngine())
+	s, _ = statefulSteps(t, dial(t, addrs["grpc"], "grpc", ""))
+	if s.ss.off || srv.SessionStreams() != 1 {
+		t.Errorf("budget %d B: stream off %v, %d open; want one open", budget+stream, s.ss.off, srv.SessionStreams())
+	}
+	if got := srv.ConnBytes(); got != conn+stream {
+		t.Errorf("budget %d B with a stream open: connections and streams hold %d B, want %d + %d", budget+stream, got, conn, stream)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.ConnBytes() != conn && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := srv.ConnBytes(); got != conn {
+		t.Errorf("after the stream ended: %d B held, want the connection's %d B", got, conn)
+	}
+}
+
 // The stream-limit refusal is told from any other ResourceExhausted by its
 // trailer, or, from a server built before the trailer (whose refusal read
 // "session stream: this connection has 16 open (max 16); step over Step

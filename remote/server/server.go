@@ -132,8 +132,9 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	reserved int64 // sessions and requests' receive buffers
-	// connReserved is authenticated connections' buffers; both count
-	// against MemoryBudgetBytes.
+	// connReserved is authenticated connections' buffers and open session
+	// streams' state (SessionStreamBytes each); both count against
+	// MemoryBudgetBytes.
 	connReserved int64
 	closed       bool
 
@@ -655,8 +656,8 @@ func (b *recvBuffers) recv(i int, n int64, maxChunk int, st frameStream) ([]byte
 	return d, nil
 }
 
-// reserveConn counts an authenticated connection's buffers (n bytes)
-// against the budget; false when they do not fit.
+// reserveConn counts an authenticated connection's buffers or an open
+// session stream (n bytes) against the budget; false when they do not fit.
 func (s *Server) reserveConn(n int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -673,8 +674,8 @@ func (s *Server) releaseConn(n int64) {
 	s.mu.Unlock()
 }
 
-// ConnBytes is the memory authenticated connections' buffers hold; it
-// counts against the budget beside ReservedBytes.
+// ConnBytes is the memory authenticated connections' buffers and open
+// session streams hold; it counts against the budget beside ReservedBytes.
 func (s *Server) ConnBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

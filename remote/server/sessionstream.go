@@ -25,13 +25,18 @@ import (
 const DefaultMaxSessionStreams = 16
 
 // MaxSessionStreamsLimit is the most ServerConfig.MaxSessionStreams (and
-// `partbench serve --max-session-streams`) may be. An open stream's state
-// is not counted in the memory budget: its handler and idle-watch
-// goroutines and gRPC's stream (measured with client and server in one
-// process: 22–23 KiB and 3 goroutines per open stream, both ends
-// together), so the limit keeps a connection's share of it near its
-// counted buffers (512 KiB): 16 by default, at most 256 (about 6 MiB).
+// `partbench serve --max-session-streams`) may be: 256, whose state
+// (SessionStreamBytes each) is 8 MiB.
 const MaxSessionStreamsLimit = 256
+
+// SessionStreamBytes is what an open session stream counts against the
+// memory budget while it is open: its handler and idle-watch goroutines
+// and gRPC's stream, measured with client and server in one process at
+// 22–23 KiB and 3 goroutines per open stream, both ends together, rounded
+// up. A stream the budget has no room for is refused as the limit refuses
+// one (its trailer: the client steps over Step calls, each of which the
+// budget checks again).
+const SessionStreamBytes = 32 << 10
 
 // Session serves a session's steps in order on one stream (see the RPC's
 // comment in remote.proto). Each step has every bound of a Step call: its
@@ -55,6 +60,12 @@ func (g *grpcServer) Session(st pb.Remote_SessionServer) error {
 		return status.Errorf(codes.ResourceExhausted, wire.SessionStreamLimitedBefore+"%d open (max %d); step over Step calls", n-1, g.s.cfg.MaxSessionStreams)
 	}
 	defer gc.sessionStreams.Add(-1)
+	if !g.s.reserveConn(SessionStreamBytes) {
+		st.SetTrailer(metadata.Pairs(wire.SessionStreamHeader, wire.SessionStreamLimited))
+		return status.Errorf(codes.ResourceExhausted, "session stream: the memory budget of %d B has no room for a stream's %d B (%d B held by sessions and requests, %d B by connections and streams); step over Step calls",
+			g.s.cfg.MemoryBudgetBytes, SessionStreamBytes, g.s.ReservedBytes(), g.s.ConnBytes())
+	}
+	defer g.s.releaseConn(SessionStreamBytes)
 	g.s.streams.Add(1)
 	defer g.s.streams.Add(-1)
 	if err := st.SendHeader(metadata.Pairs(wire.SessionStreamHeader, "1")); err != nil {
