@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
 )
 
 // rankRow is rank r's row of e, failing the test where e has none.
@@ -175,5 +176,46 @@ func TestRankRowsOf(t *testing.T) {
 		if b, err := json.Marshal(RanksOf(c.rows)); err != nil || string(b) != c.want {
 			t.Errorf("JSON of %#v: %s, %v; want %s", c.rows, b, err, c.want)
 		}
+	}
+}
+
+// stageLinksAlikeEach is stageLinksAlike rank by rank: every TP index's
+// paths to the next stage and back against TP index 0's.
+func stageLinksAlikeEach(plan *partition.Plan) bool {
+	topo := plan.System.Topology
+	for st := 0; st < plan.PP; st++ {
+		next := (st + 1) % plan.PP
+		a, b := plan.RankOf(st, 0), plan.RankOf(next, 0)
+		for t := 1; t < plan.TP; t++ {
+			if topo.Path(plan.RankOf(st, t), plan.RankOf(next, t)) != topo.Path(a, b) ||
+				topo.Path(plan.RankOf(next, t), plan.RankOf(st, t)) != topo.Path(b, a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stageLinksAlike, one look-up per run of TP indices within a node, agrees
+// with the rank-by-rank check on every TP 1–12 × PP 1–5 layout over nodes
+// of 1–16 GPUs, and finds both answers among them.
+func TestStageLinksAlikeByRuns(t *testing.T) {
+	seen := map[bool]int{}
+	for gpn := 1; gpn <= 16; gpn++ {
+		for tp := 1; tp <= 12; tp++ {
+			for pp := 1; pp <= 5; pp++ {
+				p := &partition.Plan{TP: tp, PP: pp, DP: 1}
+				p.System.Topology = topology.Topology{Nodes: (tp*pp + gpn - 1) / gpn, GPUsPerNode: gpn,
+					Intra: topology.Link{Class: topology.NVLink, BytesPerS: 4.5e11}, Inter: topology.Link{Class: topology.Network, BytesPerS: 5e10}}
+				got, want := stageLinksAlike(p), stageLinksAlikeEach(p)
+				if got != want {
+					t.Errorf("tp %d pp %d on nodes of %d: alike %v, rank by rank %v", tp, pp, gpn, got, want)
+				}
+				seen[want]++
+			}
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("layouts alike / not alike: %d / %d; want some of each", seen[true], seen[false])
 	}
 }
