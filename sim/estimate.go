@@ -566,26 +566,22 @@ func checkOps(plan *partition.Plan, opts Options, perStageOps int, perStage bool
 // so that per-stage simulation can be exact. Nodes holding whole TP groups
 // make it so; a TP group cut by a node boundary does not.
 //
-// The path between two ranks depends on their nodes alone (and on whether
-// they are one rank: topology.Topology.Path), so one look-up stands for
-// each run of TP indices over which neither stage's rank crosses a node
-// boundary: a stage pair costs about 2·TP / GPUs per node + 1 look-ups,
-// not TP (stageLinksAlikeEach, the rank-by-rank check, is the reference).
+// One path look-up stands for each run of TP indices over which neither
+// stage's rank crosses a node boundary (partition.NodeRuns): a stage pair
+// costs about 2·TP / GPUs per node + 1 look-ups each way, not TP
+// (stageLinksAlikeEach, the rank-by-rank check, is its reference).
 func stageLinksAlike(plan *partition.Plan) bool {
 	topo := plan.System.Topology
-	g := max(1, topo.GPUsPerNode)
 	for st := 0; st < plan.PP; st++ {
 		next := (st + 1) % plan.PP
 		a, b := plan.RankOf(st, 0), plan.RankOf(next, 0)
 		ab, ba := topo.Path(a, b), topo.Path(b, a)
-		for t := 0; ; {
-			t += min(g-(a+t)%g, g-(b+t)%g) // the next TP index where a rank starts a node
-			if t >= plan.TP {
-				break
-			}
-			if topo.Path(a+t, b+t) != ab || topo.Path(b+t, a+t) != ba {
-				return false
-			}
+		alike := true
+		partition.NodeRuns(a, b, plan.TP, topo.GPUsPerNode, func(t0, _ int) {
+			alike = alike && topo.Path(a+t0, b+t0) == ab && topo.Path(b+t0, a+t0) == ba
+		})
+		if !alike {
+			return false
 		}
 	}
 	return true
