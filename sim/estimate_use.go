@@ -57,8 +57,9 @@ func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
 	u := &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1,
 		preBusy: make([]float64, m), decBusy: make([]float64, m), preRank: make([]float64, m), decRank: make([]float64, m),
 		preBy: make([]boundTimes, m), decBy: make([]boundTimes, m), div: standInWidth(tl)}
-	for i := range tl.Slices {
-		sl := &tl.Slices[i]
+	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
+	for j := range tl.Slices {
+		sl := &tl.Slices[j]
 		bi := useBoundIndex(sl.Bound)
 		if bi < 0 {
 			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, fallback: true}
@@ -66,7 +67,9 @@ func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
 		a, b := busySpan(*sl)
 		recv := sl.Op.Kind == partition.Recv
 		dp, dd := overlap(a, b, 0, prefillEnd), overlap(a, b, w0, w1)
-		i := sl.Rank / u.div
+		if sl.Rank != last {
+			last, i = sl.Rank, sl.Rank/u.div
+		}
 		if !recv {
 			u.preRank[i] += dp
 			u.decRank[i] += dd

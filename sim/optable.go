@@ -219,14 +219,18 @@ func (e *Estimate) countPricing() {
 	}
 	div := standInWidth(tl) // counts by simulated rank: rank / div
 	table, model := make([]int, standIns(tl)), make([]int, standIns(tl))
+	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
 	for _, sl := range tl.Slices {
 		if sl.Op.Kind == partition.Recv || (sl.Phase == partition.Decode && sl.Step != first) || sl.Rank >= tl.Ranks {
 			continue
 		}
+		if sl.Rank != last {
+			last, i = sl.Rank, sl.Rank/div
+		}
 		if sl.Bound == BoundTable {
-			table[sl.Rank/div]++
+			table[i]++
 		} else {
-			model[sl.Rank/div]++
+			model[i]++
 		}
 	}
 	for i := range e.Ranks.Kinds { // a kind's ranks are its stand-in's
