@@ -596,11 +596,11 @@ func sameWork(plan *partition.Plan, p, q partition.Program) bool {
 		return false
 	}
 	topo := plan.System.Topology
-	t := plan.Ranks[q.Rank].TPIndex
+	t := plan.RankAt(q.Rank).TPIndex
 	for i := range p.Ops {
 		a, b := p.Ops[i], q.Ops[i]
 		if a.Kind == partition.Send || a.Kind == partition.Recv {
-			if b.Peer != plan.RankOf(plan.Ranks[a.Peer].Stage, t) || topo.Path(q.Rank, b.Peer) != topo.Path(p.Rank, a.Peer) {
+			if b.Peer != plan.RankOf(plan.RankAt(a.Peer).Stage, t) || topo.Path(q.Rank, b.Peer) != topo.Path(p.Rank, a.Peer) {
 				return false
 			}
 		} else if a.Peer != b.Peer {

@@ -219,3 +219,39 @@ func TestStageLinksAlikeByRuns(t *testing.T) {
 		t.Errorf("layouts alike / not alike: %d / %d; want some of each", seen[true], seen[false])
 	}
 }
+
+// An estimate reads ranks through Plan.RankAt, never Plan.Ranks: a plan
+// without its rank list (partition.NewPlanStages) gives the same JSON as
+// NewPlan's on every golden case.
+func TestEstimateWithoutRankList(t *testing.T) {
+	for i, c := range goldenCases() {
+		p := planEdited(t, c.name, c.edit)
+		label := goldenLabel(i, c, p)
+		s, err := partition.NewPlanStages(p.Config)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if s.Ranks != nil {
+			t.Fatalf("%s: NewPlanStages listed %d ranks", label, len(s.Ranks))
+		}
+		want, err := EstimatePlan(p, c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		got, err := EstimatePlan(s, c.opts)
+		if err != nil {
+			t.Fatalf("%s without the rank list: %v", label, err)
+		}
+		gj, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gj, wj) {
+			t.Errorf("%s: the estimate without the rank list differs", label)
+		}
+	}
+}
