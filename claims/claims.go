@@ -191,7 +191,7 @@ func judge(j *Judgement, e, base *sim.Estimate, tol float64) {
 		}
 	case "l2_hit_rate":
 		best := 0.0
-		for _, r := range e.Ranks {
+		for _, r := range e.Ranks.Kinds { // a kind's ranks share its residency
 			best = math.Max(best, r.L2Residency)
 		}
 		j.Model = best
@@ -253,7 +253,7 @@ func (j *Judgement) add(s string) {
 func judgeEvents(j *Judgement, e *sim.Estimate) {
 	c := e.Comm
 	var callsAll, msgsAll int64
-	for r := range e.Ranks {
+	for r := range e.Ranks.Len() {
 		callsAll += e.Decode.Comm.CallsPerRank[r]
 		msgsAll += e.Decode.Comm.MessagesPerRank[r]
 	}

@@ -96,7 +96,7 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 	for _, r := range m.Ranks {
 		maxAlloc = math.Max(maxAlloc, float64(r.AllocatedBytes))
 	}
-	for _, r := range e.Ranks {
+	for _, r := range e.Ranks.Kinds { // a kind's ranks hold the same
 		maxModel = max(maxModel, r.TotalBytes)
 	}
 	rows = append(rows, row("max_memory_per_gpu", "memory per GPU (largest rank)", "B", value(maxAlloc), float64(maxModel), tol, false))

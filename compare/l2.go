@@ -38,7 +38,7 @@ type L2Rank struct {
 // measured ratio is turned into an implied residency.
 func L2(e *sim.Estimate, probe func(workingSetBytes int64) calib.Reuse, cacheBytesPerS float64) L2Strategy {
 	st := L2Strategy{Name: e.Name, Hardware: e.Hardware, DType: e.DType, L2: e.L2}
-	for _, r := range e.Ranks {
+	for _, r := range e.Ranks.All() {
 		lr := L2Rank{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Layers: r.Layers, ModeledResidency: r.L2Residency,
 			WorkingSetBytes: r.L2WorkingSetBytes}
 		if probe != nil {

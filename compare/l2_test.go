@@ -17,11 +17,11 @@ func TestL2ProbesEachRanksWorkingSet(t *testing.T) {
 	}
 	var asked []int64
 	st := compare.L2(e, func(b int64) calib.Reuse { asked = append(asked, b); return calib.Reuse{MeasuredBytes: b} }, 0)
-	if len(st.Ranks) != len(e.Ranks) || len(asked) != len(e.Ranks) || st.L2 != e.L2 {
-		t.Fatalf("%d ranks, %d probes, for %d ranks", len(st.Ranks), len(asked), len(e.Ranks))
+	if len(st.Ranks) != e.Ranks.Len() || len(asked) != e.Ranks.Len() || st.L2 != e.L2 {
+		t.Fatalf("%d ranks, %d probes, for %d ranks", len(st.Ranks), len(asked), e.Ranks.Len())
 	}
 	for i, r := range st.Ranks {
-		if r.WorkingSetBytes != e.Ranks[i].L2WorkingSetBytes || asked[i] != r.WorkingSetBytes || r.Measured == nil || r.Measured.MeasuredBytes != asked[i] || r.ImpliedResidency != nil {
+		if w, _ := e.Ranks.Row(i); r.WorkingSetBytes != w.L2WorkingSetBytes || asked[i] != r.WorkingSetBytes || r.Measured == nil || r.Measured.MeasuredBytes != asked[i] || r.ImpliedResidency != nil {
 			t.Errorf("rank %d: %+v", i, r)
 		}
 	}

@@ -36,8 +36,8 @@ func TestL2StrategiesNotesAndProbe(t *testing.T) {
 		return calib.Reuse{Bytes: b, MeasuredBytes: b, ReuseBytesPerS: 2e10, StreamBytesPerS: 1e10, Ratio: 2}
 	}
 	got, err = compare.L2Strategies([]*configs.Config{tiny}, [][]string{nil}, false, probe, configs.BackendCPU)
-	if err != nil || probes != len(e.Ranks) || len(got[0].Notes) != 1 || !strings.HasPrefix(got[0].Notes[0], "the modeled residency is for "+e.Hardware) {
-		t.Fatalf("probed: %v, %d probes for %d ranks, notes %q", err, probes, len(e.Ranks), got[0].Notes)
+	if err != nil || probes != e.Ranks.Len() || len(got[0].Notes) != 1 || !strings.HasPrefix(got[0].Notes[0], "the modeled residency is for "+e.Hardware) {
+		t.Fatalf("probed: %v, %d probes for %d ranks, notes %q", err, probes, e.Ranks.Len(), got[0].Notes)
 	}
 	// A 2-byte dtype: the CPU holds float32 weights, 4/2 = 2× as many bytes.
 	half, _ := configs.Load("test/tp2pp2-tiny")

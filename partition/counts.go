@@ -87,7 +87,7 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 	s.CallsPerRank = make([]int64, n)
 	s.MessagesPerRank = make([]int64, n)
 	var collectiveOps, activationSends, tokenSends int
-	ring := map[ringKey][]int64{} // wire bytes per ring position
+	ring := map[ringKey][]int64{} // wire bytes by ring position, summed (ringWireSums)
 	topo := p.System.Topology
 	var links linkSums // BytesByLink, summed without a map access per rank
 	for st := 0; st < p.PP; st++ {
@@ -130,26 +130,33 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 		for i := range colls {
 			c := &colls[i]
 			if ring[c.key] == nil {
-				ring[c.key] = ringWire(c.key)
+				ring[c.key] = ringWireSums(c.key)
 			}
 			c.wire = ring[c.key]
 		}
 		for d := 0; d < p.DP; d++ {
 			a := p.RankIn(d, st, 0)
 			for t := 0; t < p.TP; t++ {
-				r := a + t
-				s.CallsPerRank[r], s.MessagesPerRank[r] = calls, msgs
-				if len(colls) > 0 {
+				s.CallsPerRank[a+t], s.MessagesPerRank[a+t] = calls, msgs
+			}
+			// Bytes by link class, one path look-up per run of TP
+			// indices whose link is one (NodeRuns): rank a+t's ring
+			// successor is a+t+1, the last's is a; a send goes to the
+			// same TP index of its stage.
+			if len(colls) > 0 {
+				addRing := func(t0, t1, next int) {
 					var wire int64
 					for _, c := range colls {
-						wire += int64(c.count) * c.wire[t]
+						wire += int64(c.count) * (c.wire[t1] - c.wire[t0])
 					}
-					next := a + (t+1)%p.TP
-					links.add(topo.Path(r, next).Class, wire)
+					links.add(topo.Path(a+t0, next).Class, wire)
 				}
-				for _, sd := range sends {
-					links.add(topo.Path(r, p.RankIn(d, sd.stage, t)).Class, sd.bytes)
-				}
+				NodeRuns(a, a+1, p.TP-1, topo.GPUsPerNode, func(t0, t1 int) { addRing(t0, t1, a+t0+1) })
+				addRing(p.TP-1, p.TP, a)
+			}
+			for _, sd := range sends {
+				b := p.RankIn(d, sd.stage, 0)
+				NodeRuns(a, b, p.TP, topo.GPUsPerNode, func(t0, t1 int) { links.add(topo.Path(a+t0, b+t0).Class, int64(t1-t0)*sd.bytes) })
 			}
 		}
 	}
@@ -196,7 +203,7 @@ type ringKey struct {
 }
 
 // ringUse is how often a stage's Program runs one ring collective shape,
-// and the wire bytes each ring position sends in it.
+// and the wire bytes its ring positions send in it (ringWireSums).
 type ringUse struct {
 	key   ringKey
 	count int
@@ -213,16 +220,20 @@ func addRing(us []ringUse, k ringKey) []ringUse {
 	return append(us, ringUse{key: k, count: 1})
 }
 
-// ringWire is the wire bytes each position of k's ring sends its successor,
-// as Counts computes them.
-func ringWire(k ringKey) []int64 {
-	out := make([]int64, k.n)
-	for pos := range out {
+// ringWireSums is the wire bytes the positions of k's ring send their
+// successors, as Counts computes them, summed from the first: element t is
+// positions 0 … t−1's (n + 1 elements), so positions [t0, t1) send
+// sums[t1] − sums[t0].
+func ringWireSums(k ringKey) []int64 {
+	out := make([]int64, k.n+1)
+	for pos := 0; pos < k.n; pos++ {
+		var w int64
 		if k.kind == AllReduce {
-			_, out[pos] = commcount.RingAllReduceWire(k.n, pos, k.elems, k.elem)
+			_, w = commcount.RingAllReduceWire(k.n, pos, k.elems, k.elem)
 		} else {
-			_, out[pos] = commcount.RingAllGatherWire(k.n, k.elems/k.n, k.elem)
+			_, w = commcount.RingAllGatherWire(k.n, k.elems/k.n, k.elem)
 		}
+		out[pos+1] = out[pos] + w
 	}
 	return out
 }

@@ -10,7 +10,7 @@ package partition
 //
 // The count saturates at MaxOpCount rather than overflow.
 func (p *Plan) OpCount(rank int, phase Phase) int {
-	r := p.Ranks[rank]
+	r := p.RankAt(rank) // NewPlan's Ranks[rank], or described (NewPlanStages)
 	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes), countOnly: true}
 	passOps := func(last bool) int {
 		b.n = 0

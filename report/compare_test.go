@@ -39,7 +39,7 @@ func estimate(name string, ttft, tpot, tps float64, mem int64, nvlink int64) *si
 	return &sim.Estimate{Name: name,
 		Prefill: sim.PhaseEstimate{TTFTS: ttft},
 		Decode:  sim.PhaseEstimate{TPOTS: tpot, TokensPerS: tps},
-		Ranks:   []sim.RankEstimate{{Memory: partition.Memory{TotalBytes: mem}}},
+		Ranks:   sim.RanksOf([]sim.RankEstimate{{Memory: partition.Memory{TotalBytes: mem}}}),
 		Comm:    sim.CommEstimate{CollectiveCallsPerMicrobatch: 32, BytesByLink: map[topology.LinkClass]int64{topology.NVLink: nvlink}},
 	}
 }

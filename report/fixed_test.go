@@ -12,11 +12,11 @@ func TestModelGridsShowFixedCostsAndRange(t *testing.T) {
 	// Rank 1: 86 kernels × 6 µs = 0.516 ms + 2 × 2 ms host = 4.516 ms, half
 	// of a 9.032 ms TPOT; rank 0 has less and is not the one spelled out.
 	e := &sim.Estimate{Name: "s", GPUs: 4, TP: 2, PP: 1, DP: 2, Microbatches: 2,
-		Ranks: []sim.RankEstimate{
+		Ranks: sim.RanksOf([]sim.RankEstimate{
 			{Rank: 0, DecodeFixed: sim.FixedCosts{Kernels: 82, LaunchS: 492e-6, TotalS: 492e-6}},
 			{Rank: 1, DecodeFixed: sim.FixedCosts{Kernels: 86, LaunchS: 516e-6, StepOverheadS: 4e-3, HostS: 4e-3, TotalS: 4.516e-3},
 				PrefillFixed: sim.FixedCosts{TotalS: 4.6e-3}},
-		},
+		}),
 		Decode: sim.PhaseEstimate{TPOTS: 9.032e-3, Comm: partition.CommSummary{CallsPerRank: []int64{1, 1}, MessagesPerRank: []int64{2, 2}}},
 		Range: sim.Range{TTFTS: sim.Spread{Min: 1, Median: 2, Max: 3}, TPOTS: sim.Spread{Min: 4e-3, Median: 5e-3, Max: 6e-3},
 			TokensPerS: sim.Spread{Min: 100, Median: 200, Max: 300}},

@@ -78,11 +78,13 @@ func ModelJSON(w io.Writer, version string, es []*sim.Estimate) error {
 	return enc.Encode(ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)})
 }
 
+// maxRank is the first rank holding the most memory (a kind's first rank
+// is the first of its ranks; all hold the same).
 func maxRank(e *sim.Estimate) sim.RankEstimate {
-	best := e.Ranks[0]
-	for _, r := range e.Ranks[1:] {
-		if r.TotalBytes > best.TotalBytes {
-			best = r
+	var best sim.RankEstimate
+	for i, k := range e.Ranks.Kinds {
+		if i == 0 || k.TotalBytes > best.TotalBytes {
+			best = k.RankEstimate
 		}
 	}
 	return best
@@ -172,10 +174,10 @@ func rankGrid(e *sim.Estimate) Grid {
 		"activations (GB)", "total (GB)", "L2 residency (%)", "prefill busy (s)", "prefill idle (s)",
 		fmt.Sprintf("decode busy (ms, %d steps)", steps), fmt.Sprintf("decode idle (ms, %d steps)", steps),
 		"NCCL calls/step", "p2p msgs/step", "decode fixed (ms)", "decode host (ms)"}}
-	worst := -1
-	for i, r := range e.Ranks {
-		if worst < 0 || r.DecodeFixed.TotalS > e.Ranks[worst].DecodeFixed.TotalS {
-			worst = i
+	worst, found := sim.RankEstimate{}, false
+	for _, r := range e.Ranks.All() {
+		if !found || r.DecodeFixed.TotalS > worst.DecodeFixed.TotalS {
+			worst, found = r, true
 		}
 		layers := ""
 		if len(r.Layers) > 0 {
@@ -186,8 +188,8 @@ func rankGrid(e *sim.Estimate) Grid {
 			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank]),
 			ms(r.DecodeFixed.TotalS), ms(r.DecodeFixed.HostS)})
 	}
-	if worst >= 0 {
-		g.Notes = append(g.Notes, fixedNote(e, e.Ranks[worst]))
+	if found {
+		g.Notes = append(g.Notes, fixedNote(e, worst))
 	}
 	pricingColumn(&g, e)
 	if e.DP > 1 {
@@ -270,7 +272,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 		}
 		if perRank {
 			steps := itoa(steadySteps(e))
-			for _, r := range e.Ranks {
+			for _, r := range e.Ranks.All() {
 				row := make([]string, len(g.Header))
 				set := func(k, v string) { row[col[k]] = v }
 				row[0], row[1], row[2], row[3], row[4], row[5], row[6] = e.Name, "rank", itoa(r.Rank), itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches)

@@ -56,14 +56,14 @@ func pricedBy(r compare.OpCheckRow) string {
 // from a table (a profile without one keeps the grid as it was).
 func pricingColumn(g *Grid, e *sim.Estimate) {
 	any := false
-	for _, r := range e.Ranks {
+	for _, r := range e.Ranks.Kinds {
 		any = any || r.TableOps > 0
 	}
 	if !any {
 		return
 	}
 	g.Header = append(g.Header, "ops priced: table / model")
-	for i, r := range e.Ranks {
+	for i, r := range e.Ranks.All() {
 		if i < len(g.Rows) {
 			g.Rows[i] = append(g.Rows[i], fmt.Sprintf("%d / %d", r.TableOps, r.ModelOps))
 		}

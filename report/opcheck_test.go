@@ -28,14 +28,14 @@ func TestOpCheckGrid(t *testing.T) {
 
 func TestPricingColumn(t *testing.T) {
 	g := Grid{Header: []string{"rank"}, Rows: [][]string{{"0"}, {"1"}}}
-	e := &sim.Estimate{Ranks: []sim.RankEstimate{{Rank: 0, TableOps: 40, ModelOps: 3}, {Rank: 1, ModelOps: 43}}}
+	e := &sim.Estimate{Ranks: sim.RanksOf([]sim.RankEstimate{{Rank: 0, TableOps: 40, ModelOps: 3}, {Rank: 1, ModelOps: 43}})}
 	pricingColumn(&g, e)
 	if want := [][]string{{"0", "40 / 3"}, {"1", "0 / 43"}}; !reflect.DeepEqual(g.Rows, want) || len(g.Header) != 2 || len(g.Notes) != 1 {
 		t.Errorf("grid %+v, want rows %q", g, want)
 	}
 	// No op from a table: the grid stays as it was.
 	plain := Grid{Header: []string{"rank"}, Rows: [][]string{{"0"}}}
-	pricingColumn(&plain, &sim.Estimate{Ranks: []sim.RankEstimate{{Rank: 0, ModelOps: 43}}})
+	pricingColumn(&plain, &sim.Estimate{Ranks: sim.RanksOf([]sim.RankEstimate{{Rank: 0, ModelOps: 43}})})
 	if len(plain.Header) != 1 || len(plain.Rows[0]) != 1 || plain.Notes != nil {
 		t.Errorf("no table: grid changed to %+v", plain)
 	}

@@ -30,8 +30,8 @@ func TestDPScalesThroughputNotLatency(t *testing.T) {
 			}
 			e := estimate(t, name, edit)
 			d := float64(dp)
-			if e.GPUs != dp*one.GPUs || e.DP != dp || len(e.Ranks) != one.GPUs {
-				t.Errorf("%s dp %d: GPUs %d, DP %d, per-rank rows %d; want %d, %d, %d", name, dp, e.GPUs, e.DP, len(e.Ranks), dp*one.GPUs, dp, one.GPUs)
+			if e.GPUs != dp*one.GPUs || e.DP != dp || e.Ranks.Len() != one.GPUs {
+				t.Errorf("%s dp %d: GPUs %d, DP %d, per-rank rows %d; want %d, %d, %d", name, dp, e.GPUs, e.DP, e.Ranks.Len(), dp*one.GPUs, dp, one.GPUs)
 			}
 			for _, c := range []struct {
 				what      string

@@ -78,20 +78,22 @@ type Estimate struct {
 	// DP is the replicas of the TP×PP group; GPUs = TP × PP × DP. The
 	// timeline runs one replica (Ranks are replica 0's); throughput and
 	// summed bytes cover all of them, latency is one replica's.
-	DP             int             `json:"dp"`
-	Microbatches   int             `json:"microbatches"`
-	MicrobatchSize int             `json:"microbatch_size"`
-	Batch          int             `json:"batch"`
-	PromptTokens   int             `json:"prompt_tokens"`
-	OutputTokens   int             `json:"output_tokens"`
-	ParamsTotal    int64           `json:"params_total"`
-	DType          string          `json:"dtype"`
-	Ranks          []RankEstimate  `json:"ranks"`
-	Prefill        PhaseEstimate   `json:"prefill"`
-	Decode         PhaseEstimate   `json:"decode"`
-	Comm           CommEstimate    `json:"comm"`
-	L2             L2Estimate      `json:"l2"`
-	Collectives    []CollectiveUse `json:"collectives"`
+	DP             int    `json:"dp"`
+	Microbatches   int    `json:"microbatches"`
+	MicrobatchSize int    `json:"microbatch_size"`
+	Batch          int    `json:"batch"`
+	PromptTokens   int    `json:"prompt_tokens"`
+	OutputTokens   int    `json:"output_tokens"`
+	ParamsTotal    int64  `json:"params_total"`
+	DType          string `json:"dtype"`
+	// Ranks are replica 0's per-rank rows, held by rank kind (RankRows);
+	// nil in a range end's or a summary's estimate.
+	Ranks       RankRows        `json:"ranks"`
+	Prefill     PhaseEstimate   `json:"prefill"`
+	Decode      PhaseEstimate   `json:"decode"`
+	Comm        CommEstimate    `json:"comm"`
+	L2          L2Estimate      `json:"l2"`
+	Collectives []CollectiveUse `json:"collectives"`
 	// Range is min/median/max of the headline metrics over the GPU's stated
 	// parameter ranges (hardware.ranges): the estimate rerun with every ranged
 	// parameter at its fast end and at its slow end.
@@ -391,77 +393,47 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		}
 	}
 
-	// Every rank's fixed costs, working set and HBM floor bytes, from its
-	// own Programs; with perStage they are checked against the stand-in's
-	// and dropped, else kept for the timeline.
+	// Every rank kind's fixed costs, working set and HBM floor bytes, from
+	// its first rank's Programs. With perStage a kind is a stage's TP ranks,
+	// alike by construction (TestStageRanksAlikeByConstruction): the
+	// stand-in's figures are every one of them's, and no other rank's
+	// Programs are built. Else every rank is a kind of one, simulated.
 	n := plan.Size()
-	var pre, decode []partition.Program // every rank's, where every rank is simulated
-	if !perStage {
-		pre, decode = make([]partition.Program, n), make([]partition.Program, n)
+	g := plan.System.GPU
+	var kinds []RankKind
+	if perStage {
+		kinds = make([]RankKind, 0, plan.PP)
+	} else {
+		kinds = make([]RankKind, 0, n)
 	}
-	var preFixed, decFixed []FixedCosts // for the per-rank rows, which only the full run keeps
-	if full {
-		preFixed, decFixed = make([]FixedCosts, n), make([]FixedCosts, n)
-	}
-	workingSets := make([]int64, n)
-	residency := make([]float64, n)
+	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
 	var floor int64
-	stageFloor := make([]int64, plan.PP) // a stand-in's floor bytes, −1: not yet
-	for st := range stageFloor {
-		stageFloor[st] = -1
-	}
-	programs := func(r int) (partition.Program, partition.Program) {
-		if rk := plan.Ranks[r]; rk.TPIndex == 0 {
-			return repPre[rk.Stage], repDec[rk.Stage]
-		}
-		return work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
-	}
-	for r := range plan.Ranks {
-		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 {
-			// Alike by construction (TestStageRanksAlikeByConstruction):
-			// the stand-in's figures, without building this rank's Programs.
-			sr := plan.RankOf(rk.Stage, 0)
-			workingSets[r], residency[r] = workingSets[sr], residency[sr]
-			if full {
-				preFixed[r], decFixed[r] = preFixed[sr], decFixed[sr]
-				if stageFloor[rk.Stage] < 0 { // the same for every TP rank of the stage
-					stageFloor[rk.Stage] = hbmFloorBytes(repDec[rk.Stage], workingSets[sr], usable)
-				}
-				floor += stageFloor[rk.Stage]
-			}
-			continue
-		}
-		p, d := programs(r)
-		if rk := plan.Ranks[r]; perStage && rk.TPIndex > 0 &&
-			!(sameWork(plan, repPre[rk.Stage], p) && sameWork(plan, repDec[rk.Stage], d)) {
-			// Not alike after all: simulate every rank.
-			perStage = false
-			if err := checkOps(plan, opts, perStageOps, false); err != nil {
-				return nil, err
-			}
-			pre, decode = make([]partition.Program, n), make([]partition.Program, n)
-			for j := 0; j < r; j++ {
-				pre[j], decode[j] = programs(j)
-			}
-		}
-		if !perStage {
-			pre[r], decode[r] = p, d
+	for r := 0; r < n; {
+		rk := plan.RankAt(r)
+		k := RankKind{RankEstimate: RankEstimate{Rank: r, Stage: rk.Stage, TPIndex: rk.TPIndex, Memory: rk.Memory, Layers: rk.Layers}, Count: 1}
+		p, d := repPre[rk.Stage], repDec[rk.Stage]
+		if perStage {
+			k.Count = plan.TP
+		} else if rk.TPIndex > 0 {
+			p, d = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
 		}
 		if full {
-			preFixed[r], decFixed[r] = fixedCosts(plan.System.GPU, p), fixedCosts(plan.System.GPU, d)
+			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
 		}
 		ws := workingSet(d)
-		workingSets[r] = ws
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
 		}
-		residency[r] = res
+		k.L2WorkingSetBytes, k.L2Residency = ws, res
 		e.L2.WorkingSetBytes = max(e.L2.WorkingSetBytes, ws)
 		e.L2.WeightResidency = math.Min(e.L2.WeightResidency, res)
 		if full {
-			floor += hbmFloorBytes(d, ws, usable)
+			floor += int64(k.Count) * hbmFloorBytes(d, ws, usable)
 		}
+		pre, decode = append(pre, p), append(decode, d)
+		kinds = append(kinds, k)
+		r += k.Count
 	}
 
 	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
@@ -469,21 +441,12 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	for r := range s.index {
 		s.index[r] = -1
 	}
-	for r := range plan.Ranks {
-		if perStage && plan.Ranks[r].TPIndex != 0 {
-			continue
-		}
-		var p, d partition.Program
-		if perStage {
-			st := plan.Ranks[r].Stage
-			p, d = repPre[st], repDec[st]
-		} else {
-			p, d = pre[r], decode[r]
-		}
+	for i := range kinds {
+		r := kinds[i].Rank
 		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
-		s.residency = append(s.residency, residency[r])
-		st := &rankState{memo: make([]opMemo, len(d.Ops)), pre: p.Ops, dec: d.Ops, steps: opts.DecodeSteps}
+		s.residency = append(s.residency, kinds[i].L2Residency)
+		st := &rankState{memo: make([]opMemo, len(decode[i].Ops)), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
@@ -540,6 +503,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		}
 		return e, nil
 	}
+	e.Ranks = RankRows{Kinds: kinds}
 	uses := e.windowUses(prefillEnd, w0, w1) // estimate_use.go
 	uses.phase(e, &e.Prefill, &e.Decode)
 	e.Decode.HBMFloorBytesPerStep = floor
@@ -563,7 +527,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		TokenSendsPerMicrobatch:      e.Decode.Comm.TokenSendsPerMicrobatch,
 		BytesByLink:                  map[topology.LinkClass]int64{},
 	}
-	for r := range plan.Ranks {
+	for i := range kinds { // a stage's ranks make the same calls and messages (Plan.CommOf)
+		r := kinds[i].Rank
 		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank[r])
 		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank[r])
 	}
@@ -571,12 +536,6 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
 	}
 
-	e.Ranks = make([]RankEstimate, 0, len(plan.Ranks))
-	for _, r := range plan.Ranks {
-		re := RankEstimate{Rank: r.Rank, Stage: r.Stage, TPIndex: r.TPIndex, Memory: r.Memory, Layers: r.Layers, L2Residency: residency[r.Rank],
-			L2WorkingSetBytes: workingSets[r.Rank], DecodeFixed: decFixed[r.Rank], PrefillFixed: preFixed[r.Rank]}
-		e.Ranks = append(e.Ranks, re)
-	}
 	uses.ranks(e)
 	e.countPricing()
 	e.Collectives = collectiveUses(tl)
@@ -606,16 +565,23 @@ func checkOps(plan *partition.Plan, opts Options, perStageOps int, perStage bool
 // neighbouring stages (and between the last and the first) as TP index 0,
 // so that per-stage simulation can be exact. Nodes holding whole TP groups
 // make it so; a TP group cut by a node boundary does not.
+//
+// One path look-up stands for each run of TP indices over which neither
+// stage's rank crosses a node boundary (partition.NodeRuns): a stage pair
+// costs about 2·TP / GPUs per node + 1 look-ups each way, not TP
+// (stageLinksAlikeEach, the rank-by-rank check, is its reference).
 func stageLinksAlike(plan *partition.Plan) bool {
 	topo := plan.System.Topology
 	for st := 0; st < plan.PP; st++ {
 		next := (st + 1) % plan.PP
 		a, b := plan.RankOf(st, 0), plan.RankOf(next, 0)
-		for t := 1; t < plan.TP; t++ {
-			if topo.Path(plan.RankOf(st, t), plan.RankOf(next, t)) != topo.Path(a, b) ||
-				topo.Path(plan.RankOf(next, t), plan.RankOf(st, t)) != topo.Path(b, a) {
-				return false
-			}
+		ab, ba := topo.Path(a, b), topo.Path(b, a)
+		alike := true
+		partition.NodeRuns(a, b, plan.TP, topo.GPUsPerNode, func(t0, _ int) {
+			alike = alike && topo.Path(a+t0, b+t0) == ab && topo.Path(b+t0, a+t0) == ba
+		})
+		if !alike {
+			return false
 		}
 	}
 	return true
@@ -630,11 +596,11 @@ func sameWork(plan *partition.Plan, p, q partition.Program) bool {
 		return false
 	}
 	topo := plan.System.Topology
-	t := plan.Ranks[q.Rank].TPIndex
+	t := plan.RankAt(q.Rank).TPIndex
 	for i := range p.Ops {
 		a, b := p.Ops[i], q.Ops[i]
 		if a.Kind == partition.Send || a.Kind == partition.Recv {
-			if b.Peer != plan.RankOf(plan.Ranks[a.Peer].Stage, t) || topo.Path(q.Rank, b.Peer) != topo.Path(p.Rank, a.Peer) {
+			if b.Peer != plan.RankOf(plan.RankAt(a.Peer).Stage, t) || topo.Path(q.Rank, b.Peer) != topo.Path(p.Rank, a.Peer) {
 				return false
 			}
 		} else if a.Peer != b.Peer {
@@ -692,13 +658,11 @@ func busySpan(sl Slice) (float64, float64) { return sl.StartS + sl.WaitS, sl.End
 
 func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi float64) {
 	tl := e.Timeline
-	n := tl.Ranks
-	busy := make([]float64, n)
-	byBound := make([]map[Bound]float64, n)
+	div := standInWidth(tl)
+	busy := make([]float64, standIns(tl))
+	byBound := make([]map[Bound]float64, len(busy))
 	for i := range byBound {
-		if tl.StandIn(i) == i {
-			byBound[i] = map[Bound]float64{}
-		}
+		byBound[i] = map[Bound]float64{}
 	}
 	for _, sl := range tl.Slices {
 		if sl.Phase != phase && !(phase == partition.Decode && sl.Phase == partition.Prefill) {
@@ -709,36 +673,50 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 		if sl.Op.Kind == partition.Recv {
 			d = 0 // a recv's time is waiting for data: idle
 		}
-		busy[sl.Rank] += d
-		byBound[sl.Rank][sl.Bound] += d
+		busy[sl.Rank/div] += d
+		byBound[sl.Rank/div][sl.Bound] += d
 	}
-	finishPhase(pe, tl, busy, func(r int) map[Bound]float64 { return maps.Clone(byBound[r]) }, lo, hi)
+	finishPhase(pe, tl, busy, func(r int) map[Bound]float64 { return maps.Clone(byBound[r/div]) }, lo, hi)
 }
 
-// finishPhase fills pe from every rank's busy time in the window [lo, hi]
-// (the stand-ins' filled in, the others' copied here) and the critical
-// rank's stand-in's time by bound (a map pe may keep).
+// standInWidth is how many ranks a simulated rank of tl stands for: TP in
+// a per-stage timeline, else 1. Stand-in i is rank i·width (Timeline.StandIn).
+func standInWidth(tl *Timeline) int {
+	if tl.PerStage {
+		return tl.TP
+	}
+	return 1
+}
+
+// standIns is the number of simulated ranks of tl, one per rank kind.
+func standIns(tl *Timeline) int {
+	w := standInWidth(tl)
+	return (tl.Ranks + w - 1) / w
+}
+
+// finishPhase fills pe from every simulated rank's busy time in the window
+// [lo, hi] (busy[i] is stand-in i's, standing for standInWidth ranks:
+// each rank's busy time summed, in rank order, as a row per rank would be)
+// and the critical rank's stand-in's time by bound (a map pe may keep).
 func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(standIn int) map[Bound]float64, lo, hi float64) {
 	n := tl.Ranks
-	for r := range busy {
-		if sr := tl.StandIn(r); sr != r {
-			busy[r] = busy[sr]
-		}
-	}
+	div := standInWidth(tl)
 	window := hi - lo
 	crit := 0
 	var total float64
-	for r := range busy {
-		total += busy[r]
-		if busy[r] > busy[crit] {
-			crit = r
+	for i, b := range busy {
+		for range min(div, n-i*div) {
+			total += b
+		}
+		if b > busy[crit] {
+			crit = i
 		}
 	}
 	if window > 0 {
 		pe.BubbleFraction = math.Max(0, 1-total/(float64(n)*window))
 	}
-	pe.CriticalRank = crit
-	pe.TimeByBound = byBound(tl.StandIn(crit))
+	pe.CriticalRank = crit * div
+	pe.TimeByBound = byBound(crit * div)
 	if idle := window - busy[crit]; idle > bubbleFloor*window {
 		pe.TimeByBound[BoundBubble] = idle
 	}
@@ -752,30 +730,31 @@ func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(s
 }
 
 func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
-	busy := make([]float64, len(e.Ranks))
+	div := standInWidth(e.Timeline)
+	busy := make([]float64, standIns(e.Timeline))
 	for _, sl := range e.Timeline.Slices {
 		if sl.Op.Kind == partition.Recv {
 			continue
 		}
 		a, b := busySpan(sl)
-		busy[sl.Rank] += overlap(a, b, lo, hi)
+		busy[sl.Rank/div] += overlap(a, b, lo, hi)
 	}
 	e.setRankUse(phase, busy, lo, hi)
 }
 
-// setRankUse sets the ranks' busy and idle times in phase's window [lo,
-// hi] from the stand-ins' busy times (the others' copied here).
+// setRankUse sets each rank kind's busy and idle times in phase's window
+// [lo, hi] from its stand-in's busy time (busy[i]: stand-in i's).
 func (e *Estimate) setRankUse(phase partition.Phase, busy []float64, lo, hi float64) {
-	for r := range busy {
-		busy[r] = busy[e.Timeline.StandIn(r)]
-	}
+	div := standInWidth(e.Timeline)
 	// Idle is the window less the busy time, never below 0: the busy sum
 	// of a rank busy throughout can pass the window by rounding.
-	for r := range e.Ranks {
+	for i := range e.Ranks.Kinds {
+		k := &e.Ranks.Kinds[i]
+		b := busy[k.Rank/div]
 		if phase == partition.Prefill {
-			e.Ranks[r].PrefillBusyS, e.Ranks[r].PrefillIdleS = busy[r], max(0, hi-lo-busy[r])
+			k.PrefillBusyS, k.PrefillIdleS = b, max(0, hi-lo-b)
 		} else {
-			e.Ranks[r].DecodeBusyS, e.Ranks[r].DecodeIdleS = busy[r], max(0, hi-lo-busy[r])
+			k.DecodeBusyS, k.DecodeIdleS = b, max(0, hi-lo-b)
 		}
 	}
 }

@@ -89,8 +89,9 @@ func (s *simulator) summaryUse(tl *Timeline, e *Estimate, w0, w1 float64) error 
 	if tl.PerStage {
 		div = tl.TP
 	}
-	preBusy, decBusy := make([]float64, n), make([]float64, n)
-	preBy, decBy := make([]boundTimes, (n+div-1)/div), make([]boundTimes, (n+div-1)/div)
+	m := (n + div - 1) / div // by simulated rank, as finishPhase reads them
+	preBusy, decBusy := make([]float64, m), make([]float64, m)
+	preBy, decBy := make([]boundTimes, m), make([]boundTimes, m)
 	prefillEnd := 0.0
 	for i := range s.uses {
 		if u := &s.uses[i]; u.phase == 0 {
@@ -130,12 +131,12 @@ func (s *simulator) summaryUse(tl *Timeline, e *Estimate, w0, w1 float64) error 
 			if u.recv { // a recv's time is waiting for data: idle (its bound still a key)
 				dp, dd = 0, 0
 			}
-			decBusy[rank] += dd
+			decBusy[rank/div] += dd
 			x := &decBy[rank/div]
 			x.t[u.bound] += dd
 			x.has[u.bound] = true
 			if u.phase == 0 {
-				preBusy[rank] += dp
+				preBusy[rank/div] += dp
 				x := &preBy[rank/div]
 				x.t[u.bound] += dp
 				x.has[u.bound] = true

@@ -100,7 +100,7 @@ func TestSummaryIsFromEstimate(t *testing.T) {
 				if fw, fs := FromEstimate(ew), FromEstimate(es); fw != fs {
 					t.Fatalf("%s %s at %d steps: summary %+v, whole %+v", c.name, row.Name(), steps, fs, fw)
 				}
-				if es.Timeline != nil || es.Ranks != nil {
+				if es.Timeline != nil || es.Ranks.Kinds != nil {
 					t.Fatalf("%s %s: the summary kept the timeline or the per-rank rows", c.name, row.Name())
 				}
 				wroteSteps = wroteSteps || ew.Timeline.settled > 0

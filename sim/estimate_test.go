@@ -108,7 +108,7 @@ func TestRankWorkingSets(t *testing.T) {
 	for _, name := range []string{"test/tp2pp2-tiny", "tp8pp2", "layerwise16", "test/layermap-tiny"} {
 		e := estimate(t, name, nil)
 		var largest int64
-		for _, r := range e.Ranks {
+		for _, r := range e.Ranks.All() {
 			largest = max(largest, r.L2WorkingSetBytes)
 			if want := math.Min(1, float64(e.L2.UsableL2Bytes)/float64(r.L2WorkingSetBytes)); r.L2Residency != want {
 				t.Errorf("%s rank %d: residency %g, usable/working set %g", name, r.Rank, r.L2Residency, want)
@@ -119,7 +119,7 @@ func TestRankWorkingSets(t *testing.T) {
 		}
 	}
 	// tp8pp2 rank: 8 layer shards with replicated norms, 537,001,984 B (see TestWholeLayerL2Residency).
-	if got := estimate(t, "tp8pp2", nil).Ranks[3].L2WorkingSetBytes; got != 537_001_984 {
+	if got := rankRow(t, estimate(t, "tp8pp2", nil), 3).L2WorkingSetBytes; got != 537_001_984 {
 		t.Errorf("tp8pp2 rank 3 working set %d", got)
 	}
 }

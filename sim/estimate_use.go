@@ -43,25 +43,23 @@ func (b *boundTimes) asMap() map[Bound]float64 {
 // a bound useBounds does not list: then phaseUse and rankUse run as they are.
 type windowUse struct {
 	prefillEnd, w0, w1 float64
-	preBusy, decBusy   []float64    // phaseUse's
-	preBy, decBy       []boundTimes // by simulated rank: byIndex
-	div                int          // a rank's index in preBy and decBy is rank / div
-	preRank, decRank   []float64    // rankUse's
-	fallback           bool
+	// Each by simulated rank: a rank's index is rank / div (standInWidth).
+	preBusy, decBusy []float64    // phaseUse's
+	preBy, decBy     []boundTimes // phaseUse's
+	div              int
+	preRank, decRank []float64 // rankUse's
+	fallback         bool
 }
 
 func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
 	tl := e.Timeline
-	n := tl.Ranks
+	m := standIns(tl) // the simulated ranks, rank = index · div
 	u := &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1,
-		preBusy: make([]float64, n), decBusy: make([]float64, n), preRank: make([]float64, n), decRank: make([]float64, n),
-		div: 1}
-	if tl.PerStage { // the simulated ranks are TP index 0 of each stage: r = stage·TP
-		u.div = tl.TP
-	}
-	u.preBy, u.decBy = make([]boundTimes, (n+u.div-1)/u.div), make([]boundTimes, (n+u.div-1)/u.div)
-	for i := range tl.Slices {
-		sl := &tl.Slices[i]
+		preBusy: make([]float64, m), decBusy: make([]float64, m), preRank: make([]float64, m), decRank: make([]float64, m),
+		preBy: make([]boundTimes, m), decBy: make([]boundTimes, m), div: standInWidth(tl)}
+	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
+	for j := range tl.Slices {
+		sl := &tl.Slices[j]
 		bi := useBoundIndex(sl.Bound)
 		if bi < 0 {
 			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, fallback: true}
@@ -69,22 +67,25 @@ func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
 		a, b := busySpan(*sl)
 		recv := sl.Op.Kind == partition.Recv
 		dp, dd := overlap(a, b, 0, prefillEnd), overlap(a, b, w0, w1)
+		if sl.Rank != last {
+			last, i = sl.Rank, sl.Rank/u.div
+		}
 		if !recv {
-			u.preRank[sl.Rank] += dp
-			u.decRank[sl.Rank] += dd
+			u.preRank[i] += dp
+			u.decRank[i] += dd
 		}
 		if recv { // a recv's time is waiting for data: idle
 			dp, dd = 0, 0
 		}
 		if sl.Phase == partition.Prefill || sl.Phase == partition.Decode {
-			u.decBusy[sl.Rank] += dd
-			x := &u.decBy[sl.Rank/u.div]
+			u.decBusy[i] += dd
+			x := &u.decBy[i]
 			x.t[bi] += dd
 			x.has[bi] = true
 		}
 		if sl.Phase == partition.Prefill {
-			u.preBusy[sl.Rank] += dp
-			x := &u.preBy[sl.Rank/u.div]
+			u.preBusy[i] += dp
+			x := &u.preBy[i]
 			x.t[bi] += dp
 			x.has[bi] = true
 		}

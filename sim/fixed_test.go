@@ -30,7 +30,7 @@ func TestFixedCostsPerRankHandDerived(t *testing.T) {
 		{true, 1.5e-6, 10e-6, 123e-6, 4.149e-3, 82, 86},
 	} {
 		e := estimate(t, "test/tp2pp2-tiny", func(c *configs.Config) { c.Hardware.CUDAGraphs = tc.graphs })
-		for _, r := range e.Ranks {
+		for _, r := range e.Ranks.All() {
 			f := r.DecodeFixed
 			want, kernels, samples := tc.stage0, tc.stage0Kernels, 0.0
 			if r.Stage == 1 {

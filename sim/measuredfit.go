@@ -135,10 +135,10 @@ func dominantTerm(e *Estimate, decode bool) (string, float64) {
 	if decode {
 		pe, total = e.Decode, e.Decode.TPOTS
 	}
-	if pe.CriticalRank < len(e.Ranks) {
-		f = e.Ranks[pe.CriticalRank].PrefillFixed
+	if r, ok := e.Ranks.Row(pe.CriticalRank); ok {
+		f = r.PrefillFixed
 		if decode {
-			f = e.Ranks[pe.CriticalRank].DecodeFixed
+			f = r.DecodeFixed
 		}
 	}
 	if total <= 0 {

@@ -208,7 +208,7 @@ func (q *quickTable) of(plan *partition.Plan) *OpTable {
 // does not simulate gets its stand-in's counts.
 func (e *Estimate) countPricing() {
 	tl := e.Timeline
-	if tl == nil || len(e.Ranks) == 0 {
+	if tl == nil || len(e.Ranks.Kinds) == 0 {
 		return
 	}
 	first := -1
@@ -217,23 +217,27 @@ func (e *Estimate) countPricing() {
 			first = sl.Step
 		}
 	}
-	table, model := make([]int, tl.Ranks), make([]int, tl.Ranks)
+	div := standInWidth(tl) // counts by simulated rank: rank / div
+	table, model := make([]int, standIns(tl)), make([]int, standIns(tl))
+	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
 	for _, sl := range tl.Slices {
 		if sl.Op.Kind == partition.Recv || (sl.Phase == partition.Decode && sl.Step != first) || sl.Rank >= tl.Ranks {
 			continue
 		}
+		if sl.Rank != last {
+			last, i = sl.Rank, sl.Rank/div
+		}
 		if sl.Bound == BoundTable {
-			table[sl.Rank]++
+			table[i]++
 		} else {
-			model[sl.Rank]++
+			model[i]++
 		}
 	}
-	for i := range e.Ranks {
-		r := e.Ranks[i].Rank
-		if r >= tl.Ranks {
+	for i := range e.Ranks.Kinds { // a kind's ranks are its stand-in's
+		k := &e.Ranks.Kinds[i]
+		if k.Rank >= tl.Ranks {
 			continue
 		}
-		s := tl.StandIn(r)
-		e.Ranks[i].TableOps, e.Ranks[i].ModelOps = table[s], model[s]
+		k.TableOps, k.ModelOps = table[k.Rank/div], model[k.Rank/div]
 	}
 }

@@ -169,7 +169,7 @@ func TestEstimateUsesOpTable(t *testing.T) {
 	if decTable != 1 {
 		t.Fatalf("%d decode ops in the table, want 1 (the LM head)", decTable)
 	}
-	if r := e.Ranks[0]; r.TableOps != table+decTable || r.ModelOps != other+decModel {
+	if r := rankRow(t, e, 0); r.TableOps != table+decTable || r.ModelOps != other+decModel {
 		t.Errorf("rank 0 counts %d table, %d model; want %d, %d", r.TableOps, r.ModelOps, table+decTable, other+decModel)
 	}
 }

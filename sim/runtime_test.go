@@ -49,7 +49,7 @@ func TestHostCostsPerSequenceAndTokenHandDerived(t *testing.T) {
 	e := estimate(t, "test/single-tiny", withRuntime(t, "nemo", func(r *configs.Runtime) {
 		r.Name, r.StepOverheadS, r.StepPerSeqS, r.StepPerTokenS, r.KernelLaunchS = "hand", 1e-3, 10e-6, 1e-6, 5e-6
 	}))
-	r := e.Ranks[0]
+	r := rankRow(t, e, 0)
 	for _, c := range []struct {
 		name string
 		f    FixedCosts

@@ -151,7 +151,8 @@ gpus_per_node = 100
 `
 
 // BenchmarkDryRun is `model --dry-run`'s work (plan and estimate, no
-// rendering) on the seed's 16 GPUs and on 100,000.
+// rendering: EstimateConfig's, the plan without its rank list) on the
+// seed's 16 GPUs and on 100,000.
 func BenchmarkDryRun(b *testing.B) {
 	for _, c := range []struct{ name, config string }{{"gpus=16", "tp8pp2"}, {"gpus=100000", ""}} {
 		b.Run(c.name, func(b *testing.B) {
@@ -168,7 +169,7 @@ func BenchmarkDryRun(b *testing.B) {
 			b.ResetTimer()
 			cpu := cpuTime(b)
 			for i := 0; i < b.N; i++ {
-				p, err := partition.NewPlan(cfg)
+				p, err := partition.NewPlanStages(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -87,7 +87,7 @@ func TestSortSlicesIsStableSort(t *testing.T) {
 // skips what walkFinite skips (json:"-").
 func TestAllFiniteAgreesWithWalk(t *testing.T) {
 	base := func() *Estimate {
-		return &Estimate{Ranks: []RankEstimate{{}, {}}, Decode: PhaseEstimate{TimeByBound: map[Bound]float64{BoundHBM: 1}},
+		return &Estimate{Ranks: RankRows{Kinds: []RankKind{{Count: 1}, {Count: 1}}}, Decode: PhaseEstimate{TimeByBound: map[Bound]float64{BoundHBM: 1}},
 			Collectives: []CollectiveUse{{TimeS: 1}}}
 	}
 	nan, inf := math.NaN(), math.Inf(1)
@@ -99,13 +99,13 @@ func TestAllFiniteAgreesWithWalk(t *testing.T) {
 		{"none", func(*Estimate) {}, true},
 		{"top level", func(e *Estimate) { e.Decode.TPOTS = nan }, false},
 		{"map value", func(e *Estimate) { e.Decode.TimeByBound[BoundL2] = inf }, false},
-		{"slice element", func(e *Estimate) { e.Ranks[1].DecodeFixed.TotalS = -inf }, false},
+		{"slice element", func(e *Estimate) { e.Ranks.Kinds[1].DecodeFixed.TotalS = -inf }, false},
 		{"collective", func(e *Estimate) { e.Collectives[0].TimeS = nan }, false},
 		{"range", func(e *Estimate) { e.Range.TPOTS.Max = inf }, false},
 		{"skipped timeline", func(e *Estimate) { e.Timeline = &Timeline{Slices: []Slice{{StartS: nan}}} }, true},
-		{"row, first field", func(e *Estimate) { e.Ranks[1].L2Residency = nan }, false},
-		{"row, nested struct", func(e *Estimate) { e.Ranks[0].PrefillFixed.LaunchS = inf }, false},
-		{"row, last field", func(e *Estimate) { e.Ranks[1].DecodeIdleS = nan }, false},
+		{"row, first field", func(e *Estimate) { e.Ranks.Kinds[1].L2Residency = nan }, false},
+		{"row, nested struct", func(e *Estimate) { e.Ranks.Kinds[0].PrefillFixed.LaunchS = inf }, false},
+		{"row, last field", func(e *Estimate) { e.Ranks.Kinds[1].DecodeIdleS = nan }, false},
 	} {
 		e := base()
 		tc.edit(e)

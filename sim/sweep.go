@@ -5,9 +5,12 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
-// EstimateConfig plans cfg and estimates the plan.
+// EstimateConfig plans cfg and estimates the plan. The plan is built
+// without its rank list (partition.NewPlanStages: an estimate reads ranks
+// through Plan.RankAt), so planning grows with the stages, not the GPUs;
+// the Estimate's Plan has no Ranks.
 func EstimateConfig(cfg *configs.Config, opts Options) (*Estimate, error) {
-	plan, err := partition.NewPlan(cfg)
+	plan, err := partition.NewPlanStages(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -275,7 +275,7 @@ func TestPartbenchCUDAProfileWithinMeasuredBudget(t *testing.T) {
 	}
 	e, r := engineEstimate(t, pc)
 	floorS := float64(e.Decode.HBMBytesPerStep) / streamBytesPerS
-	fixed := e.Ranks[e.Decode.CriticalRank].DecodeFixed
+	fixed := rankRow(t, e, e.Decode.CriticalRank).DecodeFixed
 	budget := tpotMeasuredS - floorS
 	t.Logf("decode step: %d kernels, %.4f GB of HBM traffic, floor %.3f ms at the measured stream; fixed %.0f µs (%d × %.1f µs + %.0f µs) against a budget of %.0f µs",
 		fixed.Kernels, float64(e.Decode.HBMBytesPerStep)/1e9, 1e3*floorS, 1e6*fixed.TotalS, fixed.Kernels, 1e6*r.KernelLaunchS, 1e6*r.StepOverheadS, 1e6*budget)
