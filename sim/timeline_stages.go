@@ -83,7 +83,7 @@ type stageWriter struct {
 // functions of the op alone, a chunked prefill's steady state, ranks that
 // run item lists, or no rank alike to the one before it.
 func newStageWriter(s *simulator) *stageWriter {
-	if s.opts.stepwise || s.table != nil || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil || len(s.ranks) < 3 {
+	if s.opts.stepwise || s.opts.noStageWrites || s.table != nil || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil || len(s.ranks) < 3 {
 		return nil
 	}
 	for _, r := range s.ranks {

@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// stagesPlan is a deep pipeline of the seed model: layers layers over pp
+// stages of tp ranks (layerMap, when set, gives each layer's stage),
+// microbatches micro-batches, gpusPerNode GPUs per node.
+func stagesPlan(t *testing.T, layers, tp, pp, microbatches, gpusPerNode int, layerMap []int) *partition.Plan {
+	t.Helper()
+	lm := ""
+	if layerMap != nil {
+		s := make([]string, len(layerMap))
+		for i, st := range layerMap {
+			s[i] = fmt.Sprint(st)
+		}
+		lm = "layer_map = [" + strings.Join(s, ", ") + "]\n"
+	}
+	gpus := tp * pp
+	text := fmt.Sprintf(`version = 1
+name = "stages"
+[model]
+preset = "seed-dense16"
+layers = %d
+[workload]
+batch = 8
+context = 1000
+output_tokens = 64
+phases = ["prefill", "decode"]
+[parallel]
+tp = %d
+pp = %d
+microbatches = %d
+%s[hardware]
+preset = "h100-sxm"
+[topology]
+preset = "dgx-h100x2"
+nodes = %d
+gpus_per_node = %d
+`, layers, tp, pp, microbatches, lm, (gpus+gpusPerNode-1)/gpusPerNode, gpusPerNode)
+	cfg, err := configs.Parse(strings.NewReader(text), "stages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The timeline and estimate with alike stages written equal, to the bit,
+// those that simulate every stage (noStageWrites), and within steadyRelTol
+// the stepwise reference (every stage, decode step and chunk simulated);
+// and the stages written are those derived by hand: in a pipeline of alike
+// links, every stage from the third to the one before the last (the first
+// has the input op, the second receives from it and is the template, the
+// last has the LM head), in the prefill and in every decode step simulated;
+// with a node boundary every fourth stage's link, only the stages whose
+// both links are those of the stage before; with stages of 1 and 2 layers
+// in turn, none.
+func TestAlikeStagesMatchStepwise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("estimates deep pipelines three times")
+	}
+	alt := make([]int, 96) // 64 stages of 1 and 2 layers in turn
+	for l, st := 0, 0; st < 64; st++ {
+		for range 1 + st%2 {
+			alt[l] = st
+			l++
+		}
+	}
+	for _, c := range []struct {
+		label string
+		plan  *partition.Plan
+		// perSegment is how many stages are written in each segment (the
+		// prefill and each simulated decode step).
+		perSegment int
+		stepwise   bool // also compared with the stepwise reference
+	}{
+		// 64 stages of TP 2, one per node (every link between stages
+		// inter-node): stages 2 … 62, 61.
+		{"64 stages, 1 micro-batch", stagesPlan(t, 64, 2, 64, 1, 2, nil), 61, true},
+		{"64 stages, 4 micro-batches", stagesPlan(t, 64, 2, 64, 4, 2, nil), 61, true},
+		// 256 stages of TP 1 (every rank simulated, no collectives):
+		// stages 2 … 254, 253.
+		{"256 stages, TP 1, 1 micro-batch", stagesPlan(t, 256, 1, 256, 1, 1, nil), 253, true},
+		{"256 stages, TP 1, 8 micro-batches", stagesPlan(t, 256, 1, 256, 8, 1, nil), 253, true},
+		// Four stages of TP 2 per node of 8: stage s receives across nodes
+		// where s mod 4 = 0 and sends across where s mod 4 = 3, so only
+		// s mod 4 = 2 (2, 6, …, 62) has the links of s − 1: 16.
+		{"64 stages, a node boundary every 4", stagesPlan(t, 64, 2, 64, 1, 8, nil), 16, true},
+		// 1 and 2 layers in turn: no stage runs the ops of the one before.
+		{"64 stages of 1 and 2 layers", stagesPlan(t, 96, 2, 64, 2, 2, alt), 0, true},
+		{"100,000 GPUs", largePlan(t), 997, false}, // stages 2 … 998; the steady test compares it with the stepwise run
+	} {
+		got, err := EstimatePlan(c.plan, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		ref, err := EstimatePlan(c.plan, Options{noStageWrites: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.label, err)
+		}
+		if ref.Timeline.stagesWritten != 0 {
+			t.Errorf("%s: %d segments written with the writes off", c.label, ref.Timeline.stagesWritten)
+		}
+		steps := 16 // decode steps simulated: up to the steady state, else all
+		if s := got.Timeline.settled; s > 0 {
+			steps = s + 1
+		}
+		if want := c.perSegment * (1 + steps); got.Timeline.stagesWritten != want {
+			t.Errorf("%s: %d segments written, want %d (%d stages × the prefill and %d decode steps)",
+				c.label, got.Timeline.stagesWritten, want, c.perSegment, steps)
+		}
+		t.Logf("%s: %d segments written, %d decode steps simulated", c.label, got.Timeline.stagesWritten, steps)
+		// Bit for bit: every slice and every number of the estimate.
+		gt, rt := *got.Timeline, *ref.Timeline
+		gt.stagesWritten = 0
+		if !reflect.DeepEqual(&gt, &rt) {
+			for i := range gt.Slices {
+				if g, w := gt.Slices[i], rt.Slices[i]; i >= len(rt.Slices) || g.Rank != w.Rank || g.StartS != w.StartS || g.EndS != w.EndS || g.WaitS != w.WaitS || g.Flow != w.Flow || g.Bound != w.Bound {
+					t.Errorf("%s: slice %d: %+v, every stage simulated %+v", c.label, i, g, w)
+					break
+				}
+			}
+			t.Errorf("%s: the timeline differs from the one with every stage simulated", c.label)
+		}
+		g, r := *got, *ref
+		g.Timeline, r.Timeline = nil, nil
+		if !reflect.DeepEqual(g, r) {
+			t.Errorf("%s: the estimate differs from the one with every stage simulated", c.label)
+		}
+		if c.stepwise {
+			want, err := EstimatePlan(c.plan, Options{stepwise: true})
+			if err != nil {
+				t.Fatalf("%s: %v", c.label, err)
+			}
+			if want.Timeline.stagesWritten != 0 {
+				t.Errorf("%s: the stepwise reference wrote %d segments", c.label, want.Timeline.stagesWritten)
+			}
+			steadyCompareEstimates(t, c.label, got, want)
+			steadyCompareTimelines(t, c.label, got.Timeline, want.Timeline)
+		}
+	}
+}
+
+// largePlan is BenchmarkDryRun's 100,000-GPU plan.
+func largePlan(t *testing.T) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Parse(strings.NewReader(largeDryRunConfig), "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A summary run (Refine's, which keeps no timeline) writes stages as the
+// whole estimate does and keeps the same numbers as one that simulates
+// every stage.
+func TestAlikeStagesSummary(t *testing.T) {
+	p := stagesPlan(t, 64, 2, 64, 2, 2, nil)
+	full, err := EstimatePlan(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Timeline.stagesWritten == 0 {
+		t.Fatalf("no stage written in the whole estimate")
+	}
+	got, err := EstimatePlan(p, Options{summary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := EstimatePlan(p, Options{summary: true, noStageWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ref) {
+		t.Errorf("the summary differs from the one with every stage simulated:\n%+v\n%+v", got, ref)
+	}
+	if got.Decode.TPOTS != full.Decode.TPOTS || got.Prefill.TTFTS != full.Prefill.TTFTS {
+		t.Errorf("summary TTFT %g, TPOT %g; whole estimate %g, %g", got.Prefill.TTFTS, got.Decode.TPOTS, full.Prefill.TTFTS, full.Decode.TPOTS)
+	}
+}
+
+// opsAlike compares every field of partition.Op but the name, the layer,
+// the peer and the group: changing any other field makes two ops unlike,
+// changing one of those four does not.
+func TestOpsAlikeComparesEveryField(t *testing.T) {
+	base := partition.Op{Kind: partition.Gemm, Name: "l0.q", Layer: 3, Tensor: "wq", Rows: 4, N: 8, K: 8, Group: []int{0, 1}, Peer: 2, Bytes: 64, Eps: 1e-5}
+	skip := map[string]bool{"Name": true, "Layer": true, "Peer": true, "Group": true}
+	typ := reflect.TypeOf(base)
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		b := base
+		v := reflect.ValueOf(&b).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Int, reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Uint8:
+			v.SetUint(v.Uint() + 1)
+		case reflect.Float64:
+			v.SetFloat(v.Float() + 1)
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]int{0, 2}))
+		default:
+			t.Fatalf("field %s of kind %s: the test does not know how to change it", f.Name, v.Kind())
+		}
+		if got, want := opsAlike(&base, &b), skip[f.Name]; got != want {
+			t.Errorf("opsAlike with %s changed = %v, want %v", f.Name, got, want)
+		}
+	}
+}
