@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/partbench/partbench/partition"
 )
 
@@ -83,7 +85,8 @@ type stageWriter struct {
 // functions of the op alone, a chunked prefill's steady state, ranks that
 // run item lists, or no rank alike to the one before it.
 func newStageWriter(s *simulator) *stageWriter {
-	if s.opts.stepwise || s.opts.noStageWrites || s.table != nil || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil || len(s.ranks) < 3 {
+	if s.opts.stepwise || s.opts.noStageWrites || s.table != nil || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil ||
+		len(s.ranks) < 3 || len(s.residency) != len(s.ranks) {
 		return nil
 	}
 	for _, r := range s.ranks {
@@ -91,9 +94,15 @@ func newStageWriter(s *simulator) *stageWriter {
 			return nil
 		}
 	}
-	w := &stageWriter{alike: stagesAlike(s), last: -1}
+	memo := s.work.timelineMemo(s)
+	if memo.alike == nil {
+		memo.alike = stagesAlike(s)
+	}
+	w := &stageWriter{alike: make([]bool, len(s.ranks)), last: -1}
 	some, seg := false, 0
-	for ri, a := range w.alike {
+	for ri, a := range memo.alike {
+		a = a && s.residency[ri] == s.residency[ri-1] // ri ≥ 1 where a
+		w.alike[ri] = a
 		some = some || a
 		seg = max(seg, len(s.ranks[ri].pre), len(s.ranks[ri].dec))
 	}
@@ -109,10 +118,35 @@ func newStageWriter(s *simulator) *stageWriter {
 	return w
 }
 
+// timelineMemo is what the timeline runs of one plan (planWork) share of
+// their checks of the simulated ranks' Programs, links and first touches,
+// none of which depends on the GPU's speeds: for the simulated ranks ids,
+// which rank is alike to the one before but for its residency
+// (stagesAlike), and whether the channels balance (channelsBalanced).
+type timelineMemo struct {
+	ids      []int
+	alike    []bool
+	balanced int8 // 0: not yet known, 1: yes, −1: no
+}
+
+// timelineMemo is w's memo for simulation s's ranks (a fresh one where w
+// is nil or kept another set of ranks).
+func (w *planWork) timelineMemo(s *simulator) *timelineMemo {
+	if w == nil {
+		return &timelineMemo{}
+	}
+	if m := w.timeline; m != nil && slices.Equal(m.ids, s.ids) {
+		return m
+	}
+	w.timeline = &timelineMemo{ids: slices.Clone(s.ids)}
+	return w.timeline
+}
+
 // stagesAlike says, for each simulated rank ri, whether it runs the same
-// ops as rank ri−1 at the same cost, one stage further down one chain: the
+// ops as rank ri−1 at the same cost where their residency is the same
+// (newStageWriter compares it), one stage further down one chain: the
 // same op fields but for names, layers, peers and groups (opsAlike), the
-// same residency and first touches, its sends to rank ri+1 and recvs from
+// same first touches, its sends to rank ri+1 and recvs from
 // ri−1 where ri−1's go to ri and come from ri−2, over paths equal to
 // ri−1's, and its collectives on groups of one simulated member (itself)
 // of the same shape as ri−1's.
@@ -120,7 +154,7 @@ func stagesAlike(s *simulator) []bool {
 	out := make([]bool, len(s.ranks))
 	for ri := 1; ri < len(s.ranks); ri++ {
 		p, r := s.ranks[ri-1], s.ranks[ri]
-		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || s.residency[ri] != s.residency[ri-1] || len(p.first) != len(r.first) {
+		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || len(p.first) != len(r.first) {
 			continue
 		}
 		ok := true

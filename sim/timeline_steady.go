@@ -85,7 +85,14 @@ func newSteady(s *simulator, steps int) *steady {
 		n += len(r.dec)
 	}
 	st.n = n
-	if !channelsBalanced(s) {
+	memo := s.work.timelineMemo(s) // timeline_stages.go: once per plan
+	if memo.balanced == 0 {
+		memo.balanced = -1
+		if channelsBalanced(s) {
+			memo.balanced = 1
+		}
+	}
+	if memo.balanced < 0 {
 		return nil
 	}
 	for k := range st.arrive {
