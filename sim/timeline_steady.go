@@ -117,14 +117,18 @@ func newSteady(s *simulator, steps int) *steady {
 // dry after some steps, or backs up), every step is simulated.
 func channelsBalanced(s *simulator) bool {
 	type flow struct{ sends, bal, carry int }
-	chans := map[chanKey]*flow{}
+	// A pipeline's channels are about two per simulated rank: an index
+	// into one slice of flows, both sized for them.
+	chans := make(map[chanKey]int, 2*len(s.ranks))
+	flows := make([]flow, 0, 2*len(s.ranks))
 	at := func(k chanKey) *flow {
-		f := chans[k]
-		if f == nil {
-			f = &flow{}
-			chans[k] = f
+		i, ok := chans[k]
+		if !ok {
+			i = len(flows)
+			flows = append(flows, flow{})
+			chans[k] = i
 		}
-		return f
+		return &flows[i]
 	}
 	for ri, r := range s.ranks {
 		rank := s.ids[ri]
@@ -147,7 +151,7 @@ func channelsBalanced(s *simulator) bool {
 			}
 		}
 	}
-	for _, f := range chans {
+	for _, f := range flows {
 		if f.bal != 0 || f.carry < 0 || f.sends > 0 && f.carry > f.sends {
 			return false
 		}
