@@ -70,14 +70,15 @@ type stageWriter struct {
 	// The write in progress: template rank j in segment seg, the last
 	// rank written from it (−1: none).
 	j, seg, last int
-	scratch      []Slice
-	arr          []float64 // a written send's arrival, by op
+	// recvs[ri%stageWindow] is how many recvs the recorded segment has.
+	recvs [stageWindow]int
 	// pend is the messages rank last sent in its written segment, not yet
 	// on their channel, pendKey: the next rank takes them from here where
-	// it is written too, else flush queues them.
-	pend    []message
-	pendKey chanKey
-	written int // segments written (stage × segment)
+	// it is written too, else flush queues them. next is where place
+	// gathers the next ones.
+	pend, next []message
+	pendKey    chanKey
+	written    int // segments written (stage × segment)
 }
 
 // newStageWriter prepares simulation s to write alike stages, or returns
@@ -113,8 +114,6 @@ func newStageWriter(s *simulator) *stageWriter {
 		w.rec[k] = make([]stageRec, seg)
 		w.recRank[k] = -1
 	}
-	w.scratch = make([]Slice, seg)
-	w.arr = make([]float64, seg)
 	return w
 }
 
@@ -276,7 +275,7 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 	seg, t := s.ranks[ri].segmentOf(pc)
 	k := ri % stageWindow
 	if t == 0 {
-		w.recRank[k], w.recSeg[k], w.recN[k] = ri, seg, 0
+		w.recRank[k], w.recSeg[k], w.recN[k], w.recvs[k] = ri, seg, 0, 0
 	}
 	if w.recRank[k] != ri || w.recSeg[k] != seg || w.recN[k] != t {
 		w.recRank[k] = -1 // not a whole segment in order
@@ -284,6 +283,9 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 	}
 	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}}
 	w.recN[k]++
+	if sl.Op.Kind == partition.Recv {
+		w.recvs[k]++
+	}
 }
 
 // write writes simulated rank ri's next segment where it can (see the top
@@ -326,119 +328,101 @@ func (w *stageWriter) try(s *simulator, ri int) bool {
 		w.flush(s)
 		w.j, w.seg = ri-1, seg
 	}
-	if !w.fill(s, ri, ops) {
+	// The messages on the channel from rank ri−1, then those it sent in
+	// its written segment (pending): one for each recv, else the stage
+	// would wait in the middle of its segment.
+	in := chanKey{s.ids[ri-1], s.ids[ri]}
+	q := s.inbox[in]
+	if w.recvs[w.j%stageWindow] > len(q)+len(w.pend) {
 		return false
 	}
-	w.commit(s, ri, seg, ops, start)
+	w.place(s, ri, seg, ops, start, q)
 	w.last = ri
 	w.written++
 	return true
 }
 
-// fill computes rank ri's slices of the segment (ops) from the template's
-// records into w.scratch, with the simulation's arithmetic (step,
-// collective), or says it cannot: a recv whose message is not there yet.
-func (w *stageWriter) fill(s *simulator, ri int, ops []partition.Op) bool {
+// place writes rank ri's segment seg (ops, from item start) from the
+// template's records with the simulation's arithmetic (step, collective):
+// each slice where the simulation places it (emit, recordUse), recvs'
+// messages taken from q (the channel from rank ri−1) then from the pending
+// ones, sends' flows numbered in op order and their messages left pending
+// for the next rank, the rank's clock and channel and the steady state's
+// records left as the simulation leaves them.
+func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start int, q []message) {
 	r := s.ranks[ri]
 	tmpl := w.rec[w.j%stageWindow][:len(ops)]
 	me := s.ids[ri]
-	// The messages on the channel from rank ri−1, then those it sent in
-	// its written segment (pending).
-	q, pend := s.inbox[chanKey{s.ids[ri-1], me}], w.pend
-	qi := 0
+	direct := s.ends == nil && s.base != nil // the whole estimate: slices in place
+	var out chanKey
 	var free float64
-	freeSet := false
+	sent, taken := false, 0
 	clock := r.clock
+	var local Slice
 	for t := range ops {
 		T := &tmpl[t]
 		op := &ops[t]
-		sl := T.sl
+		sl := &local
+		if direct {
+			sl = &s.out[s.base[ri]+start+t]
+		}
+		*sl = T.sl
 		sl.Rank, sl.Op, sl.StartS = me, op, clock
 		switch op.Kind {
 		case partition.Send:
-			if !freeSet {
-				free, freeSet = s.chanFree[chanKey{me, op.Peer}], true
+			if !sent {
+				out = chanKey{me, op.Peer}
+				free, sent = s.chanFree[out], true
 			}
 			sl.EndS = clock + T.c[0]
 			dep := max(sl.EndS, free)
 			free = dep + T.c[1]
-			w.arr[t] = free
 			sl.EndS += T.c[2]
+			s.flows++
+			sl.Flow = s.flows
+			w.next = append(w.next, message{free, s.flows})
+			if seg >= 0 {
+				s.steady.arrival(ri, item{phase: partition.Decode, step: seg, index: t}, free)
+			}
 		case partition.Recv:
 			var m message
-			switch {
-			case qi < len(q):
-				m = q[qi]
-			case qi-len(q) < len(pend):
-				m = pend[qi-len(q)]
-			default:
-				return false
+			if taken < len(q) {
+				m = q[taken]
+			} else {
+				m = w.pend[taken-len(q)]
 			}
-			qi++
-			arrival := m.arrival
+			taken++
 			sl.Flow = m.flow
-			sl.EndS = max(clock, arrival) // recvWaitS is 0 without an op-time table
+			sl.EndS = max(clock, m.arrival) // recvWaitS is 0 without an op-time table
 			sl.WaitS = sl.EndS - clock
 		case partition.AllReduce, partition.AllGather: // one member: it starts at its own arrival
-			start := max(0.0, clock)
-			sl.EndS = start + T.c[0] + T.c[1] // coreWaitS is 0 without an op-time table
-			sl.WaitS = start - clock
+			at := max(0.0, clock)
+			sl.EndS = at + T.c[0] + T.c[1] // coreWaitS is 0 without an op-time table
+			sl.WaitS = at - clock
 		default:
 			sl.EndS = clock + T.c[0]
 		}
 		clock = sl.EndS
-		w.scratch[t] = sl
-	}
-	return true
-}
-
-// commit places rank ri's filled slices of segment seg (its ops from item
-// start) as the simulation would: messages taken and sent (pending for the
-// next rank), flows numbered in op order, the steady state's and the
-// summary's records, the rank at the segment's end.
-func (w *stageWriter) commit(s *simulator, ri, seg int, ops []partition.Op, start int) {
-	r := s.ranks[ri]
-	me := s.ids[ri]
-	taken := 0
-	var out chanKey
-	sent := 0
-	for t := range ops {
-		sl := &w.scratch[t]
-		switch ops[t].Kind {
-		case partition.Recv:
-			taken++
-		case partition.Send:
-			s.flows++
-			sl.Flow = s.flows
-			out = chanKey{me, ops[t].Peer}
-			w.arr[sent], sent = w.arr[t], sent+1
-			if seg >= 0 {
-				s.steady.arrival(ri, item{phase: partition.Decode, step: seg, index: t}, w.arr[t])
-			}
+		if !direct {
+			s.emit(ri, start+t, sl)
 		}
-		s.emit(ri, start+t, sl)
 		s.recordUse(ri, start+t, sl)
 	}
-	// Take the recvs' messages from the channel, then from the pending
-	// ones; queue the pending ones left.
-	in := chanKey{s.ids[ri-1], me}
-	q := s.inbox[in]
-	if fromQ := min(taken, len(q)); fromQ > 0 || len(w.pend) > taken {
+	// The channel keeps the messages not taken, then the pending ones not
+	// taken; this rank's sends are pending now.
+	if fromQ := min(taken, len(q)); fromQ > 0 || len(w.pend) > taken-fromQ {
 		q = q[fromQ:]
 		if rest := taken - fromQ; rest < len(w.pend) {
 			q = append(q, w.pend[rest:]...)
 		}
-		s.inbox[in] = q
+		s.inbox[chanKey{s.ids[ri-1], me}] = q
 	}
-	w.pend = w.pend[:0]
-	for i := range sent { // w.arr[:sent] is the sends' arrivals in order
-		w.pend = append(w.pend, message{w.arr[i], s.flows - sent + 1 + i})
-	}
-	if sent > 0 {
+	w.pend, w.next = w.next, w.pend[:0]
+	if sent {
 		w.pendKey = out
-		s.chanFree[out] = w.arr[sent-1]
+		s.chanFree[out] = free
 	}
-	r.clock = w.scratch[len(ops)-1].EndS
+	r.clock = clock
 	// The compute runs since the last communication op are read only with
 	// an op-time table or shared cores, which newStageWriter refuses.
 	r.burstS, r.burstAloneS, r.burstOverS = 0, 0, 0
