@@ -44,9 +44,9 @@ import (
 // on the compute run before a wait; no shared cores; no measured op times)
 // and does not combine with the chunked prefill's steady state.
 
-// stageWindow is the number of recorded segments kept, one per rank modulo
-// it: the template's must survive the ranks recorded after it.
-const stageWindow = 3
+// stageRecs is the number of recorded segments kept, one per rank modulo
+// it: the template's must survive the rank recorded after it.
+const stageRecs = 2
 
 // stageRec is what a simulated stage's op leaves for the stages written
 // from it: its slice and the costs it added (a compute op: c[0] its time;
@@ -61,17 +61,17 @@ type stageRec struct {
 type stageWriter struct {
 	// alike[ri] says simulated rank ri is alike to rank ri−1 (stagesAlike).
 	alike []bool
-	// rec[ri%stageWindow] holds rank recRank's ops of segment recSeg
+	// rec[ri%stageRecs] holds rank recRank's ops of segment recSeg
 	// (−1: the prefill, k: decode step k), recN of them so far.
-	rec     [stageWindow][]stageRec
-	recRank [stageWindow]int
-	recSeg  [stageWindow]int
-	recN    [stageWindow]int
+	rec     [stageRecs][]stageRec
+	recRank [stageRecs]int
+	recSeg  [stageRecs]int
+	recN    [stageRecs]int
 	// The write in progress: template rank j in segment seg, the last
 	// rank written from it (−1: none).
 	j, seg, last int
-	// recvs[ri%stageWindow] is how many recvs the recorded segment has.
-	recvs [stageWindow]int
+	// recvs[ri%stageRecs] is how many recvs the recorded segment has.
+	recvs [stageRecs]int
 	// pend is the messages rank last sent in its written segment, not yet
 	// on their channel, pendKey: the next rank takes them from here where
 	// it is written too, else flush queues them. next is where place
@@ -273,7 +273,7 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 		return
 	}
 	seg, t := s.ranks[ri].segmentOf(pc)
-	k := ri % stageWindow
+	k := ri % stageRecs
 	if t == 0 {
 		w.recRank[k], w.recSeg[k], w.recN[k], w.recvs[k] = ri, seg, 0, 0
 	}
@@ -321,7 +321,7 @@ func (w *stageWriter) try(s *simulator, ri int) bool {
 		return false
 	}
 	if w.last != ri-1 || w.seg != seg { // a new write: from rank ri−1, simulated
-		k := (ri - 1) % stageWindow
+		k := (ri - 1) % stageRecs
 		if w.recRank[k] != ri-1 || w.recSeg[k] != seg || w.recN[k] != n {
 			return false
 		}
@@ -333,7 +333,7 @@ func (w *stageWriter) try(s *simulator, ri int) bool {
 	// would wait in the middle of its segment.
 	in := chanKey{s.ids[ri-1], s.ids[ri]}
 	q := s.inbox[in]
-	if w.recvs[w.j%stageWindow] > len(q)+len(w.pend) {
+	if w.recvs[w.j%stageRecs] > len(q)+len(w.pend) {
 		return false
 	}
 	w.place(s, ri, seg, ops, start, q)
@@ -351,7 +351,7 @@ func (w *stageWriter) try(s *simulator, ri int) bool {
 // records left as the simulation leaves them.
 func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start int, q []message) {
 	r := s.ranks[ri]
-	tmpl := w.rec[w.j%stageWindow][:len(ops)]
+	tmpl := w.rec[w.j%stageRecs][:len(ops)]
 	me := s.ids[ri]
 	direct := s.ends == nil && s.base != nil // the whole estimate: slices in place
 	var out chanKey
