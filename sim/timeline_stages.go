@@ -230,14 +230,34 @@ func (l *linkCheck) alike(s *simulator, ri int, a, b *partition.Op) bool {
 		if l.group == k {
 			return true
 		}
-		ga, gb := s.group(a.Group), s.group(b.Group)
-		if len(gb.members) != 1 || gb.members[0] != ri || len(ga.members) != 1 || ga.shape != gb.shape || !ga.shape.ok {
+		sa, oka := s.loneShape(a.Group, ri-1)
+		sb, okb := s.loneShape(b.Group, ri)
+		if !oka || !okb || sa != sb || !sa.ok {
 			return false
 		}
 		l.group = k
 		return true
 	}
 	return a.Peer == b.Peer && len(a.Group) == 0 && len(b.Group) == 0
+}
+
+// loneShape is group g's shape (shapeOf) and whether simulated rank ri is
+// its one simulated member: what the simulation's groupInfo would hold,
+// without naming the group.
+func (s *simulator) loneShape(g []int, ri int) (collShape, bool) {
+	n := 0
+	for _, m := range g {
+		if m < 0 || m >= len(s.index) {
+			return collShape{}, false
+		}
+		if i := s.index[m]; i >= 0 {
+			if i != ri {
+				return collShape{}, false
+			}
+			n++
+		}
+	}
+	return shapeOf(&s.plan.System.Topology, g), n == 1
 }
 
 // opsAlike says whether two ops are priced alike: every field equal but
