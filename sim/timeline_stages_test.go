@@ -13,7 +13,7 @@ import (
 // stagesPlan is a deep pipeline of the seed model: layers layers over pp
 // stages of tp ranks (layerMap, when set, gives each layer's stage),
 // microbatches micro-batches, gpusPerNode GPUs per node.
-func stagesPlan(t *testing.T, layers, tp, pp, microbatches, gpusPerNode int, layerMap []int) *partition.Plan {
+func stagesPlan(t testing.TB, layers, tp, pp, microbatches, gpusPerNode int, layerMap []int) *partition.Plan {
 	t.Helper()
 	lm := ""
 	if layerMap != nil {
@@ -165,7 +165,7 @@ func (c alikeCase) check(t *testing.T) {
 }
 
 // largePlan is BenchmarkDryRun's 100,000-GPU plan.
-func largePlan(t *testing.T) *partition.Plan {
+func largePlan(t testing.TB) *partition.Plan {
 	t.Helper()
 	cfg, err := configs.Parse(strings.NewReader(largeDryRunConfig), "large")
 	if err != nil {
@@ -235,6 +235,37 @@ func TestOpsAlikeComparesEveryField(t *testing.T) {
 		}
 		if got, want := opsAlike(&base, &b), skip[f.Name]; got != want {
 			t.Errorf("opsAlike with %s changed = %v, want %v", f.Name, got, want)
+		}
+	}
+}
+
+// BenchmarkAlikeStages is one full estimate (three timeline runs) of a
+// built 100,000-GPU plan and of the 256-stage TP 1 pipeline, with its alike
+// stages written and, as the reference, simulated (noStageWrites): the
+// ratio of the two in one binary (docs/measurements/speed.md).
+func BenchmarkAlikeStages(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		plan *partition.Plan
+	}{
+		{"gpus=100000", largePlan(b)},
+		{"pp256", stagesPlan(b, 256, 1, 256, 1, 1, nil)},
+	} {
+		p := c.plan
+		for _, simulated := range []bool{false, true} {
+			name := c.name + "/written"
+			if simulated {
+				name = c.name + "/simulated"
+			}
+			b.Run(name, func(b *testing.B) {
+				cpu := cpuTime(b)
+				for i := 0; i < b.N; i++ {
+					if _, err := EstimatePlan(p, Options{noStageWrites: simulated}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportCPU(b, cpu)
+			})
 		}
 	}
 }
