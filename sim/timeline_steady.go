@@ -306,7 +306,8 @@ func (st *steady) extrapolate(s *simulator) {
 				continue
 			}
 			for i := range r.dec {
-				sl := *st.slice(s, ri, j, i)
+				sl := &s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i] // written in place
+				*sl = *st.slice(s, ri, j, i)
 				sl.Step = k
 				// A rank's op starts where its previous one ended (its
 				// clock), as in the simulation: so the written slices keep
@@ -318,7 +319,6 @@ func (st *steady) extrapolate(s *simulator) {
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k)
 				}
-				s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i] = sl
 			}
 		}
 		r.pc = r.count()
