@@ -335,6 +335,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
+		s.stages.sending(s, key) // timeline_stages.go: messages a written stage left pending go first
 		free := s.chanFree[key]
 		start := max(sl.EndS, free)
 		s.chanFree[key] = start + m.cost.TimeS

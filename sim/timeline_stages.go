@@ -32,7 +32,14 @@ import (
 // member starts at the clock. Flows are numbered, messages queued and the
 // rank's clock and channel left as the simulation leaves them: the sweep
 // would have run the stage's whole segment at the same point (every recv's
-// message is there, and a collective of one member never waits).
+// message is there, and a collective of one member never waits). Where a
+// written stage runs on past its segment in the same visit and sends on
+// the channel its pending messages wait for, they are queued first
+// (sending). A template that runs on into its next segment in its own
+// visit keeps the record of that one only, and nothing is written from
+// the segment before: partition's pipelines stop every stage at a
+// segment's end (its next segment begins with a recv from the stage
+// before, or the first stage's recv of the last stage's token).
 //
 // Why that is exact: every time is the same sum or maximum of the same
 // floats, in the same order, as the simulation computes it; only the
@@ -337,6 +344,15 @@ func (w *stageWriter) flush(s *simulator) {
 	if len(w.pend) > 0 {
 		s.inbox[w.pendKey] = append(s.inbox[w.pendKey], w.pend...)
 		w.pend = w.pend[:0]
+	}
+}
+
+// sending is called before the simulation sends on channel key: where
+// the last rank written left messages pending on it (it goes on past its
+// written segment), they are queued first, in the order they were sent.
+func (w *stageWriter) sending(s *simulator, key chanKey) {
+	if w != nil && len(w.pend) > 0 && key == w.pendKey {
+		w.flush(s)
 	}
 }
 

@@ -269,3 +269,22 @@ func BenchmarkAlikeStages(b *testing.B) {
 		}
 	}
 }
+
+// Messages a written stage left pending go on their channel before any the
+// simulation sends on it after them (stageWriter.sending), in order, and
+// stay pending for a send on another channel.
+func TestAlikeStagesPendingGoFirst(t *testing.T) {
+	in, other := chanKey{2, 3}, chanKey{3, 4}
+	s := &simulator{inbox: map[chanKey][]message{in: {{1, 7}}}}
+	w := &stageWriter{pend: []message{{2, 8}, {3, 9}}, pendKey: in}
+	w.sending(s, other)
+	if len(w.pend) != 2 || len(s.inbox[in]) != 1 {
+		t.Errorf("a send on another channel moved the pending messages: pending %v, channel %v", w.pend, s.inbox[in])
+	}
+	w.sending(s, in)
+	if want := []message{{1, 7}, {2, 8}, {3, 9}}; len(w.pend) != 0 || !reflect.DeepEqual(s.inbox[in], want) {
+		t.Errorf("after a send on their channel: pending %v, channel %v; want none and %v", w.pend, s.inbox[in], want)
+	}
+	var none *stageWriter
+	none.sending(s, in) // no writer: nothing to do
+}
