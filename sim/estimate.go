@@ -38,6 +38,10 @@ type Options struct {
 	// steady state (timeline_steady.go): the reference its tests hold the
 	// extrapolation to.
 	stepwise bool
+	// noStageWrites simulates every alike pipeline stage instead of writing
+	// it from the stage before (timeline_stages.go): the reference its
+	// tests hold the writes to, bit for bit.
+	noStageWrites bool
 	// summary computes only what FromEstimate reads (estimate_summary.go):
 	// Refine's re-runs where SearchSpec.SummaryOnly is set.
 	summary bool

@@ -33,6 +33,7 @@ type planWork struct {
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
 	names    map[groupKey]string
+	timeline *timelineMemo // timeline_stages.go: what the timeline checks of the Programs alone
 }
 
 // groupName is the name of the group g, the shared slice of its Programs

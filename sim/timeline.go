@@ -47,6 +47,9 @@ type Timeline struct {
 	// chunksWritten is the prefill chunks written rather than simulated
 	// (timeline_chunks.go).
 	chunksWritten int
+	// stagesWritten is the segments (a stage's prefill or decode step)
+	// written from alike stages rather than simulated (timeline_stages.go).
+	stagesWritten int
 }
 
 // StandIn is the simulated rank whose slices are rank r's: in a per-stage
@@ -171,6 +174,9 @@ type simulator struct {
 	// chunks (timeline_chunks.go).
 	chunks        *chunkSteady
 	chunksWritten int
+	// stages, when set, writes alike pipeline stages' segments from the
+	// stages before them (timeline_stages.go).
+	stages *stageWriter
 	// uses, when set (with ends), keeps each op's times and bound instead
 	// of its slice, rank by rank from useBase (estimate_summary.go).
 	uses    []opUse
@@ -228,6 +234,7 @@ func (s *simulator) run() (*Timeline, error) {
 	if s.groups == nil {
 		s.groups = map[groupKey]*groupInfo{}
 	}
+	s.stages = newStageWriter(s) // timeline_stages.go
 	for {
 		if err := s.runUntilDone(); err != nil {
 			return nil, err
@@ -246,6 +253,9 @@ func (s *simulator) run() (*Timeline, error) {
 		tl.settled = s.steady.from
 	}
 	tl.chunksWritten = s.chunksWritten
+	if s.stages != nil {
+		tl.stagesWritten = s.stages.written
+	}
 	return tl, nil
 }
 
@@ -255,6 +265,9 @@ func (s *simulator) runUntilDone() error {
 	for !s.finished() {
 		progressed := false
 		for ri, r := range s.ranks {
+			if s.stages != nil && s.stages.write(s, ri) { // timeline_stages.go
+				progressed = true
+			}
 			for r.pc < r.count() {
 				ok, err := s.step(ri)
 				if err != nil {
@@ -322,6 +335,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
+		s.stages.sending(s, key) // timeline_stages.go: messages a written stage left pending go first
 		free := s.chanFree[key]
 		start := max(sl.EndS, free)
 		s.chanFree[key] = start + m.cost.TimeS
@@ -332,7 +346,8 @@ func (s *simulator) step(ri int) (bool, error) {
 		launched := sl.EndS
 		sl.EndS += m.cost.FixedS // the message leaves at the launch; the sender is busy in its call
 		r.clock = sl.EndS
-		s.chunks.record(ri, r.pc, &sl, start-launched, start-free, start+m.cost.TimeS) // timeline_chunks.go
+		s.chunks.record(ri, r.pc, &sl, start-launched, start-free, start+m.cost.TimeS)       // timeline_chunks.go
+		s.stages.record(s, ri, r.pc, &sl, launchS(g, it.phase), m.cost.TimeS, m.cost.FixedS) // timeline_stages.go
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
 		q := s.inbox[key]
@@ -356,6 +371,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.Bound = linkBound(sl.Link)
 		r.clock = sl.EndS
 		s.chunks.record(ri, r.pc, &sl, sl.WaitS, sl.EndS-arrival, arrival)
+		s.stages.record(s, ri, r.pc, &sl, 0, 0, 0)
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
@@ -380,6 +396,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		r.burstAloneS += alone
 		r.burstOverS += alone * s.opts.share.overFactor(rank, it.phase, op)
 		s.chunks.record(ri, r.pc, &sl, 0, 0, 0)
+		s.stages.record(s, ri, r.pc, &sl, c.TimeS, 0, 0)
 	}
 	s.emit(ri, r.pc, &sl)
 	s.recordUse(ri, r.pc, &sl)
@@ -435,6 +452,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		sl := Slice{Rank: s.ids[m], Phase: mit.phase, Step: mit.step, Op: mit.op,
 			StartS: gi.arrivals[i], EndS: end, WaitS: start - gi.arrivals[i], Bound: bound, Algo: est.Algo, Proto: est.Proto, Link: est.Link}
 		s.chunks.record(m, mr.pc, &sl, sl.WaitS, 0, 0)
+		s.stages.record(s, m, mr.pc, &sl, est.TimeS, launchS(&s.plan.System.GPU, it.phase), 0)
 		s.emit(m, mr.pc, &sl)
 		s.recordUse(m, mr.pc, &sl)
 		mr.clock = end

@@ -85,7 +85,14 @@ func newSteady(s *simulator, steps int) *steady {
 		n += len(r.dec)
 	}
 	st.n = n
-	if !channelsBalanced(s) {
+	memo := s.work.timelineMemo(s) // timeline_stages.go: once per plan
+	if memo.balanced == 0 {
+		memo.balanced = -1
+		if channelsBalanced(s) {
+			memo.balanced = 1
+		}
+	}
+	if memo.balanced < 0 {
 		return nil
 	}
 	for k := range st.arrive {
@@ -110,14 +117,18 @@ func newSteady(s *simulator, steps int) *steady {
 // dry after some steps, or backs up), every step is simulated.
 func channelsBalanced(s *simulator) bool {
 	type flow struct{ sends, bal, carry int }
-	chans := map[chanKey]*flow{}
+	// A pipeline's channels are about two per simulated rank: an index
+	// into one slice of flows, both sized for them.
+	chans := make(map[chanKey]int, 2*len(s.ranks))
+	flows := make([]flow, 0, 2*len(s.ranks))
 	at := func(k chanKey) *flow {
-		f := chans[k]
-		if f == nil {
-			f = &flow{}
-			chans[k] = f
+		i, ok := chans[k]
+		if !ok {
+			i = len(flows)
+			flows = append(flows, flow{})
+			chans[k] = i
 		}
-		return f
+		return &flows[i]
 	}
 	for ri, r := range s.ranks {
 		rank := s.ids[ri]
@@ -140,7 +151,7 @@ func channelsBalanced(s *simulator) bool {
 			}
 		}
 	}
-	for _, f := range chans {
+	for _, f := range flows {
 		if f.bal != 0 || f.carry < 0 || f.sends > 0 && f.carry > f.sends {
 			return false
 		}
@@ -295,7 +306,8 @@ func (st *steady) extrapolate(s *simulator) {
 				continue
 			}
 			for i := range r.dec {
-				sl := *st.slice(s, ri, j, i)
+				sl := &s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i] // written in place
+				*sl = *st.slice(s, ri, j, i)
 				sl.Step = k
 				// A rank's op starts where its previous one ended (its
 				// clock), as in the simulation: so the written slices keep
@@ -307,7 +319,6 @@ func (st *steady) extrapolate(s *simulator) {
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k)
 				}
-				s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i] = sl
 			}
 		}
 		r.pc = r.count()
