@@ -373,6 +373,9 @@ func argmaxBound(t [8]float64) (Bound, float64) {
 // of the first min(tp, G) indices matter.
 func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 	g, d := t.GPUsPerNode, dst0-src0
+	if tp > 0 && (d >= g || -d >= g) {
+		return 2 // [−d, G − d) holds no residue: every send leaves its node
+	}
 	lo, hi := max(0, -d), min(g, g-d)
 	var mask uint8
 	r := src0 % g
