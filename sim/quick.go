@@ -219,6 +219,12 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
+	// lastColl is the entry of colls collective last read or wrote.
+	lastColl struct {
+		ok  bool
+		key collCostKey
+		cc  collCost
+	}
 	// passLen is the length of the last passes proxy built per stage kind,
 	// one chunk ([0]) or more ([1]) (passBuf).
 	passLen [4][2]int
@@ -251,6 +257,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.stages = map[stageKey]*stageCost{}
 	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
+	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
 	c.planners = map[proxyKey]*partition.Planner{}
 	c.passLen = [4][2]int{}
@@ -467,9 +474,9 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			} else {
 				dec = pp.Program(r, partition.Decode)
 				d[kind].pass = splitPass(dec.Ops)
-				all = workingSet(dec)
+				all = opsWorkingSet(dec.Ops, nil, nil)
 			}
-			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
+			d[kind].layerWS = opsWorkingSet(d[kind].pass.layer, nil, nil)
 			d[kind].extraWS = all - d[kind].layerWS
 			d[kind].ok = true
 		}
@@ -481,7 +488,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
-			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
+			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
 			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
 			m.ok = true
 		}
@@ -550,19 +557,35 @@ func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 // (pre, layer, post), without joining them into one slice: the same ops
 // visited in the same order, each tensor counted once.
 func workingSetOfPass(p *passOps) int64 {
-	seen := map[tensorKey]bool{}
-	var b int64
-	for _, ops := range [3][]partition.Op{p.pre, p.layer, p.post} {
+	return opsWorkingSet(p.pre, p.layer, p.post)
+}
+
+// opsWorkingSet is workingSet of the Program holding a's, b's and c's ops
+// in order. A proxy's pass holds one layer, a dozen reusable weights at
+// most, so the tensors seen are kept in a list on the stack and scanned,
+// not hashed into a map (TestOpsWorkingSetIsWorkingSet).
+func opsWorkingSet(a, b, c []partition.Op) int64 {
+	var buf [24]tensorKey
+	seen := buf[:0]
+	var bytes int64
+	for _, ops := range [3][]partition.Op{a, b, c} {
+	next:
 		for i := range ops {
 			op := &ops[i]
-			key := tensorKey{op.Layer, op.Tensor}
-			if reusable(op) && !seen[key] {
-				seen[key] = true
-				b += op.WeightBytes
+			if !reusable(op) {
+				continue
 			}
+			key := tensorKey{op.Layer, op.Tensor}
+			for _, k := range seen {
+				if k == key {
+					continue next
+				}
+			}
+			seen = append(seen, key)
+			bytes += op.WeightBytes
 		}
 	}
-	return b
+	return bytes
 }
 
 // middlePass is a middle stage's pass from the first stage's (its layer and
@@ -875,18 +898,28 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	for _, v := range terms[:from] {
 		prefix += v
 	}
-	for ch := 1; ch < k.chunks-1; ch++ {
-		t, j := prefix, 0
-		for i := from; i < len(terms); i++ {
-			v := terms[i]
-			if j < len(attn) && attn[j] == i {
-				v = L * k.attn.s[ch][j]
-				j++
-			}
-			t += v
-		}
-		sc.preN[ch], sc.pre0[ch] = t, t
+	// Every middle chunk's sum at once, term by term: each chunk adds the
+	// same terms in the same order as a sum of its own
+	// (TestQuickMiddleChunksEqualBuiltChunks holds them to built chunks).
+	mid := sc.preN[1 : k.chunks-1]
+	for ch := range mid {
+		mid[ch] = prefix
 	}
+	j := 0
+	for i := from; i < len(terms); i++ {
+		if j < len(attn) && attn[j] == i {
+			for ch := range mid {
+				mid[ch] += float64(L * k.attn.s[ch+1][j]) // rounded, as the product was: never fused into the sum
+			}
+			j++
+			continue
+		}
+		v := terms[i]
+		for ch := range mid {
+			mid[ch] += v
+		}
+	}
+	copy(sc.pre0[1:k.chunks-1], mid)
 	return nil
 }
 
@@ -916,9 +949,15 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 }
 
 func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {
-	topo := plan.System.Topology
-	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % topo.GPUsPerNode}
+	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
+	// A layer's two all-reduces carry the same payload, and a pass's layer
+	// ops are priced one after another: the last key asked for is most
+	// often the next (lastColl, the map's entry for it).
+	if c.lastColl.ok && c.lastColl.key == key {
+		return c.lastColl.cc, nil
+	}
 	if cc, ok := c.colls[key]; ok {
+		c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 		return cc, nil
 	}
 	group := make([]int, tp)
@@ -935,6 +974,7 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 		cc.bound = BoundLatency
 	}
 	c.colls[key] = cc
+	c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 	return cc, nil
 }
 
