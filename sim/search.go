@@ -453,6 +453,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 		Factorizations: facts, Enumerated: len(cands), PrunedByReason: map[string]int{}, ViolatingBy: map[string]int{}}
 	cache := NewQuickCache(spec.Collectives)
 	planner := partition.NewPlanner() // the candidates differ in layout only
+	// Each plan is read (Quick, the memory column) before the next is
+	// planned, and none is kept: their stage memory lists can share one.
+	planner.ReuseStageMemory = true
 	// One config, its layout set per candidate: neither the plan (dropped
 	// once priced), the Planner nor the cache keeps it.
 	cfg, maps := spec.baseConfig(), layerMaps{}
