@@ -135,12 +135,18 @@ type stageKey struct {
 
 // stageCost is the busy time of one micro-batch's pass on a stage.
 type stageCost struct {
-	pre0, preN []float64 // per prefill chunk: micro-batch 0 (first touch of weights), later ones
-	preSendS   []float64 // per prefill chunk: transfer time of the pass's send (0 if none)
-	tailS      float64   // last chunk: time after the sample
-	dec        float64
-	decBounds  [8]float64
-	decSendS   float64
+	// preN is each prefill chunk's pass for micro-batches after the first;
+	// ends0 the first and the last chunk's for micro-batch 0 (first touch
+	// of weights), which the chunks between share with preN (pre0); sendS
+	// the transfer time of the first, each middle and the last chunk's send
+	// (0 if none: preSend). One list a shape, not three of its chunks.
+	preN      []float64
+	ends0     [2]float64
+	sendS     [3]float64
+	tailS     float64 // last chunk: time after the sample
+	dec       float64
+	decBounds [8]float64
+	decSendS  float64
 	// sums holds the prefill sums over chunks for the last micro-batch
 	// count m they were taken with (prefillSums).
 	sums struct {
@@ -158,16 +164,38 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	if sc.sums.ok && sc.sums.m == m && sc.sums.send == send {
 		return sc.sums.all, sc.sums.x
 	}
-	for ch := range sc.pre0 {
-		all += sc.pre0[ch] + (m-1)*sc.preN[ch]
+	for ch := range sc.preN {
+		all += sc.pre0(ch) + (m-1)*sc.preN[ch]
 	}
 	if send {
-		for ch := range sc.preSendS {
-			x += m * sc.preSendS[ch]
+		for ch := range sc.preN {
+			x += m * sc.preSend(ch)
 		}
 	}
 	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
 	return all, x
+}
+
+// pre0 is prefill chunk ch's pass time for micro-batch 0.
+func (sc *stageCost) pre0(ch int) float64 {
+	switch ch {
+	case 0:
+		return sc.ends0[0]
+	case len(sc.preN) - 1:
+		return sc.ends0[1]
+	}
+	return sc.preN[ch]
+}
+
+// preSend is the transfer time of prefill chunk ch's send.
+func (sc *stageCost) preSend(ch int) float64 {
+	switch ch {
+	case 0:
+		return sc.sendS[0]
+	case len(sc.preN) - 1:
+		return sc.sendS[2]
+	}
+	return sc.sendS[1]
 }
 
 // decCost is a stage shape's decode step: stageCost's dec, decBounds and
@@ -314,17 +342,17 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether a
 		// stage sends follows from its kind, part of the shape's key.
 		A, X := sc.prefillSums(m, s != P-1)
-		lastPass := sc.pre0[C-1]
+		lastPass := sc.ends0[1]
 		if m > 1 {
 			lastPass = sc.preN[C-1]
 		}
 		busyPrefill += A
-		first[2*s], total[2*s], last[2*s] = sc.pre0[0], A, lastPass
+		first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
 		if s == P-1 {
 			total[2*s] -= sc.tailS
 			last[2*s] -= sc.tailS
 		} else {
-			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSendS[0], X, sc.preSendS[C-1]
+			first[2*s+1], total[2*s+1], last[2*s+1] = sc.sendS[0], X, sc.sendS[2]
 		}
 		// Decode.
 		roundTrip += sc.dec + sc.decSendS
@@ -720,8 +748,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	perChunk := make([]float64, 3*C) // one allocation for the three
-	sc := &stageCost{pre0: perChunk[:C:C], preN: perChunk[C : 2*C : 2*C], preSendS: perChunk[2*C:]}
+	sc := &stageCost{preN: make([]float64, C)}
 	var bounds [8]float64
 	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
 		bounds = [8]float64{}
@@ -786,19 +813,23 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			p = &k.last
 		}
 		// Chunk 0's op times are the middle chunks' but for attention.
-		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
+		var t0 float64
+		if sc.preN[ch], t0, err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
-		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
+		send := c.sendTime(plan, p, key.out)
+		if ch == 0 { // with one chunk, both ends
+			sc.ends0[0], sc.sendS[0] = t0, send
+		}
+		if ch == C-1 {
+			sc.ends0[1], sc.sendS[2] = t0, send
+		}
 	}
 	if C > 2 {
 		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
 			return nil, err
 		}
-		send := c.sendTime(plan, &k.first, key.out)
-		for ch := 1; ch < C-1; ch++ {
-			sc.preSendS[ch] = send
-		}
+		sc.sendS[1] = c.sendTime(plan, &k.first, key.out)
 	}
 	if lp := &k.last; lp.tail > 0 {
 		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
@@ -835,7 +866,8 @@ func touches(op *partition.Op) bool {
 	return reusable(op) && op.WeightBytes != 0
 }
 
-// middleChunks sets the pass times of prefill chunks 1 … C−2, which
+// middleChunks sets the pass times (preN, which pre0 reads for them) of
+// prefill chunks 1 … C−2, which
 // differ from the first chunk's pass only in their attention ops
 // (partition.Op.AtPast) and touch no weight first. The other ops' times
 // are those stage has just priced for the first chunk (c.firstT); the
@@ -919,7 +951,6 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 			mid[ch] += v
 		}
 	}
-	copy(sc.pre0[1:k.chunks-1], mid)
 	return nil
 }
 
