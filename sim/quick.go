@@ -305,7 +305,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		return QuickEstimate{}, err
 	}
 	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
-	topo := plan.System.Topology
+	topo := &plan.System.Topology
 	C := plan.PrefillChunks
 
 	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
@@ -320,28 +320,35 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
-	var prevKey stageKey // neighbouring stages mostly share a shape: reuse its cost without a map lookup
+	// Neighbouring stages mostly share a shape: reuse its cost, and its
+	// prefill sums, without a map lookup. Within a plan a shape's key
+	// differs only in kind, layers, off and out (prev*).
 	var prev *stageCost
+	var prevKind stageKind
+	var prevLayers, prevOff int
+	var prevOut uint8
+	var A, X float64
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
 		var out uint8
 		if P > 1 {
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
-			out = outClasses(&topo, a, dst, T)
+			out = outClasses(topo, a, dst, T)
 		}
-		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
+		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		sc := prev
-		if prev == nil || key != prevKey {
+		if prev == nil || kind != prevKind || layers != prevLayers || off != prevOff || out != prevOut {
+			key := stageKey{proxyKey: pk, kind: kind, layers: layers, off: off, out: out}
 			var err error
 			if sc, err = c.stage(plan, key, kinds[kind], a); err != nil {
 				return QuickEstimate{}, err
 			}
-			prevKey, prev = key, sc
+			prev, prevKind, prevLayers, prevOff, prevOut = sc, kind, layers, off, out
+			// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether
+			// a stage sends follows from its kind, part of the shape's key.
+			A, X = sc.prefillSums(m, s != P-1)
 		}
-		// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether a
-		// stage sends follows from its kind, part of the shape's key.
-		A, X := sc.prefillSums(m, s != P-1)
 		lastPass := sc.ends0[1]
 		if m > 1 {
 			lastPass = sc.preN[C-1]

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/partbench/partbench/partition"
@@ -130,4 +131,119 @@ func TestQuickCollectiveMemoIsTheMap(t *testing.T) {
 		t.Fatalf("%d collectives asked, %d answered by the last key: too few to test", asked, hits)
 	}
 	t.Logf("%d collectives asked, %d answered by the last key", asked, hits)
+}
+
+// Quick keeps a stage's cost and prefill sums for the next stages while
+// their shape stays the same, comparing the parts of the key a plan's
+// stages differ in. quickStageByStage is Quick as it was before: every
+// stage's whole key built and compared, its sums asked for at every stage.
+// For every fitting candidate of the 1,024-, 4,096- and 16,384-GPU searches
+// and of the 16,384-GPU search at batch 16 and context 512, priced in
+// search order, the two must give the same estimate, field for field.
+func TestQuickRunsOfStagesAreStageByStage(t *testing.T) {
+	plans := 0
+	for _, tc := range []struct {
+		gpus  int
+		small bool
+	}{{1024, false}, {4096, false}, {16384, false}, {16384, true}} {
+		spec := syntheticSpec(t, tc.gpus)
+		if tc.small {
+			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
+		}
+		c, ref := NewQuickCache(spec.Collectives), NewQuickCache(spec.Collectives)
+		eachFittingPlan(spec, func(p *partition.Plan) {
+			got, err := c.Quick(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := quickStageByStage(ref, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%d GPUs %s: %+v, stage by stage %+v", tc.gpus, p.Config.Name, got, want)
+			}
+			plans++
+		})
+	}
+	if plans < 500 {
+		t.Fatalf("%d plans compared: too few to test", plans)
+	}
+}
+
+func quickStageByStage(c *QuickCache, plan *partition.Plan) (QuickEstimate, error) {
+	w := plan.Config.Workload
+	id := quickID{model: plan.Model, context: w.Context, output: w.OutputTokens, sys: plan.System}
+	if !c.have || c.id != id {
+		c.reset(id)
+	}
+	pk := layoutOf(plan)
+	kinds, err := c.proxy(plan, pk)
+	if err != nil {
+		return QuickEstimate{}, err
+	}
+	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
+	topo := plan.System.Topology
+	C := plan.PrefillChunks
+	nsv := 2*P - 1
+	sv := make([]float64, 3*nsv)
+	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
+	var busyPrefill, roundTrip, slowest, busyDecode float64
+	var crit *stageCost
+	for s := 0; s < P; s++ {
+		kind := kindOf(s, P)
+		a := plan.RankOf(s, 0)
+		var out uint8
+		if P > 1 {
+			out = outClasses(&topo, a, plan.RankOf((s+1)%P, 0), T)
+		}
+		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
+		sc, err := c.stage(plan, key, kinds[kind], a)
+		if err != nil {
+			return QuickEstimate{}, err
+		}
+		A, X := sc.prefillSums(m, s != P-1)
+		lastPass := sc.pre0(C - 1)
+		if m > 1 {
+			lastPass = sc.preN[C-1]
+		}
+		busyPrefill += A
+		first[2*s], total[2*s], last[2*s] = sc.pre0(0), A, lastPass
+		if s == P-1 {
+			total[2*s] -= sc.tailS
+			last[2*s] -= sc.tailS
+		} else {
+			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSend(0), X, sc.preSend(C-1)
+		}
+		roundTrip += sc.dec + sc.decSendS
+		slowest = max(slowest, sc.dec, sc.decSendS)
+		busyDecode += m * sc.dec
+		if crit == nil || sc.dec > crit.dec {
+			crit = sc
+		}
+	}
+	var ttft, before float64
+	after := 0.0
+	for k := 1; k < nsv; k++ {
+		after += last[k]
+	}
+	for k := 0; k < nsv; k++ {
+		ttft = max(ttft, before+total[k]+after)
+		before += first[k]
+		if k+1 < nsv {
+			after -= last[k+1]
+		}
+	}
+	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
+	q.TPOTS = max(q.RoundTripS, q.BusiestS)
+	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS
+	q.BubbleFraction = math.Max(0, 1-busyDecode/(float64(P)*q.TPOTS))
+	q.PrefillBubbleFraction = math.Max(0, 1-busyPrefill/(float64(P)*ttft))
+	var byBound [8]float64
+	for i, t := range crit.decBounds {
+		byBound[i] = m * t
+	}
+	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
+	q.Bottleneck, _ = argmaxBound(byBound)
+	return q, nil
 }
