@@ -106,6 +106,10 @@ type kindOps struct {
 	attn             *attnTimes
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
+	// decTerms holds the terms of the decode step's layer ops, shared by
+	// the stage kinds of the layouts of one TP degree, micro-batch size and
+	// proxy depth (decodeOps.layerTerms of the kind that built the layer).
+	decTerms *[]opTerms
 }
 
 // proxyKey names the ops of one layout: passes depend on the TP degree,
@@ -516,6 +520,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
+		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
 		kinds[kind] = k
 	}
 	if pk.pp == 3 {
@@ -528,10 +533,44 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
+		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
 		kinds[kindMiddle] = k
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// decodeLayerKind is the stage kind whose decode step's layer the kinds of
+// a proxy of depth pp share: the only stage's, or the first stage's (the
+// last stage's pass is built around it, the middle one's is made of both).
+func decodeLayerKind(pp int) stageKind {
+	if pp == 1 {
+		return kindOnly
+	}
+	return kindFirst
+}
+
+// layerTermsOf are the terms of a stage kind's layer ops: of its first and
+// last prefill pass and of its decode step.
+type layerTermsOf struct{ first, last, dec []opTerms }
+
+// layerTerms is k's layerTermsOf, worked out the first time a shape of its
+// layout (the prefill passes) or of its TP degree, micro-batch size and
+// proxy depth (the decode step) is priced: every stage kind of a proxy
+// prices the same layer ops (proxy).
+func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
+	a := k.attn
+	if a.first == nil {
+		a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
+		a.last = a.first
+		if k.chunks > 1 {
+			a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
+		}
+	}
+	if *k.decTerms == nil {
+		*k.decTerms = c.termsOf(plan, k.decode.layer, partition.Decode)
+	}
+	return layerTermsOf{first: a.first, last: a.last, dec: *k.decTerms}
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
@@ -630,7 +669,13 @@ func middlePass(first, last *passOps) passOps {
 }
 
 // attnTimes is kindOps.attn.
-type attnTimes struct{ s [][]float64 }
+type attnTimes struct {
+	s [][]float64
+	// first and last are the terms (opTerms) of the layer ops of the
+	// layout's first and last prefill pass, shared by its stage kinds
+	// (layerTerms); nil until a shape of the layout is priced.
+	first, last []opTerms
+}
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
 // working sets proxy derives from it: the same for every prefill chunk
@@ -641,6 +686,9 @@ type decodeOps struct {
 	ok               bool
 	pass             passOps
 	layerWS, extraWS int64
+	// layerTerms are the terms (opTerms) of the decode step's layer ops,
+	// set on the kind that built them (layerTerms).
+	layerTerms []opTerms
 	// prefillOps is the length of the stage kind's first prefill pass
 	// ([0]: a one-chunk prefill) and of its first and last passes together
 	// ([1]) in the last layout built (passBuf); 0 before any.
@@ -748,7 +796,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	if sc, ok := c.stages[key]; ok {
 		return sc, nil
 	}
-	g := plan.System.GPU
+	g := &plan.System.GPU
 	L := float64(key.layers)
 	res := 1.0
 	if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
@@ -756,48 +804,73 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	}
 	C := k.chunks
 	sc := &stageCost{preN: make([]float64, C)}
+	// The layer's ops are priced from their terms, shared by the layout's
+	// stage kinds (layerTerms), the ops around it by opTime.
+	lt := c.layerTerms(plan, k)
 	var bounds [8]float64
-	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
+	// pass is a decode step's time, and its bounds, op by op in pass order.
+	pass := func(p *passOps) (float64, error) {
 		bounds = [8]float64{}
 		var t float64
-		for _, part := range []struct {
-			ops   []partition.Op
-			mult  float64
-			first bool
-		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
+		for pi, part := range [...]struct {
+			ops  []partition.Op
+			mult float64
+		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
 			for i := range part.ops {
-				ot, ob, err := c.opTime(plan, &part.ops[i], res, part.first, first, key.tp, phase)
-				if err != nil {
-					return 0, err
+				var ot float64
+				var bi uint8
+				if pi == 1 {
+					var err error
+					if ot, bi, err = lt.dec[i].at(c, plan, g, res, false, first, key.tp, partition.Decode); err != nil {
+						return 0, err
+					}
+				} else {
+					o, ob, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Decode)
+					if err != nil {
+						return 0, err
+					}
+					ot, bi = o, uint8(boundIndex(ob))
 				}
 				t += part.mult * ot
-				bounds[boundIndex(ob)] += part.mult * ot
+				bounds[bi] += part.mult * ot
 			}
 		}
 		return t, nil
 	}
-	// passBoth is a prefill pass's pass(p, false, false) and pass(p,
-	// layerFirst, postFirst) in one walk: an op priced without first touch
-	// in both is priced once, and each sum adds the same terms in the same
-	// order as its pass would.
-	passBoth := func(p *passOps, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
+	// passBoth is a prefill pass's time without first touch (tN) and with
+	// first touch of the layer's (layerFirst) and the ops after it
+	// (postFirst) weights (t0) in one walk: an op priced without first
+	// touch in both is priced once, and each sum adds the same terms in the
+	// same order as a walk of its own would. terms are the layer's.
+	passBoth := func(p *passOps, terms []opTerms, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
 		if keep {
 			c.firstT = c.firstT[:0]
 		}
-		for _, part := range [...]struct {
+		for pi, part := range [...]struct {
 			ops   []partition.Op
 			mult  float64
 			first bool
 		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
 			for i := range part.ops {
-				ot, _, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill)
-				if err != nil {
-					return 0, 0, err
-				}
-				o0 := ot
-				if part.first && touches(&part.ops[i]) {
-					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+				var ot, o0 float64
+				if pi == 1 {
+					tm := &terms[i]
+					if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
 						return 0, 0, err
+					}
+					o0 = ot
+					if part.first && tm.touches() {
+						o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
+					}
+				} else {
+					if ot, _, err = c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill); err != nil {
+						return 0, 0, err
+					}
+					o0 = ot
+					if part.first && touches(&part.ops[i]) {
+						if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+							return 0, 0, err
+						}
 					}
 				}
 				if keep {
@@ -815,13 +888,13 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		ends = ends[:1] // one pass, the first and the last
 	}
 	for _, ch := range ends {
-		p := &k.first
+		p, terms := &k.first, lt.first
 		if ch == C-1 {
-			p = &k.last
+			p, terms = &k.last, lt.last
 		}
 		// Chunk 0's op times are the middle chunks' but for attention.
 		var t0 float64
-		if sc.preN[ch], t0, err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
+		if sc.preN[ch], t0, err = passBoth(p, terms, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
 		send := c.sendTime(plan, p, key.out)
@@ -852,7 +925,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	dc, ok := c.decCosts[dk]
 	if !ok {
 		dc = &decCost{}
-		if dc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
+		if dc.dec, err = pass(&k.decode); err != nil {
 			return nil, err
 		}
 		dc.bounds = bounds
