@@ -141,9 +141,10 @@ type stageKey struct {
 type stageCost struct {
 	// preN is each prefill chunk's pass for micro-batches after the first;
 	// ends0 the first and the last chunk's for micro-batch 0 (first touch
-	// of weights), which the chunks between share with preN (pre0); sendS
-	// the transfer time of the first, each middle and the last chunk's send
-	// (0 if none: preSend). One list a shape, not three of its chunks.
+	// of weights; the chunks between take preN's: pre0); sendS the
+	// transfer time of the first chunk's send, every middle one's and the
+	// last one's (0 if none; preSend reads them). One list of chunks a
+	// shape, not three.
 	preN      []float64
 	ends0     [2]float64
 	sendS     [3]float64
