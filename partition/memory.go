@@ -117,6 +117,9 @@ type memSource struct {
 	// Planner's, for the plan's pass_buffers, TP degree and micro-batch
 	// size: actRows); else they are the plan's own activationBytes.
 	act *actRows
+	// stageMem, when not nil, is the buffer a fitting plan's StageMemory
+	// is written into (Planner.ReuseStageMemory); else it is made.
+	stageMem *[]Memory
 }
 
 // activation is rank r's activationBytes for passes of rows rows.
@@ -189,7 +192,7 @@ func (p *Plan) fitMemoryWith(src *memSource) error {
 // Planner remembers them with the stage layer lists they come from).
 func (p *Plan) fitMemoryShapes(reps, shapeOf []int, src *memSource) error {
 	chunk, worst, mems := p.fitLoop(reps, src)
-	return p.fitResult(reps, shapeOf, chunk, worst, mems)
+	return p.fitResult(reps, shapeOf, chunk, worst, mems, src.stageMem)
 }
 
 // fitStart is the first prefill chunk the memory fit tries, and whether it
@@ -237,11 +240,12 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	}
 }
 
-// fitResult records fitLoop's outcome in p, or returns the NoFitError that
-// names the worst shape's first stage.
-func (p *Plan) fitResult(reps, shapeOf []int, chunk, worst int, mems []Memory) error {
+// fitResult records fitLoop's outcome in p (StageMemory in buf when not
+// nil: setFit), or returns the NoFitError that names the worst shape's
+// first stage.
+func (p *Plan) fitResult(reps, shapeOf []int, chunk, worst int, mems []Memory, buf *[]Memory) error {
 	if worst < 0 {
-		p.setFit(chunk, shapeOf, mems)
+		p.setFit(chunk, shapeOf, mems, buf)
 		return nil
 	}
 	r := p.stageRank(reps[worst])
@@ -273,9 +277,17 @@ func (p *Plan) stageShapes() (reps, shapeOf []int) {
 }
 
 // setFit records the fit: the prefill chunk and each stage's memory, its
-// shape's (mems[shapeOf[s]]).
-func (p *Plan) setFit(chunk int, shapeOf []int, mems []Memory) {
-	p.StageMemory = make([]Memory, p.PP)
+// shape's (mems[shapeOf[s]]), in a list of its own or, when buf is not
+// nil, in *buf (grown when too short), whose first PP entries it then is.
+func (p *Plan) setFit(chunk int, shapeOf []int, mems []Memory, buf *[]Memory) {
+	if buf == nil {
+		p.StageMemory = make([]Memory, p.PP)
+	} else {
+		if cap(*buf) < p.PP {
+			*buf = make([]Memory, p.PP)
+		}
+		p.StageMemory = (*buf)[:p.PP:p.PP]
+	}
 	for s, i := range shapeOf {
 		p.StageMemory[s] = mems[i]
 	}

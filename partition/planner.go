@@ -19,6 +19,15 @@ import (
 // Its plans are those of NewPlanStages, field for field, and so are its
 // errors. A Planner is not safe for concurrent use.
 type Planner struct {
+	// ReuseStageMemory writes every plan's StageMemory into one list the
+	// Planner keeps, instead of a list of the plan's own: a plan's
+	// StageMemory then holds its values only until the Planner's next plan.
+	// For a caller that reads each plan before it asks for the next and
+	// keeps none (Search, which prices thousands of candidates and drops
+	// each).
+	ReuseStageMemory bool
+	stageMem         []Memory
+
 	validated bool
 	// arith is the model's arithmetic, worked out with the first valid
 	// config: every config of a Planner has the same model.
@@ -142,7 +151,11 @@ func (pl *Planner) memSource(p *Plan) memSource {
 		mp = &v
 		pl.parts[p.TP] = mp
 	}
-	return memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers, p.TP, p.MicrobatchSize)}
+	src := memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers, p.TP, p.MicrobatchSize)}
+	if pl.ReuseStageMemory {
+		src.stageMem = &pl.stageMem
+	}
+	return src
 }
 
 // sharedStageLayers is stageLayers with every list a full-capacity slice of

@@ -26,8 +26,17 @@ import (
 // lists, shared between plans, must end at their capacity. As in a search,
 // each depth's layer map is one slice given again and again; at the end a
 // map the Planner has seen is changed in place, twice, and must be planned
-// anew.
+// anew. Each config is planned twice: by a Planner making each plan's
+// StageMemory and by one reusing its list (ReuseStageMemory), whose plans,
+// read before the next is planned, must be the same, their StageMemory the
+// first PP entries of the Planner's list.
 func TestPlannerPlansAreNewPlanStages(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) { plannerPlansAreNewPlanStages(t, reuse) })
+	}
+}
+
+func plannerPlansAreNewPlanStages(t *testing.T, reuse bool) {
 	for _, tc := range []struct {
 		name, config       string
 		batch, chunk       int
@@ -54,6 +63,7 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 			base.Topology.Nodes, base.Topology.GPUsPerNode = tc.nodes, tc.perNode
 			gpus, layers := tc.nodes*tc.perNode, base.Model.Layers
 			pl := NewPlanner()
+			pl.ReuseStageMemory = reuse
 			var plans, halved, nofit, invalid int
 			try := func(par configs.Parallel) {
 				t.Helper()
@@ -68,6 +78,11 @@ func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 				}
 				if wantErr == nil && !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s: Planner plan differs from NewPlanStages:\n%+v\n%+v", c.Name, got, want)
+				}
+				if wantErr == nil && reuse {
+					if shared := &pl.stageMem[0] == &got.StageMemory[0]; !shared || cap(got.StageMemory) != got.PP {
+						t.Fatalf("%s: StageMemory in the Planner's list %v, capacity %d for %d stages", c.Name, shared, cap(got.StageMemory), got.PP)
+					}
 				}
 				if wantErr == nil {
 					for s, l := range got.StageLayers { // shared between plans: an append must copy

@@ -106,6 +106,10 @@ type kindOps struct {
 	attn             *attnTimes
 	decode           passOps
 	layerWS, extraWS int64 // reused weight bytes of one layer, and outside the layers
+	// decTerms holds the terms of the decode step's layer ops, shared by
+	// the stage kinds of the layouts of one TP degree, micro-batch size and
+	// proxy depth (decodeOps.layerTerms of the kind that built the layer).
+	decTerms *[]opTerms
 }
 
 // proxyKey names the ops of one layout: passes depend on the TP degree,
@@ -135,12 +139,19 @@ type stageKey struct {
 
 // stageCost is the busy time of one micro-batch's pass on a stage.
 type stageCost struct {
-	pre0, preN []float64 // per prefill chunk: micro-batch 0 (first touch of weights), later ones
-	preSendS   []float64 // per prefill chunk: transfer time of the pass's send (0 if none)
-	tailS      float64   // last chunk: time after the sample
-	dec        float64
-	decBounds  [8]float64
-	decSendS   float64
+	// preN is each prefill chunk's pass for micro-batches after the first;
+	// ends0 the first and the last chunk's for micro-batch 0 (first touch
+	// of weights; the chunks between take preN's: pre0); sendS the
+	// transfer time of the first chunk's send, every middle one's and the
+	// last one's (0 if none; preSend reads them). One list of chunks a
+	// shape, not three.
+	preN      []float64
+	ends0     [2]float64
+	sendS     [3]float64
+	tailS     float64 // last chunk: time after the sample
+	dec       float64
+	decBounds [8]float64
+	decSendS  float64
 	// sums holds the prefill sums over chunks for the last micro-batch
 	// count m they were taken with (prefillSums).
 	sums struct {
@@ -158,16 +169,38 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	if sc.sums.ok && sc.sums.m == m && sc.sums.send == send {
 		return sc.sums.all, sc.sums.x
 	}
-	for ch := range sc.pre0 {
-		all += sc.pre0[ch] + (m-1)*sc.preN[ch]
+	for ch := range sc.preN {
+		all += sc.pre0(ch) + (m-1)*sc.preN[ch]
 	}
 	if send {
-		for ch := range sc.preSendS {
-			x += m * sc.preSendS[ch]
+		for ch := range sc.preN {
+			x += m * sc.preSend(ch)
 		}
 	}
 	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
 	return all, x
+}
+
+// pre0 is prefill chunk ch's pass time for micro-batch 0.
+func (sc *stageCost) pre0(ch int) float64 {
+	switch ch {
+	case 0:
+		return sc.ends0[0]
+	case len(sc.preN) - 1:
+		return sc.ends0[1]
+	}
+	return sc.preN[ch]
+}
+
+// preSend is the transfer time of prefill chunk ch's send.
+func (sc *stageCost) preSend(ch int) float64 {
+	switch ch {
+	case 0:
+		return sc.sendS[0]
+	case len(sc.preN) - 1:
+		return sc.sendS[2]
+	}
+	return sc.sendS[1]
 }
 
 // decCost is a stage shape's decode step: stageCost's dec, decBounds and
@@ -219,6 +252,12 @@ type QuickCache struct {
 	// depend on the prefill chunk (decodes), so neither does its cost.
 	decCosts map[stageKey]*decCost
 	colls    map[collCostKey]collCost
+	// lastColl is the entry of colls collective last read or wrote.
+	lastColl struct {
+		ok  bool
+		key collCostKey
+		cc  collCost
+	}
 	// passLen is the length of the last passes proxy built per stage kind,
 	// one chunk ([0]) or more ([1]) (passBuf).
 	passLen [4][2]int
@@ -251,6 +290,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.stages = map[stageKey]*stageCost{}
 	c.decCosts = map[stageKey]*decCost{}
 	c.colls = map[collCostKey]collCost{}
+	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
 	c.planners = map[proxyKey]*partition.Planner{}
 	c.passLen = [4][2]int{}
@@ -270,7 +310,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		return QuickEstimate{}, err
 	}
 	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
-	topo := plan.System.Topology
+	topo := &plan.System.Topology
 	C := plan.PrefillChunks
 
 	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
@@ -285,39 +325,46 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
-	var prevKey stageKey // neighbouring stages mostly share a shape: reuse its cost without a map lookup
+	// Neighbouring stages mostly share a shape: reuse its cost, and its
+	// prefill sums, without a map lookup. Within a plan a shape's key
+	// differs only in kind, layers, off and out (prev*).
 	var prev *stageCost
+	var prevKind stageKind
+	var prevLayers, prevOff int
+	var prevOut uint8
+	var A, X float64
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
 		var out uint8
 		if P > 1 {
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
-			out = outClasses(&topo, a, dst, T)
+			out = outClasses(topo, a, dst, T)
 		}
-		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
+		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		sc := prev
-		if prev == nil || key != prevKey {
+		if prev == nil || kind != prevKind || layers != prevLayers || off != prevOff || out != prevOut {
+			key := stageKey{proxyKey: pk, kind: kind, layers: layers, off: off, out: out}
 			var err error
 			if sc, err = c.stage(plan, key, kinds[kind], a); err != nil {
 				return QuickEstimate{}, err
 			}
-			prevKey, prev = key, sc
+			prev, prevKind, prevLayers, prevOff, prevOut = sc, kind, layers, off, out
+			// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether
+			// a stage sends follows from its kind, part of the shape's key.
+			A, X = sc.prefillSums(m, s != P-1)
 		}
-		// Prefill: micro-batch 0 of each chunk, then m−1 more. Whether a
-		// stage sends follows from its kind, part of the shape's key.
-		A, X := sc.prefillSums(m, s != P-1)
-		lastPass := sc.pre0[C-1]
+		lastPass := sc.ends0[1]
 		if m > 1 {
 			lastPass = sc.preN[C-1]
 		}
 		busyPrefill += A
-		first[2*s], total[2*s], last[2*s] = sc.pre0[0], A, lastPass
+		first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
 		if s == P-1 {
 			total[2*s] -= sc.tailS
 			last[2*s] -= sc.tailS
 		} else {
-			first[2*s+1], total[2*s+1], last[2*s+1] = sc.preSendS[0], X, sc.preSendS[C-1]
+			first[2*s+1], total[2*s+1], last[2*s+1] = sc.sendS[0], X, sc.sendS[2]
 		}
 		// Decode.
 		roundTrip += sc.dec + sc.decSendS
@@ -373,6 +420,9 @@ func argmaxBound(t [8]float64) (Bound, float64) {
 // of the first min(tp, G) indices matter.
 func outClasses(t *topology.Topology, src0, dst0, tp int) uint8 {
 	g, d := t.GPUsPerNode, dst0-src0
+	if tp > 0 && (d >= g || -d >= g) {
+		return 2 // [−d, G − d) holds no residue: every send leaves its node
+	}
 	lo, hi := max(0, -d), min(g, g-d)
 	var mask uint8
 	r := src0 % g
@@ -464,13 +514,14 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			} else {
 				dec = pp.Program(r, partition.Decode)
 				d[kind].pass = splitPass(dec.Ops)
-				all = workingSet(dec)
+				all = opsWorkingSet(dec.Ops, nil, nil)
 			}
-			d[kind].layerWS = workingSet(partition.Program{Ops: d[kind].pass.layer})
+			d[kind].layerWS = opsWorkingSet(d[kind].pass.layer, nil, nil)
 			d[kind].extraWS = all - d[kind].layerWS
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
+		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
 		kinds[kind] = k
 	}
 	if pk.pp == 3 {
@@ -478,15 +529,49 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
-			m.layerWS = workingSet(partition.Program{Ops: m.pass.layer})
+			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
 			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
+		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
 		kinds[kindMiddle] = k
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// decodeLayerKind is the stage kind whose decode step's layer the kinds of
+// a proxy of depth pp share: the only stage's, or the first stage's (the
+// last stage's pass is built around it, the middle one's is made of both).
+func decodeLayerKind(pp int) stageKind {
+	if pp == 1 {
+		return kindOnly
+	}
+	return kindFirst
+}
+
+// layerTermsOf are the terms of a stage kind's layer ops: of its first and
+// last prefill pass and of its decode step.
+type layerTermsOf struct{ first, last, dec []opTerms }
+
+// layerTerms is k's layerTermsOf, worked out the first time a shape of its
+// layout (the prefill passes) or of its TP degree, micro-batch size and
+// proxy depth (the decode step) is priced: every stage kind of a proxy
+// prices the same layer ops (proxy).
+func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
+	a := k.attn
+	if a.first == nil {
+		a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
+		a.last = a.first
+		if k.chunks > 1 {
+			a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
+		}
+	}
+	if *k.decTerms == nil {
+		*k.decTerms = c.termsOf(plan, k.decode.layer, partition.Decode)
+	}
+	return layerTermsOf{first: a.first, last: a.last, dec: *k.decTerms}
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
@@ -547,19 +632,35 @@ func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 // (pre, layer, post), without joining them into one slice: the same ops
 // visited in the same order, each tensor counted once.
 func workingSetOfPass(p *passOps) int64 {
-	seen := map[tensorKey]bool{}
-	var b int64
-	for _, ops := range [3][]partition.Op{p.pre, p.layer, p.post} {
+	return opsWorkingSet(p.pre, p.layer, p.post)
+}
+
+// opsWorkingSet is workingSet of the Program holding a's, b's and c's ops
+// in order. A proxy's pass holds one layer, a dozen reusable weights at
+// most, so the tensors seen are kept in a list on the stack and scanned,
+// not hashed into a map (TestOpsWorkingSetIsWorkingSet).
+func opsWorkingSet(a, b, c []partition.Op) int64 {
+	var buf [24]tensorKey
+	seen := buf[:0]
+	var bytes int64
+	for _, ops := range [3][]partition.Op{a, b, c} {
+	next:
 		for i := range ops {
 			op := &ops[i]
-			key := tensorKey{op.Layer, op.Tensor}
-			if reusable(op) && !seen[key] {
-				seen[key] = true
-				b += op.WeightBytes
+			if !reusable(op) {
+				continue
 			}
+			key := tensorKey{op.Layer, op.Tensor}
+			for _, k := range seen {
+				if k == key {
+					continue next
+				}
+			}
+			seen = append(seen, key)
+			bytes += op.WeightBytes
 		}
 	}
-	return b
+	return bytes
 }
 
 // middlePass is a middle stage's pass from the first stage's (its layer and
@@ -569,7 +670,13 @@ func middlePass(first, last *passOps) passOps {
 }
 
 // attnTimes is kindOps.attn.
-type attnTimes struct{ s [][]float64 }
+type attnTimes struct {
+	s [][]float64
+	// first and last are the terms (opTerms) of the layer ops of the
+	// layout's first and last prefill pass, shared by its stage kinds
+	// (layerTerms); nil until a shape of the layout is priced.
+	first, last []opTerms
+}
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
 // working sets proxy derives from it: the same for every prefill chunk
@@ -580,6 +687,9 @@ type decodeOps struct {
 	ok               bool
 	pass             passOps
 	layerWS, extraWS int64
+	// layerTerms are the terms (opTerms) of the decode step's layer ops,
+	// set on the kind that built them (layerTerms).
+	layerTerms []opTerms
 	// prefillOps is the length of the stage kind's first prefill pass
 	// ([0]: a one-chunk prefill) and of its first and last passes together
 	// ([1]) in the last layout built (passBuf); 0 before any.
@@ -687,57 +797,81 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	if sc, ok := c.stages[key]; ok {
 		return sc, nil
 	}
-	g := plan.System.GPU
+	g := &plan.System.GPU
 	L := float64(key.layers)
 	res := 1.0
 	if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	perChunk := make([]float64, 3*C) // one allocation for the three
-	sc := &stageCost{pre0: perChunk[:C:C], preN: perChunk[C : 2*C : 2*C], preSendS: perChunk[2*C:]}
+	sc := &stageCost{preN: make([]float64, C)}
+	// The layer's ops are priced from their terms, shared by the layout's
+	// stage kinds (layerTerms), the ops around it by opTime.
+	lt := c.layerTerms(plan, k)
 	var bounds [8]float64
-	pass := func(p *passOps, layerFirst, postFirst bool, phase partition.Phase) (float64, error) {
+	// pass is a decode step's time, and its bounds, op by op in pass order.
+	pass := func(p *passOps) (float64, error) {
 		bounds = [8]float64{}
 		var t float64
-		for _, part := range []struct {
-			ops   []partition.Op
-			mult  float64
-			first bool
-		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
+		for pi, part := range [...]struct {
+			ops  []partition.Op
+			mult float64
+		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
 			for i := range part.ops {
-				ot, ob, err := c.opTime(plan, &part.ops[i], res, part.first, first, key.tp, phase)
-				if err != nil {
-					return 0, err
+				var ot float64
+				var bi uint8
+				if pi == 1 {
+					var err error
+					if ot, bi, err = lt.dec[i].at(c, plan, g, res, false, first, key.tp, partition.Decode); err != nil {
+						return 0, err
+					}
+				} else {
+					o, ob, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Decode)
+					if err != nil {
+						return 0, err
+					}
+					ot, bi = o, uint8(boundIndex(ob))
 				}
 				t += part.mult * ot
-				bounds[boundIndex(ob)] += part.mult * ot
+				bounds[bi] += part.mult * ot
 			}
 		}
 		return t, nil
 	}
-	// passBoth is a prefill pass's pass(p, false, false) and pass(p,
-	// layerFirst, postFirst) in one walk: an op priced without first touch
-	// in both is priced once, and each sum adds the same terms in the same
-	// order as its pass would.
-	passBoth := func(p *passOps, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
+	// passBoth is a prefill pass's time without first touch (tN) and with
+	// first touch of the layer's (layerFirst) and the ops after it
+	// (postFirst) weights (t0) in one walk: an op priced without first
+	// touch in both is priced once, and each sum adds the same terms in the
+	// same order as a walk of its own would. terms are the layer's.
+	passBoth := func(p *passOps, terms []opTerms, layerFirst, postFirst, keep bool) (tN, t0 float64, err error) {
 		if keep {
 			c.firstT = c.firstT[:0]
 		}
-		for _, part := range [...]struct {
+		for pi, part := range [...]struct {
 			ops   []partition.Op
 			mult  float64
 			first bool
 		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
 			for i := range part.ops {
-				ot, _, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill)
-				if err != nil {
-					return 0, 0, err
-				}
-				o0 := ot
-				if part.first && touches(&part.ops[i]) {
-					if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+				var ot, o0 float64
+				if pi == 1 {
+					tm := &terms[i]
+					if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
 						return 0, 0, err
+					}
+					o0 = ot
+					if part.first && tm.touches() {
+						o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
+					}
+				} else {
+					if ot, _, err = c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill); err != nil {
+						return 0, 0, err
+					}
+					o0 = ot
+					if part.first && touches(&part.ops[i]) {
+						if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
+							return 0, 0, err
+						}
 					}
 				}
 				if keep {
@@ -755,24 +889,28 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		ends = ends[:1] // one pass, the first and the last
 	}
 	for _, ch := range ends {
-		p := &k.first
+		p, terms := &k.first, lt.first
 		if ch == C-1 {
-			p = &k.last
+			p, terms = &k.last, lt.last
 		}
 		// Chunk 0's op times are the middle chunks' but for attention.
-		if sc.preN[ch], sc.pre0[ch], err = passBoth(p, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
+		var t0 float64
+		if sc.preN[ch], t0, err = passBoth(p, terms, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
-		sc.preSendS[ch] = c.sendTime(plan, p, key.out)
+		send := c.sendTime(plan, p, key.out)
+		if ch == 0 { // with one chunk, both ends
+			sc.ends0[0], sc.sendS[0] = t0, send
+		}
+		if ch == C-1 {
+			sc.ends0[1], sc.sendS[2] = t0, send
+		}
 	}
 	if C > 2 {
 		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
 			return nil, err
 		}
-		send := c.sendTime(plan, &k.first, key.out)
-		for ch := 1; ch < C-1; ch++ {
-			sc.preSendS[ch] = send
-		}
+		sc.sendS[1] = c.sendTime(plan, &k.first, key.out)
 	}
 	if lp := &k.last; lp.tail > 0 {
 		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
@@ -788,7 +926,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	dc, ok := c.decCosts[dk]
 	if !ok {
 		dc = &decCost{}
-		if dc.dec, err = pass(&k.decode, false, false, partition.Decode); err != nil {
+		if dc.dec, err = pass(&k.decode); err != nil {
 			return nil, err
 		}
 		dc.bounds = bounds
@@ -809,7 +947,8 @@ func touches(op *partition.Op) bool {
 	return reusable(op) && op.WeightBytes != 0
 }
 
-// middleChunks sets the pass times of prefill chunks 1 … C−2, which
+// middleChunks sets the pass times (preN, which pre0 reads for them) of
+// prefill chunks 1 … C−2, which
 // differ from the first chunk's pass only in their attention ops
 // (partition.Op.AtPast) and touch no weight first. The other ops' times
 // are those stage has just priced for the first chunk (c.firstT); the
@@ -872,17 +1011,26 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	for _, v := range terms[:from] {
 		prefix += v
 	}
-	for ch := 1; ch < k.chunks-1; ch++ {
-		t, j := prefix, 0
-		for i := from; i < len(terms); i++ {
-			v := terms[i]
-			if j < len(attn) && attn[j] == i {
-				v = L * k.attn.s[ch][j]
-				j++
+	// Every middle chunk's sum at once, term by term: each chunk adds the
+	// same terms in the same order as a sum of its own
+	// (TestQuickMiddleChunksEqualBuiltChunks holds them to built chunks).
+	mid := sc.preN[1 : k.chunks-1]
+	for ch := range mid {
+		mid[ch] = prefix
+	}
+	j := 0
+	for i := from; i < len(terms); i++ {
+		if j < len(attn) && attn[j] == i {
+			for ch := range mid {
+				mid[ch] += float64(L * k.attn.s[ch+1][j]) // rounded, as the product was: never fused into the sum
 			}
-			t += v
+			j++
+			continue
 		}
-		sc.preN[ch], sc.pre0[ch] = t, t
+		v := terms[i]
+		for ch := range mid {
+			mid[ch] += v
+		}
 	}
 	return nil
 }
@@ -913,9 +1061,15 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 }
 
 func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {
-	topo := plan.System.Topology
-	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % topo.GPUsPerNode}
+	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
+	// A layer's two all-reduces carry the same payload, and a pass's layer
+	// ops are priced one after another: the last key asked for is most
+	// often the next (lastColl, the map's entry for it).
+	if c.lastColl.ok && c.lastColl.key == key {
+		return c.lastColl.cc, nil
+	}
 	if cc, ok := c.colls[key]; ok {
+		c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 		return cc, nil
 	}
 	group := make([]int, tp)
@@ -932,6 +1086,7 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 		cc.bound = BoundLatency
 	}
 	c.colls[key] = cc
+	c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 	return cc, nil
 }
 

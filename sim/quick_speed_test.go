@@ -58,6 +58,9 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 			}
 			p := splitPass(ops[start:end])
 			start = end
+			if send := c.sendTime(plan, &p, key.out); sc.preSend(ch) != send {
+				t.Fatalf("%+v chunk %d of %d: send %v, built %v", key, ch, C, sc.preSend(ch), send)
+			}
 			if ch == 0 || ch == C-1 {
 				continue
 			}
@@ -74,11 +77,8 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 					want += part.mult * ot
 				}
 			}
-			if sc.preN[ch] != want || sc.pre0[ch] != want {
-				t.Fatalf("%+v chunk %d of %d: priced %v (first touch %v), built %v", key, ch, C, sc.preN[ch], sc.pre0[ch], want)
-			}
-			if send := c.sendTime(plan, &p, key.out); sc.preSendS[ch] != send {
-				t.Fatalf("%+v chunk %d: send %v, built %v", key, ch, sc.preSendS[ch], send)
+			if sc.preN[ch] != want || sc.pre0(ch) != want {
+				t.Fatalf("%+v chunk %d of %d: priced %v (first touch %v), built %v", key, ch, C, sc.preN[ch], sc.pre0(ch), want)
 			}
 			checked++
 		}
@@ -320,8 +320,8 @@ func TestQuickFirstTouchVariantsInOneWalk(t *testing.T) {
 				if ch == C-1 {
 					p = &k.last
 				}
-				if n, f := walk(p, false, false), walk(p, ch == 0, ch == C-1); sc.preN[ch] != n || sc.pre0[ch] != f {
-					t.Fatalf("%d GPUs %+v chunk %d of %d: priced %v and %v with first touch, walked %v and %v", gpus, key, ch, C, sc.preN[ch], sc.pre0[ch], n, f)
+				if n, f := walk(p, false, false), walk(p, ch == 0, ch == C-1); sc.preN[ch] != n || sc.pre0(ch) != f {
+					t.Fatalf("%d GPUs %+v chunk %d of %d: priced %v and %v with first touch, walked %v and %v", gpus, key, ch, C, sc.preN[ch], sc.pre0(ch), n, f)
 				}
 			}
 			shapes++

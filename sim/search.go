@@ -317,6 +317,7 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 	// divisors of the GPU count (divisors), not every integer below it.
 	var facts []Factorization
 	var variants [][]Candidate // per factorization; nil when excluded
+	var why []byte
 	total := 0
 	div := divisors(gpus)
 	for _, tp := range div {
@@ -328,17 +329,22 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 				continue
 			}
 			f := Factorization{TP: tp, PP: pp, DP: gpus / (tp * pp)}
-			var why []string
+			// Why it is excluded, the reasons joined by "; ", written into
+			// one buffer (why) rather than formatted one by one and joined.
+			why = why[:0]
 			for _, d := range m.TPIndivisible(tp) {
-				why = append(why, fmt.Sprintf("tp %d does not divide %s", tp, d))
+				why = strconv.AppendInt(append(semi(why), "tp "...), int64(tp), 10)
+				why = strconv.AppendInt(append(append(append(why, " does not divide "...), d.Key...), ' '), int64(d.Size), 10)
 			}
 			if f.PP > m.Layers {
-				why = append(why, fmt.Sprintf("pp %d exceeds layers %d", f.PP, m.Layers))
+				why = strconv.AppendInt(append(semi(why), "pp "...), int64(f.PP), 10)
+				why = strconv.AppendInt(append(why, " exceeds layers "...), int64(m.Layers), 10)
 			}
 			if per := sp.System.Topology.GPUsPerNode; !configs.ReplicasAlign(tp*pp, f.DP, per) {
-				why = append(why, fmt.Sprintf("replicas of tp × pp = %d GPUs straddle nodes of %d", tp*pp, per))
+				why = strconv.AppendInt(append(semi(why), "replicas of tp × pp = "...), int64(tp*pp), 10)
+				why = strconv.AppendInt(append(why, " GPUs straddle nodes of "...), int64(per), 10)
 			}
-			f.Excluded = strings.Join(why, "; ")
+			f.Excluded = string(why)
 			facts = append(facts, f)
 			var vs []Candidate
 			if f.Excluded == "" {
@@ -361,6 +367,15 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 		}
 	}
 	return cands, facts
+}
+
+// semi is b with the "; " that separates a reason from the one before,
+// when there is one.
+func semi(b []byte) []byte {
+	if len(b) > 0 {
+		return append(b, "; "...)
+	}
+	return b
 }
 
 // divisors lists the positive divisors of n in ascending order (none for
@@ -453,6 +468,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 		Factorizations: facts, Enumerated: len(cands), PrunedByReason: map[string]int{}, ViolatingBy: map[string]int{}}
 	cache := NewQuickCache(spec.Collectives)
 	planner := partition.NewPlanner() // the candidates differ in layout only
+	// Each plan is read (Quick, the memory column) before the next is
+	// planned, and none is kept: their stage memory lists can share one.
+	planner.ReuseStageMemory = true
 	// One config, its layout set per candidate: neither the plan (dropped
 	// once priced), the Planner nor the cache keeps it.
 	cfg, maps := spec.baseConfig(), layerMaps{}

@@ -346,6 +346,9 @@ func (g GPU) Validate(field string) error {
 		{"custom_all_reduce_fixed_s", "seconds", g.CustomAllReduceFixedS, 0, MaxKernelLaunch},
 		{"custom_all_reduce_max_bytes", "bytes", float64(g.CustomAllReduceMaxBytes), 0, MaxL2Bytes},
 	} {
+		if c.v >= c.lo && c.v <= c.hi { // InRange's test: the field's path is put together only for its error
+			continue
+		}
 		if err := InRange(f(c.name), c.v, c.lo, c.hi, c.unit); err != nil {
 			return err
 		}

@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
+)
+
+// This file is what a layer op's time in a stage shape depends on, worked
+// out once per proxy: a layout's stage kinds share their layer's ops (the
+// first stage's), so every stage shape of the layout prices the same layer
+// ops, at its own L2 residency and first touch. opTerms holds what
+// opTime computes of an op that does not depend on those; opTerms.at
+// finishes it for a shape: opTime's numbers to the bit
+// (TestOpTermsAreOpTime).
+
+// Term kinds: how opTerms.at prices an op.
+const (
+	termsFixed   uint8 = iota // the same time whatever the shape: t, bound
+	termsWeights              // a compute op reading reusable weights: computeCost at the residency
+	termsOpTime               // anything else (a collective): opTime itself
+)
+
+// opTerms is one op reduced to what its time in a stage shape depends on:
+//   - a recv, a send, a compute op that reads no reusable weight and any
+//     op the op-time table prices: nothing, so t and bound are its time;
+//   - a GEMM or norm (reusable weights) the table does not price: the
+//     residency and first touch; tc (FLOPs over peak and efficiency), hbm
+//     (activation and KV bytes plus the weights), w (the weights) and fixed
+//     (launch and host step) are the values computeCost computes;
+//   - a collective: the stage's TP group, priced by opTime (op).
+type opTerms struct {
+	kind, bound       uint8 // bound: a fixed op's, as its index in boundOrder
+	t                 float64
+	tc, hbm, w, fixed float64
+	op                *partition.Op
+}
+
+// Bound indexes (boundOrder) computeCost's bounds come out as.
+var (
+	boundComputeAt = uint8(boundIndex(BoundCompute))
+	boundHBMAt     = uint8(boundIndex(BoundHBM))
+	boundL2At      = uint8(boundIndex(BoundL2))
+	boundLatencyAt = uint8(boundIndex(BoundLatency))
+)
+
+// termsOf is ops' opTerms in phase on plan's hardware (the cache's).
+func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase partition.Phase) []opTerms {
+	g := &plan.System.GPU
+	table := c.table.of(plan)
+	out := make([]opTerms, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		switch op.Kind {
+		case partition.Recv, partition.Send:
+			t, b, _ := c.opTime(plan, op, 1, false, 0, 1, phase) // neither reads the shape
+			out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(b))}
+			continue
+		case partition.AllReduce, partition.AllGather:
+			out[i] = opTerms{kind: termsOpTime, op: op}
+			continue
+		}
+		if _, ok := table.Time(op); ok || !reusable(op) {
+			// The table's time, or computeCost's with neither the residency
+			// nor first touch reaching its sum.
+			t, b, _ := c.opTime(plan, op, 1, false, 0, 1, phase)
+			out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(b))}
+			continue
+		}
+		w := float64(op.WeightBytes)
+		out[i] = opTerms{kind: termsWeights, w: w,
+			hbm:   float64(op.ActBytes+op.KVReadBytes+op.KVWriteBytes) + w,
+			tc:    float64(op.FLOPs) / (g.PeakFLOPsPerS(plan.Model.DType) * opComputeEfficiency(g, op)),
+			fixed: launchS(g, phase) + stepFixedS(g, phase, op)}
+	}
+	return out
+}
+
+// at is the op's time and bound (its index in boundOrder) on a stage at
+// residency res, with first touch or not, whose TP group of tp ranks
+// starts at rank first: opTime's (plan, phase: termsOf's).
+func (o *opTerms) at(c *QuickCache, plan *partition.Plan, g *topology.GPU, res float64, firstTouch bool, first, tp int, phase partition.Phase) (float64, uint8, error) {
+	switch o.kind {
+	case termsFixed:
+		return o.t, o.bound, nil
+	case termsOpTime:
+		t, b, err := c.opTime(plan, o.op, res, firstTouch, first, tp, phase)
+		return t, uint8(boundIndex(b)), err
+	}
+	// computeCost's terms that read the residency, in its order.
+	fromL2 := 0.0
+	if !firstTouch {
+		fromL2 = o.w * res
+	}
+	hbm := o.hbm - fromL2
+	th := hbm / (g.HBMBytesPerS * g.HBMEfficiency)
+	tl := fromL2 / g.L2BytesPerS
+	t, b := o.tc, boundComputeAt
+	if th > t {
+		t, b = th, boundHBMAt
+	}
+	if tl > t {
+		t, b = tl, boundL2At
+	}
+	if o.fixed > t {
+		b = boundLatencyAt
+	}
+	return t + o.fixed, b, nil
+}
+
+// touches is touches(op) for the op o stands for: only a reusable-weight
+// op with weight bytes prices differently on first touch.
+func (o *opTerms) touches() bool { return o.kind == termsWeights && o.w != 0 }

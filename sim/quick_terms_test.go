@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// A layer op's terms (opTerms), finished by at for a stage shape, must
+// give opTime's time to the bit and its bound, and its error. Every layer
+// op of every proxy pass (first and last prefill chunk, decode step) of
+// the 4,096- and 16,384-GPU searches, and of the 16,384-GPU search at
+// batch 16 and context 512 (TP degrees down to 1, so groups that start
+// inside a node), is priced both ways at eleven residencies from 0 to 1
+// and the shapes' own, with and without first touch, for TP groups
+// starting at every offset in a node; then again on a plan whose op-time
+// table prices every other GEMM and norm of the layer (the rest by the
+// roofline). Where the terms say first touch changes nothing (passBoth
+// then prices the op once), opTime must give the same time either way.
+func TestOpTermsAreOpTime(t *testing.T) {
+	compared, weights, tabled := 0, 0, 0
+	check := func(c *QuickCache, p *partition.Plan, ops []partition.Op, phase partition.Phase, shapeRes []float64) {
+		t.Helper()
+		terms := c.termsOf(p, ops, phase)
+		g := &p.System.GPU
+		for i := range ops {
+			op := &ops[i]
+			for _, res := range append([]float64{0, 1e-3, 0.05, 0.1, 0.25, 1.0 / 3, 0.5, 0.75, 0.9, 0.999, 1}, shapeRes...) {
+				for _, ft := range []bool{false, true} {
+					for off := 0; off < p.System.Topology.GPUsPerNode; off += max(1, p.TP) {
+						got, gb, gerr := terms[i].at(c, p, g, res, ft, off, p.TP, phase)
+						want, wb, werr := c.opTime(p, op, res, ft, off, p.TP, phase)
+						if got != want || gb != uint8(boundIndex(wb)) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+							t.Fatalf("%s %s %s, residency %v, first touch %v, group at %d: terms %v (%s, %v), opTime %v (%s, %v)",
+								p.Config.Name, phase, op.Name, res, ft, off, got, boundOrder[gb], gerr, want, wb, werr)
+						}
+						if ft && !terms[i].touches() { // passBoth prices it once: first touch must change nothing
+							if once, _, _ := c.opTime(p, op, res, false, off, p.TP, phase); once != want {
+								t.Fatalf("%s %s: terms say first touch changes nothing, opTime %v and %v", p.Config.Name, op.Name, once, want)
+							}
+						}
+						compared++
+					}
+				}
+			}
+			switch {
+			case terms[i].kind == termsWeights:
+				weights++
+			case terms[i].kind == termsFixed && reusable(op):
+				tabled++
+			}
+		}
+	}
+	var last *partition.Plan
+	for _, tc := range []struct {
+		gpus  int
+		small bool
+	}{{4096, false}, {16384, false}, {16384, true}} {
+		spec := syntheticSpec(t, tc.gpus)
+		if tc.small {
+			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
+		}
+		c, plans := pricedLayouts(t, spec)
+		for pk, kinds := range c.passes {
+			p := plans[pk]
+			var res []float64 // the residencies of the layout's shapes
+			for key := range c.stages {
+				if key.proxyKey == pk {
+					k := kinds[key.kind]
+					if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
+						res = append(res, min(1, float64(p.System.GPU.UsableL2Bytes())/float64(ws)))
+					}
+				}
+			}
+			for _, k := range kinds {
+				if k == nil {
+					continue
+				}
+				check(c, p, k.first.layer, partition.Prefill, res)
+				check(c, p, k.last.layer, partition.Prefill, res)
+				check(c, p, k.decode.layer, partition.Decode, res)
+			}
+			last = p
+		}
+	}
+	// An op-time table pricing every other GEMM and norm of the layer.
+	c := NewQuickCache(CollectiveOptions{})
+	kinds, err := (&QuickCache{}).withReset(last).proxy(last, layoutOf(last))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := kinds[kindOf(0, last.PP)].first.layer
+	var ts []configs.OpTime
+	for i, op := range ops {
+		if reusable(&op) && i%2 == 0 {
+			kind, shape, size, ctx := OpKey(&op)
+			ts = append(ts, opTimes(kind, shape, [3]float64{float64(size), float64(ctx), 1e-4 * float64(i+1)})...)
+		}
+	}
+	cfg := *last.Config
+	cfg.Hardware.OpTimes = ts
+	withTable := *last
+	withTable.Config = &cfg
+	c.reset(quickID{model: withTable.Model, context: cfg.Workload.Context, output: cfg.Workload.OutputTokens, sys: withTable.System})
+	before := tabled
+	check(c, &withTable, ops, partition.Prefill, nil)
+	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 {
+		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table: too few to test", compared, weights, tabled-before)
+	}
+	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table", compared, weights, tabled-before)
+}
+
+// withReset is c reset for p's model, workload and system.
+func (c *QuickCache) withReset(p *partition.Plan) *QuickCache {
+	c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
+	return c
+}
