@@ -72,6 +72,34 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, bu
 	return in.Seconds(), bs.Seconds(), nil
 }
 
+// burstAllReduceBesideIdle is member r's part of opAllReduceBurstIdle:
+// the pair {members[0], members[1]} runs burstAllReduce on g while every
+// other member sleeps in a receive from the first, which the first sends
+// once the pair is done. It returns the first member's time in the
+// all_reduce calls (keep gets its bursts' time).
+func burstAllReduceBesideIdle(ctx context.Context, c pexec.Comm, g pexec.Group, buf pexec.F32, members []int, r, iters, burstIters int, keep func(float64)) (float64, error) {
+	token := pexec.F32(make([]float32, 1))
+	if i := slices.Index(members, r); i >= 2 {
+		if err := c.Recv(ctx, token, members[0]); err != nil {
+			return 0, err
+		}
+		return 0, c.Flush(ctx)
+	}
+	elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, burstIters)
+	keep(bs)
+	if err != nil {
+		return 0, err
+	}
+	if r == members[0] {
+		for _, p := range members[2:] {
+			if err := c.Send(ctx, token, p); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return elapsed, c.Flush(ctx)
+}
+
 // RingBursts are the compute bursts of each hop of the receive wait's
 // rings, one ring each (4 000 to 64 000 iterations, about 6 to 100 µs
 // alone: a tiny config's stage of a decode step, one layer to a few, what
@@ -160,6 +188,15 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range CoreWaitBursts {
 		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
 	}
+	// Beside idle ranks (above the cores, where there are others): the
+	// pair {0, 1} alone after each burst while the rest sleep in a
+	// receive, against the same back-to-back pairs.
+	idle := len(groups)
+	if n > cores && n > 2 {
+		for _, b := range CoreWaitBursts {
+			groups, bursts = append(groups, commGroup{opAllReduceBurstIdle, all}), append(bursts, b)
+		}
+	}
 	// The receive wait: a message around all n ranks, each computing a
 	// burst before passing it on, per hop less the burst, against the
 	// one-way time between two of them with the others idle; one ring
@@ -196,7 +233,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if len(hops) > 0 {
 		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
-	for i := 1; i < ring; i++ {
+	for i := 1; i < idle; i++ {
 		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
@@ -205,10 +242,28 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 			keep(e, seen, &got)
 		}
 	}
+	var besideIdle []string
+	seenIdle := map[int64]bool{}
+	for i := idle; i < ring; i++ {
+		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
+		if err != nil {
+			return err
+		}
+		if ok {
+			e.Kind = configs.CoreWaitIdleKind
+			keep(e, seenIdle, &besideIdle)
+		}
+	}
+	if idle < ring {
+		if len(besideIdle) == 0 {
+			besideIdle = []string{"none (no longer than back to back)"}
+		}
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
+	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
 	var str []string
-	for i := 1; i < ring; i++ {
+	for i := 1; i < idle; i++ {
 		e, ok := coreStretchEntry(burstAloneS(bursts[i]), times[i], n, cores)
 		if ok {
 			cal.OpTimes = append(cal.OpTimes, e)
