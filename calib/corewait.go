@@ -27,7 +27,12 @@ import (
 // (2(g−1) = 2), is the wait W, recorded per burst length as the op-time
 // entries {kind core_wait, shape cores=C, size = the burst's wall time in
 // ns, ranks n}: sim looks W up at the compute a rank ran since its last
-// communication.
+// communication. Above the cores the pair {0, 1} also runs the loop alone
+// while the other n − 2 ranks sleep in a receive (opAllReduceBurstIdle: a
+// pipeline stage's TP pair while the other stages wait), against the same
+// back-to-back pairs: the wait beside idle ranks W_idle, recorded as
+// {kind core_wait_idle, …} alike; sim charges a collective
+// W·share + W_idle·(1 − share) per message step (sim/optable_share.go).
 
 // CoreWaitBursts are the compute bursts' lengths in loop iterations (four
 // independent multiply-adds each, about 1.5 ns on the project's 2-core VM
@@ -127,7 +132,8 @@ const coreWaitSteps = 2
 // time per call, then the burst's). Per repeat W is the median over sizes of
 // (after a burst − back to back) / 2(g−1), clamped at zero; the entry holds
 // the median and the extremes over repeats (a zero as noWaitS), at size the
-// median burst wall time in ns. ok is false when no repeat measured a wait.
+// median burst wall time in ns. ok is false when no repeat measured a wait
+// (the entry then holds noWaitS throughout).
 func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
 	if len(alone) != len(burstT) || len(alone) == 0 {
 		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
@@ -146,14 +152,12 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
-	if !(sp.Max > 0) {
-		return configs.OpTime{}, false, nil
-	}
+	ok := sp.Max > 0
 	// A median of no wait is kept as noWaitS (a table time is positive),
 	// so that sim interpolates towards no wait after short bursts.
-	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	sp.Median, sp.Min, sp.Max = max(sp.Median, noWaitS), max(sp.Min, noWaitS), max(sp.Max, noWaitS)
 	return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
-		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true, nil
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, ok, nil
 }
 
 // coreWaitCounts are the rank counts the core wait is measured at: every
@@ -245,19 +249,17 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	var besideIdle []string
 	seenIdle := map[int64]bool{}
 	for i := idle; i < ring; i++ {
-		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
+		// A burst after which no repeat waited is kept too (1 ns): the
+		// pair alone often meets no wait after a short burst, and without
+		// the entry sim would take the next longer burst's.
+		e, _, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
 		}
-		if ok {
-			e.Kind = configs.CoreWaitIdleKind
-			keep(e, seenIdle, &besideIdle)
-		}
+		e.Kind = configs.CoreWaitIdleKind
+		keep(e, seenIdle, &besideIdle)
 	}
 	if idle < ring {
-		if len(besideIdle) == 0 {
-			besideIdle = []string{"none (no longer than back to back)"}
-		}
 		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
