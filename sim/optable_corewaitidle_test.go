@@ -107,3 +107,80 @@ func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 		t.Errorf("TPOT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
 	}
 }
+
+// TestRecvWaitHandOff: with the hand-off taken in turns H = 30 µs and a
+// one-way time of 5 µs for its 8 bytes (the send entry at 4 and 16 B:
+// 5 µs both), a receive that blocked waits H − 5 = 25 µs after any burst,
+// in place of the receive wait (10 µs here); without the send entry the
+// whole 30 µs; a one-way time above H (40 µs) leaves 0. Without a
+// hand-off the receive wait holds.
+func TestRecvWaitHandOff(t *testing.T) {
+	cfg, err := configs.Load("test/layerwise16-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hardware.HostCores = 2
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := func(kind, shape string, size int64, ts float64) configs.OpTime {
+		return configs.OpTime{Kind: kind, Shape: shape, Size: size, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 16}
+	}
+	hand := e(configs.TurnsKind(configs.HandOffKind), "cores=2", 1, 30e-6)
+	wait := e(configs.RecvWaitKind, "cores=2", 20_000, 10e-6)
+	send := func(ts float64) []configs.OpTime {
+		return []configs.OpTime{e("send", "ranks=2", 4, ts), e("send", "ranks=2", 16, ts)}
+	}
+	for _, c := range []struct {
+		name  string
+		times []configs.OpTime
+		want  float64
+	}{
+		{"hand-off less one-way", append(send(5e-6), hand, wait), 25e-6},
+		{"no send entry", []configs.OpTime{hand, wait}, 30e-6},
+		{"one-way above the hand-off", append(send(40e-6), hand, wait), 0},
+		{"receive wait alone", append(send(5e-6), wait), 10e-6},
+	} {
+		for _, burst := range []float64{1e-6, 20e-6, 1e-3} {
+			if got := recvWaitS(NewOpTable(c.times), plan, burst); math.Abs(got-c.want) > 1e-12 {
+				t.Errorf("%s, after %g s: %.6g s, want %.6g s", c.name, burst, got, c.want)
+			}
+		}
+	}
+}
+
+// TestEstimateHandOff: pp4-tiny with one micro-batch on 2 cores and a
+// hand-off H = 30 µs (no send entry: the whole of it is the wait). Every
+// receive blocks (one stage computes at a time): the prefill's path to the
+// first token holds 3 of them (stages 1, 2 and 3 wait for their
+// activations), each decode step 4 (the token back to stage 0 too), so
+// TTFT grows by 3 · 30 = 90 µs and TPOT by 4 · 30 = 120 µs.
+func TestEstimateHandOff(t *testing.T) {
+	est := func(times ...configs.OpTime) *Estimate {
+		cfg, err := configs.Load("test/pp4-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.Microbatches = 1
+		cfg.Hardware.HostCores = 2
+		cfg.Hardware.OpTimes = times
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := EstimatePlan(plan, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	base := est()
+	h := est(configs.OpTime{Kind: configs.TurnsKind(configs.HandOffKind), Shape: "cores=2", Size: 1, TimeS: 30e-6, TimeMinS: 30e-6, TimeMaxS: 30e-6, Samples: 1, Ranks: 4})
+	if d := h.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-90e-6) > 1e-9 {
+		t.Errorf("TTFT grew by %.6g s, want 90 µs (3 blocked receives × 30 µs)", d)
+	}
+	if d := h.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-120e-6) > 1e-9 {
+		t.Errorf("TPOT grew by %.6g s, want 120 µs (4 blocked receives × 30 µs)", d)
+	}
+}
