@@ -348,21 +348,10 @@ func messageSteps(op *partition.Op) int {
 // an even pipeline; interpolated between measured bursts, the nearest one
 // outside them; a profile with one burst, size 1, holds at every burst),
 // 0 without one.
-//
-// Where the profile holds the hand-off measured with the ranks taking turns
-// (configs.HandOffKind: a Send call's start to the sleeping receiver's
-// Recv returning, at the plan's ranks), the wait is that less the one-way
-// time of its handOffBytes (the send entry, measured between two ranks
-// with the others idle), at least 0, in place of the receive wait: the
-// hop at the placement, between ranks that ran their Programs' passes.
 func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil {
 		return 0
-	}
-	if h, ok := table.lookupClamped(configs.TurnsKind(configs.HandOffKind), configs.CoreWaitShape(cores), 1); ok {
-		oneWay, _ := table.lookupClamped("send", "ranks=2", handOffBytes) // 0 without one
-		return math.Max(0, h-oneWay)
 	}
 	w, ok := table.lookupClamped(configs.RecvWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
 	if !ok {
@@ -370,10 +359,6 @@ func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 	}
 	return w
 }
-
-// handOffBytes is the token a hand-off is measured with (calib's
-// turnRing: two float32s).
-const handOffBytes = 8
 
 // coreWaitS is the scheduling delay charged to op by the table's core wait
 // at the plan's host cores after burstS seconds of compute, run at a mean
