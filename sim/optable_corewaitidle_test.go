@@ -107,3 +107,85 @@ func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 		t.Errorf("TPOT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
 	}
 }
+
+// TestBlockedRecvHandOff: a message sent at 100 µs that arrives at
+// 110 µs, with the hand-off taken in turns H = 30 µs: the receive returns
+// at max(110, 100 + 30) = 130 µs, whatever the burst; one that arrives at
+// 140 µs (a long copy) at 140 µs. Without a hand-off: the arrival and the
+// receive wait (10 µs here), 120 µs; with neither, 110 µs.
+func TestBlockedRecvHandOff(t *testing.T) {
+	cfg, err := configs.Load("test/layerwise16-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hardware.HostCores = 2
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := func(kind string, size int64, ts float64) configs.OpTime {
+		return configs.OpTime{Kind: kind, Shape: "cores=2", Size: size, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 16}
+	}
+	hand := e(configs.TurnsKind(configs.HandOffKind), 1, 30e-6)
+	wait := e(configs.RecvWaitKind, 20_000, 10e-6)
+	for _, c := range []struct {
+		name             string
+		times            []configs.OpTime
+		arrival, wantEnd float64
+	}{
+		{"hand-off after the arrival", []configs.OpTime{hand, wait}, 110e-6, 130e-6},
+		{"arrival after the hand-off", []configs.OpTime{hand, wait}, 140e-6, 140e-6},
+		{"receive wait alone", []configs.OpTime{wait}, 110e-6, 120e-6},
+		{"neither", nil, 110e-6, 110e-6},
+	} {
+		for _, burst := range []float64{1e-6, 20e-6, 1e-3} {
+			if got := blockedRecvEndS(NewOpTable(c.times), plan, 100e-6, c.arrival, burst); math.Abs(got-c.wantEnd) > 1e-12 {
+				t.Errorf("%s, after %g s: returns at %.6g s, want %.6g s", c.name, burst, got, c.wantEnd)
+			}
+		}
+	}
+}
+
+// TestEstimateHandOff: pp4-tiny with one micro-batch on 2 cores. Every
+// receive blocks (one stage computes at a time): the prefill's path to the
+// first token holds 3 of them (stages 1, 2 and 3 wait for their
+// activations), each decode step 4 (the token back to stage 0 too). With a
+// hand-off above every hop's one-way time (the link model's: about 1 µs)
+// each of those receives returns the hand-off after its send, so a
+// hand-off of 50 µs against one of 30 µs adds 3 · 20 = 60 µs to TTFT and
+// 4 · 20 = 80 µs to TPOT; one of 1 ns (below every arrival) changes
+// nothing against no entry.
+func TestEstimateHandOff(t *testing.T) {
+	est := func(times ...configs.OpTime) *Estimate {
+		cfg, err := configs.Load("test/pp4-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.Microbatches = 1
+		cfg.Hardware.HostCores = 2
+		cfg.Hardware.OpTimes = times
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := EstimatePlan(plan, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	h := func(ts float64) configs.OpTime {
+		return configs.OpTime{Kind: configs.TurnsKind(configs.HandOffKind), Shape: "cores=2", Size: 1, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 4}
+	}
+	h30, h50 := est(h(30e-6)), est(h(50e-6))
+	if d := h50.Prefill.TTFTS - h30.Prefill.TTFTS; math.Abs(d-60e-6) > 1e-9 {
+		t.Errorf("TTFT grew by %.6g s from a 30 to a 50 µs hand-off, want 60 µs (3 blocked receives × 20 µs)", d)
+	}
+	if d := h50.Decode.TPOTS - h30.Decode.TPOTS; math.Abs(d-80e-6) > 1e-9 {
+		t.Errorf("TPOT grew by %.6g s from a 30 to a 50 µs hand-off, want 80 µs (4 blocked receives × 20 µs)", d)
+	}
+	base, tiny := est(), est(h(1e-9))
+	if tiny.Prefill.TTFTS != base.Prefill.TTFTS || tiny.Decode.TPOTS != base.Decode.TPOTS {
+		t.Errorf("a 1 ns hand-off: TTFT %g, TPOT %g; want unchanged %g, %g", tiny.Prefill.TTFTS, tiny.Decode.TPOTS, base.Prefill.TTFTS, base.Decode.TPOTS)
+	}
+}
