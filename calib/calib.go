@@ -264,15 +264,11 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			if n > h.cores {
 				// Above the cores, the same ranks again taking turns: a
 				// pipeline's stages compute one at a time.
-				tt, handOffs, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
+				tt, _, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
 				if err != nil {
 					return nil, err
 				}
 				cal.OpTimes = append(cal.OpTimes, tt...)
-				if e, ok := handOffEntry(handOffs, n, h.cores); ok {
-					cal.OpTimes = append(cal.OpTimes, e)
-					note(cal, "hand-off at %d process ranks taking turns (the previous rank's Send call's start to this rank's Recv returning, the receiver asleep): %.3g s (median over ranks of each rank's median; %.3g–%.3g)", n, e.TimeS, e.TimeMinS, e.TimeMaxS)
-				}
 				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))
 			}
 			for range opRankCount(opPlanList) {

@@ -389,22 +389,3 @@ func coreStretchEntry(aloneS float64, burstT [][]float64, n, cores int) (configs
 	return configs.OpTime{Kind: configs.CoreStretchKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(aloneS*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }
-
-// handOffEntry is the op-time entry of the hand-off between two ranks
-// taking turns at n ranks on cores cores (configs.HandOffKind, taken in
-// turns): the median over ranks of each rank's median hand-off, the
-// extremes over ranks, at size 1. ok is false without a positive one.
-func handOffEntry(perRank []float64, n, cores int) (configs.OpTime, bool) {
-	var hs []float64
-	for _, h := range perRank {
-		if h > 0 {
-			hs = append(hs, h)
-		}
-	}
-	if len(hs) == 0 {
-		return configs.OpTime{}, false
-	}
-	sp := spreadOf(hs)
-	return configs.OpTime{Kind: configs.TurnsKind(configs.HandOffKind), Shape: configs.CoreWaitShape(cores), Size: 1,
-		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: len(hs), Ranks: n}, true
-}

@@ -64,10 +64,6 @@ type opProcSpec struct {
 type rankOpTimes struct {
 	Stretch float64          `json:"stretch"`
 	Times   []configs.OpTime `json:"times"`
-	// HandOffS, taken in turns, is the median over this rank's turns of
-	// the hand-off that gave it the turn: from the previous rank's Send
-	// call's start to this rank's Recv returning (turnRing; 0: none).
-	HandOffS float64 `json:"hand_off_s,omitempty"`
 }
 
 // measureOpTimesProcs times the compute ops of configs' Programs with n
@@ -77,8 +73,7 @@ type rankOpTimes struct {
 // at too (wall over CPU time of its blocks).
 //
 // With turns the ranks take turns instead (turnRing; minBlock unused): the
-// entries' kinds are configs.TurnsKind of the op's, and in place of the
-// stretches each rank's median hand-off (rankOpTimes.HandOffS).
+// entries' kinds are configs.TurnsKind of the op's, and the stretches 0.
 func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, error) {
 	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}})
 	if err != nil {
@@ -100,9 +95,6 @@ func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []stri
 	stretches := make([]float64, n)
 	for i, r := range ranks {
 		stretches[i] = r.Stretch
-		if turns {
-			stretches[i] = r.HandOffS
-		}
 	}
 	ts := mergeOpTimes(ranks, n)
 	if turns {
@@ -191,9 +183,8 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 	var rt rankOpTimes
 	bo := blockOpts{minBlock: minBlock, stretch: &rt.Stretch, onCore: true}
 	step := func() error { return c.Barrier(ctx) }
-	var ring *turnRing
 	if spec.Turns {
-		ring = newTurnRing(ctx, c, c.Rank(), c.Size())
+		ring := newTurnRing(ctx, c, c.Rank(), c.Size())
 		bo = blockOpts{onCore: true, turn: ring.await, done: ring.handOn}
 		step = func() error {
 			if err := ring.end(); err != nil {
@@ -205,9 +196,6 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 	rt.Times, err = measureOpTimesBlocks(ctx, plans, 1, spec.Blocks, bo, CPUCompute, nil, step)
 	if err != nil {
 		return err
-	}
-	if ring != nil && len(ring.handOffs) > 0 {
-		rt.HandOffS = medianOf(ring.handOffs)
 	}
 	js, err := json.Marshal(rt)
 	if err != nil {
@@ -237,27 +225,7 @@ type turnRing struct {
 	c       p2p
 	rank, n int
 	started bool
-	// token carries the sender's wall clock at its Send call's start
-	// (stampToken), from which the receiver takes the hand-off's time
-	// into handOffs (same host: one clock).
-	token    pexec.F32
-	handOffs []float64
-}
-
-// stampToken writes now's wall clock into tok[0:2] as two integers below
-// 10^6 (float32 holds them exactly): nanoseconds within the millisecond,
-// milliseconds within 10^6 — the clock modulo 10^12 ns (about 17 minutes).
-func stampToken(tok pexec.F32, now time.Time) {
-	ns := now.UnixNano()
-	tok[0], tok[1] = float32(ns%1_000_000), float32((ns/1_000_000)%1_000_000)
-}
-
-// sinceStamp is the time from the stamp in tok to now, modulo 10^12 ns.
-func sinceStamp(tok pexec.F32, now time.Time) float64 {
-	const mod = 1_000_000_000_000
-	sent := int64(tok[1])*1_000_000 + int64(tok[0])
-	d := (now.UnixNano()%mod - sent + mod) % mod
-	return float64(d) * 1e-9
+	token   pexec.F32
 }
 
 // p2p is what a turnRing sends and receives the token through.
@@ -267,7 +235,7 @@ type p2p interface {
 }
 
 func newTurnRing(ctx context.Context, c p2p, rank, n int) *turnRing {
-	return &turnRing{ctx: ctx, c: c, rank: rank, n: n, token: pexec.F32(make([]float32, 2))}
+	return &turnRing{ctx: ctx, c: c, rank: rank, n: n, token: pexec.F32(make([]float32, 1))}
 }
 
 // await returns once this rank holds the turn.
@@ -279,16 +247,7 @@ func (r *turnRing) await() error {
 		r.started = true
 		return nil
 	}
-	return r.recv((r.rank + r.n - 1) % r.n)
-}
-
-// recv takes the token from peer and records the hand-off's time.
-func (r *turnRing) recv(peer int) error {
-	if err := r.c.Recv(r.ctx, r.token, peer); err != nil {
-		return err
-	}
-	r.handOffs = append(r.handOffs, sinceStamp(r.token, time.Now()))
-	return nil
+	return r.c.Recv(r.ctx, r.token, (r.rank+r.n-1)%r.n)
 }
 
 // handOn passes the turn to the next rank.
@@ -296,7 +255,6 @@ func (r *turnRing) handOn() error {
 	if r.n < 2 {
 		return nil
 	}
-	stampToken(r.token, time.Now())
 	return r.c.Send(r.ctx, r.token, (r.rank+1)%r.n)
 }
 
@@ -307,7 +265,7 @@ func (r *turnRing) end() error {
 		return nil
 	}
 	r.started = false
-	return r.recv(r.n - 1)
+	return r.c.Recv(r.ctx, r.token, r.n-1)
 }
 
 // turnsOverAtOnce says, per op kind, the median over its entries of the

@@ -32,17 +32,6 @@ const RecvWaitKind = "recv_wait"
 // cores: a collective beside idle ranks").
 const CoreWaitIdleKind = "core_wait_idle"
 
-// HandOffKind is the op-time kind of a pipeline hop's hand-off with the
-// host's Ranks process ranks taking turns (recorded as
-// TurnsKind(HandOffKind), kept as the other entries taken in turns): from
-// the sending rank's Send call's start to the receiving rank — asleep in
-// its Recv, as a waiting stage is — returning from it, for a message of a
-// few bytes. Shape CoreWaitShape, size 1. sim charges a receive that
-// blocked this less the one-way time of those bytes in place of the
-// receive wait (docs/costmodel.md, "Shared cores: a collective beside idle
-// ranks").
-const HandOffKind = "hand_off"
-
 // CoreStretchKind is the op-time kind of the shared-core stretch of a
 // short compute burst: a burst that takes Size ns alone (one process, the
 // host otherwise idle) took TimeS of wall time on each of Ranks ranks

@@ -41,9 +41,7 @@ func keepTurns(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 		}
 		if t.Ranks == ranks && ranks > cores {
 			out = append(out, t)
-			if !IsCommKind(strings.TrimPrefix(t.Kind, TurnsKindPrefix)) && t.Kind != TurnsKind(HandOffKind) {
-				kept++ // a compute op's
-			}
+			kept++
 		} else if !slices.Contains(measured, t.Ranks) {
 			measured = append(measured, t.Ranks)
 		}

@@ -360,24 +360,6 @@ func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 	return w
 }
 
-// blockedRecvEndS is when a receive that blocked (its message, sent at
-// sentS, arrives at arrivalS, after the receiver began waiting) returns:
-// where the profile holds the hand-off measured with the plan's ranks
-// taking turns (configs.HandOffKind: a Send call's start to the sleeping
-// receiver's Recv returning, between ranks that ran their Programs'
-// passes), no earlier than the hand-off after the send, nor than the
-// message's arrival — the hop at the placement, in place of the one-way
-// time and the receive wait; else the arrival and the receive wait after
-// burstS of compute (recvWaitS).
-func blockedRecvEndS(table *OpTable, plan *partition.Plan, sentS, arrivalS, burstS float64) float64 {
-	if cores := hostCores(plan); cores > 0 && table != nil {
-		if h, ok := table.lookupClamped(configs.TurnsKind(configs.HandOffKind), configs.CoreWaitShape(cores), 1); ok {
-			return math.Max(arrivalS, sentS+h)
-		}
-	}
-	return arrivalS + recvWaitS(table, plan, burstS)
-}
-
 // coreWaitS is the scheduling delay charged to op by the table's core wait
 // at the plan's host cores after burstS seconds of compute, run at a mean
 // shared-core stretch of stretch (0 without a core wait; coreWaitShare).

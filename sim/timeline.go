@@ -79,7 +79,6 @@ type tensorKey struct {
 type message struct {
 	arrival float64
 	flow    int
-	sent    float64 // the send's start (a blocked receive's hand-off: optable_share.go)
 }
 
 // groupInfo caches a collective group's name, its simulated members
@@ -328,7 +327,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		s.chanFree[key] = start + m.cost.TimeS
 		s.flows++
 		sl.Flow = s.flows
-		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows, sl.StartS})
+		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
 		launched := sl.EndS
 		sl.EndS += m.cost.FixedS // the message leaves at the launch; the sender is busy in its call
@@ -342,12 +341,11 @@ func (s *simulator) step(ri int) (bool, error) {
 		}
 		arrival := q[0].arrival
 		sl.Flow = q[0].flow
-		sent := q[0].sent
 		s.inbox[key] = q[1:]
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
-			sl.EndS = blockedRecvEndS(s.table, s.plan, sent, arrival, r.burstS)
+			sl.EndS += recvWaitS(s.table, s.plan, r.burstS)
 		}
 		r.burstS, r.burstAloneS, r.burstOverS = 0, 0, 0
 		sl.WaitS = sl.EndS - r.clock
