@@ -33,6 +33,14 @@ const (
 	// what a pair's all-reduce costs when its partner must first be
 	// scheduled (measureCoreWait).
 	opAllReduceBurst = "all_reduce_pairs_burst"
+	// opAllReduceBurstIdle is opAllReduceBurst on the pair {0, 1} alone
+	// while every other rank of the group sleeps in a receive from rank 0
+	// (a pipeline's other stages waiting for their micro-batch), which
+	// rank 0 sends once the pair is done: what a pair's all-reduce after
+	// compute costs with the cores free but the communicator's waits
+	// sleeping, as they do where the ranks outnumber the cores
+	// (measureCoreWait's wait beside idle ranks).
+	opAllReduceBurstIdle = "all_reduce_pair_burst_idle"
 	// opRing passes one message around every rank of the group, each
 	// receiving from the one before it and sending to the one after (a
 	// pipeline's hops, one rank runnable at a time), timed per hop
@@ -47,7 +55,7 @@ const (
 
 // isAllReduce reports whether op runs all_reduce calls (on a group).
 func isAllReduce(op string) bool {
-	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst
+	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle
 }
 
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
@@ -55,7 +63,7 @@ func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst {
+	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle {
 		return 2
 	}
 	return len(ranks)
@@ -203,7 +211,7 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 
 // groupOf is the all_reduce group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs || b.op == opAllReduceBurst {
+	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -273,6 +281,9 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			return 0, err
 		}
 		return elapsed, c.Flush(ctx)
+	}
+	if b.op == opAllReduceBurstIdle {
+		return burstAllReduceBesideIdle(ctx, c, g, buf, members, r, iters, b.burst, keep)
 	}
 	var burstTotal float64
 	defer func() { keep(burstTotal) }()

@@ -191,7 +191,7 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 					return fmt.Errorf("%s over %v, %d B: %w", b.op, spec.Groups[gi].Ranks, size, err)
 				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
-				if b.op == opAllReduceBurst || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
+				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
 				}
 			}

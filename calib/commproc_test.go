@@ -87,3 +87,26 @@ func TestMeasureLinkProcsRing(t *testing.T) {
 		}
 	}
 }
+
+// Four process ranks time the pair {0, 1}'s all_reduce after a compute
+// burst while ranks 2 and 3 sleep in a receive (released by rank 0 after
+// each sample): the group's times hold, per repeat, the all_reduce's time
+// and the burst's wall time, both positive, and the run ends (a sleeper
+// left waiting would hang it until the context's deadline).
+func TestMeasureLinkProcsBurstBesideIdle(t *testing.T) {
+	groups := []commGroup{{opAllReducePairs, []int{0, 1, 2, 3}}, {opAllReduceBurstIdle, []int{0, 1, 2, 3}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	times, err := measureLinkProcsBursts(ctx, []string{os.Args[0], "-test.run=^$"}, 4, groups, []int{0, 4000}, []int64{256}, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times[0][0]) != 2 || len(times[1][0]) != 4 {
+		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst) pairs", times)
+	}
+	for i, v := range times[1][0] {
+		if !(v > 0 && v < 1) || (i%2 == 1 && v < 1e-6) {
+			t.Fatalf("beside idle ranks, value %d: %g s", i, v)
+		}
+	}
+}

@@ -27,7 +27,12 @@ import (
 // (2(g−1) = 2), is the wait W, recorded per burst length as the op-time
 // entries {kind core_wait, shape cores=C, size = the burst's wall time in
 // ns, ranks n}: sim looks W up at the compute a rank ran since its last
-// communication.
+// communication. Above the cores the pair {0, 1} also runs the loop alone
+// while the other n − 2 ranks sleep in a receive (opAllReduceBurstIdle: a
+// pipeline stage's TP pair while the other stages wait), against the same
+// back-to-back pairs: the wait beside idle ranks W_idle, recorded as
+// {kind core_wait_idle, …} alike; sim charges a collective
+// W·share + W_idle·(1 − share) per message step (sim/optable_share.go).
 
 // CoreWaitBursts are the compute bursts' lengths in loop iterations (four
 // independent multiply-adds each, about 1.5 ns on the project's 2-core VM
@@ -72,6 +77,34 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, bu
 	return in.Seconds(), bs.Seconds(), nil
 }
 
+// burstAllReduceBesideIdle is member r's part of opAllReduceBurstIdle:
+// the pair {members[0], members[1]} runs burstAllReduce on g while every
+// other member sleeps in a receive from the first, which the first sends
+// once the pair is done. It returns the first member's time in the
+// all_reduce calls (keep gets its bursts' time).
+func burstAllReduceBesideIdle(ctx context.Context, c pexec.Comm, g pexec.Group, buf pexec.F32, members []int, r, iters, burstIters int, keep func(float64)) (float64, error) {
+	token := pexec.F32(make([]float32, 1))
+	if i := slices.Index(members, r); i >= 2 {
+		if err := c.Recv(ctx, token, members[0]); err != nil {
+			return 0, err
+		}
+		return 0, c.Flush(ctx)
+	}
+	elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, burstIters)
+	keep(bs)
+	if err != nil {
+		return 0, err
+	}
+	if r == members[0] {
+		for _, p := range members[2:] {
+			if err := c.Send(ctx, token, p); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return elapsed, c.Flush(ctx)
+}
+
 // RingBursts are the compute bursts of each hop of the receive wait's
 // rings, one ring each (4 000 to 64 000 iterations, about 6 to 100 µs
 // alone: a tiny config's stage of a decode step, one layer to a few, what
@@ -99,7 +132,8 @@ const coreWaitSteps = 2
 // time per call, then the burst's). Per repeat W is the median over sizes of
 // (after a burst − back to back) / 2(g−1), clamped at zero; the entry holds
 // the median and the extremes over repeats (a zero as noWaitS), at size the
-// median burst wall time in ns. ok is false when no repeat measured a wait.
+// median burst wall time in ns. ok is false when no repeat measured a wait
+// (the entry then holds noWaitS throughout).
 func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
 	if len(alone) != len(burstT) || len(alone) == 0 {
 		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
@@ -118,14 +152,12 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
-	if !(sp.Max > 0) {
-		return configs.OpTime{}, false, nil
-	}
+	ok := sp.Max > 0
 	// A median of no wait is kept as noWaitS (a table time is positive),
 	// so that sim interpolates towards no wait after short bursts.
-	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
+	sp.Median, sp.Min, sp.Max = max(sp.Median, noWaitS), max(sp.Min, noWaitS), max(sp.Max, noWaitS)
 	return configs.OpTime{Kind: configs.CoreWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
-		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true, nil
+		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, ok, nil
 }
 
 // coreWaitCounts are the rank counts the core wait is measured at: every
@@ -159,6 +191,15 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	bursts := []int{0}
 	for _, b := range CoreWaitBursts {
 		groups, bursts = append(groups, commGroup{opAllReduceBurst, all}), append(bursts, b)
+	}
+	// Beside idle ranks (above the cores, where there are others): the
+	// pair {0, 1} alone after each burst while the rest sleep in a
+	// receive, against the same back-to-back pairs.
+	idle := len(groups)
+	if n > cores && n > 2 {
+		for _, b := range CoreWaitBursts {
+			groups, bursts = append(groups, commGroup{opAllReduceBurstIdle, all}), append(bursts, b)
+		}
 	}
 	// The receive wait: a message around all n ranks, each computing a
 	// burst before passing it on, per hop less the burst, against the
@@ -196,7 +237,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if len(hops) > 0 {
 		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
-	for i := 1; i < ring; i++ {
+	for i := 1; i < idle; i++ {
 		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
@@ -205,10 +246,26 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 			keep(e, seen, &got)
 		}
 	}
+	var besideIdle []string
+	seenIdle := map[int64]bool{}
+	for i := idle; i < ring; i++ {
+		// A burst after which no repeat waited is kept too (1 ns): the
+		// pair alone often meets no wait after a short burst, and without
+		// the entry sim would take the next longer burst's.
+		e, _, err := coreWaitEntry(times[0], times[i], n, cores)
+		if err != nil {
+			return err
+		}
+		e.Kind = configs.CoreWaitIdleKind
+		keep(e, seenIdle, &besideIdle)
+	}
+	if idle < ring {
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
+	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
 	var str []string
-	for i := 1; i < ring; i++ {
+	for i := 1; i < idle; i++ {
 		e, ok := coreStretchEntry(burstAloneS(bursts[i]), times[i], n, cores)
 		if ok {
 			cal.OpTimes = append(cal.OpTimes, e)

@@ -45,10 +45,12 @@ func TestCoreWaitEntry(t *testing.T) {
 	if e, ok, err := coreWaitEntry(alone, once, 4, 2); !ok || err != nil || e.TimeS != 1e-9 || !close(e.TimeMaxS, 60e-6) || e.Size != 5000 {
 		t.Errorf("one repeat waited: %+v, ok %t, err %v; want 1 ns (max 60 µs) at 5000 ns", e, ok, err)
 	}
-	// No wait measured: no entry.
+	// No wait measured: ok is false (the core wait keeps no entry), and
+	// the entry, which the wait beside idle ranks keeps, holds 1 ns
+	// throughout at the bursts' 5 µs.
 	same := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
-	if _, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil {
-		t.Errorf("equal times: ok %t, err %v; want no entry, no error", ok, err)
+	if e, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil || e.TimeS != 1e-9 || e.TimeMinS != 1e-9 || e.TimeMaxS != 1e-9 || e.Size != 5000 {
+		t.Errorf("equal times: %+v, ok %t, err %v; want ok false, 1 ns throughout at 5000 ns, no error", e, ok, err)
 	}
 	// Mismatched shapes are an error, not a guess.
 	if _, _, err := coreWaitEntry(alone, burstT[:2], 4, 2); err == nil {

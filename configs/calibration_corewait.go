@@ -20,6 +20,18 @@ const CoreWaitKind = "core_wait"
 // time in ns (1 in profiles of an older partbench: one burst).
 const RecvWaitKind = "recv_wait"
 
+// CoreWaitIdleKind is the op-time kind of the partners' scheduling delay
+// beside idle ranks: the wait per message step of a pair's all_reduce after
+// a compute burst while the host's other Ranks − 2 ranks sleep in a
+// receive (a pipeline's other stages waiting), against the pair's
+// back-to-back time with every pair at once (the op-time table's entry).
+// Where the ranks outnumber the cores the communicator's waits do not spin,
+// so each message step wakes a sleeping partner even with cores free. Shape
+// CoreWaitShape, size the burst's wall time in ns; sim charges it to a
+// collective whose members computed alone (docs/costmodel.md, "Shared
+// cores: a collective beside idle ranks").
+const CoreWaitIdleKind = "core_wait_idle"
+
 // CoreStretchKind is the op-time kind of the shared-core stretch of a
 // short compute burst: a burst that takes Size ns alone (one process, the
 // host otherwise idle) took TimeS of wall time on each of Ranks ranks
@@ -76,8 +88,8 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 }
 
 // isWaitKind reports whether kind is a shared-core wait or stretch
-// (core_wait, recv_wait, core_stretch): measured at one rank count, kept
-// only at it.
+// (core_wait, core_wait_idle, recv_wait, core_stretch): measured at one
+// rank count, kept only at it.
 func isWaitKind(kind string) bool {
-	return kind == CoreWaitKind || kind == RecvWaitKind || kind == CoreStretchKind
+	return kind == CoreWaitKind || kind == CoreWaitIdleKind || kind == RecvWaitKind || kind == CoreStretchKind
 }

@@ -363,6 +363,16 @@ func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 // coreWaitS is the scheduling delay charged to op by the table's core wait
 // at the plan's host cores after burstS seconds of compute, run at a mean
 // shared-core stretch of stretch (0 without a core wait; coreWaitShare).
+// Per message step it is
+//
+//	W · share + W_idle · (1 − share)
+//
+// W the core wait (measured with every rank computing), W_idle the wait
+// beside idle ranks (configs.CoreWaitIdleKind: the pair's partners
+// woken from a sleeping wait while the host's other ranks sleep too), each
+// 0 where the profile has none: a collective whose members computed with
+// the others idle (a pipeline stage's TP group, share 0) meets W_idle, one
+// whose members computed beside every other rank (share 1) meets W.
 func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, stretch float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil {
@@ -372,11 +382,14 @@ func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, s
 	if steps == 0 {
 		return 0
 	}
-	w, ok := table.lookupClamped(configs.CoreWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
-	if !ok {
+	shape, size := configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9))
+	w, ok := table.lookupClamped(configs.CoreWaitKind, shape, size)
+	idle, okIdle := table.lookupClamped(configs.CoreWaitIdleKind, shape, size)
+	if !ok && !okIdle {
 		return 0
 	}
-	return float64(steps) * w * coreWaitShare(stretch, planRanks(plan), cores)
+	share := coreWaitShare(stretch, planRanks(plan), cores)
+	return float64(steps) * (w*share + idle*(1-share)) // an absent entry's value is 0
 }
 
 // planRanks is every rank of plan's config (replicas included): the ranks

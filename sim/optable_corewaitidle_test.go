@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// TestCoreWaitBesideIdle: tp2pp2-tiny's 4 ranks on 2 cores (full stretch
+// n/C = 2), a 2-rank all-reduce (2 message steps), the core wait W = 30 µs
+// and the wait beside idle ranks W_idle = 10 µs per step after the same
+// burst. Per step W·share + W_idle·(1 − share), share = (s − 1)/(2 − 1):
+//
+//	stretch 1 (the stage's pair computed alone): 2 · 10 = 20 µs
+//	stretch 2 (all four computed):               2 · 30 = 60 µs
+//	stretch 1.5:                                 2 · (15 + 5) = 40 µs
+//
+// With W_idle alone (no core wait) at stretch 1.5: 2 · 0.5 · 10 = 10 µs;
+// with W alone, as before: 2 · 0.5 · 30 = 30 µs. tp4-tiny on 4 cores (the
+// ranks fill them, share 1) meets W alone: 6 steps · 30 = 180 µs.
+func TestCoreWaitBesideIdle(t *testing.T) {
+	plan := func(name string, cores int) *partition.Plan {
+		cfg, err := configs.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Hardware.HostCores = cores
+		p, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	e := func(kind string, cores int, w float64) configs.OpTime {
+		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(cores), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+	}
+	both := NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 2, 30e-6), e(configs.CoreWaitIdleKind, 2, 10e-6)})
+	idleOnly := NewOpTable([]configs.OpTime{e(configs.CoreWaitIdleKind, 2, 10e-6)})
+	waitOnly := NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 2, 30e-6)})
+	pair := &partition.Op{Kind: partition.AllReduce, Group: []int{0, 1}}
+	quad := &partition.Op{Kind: partition.AllReduce, Group: []int{0, 1, 2, 3}}
+	tp2pp2, tp4 := plan("test/tp2pp2-tiny", 2), plan("test/tp4-tiny", 4)
+	for _, c := range []struct {
+		name    string
+		tab     *OpTable
+		plan    *partition.Plan
+		op      *partition.Op
+		stretch float64
+		want    float64
+	}{
+		{"stage alone", both, tp2pp2, pair, 1, 20e-6},
+		{"all computing", both, tp2pp2, pair, 2, 60e-6},
+		{"half", both, tp2pp2, pair, 1.5, 40e-6},
+		{"idle entry only", idleOnly, tp2pp2, pair, 1.5, 10e-6},
+		{"core wait only", waitOnly, tp2pp2, pair, 1.5, 30e-6},
+		{"ranks fill the cores", NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 4, 30e-6), e(configs.CoreWaitIdleKind, 4, 10e-6)}), tp4, quad, 1, 180e-6},
+	} {
+		if got := coreWaitS(c.tab, c.plan, c.op, 20e-6, c.stretch); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: %.6g s, want %.6g s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestEstimateCoreWaitBesideIdle: tp2pp2-tiny with one micro-batch on 2
+// cores: its stages compute one at a time (2 ranks computing, stretch 1,
+// share 0), so every collective meets W_idle = 10 µs per message step and
+// none of the core wait W = 30 µs. A pass's critical path holds stage 0's
+// 9 all-reduces over its pair (the embedding's and 2 for each of its 4
+// layers) and stage 1's 8 (its 4 layers) and its all-gather of the logits
+// (g − 1 = 1 step): 17 · 2 + 1 = 35 steps, 350 µs on TTFT and on TPOT
+// (each decode step runs the same chain). W alone changes nothing.
+func TestEstimateCoreWaitBesideIdle(t *testing.T) {
+	est := func(times ...configs.OpTime) *Estimate {
+		cfg, err := configs.Load("test/tp2pp2-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.Microbatches = 1
+		cfg.Hardware.HostCores = 2
+		cfg.Hardware.OpTimes = times
+		plan, err := partition.NewPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := EstimatePlan(plan, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := func(kind string, w float64) configs.OpTime {
+		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(2), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+	}
+	base := est()
+	withW := est(e(configs.CoreWaitKind, 30e-6))
+	if withW.Prefill.TTFTS != base.Prefill.TTFTS || withW.Decode.TPOTS != base.Decode.TPOTS {
+		t.Errorf("core wait alone: TTFT %g, TPOT %g; want unchanged %g, %g", withW.Prefill.TTFTS, withW.Decode.TPOTS, base.Prefill.TTFTS, base.Decode.TPOTS)
+	}
+	both := est(e(configs.CoreWaitKind, 30e-6), e(configs.CoreWaitIdleKind, 10e-6))
+	const want = 35 * 10e-6
+	if d := both.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-want) > 1e-9 {
+		t.Errorf("TTFT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
+	}
+	if d := both.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-want) > 1e-9 {
+		t.Errorf("TPOT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
+	}
+}
