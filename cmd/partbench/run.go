@@ -41,6 +41,7 @@ type runOptions struct {
 	joinTimeout time.Duration
 	calibration string
 	transport   string // --transport (runtransport.go)
+	bindTo      string // --bind-to (runbind.go)
 	trace       string
 	compare     bool
 	quiet       bool
@@ -80,6 +81,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "how long ranks wait for each other at the start")
 	cliflag.DefaultInUsage(f, "warmup", "iterations")
 	o.addTransportFlag(f)
+	o.addBindFlag(f)
 }
 
 // runLauncherOnly are the `run` flags a child rank of `run --nproc` is not
@@ -130,6 +132,9 @@ func addRunFlags(root *cobra.Command) {
 		if err := o.checkTransport(); err != nil {
 			return err
 		}
+		if err := o.checkBind(cmd.Flags()); err != nil {
+			return err
+		}
 		return o.runRank(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 }
@@ -155,6 +160,9 @@ Two nodes as torchrun does it (node 0 prints the port it picked for --master-por
 				return err
 			}
 			if err := o.checkTransport(); err != nil {
+				return err
+			}
+			if err := o.checkBind(cmd.Flags()); err != nil {
 				return err
 			}
 			if o.modelDir != "" {
@@ -234,6 +242,9 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 	}
 	name, plan, rank := setup.Name, setup.Plan, setup.Rank
 	if rank.NewComm, err = o.transportComm(name, rank.NewComm); err != nil {
+		return launchflags.RankError(env.Rank, o.verbose, err)
+	}
+	if err := o.bindRank(name, env); err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
 	var prog func(done, total int)

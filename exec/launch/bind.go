@@ -1,0 +1,130 @@
+package launch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Bind is how a rank's threads are bound to the host's CPUs (`--bind-to`,
+// as mpirun's option of that name).
+type Bind int
+
+const (
+	// BindAuto binds a CPU-backend rank to its block of CPUs when its
+	// host's local ranks do not outnumber the CPUs, and leaves every other
+	// rank to the scheduler. Ranks that exchange small messages many times
+	// a step (tensor parallelism) otherwise end up sharing one CPU for
+	// whole runs: each wake-up on a futex brings the woken rank to the
+	// waker's CPU, and the two then take turns on it while the other CPU
+	// idles (docs/measurements/speed.md, "The shared-memory wait's two
+	// modes").
+	BindAuto Bind = iota
+	// BindNone leaves every rank to the scheduler.
+	BindNone
+	// BindCore binds every rank, whatever its backend, to its block of
+	// CPUs when the local ranks do not outnumber them.
+	BindCore
+)
+
+// BindModes are the values --bind-to takes.
+var BindModes = []string{"auto", "none", "core"}
+
+func (b Bind) String() string { return BindModes[b] }
+
+// ParseBind reads --bind-to.
+func ParseBind(s string) (Bind, error) {
+	for i, m := range BindModes {
+		if s == m {
+			return Bind(i), nil
+		}
+	}
+	return BindAuto, fmt.Errorf("--bind-to %q: allowed %s", s, strings.Join(BindModes, ", "))
+}
+
+// CPUBlock is local rank lr's share of cpus among n local ranks: cpus
+// split in n consecutive blocks, the first len(cpus) mod n one CPU
+// larger (as mpirun maps ranks by slot). Nil when n ranks outnumber the
+// CPUs, or lr is not one of them.
+func CPUBlock(cpus []int, lr, n int) []int {
+	if n < 1 || lr < 0 || lr >= n || n > len(cpus) {
+		return nil
+	}
+	size, extra := len(cpus)/n, len(cpus)%n
+	start := lr*size + min(lr, extra)
+	if lr < extra {
+		size++
+	}
+	return cpus[start : start+size]
+}
+
+// BindPlan is what b does for the rank env describes on a host whose
+// CPUs this process may use are cpus (its affinity mask): the CPUs to
+// bind its threads to (nil: leave them) and a note saying why, for the
+// run's report.
+func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
+	n := max(env.LocalSize, 1)
+	switch {
+	case b == BindNone:
+		return nil, ""
+	case b == BindAuto && !cpuBackend:
+		return nil, ""
+	case n == 1:
+		return nil, "" // one rank: its mask is its block
+	case n > len(cpus):
+		// Oversubscribed, or a launcher bound the rank already (mpirun
+		// --bind-to core leaves a rank a mask of one CPU).
+		return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s); the scheduler places the ranks", b, n, len(cpus), cpuList(cpus))
+	}
+	each := strconv.Itoa(len(cpus)/n) + " CPUs"
+	if len(cpus)%n != 0 {
+		each = strconv.Itoa(len(cpus)/n) + " or " + strconv.Itoa(len(cpus)/n+1) + " CPUs"
+	} else if len(cpus) == n {
+		each = "1 CPU"
+	}
+	block := CPUBlock(cpus, env.LocalRank, n)
+	return block, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound to %s each of the affinity mask's %d (%s); local rank %d to %s", b, n, each, len(cpus), cpuList(cpus), env.LocalRank, cpuList(block))
+}
+
+// cpuList writes cpus as Linux's lists do: 0-3,8,10-11.
+func cpuList(cpus []int) string {
+	var sb strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(',')
+		}
+		if j == i {
+			fmt.Fprintf(&sb, "%d", cpus[i])
+		} else {
+			fmt.Fprintf(&sb, "%d-%d", cpus[i], cpus[j])
+		}
+		i = j + 1
+	}
+	return sb.String()
+}
+
+// BindRank applies b to this process, a rank env describes: it binds
+// every thread of the process (and so every thread it starts later) to
+// the rank's block of the CPUs of its affinity mask, as BindPlan says.
+// It returns the note for the run's report.
+func BindRank(b Bind, env Env, cpuBackend bool) (string, error) {
+	cpus, err := UsableCPUs()
+	if err != nil {
+		if b == BindNone || (b == BindAuto && !cpuBackend) {
+			return "", nil
+		}
+		return "", fmt.Errorf("--bind-to %s: %w", b, err)
+	}
+	block, note := BindPlan(b, env, cpuBackend, cpus)
+	if block == nil {
+		return note, nil
+	}
+	if err := pinThreads(block); err != nil {
+		return "", fmt.Errorf("--bind-to %s: binding rank %d to CPUs %s: %w", b, env.Rank, cpuList(block), err)
+	}
+	return note, nil
+}
