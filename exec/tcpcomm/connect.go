@@ -202,6 +202,7 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 			masks = append(masks, in.CPUs)
 		}
 	}
+	c.waitLog = os.Getenv(WaitLogEnv)
 	mode, length, why := spinPolicy(spin, len(masks), hostCPUs(masks))
 	c.spin = fmt.Sprintf("%s (%s)", mode, why)
 	for r, nc := range conns {
@@ -211,6 +212,9 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 			if segs[r] != nil {
 				c.peers[r].seg, c.peers[r].shm = segs[r], segs[r].Link()
 				c.peers[r].shm.ConfigureSpin(mode, length)
+				if c.waitLog != "" {
+					c.peers[r].shm.Spin.KeepLog(waitLogMax)
+				}
 			}
 		}
 	}
