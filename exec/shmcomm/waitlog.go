@@ -8,21 +8,21 @@ import (
 )
 
 // WaitRecord is one wait of a Spin that keeps a log (Spin.KeepLog): when
-// it began (from the log's first wait), how long it lasted until the
+// it began (Unix time, the clock of the probe windows), how long it lasted until the
 // awaited thing happened (Waiter.Reset), the spin it was given, how many
-// futex sleeps it took, whether it counted as met, and the Spin's
-// missed share (0–1024) after it.
+// futex sleeps it took, whether its spin was met (it spun and ended within
+// the spin), and the Spin's share of missed spins (0–1024) after it.
 type WaitRecord struct {
-	Start, Wait, Budget time.Duration
-	Sleeps              int
-	Met                 bool
-	Missed              int64
+	Start        time.Time
+	Wait, Budget time.Duration
+	Sleeps       int
+	Met          bool
+	Missed       int64
 }
 
 // waitLog is a Spin's log: at most max records, the first ones.
 type waitLog struct {
 	mu    sync.Mutex
-	t0    time.Time
 	max   int
 	recs  []WaitRecord
 	drops int
@@ -45,33 +45,35 @@ func (s *Spin) Log() (recs []WaitRecord, dropped int) {
 	return append([]WaitRecord(nil), s.log.recs...), s.log.drops
 }
 
-func (l *waitLog) add(start time.Time, wait, budget time.Duration, sleeps int, met bool, missed int64) {
+func (l *waitLog) add(start time.Time, wait, budget time.Duration, sleeps int, missed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.t0.IsZero() {
-		l.t0 = start
-	}
 	if len(l.recs) >= l.max {
 		l.drops++
 		return
 	}
-	l.recs = append(l.recs, WaitRecord{Start: start.Sub(l.t0), Wait: wait, Budget: budget, Sleeps: sleeps, Met: met, Missed: missed})
+	l.recs = append(l.recs, WaitRecord{Start: start, Wait: wait, Budget: budget, Sleeps: sleeps, Met: budget > 0 && wait <= budget, Missed: missed})
 }
 
-// WriteLog writes recs as tab-separated lines with a header: start, wait
-// and budget in ns, sleeps, met (0/1) and the missed share after the wait.
+// WriteLog writes recs as tab-separated lines with a header: start (Unix
+// time), wait
+// and budget in ns, sleeps, met (0/1), and the share of missed spins
+// after the wait.
 func WriteLog(w io.Writer, recs []WaitRecord) error {
-	if _, err := fmt.Fprintln(w, "start_ns\twait_ns\tbudget_ns\tsleeps\tmet\tmissed"); err != nil {
+	if _, err := fmt.Fprintln(w, "start_unix_ns\twait_ns\tbudget_ns\tsleeps\tmet\tmissed"); err != nil {
 		return err
 	}
 	for _, r := range recs {
-		met := 0
-		if r.Met {
-			met = 1
-		}
-		if _, err := fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%d\n", r.Start.Nanoseconds(), r.Wait.Nanoseconds(), r.Budget.Nanoseconds(), r.Sleeps, met, r.Missed); err != nil {
+		if _, err := fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%d\n", r.Start.UnixNano(), r.Wait.Nanoseconds(), r.Budget.Nanoseconds(), r.Sleeps, bit(r.Met), r.Missed); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
