@@ -144,6 +144,19 @@ const WaitLogEnv = "PARTBENCH_SHM_WAITLOG"
 // 10^4 times per link).
 const waitLogMax = 1 << 18
 
+// waitLogDir is WaitLogEnv's folder ("" when unset), refused unless it is
+// an existing folder.
+func waitLogDir() (string, error) {
+	dir := os.Getenv(WaitLogEnv)
+	if dir == "" {
+		return "", nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("tcpcomm: %s=%q: not an existing folder (want one for the wait logs, or unset it)", WaitLogEnv, dir)
+	}
+	return dir, nil
+}
+
 // writeWaitLogs writes every shared-memory peer's wait log into dir.
 func (c *Comm) writeWaitLogs(dir string) error {
 	for _, p := range c.peers {
