@@ -16,8 +16,8 @@ import (
 // every ProbeEvery·ProbeWindow, the same for every process on the host:
 // the two ranks of a pair spin in the same waits, so a probe measures both
 // of them spinning. (A probe spinning alone measures its peer's futex
-// wake-up, tens of µs on a VM, and misses; probes of one wait in 16 kept
-// two ranks of a quiet host asleep for a whole run.) A sleep never lasts
+// wake-up, tens of µs on a VM, and misses, so solitary probes keep two
+// ranks of a quiet host asleep.) A sleep never lasts
 // longer than SleepMax, so the caller checks its abort conditions (a lost
 // peer, a cancelled context) at least that often.
 const (
