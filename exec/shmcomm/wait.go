@@ -11,31 +11,26 @@ import (
 // wait spins first, then sleeps on a futex. On a busy host (more runnable
 // threads than cores) the peer is often not running, and a spin only burns
 // the CPU it needs, so the spin adapts: a Spin remembers how often recent
-// spins were met, and spins only while most were. While they were not, it
-// probes in windows of the host's wall clock, the first ProbeWindow of
-// every ProbeEvery·ProbeWindow, the same for every process on the host:
-// the two ranks of a pair spin in the same waits, so a probe measures both
-// of them spinning. (A probe spinning alone measures its peer's futex
-// wake-up, tens of µs on a VM, and misses, so solitary probes keep two
-// ranks of a quiet host asleep.) A sleep never lasts
-// longer than SleepMax, so the caller checks its abort conditions (a lost
-// peer, a cancelled context) at least that often.
+// spins were met, spins only while most were, and otherwise probes with
+// every ProbeEvery-th wait to notice when the host is quiet again. A sleep
+// never lasts longer than SleepMax, so the caller checks its abort
+// conditions (a lost peer, a cancelled context) at least that often.
 const (
-	SpinFor     = 20 * time.Microsecond // a spin's length
-	ProbeWindow = time.Millisecond      // while spins fail, waits begun in such a window spin …
-	ProbeEvery  = 16                    // … one window in this many
-	SleepMax    = time.Millisecond      // futex sleeps of at most this
+	SpinFor    = 20 * time.Microsecond // a spin's length
+	ProbeEvery = 16                    // while spins fail, one wait in this many still spins
+	SleepMax   = time.Millisecond      // futex sleeps of at most this
 	// SleepBoth bounds the sleeps of a wait for two links at once (data
 	// from one peer, room at another): it sleeps on one side's futex only.
 	SleepBoth = 50 * time.Microsecond
 )
 
 // Spin is the adaptive part of a link's waits: the share of recent spins
-// that were missed (the awaited bytes did not come while spinning), in
-// 1/1024, an exponential average over about 8 spins, and the policy set by
-// Configure. The zero value spins SpinFor adaptively.
+// that were met (the awaited bytes came while spinning), in 1/1024, an
+// exponential average over about 8 spins, and the policy set by Configure.
+// The zero value spins SpinFor adaptively.
 type Spin struct {
-	missed atomic.Int64 // share of missed spins, 0–1024
+	missed atomic.Int64  // share of missed spins, 0–1024
+	waits  atomic.Uint64 // waits begun
 	mode   SpinMode
 	length time.Duration // a spin's length (0: SpinFor)
 	log    *waitLog      // nil unless KeepLog
@@ -45,8 +40,8 @@ type Spin struct {
 type SpinMode int
 
 const (
-	// SpinAdaptive spins while most recent spins were met, and in the
-	// probe windows of the wall clock otherwise.
+	// SpinAdaptive spins while most recent spins were met, and one wait in
+	// ProbeEvery otherwise.
 	SpinAdaptive SpinMode = iota
 	// SpinOff never spins: every wait sleeps on the futex at once (ranks
 	// that outnumber their host's CPUs: a spinner holds the CPU its peer
@@ -72,37 +67,26 @@ func (s *Spin) Configure(mode SpinMode, length time.Duration) {
 	s.mode, s.length = mode, length
 }
 
-func (s *Spin) spinLength() time.Duration {
-	if s == nil || s.length <= 0 {
-		return SpinFor
-	}
-	return s.length
-}
-
-// budget is the spin of a wait begun at now.
-func (s *Spin) budget(now time.Time) time.Duration {
+func (s *Spin) budget() time.Duration {
 	if s == nil {
 		return SpinFor
+	}
+	length := s.length
+	if length <= 0 {
+		length = SpinFor
 	}
 	switch s.mode {
 	case SpinOff:
 		return 0
 	case SpinAlways:
-		return s.spinLength()
+		return length
 	}
-	if s.missed.Load() < 512 || probing(now) {
-		return s.spinLength()
+	if s.missed.Load() < 512 || s.waits.Add(1)%ProbeEvery == 0 {
+		return length
 	}
 	return 0
 }
 
-// probing says whether now is in a probe window: the first ProbeWindow of
-// every ProbeEvery·ProbeWindow of Unix time.
-func probing(now time.Time) bool {
-	return (now.UnixNano()/int64(ProbeWindow))%ProbeEvery == 0
-}
-
-// record counts one spin met or missed.
 func (s *Spin) record(met bool) {
 	if s == nil {
 		return
@@ -133,8 +117,9 @@ type Waiter struct {
 func (w *Waiter) Reset() {
 	if !w.start.IsZero() {
 		d := time.Since(w.start)
+		met := d <= w.budget
 		if w.budget > 0 {
-			w.Spin.record(d <= w.budget)
+			w.Spin.record(met)
 		}
 		if w.Spin != nil && w.Spin.log != nil {
 			w.Spin.log.add(w.start, d, w.budget, w.sleeps, w.Spin.missed.Load())
@@ -147,8 +132,7 @@ func (w *Waiter) Reset() {
 // bounded step (at most SleepMax), whichever is first.
 func (w *Waiter) wait(seq, waiters, waiters2 *uint32, ready func() bool) {
 	if w.start.IsZero() {
-		w.start = time.Now()
-		w.budget = w.Spin.budget(w.start)
+		w.start, w.budget = time.Now(), w.Spin.budget()
 	}
 	if time.Since(w.start) < w.budget {
 		for i := 0; i < 256; i++ {
