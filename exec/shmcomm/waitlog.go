@@ -8,7 +8,7 @@ import (
 )
 
 // WaitRecord is one wait of a Spin that keeps a log (Spin.KeepLog): when
-// it began (Unix time, the clock of the probe windows), how long it lasted until the
+// it began (Unix time, comparable between the ranks of a host), how long it lasted until the
 // awaited thing happened (Waiter.Reset), the spin it was given, how many
 // futex sleeps it took, whether its spin was met (it spun and ended within
 // the spin), and the Spin's share of missed spins (0–1024) after it.

@@ -5,7 +5,8 @@ did not spin, futex sleeps per wait, wait-duration quantiles (µs,
 p10/p50/p90) of each kind, and the share of waits begun while the policy
 spun (share of missed spins < 512) in the log's first and last halves;
 and, where the start column is Unix time (start_unix_ns), the spins begun
-in a probe window (the first 1 ms of every 16 ms) and how many were met.
+in the first 1 ms of every 16 ms of Unix time (the probe windows of a policy
+tried on 2026-11-26, docs/measurements/speed.md) and how many were met.
 
 usage: waitlog.py DIR [DIR ...]   (each DIR holds waits-rR-pQ.tsv files)
 """
