@@ -3,6 +3,7 @@ package shmcomm
 import (
 	"math"
 	mrand "math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -219,5 +220,37 @@ func TestSpinModes(t *testing.T) {
 	// passes 512 at k = 6), then one in 16 of the remaining 34: 2–3 more
 	if spun < 6 || spun > 12 {
 		t.Errorf("adaptive: %d of 40 missed waits spun, want 6 to 12", spun)
+	}
+}
+
+// TestWaitLogKeepsTheFirstWaits: a Spin keeping a log of 2 waits keeps the
+// first two of three (each sleeping once: SpinOff, nothing ready), drops
+// the third, and WriteLog writes a header and one line per wait.
+func TestWaitLogKeepsTheFirstWaits(t *testing.T) {
+	var seq, waiters uint32
+	var s Spin
+	s.Configure(SpinOff, 0)
+	s.KeepLog(2)
+	for i := 0; i < 3; i++ {
+		w := Waiter{Spin: &s, Sleep: time.Microsecond}
+		w.wait(&seq, &waiters, nil, func() bool { return false })
+		w.Reset()
+	}
+	recs, dropped := s.Log()
+	if len(recs) != 2 || dropped != 1 {
+		t.Fatalf("%d records, %d dropped; want 2, 1", len(recs), dropped)
+	}
+	for i, r := range recs {
+		if r.Budget != 0 || r.Sleeps != 1 || r.Met || r.Missed != 0 || r.Wait <= 0 || r.Start.IsZero() {
+			t.Errorf("record %d: %+v, want no spin, 1 sleep, not met, share 0, a duration and a start", i, r)
+		}
+	}
+	var b strings.Builder
+	if err := WriteLog(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || lines[0] != "start_unix_ns\twait_ns\tbudget_ns\tsleeps\tmet\tmissed" || !strings.HasSuffix(lines[1], "\t0\t1\t0\t0") {
+		t.Errorf("WriteLog:\n%s", b.String())
 	}
 }

@@ -33,6 +33,7 @@ type Spin struct {
 	waits  atomic.Uint64 // waits begun
 	mode   SpinMode
 	length time.Duration // a spin's length (0: SpinFor)
+	log    *waitLog      // nil unless KeepLog
 }
 
 // SpinMode is when a wait spins before it sleeps on the futex.
@@ -108,15 +109,23 @@ type Waiter struct {
 	Sleep  time.Duration
 	start  time.Time
 	budget time.Duration
+	sleeps int
 }
 
 // Reset records whether the wait's spin was met (for its Spin) and starts
 // the next wait afresh.
 func (w *Waiter) Reset() {
-	if !w.start.IsZero() && w.budget > 0 {
-		w.Spin.record(time.Since(w.start) <= w.budget)
+	if !w.start.IsZero() {
+		d := time.Since(w.start)
+		met := d <= w.budget
+		if w.budget > 0 {
+			w.Spin.record(met)
+		}
+		if w.Spin != nil && w.Spin.log != nil {
+			w.Spin.log.add(w.start, d, w.budget, w.sleeps, w.Spin.missed.Load())
+		}
 	}
-	w.start = time.Time{}
+	w.start, w.sleeps = time.Time{}, 0
 }
 
 // wait waits one step for ready: it returns when ready is true or after a
@@ -146,6 +155,7 @@ func (w *Waiter) wait(seq, waiters, waiters2 *uint32, ready func() bool) {
 			d = min(w.Sleep, SleepMax)
 		}
 		futexWait(seq, s, d)
+		w.sleeps++
 	}
 	for _, c := range [2]*uint32{waiters, waiters2} {
 		if c != nil {

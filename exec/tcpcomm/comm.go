@@ -69,6 +69,7 @@ type Comm struct {
 	mapMu    sync.RWMutex
 	unmapped bool
 	spin     string // the shared-memory waits' spin policy and why (SpinPolicy)
+	waitLog  string // WaitLogEnv's folder, "" for none
 }
 
 // SpinPolicy says how this rank's shared-memory waits spin before they
@@ -233,6 +234,7 @@ func (c *Comm) take(ctx context.Context, peer int, ch uint64, what string) ([]by
 // its end is not mistaken for a failure, and releases the connections.
 // Pending calls fail with ErrClosed.
 func (c *Comm) Close() error {
+	var logErr error
 	c.closeOnce.Do(func() {
 		close(c.closing)
 		for _, p := range c.peers {
@@ -256,11 +258,14 @@ func (c *Comm) Close() error {
 			}()
 		}
 		wg.Wait()
+		if c.waitLog != "" {
+			logErr = c.writeWaitLogs(c.waitLog)
+		}
 		c.fail(ErrClosed)
 		close(c.stop)
 		c.unmap()
 	})
-	return nil
+	return logErr
 }
 
 // Describe names the data plane for results files: the transport of each

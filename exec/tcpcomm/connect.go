@@ -54,6 +54,10 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 	if err != nil {
 		return nil, err
 	}
+	waitLog, err := waitLogDir()
+	if err != nil {
+		return nil, err
+	}
 	if j, ok := ex.(interface{ JobID() string }); ok {
 		o.jobID = j.JobID()
 	}
@@ -62,7 +66,7 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 		rank: rank, size: size, counter: commcount.New(), peers: make([]*peer, size),
 		groupSeen: map[string]int{}, groupIDs: map[uint64]string{},
 		failed: make(chan struct{}), closing: make(chan struct{}), stop: make(chan struct{}),
-		transport: o.Transport,
+		transport: o.Transport, waitLog: waitLog,
 	}
 	c.peers[rank] = newPeer(c, rank, nil)
 	if size == 1 {
@@ -211,6 +215,9 @@ func NewWith(ctx context.Context, ex Exchanger, rank, size int, o Options) (*Com
 			if segs[r] != nil {
 				c.peers[r].seg, c.peers[r].shm = segs[r], segs[r].Link()
 				c.peers[r].shm.ConfigureSpin(mode, length)
+				if c.waitLog != "" {
+					c.peers[r].shm.Spin.KeepLog(waitLogMax)
+				}
 			}
 		}
 	}

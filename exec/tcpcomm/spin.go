@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -131,4 +132,53 @@ func firstCPUs(n int) []int {
 		cpus[i] = i
 	}
 	return cpus
+}
+
+// WaitLogEnv names a folder where each rank writes the log of its
+// shared-memory waits when its communicator closes, one file per peer
+// (waits-rR-pQ.tsv: shmcomm.WriteLog's columns), for a study of the spin
+// policy; unset, nothing is kept.
+const WaitLogEnv = "PARTBENCH_SHM_WAITLOG"
+
+// waitLogMax bounds a link's log (a 30-iteration tiny run waits about
+// 10^4 times per link).
+const waitLogMax = 1 << 18
+
+// waitLogDir is WaitLogEnv's folder ("" when unset), refused unless it is
+// an existing folder.
+func waitLogDir() (string, error) {
+	dir := os.Getenv(WaitLogEnv)
+	if dir == "" {
+		return "", nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("tcpcomm: %s=%q: not an existing folder (want one for the wait logs, or unset it)", WaitLogEnv, dir)
+	}
+	return dir, nil
+}
+
+// writeWaitLogs writes every shared-memory peer's wait log into dir.
+func (c *Comm) writeWaitLogs(dir string) error {
+	for _, p := range c.peers {
+		if p == nil || p.shm == nil {
+			continue
+		}
+		recs, dropped := p.shm.Spin.Log()
+		name := filepath.Join(dir, fmt.Sprintf("waits-r%d-p%d.tsv", c.rank, p.rank))
+		f, err := os.Create(name)
+		if err != nil {
+			return fmt.Errorf("tcpcomm: %s: %w", WaitLogEnv, err)
+		}
+		err = shmcomm.WriteLog(f, recs)
+		if err == nil && dropped > 0 {
+			_, err = fmt.Fprintf(f, "# %d waits past the first %d not kept\n", dropped, waitLogMax)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("tcpcomm: %s: %s: %w", WaitLogEnv, name, err)
+		}
+	}
+	return nil
 }

@@ -1,10 +1,15 @@
 package tcpcomm
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/shmcomm"
 )
 
@@ -104,5 +109,56 @@ func TestSpinPolicyOfAWorld(t *testing.T) {
 	})
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), "PARTBENCH_SHM_SPIN") {
 		t.Errorf("with %s=bogus New returned %v, want an error naming the variable", SpinEnv, errs[0])
+	}
+}
+
+// TestWaitLogEnv: PARTBENCH_SHM_WAITLOG names an existing folder or is
+// refused with the variable, the value and what it wants; each rank writes
+// its waits for each shared-memory peer there when it closes.
+func TestWaitLogEnv(t *testing.T) {
+	if !shmcomm.Supported {
+		t.Skip("no shared memory on this platform")
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	t.Setenv(WaitLogEnv, missing)
+	if _, err := waitLogDir(); err == nil || !strings.Contains(err.Error(), WaitLogEnv) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "not an existing folder") {
+		t.Errorf("missing folder: %v", err)
+	}
+	dir := t.TempDir()
+	t.Setenv(WaitLogEnv, dir)
+	comms := shmWorld(t, 2)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // rank 1 waits for what rank 0 sends after 10 ms
+		defer wg.Done()
+		got := pexec.F32{0}
+		if err := comms[1].Recv(ctx, got, 0); err != nil || got[0] != 7 {
+			t.Errorf("rank 1 received %v, %v; want 7", got, err)
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := comms[0].Send(ctx, pexec.F32{7}, 1); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, c := range comms {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rank 0 did not wait (a header alone); rank 1 waited at least once
+	for _, tc := range []struct {
+		name     string
+		minLines int
+	}{{"waits-r0-p1.tsv", 1}, {"waits-r1-p0.tsv", 2}} {
+		b, err := os.ReadFile(filepath.Join(dir, tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if !strings.HasPrefix(lines[0], "start_unix_ns\twait_ns\t") || len(lines) < tc.minLines {
+			t.Errorf("%s: %q, want a wait log of at least %d lines", tc.name, b, tc.minLines)
+		}
 	}
 }
