@@ -111,6 +111,11 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Bound as a run's CPU-backend ranks are by default (run --bind-to
+	// auto): a CPU block each where the ranks do not outnumber the CPUs.
+	if _, err := launch.BindRank(launch.BindAuto, env, true); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	sess, err := rendezvous.Join(ctx, rendezvous.Options{Addr: env.RendezvousAddr, Rank: env.Rank, Size: env.Size, LaunchedSize: env.Size,
