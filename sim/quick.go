@@ -684,11 +684,19 @@ func middlePass(first, last *passOps) passOps {
 
 // attnTimes is kindOps.attn.
 type attnTimes struct {
-	s [][]float64
+	// s holds the times of the n attention ops of each middle chunk's
+	// layer, chunk 1's first (at); nil until middleChunks works them out.
+	s []float64
+	n int
 	// first and last are the terms (opTerms) of the layer ops of the
 	// layout's first and last prefill pass, shared by its stage kinds
 	// (layerTerms); nil until a shape of the layout is priced.
 	first, last []opTerms
+}
+
+// at is the time of the j-th attention op of middle chunk ch's layer.
+func (a *attnTimes) at(ch, j int) float64 {
+	return a.s[(ch-1)*a.n+j]
 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
@@ -993,7 +1001,7 @@ func touches(op *partition.Op) bool {
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
 	terms := c.terms[:0] // mult × op time in pass order
-	attn := c.attnAt[:0] // which terms are attention ops: k.attn.s[ch][j] for the j-th
+	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
 		mult := 1.0
 		if pi == 1 {
@@ -1018,11 +1026,8 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				at = append(at, i)
 			}
 		}
-		k.attn.s = make([][]float64, k.chunks)
-		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
-		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
-		}
+		// One list for every middle chunk, chunk after chunk (attnTimes.at).
+		k.attn.s, k.attn.n = make([]float64, (k.chunks-2)*len(at)), len(at)
 		for j, i := range at {
 			op := p.layer[i] // one copy, moved to each chunk's past in turn
 			for ch := 1; ch < k.chunks-1; ch++ {
@@ -1031,7 +1036,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				if err != nil {
 					return err
 				}
-				k.attn.s[ch][j] = ot
+				k.attn.s[(ch-1)*k.attn.n+j] = ot
 			}
 		}
 	}
@@ -1054,7 +1059,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	for i := from; i < len(terms); i++ {
 		if j < len(attn) && attn[j] == i {
 			for ch := range mid {
-				mid[ch] += float64(L * k.attn.s[ch+1][j]) // rounded, as the product was: never fused into the sum
+				mid[ch] += float64(L * k.attn.at(ch+1, j)) // rounded, as the product was: never fused into the sum
 			}
 			j++
 			continue
