@@ -143,9 +143,13 @@ type stageCost struct {
 	// ends0 the first and the last chunk's for micro-batch 0 (first touch
 	// of weights; the chunks between take preN's: pre0); sendS the
 	// transfer time of the first chunk's send, every middle one's and the
-	// last one's (0 if none; preSend reads them). One list of chunks a
-	// shape, not three.
+	// last one's (0 if none; preSend reads them). preN lives in the cache's
+	// scratch while stage prices the shape and takes its prefill sums
+	// (sums) for the plan's micro-batch count; then only its last chunk
+	// stays (preLast) and preN is nil, unless the cache keeps chunks
+	// (QuickCache.keepChunks).
 	preN      []float64
+	preLast   float64 // preN[C−1]
 	ends0     [2]float64
 	sendS     [3]float64
 	tailS     float64 // last chunk: time after the sample
@@ -164,10 +168,14 @@ type stageCost struct {
 // 0 of each chunk then m−1 more, and its link's (send is false on the last
 // stage, which sends no activations): the same sums in the same order each
 // time, taken once per stage shape and micro-batch count rather than once
-// per stage of every plan.
+// per stage of every plan. Without preN only the sums stage took can be
+// answered (stage prices the shape again for another count).
 func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	if sc.sums.ok && sc.sums.m == m && sc.sums.send == send {
 		return sc.sums.all, sc.sums.x
+	}
+	if sc.preN == nil {
+		panic("sim: prefill sums of a stage shape asked for another micro-batch count than stage took them for")
 	}
 	for ch := range sc.preN {
 		all += sc.pre0(ch) + (m-1)*sc.preN[ch]
@@ -275,6 +283,12 @@ type QuickCache struct {
 	// attnAt are middleChunks'.
 	firstT, terms []float64
 	attnAt        []int
+	// preN is stage's scratch for a shape's prefill chunk times
+	// (stageCost.preN) while it takes their sums.
+	preN []float64
+	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
+	// for the tests that read them chunk by chunk.
+	keepChunks bool
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -311,7 +325,6 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	}
 	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
 	topo := &plan.System.Topology
-	C := plan.PrefillChunks
 
 	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
 	// first/total/last are a server's time for the first pass, all passes,
@@ -346,7 +359,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		if prev == nil || kind != prevKind || layers != prevLayers || off != prevOff || out != prevOut {
 			key := stageKey{proxyKey: pk, kind: kind, layers: layers, off: off, out: out}
 			var err error
-			if sc, err = c.stage(plan, key, kinds[kind], a); err != nil {
+			if sc, err = c.stage(plan, key, kinds[kind], a, m); err != nil {
 				return QuickEstimate{}, err
 			}
 			prev, prevKind, prevLayers, prevOff, prevOut = sc, kind, layers, off, out
@@ -356,7 +369,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		}
 		lastPass := sc.ends0[1]
 		if m > 1 {
-			lastPass = sc.preN[C-1]
+			lastPass = sc.preLast
 		}
 		busyPrefill += A
 		first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
@@ -671,11 +684,19 @@ func middlePass(first, last *passOps) passOps {
 
 // attnTimes is kindOps.attn.
 type attnTimes struct {
-	s [][]float64
+	// s holds the times of the n attention ops of each middle chunk's
+	// layer, chunk 1's first (at); nil until middleChunks works them out.
+	s []float64
+	n int
 	// first and last are the terms (opTerms) of the layer ops of the
 	// layout's first and last prefill pass, shared by its stage kinds
 	// (layerTerms); nil until a shape of the layout is priced.
 	first, last []opTerms
+}
+
+// at is the time of the j-th attention op of middle chunk ch's layer.
+func (a *attnTimes) at(ch, j int) float64 {
+	return a.s[(ch-1)*a.n+j]
 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
@@ -792,9 +813,13 @@ func proxyTopology(n int) (topology.Topology, error) {
 	return topology.Topology{}, fmt.Errorf("sim: quick estimate: no placeholder topology for %d GPUs", n)
 }
 
-// stage costs one stage shape, once per cache.
-func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first int) (*stageCost, error) {
-	if sc, ok := c.stages[key]; ok {
+// stage costs one stage shape, once per cache, and takes its prefill sums
+// for m micro-batches (prefillSums; a stage of kind first or middle sends
+// activations, one of kind last or only does not). A shape whose chunk
+// times were not kept (QuickCache.keepChunks) is priced again when asked
+// for another m.
+func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first int, m float64) (*stageCost, error) {
+	if sc, ok := c.stages[key]; ok && (sc.preN != nil || sc.sums.m == m) {
 		return sc, nil
 	}
 	g := &plan.System.GPU
@@ -804,7 +829,15 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	sc := &stageCost{preN: make([]float64, C)}
+	sc := &stageCost{}
+	if c.keepChunks {
+		sc.preN = make([]float64, C)
+	} else {
+		if cap(c.preN) < C {
+			c.preN = make([]float64, C)
+		}
+		sc.preN = c.preN[:C:C]
+	}
 	// The layer's ops are priced from their terms, shared by the layout's
 	// stage kinds (layerTerms), the ops around it by opTime.
 	lt := c.layerTerms(plan, k)
@@ -934,6 +967,13 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		c.decCosts[dk] = dc
 	}
 	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
+	sc.preLast = sc.preN[C-1]
+	if c.keepChunks {
+		sc.sums.ok = false // taken from the chunks when asked (prefillSums)
+	} else {
+		sc.prefillSums(m, key.kind == kindFirst || key.kind == kindMiddle)
+		sc.preN = nil // the cache's scratch: the next shape's
+	}
 	c.stages[key] = sc
 	return sc, nil
 }
@@ -961,7 +1001,7 @@ func touches(op *partition.Op) bool {
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
 	p := &k.first
 	terms := c.terms[:0] // mult × op time in pass order
-	attn := c.attnAt[:0] // which terms are attention ops: k.attn.s[ch][j] for the j-th
+	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
 	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
 		mult := 1.0
 		if pi == 1 {
@@ -986,11 +1026,8 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				at = append(at, i)
 			}
 		}
-		k.attn.s = make([][]float64, k.chunks)
-		times := make([]float64, (k.chunks-2)*len(at)) // one allocation for every middle chunk
-		for ch := 1; ch < k.chunks-1; ch++ {
-			k.attn.s[ch], times = times[:len(at):len(at)], times[len(at):]
-		}
+		// One list for every middle chunk, chunk after chunk (attnTimes.at).
+		k.attn.s, k.attn.n = make([]float64, (k.chunks-2)*len(at)), len(at)
 		for j, i := range at {
 			op := p.layer[i] // one copy, moved to each chunk's past in turn
 			for ch := 1; ch < k.chunks-1; ch++ {
@@ -999,7 +1036,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 				if err != nil {
 					return err
 				}
-				k.attn.s[ch][j] = ot
+				k.attn.s[(ch-1)*k.attn.n+j] = ot
 			}
 		}
 	}
@@ -1022,7 +1059,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	for i := from; i < len(terms); i++ {
 		if j < len(attn) && attn[j] == i {
 			for ch := range mid {
-				mid[ch] += float64(L * k.attn.s[ch+1][j]) // rounded, as the product was: never fused into the sum
+				mid[ch] += float64(L * k.attn.at(ch+1, j)) // rounded, as the product was: never fused into the sum
 			}
 			j++
 			continue

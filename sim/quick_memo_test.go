@@ -151,6 +151,7 @@ func TestQuickRunsOfStagesAreStageByStage(t *testing.T) {
 			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
 		}
 		c, ref := NewQuickCache(spec.Collectives), NewQuickCache(spec.Collectives)
+		ref.keepChunks = true // every chunk kept, the sums taken from them per stage
 		eachFittingPlan(spec, func(p *partition.Plan) {
 			got, err := c.Quick(p)
 			if err != nil {
@@ -198,7 +199,7 @@ func quickStageByStage(c *QuickCache, plan *partition.Plan) (QuickEstimate, erro
 			out = outClasses(&topo, a, plan.RankOf((s+1)%P, 0), T)
 		}
 		key := stageKey{proxyKey: pk, kind: kind, layers: len(plan.StageLayers[s]), off: a % topo.GPUsPerNode, out: out}
-		sc, err := c.stage(plan, key, kinds[kind], a)
+		sc, err := c.stage(plan, key, kinds[kind], a, m)
 		if err != nil {
 			return QuickEstimate{}, err
 		}

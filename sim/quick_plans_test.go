@@ -37,6 +37,7 @@ func eachFittingPlan(spec SearchSpec, each func(p *partition.Plan)) {
 func pricedLayouts(t testing.TB, spec SearchSpec) (*QuickCache, map[proxyKey]*partition.Plan) {
 	t.Helper()
 	c := NewQuickCache(spec.Collectives)
+	c.keepChunks = true // the tests of stage shapes read every chunk
 	plans := map[proxyKey]*partition.Plan{}
 	eachFittingPlan(spec, func(p *partition.Plan) {
 		if _, err := c.Quick(p); err != nil {

@@ -47,16 +47,20 @@ func TestQuickSharedDecodeCostsAreEachShapesOwn(t *testing.T) {
 				t.Fatalf("%d GPUs: stage shape %+v priced for no stage", gpus, key)
 			}
 			own := NewQuickCache(spec.Collectives)
+			own.keepChunks = true
 			own.reset(c.id)
 			kinds, err := own.proxy(w.plan, key.proxyKey)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := own.stage(w.plan, key, kinds[key.kind], w.first)
+			want, err := own.stage(w.plan, key, kinds[key.kind], w.first, float64(w.plan.Microbatches))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalFloats(sc.preN, want.preN) || sc.ends0 != want.ends0 || sc.sendS != want.sendS ||
+			// The shared cache keeps the sums stage took, the cache of its own
+			// every chunk (keepChunks), summed here.
+			wa, wx := want.prefillSums(sc.sums.m, sc.sums.send)
+			if sc.preN != nil || sc.preLast != want.preN[len(want.preN)-1] || !sc.sums.ok || sc.sums.all != wa || sc.sums.x != wx || sc.ends0 != want.ends0 || sc.sendS != want.sendS ||
 				sc.tailS != want.tailS || sc.dec != want.dec || sc.decBounds != want.decBounds || sc.decSendS != want.decSendS {
 				t.Fatalf("%d GPUs %+v: priced through the shared cache\n%+v\nby a cache of its own\n%+v", gpus, key, *sc, *want)
 			}
