@@ -144,6 +144,12 @@ type timelineMemo struct {
 	ids      []int
 	alike    []bool
 	balanced int8 // 0: not yet known, 1: yes, −1: no
+	// decBase, arrive and recent are the last run's steady-state buffers
+	// (newSteady), reused cleared by the next run of the same ranks: the
+	// runs of a plan follow one another, never overlap.
+	decBase []int
+	arrive  [3][]float64
+	recent  [3][]stepOpTimes
 }
 
 // timelineMemo is w's memo for simulation s's ranks (a fresh one where w

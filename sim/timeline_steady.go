@@ -75,7 +75,10 @@ func newSteady(s *simulator, steps int) *steady {
 	if s.opts.stepwise || steps <= steadyMinSteps {
 		return nil
 	}
-	st := &steady{total: steps, limit: steadyMinSteps}
+	// The plan's runs (timelineMemo) have the same simulated ranks and
+	// decode Programs: each reuses the last one's buffers, cleared.
+	memo := s.work.timelineMemo(s) // timeline_stages.go: once per plan
+	st := &steady{total: steps, limit: steadyMinSteps, decBase: memo.decBase[:0]}
 	n := 0
 	for _, r := range s.ranks {
 		if len(r.dec) == 0 || r.items != nil {
@@ -84,8 +87,8 @@ func newSteady(s *simulator, steps int) *steady {
 		st.decBase = append(st.decBase, n)
 		n += len(r.dec)
 	}
+	memo.decBase = st.decBase
 	st.n = n
-	memo := s.work.timelineMemo(s) // timeline_stages.go: once per plan
 	if memo.balanced == 0 {
 		memo.balanced = -1
 		if channelsBalanced(s) {
@@ -96,15 +99,28 @@ func newSteady(s *simulator, steps int) *steady {
 		return nil
 	}
 	for k := range st.arrive {
-		st.arrive[k] = make([]float64, n)
+		st.arrive[k] = cleared(memo.arrive[k], n)
+		memo.arrive[k] = st.arrive[k]
 		if s.base == nil { // headline: keep the last three steps for the check
-			st.recent[k] = make([]stepOpTimes, n)
+			st.recent[k] = cleared(memo.recent[k], n)
+			memo.recent[k] = st.recent[k]
 		}
 	}
 	for _, r := range s.ranks {
 		r.steps = st.limit
 	}
 	return st
+}
+
+// cleared is b's first n elements set to zero, or n new ones where b
+// holds fewer.
+func cleared[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
 }
 
 // channelsBalanced says whether each decode step sends as many messages on
@@ -116,38 +132,68 @@ func newSteady(s *simulator, steps int) *steady {
 // the next is its own events. Where it does not hold (a channel that runs
 // dry after some steps, or backs up), every step is simulated.
 func channelsBalanced(s *simulator) bool {
-	type flow struct{ sends, bal, carry int }
-	// A pipeline's channels are about two per simulated rank: an index
-	// into one slice of flows, both sized for them.
-	chans := make(map[chanKey]int, 2*len(s.ranks))
+	// A channel's flow is kept with its sender, a simulated rank: the
+	// flows of simulated rank ri are flows[start[ri]:start[ri+1]], one per
+	// peer it sends to, found by a linear look-up (a pipeline rank sends to
+	// one or two peers): two slices a plan, no map.
+	type flow struct{ peer, sends, bal, carry int }
+	start := make([]int, len(s.ranks)+1)
 	flows := make([]flow, 0, 2*len(s.ranks))
-	at := func(k chanKey) *flow {
-		i, ok := chans[k]
-		if !ok {
-			i = len(flows)
-			flows = append(flows, flow{})
-			chans[k] = i
-		}
-		return &flows[i]
-	}
-	for ri, r := range s.ranks {
-		rank := s.ids[ri]
-		for i := range r.dec {
-			switch op := &r.dec[i]; op.Kind {
-			case partition.Send:
-				f := at(chanKey{rank, op.Peer})
-				f.sends++
-				f.bal++
-			case partition.Recv:
-				at(chanKey{op.Peer, rank}).bal--
+	find := func(lo, hi, peer int) *flow {
+		for i := lo; i < hi; i++ {
+			if flows[i].peer == peer {
+				return &flows[i]
 			}
 		}
-		for i := range r.pre {
-			switch op := &r.pre[i]; op.Kind {
-			case partition.Send:
-				at(chanKey{rank, op.Peer}).carry++
-			case partition.Recv:
-				at(chanKey{op.Peer, rank}).carry--
+		return nil
+	}
+	for ri, r := range s.ranks {
+		start[ri] = len(flows)
+		for ph, ops := range [2][]partition.Op{r.dec, r.pre} {
+			for i := range ops {
+				if ops[i].Kind != partition.Send {
+					continue
+				}
+				f := find(start[ri], len(flows), ops[i].Peer)
+				if f == nil {
+					flows = append(flows, flow{peer: ops[i].Peer})
+					f = &flows[len(flows)-1]
+				}
+				if ph == 0 { // decode
+					f.sends++
+					f.bal++
+				} else {
+					f.carry++
+				}
+			}
+		}
+	}
+	start[len(s.ranks)] = len(flows)
+	for ri, r := range s.ranks {
+		rank := s.ids[ri]
+		for ph, ops := range [2][]partition.Op{r.dec, r.pre} {
+			for i := range ops {
+				if ops[i].Kind != partition.Recv {
+					continue
+				}
+				// A recv on a channel no simulated rank sends on would
+				// leave it short (bal or carry below 0): not balanced.
+				src := -1
+				if p := ops[i].Peer; p >= 0 && p < len(s.index) {
+					src = s.index[p]
+				}
+				if src < 0 {
+					return false
+				}
+				f := find(start[src], start[src+1], rank)
+				if f == nil {
+					return false
+				}
+				if ph == 0 {
+					f.bal--
+				} else {
+					f.carry--
+				}
 			}
 		}
 	}
