@@ -472,13 +472,16 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	if err != nil {
 		return nil, err
 	}
-	prefillEnd := 0.0
+	prefillEnd, first := 0.0, -1 // first: the first decode step simulated (countPricing's)
 	if full {
 		e.Timeline = tl
 		for i := range tl.Slices {
 			sl := &tl.Slices[i]
 			if sl.Phase == partition.Prefill {
 				prefillEnd = max(prefillEnd, sl.EndS)
+			}
+			if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
+				first = sl.Step
 			}
 			ends.add(sl)
 		}
@@ -508,7 +511,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		return e, nil
 	}
 	e.Ranks = RankRows{Kinds: kinds}
-	uses := e.windowUses(prefillEnd, w0, w1) // estimate_use.go
+	uses := e.windowUses(prefillEnd, w0, w1, s0, first) // estimate_use.go
 	uses.phase(e, &e.Prefill, &e.Decode)
 	e.Decode.HBMFloorBytesPerStep = floor
 	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
@@ -516,12 +519,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	if tl.PerStage {
 		weight = int64(plan.TP)
 	}
-	for _, sl := range tl.Slices {
-		if sl.Phase == partition.Decode && sl.Step == s0 {
-			e.Decode.HBMBytesPerStep += weight * sl.HBMBytes
-			e.Decode.L2BytesPerStep += weight * sl.L2Bytes
-		}
-	}
+	uses.stepBytes(e, &e.Decode, weight)
 
 	e.Prefill.Comm = work.comm(plan, partition.Prefill)
 	e.Decode.Comm = work.comm(plan, partition.Decode)
@@ -541,7 +539,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 
 	uses.ranks(e)
-	e.countPricing()
+	uses.pricing(e)
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
 	if err := checkFinite(e); err != nil {
@@ -655,7 +653,12 @@ func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 const bubbleFloor = 1e-9
 
 // overlap is the length of [a,b] ∩ [lo,hi].
-func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-math.Max(a, lo)) }
+//
+// The built-in min and max compile inline; they are math.Min and math.Max
+// (−0, ±Inf, NaN) but for a NaN beside an infinity (math.Max(NaN, +Inf) is
+// +Inf, max gives NaN): a timeline with a NaN time has its estimate
+// refused by checkFinite either way (TTFT and TPOT come from those times).
+func overlap(a, b, lo, hi float64) float64 { return max(0, min(b, hi)-max(a, lo)) }
 
 // busy is the part of a slice spent working (not waiting).
 func busySpan(sl Slice) (float64, float64) { return sl.StartS + sl.WaitS, sl.EndS }
