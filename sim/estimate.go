@@ -774,8 +774,12 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 	}
 	seen := map[key]*CollectiveUse{}
 	var order []key
-	for _, sl := range tl.Slices {
-		if sl.Rank != tl.Slices[0].Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
+	for j := range tl.Slices {
+		sl := &tl.Slices[j]
+		if sl.Rank != tl.Slices[0].Rank {
+			break // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
+		}
+		if sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
 			continue
 		}
 		name := sl.Op.Name

@@ -8,10 +8,27 @@ import "github.com/partbench/partbench/partition"
 var useBounds = [...]Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundTable, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble}
 
 func useBoundIndex(b Bound) int {
-	for i, u := range useBounds {
-		if u == b {
-			return i
-		}
+	switch b { // useBounds' order; a switch, not a scan of string compares
+	case BoundCompute:
+		return 0
+	case BoundHBM:
+		return 1
+	case BoundL2:
+		return 2
+	case BoundMeasured:
+		return 3
+	case BoundTable:
+		return 4
+	case BoundNVLink:
+		return 5
+	case BoundPCIe:
+		return 6
+	case BoundNetwork:
+		return 7
+	case BoundLatency:
+		return 8
+	case BoundBubble:
+		return 9
 	}
 	return -1
 }

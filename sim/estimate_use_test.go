@@ -3,6 +3,9 @@ package sim
 import (
 	"math"
 	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/configs"
@@ -38,6 +41,9 @@ func TestWindowPassIsSliceBySlice(t *testing.T) {
 			tl := e.Timeline
 			if tl.PerStage {
 				perStage++
+			}
+			if ref := collectiveUsesEach(tl); !reflect.DeepEqual(e.Collectives, ref) {
+				t.Errorf("%s every=%v: collectives %+v, every slice scanned %+v", f, every, e.Collectives, ref)
 			}
 			// DecodeSteps left 0 is 16 (estimatePlan), s0 is half of it.
 			var ref PhaseEstimate
@@ -132,5 +138,54 @@ func TestOverlapIsMathMinMax(t *testing.T) {
 	// [1, 3] ∩ [0.5, 2.5] is [1, 2.5]: 1.5 by hand.
 	if got := overlap(1, 3, 0.5, 2.5); got != 1.5 {
 		t.Errorf("overlap(1, 3, 0.5, 2.5) = %g, want 1.5", got)
+	}
+}
+
+// collectiveUsesEach is collectiveUses scanning every slice for the first
+// rank's, its reference.
+func collectiveUsesEach(tl *Timeline) []CollectiveUse {
+	type key struct {
+		phase partition.Phase
+		name  string
+		bytes int64
+	}
+	seen := map[key]*CollectiveUse{}
+	var order []key
+	for _, sl := range tl.Slices {
+		if sl.Rank != tl.Slices[0].Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
+			continue
+		}
+		name := sl.Op.Name
+		if i := strings.IndexByte(name, '.'); i >= 0 && sl.Op.Layer >= 0 {
+			name = name[i+1:]
+		}
+		k := key{sl.Phase, name, sl.Op.Bytes}
+		if u := seen[k]; u != nil {
+			u.Count++
+			continue
+		}
+		cop, _ := sl.Op.Kind.Comm()
+		seen[k] = &CollectiveUse{Phase: sl.Phase, Name: name, Op: string(cop), Ranks: len(sl.Op.Group), Bytes: sl.Op.Bytes,
+			Algo: sl.Algo, Proto: sl.Proto, Link: sl.Link, TimeS: sl.EndS - sl.StartS - sl.WaitS, Count: 1}
+		order = append(order, k)
+	}
+	out := make([]CollectiveUse, 0, len(order))
+	for _, k := range order {
+		out = append(out, *seen[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Phase > out[j].Phase })
+	return out
+}
+
+// TestUseBoundIndex: the switch gives each bound its place in useBounds,
+// and -1 to a bound not listed.
+func TestUseBoundIndex(t *testing.T) {
+	for i, b := range useBounds {
+		if got := useBoundIndex(b); got != i {
+			t.Errorf("useBoundIndex(%q) = %d, its place in useBounds is %d", b, got, i)
+		}
+	}
+	if got := useBoundIndex(Bound("other")); got != -1 {
+		t.Errorf("useBoundIndex(\"other\") = %d, want -1", got)
 	}
 }
