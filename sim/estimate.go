@@ -640,8 +640,8 @@ func workingSet(prog partition.Program) int64 {
 // together cannot move that faster than at their summed peak HBM bandwidth.
 func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 	var bytes int64
-	for _, op := range decode.Ops {
-		bytes += op.KVReadBytes + op.KVWriteBytes
+	for i := range decode.Ops { // in place: an Op is large to copy
+		bytes += decode.Ops[i].KVReadBytes + decode.Ops[i].KVWriteBytes
 	}
 	return bytes + max(0, ws-usable)
 }

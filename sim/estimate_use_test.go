@@ -189,3 +189,16 @@ func TestUseBoundIndex(t *testing.T) {
 		t.Errorf("useBoundIndex(\"other\") = %d, want -1", got)
 	}
 }
+
+// TestHBMFloorBytesByHand: KV reads and writes 10+2 and 5+1 bytes, and a
+// working set of 100 bytes of which 40 fit in L2: 18 + 60 = 78 bytes; a
+// working set that fits adds nothing (18).
+func TestHBMFloorBytesByHand(t *testing.T) {
+	p := partition.Program{Ops: []partition.Op{{KVReadBytes: 10, KVWriteBytes: 2}, {KVReadBytes: 5, KVWriteBytes: 1}}}
+	if got := hbmFloorBytes(p, 100, 40); got != 78 {
+		t.Errorf("hbmFloorBytes = %d, want 78", got)
+	}
+	if got := hbmFloorBytes(p, 30, 40); got != 18 {
+		t.Errorf("hbmFloorBytes with the working set in L2 = %d, want 18", got)
+	}
+}
