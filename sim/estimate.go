@@ -412,6 +412,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
 	var floor int64
+	seen := map[tensorKey]bool{} // workingSetIn's, one for every kind
 	for r := 0; r < n; {
 		rk := plan.RankAt(r)
 		k := RankKind{RankEstimate: RankEstimate{Rank: r, Stage: rk.Stage, TPIndex: rk.TPIndex, Memory: rk.Memory, Layers: rk.Layers}, Count: 1}
@@ -424,7 +425,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
 		}
-		ws := workingSet(d)
+		ws := workingSetIn(d, seen)
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
@@ -620,8 +621,13 @@ func sameWork(plan *partition.Plan, p, q partition.Program) bool {
 }
 
 // workingSet is the reusable weight bytes one decode step reads on a rank.
-func workingSet(prog partition.Program) int64 {
-	seen := map[tensorKey]bool{}
+func workingSet(prog partition.Program) int64 { return workingSetIn(prog, map[tensorKey]bool{}) }
+
+// workingSetIn is workingSet with the tensors-seen set given, cleared
+// first: a caller that computes many ranks' working sets keeps one set
+// (and its buckets) instead of building a map per rank.
+func workingSetIn(prog partition.Program, seen map[tensorKey]bool) int64 {
+	clear(seen)
 	var b int64
 	for i := range prog.Ops {
 		op := &prog.Ops[i]

@@ -202,3 +202,22 @@ func TestHBMFloorBytesByHand(t *testing.T) {
 		t.Errorf("hbmFloorBytes with the working set in L2 = %d, want 18", got)
 	}
 }
+
+// TestWorkingSetInReusesSet: a set left with another program's tensors is
+// cleared first. Two GEMMs of layer 0 over tensor "w" (100 bytes each: one
+// tensor, counted once) and a norm of layer 1 (8 bytes): 108 bytes, after
+// a program whose same tensors were seen.
+func TestWorkingSetInReusesSet(t *testing.T) {
+	p := partition.Program{Ops: []partition.Op{
+		{Kind: partition.Gemm, Layer: 0, Tensor: "w", WeightBytes: 100},
+		{Kind: partition.Gemm, Layer: 0, Tensor: "w", WeightBytes: 100},
+		{Kind: partition.Norm, Layer: 1, Tensor: "n", WeightBytes: 8},
+	}}
+	seen := map[tensorKey]bool{}
+	if got := workingSetIn(p, seen); got != 108 {
+		t.Fatalf("workingSetIn = %d, want 108", got)
+	}
+	if got, ref := workingSetIn(p, seen), workingSet(p); got != 108 || ref != 108 {
+		t.Errorf("again with the same set: %d, workingSet %d; want 108 both", got, ref)
+	}
+}
