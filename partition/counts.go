@@ -95,7 +95,8 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 		var calls, msgs int64
 		var colls []ringUse
 		var sends []sendUse
-		for _, op := range prog.Ops {
+		for i := range prog.Ops {
+			op := &prog.Ops[i] // not a copy of each (large) Op
 			if _, ok := op.Kind.Comm(); !ok {
 				continue
 			}

@@ -412,6 +412,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
 	var floor int64
+	seen := map[tensorKey]bool{} // workingSetIn's, one for every kind
 	for r := 0; r < n; {
 		rk := plan.RankAt(r)
 		k := RankKind{RankEstimate: RankEstimate{Rank: r, Stage: rk.Stage, TPIndex: rk.TPIndex, Memory: rk.Memory, Layers: rk.Layers}, Count: 1}
@@ -424,7 +425,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
 		}
-		ws := workingSet(d)
+		ws := workingSetIn(d, seen)
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
@@ -472,13 +473,16 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	if err != nil {
 		return nil, err
 	}
-	prefillEnd := 0.0
+	prefillEnd, first := 0.0, -1 // first: the first decode step simulated (countPricing's)
 	if full {
 		e.Timeline = tl
 		for i := range tl.Slices {
 			sl := &tl.Slices[i]
 			if sl.Phase == partition.Prefill {
 				prefillEnd = max(prefillEnd, sl.EndS)
+			}
+			if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
+				first = sl.Step
 			}
 			ends.add(sl)
 		}
@@ -508,7 +512,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		return e, nil
 	}
 	e.Ranks = RankRows{Kinds: kinds}
-	uses := e.windowUses(prefillEnd, w0, w1) // estimate_use.go
+	uses := e.windowUses(prefillEnd, w0, w1, s0, first) // estimate_use.go
 	uses.phase(e, &e.Prefill, &e.Decode)
 	e.Decode.HBMFloorBytesPerStep = floor
 	e.Decode.HBMLowerBoundTPOTS = float64(floor) / (float64(plan.Size()) * plan.System.GPU.HBMBytesPerS)
@@ -516,12 +520,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	if tl.PerStage {
 		weight = int64(plan.TP)
 	}
-	for _, sl := range tl.Slices {
-		if sl.Phase == partition.Decode && sl.Step == s0 {
-			e.Decode.HBMBytesPerStep += weight * sl.HBMBytes
-			e.Decode.L2BytesPerStep += weight * sl.L2Bytes
-		}
-	}
+	uses.stepBytes(e, &e.Decode, weight)
 
 	e.Prefill.Comm = work.comm(plan, partition.Prefill)
 	e.Decode.Comm = work.comm(plan, partition.Decode)
@@ -541,7 +540,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 
 	uses.ranks(e)
-	e.countPricing()
+	uses.pricing(e)
 	e.Collectives = collectiveUses(tl)
 	e.Notes = notes(e, plan)
 	if err := checkFinite(e); err != nil {
@@ -622,8 +621,13 @@ func sameWork(plan *partition.Plan, p, q partition.Program) bool {
 }
 
 // workingSet is the reusable weight bytes one decode step reads on a rank.
-func workingSet(prog partition.Program) int64 {
-	seen := map[tensorKey]bool{}
+func workingSet(prog partition.Program) int64 { return workingSetIn(prog, map[tensorKey]bool{}) }
+
+// workingSetIn is workingSet with the tensors-seen set given, cleared
+// first: a caller that computes many ranks' working sets keeps one set
+// (and its buckets) instead of building a map per rank.
+func workingSetIn(prog partition.Program, seen map[tensorKey]bool) int64 {
+	clear(seen)
 	var b int64
 	for i := range prog.Ops {
 		op := &prog.Ops[i]
@@ -642,8 +646,8 @@ func workingSet(prog partition.Program) int64 {
 // together cannot move that faster than at their summed peak HBM bandwidth.
 func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 	var bytes int64
-	for _, op := range decode.Ops {
-		bytes += op.KVReadBytes + op.KVWriteBytes
+	for i := range decode.Ops { // in place: an Op is large to copy
+		bytes += decode.Ops[i].KVReadBytes + decode.Ops[i].KVWriteBytes
 	}
 	return bytes + max(0, ws-usable)
 }
@@ -655,7 +659,12 @@ func hbmFloorBytes(decode partition.Program, ws, usable int64) int64 {
 const bubbleFloor = 1e-9
 
 // overlap is the length of [a,b] ∩ [lo,hi].
-func overlap(a, b, lo, hi float64) float64 { return math.Max(0, math.Min(b, hi)-math.Max(a, lo)) }
+//
+// The built-in min and max compile inline; they are math.Min and math.Max
+// (−0, ±Inf, NaN) but for a NaN beside an infinity (math.Max(NaN, +Inf) is
+// +Inf, max gives NaN): a timeline with a NaN time has its estimate
+// refused by checkFinite either way (TTFT and TPOT come from those times).
+func overlap(a, b, lo, hi float64) float64 { return max(0, min(b, hi)-max(a, lo)) }
 
 // busy is the part of a slice spent working (not waiting).
 func busySpan(sl Slice) (float64, float64) { return sl.StartS + sl.WaitS, sl.EndS }
@@ -771,8 +780,12 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 	}
 	seen := map[key]*CollectiveUse{}
 	var order []key
-	for _, sl := range tl.Slices {
-		if sl.Rank != tl.Slices[0].Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
+	for j := range tl.Slices {
+		sl := &tl.Slices[j]
+		if sl.Rank != tl.Slices[0].Rank {
+			break // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
+		}
+		if sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
 			continue
 		}
 		name := sl.Op.Name

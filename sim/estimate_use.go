@@ -8,10 +8,27 @@ import "github.com/partbench/partbench/partition"
 var useBounds = [...]Bound{BoundCompute, BoundHBM, BoundL2, BoundMeasured, BoundTable, BoundNVLink, BoundPCIe, BoundNetwork, BoundLatency, BoundBubble}
 
 func useBoundIndex(b Bound) int {
-	for i, u := range useBounds {
-		if u == b {
-			return i
-		}
+	switch b { // useBounds' order; a switch, not a scan of string compares
+	case BoundCompute:
+		return 0
+	case BoundHBM:
+		return 1
+	case BoundL2:
+		return 2
+	case BoundMeasured:
+		return 3
+	case BoundTable:
+		return 4
+	case BoundNVLink:
+		return 5
+	case BoundPCIe:
+		return 6
+	case BoundNetwork:
+		return 7
+	case BoundLatency:
+		return 8
+	case BoundBubble:
+		return 9
 	}
 	return -1
 }
@@ -48,21 +65,33 @@ type windowUse struct {
 	preBy, decBy     []boundTimes // phaseUse's
 	div              int
 	preRank, decRank []float64 // rankUse's
-	fallback         bool
+	// The same pass's sums for estimateRun and countPricing: the HBM and L2
+	// bytes of decode step s0's slices (int64 sums: exact in any order),
+	// and by simulated rank the ops of prefill and the first decode step
+	// priced from the op table or by the model (recvs and stand-ins past
+	// tl.Ranks left out), as countPricingEach counts them.
+	s0, first       int
+	hbmS0, l2S0     int64
+	table, modelOps []int
+	fallback        bool
 }
 
-func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
+// windowUses makes one pass over the timeline's slices for the windows'
+// uses, decode step s0's bytes and the pricing counts of the slices of
+// prefill and decode step first (the first decode step simulated).
+func (e *Estimate) windowUses(prefillEnd, w0, w1 float64, s0, first int) *windowUse {
 	tl := e.Timeline
 	m := standIns(tl) // the simulated ranks, rank = index · div
-	u := &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1,
+	u := &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, s0: s0, first: first,
 		preBusy: make([]float64, m), decBusy: make([]float64, m), preRank: make([]float64, m), decRank: make([]float64, m),
-		preBy: make([]boundTimes, m), decBy: make([]boundTimes, m), div: standInWidth(tl)}
+		preBy: make([]boundTimes, m), decBy: make([]boundTimes, m), div: standInWidth(tl),
+		table: make([]int, m), modelOps: make([]int, m)}
 	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
 	for j := range tl.Slices {
 		sl := &tl.Slices[j]
 		bi := useBoundIndex(sl.Bound)
 		if bi < 0 {
-			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, fallback: true}
+			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, s0: s0, first: first, fallback: true}
 		}
 		a, b := busySpan(*sl)
 		recv := sl.Op.Kind == partition.Recv
@@ -73,6 +102,17 @@ func (e *Estimate) windowUses(prefillEnd, w0, w1 float64) *windowUse {
 		if !recv {
 			u.preRank[i] += dp
 			u.decRank[i] += dd
+			if (sl.Phase != partition.Decode || sl.Step == first) && sl.Rank < tl.Ranks {
+				if sl.Bound == BoundTable {
+					u.table[i]++
+				} else {
+					u.modelOps[i]++
+				}
+			}
+		}
+		if sl.Phase == partition.Decode && sl.Step == s0 {
+			u.hbmS0 += sl.HBMBytes
+			u.l2S0 += sl.L2Bytes
 		}
 		if recv { // a recv's time is waiting for data: idle
 			dp, dd = 0, 0
@@ -113,4 +153,35 @@ func (u *windowUse) ranks(e *Estimate) {
 	}
 	e.setRankUse(partition.Prefill, u.preRank, 0, u.prefillEnd)
 	e.setRankUse(partition.Decode, u.decRank, u.w0, u.w1)
+}
+
+// stepBytes adds decode step s0's HBM and L2 bytes, each slice's standing
+// for weight ranks, to pe.
+func (u *windowUse) stepBytes(e *Estimate, pe *PhaseEstimate, weight int64) {
+	if u.fallback {
+		stepBytesEach(e.Timeline, pe, u.s0, weight)
+		return
+	}
+	pe.HBMBytesPerStep += weight * u.hbmS0
+	pe.L2BytesPerStep += weight * u.l2S0
+}
+
+// stepBytesEach is stepBytes slice by slice: its reference and fallback.
+func stepBytesEach(tl *Timeline, pe *PhaseEstimate, s0 int, weight int64) {
+	for i := range tl.Slices {
+		sl := &tl.Slices[i]
+		if sl.Phase == partition.Decode && sl.Step == s0 {
+			pe.HBMBytesPerStep += weight * sl.HBMBytes
+			pe.L2BytesPerStep += weight * sl.L2Bytes
+		}
+	}
+}
+
+// pricing is countPricing from the pass's counts.
+func (u *windowUse) pricing(e *Estimate) {
+	if u.fallback {
+		e.countPricing()
+		return
+	}
+	e.setPricing(u.table, u.modelOps)
 }

@@ -233,6 +233,17 @@ func (e *Estimate) countPricing() {
 			model[i]++
 		}
 	}
+	e.setPricing(table, model)
+}
+
+// setPricing sets each kind's TableOps and ModelOps from the counts by
+// simulated rank (windowUse.pricing counts them in its pass).
+func (e *Estimate) setPricing(table, model []int) {
+	tl := e.Timeline
+	if tl == nil || len(e.Ranks.Kinds) == 0 {
+		return
+	}
+	div := standInWidth(tl)
 	for i := range e.Ranks.Kinds { // a kind's ranks are its stand-in's
 		k := &e.Ranks.Kinds[i]
 		if k.Rank >= tl.Ranks {
