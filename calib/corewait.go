@@ -227,7 +227,6 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	}
 	var got []string
 	seen := map[int64]bool{}
-	waited := false
 	var hops []string
 	seenHop := map[int64]bool{}
 	for i := range RingBursts {
@@ -239,15 +238,13 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
 	for i := 1; i < idle; i++ {
-		// A burst after which no repeat waited is kept too (1 ns), as
-		// beside idle ranks: without it sim would take the next longer
-		// burst's wait for a shorter one.
 		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
 		if err != nil {
 			return err
 		}
-		keep(e, seen, &got)
-		waited = waited || ok
+		if ok {
+			keep(e, seen, &got)
+		}
 	}
 	var besideIdle []string
 	seenIdle := map[int64]bool{}
@@ -278,7 +275,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if len(str) > 0 {
 		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
-	if !waited {
+	if len(got) == 0 {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay", n, cores)
 		return nil
 	}
@@ -316,8 +313,8 @@ func ringHop(ctx context.Context, c pexec.Comm, buf pexec.F32, members []int, r,
 // (ring hop − its burst − one-way time), clamped at 0 (oneWay
 // [size][repeat]; hop [size][2·repeat], each repeat the hop's time then
 // its burst's); the median over repeats, a zero kept as noWaitS, at size
-// the bursts' median wall time in ns; no wait in any repeat is noWaitS
-// throughout. ok is false when the shapes differ.
+// the bursts' median wall time in ns. ok is false when no repeat measured
+// a wait or the shapes differ.
 func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool) {
 	if len(oneWay) != len(hop) || len(oneWay) == 0 {
 		return configs.OpTime{}, false
@@ -336,10 +333,10 @@ func recvWaitEntry(oneWay, hop [][]float64, n, cores int) (configs.OpTime, bool)
 		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
-	// No wait in any repeat is kept as noWaitS throughout, as the core
-	// wait's: sim then interpolates towards no wait after short bursts
-	// rather than taking the next longer burst's wait.
-	sp.Median, sp.Min, sp.Max = max(sp.Median, noWaitS), max(sp.Min, noWaitS), max(sp.Max, noWaitS)
+	if !(sp.Max > 0) {
+		return configs.OpTime{}, false
+	}
+	sp.Median, sp.Min = max(sp.Median, noWaitS), max(sp.Min, noWaitS)
 	return configs.OpTime{Kind: configs.RecvWaitKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(medianOf(walls)*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }
