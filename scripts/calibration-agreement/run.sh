@@ -8,6 +8,9 @@
 #   own     each binary calibrates (alternating) and prices its runs from its own profile
 #   shared  after calibrates once per round and both price from that profile, so the two
 #           models differ only in how they price (before must read after's profile)
+# With BEFORE_FILTER set (shared mode), before prices from before-N.toml, written by the command
+# $BEFORE_FILTER reading after-N.toml on stdin: the profile an older calibrate would have written
+# from the same measurements (e.g. strip-nowait.py: without the no-wait entries it dropped).
 # This folder's tp2-tiny.toml and pp2-tiny.toml are copied into WORKDIR.
 set -u
 W=${1:?usage: run.sh WORKDIR [own|shared]}
@@ -30,12 +33,15 @@ calibrate() { # variant round
 for r in 1 2 3; do
   if [ "$MODE" = own ]; then calibrate before $r; fi
   calibrate after $r
+  if [ "$MODE" = shared ] && [ -n "${BEFORE_FILTER:-}" ]; then
+    $BEFORE_FILTER < after-$r.toml > before-$r.toml || { echo "run.sh: BEFORE_FILTER failed" >&2; exit 2; }
+  fi
   for c in "test/single-tiny 1 30" "tp2-tiny.toml 2 30" "pp2-tiny.toml 2 30" "test/tp2pp2-tiny 4 30" \
            "test/tp2-dp2-tiny 4 30" "test/layerwise16-tiny 16 10"; do
     set -- $c
     for v in after before; do
       profile=$v-$r.toml
-      [ "$MODE" = shared ] && profile=after-$r.toml
+      [ "$MODE" = shared ] && [ -z "${BEFORE_FILTER:-}" -o $v = after ] && profile=after-$r.toml
       uptime >> log.txt
       $W/$v/partbench run --nproc-per-node $2 --config $1 --backend cpu --calibration $profile \
           --iterations $3 --warmup 3 --quiet --output-dir out/$v/$(basename $1 .toml)-$r > /dev/null 2>> err.txt
