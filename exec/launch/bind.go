@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/partbench/partbench/topology"
 )
 
 // Bind is how a rank's threads are bound to the host's CPUs (`--bind-to`,
@@ -74,7 +76,7 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
 	case n > len(cpus):
 		// Oversubscribed, or a launcher bound the rank already (mpirun
 		// --bind-to core leaves a rank a mask of one CPU).
-		return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s); the scheduler places the ranks", b, n, len(cpus), cpuList(cpus))
+		return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s); the scheduler places the ranks", b, n, len(cpus), topology.CPUList(cpus))
 	}
 	each := strconv.Itoa(len(cpus)/n) + " CPUs"
 	if len(cpus)%n != 0 {
@@ -83,28 +85,7 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
 		each = "1 CPU"
 	}
 	block := CPUBlock(cpus, env.LocalRank, n)
-	return block, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound to %s each of the affinity mask's %d (%s); local rank %d to %s", b, n, each, len(cpus), cpuList(cpus), env.LocalRank, cpuList(block))
-}
-
-// cpuList writes cpus as Linux's lists do: 0-3,8,10-11.
-func cpuList(cpus []int) string {
-	var sb strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if sb.Len() > 0 {
-			sb.WriteByte(',')
-		}
-		if j == i {
-			fmt.Fprintf(&sb, "%d", cpus[i])
-		} else {
-			fmt.Fprintf(&sb, "%d-%d", cpus[i], cpus[j])
-		}
-		i = j + 1
-	}
-	return sb.String()
+	return block, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound to %s each of the affinity mask's %d (%s); local rank %d to %s", b, n, each, len(cpus), topology.CPUList(cpus), env.LocalRank, topology.CPUList(block))
 }
 
 // BindRank applies b to this process, a rank env describes: it binds
@@ -124,7 +105,7 @@ func BindRank(b Bind, env Env, cpuBackend bool) (string, error) {
 		return note, nil
 	}
 	if err := pinThreads(block); err != nil {
-		return "", fmt.Errorf("--bind-to %s: binding rank %d to CPUs %s: %w", b, env.Rank, cpuList(block), err)
+		return "", fmt.Errorf("--bind-to %s: binding rank %d to CPUs %s: %w", b, env.Rank, topology.CPUList(block), err)
 	}
 	return note, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/partbench/partbench/topology"
 )
 
 // CPUBlock splits the CPUs in consecutive blocks, the first len mod n one
@@ -133,8 +135,8 @@ func bindChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := CPUBlock(cpus, 1, 2)
-	if !strings.Contains(note, "local rank 1 to "+cpuList(want)) {
-		t.Errorf("note %q does not name the block %s", note, cpuList(want))
+	if !strings.Contains(note, "local rank 1 to "+topology.CPUList(want)) {
+		t.Errorf("note %q does not name the block %s", note, topology.CPUList(want))
 	}
 	start(4) // and threads started after it
 	ents, err := os.ReadDir("/proc/self/task")
@@ -147,12 +149,12 @@ func bindChild(t *testing.T) {
 			continue // the thread ended
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) != cpuList(want) {
-				t.Errorf("thread %s may run on %s, want %s", e.Name(), strings.TrimSpace(v), cpuList(want))
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) != topology.CPUList(want) {
+				t.Errorf("thread %s may run on %s, want %s", e.Name(), strings.TrimSpace(v), topology.CPUList(want))
 			}
 		}
 	}
 	close(release)
 	wg.Wait()
-	t.Logf("%d threads bound to %s", len(ents), cpuList(want))
+	t.Logf("%d threads bound to %s", len(ents), topology.CPUList(want))
 }

@@ -2,22 +2,16 @@ package tcpcomm
 
 import (
 	"runtime"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/partbench/partbench/exec/launch"
 )
 
-// usableCPUs are the CPUs this process may run on: its affinity mask.
+// usableCPUs are the CPUs this process may run on: its affinity mask
+// (launch.UsableCPUs), else runtime.NumCPU CPUs from 0.
 func usableCPUs() []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	cpus, err := launch.UsableCPUs()
+	if err != nil || len(cpus) == 0 {
 		return firstCPUs(runtime.NumCPU())
-	}
-	var cpus []int
-	for c := 0; c < len(set)*8*int(unsafe.Sizeof(set[0])); c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
 	}
 	return cpus
 }
