@@ -45,15 +45,7 @@ preset = "dgx-h100x2"
 nodes = %d
 gpus_per_node = %d
 `, layers, tp, pp, microbatches, lm, (gpus+gpusPerNode-1)/gpusPerNode, gpusPerNode)
-	cfg, err := configs.Parse(strings.NewReader(text), "stages")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return planOfText(t, text, "stages")
 }
 
 // The timeline and estimate with alike stages written equal, to the bit,
@@ -167,7 +159,13 @@ func (c alikeCase) check(t *testing.T) {
 // largePlan is BenchmarkDryRun's 100,000-GPU plan.
 func largePlan(t testing.TB) *partition.Plan {
 	t.Helper()
-	cfg, err := configs.Parse(strings.NewReader(largeDryRunConfig), "large")
+	return planOfText(t, largeDryRunConfig, "large")
+}
+
+// planOfText is the plan of a config given as TOML text.
+func planOfText(t testing.TB, text, name string) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Parse(strings.NewReader(text), name)
 	if err != nil {
 		t.Fatal(err)
 	}

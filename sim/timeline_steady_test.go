@@ -52,15 +52,7 @@ func steadyCases(t *testing.T) []struct {
 		p := planEdited(t, e.name, e.edit)
 		add(fmt.Sprintf("%s (tp %d pp %d dp %d, %d micro-batches)", e.name, p.TP, p.PP, p.DP, p.Microbatches), p, Options{})
 	}
-	cfg, err := configs.Parse(strings.NewReader(largeDryRunConfig), "large")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	add("100,000 GPUs", p, Options{})
+	add("100,000 GPUs", largePlan(t), Options{})
 	return out
 }
 
