@@ -139,24 +139,8 @@ func TestCoreWaitShare(t *testing.T) {
 // 4 blocked receives in a row, TPOT + 4R = +200 µs; the prefill's reaches
 // the last stage after 3, TTFT + 3R = +150 µs.
 func TestCoreWaitSparesAPipeline(t *testing.T) {
-	est := func(waits ...configs.OpTime) *Estimate {
-		t.Helper()
-		cfg, err := configs.Load("test/pp4-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Parallel.Microbatches = 1 // one stage computes at a time
-		cfg.Hardware.HostCores = 2
-		cfg.Hardware.OpTimes = waits
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := EstimatePlan(plan, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+	est := func(times ...configs.OpTime) *Estimate {
+		return estimateOnCoresWith(t, "test/pp4-tiny", 2, 1, times...) // one stage computes at a time
 	}
 	w := configs.OpTime{Kind: configs.CoreWaitKind, Shape: "cores=2", Size: 1, TimeS: 1e-3, TimeMinS: 1e-3, TimeMaxS: 1e-3, Samples: 1, Ranks: 4}
 	base, charged := est(), est(w)

@@ -73,22 +73,7 @@ func TestCoreWaitBesideIdle(t *testing.T) {
 // (each decode step runs the same chain). W alone changes nothing.
 func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 	est := func(times ...configs.OpTime) *Estimate {
-		cfg, err := configs.Load("test/tp2pp2-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Parallel.Microbatches = 1
-		cfg.Hardware.HostCores = 2
-		cfg.Hardware.OpTimes = times
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := EstimatePlan(plan, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return estimateOnCoresWith(t, "test/tp2pp2-tiny", 2, 1, times...)
 	}
 	e := func(kind string, w float64) configs.OpTime {
 		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(2), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}

@@ -75,9 +75,19 @@ func TestEstimateSharesCores(t *testing.T) {
 // CPU cores (0: none stated) with op-time entries times.
 func estimateOnCores(t *testing.T, name string, cores int, times ...configs.OpTime) *Estimate {
 	t.Helper()
+	return estimateOnCoresWith(t, name, cores, 0, times...)
+}
+
+// estimateOnCoresWith is estimateOnCores with the config's micro-batches
+// set to microbatches (0: the config's).
+func estimateOnCoresWith(t *testing.T, name string, cores, microbatches int, times ...configs.OpTime) *Estimate {
+	t.Helper()
 	cfg, err := configs.Load(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if microbatches > 0 {
+		cfg.Parallel.Microbatches = microbatches
 	}
 	cfg.Hardware.HostCores = cores
 	cfg.Hardware.OpTimes = times

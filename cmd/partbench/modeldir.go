@@ -71,10 +71,11 @@ func (o *runOptions) runCheckModelDir(ctx context.Context, stdout io.Writer) err
 		if b.Checkpoint == nil {
 			return hf.Backend{}, fmt.Errorf("--backend %s reads no checkpoints", name)
 		}
-		co, err := checkpointOptions(dtype, "")
-		if err == nil && name == configs.BackendCUDA {
-			co, err = checkpointOptions(dtype, o.hostWindow)
+		window := "" // the reference's CPU backend takes none
+		if name == configs.BackendCUDA {
+			window = o.hostWindow
 		}
+		co, err := checkpointOptions(dtype, window)
 		if err != nil {
 			return hf.Backend{}, err
 		}
