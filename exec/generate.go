@@ -43,6 +43,9 @@ type GenerateResult struct {
 	// Reference is the comparison with an independent implementation's
 	// outputs, when one was asked for (CompareReference).
 	Reference *ReferenceCheck `json:"reference,omitempty"`
+	// Notes say how the run was set up where a choice was made for it
+	// (how rank 0 was bound to CPUs).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Generate runs cfg's partitioning on prompts (token ids, one list per

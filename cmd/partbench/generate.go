@@ -29,7 +29,7 @@ import (
 
 type generateOptions struct {
 	modelDir, idsFile, logitsOut, format, backend, dtype string
-	reference, rendezvous, hostWindow                    string
+	reference, rendezvous, hostWindow, bindTo            string
 	newTokens, tp, pp, microbatches                      int
 	nproc                                                int
 	joinTimeout                                          time.Duration
@@ -80,6 +80,7 @@ printed under "reference"; the exit status is 1 when it fails. Without
 	f.StringVar(&o.rendezvous, "rdzv-endpoint", "", "under a launcher: rank 0's control address host:port, as torchrun's (default: MASTER_ADDR:MASTER_PORT, else "+launch.DefaultRendezvousAddr+")")
 	cliflag.Alias(f, "rendezvous", "rdzv-endpoint", false)
 	f.DurationVar(&o.joinTimeout, "join-timeout", rendezvous.DefaultJoinTimeout, "with --nproc or a launcher: how long ranks wait for each other at the start")
+	f.StringVar(&o.bindTo, "bind-to", "auto", "with --nproc or a launcher: bind each local rank's threads to its own block of the host's CPUs: auto (CPU-backend ranks, when they do not outnumber the CPUs), core (every backend's, likewise) or none (as run's and mpirun's --bind-to)")
 	return cmd
 }
 
@@ -106,6 +107,15 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	}
 	if o.reference != "" && (launched || env.Source != launch.SourceSingle) {
 		return &exitError{2, errors.New("generate: --reference runs every rank in this process: not with --nproc or under a launcher")}
+	}
+	bind, err := launch.ParseBind(o.bindTo)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("generate: %w", err)}
+	}
+	// A process is one rank with --nproc (its children) or under a
+	// launcher; otherwise every rank runs in this process, none to bind.
+	if cmd.Flags().Changed("bind-to") && !launched && env.Source == launch.SourceSingle && o.tp*o.pp > 1 {
+		return &exitError{2, fmt.Errorf("generate: --bind-to %s: without --nproc or a launcher the %d ranks run in this process, with no rank to bind", o.bindTo, o.tp*o.pp)}
 	}
 	var ref *pexec.Reference
 	if o.reference != "" {
@@ -158,6 +168,12 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 		}
 		g.Env.RendezvousAddr = o.rendezvous
 	}
+	var bindNote string
+	if env.Source != launch.SourceSingle {
+		if bindNote, err = launch.BindRank(bind, env, o.backend == configs.BackendCPU); err != nil {
+			return &exitError{2, fmt.Errorf("generate: %w", err)}
+		}
+	}
 	m, err := hf.OpenFor(cfg, dir)
 	if err != nil {
 		return err
@@ -166,6 +182,9 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	res, err := m.Generate(cmd.Context(), cfg, g, hb)
 	if err != nil || res == nil {
 		return err
+	}
+	if bindNote != "" {
+		res.Notes = append(res.Notes, bindNote)
 	}
 	if o.logitsOut != "" {
 		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
