@@ -107,7 +107,14 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	if err != nil {
 		return fail(fmt.Errorf("communicator: %w", err))
 	}
-	defer comm.Close() // before the Compute it may queue on
+	// Closed before the Compute it may queue on: at the end of a run that
+	// got its results, by closeComm below; on every other return here.
+	closed := false
+	defer func() {
+		if !closed {
+			comm.Close()
+		}
+	}()
 	rawGroups, err := NewGroups(ctx, comm, plan, rank)
 	if err != nil {
 		return fail(err)
@@ -321,8 +328,31 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			}
 		}
 	}
-	return gatherAtRankZero(ctx, comm, sess, res, "result")
+	results, err := gatherAtRankZero(ctx, comm, sess, res, "result")
+	if err != nil {
+		return nil, err
+	}
+	closed = true
+	if err := comm.Close(); err != nil {
+		return results, &CloseError{Rank: rank, Err: err}
+	}
+	return results, nil
 }
+
+// CloseError is a rank's communicator failing to close after the run
+// itself succeeded (a wait log it was asked to write, a device
+// communicator's teardown): Run returns it with rank 0's results, which
+// are complete, so the caller can keep them and still fail.
+type CloseError struct {
+	Rank int
+	Err  error
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("closing the communicator after the run: %v", e.Err)
+}
+
+func (e *CloseError) Unwrap() error { return e.Err }
 
 // gatherAtRankZero is a run's last word: every rank waits at comm's barrier
 // and sends v, as JSON, through the rendezvous; rank 0 returns every rank's

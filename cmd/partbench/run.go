@@ -223,7 +223,7 @@ func (o *runOptions) loadRunConfig() (*configs.Config, error) {
 }
 
 // runRank runs this process as one rank of a launched job.
-func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) (ret error) {
 	started := time.Now()
 	cfg, err := o.loadRunConfig()
 	if err != nil {
@@ -256,8 +256,23 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) erro
 		TraceDecodeSteps: traceSteps(o.trace),
 		NewComm:          rank.NewComm,
 	})
+	// A communicator that failed to close after the run leaves the results
+	// whole: rank 0 still reports and writes them, and the rank then fails.
+	var closeErr *pexec.CloseError
+	if errors.As(err, &closeErr) {
+		err = nil
+	}
 	if err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
+	}
+	if closeErr != nil {
+		defer func() {
+			if ret == nil {
+				ret = launchflags.RankError(env.Rank, o.verbose, closeErr)
+			} else {
+				fmt.Fprintf(stderr, "partbench: %v\n", closeErr)
+			}
+		}()
 	}
 	if o.verbose {
 		fmt.Fprintf(stderr, "rank %d of %d (%s): done\n", env.Rank, env.Size, env.Source)
