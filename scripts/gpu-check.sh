@@ -483,6 +483,16 @@ for s in $steps; do
 				--request-rate 200 --num-prompts 200 --random-input-len 64 --random-output-len 32 \
 				--max-num-seqs 16 --max-num-batched-tokens 256 --engine-context 128 --format markdown
 		done
+		# The same load modeled with this device's calibration (the calibrate
+		# step's profile) instead of the config's hardware.
+		if [ $dry -eq 1 ] || [ -f "$out/calib-cuda.toml" ]; then
+			pbrun serving-grpc-cal serving --spawn-server --transport grpc --backend cuda --config test/single-tiny \
+				--calibration "$out/calib-cuda.toml" \
+				--request-rate 200 --num-prompts 200 --random-input-len 64 --random-output-len 32 \
+				--max-num-seqs 16 --max-num-batched-tokens 256 --engine-context 128 --format markdown
+		else
+			skip serving-grpc-cal "no calibration (the calibrate step did not write one)"
+		fi
 		;;
 	sanitize)
 		if [ $dry -eq 1 ]; then
