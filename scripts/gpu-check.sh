@@ -424,6 +424,11 @@ for s in $steps; do
 			pbrun model-calibrated model --dry-run --calibration "$out/calib-cuda.toml" --config "$out/seed4-1gpu.toml" --format markdown
 			pbrun single-seed4-cal run --nproc-per-node 1 --backend cuda --config "$out/seed4-1gpu.toml" \
 				--calibration "$out/calib-cuda.toml" --output-dir "$out/single-seed4-cal" --format markdown --per-rank
+			# batch 1 and the emulated tp8pp2 against the same calibration
+			pbrun single-seed4-b1-cal run --nproc-per-node 1 --backend cuda --config "$out/seed4-b1.toml" \
+				--calibration "$out/calib-cuda.toml" --output-dir "$out/single-seed4-b1-cal" --format markdown
+			pbrun emulate-tp8pp2-cal run --emulate-ranks 16 --backend cuda --config "$out/tp8pp2-seed4.toml" --warmup 1 --iterations 2 \
+				--calibration "$out/calib-cuda.toml" --output-dir "$out/emulate-tp8pp2-cal" --format markdown
 		fi
 		;;
 	l2)
