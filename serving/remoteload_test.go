@@ -80,7 +80,10 @@ func dialGenerate(t *testing.T, addr, transport string) *remote.GenerateClient {
 }
 
 // The load generator over partbench serve's own transports, against the
-// batched engine: 24 tiny requests at 400 req/s and one too long for a
+// batched engine: 24 tiny requests at 20,000 req/s (all 24 within about
+// a millisecond, so that they overlap in the engine however fast it runs
+// its iterations: at 400 req/s an idle engine finished each request
+// before the next arrived and batched none) and one too long for a
 // slot, on gRPC and on raw TCP. Accounting: every request is completed or
 // failed (the long one, with the server's reason), every completed one
 // streamed exactly its output tokens, one gap per token after the first;
@@ -93,7 +96,7 @@ func TestLoadRemoteBothTransports(t *testing.T) {
 			cfg := Config{Scheduler: SchedulerConfig{Policy: PolicyChunked, MaxNumSeqs: 4, MaxNumBatchedTokens: 16, BlockSize: 1, NumBlocks: 4 * 24},
 				Replicas: 1, Router: RouterRoundRobin}
 			srv, addrs := hostEngine(t, ex, cfg, 24)
-			reqs := mustGenerate(t, Spec{NumPrompts: 24, Arrivals: Arrivals{Process: ArrivalPoisson, RequestRate: 400},
+			reqs := mustGenerate(t, Spec{NumPrompts: 24, Arrivals: Arrivals{Process: ArrivalPoisson, RequestRate: 20000},
 				Lengths: Lengths{InputLen: 10, OutputLen: 5, RangeRatio: 0.5}, Seed: 3})
 			long := len(reqs)
 			reqs = append(reqs, Request{ID: long, ArrivalS: reqs[long-1].ArrivalS, InputLen: 20, OutputLen: 10})
