@@ -45,15 +45,26 @@ func OpKey(op *partition.Op) (kind, shape string, size, context int64) {
 }
 
 // OpTable is a profile's op-time table indexed for look-up. Between
-// measured shapes it interpolates as a power law: along size alone,
+// measured shapes it interpolates along the size between the measured
+// neighbours a ≤ s ≤ b, and for attention also along the context over
+// the four measured corners around the point (bilinearly). How depends on
+// the kind:
 //
-//	t(s) = t(a)^(1−u) · t(b)^u,  u = ln(s/a) / ln(b/a)
+//   - a compute op (partition's compute kinds: GEMM, attention, norms,
+//     activation, residual, position, input, sample) linearly,
+//     t(s) = t(a) + (t(b) − t(a))·(s − a)/(b − a): its time is a fixed cost
+//     plus a cost per token row (and per row × position for attention),
+//     which this reproduces exactly between two points, however far apart
+//     they are measured — a table of a batch's decode (16 rows) and its
+//     prefill (32,512 rows) prices a 2,032-row prefill at what it costs
+//     (docs/calibration.md, "Interpolation");
+//   - every other entry (collectives, sends and receives by bytes, the
+//     shared-core waits and stretches by burst) as a power law,
+//     t(s) = t(a)^(1−u) · t(b)^u with u = ln(s/a) / ln(b/a): linear in log
+//     size and log time.
 //
-// for the measured sizes a ≤ s ≤ b next to s (linear in log size and log
-// time: a time proportional to sᵖ between two points is reproduced
-// exactly); for attention bilinearly in (ln size, ln context) over the four
-// measured corners around the point. Outside the measured range, or where a
-// corner was not measured, there is no entry and the roofline prices the op.
+// Outside the measured range, or where a corner was not measured, there is
+// no entry and the roofline prices the op.
 type OpTable struct {
 	grids map[string]*opGrid // kind + "\x00" + shape
 }
@@ -115,26 +126,55 @@ func (t *OpTable) Lookup(kind, shape string, size, context int64) (float64, bool
 	if g == nil {
 		return 0, false
 	}
-	s0, s1, u, ok := bracket(g.sizes, size)
+	in := interpOf(kind)
+	s0, s1, u, ok := in.bracket(g.sizes, size)
 	if !ok {
 		return 0, false
 	}
 	if len(g.contexts) == 1 && g.contexts[0] == context {
-		return logLerp(g.t, [2]int64{s0, context}, [2]int64{s1, context}, u)
+		return in.lerp(g.t, [2]int64{s0, context}, [2]int64{s1, context}, u)
 	}
 	if context <= 0 {
 		return 0, false
 	}
-	c0, c1, v, ok := bracket(g.contexts, context)
+	c0, c1, v, ok := in.bracket(g.contexts, context)
 	if !ok {
 		return 0, false
 	}
-	lo, ok0 := logLerp(g.t, [2]int64{s0, c0}, [2]int64{s1, c0}, u)
-	hi, ok1 := logLerp(g.t, [2]int64{s0, c1}, [2]int64{s1, c1}, u)
+	lo, ok0 := in.lerp(g.t, [2]int64{s0, c0}, [2]int64{s1, c0}, u)
+	hi, ok1 := in.lerp(g.t, [2]int64{s0, c1}, [2]int64{s1, c1}, u)
 	if !ok0 || !ok1 {
 		return 0, false
 	}
-	return math.Exp((1-v)*math.Log(lo) + v*math.Log(hi)), true
+	return in.mix(lo, hi, v), true
+}
+
+// interp is how a kind's entries are interpolated (see OpTable): linear,
+// or a power law (linear in logs).
+type interp bool
+
+const (
+	linear   interp = true
+	powerLaw interp = false
+)
+
+// interpOf is the interpolation of kind's entries: linear for partition's
+// compute kinds, a power law for every other.
+func interpOf(kind string) interp {
+	switch partition.Kind(kind) {
+	case partition.Input, partition.Norm, partition.LayerNorm, partition.Position, partition.Gemm,
+		partition.Attention, partition.Activation, partition.Residual, partition.Sample:
+		return linear
+	}
+	return powerLaw
+}
+
+// mix is the point u of the way from ta to tb.
+func (in interp) mix(ta, tb, u float64) float64 {
+	if in == linear {
+		return ta + (tb-ta)*u
+	}
+	return math.Exp((1-u)*math.Log(ta) + u*math.Log(tb))
 }
 
 // Time is the table's time of op (OpKey), and whether it has one.
@@ -147,9 +187,10 @@ func (t *OpTable) Time(op *partition.Op) (float64, bool) {
 }
 
 // bracket finds the neighbours a ≤ x ≤ b of x in the ascending, positive
-// xs and x's position between them on a log scale, u = ln(x/a)/ln(b/a)
-// (0 when x is measured); false outside [xs[0], xs[last]].
-func bracket(xs []int64, x int64) (a, b int64, u float64, ok bool) {
+// xs and x's position between them, u: (x − a)/(b − a) for linear, on a
+// log scale ln(x/a)/ln(b/a) for a power law (0 when x is measured); false
+// outside [xs[0], xs[last]].
+func (in interp) bracket(xs []int64, x int64) (a, b int64, u float64, ok bool) {
 	i := sort.Search(len(xs), func(i int) bool { return xs[i] >= x })
 	switch {
 	case i == len(xs):
@@ -160,11 +201,15 @@ func bracket(xs []int64, x int64) (a, b int64, u float64, ok bool) {
 		return 0, 0, 0, false
 	}
 	a, b = xs[i-1], xs[i]
+	if in == linear {
+		return a, b, float64(x-a) / float64(b-a), true
+	}
 	return a, b, math.Log(float64(x)/float64(a)) / math.Log(float64(b)/float64(a)), true
 }
 
-// logLerp is t(a)^(1−u)·t(b)^u, false when either point is not measured.
-func logLerp(t map[[2]int64]float64, a, b [2]int64, u float64) (float64, bool) {
+// lerp is the point u of the way between the entries at a and b (mix),
+// false when either point is not measured.
+func (in interp) lerp(t map[[2]int64]float64, a, b [2]int64, u float64) (float64, bool) {
 	ta, oka := t[a]
 	tb, okb := t[b]
 	if !oka || !okb {
@@ -173,7 +218,7 @@ func logLerp(t map[[2]int64]float64, a, b [2]int64, u float64) (float64, bool) {
 	if u == 0 {
 		return ta, true
 	}
-	return math.Exp((1-u)*math.Log(ta) + u*math.Log(tb)), true
+	return in.mix(ta, tb, u), true
 }
 
 // planOpTable is the op-time table of plan's hardware (nil: none).

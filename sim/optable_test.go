@@ -17,7 +17,8 @@ func opTimes(kind, shape string, pts ...[3]float64) []configs.OpTime {
 }
 
 func TestOpTableLookup1D(t *testing.T) {
-	// gemm n=8 k=8 measured at 4, 16 and 64 rows: 1, 4 and 8 µs.
+	// gemm n=8 k=8 measured at 4, 16 and 64 rows: 1, 4 and 8 µs. A compute
+	// op interpolates linearly in rows.
 	tab := NewOpTable(opTimes("gemm", "n=8 k=8 bias=false", [3]float64{4, 0, 1e-6}, [3]float64{16, 0, 4e-6}, [3]float64{64, 0, 8e-6}))
 	for _, c := range []struct {
 		size int64
@@ -26,10 +27,10 @@ func TestOpTableLookup1D(t *testing.T) {
 	}{
 		{4, 1e-6, true},  // measured
 		{16, 4e-6, true}, // measured
-		// 8 rows: u = ln(8/4)/ln(16/4) = 1/2 → √(1·4) µs = 2 µs (a time ∝ rows between 4 and 16 is reproduced).
+		// 8 rows: u = (8−4)/(16−4) = 1/3 → 1 + 3·(1/3) = 2 µs.
 		{8, 2e-6, true},
-		// 32 rows: u = ln 2 / ln 4 = 1/2 between 16 and 64 → √(4·8) = 5.657 µs.
-		{32, math.Sqrt(32) * 1e-6, true},
+		// 32 rows: u = (32−16)/(64−16) = 1/3 → 4 + 4·(1/3) = 16/3 µs.
+		{32, 16.0 / 3 * 1e-6, true},
 		{2, 0, false},   // below the measured range: roofline
 		{128, 0, false}, // above
 	} {
@@ -48,6 +49,25 @@ func TestOpTableLookup1D(t *testing.T) {
 	if _, ok := none.Lookup("gemm", "", 1, 0); ok || none.Len() != 0 || NewOpTable(nil) != nil {
 		t.Error("a nil table has no entries")
 	}
+
+	// A batch's decode and prefill only (16 and 32,512 rows: 20 µs and
+	// 1,520 µs) and a 2,032-row prefill between them: linear,
+	// 20 + 1,500·(2,032 − 16)/(32,512 − 16) = 20 + 1,500·2,016/32,496
+	// = 113.057 µs, where a power law through the two points gave
+	// 20·76^u, u = ln(2,032/16)/ln(32,512/16) = 0.63626, = 315.6 µs.
+	far := NewOpTable(opTimes("residual", "width=4096", [3]float64{16, 0, 20e-6}, [3]float64{32512, 0, 1520e-6}))
+	want := 20e-6 + 1500e-6*2016/32496
+	if got, ok := far.Lookup("residual", "width=4096", 2032, 0); !ok || math.Abs(got-want) > 1e-15 {
+		t.Errorf("2,032 rows: (%g, %v), want %g", got, ok, want)
+	}
+
+	// Every other kind — here an all_reduce by bytes at 256 B and 4 KiB:
+	// 10 and 40 µs — as a power law: at 1 KiB u = ln(1024/256)/ln(4096/256)
+	// = 1/2 → √(10·40) = 20 µs (linear would give 10 + 30·768/3,840 = 16).
+	ar := NewOpTable(opTimes("all_reduce", "ranks=2", [3]float64{256, 0, 10e-6}, [3]float64{4096, 0, 40e-6}))
+	if got, ok := ar.Lookup("all_reduce", "ranks=2", 1024, 0); !ok || math.Abs(got-20e-6) > 1e-15 {
+		t.Errorf("all_reduce at 1 KiB: (%g, %v), want 20 µs", got, ok)
+	}
 }
 
 func TestOpTableLookup2D(t *testing.T) {
@@ -61,10 +81,10 @@ func TestOpTableLookup2D(t *testing.T) {
 		ok        bool
 	}{
 		{2, 4, 8e-6, true}, // a corner
-		// size 2, context 2: v = ln 2/ln 4 = 1/2 between 2 and 8 µs → 4 µs.
+		// size 2, context 2: v = (2−1)/(4−1) = 1/3 between 2 and 8 µs → 4 µs.
 		{2, 2, 4e-6, true},
-		// size 1, context 2: between 1 and 4 µs → 2 µs.
-		{1, 2, 2e-6, true},
+		// size 1, context 3: v = 2/3 between 1 and 4 µs → 3 µs.
+		{1, 3, 3e-6, true},
 		{1, 8, 0, false}, // context beyond the grid
 		{3, 2, 0, false}, // size beyond the grid
 	} {
@@ -78,11 +98,21 @@ func TestOpTableLookup2D(t *testing.T) {
 	if _, ok := part.Lookup("attention", sh, 2, 2); ok {
 		t.Error("a cell with a missing corner has no entry")
 	}
-	// Bilinear in logs: at u = v = 1/2 of corners 1, 2, 4, 8 → (1·2·4·8)^(1/4) = 2√2.
+	// Bilinear: corners (2,2) 1, (8,2) 2, (2,8) 4, (8,8) 8 µs at (4, 4),
+	// u = v = (4−2)/(8−2) = 1/3: along the size 1 + 1/3 = 4/3 and 4 + 4/3
+	// = 16/3, along the context 4/3 + (16/3 − 4/3)/3 = 8/3 µs. A time
+	// a + b·q + c·ctx + d·q·ctx is reproduced exactly: t = q·ctx µs, known
+	// at the corners (2,2) 4, (8,2) 16, (2,8) 16, (8,8) 64, gives 3·5 = 15 µs
+	// at (3, 5).
 	four := NewOpTable(opTimes("attention", sh,
 		[3]float64{2, 2, 1e-6}, [3]float64{8, 2, 2e-6}, [3]float64{2, 8, 4e-6}, [3]float64{8, 8, 8e-6}))
-	if got, ok := four.Lookup("attention", sh, 4, 4); !ok || math.Abs(got-2*math.Sqrt2*1e-6) > 1e-12 {
-		t.Errorf("centre: (%g, %v), want 2√2 µs", got, ok)
+	if got, ok := four.Lookup("attention", sh, 4, 4); !ok || math.Abs(got-8.0/3*1e-6) > 1e-12 {
+		t.Errorf("centre: (%g, %v), want 8/3 µs", got, ok)
+	}
+	prod := NewOpTable(opTimes("attention", sh,
+		[3]float64{2, 2, 4e-6}, [3]float64{8, 2, 16e-6}, [3]float64{2, 8, 16e-6}, [3]float64{8, 8, 64e-6}))
+	if got, ok := prod.Lookup("attention", sh, 3, 5); !ok || math.Abs(got-15e-6) > 1e-12 {
+		t.Errorf("q·ctx at (3, 5): (%g, %v), want 15 µs", got, ok)
 	}
 }
 
