@@ -25,7 +25,12 @@ func (e *exitError) ExitCode() int { return e.code }
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	return sigexit.Run("partbench", func(ctx context.Context) error {
-		err := root.ExecuteContext(ctx)
+		stop, err := startProfile(args, stderr)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		defer stop()
+		err = root.ExecuteContext(ctx)
 		var ee *exitError
 		if rendezvous.PeerFailed(err) && !errors.As(err, &ee) {
 			return &exitError{code: launch.ExitPeerFailed, err: err}
