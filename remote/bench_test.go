@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote/server"
 	"github.com/partbench/partbench/remote/wire"
@@ -278,6 +279,9 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 				trip = newGRPCRoundTrip(b, addr).trip
 			}
 			over, floor, span := make([]float64, 0, b.N), make([]float64, 0, b.N), make([]float64, 0, b.N)
+			// The client paces its collector as `partbench remote` does (the
+			// server child does in server.Serve).
+			gcpace.Apply()
 			b.ResetTimer()
 			for i := 0; i < b.N; i += floorBlock {
 				n := min(floorBlock, b.N-i)

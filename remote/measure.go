@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/topology"
@@ -75,12 +76,15 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 		defer c.Close()
 		topts.Client, addr = c.Client, c.Addr
 	}
+	// Set up: pace this client's collector before its steps are timed.
+	gc := gcpace.Apply()
 	tr, err := RunTrials(ctx, topts)
 	if err != nil {
 		return nil, nil, err
 	}
 	rf := NewResultsFile(tr)
 	rf.Server, rf.Transport = addr, o.Conn.Transport
+	rf.Notes = append(rf.Notes, "client: "+gc)
 	if err := rf.Write(o.Out); err != nil {
 		return nil, nil, err
 	}

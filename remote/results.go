@@ -44,6 +44,8 @@ type ResultsFile struct {
 	GapBytesRatio   float64  `json:"gap_bytes_ratio"`
 	GapLatencyRatio float64  `json:"gap_latency_ratio"`
 	Mismatches      []string `json:"mismatches,omitempty"`
+	// Notes say how the client process was set up (its collector's pace).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ResultsSchema names results.json's layout, spelled as every other

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partbench/partbench/cliflag"
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/remote"
 	"github.com/partbench/partbench/remote/wire"
 	"github.com/partbench/partbench/serving"
@@ -109,6 +110,9 @@ func (o *servingOptions) runLoadRemote(reqs []serving.Request, addr string) (*se
 		return nil, fmt.Errorf("--server %s: %w", addr, err)
 	}
 	defer c.Close()
+	// Set up: pace the load generator's collector before it times requests
+	// (gcpace; the spawned or remote server paces its own).
+	gcpace.Apply()
 	ctx, cancel = context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
 	defer cancel()
 	return serving.LoadRemote(ctx, reqs, serving.RemoteTarget{Client: c, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)

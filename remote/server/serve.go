@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/remote/wire"
 )
 
@@ -152,7 +153,11 @@ func Serve(ctx context.Context, o ServeOptions, engine wire.Engine, out io.Write
 		s.Shutdown(dctx)
 		return err
 	}
+	// The engine is set up: pace the collector by the live heap it left
+	// (said after the address, which stays the first line).
+	gc := gcpace.Apply()
 	fmt.Fprintf(out, "partbench serve: %s listening on %s\n", o.Transport, addr)
+	fmt.Fprintf(out, "partbench serve: %s\n", gc)
 	<-ctx.Done()
 	fmt.Fprintf(out, "partbench serve: draining (up to %s)\n", o.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
