@@ -44,17 +44,18 @@ func Percent(live, headroom int64) int {
 
 // Apply sets the collector's pace for a process about to be measured,
 // after its set-up (weights allocated): it collects once to read the live
-// heap and sets GOGC to Percent(live, Headroom). A GOGC in the environment
-// is left as it is. It returns a note for the process's report.
-func Apply() string {
+// heap and sets GOGC to Percent(live, headroom) — Headroom, or less where
+// the process has a memory budget to keep. A GOGC in the environment is
+// left as it is. It returns a note for the process's report.
+func Apply(headroom int64) string {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		return fmt.Sprintf("Go collector: GOGC=%s from the environment", v)
 	}
 	runtime.GC()
 	live := liveHeap()
-	p := Percent(live, Headroom)
+	p := Percent(live, headroom)
 	debug.SetGCPercent(p)
-	return fmt.Sprintf("Go collector: GOGC=%d (a collection per %d MiB allocated beyond the %.1f MiB live heap; GOGC in the environment overrides)", p, Headroom>>20, float64(live)/(1<<20))
+	return fmt.Sprintf("Go collector: GOGC=%d (a collection per about %d MiB allocated beyond the %.1f MiB live heap; GOGC in the environment overrides)", p, headroom>>20, float64(live)/(1<<20))
 }
 
 // liveHeap is the heap the last collection found live (0 where the runtime

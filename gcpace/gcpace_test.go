@@ -37,7 +37,7 @@ func TestApply(t *testing.T) {
 	if _, ok := os.LookupEnv("GOGC"); ok {
 		t.Skip("GOGC is set in this test's environment")
 	}
-	note := Apply()
+	note := Apply(Headroom)
 	got := debug.SetGCPercent(100)
 	if got < 100 || got > 1600 || !strings.Contains(note, "GOGC=") {
 		t.Fatalf("Apply: percent %d, note %q", got, note)
@@ -47,7 +47,7 @@ func TestApply(t *testing.T) {
 	}
 	t.Setenv("GOGC", "250")
 	debug.SetGCPercent(100)
-	if note := Apply(); !strings.Contains(note, "GOGC=250 from the environment") || debug.SetGCPercent(100) != 100 {
+	if note := Apply(Headroom); !strings.Contains(note, "GOGC=250 from the environment") || debug.SetGCPercent(100) != 100 {
 		t.Errorf("with GOGC=250 set: note %q, or the percent changed", note)
 	}
 }

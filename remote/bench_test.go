@@ -281,7 +281,7 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			over, floor, span := make([]float64, 0, b.N), make([]float64, 0, b.N), make([]float64, 0, b.N)
 			// The client paces its collector as `partbench remote` does (the
 			// server child does in server.Serve).
-			gcpace.Apply()
+			gcpace.Apply(gcpace.Headroom)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += floorBlock {
 				n := min(floorBlock, b.N-i)

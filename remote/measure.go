@@ -77,7 +77,7 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 		topts.Client, addr = c.Client, c.Addr
 	}
 	// Set up: pace this client's collector before its steps are timed.
-	gc := gcpace.Apply()
+	gc := gcpace.Apply(gcpace.Headroom)
 	tr, err := RunTrials(ctx, topts)
 	if err != nil {
 		return nil, nil, err

@@ -112,7 +112,7 @@ func (o *servingOptions) runLoadRemote(reqs []serving.Request, addr string) (*se
 	defer c.Close()
 	// Set up: pace the load generator's collector before it times requests
 	// (gcpace; the spawned or remote server paces its own).
-	gcpace.Apply()
+	gcpace.Apply(gcpace.Headroom)
 	ctx, cancel = context.WithTimeout(o.ctx, time.Duration(o.measureTime*float64(time.Second)))
 	defer cancel()
 	return serving.LoadRemote(ctx, reqs, serving.RemoteTarget{Client: c, RequestTimeout: time.Duration(o.measureTime * float64(time.Second))}, o.maxConcurrency)

@@ -153,9 +153,10 @@ func Serve(ctx context.Context, o ServeOptions, engine wire.Engine, out io.Write
 		s.Shutdown(dctx)
 		return err
 	}
-	// The engine is set up: pace the collector by the live heap it left
-	// (said after the address, which stays the first line).
-	gc := gcpace.Apply()
+	// The engine is set up: pace the collector by the live heap it left,
+	// with at most half the memory budget as headroom (said after the
+	// address, which stays the first line).
+	gc := gcpace.Apply(min(gcpace.Headroom, s.cfg.MemoryBudgetBytes/2))
 	fmt.Fprintf(out, "partbench serve: %s listening on %s\n", o.Transport, addr)
 	fmt.Fprintf(out, "partbench serve: %s\n", gc)
 	<-ctx.Done()
