@@ -6,11 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/partbench/partbench/cgo/cuda/cudatest"
-	"github.com/partbench/partbench/configs"
 	xcuda "github.com/partbench/partbench/exec/cuda"
-	"github.com/partbench/partbench/exec/ncclcomm/nccltest"
-	"github.com/partbench/partbench/partition"
 )
 
 // BenchmarkEngineDecodeFakeCUDA runs one decode iteration of 16 sequences
@@ -23,31 +19,9 @@ import (
 // ns/op is not the host's part alone: the fake cuBLAS computes each GEMM
 // on the CPU.
 func BenchmarkEngineDecodeFakeCUDA(b *testing.B) {
-	cudatest.Build(b).Setenv(b)
-	nccltest.Setenv(b)
-	cfg, err := configs.Load("test/single-tiny")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ec, err := EngineConfig(cfg, 16, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	plan, err := partition.NewPlan(ec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := NewPassExecutor(plan, "cuda", false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ex, _ := fakeCUDAEngine(b, 16, 64)
 	defer ex.Close()
-	seqs := make([]Seq, 16)
-	batch := make([]Scheduled, 16)
-	for i := range seqs {
-		seqs[i] = Seq{Req: Request{ID: i, InputLen: 32 + i, OutputLen: 8}}
-		batch[i] = Scheduled{Seq: &seqs[i], Q: 1, Past: 32 + i, Sample: true}
-	}
+	batch := decodeBatch(16, 32)
 	ctx := context.Background()
 	if err := ex.Run(ctx, batch); err != nil {
 		b.Fatal(err)

@@ -19,24 +19,7 @@ import (
 // the timed Compute a run uses (exec/cuda Options{} without NoTiming)
 // records one entry per op name after the same iteration.
 func TestEngineOnFakeCUDAIsUntimed(t *testing.T) {
-	cudatest.Build(t).Setenv(t)
-	nccltest.Setenv(t)
-	cfg, err := configs.Load("test/single-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec, err := EngineConfig(cfg, 4, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(ec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := NewPassExecutor(plan, "cuda", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, plan := fakeCUDAEngine(t, 4, 32)
 	defer ex.Close()
 	timed, err := xcuda.New(plan, 0, xcuda.Options{})
 	if err != nil {
@@ -48,13 +31,7 @@ func TestEngineOnFakeCUDAIsUntimed(t *testing.T) {
 	}
 	defer tex.Close()
 	for _, e := range []*PassExecutor{ex, tex} {
-		seqs := make([]Seq, 4)
-		batch := make([]Scheduled, 4)
-		for i := range seqs {
-			seqs[i] = Seq{Req: Request{ID: i, InputLen: 8 + i, OutputLen: 4}}
-			batch[i] = Scheduled{Seq: &seqs[i], Q: 1, Past: 8 + i, Sample: true}
-		}
-		if err := e.Run(context.Background(), batch); err != nil {
+		if err := e.Run(context.Background(), decodeBatch(4, 8)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,4 +53,29 @@ func TestEngineOnFakeCUDAIsUntimed(t *testing.T) {
 	if len(ttimes) == 0 {
 		t.Errorf("the timed Compute recorded no op after the same iteration")
 	}
+}
+
+// fakeCUDAEngine is the GPU backend's engine of slots sequences of context
+// tokens on test/single-tiny, on the fake driver (cudatest), and its plan.
+func fakeCUDAEngine(tb testing.TB, slots, context int) (*PassExecutor, *partition.Plan) {
+	tb.Helper()
+	cudatest.Build(tb).Setenv(tb)
+	nccltest.Setenv(tb)
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ec, err := EngineConfig(cfg, slots, context)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	plan, err := partition.NewPlan(ec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ex, err := NewPassExecutor(plan, "cuda", false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ex, plan
 }

@@ -43,12 +43,7 @@ func BenchmarkEngineDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer ex.Close()
-				seqs := make([]Seq, 16)
-				batch := make([]Scheduled, 16)
-				for i := range seqs {
-					seqs[i] = Seq{Req: Request{ID: i, InputLen: 32 + i, OutputLen: 8}}
-					batch[i] = Scheduled{Seq: &seqs[i], Q: 1, Past: 32 + i, Sample: true}
-				}
+				batch := decodeBatch(16, 32)
 				ctx := context.Background()
 				b.ResetTimer()
 				for range b.N {
@@ -60,4 +55,16 @@ func BenchmarkEngineDecode(b *testing.B) {
 			})
 		}
 	}
+}
+
+// decodeBatch is an iteration's batch of n sequences decoding one token
+// each, sequence i with past+i tokens cached (prompt past+i, 8 to output).
+func decodeBatch(n, past int) []Scheduled {
+	seqs := make([]Seq, n)
+	batch := make([]Scheduled, n)
+	for i := range seqs {
+		seqs[i] = Seq{Req: Request{ID: i, InputLen: past + i, OutputLen: 8}}
+		batch[i] = Scheduled{Seq: &seqs[i], Q: 1, Past: past + i, Sample: true}
+	}
+	return batch
 }
