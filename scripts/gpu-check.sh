@@ -418,7 +418,10 @@ for s in $steps; do
 		;;
 	calibrate)
 		write_configs
-		pbrun calibrate-cuda calibrate --backend cuda --quick --output "$out/calib-cuda.toml" --format markdown
+		# the op-time table of both batch sizes the checks run (batch 1's
+		# decode rows, 1, lie outside batch 16's table)
+		pbrun calibrate-cuda calibrate --backend cuda --quick --op-configs seed4-1gpu --op-configs "$out/seed4-b1.toml" \
+			--output "$out/calib-cuda.toml" --format markdown
 		if [ $dry -eq 1 ] || [ -f "$out/calib-cuda.toml" ]; then
 			# the model priced with this GPU's calibration, beside a run that prices it so
 			pbrun model-calibrated model --dry-run --calibration "$out/calib-cuda.toml" --config "$out/seed4-1gpu.toml" --format markdown
