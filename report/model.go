@@ -348,7 +348,7 @@ func steadySteps(e *sim.Estimate) int {
 		return 0
 	}
 	n := 0
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		n = max(n, sl.Step+1)
 	}
 	return n - 1 - n/2

@@ -42,6 +42,11 @@ type Options struct {
 	// it from the stage before (timeline_stages.go): the reference its
 	// tests hold the writes to, bit for bit.
 	noStageWrites bool
+	// unpacked keeps a stepwise run's slices as Slices, appended as they
+	// end, instead of packed (timeline_packed.go): the reference its tests
+	// hold the packing to. Only with stepwise (the steady state, prefill
+	// chunks and stage writes read packed slices).
+	unpacked bool
 	// summary computes only what FromEstimate reads (estimate_summary.go):
 	// Refine's re-runs where SearchSpec.SummaryOnly is set.
 	summary bool
@@ -465,7 +470,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		s.ends = ends
 		presizeUses(s) // estimate_summary.go: each op's times and bound, no slice
 	default:
-		presizeSlices(s) // speed.go
+		if !opts.unpacked || !opts.stepwise { // unpacked: the packing's reference, appended (emit)
+			presizeSlices(s) // speed.go
+		}
 	}
 	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
 	s.chunks = newChunkSteady(s)              // timeline_chunks.go
@@ -476,16 +483,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	prefillEnd, first := 0.0, -1 // first: the first decode step simulated (countPricing's)
 	if full {
 		e.Timeline = tl
-		for i := range tl.Slices {
-			sl := &tl.Slices[i]
-			if sl.Phase == partition.Prefill {
-				prefillEnd = max(prefillEnd, sl.EndS)
-			}
-			if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
-				first = sl.Step
-			}
-			ends.add(sl)
-		}
+		prefillEnd, first = tl.endsPass(ends) // timeline_packed.go
 	}
 	ttft, tok := ends.ttft, ends.tok
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
@@ -677,7 +675,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	for i := range byBound {
 		byBound[i] = map[Bound]float64{}
 	}
-	for _, sl := range tl.Slices {
+	for _, sl := range tl.All() {
 		if sl.Phase != phase && !(phase == partition.Decode && sl.Phase == partition.Prefill) {
 			continue
 		}
@@ -745,7 +743,7 @@ func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(s
 func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 	div := standInWidth(e.Timeline)
 	busy := make([]float64, standIns(e.Timeline))
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		if sl.Op.Kind == partition.Recv {
 			continue
 		}
@@ -780,13 +778,16 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 	}
 	seen := map[key]*CollectiveUse{}
 	var order []key
-	for j := range tl.Slices {
-		sl := &tl.Slices[j]
-		if sl.Rank != tl.Slices[0].Rank {
-			break // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
+	first := -1
+	tl.each(func(_ int, sl *Slice) bool {
+		if first < 0 {
+			first = sl.Rank
+		}
+		if sl.Rank != first {
+			return false // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
 		}
 		if sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
-			continue
+			return true
 		}
 		name := sl.Op.Name
 		if i := strings.IndexByte(name, '.'); i >= 0 && sl.Op.Layer >= 0 {
@@ -795,13 +796,14 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 		k := key{sl.Phase, name, sl.Op.Bytes}
 		if u := seen[k]; u != nil {
 			u.Count++
-			continue
+			return true
 		}
 		cop, _ := sl.Op.Kind.Comm()
 		seen[k] = &CollectiveUse{Phase: sl.Phase, Name: name, Op: string(cop), Ranks: len(sl.Op.Group), Bytes: sl.Op.Bytes,
 			Algo: sl.Algo, Proto: sl.Proto, Link: sl.Link, TimeS: sl.EndS - sl.StartS - sl.WaitS, Count: 1}
 		order = append(order, k)
-	}
+		return true
+	})
 	out := make([]CollectiveUse, 0, len(order))
 	for _, k := range order {
 		out = append(out, *seen[k])

@@ -206,22 +206,21 @@ func (s *simulator) emit(ri, pc int, sl *Slice) {
 		s.ends.add(sl)
 		s.steady.keep(ri, pc, s.ranks[ri], sl)
 	case s.base != nil:
-		s.out[s.base[ri]+pc] = *sl
+		s.pk.put(s.base[ri]+pc, sl)
 	default:
 		s.out = append(s.out, *sl)
 	}
 }
 
-// presizeSlices gives the timeline's output one slot per simulated op, in
-// rank order (simulator indices follow plan ranks) and each rank's item
+// presizeSlices gives the timeline's output one slot per simulated op
+// (packed: timeline_packed.go), in rank order (simulator indices follow plan ranks) and each rank's item
 // order: one slice per item, placed as it ends (emit), so the output is
 // neither regrown nor, in the common case, moved by the final ordering. A
 // rank's slices start where its clock stands, which never goes back, so
 // item order is start order (sortSlices checks, and sorts if not).
 func presizeSlices(s *simulator) {
-	var n int
-	s.base, n = itemBases(s)
-	s.out = make([]Slice, n)
+	s.base, _ = itemBases(s)
+	s.pk = newPackedSlices(s) // timeline_packed.go
 }
 
 // itemBases is where each simulated rank's items begin in one array of

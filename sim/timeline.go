@@ -39,8 +39,13 @@ type Timeline struct {
 	PerStage bool
 	// TP is the plan's TP degree: rank r's slices are those of rank
 	// r − r mod TP when PerStage.
-	TP     int
+	TP int
+	// Slices holds the slices of a timeline kept unpacked (one built by
+	// hand, or a simulation's where its slices needed sorting); a
+	// simulation's are otherwise packed. Read any timeline's through All,
+	// At, Len or List (timeline_packed.go).
 	Slices []Slice
+	packed *packedSlices
 	// settled is the last decode step simulated before the rest were
 	// written from it (timeline_steady.go); 0 where every step was simulated.
 	settled int
@@ -159,6 +164,7 @@ type simulator struct {
 	inbox     map[chanKey][]message // FIFO per ordered pair
 	flows     int
 	out       []Slice
+	pk        *packedSlices // with base: the slices packed (timeline_packed.go), not in out
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
 	// ends, when set, takes the slices instead of out: only the sample
 	// ops' ends are kept (speed.go).
@@ -247,8 +253,18 @@ func (s *simulator) run() (*Timeline, error) {
 			break
 		}
 	}
-	sortSlices(s.out) // by rank, then start (stable)
-	tl := &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}
+	tl := &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP}
+	switch {
+	case s.pk != nil && s.pk.sorted():
+		s.pk.index = nil
+		tl.packed = s.pk
+	case s.pk != nil:
+		tl.Slices = s.pk.list()
+		sortSlices(tl.Slices) // by rank, then start (stable)
+	default:
+		sortSlices(s.out)
+		tl.Slices = s.out
+	}
 	if s.steady != nil {
 		tl.settled = s.steady.from
 	}

@@ -71,8 +71,9 @@ const stageRecs = 2
 // a send: its launch, its transfer, its call time; a collective: its time
 // and its launch).
 type stageRec struct {
-	sl Slice
-	c  [3]float64
+	sl   Slice
+	c    [3]float64
+	attr int32 // the slice's attributes packed (timeline_packed.go), −1: not yet
 }
 
 // stageWriter is a simulation's state while it writes alike stages.
@@ -325,7 +326,7 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 		w.recRank[k] = -1 // not a whole segment in order
 		return
 	}
-	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}}
+	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}, -1}
 	w.recN[k]++
 	if sl.Op.Kind == partition.Recv {
 		w.recvs[k]++
@@ -406,7 +407,7 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 	r := s.ranks[ri]
 	tmpl := w.rec[w.j%stageRecs][:len(ops)]
 	me := s.ids[ri]
-	direct := s.ends == nil && s.base != nil // the whole estimate: slices in place
+	direct := s.ends == nil && s.base != nil // the whole estimate: slices packed in place
 	var out chanKey
 	var free float64
 	sent, taken := false, 0
@@ -416,11 +417,15 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 		T := &tmpl[t]
 		op := &ops[t]
 		sl := &local
-		if direct {
-			sl = &s.out[s.base[ri]+start+t]
+		if direct { // times and flow of its own, the template's attributes
+			if T.attr < 0 {
+				T.attr = s.pk.intern(attrOf(&T.sl))
+			}
+			sl.StartS, sl.WaitS, sl.Flow = clock, T.sl.WaitS, T.sl.Flow
+		} else {
+			*sl = T.sl
+			sl.Rank, sl.Op, sl.StartS = me, op, clock
 		}
-		*sl = T.sl
-		sl.Rank, sl.Op, sl.StartS = me, op, clock
 		switch op.Kind {
 		case partition.Send:
 			if !sent {
@@ -456,9 +461,11 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			sl.EndS = clock + T.c[0]
 		}
 		clock = sl.EndS
-		if !direct {
-			s.emit(ri, start+t, sl)
+		if direct {
+			*s.slot(ri, start+t) = sliceTimes{sl.StartS, sl.EndS, sl.WaitS, sl.Flow, T.attr}
+			continue // recordUse keeps nothing without ends
 		}
+		s.emit(ri, start+t, sl)
 		s.recordUse(ri, start+t, sl)
 	}
 	// The channel keeps the messages not taken, then the pending ones not
