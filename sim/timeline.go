@@ -164,7 +164,7 @@ type simulator struct {
 	inbox     map[chanKey][]message // FIFO per ordered pair
 	flows     int
 	out       []Slice
-	pk        *packedSlices // with base: the slices packed (timeline_packed.go), not in out
+	pk        *packedSlices                      // with base: the slices packed (timeline_packed.go), not in out
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
 	// ends, when set, takes the slices instead of out: only the sample
 	// ops' ends are kept (speed.go).
