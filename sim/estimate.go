@@ -430,7 +430,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
 		}
-		ws := workingSetIn(d, seen)
+		ws := work.workingSet(r, d, seen) // speed.go: once per plan
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
@@ -446,17 +446,13 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		r += k.Count
 	}
 
-	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: work.simIndex(n, kinds), groups: map[groupKey]*groupInfo{}, work: work,
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
-	for r := range s.index {
-		s.index[r] = -1
-	}
 	for i := range kinds {
 		r := kinds[i].Rank
-		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, kinds[i].L2Residency)
-		st := &rankState{memo: make([]opMemo, len(decode[i].Ops)), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		st := &rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}

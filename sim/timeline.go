@@ -133,6 +133,7 @@ type rankState struct {
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
+	memoN   int // memo's length, once made (memoOf)
 	scratch opMemo
 	// curStep and curIndex are item pc's decode step and op index, once
 	// advance has moved into the decode steps (curSet; speed.go).
@@ -334,9 +335,10 @@ func (s *simulator) step(ri int) (bool, error) {
 	g := &s.plan.System.GPU
 	rank := s.ids[ri]
 	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
-	m := r.memoOf(it) // speed.go: what a decode op costs, priced once
+	var m *opMemo // speed.go: what a decode op costs, priced once (memoOf), taken where the op runs
 	switch op.Kind {
 	case partition.Send:
+		m = r.memoOf(it)
 		sl.StartS = r.clock
 		sl.EndS = r.clock + launchS(g, it.phase)
 		sl.Bound = BoundLatency
@@ -370,6 +372,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if len(q) == 0 {
 			return false, nil
 		}
+		m = r.memoOf(it)
 		arrival := q[0].arrival
 		sl.Flow = q[0].flow
 		s.inbox[key] = q[1:]
@@ -391,6 +394,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
+		m = r.memoOf(it)
 		if !m.ok {
 			c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
 			if t, ok := s.table.computeTime(s.plan, op, s.opts.share.overFactor(rank, it.phase, op), s.opts.share.coldFraction(rank, it.phase, op)); ok { // the op measured (optable_turns.go); the pass's host step cost stays
