@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,11 +73,60 @@ func Comparisons(es []*sim.Estimate) []Ratio {
 	return out
 }
 
-// ModelJSON writes the dry-run document.
+// ModelJSON writes the dry-run document. The strategies' per-rank rows
+// (100,000 on the largest dry run) are streamed rather than built and
+// re-indented whole: the document is encoded with each strategy's rows
+// left out ("ranks": null, a strategy's field on a line of its own at its
+// depth), and each of those is written with the rows
+// (sim.RankRows.WriteIndentedJSON), to the same bytes as the document
+// encoded whole (TestModelJSONStreamsRows).
 func ModelJSON(w io.Writer, version string, es []*sim.Estimate) error {
-	enc := json.NewEncoder(w)
+	doc := ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)}
+	var stripped []*sim.Estimate // null where es is
+	if es != nil {
+		stripped = make([]*sim.Estimate, len(es))
+	}
+	var rows []sim.RankRows // of each strategy that is not nil, in order
+	for i, e := range es {
+		stripped[i] = e
+		if e != nil {
+			c := *e
+			c.Ranks = sim.RankRows{}
+			stripped[i] = &c
+			rows = append(rows, e.Ranks)
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)})
+	d := doc
+	d.Strategies = stripped
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	const depth = "      " // a strategy's fields: the document's strategies[i]
+	marker := []byte("\n" + depth + `"ranks": null`)
+	text := buf.Bytes()
+	if bytes.Count(text, marker) != len(rows) { // not the layout above: encoded whole
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	for _, r := range rows {
+		i := bytes.Index(text, marker)
+		if _, err := bw.Write(text[:i+len(marker)-len("null")]); err != nil {
+			return err
+		}
+		if _, err := r.WriteIndentedJSON(bw, depth, "  "); err != nil {
+			return err
+		}
+		text = text[i+len(marker):]
+	}
+	if _, err := bw.Write(text); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // maxRank is the first rank holding the most memory (a kind's first rank
