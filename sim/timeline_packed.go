@@ -56,6 +56,11 @@ type packedSlices struct {
 	times    []sliceTimes
 	attrs    []sliceAttr
 	index    map[sliceAttr]int32 // while the simulation runs
+	// recent holds attribute indices + 1 by a cheap hash of their bytes
+	// and bound (attrSlot), looked at before index: the few distinct
+	// attributes recur op after op, and comparing one costs less than
+	// hashing its four strings.
+	recent [64]int32
 }
 
 // newPackedSlices is the packed output of simulation s: one slot per item
@@ -87,7 +92,26 @@ func (p *packedSlices) intern(a sliceAttr) int32 {
 
 // put packs sl at slot i.
 func (p *packedSlices) put(i int, sl *Slice) {
-	p.times[i] = sliceTimes{sl.StartS, sl.EndS, sl.WaitS, sl.Flow, p.intern(attrOf(sl))}
+	a := attrOf(sl)
+	h := attrSlot(&a)
+	k := p.recent[h] - 1
+	if k < 0 || p.attrs[k] != a {
+		k = p.intern(a)
+		p.recent[h] = k + 1
+	}
+	p.times[i] = sliceTimes{sl.StartS, sl.EndS, sl.WaitS, sl.Flow, k}
+}
+
+// attrSlot is a's place in packedSlices.recent: a hash of its bytes, its
+// bound's text and its link's length (a cache's key: any two attributes
+// may share one; equality is checked).
+func attrSlot(a *sliceAttr) int {
+	h := uint64(a.HBMBytes)*0x9e3779b97f4a7c15 ^ uint64(a.L2Bytes)*0xc2b2ae3d27d4eb4f ^
+		uint64(len(a.Bound))<<7 ^ uint64(len(a.Link))<<17 ^ uint64(len(a.Algo))<<27
+	if a.Bound != "" {
+		h ^= uint64(a.Bound[0]) << 37
+	}
+	return int(h>>58) & 63
 }
 
 // sorted says whether the packed slices are in the order sortSlices gives:
