@@ -408,6 +408,10 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 	tmpl := w.rec[w.j%stageRecs][:len(ops)]
 	me := s.ids[ri]
 	direct := s.ends == nil && s.base != nil // the whole estimate: slices packed in place
+	// A headline run (the range ends) keeps the samples' ends and, for the
+	// steady state's check, the decode ops' times (emit: sampleEnds.add and
+	// steady.keep), and nothing per op else: no slice is made.
+	headline := s.ends != nil && s.uses == nil
 	var out chanKey
 	var free float64
 	sent, taken := false, 0
@@ -417,12 +421,15 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 		T := &tmpl[t]
 		op := &ops[t]
 		sl := &local
-		if direct { // times and flow of its own, the template's attributes
+		switch {
+		case direct: // times and flow of its own, the template's attributes
 			if T.attr < 0 {
 				T.attr = s.pk.intern(attrOf(&T.sl))
 			}
 			sl.StartS, sl.WaitS, sl.Flow = clock, T.sl.WaitS, T.sl.Flow
-		} else {
+		case headline:
+			sl.StartS, sl.WaitS = clock, T.sl.WaitS
+		default:
 			*sl = T.sl
 			sl.Rank, sl.Op, sl.StartS = me, op, clock
 		}
@@ -464,6 +471,19 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 		if direct {
 			*s.slot(ri, start+t) = sliceTimes{sl.StartS, sl.EndS, sl.WaitS, sl.Flow, T.attr}
 			continue // recordUse keeps nothing without ends
+		}
+		if headline {
+			if op.Kind == partition.Sample {
+				if seg < 0 {
+					s.ends.ttft = max(s.ends.ttft, sl.EndS)
+				} else {
+					s.ends.tok[seg][op.Microbatch] = max(s.ends.tok[seg][op.Microbatch], sl.EndS)
+				}
+			}
+			if st := s.steady; seg >= 0 && st != nil && st.recent[0] != nil {
+				st.recent[seg%3][st.decBase[ri]+t] = stepOpTimes{sl.StartS, sl.EndS, sl.WaitS}
+			}
+			continue
 		}
 		s.emit(ri, start+t, sl)
 		s.recordUse(ri, start+t, sl)
