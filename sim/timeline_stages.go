@@ -176,6 +176,7 @@ func (w *planWork) timelineMemo(s *simulator) *timelineMemo {
 // of the same shape as ri−1's.
 func stagesAlike(s *simulator) []bool {
 	out := make([]bool, len(s.ranks))
+	lone := &loneMemo{}
 	for ri := 1; ri < len(s.ranks); ri++ {
 		p, r := s.ranks[ri-1], s.ranks[ri]
 		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || len(p.first) != len(r.first) {
@@ -188,7 +189,7 @@ func stagesAlike(s *simulator) []bool {
 				break
 			}
 		}
-		var l linkCheck
+		l := linkCheck{lone: lone}
 		for _, ops := range [2][2][]partition.Op{{p.pre, r.pre}, {p.dec, r.dec}} {
 			for i := 0; ok && i < len(ops[1]); i++ {
 				a, b := &ops[0][i], &ops[1][i]
@@ -206,6 +207,30 @@ func stagesAlike(s *simulator) []bool {
 type linkCheck struct {
 	send, recv [2]int      // the peers of ri−1 and ri compared, +1 (0: none)
 	group      [2]groupKey // the groups compared
+	lone       *loneMemo
+}
+
+// loneMemo is the last group loneShape was asked about, for one rank: rank
+// ri's group is looked at as ri's, then as ri−1's when the next pair is
+// compared.
+type loneMemo struct {
+	k  groupKey
+	ri int
+	sh collShape
+	ok bool
+}
+
+// shape is s.loneShape(g, ri), remembered for the last group and rank.
+func (m *loneMemo) shape(s *simulator, g []int, ri int) (collShape, bool) {
+	k := groupKey{&g[0], len(g)}
+	if m != nil && m.k == k && m.ri == ri {
+		return m.sh, m.ok
+	}
+	sh, ok := s.loneShape(g, ri)
+	if m != nil {
+		*m = loneMemo{k, ri, sh, ok}
+	}
+	return sh, ok
 }
 
 // alike says whether op b of simulated rank ri takes the place of op a of
@@ -244,8 +269,8 @@ func (l *linkCheck) alike(s *simulator, ri int, a, b *partition.Op) bool {
 		if l.group == k {
 			return true
 		}
-		sa, oka := s.loneShape(a.Group, ri-1)
-		sb, okb := s.loneShape(b.Group, ri)
+		sa, oka := l.lone.shape(s, a.Group, ri-1)
+		sb, okb := l.lone.shape(s, b.Group, ri)
 		if !oka || !okb || sa != sb || !sa.ok {
 			return false
 		}
