@@ -184,7 +184,7 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 		}{{"prefill", e.Prefill}, {"decode step", e.Decode}} {
 			c := ph.pe.Comm
 			comm.Rows = append(comm.Rows, []string{e.Name, ph.name, itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
-				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				itoa(c.TokenSendsPerMicrobatch), itoa(c.CallsPerRank.Max()), itoa(c.MessagesPerRank.Max()),
 				gbs(c.BytesByLink[topology.NVLink]), gbs(c.BytesByLink[topology.PCIe]), gbs(c.BytesByLink[topology.Network])})
 		}
 		for _, u := range e.Collectives {
@@ -236,7 +236,7 @@ func rankGrid(e *sim.Estimate) Grid {
 		}
 		g.Rows = append(g.Rows, []string{itoa(r.Rank), itoa(r.Stage), itoa(r.TPIndex), layers, gbs(r.WeightBytes), gbs(r.KVCacheBytes),
 			gbs(r.ActivationBytes), gbs(r.TotalBytes), pct(r.L2Residency), sec(r.PrefillBusyS), sec(r.PrefillIdleS),
-			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank]),
+			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank.At(r.Rank)), itoa(e.Decode.Comm.MessagesPerRank.At(r.Rank)),
 			ms(r.DecodeFixed.TotalS), ms(r.DecodeFixed.HostS)})
 	}
 	if found {
@@ -270,14 +270,6 @@ func fixedNote(e *sim.Estimate, r sim.RankEstimate) string {
 	}
 	return fmt.Sprintf("fixed cost per decode step, rank %d (the largest): %d kernels × %s µs %s = %s ms + graph launch %s ms + %s = %s ms%s; prefill %s ms",
 		r.Rank, f.Kernels, us(f.LaunchS/float64(max(f.Kernels, 1))), launch, ms(f.LaunchS), ms(f.GraphLaunchS), host, ms(f.TotalS), share, ms(r.PrefillFixed.TotalS))
-}
-
-func maxOf(xs []int64) int64 {
-	var m int64
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }
 
 // ModelCSV writes one row per strategy and phase, with perRank one row per
@@ -317,7 +309,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 			copy(row, []string{e.Name, ph.name, "", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches), ttft, tpot, tps,
 				floor, f(ph.pe.BubbleFraction), string(ph.pe.Bottleneck), itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes),
 				itoa(r.TotalBytes), itoa(r.CapacityBytes), f(e.L2.WeightResidency), itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
-				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				itoa(c.TokenSendsPerMicrobatch), itoa(c.CallsPerRank.Max()), itoa(c.MessagesPerRank.Max()),
 				itoa(c.BytesByLink[topology.NVLink]), itoa(c.BytesByLink[topology.PCIe]), itoa(c.BytesByLink[topology.Network])})
 			g.Rows = append(g.Rows, row)
 		}
@@ -328,7 +320,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 				set := func(k, v string) { row[col[k]] = v }
 				row[0], row[1], row[2], row[3], row[4], row[5], row[6] = e.Name, "rank", itoa(r.Rank), itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches)
 				row[13], row[14], row[15], row[16], row[17], row[18] = itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes), itoa(r.TotalBytes), itoa(r.CapacityBytes), f(r.L2Residency)
-				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])
+				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank.At(r.Rank)), itoa(e.Decode.Comm.MessagesPerRank.At(r.Rank))
 				set("stage", itoa(r.Stage))
 				set("tp_index", itoa(r.TPIndex))
 				if len(r.Layers) > 0 {

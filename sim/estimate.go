@@ -526,8 +526,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 	for i := range kinds { // a stage's ranks make the same calls and messages (Plan.CommOf)
 		r := kinds[i].Rank
-		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank[r])
-		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank[r])
+		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank.At(r))
+		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank.At(r))
 	}
 	for _, c := range topology.LinkClasses {
 		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
@@ -862,11 +862,7 @@ func (e *Estimate) addReplicas(full *partition.Plan) {
 // logical calls per micro-batch.
 func replicateComm(c partition.CommSummary, d int) partition.CommSummary {
 	out := c
-	out.CallsPerRank, out.MessagesPerRank = nil, nil
-	for range d {
-		out.CallsPerRank = append(out.CallsPerRank, c.CallsPerRank...)
-		out.MessagesPerRank = append(out.MessagesPerRank, c.MessagesPerRank...)
-	}
+	out.CallsPerRank, out.MessagesPerRank = c.CallsPerRank.Repeat(d), c.MessagesPerRank.Repeat(d)
 	out.BytesByLink = map[topology.LinkClass]int64{}
 	for k, v := range c.BytesByLink {
 		out.BytesByLink[k] = v * int64(d)
