@@ -1,9 +1,11 @@
 #!/bin/bash
 # Every model --dry-run output of two partbench binaries, alternated per output,
 # compared byte for byte (stdout, stderr, exit status, trace files).
+# Usage: identity.sh BASE NEW OUTDIR, from the repository root; the extra
+# configs (the 100,000-GPU one and the deep pipelines) are beside this script.
 A=$1; B=$2; OUT=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p $OUT/a $OUT/b
-cd /work/wt/slices7
 n=0; bad=0
 run() { # name, args...
   local name=$1; shift
@@ -33,8 +35,8 @@ run default-table-perrank --per-rank
 run default-json-perrank --format json --per-rank
 runtrace default-trace
 runtrace default-trace-full --trace-full
-for f in configs/*.toml configs/test/*.toml /tmp/s7/cfg/*.toml; do
-  b=$(basename $f .toml); d=$(basename $(dirname $f))
+for f in configs/*.toml configs/test/*.toml $HERE/configs/*.toml; do
+  b=$(basename $f .toml); d=$(basename $(dirname $f)); [ "$(dirname $f)" = "$HERE/configs" ] && d=cfg
   k=$d-$b
   run $k-table --config $f
   run $k-json --config $f --format json
