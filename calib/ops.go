@@ -103,7 +103,7 @@ func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeat
 			s.MeasuredS += medianOf(meas[ph][i])
 		}
 	}
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		if sl.Phase == partition.Decode && sl.Step != steps/2 {
 			continue
 		}

@@ -254,8 +254,8 @@ func judgeEvents(j *Judgement, e *sim.Estimate) {
 	c := e.Comm
 	var callsAll, msgsAll int64
 	for r := range e.Ranks.Len() {
-		callsAll += e.Decode.Comm.CallsPerRank[r]
-		msgsAll += e.Decode.Comm.MessagesPerRank[r]
+		callsAll += e.Decode.Comm.CallsPerRank.At(r)
+		msgsAll += e.Decode.Comm.MessagesPerRank.At(r)
 	}
 	defs := []struct {
 		name string

@@ -44,7 +44,7 @@ func TestEmulateMeasuresComputeAndLeavesCommunicationModeled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var measured, modeledComm int
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		_, isComm := sl.Op.Kind.Comm()
 		switch {
 		case sl.Bound == sim.BoundMeasured:

@@ -134,7 +134,7 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 	}
 	perRank := map[rk]float64{}
 	decodeSteps := map[int]bool{}
-	for _, sl := range est.Timeline.Slices {
+	for _, sl := range est.Timeline.All() {
 		k := key{string(sl.Phase), string(sl.Op.Kind)}
 		perRank[rk{sl.Rank, k}] += sl.EndS - sl.StartS
 		a := at(model, k)

@@ -60,8 +60,9 @@ type CommSummary struct {
 	// Per rank over the whole phase (prefill: all chunks; decode: one step):
 	// NCCL calls (collectives + sends + recvs) and point-to-point messages
 	// (a ring all-reduce over n ranks is 2(n−1) messages per rank).
-	CallsPerRank    []int64 `json:"calls_per_rank"`
-	MessagesPerRank []int64 `json:"messages_per_rank"`
+	// Held by runs of ranks alike (PerRank), written as lists.
+	CallsPerRank    PerRank `json:"calls_per_rank"`
+	MessagesPerRank PerRank `json:"messages_per_rank"`
 	// BytesByLink sums every rank's wire bytes by the class of link to the peer.
 	BytesByLink map[topology.LinkClass]int64 `json:"bytes_by_link"`
 }
@@ -84,8 +85,7 @@ func (p *Plan) Comm(phase Phase) CommSummary {
 func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) CommSummary {
 	s := CommSummary{BytesByLink: map[topology.LinkClass]int64{}}
 	n := p.Size()
-	s.CallsPerRank = make([]int64, n)
-	s.MessagesPerRank = make([]int64, n)
+	var callsOf, msgsOf perRankBuilder // a run per stage and replica
 	var collectiveOps, activationSends, tokenSends int
 	ring := map[ringKey][]int64{} // wire bytes by ring position, summed (ringWireSums)
 	topo := p.System.Topology
@@ -137,9 +137,8 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 		}
 		for d := 0; d < p.DP; d++ {
 			a := p.RankIn(d, st, 0)
-			for t := 0; t < p.TP; t++ {
-				s.CallsPerRank[a+t], s.MessagesPerRank[a+t] = calls, msgs
-			}
+			callsOf.add(a, p.TP, calls)
+			msgsOf.add(a, p.TP, msgs)
 			// Bytes by link class, one path look-up per run of TP
 			// indices whose link is one (NodeRuns): rank a+t's ring
 			// successor is a+t+1, the last's is a; a send goes to the
@@ -167,6 +166,7 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 	// Each logical collective and each boundary transfer appears once on
 	// every one of the TP ranks that carries it, in every replica (each
 	// replica passes its own micro-batch 0).
+	s.CallsPerRank, s.MessagesPerRank = callsOf.done(n), msgsOf.done(n)
 	k := p.TP * p.DP
 	s.CollectiveCallsPerMicrobatch = collectiveOps / k
 	s.P2PSendsPerMicrobatch = activationSends / k

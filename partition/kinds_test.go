@@ -15,11 +15,12 @@ import (
 func commByRank(p *Plan, phase Phase) CommSummary {
 	s := CommSummary{BytesByLink: map[topology.LinkClass]int64{}}
 	var coll, act, tok int
+	var calls, msgs []int64
 	for r := 0; r < p.Size(); r++ {
 		prog := p.Program(r, phase)
 		snap := p.Counts(prog)
-		s.CallsPerRank = append(s.CallsPerRank, snap.TotalCalls())
-		s.MessagesPerRank = append(s.MessagesPerRank, snap.Messages())
+		calls = append(calls, snap.TotalCalls())
+		msgs = append(msgs, snap.Messages())
 		for peer, pc := range snap.Peers {
 			s.BytesByLink[p.System.Topology.Path(r, peer).Class] += pc.WireBytes
 		}
@@ -37,6 +38,7 @@ func commByRank(p *Plan, phase Phase) CommSummary {
 			}
 		}
 	}
+	s.CallsPerRank, s.MessagesPerRank = PerRankOf(calls), PerRankOf(msgs)
 	n := p.TP * p.DP
 	s.CollectiveCallsPerMicrobatch, s.P2PSendsPerMicrobatch, s.TokenSendsPerMicrobatch = coll/n, act/n, tok/n
 	return s

@@ -109,8 +109,8 @@ func TestSeedCommunicationCounts(t *testing.T) {
 			}
 		}
 		d := p.Comm(Decode)
-		if d.CallsPerRank[0] != tc.callsRank0 || d.MessagesPerRank[0] != tc.msgRank0 {
-			t.Errorf("%s decode rank 0: %d calls %d messages, want %d and %d", tc.name, d.CallsPerRank[0], d.MessagesPerRank[0], tc.callsRank0, tc.msgRank0)
+		if d.CallsPerRank.At(0) != tc.callsRank0 || d.MessagesPerRank.At(0) != tc.msgRank0 {
+			t.Errorf("%s decode rank 0: %d calls %d messages, want %d and %d", tc.name, d.CallsPerRank.At(0), d.MessagesPerRank.At(0), tc.callsRank0, tc.msgRank0)
 		}
 	}
 }

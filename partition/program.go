@@ -2,6 +2,8 @@ package partition
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/model"
@@ -154,8 +156,12 @@ func (p *Plan) Program(rank int, phase Phase) Program {
 	if phase == Prefill {
 		passes *= p.PrefillChunks
 	}
-	// 12 ops per layer and at most 10 around them in a pass (layer and pass).
-	b.ops = make([]Op, 0, passes*(12*len(r.Layers)+10))
+	// 12 ops per layer and at most 10 around them in a pass (layer and
+	// pass), built in a scratch array and copied to one of the exact
+	// length: a stage of one layer has 14 ops a pass, not 22, and an Op is
+	// large (a dry run of 1,000 stages builds 2,000 Programs).
+	sp := opScratch.Get().(*[]Op)
+	b.ops = slices.Grow((*sp)[:0], passes*(12*len(r.Layers)+10))
 	if phase == Prefill {
 		for c := 0; c < p.PrefillChunks; c++ {
 			for mb := 0; mb < p.Microbatches; mb++ {
@@ -167,8 +173,15 @@ func (p *Plan) Program(rank int, phase Phase) Program {
 			b.decodePass(mb)
 		}
 	}
-	return Program{Rank: rank, Phase: phase, Ops: b.ops}
+	ops := slices.Clone(b.ops)
+	clear(b.ops) // the scratch keeps no op's strings and groups alive
+	*sp = b.ops[:0]
+	opScratch.Put(sp)
+	return Program{Rank: rank, Phase: phase, Ops: ops}
 }
+
+// opScratch holds the arrays Program builds ops in.
+var opScratch = sync.Pool{New: func() any { return new([]Op) }}
 
 // decodePass appends micro-batch mb's decode step: one token per sequence
 // after DecodePast cached.

@@ -17,7 +17,7 @@ func TestModelGridsShowFixedCostsAndRange(t *testing.T) {
 			{Rank: 1, DecodeFixed: sim.FixedCosts{Kernels: 86, LaunchS: 516e-6, StepOverheadS: 4e-3, HostS: 4e-3, TotalS: 4.516e-3},
 				PrefillFixed: sim.FixedCosts{TotalS: 4.6e-3}},
 		}),
-		Decode: sim.PhaseEstimate{TPOTS: 9.032e-3, Comm: partition.CommSummary{CallsPerRank: []int64{1, 1}, MessagesPerRank: []int64{2, 2}}},
+		Decode: sim.PhaseEstimate{TPOTS: 9.032e-3, Comm: partition.CommSummary{CallsPerRank: partition.PerRankOf([]int64{1, 1}), MessagesPerRank: partition.PerRankOf([]int64{2, 2})}},
 		Range: sim.Range{TTFTS: sim.Spread{Min: 1, Median: 2, Max: 3}, TPOTS: sim.Spread{Min: 4e-3, Median: 5e-3, Max: 6e-3},
 			TokensPerS: sim.Spread{Min: 100, Median: 200, Max: 300}},
 	}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,11 +73,60 @@ func Comparisons(es []*sim.Estimate) []Ratio {
 	return out
 }
 
-// ModelJSON writes the dry-run document.
+// ModelJSON writes the dry-run document. The strategies' per-rank rows
+// (100,000 on the largest dry run) are streamed rather than built and
+// re-indented whole: the document is encoded with each strategy's rows
+// left out ("ranks": null, a strategy's field on a line of its own at its
+// depth), and each of those is written with the rows
+// (sim.RankRows.WriteIndentedJSON), to the same bytes as the document
+// encoded whole (TestModelJSONStreamsRows).
 func ModelJSON(w io.Writer, version string, es []*sim.Estimate) error {
-	enc := json.NewEncoder(w)
+	doc := ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)}
+	var stripped []*sim.Estimate // null where es is
+	if es != nil {
+		stripped = make([]*sim.Estimate, len(es))
+	}
+	var rows []sim.RankRows // of each strategy that is not nil, in order
+	for i, e := range es {
+		stripped[i] = e
+		if e != nil {
+			c := *e
+			c.Ranks = sim.RankRows{}
+			stripped[i] = &c
+			rows = append(rows, e.Ranks)
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(ModelDoc{Schema: ModelSchema, Version: version, Strategies: es, Comparison: Comparisons(es)})
+	d := doc
+	d.Strategies = stripped
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	const depth = "      " // a strategy's fields: the document's strategies[i]
+	marker := []byte("\n" + depth + `"ranks": null`)
+	text := buf.Bytes()
+	if bytes.Count(text, marker) != len(rows) { // not the layout above: encoded whole
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	for _, r := range rows {
+		i := bytes.Index(text, marker)
+		if _, err := bw.Write(text[:i+len(marker)-len("null")]); err != nil {
+			return err
+		}
+		if _, err := r.WriteIndentedJSON(bw, depth, "  "); err != nil {
+			return err
+		}
+		text = text[i+len(marker):]
+	}
+	if _, err := bw.Write(text); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // maxRank is the first rank holding the most memory (a kind's first rank
@@ -133,7 +184,7 @@ func ModelGrids(es []*sim.Estimate, perRank bool) []Grid {
 		}{{"prefill", e.Prefill}, {"decode step", e.Decode}} {
 			c := ph.pe.Comm
 			comm.Rows = append(comm.Rows, []string{e.Name, ph.name, itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
-				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				itoa(c.TokenSendsPerMicrobatch), itoa(c.CallsPerRank.Max()), itoa(c.MessagesPerRank.Max()),
 				gbs(c.BytesByLink[topology.NVLink]), gbs(c.BytesByLink[topology.PCIe]), gbs(c.BytesByLink[topology.Network])})
 		}
 		for _, u := range e.Collectives {
@@ -185,7 +236,7 @@ func rankGrid(e *sim.Estimate) Grid {
 		}
 		g.Rows = append(g.Rows, []string{itoa(r.Rank), itoa(r.Stage), itoa(r.TPIndex), layers, gbs(r.WeightBytes), gbs(r.KVCacheBytes),
 			gbs(r.ActivationBytes), gbs(r.TotalBytes), pct(r.L2Residency), sec(r.PrefillBusyS), sec(r.PrefillIdleS),
-			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank]),
+			ms(r.DecodeBusyS), ms(r.DecodeIdleS), itoa(e.Decode.Comm.CallsPerRank.At(r.Rank)), itoa(e.Decode.Comm.MessagesPerRank.At(r.Rank)),
 			ms(r.DecodeFixed.TotalS), ms(r.DecodeFixed.HostS)})
 	}
 	if found {
@@ -219,14 +270,6 @@ func fixedNote(e *sim.Estimate, r sim.RankEstimate) string {
 	}
 	return fmt.Sprintf("fixed cost per decode step, rank %d (the largest): %d kernels × %s µs %s = %s ms + graph launch %s ms + %s = %s ms%s; prefill %s ms",
 		r.Rank, f.Kernels, us(f.LaunchS/float64(max(f.Kernels, 1))), launch, ms(f.LaunchS), ms(f.GraphLaunchS), host, ms(f.TotalS), share, ms(r.PrefillFixed.TotalS))
-}
-
-func maxOf(xs []int64) int64 {
-	var m int64
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }
 
 // ModelCSV writes one row per strategy and phase, with perRank one row per
@@ -266,7 +309,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 			copy(row, []string{e.Name, ph.name, "", itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches), ttft, tpot, tps,
 				floor, f(ph.pe.BubbleFraction), string(ph.pe.Bottleneck), itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes),
 				itoa(r.TotalBytes), itoa(r.CapacityBytes), f(e.L2.WeightResidency), itoa(c.CollectiveCallsPerMicrobatch), itoa(c.P2PSendsPerMicrobatch),
-				itoa(c.TokenSendsPerMicrobatch), itoa(maxOf(c.CallsPerRank)), itoa(maxOf(c.MessagesPerRank)),
+				itoa(c.TokenSendsPerMicrobatch), itoa(c.CallsPerRank.Max()), itoa(c.MessagesPerRank.Max()),
 				itoa(c.BytesByLink[topology.NVLink]), itoa(c.BytesByLink[topology.PCIe]), itoa(c.BytesByLink[topology.Network])})
 			g.Rows = append(g.Rows, row)
 		}
@@ -277,7 +320,7 @@ func ModelCSV(w io.Writer, es []*sim.Estimate, perRank bool) error {
 				set := func(k, v string) { row[col[k]] = v }
 				row[0], row[1], row[2], row[3], row[4], row[5], row[6] = e.Name, "rank", itoa(r.Rank), itoa(e.GPUs), itoa(e.TP), itoa(e.PP), itoa(e.Microbatches)
 				row[13], row[14], row[15], row[16], row[17], row[18] = itoa(r.WeightBytes), itoa(r.KVCacheBytes), itoa(r.ActivationBytes), itoa(r.TotalBytes), itoa(r.CapacityBytes), f(r.L2Residency)
-				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank[r.Rank]), itoa(e.Decode.Comm.MessagesPerRank[r.Rank])
+				row[22], row[23] = itoa(e.Decode.Comm.CallsPerRank.At(r.Rank)), itoa(e.Decode.Comm.MessagesPerRank.At(r.Rank))
 				set("stage", itoa(r.Stage))
 				set("tp_index", itoa(r.TPIndex))
 				if len(r.Layers) > 0 {
@@ -348,7 +391,7 @@ func steadySteps(e *sim.Estimate) int {
 		return 0
 	}
 	n := 0
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		n = max(n, sl.Step+1)
 	}
 	return n - 1 - n/2

@@ -92,8 +92,8 @@ const TraceDecodeSteps = 3
 // EstimateSpansUpTo is EstimateSpans keeping prefill and the first
 // decodeSteps decode steps (all when decodeSteps < 0).
 func EstimateSpansUpTo(e *sim.Estimate, decodeSteps int) []Span {
-	out := make([]Span, 0, len(e.Timeline.Slices))
-	for _, sl := range e.Timeline.Slices {
+	out := make([]Span, 0, e.Timeline.Len())
+	for _, sl := range e.Timeline.All() {
 		if decodeSteps >= 0 && sl.Step >= decodeSteps {
 			continue
 		}

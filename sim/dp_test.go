@@ -75,13 +75,13 @@ func TestDPScalesThroughputNotLatency(t *testing.T) {
 				if phase == partition.Decode {
 					got = e.Decode.Comm
 				}
-				if len(got.CallsPerRank) != e.GPUs {
-					t.Fatalf("%s dp %d %s: %d per-rank counts for %d GPUs", name, dp, phase, len(got.CallsPerRank), e.GPUs)
+				if got.CallsPerRank.Len() != e.GPUs {
+					t.Fatalf("%s dp %d %s: %d per-rank counts for %d GPUs", name, dp, phase, got.CallsPerRank.Len(), e.GPUs)
 				}
-				for r := range want.CallsPerRank {
-					if got.CallsPerRank[r] != want.CallsPerRank[r] || got.MessagesPerRank[r] != want.MessagesPerRank[r] {
+				for r := range want.CallsPerRank.Len() {
+					if got.CallsPerRank.At(r) != want.CallsPerRank.At(r) || got.MessagesPerRank.At(r) != want.MessagesPerRank.At(r) {
 						t.Errorf("%s dp %d %s rank %d: calls %d messages %d, Program %d %d", name, dp, phase, r,
-							got.CallsPerRank[r], got.MessagesPerRank[r], want.CallsPerRank[r], want.MessagesPerRank[r])
+							got.CallsPerRank.At(r), got.MessagesPerRank.At(r), want.CallsPerRank.At(r), want.MessagesPerRank.At(r))
 					}
 				}
 				for c, b := range want.BytesByLink {

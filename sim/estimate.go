@@ -42,6 +42,11 @@ type Options struct {
 	// it from the stage before (timeline_stages.go): the reference its
 	// tests hold the writes to, bit for bit.
 	noStageWrites bool
+	// unpacked keeps a stepwise run's slices as Slices, appended as they
+	// end, instead of packed (timeline_packed.go): the reference its tests
+	// hold the packing to. Only with stepwise (the steady state, prefill
+	// chunks and stage writes read packed slices).
+	unpacked bool
 	// summary computes only what FromEstimate reads (estimate_summary.go):
 	// Refine's re-runs where SearchSpec.SummaryOnly is set.
 	summary bool
@@ -425,7 +430,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
 		}
-		ws := workingSetIn(d, seen)
+		ws := work.workingSet(r, d, seen) // speed.go: once per plan
 		res := 1.0
 		if ws > 0 {
 			res = math.Min(1, float64(usable)/float64(ws))
@@ -441,17 +446,13 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		r += k.Count
 	}
 
-	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: make([]int, n), groups: map[groupKey]*groupInfo{}, work: work,
+	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: work.simIndex(n, kinds), groups: map[groupKey]*groupInfo{}, work: work,
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
-	for r := range s.index {
-		s.index[r] = -1
-	}
 	for i := range kinds {
 		r := kinds[i].Rank
-		s.index[r] = len(s.ids)
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, kinds[i].L2Residency)
-		st := &rankState{memo: make([]opMemo, len(decode[i].Ops)), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		st := &rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
@@ -465,7 +466,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		s.ends = ends
 		presizeUses(s) // estimate_summary.go: each op's times and bound, no slice
 	default:
-		presizeSlices(s) // speed.go
+		if !opts.unpacked || !opts.stepwise { // unpacked: the packing's reference, appended (emit)
+			presizeSlices(s) // speed.go
+		}
 	}
 	s.steady = newSteady(s, opts.DecodeSteps) // timeline_steady.go
 	s.chunks = newChunkSteady(s)              // timeline_chunks.go
@@ -476,16 +479,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	prefillEnd, first := 0.0, -1 // first: the first decode step simulated (countPricing's)
 	if full {
 		e.Timeline = tl
-		for i := range tl.Slices {
-			sl := &tl.Slices[i]
-			if sl.Phase == partition.Prefill {
-				prefillEnd = max(prefillEnd, sl.EndS)
-			}
-			if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
-				first = sl.Step
-			}
-			ends.add(sl)
-		}
+		prefillEnd, first = tl.endsPass(ends) // timeline_packed.go
 	}
 	ttft, tok := ends.ttft, ends.tok
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
@@ -532,8 +526,8 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 	for i := range kinds { // a stage's ranks make the same calls and messages (Plan.CommOf)
 		r := kinds[i].Rank
-		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank[r])
-		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank[r])
+		e.Comm.MaxCallsPerRankPerStep = max(e.Comm.MaxCallsPerRankPerStep, e.Decode.Comm.CallsPerRank.At(r))
+		e.Comm.MaxMessagesPerRankPerStep = max(e.Comm.MaxMessagesPerRankPerStep, e.Decode.Comm.MessagesPerRank.At(r))
 	}
 	for _, c := range topology.LinkClasses {
 		e.Comm.BytesByLink[c] = e.Prefill.Comm.BytesByLink[c] + int64(w.OutputTokens-1)*e.Decode.Comm.BytesByLink[c]
@@ -677,7 +671,7 @@ func (e *Estimate) phaseUse(pe *PhaseEstimate, phase partition.Phase, lo, hi flo
 	for i := range byBound {
 		byBound[i] = map[Bound]float64{}
 	}
-	for _, sl := range tl.Slices {
+	for _, sl := range tl.All() {
 		if sl.Phase != phase && !(phase == partition.Decode && sl.Phase == partition.Prefill) {
 			continue
 		}
@@ -745,7 +739,7 @@ func finishPhase(pe *PhaseEstimate, tl *Timeline, busy []float64, byBound func(s
 func (e *Estimate) rankUse(phase partition.Phase, lo, hi float64) {
 	div := standInWidth(e.Timeline)
 	busy := make([]float64, standIns(e.Timeline))
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		if sl.Op.Kind == partition.Recv {
 			continue
 		}
@@ -780,13 +774,16 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 	}
 	seen := map[key]*CollectiveUse{}
 	var order []key
-	for j := range tl.Slices {
-		sl := &tl.Slices[j]
-		if sl.Rank != tl.Slices[0].Rank {
-			break // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
+	first := -1
+	tl.each(func(_ int, sl *Slice) bool {
+		if first < 0 {
+			first = sl.Rank
+		}
+		if sl.Rank != first {
+			return false // the simulator's slices are in rank order (sortSlices): the first rank's are a prefix
 		}
 		if sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
-			continue
+			return true
 		}
 		name := sl.Op.Name
 		if i := strings.IndexByte(name, '.'); i >= 0 && sl.Op.Layer >= 0 {
@@ -795,13 +792,14 @@ func collectiveUses(tl *Timeline) []CollectiveUse {
 		k := key{sl.Phase, name, sl.Op.Bytes}
 		if u := seen[k]; u != nil {
 			u.Count++
-			continue
+			return true
 		}
 		cop, _ := sl.Op.Kind.Comm()
 		seen[k] = &CollectiveUse{Phase: sl.Phase, Name: name, Op: string(cop), Ranks: len(sl.Op.Group), Bytes: sl.Op.Bytes,
 			Algo: sl.Algo, Proto: sl.Proto, Link: sl.Link, TimeS: sl.EndS - sl.StartS - sl.WaitS, Count: 1}
 		order = append(order, k)
-	}
+		return true
+	})
 	out := make([]CollectiveUse, 0, len(order))
 	for _, k := range order {
 		out = append(out, *seen[k])
@@ -864,11 +862,7 @@ func (e *Estimate) addReplicas(full *partition.Plan) {
 // logical calls per micro-batch.
 func replicateComm(c partition.CommSummary, d int) partition.CommSummary {
 	out := c
-	out.CallsPerRank, out.MessagesPerRank = nil, nil
-	for range d {
-		out.CallsPerRank = append(out.CallsPerRank, c.CallsPerRank...)
-		out.MessagesPerRank = append(out.MessagesPerRank, c.MessagesPerRank...)
-	}
+	out.CallsPerRank, out.MessagesPerRank = c.CallsPerRank.Repeat(d), c.MessagesPerRank.Repeat(d)
 	out.BytesByLink = map[topology.LinkClass]int64{}
 	for k, v := range c.BytesByLink {
 		out.BytesByLink[k] = v * int64(d)

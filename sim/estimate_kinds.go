@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"reflect"
 	"sort"
@@ -189,4 +190,90 @@ func (rs *RankRows) UnmarshalJSON(b []byte) error {
 	}
 	*rs = RanksOf(rows)
 	return nil
+}
+
+// WriteIndentedJSON writes the rows to w as json.Indent, with prefix and
+// indent, writes MarshalJSON's output (so as a json.Encoder with
+// SetIndent(prefix0, indent) writes them at a depth whose lines begin with
+// prefix), without building it: a kind's row is marshalled and indented
+// once, and each of its ranks is written from it with its own rank number
+// and TP index. It returns the bytes written.
+func (rs RankRows) WriteIndentedJSON(w io.Writer, prefix, indent string) (int64, error) {
+	var n int64
+	write := func(b []byte) error {
+		k, err := w.Write(b)
+		n += int64(k)
+		return err
+	}
+	if rs.Kinds == nil || rs.Len() == 0 { // null or []
+		raw, err := rs.MarshalJSON()
+		if err != nil {
+			return 0, err
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, prefix, indent); err != nil {
+			return 0, err
+		}
+		return n, write(buf.Bytes())
+	}
+	in := prefix + indent // a row's lines
+	if err := write([]byte("[\n" + in)); err != nil {
+		return n, err
+	}
+	first := true
+	var row, line []byte
+	for k := range rs.Kinds {
+		kind := &rs.Kinds[k]
+		if kind.Count <= 0 {
+			continue
+		}
+		r := kind.RankEstimate
+		r.Rank, r.TPIndex = 0, 0
+		b, err := json.Marshal(r)
+		if err != nil {
+			return n, err
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, b, in, indent); err != nil {
+			return n, err
+		}
+		// Indented, a row starts {, "rank": 0, "stage": S, "tp_index": 0 on
+		// lines of their own (RankEstimate's field order); the rest is the
+		// kind's, the same for every rank.
+		field := "\n" + in + indent
+		head := "{" + field + `"rank": 0,` + field + `"stage": ` + strconv.Itoa(kind.Stage) + "," + field + `"tp_index": 0`
+		rest, ok := bytes.CutPrefix(buf.Bytes(), []byte(head))
+		for i := 0; i < kind.Count; i++ {
+			line = line[:0]
+			if !first {
+				line = append(line, ",\n"+in...)
+			}
+			first = false
+			if !ok { // not the layout above: each row marshalled whole
+				b, err := json.Marshal(kind.At(i))
+				if err != nil {
+					return n, err
+				}
+				buf.Reset()
+				if err := json.Indent(&buf, b, in, indent); err != nil {
+					return n, err
+				}
+				if err := write(append(line, buf.Bytes()...)); err != nil {
+					return n, err
+				}
+				continue
+			}
+			row = append(row[:0], "{"+field+`"rank": `...)
+			row = strconv.AppendInt(row, int64(kind.Rank+i), 10)
+			row = append(row, ","+field+`"stage": `...)
+			row = strconv.AppendInt(row, int64(kind.Stage), 10)
+			row = append(row, ","+field+`"tp_index": `...)
+			row = strconv.AppendInt(row, int64(kind.TPIndex+i), 10)
+			line = append(append(line, row...), rest...)
+			if err := write(line); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, write([]byte("\n" + prefix + "]"))
 }

@@ -255,3 +255,39 @@ func TestEstimateWithoutRankList(t *testing.T) {
 		}
 	}
 }
+
+// WriteIndentedJSON writes what json.Indent makes of a []RankEstimate's
+// JSON, at any prefix: the rows of TestRankRowsOf (kinds of 2, 1, 2 and 1
+// ranks, one with Count 0 left out as MarshalJSON leaves it), none (null)
+// and an empty list ([]); and it says how many bytes it wrote.
+func TestWriteIndentedJSONIsIndent(t *testing.T) {
+	layers := []int{0, 1}
+	rs := RanksOf([]RankEstimate{
+		{Rank: 0, Stage: 0, TPIndex: 0, Layers: layers, DecodeBusyS: 1},
+		{Rank: 1, Stage: 0, TPIndex: 1, Layers: layers, DecodeBusyS: 1},
+		{Rank: 2, Stage: 0, TPIndex: 2, Layers: layers, DecodeBusyS: 2},
+		{Rank: 3, Stage: 1, TPIndex: 0, Layers: []int{2}, DecodeBusyS: 2},
+		{Rank: 4, Stage: 1, TPIndex: 1, Layers: []int{2}, DecodeBusyS: 2},
+		{Rank: 5, Stage: 1, TPIndex: 3, Layers: []int{2}, DecodeBusyS: 2},
+	})
+	withZero := RankRows{Kinds: append([]RankKind{{RankEstimate: RankEstimate{Rank: 9}, Count: 0}}, rs.Kinds...)}
+	for _, c := range []RankRows{rs, withZero, {}, {Kinds: []RankKind{}}} {
+		raw, err := c.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prefix := range []string{"", "      "} {
+			var want, got bytes.Buffer
+			if err := json.Indent(&want, raw, prefix, "  "); err != nil {
+				t.Fatal(err)
+			}
+			n, err := c.WriteIndentedJSON(&got, prefix, "  ")
+			if err != nil || n != int64(got.Len()) {
+				t.Fatalf("%d bytes written, %d counted, %v", got.Len(), n, err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("prefix %q:\n got %s\nwant %s", prefix, got.Bytes(), want.Bytes())
+			}
+		}
+	}
+}

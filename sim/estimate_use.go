@@ -86,51 +86,100 @@ func (e *Estimate) windowUses(prefillEnd, w0, w1 float64, s0, first int) *window
 		preBusy: make([]float64, m), decBusy: make([]float64, m), preRank: make([]float64, m), decRank: make([]float64, m),
 		preBy: make([]boundTimes, m), decBy: make([]boundTimes, m), div: standInWidth(tl),
 		table: make([]int, m), modelOps: make([]int, m)}
-	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
-	for j := range tl.Slices {
-		sl := &tl.Slices[j]
-		bi := useBoundIndex(sl.Bound)
-		if bi < 0 {
+	if p := tl.packed; p != nil {
+		if !u.addPacked(p, tl.Ranks) {
 			return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, s0: s0, first: first, fallback: true}
 		}
-		a, b := busySpan(*sl)
-		recv := sl.Op.Kind == partition.Recv
-		dp, dd := overlap(a, b, 0, prefillEnd), overlap(a, b, w0, w1)
-		if sl.Rank != last {
-			last, i = sl.Rank, sl.Rank/u.div
+		return u
+	}
+	ok := true
+	tl.each(func(_ int, sl *Slice) bool {
+		bi := useBoundIndex(sl.Bound)
+		if bi < 0 {
+			ok = false
+			return false
 		}
-		if !recv {
-			u.preRank[i] += dp
-			u.decRank[i] += dd
-			if (sl.Phase != partition.Decode || sl.Step == first) && sl.Rank < tl.Ranks {
-				if sl.Bound == BoundTable {
-					u.table[i]++
-				} else {
-					u.modelOps[i]++
-				}
-			}
-		}
-		if sl.Phase == partition.Decode && sl.Step == s0 {
-			u.hbmS0 += sl.HBMBytes
-			u.l2S0 += sl.L2Bytes
-		}
-		if recv { // a recv's time is waiting for data: idle
-			dp, dd = 0, 0
-		}
-		if sl.Phase == partition.Prefill || sl.Phase == partition.Decode {
-			u.decBusy[i] += dd
-			x := &u.decBy[i]
-			x.t[bi] += dd
-			x.has[bi] = true
-		}
-		if sl.Phase == partition.Prefill {
-			u.preBusy[i] += dp
-			x := &u.preBy[i]
-			x.t[bi] += dp
-			x.has[bi] = true
-		}
+		u.add(sl.Rank/u.div, sl.Phase == partition.Prefill, sl.Phase == partition.Decode, sl.Step, sl.Op.Kind == partition.Recv,
+			sl.Rank < tl.Ranks, bi, sl.StartS, sl.EndS, sl.WaitS, sl.HBMBytes, sl.L2Bytes)
+		return true
+	})
+	if !ok {
+		return &windowUse{prefillEnd: prefillEnd, w0: w0, w1: w1, s0: s0, first: first, fallback: true}
 	}
 	return u
+}
+
+// add is one slice's part of the pass: the slice of stand-in i (rank /
+// div) in prefill (pre) or decode (dec) step step, a recv or not, of a
+// rank below tl.Ranks or not (in), of bound index bi, with its times and
+// bytes.
+func (u *windowUse) add(i int, pre, dec bool, step int, recv, in bool, bi int, start, end, wait float64, hbm, l2 int64) {
+	a, b := start+wait, end // busySpan
+	dp, dd := overlap(a, b, 0, u.prefillEnd), overlap(a, b, u.w0, u.w1)
+	if !recv {
+		u.preRank[i] += dp
+		u.decRank[i] += dd
+		if (!dec || step == u.first) && in {
+			if bi == useTableIndex {
+				u.table[i]++
+			} else {
+				u.modelOps[i]++
+			}
+		}
+	}
+	if dec && step == u.s0 {
+		u.hbmS0 += hbm
+		u.l2S0 += l2
+	}
+	if recv { // a recv's time is waiting for data: idle
+		dp, dd = 0, 0
+	}
+	if pre || dec {
+		u.decBusy[i] += dd
+		x := &u.decBy[i]
+		x.t[bi] += dd
+		x.has[bi] = true
+	}
+	if pre {
+		u.preBusy[i] += dp
+		x := &u.preBy[i]
+		x.t[bi] += dp
+		x.has[bi] = true
+	}
+}
+
+// useTableIndex is BoundTable's index in useBounds.
+const useTableIndex = 4
+
+// addPacked is the pass over packed slices (timeline_packed.go), in their
+// order, reading each slice's fields where they are kept rather than
+// expanding it; false where an attribute's bound is not in useBounds.
+func (u *windowUse) addPacked(p *packedSlices, ranks int) bool {
+	bis := make([]int, len(p.attrs))
+	for k := range p.attrs {
+		if bis[k] = useBoundIndex(p.attrs[k].Bound); bis[k] < 0 {
+			return false
+		}
+	}
+	for ri, rank := range p.ids {
+		i, in := rank/u.div, rank < ranks
+		ts := p.times[p.base[ri]:p.base[ri+1]]
+		pre, dec := p.pre[ri], p.dec[ri]
+		for pc := range min(len(pre), len(ts)) {
+			t := &ts[pc]
+			a := &p.attrs[t.attr]
+			u.add(i, true, false, -1, pre[pc].Kind == partition.Recv, in, bis[t.attr], t.StartS, t.EndS, t.WaitS, a.HBMBytes, a.L2Bytes)
+		}
+		for pc, step, idx := len(pre), 0, 0; pc < len(ts); pc++ {
+			t := &ts[pc]
+			a := &p.attrs[t.attr]
+			u.add(i, false, true, step, dec[idx].Kind == partition.Recv, in, bis[t.attr], t.StartS, t.EndS, t.WaitS, a.HBMBytes, a.L2Bytes)
+			if idx++; idx == len(dec) {
+				step, idx = step+1, 0
+			}
+		}
+	}
+	return true
 }
 
 // phase is phaseUse for prefill and decode.
@@ -168,8 +217,7 @@ func (u *windowUse) stepBytes(e *Estimate, pe *PhaseEstimate, weight int64) {
 
 // stepBytesEach is stepBytes slice by slice: its reference and fallback.
 func stepBytesEach(tl *Timeline, pe *PhaseEstimate, s0 int, weight int64) {
-	for i := range tl.Slices {
-		sl := &tl.Slices[i]
+	for _, sl := range tl.All() {
 		if sl.Phase == partition.Decode && sl.Step == s0 {
 			pe.HBMBytesPerStep += weight * sl.HBMBytes
 			pe.L2BytesPerStep += weight * sl.L2Bytes

@@ -151,8 +151,8 @@ func collectiveUsesEach(tl *Timeline) []CollectiveUse {
 	}
 	seen := map[key]*CollectiveUse{}
 	var order []key
-	for _, sl := range tl.Slices {
-		if sl.Rank != tl.Slices[0].Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
+	for _, sl := range tl.All() {
+		if sl.Rank != tl.At(0).Rank || sl.Algo == "" || (sl.Phase == partition.Decode && sl.Step != 0) {
 			continue
 		}
 		name := sl.Op.Name

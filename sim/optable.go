@@ -257,7 +257,7 @@ func (e *Estimate) countPricing() {
 		return
 	}
 	first := -1
-	for _, sl := range tl.Slices {
+	for _, sl := range tl.All() {
 		if sl.Phase == partition.Decode && (first < 0 || sl.Step < first) {
 			first = sl.Step
 		}
@@ -265,7 +265,7 @@ func (e *Estimate) countPricing() {
 	div := standInWidth(tl) // counts by simulated rank: rank / div
 	table, model := make([]int, standIns(tl)), make([]int, standIns(tl))
 	last, i := -1, 0 // a rank's slices are consecutive: divide once per rank
-	for _, sl := range tl.Slices {
+	for _, sl := range tl.All() {
 		if sl.Op.Kind == partition.Recv || (sl.Phase == partition.Decode && sl.Step != first) || sl.Rank >= tl.Ranks {
 			continue
 		}

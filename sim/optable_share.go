@@ -137,7 +137,7 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 		d float64
 	}
 	var evs []ev
-	for _, sl := range tl.Slices {
+	for _, sl := range tl.All() {
 		if isCompute(sl.Op.Kind) && sl.EndS > sl.StartS {
 			evs = append(evs, ev{sl.StartS, weight}, ev{sl.EndS, -weight})
 		}
@@ -175,7 +175,7 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 	}
 	cold := coldBursts(tl)
 	sums, overs, colds, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
-	for i, sl := range tl.Slices {
+	for i, sl := range tl.All() {
 		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
 			continue
 		}
@@ -207,13 +207,14 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 // or collectives (a send does not block: the burst goes on), each slice's
 // length over the factor prev gave it.
 func burstsAlone(tl *Timeline, prev *coreShare) map[int]float64 {
+	list := tl.List()
 	byRank := map[int][]int{}
-	for i, sl := range tl.Slices {
+	for i, sl := range list {
 		byRank[sl.Rank] = append(byRank[sl.Rank], i)
 	}
 	out := make(map[int]float64)
 	for _, idx := range byRank {
-		sort.SliceStable(idx, func(a, b int) bool { return tl.Slices[idx[a]].StartS < tl.Slices[idx[b]].StartS })
+		sort.SliceStable(idx, func(a, b int) bool { return list[idx[a]].StartS < list[idx[b]].StartS })
 		var cur []int
 		sum := 0.0
 		flush := func() {
@@ -223,7 +224,7 @@ func burstsAlone(tl *Timeline, prev *coreShare) map[int]float64 {
 			cur, sum = cur[:0], 0
 		}
 		for _, i := range idx {
-			sl := &tl.Slices[i]
+			sl := &list[i]
 			switch {
 			case sl.Op.Kind == partition.Send:
 			case !isCompute(sl.Op.Kind):

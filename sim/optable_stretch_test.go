@@ -130,7 +130,7 @@ func TestSendCall(t *testing.T) {
 	base, with := est(), est(call(4), call(4<<20))
 	sends := func(e *Estimate) []float64 {
 		var d []float64
-		for _, sl := range e.Timeline.Slices {
+		for _, sl := range e.Timeline.All() {
 			if sl.Op.Kind == partition.Send && sl.Phase == partition.Prefill {
 				d = append(d, sl.EndS-sl.StartS)
 			}

@@ -166,7 +166,7 @@ func TestEstimateUsesOpTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table, other int
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		if sl.Phase != partition.Prefill {
 			continue
 		}

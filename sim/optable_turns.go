@@ -83,20 +83,21 @@ func coldBursts(tl *Timeline) map[int]bool {
 		phase partition.Phase
 		step  int
 	}
+	list := tl.List()
 	byRank := map[rp][]int{}
-	for i, sl := range tl.Slices {
+	for i, sl := range list {
 		k := rp{sl.Rank, sl.Phase, sl.Step}
 		byRank[k] = append(byRank[k], i)
 	}
 	out := make(map[int]bool)
 	for k, idx := range byRank {
-		sort.SliceStable(idx, func(a, b int) bool { return tl.Slices[idx[a]].StartS < tl.Slices[idx[b]].StartS })
+		sort.SliceStable(idx, func(a, b int) bool { return list[idx[a]].StartS < list[idx[b]].StartS })
 		// The Program's start: cold in prefill (the other ranks ran the
 		// iteration before); a decode step that begins with compute goes
 		// on from the rank's own step before it.
 		cold := k.phase == partition.Prefill
 		for _, i := range idx {
-			sl := &tl.Slices[i]
+			sl := &list[i]
 			switch {
 			case sl.Op.Kind == partition.Send:
 			case !isCompute(sl.Op.Kind):

@@ -153,12 +153,13 @@ func TestEstimateTurns(t *testing.T) {
 		return e
 	}
 	a, b := pp(0), pp(7e-6)
-	if len(a.Timeline.Slices) != len(b.Timeline.Slices) || len(a.Timeline.Slices) == 0 {
-		t.Fatalf("%d slices at once, %d with turns", len(a.Timeline.Slices), len(b.Timeline.Slices))
+	as, bs := a.Timeline.List(), b.Timeline.List()
+	if len(as) != len(bs) || len(as) == 0 {
+		t.Fatalf("%d slices at once, %d with turns", len(as), len(bs))
 	}
 	n := 0
-	for i := range a.Timeline.Slices {
-		sa, sb := &a.Timeline.Slices[i], &b.Timeline.Slices[i]
+	for i := range as {
+		sa, sb := &as[i], &bs[i]
 		want := 0.0
 		switch {
 		case sa.Op.Kind == partition.Recv:

@@ -88,7 +88,7 @@ func TestPerStageEqualsEveryRank(t *testing.T) {
 		// of its stand-in's i-th slice.
 		byRank := func(tl *Timeline) map[int][]Slice {
 			m := map[int][]Slice{}
-			for _, sl := range tl.Slices {
+			for _, sl := range tl.All() {
 				m[sl.Rank] = append(m[sl.Rank], sl)
 			}
 			return m
@@ -232,13 +232,13 @@ func TestTimelineScalesWithStagesNotRanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(e.Timeline.Slices), count(p); got != want {
+		if got, want := e.Timeline.Len(), count(p); got != want {
 			t.Errorf("tp %d: %d slices, want %d (one rank per stage)", p.TP, got, want)
 		}
-		if got, want := len(all.Timeline.Slices), p.TP*count(p); got != want {
+		if got, want := all.Timeline.Len(), p.TP*count(p); got != want {
 			t.Errorf("tp %d every rank: %d slices, want %d", p.TP, got, want)
 		}
-		sizes = append(sizes, len(e.Timeline.Slices))
+		sizes = append(sizes, e.Timeline.Len())
 	}
 	if sizes[0] != sizes[1] {
 		t.Errorf("slices at TP 8 and TP 2: %d and %d, want equal", sizes[0], sizes[1])
@@ -260,12 +260,12 @@ func TestBoundCountsSimulatedRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !e.Timeline.PerStage || len(e.Timeline.Slices) > MaxTimelineOps {
-		t.Fatalf("per stage %v, %d slices", e.Timeline.PerStage, len(e.Timeline.Slices))
+	if !e.Timeline.PerStage || e.Timeline.Len() > MaxTimelineOps {
+		t.Fatalf("per stage %v, %d slices", e.Timeline.PerStage, e.Timeline.Len())
 	}
 	_, err = EstimatePlan(p, Options{EveryRank: true})
 	var tl *TooLargeError
-	if !errors.As(err, &tl) || !tl.EveryRank || tl.Ops <= MaxTimelineOps || tl.Ops > 8*len(e.Timeline.Slices) || !strings.Contains(err.Error(), "reduce parallel.microbatches") {
-		t.Fatalf("every rank: want a TooLargeError for %d ops, got %v", 8*len(e.Timeline.Slices), err)
+	if !errors.As(err, &tl) || !tl.EveryRank || tl.Ops <= MaxTimelineOps || tl.Ops > 8*e.Timeline.Len() || !strings.Contains(err.Error(), "reduce parallel.microbatches") {
+		t.Fatalf("every rank: want a TooLargeError for %d ops, got %v", 8*e.Timeline.Len(), err)
 	}
 }

@@ -113,7 +113,7 @@ func EstimateResume(plan *partition.Plan, opts ResumeOptions, simOpts Options) (
 	// index 0 holds the ops before the layers (the input), L+1 those after.
 	busy := make([]float64, L+2)
 	flops := make([]float64, L+2)
-	for _, sl := range e.Timeline.Slices {
+	for _, sl := range e.Timeline.All() {
 		if sl.Rank != 0 || sl.Phase != partition.Prefill {
 			continue
 		}

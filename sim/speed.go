@@ -34,6 +34,57 @@ type planWork struct {
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
 	names    map[groupKey]string
 	timeline *timelineMemo // timeline_stages.go: what the timeline checks of the Programs alone
+	ws       map[int]int64 // a kind's first rank's working set (workingSetIn)
+	// index is the simulator's rank index (simIndex) for indexKinds kinds.
+	index      []int
+	indexKinds int
+}
+
+// simIndex is the simulator's index of plan ranks 0…n−1 for the kinds'
+// first ranks (simulated rank i is kinds[i].Rank, −1 for the others),
+// made once for the runs of a plan, which simulate the same ranks and only
+// read it.
+func (w *planWork) simIndex(n int, kinds []RankKind) []int {
+	if w != nil && len(w.index) == n && w.indexKinds == len(kinds) {
+		same := true
+		for i := range kinds {
+			if w.index[kinds[i].Rank] != i {
+				same = false
+				break
+			}
+		}
+		if same {
+			return w.index
+		}
+	}
+	index := make([]int, n)
+	for r := range index {
+		index[r] = -1
+	}
+	for i := range kinds {
+		index[kinds[i].Rank] = i
+	}
+	if w != nil {
+		w.index, w.indexKinds = index, len(kinds)
+	}
+	return index
+}
+
+// workingSet is workingSetIn of rank r's decode Program d, computed once
+// for the runs of a plan: it reads the Program alone.
+func (w *planWork) workingSet(r int, d partition.Program, seen map[tensorKey]bool) int64 {
+	if w == nil {
+		return workingSetIn(d, seen)
+	}
+	if ws, ok := w.ws[r]; ok {
+		return ws
+	}
+	if w.ws == nil {
+		w.ws = map[int]int64{}
+	}
+	ws := workingSetIn(d, seen)
+	w.ws[r] = ws
+	return ws
 }
 
 // groupName is the name of the group g, the shared slice of its Programs
@@ -206,22 +257,21 @@ func (s *simulator) emit(ri, pc int, sl *Slice) {
 		s.ends.add(sl)
 		s.steady.keep(ri, pc, s.ranks[ri], sl)
 	case s.base != nil:
-		s.out[s.base[ri]+pc] = *sl
+		s.pk.put(s.base[ri]+pc, sl)
 	default:
 		s.out = append(s.out, *sl)
 	}
 }
 
-// presizeSlices gives the timeline's output one slot per simulated op, in
-// rank order (simulator indices follow plan ranks) and each rank's item
+// presizeSlices gives the timeline's output one slot per simulated op
+// (packed: timeline_packed.go), in rank order (simulator indices follow plan ranks) and each rank's item
 // order: one slice per item, placed as it ends (emit), so the output is
 // neither regrown nor, in the common case, moved by the final ordering. A
 // rank's slices start where its clock stands, which never goes back, so
 // item order is start order (sortSlices checks, and sorts if not).
 func presizeSlices(s *simulator) {
-	var n int
-	s.base, n = itemBases(s)
-	s.out = make([]Slice, n)
+	s.base, _ = itemBases(s)
+	s.pk = newPackedSlices(s) // timeline_packed.go
 }
 
 // itemBases is where each simulated rank's items begin in one array of
@@ -252,7 +302,10 @@ type opMemo struct {
 // and read back in every later step, to the bit. Other items get an
 // empty scratch entry (priced each time).
 func (r *rankState) memoOf(it item) *opMemo {
-	if it.phase == partition.Decode && !it.first && it.index < len(r.memo) {
+	if it.phase == partition.Decode && !it.first && it.index < r.memoN {
+		if r.memo == nil { // made where a decode op is priced: a stage written (timeline_stages.go) prices none
+			r.memo = make([]opMemo, r.memoN)
+		}
 		return &r.memo[it.index]
 	}
 	r.scratch = opMemo{}

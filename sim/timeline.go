@@ -39,8 +39,13 @@ type Timeline struct {
 	PerStage bool
 	// TP is the plan's TP degree: rank r's slices are those of rank
 	// r − r mod TP when PerStage.
-	TP     int
+	TP int
+	// Slices holds the slices of a timeline kept unpacked (one built by
+	// hand, or a simulation's where its slices needed sorting); a
+	// simulation's are otherwise packed. Read any timeline's through All,
+	// At, Len or List (timeline_packed.go).
 	Slices []Slice
+	packed *packedSlices
 	// settled is the last decode step simulated before the rest were
 	// written from it (timeline_steady.go); 0 where every step was simulated.
 	settled int
@@ -128,6 +133,7 @@ type rankState struct {
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
+	memoN   int // memo's length, once made (memoOf)
 	scratch opMemo
 	// curStep and curIndex are item pc's decode step and op index, once
 	// advance has moved into the decode steps (curSet; speed.go).
@@ -159,6 +165,7 @@ type simulator struct {
 	inbox     map[chanKey][]message // FIFO per ordered pair
 	flows     int
 	out       []Slice
+	pk        *packedSlices                      // with base: the slices packed (timeline_packed.go), not in out
 	collMemo  map[collMemoKey]CollectiveEstimate // speed.go
 	// ends, when set, takes the slices instead of out: only the sample
 	// ops' ends are kept (speed.go).
@@ -247,8 +254,18 @@ func (s *simulator) run() (*Timeline, error) {
 			break
 		}
 	}
-	sortSlices(s.out) // by rank, then start (stable)
-	tl := &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP, Slices: s.out}
+	tl := &Timeline{Ranks: len(s.index), PerStage: s.perStage, TP: s.plan.TP}
+	switch {
+	case s.pk != nil && s.pk.sorted():
+		s.pk.index = nil
+		tl.packed = s.pk
+	case s.pk != nil:
+		tl.Slices = s.pk.list()
+		sortSlices(tl.Slices) // by rank, then start (stable)
+	default:
+		sortSlices(s.out)
+		tl.Slices = s.out
+	}
 	if s.steady != nil {
 		tl.settled = s.steady.from
 	}
@@ -318,9 +335,10 @@ func (s *simulator) step(ri int) (bool, error) {
 	g := &s.plan.System.GPU
 	rank := s.ids[ri]
 	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
-	m := r.memoOf(it) // speed.go: what a decode op costs, priced once
+	var m *opMemo // speed.go: what a decode op costs, priced once (memoOf), taken where the op runs
 	switch op.Kind {
 	case partition.Send:
+		m = r.memoOf(it)
 		sl.StartS = r.clock
 		sl.EndS = r.clock + launchS(g, it.phase)
 		sl.Bound = BoundLatency
@@ -354,6 +372,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if len(q) == 0 {
 			return false, nil
 		}
+		m = r.memoOf(it)
 		arrival := q[0].arrival
 		sl.Flow = q[0].flow
 		s.inbox[key] = q[1:]
@@ -375,6 +394,7 @@ func (s *simulator) step(ri int) (bool, error) {
 	case partition.AllReduce, partition.AllGather:
 		return s.collective(ri, it)
 	default:
+		m = r.memoOf(it)
 		if !m.ok {
 			c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
 			if t, ok := s.table.computeTime(s.plan, op, s.opts.share.overFactor(rank, it.phase, op), s.opts.share.coldFraction(rank, it.phase, op)); ok { // the op measured (optable_turns.go); the pass's host step cost stays

@@ -420,9 +420,8 @@ func (cs *chunkSteady) write(s *simulator, j, m int) {
 					prevEnd = end
 					continue
 				}
-				sl := &s.out[s.base[ri]+c*n+i]
-				*sl = s.out[s.base[ri]+j*n+i]
-				sl.Op = op
+				sl := s.slot(ri, c*n+i) // packed (timeline_packed.go): its op is item c·n+i's
+				*sl = *s.slot(ri, j*n+i)
 				sl.StartS, sl.EndS = prevEnd, end
 				sl.WaitS = 0
 				if t.waits {
@@ -430,7 +429,9 @@ func (cs *chunkSteady) write(s *simulator, j, m int) {
 				}
 				if slot := cs.slot[cs.base[ri]+i]; slot >= 0 { // its bytes and bound follow its cache
 					cost := &cs.costs[slot*cs.stride+k-1]
-					sl.Bound, sl.HBMBytes, sl.L2Bytes = cost.Bound, cost.HBMBytes, cost.L2Bytes
+					a := s.pk.attrs[sl.attr]
+					a.Bound, a.HBMBytes, a.L2Bytes = cost.Bound, cost.HBMBytes, cost.L2Bytes
+					sl.attr = s.pk.intern(a)
 				}
 				if sl.Flow != 0 {
 					sl.Flow = fl.flow(ri, i, k, op.Kind)
@@ -474,9 +475,9 @@ func newChunkFlows(s *simulator, cs *chunkSteady, j int) *chunkFlows {
 		n := cs.n[ri]
 		f.ord[ri], f.src[ri] = make([]int, n), make([]int, n)
 		for i := 0; i < n; i++ {
-			sl := &s.out[s.base[ri]+j*n+i]
+			sl := s.slot(ri, j*n+i)
 			f.src[ri][i] = -1
-			if sl.Op.Kind == partition.Send {
+			if s.ranks[ri].pre[j*n+i].Kind == partition.Send {
 				f.ord[ri][i] = f.perChunk
 				f.perChunk++
 				sends[sl.Flow] = ri<<32 | i
@@ -486,7 +487,7 @@ func newChunkFlows(s *simulator, cs *chunkSteady, j int) *chunkFlows {
 	for ri := range s.ranks {
 		n := cs.n[ri]
 		for i := 0; i < n; i++ {
-			if sl := &s.out[s.base[ri]+j*n+i]; sl.Op.Kind == partition.Recv {
+			if sl := s.slot(ri, j*n+i); s.ranks[ri].pre[j*n+i].Kind == partition.Recv {
 				if p, ok := sends[sl.Flow]; ok {
 					f.src[ri][i] = p
 				}

@@ -71,8 +71,9 @@ const stageRecs = 2
 // a send: its launch, its transfer, its call time; a collective: its time
 // and its launch).
 type stageRec struct {
-	sl Slice
-	c  [3]float64
+	sl   Slice
+	c    [3]float64
+	attr int32 // the slice's attributes packed (timeline_packed.go), −1: not yet
 }
 
 // stageWriter is a simulation's state while it writes alike stages.
@@ -175,6 +176,7 @@ func (w *planWork) timelineMemo(s *simulator) *timelineMemo {
 // of the same shape as ri−1's.
 func stagesAlike(s *simulator) []bool {
 	out := make([]bool, len(s.ranks))
+	lone := &loneMemo{}
 	for ri := 1; ri < len(s.ranks); ri++ {
 		p, r := s.ranks[ri-1], s.ranks[ri]
 		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || len(p.first) != len(r.first) {
@@ -187,7 +189,7 @@ func stagesAlike(s *simulator) []bool {
 				break
 			}
 		}
-		var l linkCheck
+		l := linkCheck{lone: lone}
 		for _, ops := range [2][2][]partition.Op{{p.pre, r.pre}, {p.dec, r.dec}} {
 			for i := 0; ok && i < len(ops[1]); i++ {
 				a, b := &ops[0][i], &ops[1][i]
@@ -205,6 +207,30 @@ func stagesAlike(s *simulator) []bool {
 type linkCheck struct {
 	send, recv [2]int      // the peers of ri−1 and ri compared, +1 (0: none)
 	group      [2]groupKey // the groups compared
+	lone       *loneMemo
+}
+
+// loneMemo is the last group loneShape was asked about, for one rank: rank
+// ri's group is looked at as ri's, then as ri−1's when the next pair is
+// compared.
+type loneMemo struct {
+	k  groupKey
+	ri int
+	sh collShape
+	ok bool
+}
+
+// shape is s.loneShape(g, ri), remembered for the last group and rank.
+func (m *loneMemo) shape(s *simulator, g []int, ri int) (collShape, bool) {
+	k := groupKey{&g[0], len(g)}
+	if m != nil && m.k == k && m.ri == ri {
+		return m.sh, m.ok
+	}
+	sh, ok := s.loneShape(g, ri)
+	if m != nil {
+		*m = loneMemo{k, ri, sh, ok}
+	}
+	return sh, ok
 }
 
 // alike says whether op b of simulated rank ri takes the place of op a of
@@ -243,8 +269,8 @@ func (l *linkCheck) alike(s *simulator, ri int, a, b *partition.Op) bool {
 		if l.group == k {
 			return true
 		}
-		sa, oka := s.loneShape(a.Group, ri-1)
-		sb, okb := s.loneShape(b.Group, ri)
+		sa, oka := l.lone.shape(s, a.Group, ri-1)
+		sb, okb := l.lone.shape(s, b.Group, ri)
 		if !oka || !okb || sa != sb || !sa.ok {
 			return false
 		}
@@ -325,7 +351,7 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 		w.recRank[k] = -1 // not a whole segment in order
 		return
 	}
-	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}}
+	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}, -1}
 	w.recN[k]++
 	if sl.Op.Kind == partition.Recv {
 		w.recvs[k]++
@@ -406,7 +432,11 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 	r := s.ranks[ri]
 	tmpl := w.rec[w.j%stageRecs][:len(ops)]
 	me := s.ids[ri]
-	direct := s.ends == nil && s.base != nil // the whole estimate: slices in place
+	direct := s.ends == nil && s.base != nil // the whole estimate: slices packed in place
+	// A headline run (the range ends) keeps the samples' ends and, for the
+	// steady state's check, the decode ops' times (emit: sampleEnds.add and
+	// steady.keep), and nothing per op else: no slice is made.
+	headline := s.ends != nil && s.uses == nil
 	var out chanKey
 	var free float64
 	sent, taken := false, 0
@@ -416,11 +446,18 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 		T := &tmpl[t]
 		op := &ops[t]
 		sl := &local
-		if direct {
-			sl = &s.out[s.base[ri]+start+t]
+		switch {
+		case direct: // times and flow of its own, the template's attributes
+			if T.attr < 0 {
+				T.attr = s.pk.intern(attrOf(&T.sl))
+			}
+			sl.StartS, sl.WaitS, sl.Flow = clock, T.sl.WaitS, T.sl.Flow
+		case headline:
+			sl.StartS, sl.WaitS = clock, T.sl.WaitS
+		default:
+			*sl = T.sl
+			sl.Rank, sl.Op, sl.StartS = me, op, clock
 		}
-		*sl = T.sl
-		sl.Rank, sl.Op, sl.StartS = me, op, clock
 		switch op.Kind {
 		case partition.Send:
 			if !sent {
@@ -456,9 +493,24 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			sl.EndS = clock + T.c[0]
 		}
 		clock = sl.EndS
-		if !direct {
-			s.emit(ri, start+t, sl)
+		if direct {
+			*s.slot(ri, start+t) = sliceTimes{sl.StartS, sl.EndS, sl.WaitS, sl.Flow, T.attr}
+			continue // recordUse keeps nothing without ends
 		}
+		if headline {
+			if op.Kind == partition.Sample {
+				if seg < 0 {
+					s.ends.ttft = max(s.ends.ttft, sl.EndS)
+				} else {
+					s.ends.tok[seg][op.Microbatch] = max(s.ends.tok[seg][op.Microbatch], sl.EndS)
+				}
+			}
+			if st := s.steady; seg >= 0 && st != nil && st.recent[0] != nil {
+				st.recent[seg%3][st.decBase[ri]+t] = stepOpTimes{sl.StartS, sl.EndS, sl.WaitS}
+			}
+			continue
+		}
+		s.emit(ri, start+t, sl)
 		s.recordUse(ri, start+t, sl)
 	}
 	// The channel keeps the messages not taken, then the pending ones not

@@ -238,11 +238,11 @@ func (st *steady) times(s *simulator, ri, k, i int) stepOpTimes {
 	return stepOpTimes{sl.StartS, sl.EndS, sl.WaitS}
 }
 
-// slice is simulated rank ri's slice of op i in decode step k, where the
-// simulation keeps its slices.
-func (st *steady) slice(s *simulator, ri, k, i int) *Slice {
+// slice is simulated rank ri's packed slice of op i in decode step k, where
+// the simulation keeps its slices.
+func (st *steady) slice(s *simulator, ri, k, i int) *sliceTimes {
 	r := s.ranks[ri]
-	return &s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i]
+	return s.slot(ri, len(r.pre)+k*len(r.dec)+i)
 }
 
 // settled is called when every rank has run st.limit decode steps. It
@@ -352,9 +352,8 @@ func (st *steady) extrapolate(s *simulator) {
 				continue
 			}
 			for i := range r.dec {
-				sl := &s.out[s.base[ri]+len(r.pre)+k*len(r.dec)+i] // written in place
+				sl := st.slice(s, ri, k, i) // written in place: step j's attributes
 				*sl = *st.slice(s, ri, j, i)
-				sl.Step = k
 				// A rank's op starts where its previous one ended (its
 				// clock), as in the simulation: so the written slices keep
 				// their order where rounding would put a start before the

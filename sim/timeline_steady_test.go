@@ -216,8 +216,9 @@ func relDiff(a, b float64) float64 {
 // within steadyRelTol, and each send paired with the same recv.
 func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
 	t.Helper()
-	if len(got.Slices) != len(want.Slices) {
-		t.Errorf("%s: %d slices, stepwise %d", label, len(got.Slices), len(want.Slices))
+	gs, ws := got.List(), want.List()
+	if len(gs) != len(ws) {
+		t.Errorf("%s: %d slices, stepwise %d", label, len(gs), len(ws))
 		return
 	}
 	type at struct {
@@ -229,12 +230,12 @@ func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
 	pairs := func(tl *Timeline) map[at]at {
 		sends := map[int]at{}
 		out := map[at]at{}
-		for _, sl := range tl.Slices {
+		for _, sl := range tl.All() {
 			if sl.Flow != 0 && sl.Op.Kind == partition.Send {
 				sends[sl.Flow] = at{sl.Rank, sl.Step, sl.Phase, sl.Op.Name, sl.Op.Microbatch}
 			}
 		}
-		for _, sl := range tl.Slices {
+		for _, sl := range tl.All() {
 			if sl.Flow != 0 && sl.Op.Kind == partition.Recv {
 				s, ok := sends[sl.Flow]
 				if !ok {
@@ -246,8 +247,8 @@ func steadyCompareTimelines(t *testing.T, label string, got, want *Timeline) {
 		return out
 	}
 	bad := 0
-	for i := range got.Slices {
-		g, w := &got.Slices[i], &want.Slices[i]
+	for i := range gs {
+		g, w := &gs[i], &ws[i]
 		if g.Rank != w.Rank || g.Phase != w.Phase || g.Step != w.Step || g.Op.Name != w.Op.Name || g.Op.Microbatch != w.Op.Microbatch ||
 			g.Bound != w.Bound || g.Algo != w.Algo || g.Proto != w.Proto || g.Link != w.Link || g.HBMBytes != w.HBMBytes || g.L2Bytes != w.L2Bytes ||
 			relDiff(g.StartS, w.StartS) > steadyRelTol || relDiff(g.EndS, w.EndS) > steadyRelTol ||
@@ -288,7 +289,7 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 				for i := range dec {
 					// op i of rank ri in step k: starts at 0.1·ri + 0.2·i + 0.5·k
 					start := 0.1*float64(ri) + 0.2*float64(i) + 0.5*float64(k)
-					s.out[s.base[ri]+k*len(r.dec)+i] = Slice{Rank: ri, Phase: partition.Decode, Step: k, Op: &dec[i], StartS: start, EndS: start + 0.15, WaitS: 0.01}
+					s.pk.put(s.base[ri]+k*len(r.dec)+i, &Slice{Rank: ri, Phase: partition.Decode, Step: k, Op: &dec[i], StartS: start, EndS: start + 0.15, WaitS: 0.01})
 				}
 			}
 		}
@@ -298,7 +299,7 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 		}
 		for k := 1; k < 4; k++ {
 			for ri := range s.ranks {
-				s.steady.arrive[k%3][2*ri+1] = s.out[s.base[ri]+k*2+1].EndS + 0.05
+				s.steady.arrive[k%3][2*ri+1] = s.slot(ri, k*2+1).EndS + 0.05
 			}
 		}
 		return s
@@ -317,15 +318,15 @@ func TestSteadyShiftRefusesWhatDoesNotRepeat(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		index int // into s.out
-		edit  func(*Slice)
+		index int // into the packed slices
+		edit  func(*sliceTimes)
 	}{
-		{"rank 1's send of step 3 ends later", 1*8 + 3*2 + 1, func(sl *Slice) { sl.EndS += 1e-9 * 2 }},
-		{"rank 0's gemm of step 2 starts later", 0*8 + 2*2 + 0, func(sl *Slice) { sl.StartS += 1e-9 * 2 }},
-		{"rank 1's gemm of step 3 waits longer", 1*8 + 3*2 + 0, func(sl *Slice) { sl.WaitS += 1e-9 * 2 }},
+		{"rank 1's send of step 3 ends later", 1*8 + 3*2 + 1, func(sl *sliceTimes) { sl.EndS += 1e-9 * 2 }},
+		{"rank 0's gemm of step 2 starts later", 0*8 + 2*2 + 0, func(sl *sliceTimes) { sl.StartS += 1e-9 * 2 }},
+		{"rank 1's gemm of step 3 waits longer", 1*8 + 3*2 + 0, func(sl *sliceTimes) { sl.WaitS += 1e-9 * 2 }},
 	} {
 		s := build()
-		tc.edit(&s.out[tc.index])
+		tc.edit(&s.pk.times[tc.index])
 		if p, ok := s.steady.shift(s, 3); ok {
 			t.Errorf("%s: settled with P = %v", tc.name, p)
 		}
@@ -376,12 +377,13 @@ func TestSteadyRingAndDeadlock(t *testing.T) {
 	if got.settled != 3 {
 		t.Errorf("settled at step %d, want 3", got.settled)
 	}
-	for i, sl := range got.Slices {
+	refs := ref.List()
+	for i, sl := range got.All() {
 		want := 2e-3*float64(sl.Step) + 1e-3*float64(sl.Rank)
 		if sl.Op.Kind == partition.Recv && sl.Rank == 0 {
 			want += 2e-3 // rank 0's recv ends when rank 1's send does, a step's 2 ms after its start
 		}
-		r := ref.Slices[i]
+		r := refs[i]
 		if sl.Rank != r.Rank || sl.Step != r.Step || relDiff(sl.EndS, r.EndS) > steadyRelTol || relDiff(sl.StartS, r.StartS) > steadyRelTol {
 			t.Errorf("slice %d: %+v, stepwise %+v", i, sl, r)
 		}

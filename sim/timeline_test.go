@@ -45,7 +45,7 @@ func TestPipelineFillDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		end := 0.0
-		for _, sl := range tl.Slices {
+		for _, sl := range tl.All() {
 			end = max(end, sl.EndS)
 		}
 		// p equal stages of time t with m micro-batches take (m+p−1)·t.
