@@ -110,6 +110,21 @@ type kindOps struct {
 	// the stage kinds of the layouts of one TP degree, micro-batch size and
 	// proxy depth (decodeOps.layerTerms of the kind that built the layer).
 	decTerms *[]opTerms
+	// decOps is the kind's decodeOps, whose costs stage reads and adds to.
+	decOps *decodeOps
+	// shapes are the stage shapes of this layout and kind priced so far
+	// (stage), in the order first priced: a layout's kind has a handful
+	// (4.7 shapes a layout at 16,384 GPUs), so they are scanned, not
+	// hashed by their whole stageKey.
+	shapes []shapeCost
+}
+
+// shapeCost is a stage shape of a kindOps (the rest of its stageKey) and
+// its cost.
+type shapeCost struct {
+	layers, off int
+	out         uint8
+	sc          *stageCost
 }
 
 // proxyKey names the ops of one layout: passes depend on the TP degree,
@@ -251,15 +266,18 @@ type QuickCache struct {
 	opts   CollectiveOptions
 	id     quickID
 	have   bool
+	// passes are the proxies' passes by layout, each kind's with the
+	// costs of its stage shapes (kindOps.shapes).
 	passes map[proxyKey]*[4]*kindOps
-	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
+	// decodes are the proxies' decode steps, by proxyKey with chunk 0,
+	// each kind's with the decode costs of its stage shapes
+	// (decodeOps.costs): a decode step, its working sets and so its
+	// residency do not depend on the prefill chunk, so neither does its
+	// cost.
 	decodes map[proxyKey]*[4]decodeOps
-	stages  map[stageKey]*stageCost
-	// decCosts are the stage shapes' decode costs, by stageKey with chunk
-	// 0: a decode step, its working sets and so its residency do not
-	// depend on the prefill chunk (decodes), so neither does its cost.
-	decCosts map[stageKey]*decCost
-	colls    map[collCostKey]collCost
+	// slab is where stage takes its stageCosts from, a block at a time.
+	slab  []stageCost
+	colls map[collCostKey]collCost
 	// lastColl is the entry of colls collective last read or wrote.
 	lastColl struct {
 		ok  bool
@@ -301,8 +319,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.stages = map[stageKey]*stageCost{}
-	c.decCosts = map[stageKey]*decCost{}
+	c.slab = nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -534,7 +551,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
-		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
+		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kind]
 		kinds[kind] = k
 	}
 	if pk.pp == 3 {
@@ -547,7 +564,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
-		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
+		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
 	c.passes[pk] = &kinds
@@ -715,6 +732,18 @@ type decodeOps struct {
 	// ([0]: a one-chunk prefill) and of its first and last passes together
 	// ([1]) in the last layout built (passBuf); 0 before any.
 	prefillOps [2]int
+	// costs are the decode costs of the stage shapes of this kind priced so
+	// far (stage), scanned like kindOps.shapes: a decode step does not
+	// depend on the prefill chunk, so the shapes of every layout of the
+	// kind's TP degree, micro-batch size and proxy depth share them.
+	costs []decShape
+}
+
+// decShape is a stage shape's decode cost, by the rest of its stageKey.
+type decShape struct {
+	layers, off int
+	out         uint8
+	dc          decCost
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per
@@ -819,8 +848,15 @@ func proxyTopology(n int) (topology.Topology, error) {
 // times were not kept (QuickCache.keepChunks) is priced again when asked
 // for another m.
 func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first int, m float64) (*stageCost, error) {
-	if sc, ok := c.stages[key]; ok && (sc.preN != nil || sc.sums.m == m) {
-		return sc, nil
+	at := -1 // the shape's place in k.shapes, −1 before it is priced
+	for i := range k.shapes {
+		if e := &k.shapes[i]; e.layers == key.layers && e.off == key.off && e.out == key.out {
+			if sc := e.sc; sc.preN != nil || sc.sums.m == m {
+				return sc, nil
+			}
+			at = i
+			break
+		}
 	}
 	g := &plan.System.GPU
 	L := float64(key.layers)
@@ -829,7 +865,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	sc := &stageCost{}
+	sc := c.newStageCost()
 	if c.keepChunks {
 		sc.preN = make([]float64, C)
 	} else {
@@ -954,17 +990,23 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			sc.tailS += ot
 		}
 	}
-	dk := key
-	dk.chunk = 0
-	dc, ok := c.decCosts[dk]
-	if !ok {
-		dc = &decCost{}
-		if dc.dec, err = pass(&k.decode); err != nil {
+	d := k.decOps
+	var dc *decCost
+	for i := range d.costs {
+		if e := &d.costs[i]; e.layers == key.layers && e.off == key.off && e.out == key.out {
+			dc = &e.dc
+			break
+		}
+	}
+	if dc == nil {
+		var nd decCost
+		if nd.dec, err = pass(&k.decode); err != nil {
 			return nil, err
 		}
-		dc.bounds = bounds
-		dc.sendS = c.sendTime(plan, &k.decode, key.out)
-		c.decCosts[dk] = dc
+		nd.bounds = bounds
+		nd.sendS = c.sendTime(plan, &k.decode, key.out)
+		d.costs = append(d.costs, decShape{layers: key.layers, off: key.off, out: key.out, dc: nd})
+		dc = &d.costs[len(d.costs)-1].dc
 	}
 	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
 	sc.preLast = sc.preN[C-1]
@@ -974,8 +1016,23 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		sc.prefillSums(m, key.kind == kindFirst || key.kind == kindMiddle)
 		sc.preN = nil // the cache's scratch: the next shape's
 	}
-	c.stages[key] = sc
+	if at < 0 {
+		k.shapes = append(k.shapes, shapeCost{layers: key.layers, off: key.off, out: key.out, sc: sc})
+	} else {
+		k.shapes[at].sc = sc
+	}
 	return sc, nil
+}
+
+// newStageCost is a zero stageCost from the cache's slab: one allocation
+// for 64 of them (a 16,384-GPU search prices 319 stage shapes). Nothing
+// appends to a block once it is full, so the costs handed out stay put.
+func (c *QuickCache) newStageCost() *stageCost {
+	if len(c.slab) == cap(c.slab) {
+		c.slab = make([]stageCost, 0, 64)
+	}
+	c.slab = c.slab[:len(c.slab)+1]
+	return &c.slab[len(c.slab)-1]
 }
 
 // touches says whether opTime can price op differently with first touch:

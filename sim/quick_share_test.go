@@ -41,7 +41,7 @@ func TestQuickSharedDecodeCostsAreEachShapesOwn(t *testing.T) {
 			}
 		})
 		perDecode := map[stageKey]int{}
-		for key, sc := range c.stages {
+		for key, sc := range c.allStages() {
 			w, ok := where[key]
 			if !ok {
 				t.Fatalf("%d GPUs: stage shape %+v priced for no stage", gpus, key)

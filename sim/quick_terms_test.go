@@ -66,7 +66,7 @@ func TestOpTermsAreOpTime(t *testing.T) {
 		for pk, kinds := range c.passes {
 			p := plans[pk]
 			var res []float64 // the residencies of the layout's shapes
-			for key := range c.stages {
+			for key := range c.allStages() {
 				if key.proxyKey == pk {
 					k := kinds[key.kind]
 					if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
