@@ -263,9 +263,9 @@ type quickID struct {
 // for another model, workload or system resets it. Not safe for
 // concurrent use.
 type QuickCache struct {
-	opts   CollectiveOptions
-	id     quickID
-	have   bool
+	opts CollectiveOptions
+	id   quickID
+	have bool
 	// passes are the proxies' passes by layout, each kind's with the
 	// costs of its stage shapes (kindOps.shapes).
 	passes map[proxyKey]*[4]*kindOps
