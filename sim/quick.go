@@ -307,6 +307,13 @@ type QuickCache struct {
 	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
 	// for the tests that read them chunk by chunk.
 	keepChunks bool
+	// build is the slice proxy builds a layout's first stage kind's
+	// prefill passes in, then keeps only the ops around the layer
+	// (keepAround); the layer's ops are priced from their terms. keepOps
+	// keeps each layout's passes whole instead (in a slice of their own:
+	// passBuf), for the tests that read the layer ops.
+	build   []partition.Op
+	keepOps bool
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -521,18 +528,30 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
-			// Both passes built into one slice (passBuf).
-			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
+			// Both passes built into one slice: the cache's scratch (build),
+			// or one kept whole (passBuf) when the cache keeps the layer ops.
+			ops := c.build[:0]
+			if c.keepOps {
+				ops = c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
+			}
 			ops = pp.AppendPrefillPass(ops, r, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops = pp.AppendPrefillPass(ops, r, 0, k.chunks-1)
 			}
-			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = splitPass(ops[n0:])
+			}
+			// The layer ops' terms and attention ops, for every stage kind
+			// of the layout (they all price this layer).
+			c.prefillTerms(plan, k)
+			if c.keepOps {
+				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
+			} else {
+				c.build = ops[:0] // the next layout's scratch
+				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
 		if !d[kind].ok {
@@ -585,23 +604,88 @@ func decodeLayerKind(pp int) stageKind {
 // last prefill pass and of its decode step.
 type layerTermsOf struct{ first, last, dec []opTerms }
 
-// layerTerms is k's layerTermsOf, worked out the first time a shape of its
-// layout (the prefill passes) or of its TP degree, micro-batch size and
-// proxy depth (the decode step) is priced: every stage kind of a proxy
-// prices the same layer ops (proxy).
+// layerTerms is k's layerTermsOf: its prefill passes' terms, which proxy
+// worked out (prefillTerms), and its decode step's, worked out the first
+// time a shape of its TP degree, micro-batch size and proxy depth is
+// priced: every stage kind of a proxy prices the same layer ops (proxy).
 func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
 	a := k.attn
-	if a.first == nil {
-		a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
-		a.last = a.first
-		if k.chunks > 1 {
-			a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
-		}
-	}
 	if *k.decTerms == nil {
 		*k.decTerms = c.termsOf(plan, k.decode.layer, partition.Decode)
 	}
 	return layerTermsOf{first: a.first, last: a.last, dec: *k.decTerms}
+}
+
+// prefillTerms works out the terms of the layer ops of k's first and last
+// prefill passes (attnTimes.first, last), and keeps a copy of each
+// attention op of the first pass's layer that reads no weight, with its
+// place in the layer (attnTimes.ops, pos): what stage and middleChunks
+// read of the layer ops, so that a cache need not keep them (keepOps).
+// Terms that price their op by opTime (a collective) hold a copy of it.
+func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
+	a := k.attn
+	a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
+	a.last = a.first
+	if k.chunks > 1 {
+		a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
+	}
+	for i := range k.first.layer {
+		if op := &k.first.layer[i]; op.Kind == partition.Attention && op.WeightBytes == 0 {
+			a.pos, a.ops = append(a.pos, i), append(a.ops, *op)
+		}
+	}
+	if c.keepOps {
+		return
+	}
+	n := 0
+	for _, ts := range [2][]opTerms{a.first, a.last} {
+		for i := range ts {
+			n += b2i(ts[i].kind == termsOpTime)
+		}
+		if k.chunks == 1 {
+			break // a.last is a.first
+		}
+	}
+	if n == 0 {
+		return
+	}
+	own := make([]partition.Op, 0, n)
+	for _, ts := range [2][]opTerms{a.first, a.last} {
+		for i := range ts {
+			if ts[i].kind == termsOpTime {
+				own = append(own, *ts[i].op)
+				ts[i].op = &own[len(own)-1]
+			}
+		}
+		if k.chunks == 1 {
+			break
+		}
+	}
+}
+
+// keepAround is a first stage kind's first and last prefill passes without
+// their layer ops (multi: two passes, else last is first): the ops before
+// and after the layer copied into one slice of their own, so the slice
+// they were built in can be built in again.
+func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
+	n := len(first.pre) + len(first.post)
+	if multi {
+		n += len(last.pre) + len(last.post)
+	}
+	buf := make([]partition.Op, 0, n)
+	keep := func(p *passOps) passOps {
+		s := len(buf)
+		buf = append(buf, p.pre...)
+		pre := buf[s:len(buf):len(buf)]
+		s = len(buf)
+		buf = append(buf, p.post...)
+		return passOps{pre: pre, post: buf[s:len(buf):len(buf)], tail: p.tail}
+	}
+	f := keep(first)
+	if !multi {
+		return f, f
+	}
+	return f, keep(last)
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
@@ -707,8 +791,12 @@ type attnTimes struct {
 	n int
 	// first and last are the terms (opTerms) of the layer ops of the
 	// layout's first and last prefill pass, shared by its stage kinds
-	// (layerTerms); nil until a shape of the layout is priced.
+	// (prefillTerms). ops are copies of the first pass's layer's
+	// attention ops that read no weight, pos their places in the layer:
+	// what middleChunks prices again at each chunk's past.
 	first, last []opTerms
+	ops         []partition.Op
+	pos         []int
 }
 
 // at is the time of the j-th attention op of middle chunk ch's layer.
@@ -921,7 +1009,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			mult  float64
 			first bool
 		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
-			for i := range part.ops {
+			n := len(part.ops)
+			if pi == 1 {
+				n = len(terms) // the layer's ops, kept or not (keepOps)
+			}
+			for i := range n {
 				var ot, o0 float64
 				if pi == 1 {
 					tm := &terms[i]
@@ -1056,16 +1148,20 @@ func touches(op *partition.Op) bool {
 // before its first attention op, as pass sums a built chunk's ops: the
 // times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
-	p := &k.first
+	p, a := &k.first, k.attn
 	terms := c.terms[:0] // mult × op time in pass order
 	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
-	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
+	// The layer's ops are its terms' (a.first), its weightless attention
+	// ops those at a.pos (prefillTerms): the layer need not be kept.
+	for pi, n := range [3]int{len(p.pre), len(a.first), len(p.post)} {
 		mult := 1.0
 		if pi == 1 {
 			mult = L
 		}
-		for i := range ops {
-			if pi == 1 && ops[i].Kind == partition.Attention && ops[i].WeightBytes == 0 {
+		j := 0
+		for i := range n {
+			if pi == 1 && j < len(a.pos) && a.pos[j] == i {
+				j++
 				attn = append(attn, len(terms))
 				terms = append(terms, 0)
 				continue
@@ -1076,17 +1172,11 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		}
 	}
 	c.terms, c.attnAt = terms, attn
-	if k.attn.s == nil {
-		var at []int // the attention ops of p.layer
-		for i := range p.layer {
-			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
-				at = append(at, i)
-			}
-		}
+	if a.s == nil {
 		// One list for every middle chunk, chunk after chunk (attnTimes.at).
-		k.attn.s, k.attn.n = make([]float64, (k.chunks-2)*len(at)), len(at)
-		for j, i := range at {
-			op := p.layer[i] // one copy, moved to each chunk's past in turn
+		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), len(a.ops)
+		for j := range a.ops {
+			op := a.ops[j] // one copy, moved to each chunk's past in turn
 			for ch := 1; ch < k.chunks-1; ch++ {
 				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)

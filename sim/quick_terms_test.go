@@ -87,7 +87,7 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	}
 	// An op-time table pricing every other GEMM and norm of the layer.
 	c := NewQuickCache(CollectiveOptions{})
-	kinds, err := (&QuickCache{}).withReset(last).proxy(last, layoutOf(last))
+	kinds, err := (&QuickCache{keepOps: true}).withReset(last).proxy(last, layoutOf(last))
 	if err != nil {
 		t.Fatal(err)
 	}
