@@ -469,8 +469,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 	cache := NewQuickCache(spec.Collectives)
 	planner := partition.NewPlanner() // the candidates differ in layout only
 	// Each plan is read (Quick, the memory column) before the next is
-	// planned, and none is kept: their stage memory lists can share one.
-	planner.ReuseStageMemory = true
+	// planned, and none is kept (Quick keeps nothing of a plan): the plans
+	// can be one Plan, their stage memory lists one list.
+	planner.ReuseStageMemory, planner.ReusePlan = true, true
 	// One config, its layout set per candidate: neither the plan (dropped
 	// once priced), the Planner nor the cache keeps it.
 	cfg, maps := spec.baseConfig(), layerMaps{}
