@@ -288,7 +288,7 @@ type QuickCache struct {
 	// one chunk ([0]) or more ([1]) (passBuf).
 	passLen [4][2]int
 	// planners plan the proxies, one per proxyKey with chunk 0.
-	planners map[proxyKey]*partition.Planner
+	planners map[proxyKey]*proxyPlanner
 	// groups are the collectives' groups worked out, by shape.
 	groups map[collGroupKey]*collectiveGroup
 	p2ps   map[p2pKey]float64
@@ -330,7 +330,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
-	c.planners = map[proxyKey]*partition.Planner{}
+	c.planners = map[proxyKey]*proxyPlanner{}
 	c.passLen = [4][2]int{}
 	c.p2ps = map[p2pKey]float64{}
 }
@@ -852,26 +852,40 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 // Planner's contract), which validates and sizes the group's first in
 // full and remembers what the memory fit reads for the others. A
 // Planner's plans are NewPlanStages's, field for field, and so are its
-// errors (TestQuickProxyPlansArePlannedAlone).
+// errors (TestQuickProxyPlansArePlannedAlone). The group's layouts share
+// one config, their prefill chunk set in turn, and one Plan (ReusePlan,
+// ReuseStageMemory): proxy reads a proxy plan only while it builds the
+// layout's passes, and keeps nothing of it.
 func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
-	cfg, err := proxyConfig(plan, pk)
-	if err != nil {
-		return nil, err
-	}
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}
 	pl, ok := c.planners[dk]
 	if !ok {
-		pl = partition.NewPlanner()
+		cfg, err := proxyConfig(plan, pk)
+		if err != nil {
+			return nil, err
+		}
+		pl = &proxyPlanner{pl: partition.NewPlanner(), cfg: cfg}
+		pl.pl.ReusePlan, pl.pl.ReuseStageMemory = true, true
 		c.planners[dk] = pl
 	}
-	pp, err := pl.Stages(cfg)
+	pl.cfg.Parallel.PrefillChunk = pk.chunk // proxyConfig's, but for the chunk
+	pp, err := pl.pl.Stages(pl.cfg)
 	return checkProxy(plan, pp, err)
+}
+
+// proxyPlanner is a QuickCache's Planner of the proxies of one TP degree,
+// micro-batch size and proxy depth, and their config.
+type proxyPlanner struct {
+	pl  *partition.Planner
+	cfg *configs.Config
 }
 
 // proxyConfig is the config of a layout's proxy plan.
 func proxyConfig(plan *partition.Plan, pk proxyKey) (*configs.Config, error) {
 	cfg := *plan.Config
-	cfg.Name = "quick-proxy"
+	// A proxy stands for every plan of its layout: the name is the proxy's,
+	// with no plan's description (nothing planned reads either).
+	cfg.Name, cfg.Description = "quick-proxy", ""
 	cfg.Model = plan.Model
 	cfg.Model.Layers = pk.pp
 	cfg.Workload.Batch = pk.mbs
