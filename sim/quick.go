@@ -620,8 +620,8 @@ func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
 // prefill passes (attnTimes.first, last), and keeps a copy of each
 // attention op of the first pass's layer that reads no weight, with its
 // place in the layer (attnTimes.ops, pos): what stage and middleChunks
-// read of the layer ops, so that a cache need not keep them (keepOps).
-// Terms that price their op by opTime (a collective) hold a copy of it.
+// read of the layer ops, so that a cache need not keep them (keepOps):
+// a collective's terms hold what of it they price (collOp).
 func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 	a := k.attn
 	a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
@@ -632,33 +632,6 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 	for i := range k.first.layer {
 		if op := &k.first.layer[i]; op.Kind == partition.Attention && op.WeightBytes == 0 {
 			a.pos, a.ops = append(a.pos, i), append(a.ops, *op)
-		}
-	}
-	if c.keepOps {
-		return
-	}
-	n := 0
-	for _, ts := range [2][]opTerms{a.first, a.last} {
-		for i := range ts {
-			n += b2i(ts[i].kind == termsOpTime)
-		}
-		if k.chunks == 1 {
-			break // a.last is a.first
-		}
-	}
-	if n == 0 {
-		return
-	}
-	own := make([]partition.Op, 0, n)
-	for _, ts := range [2][]opTerms{a.first, a.last} {
-		for i := range ts {
-			if ts[i].kind == termsOpTime {
-				own = append(own, *ts[i].op)
-				ts[i].op = &own[len(own)-1]
-			}
-		}
-		if k.chunks == 1 {
-			break
 		}
 	}
 }
@@ -1259,7 +1232,13 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 }
 
 func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {
-	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
+	return c.collectiveOf(plan, op.Kind, op.Bytes, op.Name, first, tp)
+}
+
+// collectiveOf is collective of an op of kind kind, payload bytes and
+// name name (in an error).
+func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, bytes int64, name string, first, tp int) (collCost, error) {
+	key := collCostKey{op: kind, bytes: bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
 	// A layer's two all-reduces carry the same payload, and a pass's layer
 	// ops are priced one after another: the last key asked for is most
 	// often the next (lastColl, the map's entry for it).
@@ -1274,10 +1253,10 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 	for i := range group {
 		group[i] = first + i
 	}
-	cop, _ := op.Kind.Comm()
-	est, err := c.programCollective(plan.System, cop, collGroupKey{op: op.Kind, tp: tp, off: key.off}, group, op.Bytes)
+	cop, _ := kind.Comm()
+	est, err := c.programCollective(plan.System, cop, collGroupKey{op: kind, tp: tp, off: key.off}, group, bytes)
 	if err != nil {
-		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
+		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", name, groupName(group), err)
 	}
 	cc := collCost{t: est.TimeS, bound: linkBound(est.Link)}
 	if est.LatencyBound {

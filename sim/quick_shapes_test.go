@@ -25,15 +25,16 @@ func (c *QuickCache) allStages() map[stageKey]*stageCost {
 	return out
 }
 
-// A cache prices a layout's prefill layer from its terms and the copies of
-// its attention and collective ops (prefillTerms), and keeps only the ops
+// A cache prices a layout's prefill layer from its terms (a collective's
+// holding its kind, payload and name: collOp) and copies of its attention
+// ops (prefillTerms), and keeps only the ops
 // around the layer (keepAround): the layer ops are built in the cache's
 // scratch and built over by the next layout. Every candidate that fits in
 // four searches, priced in search order, must get the estimate, field for
 // field, that a cache keeping every op (keepOps) gives it, and every stage
 // shape the same cost; the layouts must include middle chunks (priced from
 // the kept attention ops) and collectives among the layer's terms (priced
-// from their copies), else this tests nothing of either.
+// from what their terms hold of them), else this tests nothing of either.
 func TestQuickWithoutLayerOpsIsWithThem(t *testing.T) {
 	plans, shapes, middles, colls := 0, 0, 0, 0
 	for _, tc := range []struct {
@@ -84,7 +85,7 @@ func TestQuickWithoutLayerOpsIsWithThem(t *testing.T) {
 			}
 			for _, ts := range [][]opTerms{k.attn.first, k.attn.last} {
 				for i := range ts {
-					colls += b2i(ts[i].kind == termsOpTime)
+					colls += b2i(ts[i].kind == termsColl)
 				}
 			}
 		}
