@@ -498,8 +498,8 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 			}
 			row.Quick = &q
 			row.PrefillChunk, row.PrefillChunks = plan.PrefillChunk, plan.PrefillChunks
-			for _, m := range plan.StageMemory { // every rank holds its stage's
-				if m.TotalBytes > row.MemoryBytes {
+			for s := range plan.StageMemory { // every rank holds its stage's
+				if m := &plan.StageMemory[s]; m.TotalBytes > row.MemoryBytes {
 					row.MemoryBytes, row.CapacityBytes = m.TotalBytes, m.CapacityBytes
 				}
 			}
