@@ -245,11 +245,6 @@ type collCost struct {
 	bound Bound
 }
 
-type p2pKey struct {
-	inter bool
-	bytes int64
-}
-
 // quickID is what every cached op and cost depends on besides the layout.
 type quickID struct {
 	model           configs.Model
@@ -291,8 +286,10 @@ type QuickCache struct {
 	planners map[proxyKey]*proxyPlanner
 	// groups are the collectives' groups worked out, by shape.
 	groups map[collGroupKey]*collectiveGroup
-	p2ps   map[p2pKey]float64
-	table  quickTable // the op-time table of the last plan's hardware
+	// p2ps are sendTime's transfer times by payload, within a node ([0])
+	// and between nodes ([1]).
+	p2ps  [2]map[int64]float64
+	table quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
@@ -332,7 +329,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.groups = map[collGroupKey]*collectiveGroup{}
 	c.planners = map[proxyKey]*proxyPlanner{}
 	c.passLen = [4][2]int{}
-	c.p2ps = map[p2pKey]float64{}
+	c.p2ps = [2]map[int64]float64{{}, {}}
 }
 
 // Quick estimates one plan (see the package-level Quick).
@@ -707,8 +704,8 @@ func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, laye
 // opsAround is aroundPass's pass from PassAround's ops and index.
 func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
-	for k, op := range p.post {
-		if op.Kind == partition.Sample {
+	for k := range p.post {
+		if p.post[k].Kind == partition.Sample {
 			p.tail = len(p.post) - k - 1
 		}
 	}
@@ -897,8 +894,8 @@ func splitPass(ops []partition.Op) passOps {
 		j++
 	}
 	p.pre, p.layer, p.post = ops[:i], ops[i:j], ops[j:]
-	for k, op := range p.post {
-		if op.Kind == partition.Sample {
+	for k := range p.post {
+		if p.post[k].Kind == partition.Sample {
 			p.tail = len(p.post) - k - 1
 		}
 	}
@@ -1099,6 +1096,9 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		sc.preN = nil // the cache's scratch: the next shape's
 	}
 	if at < 0 {
+		if k.shapes == nil {
+			k.shapes = make([]shapeCost, 0, 4)
+		}
 		k.shapes = append(k.shapes, shapeCost{layers: key.layers, off: key.off, out: key.out, sc: sc})
 	} else {
 		k.shapes[at].sc = sc
@@ -1308,8 +1308,8 @@ func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk 
 // ranks' parallel sends cross.
 func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float64 {
 	var bytes int64
-	for _, op := range p.post {
-		if op.Kind == partition.Send {
+	for i := range p.post { // in place: an op is 352 bytes
+		if op := &p.post[i]; op.Kind == partition.Send {
 			bytes += op.Bytes
 		}
 	}
@@ -1317,15 +1317,14 @@ func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float
 		return 0
 	}
 	var t float64
-	for _, inter := range []bool{false, true} {
+	for i, inter := range [2]bool{false, true} {
 		if inter && out&2 == 0 || !inter && out&1 == 0 {
 			continue
 		}
-		key := p2pKey{inter, bytes}
-		x, ok := c.p2ps[key]
+		x, ok := c.p2ps[i][bytes]
 		if !ok {
 			x = P2P(representativeSystem(plan.System, inter), 0, 1, bytes).TimeS
-			c.p2ps[key] = x
+			c.p2ps[i][bytes] = x
 		}
 		t = max(t, x)
 	}
