@@ -367,15 +367,27 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	var prevLayers, prevOff int
 	var prevOut uint8
 	var A, X float64
+	// The link classes of a stage's sends (outClasses) depend on its first
+	// rank modulo the GPUs per node and how far its peer is: T ranks on for
+	// every stage but the last, so those stages' are worked out once per
+	// offset in a node (outOff, outAt).
+	outOff, outAt := -1, uint8(0)
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
+		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		var out uint8
-		if P > 1 {
+		switch {
+		case P == 1:
+		case s < P-1 && off == outOff:
+			out = outAt
+		default:
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
 			out = outClasses(topo, a, dst, T)
+			if s < P-1 {
+				outOff, outAt = off, out
+			}
 		}
-		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		sc := prev
 		if prev == nil || kind != prevKind || layers != prevLayers || off != prevOff || out != prevOut {
 			key := stageKey{proxyKey: pk, kind: kind, layers: layers, off: off, out: out}
