@@ -222,6 +222,11 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	for i, s := range reps {
 		bases[i] = src.base(p, p.stageRank(s))
 	}
+	// one[i] is shape i's total at chunk 1, once asked for (oneOK bit i):
+	// the loop asks it of the shape not fitting at every chunk it halves
+	// from, mostly the same shape.
+	var one [4]int64
+	var oneOK uint8
 	for {
 		// worst is the shape needing the most among those that do not fit;
 		// on a tie the one whose first stage comes first, so its first stage
@@ -233,7 +238,19 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 				worst = i
 			}
 		}
-		if worst < 0 || fixed || chunk == 1 || src.at(p, p.stageRank(reps[worst]), bases[worst], 1).TotalBytes > mems[worst].CapacityBytes {
+		if worst < 0 || fixed || chunk == 1 {
+			return chunk, worst, mems
+		}
+		var at1 int64
+		if worst < len(one) && oneOK&(1<<worst) != 0 {
+			at1 = one[worst]
+		} else {
+			at1 = src.at(p, p.stageRank(reps[worst]), bases[worst], 1).TotalBytes
+			if worst < len(one) {
+				one[worst], oneOK = at1, oneOK|1<<worst
+			}
+		}
+		if at1 > mems[worst].CapacityBytes {
 			return chunk, worst, mems
 		}
 		chunk = (chunk + 1) / 2
