@@ -317,6 +317,11 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 	// divisors of the GPU count (divisors), not every integer below it.
 	var facts []Factorization
 	var variants [][]Candidate // per factorization; nil when excluded
+	// byPP holds LayerVariants per pipeline depth: the same maps whatever
+	// the TP degree (the synthetic 16,384-GPU search has 64 searched
+	// factorizations of 8 depths). Candidates share their stage layer
+	// lists, which nothing writes to.
+	byPP := map[int][]Candidate{}
 	var why []byte
 	total := 0
 	div := divisors(gpus)
@@ -348,7 +353,11 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 			facts = append(facts, f)
 			var vs []Candidate
 			if f.Excluded == "" {
-				vs = LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+				var ok bool
+				if vs, ok = byPP[f.PP]; !ok {
+					vs = LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+					byPP[f.PP] = vs
+				}
 				total += len(mbs) * len(vs)
 			}
 			variants = append(variants, vs)
