@@ -123,9 +123,9 @@ type memSource struct {
 }
 
 // activation is rank r's activationBytes for passes of rows rows.
-func (m *memSource) activation(p *Plan, r Rank, rows int) int64 {
+func (m *memSource) activation(p *Plan, r *Rank, rows int) int64 {
 	if m.act == nil {
-		return p.activationBytes(r, rows)
+		return p.activationBytes(*r, rows)
 	}
 	seen := &m.act[b2i(p.LastStage(r.Stage))]
 	for _, e := range *seen {
@@ -133,14 +133,14 @@ func (m *memSource) activation(p *Plan, r Rank, rows int) int64 {
 			return e.bytes
 		}
 	}
-	b := p.activationBytes(r, rows)
+	b := p.activationBytes(*r, rows)
 	*seen = append(*seen, actEntry{rows: rows, bytes: b})
 	return b
 }
 
 // base is rank r's memory but for the prefill: ActivationBytes holds the
 // decode step's, TotalBytes is left 0 (at sets it).
-func (m *memSource) base(p *Plan, r Rank) Memory {
+func (m *memSource) base(p *Plan, r *Rank) Memory {
 	var mem Memory
 	mem.LayerWeightBytes = int64(len(r.Layers)) * m.mp.layerBytes
 	mem.EmbeddingBytes = m.mp.embed[b2i(p.FirstStage(r.Stage))][b2i(p.LastStage(r.Stage))]
@@ -153,7 +153,7 @@ func (m *memSource) base(p *Plan, r Rank) Memory {
 }
 
 // at is rank r's memory at a prefill chunk from its base.
-func (m *memSource) at(p *Plan, r Rank, base Memory, chunk int) Memory {
+func (m *memSource) at(p *Plan, r *Rank, base Memory, chunk int) Memory {
 	mem := base
 	if m.mp.prefill {
 		if a := m.activation(p, r, p.MicrobatchSize*chunk); a > mem.ActivationBytes {
@@ -218,22 +218,45 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	if len(reps) > len(small) {
 		bases = make([]Memory, 0, len(reps))
 	}
-	bases, mems = bases[:len(reps)], make([]Memory, len(reps))
-	for i, s := range reps {
-		bases[i] = src.base(p, p.stageRank(s))
+	var smallR [4]Rank // each shape's first stage's rank, made once
+	ranks := smallR[:0]
+	if len(reps) > len(smallR) {
+		ranks = make([]Rank, 0, len(reps))
 	}
+	bases, mems, ranks = bases[:len(reps)], make([]Memory, len(reps)), ranks[:len(reps)]
+	for i, s := range reps {
+		ranks[i] = p.stageRank(s)
+		bases[i] = src.base(p, &ranks[i])
+	}
+	// one[i] is shape i's total at chunk 1, once asked for (oneOK bit i):
+	// the loop asks it of the shape not fitting at every chunk it halves
+	// from, mostly the same shape.
+	var one [4]int64
+	var oneOK uint8
 	for {
 		// worst is the shape needing the most among those that do not fit;
 		// on a tie the one whose first stage comes first, so its first stage
 		// is the first stage needing the most.
 		worst = -1
-		for i, s := range reps {
-			mems[i] = src.at(p, p.stageRank(s), bases[i], chunk)
+		for i := range reps {
+			mems[i] = src.at(p, &ranks[i], bases[i], chunk)
 			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
 				worst = i
 			}
 		}
-		if worst < 0 || fixed || chunk == 1 || src.at(p, p.stageRank(reps[worst]), bases[worst], 1).TotalBytes > mems[worst].CapacityBytes {
+		if worst < 0 || fixed || chunk == 1 {
+			return chunk, worst, mems
+		}
+		var at1 int64
+		if worst < len(one) && oneOK&(1<<worst) != 0 {
+			at1 = one[worst]
+		} else {
+			at1 = src.at(p, &ranks[worst], bases[worst], 1).TotalBytes
+			if worst < len(one) {
+				one[worst], oneOK = at1, oneOK|1<<worst
+			}
+		}
+		if at1 > mems[worst].CapacityBytes {
 			return chunk, worst, mems
 		}
 		chunk = (chunk + 1) / 2

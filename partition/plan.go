@@ -182,9 +182,14 @@ func arithOf(m configs.Model) modelArith {
 // arithmetic given (a Planner works it out once for all its plans, whose
 // models are the same).
 func newPlanWith(cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int, arith modelArith) *Plan {
+	return planInto(new(Plan), cfg, lists, arith)
+}
+
+// planInto is newPlanWith writing the plan into p, whatever p held.
+func planInto(p *Plan, cfg *configs.Config, lists func(layers, pp int, layerMap []int) [][]int, arith modelArith) *Plan {
 	m := cfg.Model
 	par := cfg.Parallel
-	p := &Plan{
+	*p = Plan{
 		Config:         cfg,
 		Model:          m,
 		Params:         arith.params,

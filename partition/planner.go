@@ -27,6 +27,13 @@ type Planner struct {
 	// each).
 	ReuseStageMemory bool
 	stageMem         []Memory
+	// ReusePlan writes every plan into one Plan the Planner keeps, instead
+	// of a Plan of its own: the Plan a call returns holds its values only
+	// until the Planner's next plan (872 bytes a candidate that Search,
+	// which reads each plan before the next and keeps none, need not
+	// allocate). For the same callers as ReuseStageMemory.
+	ReusePlan bool
+	plan      *Plan
 
 	validated bool
 	// arith is the model's arithmetic, worked out with the first valid
@@ -108,7 +115,15 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 		pl.validated = true
 		pl.arith = arithOf(cfg.Model)
 	}
-	p := newPlanWith(cfg, pl.sharedStageLayers, pl.arith)
+	var p *Plan
+	if pl.ReusePlan {
+		if pl.plan == nil {
+			pl.plan = new(Plan)
+		}
+		p = planInto(pl.plan, cfg, pl.sharedStageLayers, pl.arith)
+	} else {
+		p = newPlanWith(cfg, pl.sharedStageLayers, pl.arith)
+	}
 	var err error
 	src := pl.memSource(p)
 	if c := pl.cur; c != nil {

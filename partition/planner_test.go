@@ -26,10 +26,11 @@ import (
 // lists, shared between plans, must end at their capacity. As in a search,
 // each depth's layer map is one slice given again and again; at the end a
 // map the Planner has seen is changed in place, twice, and must be planned
-// anew. Each config is planned twice: by a Planner making each plan's
-// StageMemory and by one reusing its list (ReuseStageMemory), whose plans,
-// read before the next is planned, must be the same, their StageMemory the
-// first PP entries of the Planner's list.
+// anew. Each config is planned twice: by a Planner making each plan and its
+// StageMemory and by one reusing its Plan and list (ReusePlan,
+// ReuseStageMemory), whose plans, read before the next is planned, must be
+// the same, each the Planner's one Plan, their StageMemory the first PP
+// entries of the Planner's list.
 func TestPlannerPlansAreNewPlanStages(t *testing.T) {
 	for _, reuse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) { plannerPlansAreNewPlanStages(t, reuse) })
@@ -63,7 +64,8 @@ func plannerPlansAreNewPlanStages(t *testing.T, reuse bool) {
 			base.Topology.Nodes, base.Topology.GPUsPerNode = tc.nodes, tc.perNode
 			gpus, layers := tc.nodes*tc.perNode, base.Model.Layers
 			pl := NewPlanner()
-			pl.ReuseStageMemory = reuse
+			pl.ReuseStageMemory, pl.ReusePlan = reuse, reuse
+			var reused *Plan // the plan the reusing Planner gave first
 			var plans, halved, nofit, invalid int
 			try := func(par configs.Parallel) {
 				t.Helper()
@@ -82,6 +84,12 @@ func plannerPlansAreNewPlanStages(t *testing.T, reuse bool) {
 				if wantErr == nil && reuse {
 					if shared := &pl.stageMem[0] == &got.StageMemory[0]; !shared || cap(got.StageMemory) != got.PP {
 						t.Fatalf("%s: StageMemory in the Planner's list %v, capacity %d for %d stages", c.Name, shared, cap(got.StageMemory), got.PP)
+					}
+					if reused == nil {
+						reused = got
+					}
+					if got != reused || got != pl.plan {
+						t.Fatalf("%s: a reusing Planner's plan %p, its first %p, its own %p", c.Name, got, reused, pl.plan)
 					}
 				}
 				if wantErr == nil {

@@ -312,6 +312,54 @@ type group struct {
 	hasIntra bool // some node holds ≥ 2 members
 	hasInter bool // the group spans nodes
 	par      collectiveParams
+	// hops, when not nil, holds intraHopS and interHopS worked out
+	// (withHops): a group priced at many sizes reads them from it.
+	hops *hopTable
+}
+
+// hopTable is a group's intraHopS and interHopS for every algorithm that
+// asks for them (ring, tree, hierarchical: hopAlgo) and every protocol
+// (protoIndex): protocol.go keeps NCCL's figures in maps keyed by name,
+// which each model of each estimate would otherwise read again.
+type hopTable struct{ intra, inter [3][3]float64 }
+
+// withHops is g with its hopTable worked out: the same intraHopS and
+// interHopS, read from the table.
+func (g group) withHops() group {
+	var h hopTable
+	for i, a := range [3]commcount.Algorithm{commcount.AlgoRing, commcount.AlgoTree, commcount.AlgoHierarchical} {
+		for j, p := range Protocols {
+			h.intra[i][j], h.inter[i][j] = g.intraHopOf(a, p), g.interHopOf(a, p)
+		}
+	}
+	g.hops = &h
+	return g
+}
+
+// hopAlgo is a's row in a hopTable, −1 for none.
+func hopAlgo(a commcount.Algorithm) int {
+	switch a {
+	case commcount.AlgoRing:
+		return 0
+	case commcount.AlgoTree:
+		return 1
+	case commcount.AlgoHierarchical:
+		return 2
+	}
+	return -1
+}
+
+// protoIndex is p's place in Protocols (a hopTable's column), −1 for none.
+func protoIndex(p string) int {
+	switch p {
+	case ProtoLL:
+		return 0
+	case ProtoLL128:
+		return 1
+	case ProtoSimple:
+		return 2
+	}
+	return -1
 }
 
 func analyze(t topology.Topology, ranks []int) group {
@@ -464,6 +512,25 @@ func (g group) model(op commcount.Op, a commcount.Algorithm, p string, s float64
 // inter-node link for algorithm a and protocol p: link latency plus the
 // protocol's per-hop overhead.
 func (g group) intraHopS(a commcount.Algorithm, p string) float64 {
+	if g.hops != nil {
+		if i, j := hopAlgo(a), protoIndex(p); i >= 0 && j >= 0 {
+			return g.hops.intra[i][j]
+		}
+	}
+	return g.intraHopOf(a, p)
+}
+
+func (g group) interHopS(a commcount.Algorithm, p string) float64 {
+	if g.hops != nil {
+		if i, j := hopAlgo(a), protoIndex(p); i >= 0 && j >= 0 {
+			return g.hops.inter[i][j]
+		}
+	}
+	return g.interHopOf(a, p)
+}
+
+// intraHopOf and interHopOf work out intraHopS and interHopS.
+func (g group) intraHopOf(a commcount.Algorithm, p string) float64 {
 	h := g.topo.Intra.LatencyS + protoHopOverheadS(g.topo.Intra.Class, a, p)
 	if a == commcount.AlgoRing && g.hasInter {
 		// A ring that spans nodes paces every step by the network proxy.
@@ -472,7 +539,7 @@ func (g group) intraHopS(a commcount.Algorithm, p string) float64 {
 	return h
 }
 
-func (g group) interHopS(a commcount.Algorithm, p string) float64 {
+func (g group) interHopOf(a commcount.Algorithm, p string) float64 {
 	return g.topo.Inter.LatencyS + protoHopOverheadS(topology.Network, a, p)
 }
 

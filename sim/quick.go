@@ -110,6 +110,21 @@ type kindOps struct {
 	// the stage kinds of the layouts of one TP degree, micro-batch size and
 	// proxy depth (decodeOps.layerTerms of the kind that built the layer).
 	decTerms *[]opTerms
+	// decOps is the kind's decodeOps, whose costs stage reads and adds to.
+	decOps *decodeOps
+	// shapes are the stage shapes of this layout and kind priced so far
+	// (stage), in the order first priced: a layout's kind has a handful
+	// (4.7 shapes a layout at 16,384 GPUs), so they are scanned, not
+	// hashed by their whole stageKey.
+	shapes []shapeCost
+}
+
+// shapeCost is a stage shape of a kindOps (the rest of its stageKey) and
+// its cost.
+type shapeCost struct {
+	layers, off int
+	out         uint8
+	sc          *stageCost
 }
 
 // proxyKey names the ops of one layout: passes depend on the TP degree,
@@ -230,11 +245,6 @@ type collCost struct {
 	bound Bound
 }
 
-type p2pKey struct {
-	inter bool
-	bytes int64
-}
-
 // quickID is what every cached op and cost depends on besides the layout.
 type quickID struct {
 	model           configs.Model
@@ -248,18 +258,21 @@ type quickID struct {
 // for another model, workload or system resets it. Not safe for
 // concurrent use.
 type QuickCache struct {
-	opts   CollectiveOptions
-	id     quickID
-	have   bool
+	opts CollectiveOptions
+	id   quickID
+	have bool
+	// passes are the proxies' passes by layout, each kind's with the
+	// costs of its stage shapes (kindOps.shapes).
 	passes map[proxyKey]*[4]*kindOps
-	// decodes are the proxies' decode steps, by proxyKey with chunk 0.
+	// decodes are the proxies' decode steps, by proxyKey with chunk 0,
+	// each kind's with the decode costs of its stage shapes
+	// (decodeOps.costs): a decode step, its working sets and so its
+	// residency do not depend on the prefill chunk, so neither does its
+	// cost.
 	decodes map[proxyKey]*[4]decodeOps
-	stages  map[stageKey]*stageCost
-	// decCosts are the stage shapes' decode costs, by stageKey with chunk
-	// 0: a decode step, its working sets and so its residency do not
-	// depend on the prefill chunk (decodes), so neither does its cost.
-	decCosts map[stageKey]*decCost
-	colls    map[collCostKey]collCost
+	// slab is where stage takes its stageCosts from, a block at a time.
+	slab  []stageCost
+	colls map[collCostKey]collCost
 	// lastColl is the entry of colls collective last read or wrote.
 	lastColl struct {
 		ok  bool
@@ -270,11 +283,13 @@ type QuickCache struct {
 	// one chunk ([0]) or more ([1]) (passBuf).
 	passLen [4][2]int
 	// planners plan the proxies, one per proxyKey with chunk 0.
-	planners map[proxyKey]*partition.Planner
+	planners map[proxyKey]*proxyPlanner
 	// groups are the collectives' groups worked out, by shape.
 	groups map[collGroupKey]*collectiveGroup
-	p2ps   map[p2pKey]float64
-	table  quickTable // the op-time table of the last plan's hardware
+	// p2ps are sendTime's transfer times by payload, within a node ([0])
+	// and between nodes ([1]).
+	p2ps  [2]map[int64]float64
+	table quickTable // the op-time table of the last plan's hardware
 	// servers is Quick's scratch for its servers' first, total and last
 	// pass times, reused from plan to plan.
 	servers []float64
@@ -289,6 +304,13 @@ type QuickCache struct {
 	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
 	// for the tests that read them chunk by chunk.
 	keepChunks bool
+	// build is the slice proxy builds a layout's first stage kind's
+	// prefill passes in, then keeps only the ops around the layer
+	// (keepAround); the layer's ops are priced from their terms. keepOps
+	// keeps each layout's passes whole instead (in a slice of their own:
+	// passBuf), for the tests that read the layer ops.
+	build   []partition.Op
+	keepOps bool
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -301,14 +323,13 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.stages = map[stageKey]*stageCost{}
-	c.decCosts = map[stageKey]*decCost{}
+	c.slab = nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
-	c.planners = map[proxyKey]*partition.Planner{}
+	c.planners = map[proxyKey]*proxyPlanner{}
 	c.passLen = [4][2]int{}
-	c.p2ps = map[p2pKey]float64{}
+	c.p2ps = [2]map[int64]float64{{}, {}}
 }
 
 // Quick estimates one plan (see the package-level Quick).
@@ -346,15 +367,27 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	var prevLayers, prevOff int
 	var prevOut uint8
 	var A, X float64
+	// The link classes of a stage's sends (outClasses) depend on its first
+	// rank modulo the GPUs per node and how far its peer is: T ranks on for
+	// every stage but the last, so those stages' are worked out once per
+	// offset in a node (outOff, outAt).
+	outOff, outAt := -1, uint8(0)
 	for s := 0; s < P; s++ {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
+		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		var out uint8
-		if P > 1 {
+		switch {
+		case P == 1:
+		case s < P-1 && off == outOff:
+			out = outAt
+		default:
 			dst := plan.RankOf((s+1)%P, 0) // the next stage; the last sends tokens to stage 0
 			out = outClasses(topo, a, dst, T)
+			if s < P-1 {
+				outOff, outAt = off, out
+			}
 		}
-		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
 		sc := prev
 		if prev == nil || kind != prevKind || layers != prevLayers || off != prevOff || out != prevOut {
 			key := stageKey{proxyKey: pk, kind: kind, layers: layers, off: off, out: out}
@@ -504,18 +537,30 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
 			}
 		} else {
-			// Both passes built into one slice (passBuf).
-			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
+			// Both passes built into one slice: the cache's scratch (build),
+			// or one kept whole (passBuf) when the cache keeps the layer ops.
+			ops := c.build[:0]
+			if c.keepOps {
+				ops = c.passBuf(&d[kind], kind, k.chunks > 1, 12+10)
+			}
 			ops = pp.AppendPrefillPass(ops, r, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops = pp.AppendPrefillPass(ops, r, 0, k.chunks-1)
 			}
-			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = splitPass(ops[:n0:n0])
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = splitPass(ops[n0:])
+			}
+			// The layer ops' terms and attention ops, for every stage kind
+			// of the layout (they all price this layer).
+			c.prefillTerms(plan, k)
+			if c.keepOps {
+				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
+			} else {
+				c.build = ops[:0] // the next layout's scratch
+				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
 		if !d[kind].ok {
@@ -534,7 +579,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			d[kind].ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
-		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
+		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kind]
 		kinds[kind] = k
 	}
 	if pk.pp == 3 {
@@ -547,7 +592,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			m.ok = true
 		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
-		k.decTerms = &d[decodeLayerKind(pk.pp)].layerTerms
+		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
 	c.passes[pk] = &kinds
@@ -568,23 +613,61 @@ func decodeLayerKind(pp int) stageKind {
 // last prefill pass and of its decode step.
 type layerTermsOf struct{ first, last, dec []opTerms }
 
-// layerTerms is k's layerTermsOf, worked out the first time a shape of its
-// layout (the prefill passes) or of its TP degree, micro-batch size and
-// proxy depth (the decode step) is priced: every stage kind of a proxy
-// prices the same layer ops (proxy).
+// layerTerms is k's layerTermsOf: its prefill passes' terms, which proxy
+// worked out (prefillTerms), and its decode step's, worked out the first
+// time a shape of its TP degree, micro-batch size and proxy depth is
+// priced: every stage kind of a proxy prices the same layer ops (proxy).
 func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
 	a := k.attn
-	if a.first == nil {
-		a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
-		a.last = a.first
-		if k.chunks > 1 {
-			a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
-		}
-	}
 	if *k.decTerms == nil {
 		*k.decTerms = c.termsOf(plan, k.decode.layer, partition.Decode)
 	}
 	return layerTermsOf{first: a.first, last: a.last, dec: *k.decTerms}
+}
+
+// prefillTerms works out the terms of the layer ops of k's first and last
+// prefill passes (attnTimes.first, last), and keeps a copy of each
+// attention op of the first pass's layer that reads no weight, with its
+// place in the layer (attnTimes.ops, pos): what stage and middleChunks
+// read of the layer ops, so that a cache need not keep them (keepOps):
+// a collective's terms hold what of it they price (collOp).
+func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
+	a := k.attn
+	a.first = c.termsOf(plan, k.first.layer, partition.Prefill)
+	a.last = a.first
+	if k.chunks > 1 {
+		a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
+	}
+	for i := range k.first.layer {
+		if op := &k.first.layer[i]; op.Kind == partition.Attention && op.WeightBytes == 0 {
+			a.pos, a.ops = append(a.pos, i), append(a.ops, *op)
+		}
+	}
+}
+
+// keepAround is a first stage kind's first and last prefill passes without
+// their layer ops (multi: two passes, else last is first): the ops before
+// and after the layer copied into one slice of their own, so the slice
+// they were built in can be built in again.
+func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
+	n := len(first.pre) + len(first.post)
+	if multi {
+		n += len(last.pre) + len(last.post)
+	}
+	buf := make([]partition.Op, 0, n)
+	keep := func(p *passOps) passOps {
+		s := len(buf)
+		buf = append(buf, p.pre...)
+		pre := buf[s:len(buf):len(buf)]
+		s = len(buf)
+		buf = append(buf, p.post...)
+		return passOps{pre: pre, post: buf[s:len(buf):len(buf)], tail: p.tail}
+	}
+	f := keep(first)
+	if !multi {
+		return f, f
+	}
+	return f, keep(last)
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
@@ -633,8 +716,8 @@ func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, laye
 // opsAround is aroundPass's pass from PassAround's ops and index.
 func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
-	for k, op := range p.post {
-		if op.Kind == partition.Sample {
+	for k := range p.post {
+		if p.post[k].Kind == partition.Sample {
 			p.tail = len(p.post) - k - 1
 		}
 	}
@@ -690,8 +773,12 @@ type attnTimes struct {
 	n int
 	// first and last are the terms (opTerms) of the layer ops of the
 	// layout's first and last prefill pass, shared by its stage kinds
-	// (layerTerms); nil until a shape of the layout is priced.
+	// (prefillTerms). ops are copies of the first pass's layer's
+	// attention ops that read no weight, pos their places in the layer:
+	// what middleChunks prices again at each chunk's past.
 	first, last []opTerms
+	ops         []partition.Op
+	pos         []int
 }
 
 // at is the time of the j-th attention op of middle chunk ch's layer.
@@ -715,6 +802,18 @@ type decodeOps struct {
 	// ([0]: a one-chunk prefill) and of its first and last passes together
 	// ([1]) in the last layout built (passBuf); 0 before any.
 	prefillOps [2]int
+	// costs are the decode costs of the stage shapes of this kind priced so
+	// far (stage), scanned like kindOps.shapes: a decode step does not
+	// depend on the prefill chunk, so the shapes of every layout of the
+	// kind's TP degree, micro-batch size and proxy depth share them.
+	costs []decShape
+}
+
+// decShape is a stage shape's decode cost, by the rest of its stageKey.
+type decShape struct {
+	layers, off int
+	out         uint8
+	dc          decCost
 }
 
 // proxyPlan is the plan a layout's passes are built from: one layer per
@@ -735,26 +834,40 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 // Planner's contract), which validates and sizes the group's first in
 // full and remembers what the memory fit reads for the others. A
 // Planner's plans are NewPlanStages's, field for field, and so are its
-// errors (TestQuickProxyPlansArePlannedAlone).
+// errors (TestQuickProxyPlansArePlannedAlone). The group's layouts share
+// one config, their prefill chunk set in turn, and one Plan (ReusePlan,
+// ReuseStageMemory): proxy reads a proxy plan only while it builds the
+// layout's passes, and keeps nothing of it.
 func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
-	cfg, err := proxyConfig(plan, pk)
-	if err != nil {
-		return nil, err
-	}
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}
 	pl, ok := c.planners[dk]
 	if !ok {
-		pl = partition.NewPlanner()
+		cfg, err := proxyConfig(plan, pk)
+		if err != nil {
+			return nil, err
+		}
+		pl = &proxyPlanner{pl: partition.NewPlanner(), cfg: cfg}
+		pl.pl.ReusePlan, pl.pl.ReuseStageMemory = true, true
 		c.planners[dk] = pl
 	}
-	pp, err := pl.Stages(cfg)
+	pl.cfg.Parallel.PrefillChunk = pk.chunk // proxyConfig's, but for the chunk
+	pp, err := pl.pl.Stages(pl.cfg)
 	return checkProxy(plan, pp, err)
+}
+
+// proxyPlanner is a QuickCache's Planner of the proxies of one TP degree,
+// micro-batch size and proxy depth, and their config.
+type proxyPlanner struct {
+	pl  *partition.Planner
+	cfg *configs.Config
 }
 
 // proxyConfig is the config of a layout's proxy plan.
 func proxyConfig(plan *partition.Plan, pk proxyKey) (*configs.Config, error) {
 	cfg := *plan.Config
-	cfg.Name = "quick-proxy"
+	// A proxy stands for every plan of its layout: the name is the proxy's,
+	// with no plan's description (nothing planned reads either).
+	cfg.Name, cfg.Description = "quick-proxy", ""
 	cfg.Model = plan.Model
 	cfg.Model.Layers = pk.pp
 	cfg.Workload.Batch = pk.mbs
@@ -793,8 +906,8 @@ func splitPass(ops []partition.Op) passOps {
 		j++
 	}
 	p.pre, p.layer, p.post = ops[:i], ops[i:j], ops[j:]
-	for k, op := range p.post {
-		if op.Kind == partition.Sample {
+	for k := range p.post {
+		if p.post[k].Kind == partition.Sample {
 			p.tail = len(p.post) - k - 1
 		}
 	}
@@ -819,8 +932,15 @@ func proxyTopology(n int) (topology.Topology, error) {
 // times were not kept (QuickCache.keepChunks) is priced again when asked
 // for another m.
 func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first int, m float64) (*stageCost, error) {
-	if sc, ok := c.stages[key]; ok && (sc.preN != nil || sc.sums.m == m) {
-		return sc, nil
+	at := -1 // the shape's place in k.shapes, −1 before it is priced
+	for i := range k.shapes {
+		if e := &k.shapes[i]; e.layers == key.layers && e.off == key.off && e.out == key.out {
+			if sc := e.sc; sc.preN != nil || sc.sums.m == m {
+				return sc, nil
+			}
+			at = i
+			break
+		}
 	}
 	g := &plan.System.GPU
 	L := float64(key.layers)
@@ -829,7 +949,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		res = math.Min(1, float64(g.UsableL2Bytes())/float64(ws))
 	}
 	C := k.chunks
-	sc := &stageCost{}
+	sc := c.newStageCost()
 	if c.keepChunks {
 		sc.preN = make([]float64, C)
 	} else {
@@ -885,7 +1005,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			mult  float64
 			first bool
 		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
-			for i := range part.ops {
+			n := len(part.ops)
+			if pi == 1 {
+				n = len(terms) // the layer's ops, kept or not (keepOps)
+			}
+			for i := range n {
 				var ot, o0 float64
 				if pi == 1 {
 					tm := &terms[i]
@@ -954,17 +1078,26 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			sc.tailS += ot
 		}
 	}
-	dk := key
-	dk.chunk = 0
-	dc, ok := c.decCosts[dk]
-	if !ok {
-		dc = &decCost{}
-		if dc.dec, err = pass(&k.decode); err != nil {
+	d := k.decOps
+	var dc *decCost
+	for i := range d.costs {
+		if e := &d.costs[i]; e.layers == key.layers && e.off == key.off && e.out == key.out {
+			dc = &e.dc
+			break
+		}
+	}
+	if dc == nil {
+		var nd decCost
+		if nd.dec, err = pass(&k.decode); err != nil {
 			return nil, err
 		}
-		dc.bounds = bounds
-		dc.sendS = c.sendTime(plan, &k.decode, key.out)
-		c.decCosts[dk] = dc
+		nd.bounds = bounds
+		nd.sendS = c.sendTime(plan, &k.decode, key.out)
+		if d.costs == nil {
+			d.costs = make([]decShape, 0, 4) // a kind's decode shapes: 3.4 on average at 16,384 GPUs
+		}
+		d.costs = append(d.costs, decShape{layers: key.layers, off: key.off, out: key.out, dc: nd})
+		dc = &d.costs[len(d.costs)-1].dc
 	}
 	sc.dec, sc.decBounds, sc.decSendS = dc.dec, dc.bounds, dc.sendS
 	sc.preLast = sc.preN[C-1]
@@ -974,8 +1107,26 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		sc.prefillSums(m, key.kind == kindFirst || key.kind == kindMiddle)
 		sc.preN = nil // the cache's scratch: the next shape's
 	}
-	c.stages[key] = sc
+	if at < 0 {
+		if k.shapes == nil {
+			k.shapes = make([]shapeCost, 0, 4)
+		}
+		k.shapes = append(k.shapes, shapeCost{layers: key.layers, off: key.off, out: key.out, sc: sc})
+	} else {
+		k.shapes[at].sc = sc
+	}
 	return sc, nil
+}
+
+// newStageCost is a zero stageCost from the cache's slab: one allocation
+// for 64 of them (a 16,384-GPU search prices 319 stage shapes). Nothing
+// appends to a block once it is full, so the costs handed out stay put.
+func (c *QuickCache) newStageCost() *stageCost {
+	if len(c.slab) == cap(c.slab) {
+		c.slab = make([]stageCost, 0, 64)
+	}
+	c.slab = c.slab[:len(c.slab)+1]
+	return &c.slab[len(c.slab)-1]
 }
 
 // touches says whether opTime can price op differently with first touch:
@@ -999,16 +1150,20 @@ func touches(op *partition.Op) bool {
 // before its first attention op, as pass sums a built chunk's ops: the
 // times are the same to the bit.
 func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOps, L, res float64, first, tp int) error {
-	p := &k.first
+	p, a := &k.first, k.attn
 	terms := c.terms[:0] // mult × op time in pass order
 	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
-	for pi, ops := range [][]partition.Op{p.pre, p.layer, p.post} {
+	// The layer's ops are its terms' (a.first), its weightless attention
+	// ops those at a.pos (prefillTerms): the layer need not be kept.
+	for pi, n := range [3]int{len(p.pre), len(a.first), len(p.post)} {
 		mult := 1.0
 		if pi == 1 {
 			mult = L
 		}
-		for i := range ops {
-			if pi == 1 && ops[i].Kind == partition.Attention && ops[i].WeightBytes == 0 {
+		j := 0
+		for i := range n {
+			if pi == 1 && j < len(a.pos) && a.pos[j] == i {
+				j++
 				attn = append(attn, len(terms))
 				terms = append(terms, 0)
 				continue
@@ -1019,17 +1174,11 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 		}
 	}
 	c.terms, c.attnAt = terms, attn
-	if k.attn.s == nil {
-		var at []int // the attention ops of p.layer
-		for i := range p.layer {
-			if p.layer[i].Kind == partition.Attention && p.layer[i].WeightBytes == 0 {
-				at = append(at, i)
-			}
-		}
+	if a.s == nil {
 		// One list for every middle chunk, chunk after chunk (attnTimes.at).
-		k.attn.s, k.attn.n = make([]float64, (k.chunks-2)*len(at)), len(at)
-		for j, i := range at {
-			op := p.layer[i] // one copy, moved to each chunk's past in turn
+		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), len(a.ops)
+		for j := range a.ops {
+			op := a.ops[j] // one copy, moved to each chunk's past in turn
 			for ch := 1; ch < k.chunks-1; ch++ {
 				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
@@ -1098,7 +1247,13 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 }
 
 func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {
-	key := collCostKey{op: op.Kind, bytes: op.Bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
+	return c.collectiveOf(plan, op.Kind, op.Bytes, op.Name, first, tp)
+}
+
+// collectiveOf is collective of an op of kind kind, payload bytes and
+// name name (in an error).
+func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, bytes int64, name string, first, tp int) (collCost, error) {
+	key := collCostKey{op: kind, bytes: bytes, tp: tp, off: first % plan.System.Topology.GPUsPerNode}
 	// A layer's two all-reduces carry the same payload, and a pass's layer
 	// ops are priced one after another: the last key asked for is most
 	// often the next (lastColl, the map's entry for it).
@@ -1113,10 +1268,10 @@ func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, t
 	for i := range group {
 		group[i] = first + i
 	}
-	cop, _ := op.Kind.Comm()
-	est, err := c.programCollective(plan.System, cop, collGroupKey{op: op.Kind, tp: tp, off: key.off}, group, op.Bytes)
+	cop, _ := kind.Comm()
+	est, err := c.programCollective(plan.System, cop, collGroupKey{op: kind, tp: tp, off: key.off}, group, bytes)
 	if err != nil {
-		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", op.Name, groupName(group), err)
+		return collCost{}, fmt.Errorf("sim: %s on ranks %s: %w", name, groupName(group), err)
 	}
 	cc := collCost{t: est.TimeS, bound: linkBound(est.Link)}
 	if est.LatencyBound {
@@ -1151,6 +1306,7 @@ func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk 
 		if cg, err = newCollectiveGroup(sys.Topology, op, ranks, c.opts); err != nil {
 			return CollectiveEstimate{Op: op, Bytes: bytes, Ranks: len(ranks)}, err
 		}
+		cg.g = cg.g.withHops() // priced at every payload of its stages' collectives
 		c.groups[gk] = cg
 	}
 	est, err := cg.estimate(sys, ranks, bytes, c.opts)
@@ -1164,8 +1320,8 @@ func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk 
 // ranks' parallel sends cross.
 func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float64 {
 	var bytes int64
-	for _, op := range p.post {
-		if op.Kind == partition.Send {
+	for i := range p.post { // in place: an op is 352 bytes
+		if op := &p.post[i]; op.Kind == partition.Send {
 			bytes += op.Bytes
 		}
 	}
@@ -1173,15 +1329,14 @@ func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float
 		return 0
 	}
 	var t float64
-	for _, inter := range []bool{false, true} {
+	for i, inter := range [2]bool{false, true} {
 		if inter && out&2 == 0 || !inter && out&1 == 0 {
 			continue
 		}
-		key := p2pKey{inter, bytes}
-		x, ok := c.p2ps[key]
+		x, ok := c.p2ps[i][bytes]
 		if !ok {
 			x = P2P(representativeSystem(plan.System, inter), 0, 1, bytes).TimeS
-			c.p2ps[key] = x
+			c.p2ps[i][bytes] = x
 		}
 		t = max(t, x)
 	}

@@ -84,6 +84,7 @@ func TestQuickCollectiveMemoIsTheMap(t *testing.T) {
 	for _, gpus := range []int{4096, 16384} {
 		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
+		c.keepOps = true                    // the layer's collectives are asked too
 		alone := map[collCostKey]collCost{} // a fresh cache's answer per key
 		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {

@@ -38,6 +38,7 @@ func pricedLayouts(t testing.TB, spec SearchSpec) (*QuickCache, map[proxyKey]*pa
 	t.Helper()
 	c := NewQuickCache(spec.Collectives)
 	c.keepChunks = true // the tests of stage shapes read every chunk
+	c.keepOps = true    // and every layer op
 	plans := map[proxyKey]*partition.Plan{}
 	eachFittingPlan(spec, func(p *partition.Plan) {
 		if _, err := c.Quick(p); err != nil {

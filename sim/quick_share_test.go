@@ -41,7 +41,7 @@ func TestQuickSharedDecodeCostsAreEachShapesOwn(t *testing.T) {
 			}
 		})
 		perDecode := map[stageKey]int{}
-		for key, sc := range c.stages {
+		for key, sc := range c.allStages() {
 			w, ok := where[key]
 			if !ok {
 				t.Fatalf("%d GPUs: stage shape %+v priced for no stage", gpus, key)
@@ -101,6 +101,7 @@ func TestWorkingSetOfPassIsWorkingSet(t *testing.T) {
 	for _, gpus := range []int{16, 4096, 16384} {
 		spec := syntheticSpec(t, gpus)
 		c := NewQuickCache(spec.Collectives)
+		c.keepOps = true // the passes' layer ops too
 		eachFittingPlan(spec, func(p *partition.Plan) {
 			if _, err := c.Quick(p); err != nil {
 				t.Fatal(err)

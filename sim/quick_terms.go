@@ -17,7 +17,7 @@ import (
 const (
 	termsFixed   uint8 = iota // the same time whatever the shape: t, bound
 	termsWeights              // a compute op reading reusable weights: computeCost at the residency
-	termsOpTime               // anything else (a collective): opTime itself
+	termsColl                 // a collective the table does not price: the stage's TP group's, by collective
 )
 
 // opTerms is one op reduced to what its time in a stage shape depends on:
@@ -27,12 +27,22 @@ const (
 //     residency and first touch; tc (FLOPs over peak and efficiency), hbm
 //     (activation and KV bytes plus the weights), w (the weights) and fixed
 //     (launch and host step) are the values computeCost computes;
-//   - a collective: the stage's TP group, priced by opTime (op).
+//   - a collective: the stage's TP group, priced as opTime prices it
+//     (collective, then a launch) from what of the op that reads (coll).
 type opTerms struct {
 	kind, bound       uint8 // bound: a fixed op's, as its index in boundOrder
 	t                 float64
 	tc, hbm, w, fixed float64
-	op                *partition.Op
+	coll              *collOp
+}
+
+// collOp is what QuickCache.collective reads of a collective op: its kind,
+// payload and name (for an error). Terms hold it rather than the op, so
+// a layout's layer ops need not be kept (QuickCache.keepOps).
+type collOp struct {
+	kind  partition.Kind
+	bytes int64
+	name  string
 }
 
 // Bound indexes (boundOrder) computeCost's bounds come out as.
@@ -56,7 +66,11 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 			out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(b))}
 			continue
 		case partition.AllReduce, partition.AllGather:
-			out[i] = opTerms{kind: termsOpTime, op: op}
+			if t, ok := table.Time(op); ok { // opTime's answer whatever the stage
+				out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(BoundTable))}
+			} else {
+				out[i] = opTerms{kind: termsColl, coll: &collOp{kind: op.Kind, bytes: op.Bytes, name: op.Name}}
+			}
 			continue
 		}
 		if _, ok := table.Time(op); ok || !reusable(op) {
@@ -82,9 +96,9 @@ func (o *opTerms) at(c *QuickCache, plan *partition.Plan, g *topology.GPU, res f
 	switch o.kind {
 	case termsFixed:
 		return o.t, o.bound, nil
-	case termsOpTime:
-		t, b, err := c.opTime(plan, o.op, res, firstTouch, first, tp, phase)
-		return t, uint8(boundIndex(b)), err
+	case termsColl:
+		cc, err := c.collectiveOf(plan, o.coll.kind, o.coll.bytes, o.coll.name, first, tp)
+		return cc.t + launchS(g, phase), uint8(boundIndex(cc.bound)), err
 	}
 	// computeCost's terms that read the residency, in its order.
 	fromL2 := 0.0

@@ -17,7 +17,7 @@ import (
 // and the shapes' own, with and without first touch, for TP groups
 // starting at every offset in a node; then again on a plan whose op-time
 // table prices every other GEMM and norm of the layer (the rest by the
-// roofline). Where the terms say first touch changes nothing (passBoth
+// roofline) and one of its collectives. Where the terms say first touch changes nothing (passBoth
 // then prices the op once), opTime must give the same time either way.
 func TestOpTermsAreOpTime(t *testing.T) {
 	compared, weights, tabled := 0, 0, 0
@@ -66,7 +66,7 @@ func TestOpTermsAreOpTime(t *testing.T) {
 		for pk, kinds := range c.passes {
 			p := plans[pk]
 			var res []float64 // the residencies of the layout's shapes
-			for key := range c.stages {
+			for key := range c.allStages() {
 				if key.proxyKey == pk {
 					k := kinds[key.kind]
 					if ws := int64(key.layers)*k.layerWS + k.extraWS; ws > 0 {
@@ -87,13 +87,19 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	}
 	// An op-time table pricing every other GEMM and norm of the layer.
 	c := NewQuickCache(CollectiveOptions{})
-	kinds, err := (&QuickCache{}).withReset(last).proxy(last, layoutOf(last))
+	kinds, err := (&QuickCache{keepOps: true}).withReset(last).proxy(last, layoutOf(last))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := kinds[kindOf(0, last.PP)].first.layer
 	var ts []configs.OpTime
+	tabledColls := 0 // collectives the table prices: their terms are the table's time
 	for i, op := range ops {
+		if coll := op.Kind == partition.AllReduce || op.Kind == partition.AllGather; coll && tabledColls == 0 {
+			kind, shape, size, ctx := OpKey(&op)
+			ts = append(ts, opTimes(kind, shape, [3]float64{float64(size), float64(ctx), 3e-5})...)
+			tabledColls++
+		}
 		if reusable(&op) && i%2 == 0 {
 			kind, shape, size, ctx := OpKey(&op)
 			ts = append(ts, opTimes(kind, shape, [3]float64{float64(size), float64(ctx), 1e-4 * float64(i+1)})...)
@@ -106,7 +112,7 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	c.reset(quickID{model: withTable.Model, context: cfg.Workload.Context, output: cfg.Workload.OutputTokens, sys: withTable.System})
 	before := tabled
 	check(c, &withTable, ops, partition.Prefill, nil)
-	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 {
+	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 || tabledColls == 0 {
 		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table: too few to test", compared, weights, tabled-before)
 	}
 	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table", compared, weights, tabled-before)

@@ -317,6 +317,11 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 	// divisors of the GPU count (divisors), not every integer below it.
 	var facts []Factorization
 	var variants [][]Candidate // per factorization; nil when excluded
+	// byPP holds LayerVariants per pipeline depth: the same maps whatever
+	// the TP degree (the synthetic 16,384-GPU search has 64 searched
+	// factorizations of 8 depths). Candidates share their stage layer
+	// lists, which nothing writes to.
+	byPP := map[int][]Candidate{}
 	var why []byte
 	total := 0
 	div := divisors(gpus)
@@ -348,7 +353,11 @@ func (sp *SearchSpec) Enumerate() ([]Candidate, []Factorization) {
 			facts = append(facts, f)
 			var vs []Candidate
 			if f.Excluded == "" {
-				vs = LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+				var ok bool
+				if vs, ok = byPP[f.PP]; !ok {
+					vs = LayerVariants(m.Layers, f.PP, m.Embeddings || m.LMHead)
+					byPP[f.PP] = vs
+				}
 				total += len(mbs) * len(vs)
 			}
 			variants = append(variants, vs)
@@ -469,8 +478,9 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 	cache := NewQuickCache(spec.Collectives)
 	planner := partition.NewPlanner() // the candidates differ in layout only
 	// Each plan is read (Quick, the memory column) before the next is
-	// planned, and none is kept: their stage memory lists can share one.
-	planner.ReuseStageMemory = true
+	// planned, and none is kept (Quick keeps nothing of a plan): the plans
+	// can be one Plan, their stage memory lists one list.
+	planner.ReuseStageMemory, planner.ReusePlan = true, true
 	// One config, its layout set per candidate: neither the plan (dropped
 	// once priced), the Planner nor the cache keeps it.
 	cfg, maps := spec.baseConfig(), layerMaps{}
@@ -497,8 +507,8 @@ func Search(spec SearchSpec) (*SearchResult, error) {
 			}
 			row.Quick = &q
 			row.PrefillChunk, row.PrefillChunks = plan.PrefillChunk, plan.PrefillChunks
-			for _, m := range plan.StageMemory { // every rank holds its stage's
-				if m.TotalBytes > row.MemoryBytes {
+			for s := range plan.StageMemory { // every rank holds its stage's
+				if m := &plan.StageMemory[s]; m.TotalBytes > row.MemoryBytes {
 					row.MemoryBytes, row.CapacityBytes = m.TotalBytes, m.CapacityBytes
 				}
 			}
@@ -553,22 +563,82 @@ func objectiveValue(q *QuickEstimate, objective string) float64 {
 // same way, then rows that do not fit in enumeration order. Ties go to the
 // lower TPOT, then TTFT, then memory, then enumeration order (rowLess).
 //
-// It sorts positions, not rows: a row is hundreds of bytes with pointers,
-// and sort.SliceStable moves what it sorts. The same algorithm on a slice
-// of the same length asks rowLess the same questions of the same positions,
-// so the order is the one sorting the rows themselves gives
-// (TestSortRowsByPositionIsSortingRows).
+// It sorts positions, not rows: a row is hundreds of bytes with pointers.
+// Where rowLess is a strict total order over the rows — every feasible or
+// violating row has its estimate, none of whose three values rowLess reads
+// is NaN, and each row's index is its position, as Search makes them —
+// the order is the one any sort gives: the rows that do not fit keep
+// their enumeration order, and only the feasible and violating ones are
+// sorted (a 16,384-GPU search has 154 of 1,400; a 16-GPU one none).
+// Else every position is sorted by sort.SliceStable, the same algorithm
+// on a slice of the same length, which asks rowLess the same questions of
+// the same positions as sorting the rows themselves
+// (TestSortRowsByPositionIsSortingRows). Either way the rows are then
+// moved into place cycle by cycle, without a copy of them all.
 func sortRows(rows []SearchRow, objective string) {
 	pos := make([]int32, len(rows))
+	if n := sortedHead(rows, objective, pos); n >= 0 {
+		slices.SortFunc(pos[:n], func(i, j int32) int {
+			switch {
+			case rowLess(&rows[i], &rows[j], objective):
+				return -1
+			case rowLess(&rows[j], &rows[i], objective):
+				return 1
+			}
+			return 0
+		})
+	} else {
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		sort.SliceStable(pos, func(i, j int) bool { return rowLess(&rows[pos[i]], &rows[pos[j]], objective) })
+	}
+	permuteRows(rows, pos)
+}
+
+// sortedHead fills pos with the positions of the feasible rows, then the
+// violating ones, then the others, each in position order, and returns how
+// many come before the others — when rowLess is a strict total order over
+// rows (sortRows); else it returns −1.
+func sortedHead(rows []SearchRow, objective string, pos []int32) int {
+	var n [3]int
+	for i := range rows {
+		r := &rows[i]
+		c := rowClass(r)
+		if r.index != i || c < 2 && (r.Quick == nil || math.IsNaN(objectiveValue(r.Quick, objective)) ||
+			math.IsNaN(r.Quick.TPOTS) || math.IsNaN(r.Quick.TTFTS)) {
+			return -1
+		}
+		n[c]++
+	}
+	at := [3]int{0, n[0], n[0] + n[1]}
+	for i := range rows {
+		c := rowClass(&rows[i])
+		pos[at[c]] = int32(i)
+		at[c]++
+	}
+	return n[0] + n[1]
+}
+
+// permuteRows puts old row pos[i] at position i for every i, following
+// each cycle of the permutation with one row held aside; pos is used up.
+func permuteRows(rows []SearchRow, pos []int32) {
 	for i := range pos {
-		pos[i] = int32(i)
+		if pos[i] < 0 || int(pos[i]) == i {
+			continue
+		}
+		held, j := rows[i], i
+		for {
+			k := int(pos[j])
+			pos[j] = -1
+			if k == i {
+				rows[j] = held
+				break
+			}
+			rows[j] = rows[k]
+			j = k
+		}
 	}
-	sort.SliceStable(pos, func(i, j int) bool { return rowLess(&rows[pos[i]], &rows[pos[j]], objective) })
-	sorted := make([]SearchRow, len(rows))
-	for i, p := range pos {
-		sorted[i] = rows[p]
-	}
-	copy(rows, sorted)
 }
 
 // rowClass is a row's block in the order: feasible, violating, does not fit.

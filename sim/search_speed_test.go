@@ -11,31 +11,48 @@ import (
 )
 
 // sortRows sorts positions and then moves the rows; sorting the rows
-// themselves with the same comparator (what it did before) must give the
-// same order, row for row, for every objective — with ties at every key,
-// unknown statuses, rows without an estimate and NaN objectives, where
-// only the same sequence of comparisons gives the same answer.
+// themselves with sort.SliceStable and the same comparator (what it did
+// before) must give the same order, row for row, for every objective —
+// with ties at every key, unknown statuses, rows without an estimate and
+// NaN objectives, where only the same sequence of comparisons gives the
+// same answer (sortRows then sorts every position as before), and with
+// rows as Search makes them (every feasible and violating row estimated,
+// no NaN: sortRows then sorts only those and leaves the rest in
+// enumeration order), all of one class or mixed.
 func TestSortRowsByPositionIsSortingRows(t *testing.T) {
 	rng := rand.New(rand.NewSource(29))
-	statuses := []string{StatusFeasible, StatusViolates, StatusDoesNotFit, "unknown"}
-	vals := []float64{1, 2, 3, math.NaN()}
-	for _, n := range []int{0, 1, 2, 19, 20, 21, 287, 1400} {
-		for _, obj := range []string{ObjectiveTPS, ObjectiveTPOT, ObjectiveTTFT} {
-			rows := make([]SearchRow, n)
-			for i := range rows {
-				r := &rows[i]
-				r.index, r.Status = i, statuses[rng.Intn(len(statuses))]
-				r.MemoryBytes = int64(rng.Intn(3))
-				if r.Status != StatusDoesNotFit && rng.Intn(8) > 0 {
-					r.Quick = &QuickEstimate{TPOTS: vals[rng.Intn(4)], TTFTS: vals[rng.Intn(4)], TokensPerS: vals[rng.Intn(4)]}
-				}
-			}
-			want := append([]SearchRow(nil), rows...)
-			sort.SliceStable(want, func(i, j int) bool { return rowLess(&want[i], &want[j], obj) })
-			sortRows(rows, obj)
-			for i := range rows {
-				if rows[i].index != want[i].index {
-					t.Fatalf("%d rows, objective %s: position %d holds row %d, sorting rows puts row %d there", n, obj, i, rows[i].index, want[i].index)
+	for _, clean := range []bool{false, true} {
+		statuses := []string{StatusFeasible, StatusViolates, StatusDoesNotFit, "unknown"}
+		vals := []float64{1, 2, 3, math.NaN()}
+		if clean {
+			statuses, vals = statuses[:3], vals[:3]
+		}
+		for _, n := range []int{0, 1, 2, 19, 20, 21, 287, 1400} {
+			for _, obj := range []string{ObjectiveTPS, ObjectiveTPOT, ObjectiveTTFT} {
+				for _, only := range []int{-1, 0, 2} { // every status mixed, or one alone
+					rows := make([]SearchRow, n)
+					for i := range rows {
+						r := &rows[i]
+						r.index, r.Status = i, statuses[rng.Intn(len(statuses))]
+						if only >= 0 {
+							r.Status = statuses[only]
+						}
+						r.MemoryBytes = int64(rng.Intn(3))
+						if r.Status != StatusDoesNotFit && (clean || rng.Intn(8) > 0) {
+							r.Quick = &QuickEstimate{TPOTS: vals[rng.Intn(len(vals))], TTFTS: vals[rng.Intn(len(vals))], TokensPerS: vals[rng.Intn(len(vals))]}
+						}
+					}
+					if got := sortedHead(rows, obj, make([]int32, n)) >= 0; clean && !got {
+						t.Fatalf("%d rows as Search makes them, objective %s: not sorted as such", n, obj)
+					}
+					want := append([]SearchRow(nil), rows...)
+					sort.SliceStable(want, func(i, j int) bool { return rowLess(&want[i], &want[j], obj) })
+					sortRows(rows, obj)
+					for i := range rows {
+						if rows[i].index != want[i].index || rows[i].Quick != want[i].Quick {
+							t.Fatalf("%d rows (clean %v, status %d), objective %s: position %d holds row %d, sorting rows puts row %d there", n, clean, only, obj, i, rows[i].index, want[i].index)
+						}
+					}
 				}
 			}
 		}
