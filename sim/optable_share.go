@@ -392,58 +392,6 @@ func coreWaitS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, s
 	return float64(steps) * (w*share + idle*(1-share)) // an absent entry's value is 0
 }
 
-// The partner behind (docs/costmodel.md, "Shared cores: the partner
-// behind"). Where the ranks outnumber the cores, a pair's partners leave
-// each all_reduce a wake-up apart and the later leaver arrives later at the
-// next: the pair's critical path is the partner behind's, for which a call
-// runs from the later arrival to the later exit. calibrate stamps both
-// partners' arrival and exit and records that time per call, per payload
-// and burst (configs.CoreExitLagKind with every pair computing,
-// configs.CoreExitLagIdleKind beside ranks asleep in a receive; size the
-// bytes, context the burst's wall time in ns). A 2-rank all_reduce is then
-// charged, from its last arrival,
-//
-//	L · share + L_idle · (1 − share)
-//
-// (share: coreWaitShare; each L interpolated as the op-time table does,
-// log–log in bytes and burst, at the nearest measured bytes or burst
-// outside them) in place of its back-to-back time and the core wait.
-
-// exitLagS is that time for op after burstS seconds of compute at a mean
-// shared-core stretch of stretch, and whether the profile prices op so:
-// a 2-rank all_reduce on a host whose plan's ranks outnumber its cores,
-// with either entry measured (one alone is charged in full).
-func exitLagS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, stretch float64) (float64, bool) {
-	cores := hostCores(plan)
-	if cores <= 0 || table == nil || op.Kind != partition.AllReduce || len(op.Group) != 2 || planRanks(plan) <= cores {
-		return 0, false
-	}
-	shape, burst := configs.CoreWaitShape(cores), max(1, int64(math.Round(burstS*1e9)))
-	over, okOver := table.lookupClamped2(configs.CoreExitLagKind, shape, op.Bytes, burst)
-	idle, okIdle := table.lookupClamped2(configs.CoreExitLagIdleKind, shape, op.Bytes, burst)
-	switch {
-	case okOver && okIdle:
-		share := coreWaitShare(stretch, planRanks(plan), cores)
-		return over*share + idle*(1-share), true
-	case okOver:
-		return over, true
-	case okIdle:
-		return idle, true
-	}
-	return 0, false
-}
-
-// collectiveEndOnCores is when a collective that starts at start (its last
-// arrival) and ends at end without shared cores ends on the plan's host:
-// start plus the partner behind's exit lag where the profile has it
-// (exitLagS), else end plus the core wait (coreWaitS).
-func collectiveEndOnCores(table *OpTable, plan *partition.Plan, op *partition.Op, start, end, burstS, stretch float64) float64 {
-	if l, ok := exitLagS(table, plan, op, burstS, stretch); ok {
-		return start + l
-	}
-	return end + coreWaitS(table, plan, op, burstS, stretch)
-}
-
 // planRanks is every rank of plan's config (replicas included): the ranks
 // the host's cores are shared among (Calibration.Apply keeps a core wait
 // measured at that count only).
@@ -485,22 +433,6 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 	}
 	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
 	return t.Lookup(kind, shape, size, 0)
-}
-
-// lookupClamped2 is Lookup at size and context, each taken at the nearest
-// measured one outside the measured range (a grid of every size at every
-// context: the exit lag's).
-func (t *OpTable) lookupClamped2(kind, shape string, size, context int64) (float64, bool) {
-	if t == nil {
-		return 0, false
-	}
-	g := t.grids[kind+"\x00"+shape]
-	if g == nil || len(g.sizes) == 0 || len(g.contexts) == 0 {
-		return 0, false
-	}
-	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
-	context = min(max(context, g.contexts[0]), g.contexts[len(g.contexts)-1])
-	return t.Lookup(kind, shape, size, context)
 }
 
 // stretch is the mean fair-share oversubscription max(1, b/cores) of the

@@ -442,7 +442,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	for _, m := range gi.members {
 		burst, stretch = max(burst, s.ranks[m].burstS), max(stretch, s.ranks[m].stretch())
 	}
-	end = collectiveEndOnCores(s.table, s.plan, op, start, end, burst, stretch) // partners scheduled on shared cores (optable_share.go)
+	end += coreWaitS(s.table, s.plan, op, burst, stretch) // partners scheduled on shared cores (optable_share.go)
 	for i, m := range gi.members {
 		mr := s.ranks[m]
 		mit := mr.at(mr.pc)
