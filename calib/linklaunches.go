@@ -12,15 +12,15 @@ import (
 // outnumber the cores, each is bound to its own CPU (as a run's are) and
 // the communicator's waits spin; a 2-rank all_reduce of up to a few KiB
 // then takes one of two times for the whole life of the processes — about
-// 0.6–0.7 µs, or 1.6–2.2 µs at every small size with a tight spread over
-// the launch's interleaved repeats — in about half the calibrations of
-// 2026-11-26 (docs/measurements/cpu-calibration.md, (thirteenth)), while
-// the runs priced from them were not (tp2-tiny's TPOT within 5 % over six
-// bound runs, its model +1.5–7.6 % from a calibration in the fast state,
-// +17–24 % from one in the slow). The link at such a count is therefore
-// measured in linkLaunchesBound launches, and each group and size takes
-// the launch with the lowest median: one slow launch no longer moves the
-// 2-rank model by a fifth.
+// 0.6–0.8 µs, or 1.6–2.2 µs at every small size with a tight spread over
+// the launch's interleaved repeats — in 15 of 24 calibrations measured in
+// one launch on 2026-11-26 (docs/measurements/cpu-calibration.md,
+// (thirteenth)), moving tp2-tiny's modeled TPOT by a fifth. Runs show the
+// same two states, the faster in 16 of 24. The link at such a count is
+// therefore measured in linkLaunchesBound launches, and each group and
+// size takes the launch with the lowest median: the model prices the
+// faster state unless every launch met the slower (two calibrations of
+// six: the state changes over minutes more than between launches).
 
 // linkLaunchesBound is how many launches of bound ranks the link is
 // measured in (boundLinkTimes).
