@@ -122,3 +122,64 @@ func TestSplitExitLag(t *testing.T) {
 		t.Error("4 times: no error")
 	}
 }
+
+// TestAddExitLags: the core-wait loop's groups 1–2 with every pair
+// computing and 3–4 beside idle ranks (idle 3, ring 5), one repeat at the
+// three sizes of CoreWaitSizes, (all_reduce, burst wall) and the exit lag,
+// µs:
+//
+//	group  burst walls (3 sizes)  median  exit lags       entries
+//	1      10 12 11               11      50 60 70        core_exit_lag at 11 000 ns
+//	2      11 11 11               11      40 40 40        core_exit_lag at 11 001 ns (11 000 taken)
+//	3      20 20 20               20      30 30 30        core_exit_lag_idle at 20 000 ns
+//	4      30 29 31               30      35 36 37        core_exit_lag_idle at 30 000 ns
+//
+// → 12 entries, valid op times, and one note per kind.
+func TestAddExitLags(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	walls := [][]float64{nil, {10, 12, 11}, {11, 11, 11}, {20, 20, 20}, {30, 29, 31}}
+	lag := [][]float64{nil, {50, 60, 70}, {40, 40, 40}, {30, 30, 30}, {35, 36, 37}}
+	times, lags := make([][][]float64, 5), make([][][]float64, 5)
+	for i := 1; i < 5; i++ {
+		for s := range CoreWaitSizes {
+			times[i] = append(times[i], us(5, walls[i][s]))
+			lags[i] = append(lags[i], us(lag[i][s]))
+		}
+	}
+	cal := &configs.Calibration{}
+	if err := addExitLags(cal, times, lags, 3, 5, 4, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.OpTimes) != 12 || len(cal.Info.Notes) != 2 {
+		t.Fatalf("%d entries and %d notes, want 12 and 2", len(cal.OpTimes), len(cal.Info.Notes))
+	}
+	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
+		t.Errorf("not valid op times: %v", err)
+	}
+	type at struct {
+		kind    string
+		context int64
+		size    int64
+	}
+	got := map[at]float64{}
+	for _, e := range cal.OpTimes {
+		got[at{e.Kind, e.Context, e.Size}] = e.TimeS
+	}
+	for _, w := range []struct {
+		at
+		us float64
+	}{
+		{at{configs.CoreExitLagKind, 11_000, 256}, 50}, {at{configs.CoreExitLagKind, 11_000, 32768}, 70},
+		{at{configs.CoreExitLagKind, 11_001, 4096}, 40},
+		{at{configs.CoreExitLagIdleKind, 20_000, 256}, 30}, {at{configs.CoreExitLagIdleKind, 30_000, 4096}, 36},
+	} {
+		if v, ok := got[w.at]; !ok || math.Abs(v-w.us*1e-6) > 1e-12 {
+			t.Errorf("%+v: %g s (present %t), want %g µs", w.at, v, ok, w.us)
+		}
+	}
+}
