@@ -296,8 +296,16 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			continue
 		}
 		gs := commGroups(n, o.Quick)
-		times, err := measureLinkProcs(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample)
-		if err != nil {
+		var times [][][]float64
+		if n <= h.cores {
+			// Bound a CPU each: the fastest of several launches
+			// (linklaunches.go).
+			var launches string
+			if times, launches, err = boundLinkTimes(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample); err != nil {
+				return nil, err
+			}
+			note(cal, "link at %d process ranks bound to a CPU each, in %d launches, each group and size from the launch of the lowest median (launch medians: %s)", n, linkLaunchesBound, launches)
+		} else if times, err = measureLinkProcs(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample); err != nil {
 			return nil, err
 		}
 		var samples []configs.CommSample

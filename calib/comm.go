@@ -172,6 +172,9 @@ type commBench struct {
 	// wall time the first member's last rankRun spent in its bursts.
 	burst  int
 	burstS float64
+	// lagS is the sum of the pair {0, 1}'s exit lags over the first
+	// member's last rankRun of a burst op (exitlag.go).
+	lagS float64
 }
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
@@ -267,23 +270,36 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			return 0, err
 		}
 	}
-	// Only the first member records its bursts' time (b is every member's
-	// when the ranks are goroutines of one process).
-	keep := func(bs float64) {
+	// Only the first member records its bursts' time and the pair's exit
+	// lags (b is every member's when the ranks are goroutines of one
+	// process).
+	keepLag := func(bs, lag float64) {
 		if r == first {
-			b.burstS = bs
+			b.burstS, b.lagS = bs, lag
 		}
 	}
+	keep := func(bs float64) { keepLag(bs, 0) }
 	if b.op == opAllReduceBurst {
-		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst)
-		keep(bs)
+		// The pair {first, first+1} stamps its calls (exitlag.go); the
+		// other pairs burst and exchange alike, unstamped.
+		var stamps *pairStamps
+		pair := [2]int{first, members[1]}
+		if r == pair[0] || r == pair[1] {
+			stamps = newPairStamps(iters)
+		}
+		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst, stamps)
+		if err != nil {
+			return 0, err
+		}
+		lag, err := gatherExitLag(ctx, c, pair, r, stamps)
+		keepLag(bs, lag)
 		if err != nil {
 			return 0, err
 		}
 		return elapsed, c.Flush(ctx)
 	}
 	if b.op == opAllReduceBurstIdle {
-		return burstAllReduceBesideIdle(ctx, c, g, buf, members, r, iters, b.burst, keep)
+		return burstAllReduceBesideIdle(ctx, c, g, buf, members, r, iters, b.burst, keepLag)
 	}
 	var burstTotal float64
 	defer func() { keep(burstTotal) }()

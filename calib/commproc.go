@@ -56,9 +56,11 @@ func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGr
 
 // measureLinkProcsBursts is measureLinkProcs with bursts[i] the compute
 // burst iterations of group i (opAllReduceBurst; nil: none). A burst
-// group's times hold two numbers per repeat: the all_reduce's time per
-// call, then the burst's (rank 0's wall time, descheduling included);
-// an opSendCall group's the one-way time, then rank 0's Send call's.
+// group's times hold three numbers per repeat: the all_reduce's time per
+// call, the burst's (rank 0's wall time, descheduling included), and the
+// pair {0, 1}'s exit lag per call (exitlag.go); a ring's with a burst two
+// (the hop's time, the burst's); an opSendCall group's the one-way time,
+// then rank 0's Send call's.
 func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
 	for i, g := range groups {
@@ -198,6 +200,9 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
 				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
+				}
+				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle {
+					times[gi][si] = append(times[gi][si], b.lagS/float64(iters))
 				}
 			}
 		}

@@ -50,21 +50,26 @@ func TestMeasureLinkProcs(t *testing.T) {
 	}
 }
 
-// Two process ranks time a pair's all_reduce back to back and after a
+// Four process ranks time the pairs' all_reduce back to back and after a
 // compute burst: the burst group's times hold, per repeat, the all_reduce's
-// time and the burst's wall time, both positive, the burst's at least its
-// work's (4 000 iterations: well over 1 µs on any machine partbench runs on).
+// time, the burst's wall time and the pair {0, 1}'s exit lag (gathered
+// from rank 1's stamps while the pair {2, 3} bursts unstamped), all
+// positive, the burst's at least its work's (4 000 iterations: well over
+// 1 µs on any machine partbench runs on).
 func TestMeasureLinkProcsBursts(t *testing.T) {
-	groups := []commGroup{{opAllReducePairs, []int{0, 1}}, {opAllReduceBurst, []int{0, 1}}}
-	times, err := measureLinkProcsBursts(context.Background(), []string{os.Args[0], "-test.run=^$"}, 2, groups, []int{0, 4000}, []int64{256}, 2, 200*time.Microsecond)
+	all := []int{0, 1, 2, 3}
+	groups := []commGroup{{opAllReducePairs, all}, {opAllReduceBurst, all}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	times, err := measureLinkProcsBursts(ctx, []string{os.Args[0], "-test.run=^$"}, 4, groups, []int{0, 4000}, []int64{256}, 2, 200*time.Microsecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(times[0][0]) != 2 || len(times[1][0]) != 4 {
-		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst) pairs", times)
+	if len(times[0][0]) != 2 || len(times[1][0]) != 6 {
+		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst, exit lag) triples", times)
 	}
 	for i, v := range times[1][0] {
-		if !(v > 0 && v < 1) || (i%2 == 1 && v < 1e-6) {
+		if !(v > 0 && v < 1) || (i%3 == 1 && v < 1e-6) {
 			t.Fatalf("after a burst, value %d: %g s", i, v)
 		}
 	}
@@ -90,8 +95,8 @@ func TestMeasureLinkProcsRing(t *testing.T) {
 
 // Four process ranks time the pair {0, 1}'s all_reduce after a compute
 // burst while ranks 2 and 3 sleep in a receive (released by rank 0 after
-// each sample): the group's times hold, per repeat, the all_reduce's time
-// and the burst's wall time, both positive, and the run ends (a sleeper
+// each sample): the group's times hold, per repeat, the all_reduce's time,
+// the burst's wall time and the pair's exit lag, all positive, and the run ends (a sleeper
 // left waiting would hang it until the context's deadline).
 func TestMeasureLinkProcsBurstBesideIdle(t *testing.T) {
 	groups := []commGroup{{opAllReducePairs, []int{0, 1, 2, 3}}, {opAllReduceBurstIdle, []int{0, 1, 2, 3}}}
@@ -101,11 +106,11 @@ func TestMeasureLinkProcsBurstBesideIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(times[0][0]) != 2 || len(times[1][0]) != 4 {
-		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst) pairs", times)
+	if len(times[0][0]) != 2 || len(times[1][0]) != 6 {
+		t.Fatalf("times %v: want 2 back-to-back repeats and 2 (all_reduce, burst, exit lag) triples", times)
 	}
 	for i, v := range times[1][0] {
-		if !(v > 0 && v < 1) || (i%2 == 1 && v < 1e-6) {
+		if !(v > 0 && v < 1) || (i%3 == 1 && v < 1e-6) {
 			t.Fatalf("beside idle ranks, value %d: %g s", i, v)
 		}
 	}

@@ -61,15 +61,22 @@ func burst(iters int) {
 
 // burstAllReduce runs iters rounds of a burst of burstIters then an
 // all_reduce of buf on g, and returns the wall time spent in the
-// all_reduce calls and in the bursts.
-func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int) (arS, burstS float64, err error) {
+// all_reduce calls and in the bursts. With stamps (nil: none) it also
+// stamps each call's arrival and exit on the host's clock (exitlag.go).
+func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, burstIters int, stamps *pairStamps) (arS, burstS float64, err error) {
 	var in, bs time.Duration
 	for i := 0; i < iters; i++ {
 		t0 := time.Now()
 		burst(burstIters)
 		t1 := time.Now()
+		if stamps != nil {
+			stamps.arrive = append(stamps.arrive, hostClockNs())
+		}
 		if err := g.AllReduce(ctx, buf); err != nil {
 			return 0, 0, err
+		}
+		if stamps != nil {
+			stamps.exit = append(stamps.exit, hostClockNs())
 		}
 		bs += t1.Sub(t0)
 		in += time.Since(t1)
@@ -81,8 +88,9 @@ func burstAllReduce(ctx context.Context, g pexec.Group, buf pexec.F32, iters, bu
 // the pair {members[0], members[1]} runs burstAllReduce on g while every
 // other member sleeps in a receive from the first, which the first sends
 // once the pair is done. It returns the first member's time in the
-// all_reduce calls (keep gets its bursts' time).
-func burstAllReduceBesideIdle(ctx context.Context, c pexec.Comm, g pexec.Group, buf pexec.F32, members []int, r, iters, burstIters int, keep func(float64)) (float64, error) {
+// all_reduce calls (keep gets its bursts' time and the pair's exit lags'
+// sum, exitlag.go).
+func burstAllReduceBesideIdle(ctx context.Context, c pexec.Comm, g pexec.Group, buf pexec.F32, members []int, r, iters, burstIters int, keep func(bs, lag float64)) (float64, error) {
 	token := pexec.F32(make([]float32, 1))
 	if i := slices.Index(members, r); i >= 2 {
 		if err := c.Recv(ctx, token, members[0]); err != nil {
@@ -90,8 +98,15 @@ func burstAllReduceBesideIdle(ctx context.Context, c pexec.Comm, g pexec.Group, 
 		}
 		return 0, c.Flush(ctx)
 	}
-	elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, burstIters)
-	keep(bs)
+	stamps := newPairStamps(iters)
+	elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, burstIters, stamps)
+	if err != nil {
+		return 0, err
+	}
+	// The stamps are gathered before the others wake: they stay asleep
+	// until the pair is done.
+	lag, err := gatherExitLag(ctx, c, [2]int{members[0], members[1]}, r, stamps)
+	keep(bs, lag)
 	if err != nil {
 		return 0, err
 	}
@@ -213,6 +228,19 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
+	}
+	// The burst loops' exit lags apart (exitlag.go): times[i] keeps each
+	// repeat's (all_reduce, burst), lags[i] its exit lag.
+	lags := make([][][]float64, len(times))
+	for i := 1; i < ring; i++ {
+		if times[i], lags[i], err = splitExitLag(times[i]); err != nil {
+			return fmt.Errorf("core wait: %w", err)
+		}
+	}
+	if n > cores {
+		if err := addExitLags(cal, times, lags, idle, ring, n, cores, o.Repeats); err != nil {
+			return err
+		}
 	}
 	// keep adds entry e to the profile and describes it in list; an
 	// entry of a size seen (two bursts of one wall time) is kept too, 1 ns
@@ -388,4 +416,46 @@ func coreStretchEntry(aloneS float64, burstT [][]float64, n, cores int) (configs
 	}
 	return configs.OpTime{Kind: configs.CoreStretchKind, Shape: configs.CoreWaitShape(cores), Size: max(1, int64(math.Round(aloneS*1e9))),
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
+}
+
+// addExitLags adds the exit lags of measureCoreWait's burst loops to cal
+// (exitlag.go): times[1:idle] are the loops with every pair computing
+// (configs.CoreExitLagKind), times[idle:ring] the pair {0, 1} beside idle
+// ranks (configs.CoreExitLagIdleKind), each entry at the burst's median
+// wall time over sizes and repeats; lags[i] the loops' exit lags.
+func addExitLags(cal *configs.Calibration, times, lags [][][]float64, idle, ring, n, cores, repeats int) error {
+	for _, part := range []struct {
+		kind, what string
+		from, to   int
+	}{{configs.CoreExitLagKind, "every pair computing", 1, idle}, {configs.CoreExitLagIdleKind, "the other ranks asleep in a receive", idle, ring}} {
+		var got []string
+		seen := map[int64]bool{}
+		for i := part.from; i < part.to; i++ {
+			var walls []float64
+			for _, ts := range times[i] {
+				for r := 1; r < len(ts); r += 2 {
+					walls = append(walls, ts[r])
+				}
+			}
+			wall := max(1, int64(math.Round(medianOf(walls)*1e9)))
+			for seen[wall] {
+				wall++
+			}
+			seen[wall] = true
+			es, err := exitLagEntries(part.kind, lags[i], CoreWaitSizes, wall, n, cores)
+			if err != nil {
+				return fmt.Errorf("core wait: %w", err)
+			}
+			cal.OpTimes = append(cal.OpTimes, es...)
+			var per []string
+			for _, e := range es {
+				per = append(per, fmt.Sprintf("%.3g s at %d B", e.TimeS, e.Size))
+			}
+			got = append(got, fmt.Sprintf("after %.3g s of compute %s", float64(wall)*1e-9, strings.Join(per, ", ")))
+		}
+		if len(got) > 0 {
+			note(cal, "exit lag at %d ranks on %d cores, a pair's all_reduce from the later partner's arrival to the later exit, per call, %s (median over %d repeats): %s", n, cores, part.what, repeats, strings.Join(got, "; "))
+		}
+	}
+	return nil
 }

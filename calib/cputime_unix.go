@@ -17,3 +17,14 @@ func processCPU() (time.Duration, bool) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
+
+// hostClockNs is the host's monotonic clock (CLOCK_MONOTONIC) in ns: one
+// clock for every process of the host, so stamps of two ranks compare
+// (exitlag.go).
+func hostClockNs() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return time.Now().UnixNano()
+	}
+	return ts.Nano()
+}

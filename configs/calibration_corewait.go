@@ -41,6 +41,24 @@ const CoreWaitIdleKind = "core_wait_idle"
 // profile has it (docs/costmodel.md, "Op times at the job's placement").
 const CoreStretchKind = "core_stretch"
 
+// CoreExitLagKind is the op-time kind of a pair's all_reduce as the
+// partner behind meets it on a host of more ranks than cores: from the
+// later of the two partners' arrivals to the later of their exits, both
+// stamped on the host's one monotonic clock, per call (the mean over a
+// sample's calls, the median over repeats), after each partner computed a
+// burst while every other pair of the host's Ranks ranks computed bursts
+// and ran all_reduces too (calibrate's core-wait loop). Shape
+// CoreWaitShape, size the all_reduce's bytes, context the burst's wall
+// time in ns. sim charges a 2-rank all_reduce this time from its last
+// arrival in place of its back-to-back time and the core wait
+// (docs/costmodel.md, "Shared cores: the partner behind").
+const CoreExitLagKind = "core_exit_lag"
+
+// CoreExitLagIdleKind is CoreExitLagKind with the host's other Ranks − 2
+// ranks asleep in a receive (a pipeline's other stages waiting) instead of
+// computing.
+const CoreExitLagIdleKind = "core_exit_lag_idle"
+
 // SendCallKind is the op-time kind of a send's own time: what the sender
 // spends inside its Send call for a message of Size bytes between two of
 // Ranks ranks on the host (shape "ranks=2", as the send entry), measured
@@ -87,9 +105,13 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	return out, notes
 }
 
-// isWaitKind reports whether kind is a shared-core wait or stretch
-// (core_wait, core_wait_idle, recv_wait, core_stretch): measured at one
-// rank count, kept only at it.
+// isWaitKind reports whether kind is a shared-core wait, stretch or exit
+// lag (core_wait, core_wait_idle, recv_wait, core_stretch, core_exit_lag,
+// core_exit_lag_idle): measured at one rank count, kept only at it.
 func isWaitKind(kind string) bool {
-	return kind == CoreWaitKind || kind == CoreWaitIdleKind || kind == RecvWaitKind || kind == CoreStretchKind
+	switch kind {
+	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
+		return true
+	}
+	return false
 }

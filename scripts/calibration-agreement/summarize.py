@@ -202,3 +202,29 @@ for r in ROUNDS:
                     rs[key[0]].append(d["T" + str(n)] / d[ref])
             cells = [f"{statistics.median(rs[k]):.2f}" if rs[k] else "—" for k in KINDS]
             print(f"| after-{r} | {n} | {over} | " + " | ".join(cells) + " |")
+
+print()
+print("Exit lags per calibration (µs per call, a pair's all_reduce from the later partner's arrival to the later exit;")
+print("L: every pair computing, L_idle: the other ranks asleep in a receive) and the 2-rank all_reduce back to back")
+print("at 256 B and 1 KiB (µs):")
+print()
+print("| calibration | ranks | kind | after a burst of (µs): at 256 B / 4 KiB / 32 KiB (µs) |")
+print("|---|---|---|---|")
+for r in ROUNDS:
+    for v in ("before", "after"):
+        p = os.path.join(W, f"{v}-{r}.toml")
+        if not os.path.exists(p):
+            continue
+        c = tomllib.load(open(p, "rb"))
+        by = collections.defaultdict(lambda: collections.defaultdict(dict))
+        ar2 = {}
+        for e in c.get("op_time", []):
+            if e["kind"] in ("core_exit_lag", "core_exit_lag_idle"):
+                by[(e["ranks"], e["kind"])][e["context"]][e["size"]] = e["time_s"]
+            if e["kind"] == "all_reduce" and e["ranks"] == 2 and e["shape"] == "ranks=2" and e["size"] in (256, 1024):
+                ar2[e["size"]] = e["time_s"]
+        for (n, kind), bursts in sorted(by.items()):
+            cells = "; ".join(f"{b/1e3:.0f}: " + " / ".join(f"{t*1e6:.1f}" for _, t in sorted(s.items())) for b, s in sorted(bursts.items()))
+            print(f"| {v}-{r} | {n} | {'L' if kind == 'core_exit_lag' else 'L_idle'} | {cells} |")
+        if ar2:
+            print(f"| {v}-{r} | 2 | all_reduce back to back | 256 B: {ar2.get(256, 0)*1e6:.2f}, 1 KiB: {ar2.get(1024, 0)*1e6:.2f} |")
