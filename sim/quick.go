@@ -414,7 +414,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		}
 		// Decode.
 		roundTrip += sc.dec + sc.decSendS
-		slowest = max(slowest, sc.dec, sc.decSendS)
+		slowest = maxF(maxF(slowest, sc.dec), sc.decSendS)
 		busyDecode += m * sc.dec
 		if crit == nil || sc.dec > crit.dec {
 			crit = sc
@@ -429,7 +429,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		after += last[k]
 	}
 	for k := 0; k < nsv; k++ {
-		ttft = max(ttft, before+total[k]+after)
+		ttft = maxF(ttft, before+total[k]+after)
 		before += first[k]
 		if k+1 < nsv {
 			after -= last[k+1]
@@ -447,6 +447,21 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
 	q.Bottleneck, _ = argmaxBound(byBound)
 	return q, nil
+}
+
+// maxF is max(m, v) for float64s, NaN and signed zeros included
+// (TestMaxFIsMax), as a compare that is mostly false and predicted: in
+// Quick's loops over a deep pipeline's stages and servers the result is
+// carried from one step to the next, and the built-in max's handling of
+// NaN and −0 is on that chain.
+func maxF(m, v float64) float64 {
+	if v > m || v != v {
+		return v
+	}
+	if v == 0 && m == 0 && math.Signbit(m) {
+		return v // max(−0, ±0) is v
+	}
+	return m
 }
 
 func argmaxBound(t [8]float64) (Bound, float64) {
@@ -505,8 +520,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if err != nil {
 		return nil, err
 	}
-	var kinds [4]*kindOps
-	attn := &attnTimes{}
+	po := &proxyOps{} // one allocation for the layout's kinds and their shared attention
+	kinds, attn := &po.kinds, &po.attn
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
 	d, ok := c.decodes[dk]
 	if !ok {
@@ -519,7 +534,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			continue // after the first and the last
 		}
 		r := pp.RankOf(s, 0)
-		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
+		k := &po.ops[kind]
+		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
 			// passes into one slice (passBuf).
@@ -584,7 +600,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
-		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
+		k := &po.ops[kindMiddle]
+		*k = kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
 			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
@@ -595,8 +612,17 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
-	c.passes[pk] = &kinds
-	return &kinds, nil
+	c.passes[pk] = kinds
+	return kinds, nil
+}
+
+// proxyOps is what proxy makes for a layout, in one allocation: its stage
+// kinds' passes (ops, kinds[k] = &ops[k] for the kinds of its depth, nil
+// for the others) and the attention times they share.
+type proxyOps struct {
+	kinds [4]*kindOps
+	ops   [4]kindOps
+	attn  attnTimes
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
