@@ -271,10 +271,7 @@ type QuickCache struct {
 	// cost.
 	decodes map[proxyKey]*[4]decodeOps
 	// slab is where stage takes its stageCosts from, a block at a time.
-	slab []stageCost
-	// ops is where the layouts' kept ops come from, a block at a time
-	// (takeOps).
-	ops   []partition.Op
+	slab  []stageCost
 	colls map[collCostKey]collCost
 	// lastColl is the entry of colls collective last read or wrote.
 	lastColl struct {
@@ -326,7 +323,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab, c.ops = nil, nil
+	c.slab = nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -579,7 +576,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			} else {
 				c.build = ops[:0] // the next layout's scratch
-				k.first, k.last = c.keepAround(&k.first, &k.last, k.chunks > 1)
+				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
 		if !d[kind].ok {
@@ -676,14 +673,14 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 
 // keepAround is a first stage kind's first and last prefill passes without
 // their layer ops (multi: two passes, else last is first): the ops before
-// and after the layer copied into one slice of their own (from the cache's
-// op slab: takeOps), so the slice they were built in can be built in again.
-func (c *QuickCache) keepAround(first, last *passOps, multi bool) (passOps, passOps) {
+// and after the layer copied into one slice of their own, so the slice
+// they were built in can be built in again.
+func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
 	n := len(first.pre) + len(first.post)
 	if multi {
 		n += len(last.pre) + len(last.post)
 	}
-	buf := c.takeOps(n)
+	buf := make([]partition.Op, 0, n)
 	keep := func(p *passOps) passOps {
 		s := len(buf)
 		buf = append(buf, p.pre...)
@@ -717,26 +714,7 @@ func (c *QuickCache) passBuf(d *decodeOps, kind stageKind, multi bool, perPass i
 	if n == 0 {
 		n = perPass * (1 + b2i(multi))
 	}
-	return c.takeOps(n)
-}
-
-// opBlock is the number of ops in a block of the cache's op slab: a
-// 16,384-GPU search keeps 881 ops around its 68 layouts' layers, in
-// 136 slices of 3 to 20.
-const opBlock = 64
-
-// takeOps is an empty slice of capacity n from the cache's op slab (ops),
-// a block of opBlock ops or, for a longer slice, one of its own, made when
-// the block in use has less than n left. Its capacity ends where it does,
-// so an append past n copies it out of the slab rather than into the next
-// slice's ops; nothing else writes to a block once it has been handed out.
-func (c *QuickCache) takeOps(n int) []partition.Op {
-	if cap(c.ops)-len(c.ops) < n {
-		c.ops = make([]partition.Op, 0, max(n, opBlock))
-	}
-	at := len(c.ops)
-	c.ops = c.ops[:at+n]
-	return c.ops[at : at : at+n]
+	return make([]partition.Op, 0, n)
 }
 
 // keptPasses records the length of the passes proxy built for a stage
