@@ -520,8 +520,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if err != nil {
 		return nil, err
 	}
-	po := &proxyOps{} // one allocation for the layout's kinds and their shared attention
-	kinds, attn := &po.kinds, &po.attn
+	var kinds [4]*kindOps
+	attn := &attnTimes{}
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
 	d, ok := c.decodes[dk]
 	if !ok {
@@ -534,8 +534,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			continue // after the first and the last
 		}
 		r := pp.RankOf(s, 0)
-		k := &po.ops[kind]
-		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
+		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
 			// passes into one slice (passBuf).
@@ -600,8 +599,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
-		k := &po.ops[kindMiddle]
-		*k = kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
+		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		if m := &d[kindMiddle]; !m.ok {
 			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
 			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
@@ -612,17 +610,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
-	c.passes[pk] = kinds
-	return kinds, nil
-}
-
-// proxyOps is what proxy makes for a layout, in one allocation: its stage
-// kinds' passes (ops, kinds[k] = &ops[k] for the kinds of its depth, nil
-// for the others) and the attention times they share.
-type proxyOps struct {
-	kinds [4]*kindOps
-	ops   [4]kindOps
-	attn  attnTimes
+	c.passes[pk] = &kinds
+	return &kinds, nil
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
