@@ -154,11 +154,19 @@ func (m *memSource) base(p *Plan, r *Rank) Memory {
 
 // at is rank r's memory at a prefill chunk from its base.
 func (m *memSource) at(p *Plan, r *Rank, base Memory, chunk int) Memory {
-	mem := base
+	var a int64
 	if m.mp.prefill {
-		if a := m.activation(p, r, p.MicrobatchSize*chunk); a > mem.ActivationBytes {
-			mem.ActivationBytes = a
-		}
+		a = m.activation(p, r, p.MicrobatchSize*chunk)
+	}
+	return m.withPrefill(base, a)
+}
+
+// withPrefill is at's memory from base and the prefill activations a
+// (rank r's activation at the chunk's rows; 0 without a prefill).
+func (m *memSource) withPrefill(base Memory, a int64) Memory {
+	mem := base
+	if m.mp.prefill && a > mem.ActivationBytes {
+		mem.ActivationBytes = a
 	}
 	mem.TotalBytes = mem.WeightBytes + mem.KVCacheBytes + mem.ActivationBytes
 	return mem
@@ -233,13 +241,30 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	// from, mostly the same shape.
 	var one [4]int64
 	var oneOK uint8
+	// A rank's prefill activations depend on the chunk and on whether its
+	// stage is the last (passSizes: the logits), not on its layers: at
+	// each chunk they are asked once per such class (act, actOK bit
+	// last), not once per shape — a deep pipeline has up to four shapes,
+	// and a plan that fits halves the chunk up to a dozen times.
+	last := func(i int) int { return b2i(p.LastStage(ranks[i].Stage)) }
 	for {
+		var act [2]int64
+		var actOK uint8
 		// worst is the shape needing the most among those that do not fit;
 		// on a tie the one whose first stage comes first, so its first stage
 		// is the first stage needing the most.
 		worst = -1
 		for i := range reps {
-			mems[i] = src.at(p, &ranks[i], bases[i], chunk)
+			var a int64
+			if src.mp.prefill {
+				if l := last(i); actOK&(1<<l) != 0 {
+					a = act[l]
+				} else {
+					a = src.activation(p, &ranks[i], p.MicrobatchSize*chunk)
+					act[l], actOK = a, actOK|1<<l
+				}
+			}
+			mems[i] = src.withPrefill(bases[i], a)
 			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
 				worst = i
 			}

@@ -414,7 +414,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		}
 		// Decode.
 		roundTrip += sc.dec + sc.decSendS
-		slowest = max(slowest, sc.dec, sc.decSendS)
+		slowest = maxF(maxF(slowest, sc.dec), sc.decSendS)
 		busyDecode += m * sc.dec
 		if crit == nil || sc.dec > crit.dec {
 			crit = sc
@@ -429,7 +429,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		after += last[k]
 	}
 	for k := 0; k < nsv; k++ {
-		ttft = max(ttft, before+total[k]+after)
+		ttft = maxF(ttft, before+total[k]+after)
 		before += first[k]
 		if k+1 < nsv {
 			after -= last[k+1]
@@ -447,6 +447,21 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
 	q.Bottleneck, _ = argmaxBound(byBound)
 	return q, nil
+}
+
+// maxF is max(m, v) for float64s, NaN and signed zeros included
+// (TestMaxFIsMax), as a compare that is mostly false and predicted: in
+// Quick's loops over a deep pipeline's stages and servers the result is
+// carried from one step to the next, and the built-in max's handling of
+// NaN and −0 is on that chain.
+func maxF(m, v float64) float64 {
+	if v > m || v != v {
+		return v
+	}
+	if v == 0 && m == 0 && math.Signbit(m) {
+		return v // max(−0, ±0) is v
+	}
+	return m
 }
 
 func argmaxBound(t [8]float64) (Bound, float64) {
