@@ -29,6 +29,8 @@ import (
 // afresh.
 type planWork struct {
 	programs map[progKey]partition.Program
+	like     map[likeKey]partition.Program // each kind's first Program built (program)
+	tmpl     map[progKey]int               // the rank a Program was made alike from (templateOf)
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -82,6 +84,14 @@ func (w *planWork) workingSet(r int, d partition.Program, seen map[tensorKey]boo
 	if w.ws == nil {
 		w.ws = map[int]int64{}
 	}
+	// A Program made alike from another's (templateOf) reads the same
+	// tensors of layers mapped one to one: the same working set.
+	if t := w.templateOf(r); t >= 0 && t != r {
+		if ws, ok := w.ws[t]; ok {
+			w.ws[r] = ws
+			return ws
+		}
+	}
 	ws := workingSetIn(d, seen)
 	w.ws[r] = ws
 	return ws
@@ -131,14 +141,64 @@ func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase
 	if w.programs == nil {
 		w.programs = map[progKey]partition.Program{}
 	}
-	var p partition.Program
-	if phase == partition.Prefill {
-		p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
-	} else {
-		p = plan.Program(rank, phase)
+	// A middle stage's Programs are its kind's first one's with their own
+	// labels (partition.ProgramLike): the builder runs once per kind.
+	rk := plan.RankAt(rank)
+	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}
+	p, ok := partition.Program{}, false
+	if t, seen := w.like[lk]; seen {
+		if p, ok = plan.ProgramLike(t, rank); ok {
+			w.setTemplate(k, t.Rank)
+		}
+	}
+	if !ok {
+		if phase == partition.Prefill {
+			p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
+		} else {
+			p = plan.Program(rank, phase)
+		}
+		if w.like == nil {
+			w.like = map[likeKey]partition.Program{}
+		}
+		if _, seen := w.like[lk]; !seen {
+			w.like[lk] = p
+			w.setTemplate(k, rank)
+		}
 	}
 	w.programs[k] = p
 	return p
+}
+
+func (w *planWork) setTemplate(k progKey, t int) {
+	if w.tmpl == nil {
+		w.tmpl = map[progKey]int{}
+	}
+	w.tmpl[k] = t
+}
+
+// templateOf is the rank whose Programs rank's were made from by
+// partition.ProgramLike, both phases from the same one (rank itself where
+// they are the template), or −1: then rank's Programs run the same ops as
+// the template's but for their names, layers, peers and groups, and the
+// layers map one to one.
+func (w *planWork) templateOf(rank int) int {
+	if w == nil {
+		return -1
+	}
+	p, okp := w.tmpl[progKey{rank, partition.Prefill}]
+	d, okd := w.tmpl[progKey{rank, partition.Decode}]
+	if !okp || !okd || p != d {
+		return -1
+	}
+	return p
+}
+
+// likeKey is what a Program is made alike from (partition.ProgramLike): its
+// stage's kind, its TP index and its phase.
+type likeKey struct {
+	kind  partition.StageKind
+	tp    int
+	phase partition.Phase
 }
 
 func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.CommSummary {
@@ -374,6 +434,16 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 		if f, ok := w.firsts[rank]; ok {
 			r.first = f
 			return
+		}
+		// A rank's Programs made alike from another's touch their layers
+		// in the same pattern (the layers map one to one, the tensors are
+		// the same): the same first touches.
+		if t := w.templateOf(rank); t >= 0 && t != rank && r.items == nil {
+			if f, ok := w.firsts[t]; ok && len(f) == len(r.pre)+min(r.steps, 1)*len(r.dec) {
+				r.first = f
+				w.firsts[rank] = f
+				return
+			}
 		}
 	}
 	var seen touched
