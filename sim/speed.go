@@ -28,9 +28,8 @@ import (
 // links, never on the GPU's speeds. A nil planWork computes everything
 // afresh.
 type planWork struct {
-	programs map[progKey]partition.Program
+	programs [2]map[int]progEntry          // by phaseSlot, then rank
 	like     map[likeKey]partition.Program // each kind's first Program built (program)
-	tmpl     map[progKey]int               // the rank a Program was made alike from (templateOf)
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -125,55 +124,60 @@ func (w *planWork) linksAlike(plan *partition.Plan) bool {
 	return *w.alike
 }
 
-type progKey struct {
-	rank  int
-	phase partition.Phase
+// progEntry is a rank's Program of one phase and the rank it was made
+// alike from (partition.ProgramLike; itself for a kind's template, −1: built
+// and no template).
+type progEntry struct {
+	p    partition.Program
+	tmpl int
+}
+
+// phaseSlot is where planWork keeps a phase's Programs.
+func phaseSlot(phase partition.Phase) int {
+	if phase == partition.Prefill {
+		return 0
+	}
+	return 1
 }
 
 func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase) partition.Program {
 	if w == nil {
 		return plan.Program(rank, phase)
 	}
-	k := progKey{rank, phase}
-	if p, ok := w.programs[k]; ok {
-		return p
+	progs := &w.programs[phaseSlot(phase)]
+	if e, ok := (*progs)[rank]; ok {
+		return e.p
 	}
-	if w.programs == nil {
-		w.programs = map[progKey]partition.Program{}
+	if *progs == nil {
+		*progs = map[int]progEntry{}
 	}
 	// A middle stage's Programs are its kind's first one's with their own
 	// labels (partition.ProgramLike): the builder runs once per kind.
 	rk := plan.RankAt(rank)
 	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}
-	p, ok := partition.Program{}, false
+	e := progEntry{tmpl: -1}
+	ok := false
 	if t, seen := w.like[lk]; seen {
-		if p, ok = plan.ProgramLike(t, rank); ok {
-			w.setTemplate(k, t.Rank)
+		if e.p, ok = plan.ProgramLike(t, rank); ok {
+			e.tmpl = t.Rank
 		}
 	}
 	if !ok {
 		if phase == partition.Prefill {
-			p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
+			e.p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
 		} else {
-			p = plan.Program(rank, phase)
+			e.p = plan.Program(rank, phase)
 		}
 		if w.like == nil {
 			w.like = map[likeKey]partition.Program{}
 		}
 		if _, seen := w.like[lk]; !seen {
-			w.like[lk] = p
-			w.setTemplate(k, rank)
+			w.like[lk] = e.p
+			e.tmpl = rank
 		}
 	}
-	w.programs[k] = p
-	return p
-}
-
-func (w *planWork) setTemplate(k progKey, t int) {
-	if w.tmpl == nil {
-		w.tmpl = map[progKey]int{}
-	}
-	w.tmpl[k] = t
+	(*progs)[rank] = e
+	return e.p
 }
 
 // templateOf is the rank whose Programs rank's were made from by
@@ -185,12 +189,12 @@ func (w *planWork) templateOf(rank int) int {
 	if w == nil {
 		return -1
 	}
-	p, okp := w.tmpl[progKey{rank, partition.Prefill}]
-	d, okd := w.tmpl[progKey{rank, partition.Decode}]
-	if !okp || !okd || p != d {
+	p, okp := w.programs[0][rank]
+	d, okd := w.programs[1][rank]
+	if !okp || !okd || p.tmpl != d.tmpl {
 		return -1
 	}
-	return p
+	return p.tmpl
 }
 
 // likeKey is what a Program is made alike from (partition.ProgramLike): its
