@@ -122,4 +122,12 @@ func TestProgramLikeIsProgram(t *testing.T) {
 	if got, ok := deep.ProgramLike(dec, deep.RankOf(1, 0)); ok && reflect.DeepEqual(got, pre) {
 		t.Error("a decode template made a prefill Program")
 	}
+	// Comm reads each middle kind once (its sends moved a stage on): the
+	// counts of every rank's Program, rank by rank, on two kinds in two
+	// replicas.
+	for _, ph := range []Phase{Prefill, Decode} {
+		if got, want := deep.Comm(ph), commByRank(deep, ph); !reflect.DeepEqual(got, want) {
+			t.Errorf("deep-tiny %s: Comm\n%+v\nrank by rank\n%+v", ph, got, want)
+		}
+	}
 }
