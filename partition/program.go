@@ -494,6 +494,13 @@ func (p *Plan) StageKindOf(st int) StageKind {
 // one or two kinds, so the builder runs once per kind, not per stage
 // (TestProgramLikeIsProgram holds the copies to the built Programs).
 func (p *Plan) ProgramLike(tmpl Program, rank int) (Program, bool) {
+	return p.ProgramLikeIn(tmpl, rank, nil)
+}
+
+// ProgramLikeIn is ProgramLike with its ops in dst where dst has room for
+// them (len(dst) ≥ len(tmpl.Ops): the Program's ops are dst's first ones),
+// else in a new array: a caller making many Programs carves them from one.
+func (p *Plan) ProgramLikeIn(tmpl Program, rank int, dst []Op) (Program, bool) {
 	t, r := p.RankAt(tmpl.Rank), p.RankAt(rank)
 	if t.TPIndex != r.TPIndex || len(t.Layers) != len(r.Layers) || p.FirstStage(t.Stage) || p.LastStage(t.Stage) ||
 		p.FirstStage(r.Stage) || p.LastStage(r.Stage) || len(t.TPGroup) != len(r.TPGroup) {
@@ -509,7 +516,13 @@ func (p *Plan) ProgramLike(tmpl Program, rank int) (Program, bool) {
 		}
 		return slices.Index(t.Layers, l)
 	}
-	ops := slices.Clone(tmpl.Ops)
+	var ops []Op
+	if n := len(tmpl.Ops); len(dst) >= n {
+		ops = dst[:n:n]
+		copy(ops, tmpl.Ops)
+	} else {
+		ops = slices.Clone(tmpl.Ops)
+	}
 	var tn, rn *layerOpNames // the last layer's names, tmpl's and the rank's
 	tl, rl := -1, -1
 	for i := range ops {

@@ -30,6 +30,7 @@ import (
 type planWork struct {
 	programs [2]map[int]progEntry          // by phaseSlot, then rank
 	like     map[likeKey]partition.Program // each kind's first Program built (program)
+	slabs    map[likeKey][]partition.Op    // where a kind's next Programs made alike are carved
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -158,9 +159,19 @@ func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase
 	e := progEntry{tmpl: -1}
 	ok := false
 	if t, seen := w.like[lk]; seen {
-		if e.p, ok = plan.ProgramLike(t, rank); ok {
-			e.tmpl = t.Rank
+		n := len(t.Ops)
+		slab := w.slabs[lk]
+		if len(slab) < n { // room for the stages after this one, at most slabPrograms
+			slab = make([]partition.Op, min(slabPrograms, max(1, plan.PP-1-rk.Stage))*n)
 		}
+		if e.p, ok = plan.ProgramLikeIn(t, rank, slab); ok {
+			e.tmpl = t.Rank
+			slab = slab[n:]
+		}
+		if w.slabs == nil {
+			w.slabs = map[likeKey][]partition.Op{}
+		}
+		w.slabs[lk] = slab
 	}
 	if !ok {
 		if phase == partition.Prefill {
@@ -196,6 +207,12 @@ func (w *planWork) templateOf(rank int) int {
 	}
 	return p.tmpl
 }
+
+// slabPrograms is how many Programs made alike planWork carves from one
+// array at most (one allocation, not one a stage; sized by the stages left
+// after the one that needs it, so a short pipeline allocates no more than
+// it uses).
+const slabPrograms = 64
 
 // likeKey is what a Program is made alike from (partition.ProgramLike): its
 // stage's kind, its TP index and its phase.

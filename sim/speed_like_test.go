@@ -43,6 +43,13 @@ func TestPlanWorkProgramsAlike(t *testing.T) {
 		t.Errorf("templates of ranks 0…11: %v, want %v", tmpl, want)
 	}
 	for r := range plan.Size() {
+		// Made alike, Programs are carved from one array per kind: each
+		// is still its own after the others were made.
+		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+			if !reflect.DeepEqual(w.program(plan, r, ph), plan.Program(r, ph)) {
+				t.Errorf("rank %d %v: changed after the later Programs were made", r, ph)
+			}
+		}
 		a := &rankState{pre: w.program(plan, r, partition.Prefill).Ops, dec: w.program(plan, r, partition.Decode).Ops, steps: 16}
 		b := &rankState{pre: a.pre, dec: a.dec, steps: 16}
 		markFirstTouch(a, w, r)
