@@ -63,3 +63,38 @@ func TestPlanWorkProgramsAlike(t *testing.T) {
 		}
 	}
 }
+
+// Programs carved from one array stay each their own: layerwise16-tiny's 14
+// middle stages are one kind (one layer each, TP 1), 13 of them made alike
+// from stage 1's per phase, every one equal to the plan's after all were
+// made.
+func TestPlanWorkCarvedProgramsApart(t *testing.T) {
+	c, err := configs.Load("test/layerwise16-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &planWork{}
+	made := 0
+	for r := range plan.Size() {
+		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+			w.program(plan, r, ph)
+		}
+		if tm := w.templateOf(r); tm >= 0 && tm != r {
+			made++
+		}
+	}
+	if made != 13 {
+		t.Errorf("%d ranks made alike, want 13 (stages 2…14 from stage 1)", made)
+	}
+	for r := range plan.Size() {
+		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+			if !reflect.DeepEqual(w.program(plan, r, ph), plan.Program(r, ph)) {
+				t.Errorf("rank %d %v: not the plan's Program once every Program was made", r, ph)
+			}
+		}
+	}
+}
