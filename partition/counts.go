@@ -90,44 +90,39 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 	ring := map[ringKey][]int64{} // wire bytes by ring position, summed (ringWireSums)
 	topo := p.System.Topology
 	var links linkSums // BytesByLink, summed without a map access per rank
+	// A middle stage's counts are its kind's (StageKind): its Program is
+	// the kind's first one's but for its labels (ProgramLike), its sends go
+	// one stage on. They are read once per kind, the sends moved.
+	var kinds []stageComm
+	var sends []sendUse
 	for st := 0; st < p.PP; st++ {
-		prog := program(p.RankOf(st, 0), phase)
-		var calls, msgs int64
-		var colls []ringUse
-		var sends []sendUse
-		for i := range prog.Ops {
-			op := &prog.Ops[i] // not a copy of each (large) Op
-			if _, ok := op.Kind.Comm(); !ok {
-				continue
-			}
-			calls++
-			switch op.Kind {
-			case AllReduce, AllGather:
-				if g := len(op.Group); g > 1 {
-					k := ringKey{kind: op.Kind, n: g, elems: op.Elems, elem: int(op.Bytes / int64(op.Elems))}
-					colls = addRing(colls, k)
-					if op.Kind == AllReduce {
-						msgs += int64(2 * (g - 1))
-					} else {
-						msgs += int64(g - 1)
-					}
-				}
-			case Send:
-				msgs++
-				sends = addSend(sends, sendUse{stage: p.RankAt(op.Peer).Stage, bytes: op.Bytes})
-			}
-			if op.Microbatch != 0 || op.Chunk != p.lastChunk(phase) {
-				continue
-			}
-			switch {
-			case op.Kind == AllReduce || op.Kind == AllGather:
-				collectiveOps += p.TP * p.DP
-			case op.Kind == Send && op.Payload == PayloadActivation:
-				activationSends += p.TP * p.DP
-			case op.Kind == Send && op.Payload == PayloadTokens:
-				tokenSends += p.TP * p.DP
+		var sc *stageComm
+		k := p.StageKindOf(st)
+		middle := !k.First && !k.Last
+		for i := range kinds {
+			if middle && kinds[i].kind == k {
+				sc = &kinds[i]
+				break
 			}
 		}
+		if sc == nil {
+			c := p.stageCommOf(program(p.RankOf(st, 0), phase), phase)
+			c.kind, c.stage = k, st
+			if middle {
+				kinds = append(kinds, c)
+				sc = &kinds[len(kinds)-1]
+			} else {
+				sc = &c
+			}
+		}
+		calls, msgs, colls := sc.calls, sc.msgs, sc.colls
+		sends = sends[:0]
+		for _, u := range sc.sends {
+			sends = append(sends, sendUse{stage: u.stage - sc.stage + st, bytes: u.bytes})
+		}
+		collectiveOps += sc.collectiveOps
+		activationSends += sc.activationSends
+		tokenSends += sc.tokenSends
 		for i := range colls {
 			c := &colls[i]
 			if ring[c.key] == nil {
@@ -172,6 +167,58 @@ func (p *Plan) CommOf(phase Phase, program func(rank int, phase Phase) Program) 
 	s.P2PSendsPerMicrobatch = activationSends / k
 	s.TokenSendsPerMicrobatch = tokenSends / k
 	return s
+}
+
+// stageComm is what CommOf reads of one stage's Program: its calls and
+// messages per rank, its ring collectives and sends (to stages, absolute),
+// and its logical collectives and sends of the micro-batch counted, times
+// TP × DP; kind and stage are the stage it was read from.
+type stageComm struct {
+	kind                                       StageKind
+	stage                                      int
+	calls, msgs                                int64
+	colls                                      []ringUse
+	sends                                      []sendUse
+	collectiveOps, activationSends, tokenSends int
+}
+
+// stageCommOf reads prog, a stage's Program of phase (TP index 0).
+func (p *Plan) stageCommOf(prog Program, phase Phase) stageComm {
+	var c stageComm
+	for i := range prog.Ops {
+		op := &prog.Ops[i] // not a copy of each (large) Op
+		if _, ok := op.Kind.Comm(); !ok {
+			continue
+		}
+		c.calls++
+		switch op.Kind {
+		case AllReduce, AllGather:
+			if g := len(op.Group); g > 1 {
+				k := ringKey{kind: op.Kind, n: g, elems: op.Elems, elem: int(op.Bytes / int64(op.Elems))}
+				c.colls = addRing(c.colls, k)
+				if op.Kind == AllReduce {
+					c.msgs += int64(2 * (g - 1))
+				} else {
+					c.msgs += int64(g - 1)
+				}
+			}
+		case Send:
+			c.msgs++
+			c.sends = addSend(c.sends, sendUse{stage: p.RankAt(op.Peer).Stage, bytes: op.Bytes})
+		}
+		if op.Microbatch != 0 || op.Chunk != p.lastChunk(phase) {
+			continue
+		}
+		switch {
+		case op.Kind == AllReduce || op.Kind == AllGather:
+			c.collectiveOps += p.TP * p.DP
+		case op.Kind == Send && op.Payload == PayloadActivation:
+			c.activationSends += p.TP * p.DP
+		case op.Kind == Send && op.Payload == PayloadTokens:
+			c.tokenSends += p.TP * p.DP
+		}
+	}
+	return c
 }
 
 // linkSums are bytes by link class, in the order the classes first

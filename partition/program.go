@@ -466,3 +466,134 @@ func (op Op) AtPast(past int) Op {
 func (op *Op) SetPast(past int) { op.setPast(past) }
 
 func layerName(l int) string { return fmt.Sprintf("L%02d.", l) }
+
+// StageKind is what a stage's Programs are built from but for their labels
+// (op names, layers, peers and TP group): whether it is the first or the
+// last stage and how many layers it runs. Two ranks of one TP index whose
+// stages are of one kind, neither first nor last, run the same ops on the
+// same shapes (ProgramLike).
+type StageKind struct {
+	First, Last bool
+	Layers      int
+}
+
+// StageKindOf is stage st's kind.
+func (p *Plan) StageKindOf(st int) StageKind {
+	return StageKind{First: p.FirstStage(st), Last: p.LastStage(st), Layers: len(p.StageLayers[st])}
+}
+
+// ProgramLike is p.Program(rank, tmpl.Phase) made from tmpl, the Program of
+// that phase of another rank of the same TP index whose stage is of the same
+// kind (StageKindOf) and neither the first nor the last: tmpl's ops copied,
+// each with its own labels — a layer op's layer and name are the rank's
+// layer in the same place of its stage's list, a recv's peer is the rank of
+// its TP index one stage before, a send's one stage after, a collective's
+// group the rank's TP group. ok is false where tmpl is not such a Program
+// (another kind, TP index or phase layout, a peer or group not of that
+// form): the caller builds the Program. A deep pipeline's middle stages are
+// one or two kinds, so the builder runs once per kind, not per stage
+// (TestProgramLikeIsProgram holds the copies to the built Programs).
+func (p *Plan) ProgramLike(tmpl Program, rank int) (Program, bool) {
+	return p.ProgramLikeIn(tmpl, rank, nil)
+}
+
+// ProgramLikeIn is ProgramLike with its ops in dst where dst has room for
+// them (len(dst) ≥ len(tmpl.Ops): the Program's ops are dst's first ones),
+// else in a new array: a caller making many Programs carves them from one.
+func (p *Plan) ProgramLikeIn(tmpl Program, rank int, dst []Op) (Program, bool) {
+	t, r := p.RankAt(tmpl.Rank), p.RankAt(rank)
+	if t.TPIndex != r.TPIndex || len(t.Layers) != len(r.Layers) || p.FirstStage(t.Stage) || p.LastStage(t.Stage) ||
+		p.FirstStage(r.Stage) || p.LastStage(r.Stage) || len(t.TPGroup) != len(r.TPGroup) {
+		return Program{}, false
+	}
+	from, to := p.RankIn(t.Replica, t.Stage-1, t.TPIndex), p.RankIn(t.Replica, t.Stage+1, t.TPIndex)
+	rFrom, rTo := p.RankIn(r.Replica, r.Stage-1, r.TPIndex), p.RankIn(r.Replica, r.Stage+1, r.TPIndex)
+	// Layer l of tmpl's stage is its pos(l)-th: its stages' layers are
+	// consecutive in the usual case (no search).
+	pos := func(l int) int {
+		if j := l - t.Layers[0]; j >= 0 && j < len(t.Layers) && t.Layers[j] == l {
+			return j
+		}
+		return slices.Index(t.Layers, l)
+	}
+	var ops []Op
+	if n := len(tmpl.Ops); len(dst) >= n {
+		ops = dst[:n:n]
+		copy(ops, tmpl.Ops)
+	} else {
+		ops = slices.Clone(tmpl.Ops)
+	}
+	var tn, rn *layerOpNames // the last layer's names, tmpl's and the rank's
+	tl, rl := -1, -1
+	for i := range ops {
+		op := &ops[i]
+		switch op.Kind {
+		case Send:
+			if op.Peer != to {
+				return Program{}, false
+			}
+			op.Peer = rTo
+		case Recv:
+			if op.Peer != from {
+				return Program{}, false
+			}
+			op.Peer = rFrom
+		}
+		if op.Group != nil {
+			if !slices.Equal(op.Group, t.TPGroup) {
+				return Program{}, false
+			}
+			op.Group = r.TPGroup
+		}
+		if op.Layer < 0 {
+			continue
+		}
+		if op.Layer != tl {
+			j := pos(op.Layer)
+			if j < 0 {
+				return Program{}, false
+			}
+			tl, rl = op.Layer, r.Layers[j]
+			tn, rn = layerOpNamesOf(tl), layerOpNamesOf(rl)
+		}
+		op.Layer = rl
+		name, ok := nameLike(op.Name, tn, rn)
+		if !ok {
+			return Program{}, false
+		}
+		op.Name = name
+	}
+	return Program{Rank: rank, Phase: tmpl.Phase, Ops: ops}, true
+}
+
+// nameLike is the name in rn of the op named name in tn (the same op of
+// another layer), and whether tn has it.
+func nameLike(name string, tn, rn *layerOpNames) (string, bool) {
+	switch name {
+	case tn.attnNorm:
+		return rn.attnNorm, true
+	case tn.wqkv:
+		return rn.wqkv, true
+	case tn.attn:
+		return rn.attn, true
+	case tn.wo:
+		return rn.wo, true
+	case tn.attnAR:
+		return rn.attnAR, true
+	case tn.attnResidual:
+		return rn.attnResidual, true
+	case tn.mlpNorm:
+		return rn.mlpNorm, true
+	case tn.wUp:
+		return rn.wUp, true
+	case tn.act:
+		return rn.act, true
+	case tn.wDown:
+		return rn.wDown, true
+	case tn.mlpAR:
+		return rn.mlpAR, true
+	case tn.mlpResidual:
+		return rn.mlpResidual, true
+	}
+	return "", false
+}

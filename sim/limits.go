@@ -24,18 +24,41 @@ const MaxTimelineOps = 1_000_000
 // micro-batches × prefill chunks and decode steps × ops per layer), summed
 // stage by stage (saturating, so no count overflows) and checked after each.
 // Building even one stage's Programs of such a plan took seconds and
-// gigabytes (docs/measurements/limits.md).
+// gigabytes (docs/measurements/limits.md). A stage's count is its kind's
+// (partition.StageKind: first, last, its number of layers; the simulated
+// rank is TP index 0 of every stage), counted once per kind: a deep
+// pipeline's 1,000 stages are three kinds (TestOpsFromShapeByKind).
 func checkOpsFromShape(plan *partition.Plan, opts Options, perStage bool) error {
 	ops := 0
+	var kinds []stageOps // a handful: a scan, no map
 	for st := 0; st < plan.PP; st++ {
-		r := plan.RankOf(st, 0)
-		ops = partition.SatAdd(ops, partition.SatAdd(plan.OpCount(r, partition.Prefill),
-			partition.SatMul(opts.DecodeSteps, plan.OpCount(r, partition.Decode))))
+		k := plan.StageKindOf(st)
+		n := -1
+		for i := range kinds {
+			if kinds[i].kind == k {
+				n = kinds[i].ops
+				break
+			}
+		}
+		if n < 0 {
+			r := plan.RankOf(st, 0)
+			n = partition.SatAdd(plan.OpCount(r, partition.Prefill), partition.SatMul(opts.DecodeSteps, plan.OpCount(r, partition.Decode)))
+			if len(kinds) < 16 {
+				kinds = append(kinds, stageOps{k, n})
+			}
+		}
+		ops = partition.SatAdd(ops, n)
 		if err := checkOps(plan, opts, ops, perStage); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stageOps is the simulated ops of one stage kind's rank (checkOpsFromShape).
+type stageOps struct {
+	kind partition.StageKind
+	ops  int
 }
 
 // TooLargeError says a plan's timeline would simulate more than

@@ -28,7 +28,9 @@ import (
 // links, never on the GPU's speeds. A nil planWork computes everything
 // afresh.
 type planWork struct {
-	programs map[progKey]partition.Program
+	programs [2]map[int]progEntry          // by phaseSlot, then rank
+	like     map[likeKey]partition.Program // each kind's first Program built (program)
+	slabs    map[likeKey][]partition.Op    // where a kind's next Programs made alike are carved
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -82,6 +84,14 @@ func (w *planWork) workingSet(r int, d partition.Program, seen map[tensorKey]boo
 	if w.ws == nil {
 		w.ws = map[int]int64{}
 	}
+	// A Program made alike from another's (templateOf) reads the same
+	// tensors of layers mapped one to one: the same working set.
+	if t := w.templateOf(r); t >= 0 && t != r {
+		if ws, ok := w.ws[t]; ok {
+			w.ws[r] = ws
+			return ws
+		}
+	}
 	ws := workingSetIn(d, seen)
 	w.ws[r] = ws
 	return ws
@@ -115,30 +125,101 @@ func (w *planWork) linksAlike(plan *partition.Plan) bool {
 	return *w.alike
 }
 
-type progKey struct {
-	rank  int
-	phase partition.Phase
+// progEntry is a rank's Program of one phase and the rank it was made
+// alike from (partition.ProgramLike; itself for a kind's template, −1: built
+// and no template).
+type progEntry struct {
+	p    partition.Program
+	tmpl int
+}
+
+// phaseSlot is where planWork keeps a phase's Programs.
+func phaseSlot(phase partition.Phase) int {
+	if phase == partition.Prefill {
+		return 0
+	}
+	return 1
 }
 
 func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase) partition.Program {
 	if w == nil {
 		return plan.Program(rank, phase)
 	}
-	k := progKey{rank, phase}
-	if p, ok := w.programs[k]; ok {
-		return p
+	progs := &w.programs[phaseSlot(phase)]
+	if e, ok := (*progs)[rank]; ok {
+		return e.p
 	}
-	if w.programs == nil {
-		w.programs = map[progKey]partition.Program{}
+	if *progs == nil {
+		*progs = map[int]progEntry{}
 	}
-	var p partition.Program
-	if phase == partition.Prefill {
-		p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
-	} else {
-		p = plan.Program(rank, phase)
+	// A middle stage's Programs are its kind's first one's with their own
+	// labels (partition.ProgramLike): the builder runs once per kind.
+	rk := plan.RankAt(rank)
+	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}
+	e := progEntry{tmpl: -1}
+	ok := false
+	if t, seen := w.like[lk]; seen {
+		n := len(t.Ops)
+		slab := w.slabs[lk]
+		if len(slab) < n { // room for the stages after this one, at most slabPrograms
+			slab = make([]partition.Op, min(slabPrograms, max(1, plan.PP-1-rk.Stage))*n)
+		}
+		if e.p, ok = plan.ProgramLikeIn(t, rank, slab); ok {
+			e.tmpl = t.Rank
+			slab = slab[n:]
+		}
+		if w.slabs == nil {
+			w.slabs = map[likeKey][]partition.Op{}
+		}
+		w.slabs[lk] = slab
 	}
-	w.programs[k] = p
-	return p
+	if !ok {
+		if phase == partition.Prefill {
+			e.p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
+		} else {
+			e.p = plan.Program(rank, phase)
+		}
+		if w.like == nil {
+			w.like = map[likeKey]partition.Program{}
+		}
+		if _, seen := w.like[lk]; !seen {
+			w.like[lk] = e.p
+			e.tmpl = rank
+		}
+	}
+	(*progs)[rank] = e
+	return e.p
+}
+
+// templateOf is the rank whose Programs rank's were made from by
+// partition.ProgramLike, both phases from the same one (rank itself where
+// they are the template), or −1: then rank's Programs run the same ops as
+// the template's but for their names, layers, peers and groups, and the
+// layers map one to one.
+func (w *planWork) templateOf(rank int) int {
+	if w == nil {
+		return -1
+	}
+	p, okp := w.programs[0][rank]
+	d, okd := w.programs[1][rank]
+	if !okp || !okd || p.tmpl != d.tmpl {
+		return -1
+	}
+	return p.tmpl
+}
+
+// slabPrograms is how many Programs made alike planWork carves from one
+// array at most (one allocation, not one a stage; sized by the stages left
+// after the one that needs it, so a short pipeline allocates no more than
+// it uses).
+const slabPrograms = 64
+
+// likeKey is what a Program is made alike from (partition.ProgramLike): its
+// stage's kind, its TP index and its phase.
+type likeKey struct {
+	kind  partition.StageKind
+	tp    int
+	phase partition.Phase
 }
 
 func (w *planWork) comm(plan *partition.Plan, phase partition.Phase) partition.CommSummary {
@@ -374,6 +455,16 @@ func markFirstTouch(r *rankState, w *planWork, rank int) {
 		if f, ok := w.firsts[rank]; ok {
 			r.first = f
 			return
+		}
+		// A rank's Programs made alike from another's touch their layers
+		// in the same pattern (the layers map one to one, the tensors are
+		// the same): the same first touches.
+		if t := w.templateOf(rank); t >= 0 && t != rank && r.items == nil {
+			if f, ok := w.firsts[t]; ok && len(f) == len(r.pre)+min(r.steps, 1)*len(r.dec) {
+				r.first = f
+				w.firsts[rank] = f
+				return
+			}
 		}
 	}
 	var seen touched

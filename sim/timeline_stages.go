@@ -73,7 +73,34 @@ const stageRecs = 2
 type stageRec struct {
 	sl   Slice
 	c    [3]float64
-	attr int32 // the slice's attributes packed (timeline_packed.go), −1: not yet
+	attr int32   // the slice's attributes packed (timeline_packed.go), −1: not yet
+	kind recKind // the op's kind as place reads it, found once here
+}
+
+// recKind is what place does with a recorded op: its kind, compared once
+// when recorded rather than by name for every stage written from it.
+type recKind uint8
+
+const (
+	recCompute recKind = iota
+	recSample          // a compute op whose end is a headline number
+	recSend
+	recRecv
+	recCollective // all-reduce or all-gather
+)
+
+func recKindOf(k partition.Kind) recKind {
+	switch k {
+	case partition.Send:
+		return recSend
+	case partition.Recv:
+		return recRecv
+	case partition.AllReduce, partition.AllGather:
+		return recCollective
+	case partition.Sample:
+		return recSample
+	}
+	return recCompute
 }
 
 // stageWriter is a simulation's state while it writes alike stages.
@@ -182,8 +209,13 @@ func stagesAlike(s *simulator) []bool {
 		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || len(p.first) != len(r.first) {
 			continue
 		}
+		// Programs made from one template (planWork.templateOf) have their
+		// ops alike and their first touches equal: only the links are
+		// compared.
+		t := s.work.templateOf(s.ids[ri])
+		made := t >= 0 && t == s.work.templateOf(s.ids[ri-1])
 		ok := true
-		for i := range r.first {
+		for i := 0; !made && i < len(r.first); i++ {
 			if r.first[i] != p.first[i] {
 				ok = false
 				break
@@ -193,7 +225,7 @@ func stagesAlike(s *simulator) []bool {
 		for _, ops := range [2][2][]partition.Op{{p.pre, r.pre}, {p.dec, r.dec}} {
 			for i := 0; ok && i < len(ops[1]); i++ {
 				a, b := &ops[0][i], &ops[1][i]
-				ok = opsAlike(a, b) && l.alike(s, ri, a, b)
+				ok = (made || opsAlike(a, b)) && l.alike(s, ri, a, b)
 			}
 		}
 		out[ri] = ok
@@ -351,9 +383,10 @@ func (w *stageWriter) record(s *simulator, ri, pc int, sl *Slice, c0, c1, c2 flo
 		w.recRank[k] = -1 // not a whole segment in order
 		return
 	}
-	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}, -1}
+	rk := recKindOf(sl.Op.Kind)
+	w.rec[k][t] = stageRec{*sl, [3]float64{c0, c1, c2}, -1, rk}
 	w.recN[k]++
-	if sl.Op.Kind == partition.Recv {
+	if rk == recRecv {
 		w.recvs[k]++
 	}
 }
@@ -444,7 +477,6 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 	var local Slice
 	for t := range ops {
 		T := &tmpl[t]
-		op := &ops[t]
 		sl := &local
 		switch {
 		case direct: // times and flow of its own, the template's attributes
@@ -456,12 +488,12 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			sl.StartS, sl.WaitS = clock, T.sl.WaitS
 		default:
 			*sl = T.sl
-			sl.Rank, sl.Op, sl.StartS = me, op, clock
+			sl.Rank, sl.Op, sl.StartS = me, &ops[t], clock
 		}
-		switch op.Kind {
-		case partition.Send:
+		switch T.kind { // the op's: the ops are alike (stagesAlike)
+		case recSend:
 			if !sent {
-				out = chanKey{me, op.Peer}
+				out = chanKey{me, ops[t].Peer}
 				free, sent = s.chanFree[out], true
 			}
 			sl.EndS = clock + T.c[0]
@@ -474,7 +506,7 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			if seg >= 0 {
 				s.steady.arrival(ri, item{phase: partition.Decode, step: seg, index: t}, free)
 			}
-		case partition.Recv:
+		case recRecv:
 			var m message
 			if taken < len(q) {
 				m = q[taken]
@@ -485,7 +517,7 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			sl.Flow = m.flow
 			sl.EndS = max(clock, m.arrival) // recvWaitS is 0 without an op-time table
 			sl.WaitS = sl.EndS - clock
-		case partition.AllReduce, partition.AllGather: // one member: it starts at its own arrival
+		case recCollective: // one member: it starts at its own arrival
 			at := max(0.0, clock)
 			sl.EndS = at + T.c[0] + T.c[1] // coreWaitS is 0 without an op-time table
 			sl.WaitS = at - clock
@@ -498,11 +530,12 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 			continue // recordUse keeps nothing without ends
 		}
 		if headline {
-			if op.Kind == partition.Sample {
+			if T.kind == recSample {
 				if seg < 0 {
 					s.ends.ttft = max(s.ends.ttft, sl.EndS)
 				} else {
-					s.ends.tok[seg][op.Microbatch] = max(s.ends.tok[seg][op.Microbatch], sl.EndS)
+					mb := ops[t].Microbatch
+					s.ends.tok[seg][mb] = max(s.ends.tok[seg][mb], sl.EndS)
 				}
 			}
 			if st := s.steady; seg >= 0 && st != nil && st.recent[0] != nil {
