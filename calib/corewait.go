@@ -175,6 +175,25 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, ok, nil
 }
 
+// coreWaitEntries turns the back-to-back times alone and the times after
+// each burst length (bursts[i], as coreWaitEntry's burstT) into one core
+// wait entry per burst length. A burst after which no repeat waited is
+// kept too, at noWaitS, as beside idle ranks: without it sim would price a
+// collective after that burst from the nearest other burst's wait (a
+// short burst from a longer one's). waited is false when no burst
+// measured a wait.
+func coreWaitEntries(alone [][]float64, bursts [][][]float64, n, cores int) (entries []configs.OpTime, waited bool, err error) {
+	for _, b := range bursts {
+		e, ok, err := coreWaitEntry(alone, b, n, cores)
+		if err != nil {
+			return nil, false, err
+		}
+		waited = waited || ok
+		entries = append(entries, e)
+	}
+	return entries, waited, nil
+}
+
 // coreWaitCounts are the rank counts the core wait is measured at: every
 // even count of --op-ranks and --nproc at or above the host's cores (pairs
 // need an even count). At the cores' count no rank waits for a core, but
@@ -265,14 +284,12 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if len(hops) > 0 {
 		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
-	for i := 1; i < idle; i++ {
-		e, ok, err := coreWaitEntry(times[0], times[i], n, cores)
-		if err != nil {
-			return err
-		}
-		if ok {
-			keep(e, seen, &got)
-		}
+	waits, waited, err := coreWaitEntries(times[0], times[1:idle], n, cores)
+	if err != nil {
+		return err
+	}
+	for _, e := range waits {
+		keep(e, seen, &got)
 	}
 	var besideIdle []string
 	seenIdle := map[int64]bool{}
@@ -303,8 +320,8 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	if len(str) > 0 {
 		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
-	if len(got) == 0 {
-		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay", n, cores)
+	if !waited {
+		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay (entries of 1 ns)", n, cores)
 		return nil
 	}
 	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))

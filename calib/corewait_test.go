@@ -45,8 +45,8 @@ func TestCoreWaitEntry(t *testing.T) {
 	if e, ok, err := coreWaitEntry(alone, once, 4, 2); !ok || err != nil || e.TimeS != 1e-9 || !close(e.TimeMaxS, 60e-6) || e.Size != 5000 {
 		t.Errorf("one repeat waited: %+v, ok %t, err %v; want 1 ns (max 60 µs) at 5000 ns", e, ok, err)
 	}
-	// No wait measured: ok is false (the core wait keeps no entry), and
-	// the entry, which the wait beside idle ranks keeps, holds 1 ns
+	// No wait measured: ok is false, and the entry (kept by the core
+	// wait and the wait beside idle ranks alike) holds 1 ns
 	// throughout at the bursts' 5 µs.
 	same := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
 	if e, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil || e.TimeS != 1e-9 || e.TimeMinS != 1e-9 || e.TimeMaxS != 1e-9 || e.Size != 5000 {
@@ -58,6 +58,42 @@ func TestCoreWaitEntry(t *testing.T) {
 	}
 	if _, _, err := coreWaitEntry(alone, alone, 4, 2); err == nil {
 		t.Error("burst times without their wall times: no error")
+	}
+}
+
+// TestCoreWaitEntries: the alone times of TestCoreWaitEntry and two
+// bursts, the first (5 µs walls) met no wait in any repeat, the second
+// (50 µs walls) 20 µs median as there. Both are kept: 1 ns at 5000 ns,
+// 20 µs at 50 000 ns, waited true — so that sim prices a collective after
+// 5 µs of compute at 1 ns, not at the 50 µs burst's 20 µs (the nearest
+// entry outside the measured bursts). With the second burst also without
+// a wait, both are kept at 1 ns and waited is false; a mismatched burst
+// is an error naming it.
+func TestCoreWaitEntries(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
+	none := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
+	waits := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
+	es, waited, err := coreWaitEntries(alone, [][][]float64{none, waits}, 4, 2)
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if err != nil || !waited || len(es) != 2 || es[0].Size != 5000 || es[0].TimeS != 1e-9 || es[0].Kind != configs.CoreWaitKind ||
+		es[1].Size != 50_000 || !close(es[1].TimeS, 20e-6) {
+		t.Fatalf("entries %+v, waited %t, err %v; want 1 ns at 5000 ns and 20 µs at 50 000 ns, waited", es, waited, err)
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("the entries are not valid op times: %v", err)
+	}
+	es, waited, err = coreWaitEntries(alone, [][][]float64{none, none}, 4, 2)
+	if err != nil || waited || len(es) != 2 || es[0].TimeS != 1e-9 || es[1].TimeS != 1e-9 {
+		t.Errorf("no wait after either burst: %+v, waited %t, err %v; want two 1 ns entries, waited false", es, waited, err)
+	}
+	if _, _, err := coreWaitEntries(alone, [][][]float64{none, waits[:2]}, 4, 2); err == nil {
+		t.Error("a burst with 2 sizes against 3: no error")
 	}
 }
 
