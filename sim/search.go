@@ -593,7 +593,7 @@ func sortRows(rows []SearchRow, objective string) {
 		}
 		sort.SliceStable(pos, func(i, j int) bool { return rowLess(&rows[pos[i]], &rows[pos[j]], objective) })
 	}
-	permuteRows(rows, pos)
+	permuteInPlace(rows, pos)
 }
 
 // sortedHead fills pos with the positions of the feasible rows, then the
@@ -618,27 +618,6 @@ func sortedHead(rows []SearchRow, objective string, pos []int32) int {
 		at[c]++
 	}
 	return n[0] + n[1]
-}
-
-// permuteRows puts old row pos[i] at position i for every i, following
-// each cycle of the permutation with one row held aside; pos is used up.
-func permuteRows(rows []SearchRow, pos []int32) {
-	for i := range pos {
-		if pos[i] < 0 || int(pos[i]) == i {
-			continue
-		}
-		held, j := rows[i], i
-		for {
-			k := int(pos[j])
-			pos[j] = -1
-			if k == i {
-				rows[j] = held
-				break
-			}
-			rows[j] = rows[k]
-			j = k
-		}
-	}
 }
 
 // rowClass is a row's block in the order: feasible, violating, does not fit.

@@ -612,24 +612,8 @@ func sortSlices(out []Slice) {
 			slices.SortStableFunc(bucket, byStart)
 		}
 	}
-	// out[i] becomes the old out[idx[i]]: follow each cycle once.
-	for i := range idx {
-		if idx[i] < 0 {
-			continue
-		}
-		tmp := out[i]
-		j := i
-		for {
-			k := idx[j]
-			idx[j] = -1
-			if k == i {
-				out[j] = tmp
-				break
-			}
-			out[j] = out[k]
-			j = k
-		}
-	}
+	// out[i] becomes the old out[idx[i]].
+	permuteInPlace(out, idx)
 }
 
 // finiteFields lists, per struct type, the fields walkFinite visits (the
