@@ -2,10 +2,8 @@ package sim
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -57,14 +55,7 @@ nvswitch = true
 // The decode steps are chosen so the sum crosses the bound at each stage in
 // turn: in the middle of a kind's run too.
 func TestOpsFromShapeByKind(t *testing.T) {
-	c, err := configs.Parse(strings.NewReader(kindsConfig), "kinds-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planOfText(t, kindsConfig, "kinds-tiny")
 	pre := make([]int, plan.PP)
 	dec := make([]int, plan.PP)
 	for st := range pre {

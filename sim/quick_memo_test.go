@@ -143,14 +143,8 @@ func TestQuickCollectiveMemoIsTheMap(t *testing.T) {
 // search order, the two must give the same estimate, field for field.
 func TestQuickRunsOfStagesAreStageByStage(t *testing.T) {
 	plans := 0
-	for _, tc := range []struct {
-		gpus  int
-		small bool
-	}{{1024, false}, {4096, false}, {16384, false}, {16384, true}} {
-		spec := syntheticSpec(t, tc.gpus)
-		if tc.small {
-			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
-		}
+	for _, tc := range quickSpecs(t) {
+		spec := tc.spec
 		c, ref := NewQuickCache(spec.Collectives), NewQuickCache(spec.Collectives)
 		ref.keepChunks = true // every chunk kept, the sums taken from them per stage
 		eachFittingPlan(spec, func(p *partition.Plan) {

@@ -16,6 +16,25 @@ func syntheticSpec(t testing.TB, gpus int) SearchSpec {
 	return spec
 }
 
+// quickSpec is a synthetic search a quick test walks, with its GPU count.
+type quickSpec struct {
+	gpus int
+	spec SearchSpec
+}
+
+// quickSpecs are the searches the quick tests hold their caches to: the
+// synthetic search at 1,024, 4,096 and 16,384 GPUs, and at 16,384 GPUs with
+// batch 16 and context 512.
+func quickSpecs(t testing.TB) []quickSpec {
+	var out []quickSpec
+	for _, gpus := range []int{1024, 4096, 16384} {
+		out = append(out, quickSpec{gpus, syntheticSpec(t, gpus)})
+	}
+	small := syntheticSpec(t, 16384)
+	small.Config.Workload.Batch, small.Config.Workload.Context = 16, 512
+	return append(out, quickSpec{16384, small})
+}
+
 // eachFittingPlan calls each, in search order, with the plan of every
 // candidate of spec that fits (its stages planned as NewPlanStages plans
 // them; a candidate that does not fit is left out), as the quick tests walk

@@ -37,14 +37,8 @@ func (c *QuickCache) allStages() map[stageKey]*stageCost {
 // from what their terms hold of them), else this tests nothing of either.
 func TestQuickWithoutLayerOpsIsWithThem(t *testing.T) {
 	plans, shapes, middles, colls := 0, 0, 0, 0
-	for _, tc := range []struct {
-		gpus  int
-		small bool
-	}{{1024, false}, {4096, false}, {16384, false}, {16384, true}} {
-		spec := syntheticSpec(t, tc.gpus)
-		if tc.small {
-			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
-		}
+	for _, tc := range quickSpecs(t) {
+		spec := tc.spec
 		c, kept := NewQuickCache(spec.Collectives), NewQuickCache(spec.Collectives)
 		kept.keepOps = true
 		eachFittingPlan(spec, func(p *partition.Plan) {

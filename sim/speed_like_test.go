@@ -3,7 +3,6 @@ package sim
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/configs"
@@ -17,14 +16,7 @@ import (
 // found afresh from its own Programs (kindsConfig: PP 6, middle kinds of stages 1–2 and
 // 3–4).
 func TestPlanWorkProgramsAlike(t *testing.T) {
-	c, err := configs.Parse(strings.NewReader(kindsConfig), "kinds-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planOfText(t, kindsConfig, "kinds-tiny")
 	w := &planWork{}
 	var tmpl []int
 	for r := range plan.Size() {
