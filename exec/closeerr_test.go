@@ -3,7 +3,6 @@ package exec_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -44,12 +43,7 @@ func TestRunCloseError(t *testing.T) {
 	}
 	cause := errors.New("wait log: disk full")
 	for _, closeErr := range []error{nil, cause} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := freeAddr(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		env := launch.Env{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1, Source: launch.SourceRankEnv, RendezvousAddr: addr}
 		results, err := pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cpu", JoinTimeout: 20 * time.Second,

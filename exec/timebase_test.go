@@ -18,6 +18,18 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
+// freeAddr is a loopback address whose port was free a moment ago, for a
+// run's rendezvous.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // Two stages, two measured iterations, every time on rank 0's clock.
@@ -111,12 +123,7 @@ func runPP2Delayed(t *testing.T, late int, delay time.Duration) *pexec.Measureme
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	results := make([][]pexec.RankResult, plan.Size())
