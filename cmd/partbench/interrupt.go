@@ -25,7 +25,13 @@ func (e *exitError) ExitCode() int { return e.code }
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	return sigexit.Run("partbench", func(ctx context.Context) error {
-		stop, err := startProfile(args, stderr)
+		// The profile is named by the subcommand args reach (the root's
+		// name, partbench, for a run without one), not by a flag's value.
+		name := root.Name()
+		if c, _, err := root.Find(args); err == nil {
+			name = c.Name()
+		}
+		stop, err := startProfile(name, stderr)
 		if err != nil {
 			return &exitError{code: 2, err: err}
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 )
 
 // ProfileDirEnv names a folder where every partbench process — the
@@ -17,9 +16,9 @@ import (
 const ProfileDirEnv = "PARTBENCH_PROFILE_DIR"
 
 // startProfile starts the CPU profile ProfileDirEnv asks for and returns
-// what stops it (a no-op without the variable). A folder that cannot be
+// what stops it (a no-op without the variable); command names the file. A folder that cannot be
 // made or written is an error naming the variable.
-func startProfile(args []string, stderr io.Writer) (stop func(), err error) {
+func startProfile(command string, stderr io.Writer) (stop func(), err error) {
 	dir := os.Getenv(ProfileDirEnv)
 	if dir == "" {
 		return func() {}, nil
@@ -27,13 +26,7 @@ func startProfile(args []string, stderr io.Writer) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", ProfileDirEnv, dir, err)
 	}
-	name := "partbench"
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			name = a
-			break
-		}
-	}
+	name := command
 	path := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", filepath.Base(name), os.Getpid()))
 	f, err := os.Create(path)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 
 // PARTBENCH_PROFILE_DIR: a dry run writes one CPU profile, model-PID.pprof,
 // (gzip-compressed, as pprof writes them); run --nproc-per-node 1 writes one
-// for the launcher and one for its rank; a folder that cannot be
+// for the launcher and one for its rank; the root command's is named
+// partbench-PID.pprof; a folder that cannot be
 // made is refused (exit 2) naming the variable.
 func TestProfileDir(t *testing.T) {
 	if testing.Short() {
@@ -41,6 +42,17 @@ func TestProfileDir(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(runDir, "run-*.pprof")); len(files) != 2 {
 		t.Errorf("run --nproc-per-node 1 wrote %v, want two run-PID.pprof (the launcher, its rank)", files)
+	}
+
+	// The root command run as mpirun starts it: named partbench, not by a
+	// flag's value (test/single-tiny).
+	rootDir := t.TempDir()
+	if r := runCmd(t, 2*time.Minute, cleanEnv(ProfileDirEnv+"="+rootDir), bin, "--config", "test/single-tiny", "--backend", "cpu",
+		"--iterations", "1", "--warmup", "0", "--output-dir", "", "--quiet"); r.code != 0 {
+		t.Fatalf("partbench --config: exit %d\n%s", r.code, r.out)
+	}
+	if files, _ := filepath.Glob(filepath.Join(rootDir, "*.pprof")); len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "partbench-") {
+		t.Errorf("partbench --config test/single-tiny wrote %v, want one partbench-PID.pprof", files)
 	}
 
 	blocker := filepath.Join(t.TempDir(), "file")
