@@ -63,8 +63,16 @@ func OpKey(op *partition.Op) (kind, shape string, size, context int64) {
 //     t(s) = t(a)^(1−u) · t(b)^u with u = ln(s/a) / ln(b/a): linear in log
 //     size and log time.
 //
-// Outside the measured range, or where a corner was not measured, there is
-// no entry and the roofline prices the op.
+// Below the smallest measured size a compute op's line through its two
+// smallest sizes a < b goes on down (a fixed cost plus a cost per row, as
+// between them), but never under t(a)·s/a, what a line through the origin
+// and the smallest entry would charge: a decode at one row priced from a
+// table of 16 and 32,512 rows costs about the 16-row entry (its weights
+// are read all the same), where the roofline charged it the bandwidth
+// floor alone (docs/calibration.md, "Interpolation"). Above the largest
+// measured size, below the smallest for every other kind, or where a
+// corner was not measured, there is no entry and the roofline prices the
+// op.
 type OpTable struct {
 	grids map[string]*opGrid // kind + "\x00" + shape
 }
@@ -129,10 +137,19 @@ func (t *OpTable) Lookup(kind, shape string, size, context int64) (float64, bool
 	in := interpOf(kind)
 	s0, s1, u, ok := in.bracket(g.sizes, size)
 	if !ok {
-		return 0, false
+		if s0, s1, u, ok = in.below(g.sizes, size); !ok {
+			return 0, false
+		}
+	}
+	at := func(c int64) (float64, bool) { // along the size at context c
+		t, ok := in.lerp(g.t, [2]int64{s0, c}, [2]int64{s1, c}, u)
+		if ok && u < 0 { // below the range: at least the smallest entry per row
+			t = max(t, g.t[[2]int64{s0, c}]*float64(size)/float64(s0))
+		}
+		return t, ok
 	}
 	if len(g.contexts) == 1 && g.contexts[0] == context {
-		return in.lerp(g.t, [2]int64{s0, context}, [2]int64{s1, context}, u)
+		return at(context)
 	}
 	if context <= 0 {
 		return 0, false
@@ -141,8 +158,8 @@ func (t *OpTable) Lookup(kind, shape string, size, context int64) (float64, bool
 	if !ok {
 		return 0, false
 	}
-	lo, ok0 := in.lerp(g.t, [2]int64{s0, c0}, [2]int64{s1, c0}, u)
-	hi, ok1 := in.lerp(g.t, [2]int64{s0, c1}, [2]int64{s1, c1}, u)
+	lo, ok0 := at(c0)
+	hi, ok1 := at(c1)
 	if !ok0 || !ok1 {
 		return 0, false
 	}
@@ -205,6 +222,17 @@ func (in interp) bracket(xs []int64, x int64) (a, b int64, u float64, ok bool) {
 		return a, b, float64(x-a) / float64(b-a), true
 	}
 	return a, b, math.Log(float64(x)/float64(a)) / math.Log(float64(b)/float64(a)), true
+}
+
+// below extends a linear kind's line through its two smallest measured
+// sizes a < b below a: x < a at u = (x − a)/(b − a) < 0 (see OpTable);
+// false for a power law, fewer than two sizes, or x not below a.
+func (in interp) below(xs []int64, x int64) (a, b int64, u float64, ok bool) {
+	if in != linear || len(xs) < 2 || x <= 0 || x >= xs[0] {
+		return 0, 0, 0, false
+	}
+	a, b = xs[0], xs[1]
+	return a, b, float64(x-a) / float64(b-a), true
 }
 
 // lerp is the point u of the way between the entries at a and b (mix),

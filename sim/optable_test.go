@@ -31,8 +31,10 @@ func TestOpTableLookup1D(t *testing.T) {
 		{8, 2e-6, true},
 		// 32 rows: u = (32−16)/(64−16) = 1/3 → 4 + 4·(1/3) = 16/3 µs.
 		{32, 16.0 / 3 * 1e-6, true},
-		{2, 0, false},   // below the measured range: roofline
-		{128, 0, false}, // above
+		// 2 rows, below the range: the line through 4 and 16 rows goes on,
+		// 1 + 3·(2−4)/12 = 0.5 µs; not under 1·2/4 = 0.5 µs.
+		{2, 0.5e-6, true},
+		{128, 0, false}, // above the range: roofline
 	} {
 		got, ok := tab.Lookup("gemm", "n=8 k=8 bias=false", c.size, 0)
 		if ok != c.ok || math.Abs(got-c.want) > 1e-12 {
@@ -67,6 +69,49 @@ func TestOpTableLookup1D(t *testing.T) {
 	ar := NewOpTable(opTimes("all_reduce", "ranks=2", [3]float64{256, 0, 10e-6}, [3]float64{4096, 0, 40e-6}))
 	if got, ok := ar.Lookup("all_reduce", "ranks=2", 1024, 0); !ok || math.Abs(got-20e-6) > 1e-15 {
 		t.Errorf("all_reduce at 1 KiB: (%g, %v), want 20 µs", got, ok)
+	}
+}
+
+func TestOpTableBelowRange(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		t0, t1 float64 // µs at 16 and 32 rows
+		size   int64
+		want   float64 // µs
+	}{
+		// A fixed cost: 10 µs at 16 rows, 12 at 32: 0.125 µs a row, so
+		// 1 row costs 10 − 15·0.125 = 8.125 µs (the floor 10·1/16 = 0.625
+		// is lower).
+		{"fixed cost", 10, 12, 1, 8.125},
+		// Superlinear: 2 µs at 16, 8 at 32: the line, 2 − 8·0.375 = −1 µs
+		// at 8 rows, is under the floor 2·8/16 = 1 µs, which is charged.
+		{"floor", 2, 8, 8, 1},
+	} {
+		tab := NewOpTable(opTimes("gemm", "n=8 k=8 bias=false", [3]float64{16, 0, c.t0 * 1e-6}, [3]float64{32, 0, c.t1 * 1e-6}))
+		if got, ok := tab.Lookup("gemm", "n=8 k=8 bias=false", c.size, 0); !ok || math.Abs(got-c.want*1e-6) > 1e-15 {
+			t.Errorf("%s: %d rows: (%g, %v), want %g µs", c.name, c.size, got, ok, c.want)
+		}
+	}
+	// One measured size: no line, no entry below it.
+	one := NewOpTable(opTimes("gemm", "n=8 k=8 bias=false", [3]float64{16, 0, 1e-6}))
+	if _, ok := one.Lookup("gemm", "n=8 k=8 bias=false", 1, 0); ok {
+		t.Error("one measured size: an entry below it")
+	}
+	// A power-law kind (an all_reduce by bytes) has none below its range.
+	ar := NewOpTable(opTimes("all_reduce", "ranks=2", [3]float64{256, 0, 10e-6}, [3]float64{4096, 0, 40e-6}))
+	if _, ok := ar.Lookup("all_reduce", "ranks=2", 64, 0); ok {
+		t.Error("all_reduce below its measured bytes: an entry")
+	}
+	// Attention below its measured query rows, bilinearly: rows {2, 4} ×
+	// contexts {4, 8}, t = q·ctx µs at the corners (8, 16, 16, 32). At one
+	// row and context 6: along the rows at context 4, 8 − 8/2 = 4 µs (floor
+	// 8/2 = 4), at context 8, 16 − 16/2 = 8 (floor 8); along the context
+	// halfway, 6 µs = 1·6.
+	sh := "seqs=1 heads=1 kv_heads=1 head_dim=8 rope=true bidirectional=false"
+	at := NewOpTable(opTimes("attention", sh,
+		[3]float64{2, 4, 8e-6}, [3]float64{4, 4, 16e-6}, [3]float64{2, 8, 16e-6}, [3]float64{4, 8, 32e-6}))
+	if got, ok := at.Lookup("attention", sh, 1, 6); !ok || math.Abs(got-6e-6) > 1e-15 {
+		t.Errorf("attention at (1, 6): (%g, %v), want 6 µs", got, ok)
 	}
 }
 
