@@ -289,3 +289,106 @@ func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
 	}
 	return w
 }
+
+// BenchmarkRankLoadShardedCold measures, on a cold page cache each time
+// (checkpointtest.Evict of the file read), tensor-parallel rank 0 of TP-1,
+// TP-2 and TP-8 plans loading every tensor it holds two ways, as pairs in
+// alternating order: "checkpoint", through Source with one Prefetch from
+// the Hugging Face file (as exec/cpu does), and "sharded", through Sharded
+// with one Prefetch from the rank's pre-sharded file (WriteSharded, written
+// once before the pairs, not timed). Each pair is preceded by a sequential
+// read of the whole checkpoint file after its own eviction. It reports per
+// way the median over the pairs of the rank's bytes (in the checkpoint's
+// BF16) per second (MB/s) and of that over the checkpoint file's
+// sequential rate (slice/seq), and the median CPU time of a load (cpu-s).
+// PARTBENCH_SHARDS_BENCH_MB sets the file's size (default 256).
+func BenchmarkRankLoadShardedCold(b *testing.B) {
+	dir, size := benchDir(b, benchMB(b))
+	path := filepath.Join(dir, checkpoint.SingleFile)
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 4<<20)
+	for _, tp := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
+			r := newBenchRank(b, dir, hf, tp)
+			w, err := checkpoint.OpenWeights(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			shardPath, _, err := WriteSharded(dir, w, hf, r.shard, r.list)
+			w.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			loadSharded := func() {
+				w, err := checkpoint.OpenWeights(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := OpenSharded(dir, w, r.shard)
+				if err != nil || s == nil {
+					b.Fatalf("%v, %v", s, err)
+				}
+				if err := s.Prefetch(r.list); err != nil {
+					b.Fatal(err)
+				}
+				for _, ts := range r.list {
+					if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Close()
+				w.Close()
+			}
+			seqRead := func() float64 {
+				checkpointtest.Evict(b, path)
+				t0 := time.Now()
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+				return time.Since(t0).Seconds()
+			}
+			rate, vsSeq, cpu := [2][]float64{}, [2][]float64{}, [2][]float64{}
+			for i := 0; i < b.N; i++ {
+				seq := seqRead()
+				for k := range 2 {
+					k := (k + i) % 2 // each way takes each place in turn
+					c0 := cpuSeconds(b)
+					var dt float64
+					if k == 0 {
+						checkpointtest.Evict(b, path)
+						t0 := time.Now()
+						r.load(b, true).Close()
+						dt = time.Since(t0).Seconds()
+					} else {
+						checkpointtest.Evict(b, shardPath)
+						t0 := time.Now()
+						loadSharded()
+						dt = time.Since(t0).Seconds()
+					}
+					cpu[k] = append(cpu[k], cpuSeconds(b)-c0)
+					rate[k] = append(rate[k], float64(r.bytes)/dt/1e6)
+					vsSeq[k] = append(vsSeq[k], float64(r.bytes)/dt/(float64(size)/seq))
+				}
+				if testing.Verbose() {
+					fmt.Printf("pair tp=%d iteration %d: seq %.0f MB/s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f)\n",
+						tp, i, float64(size)/seq/1e6, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i])
+				}
+			}
+			for k, name := range []string{"checkpoint", "sharded"} {
+				b.ReportMetric(stats.Median(rate[k]), name+"-MB/s")
+				b.ReportMetric(stats.Median(vsSeq[k]), name+"-slice/seq")
+				b.ReportMetric(stats.Median(cpu[k]), name+"-cpu-s")
+			}
+			b.ReportMetric(float64(r.bytes)/1e6, "rank-MB")
+			b.ReportMetric(float64(size)/1e6, "file-MB")
+		})
+	}
+}

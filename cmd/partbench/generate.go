@@ -186,6 +186,9 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	if bindNote != "" {
 		res.Notes = append(res.Notes, bindNote)
 	}
+	if fs := m.ShardedFiles(); len(fs) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("weights read from %d pre-sharded file(s) written by partbench shard, the first %s", len(fs), fs[0]))
+	}
 	if o.logitsOut != "" {
 		if err := report.WriteFileAtomic(o.logitsOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(res.Logits) }); err != nil {
 			return fmt.Errorf("generate: --logits-out: %w", err)

@@ -38,7 +38,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newModelCmd(), newPresetsCmd(), newClaimsCmd(), newCollectivesCmd(), newRunCmd(), newCalibrateCmd(),
 		newSearchCmd(), newBenchCmd(), newPlotCmd(), newCompareCmd(), newL2Cmd(), newNCCLCheckCmd(), newTopoCmd(),
-		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd())
+		newServeCmd(), newRemoteCmd(), newGenerateCmd(), newSuiteCmd(), newResumeCmd(), newShardCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newServingCmd())
 	addRunFlags(root)

@@ -3,6 +3,7 @@ package hf
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/shards"
@@ -63,6 +64,9 @@ type Model struct {
 	Dir     string
 	Config  *checkpoint.Config
 	Weights *checkpoint.Weights
+
+	mu      sync.Mutex
+	sharded []*shards.Sharded // pre-sharded files opened by Shards
 }
 
 // Open reads dir's config.json and maps its safetensors (checked against
@@ -93,14 +97,48 @@ func open(dir string, hf *checkpoint.Config) (*Model, error) {
 	return &Model{Dir: dir, Config: hf, Weights: w}, nil
 }
 
-// Close unmaps the weights.
-func (m *Model) Close() error { return m.Weights.Close() }
+// Close unmaps the weights and every pre-sharded file Shards opened.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	err := m.Weights.Close()
+	for _, f := range m.sharded {
+		err = errors.Join(err, f.Close())
+	}
+	m.sharded = nil
+	return err
+}
 
-// Shards are the slices of shard s: shards.Source reads only the rows or
-// columns s holds, the rank's whole list at once where the backend
-// prefetches it (shards.Source.Prefetch), else tensor by tensor as it asks.
+// Shards are the slices of shard s: from the model directory's pre-sharded
+// file of s where `partbench shard` wrote one (shards.Sharded: the rank's
+// tensors as one run of its own file, laid out already), else from the
+// checkpoint, shards.Source reading only the rows or columns s holds, the
+// rank's whole list at once where the backend prefetches it
+// (shards.Source.Prefetch), else tensor by tensor as it asks. A
+// pre-sharded file written from other checkpoint files is an error.
 func (m *Model) Shards(s model.Shard) (model.Source, error) {
+	f, err := shards.OpenSharded(m.Dir, m.Weights, s)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		m.mu.Lock()
+		m.sharded = append(m.sharded, f)
+		m.mu.Unlock()
+		return f, nil
+	}
 	return shards.New(m.Weights, m.Config, s), nil
+}
+
+// ShardedFiles is the pre-sharded files Shards has read so far.
+func (m *Model) ShardedFiles() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, f := range m.sharded {
+		out = append(out, f.Path())
+	}
+	return out
 }
 
 // Computes is b's NewCompute with m's slices as each rank's weights.
