@@ -39,7 +39,7 @@
 #                   seed4 run priced with it
 #   l2         30   l2 --measure --backend cuda on the seed strategies
 #   generate   60   generate --backend cuda --reference and run --check --model-dir on the
-#                   Hugging Face fixtures, fp32/fp16/bf16
+#                   Hugging Face fixtures, fp32/fp16/bf16; TP 2 from partbench shard's files
 #   resume     30   resume --backend cuda: recompute, offload, stateful
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
 #   serving    40   the continuous-batching engine in `serve --backend cuda` under load,
@@ -148,7 +148,7 @@ pbrun() {
 		local sub=$1 a missing=""
 		[ "$sub" = "trace" ] && sub="trace $2" # a two-word subcommand
 		case $sub in
-		run | model | nccl-check | calibrate | l2 | generate | resume | serve | remote | serving | "trace stats") ;;
+		run | model | nccl-check | calibrate | l2 | generate | shard | resume | serve | remote | serving | "trace stats") ;;
 		*) missing="subcommand $sub" ;;
 		esac
 		local help
@@ -454,6 +454,12 @@ for s in $steps; do
 			# a 64 KiB read-ahead window (several windows a rank) against the same reference
 			pbrun "generate-$f-window64k" generate --backend cuda --dtype fp16 --host-window 64K \
 				--model-dir "checkpoint/testdata/$f" --reference "checkpoint/testdata/$f/reference.json" --new-tokens 8
+			# pre-sharded files (partbench shard) of a copy, read by every rank
+			# of TP 2 in bf16 against the same reference
+			[ $dry -eq 1 ] || { rm -rf "$out/sharded-$f" && cp -r "checkpoint/testdata/$f" "$out/sharded-$f"; }
+			pbrun "shard-$f" shard --model-dir "$out/sharded-$f" --tp 2
+			pbrun "generate-$f-sharded" generate --backend cuda --dtype bf16 --tp 2 --model-dir "$out/sharded-$f" \
+				--reference "checkpoint/testdata/$f/reference.json" --new-tokens 8
 		done
 		;;
 	resume)
