@@ -76,7 +76,7 @@ type ioPlan struct {
 // place, to the slice's values [at, at+count·run/size) in row-major order
 // (rows of width values) placed by it.
 type segment struct {
-	fd                      *os.File
+	fd, direct              *os.File
 	size                    int64 // the file's size
 	off, run, stride, count int64
 	dtype                   DType
@@ -115,6 +115,7 @@ func (g segment) end() int64 { return g.off + (g.count-1)*g.stride + g.run }
 // sorted segments).
 type fileRead struct {
 	fd     *os.File
+	direct *os.File // fd opened for direct I/O, or nil
 	lo, hi int64
 	segs   []segment
 }
@@ -216,7 +217,7 @@ func (t Tensor) rangeSegments(out []segment, e0, n int64, to target, p ioPlan) [
 	per := max(1, p.maxRead/es) // elements per piece
 	for e := int64(0); e < n; e += per {
 		k := min(per, n-e)
-		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+		out = append(out, segment{fd: t.fd, direct: t.direct, size: int64(len(t.mapping)), dtype: t.Info.DType,
 			off: t.off + (e0+e)*es, run: k * es, count: 1, to: to.sub(e, k)})
 	}
 	return out
@@ -243,7 +244,7 @@ func (t Tensor) colSegments(out []segment, c0, c1 int64, to target, p ioPlan) []
 	per := max(1, (p.maxRead-run)/stride+1) // rows whose span fits one read
 	for r := int64(0); r < rows; r += per {
 		k := min(per, rows-r)
-		out = append(out, segment{fd: t.fd, size: int64(len(t.mapping)), dtype: t.Info.DType,
+		out = append(out, segment{fd: t.fd, direct: t.direct, size: int64(len(t.mapping)), dtype: t.Info.DType,
 			off: t.off + (r*cols+c0)*es, run: run, stride: stride, count: k, to: to.sub(r*w, k*w)})
 	}
 	return out
@@ -261,7 +262,7 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 	start := 0
 	lo, hi := down(segs[0].off), segs[0].end()
 	flush := func(i int) {
-		reads = append(reads, fileRead{fd: segs[start].fd, lo: lo, hi: up(hi, segs[start].size), segs: segs[start:i]})
+		reads = append(reads, fileRead{fd: segs[start].fd, direct: segs[start].direct, lo: lo, hi: up(hi, segs[start].size), segs: segs[start:i]})
 	}
 	for i := 1; i < len(segs); i++ {
 		g := segs[i]
@@ -344,7 +345,7 @@ func runReads(reads []fileRead, p ioPlan) error {
 
 // do reads r into scratch and converts its segments.
 func (r fileRead) do(scratch *[]byte) error {
-	b, err := readAt(r.fd, scratch, r.lo, r.hi-r.lo)
+	b, err := readAtDirect(r.direct, r.fd, scratch, r.lo, r.hi-r.lo)
 	if err != nil {
 		return fmt.Errorf("reading bytes [%d, %d): %w", r.lo, r.hi, err) // err names the file
 	}

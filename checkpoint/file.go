@@ -22,6 +22,9 @@ type File struct {
 	// fd, when set, reads tensors with pread (readSegments) instead of
 	// faulting the mapping in; nil where the file is already in memory.
 	fd *os.File
+	// direct, when set (Weights.ReadDirect), is the file opened for direct
+	// I/O: large page-aligned reads bypass the page cache.
+	direct *os.File
 }
 
 // Open maps and validates a safetensors file.
@@ -116,10 +119,13 @@ func (f *File) Close() error {
 		return nil
 	}
 	err := f.unmap()
+	if f.direct != nil {
+		f.direct.Close()
+	}
 	if f.fd != nil {
 		f.fd.Close()
 	}
-	f.unmap, f.data, f.fd = nil, nil, nil
+	f.unmap, f.data, f.fd, f.direct = nil, nil, nil, nil
 	return err
 }
 
@@ -146,7 +152,7 @@ func (f *File) Tensor(name string) (Tensor, bool) {
 	}
 	t := f.header.Tensors[i]
 	start := f.header.DataStart
-	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End], mapping: f.data, off: start + t.Begin, fd: f.fd}, true
+	return Tensor{Info: t, File: f.path, data: f.data[start+t.Begin : start+t.End : start+t.End], mapping: f.data, off: start + t.Begin, fd: f.fd, direct: f.direct}, true
 }
 
 // Tensor is a read-only view of one tensor in a mapped file.
@@ -158,6 +164,7 @@ type Tensor struct {
 	mapping []byte   // the whole file
 	off     int64    // where data starts in mapping
 	fd      *os.File // for pread (nil: the mapping only)
+	direct  *os.File // for direct I/O (nil: none)
 }
 
 // Bytes is the tensor's raw little-endian bytes: a view of the mapping, which

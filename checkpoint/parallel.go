@@ -1,10 +1,15 @@
 package checkpoint
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"unsafe"
 )
 
 // parallelMinBytes is the size of each block a conversion from the mapping
@@ -57,6 +62,44 @@ func forBlocks(n, unitBytes int64, fn func(lo, hi int64) error) error {
 var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, parallelMinBytes); return &b }}
 
 func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+
+// directReads counts the reads readAtDirect made with direct I/O (tests
+// check that the path is taken).
+var directReads atomic.Int64
+
+// readAtDirect is readAt through direct, the file opened for direct I/O,
+// where it is set and the read can be one: off a multiple of the page size
+// (planReads starts every read on a page), the length rounded up to pages
+// (a read past the end of the file comes back short: at least n bytes is
+// enough) and the buffer page-aligned (the heap's large buffers are). Else,
+// or where the kernel refuses the direct read (EINVAL: a file system or
+// device without it), through fd, the page cache.
+func readAtDirect(direct, fd *os.File, scratch *[]byte, off, n int64) ([]byte, error) {
+	page := int64(os.Getpagesize())
+	if direct == nil || off%page != 0 {
+		return readAt(fd, scratch, off, n)
+	}
+	rn := (n + page - 1) &^ (page - 1)
+	if int64(cap(*scratch)) < rn {
+		*scratch = make([]byte, rn)
+	}
+	b := (*scratch)[:rn]
+	if uintptr(unsafe.Pointer(&b[0]))%uintptr(page) != 0 {
+		return readAt(fd, scratch, off, n)
+	}
+	got, err := direct.ReadAt(b, off)
+	if int64(got) >= n {
+		directReads.Add(1)
+		return b[:n], nil
+	}
+	if errors.Is(err, syscall.EINVAL) {
+		return readAt(fd, scratch, off, n)
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%s: %d bytes at %d, read %d: %w", fd.Name(), n, off, got, io.ErrUnexpectedEOF)
+	}
+	return nil, err
+}
 
 // readAt fills (*scratch)[:n] with n bytes of fd at off, growing the buffer
 // when needed, and returns them.

@@ -17,6 +17,9 @@ import (
 // 15,750 B from the next: under the 64 KiB gap, a span; the gap-0 plan is
 // TestReadSlicesMatchesReference's); 5 × 300,000 has fewer rows than a
 // block would hold; f16 and f32 tensors of 4–4.5 MB cross one boundary.
+// The pread paths are checked again with the file opened for direct I/O
+// (where the file system has it): reads rounded up to pages, the last one
+// past the end of the file.
 func TestLargeSlicesReadInParallel(t *testing.T) {
 	old := runtime.GOMAXPROCS(4) // several workers even on a 1-core machine
 	defer runtime.GOMAXPROCS(old)
@@ -34,8 +37,17 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 	}
 	mapped := *f
 	mapped.fd = nil // the same bytes, converted from the mapping alone
+	files := []*File{f, &mapped}
+	direct := *f // the same file read with direct I/O where it has it
+	if direct.direct = openDirect(f.path); direct.direct != nil {
+		defer direct.direct.Close()
+		files = append(files, &direct)
+	} else {
+		t.Log("no direct I/O here: only the page cache's reads checked")
+	}
+	before := directReads.Load()
 	for _, raw := range ts {
-		for _, file := range []*File{f, &mapped} {
+		for _, file := range files {
 			x, _ := file.Tensor(raw.name)
 			rows, cols := raw.shape[0], raw.shape[1]
 			want := func(r, c int64) float32 { return raw.want(r*cols + c) }
@@ -74,6 +86,9 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 				}
 			}
 		}
+	}
+	if direct.direct != nil && directReads.Load() == before {
+		t.Error("direct I/O opened, but no read went through it")
 	}
 }
 

@@ -131,6 +131,25 @@ func (w *Weights) Close() error {
 	return errors.Join(errs...)
 }
 
+// ReadDirect opens every file of w that is read with pread a second time,
+// for direct I/O (O_DIRECT on Linux), and reports whether any was: its
+// large reads then go from the device into the reader's buffers without
+// the page cache (no copy of every byte by the kernel, none of the file's
+// pages kept). For a file one process reads once, such as a rank's
+// pre-sharded file, not for one several ranks read (their reads share
+// the cache). Where the system or file system has no direct I/O the reads
+// stay as they were.
+func (w *Weights) ReadDirect() bool {
+	opened := false
+	for _, f := range w.files {
+		if f.fd != nil && f.direct == nil {
+			f.direct = openDirect(f.path)
+		}
+		opened = opened || f.direct != nil
+	}
+	return opened
+}
+
 // Files lists the mapped files in name order.
 func (w *Weights) Files() []*File { return w.files }
 

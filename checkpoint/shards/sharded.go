@@ -172,6 +172,9 @@ func WriteSharded(modelDir string, w *checkpoint.Weights, c *checkpoint.Config, 
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err := tmp.Chmod(0o644); err != nil { // as the checkpoint's own files, not CreateTemp's 0600
+		return "", 0, err
+	}
 	bw := bufio.NewWriterSize(tmp, 4<<20)
 	var lenb [8]byte
 	binary.LittleEndian.PutUint64(lenb[:], uint64(len(js)))
@@ -281,7 +284,9 @@ func toF16(v float32) (uint16, bool) {
 
 // Sharded is a model.Source of one rank's tensors read from its
 // pre-sharded file (WriteSharded): each tensor one contiguous range,
-// converted to float32 as it is read, with nothing to transpose or permute.
+// converted to float32 as it is read, with nothing to transpose or permute;
+// the file is read with direct I/O where the system has it
+// (checkpoint.Weights.ReadDirect).
 // A rank's loader calls Prefetch with its whole list first (its stage's
 // tensors, one run of the file); Tensor alone reads one tensor. A Sharded
 // is used by one goroutine at a time.
@@ -325,6 +330,7 @@ func OpenSharded(modelDir string, w *checkpoint.Weights, s model.Shard) (*Sharde
 		sw.Close()
 		return nil, err
 	}
+	sw.ReadDirect() // this rank alone reads the file, once
 	return &Sharded{w: sw, shard: s}, nil
 }
 
