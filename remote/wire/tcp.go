@@ -163,8 +163,12 @@ func (t *TCPConn) ReadBody(n int) (*pb.Envelope, error) {
 	if _, err := io.ReadFull(t.r, b); err != nil {
 		return nil, err
 	}
-	e := &pb.Envelope{}
-	err := proto.Unmarshal(b, e)
+	e, ok := decodeStepFrame(b)
+	var err error
+	if !ok {
+		e = &pb.Envelope{}
+		err = proto.Unmarshal(b, e)
+	}
 	if cap(t.buf) > TCPKeptMessageBytes {
 		t.buf = nil // a large message's buffer is not held between messages
 	}
