@@ -40,24 +40,43 @@ func decodeStepFrame(b []byte) (e *pb.Envelope, ok bool) {
 	if m < 0 || n+m != len(fb) {
 		return nil, false
 	}
-	f := &pb.Frame{}
+	// The envelope, its frame, their oneof wrappers and the message are
+	// one allocation.
 	switch num {
 	case frameHeaderField:
-		h, ok := decodeStepHeader(v)
-		if !ok {
+		m := &headerFrame{}
+		if !decodeStepHeader(v, &m.h) {
 			return nil, false
 		}
-		f.Kind = &pb.Frame_Header{Header: h}
+		m.fk.Header, m.f.Kind = &m.h, &m.fk
+		m.ek.Frame, m.e.Kind = &m.f, &m.ek
+		return &m.e, true
 	case frameTrailerField:
-		t, ok := decodeStepTrailer(v)
-		if !ok {
+		m := &trailerFrame{}
+		if !decodeStepTrailer(v, &m.t) {
 			return nil, false
 		}
-		f.Kind = &pb.Frame_Trailer{Trailer: t}
-	default:
-		return nil, false
+		m.fk.Trailer, m.f.Kind = &m.t, &m.fk
+		m.ek.Frame, m.e.Kind = &m.f, &m.ek
+		return &m.e, true
 	}
-	return &pb.Envelope{Kind: &pb.Envelope_Frame{Frame: f}}, true
+	return nil, false
+}
+
+type headerFrame struct {
+	e  pb.Envelope
+	ek pb.Envelope_Frame
+	f  pb.Frame
+	fk pb.Frame_Header
+	h  pb.StepHeader
+}
+
+type trailerFrame struct {
+	e  pb.Envelope
+	ek pb.Envelope_Frame
+	f  pb.Frame
+	fk pb.Frame_Trailer
+	t  pb.StepTrailer
 }
 
 // onlyMessageField returns the contents of b's field num when it is b's
@@ -118,18 +137,18 @@ func (f field) str() (string, bool) {
 	return string(f.s), true
 }
 
-func decodeStepHeader(b []byte) (*pb.StepHeader, bool) {
-	h := &pb.StepHeader{}
+// decodeStepHeader decodes b into the empty header h.
+func decodeStepHeader(b []byte, h *pb.StepHeader) bool {
 	for len(b) > 0 {
 		f, rest, ok := nextField(b)
 		if !ok {
-			return nil, false
+			return false
 		}
 		b = rest
 		switch {
 		case f.num == 1:
 			if h.SessionId, ok = f.str(); !ok {
-				return nil, false
+				return false
 			}
 		case f.num == 2 && f.typ == protowire.VarintType:
 			h.Phase = pb.Phase(int32(f.v))
@@ -138,14 +157,14 @@ func decodeStepHeader(b []byte) (*pb.StepHeader, bool) {
 		case f.num == 4 && f.typ == protowire.BytesType:
 			ti, ok := decodeTensorInfo(f.s)
 			if !ok {
-				return nil, false
+				return false
 			}
 			h.Tensors = append(h.Tensors, ti)
 		default:
-			return nil, false
+			return false
 		}
 	}
-	return h, true
+	return true
 }
 
 func decodeTensorInfo(b []byte) (*pb.TensorInfo, bool) {
@@ -183,12 +202,12 @@ func decodeTensorInfo(b []byte) (*pb.TensorInfo, bool) {
 	return ti, true
 }
 
-func decodeStepTrailer(b []byte) (*pb.StepTrailer, bool) {
-	t := &pb.StepTrailer{}
+// decodeStepTrailer decodes b into the empty trailer t.
+func decodeStepTrailer(b []byte, t *pb.StepTrailer) bool {
 	for len(b) > 0 {
 		f, rest, ok := nextField(b)
 		if !ok {
-			return nil, false
+			return false
 		}
 		b = rest
 		if f.num <= 7 && f.typ == protowire.VarintType {
@@ -208,7 +227,7 @@ func decodeStepTrailer(b []byte) (*pb.StepTrailer, bool) {
 			case 7:
 				t.SpanNs = int64(f.v)
 			default:
-				return nil, false
+				return false
 			}
 			continue
 		}
@@ -217,11 +236,11 @@ func decodeStepTrailer(b []byte) (*pb.StepTrailer, bool) {
 			t.Utilization = math.Float64frombits(f.v)
 		case f.num == 9:
 			if t.UtilSource, ok = f.str(); !ok {
-				return nil, false
+				return false
 			}
 		default:
-			return nil, false
+			return false
 		}
 	}
-	return t, true
+	return true
 }
