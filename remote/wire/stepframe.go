@@ -244,3 +244,160 @@ func decodeStepTrailer(b []byte, t *pb.StepTrailer) bool {
 	}
 	return true
 }
+
+// appendStepFrame appends e as proto.Marshal would encode it when e is an
+// Envelope holding a Frame holding a StepHeader or a StepTrailer, none of
+// them with unknown fields and every string valid UTF-8 (ok false, b
+// unchanged, otherwise): fields in number order, zero values left out,
+// shapes packed. It returns the envelope's encoded size.
+func appendStepFrame(b []byte, e *pb.Envelope) (out []byte, n int, ok bool) {
+	f := e.GetFrame()
+	if f == nil || len(e.ProtoReflect().GetUnknown()) > 0 || len(f.ProtoReflect().GetUnknown()) > 0 {
+		return b, 0, false
+	}
+	var num protowire.Number
+	var size int
+	switch k := f.Kind.(type) {
+	case *pb.Frame_Header:
+		if size, ok = stepHeaderSize(k.Header); !ok {
+			return b, 0, false
+		}
+		num = frameHeaderField
+	case *pb.Frame_Trailer:
+		if size, ok = stepTrailerSize(k.Trailer); !ok {
+			return b, 0, false
+		}
+		num = frameTrailerField
+	default:
+		return b, 0, false
+	}
+	frameSize := protowire.SizeTag(num) + protowire.SizeBytes(size)
+	n = protowire.SizeTag(envelopeFrameField) + protowire.SizeBytes(frameSize)
+	b = protowire.AppendTag(b, envelopeFrameField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(frameSize))
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	if num == frameHeaderField {
+		b = appendStepHeader(b, f.GetHeader())
+	} else {
+		b = appendStepTrailer(b, f.GetTrailer())
+	}
+	return b, n, true
+}
+
+// int32Varint is how protobuf encodes an int32 or enum value: sign-extended
+// to 64 bits.
+func int32Varint(v int32) uint64 { return uint64(int64(v)) }
+
+func stringSize(num protowire.Number, s string) int {
+	if s == "" {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
+}
+
+func varintSize(num protowire.Number, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeVarint(v)
+}
+
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), s)
+}
+
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+}
+
+// tensorInfoSize is ti's encoded size; ok is false where protobuf's
+// encoding is not this one's (unknown fields, a name not valid UTF-8).
+func tensorInfoSize(ti *pb.TensorInfo) (n, packed int, ok bool) {
+	if !utf8.ValidString(ti.Name) || len(ti.ProtoReflect().GetUnknown()) > 0 {
+		return 0, 0, false
+	}
+	for _, d := range ti.Shape {
+		packed += protowire.SizeVarint(uint64(d))
+	}
+	n = stringSize(1, ti.Name) + varintSize(2, int32Varint(ti.ElemBytes)) + varintSize(4, uint64(ti.Bytes))
+	if len(ti.Shape) > 0 {
+		n += protowire.SizeTag(3) + protowire.SizeBytes(packed)
+	}
+	return n, packed, true
+}
+
+func stepHeaderSize(h *pb.StepHeader) (int, bool) {
+	if h == nil || !utf8.ValidString(h.SessionId) || len(h.ProtoReflect().GetUnknown()) > 0 {
+		return 0, false
+	}
+	n := stringSize(1, h.SessionId) + varintSize(2, int32Varint(int32(h.Phase))) + varintSize(3, int32Varint(h.Step))
+	for _, ti := range h.Tensors {
+		if ti == nil {
+			return 0, false
+		}
+		s, _, ok := tensorInfoSize(ti)
+		if !ok {
+			return 0, false
+		}
+		n += protowire.SizeTag(4) + protowire.SizeBytes(s)
+	}
+	return n, true
+}
+
+func appendStepHeader(b []byte, h *pb.StepHeader) []byte {
+	b = appendString(b, 1, h.SessionId)
+	b = appendVarintField(b, 2, int32Varint(int32(h.Phase)))
+	b = appendVarintField(b, 3, int32Varint(h.Step))
+	for _, ti := range h.Tensors {
+		s, packed, _ := tensorInfoSize(ti)
+		b = protowire.AppendTag(b, 4, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(s))
+		b = appendString(b, 1, ti.Name)
+		b = appendVarintField(b, 2, int32Varint(ti.ElemBytes))
+		if len(ti.Shape) > 0 {
+			b = protowire.AppendTag(b, 3, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(packed))
+			for _, d := range ti.Shape {
+				b = protowire.AppendVarint(b, uint64(d))
+			}
+		}
+		b = appendVarintField(b, 4, uint64(ti.Bytes))
+	}
+	return b
+}
+
+// trailerInts are the trailer's int64 fields, numbers 1 to 7 in order.
+func trailerInts(t *pb.StepTrailer) [7]int64 {
+	return [7]int64{t.QueueWaitNs, t.ReceiveNs, t.ExecuteNs, t.SendNs, t.ImportNs, t.SerializeNs, t.SpanNs}
+}
+
+func stepTrailerSize(t *pb.StepTrailer) (int, bool) {
+	if t == nil || !utf8.ValidString(t.UtilSource) || len(t.ProtoReflect().GetUnknown()) > 0 {
+		return 0, false
+	}
+	n := 0
+	for i, v := range trailerInts(t) {
+		n += varintSize(protowire.Number(i+1), uint64(v))
+	}
+	if math.Float64bits(t.Utilization) != 0 { // -0 is sent, as protobuf does
+		n += protowire.SizeTag(8) + protowire.SizeFixed64()
+	}
+	return n + stringSize(9, t.UtilSource), true
+}
+
+func appendStepTrailer(b []byte, t *pb.StepTrailer) []byte {
+	for i, v := range trailerInts(t) {
+		b = appendVarintField(b, protowire.Number(i+1), uint64(v))
+	}
+	if u := math.Float64bits(t.Utilization); u != 0 {
+		b = protowire.AppendFixed64(protowire.AppendTag(b, 8, protowire.Fixed64Type), u)
+	}
+	return appendString(b, 9, t.UtilSource)
+}

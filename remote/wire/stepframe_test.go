@@ -168,3 +168,77 @@ func FuzzDecodeStepFrame(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkSameAsProtobuf(t, b) })
 }
+
+// randomStepFrame is a header or trailer envelope with random field values,
+// zeros, negatives, -0 and non-ASCII text among them.
+func randomStepFrame(rng *rand.Rand) *pb.Envelope {
+	i64 := func() int64 {
+		switch rng.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return -rng.Int64N(1 << 40)
+		default:
+			return rng.Int64() >> rng.IntN(63)
+		}
+	}
+	i32 := func() int32 { return int32(i64()) }
+	str := func() string {
+		return []string{"", "tokens", "0123456789abcdef0123456789abcdef", "kv·缓存", "cpu-busy"}[rng.IntN(5)]
+	}
+	if rng.IntN(2) == 0 {
+		u := []float64{0, math.Copysign(0, -1), 0.5, 1, math.NaN(), math.Inf(-1), rng.Float64()}[rng.IntN(7)]
+		return trailerEnvelope(&pb.StepTrailer{QueueWaitNs: i64(), ReceiveNs: i64(), ExecuteNs: i64(), SendNs: i64(), ImportNs: i64(),
+			SerializeNs: i64(), SpanNs: i64(), Utilization: u, UtilSource: str()})
+	}
+	h := &pb.StepHeader{SessionId: str(), Phase: pb.Phase(i32()), Step: i32()}
+	for range rng.IntN(4) {
+		ti := &pb.TensorInfo{Name: str(), ElemBytes: i32(), Bytes: i64()}
+		for range rng.IntN(4) {
+			ti.Shape = append(ti.Shape, i64())
+		}
+		h.Tensors = append(h.Tensors, ti)
+	}
+	return headerEnvelope(h)
+}
+
+// TestAppendStepFrame: the fast encoder writes exactly protobuf's bytes for
+// every step frame, and its size.
+func TestAppendStepFrame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	es := stepFrames()
+	for range 3000 {
+		es = append(es, randomStepFrame(rng))
+	}
+	for _, e := range es {
+		want, err := proto.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, ok := appendStepFrame([]byte{9}, e) // appends after what is there
+		if !ok || n != len(want) || string(got[1:]) != string(want) || got[0] != 9 {
+			t.Fatalf("%v: fast encoding (ok %v, size %d)\n%x, protobuf's (%d B)\n%x", e, ok, n, got, len(want), want)
+		}
+	}
+}
+
+// TestAppendStepFrameDeclines: messages protobuf would encode otherwise or
+// refuse are left to it.
+func TestAppendStepFrameDeclines(t *testing.T) {
+	withUnknown := &pb.StepTrailer{SpanNs: 1}
+	withUnknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 20, protowire.VarintType), 1))
+	for name, e := range map[string]*pb.Envelope{
+		"a hello":                    {Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: "t"}}},
+		"a data frame":               {Kind: &pb.Envelope_Frame{Frame: &pb.Frame{Kind: &pb.Frame_Data{Data: []byte("x")}}}},
+		"an empty frame":             {Kind: &pb.Envelope_Frame{Frame: &pb.Frame{}}},
+		"a trailer's unknown field":  trailerEnvelope(withUnknown),
+		"a session id not UTF-8":     headerEnvelope(&pb.StepHeader{SessionId: "\xff"}),
+		"a tensor name not UTF-8":    headerEnvelope(&pb.StepHeader{Tensors: []*pb.TensorInfo{{Name: "a\xffb"}}}),
+		"a util source not UTF-8":    trailerEnvelope(&pb.StepTrailer{UtilSource: "\xfe"}),
+		"a header with a nil tensor": headerEnvelope(&pb.StepHeader{Tensors: []*pb.TensorInfo{nil}}),
+	} {
+		if b, _, ok := appendStepFrame(nil, e); ok {
+			t.Errorf("%s: encoded by the fast path (%x)", name, b)
+		}
+	}
+}
