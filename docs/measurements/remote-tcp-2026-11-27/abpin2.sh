@@ -1,5 +1,5 @@
 #!/bin/bash
-# Alternates main's (5953dee) test binary and another, each run pinned to one
+# Alternates a before binary (BEFORE, default main's 5953dee test binary; for cpu-pinned.txt main's code built with this branch's remote/bench_test.go) and another, each run pinned to one
 # vCPU (client and both children on it): BenchmarkStatefulStepProcess.
 # Usage: abpin.sh ROUNDS OUTFILE NEWBIN [BENCH]
 rounds=$1; out=$2; newbin=$3; bench=${4:-StatefulStepProcess}
