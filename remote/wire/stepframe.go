@@ -11,13 +11,16 @@ import (
 
 // A raw-TCP step sends and receives two small protobuf messages besides its
 // data: the header frame (both ways) and the reply's trailer. protobuf's
-// reflective decoder was a large part of the CPU a decode step spends on
-// each end beyond a plain echo's (docs/measurements/remote-loopback.md);
-// decodeStepFrame reads the common shape of both directly. It accepts only what protobuf would decode to the same message
-// (known fields with their wire types, a frame that is the envelope's only
-// field, valid UTF-8), and leaves anything else — an unknown field, a field
-// of another wire type, merged oneofs, an error — to proto.Unmarshal, so
-// what a message means does not depend on which path read it.
+// reflection was a large part of the CPU a decode step spends on each end
+// beyond a plain echo's (docs/measurements/remote-loopback.md), so both are
+// read and written here directly, to the same messages and the same bytes.
+// decodeStepFrame accepts only what protobuf would decode to the same
+// message (known fields with their wire types, a frame that is the
+// envelope's only field, valid UTF-8) and leaves anything else (an unknown
+// field, a field of another wire type, merged oneofs, an error) to
+// proto.Unmarshal, so what a message means does not depend on which path
+// read it; appendStepFrame leaves to proto.Marshal any message it would not
+// encode byte for byte as protobuf does.
 
 // Field numbers (remotepb/remote.proto).
 const (
@@ -44,25 +47,27 @@ func decodeStepFrame(b []byte) (e *pb.Envelope, ok bool) {
 	// one allocation.
 	switch num {
 	case frameHeaderField:
-		m := &headerFrame{}
-		if !decodeStepHeader(v, &m.h) {
+		hf := &headerFrame{}
+		if !decodeStepHeader(v, &hf.h) {
 			return nil, false
 		}
-		m.fk.Header, m.f.Kind = &m.h, &m.fk
-		m.ek.Frame, m.e.Kind = &m.f, &m.ek
-		return &m.e, true
+		hf.fk.Header, hf.f.Kind = &hf.h, &hf.fk
+		hf.ek.Frame, hf.e.Kind = &hf.f, &hf.ek
+		return &hf.e, true
 	case frameTrailerField:
-		m := &trailerFrame{}
-		if !decodeStepTrailer(v, &m.t) {
+		tf := &trailerFrame{}
+		if !decodeStepTrailer(v, &tf.t) {
 			return nil, false
 		}
-		m.fk.Trailer, m.f.Kind = &m.t, &m.fk
-		m.ek.Frame, m.e.Kind = &m.f, &m.ek
-		return &m.e, true
+		tf.fk.Trailer, tf.f.Kind = &tf.t, &tf.fk
+		tf.ek.Frame, tf.e.Kind = &tf.f, &tf.ek
+		return &tf.e, true
 	}
 	return nil, false
 }
 
+// headerFrame and trailerFrame are a decoded step frame's messages, one
+// allocation each.
 type headerFrame struct {
 	e  pb.Envelope
 	ek pb.Envelope_Frame
@@ -102,9 +107,9 @@ type field struct {
 	s   []byte
 }
 
-// nextField reads the field at the start of b and returns the rest; ok is false
-// for a malformed field or one of the group or fixed32 wire types (none of
-// the step's messages has them).
+// nextField reads the field at the start of b and returns the rest; ok is
+// false for a malformed field or one of the group or fixed32 wire types
+// (none of the step's messages has them).
 func nextField(b []byte) (f field, rest []byte, ok bool) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
