@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,9 +283,15 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			// The client paces its collector as `partbench remote` does (the
 			// server child does in server.Serve).
 			gcpace.Apply(gcpace.Headroom)
+			// CPU time (on-CPU, all threads, user and kernel) of this process
+			// over its step blocks and its floor blocks, of the server child
+			// and of the echo child, for the CPU each end spends per round trip.
+			var selfSteps, selfFloor time.Duration
+			srv0, echo0 := procCPU(srv.cmd.Process.Pid), procCPU(echo.cmd.Process.Pid)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += floorBlock {
 				n := min(floorBlock, b.N-i)
+				c0 := procCPU(os.Getpid())
 				for j := 0; j <= n; j++ {
 					r, err := s.Step(context.Background(), partition.Decode, 0, in)
 					if err != nil {
@@ -295,13 +302,25 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 						span = append(span, (r.Span-r.Execute).Seconds()*1e6)
 					}
 				}
+				c1 := procCPU(os.Getpid())
 				for j := 0; j <= n; j++ {
 					if f := trip(b); j > 0 {
 						floor = append(floor, f)
 					}
 				}
+				selfSteps, selfFloor = selfSteps+c1-c0, selfFloor+procCPU(os.Getpid())-c1
 			}
 			b.StopTimer()
+			// Each block has one uncounted step and round trip beside its n.
+			steps := float64(b.N + (b.N+floorBlock-1)/floorBlock)
+			b.ReportMetric(selfSteps.Seconds()*1e6/steps, "client-cpu-µs/step")
+			b.ReportMetric(selfFloor.Seconds()*1e6/steps, "client-cpu-µs/floor")
+			if tr == "tcp" {
+				// The server child serves only steps here, the echo child only
+				// the floor (on gRPC both go to the server child).
+				b.ReportMetric((procCPU(srv.cmd.Process.Pid)-srv0).Seconds()*1e6/steps, "server-cpu-µs/step")
+				b.ReportMetric((procCPU(echo.cmd.Process.Pid)-echo0).Seconds()*1e6/steps, "echo-cpu-µs/floor")
+			}
 			if dir := os.Getenv("PARTBENCH_BENCH_DUMP"); dir != "" {
 				dumpMicros(b, filepath.Join(dir, tr+"-overhead.txt"), over)
 				dumpMicros(b, filepath.Join(dir, tr+"-floor.txt"), floor)
@@ -321,6 +340,29 @@ func BenchmarkStatefulStepProcess(b *testing.B) {
 			}
 		})
 	}
+}
+
+// procCPU is the time process pid's threads have run on a CPU (user and
+// kernel; the first field of each /proc/PID/task/TID/schedstat, in ns): 0
+// where /proc does not say (not Linux).
+func procCPU(pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ts, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var ns int64
+	for _, t := range ts {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread has ended
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			ns += v
+		}
+	}
+	return time.Duration(ns)
 }
 
 // childGCs ends a child run with GODEBUG=gctrace=1 (inherited from this

@@ -450,6 +450,13 @@ func (s *Server) acquire(ctx context.Context) (time.Duration, error) {
 	}
 	defer s.waiting.Add(-1)
 	t0 := time.Now()
+	// A free slot is taken without the context's done channel (made on
+	// first use) or a two-way select.
+	select {
+	case s.slots <- struct{}{}:
+		return time.Since(t0), nil
+	default:
+	}
 	select {
 	case s.slots <- struct{}{}:
 		return time.Since(t0), nil
@@ -589,11 +596,24 @@ func (s *Server) serveHeader(ctx context.Context, owner string, h *pb.StepHeader
 	sent := time.Since(t1)
 	u := stopUtil()
 	utilOpen = false
-	return st.Send(&pb.Frame{Kind: &pb.Frame_Trailer{Trailer: &pb.StepTrailer{
+	if err := st.Send(&pb.Frame{Kind: &pb.Frame_Trailer{Trailer: &pb.StepTrailer{
 		QueueWaitNs: wait.Nanoseconds(), ReceiveNs: recv.Nanoseconds(), ExecuteNs: out.Execute.Nanoseconds(), SendNs: sent.Nanoseconds(),
 		ImportNs: out.Import.Nanoseconds(), SerializeNs: out.Serialize.Nanoseconds(), SpanNs: time.Since(span).Nanoseconds(),
-		Utilization: u.Fraction, UtilSource: u.Source}}})
+		Utilization: u.Fraction, UtilSource: u.Source}}}); err != nil {
+		return err
+	}
+	// The reply is complete: a buffering transport sends it now, before the
+	// session's and the buffers' bookkeeping (the deferred calls), which the
+	// client need not wait for.
+	if f, ok := st.(replyFlusher); ok {
+		return f.flushReply()
+	}
+	return nil
 }
+
+// replyFlusher is a frameStream that buffers what it sends (raw TCP):
+// flushReply sends what is buffered.
+type replyFlusher interface{ flushReply() error }
 
 // sendData streams tensors' bytes in chunks of at most chunk bytes.
 func sendData(st frameStream, ts []wire.Tensor, chunk int) error {

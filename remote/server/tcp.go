@@ -288,6 +288,11 @@ func (t *tcpServerStream) SendData(d []byte) error {
 	return err
 }
 
+// flushReply sends the reply buffered so far (replyFlusher).
+func (t *tcpServerStream) flushReply() error { return t.tc.Flush() }
+
+var _ replyFlusher = (*tcpServerStream)(nil)
+
 func (t *tcpServerStream) Send(f *pb.Frame) error {
 	t.kind.Frame = f
 	t.env.Kind = &t.kind

@@ -82,6 +82,19 @@ func (t *TCPConn) Authenticated(maxMessage int) {
 // envelope must not change while it is written (its size, computed first,
 // is reused by the encoding).
 func (t *TCPConn) WriteEnvelope(e *pb.Envelope) (int64, error) {
+	// A step's header and trailer frames are encoded without protobuf's
+	// reflection, to the same bytes.
+	if b, n, ok := appendStepFrame(binary.BigEndian.AppendUint32(t.buf[:0], 0), e); ok {
+		binary.BigEndian.PutUint32(b, uint32(n))
+		t.buf = b
+		if cap(t.buf) > TCPKeptMessageBytes {
+			t.buf = nil
+		}
+		if _, err := t.w.Write(b); err != nil {
+			return 0, err
+		}
+		return int64(n + TCPPrefixBytes), nil
+	}
 	n := proto.Size(e)
 	var err error
 	t.buf, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(binary.BigEndian.AppendUint32(t.buf[:0], uint32(n)), e)
@@ -163,8 +176,12 @@ func (t *TCPConn) ReadBody(n int) (*pb.Envelope, error) {
 	if _, err := io.ReadFull(t.r, b); err != nil {
 		return nil, err
 	}
-	e := &pb.Envelope{}
-	err := proto.Unmarshal(b, e)
+	e, ok := decodeStepFrame(b)
+	var err error
+	if !ok {
+		e = &pb.Envelope{}
+		err = proto.Unmarshal(b, e)
+	}
 	if cap(t.buf) > TCPKeptMessageBytes {
 		t.buf = nil // a large message's buffer is not held between messages
 	}
