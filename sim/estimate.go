@@ -390,12 +390,20 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 			return nil, err
 		}
 	}
+	// A Program made alike from its kind's template is read through the
+	// template's ops (planWork.view: lazy) where only its op fields but the
+	// labels are read: the counts, fixed costs, working set and HBM floor.
 	repPre := make([]partition.Program, plan.PP)
 	repDec := make([]partition.Program, plan.PP)
+	repLazy := make([]bool, plan.PP)     // both phases lazy
+	repLike := make([]likeRank, plan.PP) // then their templates
 	perStageOps := 0
 	for st := 0; st < plan.PP; st++ {
 		r := plan.RankOf(st, 0)
-		repPre[st], repDec[st] = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
+		var lp, ld bool
+		repPre[st], repLike[st].pre, lp = work.view(plan, r, partition.Prefill)
+		repDec[st], repLike[st].dec, ld = work.view(plan, r, partition.Decode)
+		repPre[st], repDec[st], repLike[st], repLazy[st] = ownUnlessBoth(plan, work, repPre[st], repDec[st], repLike[st], lp, ld)
 		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
 		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
 			return nil, err
@@ -416,16 +424,21 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		kinds = make([]RankKind, 0, n)
 	}
 	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
+	var lazy []bool                     // whether they are lazy (planWork.view), both
+	var likeOf []likeRank               // then their templates
 	var floor int64
 	seen := map[tensorKey]bool{} // workingSetIn's, one for every kind
 	for r := 0; r < n; {
 		rk := plan.RankAt(r)
 		k := RankKind{RankEstimate: RankEstimate{Rank: r, Stage: rk.Stage, TPIndex: rk.TPIndex, Memory: rk.Memory, Layers: rk.Layers}, Count: 1}
-		p, d := repPre[rk.Stage], repDec[rk.Stage]
+		p, d, lz, lk := repPre[rk.Stage], repDec[rk.Stage], repLazy[rk.Stage], repLike[rk.Stage]
 		if perStage {
 			k.Count = plan.TP
 		} else if rk.TPIndex > 0 {
-			p, d = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
+			var lp, ld bool
+			p, lk.pre, lp = work.view(plan, r, partition.Prefill)
+			d, lk.dec, ld = work.view(plan, r, partition.Decode)
+			p, d, lk, lz = ownUnlessBoth(plan, work, p, d, lk, lp, ld)
 		}
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
@@ -441,7 +454,14 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			floor += int64(k.Count) * hbmFloorBytes(d, ws, usable)
 		}
-		pre, decode = append(pre, p), append(decode, d)
+		pre, decode, lazy = append(pre, p), append(decode, d), append(lazy, lz)
+		if lz {
+			if likeOf == nil {
+				likeOf = make([]likeRank, 0, cap(kinds))
+			}
+			likeOf = likeOf[:len(pre)]
+			likeOf[len(pre)-1] = lk
+		}
 		kinds = append(kinds, k)
 		r += k.Count
 	}
@@ -453,6 +473,10 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, kinds[i].L2Residency)
 		st := &rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		if lazy[i] { // the template's ops: the rank's labels beside them (speed.go)
+			st.like = &likeOf[i]
+			st.like.LikeLabels = plan.LikeLabelsOf(r)
+		}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}
