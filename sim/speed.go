@@ -284,6 +284,10 @@ func (s *simulator) own(ri int) {
 	id := s.ids[ri]
 	r.pre, r.dec = s.work.program(s.plan, id, partition.Prefill).Ops, s.work.program(s.plan, id, partition.Decode).Ops
 	r.like = nil
+	if pk := s.pk; pk != nil && pk.like != nil && pk.like[ri] != nil { // its slices point at these (timeline_packed.go)
+		pk.own[ri] = [2][]partition.Op{r.pre, r.dec}
+		pk.like[ri] = nil
+	}
 }
 
 // likeForm is partition.Plan.LikeForm of kind lk's template t, once.
