@@ -423,9 +423,10 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	} else {
 		kinds = make([]RankKind, 0, n)
 	}
-	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
-	var lazy []bool                     // whether they are lazy (planWork.view), both
-	var likeOf []likeRank               // then their templates
+	// Each kind's first rank's Programs, the simulated rank's, whether they
+	// are lazy (planWork.view), both, and then their templates.
+	pre, decode, lazy := make([]partition.Program, 0, cap(kinds)), make([]partition.Program, 0, cap(kinds)), make([]bool, 0, cap(kinds))
+	var likeOf []likeRank
 	var floor int64
 	seen := map[tensorKey]bool{} // workingSetIn's, one for every kind
 	for r := 0; r < n; {
@@ -468,11 +469,15 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 
 	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: work.simIndex(n, kinds), groups: map[groupKey]*groupInfo{}, work: work,
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
+	// The simulated ranks' lists sized once, their states in one array.
+	s.ids, s.residency, s.ranks = make([]int, 0, len(kinds)), make([]float64, 0, len(kinds)), make([]*rankState, 0, len(kinds))
+	states := make([]rankState, len(kinds))
 	for i := range kinds {
 		r := kinds[i].Rank
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, kinds[i].L2Residency)
-		st := &rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		st := &states[i]
+		*st = rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
 		if lazy[i] { // the template's ops: the rank's labels beside them (speed.go)
 			st.like = &likeOf[i]
 			st.like.LikeLabels = plan.LikeLabelsOf(r)
