@@ -393,22 +393,23 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	// A Program made alike from its kind's template is read through the
 	// template's ops (planWork.view: lazy) where only its op fields but the
 	// labels are read: the counts, fixed costs, working set and HBM floor.
-	repPre := make([]partition.Program, plan.PP)
-	repDec := make([]partition.Program, plan.PP)
-	repLazy := make([]bool, plan.PP)     // both phases lazy
-	repLike := make([]likeRank, plan.PP) // then their templates
+	reps := work.stageReps(plan.PP) // speed.go: once per plan
+	repPre, repDec, repLazy, repLike := reps.pre, reps.dec, reps.lazy, reps.like
 	perStageOps := 0
 	for st := 0; st < plan.PP; st++ {
-		r := plan.RankOf(st, 0)
-		var lp, ld bool
-		repPre[st], repLike[st].pre, lp = work.view(plan, r, partition.Prefill)
-		repDec[st], repLike[st].dec, ld = work.view(plan, r, partition.Decode)
-		repPre[st], repDec[st], repLike[st], repLazy[st] = ownUnlessBoth(plan, work, repPre[st], repDec[st], repLike[st], lp, ld)
+		if !reps.kept {
+			r := plan.RankOf(st, 0)
+			var lp, ld bool
+			repPre[st], repLike[st].pre, lp = work.view(plan, r, partition.Prefill)
+			repDec[st], repLike[st].dec, ld = work.view(plan, r, partition.Decode)
+			repPre[st], repDec[st], repLike[st], repLazy[st] = ownUnlessBoth(plan, work, repPre[st], repDec[st], repLike[st], lp, ld)
+		}
 		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
 		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
 			return nil, err
 		}
 	}
+	work.keepReps(reps)
 
 	// Every rank kind's fixed costs, working set and HBM floor bytes, from
 	// its first rank's Programs. With perStage a kind is a stage's TP ranks,

@@ -32,6 +32,7 @@ type planWork struct {
 	like     map[likeKey]partition.Program // each kind's first Program built (program)
 	slabs    map[likeKey][]partition.Op    // where a kind's next Programs made alike are carved
 	forms    map[likeKey]bool              // whether a kind's template is of ProgramLike's form (likeForm)
+	reps     *stageReps                    // each stage's first rank's Programs as the runs read them
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -229,6 +230,33 @@ func (w *planWork) entry(plan *partition.Plan, rank int, phase partition.Phase) 
 	}
 	(*progs)[rank] = e
 	return e
+}
+
+// stageReps is each stage's TP index 0 rank's Programs as view gives them
+// (lazy: both phases lazy, like: then their templates), the same for every
+// run of a plan: the Programs depend on its shapes alone.
+type stageReps struct {
+	pre, dec []partition.Program
+	lazy     []bool
+	like     []likeRank
+	kept     bool // filled by an earlier run (keepReps)
+}
+
+// stageReps is the plan's stageReps for pp stages where an earlier run
+// kept them, else new ones to fill.
+func (w *planWork) stageReps(pp int) *stageReps {
+	if w != nil && w.reps != nil && len(w.reps.pre) == pp {
+		return w.reps
+	}
+	return &stageReps{pre: make([]partition.Program, pp), dec: make([]partition.Program, pp), lazy: make([]bool, pp), like: make([]likeRank, pp)}
+}
+
+// keepReps keeps r, filled, for the plan's later runs.
+func (w *planWork) keepReps(r *stageReps) {
+	if w != nil {
+		r.kept = true
+		w.reps = r
+	}
 }
 
 // ownUnlessBoth is a rank's Programs of both phases as view gave them
