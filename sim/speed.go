@@ -206,7 +206,7 @@ func (w *planWork) entry(plan *partition.Plan, rank int, phase partition.Phase) 
 		return e
 	}
 	if *progs == nil {
-		*progs = map[int]progEntry{}
+		*progs = make(map[int]progEntry, plan.PP) // a stage's first rank at least
 	}
 	rk := plan.RankAt(rank)
 	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}

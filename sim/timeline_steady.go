@@ -418,7 +418,15 @@ func newStepFlows(s *simulator, st *steady) *stepFlows {
 	n := st.n
 	f := &stepFlows{s: s, st: st, ord: make([]int, n), src: make([]int, n), lag: make([]int, n)}
 	type at struct{ pos, step int }
-	sends := map[int]at{}
+	m := 0 // the sends of one step, for the map's size: three steps of them
+	for _, r := range s.ranks {
+		for i := range r.dec {
+			if r.dec[i].Kind == partition.Send {
+				m++
+			}
+		}
+	}
+	sends := make(map[int]at, 3*m)
 	for ri, r := range s.ranks {
 		for i := range r.dec {
 			pos := st.decBase[ri] + i
