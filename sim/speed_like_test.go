@@ -3,6 +3,8 @@ package sim
 import (
 	"reflect"
 	"testing"
+
+	"github.com/partbench/partbench/partition"
 )
 
 // A stage made alike from its kind's template holds no ops of its own
@@ -31,10 +33,16 @@ func TestLazyProgramsAreOwn(t *testing.T) {
 		{"256 stages, TP 1", func(t *testing.T) *planArgs { return &planArgs{256, 1, 256, 1, 1, nil} }},
 		{"64 stages, a node boundary every 4", func(t *testing.T) *planArgs { return &planArgs{64, 2, 64, 1, 8, nil} }},
 		{"64 stages of 1 and 2 layers", func(t *testing.T) *planArgs { return &planArgs{96, 2, 64, 2, 2, alt} }},
+		{"100,000 GPUs", nil},
 	} {
 		t.Run(c.label, func(t *testing.T) {
-			a := c.cfg(t)
-			p := stagesPlan(t, a.layers, a.tp, a.pp, a.mb, a.perNode, a.layerMap)
+			var p *partition.Plan
+			if c.cfg == nil {
+				p = largePlan(t)
+			} else {
+				a := c.cfg(t)
+				p = stagesPlan(t, a.layers, a.tp, a.pp, a.mb, a.perNode, a.layerMap)
+			}
 			got, err := EstimatePlan(p, Options{})
 			if err != nil {
 				t.Fatal(err)
