@@ -272,13 +272,25 @@ func addRing(us []ringUse, k ringKey) []ringUse {
 // successors, as Counts computes them, summed from the first: element t is
 // positions 0 … t−1's (n + 1 elements), so positions [t0, t1) send
 // sums[t1] − sums[t0].
+//
+// An all-reduce position's wire bytes are commcount.RingAllReduceWire's,
+// summed in closed form (TestRingWireSumsAreRingWire holds them to it): in
+// its n−1 reduce-scatter steps position p sends every chunk but
+// (p+1) mod n, in its n−1 all-gather steps every chunk but (p+2) mod n
+// (commcount.RingReduceScatterChunk, RingAllGatherChunk), and the chunks
+// hold count elements in all; integers, so the order of the sum does not
+// matter.
 func ringWireSums(k ringKey) []int64 {
 	out := make([]int64, k.n+1)
 	for pos := 0; pos < k.n; pos++ {
 		var w int64
-		if k.kind == AllReduce {
-			_, w = commcount.RingAllReduceWire(k.n, pos, k.elems, k.elem)
-		} else {
+		switch {
+		case k.kind == AllReduce && k.n > 1:
+			rs := k.elems - commcount.ChunkLen(k.elems, k.n, (pos+1)%k.n)
+			ag := k.elems - commcount.ChunkLen(k.elems, k.n, (pos+2)%k.n)
+			w = int64(rs*k.elem) + int64(ag*k.elem)
+		case k.kind == AllReduce:
+		default:
 			_, w = commcount.RingAllGatherWire(k.n, k.elems/k.n, k.elem)
 		}
 		out[pos+1] = out[pos] + w

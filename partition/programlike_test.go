@@ -97,6 +97,12 @@ func TestProgramLikeIsProgram(t *testing.T) {
 					want := ra.TPIndex == rb.TPIndex && p.StageKindOf(ra.Stage) == p.StageKindOf(rb.Stage) &&
 						!p.FirstStage(ra.Stage) && !p.LastStage(ra.Stage)
 					got, ok := p.ProgramLike(built[a], b)
+					if p.ProgramLikeOK(built[a], b) != ok {
+						t.Errorf("%s %v: ProgramLikeOK(rank %d's, %d) = %v, ProgramLike's ok %v", p.Config.Name, ph, a, b, !ok, ok)
+					}
+					if ok {
+						checkLikeLabels(t, p, built[a], got)
+					}
 					switch {
 					case ok != want:
 						t.Errorf("%s %v: ProgramLike(rank %d's, %d) ok = %v, want %v", p.Config.Name, ph, a, b, ok, want)
@@ -128,6 +134,70 @@ func TestProgramLikeIsProgram(t *testing.T) {
 	for _, ph := range []Phase{Prefill, Decode} {
 		if got, want := deep.Comm(ph), commByRank(deep, ph); !reflect.DeepEqual(got, want) {
 			t.Errorf("deep-tiny %s: Comm\n%+v\nrank by rank\n%+v", ph, got, want)
+		}
+	}
+}
+
+// checkLikeLabels holds the labels a reader of the template's ops takes
+// (LikeLabelsOf) to the made Program's own peers and groups, op by op.
+func checkLikeLabels(t *testing.T, p *Plan, tmpl, got Program) {
+	t.Helper()
+	l := p.LikeLabelsOf(got.Rank)
+	for i := range tmpl.Ops {
+		op, want := &tmpl.Ops[i], &got.Ops[i]
+		if g := l.Peer(op); g != want.Peer {
+			t.Errorf("%s: rank %d op %d (%s): peer by labels %d, made %d", p.Config.Name, got.Rank, i, want.Name, g, want.Peer)
+		}
+		if g := l.GroupOf(op); !reflect.DeepEqual(g, want.Group) {
+			t.Errorf("%s: rank %d op %d (%s): group by labels %v, made %v", p.Config.Name, got.Rank, i, want.Name, g, want.Group)
+		}
+	}
+}
+
+// LikeForm declines a template whose sends, recvs, groups, layers or names
+// are not of the form ProgramLike copies, as ProgramLike does: each case
+// changes one op of deep-tiny's stage 1 Program (a middle stage of 3
+// layers) and ProgramLike, made for stage 2's rank, declines it too.
+func TestLikeFormDeclines(t *testing.T) {
+	c, err := configs.Parse(strings.NewReader(deepPipeline), "deep-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmplRank, rank := p.RankOf(1, 0), p.RankOf(2, 0)
+	base := p.Program(tmplRank, Decode)
+	if !p.LikeForm(base) || !p.ProgramLikeOK(base, rank) {
+		t.Fatal("stage 1's decode Program is not a template for stage 2's")
+	}
+	find := func(f func(*Op) bool) int {
+		for i := range base.Ops {
+			if f(&base.Ops[i]) {
+				return i
+			}
+		}
+		t.Fatal("no such op")
+		return -1
+	}
+	for _, c := range []struct {
+		name string
+		at   func(*Op) bool
+		edit func(*Op)
+	}{
+		{"send peer", func(o *Op) bool { return o.Kind == Send }, func(o *Op) { o.Peer++ }},
+		{"recv peer", func(o *Op) bool { return o.Kind == Recv }, func(o *Op) { o.Peer-- }},
+		{"group", func(o *Op) bool { return o.Group != nil }, func(o *Op) { o.Group = []int{0, 1} }},
+		{"layer", func(o *Op) bool { return o.Layer >= 0 }, func(o *Op) { o.Layer = 12 }},
+		{"name", func(o *Op) bool { return o.Layer >= 0 }, func(o *Op) { o.Name = "L01.other" }},
+	} {
+		tmpl := base
+		tmpl.Ops = append([]Op(nil), base.Ops...)
+		c.edit(&tmpl.Ops[find(c.at)])
+		_, ok := p.ProgramLike(tmpl, rank)
+		if p.LikeForm(tmpl) || p.ProgramLikeOK(tmpl, rank) || ok {
+			t.Errorf("%s changed: LikeForm %v, ProgramLikeOK %v, ProgramLike ok %v; want all false", c.name, p.LikeForm(tmpl), p.ProgramLikeOK(tmpl, rank), ok)
 		}
 	}
 }

@@ -390,17 +390,26 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 			return nil, err
 		}
 	}
-	repPre := make([]partition.Program, plan.PP)
-	repDec := make([]partition.Program, plan.PP)
+	// A Program made alike from its kind's template is read through the
+	// template's ops (planWork.view: lazy) where only its op fields but the
+	// labels are read: the counts, fixed costs, working set and HBM floor.
+	reps := work.stageReps(plan.PP) // speed.go: once per plan
+	repPre, repDec, repLazy, repLike := reps.pre, reps.dec, reps.lazy, reps.like
 	perStageOps := 0
 	for st := 0; st < plan.PP; st++ {
-		r := plan.RankOf(st, 0)
-		repPre[st], repDec[st] = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
+		if !reps.kept {
+			r := plan.RankOf(st, 0)
+			var lp, ld bool
+			repPre[st], repLike[st].pre, lp = work.view(plan, r, partition.Prefill)
+			repDec[st], repLike[st].dec, ld = work.view(plan, r, partition.Decode)
+			repPre[st], repDec[st], repLike[st], repLazy[st] = ownUnlessBoth(plan, work, repPre[st], repDec[st], repLike[st], lp, ld)
+		}
 		perStageOps += len(repPre[st].Ops) + opts.DecodeSteps*len(repDec[st].Ops)
 		if err := checkOps(plan, opts, perStageOps, perStage); err != nil {
 			return nil, err
 		}
 	}
+	work.keepReps(reps)
 
 	// Every rank kind's fixed costs, working set and HBM floor bytes, from
 	// its first rank's Programs. With perStage a kind is a stage's TP ranks,
@@ -415,17 +424,23 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	} else {
 		kinds = make([]RankKind, 0, n)
 	}
-	var pre, decode []partition.Program // each kind's first rank's, the simulated rank
+	// Each kind's first rank's Programs, the simulated rank's, whether they
+	// are lazy (planWork.view), both, and then their templates.
+	pre, decode, lazy := make([]partition.Program, 0, cap(kinds)), make([]partition.Program, 0, cap(kinds)), make([]bool, 0, cap(kinds))
+	var likeOf []likeRank
 	var floor int64
 	seen := map[tensorKey]bool{} // workingSetIn's, one for every kind
 	for r := 0; r < n; {
 		rk := plan.RankAt(r)
 		k := RankKind{RankEstimate: RankEstimate{Rank: r, Stage: rk.Stage, TPIndex: rk.TPIndex, Memory: rk.Memory, Layers: rk.Layers}, Count: 1}
-		p, d := repPre[rk.Stage], repDec[rk.Stage]
+		p, d, lz, lk := repPre[rk.Stage], repDec[rk.Stage], repLazy[rk.Stage], repLike[rk.Stage]
 		if perStage {
 			k.Count = plan.TP
 		} else if rk.TPIndex > 0 {
-			p, d = work.program(plan, r, partition.Prefill), work.program(plan, r, partition.Decode)
+			var lp, ld bool
+			p, lk.pre, lp = work.view(plan, r, partition.Prefill)
+			d, lk.dec, ld = work.view(plan, r, partition.Decode)
+			p, d, lk, lz = ownUnlessBoth(plan, work, p, d, lk, lp, ld)
 		}
 		if full {
 			k.PrefillFixed, k.DecodeFixed = fixedCosts(g, p), fixedCosts(g, d)
@@ -441,18 +456,33 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		if full {
 			floor += int64(k.Count) * hbmFloorBytes(d, ws, usable)
 		}
-		pre, decode = append(pre, p), append(decode, d)
+		pre, decode, lazy = append(pre, p), append(decode, d), append(lazy, lz)
+		if lz {
+			if likeOf == nil {
+				likeOf = make([]likeRank, 0, cap(kinds))
+			}
+			likeOf = likeOf[:len(pre)]
+			likeOf[len(pre)-1] = lk
+		}
 		kinds = append(kinds, k)
 		r += k.Count
 	}
 
 	s := &simulator{plan: plan, opts: opts, table: planOpTable(plan), perStage: perStage, index: work.simIndex(n, kinds), groups: map[groupKey]*groupInfo{}, work: work,
 		chanFree: map[chanKey]float64{}, inbox: map[chanKey][]message{}}
+	// The simulated ranks' lists sized once, their states in one array.
+	s.ids, s.residency, s.ranks = make([]int, 0, len(kinds)), make([]float64, 0, len(kinds)), make([]*rankState, 0, len(kinds))
+	states := make([]rankState, len(kinds))
 	for i := range kinds {
 		r := kinds[i].Rank
 		s.ids = append(s.ids, r)
 		s.residency = append(s.residency, kinds[i].L2Residency)
-		st := &rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		st := &states[i]
+		*st = rankState{memoN: len(decode[i].Ops), pre: pre[i].Ops, dec: decode[i].Ops, steps: opts.DecodeSteps}
+		if lazy[i] { // the template's ops: the rank's labels beside them (speed.go)
+			st.like = &likeOf[i]
+			st.like.LikeLabels = plan.LikeLabelsOf(r)
+		}
 		markFirstTouch(st, work, r) // speed.go
 		s.ranks = append(s.ranks, st)
 	}

@@ -31,6 +31,8 @@ type planWork struct {
 	programs [2]map[int]progEntry          // by phaseSlot, then rank
 	like     map[likeKey]partition.Program // each kind's first Program built (program)
 	slabs    map[likeKey][]partition.Op    // where a kind's next Programs made alike are carved
+	forms    map[likeKey]bool              // whether a kind's template is of ProgramLike's form (likeForm)
+	reps     *stageReps                    // each stage's first rank's Programs as the runs read them
 	comms    map[partition.Phase]partition.CommSummary
 	firsts   map[int][]bool // a simulated rank's first touches (markFirstTouch)
 	alike    *bool          // stageLinksAlike: of the links, not the GPU's speeds
@@ -127,10 +129,13 @@ func (w *planWork) linksAlike(plan *partition.Plan) bool {
 
 // progEntry is a rank's Program of one phase and the rank it was made
 // alike from (partition.ProgramLike; itself for a kind's template, −1: built
-// and no template).
+// and no template). A lazy entry is made alike and not made yet: p.Ops is
+// the template's ops, whose labels (names, layers, peers, groups) are the
+// template's, and program makes the rank's own on first need.
 type progEntry struct {
 	p    partition.Program
 	tmpl int
+	lazy bool
 }
 
 // phaseSlot is where planWork keeps a phase's Programs.
@@ -141,39 +146,75 @@ func phaseSlot(phase partition.Phase) int {
 	return 1
 }
 
+// program is rank's Program of phase, made on first need and kept.
 func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase) partition.Program {
 	if w == nil {
 		return plan.Program(rank, phase)
 	}
-	progs := &w.programs[phaseSlot(phase)]
-	if e, ok := (*progs)[rank]; ok {
+	e := w.entry(plan, rank, phase)
+	if !e.lazy {
 		return e.p
 	}
-	if *progs == nil {
-		*progs = map[int]progEntry{}
+	// Made alike from its kind's template (partition.ProgramLike), in
+	// an array carved for the kind's next Programs.
+	rk := plan.RankAt(rank)
+	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}
+	t := w.like[lk]
+	n := len(t.Ops)
+	slab := w.slabs[lk]
+	if len(slab) < n { // room for the stages after this one, at most slabPrograms
+		slab = make([]partition.Op, min(slabPrograms, max(1, plan.PP-1-rk.Stage))*n)
 	}
-	// A middle stage's Programs are its kind's first one's with their own
-	// labels (partition.ProgramLike): the builder runs once per kind.
+	p, ok := plan.ProgramLikeIn(t, rank, slab)
+	if ok {
+		slab = slab[n:]
+	} else { // not reached: entry checked partition.Plan.ProgramLikeOK
+		p = plan.Program(rank, phase)
+	}
+	if w.slabs == nil {
+		w.slabs = map[likeKey][]partition.Op{}
+	}
+	w.slabs[lk] = slab
+	e.p, e.lazy = p, false
+	w.programs[phaseSlot(phase)][rank] = e
+	return p
+}
+
+// view is rank's Program of phase as a timeline run first reads it, and
+// whether it is lazy: then its ops are its template's (progEntry), read
+// with the rank's labels (partition.LikeLabels), tmpl is the template's
+// Program, and program makes the rank's own where a reader needs its names
+// or layers.
+func (w *planWork) view(plan *partition.Plan, rank int, phase partition.Phase) (p, tmpl partition.Program, lazy bool) {
+	if w == nil {
+		return plan.Program(rank, phase), partition.Program{}, false
+	}
+	e := w.entry(plan, rank, phase)
+	if e.lazy {
+		tmpl = partition.Program{Rank: e.tmpl, Phase: phase, Ops: e.p.Ops}
+	}
+	return e.p, tmpl, e.lazy
+}
+
+// entry is rank's entry of phase, made where there is none: a middle
+// stage's Programs are its kind's first one's with their own labels
+// (partition.ProgramLike), so the builder runs once per kind, and a
+// Program made alike is lazy until program is asked for it.
+func (w *planWork) entry(plan *partition.Plan, rank int, phase partition.Phase) progEntry {
+	progs := &w.programs[phaseSlot(phase)]
+	if e, ok := (*progs)[rank]; ok {
+		return e
+	}
+	if *progs == nil {
+		*progs = make(map[int]progEntry, plan.PP) // a stage's first rank at least
+	}
 	rk := plan.RankAt(rank)
 	lk := likeKey{plan.StageKindOf(rk.Stage), rk.TPIndex, phase}
 	e := progEntry{tmpl: -1}
-	ok := false
-	if t, seen := w.like[lk]; seen {
-		n := len(t.Ops)
-		slab := w.slabs[lk]
-		if len(slab) < n { // room for the stages after this one, at most slabPrograms
-			slab = make([]partition.Op, min(slabPrograms, max(1, plan.PP-1-rk.Stage))*n)
-		}
-		if e.p, ok = plan.ProgramLikeIn(t, rank, slab); ok {
-			e.tmpl = t.Rank
-			slab = slab[n:]
-		}
-		if w.slabs == nil {
-			w.slabs = map[likeKey][]partition.Op{}
-		}
-		w.slabs[lk] = slab
-	}
-	if !ok {
+	t, seen := w.like[lk]
+	if seen && plan.LikeRanks(t.Rank, rank) && w.likeForm(plan, lk, t) {
+		e = progEntry{p: partition.Program{Rank: rank, Phase: phase, Ops: t.Ops}, tmpl: t.Rank, lazy: true}
+	} else {
 		if phase == partition.Prefill {
 			e.p = prefillProgram(plan, rank) // timeline_chunks.go: middle chunks copied
 		} else {
@@ -182,13 +223,112 @@ func (w *planWork) program(plan *partition.Plan, rank int, phase partition.Phase
 		if w.like == nil {
 			w.like = map[likeKey]partition.Program{}
 		}
-		if _, seen := w.like[lk]; !seen {
+		if !seen {
 			w.like[lk] = e.p
 			e.tmpl = rank
 		}
 	}
 	(*progs)[rank] = e
-	return e.p
+	return e
+}
+
+// stageReps is each stage's TP index 0 rank's Programs as view gives them
+// (lazy: both phases lazy, like: then their templates), the same for every
+// run of a plan: the Programs depend on its shapes alone.
+type stageReps struct {
+	pre, dec []partition.Program
+	lazy     []bool
+	like     []likeRank
+	kept     bool // filled by an earlier run (keepReps)
+}
+
+// stageReps is the plan's stageReps for pp stages where an earlier run
+// kept them, else new ones to fill.
+func (w *planWork) stageReps(pp int) *stageReps {
+	if w != nil && w.reps != nil && len(w.reps.pre) == pp {
+		return w.reps
+	}
+	return &stageReps{pre: make([]partition.Program, pp), dec: make([]partition.Program, pp), lazy: make([]bool, pp), like: make([]likeRank, pp)}
+}
+
+// keepReps keeps r, filled, for the plan's later runs.
+func (w *planWork) keepReps(r *stageReps) {
+	if w != nil {
+		r.kept = true
+		w.reps = r
+	}
+}
+
+// ownUnlessBoth is a rank's Programs of both phases as view gave them
+// where both are lazy (then like holds the templates), else each made: a
+// simulated rank reads both phases' ops with one set of labels (likeRank)
+// or none.
+func ownUnlessBoth(plan *partition.Plan, w *planWork, p, d partition.Program, like likeRank, lp, ld bool) (partition.Program, partition.Program, likeRank, bool) {
+	if lp && ld {
+		return p, d, like, true
+	}
+	if lp {
+		p = w.program(plan, p.Rank, p.Phase)
+	}
+	if ld {
+		d = w.program(plan, d.Rank, d.Phase)
+	}
+	return p, d, likeRank{}, false
+}
+
+// likeRank is what a simulated rank whose Programs are lazy (planWork.view)
+// reads beside its template's ops: its labels, and the templates its own
+// Programs are made from (partition.ProgramLike) where they are needed.
+type likeRank struct {
+	partition.LikeLabels
+	pre, dec partition.Program
+}
+
+// peer is op's peer as rank r runs it: op is r's own, or its template's
+// read with r's labels.
+func (r *rankState) peer(op *partition.Op) int {
+	if r.like != nil {
+		return r.like.Peer(op)
+	}
+	return op.Peer
+}
+
+// group is op's group as rank r runs it (peer).
+func (r *rankState) group(op *partition.Op) []int {
+	if r.like != nil {
+		return r.like.GroupOf(op)
+	}
+	return op.Group
+}
+
+// own gives simulated rank ri its own Programs where it reads its
+// template's (likeRank): before it is simulated, or a reader needs its
+// ops' names or layers.
+func (s *simulator) own(ri int) {
+	r := s.ranks[ri]
+	if r.like == nil {
+		return
+	}
+	id := s.ids[ri]
+	r.pre, r.dec = s.work.program(s.plan, id, partition.Prefill).Ops, s.work.program(s.plan, id, partition.Decode).Ops
+	r.like = nil
+	if pk := s.pk; pk != nil && pk.like != nil && pk.like[ri] != nil { // its slices point at these (timeline_packed.go)
+		pk.own[ri] = [2][]partition.Op{r.pre, r.dec}
+		pk.like[ri] = nil
+	}
+}
+
+// likeForm is partition.Plan.LikeForm of kind lk's template t, once.
+func (w *planWork) likeForm(plan *partition.Plan, lk likeKey, t partition.Program) bool {
+	if f, ok := w.forms[lk]; ok {
+		return f
+	}
+	if w.forms == nil {
+		w.forms = map[likeKey]bool{}
+	}
+	f := plan.LikeForm(t)
+	w.forms[lk] = f
+	return f
 }
 
 // templateOf is the rank whose Programs rank's were made from by

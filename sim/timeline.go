@@ -143,6 +143,9 @@ type rankState struct {
 	// start of a prefill chunk the simulation looks for the steady state at
 	// (timeline_chunks.go).
 	stop int
+	// like, where set, says pre and dec are the template's ops of the
+	// rank's kind, read with the rank's labels (speed.go: peer, group, own).
+	like *likeRank
 }
 
 // simulator runs the simulated ranks' ops against each other: compute
@@ -242,6 +245,13 @@ func (s *simulator) run() (*Timeline, error) {
 		s.groups = map[groupKey]*groupInfo{}
 	}
 	s.stages = newStageWriter(s) // timeline_stages.go
+	// A rank that reads its template's ops (likeRank) and is not written
+	// from the stage before it is simulated: its own Programs first.
+	for ri, r := range s.ranks {
+		if r.like != nil && (s.stages == nil || !s.stages.alike[ri]) {
+			s.own(ri)
+		}
+	}
 	for {
 		if err := s.runUntilDone(); err != nil {
 			return nil, err
@@ -308,6 +318,7 @@ func (s *simulator) runUntilDone() error {
 			var stuck []string
 			for ri, r := range s.ranks {
 				if r.pc < r.count() {
+					s.own(ri)
 					it := r.at(r.pc)
 					stuck = append(stuck, fmt.Sprintf("rank %d at %s %s (micro-batch %d)", s.ids[ri], it.phase, it.op.Name, it.op.Microbatch))
 				}
@@ -330,6 +341,14 @@ func (s *simulator) finished() bool {
 // step tries to run simulated rank ri's next op; false means it is blocked.
 func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
+	if r.like != nil {
+		// A rank that reads its template's ops (likeRank) takes its own
+		// where it runs one; a recv with no message blocks it as below.
+		if op := r.at(r.pc).op; op.Kind == partition.Recv && len(s.inbox[chanKey{r.peer(op), s.ids[ri]}]) == 0 {
+			return false, nil
+		}
+		s.own(ri)
+	}
 	it := r.at(r.pc)
 	op := it.op
 	g := &s.plan.System.GPU

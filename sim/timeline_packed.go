@@ -3,6 +3,7 @@ package sim
 import (
 	"iter"
 	"sort"
+	"sync"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/partition"
@@ -61,6 +62,15 @@ type packedSlices struct {
 	// attributes recur op after op, and comparing one costs less than
 	// hashing its four strings.
 	recent [64]int32
+	// like[ri], where set, is simulated rank ri's templates and labels:
+	// pre[ri] and dec[ri] are its template's ops, which the passes that read
+	// no label (endsPass, windowUse.addPacked) read; the rank's own ops are
+	// made where a slice is first expanded (ownOps), into own. mu guards
+	// like and own: a timeline may be read by several goroutines.
+	like []*likeRank
+	own  [][2][]partition.Op
+	plan *partition.Plan
+	mu   sync.Mutex
 }
 
 // newPackedSlices is the packed output of simulation s: one slot per item
@@ -73,6 +83,12 @@ func newPackedSlices(s *simulator) *packedSlices {
 		p.base[i] = n
 		p.pre[i], p.dec[i] = r.pre, r.dec
 		n += r.count()
+		if r.like != nil {
+			if p.like == nil {
+				p.like, p.own, p.plan = make([]*likeRank, len(s.ranks)), make([][2][]partition.Op, len(s.ranks)), s.plan
+			}
+			p.like[i] = r.like
+		}
 	}
 	p.base[len(s.ranks)] = n
 	p.times = make([]sliceTimes, n)
@@ -132,17 +148,46 @@ func (p *packedSlices) sorted() bool {
 	return true
 }
 
+// ownOps is simulated rank ri's own ops of the prefill and a decode step,
+// as its slices point at them: made from its templates (likeRank) on first
+// need where it read its template's.
+func (p *packedSlices) ownOps(ri int) (pre, dec []partition.Op) {
+	if p.like == nil {
+		return p.pre[ri], p.dec[ri]
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.like[ri]
+	if l == nil {
+		if o := &p.own[ri]; o[0] != nil || o[1] != nil {
+			return o[0], o[1]
+		}
+		return p.pre[ri], p.dec[ri]
+	}
+	rank := p.ids[ri]
+	made := func(t partition.Program) []partition.Op {
+		if q, ok := p.plan.ProgramLike(t, rank); ok {
+			return q.Ops
+		}
+		return p.plan.Program(rank, t.Phase).Ops // not reached: planWork.entry checked ProgramLikeOK
+	}
+	p.own[ri] = [2][]partition.Op{made(l.pre), made(l.dec)}
+	p.like[ri] = nil
+	return p.own[ri][0], p.own[ri][1]
+}
+
 // expand sets sl to simulated rank ri's slice of item pc, whose decode step
-// and op index (pc past the prefill) are step and idx.
-func (p *packedSlices) expand(sl *Slice, ri, pc, step, idx int) {
+// and op index (pc past the prefill) are step and idx; pre and dec are the
+// rank's own ops (ownOps).
+func (p *packedSlices) expand(sl *Slice, ri, pc, step, idx int, pre, dec []partition.Op) {
 	t := &p.times[p.base[ri]+pc]
 	a := &p.attrs[t.attr]
 	*sl = Slice{Rank: p.ids[ri], StartS: t.StartS, EndS: t.EndS, WaitS: t.WaitS, Flow: t.Flow,
 		Bound: a.Bound, Algo: a.Algo, Proto: a.Proto, Link: a.Link, HBMBytes: a.HBMBytes, L2Bytes: a.L2Bytes}
-	if pre := p.pre[ri]; pc < len(pre) {
+	if pc < len(pre) {
 		sl.Phase, sl.Step, sl.Op = partition.Prefill, -1, &pre[pc]
 	} else {
-		sl.Phase, sl.Step, sl.Op = partition.Decode, step, &p.dec[ri][idx]
+		sl.Phase, sl.Step, sl.Op = partition.Decode, step, &dec[idx]
 	}
 }
 
@@ -152,10 +197,14 @@ func (p *packedSlices) each(f func(int, *Slice) bool) {
 	var sl Slice
 	for ri := range p.ids {
 		n := p.base[ri+1] - p.base[ri]
-		np, nd := len(p.pre[ri]), len(p.dec[ri])
+		if n == 0 {
+			continue
+		}
+		pre, dec := p.ownOps(ri)
+		np, nd := len(pre), len(dec)
 		step, idx := 0, 0
 		for pc := range n {
-			p.expand(&sl, ri, pc, step, idx)
+			p.expand(&sl, ri, pc, step, idx, pre, dec)
 			if !f(p.base[ri]+pc, &sl) {
 				return
 			}
@@ -177,7 +226,8 @@ func (p *packedSlices) at(i int) Slice {
 		step, idx = (pc-np)/len(p.dec[ri]), (pc-np)%len(p.dec[ri])
 	}
 	var sl Slice
-	p.expand(&sl, ri, pc, step, idx)
+	pre, dec := p.ownOps(ri)
+	p.expand(&sl, ri, pc, step, idx, pre, dec)
 	return sl
 }
 

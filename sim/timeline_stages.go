@@ -204,6 +204,7 @@ func (w *planWork) timelineMemo(s *simulator) *timelineMemo {
 func stagesAlike(s *simulator) []bool {
 	out := make([]bool, len(s.ranks))
 	lone := &loneMemo{}
+	var reps likeReps
 	for ri := 1; ri < len(s.ranks); ri++ {
 		p, r := s.ranks[ri-1], s.ranks[ri]
 		if len(p.pre) != len(r.pre) || len(p.dec) != len(r.dec) || len(p.first) != len(r.first) {
@@ -221,11 +222,26 @@ func stagesAlike(s *simulator) []bool {
 				break
 			}
 		}
-		l := linkCheck{lone: lone}
-		for _, ops := range [2][2][]partition.Op{{p.pre, r.pre}, {p.dec, r.dec}} {
+		l := linkCheck{lone: lone, prev: p, cur: r}
+		for ph, ops := range [2][2][]partition.Op{{p.pre, r.pre}, {p.dec, r.dec}} {
+			if made {
+				// Two ranks made from one template run its ops with
+				// their own labels: every send to one peer, every
+				// recv from one, every group the rank's TP group
+				// (partition.LikeLabels), every other field the
+				// template's. The check of an op is then the check of
+				// every op of its kind with or without a group: one
+				// op of each is compared (likeReps).
+				for _, i := range reps.of(t, ph, ops[1]) {
+					if ok = ok && l.alike(s, ri, &ops[0][i], &ops[1][i]); !ok {
+						break
+					}
+				}
+				continue
+			}
 			for i := 0; ok && i < len(ops[1]); i++ {
 				a, b := &ops[0][i], &ops[1][i]
-				ok = (made || opsAlike(a, b)) && l.alike(s, ri, a, b)
+				ok = opsAlike(a, b) && l.alike(s, ri, a, b)
 			}
 		}
 		out[ri] = ok
@@ -240,6 +256,38 @@ type linkCheck struct {
 	send, recv [2]int      // the peers of ri−1 and ri compared, +1 (0: none)
 	group      [2]groupKey // the groups compared
 	lone       *loneMemo
+	prev, cur  *rankState // ranks ri−1 and ri: an op's labels are read through them (speed.go: peer, group)
+}
+
+// likeReps is, for each template rank's Programs and phase, the first op
+// of each kind with and without a group (stagesAlike compares those of
+// two ranks made from the template), found once per template.
+type likeReps struct {
+	tmpl [2]int // +1 (0: none)
+	reps [2][]int
+}
+
+// of is the representative ops' indices in ops, template t's ops of phase
+// slot ph (0 prefill, 1 decode).
+func (m *likeReps) of(t, ph int, ops []partition.Op) []int {
+	if m.tmpl[ph] == t+1 {
+		return m.reps[ph]
+	}
+	type class struct {
+		kind  partition.Kind
+		group bool
+	}
+	var seen []class
+	m.reps[ph] = m.reps[ph][:0]
+	for i := range ops {
+		c := class{ops[i].Kind, ops[i].Group != nil}
+		if !slices.Contains(seen, c) {
+			seen = append(seen, c)
+			m.reps[ph] = append(m.reps[ph], i)
+		}
+	}
+	m.tmpl[ph] = t + 1
+	return m.reps[ph]
 }
 
 // loneMemo is the last group loneShape was asked about, for one rank: rank
@@ -270,46 +318,55 @@ func (m *loneMemo) shape(s *simulator, g []int, ri int) (collShape, bool) {
 func (l *linkCheck) alike(s *simulator, ri int, a, b *partition.Op) bool {
 	topo := &s.plan.System.Topology
 	me, prev := s.ids[ri], s.ids[ri-1]
+	// The ops' peers and groups as the ranks run them (a template's op
+	// read with a rank's labels: speed.go).
+	aPeer, bPeer, aGroup, bGroup := a.Peer, b.Peer, a.Group, b.Group
+	if l.prev != nil {
+		aPeer, aGroup = l.prev.peer(a), l.prev.group(a)
+	}
+	if l.cur != nil {
+		bPeer, bGroup = l.cur.peer(b), l.cur.group(b)
+	}
 	switch b.Kind {
 	case partition.Send:
-		if s.index[a.Peer] != ri || ri+1 >= len(s.ids) || s.index[b.Peer] != ri+1 {
+		if s.index[aPeer] != ri || ri+1 >= len(s.ids) || s.index[bPeer] != ri+1 {
 			return false
 		}
-		if l.send != [2]int{a.Peer + 1, b.Peer + 1} {
-			if topo.Path(me, b.Peer) != topo.Path(prev, a.Peer) {
+		if l.send != [2]int{aPeer + 1, bPeer + 1} {
+			if topo.Path(me, bPeer) != topo.Path(prev, aPeer) {
 				return false
 			}
-			l.send = [2]int{a.Peer + 1, b.Peer + 1}
+			l.send = [2]int{aPeer + 1, bPeer + 1}
 		}
 		return true
 	case partition.Recv:
-		if ri < 2 || s.index[a.Peer] != ri-2 || s.index[b.Peer] != ri-1 {
+		if ri < 2 || s.index[aPeer] != ri-2 || s.index[bPeer] != ri-1 {
 			return false
 		}
-		if l.recv != [2]int{a.Peer + 1, b.Peer + 1} {
-			if topo.Path(b.Peer, me) != topo.Path(a.Peer, prev) {
+		if l.recv != [2]int{aPeer + 1, bPeer + 1} {
+			if topo.Path(bPeer, me) != topo.Path(aPeer, prev) {
 				return false
 			}
-			l.recv = [2]int{a.Peer + 1, b.Peer + 1}
+			l.recv = [2]int{aPeer + 1, bPeer + 1}
 		}
 		return true
 	case partition.AllReduce, partition.AllGather:
-		if len(a.Group) == 0 || len(b.Group) == 0 {
+		if len(aGroup) == 0 || len(bGroup) == 0 {
 			return false
 		}
-		k := [2]groupKey{{&a.Group[0], len(a.Group)}, {&b.Group[0], len(b.Group)}}
+		k := [2]groupKey{{&aGroup[0], len(aGroup)}, {&bGroup[0], len(bGroup)}}
 		if l.group == k {
 			return true
 		}
-		sa, oka := l.lone.shape(s, a.Group, ri-1)
-		sb, okb := l.lone.shape(s, b.Group, ri)
+		sa, oka := l.lone.shape(s, aGroup, ri-1)
+		sb, okb := l.lone.shape(s, bGroup, ri)
 		if !oka || !okb || sa != sb || !sa.ok {
 			return false
 		}
 		l.group = k
 		return true
 	}
-	return a.Peer == b.Peer && len(a.Group) == 0 && len(b.Group) == 0
+	return aPeer == bPeer && len(aGroup) == 0 && len(bGroup) == 0
 }
 
 // loneShape is group g's shape (shapeOf) and whether simulated rank ri is
@@ -448,6 +505,12 @@ func (w *stageWriter) try(s *simulator, ri int) bool {
 	if w.recvs[w.j%stageRecs] > len(q)+len(w.pend) {
 		return false
 	}
+	if !(s.ends == nil && s.base != nil) && !(s.ends != nil && s.uses == nil) {
+		// Neither packed nor headline (place): its slices point at its
+		// ops, which must be its own.
+		s.own(ri)
+		ops, _ = r.segment(seg)
+	}
 	w.place(s, ri, seg, ops, start, q)
 	w.last = ri
 	w.written++
@@ -493,7 +556,7 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 		switch T.kind { // the op's: the ops are alike (stagesAlike)
 		case recSend:
 			if !sent {
-				out = chanKey{me, ops[t].Peer}
+				out = chanKey{me, r.peer(&ops[t])} // speed.go: the rank's labels where ops are its template's
 				free, sent = s.chanFree[out], true
 			}
 			sl.EndS = clock + T.c[0]

@@ -154,9 +154,10 @@ func channelsBalanced(s *simulator) bool {
 				if ops[i].Kind != partition.Send {
 					continue
 				}
-				f := find(start[ri], len(flows), ops[i].Peer)
+				peer := r.peer(&ops[i]) // speed.go: a template's op read with the rank's labels
+				f := find(start[ri], len(flows), peer)
 				if f == nil {
-					flows = append(flows, flow{peer: ops[i].Peer})
+					flows = append(flows, flow{peer: peer})
 					f = &flows[len(flows)-1]
 				}
 				if ph == 0 { // decode
@@ -179,7 +180,7 @@ func channelsBalanced(s *simulator) bool {
 				// A recv on a channel no simulated rank sends on would
 				// leave it short (bal or carry below 0): not balanced.
 				src := -1
-				if p := ops[i].Peer; p >= 0 && p < len(s.index) {
+				if p := r.peer(&ops[i]); p >= 0 && p < len(s.index) {
 					src = s.index[p]
 				}
 				if src < 0 {
@@ -417,7 +418,15 @@ func newStepFlows(s *simulator, st *steady) *stepFlows {
 	n := st.n
 	f := &stepFlows{s: s, st: st, ord: make([]int, n), src: make([]int, n), lag: make([]int, n)}
 	type at struct{ pos, step int }
-	sends := map[int]at{}
+	m := 0 // the sends of one step, for the map's size: three steps of them
+	for _, r := range s.ranks {
+		for i := range r.dec {
+			if r.dec[i].Kind == partition.Send {
+				m++
+			}
+		}
+	}
+	sends := make(map[int]at, 3*m)
 	for ri, r := range s.ranks {
 		for i := range r.dec {
 			pos := st.decBase[ri] + i
