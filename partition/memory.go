@@ -161,6 +161,15 @@ func (m *memSource) at(p *Plan, r *Rank, base Memory, chunk int) Memory {
 	return m.withPrefill(base, a)
 }
 
+// totalWith is withPrefill(*base, a).TotalBytes, without the Memory.
+func (m *memSource) totalWith(base *Memory, a int64) int64 {
+	act := base.ActivationBytes
+	if m.mp.prefill && a > act {
+		act = a
+	}
+	return base.WeightBytes + base.KVCacheBytes + act
+}
+
 // withPrefill is at's memory from base and the prefill activations a
 // (rank r's activation at the chunk's rows; 0 without a prefill).
 func (m *memSource) withPrefill(base Memory, a int64) Memory {
@@ -218,7 +227,10 @@ func (p *Plan) fitStart() (chunk int, fixed bool) {
 // not fit and the one needing the most would fit at chunk 1. It returns
 // the last chunk tried, the index in reps of the shape that does not fit
 // (−1 when every one fits), and every shape's memory at that chunk. Each
-// shape's base (memSource) is taken once, not at every chunk.
+// shape's base (memSource) is taken once, not at every chunk, and at each
+// chunk only its total (withPrefill's TotalBytes, the same sum) is worked
+// out: its whole Memory is made once, at the chunk the fit ends at — a
+// plan that fits halves the chunk up to a dozen times.
 func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Memory) {
 	chunk, fixed := p.fitStart()
 	var small [4]Memory // the bases of a pipeline's shapes (first, last, two middle layer counts)
@@ -231,7 +243,7 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	if len(reps) > len(smallR) {
 		ranks = make([]Rank, 0, len(reps))
 	}
-	bases, mems, ranks = bases[:len(reps)], make([]Memory, len(reps)), ranks[:len(reps)]
+	bases, ranks = bases[:len(reps)], ranks[:len(reps)]
 	for i, s := range reps {
 		ranks[i] = p.stageRank(s)
 		bases[i] = src.base(p, &ranks[i])
@@ -247,13 +259,15 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	// last), not once per shape — a deep pipeline has up to four shapes,
 	// and a plan that fits halves the chunk up to a dozen times.
 	last := func(i int) int { return b2i(p.LastStage(ranks[i].Stage)) }
+	var act [2]int64 // the last chunk's prefill activations per class (0 without a prefill)
 	for {
-		var act [2]int64
 		var actOK uint8
+		act = [2]int64{}
 		// worst is the shape needing the most among those that do not fit;
 		// on a tie the one whose first stage comes first, so its first stage
 		// is the first stage needing the most.
 		worst = -1
+		var worstT int64
 		for i := range reps {
 			var a int64
 			if src.mp.prefill {
@@ -264,13 +278,12 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 					act[l], actOK = a, actOK|1<<l
 				}
 			}
-			mems[i] = src.withPrefill(bases[i], a)
-			if mems[i].TotalBytes > mems[i].CapacityBytes && (worst < 0 || mems[i].TotalBytes > mems[worst].TotalBytes) {
-				worst = i
+			if t := src.totalWith(&bases[i], a); t > bases[i].CapacityBytes && (worst < 0 || t > worstT) {
+				worst, worstT = i, t
 			}
 		}
 		if worst < 0 || fixed || chunk == 1 {
-			return chunk, worst, mems
+			break
 		}
 		var at1 int64
 		if worst < len(one) && oneOK&(1<<worst) != 0 {
@@ -281,11 +294,16 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 				one[worst], oneOK = at1, oneOK|1<<worst
 			}
 		}
-		if at1 > mems[worst].CapacityBytes {
-			return chunk, worst, mems
+		if at1 > bases[worst].CapacityBytes {
+			break
 		}
 		chunk = (chunk + 1) / 2
 	}
+	mems = make([]Memory, len(reps))
+	for i := range reps {
+		mems[i] = src.withPrefill(bases[i], act[last(i)])
+	}
+	return chunk, worst, mems
 }
 
 // fitResult records fitLoop's outcome in p (StageMemory in buf when not

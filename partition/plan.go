@@ -245,6 +245,28 @@ func stageLayers(layers, pp int, layerMap []int) [][]int {
 	return out
 }
 
+// Rechunk makes a planned plan that of its config with the fixed prefill
+// chunk chunk (parallel.prefill_chunk), but for its memory: it sets
+// Config.Parallel.PrefillChunk (the config is written, as every plan of it
+// sees), PrefillChunk and PrefillChunks as the memory fit sets them for a
+// fixed chunk, and fits nothing again, so StageMemory (and RankAt's
+// Memory) stays that of the chunk the plan was fitted at. Everything its
+// passes are built from (Program, PrefillPass, PassAround) is then the
+// plan's at chunk. For a caller that builds the passes of one layout at
+// several chunks, each known to fit, and reads no memory (the quick
+// estimator's proxies). A chunk outside [1, prompt tokens] is refused,
+// and the plan is left as it was.
+func (p *Plan) Rechunk(chunk int) error {
+	prompt := p.Config.Workload.PromptTokens()
+	if chunk < 1 || (prompt > 0 && chunk > prompt) {
+		return fmt.Errorf("partition: rechunk %s: parallel.prefill_chunk must be in [1, prompt tokens = %d] (got %d)", p.Config.Name, prompt, chunk)
+	}
+	p.Config.Parallel.PrefillChunk = chunk
+	p.PrefillChunk = chunk
+	p.PrefillChunks = (prompt + chunk - 1) / chunk // setFit's
+	return nil
+}
+
 // String is a one-line summary.
 func (p *Plan) String() string {
 	dp := ""

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/partbench/partbench/configs"
@@ -104,6 +105,25 @@ func NewPlanner() *Planner {
 // Stages is NewPlanStages(cfg) for a config that equals every other config
 // given to this Planner but for its name and parallel section.
 func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
+	p, err := pl.planned(cfg)
+	if err != nil {
+		return nil, err
+	}
+	src := pl.memSource(p)
+	if c := pl.cur; c != nil {
+		err = p.fitMemoryShapes(c.reps, c.shapeOf, &src)
+	} else {
+		err = p.fitMemoryWith(&src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planned is cfg validated (in full the first time, its layout after) and
+// planned but for the memory fit.
+func (pl *Planner) planned(cfg *configs.Config) (*Plan, error) {
 	if pl.validated {
 		if err := cfg.ValidateLayout(); err != nil {
 			return nil, err
@@ -115,25 +135,45 @@ func (pl *Planner) Stages(cfg *configs.Config) (*Plan, error) {
 		pl.validated = true
 		pl.arith = arithOf(cfg.Model)
 	}
-	var p *Plan
 	if pl.ReusePlan {
 		if pl.plan == nil {
 			pl.plan = new(Plan)
 		}
-		p = planInto(pl.plan, cfg, pl.sharedStageLayers, pl.arith)
-	} else {
-		p = newPlanWith(cfg, pl.sharedStageLayers, pl.arith)
+		return planInto(pl.plan, cfg, pl.sharedStageLayers, pl.arith), nil
 	}
-	var err error
-	src := pl.memSource(p)
-	if c := pl.cur; c != nil {
-		err = p.fitMemoryShapes(c.reps, c.shapeOf, &src)
-	} else {
-		err = p.fitMemoryWith(&src)
+	return newPlanWith(cfg, pl.sharedStageLayers, pl.arith), nil
+}
+
+// Layout is Stages(cfg) without the memory fit, for a config whose prefill
+// chunk is fixed (parallel.prefill_chunk > 0, which the fit never
+// changes): validated as Stages validates it, with every field Stages sets
+// — PrefillChunk and PrefillChunks as the fit sets a fixed chunk — but for
+// StageMemory, whose every stage is the zero Memory (nothing is worked out,
+// nothing is refused for memory). For a caller that builds a layout's
+// passes, reads no memory and knows the layout fits (the quick
+// estimator's proxies: one layer a stage, one micro-batch of a plan's
+// size and its chunk, standing for plans that fit). A config without a
+// fixed chunk is refused, naming the field.
+func (pl *Planner) Layout(cfg *configs.Config) (*Plan, error) {
+	if c := cfg.Parallel.PrefillChunk; c <= 0 {
+		return nil, fmt.Errorf("partition: layout %s: parallel.prefill_chunk must be fixed (> 0) to plan without the memory fit (got %d)", cfg.Name, c)
 	}
+	p, err := pl.planned(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if pl.ReuseStageMemory {
+		if cap(pl.stageMem) < p.PP {
+			pl.stageMem = make([]Memory, p.PP)
+		}
+		p.StageMemory = pl.stageMem[:p.PP:p.PP]
+		clear(p.StageMemory)
+	} else {
+		p.StageMemory = make([]Memory, p.PP)
+	}
+	prompt := cfg.Workload.PromptTokens()
+	p.PrefillChunk = cfg.Parallel.PrefillChunk
+	p.PrefillChunks = (prompt + p.PrefillChunk - 1) / p.PrefillChunk // setFit's
 	return p, nil
 }
 

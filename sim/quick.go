@@ -846,13 +846,19 @@ func proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 // proxyPlan is the package's proxyPlan from a partition.Planner per TP
 // degree, micro-batch size and proxy depth (proxyConfig gives the layouts
 // of one such group configs that differ only in their prefill chunk: a
-// Planner's contract), which validates and sizes the group's first in
-// full and remembers what the memory fit reads for the others. A
-// Planner's plans are NewPlanStages's, field for field, and so are its
-// errors (TestQuickProxyPlansArePlannedAlone). The group's layouts share
-// one config, their prefill chunk set in turn, and one Plan (ReusePlan,
-// ReuseStageMemory): proxy reads a proxy plan only while it builds the
-// layout's passes, and keeps nothing of it.
+// Planner's contract), which validates the group's first in full and
+// plans it without the memory fit (partition.Planner.Layout). The
+// group's later layouts are that plan rechunked (partition.Plan.Rechunk),
+// not planned again. A proxy fits wherever a plan of its layout does (one
+// layer a stage, one micro-batch of the plan's size, the plan's chunk),
+// so its memory is not worked out: a proxy that would not fit, which no
+// plan that fits has, is built all the same. Its plans are
+// NewPlanStages's, field for field, but for StageMemory (zero), which
+// nothing proxy builds reads; its errors are NewPlanStages's, for a chunk
+// out of range as well (TestQuickProxyPlansArePlannedAlone). The group's
+// layouts share one config, their prefill chunk set in turn, and one Plan
+// (ReusePlan, ReuseStageMemory): proxy reads a proxy plan only while it
+// builds the layout's passes, and keeps nothing of it.
 func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Plan, error) {
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}
 	pl, ok := c.planners[dk]
@@ -865,16 +871,32 @@ func (c *QuickCache) proxyPlan(plan *partition.Plan, pk proxyKey) (*partition.Pl
 		pl.pl.ReusePlan, pl.pl.ReuseStageMemory = true, true
 		c.planners[dk] = pl
 	}
+	if pl.plan != nil && pl.plan.Rechunk(pk.chunk) == nil { // writes pl.cfg's chunk, the plan's config
+		return checkProxy(plan, pl.plan, nil)
+	}
+	// The group's first layout, or a chunk Rechunk refuses: planned
+	// without the memory fit (Layout) when the chunk is fixed, as a plan's
+	// is; else (a chunk of 0, which no plan has) as NewPlanStages plans
+	// it.
 	pl.cfg.Parallel.PrefillChunk = pk.chunk // proxyConfig's, but for the chunk
-	pp, err := pl.pl.Stages(pl.cfg)
+	var pp *partition.Plan
+	var err error
+	if pk.chunk > 0 {
+		pp, err = pl.pl.Layout(pl.cfg)
+	} else {
+		pp, err = pl.pl.Stages(pl.cfg)
+	}
+	pl.plan = pp // the Planner's one Plan (ReusePlan), nil on an error
 	return checkProxy(plan, pp, err)
 }
 
 // proxyPlanner is a QuickCache's Planner of the proxies of one TP degree,
-// micro-batch size and proxy depth, and their config.
+// micro-batch size and proxy depth, their config, and the group's plan
+// once one is planned (rechunked for the group's later layouts).
 type proxyPlanner struct {
-	pl  *partition.Planner
-	cfg *configs.Config
+	pl   *partition.Planner
+	cfg  *configs.Config
+	plan *partition.Plan
 }
 
 // proxyConfig is the config of a layout's proxy plan.

@@ -519,33 +519,84 @@ func TestQuickCollectiveGroupsByShapeAreCollective(t *testing.T) {
 }
 
 // QuickCache plans a layout's proxy through a partition.Planner per TP
-// degree, micro-batch size and proxy depth. For every fitting candidate of
-// the 4,096- and 16,384-GPU searches, in search order through one cache,
-// the proxy plan must equal (reflect.DeepEqual) the one NewPlanStages
-// plans alone, and so must a proxy plan's error, for a layout whose chunk
-// the proxy cannot have (a plan claiming one prefill chunk more).
+// degree, micro-batch size and proxy depth, without the memory fit
+// (Layout), and rechunks the group's plan for its later layouts. For
+// every fitting candidate of the 4,096- and 16,384-GPU searches, in
+// search order through one cache, the proxy plan must equal
+// (reflect.DeepEqual) the one NewPlanStages plans alone in every field but
+// StageMemory, which a proxy does not work out, and every pass proxy
+// builds from it (the first and
+// the last prefill chunk of each of its stages, whole and around the
+// layer, and its decode step) must equal that plan's; a proxy plan's
+// error (or none) must be the one planned alone, for a layout whose chunk
+// the proxy cannot have (a plan claiming one prefill chunk more) and for a
+// chunk out of range (a plan's chunk set to 0 or past the prompt, which
+// Rechunk refuses and the Planner plans).
 func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
-	plans, reused := 0, 0
+	plans, reused, memDiffers, refused := 0, 0, 0, 0
 	for _, gpus := range []int{4096, 16384} {
 		spec := syntheticSpec(t, gpus)
-		c := NewQuickCache(spec.Collectives)
+		// c plans the search's proxies in search order; cb the bad plans',
+		// which replan a group's plan.
+		c, cb := NewQuickCache(spec.Collectives), NewQuickCache(spec.Collectives)
 		eachFittingPlan(spec, func(p *partition.Plan) {
-			if !c.have {
-				c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
+			for _, c := range []*QuickCache{c, cb} {
+				if !c.have {
+					c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
+				}
 			}
 			pk := layoutOf(p)
 			_, had := c.planners[proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp}]
 			got, gerr := c.proxyPlan(p, pk)
 			want, werr := proxyPlan(p, pk)
-			if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+			if _, err := cb.proxyPlan(p, pk); fmt.Sprint(err) != fmt.Sprint(werr) {
+				t.Fatalf("%d GPUs, %s %+v: by the cache of bad plans %v, alone %v", gpus, p.Config.Name, pk, err, werr)
+			}
+			if fmt.Sprint(gerr) != fmt.Sprint(werr) || (got == nil) != (want == nil) {
 				t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v (%v), alone %+v (%v)", gpus, p.Config.Name, pk, got, gerr, want, werr)
 			}
-			bad := *p
-			bad.PrefillChunks++
-			_, gerr = c.proxyPlan(&bad, pk)
-			_, werr = proxyPlan(&bad, pk)
-			if gerr == nil || gerr.Error() != werr.Error() {
-				t.Fatalf("%d GPUs, %s: with a chunk too many, by the cache's Planner %v, alone %v", gpus, p.Config.Name, gerr, werr)
+			if got != nil {
+				g := *got
+				if !reflect.DeepEqual(g.StageMemory, want.StageMemory) {
+					memDiffers++
+				}
+				g.StageMemory = want.StageMemory
+				if !reflect.DeepEqual(&g, want) {
+					t.Fatalf("%d GPUs, %s %+v: by the cache's Planner %+v, alone %+v", gpus, p.Config.Name, pk, &g, want)
+				}
+				for s := 0; s < pk.pp; s++ {
+					r := want.RankOf(s, 0)
+					for _, ch := range []int{0, want.PrefillChunks - 1} {
+						if a, b := got.PrefillPass(r, 0, ch), want.PrefillPass(r, 0, ch); !reflect.DeepEqual(a, b) {
+							t.Fatalf("%d GPUs, %s %+v stage %d chunk %d: pass of the cache's proxy %d ops, alone %d", gpus, p.Config.Name, pk, s, ch, len(a), len(b))
+						}
+						a, at := got.PassAround(r, partition.Prefill, 0, ch)
+						b, bt := want.PassAround(r, partition.Prefill, 0, ch)
+						if at != bt || !reflect.DeepEqual(a, b) {
+							t.Fatalf("%d GPUs, %s %+v stage %d chunk %d: around the layer, the cache's proxy differs", gpus, p.Config.Name, pk, s, ch)
+						}
+					}
+					if a, b := got.Program(r, partition.Decode), want.Program(r, partition.Decode); !reflect.DeepEqual(a, b) {
+						t.Fatalf("%d GPUs, %s %+v stage %d: decode step of the cache's proxy differs", gpus, p.Config.Name, pk, s)
+					}
+				}
+			}
+			for _, bad := range []func(b *partition.Plan){
+				func(b *partition.Plan) { b.PrefillChunks++ },
+				func(b *partition.Plan) { b.PrefillChunk = 0 },
+				func(b *partition.Plan) { b.PrefillChunk = b.Config.Workload.PromptTokens() + 1 },
+			} {
+				b := *p
+				bad(&b)
+				bk := layoutOf(&b)
+				_, gerr = cb.proxyPlan(&b, bk)
+				_, werr = proxyPlan(&b, bk)
+				if gerr != nil {
+					refused++
+				}
+				if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+					t.Fatalf("%d GPUs, %s %+v: a bad plan's proxy by the cache's Planner %v, alone %v", gpus, p.Config.Name, bk, gerr, werr)
+				}
 			}
 			plans++
 			if had {
@@ -553,7 +604,7 @@ func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
 			}
 		})
 	}
-	if plans < 200 || reused < 100 {
-		t.Fatalf("%d proxy plans, %d from a Planner used before: too few to test", plans, reused)
+	if plans < 200 || reused < 100 || memDiffers < plans || refused < plans {
+		t.Fatalf("%d proxy plans, %d from a Planner used before, %d with a memory of their own, %d bad plans refused: too few to test", plans, reused, memDiffers, refused)
 	}
 }
