@@ -214,6 +214,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, err
 	}
 	cal.Spread["kernel_launch_s"] = spreadOf(launch)
+	// 3b. The executor's own time between two ops (opgap.go), an op-time entry.
+	gaps, err := measureOpGap(ctx, o.Repeats, o.MinSample)
+	if err != nil {
+		return nil, err
+	}
+	gapEntry, haveGap := opGapEntry(gaps)
 
 	// 4. The link among o.Ranks local ranks.
 	link := topology.Link{}
@@ -289,6 +295,10 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		cal.OpTimes = append(cal.OpTimes, ts...)
 	}
 	cal.OpTimes = append(cal.OpTimes, commOpTimes(cal.Comm, o.Ranks, o.Repeats)...)
+	if haveGap {
+		cal.OpTimes = append(cal.OpTimes, gapEntry)
+		note(cal, "op gap: %.3g s per op between the op timers of a run (single-tiny's decode Program through the executor as a run times it; median over %d repeats, %.3g–%.3g s)", gapEntry.TimeS, gapEntry.Samples, gapEntry.TimeMinS, gapEntry.TimeMaxS)
+	}
 	// The other placements' communication: the link again among n process
 	// ranks for every other count of --op-ranks above one.
 	for _, n := range o.OpRanks {

@@ -115,3 +115,15 @@ func isWaitKind(kind string) bool {
 	}
 	return false
 }
+
+// OpGapKind is the op-time kind of the executor's own time between two ops
+// of a pass: what a run spends per op outside the op timers (the loop, the
+// per-op timer's clock reads and its bookkeeping), measured by running one
+// rank's decode Program through the executor as a run does (shape
+// OpGapShape, size 1, ranks 1). sim adds it to every compute op it prices
+// from the table; the op check takes it out again, as the runs' op timers
+// do not hold it.
+const OpGapKind = "op_gap"
+
+// OpGapShape is the shape of the op-gap entry.
+const OpGapShape = "host"
