@@ -45,7 +45,6 @@ def decompose(events, pid):
     starts = {e["id"]: e for e in ev if e.get("ph") == "s"}
     ends = {e["id"]: e for e in ev if e.get("ph") == "f"}
     sends = {(e["tid"], e["ts"]): e for e in xs if e["cat"] == "send"}
-    recv_end = {(e["tid"], round(e["ts"] + e["dur"], 3)): e for e in xs if e["cat"] == "recv"}
     for i, s in starts.items():
         f, se = ends.get(i), sends.get((s["tid"], s["ts"]))
         if f is None or se is None:
@@ -54,7 +53,6 @@ def decompose(events, pid):
         acc(phase, "hop", f["ts"] - s["ts"])
         acc(phase, "call", se["dur"])
         acc(phase, "receiver first", 1.0 if f["ts"] < s["ts"] + se["dur"] else 0.0)
-        _ = recv_end  # the receiver's Recv ends at the flow's end
     by_rank = {}
     for e in xs:
         by_rank.setdefault(e["tid"], []).append(e)
