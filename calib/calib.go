@@ -270,9 +270,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			if n > h.cores {
 				// Above the cores, the same ranks again taking turns: a
 				// pipeline's stages compute one at a time.
-				tt, _, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
+				tt, _, hops, err := measureOpTimesProcsHops(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
 				if err != nil {
 					return nil, err
+				}
+				if len(hops) > 0 {
+					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go; recorded, not priced): %s", n, describeTurnHops(hops))
 				}
 				cal.OpTimes = append(cal.OpTimes, tt...)
 				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))

@@ -1,0 +1,50 @@
+package calib
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestTurnHops: three ranks, two turns each (ns), given out of order:
+//
+//	rank 0: (await 0, hand-on 5 000), (100 000, 130 000)    passes 5, 30 µs
+//	rank 1: (25 000, 33 000), (150 000, 250 000)             passes 8, 100 µs
+//	rank 2: (45 000, 50 000), (262 000, 270 000)
+//
+// hops: rank 1's turns 25 000 − 5 000 = 20 µs (after a 5 µs pass) and
+// 150 000 − 130 000 = 20 µs (after 30 µs); rank 2's 45 000 − 33 000 = 12
+// µs (after 8 µs) and 262 000 − 250 000 = 12 µs (after 100 µs). Bands:
+// ≤ 10 µs: passes 5 and 8, hops 20 and 12 — medians 5 and 12 µs (the
+// empirical median, medianOf: of two, the lower), mean hop 16 µs; ≤ 40 µs: one hop of 20 µs after 30; ≤ 160 µs: one of 12
+// after 100. A fourth rank with one turn less pairs with nothing.
+func TestTurnHops(t *testing.T) {
+	ranks := []rankOpTimes{
+		{Rank: 2, Turns: []turnStamp{{45000, 50000}, {262000, 270000}}},
+		{Rank: 0, Turns: []turnStamp{{0, 5000}, {100000, 130000}}},
+		{Rank: 1, Turns: []turnStamp{{25000, 33000}, {150000, 250000}}},
+		{Rank: 3, Turns: []turnStamp{{60000, 61000}}},
+	}
+	got := turnHops(ranks)
+	want := []turnHopBin{
+		{UpToS: 10e-6, N: 2, PassS: 5e-6, HopS: 12e-6, MeanS: 16e-6},
+		{UpToS: 40e-6, N: 1, PassS: 30e-6, HopS: 20e-6, MeanS: 20e-6},
+		{UpToS: 160e-6, N: 1, PassS: 100e-6, HopS: 12e-6, MeanS: 12e-6},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("bands %+v, want %+v", got, want)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
+	for i, w := range want {
+		g := got[i]
+		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.HopS, w.HopS) || !near(g.MeanS, w.MeanS) {
+			t.Errorf("band %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if s := describeTurnHops(got); !strings.Contains(s, "after passes of 5e-06 s (median; 2 hops): 1.2e-05 s median, 1.6e-05 s mean") {
+		t.Errorf("note %q", s)
+	}
+	if got := turnHops([]rankOpTimes{{Rank: 0}}); got != nil {
+		t.Errorf("one rank: %+v", got)
+	}
+}
