@@ -68,7 +68,7 @@ type rankOpTimes struct {
 	// host's wall clock (Unix ns) where its receive of the turn returned
 	// and where its hand-on's Send call began (turnhop.go).
 	Rank  int         `json:"rank"`
-	Turns []turnStamp `json:"turns,omitempty"`
+	Turns []turnStamp `json:"-"` // written on lines of their own (turnhop.go)
 }
 
 // measureOpTimesProcs times the compute ops of configs' Programs with n
@@ -125,9 +125,18 @@ func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []
 // output prefixed by the launcher).
 func parseOpTimesLines(r io.Reader) ([]rankOpTimes, error) {
 	var out []rankOpTimes
+	stamps := map[int][]turnStamp{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), turnStampsPrefix); ok {
+			rank, ts, err := parseTurnStamps(rest)
+			if err != nil {
+				return nil, err
+			}
+			stamps[rank] = append(stamps[rank], ts...)
+			continue
+		}
 		_, rest, ok := strings.Cut(sc.Text(), opTimesResultPrefix)
 		if !ok {
 			continue
@@ -137,6 +146,9 @@ func parseOpTimesLines(r io.Reader) ([]rankOpTimes, error) {
 			return nil, fmt.Errorf("op times: a process rank's times: %w", err)
 		}
 		out = append(out, rt)
+	}
+	for i := range out {
+		out[i].Turns = stamps[out[i].Rank]
 	}
 	return out, sc.Err()
 }
@@ -230,6 +242,9 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 		return err
 	}
 	if _, err := fmt.Fprintf(stdout, "%s%s\n", opTimesResultPrefix, js); err != nil {
+		return err
+	}
+	if err := writeTurnStamps(stdout, rt.Rank, rt.Turns); err != nil {
 		return err
 	}
 	if err := c.Barrier(ctx); err != nil {

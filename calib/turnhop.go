@@ -1,7 +1,9 @@
 package calib
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
@@ -91,4 +93,62 @@ func describeTurnHops(bins []turnHopBin) string {
 		parts = append(parts, fmt.Sprintf("after passes of %.3g s (median; %d hops): %.3g s median, %.3g s mean", b.PassS, b.N, b.HopS, b.MeanS))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// turnStampsPrefix starts each line of a rank's turn stamps.
+const turnStampsPrefix = "partbench-turn-stamps "
+
+// turnStampsPerLine keeps a line of stamps far below the launcher's
+// 64 KiB line (exec/launch cuts longer ones).
+const turnStampsPerLine = 1000
+
+// turnStampsLine is one line of a rank's stamps: Base (Unix ns) and each
+// stamp's await and hand-on in ns after it, flat.
+type turnStampsLine struct {
+	Rank int     `json:"rank"`
+	Base int64   `json:"base"`
+	S    []int64 `json:"s"`
+}
+
+// writeTurnStamps writes ts to w in lines of turnStampsPerLine stamps.
+func writeTurnStamps(w io.Writer, rank int, ts []turnStamp) error {
+	for len(ts) > 0 {
+		k := min(len(ts), turnStampsPerLine)
+		line := turnStampsLine{Rank: rank, Base: ts[0].Await, S: make([]int64, 0, 2*k)}
+		for _, t := range ts[:k] {
+			h := t.HandOn - line.Base
+			if t.HandOn == 0 {
+				h = -1 // no hand-on read
+			}
+			line.S = append(line.S, t.Await-line.Base, h)
+		}
+		js, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s%s\n", turnStampsPrefix, js); err != nil {
+			return err
+		}
+		ts = ts[k:]
+	}
+	return nil
+}
+
+// parseTurnStamps reads one line writeTurnStamps wrote (less its prefix).
+func parseTurnStamps(s string) (int, []turnStamp, error) {
+	var line turnStampsLine
+	if err := json.Unmarshal([]byte(s), &line); err != nil {
+		return 0, nil, fmt.Errorf("op times: a process rank's turn stamps: %w", err)
+	}
+	if len(line.S)%2 != 0 {
+		return 0, nil, fmt.Errorf("op times: rank %d's turn stamps: %d numbers, want pairs", line.Rank, len(line.S))
+	}
+	out := make([]turnStamp, len(line.S)/2)
+	for i := range out {
+		out[i].Await = line.Base + line.S[2*i]
+		if h := line.S[2*i+1]; h >= 0 {
+			out[i].HandOn = line.Base + h
+		}
+	}
+	return line.Rank, out, nil
 }

@@ -48,3 +48,49 @@ func TestTurnHops(t *testing.T) {
 		t.Errorf("one rank: %+v", got)
 	}
 }
+
+// TestTurnStampsLines: 2 500 stamps of rank 7 (await 1.7e18 + 40 000·i
+// ns, hand-on 25 000 ns later, the last without one) go out as 3 lines
+// (1 000, 1 000, 500) each under the launcher's 64 KiB, and parse back
+// to the same stamps, the missing hand-on still 0.
+func TestTurnStampsLines(t *testing.T) {
+	ts := make([]turnStamp, 2500)
+	for i := range ts {
+		ts[i] = turnStamp{Await: 1_700_000_000_000_000_000 + 40_000*int64(i), HandOn: 1_700_000_000_000_025_000 + 40_000*int64(i)}
+	}
+	ts[len(ts)-1].HandOn = 0
+	var b strings.Builder
+	if err := writeTurnStamps(&b, 7, ts); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3", len(lines))
+	}
+	var back []turnStamp
+	for _, l := range lines {
+		if len(l) >= 64<<10 {
+			t.Errorf("a line of %d bytes", len(l))
+		}
+		rest, ok := strings.CutPrefix(l, turnStampsPrefix)
+		if !ok {
+			t.Fatalf("line %.40q: no prefix", l)
+		}
+		rank, got, err := parseTurnStamps(rest)
+		if err != nil || rank != 7 {
+			t.Fatalf("rank %d, err %v", rank, err)
+		}
+		back = append(back, got...)
+	}
+	if len(back) != len(ts) {
+		t.Fatalf("%d stamps back, want %d", len(back), len(ts))
+	}
+	for i := range ts {
+		if back[i] != ts[i] {
+			t.Fatalf("stamp %d: %+v, want %+v", i, back[i], ts[i])
+		}
+	}
+	if _, _, err := parseTurnStamps(`{"rank":1,"base":5,"s":[1,2,3]}`); err == nil {
+		t.Error("an odd count of numbers: no error")
+	}
+}
