@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -255,6 +256,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// rank first, whose stretch (wall over CPU time: the host's other load)
 	// the process ranks' times are brought back to.
 	alone := 0.0
+	turnHopsAt := map[int][]turnHopBin{} // the hand-offs between turns, by rank count (turnhop.go)
 	opRanks := slices.Clone(o.OpRanks)
 	slices.Sort(opRanks)
 	for _, n := range opRanks {
@@ -275,7 +277,8 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 					return nil, err
 				}
 				if len(hops) > 0 {
-					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go; recorded, not priced): %s", n, describeTurnHops(hops))
+					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go): %s", n, describeTurnHops(hops))
+					turnHopsAt[n] = hops
 				}
 				cal.OpTimes = append(cal.OpTimes, tt...)
 				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))
@@ -353,6 +356,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 				return nil, err
 			}
 		}
+	}
+	// The receive wait between turns: the hand-offs less the one-way
+	// time of a small message at the same count (turnhop.go).
+	for _, n := range slices.Sorted(maps.Keys(turnHopsAt)) {
+		es := recvWaitTurnsEntries(turnHopsAt[n], smallSendS(cal.OpTimes, n), n, h.cores, o.Repeats)
+		cal.OpTimes = append(cal.OpTimes, es...)
 	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
+
+	"github.com/partbench/partbench/configs"
 )
 
 // The hand-off between turns. Taking turns (opprocs.go), rank r's i-th
@@ -151,4 +154,43 @@ func parseTurnStamps(s string) (int, []turnStamp, error) {
 		}
 	}
 	return line.Rank, out, nil
+}
+
+// smallSendS is the median one-way time of the send entries of at most
+// 1 KiB measured among n ranks in ts (a turn's token is 4 bytes, a tiny
+// config's decode message 1 KiB); 0 without any.
+func smallSendS(ts []configs.OpTime, n int) float64 {
+	var xs []float64
+	for _, t := range ts {
+		if t.Kind == "send" && t.Ranks == n && t.Size <= 1024 {
+			xs = append(xs, t.TimeS)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return medianOf(xs)
+}
+
+// recvWaitTurnsEntries are the receive wait's entries between turns at n
+// ranks on cores cores, one per band of bins: at size the band's median
+// pass (ns), the band's mean hop less oneWayS (at least noWaitS); a band
+// of a size seen is kept 1 ns apart. None at or below the cores.
+func recvWaitTurnsEntries(bins []turnHopBin, oneWayS float64, n, cores, repeats int) []configs.OpTime {
+	if n <= cores {
+		return nil
+	}
+	var out []configs.OpTime
+	seen := map[int64]bool{}
+	for _, b := range bins {
+		size := max(1, int64(math.Round(b.PassS*1e9)))
+		for seen[size] {
+			size++
+		}
+		seen[size] = true
+		w := max(noWaitS, b.MeanS-oneWayS)
+		out = append(out, configs.OpTime{Kind: configs.RecvWaitTurnsKind, Shape: configs.CoreWaitShape(cores), Size: size,
+			TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: max(1, b.N), Ranks: n})
+	}
+	return out
 }

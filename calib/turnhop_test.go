@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/partbench/partbench/configs"
 )
 
 // TestTurnHops: three ranks, two turns each (ns), given out of order:
@@ -92,5 +94,49 @@ func TestTurnStampsLines(t *testing.T) {
 	}
 	if _, _, err := parseTurnStamps(`{"rank":1,"base":5,"s":[1,2,3]}`); err == nil {
 		t.Error("an odd count of numbers: no error")
+	}
+}
+
+// TestRecvWaitTurnsEntries: bands after passes of 38 µs (mean hop 23 µs)
+// and 310 µs (32 µs), a one-way time of 5 µs, 16 ranks on 2 cores → two
+// entries of kind recv_wait_turns, shape cores=2, ranks 16: 18 µs at
+// size 38 000 ns and 27 µs at 310 000; a band whose mean is under the
+// one-way time keeps 1 ns; none at 2 ranks on 2 cores. smallSendS is the
+// median of the send entries ≤ 1 KiB among the count asked: (4, 6, 5 µs)
+// → 5 µs, the 4 KiB one and those among 4 ranks left out.
+func TestRecvWaitTurnsEntries(t *testing.T) {
+	bins := []turnHopBin{{UpToS: 40e-6, N: 7, PassS: 38e-6, HopS: 18e-6, MeanS: 23e-6}, {UpToS: 640e-6, N: 9, PassS: 310e-6, HopS: 21e-6, MeanS: 32e-6}}
+	es := recvWaitTurnsEntries(bins, 5e-6, 16, 2, 5)
+	want := []struct {
+		size int64
+		s    float64
+	}{{38_000, 18e-6}, {310_000, 27e-6}}
+	if len(es) != len(want) {
+		t.Fatalf("entries %+v", es)
+	}
+	for i, w := range want {
+		e := es[i]
+		if e.Kind != configs.RecvWaitTurnsKind || e.Shape != "cores=2" || e.Ranks != 16 || e.Size != w.size || math.Abs(e.TimeS-w.s) > 1e-15 {
+			t.Errorf("entry %d: %+v, want size %d, %g s", i, e, w.size, w.s)
+		}
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("entries do not validate: %v", err)
+	}
+	if es := recvWaitTurnsEntries([]turnHopBin{{PassS: 38e-6, MeanS: 3e-6, N: 1}}, 5e-6, 16, 2, 5); len(es) != 1 || es[0].TimeS != noWaitS {
+		t.Errorf("mean under the one-way time: %+v, want 1 ns", es)
+	}
+	if es := recvWaitTurnsEntries(bins, 5e-6, 2, 2, 5); es != nil {
+		t.Errorf("2 ranks on 2 cores: %+v", es)
+	}
+	send := func(size int64, s float64, ranks int) configs.OpTime {
+		return configs.OpTime{Kind: "send", Shape: "ranks=2", Size: size, TimeS: s, Ranks: ranks}
+	}
+	ts := []configs.OpTime{send(4, 4e-6, 16), send(64, 6e-6, 16), send(1024, 5e-6, 16), send(4096, 9e-6, 16), send(4, 1e-6, 4)}
+	if got := smallSendS(ts, 16); math.Abs(got-5e-6) > 1e-15 {
+		t.Errorf("small send %g s, want 5 µs", got)
+	}
+	if got := smallSendS(ts, 8); got != 0 {
+		t.Errorf("no entries at 8: %g", got)
 	}
 }
