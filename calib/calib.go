@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -214,6 +215,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, err
 	}
 	cal.Spread["kernel_launch_s"] = spreadOf(launch)
+	// 3b. The executor's own time between two ops (opgap.go), an op-time entry.
+	gaps, err := measureOpGap(ctx, o.Repeats, o.MinSample)
+	if err != nil {
+		return nil, err
+	}
+	gapEntry, haveGap := opGapEntry(gaps)
 
 	// 4. The link among o.Ranks local ranks.
 	link := topology.Link{}
@@ -249,6 +256,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// rank first, whose stretch (wall over CPU time: the host's other load)
 	// the process ranks' times are brought back to.
 	alone := 0.0
+	turnHopsAt := map[int][]turnHopBin{} // the hand-offs between turns, by rank count (turnhop.go)
 	opRanks := slices.Clone(o.OpRanks)
 	slices.Sort(opRanks)
 	for _, n := range opRanks {
@@ -264,9 +272,13 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			if n > h.cores {
 				// Above the cores, the same ranks again taking turns: a
 				// pipeline's stages compute one at a time.
-				tt, _, err := measureOpTimesProcs(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
+				tt, _, hops, err := measureOpTimesProcsHops(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
 				if err != nil {
 					return nil, err
+				}
+				if len(hops) > 0 {
+					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go): %s", n, describeTurnHops(hops))
+					turnHopsAt[n] = hops
 				}
 				cal.OpTimes = append(cal.OpTimes, tt...)
 				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))
@@ -289,6 +301,10 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		cal.OpTimes = append(cal.OpTimes, ts...)
 	}
 	cal.OpTimes = append(cal.OpTimes, commOpTimes(cal.Comm, o.Ranks, o.Repeats)...)
+	if haveGap {
+		cal.OpTimes = append(cal.OpTimes, gapEntry)
+		note(cal, "op gap: %.3g s per op between the op timers of a run (single-tiny's decode Program through the executor as a run times it; median over %d repeats, %.3g–%.3g s)", gapEntry.TimeS, gapEntry.Samples, gapEntry.TimeMinS, gapEntry.TimeMaxS)
+	}
 	// The other placements' communication: the link again among n process
 	// ranks for every other count of --op-ranks above one.
 	for _, n := range o.OpRanks {
@@ -340,6 +356,12 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 				return nil, err
 			}
 		}
+	}
+	// The receive wait between turns: the hand-offs less the one-way
+	// time of a small message at the same count (turnhop.go).
+	for _, n := range slices.Sorted(maps.Keys(turnHopsAt)) {
+		es := recvWaitTurnsEntries(turnHopsAt[n], smallSendS(cal.OpTimes, n), n, h.cores, o.Repeats)
+		cal.OpTimes = append(cal.OpTimes, es...)
 	}
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)

@@ -64,6 +64,11 @@ type opProcSpec struct {
 type rankOpTimes struct {
 	Stretch float64          `json:"stretch"`
 	Times   []configs.OpTime `json:"times"`
+	// Rank and Turns, taking turns: the process rank, and per turn the
+	// host's wall clock (Unix ns) where its receive of the turn returned
+	// and where its hand-on's Send call began (turnhop.go).
+	Rank  int         `json:"rank"`
+	Turns []turnStamp `json:"-"` // written on lines of their own (turnhop.go)
 }
 
 // measureOpTimesProcs times the compute ops of configs' Programs with n
@@ -75,22 +80,29 @@ type rankOpTimes struct {
 // With turns the ranks take turns instead (turnRing; minBlock unused): the
 // entries' kinds are configs.TurnsKind of the op's, and the stretches 0.
 func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, error) {
+	ts, stretches, _, err := measureOpTimesProcsHops(ctx, argv, n, names, blocks, minBlock, turns)
+	return ts, stretches, err
+}
+
+// measureOpTimesProcsHops is measureOpTimesProcs also returning, taking
+// turns, the hand-offs between the ranks' turns (turnHops; nil at once).
+func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, []turnHopBin, error) {
 	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var out, errOut bytes.Buffer
 	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
 		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
 	if err != nil || code != 0 {
-		return nil, nil, fmt.Errorf("op times: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
+		return nil, nil, nil, fmt.Errorf("op times: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
 	}
 	ranks, err := parseOpTimesLines(&out)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(ranks) != n {
-		return nil, nil, fmt.Errorf("op times: %d of %d process ranks reported their times:\n%s%s", len(ranks), n, out.String(), errOut.String())
+		return nil, nil, nil, fmt.Errorf("op times: %d of %d process ranks reported their times:\n%s%s", len(ranks), n, out.String(), errOut.String())
 	}
 	stretches := make([]float64, n)
 	for i, r := range ranks {
@@ -102,16 +114,29 @@ func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []stri
 			ts[i].Kind = configs.TurnsKind(ts[i].Kind)
 		}
 	}
-	return ts, stretches, nil
+	var hops []turnHopBin
+	if turns {
+		hops = turnHops(ranks)
+	}
+	return ts, stretches, hops, nil
 }
 
 // parseOpTimesLines reads every rank's op-time line from r (each rank's
 // output prefixed by the launcher).
 func parseOpTimesLines(r io.Reader) ([]rankOpTimes, error) {
 	var out []rankOpTimes
+	stamps := map[int][]turnStamp{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), turnStampsPrefix); ok {
+			rank, ts, err := parseTurnStamps(rest)
+			if err != nil {
+				return nil, err
+			}
+			stamps[rank] = append(stamps[rank], ts...)
+			continue
+		}
 		_, rest, ok := strings.Cut(sc.Text(), opTimesResultPrefix)
 		if !ok {
 			continue
@@ -121,6 +146,9 @@ func parseOpTimesLines(r io.Reader) ([]rankOpTimes, error) {
 			return nil, fmt.Errorf("op times: a process rank's times: %w", err)
 		}
 		out = append(out, rt)
+	}
+	for i := range out {
+		out[i].Turns = stamps[out[i].Rank]
 	}
 	return out, sc.Err()
 }
@@ -183,9 +211,21 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 	var rt rankOpTimes
 	bo := blockOpts{minBlock: minBlock, stretch: &rt.Stretch, onCore: true}
 	step := func() error { return c.Barrier(ctx) }
+	rt.Rank = c.Rank()
 	if spec.Turns {
 		ring := newTurnRing(ctx, c, c.Rank(), c.Size())
-		bo = blockOpts{onCore: true, turn: ring.await, done: ring.handOn}
+		await := func() error {
+			err := ring.await()
+			rt.Turns = append(rt.Turns, turnStamp{Await: time.Now().UnixNano()})
+			return err
+		}
+		handOn := func() error {
+			if k := len(rt.Turns); k > 0 {
+				rt.Turns[k-1].HandOn = time.Now().UnixNano()
+			}
+			return ring.handOn()
+		}
+		bo = blockOpts{onCore: true, turn: await, done: handOn}
 		step = func() error {
 			if err := ring.end(); err != nil {
 				return err
@@ -202,6 +242,9 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 		return err
 	}
 	if _, err := fmt.Fprintf(stdout, "%s%s\n", opTimesResultPrefix, js); err != nil {
+		return err
+	}
+	if err := writeTurnStamps(stdout, rt.Rank, rt.Turns); err != nil {
 		return err
 	}
 	if err := c.Barrier(ctx); err != nil {

@@ -117,11 +117,25 @@ func TestTurnRingOneAtATime(t *testing.T) {
 // Three process ranks take turns over single-tiny's Programs: every
 // compute op has an entry taken in turns (kind turns:<kind>, looked up by
 // that kind), measured at 3 ranks, with at least one sample of each rank
-// in each of the 2 iterations, and the profile's validation accepts them.
+// in each of the 2 iterations, and the profile's validation accepts them;
+// and the hand-offs between their turns are read.
 func TestMeasureOpTimesProcsTurns(t *testing.T) {
-	ts, stretches, err := measureOpTimesProcs(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, []string{"test/single-tiny"}, 2, 0, true)
+	ts, stretches, hops, err := measureOpTimesProcsHops(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, []string{"test/single-tiny"}, 2, 0, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The hand-offs between turns: ranks 1 and 2 each receive every turn
+	// (single-tiny's one rank: (2 iterations + the warm-up) × its passes),
+	// none read before its hand-on.
+	n := 0
+	for _, b := range hops {
+		n += b.N
+		if b.N < 1 || !(b.HopS >= 0) || !(b.PassS >= 0) {
+			t.Errorf("hand-off band %+v", b)
+		}
+	}
+	if n < 2*3 {
+		t.Errorf("%d hand-offs between turns (%+v), want ≥ 6", n, hops)
 	}
 	for i, s := range stretches {
 		if s != 0 {

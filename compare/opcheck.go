@@ -134,9 +134,16 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 	}
 	perRank := map[rk]float64{}
 	decodeSteps := map[int]bool{}
+	// The executor's op gap sim adds to each compute op it prices from
+	// the table is no part of the op's timer: taken out again.
+	gap := sim.OpGapS(est.Plan)
 	for _, sl := range est.Timeline.All() {
 		k := key{string(sl.Phase), string(sl.Op.Kind)}
-		perRank[rk{sl.Rank, k}] += sl.EndS - sl.StartS
+		d := sl.EndS - sl.StartS
+		if _, comm := sl.Op.Kind.Comm(); sl.Bound == sim.BoundTable && !comm {
+			d = max(0, d-gap)
+		}
+		perRank[rk{sl.Rank, k}] += d
 		a := at(model, k)
 		if sl.Bound == sim.BoundTable {
 			a.table++

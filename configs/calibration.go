@@ -336,6 +336,8 @@ func (c *Calibration) Apply(cfg *Config) []string {
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}
+	// The executor's gap between ops is a rank's own loop, measured alone: any placement.
+	off = slices.DeleteFunc(off, func(w string) bool { return strings.Fields(w)[0] == OpGapKind })
 	if c.Info.Backend == BackendCPU && c.Info.Cores > 0 && len(c.OpTimes) > 0 {
 		var waitNotes []string
 		times, waitNotes = keepCoreWait(times, opTimes, max(1, ranks), c.Info.Cores)

@@ -106,12 +106,34 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 }
 
 // isWaitKind reports whether kind is a shared-core wait, stretch or exit
-// lag (core_wait, core_wait_idle, recv_wait, core_stretch, core_exit_lag,
-// core_exit_lag_idle): measured at one rank count, kept only at it.
+// lag (core_wait, core_wait_idle, recv_wait, recv_wait_turns,
+// core_stretch, core_exit_lag, core_exit_lag_idle): measured at one rank
+// count, kept only at it.
 func isWaitKind(kind string) bool {
 	switch kind {
-	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
+	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, RecvWaitTurnsKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
 		return true
 	}
 	return false
 }
+
+// OpGapKind is the op-time kind of the executor's own time between two ops
+// of a pass: what a run spends per op outside the op timers (the loop, the
+// per-op timer's clock reads and its bookkeeping), measured by running one
+// rank's decode Program through the executor as a run does (shape
+// OpGapShape, size 1, ranks 1). sim adds it to every compute op it prices
+// from the table; the op check takes it out again, as the runs' op timers
+// do not hold it.
+const OpGapKind = "op_gap"
+
+// OpGapShape is the shape of the op-gap entry.
+const OpGapShape = "host"
+
+// RecvWaitTurnsKind is RecvWaitKind measured between the turns of the op
+// table taken in turns (calib/turnhop.go): the hop from a rank's Send
+// call's start to the next rank's return from its receive, after a pass
+// of real ops of Size ns, less the one-way time of a small message among
+// Ranks ranks (shape CoreWaitShape). sim prices a blocked receive from it
+// where the receiving rank computed alone and from RecvWaitKind where
+// every rank computed (sim.recvWaitS).
+const RecvWaitTurnsKind = "recv_wait_turns"

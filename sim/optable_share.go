@@ -361,6 +361,32 @@ func recvWaitS(table *OpTable, plan *partition.Plan, burstS float64) float64 {
 	return w
 }
 
+// recvWaitSharedS is recvWaitS for a receiving rank whose compute since
+// its last communication ran at a mean fair-share stretch of stretch
+// (rankState.stretch), where the table also has the receive wait measured
+// between the turns of the op table taken in turns
+// (configs.RecvWaitTurnsKind: a pipeline's hop after a pass of real ops,
+// one rank computing at a time):
+//
+//	R_turns · (1 − share) + R · share
+//
+// share = coreWaitShare(stretch) — 0 where the rank computed alone (a
+// one-micro-batch pipeline's stage), 1 where every rank computed — and R
+// the spin ring's receive wait (recvWaitS). Without turns entries, R.
+func recvWaitSharedS(table *OpTable, plan *partition.Plan, burstS, stretch float64) float64 {
+	r := recvWaitS(table, plan, burstS)
+	cores := hostCores(plan)
+	if cores <= 0 || table == nil {
+		return r
+	}
+	t, ok := table.lookupClamped(configs.RecvWaitTurnsKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))
+	if !ok {
+		return r
+	}
+	share := coreWaitShare(stretch, planRanks(plan), cores)
+	return t*(1-share) + r*share
+}
+
 // coreWaitS is the scheduling delay charged to op by the table's core wait
 // at the plan's host cores after burstS seconds of compute, run at a mean
 // shared-core stretch of stretch (0 without a core wait; coreWaitShare).

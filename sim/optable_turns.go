@@ -28,13 +28,23 @@ import (
 // stretch then multiplies it as before (docs/costmodel.md, "Op times
 // taking turns").
 
-// computeTime is the table's time of compute op at fair share over
+// computeTime is the table's time of compute op, with the executor's op
+// gap before it (opGapS), at fair share over
 // (max(1, b/C), 1 where unknown) with a share cold of its occurrences
 // after its rank waited (coldBursts; 1 where unknown), and whether it has
 // one: the blend above, weighted by cold, where the table has both
 // entries and the plan's ranks outnumber its host's cores, else the entry
 // at once (Time), else the one in turns.
 func (t *OpTable) computeTime(plan *partition.Plan, op *partition.Op, over, cold float64) (float64, bool) {
+	v, ok := t.computeTimeOp(plan, op, over, cold)
+	if ok {
+		v += t.opGapS() // the executor's time before the op, outside its timer (optable_gap.go)
+	}
+	return v, ok
+}
+
+// computeTimeOp is computeTime without the op gap: the op's own time.
+func (t *OpTable) computeTimeOp(plan *partition.Plan, op *partition.Op, over, cold float64) (float64, bool) {
 	once, ok := t.Time(op)
 	cores := hostCores(plan)
 	if t == nil || cores <= 0 {

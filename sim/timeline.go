@@ -398,7 +398,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.StartS = r.clock
 		sl.EndS = max(r.clock, arrival)
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
-			sl.EndS += recvWaitS(s.table, s.plan, r.burstS)
+			sl.EndS += recvWaitSharedS(s.table, s.plan, r.burstS, r.stretch())
 		}
 		r.burstS, r.burstAloneS, r.burstOverS = 0, 0, 0
 		sl.WaitS = sl.EndS - r.clock

@@ -11,6 +11,8 @@
 # With BEFORE_FILTER set (shared mode), before prices from before-N.toml, written by the command
 # $BEFORE_FILTER reading after-N.toml on stdin: the profile an older calibrate would have written
 # from the same measurements (e.g. strip-nowait.py: without the no-wait entries it dropped).
+# With TRACE=1 every run also writes its last iteration's measured timeline beside the model's
+# (--trace) to out/VARIANT/CONFIG-ROUND.trace.json, which hops.py decomposes per hop.
 # This folder's tp2-tiny.toml and pp2-tiny.toml are copied into WORKDIR.
 set -u
 W=${1:?usage: run.sh WORKDIR [own|shared]}
@@ -43,8 +45,10 @@ for r in 1 2 3; do
       profile=$v-$r.toml
       [ "$MODE" = shared ] && [ -z "${BEFORE_FILTER:-}" -o $v = after ] && profile=after-$r.toml
       uptime >> log.txt
+      trace=()
+      [ "${TRACE:-}" = 1 ] && mkdir -p out/$v && trace=(--trace out/$v/$(basename $1 .toml)-$r.trace.json)
       $W/$v/partbench run --nproc-per-node $2 --config $1 --backend cpu --calibration $profile \
-          --iterations $3 --warmup 3 --quiet --output-dir out/$v/$(basename $1 .toml)-$r > /dev/null 2>> err.txt
+          --iterations $3 --warmup 3 --quiet "${trace[@]}" --output-dir out/$v/$(basename $1 .toml)-$r > /dev/null 2>> err.txt
       echo "$v $1 $r rc=$?" >> log.txt
     done
   done

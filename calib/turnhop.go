@@ -1,0 +1,196 @@
+package calib
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/partbench/partbench/configs"
+)
+
+// The hand-off between turns. Taking turns (opprocs.go), rank r's i-th
+// turn begins when its receive of the token returns, which rank r − 1
+// sent at the end of its own i-th turn, after one pass of real ops of a
+// (config, rank) — a pipeline's hop after a stage's compute, among
+// partbench processes holding a Compute each, as a run's stages are. The
+// hop from the sender's Send call's start to the receiver's return, read
+// on the host's wall clock both processes share, is what a run's trace
+// shows per hop (scripts/calibration-agreement/hops.py); the receive
+// wait's ring (corewait.go) times it after a spin burst instead.
+
+// turnStamp is one turn of a rank: Unix ns where its receive of the turn
+// returned (Await) and where its hand-on's Send call began (HandOn).
+type turnStamp struct {
+	Await  int64 `json:"a"`
+	HandOn int64 `json:"h"`
+}
+
+// turnHopBin is the hops after passes of one length band: the band's
+// upper edge (0: above the last edge), how many hops, the median pass
+// length before them (the sender's turn), and the hops' median and mean,
+// in seconds.
+type turnHopBin struct {
+	UpToS              float64
+	N                  int
+	PassS, HopS, MeanS float64
+}
+
+// turnHopEdges are the bands' upper edges (s): a tiny config's decode
+// passes of a layer or two, longer ones, prefill passes.
+var turnHopEdges = []float64{10e-6, 40e-6, 160e-6, 640e-6}
+
+// turnHops pairs every rank r ≥ 1's i-th turn with rank r − 1's i-th
+// hand-on (rank 0's turns follow a hand-on of the last rank only within
+// one (config, rank), so they are left out) and bands the hops by the
+// sender's pass length. Ranks with unequal turn counts, or stamps out of
+// order (a hop or pass below 0), are skipped; nil without any hop.
+func turnHops(ranks []rankOpTimes) []turnHopBin {
+	by := map[int][]turnStamp{}
+	for _, r := range ranks {
+		by[r.Rank] = r.Turns
+	}
+	type hop struct{ pass, hop float64 }
+	bands := make([][]hop, len(turnHopEdges)+1)
+	for r := 1; r < len(ranks); r++ {
+		prev, cur := by[r-1], by[r]
+		if len(prev) != len(cur) {
+			continue
+		}
+		for i := range cur {
+			pass := float64(prev[i].HandOn-prev[i].Await) * 1e-9
+			h := float64(cur[i].Await-prev[i].HandOn) * 1e-9
+			if prev[i].HandOn == 0 || pass < 0 || h < 0 {
+				continue
+			}
+			b := sort.SearchFloat64s(turnHopEdges, pass)
+			bands[b] = append(bands[b], hop{pass, h})
+		}
+	}
+	var out []turnHopBin
+	for b, hs := range bands {
+		if len(hs) == 0 {
+			continue
+		}
+		ps, ts := make([]float64, len(hs)), make([]float64, len(hs))
+		sum := 0.0
+		for i, h := range hs {
+			ps[i], ts[i] = h.pass, h.hop
+			sum += h.hop
+		}
+		bin := turnHopBin{N: len(hs), PassS: medianOf(ps), HopS: medianOf(ts), MeanS: sum / float64(len(hs))}
+		if b < len(turnHopEdges) {
+			bin.UpToS = turnHopEdges[b]
+		}
+		out = append(out, bin)
+	}
+	return out
+}
+
+// describeTurnHops is the calibration note's list of bands.
+func describeTurnHops(bins []turnHopBin) string {
+	var parts []string
+	for _, b := range bins {
+		parts = append(parts, fmt.Sprintf("after passes of %.3g s (median; %d hops): %.3g s median, %.3g s mean", b.PassS, b.N, b.HopS, b.MeanS))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// turnStampsPrefix starts each line of a rank's turn stamps.
+const turnStampsPrefix = "partbench-turn-stamps "
+
+// turnStampsPerLine keeps a line of stamps far below the launcher's
+// 64 KiB line (exec/launch cuts longer ones).
+const turnStampsPerLine = 1000
+
+// turnStampsLine is one line of a rank's stamps: Base (Unix ns) and each
+// stamp's await and hand-on in ns after it, flat.
+type turnStampsLine struct {
+	Rank int     `json:"rank"`
+	Base int64   `json:"base"`
+	S    []int64 `json:"s"`
+}
+
+// writeTurnStamps writes ts to w in lines of turnStampsPerLine stamps.
+func writeTurnStamps(w io.Writer, rank int, ts []turnStamp) error {
+	for len(ts) > 0 {
+		k := min(len(ts), turnStampsPerLine)
+		line := turnStampsLine{Rank: rank, Base: ts[0].Await, S: make([]int64, 0, 2*k)}
+		for _, t := range ts[:k] {
+			h := t.HandOn - line.Base
+			if t.HandOn == 0 {
+				h = -1 // no hand-on read
+			}
+			line.S = append(line.S, t.Await-line.Base, h)
+		}
+		js, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s%s\n", turnStampsPrefix, js); err != nil {
+			return err
+		}
+		ts = ts[k:]
+	}
+	return nil
+}
+
+// parseTurnStamps reads one line writeTurnStamps wrote (less its prefix).
+func parseTurnStamps(s string) (int, []turnStamp, error) {
+	var line turnStampsLine
+	if err := json.Unmarshal([]byte(s), &line); err != nil {
+		return 0, nil, fmt.Errorf("op times: a process rank's turn stamps: %w", err)
+	}
+	if len(line.S)%2 != 0 {
+		return 0, nil, fmt.Errorf("op times: rank %d's turn stamps: %d numbers, want pairs", line.Rank, len(line.S))
+	}
+	out := make([]turnStamp, len(line.S)/2)
+	for i := range out {
+		out[i].Await = line.Base + line.S[2*i]
+		if h := line.S[2*i+1]; h >= 0 {
+			out[i].HandOn = line.Base + h
+		}
+	}
+	return line.Rank, out, nil
+}
+
+// smallSendS is the median one-way time of the send entries of at most
+// 1 KiB measured among n ranks in ts (a turn's token is 4 bytes, a tiny
+// config's decode message 1 KiB); 0 without any.
+func smallSendS(ts []configs.OpTime, n int) float64 {
+	var xs []float64
+	for _, t := range ts {
+		if t.Kind == "send" && t.Ranks == n && t.Size <= 1024 {
+			xs = append(xs, t.TimeS)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return medianOf(xs)
+}
+
+// recvWaitTurnsEntries are the receive wait's entries between turns at n
+// ranks on cores cores, one per band of bins: at size the band's median
+// pass (ns), the band's mean hop less oneWayS (at least noWaitS); a band
+// of a size seen is kept 1 ns apart. None at or below the cores.
+func recvWaitTurnsEntries(bins []turnHopBin, oneWayS float64, n, cores, repeats int) []configs.OpTime {
+	if n <= cores {
+		return nil
+	}
+	var out []configs.OpTime
+	seen := map[int64]bool{}
+	for _, b := range bins {
+		size := max(1, int64(math.Round(b.PassS*1e9)))
+		for seen[size] {
+			size++
+		}
+		seen[size] = true
+		w := max(noWaitS, b.MeanS-oneWayS)
+		out = append(out, configs.OpTime{Kind: configs.RecvWaitTurnsKind, Shape: configs.CoreWaitShape(cores), Size: size,
+			TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: max(1, b.N), Ranks: n})
+	}
+	return out
+}
