@@ -66,3 +66,32 @@ func TestOpGap(t *testing.T) {
 		t.Errorf("TTFT %.6g s longer with the gap, want %.6g s (0.25 µs × %d compute ops)", d, want, count(partition.Prefill))
 	}
 }
+
+// TestQuickOpTimeHasOpGap: the quick estimate prices a table-priced
+// compute op with the op gap as the timeline does (0.25 µs more with an
+// entry of 0.25 µs).
+func TestQuickOpTimeHasOpGap(t *testing.T) {
+	base := flatTable(t, "test/single-tiny", 3e-6, 0, nil)
+	price := func(gap float64, kind partition.Kind) float64 {
+		ts := append([]configs.OpTime(nil), base...)
+		if gap > 0 {
+			ts = append(ts, opEntry(configs.OpGapKind, configs.OpGapShape, 1, 0, gap, 1))
+		}
+		plan := turnsPlan(t, "test/single-tiny", 0, ts, nil)
+		c := NewQuickCache(CollectiveOptions{}).withReset(plan)
+		for _, op := range plan.Program(0, partition.Decode).Ops {
+			if op.Kind == kind {
+				v, b, err := c.opTime(plan, &op, 1, false, 0, 1, partition.Decode)
+				if err != nil || (kind == partition.Gemm && b != BoundTable) {
+					t.Fatalf("%s: %v, bound %s", op.Name, err, b)
+				}
+				return v
+			}
+		}
+		t.Fatalf("no %s op", kind)
+		return 0
+	}
+	if d := price(0.25e-6, partition.Gemm) - price(0, partition.Gemm); math.Abs(d-0.25e-6) > 1e-15 {
+		t.Errorf("a table-priced GEMM is %g s longer with the gap, want 0.25 µs", d)
+	}
+}

@@ -1277,8 +1277,10 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 		return cc.t + launchS(g, phase), cc.bound, err
 	}
 	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
-	if t, ok := c.table.of(plan).Time(op); ok {
-		return t + stepFixedS(g, phase, op), BoundTable, nil
+	if tab := c.table.of(plan); tab != nil {
+		if t, ok := tab.Time(op); ok { // with the executor's op gap, as the timeline's (optable_gap.go)
+			return t + tab.opGapS() + stepFixedS(g, phase, op), BoundTable, nil
+		}
 	}
 	return oc.TimeS, oc.Bound, nil
 }
