@@ -30,6 +30,20 @@ func deviceCompute(name string, device int, plan *partition.Plan, rank int) (pex
 	return nc(plan, rank)
 }
 
+// cpuRankZero is config's plan and the CPU backend's Compute of its rank 0,
+// alone: what calibrate's per-op measurements on the host run.
+func cpuRankZero(config string) (*partition.Plan, pexec.Compute, error) {
+	plan, err := partition.LoadPlan(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, c, nil
+}
+
 // hostGEMM is a Compute whose GEMM can be called on bare host slices:
 // out[m, n] = x[m, k] @ w[k, n], row-major (exec/cpu's: the GEMM its Gemm
 // ops run).
@@ -40,11 +54,7 @@ type hostGEMM interface {
 // cpuGEMM returns the CPU backend's GEMM through a Compute of the
 // one-rank overhead config, and a function that releases it.
 func cpuGEMM() (hostGEMM, func() error, error) {
-	plan, err := partition.LoadPlan(overheadConfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
+	_, c, err := cpuRankZero(overheadConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("GEMM: %w", err)
 	}

@@ -24,11 +24,7 @@ const opGapConfig = "test/single-tiny"
 // between its op timers, which the op timers (and the op table timed as
 // they are) do not hold.
 func measureOpGap(ctx context.Context, repeats int, minDur time.Duration) ([]float64, error) {
-	plan, err := partition.LoadPlan(opGapConfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
+	plan, c, err := cpuRankZero(opGapConfig)
 	if err != nil {
 		return nil, err
 	}

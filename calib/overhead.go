@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -19,11 +18,7 @@ const overheadConfig = "test/single-tiny"
 // is the call's fixed cost: op dispatch, buffer look-ups and bounds checks.
 // Seconds per call, once per repeat.
 func execOverhead(ctx context.Context, repeats int, minDur time.Duration) ([]float64, error) {
-	plan, err := partition.LoadPlan(overheadConfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := deviceCompute(configs.BackendCPU, 0, plan, 0)
+	plan, c, err := cpuRankZero(overheadConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -152,19 +152,7 @@ func BenchmarkRankLoadCold(b *testing.B) {
 				w.Close()
 				return dt
 			}
-			seqRead := func() float64 {
-				checkpointtest.Evict(b, path)
-				t0 := time.Now()
-				f, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
-				return time.Since(t0).Seconds()
-			}
+			seqRead := func() float64 { return coldSequentialRead(b, path, buf) }
 			var speedup []float64
 			rate, cpu := [2][]float64{}, [2][]float64{}
 			vsSeq := [2][]float64{}
@@ -195,6 +183,23 @@ func BenchmarkRankLoadCold(b *testing.B) {
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 		})
 	}
+}
+
+// coldSequentialRead is the seconds one stream takes to read the whole file
+// at path through buf after evicting it: the baseline of the cold
+// benchmarks.
+func coldSequentialRead(b *testing.B, path string, buf []byte) float64 {
+	checkpointtest.Evict(b, path)
+	t0 := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0).Seconds()
 }
 
 // benchMB is PARTBENCH_SHARDS_BENCH_MB (default 256).
@@ -342,19 +347,7 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				s.Close()
 				w.Close()
 			}
-			seqRead := func() float64 {
-				checkpointtest.Evict(b, path)
-				t0 := time.Now()
-				f, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
-				return time.Since(t0).Seconds()
-			}
+			seqRead := func() float64 { return coldSequentialRead(b, path, buf) }
 			rate, vsSeq, cpu := [2][]float64{}, [2][]float64{}, [2][]float64{}
 			for i := 0; i < b.N; i++ {
 				seq := seqRead()

@@ -36,22 +36,7 @@ func TestShardCommand(t *testing.T) {
 		in.Close()
 		out.Close()
 	}
-	data, err := os.ReadFile(filepath.Join(src, "reference.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		PromptIDs [][]int `json:"prompt_ids"`
-		GreedyIDs [][]int `json:"greedy_ids"`
-	}
-	if err := json.Unmarshal(data, &ref); err != nil {
-		t.Fatal(err)
-	}
-	ids := filepath.Join(t.TempDir(), "ids.json")
-	b, _ := json.Marshal(ref.PromptIDs)
-	if err := os.WriteFile(ids, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ref, ids := readHFReference(t, src)
 	var out bytes.Buffer
 	root := newRootCmd()
 	root.SetOut(&out)
