@@ -21,6 +21,16 @@ ROUNDS = (1, 2, 3)
 COMM = ("all_reduce", "all_gather", "recv", "send")
 
 
+def calibrations(variants):
+    """Each calibration of the pass there is, round by round: (round, variant, its TOML)."""
+    for r in ROUNDS:
+        for v in variants:
+            p = os.path.join(W, f"{v}-{r}.toml")
+            if os.path.exists(p):
+                with open(p, "rb") as f:
+                    yield r, v, tomllib.load(f)
+
+
 def within(modeled, measured):
     """The op check's test: modeled within 20 % of measured."""
     return abs(modeled / measured - 1) <= 0.2
@@ -137,31 +147,22 @@ print("Waits per calibration (µs; core_wait per message step after the burst sh
 print()
 print("| calibration | ranks | kind | after a burst of (µs): wait (µs) |")
 print("|---|---|---|---|")
-for r in ROUNDS:
-    for v in ("before", "after"):
-        p = os.path.join(W, f"{v}-{r}.toml")
-        if not os.path.exists(p):
-            continue
-        c = tomllib.load(open(p, "rb"))
-        by = collections.defaultdict(list)
-        for e in c.get("op_time", []):
-            if e["kind"] in ("core_wait", "recv_wait"):
-                by[(e["ranks"], e["kind"])].append(e)
-        for (n, kind), es in sorted(by.items()):
-            cells = ", ".join(f"{e['size']/1e3:.0f}: {e['time_s']*1e6:.1f}" if e["size"] > 1 else f"—: {e['time_s']*1e6:.1f}"
-                              for e in sorted(es, key=lambda e: e["size"]))
-            print(f"| {v}-{r} | {n} | {kind} | {cells} |")
+for r, v, c in calibrations(("before", "after")):
+    by = collections.defaultdict(list)
+    for e in c.get("op_time", []):
+        if e["kind"] in ("core_wait", "recv_wait"):
+            by[(e["ranks"], e["kind"])].append(e)
+    for (n, kind), es in sorted(by.items()):
+        cells = ", ".join(f"{e['size']/1e3:.0f}: {e['time_s']*1e6:.1f}" if e["size"] > 1 else f"—: {e['time_s']*1e6:.1f}"
+                          for e in sorted(es, key=lambda e: e["size"]))
+        print(f"| {v}-{r} | {n} | {kind} | {cells} |")
 
 print()
 print("After: compute op times measured by 2, 4 and 16 processes at once (on the core) over those of one rank alone (median over each kind's entries):")
 print()
 print("| calibration | ranks | " + " | ".join(["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]) + " |")
 print("|---|---|" + "---|" * 7)
-for r in ROUNDS:
-    p = os.path.join(W, f"after-{r}.toml")
-    if not os.path.exists(p):
-        continue
-    c = tomllib.load(open(p, "rb"))
+for r, _, c in calibrations(("after",)):
     by = collections.defaultdict(dict)
     for e in c.get("op_time", []):
         if e["kind"] in COMM or e["kind"] in ("core_wait", "recv_wait"):
@@ -181,11 +182,7 @@ print()
 KINDS = ["gemm", "attention", "activation", "rmsnorm", "residual", "sample", "input"]
 print("| calibration | ranks | over | " + " | ".join(KINDS) + " |")
 print("|---|---|---|" + "---|" * len(KINDS))
-for r in ROUNDS:
-    p = os.path.join(W, f"after-{r}.toml")
-    if not os.path.exists(p):
-        continue
-    c = tomllib.load(open(p, "rb"))
+for r, _, c in calibrations(("after",)):
     by = collections.defaultdict(dict)
     for e in c.get("op_time", []):
         k = e["kind"]
@@ -210,21 +207,16 @@ print("at 256 B and 1 KiB (µs):")
 print()
 print("| calibration | ranks | kind | after a burst of (µs): at 256 B / 4 KiB / 32 KiB (µs) |")
 print("|---|---|---|---|")
-for r in ROUNDS:
-    for v in ("before", "after"):
-        p = os.path.join(W, f"{v}-{r}.toml")
-        if not os.path.exists(p):
-            continue
-        c = tomllib.load(open(p, "rb"))
-        by = collections.defaultdict(lambda: collections.defaultdict(dict))
-        ar2 = {}
-        for e in c.get("op_time", []):
-            if e["kind"] in ("core_exit_lag", "core_exit_lag_idle"):
-                by[(e["ranks"], e["kind"])][e["context"]][e["size"]] = e["time_s"]
-            if e["kind"] == "all_reduce" and e["ranks"] == 2 and e["shape"] == "ranks=2" and e["size"] in (256, 1024):
-                ar2[e["size"]] = e["time_s"]
-        for (n, kind), bursts in sorted(by.items()):
-            cells = "; ".join(f"{b/1e3:.0f}: " + " / ".join(f"{t*1e6:.1f}" for _, t in sorted(s.items())) for b, s in sorted(bursts.items()))
-            print(f"| {v}-{r} | {n} | {'L' if kind == 'core_exit_lag' else 'L_idle'} | {cells} |")
-        if ar2:
-            print(f"| {v}-{r} | 2 | all_reduce back to back | 256 B: {ar2.get(256, 0)*1e6:.2f}, 1 KiB: {ar2.get(1024, 0)*1e6:.2f} |")
+for r, v, c in calibrations(("before", "after")):
+    by = collections.defaultdict(lambda: collections.defaultdict(dict))
+    ar2 = {}
+    for e in c.get("op_time", []):
+        if e["kind"] in ("core_exit_lag", "core_exit_lag_idle"):
+            by[(e["ranks"], e["kind"])][e["context"]][e["size"]] = e["time_s"]
+        if e["kind"] == "all_reduce" and e["ranks"] == 2 and e["shape"] == "ranks=2" and e["size"] in (256, 1024):
+            ar2[e["size"]] = e["time_s"]
+    for (n, kind), bursts in sorted(by.items()):
+        cells = "; ".join(f"{b/1e3:.0f}: " + " / ".join(f"{t*1e6:.1f}" for _, t in sorted(s.items())) for b, s in sorted(bursts.items()))
+        print(f"| {v}-{r} | {n} | {'L' if kind == 'core_exit_lag' else 'L_idle'} | {cells} |")
+    if ar2:
+        print(f"| {v}-{r} | 2 | all_reduce back to back | 256 B: {ar2.get(256, 0)*1e6:.2f}, 1 KiB: {ar2.get(1024, 0)*1e6:.2f} |")
