@@ -75,6 +75,7 @@ func OpKey(op *partition.Op) (kind, shape string, size, context int64) {
 // op.
 type OpTable struct {
 	grids map[string]*opGrid // kind + "\x00" + shape
+	gapS  float64            // the executor's op gap (optable_gap.go), looked up once
 }
 
 type opGrid struct {
@@ -103,6 +104,9 @@ func NewOpTable(ts []configs.OpTime) *OpTable {
 			ss[k[0]], cs[k[1]] = true, true
 		}
 		g.sizes, g.contexts = sortedKeys(ss), sortedKeys(cs)
+	}
+	if v, ok := tab.Lookup(configs.OpGapKind, configs.OpGapShape, 1, 0); ok {
+		tab.gapS = v
 	}
 	return tab
 }

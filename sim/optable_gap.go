@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"github.com/partbench/partbench/configs"
-	"github.com/partbench/partbench/partition"
-)
+import "github.com/partbench/partbench/partition"
 
 // The op gap. A run's executor spends some time between two ops outside
 // their timers — its loop, the timers' clock reads, their bookkeeping —
@@ -14,16 +11,13 @@ import (
 // gap"). The op check takes it out of the modeled op times again
 // (OpGapS), as it compares them with the op timers.
 
-// opGapS is the table's op gap, 0 without one.
+// opGapS is the table's op gap (its entry, read once by NewOpTable), 0
+// without one.
 func (t *OpTable) opGapS() float64 {
 	if t == nil {
 		return 0
 	}
-	v, ok := t.Lookup(configs.OpGapKind, configs.OpGapShape, 1, 0)
-	if !ok {
-		return 0
-	}
-	return v
+	return t.gapS
 }
 
 // OpGapS is the op gap sim adds to each compute op of plan that its
