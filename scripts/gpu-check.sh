@@ -43,7 +43,8 @@
 #   resume     30   resume --backend cuda: recompute, offload, stateful
 #   serve      45   serve --backend cuda with remote --mode all and its SM activity
 #   serving    40   the continuous-batching engine in `serve --backend cuda` under load,
-#                   over gRPC and raw TCP (serving --spawn-server), measured beside modeled
+#                   over gRPC and raw TCP (serving --spawn-server), measured beside modeled;
+#                   under Nsight Systems too where the host has nsys (its API summaries)
 #   transport  40   the CPU backend on this host's idle cores: pp2-tiny (TTFT from one
 #                   start), single-tiny on one rank, tensor-parallel on 2 ranks over TCP
 #                   and over shared memory (TPOT)
@@ -506,6 +507,21 @@ for s in $steps; do
 				--max-num-seqs 16 --max-num-batched-tokens 256 --engine-context 128 --format markdown
 		else
 			skip serving-grpc-cal "no calibration (the calibrate step did not write one)"
+		fi
+		# Where the engine's host time per iteration goes: the same load,
+		# fewer requests, under Nsight Systems where the device host has it
+		# (the CUDA API summary counts and times every cuLaunchKernel of the
+		# served engine, a child process nsys follows). Only the printed
+		# summaries are kept: the report file is too large to bring back.
+		nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | tail -n 1)
+		if [ $dry -eq 0 ] && [ -n "$nsys" ]; then
+			run serving-nsys "$nsys" profile --trace=cuda,osrt --stats=true --force-overwrite=true \
+				--output "$out/serving-nsys" "$pb" serving --spawn-server --transport tcp --backend cuda \
+				--config test/single-tiny --request-rate 200 --num-prompts 40 --random-input-len 64 \
+				--random-output-len 32 --max-num-seqs 16 --max-num-batched-tokens 256 --engine-context 128
+			rm -f "$out"/serving-nsys*.nsys-rep "$out"/serving-nsys*.sqlite
+		else
+			skip serving-nsys "no nsys on this host (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems), or a dry run"
 		fi
 		;;
 	sanitize)
