@@ -68,9 +68,9 @@ func validateCollectiveEntry(p string, t OpTime) error {
 	n, err := strconv.Atoi(strings.TrimPrefix(t.Shape, "ranks="))
 	switch {
 	case !strings.HasPrefix(t.Shape, "ranks=") || err != nil || n < 2:
-		return fmt.Errorf("%s.shape: a %s entry's shape must be \"ranks=N\", N ≥ 2 the ranks of its group (got %q)", p, t.Kind, t.Shape)
+		return fmt.Errorf("%s.shape: the shape of %s entries must be \"ranks=N\", N ≥ 2 the ranks of the group (got %q)", p, t.Kind, t.Shape)
 	case (t.Kind == "send" || t.Kind == "recv") && n != 2:
-		return fmt.Errorf("%s.shape: a %s entry's shape must be \"ranks=2\" (got %q)", p, t.Kind, t.Shape)
+		return fmt.Errorf("%s.shape: the shape of %s entries must be \"ranks=2\" (got %q)", p, t.Kind, t.Shape)
 	case t.Kind == "all_gather" && t.Size%int64(n) != 0:
 		return fmt.Errorf("%s.size: an all_gather over %d ranks gathers %d equal blocks: must be a multiple of %d bytes (got %d)", p, n, n, n, t.Size)
 	}
