@@ -171,13 +171,16 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		shapes[i].clip(o.GEMMFLOPBudget, o.GEMMWeightCapBytes)
 	}
 	sizes := curveSizes(o.MaxWorkingSetBytes)
-	groups := commGroups(o.Ranks, o.Quick)
 	opPlanList, err := opPlans(o.OpConfigs)
 	if err != nil {
 		return nil, fmt.Errorf("op times: %w", err)
 	}
+	// The link's groups at o.Ranks: all_reduce and sendrecv at the sweep,
+	// the all_gather also at the Programs' payloads (allgather.go).
+	gathers := programGathers(opPlanList)
+	groups := linkGroups(o.Ranks, o.Quick, o.CommSizes, gathers)
 
-	total := o.Repeats*len(sizes) + len(shapes) + 1 + len(groups)*len(o.CommSizes) + len(o.OpRanks)*opRankCount(opPlanList) + 1 + 1
+	total := o.Repeats*len(sizes) + len(shapes) + 1 + samplesCount(groups) + len(o.OpRanks)*opRankCount(opPlanList) + 1 + 1
 	done := 0
 	step := func() error {
 		done++
@@ -311,28 +314,20 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		if n < 2 || n == o.Ranks || len(o.LinkArgv) == 0 {
 			continue
 		}
-		gs := commGroups(n, o.Quick)
+		gs := linkGroups(n, o.Quick, o.CommSizes, gathers)
 		var times [][][]float64
 		if n <= h.cores {
 			// Bound a CPU each: the fastest of several launches
 			// (linklaunches.go).
 			var launches string
-			if times, launches, err = boundLinkTimes(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample); err != nil {
+			if times, launches, err = boundLinkTimesSized(ctx, o.LinkArgv, n, groupsOf(gs), sizesOf(gs), o.Repeats, o.MinSample); err != nil {
 				return nil, err
 			}
 			note(cal, "link at %d process ranks bound to a CPU each, in %d launches, each group and size from the launch of the lowest median (launch medians: %s)", n, linkLaunchesBound, launches)
-		} else if times, err = measureLinkProcs(ctx, o.LinkArgv, n, gs, o.CommSizes, o.Repeats, o.MinSample); err != nil {
+		} else if times, err = measureLinkProcsSized(ctx, o.LinkArgv, n, groupsOf(gs), sizesOf(gs), o.Repeats, o.MinSample); err != nil {
 			return nil, err
 		}
-		var samples []configs.CommSample
-		for gi, g := range gs {
-			for si, size := range o.CommSizes {
-				ranks := sampleRanks(g.op, g.ranks)
-				sp := spreadOf(times[gi][si])
-				samples = append(samples, configs.CommSample{Op: g.op, Ranks: ranks, Bytes: size, TimeMinS: sp.Min, TimeMedianS: sp.Median, TimeMaxS: sp.Max})
-			}
-		}
-		cal.OpTimes = append(cal.OpTimes, commOpTimes(samples, n, o.Repeats)...)
+		cal.OpTimes = append(cal.OpTimes, commOpTimes(commSamples(gs, times), n, o.Repeats)...)
 	}
 	// The sender's own time in its Send calls, at every placement the
 	// link is measured at (sendcall.go).
@@ -564,28 +559,22 @@ type commGroup struct {
 
 // measureLink times every group at every size, fits α and β per repeat, and
 // fills cal's samples and spreads. The link it returns has the medians.
-func measureLink(ctx context.Context, o Options, groups []commGroup, cal *configs.Calibration, step func() error) (topology.Link, error) {
-	type sample struct {
-		op    string
-		ranks int
-		bytes int64
-		times []float64
-	}
-	var samples []sample
+func measureLink(ctx context.Context, o Options, groups []sizedGroup, cal *configs.Calibration, step func() error) (topology.Link, error) {
+	var samples []linkSample
 	how := "in one process"
 	if len(o.LinkArgv) > 0 {
 		how = "as processes"
-		times, err := measureLinkProcs(ctx, o.LinkArgv, o.Ranks, groups, o.CommSizes, o.Repeats, o.MinSample)
+		times, err := measureLinkProcsSized(ctx, o.LinkArgv, o.Ranks, groupsOf(groups), sizesOf(groups), o.Repeats, o.MinSample)
 		if err != nil {
 			return topology.Link{}, err
 		}
 		for gi, g := range groups {
-			for si, s := range o.CommSizes {
+			for si, s := range g.sizes {
 				n := sampleRanks(g.op, g.ranks)
 				if len(times[gi][si]) != o.Repeats {
 					return topology.Link{}, fmt.Errorf("communication: %s over %v, %d B: %d times from rank 0, want %d", g.op, g.ranks, s, len(times[gi][si]), o.Repeats)
 				}
-				samples = append(samples, sample{g.op, n, s, times[gi][si]})
+				samples = append(samples, linkSample{g.op, n, s, times[gi][si]})
 				if err := step(); err != nil {
 					return topology.Link{}, err
 				}
@@ -606,13 +595,13 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 		if err != nil {
 			return topology.Link{}, err
 		}
-		for _, s := range o.CommSizes {
+		for _, s := range g.sizes {
 			ts, err := b.time(ctx, w, s, o.Repeats, o.MinSample)
 			if err != nil {
 				return topology.Link{}, fmt.Errorf("communication: %s of %d B: %w", g.op, s, err)
 			}
 			n := sampleRanks(g.op, g.ranks)
-			samples = append(samples, sample{g.op, n, s, ts})
+			samples = append(samples, linkSample{g.op, n, s, ts})
 			if err := step(); err != nil {
 				return topology.Link{}, err
 			}
@@ -620,11 +609,7 @@ func measureLink(ctx context.Context, o Options, groups []commGroup, cal *config
 	}
 	var alphas, betas []float64
 	for r := 0; r < o.Repeats; r++ {
-		var pts []commPoint
-		for _, s := range samples {
-			pts = append(pts, commPoint{s.op, s.ranks, s.bytes, s.times[r]})
-		}
-		a, b, err := fitLink(pts)
+		a, b, err := fitLink(linkFitPoints(samples, r))
 		if err != nil {
 			return topology.Link{}, err
 		}

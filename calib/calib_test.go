@@ -217,10 +217,13 @@ func TestQuickCalibrationLoads(t *testing.T) {
 			t.Errorf("spread %s: %+v (present %v)", k, s, ok)
 		}
 	}
-	// 7 tiny shapes; all_reduce over 2 ranks and sendrecv at 2 sizes each.
-	if len(cal.GEMM) != 7 || len(cal.Comm) != 4 || len(cal.Ops) == 0 || len(cal.Cache) == 0 {
+	// 7 tiny shapes; all_reduce over 2 ranks and sendrecv at 2 sizes each,
+	// the all_gather over 2 ranks at those and the 768 B the default op
+	// configs' 2-rank Programs gather (tp2pp2-tiny, tp2-dp2-tiny).
+	if len(cal.GEMM) != 7 || len(cal.Comm) != 7 || len(cal.Ops) == 0 || len(cal.Cache) == 0 {
 		t.Errorf("%d GEMM, %d comm, %d op, %d cache samples", len(cal.GEMM), len(cal.Comm), len(cal.Ops), len(cal.Cache))
 	}
+	checkAllGatherEntries(t, cal, []int64{16, 768, 4096})
 	g := cal.Hardware
 	if g.ComputeEfficiency != 1 || g.HBMEfficiency != 1 || g.FP16FLOPsPerS != g.FP32FLOPsPerS || g.FP8FLOPsPerS != 0 ||
 		cal.Topology.GPUsPerNode != 2 || cal.Topology.Intra.Class != "network" {

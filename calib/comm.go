@@ -63,7 +63,7 @@ func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle {
+	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllGatherPairs {
 		return 2
 	}
 	return len(ranks)
@@ -179,7 +179,7 @@ type commBench struct {
 
 func (w *world) bench(ctx context.Context, op string, ranks []int) (*commBench, error) {
 	b := &commBench{op: op, ranks: ranks, groups: map[int]pexec.Group{}}
-	if !isAllReduce(op) {
+	if !usesGroup(op) {
 		return b, nil
 	}
 	var mu sync.Mutex
@@ -212,9 +212,9 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 	return b.perCall(elapsed, iters), nil
 }
 
-// groupOf is the all_reduce group of member r.
+// groupOf is the all_reduce (or all_gather) group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle {
+	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || b.op == opAllGatherPairs {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -303,11 +303,19 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 	}
 	var burstTotal float64
 	defer func() { keep(burstTotal) }()
+	var send pexec.F32 // an all_gather's own block: buf (the gathered bytes) over the group
+	if isAllGather(b.op) {
+		send = pexec.F32(make([]float32, max(1, len(buf)/len(b.groupOf(r)))))
+	}
 	start := time.Now()
 	for i := 0; i < iters; i++ {
 		switch {
 		case isAllReduce(b.op):
 			if err := g.AllReduce(ctx, buf); err != nil {
+				return 0, err
+			}
+		case isAllGather(b.op):
+			if err := g.AllGather(ctx, send, buf); err != nil {
 				return 0, err
 			}
 		case b.op == opRing:
@@ -390,18 +398,25 @@ func systemOf(n int, link topology.Link) topology.System {
 }
 
 // modelComm is what sim's collective model says for a sample, with the
-// tuner's free choice of algorithm and protocol (the estimate's default).
+// tuner's free choice of algorithm and protocol (the estimate's default):
+// a sendrecv's one-way time, an all_gather's (bytes: the gathered output),
+// or an all_reduce's.
 func modelComm(p commPoint, link topology.Link) (sim.CollectiveEstimate, error) {
 	sys := systemOf(max(p.ranks, 2), link)
 	if p.op == opSendRecv {
 		return sim.P2P(sys, 0, 1, p.bytes), nil
 	}
-	return sim.Collective(sys, commcount.AllReduce, sim.GroupRanks(commcount.AllReduce, p.ranks), p.bytes, sim.CollectiveOptions{})
+	op := commcount.AllReduce
+	if isAllGather(p.op) {
+		op = commcount.AllGather
+	}
+	return sim.Collective(sys, op, sim.GroupRanks(op, p.ranks), p.bytes, sim.CollectiveOptions{})
 }
 
 // fitLink finds the link latency α and bandwidth β for which sim's model of
 // every sample (ring/tree all_reduce, p2p sendrecv, with NCCL's protocol
-// constants for a network link) best reproduces the measured times: least
+// constants for a network link; the caller leaves out the samples fitsLink
+// refuses) best reproduces the measured times: least
 // squares of log time, over a 25 × 25 grid of α in 10^-8…10^-2 s and β in
 // 10^6…10^12 B/s, refined from the best grid point by gonum's Nelder–Mead
 // (optimize.Minimize) inside those bounds.

@@ -43,6 +43,17 @@ type linkGroup struct {
 	// Burst is the compute burst's iterations before each call of
 	// opAllReduceBurst (corewait.go).
 	Burst int `json:"burst,omitempty"`
+	// Sizes, when set, are this group's payloads instead of the spec's
+	// (an all_gather's: whole elements per member, allgather.go).
+	Sizes []int64 `json:"sizes,omitempty"`
+}
+
+// sizes are g's payloads: its own, else the spec's.
+func (g linkGroup) sizesOr(common []int64) []int64 {
+	if len(g.Sizes) > 0 {
+		return g.Sizes
+	}
+	return common
 }
 
 // measureLinkProcs runs the link measurement with n ranks as processes,
@@ -62,11 +73,28 @@ func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGr
 // (the hop's time, the burst's); an opSendCall group's the one-way time,
 // then rank 0's Send call's.
 func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
+	return measureLinkProcsSpec(ctx, argv, n, groups, bursts, sizes, nil, repeats, minDur)
+}
+
+// measureLinkProcsSized is measureLinkProcs with each group timed at its
+// own sizes (groupSizes[i]: group i's), as linkGroups gives them; the
+// times are [group][its size][repeat].
+func measureLinkProcsSized(ctx context.Context, argv []string, n int, groups []commGroup, groupSizes [][]int64, repeats int, minDur time.Duration) ([][][]float64, error) {
+	return measureLinkProcsSpec(ctx, argv, n, groups, nil, nil, groupSizes, repeats, minDur)
+}
+
+func measureLinkProcsSpec(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, groupSizes [][]int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	spec := linkSpec{Sizes: sizes, Repeats: repeats, MinSampleS: minDur.Seconds()}
 	for i, g := range groups {
 		lg := linkGroup{Op: g.op, Ranks: g.ranks}
 		if i < len(bursts) {
 			lg.Burst = bursts[i]
+		}
+		if i < len(groupSizes) {
+			lg.Sizes = groupSizes[i]
+		}
+		if len(lg.sizesOr(sizes)) == 0 {
+			return nil, fmt.Errorf("communication: %s over %v: no sizes to time", g.op, g.ranks)
 		}
 		spec.Groups = append(spec.Groups, lg)
 	}
@@ -147,6 +175,7 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	type run struct {
 		b     *commBench
 		grp   pexec.Group
+		sizes []int64
 		iters []int // per size
 	}
 	times := make([][][]float64, len(spec.Groups))
@@ -154,18 +183,19 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	for gi, g := range spec.Groups {
 		b := &commBench{op: g.Op, ranks: g.Ranks, burst: g.Burst}
 		members := b.members()
-		times[gi] = make([][]float64, len(spec.Sizes))
+		sizes := g.sizesOr(spec.Sizes)
+		times[gi] = make([][]float64, len(sizes))
 		if !slices.Contains(members, me) {
 			continue
 		}
-		rn := &run{b: b, iters: make([]int, len(spec.Sizes))}
-		if isAllReduce(b.op) {
+		rn := &run{b: b, sizes: sizes, iters: make([]int, len(sizes))}
+		if usesGroup(b.op) {
 			if rn.grp, err = c.NewGroup(ctx, b.groupOf(me)); err != nil {
 				return err
 			}
 		}
 		first := members[0]
-		for si, size := range spec.Sizes {
+		for si, size := range sizes {
 			e, err := b.rankRun(ctx, me, c, rn.grp, size, 2)
 			if err != nil {
 				return fmt.Errorf("%s over %v, %d B: %w", b.op, g.Ranks, size, err)
@@ -191,7 +221,7 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 				continue // not a member
 			}
 			b := rn.b
-			for si, size := range spec.Sizes {
+			for si, size := range rn.sizes {
 				iters := rn.iters[si]
 				e, err := b.rankRun(ctx, me, c, rn.grp, size, iters)
 				if err != nil {

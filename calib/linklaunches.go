@@ -61,9 +61,19 @@ func fastestLaunch(launches [][][][]float64) (best [][][]float64, medians [][][]
 // group's and size's times from its fastest launch, and a description of
 // the launches' medians at the size nearest 1 KiB for a note.
 func boundLinkTimes(ctx context.Context, argv []string, n int, groups []commGroup, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, string, error) {
+	same := make([][]int64, len(groups))
+	for i := range same {
+		same[i] = sizes
+	}
+	return boundLinkTimesSized(ctx, argv, n, groups, same, repeats, minDur)
+}
+
+// boundLinkTimesSized is boundLinkTimes with each group timed at its own
+// sizes (groupSizes[i]: group i's; measureLinkProcsSized).
+func boundLinkTimesSized(ctx context.Context, argv []string, n int, groups []commGroup, groupSizes [][]int64, repeats int, minDur time.Duration) ([][][]float64, string, error) {
 	var launches [][][][]float64
 	for l := 0; l < linkLaunchesBound; l++ {
-		times, err := measureLinkProcs(ctx, argv, n, groups, sizes, repeats, minDur)
+		times, err := measureLinkProcsSized(ctx, argv, n, groups, groupSizes, repeats, minDur)
 		if err != nil {
 			return nil, "", err
 		}
@@ -73,14 +83,15 @@ func boundLinkTimes(ctx context.Context, argv []string, n int, groups []commGrou
 	if err != nil {
 		return nil, "", err
 	}
-	si := 0
-	for i, s := range sizes {
-		if abs64(s-1024) < abs64(sizes[si]-1024) {
-			si = i
-		}
-	}
 	var parts []string
 	for gi, g := range groups {
+		sizes := groupSizes[gi]
+		si := 0
+		for i, s := range sizes {
+			if abs64(s-1024) < abs64(sizes[si]-1024) {
+				si = i
+			}
+		}
 		var ms []string
 		for _, m := range medians[gi][si] {
 			ms = append(ms, fmt.Sprintf("%.3g", m*1e6))

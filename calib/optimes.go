@@ -381,6 +381,8 @@ func commOpTimes(samples []configs.CommSample, ranks, repeats int) []configs.OpT
 			kind = string(partition.Send)
 		case opAllReducePairs: // a pair's all_reduce, every pair at once
 			kind = opAllReduce
+		case opAllGatherPairs: // a pair's all_gather, every pair at once
+			kind = opAllGather
 		}
 		out = append(out, configs.OpTime{Kind: kind, Shape: fmt.Sprintf("ranks=%d", s.Ranks), Size: s.Bytes,
 			TimeS: s.TimeMedianS, TimeMinS: s.TimeMinS, TimeMaxS: s.TimeMaxS, Samples: repeats, Ranks: ranks})

@@ -136,8 +136,9 @@ type CacheSample struct {
 	ReuseOverStream float64 `toml:"reuse_over_stream"`
 }
 
-// CommSample is one communication size: all_reduce over Ranks ranks, or
-// sendrecv (one-way time of a ping-pong between two ranks).
+// CommSample is one communication size: all_reduce or all_gather over
+// Ranks ranks (all_gather: Bytes the gathered output), or sendrecv (one-way
+// time of a ping-pong between two ranks); CommOps lists the ops.
 type CommSample struct {
 	Op          string  `toml:"op"`
 	Ranks       int     `toml:"ranks"`
@@ -244,6 +245,9 @@ func (c *Calibration) Validate() error {
 		}
 	}
 	if err := ValidateOpTimes("op_time", c.OpTimes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateComm(c.Comm); err != nil {
 		errs = append(errs, err)
 	}
 	known := map[string]bool{}

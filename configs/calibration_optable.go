@@ -65,6 +65,9 @@ func ValidateOpTimes(key string, ts []OpTime) error {
 		if t.Ranks < 1 {
 			errs = append(errs, fmt.Errorf("%s.ranks: must be ≥ 1 (got %d)", p, t.Ranks))
 		}
+		if err := validateCollectiveEntry(p, t); err != nil {
+			errs = append(errs, err)
+		}
 		k := at{t.Kind, t.Shape, t.Size, t.Context, t.Ranks}
 		if j, dup := seen[k]; dup {
 			errs = append(errs, fmt.Errorf("%s: same kind, shape, size, context and ranks as %s[%d] (%s %q size %d context %d ranks %d)", p, key, j, t.Kind, t.Shape, t.Size, t.Context, t.Ranks))
