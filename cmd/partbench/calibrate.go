@@ -44,10 +44,11 @@ of every figure:
   memory bandwidth    streaming read of a working set far beyond the last-level cache
   cache curve         read bandwidth from 16 KiB to beyond the last-level cache → l2_bytes, l2_bytes_per_s
   per-op overhead     exec/cpu Compute.Exec of the smallest op → kernel_launch_s
-  link                all_reduce and sendrecv among N local process ranks over exec/tcpcomm → latency, bandwidth
+  link                all_reduce and sendrecv among N local process ranks over exec/tcpcomm → latency, bandwidth;
+                      all_gather among the same ranks, kept out of that fit
   op times            every compute op of the test configs' Programs through exec/cpu, at their shapes,
-                      with 1, 2 and N workers sharing the cores; collectives and transfers from the
-                      link samples → the [[op_time]] table sim prices ops from
+                      with 1, 2 and N workers sharing the cores; collectives (the all_gather its own)
+                      and transfers from the link samples → the [[op_time]] table sim prices ops from
 
 With --backend cuda it measures one GPU through exec/cuda instead (docs/gpu.md,
 "GPU calibration"): cuBLAS GEMMs over the Programs' shapes in fp16, bf16 and fp32
