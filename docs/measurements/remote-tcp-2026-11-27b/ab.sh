@@ -1,6 +1,6 @@
 #!/bin/bash
 # Alternates builds run by run, one process per run: BenchmarkStatefulStepProcess
-# (remote/bench_test.go), 3000 steps per transport.
+# (remote/bench_test.go), 3000 steps per transport ($BENCHTIME steps if set).
 # Usage: ab.sh ROUNDS OUTFILE PLACEMENT VARIANT...
 #   PLACEMENT: unpinned | pinned (taskset -c r%2: client and both children on
 #              one vCPU) | neighbour (unpinned, with ./neighbour, a CPU-bound
@@ -19,7 +19,7 @@ for r in $(seq 1 $rounds); do
     if [ $place = neighbour ]; then
       nbf=$(mktemp); /tmp/tcp10/neighbour >"$nbf" & nbpid=$!
     fi
-    res=$("${pre[@]}" $bin -test.run '^$' -test.bench StatefulStepProcess -test.benchtime 3000x 2>&1 | grep '^BenchmarkStatefulStepProcess')
+    res=$("${pre[@]}" $bin -test.run '^$' -test.bench "${BENCH:-StatefulStepProcess}" -test.benchtime ${BENCHTIME:-3000x} 2>&1 | grep '^BenchmarkStatefulStepProcess')
     tag="$place"
     if [ -n "$nbf" ]; then
       kill $nbpid; wait $nbpid
