@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -55,4 +56,25 @@ func TestTCPPollKeepsBounds(t *testing.T) {
 	close(g.open) // the held step ends; its session can be freed
 	c.Close()
 	waitFor(t, 5*time.Second, func() bool { return srv.Sessions() == 0 }, "session freed after the spinning client hung up")
+}
+
+// TestMeasureNotesPoll: `partbench remote` over raw TCP says in its
+// results' notes how the client's reads waited (here the variable's
+// value); over gRPC, which does not poll, it says nothing of it.
+func TestMeasureNotesPoll(t *testing.T) {
+	t.Setenv(wire.PollEnv, "adaptive:20us")
+	_, addrs := startServer(t, server.ServerConfig{}, &server.ArithEngine{})
+	for _, tr := range transports {
+		o := MeasureOptions{Config: "test/single-tiny", Mode: "stateful", Link: "loopback", Out: t.TempDir(), Trials: 1,
+			Conn: ConnectOptions{Server: addrs[tr], Transport: tr}}
+		_, rf, err := Measure(ctx(t), o, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tr, err)
+		}
+		notes := strings.Join(rf.Notes, "\n")
+		want := "client: raw-TCP reads poll before sleeping: adaptive, 20µs (PARTBENCH_TCP_POLL)"
+		if got := strings.Contains(notes, want); got != (tr == "tcp") {
+			t.Errorf("%s: notes %q; the raw-TCP poll note %q there: %v, want %v", tr, notes, want, got, tr == "tcp")
+		}
+	}
 }
