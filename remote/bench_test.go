@@ -154,12 +154,20 @@ func BenchmarkNaiveStreamVsSocket(b *testing.B) {
 // childEcho is the floor of a round trip across processes on raw TCP: a
 // plain socket that returns every length-prefixed message (4-byte
 // big-endian length, then the bytes) as it came, one connection at a time.
+// Its reads wait as the raw-TCP server's do (wire.PollEnv), so that the
+// floor is the transport's round trip under the same policy.
 func childEcho() int {
+	poll, err := wire.ResolvePoll("echo", "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		return 1
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		return 1
 	}
+	ln = poll.Listener(ln)
 	fmt.Println("echo listening on", ln.Addr())
 	for {
 		c, err := ln.Accept()
@@ -196,10 +204,15 @@ type echoRoundTrip struct {
 }
 
 func newEchoRoundTrip(b *testing.B, addr string, size int) *echoRoundTrip {
+	poll, err := wire.ResolvePoll("echo", "")
+	if err != nil {
+		b.Fatal(err)
+	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
+	c = poll.Conn(c) // its reads wait as the raw-TCP client's do
 	b.Cleanup(func() { c.Close() })
 	msg := make([]byte, 4+size)
 	binary.BigEndian.PutUint32(msg, uint32(size))
@@ -253,7 +266,9 @@ func (g *grpcRoundTrip) trip(b *testing.B) float64 {
 // the first of each block is not counted (it pays for what the other side
 // was still doing after its last reply: strictly alternating, the echo
 // floor came out slower than the step). ns/op counts both. It reports
-// p50 / floor, and p99 / p50 of the steps and of the floor.
+// p50 / floor, and p99 / p50 of the steps and of the floor. The echo's
+// reads, on both ends, wait as the raw-TCP transport's do
+// (PARTBENCH_TCP_POLL, inherited by the children).
 func BenchmarkStatefulStepProcess(b *testing.B) {
 	const floorBlock = 100
 	cfg, plan := testConfig(b, "test/single-tiny")

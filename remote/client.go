@@ -40,6 +40,10 @@ type ClientConfig struct {
 	// (default 60 s); on raw TCP such a call may run up to CallTimeout/16
 	// (at most a second) longer before it is cut.
 	CallTimeout time.Duration
+	// Poll is how the raw-TCP connection's reads wait for a reply
+	// (wire.PollEnv's values; empty: that variable, else auto); gRPC
+	// does not read it.
+	Poll string
 }
 
 // Client is one connection to a server, on either transport.
@@ -105,6 +109,15 @@ func (c *Client) deadline(ctx context.Context) (context.Context, context.CancelF
 
 // SocketBytes is what crossed the client's socket each way so far.
 func (c *Client) SocketBytes() (in, out int64) { return c.socketIn.Load(), c.socketOut.Load() }
+
+// PollPolicy says how the raw-TCP connection's reads wait for a reply (""
+// on gRPC).
+func (c *Client) PollPolicy() string {
+	if t, ok := c.t.(*tcpTransport); ok {
+		return t.poll.String()
+	}
+	return ""
+}
 
 // Close hangs up; the server frees this connection's sessions.
 func (c *Client) Close() error { return c.t.shutdown() }
@@ -447,9 +460,14 @@ type tcpTransport struct {
 	addr    string
 	timeout time.Duration // the client's CallTimeout
 	armed   time.Time     // the connection's deadline; zero: none
+	poll    wire.Poll     // how its reads wait
 }
 
 func dialTCP(ctx context.Context, c *Client) (transport, error) {
+	poll, err := wire.ResolvePoll("client: Poll", c.cfg.Poll)
+	if err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
 	if err != nil {
@@ -458,14 +476,15 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
-	var nc net.Conn = countingConn{conn, c}
+	// Reads spin by the policy before they sleep (under TLS too).
+	var nc net.Conn = countingConn{poll.Conn(conn), c}
 	if c.cfg.TLSCA != "" {
 		if nc, err = tcpClientTLS(ctx, nc, c.cfg); err != nil {
 			conn.Close()
 			return nil, err
 		}
 	}
-	t := &tcpTransport{tc: wire.NewTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr, timeout: c.cfg.CallTimeout}
+	t := &tcpTransport{tc: wire.NewTCPConn(nc, c.cfg.MaxMessageBytes), addr: c.cfg.Addr, timeout: c.cfg.CallTimeout, poll: poll}
 	stop := t.bind(ctx)
 	defer stop()
 	if _, err := t.tc.WriteEnvelope(&pb.Envelope{Kind: &pb.Envelope_Hello{Hello: &pb.Hello{Token: c.cfg.Token}}}); err == nil {

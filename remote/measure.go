@@ -85,6 +85,9 @@ func Measure(ctx context.Context, o MeasureOptions, stderr io.Writer) (*Trials, 
 	rf := NewResultsFile(tr)
 	rf.Server, rf.Transport = addr, o.Conn.Transport
 	rf.Notes = append(rf.Notes, "client: "+gc)
+	if topts.Client != nil && topts.Client.PollPolicy() != "" {
+		rf.Notes = append(rf.Notes, "client: raw-TCP reads poll before sleeping: "+topts.Client.PollPolicy())
+	}
 	if err := rf.Write(o.Out); err != nil {
 		return nil, nil, err
 	}

@@ -33,6 +33,7 @@ type Spin struct {
 	waits  atomic.Uint64 // waits begun
 	mode   SpinMode
 	length time.Duration // a spin's length (0: SpinFor)
+	probe  uint64        // while spins fail, one wait in this many spins (0: ProbeEvery)
 	log    *waitLog      // nil unless KeepLog
 }
 
@@ -81,7 +82,11 @@ func (s *Spin) budget() time.Duration {
 	case SpinAlways:
 		return length
 	}
-	if s.missed.Load() < 512 || s.waits.Add(1)%ProbeEvery == 0 {
+	probe := s.probe
+	if probe == 0 {
+		probe = ProbeEvery
+	}
+	if s.missed.Load() < 512 || s.waits.Add(1)%probe == 0 {
 		return length
 	}
 	return 0

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/partbench/partbench/exec/shmcomm"
@@ -21,38 +20,10 @@ import (
 const SpinEnv = "PARTBENCH_SHM_SPIN"
 
 // spinChoice is a parsed SpinEnv value.
-type spinChoice struct {
-	auto   bool
-	mode   shmcomm.SpinMode
-	length time.Duration
-}
+type spinChoice = shmcomm.SpinChoice
 
 // parseSpin reads a spin policy; what names the value in errors.
-func parseSpin(what, s string) (spinChoice, error) {
-	v := strings.ToLower(strings.TrimSpace(s))
-	name, length, hasLength := strings.Cut(v, ":")
-	var c spinChoice
-	switch name {
-	case "", "auto":
-		c.auto = true
-	case "off":
-		c.mode = shmcomm.SpinOff
-	case "adaptive":
-		c.mode = shmcomm.SpinAdaptive
-	case "always":
-		c.mode = shmcomm.SpinAlways
-	default:
-		return c, fmt.Errorf("%s: unknown spin policy %q (want auto, off, adaptive or always, the last two optionally with a length, e.g. adaptive:20us)", what, s)
-	}
-	if hasLength {
-		d, err := time.ParseDuration(length)
-		if err != nil || d <= 0 || d > time.Second || c.auto || c.mode == shmcomm.SpinOff {
-			return c, fmt.Errorf("%s: %q: a spin's length goes with adaptive or always, as a duration from 1ns to 1s (e.g. always:50us)", what, s)
-		}
-		c.length = d
-	}
-	return c, nil
-}
+func parseSpin(what, s string) (spinChoice, error) { return shmcomm.ParseSpin(what, s) }
 
 // cpuMask is the set of CPUs this process may run on (its affinity mask
 // where the platform has one, else runtime.NumCPU CPUs), as hex of a
@@ -101,8 +72,8 @@ func hostCPUs(masks []string) int {
 // spinning rank takes the CPU its partner needs); otherwise the spin is
 // adaptive. why says how it was decided.
 func spinPolicy(c spinChoice, ranksOnHost, cpus int) (mode shmcomm.SpinMode, length time.Duration, why string) {
-	if !c.auto {
-		return c.mode, c.length, fmt.Sprintf("%s %s", SpinEnv, c.mode)
+	if !c.Auto {
+		return c.Mode, c.Length, fmt.Sprintf("%s %s", SpinEnv, c.Mode)
 	}
 	if ranksOnHost > cpus {
 		return shmcomm.SpinOff, 0, fmt.Sprintf("auto: %d ranks on this host, %d CPUs to run on", ranksOnHost, cpus)
@@ -122,7 +93,7 @@ func (o *Options) resolveSpin() (spinChoice, error) {
 		}
 		return c, nil
 	}
-	return spinChoice{auto: true}, nil
+	return spinChoice{Auto: true}, nil
 }
 
 // firstCPUs is CPUs 0 to n−1.

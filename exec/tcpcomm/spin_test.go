@@ -40,7 +40,7 @@ func TestParseSpin(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%q: %v", tc.in, err)
-		case c.auto != tc.auto || (!c.auto && (c.mode != tc.mode || c.length != tc.length)):
+		case c.Auto != tc.auto || (!c.Auto && (c.Mode != tc.mode || c.Length != tc.length)):
 			t.Errorf("%q: %+v, want auto %v, mode %v, length %v", tc.in, c, tc.auto, tc.mode, tc.length)
 		}
 	}
@@ -65,11 +65,11 @@ func TestSpinFollowsPlacement(t *testing.T) {
 		if got := hostCPUs(tc.masks); got != tc.cpus {
 			t.Errorf("masks %v: %d CPUs, want %d", tc.masks, got, tc.cpus)
 		}
-		mode, _, why := spinPolicy(spinChoice{auto: true}, len(tc.masks), hostCPUs(tc.masks))
+		mode, _, why := spinPolicy(spinChoice{Auto: true}, len(tc.masks), hostCPUs(tc.masks))
 		if mode != tc.mode || !strings.Contains(why, "auto") {
 			t.Errorf("masks %v: spin %v (%s), want %v", tc.masks, mode, why, tc.mode)
 		}
-		if mode, length, _ := spinPolicy(spinChoice{mode: shmcomm.SpinAlways, length: time.Millisecond}, len(tc.masks), tc.cpus); mode != shmcomm.SpinAlways || length != time.Millisecond {
+		if mode, length, _ := spinPolicy(spinChoice{Mode: shmcomm.SpinAlways, Length: time.Millisecond}, len(tc.masks), tc.cpus); mode != shmcomm.SpinAlways || length != time.Millisecond {
 			t.Errorf("masks %v: a chosen policy became %v %v", tc.masks, mode, length)
 		}
 	}

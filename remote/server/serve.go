@@ -159,6 +159,9 @@ func Serve(ctx context.Context, o ServeOptions, engine wire.Engine, out io.Write
 	gc := gcpace.Apply(min(gcpace.Headroom, s.cfg.MemoryBudgetBytes/2))
 	fmt.Fprintf(out, "partbench serve: %s listening on %s\n", o.Transport, addr)
 	fmt.Fprintf(out, "partbench serve: %s\n", gc)
+	if o.Transport == "tcp" {
+		fmt.Fprintf(out, "partbench serve: raw-TCP reads poll before sleeping: %s\n", s.PollPolicy())
+	}
 	<-ctx.Done()
 	fmt.Fprintf(out, "partbench serve: draining (up to %s)\n", o.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)

@@ -78,6 +78,9 @@ type ServerConfig struct {
 	// DefaultMaxSessionStreams, at most MaxSessionStreamsLimit); a session
 	// beyond them steps over Step calls.
 	MaxSessionStreams int
+	// Poll is how a raw-TCP connection's reads wait for the next request
+	// (wire.PollEnv's values; empty: that variable, else auto).
+	Poll string
 }
 
 func (c *ServerConfig) defaults() {
@@ -147,6 +150,7 @@ type Server struct {
 
 	grpc     *grpcServer
 	tcp      []*tcpServer
+	poll     wire.Poll // the raw-TCP listeners' read policy (ListenTCP)
 	stopIdle chan struct{}
 	idleDone chan struct{}
 	reads    *readWatch // the gRPC server's receives under ReadTimeout

@@ -35,7 +35,8 @@ type tcpSrvConn struct {
 	busy bool
 }
 
-// ListenTCP serves the raw-TCP twin on addr and returns its address.
+// ListenTCP serves the raw-TCP twin on addr and returns its address; its
+// connections' reads wait by ServerConfig.Poll (PollPolicy says how).
 func (s *Server) ListenTCP(addr string) (net.Addr, error) {
 	if err := s.checkListen(addr); err != nil {
 		return nil, err
@@ -49,10 +50,18 @@ func (s *Server) ListenTCP(addr string) (net.Addr, error) {
 	} else if s.cfg.ClientCA != "" {
 		return nil, fmt.Errorf("server: a client CA (%s) needs --tls-cert and --tls-key", s.cfg.ClientCA)
 	}
+	poll, err := wire.ResolvePoll("server: Poll", s.cfg.Poll)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
+	// Reads of each connection spin by the policy before they sleep (under
+	// TLS too: the TLS layer reads through them).
+	s.poll = poll
+	ln = poll.Listener(ln)
 	if tc != nil {
 		// The TLS handshake runs on the hello's first read, under the
 		// handshake deadline.
@@ -63,6 +72,10 @@ func (s *Server) ListenTCP(addr string) (net.Addr, error) {
 	go t.accept()
 	return ln.Addr(), nil
 }
+
+// PollPolicy is how the raw-TCP connections' reads wait for the next
+// request, as ListenTCP decided it (off before it).
+func (s *Server) PollPolicy() wire.Poll { return s.poll }
 
 func (t *tcpServer) accept() {
 	for {
