@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -311,6 +312,8 @@ type QuickCache struct {
 	// passBuf), for the tests that read the layer ops.
 	build   []partition.Op
 	keepOps bool
+	// group is collectiveOf's scratch for a TP group's ranks.
+	group []int
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -528,6 +531,9 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		d = &[4]decodeOps{}
 		c.decodes[dk] = d
 	}
+	if !d[decodeLayerKind(pk.pp)].ok {
+		c.decodeSteps(pp, pk.pp, d)
+	}
 	for s := 0; s < pk.pp; s++ {
 		kind := kindOf(s, pk.pp)
 		if kind == kindMiddle {
@@ -578,21 +584,6 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
-		if !d[kind].ok {
-			var dec partition.Program
-			var all int64 // the working set of the whole step
-			if kind == kindLast {
-				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
-				all = workingSetOfPass(&d[kind].pass)
-			} else {
-				dec = pp.Program(r, partition.Decode)
-				d[kind].pass = splitPass(dec.Ops)
-				all = opsWorkingSet(dec.Ops, nil, nil)
-			}
-			d[kind].layerWS = opsWorkingSet(d[kind].pass.layer, nil, nil)
-			d[kind].extraWS = all - d[kind].layerWS
-			d[kind].ok = true
-		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kind]
 		kinds[kind] = k
@@ -612,6 +603,37 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	c.passes[pk] = &kinds
 	return &kinds, nil
+}
+
+// decodeSteps builds the decode steps of a proxy plan pp of depth depth
+// (1 or 3) into d: the only or first stage's step
+// (partition.Plan.AppendDecodeStep: its decode Program, one micro-batch),
+// and for a pipeline the last stage's step around that layer
+// (partition.Plan.AppendPassAround), with their working sets. Both are
+// built in the cache's scratch (build) and kept in one slice of their
+// joint length: they do not depend on the prefill chunk, so every layout
+// of the proxy's TP degree, micro-batch size and depth shares them.
+func (c *QuickCache) decodeSteps(pp *partition.Plan, depth int, d *[4]decodeOps) {
+	k0 := decodeLayerKind(depth)
+	ops := pp.AppendDecodeStep(c.build[:0], pp.RankOf(0, 0), 0)
+	n0 := len(ops)
+	var at int
+	if depth > 1 {
+		ops, at = pp.AppendPassAround(ops, pp.RankOf(depth-1, 0), partition.Decode, 0, 0)
+	}
+	kept := slices.Clone(ops)
+	c.build = ops[:0] // the next layout's scratch
+	set := func(kind stageKind, p passOps, all int64) {
+		d[kind].pass = p
+		d[kind].layerWS = opsWorkingSet(p.layer, nil, nil)
+		d[kind].extraWS = all - d[kind].layerWS // all: the working set of the whole step
+		d[kind].ok = true
+	}
+	set(k0, splitPass(kept[:n0:n0]), opsWorkingSet(kept[:n0], nil, nil))
+	if depth > 1 {
+		last := opsAround(kept[n0:], at, d[k0].pass.layer)
+		set(kindLast, last, workingSetOfPass(&last))
+	}
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
@@ -720,15 +742,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
-// decode step) with layer, another stage's layer ops of the same pass, in
-// place of its own (partition.Plan.PassAround).
-func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
-	ops, at := pp.PassAround(rank, phase, 0, c)
-	return opsAround(ops, at, layer)
-}
-
-// opsAround is aroundPass's pass from PassAround's ops and index.
+// opsAround is a one-layer proxy stage's pass (a prefill chunk or its
+// decode step) from the ops partition.Plan.PassAround builds around its
+// layer and their index, with layer, another stage's layer ops of the same
+// pass, in place of its own.
 func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
 	for k := range p.post {
@@ -1303,7 +1320,12 @@ func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, byt
 		c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 		return cc, nil
 	}
-	group := make([]int, tp)
+	// The group's ranks, in the cache's scratch: neither the group's
+	// analysis nor an estimate or error keeps the list.
+	if cap(c.group) < tp {
+		c.group = make([]int, tp)
+	}
+	group := c.group[:tp]
 	for i := range group {
 		group[i] = first + i
 	}
