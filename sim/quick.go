@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -532,7 +531,7 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		c.decodes[dk] = d
 	}
 	if !d[decodeLayerKind(pk.pp)].ok {
-		c.decodeSteps(pp, pk.pp, d)
+		c.decodeSteps(plan, pp, pk.pp, d)
 	}
 	for s := 0; s < pk.pp; s++ {
 		kind := kindOf(s, pk.pp)
@@ -591,12 +590,6 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
 		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
-		if m := &d[kindMiddle]; !m.ok {
-			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
-			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
-			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
-			m.ok = true
-		}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
@@ -609,11 +602,15 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 // (1 or 3) into d: the only or first stage's step
 // (partition.Plan.AppendDecodeStep: its decode Program, one micro-batch),
 // and for a pipeline the last stage's step around that layer
-// (partition.Plan.AppendPassAround), with their working sets. Both are
-// built in the cache's scratch (build) and kept in one slice of their
-// joint length: they do not depend on the prefill chunk, so every layout
-// of the proxy's TP degree, micro-batch size and depth shares them.
-func (c *QuickCache) decodeSteps(pp *partition.Plan, depth int, d *[4]decodeOps) {
+// (partition.Plan.AppendPassAround) and the middle stage's (middlePass),
+// with their working sets and the terms of the layer's ops (layerTerms,
+// for plan's hardware). Both are built in the cache's scratch (build):
+// the ops around the layer are kept in one slice of their joint length,
+// the layer's ops only when the cache keeps them (keepOps; stage prices
+// them from their terms). They do not depend on the prefill chunk, so
+// every layout of the proxy's TP degree, micro-batch size and depth shares
+// them.
+func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]decodeOps) {
 	k0 := decodeLayerKind(depth)
 	ops := pp.AppendDecodeStep(c.build[:0], pp.RankOf(0, 0), 0)
 	n0 := len(ops)
@@ -621,19 +618,49 @@ func (c *QuickCache) decodeSteps(pp *partition.Plan, depth int, d *[4]decodeOps)
 	if depth > 1 {
 		ops, at = pp.AppendPassAround(ops, pp.RankOf(depth-1, 0), partition.Decode, 0, 0)
 	}
-	kept := slices.Clone(ops)
-	c.build = ops[:0] // the next layout's scratch
-	set := func(kind stageKind, p passOps, all int64) {
-		d[kind].pass = p
+	c.build = ops[:0] // the next layout's scratch, once the steps are kept
+	// The steps as built, in the scratch: their working sets (each step's
+	// whole, with the layer's ops) are worked out from these.
+	step := splitPass(ops[:n0:n0])
+	var around passOps
+	if depth > 1 {
+		around = opsAround(ops[n0:], at, step.layer)
+	}
+	set := func(kind stageKind, p *passOps) {
 		d[kind].layerWS = opsWorkingSet(p.layer, nil, nil)
-		d[kind].extraWS = all - d[kind].layerWS // all: the working set of the whole step
+		d[kind].extraWS = workingSetOfPass(p) - d[kind].layerWS
 		d[kind].ok = true
 	}
-	set(k0, splitPass(kept[:n0:n0]), opsWorkingSet(kept[:n0], nil, nil))
+	set(k0, &step)
+	d[k0].layerTerms = c.termsOf(plan, step.layer, partition.Decode)
 	if depth > 1 {
-		last := opsAround(kept[n0:], at, d[k0].pass.layer)
-		set(kindLast, last, workingSetOfPass(&last))
+		mid := middlePass(&step, &around)
+		set(kindLast, &around)
+		set(kindMiddle, &mid)
 	}
+	// Kept: [pre, layer (keepOps), post, the last stage's ops around it].
+	layer := step.layer
+	if !c.keepOps {
+		layer = nil
+	}
+	kept := make([]partition.Op, 0, len(step.pre)+len(layer)+len(step.post)+len(ops)-n0)
+	kept = append(kept, step.pre...)
+	kept = append(kept, layer...)
+	kept = append(kept, step.post...)
+	n := len(kept)
+	kept = append(kept, ops[n0:]...)
+	np, nl := len(step.pre), len(layer)
+	first := passOps{pre: kept[:np:np], layer: kept[np : np+nl : np+nl], post: kept[np+nl : n : n], tail: step.tail}
+	if nl == 0 {
+		first.layer = nil
+	}
+	d[k0].pass = first
+	if depth > 1 {
+		last := opsAround(kept[n:], at, first.layer)
+		d[kindLast].pass = last
+		d[kindMiddle].pass = middlePass(&first, &last)
+	}
+	clear(ops) // the scratch keeps no op's strings and groups alive
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
@@ -651,9 +678,9 @@ func decodeLayerKind(pp int) stageKind {
 type layerTermsOf struct{ first, last, dec []opTerms }
 
 // layerTerms is k's layerTermsOf: its prefill passes' terms, which proxy
-// worked out (prefillTerms), and its decode step's, worked out the first
-// time a shape of its TP degree, micro-batch size and proxy depth is
-// priced: every stage kind of a proxy prices the same layer ops (proxy).
+// worked out (prefillTerms), and its decode step's, which decodeSteps
+// worked out when it built the step (else here, from its layer ops): every
+// stage kind of a proxy prices the same layer ops (proxy).
 func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
 	a := k.attn
 	if *k.decTerms == nil {
@@ -824,11 +851,14 @@ func (a *attnTimes) at(ch, j int) float64 {
 // and the shards alone), so built once per (tp, micro-batch size, proxy
 // depth).
 type decodeOps struct {
-	ok               bool
+	ok bool
+	// pass is the step's ops; its layer's only when the cache keeps them
+	// (keepOps), else nil: they are priced from layerTerms
+	// (decodeSteps).
 	pass             passOps
 	layerWS, extraWS int64
 	// layerTerms are the terms (opTerms) of the decode step's layer ops,
-	// set on the kind that built them (layerTerms).
+	// set on the kind that built them (decodeSteps).
 	layerTerms []opTerms
 	// prefillOps is the length of the stage kind's first prefill pass
 	// ([0]: a one-chunk prefill) and of its first and last passes together
@@ -1024,7 +1054,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			ops  []partition.Op
 			mult float64
 		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
-			for i := range part.ops {
+			n := len(part.ops)
+			if pi == 1 {
+				n = len(lt.dec) // the layer's ops, kept or not (keepOps)
+			}
+			for i := range n {
 				var ot float64
 				var bi uint8
 				if pi == 1 {
