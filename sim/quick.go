@@ -313,6 +313,14 @@ type QuickCache struct {
 	keepOps bool
 	// group is collectiveOf's scratch for a TP group's ranks.
 	group []int
+	// termSlab and collSlab are where termsOf takes its terms and their
+	// collectives from, a block at a time (newTerms, newCollOp).
+	termSlab []opTerms
+	collSlab []collOp
+	// shapeSlab and decSlab are where stage takes a kind's first lists of
+	// stage shapes and decode shapes from (4 entries each; carve).
+	shapeSlab []shapeCost
+	decSlab   []decShape
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -325,7 +333,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab = nil
+	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -522,8 +530,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if err != nil {
 		return nil, err
 	}
-	var kinds [4]*kindOps
-	attn := &attnTimes{}
+	lay := new(layoutOps) // the layout's kinds and their shared attention times, one allocation
+	kinds, attn := &lay.kinds, &lay.attn
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
 	d, ok := c.decodes[dk]
 	if !ok {
@@ -539,7 +547,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			continue // after the first and the last
 		}
 		r := pp.RankOf(s, 0)
-		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
+		k := &lay.ops[max(kind-1, 0)] // a pipeline's first and last; the only stage's
+		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
 			// passes into one slice (passBuf).
@@ -589,13 +598,14 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	}
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
-		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
+		k := &lay.ops[kindMiddle-1]
+		*k = kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
-	c.passes[pk] = &kinds
-	return &kinds, nil
+	c.passes[pk] = kinds
+	return kinds, nil
 }
 
 // decodeSteps builds the decode steps of a proxy plan pp of depth depth
@@ -661,6 +671,16 @@ func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]deco
 		d[kindMiddle].pass = middlePass(&first, &last)
 	}
 	clear(ops) // the scratch keeps no op's strings and groups alive
+}
+
+// layoutOps is what proxy makes for a layout, in one allocation: its
+// stage kinds' passes (ops: the only stage's first, or a pipeline's first,
+// middle and last stage's), those kinds by stage kind (kinds: nil for a
+// kind the layout has not) and their shared attention times.
+type layoutOps struct {
+	kinds [4]*kindOps
+	ops   [3]kindOps
+	attn  attnTimes
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
@@ -1182,7 +1202,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		nd.bounds = bounds
 		nd.sendS = c.sendTime(plan, &k.decode, key.out)
 		if d.costs == nil {
-			d.costs = make([]decShape, 0, 4) // a kind's decode shapes: 3.4 on average at 16,384 GPUs
+			d.costs = carve(&c.decSlab, 4, 64)[:0] // a kind's decode shapes: 3.4 on average at 16,384 GPUs
 		}
 		d.costs = append(d.costs, decShape{layers: key.layers, off: key.off, out: key.out, dc: nd})
 		dc = &d.costs[len(d.costs)-1].dc
@@ -1197,7 +1217,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	}
 	if at < 0 {
 		if k.shapes == nil {
-			k.shapes = make([]shapeCost, 0, 4)
+			k.shapes = carve(&c.shapeSlab, 4, 256)[:0]
 		}
 		k.shapes = append(k.shapes, shapeCost{layers: key.layers, off: key.off, out: key.out, sc: sc})
 	} else {
