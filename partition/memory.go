@@ -294,7 +294,6 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 		}
 		return worst
 	}
-	bisected := false // fitBisect was tried
 	for {
 		worst = at(chunk)
 		if worst < 0 || fixed || chunk == 1 {
@@ -320,14 +319,10 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 		// shape fits, never stopping at one whose worst shape would not
 		// fit at chunk 1: that chunk is found by bisection over the
 		// halvings instead (a plan that fits halves the prompt up to a
-		// dozen times). Else the halving goes on step by step (and the
-		// shapes are not asked at chunk 1 again: bisected).
-		if !bisected {
-			bisected = true
-			if c, ok := p.fitBisect(chunk, at); ok {
-				chunk, worst = c, -1
-				break
-			}
+		// dozen times). Else the halving goes on step by step.
+		if c, ok := p.fitBisect(chunk, at); ok {
+			chunk, worst = c, -1
+			break
 		}
 		chunk = (chunk + 1) / 2
 	}
