@@ -235,9 +235,7 @@ func (p *Plan) fitStart() (chunk int, fixed bool) {
 // shape's base (memSource) is taken once, not at every chunk, and at each
 // chunk only its total (withPrefill's TotalBytes, the same sum) is worked
 // out: its whole Memory is made once, at the chunk the fit ends at — a
-// plan that fits halves the chunk up to a dozen times, and one that fits
-// at chunk 1 has its chunk found by bisection over the halvings
-// (fitBisect), the chunk halving step by step ends at. The memories are
+// plan that fits halves the chunk up to a dozen times. The memories are
 // written into src.mems when it is set (a Planner's list, reused from plan
 // to plan), else into a list of their own.
 func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Memory) {
@@ -269,13 +267,12 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 	// and a plan that fits halves the chunk up to a dozen times.
 	last := func(i int) int { return b2i(p.LastStage(ranks[i].Stage)) }
 	var act [2]int64 // the last chunk's prefill activations per class (0 without a prefill)
-	// at is the fit at chunk c: the shape needing the most among those
-	// that do not fit (−1: every shape fits), on a tie the one whose first
-	// stage comes first, so its first stage is the first stage needing the
-	// most; act is left the activations at c.
-	at := func(c int) (worst int) {
+	for {
 		var actOK uint8
 		act = [2]int64{}
+		// worst is the shape needing the most among those that do not fit;
+		// on a tie the one whose first stage comes first, so its first stage
+		// is the first stage needing the most.
 		worst = -1
 		var worstT int64
 		for i := range reps {
@@ -284,7 +281,7 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 				if l := last(i); actOK&(1<<l) != 0 {
 					a = act[l]
 				} else {
-					a = src.activation(p, &ranks[i], p.MicrobatchSize*c)
+					a = src.activation(p, &ranks[i], p.MicrobatchSize*chunk)
 					act[l], actOK = a, actOK|1<<l
 				}
 			}
@@ -292,10 +289,6 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 				worst, worstT = i, t
 			}
 		}
-		return worst
-	}
-	for {
-		worst = at(chunk)
 		if worst < 0 || fixed || chunk == 1 {
 			break
 		}
@@ -309,19 +302,6 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 			}
 		}
 		if at1 > bases[worst].CapacityBytes {
-			break
-		}
-		// The worst shape fits at chunk 1. When every shape does, the plan
-		// fits at some chunk the halving reaches and at every chunk after
-		// it (a rank's activations never fall as its rows grow:
-		// TestActivationGrowsWithRows), so halving one step at a time would
-		// end at the first chunk of the halvings from here where every
-		// shape fits, never stopping at one whose worst shape would not
-		// fit at chunk 1: that chunk is found by bisection over the
-		// halvings instead (a plan that fits halves the prompt up to a
-		// dozen times). Else the halving goes on step by step.
-		if c, ok := p.fitBisect(chunk, at); ok {
-			chunk, worst = c, -1
 			break
 		}
 		chunk = (chunk + 1) / 2
@@ -338,42 +318,6 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 		mems[i] = src.withPrefill(bases[i], act[last(i)])
 	}
 	return chunk, worst, mems
-}
-
-// fitBisect is fitLoop's chunk for a plan that does not fit at chunk
-// (> 1) and fits at chunk 1, where at(c) is the worst shape at c (−1:
-// every shape fits) and leaves at's activations at c as fitLoop keeps
-// them: the first of the halvings from chunk ((c + 1) / 2 at each step)
-// at which every shape fits, by bisection, each chunk asked of at at
-// most once and the one returned asked last. ok is false, and nothing
-// found, when some shape does not fit at chunk 1.
-func (p *Plan) fitBisect(chunk int, at func(c int) int) (c int, ok bool) {
-	var seq [64]int // the halvings from chunk to 1: at most 1 + ⌈log2 chunk⌉ < 64 of them
-	n := 0
-	for c := chunk; ; c = (c + 1) / 2 {
-		seq[n], n = c, n+1
-		if c == 1 {
-			break
-		}
-	}
-	if at(1) >= 0 {
-		return 0, false
-	}
-	lo, hi := 0, n-1 // seq[lo] does not fit, seq[hi] does
-	asked := 1       // the chunk at was last asked of
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		asked = seq[mid]
-		if at(seq[mid]) < 0 {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	if asked != seq[hi] {
-		at(seq[hi]) // its activations, as fitLoop keeps them
-	}
-	return seq[hi], true
 }
 
 // fitResult records fitLoop's outcome in p (StageMemory in buf when not

@@ -56,9 +56,7 @@ func fitLoopBefore(p *Plan, reps []int, memOf func(p *Plan, s, chunk int) Memory
 // memory equal, field for field, to the fit that took every part again at
 // every chunk — with the plan's own activation bytes and with a Planner's
 // remembered ones shared across layouts, and with the memories written
-// into one list every fit reuses (memSource.mems, a Planner's); the fit
-// finds a halved chunk by bisection (fitBisect), this loop halves step by
-// step. Over every tp × pp × dp layout
+// into one list every fit reuses (memSource.mems, a Planner's). Over every tp × pp × dp layout
 // with micro-batch counts 1 to 64 of: a 128-layer model with a 16,384-wide
 // hidden size on 16,384 H100s (batch 4,096, context 4,096: what a search
 // halves the prompt for, up to nine times, or refuses), the same at batch
@@ -149,77 +147,5 @@ func TestFitLoopIsMemoryAtEveryChunk(t *testing.T) {
 	}
 	if halved < 50 || nofit < 50 || fixed == 0 {
 		t.Fatalf("%d fits compared: %d halved the prompt, %d did not fit, %d with a fixed chunk: too few to test", compared, halved, nofit, fixed)
-	}
-}
-
-// The memory fit finds the chunk of a plan that fits at chunk 1 by
-// bisection over the halvings (fitBisect), which is the chunk halving one
-// step at a time ends at only while a rank's activation bytes never fall
-// as its rows grow (so a plan that fits at a chunk fits at every smaller
-// one). Every stage's first rank of tp8pp2 (with and without per-micro-batch
-// pass buffers, two micro-batch sizes), GPT-2 XL and a 128-layer model at
-// TP 1 and 8, at every row count 1 to 4,096 and at powers of two to 2²⁰,
-// must need at least what it needs at one row fewer (or the power before);
-// the bytes must grow at all, or this tests nothing.
-func TestActivationGrowsWithRows(t *testing.T) {
-	dense := &configs.Config{
-		Version: configs.SchemaVersion, Name: "dense128",
-		Model: configs.Model{Name: "dense128", Layers: 128, Hidden: 16384, Heads: 128, KVHeads: 128, HeadDim: 128,
-			FFN: 53248, GatedMLP: true, Vocab: 128256, Embeddings: true, LMHead: true, DType: "bf16"},
-		Workload: configs.Workload{Batch: 64, Context: 4096, OutputTokens: 256, Phases: []string{"prefill", "decode"}},
-		Parallel: configs.Parallel{TP: 8, PP: 4, Microbatches: 4, Schedule: "fill-drain"},
-		Run:      configs.Run{Iterations: 1},
-	}
-	gpu, dgx, err := configs.LoadSystem("h100-sxm", "dgx-h100x2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dense.Hardware, dense.Topology = configs.Hardware{Preset: "h100-sxm", GPU: gpu}, configs.Topology{Topology: dgx}
-	dense.Topology.Nodes = 4
-	var cfgs []*configs.Config
-	for _, tc := range []struct {
-		name string
-		mb   int
-		pb   string
-	}{{"tp8pp2", 0, ""}, {"tp8pp2", 1, configs.PassBuffersPerMicrobatch}, {"tp8pp2", 2, ""}, {"gpt2-xl-decode", 0, ""}} {
-		c, err := configs.Load(tc.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.mb > 0 {
-			c.Parallel.Microbatches = tc.mb
-		}
-		c.Parallel.PassBuffers = tc.pb
-		cfgs = append(cfgs, c)
-	}
-	tp1 := *dense
-	tp1.Parallel.TP, tp1.Parallel.PP, tp1.Topology.Nodes = 1, 8, 1
-	cfgs = append(cfgs, dense, &tp1)
-	grew := 0
-	for _, c := range cfgs {
-		p := newPlan(c)
-		for s := range p.PP {
-			r := p.stageRank(s)
-			prev := p.activationBytes(r, 1)
-			check := func(rows int) {
-				b := p.activationBytes(r, rows)
-				if b < prev {
-					t.Fatalf("%s stage %d: %d bytes at %d rows, %d at fewer", c.Name, s, b, rows, prev)
-				}
-				if b > prev {
-					grew++
-				}
-				prev = b
-			}
-			for rows := 2; rows <= 4096; rows++ {
-				check(rows)
-			}
-			for rows := 8192; rows <= 1<<20; rows *= 2 {
-				check(rows)
-			}
-		}
-	}
-	if grew < 1000 {
-		t.Fatalf("the activations grew %d times: too few to test", grew)
 	}
 }
