@@ -304,11 +304,10 @@ type QuickCache struct {
 	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
 	// for the tests that read them chunk by chunk.
 	keepChunks bool
-	// build is the slice proxy builds a layout's prefill passes in (the
-	// first stage kind's, then the last's around its layer), then keeps
-	// only the ops around the layer (keepLayout), and its decode steps
-	// (decodeSteps); the layer's ops are priced from their terms. keepOps
-	// keeps each layout's passes whole instead (in slices of their own:
+	// build is the slice proxy builds a layout's first stage kind's
+	// prefill passes in, then keeps only the ops around the layer
+	// (keepAround); the layer's ops are priced from their terms. keepOps
+	// keeps each layout's passes whole instead (in a slice of their own:
 	// passBuf), for the tests that read the layer ops.
 	build   []partition.Op
 	keepOps bool
@@ -322,11 +321,6 @@ type QuickCache struct {
 	// stage shapes and decode shapes from (4 entries each; carve).
 	shapeSlab []shapeCost
 	decSlab   []decShape
-	// posSlab is where prefillTerms takes a layer's attention positions
-	// from (attnTimes.pos; carve); attnOps is its scratch for the copies of
-	// those ops, which keepLayout keeps.
-	posSlab []int
-	attnOps []partition.Op
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -339,7 +333,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab, c.posSlab = nil, nil, nil, nil, nil, nil
+	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -557,27 +551,16 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
-			// passes into one slice (passBuf), or after the first stage's
-			// in the cache's scratch (keepLayout copies them out).
+			// passes into one slice (passBuf).
 			var at0, at1 int
-			var ops []partition.Op
-			if c.keepOps {
-				ops = c.passBuf(&d[kind], kind, k.chunks > 1, 10)
-			} else {
-				ops = c.build
-			}
-			from := len(ops)
+			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 10)
 			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			if c.keepOps {
-				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
-			} else {
-				c.build = ops
-			}
-			k.first = opsAround(ops[from:n0:n0], at0, f.first.layer)
+			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
+			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
@@ -605,15 +588,13 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			if c.keepOps {
 				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			} else {
-				c.build = ops // the last stage's passes follow (keepLayout)
+				c.build = ops[:0] // the next layout's scratch
+				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kind]
 		kinds[kind] = k
-	}
-	if !c.keepOps {
-		c.keepLayout(lay)
 	}
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
@@ -741,51 +722,21 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 	if k.chunks > 1 {
 		a.last = c.termsOf(plan, k.last.layer, partition.Prefill)
 	}
-	n := 0
-	for i := range k.first.layer {
-		if op := &k.first.layer[i]; op.Kind == partition.Attention && op.WeightBytes == 0 {
-			n++
-		}
-	}
-	// The positions from the cache's slab; the ops' copies kept whole with
-	// the layer ops (keepOps), else in the cache's scratch until keepLayout
-	// keeps them with the ops around the layer.
-	a.pos = carve(&c.posSlab, n, 64)[:0]
-	if c.keepOps {
-		a.ops = make([]partition.Op, 0, n)
-	} else {
-		a.ops = c.attnOps[:0]
-	}
 	for i := range k.first.layer {
 		if op := &k.first.layer[i]; op.Kind == partition.Attention && op.WeightBytes == 0 {
 			a.pos, a.ops = append(a.pos, i), append(a.ops, *op)
 		}
 	}
-	if !c.keepOps {
-		c.attnOps = a.ops[:0]
-	}
 }
 
-// keepLayout keeps what proxy built of a layout in the cache's scratch
-// (build), which the next layout builds in again: its stage kinds' first
-// and last prefill passes without their layer ops (the first or only
-// stage's ops before and after the layer, the last stage's ops around it;
-// one pass when the prefill has one chunk) and the copies of the layer's
-// weightless attention ops (attnTimes.ops), all copied into one slice of
-// their joint length. The layer's ops are priced from their terms.
-func (c *QuickCache) keepLayout(lay *layoutOps) {
-	var ks [2]*kindOps // the kinds built: the only stage's, or the first and last
-	n := len(lay.attn.ops)
-	nk := 0
-	for _, k := range lay.kinds {
-		if k == nil {
-			continue
-		}
-		ks[nk], nk = k, nk+1
-		n += len(k.first.pre) + len(k.first.post)
-		if k.chunks > 1 {
-			n += len(k.last.pre) + len(k.last.post)
-		}
+// keepAround is a first stage kind's first and last prefill passes without
+// their layer ops (multi: two passes, else last is first): the ops before
+// and after the layer copied into one slice of their own, so the slice
+// they were built in can be built in again.
+func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
+	n := len(first.pre) + len(first.post)
+	if multi {
+		n += len(last.pre) + len(last.post)
 	}
 	buf := make([]partition.Op, 0, n)
 	keep := func(p *passOps) passOps {
@@ -796,22 +747,11 @@ func (c *QuickCache) keepLayout(lay *layoutOps) {
 		buf = append(buf, p.post...)
 		return passOps{pre: pre, post: buf[s:len(buf):len(buf)], tail: p.tail}
 	}
-	for _, k := range ks[:nk] {
-		f := keep(&k.first)
-		l := f
-		if k.chunks > 1 {
-			l = keep(&k.last)
-		}
-		k.first, k.last = f, l
+	f := keep(first)
+	if !multi {
+		return f, f
 	}
-	if a := &lay.attn; len(a.ops) > 0 {
-		s := len(buf)
-		buf = append(buf, a.ops...)
-		a.ops = buf[s:len(buf):len(buf)]
-	}
-	clear(c.build) // the scratches keep no op's strings and groups alive
-	c.build = c.build[:0]
-	clear(c.attnOps[:cap(c.attnOps)])
+	return f, keep(last)
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill

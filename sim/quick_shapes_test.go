@@ -28,7 +28,7 @@ func (c *QuickCache) allStages() map[stageKey]*stageCost {
 // A cache prices a layout's prefill layer from its terms (a collective's
 // holding its kind, payload and name: collOp) and copies of its attention
 // ops (prefillTerms), and keeps only the ops
-// around the layer (keepLayout): the layer ops are built in the cache's
+// around the layer (keepAround): the layer ops are built in the cache's
 // scratch and built over by the next layout. So it does a decode step's
 // layer (decodeSteps: its terms, the ops around it kept). Every candidate that fits in
 // four searches, priced in search order, must get the estimate, field for
