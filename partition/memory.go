@@ -120,6 +120,11 @@ type memSource struct {
 	// stageMem, when not nil, is the buffer a fitting plan's StageMemory
 	// is written into (Planner.ReuseStageMemory); else it is made.
 	stageMem *[]Memory
+	// mems, when not nil, is the buffer fitLoop writes each shape's memory
+	// into (a Planner's, grown when too short), which fitResult reads
+	// before the next fit: it copies them into StageMemory or the
+	// NoFitError and keeps no slice of them. Else fitLoop makes the list.
+	mems *[]Memory
 }
 
 // activation is rank r's activationBytes for passes of rows rows.
@@ -230,7 +235,9 @@ func (p *Plan) fitStart() (chunk int, fixed bool) {
 // shape's base (memSource) is taken once, not at every chunk, and at each
 // chunk only its total (withPrefill's TotalBytes, the same sum) is worked
 // out: its whole Memory is made once, at the chunk the fit ends at — a
-// plan that fits halves the chunk up to a dozen times.
+// plan that fits halves the chunk up to a dozen times. The memories are
+// written into src.mems when it is set (a Planner's list, reused from plan
+// to plan), else into a list of their own.
 func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Memory) {
 	chunk, fixed := p.fitStart()
 	var small [4]Memory // the bases of a pipeline's shapes (first, last, two middle layer counts)
@@ -299,7 +306,14 @@ func (p *Plan) fitLoop(reps []int, src *memSource) (chunk, worst int, mems []Mem
 		}
 		chunk = (chunk + 1) / 2
 	}
-	mems = make([]Memory, len(reps))
+	if src.mems != nil {
+		if cap(*src.mems) < len(reps) {
+			*src.mems = make([]Memory, len(reps))
+		}
+		mems = (*src.mems)[:len(reps):len(reps)]
+	} else {
+		mems = make([]Memory, len(reps))
+	}
 	for i := range reps {
 		mems[i] = src.withPrefill(bases[i], act[last(i)])
 	}

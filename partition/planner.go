@@ -28,6 +28,10 @@ type Planner struct {
 	// each).
 	ReuseStageMemory bool
 	stageMem         []Memory
+	// mems is the memory fit's list of its stage shapes' memories
+	// (memSource.mems), reused by every plan: the fit copies what it keeps
+	// of it before it returns.
+	mems []Memory
 	// ReusePlan writes every plan into one Plan the Planner keeps, instead
 	// of a Plan of its own: the Plan a call returns holds its values only
 	// until the Planner's next plan (872 bytes a candidate that Search,
@@ -206,7 +210,7 @@ func (pl *Planner) memSource(p *Plan) memSource {
 		mp = &v
 		pl.parts[p.TP] = mp
 	}
-	src := memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers, p.TP, p.MicrobatchSize)}
+	src := memSource{mp: mp, act: pl.activations(p.Config.Parallel.PassBuffers, p.TP, p.MicrobatchSize), mems: &pl.mems}
 	if pl.ReuseStageMemory {
 		src.stageMem = &pl.stageMem
 	}

@@ -55,7 +55,8 @@ func fitLoopBefore(p *Plan, reps []int, memOf func(p *Plan, s, chunk int) Memory
 // end at the same chunk with the same shape failing and every shape's
 // memory equal, field for field, to the fit that took every part again at
 // every chunk — with the plan's own activation bytes and with a Planner's
-// remembered ones shared across layouts. Over every tp × pp × dp layout
+// remembered ones shared across layouts, and with the memories written
+// into one list every fit reuses (memSource.mems, a Planner's). Over every tp × pp × dp layout
 // with micro-batch counts 1 to 64 of: a 128-layer model with a 16,384-wide
 // hidden size on 16,384 H100s (batch 4,096, context 4,096: what a search
 // halves the prompt for, up to nine times, or refuses), the same at batch
@@ -91,6 +92,7 @@ func TestFitLoopIsMemoryAtEveryChunk(t *testing.T) {
 		return c
 	}
 	halved, nofit, fixed, compared := 0, 0, 0, 0
+	var mems []Memory // one list for every fit (a Planner's: memSource.mems)
 	for _, base := range []*configs.Config{dense, &small, load("tp8pp2", 1024, 0, ""), load("tp8pp2", 0, 512, ""),
 		load("tp8pp2", 0, 0, configs.PassBuffersPerMicrobatch), load("gpt2-xl-decode", 0, 0, "")} {
 		gpus := base.Topology.Size()
@@ -119,11 +121,14 @@ func TestFitLoopIsMemoryAtEveryChunk(t *testing.T) {
 						act = &actRows{}
 						acts[[2]int{tp, p.MicrobatchSize}] = act
 					}
-					for _, src := range []*memSource{{mp: &mp}, {mp: &mp, act: act}} {
+					for _, src := range []*memSource{{mp: &mp}, {mp: &mp, act: act}, {mp: &mp, act: act, mems: &mems}} {
 						gc, gw, gm := p.fitLoop(reps, src)
 						if gc != wc || gw != ww || !reflect.DeepEqual(gm, wm) {
-							t.Fatalf("%s (remembered activations %v): chunk %d, worst %d, %+v; every part at every chunk: chunk %d, worst %d, %+v",
-								c.Name, src.act != nil, gc, gw, gm, wc, ww, wm)
+							t.Fatalf("%s (remembered activations %v, reused list %v): chunk %d, worst %d, %+v; every part at every chunk: chunk %d, worst %d, %+v",
+								c.Name, src.act != nil, src.mems != nil, gc, gw, gm, wc, ww, wm)
+						}
+						if src.mems != nil && (len(gm) == 0 || &gm[0] != &mems[0] || cap(gm) != len(gm)) {
+							t.Fatalf("%s: the fit's memories are not the reused list's first %d entries", c.Name, len(reps))
 						}
 						compared++
 					}

@@ -141,3 +141,47 @@ func TestAppendPrefillPassIsPrefillPass(t *testing.T) {
 	}
 	t.Logf("%d passes", checked)
 }
+
+// AppendDecodeStep appends one micro-batch's decode step: on every rank of
+// tp8pp2, the tiny pipeline and GPT-2 XL (each with its micro-batches, and
+// tp8pp2 also with one), the steps of micro-batches 0, 1, … appended one
+// after another, after a step already in the slice, must be the rank's
+// decode Program op for op, and leave the step before them as it was.
+func TestAppendDecodeStepIsProgram(t *testing.T) {
+	checked := 0
+	for _, tc := range []struct {
+		name string
+		mbs  int // 0: the config's
+	}{{"tp8pp2", 0}, {"tp8pp2", 1}, {"test/pp4-tiny", 0}, {"gpt2-xl-decode", 0}} {
+		cfg, err := configs.Load(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.mbs > 0 {
+			cfg.Parallel.Microbatches = tc.mbs
+		}
+		p, err := NewPlan(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for rank := range p.Ranks {
+			want := p.Program(rank, Decode).Ops
+			before := p.AppendDecodeStep(nil, rank, 0)
+			buf := slices.Clone(before)
+			for mb := range p.Microbatches {
+				buf = p.AppendDecodeStep(buf, rank, mb)
+			}
+			if !reflect.DeepEqual(buf[len(before):], want) {
+				t.Fatalf("%s (%d micro-batches) rank %d: appended %d ops, Program %d, or they differ", tc.name, p.Microbatches, rank, len(buf)-len(before), len(want))
+			}
+			if !reflect.DeepEqual(buf[:len(before)], before) {
+				t.Fatalf("%s rank %d: the step before was changed", tc.name, rank)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("%d ranks checked: too few", checked)
+	}
+	t.Logf("%d ranks", checked)
+}

@@ -223,6 +223,17 @@ func (p *Plan) AppendPassAround(dst []Op, rank int, phase Phase, mb, c int) (ops
 	return b.ops, b.layersAt - len(dst)
 }
 
+// AppendDecodeStep is micro-batch mb's decode step on rank appended to
+// dst: the ops its decode Program holds for that micro-batch (the whole
+// Program of a plan of one micro-batch), built alone, in a slice the
+// caller sizes.
+func (p *Plan) AppendDecodeStep(dst []Op, rank, mb int) []Op {
+	r := p.RankAt(rank)
+	b := builder{p: p, r: r, s: p.Shard(r.TPIndex), dt: int64(p.DTypeBytes), ops: dst}
+	b.decodePass(mb)
+	return b.ops
+}
+
 // PrefillPass is micro-batch mb's pass of prefill chunk c on rank: the ops
 // its prefill Program holds for that pass, built alone.
 func (p *Plan) PrefillPass(rank, mb, c int) []Op {

@@ -311,6 +311,16 @@ type QuickCache struct {
 	// passBuf), for the tests that read the layer ops.
 	build   []partition.Op
 	keepOps bool
+	// group is collectiveOf's scratch for a TP group's ranks.
+	group []int
+	// termSlab and collSlab are where termsOf takes its terms and their
+	// collectives from, a block at a time (newTerms, newCollOp).
+	termSlab []opTerms
+	collSlab []collOp
+	// shapeSlab and decSlab are where stage takes a kind's first lists of
+	// stage shapes and decode shapes from (4 entries each; carve).
+	shapeSlab []shapeCost
+	decSlab   []decShape
 }
 
 // NewQuickCache returns an empty cache; opts forces collective algorithms
@@ -323,7 +333,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab = nil
+	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -520,13 +530,16 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 	if err != nil {
 		return nil, err
 	}
-	var kinds [4]*kindOps
-	attn := &attnTimes{}
+	lay := new(layoutOps) // the layout's kinds and their shared attention times, one allocation
+	kinds, attn := &lay.kinds, &lay.attn
 	dk := proxyKey{tp: pk.tp, mbs: pk.mbs, pp: pk.pp} // a decode step does not depend on the prefill chunk
 	d, ok := c.decodes[dk]
 	if !ok {
 		d = &[4]decodeOps{}
 		c.decodes[dk] = d
+	}
+	if !d[decodeLayerKind(pk.pp)].ok {
+		c.decodeSteps(plan, pp, pk.pp, d)
 	}
 	for s := 0; s < pk.pp; s++ {
 		kind := kindOf(s, pk.pp)
@@ -534,7 +547,8 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 			continue // after the first and the last
 		}
 		r := pp.RankOf(s, 0)
-		k := &kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
+		k := &lay.ops[max(kind-1, 0)] // a pipeline's first and last; the only stage's
+		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
 			// passes into one slice (passBuf).
@@ -578,40 +592,95 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
 			}
 		}
-		if !d[kind].ok {
-			var dec partition.Program
-			var all int64 // the working set of the whole step
-			if kind == kindLast {
-				d[kind].pass = aroundPass(pp, r, partition.Decode, 0, d[kindFirst].pass.layer)
-				all = workingSetOfPass(&d[kind].pass)
-			} else {
-				dec = pp.Program(r, partition.Decode)
-				d[kind].pass = splitPass(dec.Ops)
-				all = opsWorkingSet(dec.Ops, nil, nil)
-			}
-			d[kind].layerWS = opsWorkingSet(d[kind].pass.layer, nil, nil)
-			d[kind].extraWS = all - d[kind].layerWS
-			d[kind].ok = true
-		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kind]
 		kinds[kind] = k
 	}
 	if pk.pp == 3 {
 		f, l := kinds[kindFirst], kinds[kindLast]
-		k := &kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
-		if m := &d[kindMiddle]; !m.ok {
-			m.pass = middlePass(&d[kindFirst].pass, &d[kindLast].pass)
-			m.layerWS = opsWorkingSet(m.pass.layer, nil, nil)
-			m.extraWS = workingSetOfPass(&m.pass) - m.layerWS
-			m.ok = true
-		}
+		k := &lay.ops[kindMiddle-1]
+		*k = kindOps{chunks: f.chunks, chunk: f.chunk, attn: attn, first: middlePass(&f.first, &l.first), last: middlePass(&f.last, &l.last)}
 		k.decode, k.layerWS, k.extraWS = d[kindMiddle].pass, d[kindMiddle].layerWS, d[kindMiddle].extraWS
 		k.decTerms, k.decOps = &d[decodeLayerKind(pk.pp)].layerTerms, &d[kindMiddle]
 		kinds[kindMiddle] = k
 	}
-	c.passes[pk] = &kinds
-	return &kinds, nil
+	c.passes[pk] = kinds
+	return kinds, nil
+}
+
+// decodeSteps builds the decode steps of a proxy plan pp of depth depth
+// (1 or 3) into d: the only or first stage's step
+// (partition.Plan.AppendDecodeStep: its decode Program, one micro-batch),
+// and for a pipeline the last stage's step around that layer
+// (partition.Plan.AppendPassAround) and the middle stage's (middlePass),
+// with their working sets and the terms of the layer's ops (layerTerms,
+// for plan's hardware). Both are built in the cache's scratch (build):
+// the ops around the layer are kept in one slice of their joint length,
+// the layer's ops only when the cache keeps them (keepOps; stage prices
+// them from their terms). They do not depend on the prefill chunk, so
+// every layout of the proxy's TP degree, micro-batch size and depth shares
+// them.
+func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]decodeOps) {
+	k0 := decodeLayerKind(depth)
+	ops := pp.AppendDecodeStep(c.build[:0], pp.RankOf(0, 0), 0)
+	n0 := len(ops)
+	var at int
+	if depth > 1 {
+		ops, at = pp.AppendPassAround(ops, pp.RankOf(depth-1, 0), partition.Decode, 0, 0)
+	}
+	c.build = ops[:0] // the next layout's scratch, once the steps are kept
+	// The steps as built, in the scratch: their working sets (each step's
+	// whole, with the layer's ops) are worked out from these.
+	step := splitPass(ops[:n0:n0])
+	var around passOps
+	if depth > 1 {
+		around = opsAround(ops[n0:], at, step.layer)
+	}
+	set := func(kind stageKind, p *passOps) {
+		d[kind].layerWS = opsWorkingSet(p.layer, nil, nil)
+		d[kind].extraWS = workingSetOfPass(p) - d[kind].layerWS
+		d[kind].ok = true
+	}
+	set(k0, &step)
+	d[k0].layerTerms = c.termsOf(plan, step.layer, partition.Decode)
+	if depth > 1 {
+		mid := middlePass(&step, &around)
+		set(kindLast, &around)
+		set(kindMiddle, &mid)
+	}
+	// Kept: [pre, layer (keepOps), post, the last stage's ops around it].
+	layer := step.layer
+	if !c.keepOps {
+		layer = nil
+	}
+	kept := make([]partition.Op, 0, len(step.pre)+len(layer)+len(step.post)+len(ops)-n0)
+	kept = append(kept, step.pre...)
+	kept = append(kept, layer...)
+	kept = append(kept, step.post...)
+	n := len(kept)
+	kept = append(kept, ops[n0:]...)
+	np, nl := len(step.pre), len(layer)
+	first := passOps{pre: kept[:np:np], layer: kept[np : np+nl : np+nl], post: kept[np+nl : n : n], tail: step.tail}
+	if nl == 0 {
+		first.layer = nil
+	}
+	d[k0].pass = first
+	if depth > 1 {
+		last := opsAround(kept[n:], at, first.layer)
+		d[kindLast].pass = last
+		d[kindMiddle].pass = middlePass(&first, &last)
+	}
+	clear(ops) // the scratch keeps no op's strings and groups alive
+}
+
+// layoutOps is what proxy makes for a layout, in one allocation: its
+// stage kinds' passes (ops: the only stage's first, or a pipeline's first,
+// middle and last stage's), those kinds by stage kind (kinds: nil for a
+// kind the layout has not) and their shared attention times.
+type layoutOps struct {
+	kinds [4]*kindOps
+	ops   [3]kindOps
+	attn  attnTimes
 }
 
 // decodeLayerKind is the stage kind whose decode step's layer the kinds of
@@ -629,9 +698,9 @@ func decodeLayerKind(pp int) stageKind {
 type layerTermsOf struct{ first, last, dec []opTerms }
 
 // layerTerms is k's layerTermsOf: its prefill passes' terms, which proxy
-// worked out (prefillTerms), and its decode step's, worked out the first
-// time a shape of its TP degree, micro-batch size and proxy depth is
-// priced: every stage kind of a proxy prices the same layer ops (proxy).
+// worked out (prefillTerms), and its decode step's, which decodeSteps
+// worked out when it built the step (else here, from its layer ops): every
+// stage kind of a proxy prices the same layer ops (proxy).
 func (c *QuickCache) layerTerms(plan *partition.Plan, k *kindOps) layerTermsOf {
 	a := k.attn
 	if *k.decTerms == nil {
@@ -720,15 +789,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// aroundPass is a one-layer proxy stage's pass (prefill chunk c, or its
-// decode step) with layer, another stage's layer ops of the same pass, in
-// place of its own (partition.Plan.PassAround).
-func aroundPass(pp *partition.Plan, rank int, phase partition.Phase, c int, layer []partition.Op) passOps {
-	ops, at := pp.PassAround(rank, phase, 0, c)
-	return opsAround(ops, at, layer)
-}
-
-// opsAround is aroundPass's pass from PassAround's ops and index.
+// opsAround is a one-layer proxy stage's pass (a prefill chunk or its
+// decode step) from the ops partition.Plan.PassAround builds around its
+// layer and their index, with layer, another stage's layer ops of the same
+// pass, in place of its own.
 func opsAround(ops []partition.Op, at int, layer []partition.Op) passOps {
 	p := passOps{pre: ops[:at:at], layer: layer, post: ops[at:]}
 	for k := range p.post {
@@ -807,11 +871,14 @@ func (a *attnTimes) at(ch, j int) float64 {
 // and the shards alone), so built once per (tp, micro-batch size, proxy
 // depth).
 type decodeOps struct {
-	ok               bool
+	ok bool
+	// pass is the step's ops; its layer's only when the cache keeps them
+	// (keepOps), else nil: they are priced from layerTerms
+	// (decodeSteps).
 	pass             passOps
 	layerWS, extraWS int64
 	// layerTerms are the terms (opTerms) of the decode step's layer ops,
-	// set on the kind that built them (layerTerms).
+	// set on the kind that built them (decodeSteps).
 	layerTerms []opTerms
 	// prefillOps is the length of the stage kind's first prefill pass
 	// ([0]: a one-chunk prefill) and of its first and last passes together
@@ -1007,7 +1074,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			ops  []partition.Op
 			mult float64
 		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
-			for i := range part.ops {
+			n := len(part.ops)
+			if pi == 1 {
+				n = len(lt.dec) // the layer's ops, kept or not (keepOps)
+			}
+			for i := range n {
 				var ot float64
 				var bi uint8
 				if pi == 1 {
@@ -1131,7 +1202,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		nd.bounds = bounds
 		nd.sendS = c.sendTime(plan, &k.decode, key.out)
 		if d.costs == nil {
-			d.costs = make([]decShape, 0, 4) // a kind's decode shapes: 3.4 on average at 16,384 GPUs
+			d.costs = carve(&c.decSlab, 4, 64)[:0] // a kind's decode shapes: 3.4 on average at 16,384 GPUs
 		}
 		d.costs = append(d.costs, decShape{layers: key.layers, off: key.off, out: key.out, dc: nd})
 		dc = &d.costs[len(d.costs)-1].dc
@@ -1146,7 +1217,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	}
 	if at < 0 {
 		if k.shapes == nil {
-			k.shapes = make([]shapeCost, 0, 4)
+			k.shapes = carve(&c.shapeSlab, 4, 256)[:0]
 		}
 		k.shapes = append(k.shapes, shapeCost{layers: key.layers, off: key.off, out: key.out, sc: sc})
 	} else {
@@ -1303,7 +1374,12 @@ func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, byt
 		c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 		return cc, nil
 	}
-	group := make([]int, tp)
+	// The group's ranks, in the cache's scratch: neither the group's
+	// analysis nor an estimate or error keeps the list.
+	if cap(c.group) < tp {
+		c.group = make([]int, tp)
+	}
+	group := c.group[:tp]
 	for i := range group {
 		group[i] = first + i
 	}

@@ -29,7 +29,8 @@ func (c *QuickCache) allStages() map[stageKey]*stageCost {
 // holding its kind, payload and name: collOp) and copies of its attention
 // ops (prefillTerms), and keeps only the ops
 // around the layer (keepAround): the layer ops are built in the cache's
-// scratch and built over by the next layout. Every candidate that fits in
+// scratch and built over by the next layout. So it does a decode step's
+// layer (decodeSteps: its terms, the ops around it kept). Every candidate that fits in
 // four searches, priced in search order, must get the estimate, field for
 // field, that a cache keeping every op (keepOps) gives it, and every stage
 // shape the same cost; the layouts must include middle chunks (priced from

@@ -57,7 +57,7 @@ var (
 func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase partition.Phase) []opTerms {
 	g := &plan.System.GPU
 	table := c.table.of(plan)
-	out := make([]opTerms, len(ops))
+	out := c.newTerms(len(ops))
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
@@ -69,7 +69,9 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 			if t, ok := table.Time(op); ok { // opTime's answer whatever the stage
 				out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(BoundTable))}
 			} else {
-				out[i] = opTerms{kind: termsColl, coll: &collOp{kind: op.Kind, bytes: op.Bytes, name: op.Name}}
+				co := c.newCollOp()
+				*co = collOp{kind: op.Kind, bytes: op.Bytes, name: op.Name}
+				out[i] = opTerms{kind: termsColl, coll: co}
 			}
 			continue
 		}
@@ -87,6 +89,35 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 			fixed: launchS(g, phase) + stepFixedS(g, phase, op)}
 	}
 	return out
+}
+
+// newTerms is a list of n zero opTerms from the cache's slab of them
+// (termSlab: a block of 256 at a time, a 16,384-GPU search works out some
+// 2,000), of capacity n: nothing appends to a layer's terms, and nothing
+// takes a term from a block past its length, so the lists handed out stay
+// put.
+func (c *QuickCache) newTerms(n int) []opTerms {
+	return carve(&c.termSlab, n, 256)
+}
+
+// newCollOp is a zero collOp from the cache's slab of them (collSlab, a
+// block of 64 at a time), as newTerms.
+func (c *QuickCache) newCollOp() *collOp {
+	return &carve(&c.collSlab, 1, 64)[0]
+}
+
+// carve is n zero Ts from the end of *slab, a list of capacity n: a new
+// block of max(block, n) is made when the slab's room is too short. The
+// lists handed out never overlap, and nothing takes from a block past its
+// length, so they stay put; one appended past its capacity moves to an
+// array of its own.
+func carve[T any](slab *[]T, n, block int) []T {
+	if cap(*slab)-len(*slab) < n {
+		*slab = make([]T, 0, max(block, n))
+	}
+	i := len(*slab)
+	*slab = (*slab)[:i+n]
+	return (*slab)[i : i+n : i+n]
 }
 
 // at is the op's time and bound (its index in boundOrder) on a stage at

@@ -125,3 +125,38 @@ func (c *QuickCache) withReset(p *partition.Plan) *QuickCache {
 	c.reset(quickID{model: p.Model, context: p.Config.Workload.Context, output: p.Config.Workload.OutputTokens, sys: p.System})
 	return c
 }
+
+// carve hands out lists that never overlap and stay put: 40 lists of 1 to
+// 9 ints from blocks of 16 (so most blocks end with room too short for the
+// next list), each filled with its own number as it is carved; after all
+// are carved, every list must be its length and capacity and still hold
+// only its number, and have come zeroed. A carve that reused a block's
+// room, or handed out a list with room past its end, fails it.
+func TestCarveListsStayPut(t *testing.T) {
+	var slab []int
+	var lists [][]int
+	for i := range 40 {
+		n := 1 + i%9
+		l := carve(&slab, n, 16)
+		for j := range l {
+			if l[j] != 0 {
+				t.Fatalf("list %d came with %v", i, l)
+			}
+			l[j] = i + 1
+		}
+		if len(l) != n || cap(l) != n {
+			t.Fatalf("list %d: length %d, capacity %d, want %d", i, len(l), cap(l), n)
+		}
+		lists = append(lists, l)
+	}
+	for i, l := range lists {
+		for _, v := range l {
+			if v != i+1 {
+				t.Fatalf("list %d holds %v: another list wrote over it", i, l)
+			}
+		}
+	}
+	if l := carve(&slab, 40, 16); len(l) != 40 || cap(l) != 40 {
+		t.Fatalf("a list longer than a block: length %d, capacity %d", len(l), cap(l))
+	}
+}
