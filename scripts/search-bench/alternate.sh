@@ -1,10 +1,9 @@
 #!/bin/bash
-# (Copied from speed-2026-11-26-seventh-search2/, unchanged; ratios.py reads its output.)
 # Alternates two `go test -c ./sim` binaries, $BASE (before; sim-base in script*.txt) and
 # $FINAL (after; sim-final), each run once per round: eight rounds of
 # BenchmarkSearchScale (16, 1,024, 4,096, 16,384 GPUs), BenchmarkSearchFitScale and BenchmarkSearchQuick,
 # -benchtime 300x -cpu 1 -benchmem, under chrt --idle 0 nice -n 19. Prints: round binary benchmark cpu-ns/op B/op allocs/op load1.
-cd "$(dirname "$0")/../../../sim"
+cd "$(dirname "$0")/../../sim"
 for r in 1 2 3 4 5 6 7 8; do
   for bin in ${BASE:?test binary of the before commit} ${FINAL:?test binary of the after commit}; do
     chrt --idle 0 nice -n 19 $bin -test.run '^$' -test.bench 'Search(Scale|FitScale|Quick)$|Search(Scale|FitScale)/' -test.benchtime 300x -test.cpu 1 -test.benchmem 2>&1 | grep '^Bench' |
