@@ -497,8 +497,9 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 
 // stretch is the mean fair-share oversubscription max(1, b/cores) of the
 // rank's compute since its last communication op (1 without any): the
-// stretch the core wait's share is reckoned from (coreWaitShare), which a
-// measured burst stretch does not change.
+// stretch a blocked receive's share is reckoned from (recvWaitSharedS),
+// which a measured burst stretch does not change; a collective's is
+// activity.
 func (r *rankState) stretch() float64 {
 	if r.burstAloneS <= 0 {
 		return 1

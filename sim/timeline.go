@@ -128,7 +128,7 @@ type rankState struct {
 	// burstS is the compute run since its last communication op (the
 	// burst a core wait is looked up at, optable_share.go); burstAloneS the
 	// same without the shared-core stretch, burstOverS at the fair share
-	// max(1, b/cores) (the core wait's share, optable_share.go).
+	// max(1, b/cores) (the receive wait's share, optable_share.go).
 	burstS, burstAloneS, burstOverS float64
 	// burstActS is burstAloneS at max(1, a/cores), a the ranks active
 	// beside it (coreShare.activeFactor): the collective's core wait
