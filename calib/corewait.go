@@ -244,12 +244,10 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range RingBursts {
 		groups, bursts = append(groups, commGroup{opRing, all}), append(bursts, b)
 	}
-	launches := coreWaitLaunches(o)
-	times, err := measureLinkProcsBurstsLaunches(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o, launches)
+	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
-	repeats := o.Repeats * launches // every launch's repeats (corewaitlaunches.go)
 	// The burst loops' exit lags apart (exitlag.go): times[i] keeps each
 	// repeat's (all_reduce, burst), lags[i] its exit lag.
 	lags := make([][][]float64, len(times))
@@ -259,7 +257,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if n > cores {
-		if err := addExitLags(cal, times, lags, idle, ring, n, cores, repeats); err != nil {
+		if err := addExitLags(cal, times, lags, idle, ring, n, cores, o.Repeats); err != nil {
 			return err
 		}
 	}
@@ -284,7 +282,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(hops) > 0 {
-		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, repeats, strings.Join(hops, ", "))
+		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
 	waits, waited, err := coreWaitEntries(times[0], times[1:idle], n, cores)
 	if err != nil {
@@ -307,7 +305,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		keep(e, seenIdle, &besideIdle)
 	}
 	if idle < ring {
-		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, repeats, strings.Join(besideIdle, ", "))
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
@@ -320,13 +318,13 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(str) > 0 {
-		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, repeats, float64(n)/float64(cores), strings.Join(str, ", "))
+		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
 	if !waited {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay (entries of 1 ns)", n, cores)
 		return nil
 	}
-	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats in %d launches; all_reduce pairs after a compute burst against back to back): %s", n, cores, repeats, launches, strings.Join(got, ", "))
+	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
 	return nil
 }
 
