@@ -48,6 +48,10 @@ type coreShare struct {
 	// its rank waited (coldBursts): where it is priced in turns
 	// (optable_turns.go).
 	cold map[shareKey]float64
+	// active is max(1, a/cores), a the ranks in their cycle of compute and
+	// collectives during the op (activeCount): the core wait's share is
+	// reckoned from it (rankState.activity).
+	active map[shareKey]float64
 }
 
 // overFactor is op's fair-share oversubscription max(1, b/cores) (1
@@ -57,6 +61,15 @@ func (c *coreShare) overFactor(rank int, phase partition.Phase, op *partition.Op
 		return 1
 	}
 	return atLeastOne(c.over, keyOf(rank, phase, op))
+}
+
+// activeFactor is op's max(1, a/cores), a the ranks active during it
+// (activeCount; 1 where absent).
+func (c *coreShare) activeFactor(rank int, phase partition.Phase, op *partition.Op) float64 {
+	if c == nil {
+		return 1
+	}
+	return atLeastOne(c.active, keyOf(rank, phase, op))
 }
 
 func (c *coreShare) factor(rank int, phase partition.Phase, op *partition.Op) float64 {
@@ -132,19 +145,70 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 	if tl.PerStage {
 		weight *= float64(max(1, tl.TP))
 	}
+	integral := rankIntegral(tl, weight, func(k partition.Kind) bool { return isCompute(k) })
+	activeIntegral := rankIntegral(tl, weight, activeCount)
+	var alone map[int]float64 // slice index → its burst's time alone
+	if bs != nil {
+		alone = burstsAlone(tl, prev)
+	}
+	cold := coldBursts(tl)
+	sums, overs, colds, acts, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
+	for i, sl := range tl.All() {
+		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
+			continue
+		}
+		avg := (integral(sl.EndS) - integral(sl.StartS)) / (sl.EndS - sl.StartS)
+		act := (activeIntegral(sl.EndS) - activeIntegral(sl.StartS)) / (sl.EndS - sl.StartS)
+		k := keyOf(sl.Rank, sl.Phase, sl.Op)
+		acts[k] += math.Max(1, act/float64(cores))
+		over := math.Max(1, avg/float64(cores))
+		f := over
+		if bs != nil {
+			f = bs.factor(alone[i], over)
+		}
+		sums[k] += f
+		overs[k] += over
+		if cold[i] {
+			colds[k]++
+		}
+		counts[k]++
+	}
+	out := &coreShare{f: make(map[shareKey]float64, len(sums)), over: make(map[shareKey]float64, len(sums)), cold: make(map[shareKey]float64, len(sums)), active: make(map[shareKey]float64, len(sums))}
+	for k, v := range sums {
+		out.f[k] = v / float64(counts[k]) // decode: the mean over steps
+		out.over[k] = overs[k] / float64(counts[k])
+		out.cold[k] = colds[k] / float64(counts[k])
+		out.active[k] = acts[k] / float64(counts[k])
+	}
+	return out
+}
+
+// activeCount reports whether a rank in an op of kind k takes its turns
+// on the host's cores: computing, or in a collective or a send of its
+// cycle (woken at each message step); a receive (a pipeline stage waiting
+// for its micro-batch, or for the next step's token) sleeps until its
+// message comes. These are the ranks the core wait's loop runs beside
+// (every pair in bursts and all-reduces) or without (the others asleep in
+// a receive: core_wait_idle).
+func activeCount(k partition.Kind) bool { return k != partition.Recv }
+
+// rankIntegral is t ↦ ∫ from tl's first event to t of the ranks in an op
+// whose kind counts (each slice weight ranks: its TP peers and replicas),
+// over tl's slices.
+func rankIntegral(tl *Timeline, weight float64, counts func(partition.Kind) bool) func(float64) float64 {
 	type ev struct {
 		t float64
 		d float64
 	}
 	var evs []ev
 	for _, sl := range tl.All() {
-		if isCompute(sl.Op.Kind) && sl.EndS > sl.StartS {
+		if counts(sl.Op.Kind) && sl.EndS > sl.StartS {
 			evs = append(evs, ev{sl.StartS, weight}, ev{sl.EndS, -weight})
 		}
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
-	// Segments [ts[i], ts[i+1]) with busy[i] ranks computing; cum[i] is
-	// the integral of busy up to ts[i].
+	// Segments [ts[i], ts[i+1]) with busy[i] ranks counted; cum[i] is the
+	// integral of busy up to ts[i].
 	var ts, busy, cum []float64
 	b := 0.0
 	for i := 0; i < len(evs); {
@@ -159,7 +223,7 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 		}
 		ts, busy = append(ts, t), append(busy, b)
 	}
-	integral := func(t float64) float64 { // ∫ busy from ts[0] to t
+	return func(t float64) float64 {
 		i := sort.SearchFloat64s(ts, t)
 		if i < len(ts) && ts[i] == t {
 			return cum[i]
@@ -169,37 +233,6 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 		}
 		return cum[i-1] + busy[i-1]*(t-ts[i-1])
 	}
-	var alone map[int]float64 // slice index → its burst's time alone
-	if bs != nil {
-		alone = burstsAlone(tl, prev)
-	}
-	cold := coldBursts(tl)
-	sums, overs, colds, counts := map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]float64{}, map[shareKey]int{}
-	for i, sl := range tl.All() {
-		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
-			continue
-		}
-		avg := (integral(sl.EndS) - integral(sl.StartS)) / (sl.EndS - sl.StartS)
-		k := keyOf(sl.Rank, sl.Phase, sl.Op)
-		over := math.Max(1, avg/float64(cores))
-		f := over
-		if bs != nil {
-			f = bs.factor(alone[i], over)
-		}
-		sums[k] += f
-		overs[k] += over
-		if cold[i] {
-			colds[k]++
-		}
-		counts[k]++
-	}
-	out := &coreShare{f: make(map[shareKey]float64, len(sums)), over: make(map[shareKey]float64, len(sums)), cold: make(map[shareKey]float64, len(sums))}
-	for k, v := range sums {
-		out.f[k] = v / float64(counts[k]) // decode: the mean over steps
-		out.over[k] = overs[k] / float64(counts[k])
-		out.cold[k] = colds[k] / float64(counts[k])
-	}
-	return out
 }
 
 // burstsAlone maps each compute slice of tl (by index) to the time alone
@@ -305,7 +338,7 @@ func factorsClose(a, b *coreShare) bool {
 		if w, ok := a.f[k]; !ok || math.Abs(v-w) > 0.01*w {
 			return false
 		}
-		if math.Abs(b.cold[k]-a.cold[k]) > 0.01 {
+		if math.Abs(b.cold[k]-a.cold[k]) > 0.01 || math.Abs(b.active[k]-a.active[k]) > 0.01*math.Max(1, a.active[k]) {
 			return false
 		}
 	}
@@ -464,13 +497,30 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 
 // stretch is the mean fair-share oversubscription max(1, b/cores) of the
 // rank's compute since its last communication op (1 without any): the
-// stretch the core wait's share is reckoned from (coreWaitShare), which a
-// measured burst stretch does not change.
+// stretch a blocked receive's share is reckoned from (recvWaitSharedS),
+// which a measured burst stretch does not change; a collective's is
+// activity.
 func (r *rankState) stretch() float64 {
 	if r.burstAloneS <= 0 {
 		return 1
 	}
 	return r.burstOverS / r.burstAloneS
+}
+
+// activity is the mean max(1, a/cores) of the rank's compute since its
+// last communication op, a the ranks active in their cycle of compute and
+// collectives beside it (coreShare.activeFactor; 1 without any): the
+// stretch a collective's core wait share is reckoned from. The core wait
+// W is measured with every rank in bursts and all-reduces, W_idle with
+// the others asleep in a receive; a rank whose collectives overlap
+// another stage's (tp2pp2 with two micro-batches) meets W even where the
+// other stage is in its own all-reduces rather than computing, and the
+// fair share of computing ranks alone read it as beside idle ranks.
+func (r *rankState) activity() float64 {
+	if r.burstAloneS <= 0 {
+		return 1
+	}
+	return r.burstActS / r.burstAloneS
 }
 
 // sendCallS is the time a sender spends in its Send call for op: the

@@ -128,8 +128,12 @@ type rankState struct {
 	// burstS is the compute run since its last communication op (the
 	// burst a core wait is looked up at, optable_share.go); burstAloneS the
 	// same without the shared-core stretch, burstOverS at the fair share
-	// max(1, b/cores) (the core wait's share, optable_share.go).
+	// max(1, b/cores) (the receive wait's share, optable_share.go).
 	burstS, burstAloneS, burstOverS float64
+	// burstActS is burstAloneS at max(1, a/cores), a the ranks active
+	// beside it (coreShare.activeFactor): the collective's core wait
+	// share (rankState.activity).
+	burstActS float64
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -400,7 +404,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
 			sl.EndS += recvWaitSharedS(s.table, s.plan, r.burstS, r.stretch())
 		}
-		r.burstS, r.burstAloneS, r.burstOverS = 0, 0, 0
+		r.burstS, r.burstAloneS, r.burstOverS, r.burstActS = 0, 0, 0, 0
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -434,6 +438,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		alone := c.TimeS / s.opts.share.factor(rank, it.phase, op)
 		r.burstAloneS += alone
 		r.burstOverS += alone * s.opts.share.overFactor(rank, it.phase, op)
+		r.burstActS += alone * s.opts.share.activeFactor(rank, it.phase, op)
 		s.chunks.record(ri, r.pc, &sl, 0, 0, 0)
 		s.stages.record(s, ri, r.pc, &sl, c.TimeS, 0, 0)
 	}
@@ -479,7 +484,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	}
 	burst, stretch := 0.0, 1.0
 	for _, m := range gi.members {
-		burst, stretch = max(burst, s.ranks[m].burstS), max(stretch, s.ranks[m].stretch())
+		burst, stretch = max(burst, s.ranks[m].burstS), max(stretch, s.ranks[m].activity())
 	}
 	end += coreWaitS(s.table, s.plan, op, burst, stretch) // partners scheduled on shared cores (optable_share.go)
 	for i, m := range gi.members {
@@ -495,7 +500,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		s.emit(m, mr.pc, &sl)
 		s.recordUse(m, mr.pc, &sl)
 		mr.clock = end
-		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS = false, 0, 0, 0
+		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS, mr.burstActS = false, 0, 0, 0, 0
 		mr.advance()
 	}
 	gi.n = 0
