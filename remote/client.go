@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -149,7 +150,7 @@ func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.R
 	defer cancel()
 	r, err := c.t.open(ctx, &pb.OpenRequest{ConfigJson: js, ConfigHash: cfg.Hash(), Mode: wire.PBMode(mode), Logits: opts.Logits})
 	if err != nil {
-		return nil, c.named(err)
+		return nil, c.named(ctx, err)
 	}
 	chunk := int(r.MaxChunkBytes)
 	if own := wire.ChunkBytes(c.cfg.MaxMessageBytes); own < chunk || chunk <= 0 {
@@ -162,9 +163,15 @@ func (c *Client) Open(ctx context.Context, cfg *configs.Config, mode partition.R
 	return s, nil
 }
 
-func (c *Client) named(err error) error {
+func (c *Client) named(ctx context.Context, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
+		// On raw TCP a call its context ended fails as the connection's
+		// read or write does (its deadline set in the past): say so, and
+		// let errors.Is find the context's error, as gRPC's status does.
+		if ce := ctx.Err(); ce != nil && !errors.Is(err, ce) {
+			return fmt.Errorf("server %s: %w: %w", c.cfg.Addr, ce, err)
+		}
 		return fmt.Errorf("server %s: %w", c.cfg.Addr, err)
 	}
 	return status.Errorf(st.Code(), "server %s: %s", c.cfg.Addr, st.Message())
@@ -181,7 +188,7 @@ func (s *Session) Close(ctx context.Context) error {
 		s.ss.end()
 	}
 	if err := s.c.t.close(ctx, s.ID); err != nil {
-		return s.c.named(err)
+		return s.c.named(ctx, err)
 	}
 	return nil
 }
@@ -231,7 +238,7 @@ func (s *Session) step(ctx context.Context, phase partition.Phase, step int, in 
 	var tr commcount.Transfer
 	st, err := s.stream(ctx)
 	if err != nil {
-		return nil, s.c.named(err)
+		return nil, s.c.named(ctx, err)
 	}
 	defer st.finish()
 	h := &pb.StepHeader{SessionId: s.ID, Step: int32(step)}
@@ -277,7 +284,7 @@ func (s *Session) step(ctx context.Context, phase partition.Phase, step int, in 
 	recv := func() (*pb.Frame, error) {
 		f, rerr := st.Recv()
 		if rerr != nil {
-			return nil, s.c.named(rerr)
+			return nil, s.c.named(ctx, rerr)
 		}
 		tr.Down(int64(len(f.GetData())), st.wire(f))
 		return f, nil
@@ -287,7 +294,7 @@ func (s *Session) step(ctx context.Context, phase partition.Phase, step int, in 
 		return nil, rerr
 	}
 	if err != nil {
-		return nil, s.c.named(err)
+		return nil, s.c.named(ctx, err)
 	}
 	rh := f.GetHeader()
 	if rh == nil {
@@ -496,7 +503,7 @@ func dialTCP(ctx context.Context, c *Client) (transport, error) {
 	}
 	if err != nil {
 		conn.Close()
-		return nil, c.named(err)
+		return nil, c.named(ctx, err)
 	}
 	return t, nil
 }

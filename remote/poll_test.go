@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // TestTCPPollKeepsBounds: with both ends' raw-TCP reads spinning (always,
 // a second: the longest spin allowed), steps give the tokens, a step held
 // in the engine still ends at its context's deadline with the error a
-// sleeping read gives (the connection's i/o timeout), and a client that
+// sleeping read gives (the connection's i/o timeout, which errors.Is
+// finds to be context.DeadlineExceeded), and a client that
 // hangs up still frees its session. (PARTBENCH_TCP_POLL=always over the
 // package's tests runs the rest of the raw-TCP bounds with spinning reads.)
 func TestTCPPollKeepsBounds(t *testing.T) {
@@ -50,8 +52,8 @@ func TestTCPPollKeepsBounds(t *testing.T) {
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := s.Step(dctx, partition.Decode, 2, in); err == nil || !strings.Contains(err.Error(), "i/o timeout") {
-		t.Fatalf("a step held past its context's deadline while the client spun: %v, want the connection's i/o timeout", err)
+	if _, err := s.Step(dctx, partition.Decode, 2, in); err == nil || !strings.Contains(err.Error(), "i/o timeout") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a step held past its context's deadline while the client spun: %v, want the connection's i/o timeout, as context.DeadlineExceeded", err)
 	}
 	close(g.open) // the held step ends; its session can be freed
 	c.Close()
