@@ -168,18 +168,7 @@ func TestRecvWaitByBurst(t *testing.T) {
 	e := func(size int64, ts float64) configs.OpTime {
 		return configs.OpTime{Kind: configs.RecvWaitKind, Shape: "cores=2", Size: size, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 16}
 	}
-	plan := func(cores int) *partition.Plan {
-		cfg, err := configs.Load("test/layerwise16-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		p, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	plan := func(cores int) *partition.Plan { return coresPlan(t, "test/layerwise16-tiny", cores, nil, nil) }
 	two := plan(2)
 	tab := NewOpTable([]configs.OpTime{e(10_000, 10e-6), e(100_000, 40e-6)})
 	for _, c := range []struct{ burstS, want float64 }{

@@ -21,20 +21,9 @@ import (
 // with W alone, as before: 2 · 0.5 · 30 = 30 µs. tp4-tiny on 4 cores (the
 // ranks fill them, share 1) meets W alone: 6 steps · 30 = 180 µs.
 func TestCoreWaitBesideIdle(t *testing.T) {
-	plan := func(name string, cores int) *partition.Plan {
-		cfg, err := configs.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		p, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	plan := func(name string, cores int) *partition.Plan { return coresPlan(t, name, cores, nil, nil) }
 	e := func(kind string, cores int, w float64) configs.OpTime {
-		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(cores), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+		return opEntry(kind, configs.CoreWaitShape(cores), 20_000, 0, w, 4)
 	}
 	both := NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 2, 30e-6), e(configs.CoreWaitIdleKind, 2, 10e-6)})
 	idleOnly := NewOpTable([]configs.OpTime{e(configs.CoreWaitIdleKind, 2, 10e-6)})

@@ -21,7 +21,7 @@ func TestOpGap(t *testing.T) {
 		if gap > 0 {
 			ts = append(ts, opEntry(configs.OpGapKind, configs.OpGapShape, 1, 0, gap, 1))
 		}
-		plan := turnsPlan(t, "test/single-tiny", 0, ts, nil)
+		plan := coresPlan(t, "test/single-tiny", 0, ts, nil)
 		e, err := EstimatePlan(plan, Options{EveryRank: true})
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +77,7 @@ func TestQuickOpTimeHasOpGap(t *testing.T) {
 		if gap > 0 {
 			ts = append(ts, opEntry(configs.OpGapKind, configs.OpGapShape, 1, 0, gap, 1))
 		}
-		plan := turnsPlan(t, "test/single-tiny", 0, ts, nil)
+		plan := coresPlan(t, "test/single-tiny", 0, ts, nil)
 		c := NewQuickCache(CollectiveOptions{}).withReset(plan)
 		for _, op := range plan.Program(0, partition.Decode).Ops {
 			if op.Kind == kind {

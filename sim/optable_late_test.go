@@ -26,20 +26,9 @@ import (
 // Beside coreWaitS's 2 · (30 · 1 + 10 · 0) = 60 µs at activity 2 the
 // all_reduce is charged 90 µs in all.
 func TestPartnerLate(t *testing.T) {
-	plan := func(name string, cores int) *partition.Plan {
-		cfg, err := configs.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		p, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	plan := func(name string, cores int) *partition.Plan { return coresPlan(t, name, cores, nil, nil) }
 	e := func(kind string, cores int, w float64) configs.OpTime {
-		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(cores), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+		return opEntry(kind, configs.CoreWaitShape(cores), 20_000, 0, w, 4)
 	}
 	both := NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 2, 30e-6), e(configs.CoreWaitIdleKind, 2, 10e-6)})
 	idleOnly := NewOpTable([]configs.OpTime{e(configs.CoreWaitIdleKind, 2, 10e-6)})

@@ -24,18 +24,7 @@ func TestRecvWaitShared(t *testing.T) {
 	e := func(kind string, size int64, ts float64) configs.OpTime {
 		return configs.OpTime{Kind: kind, Shape: "cores=2", Size: size, TimeS: ts, TimeMinS: ts, TimeMaxS: ts, Samples: 1, Ranks: 16}
 	}
-	plan := func(cores int) *partition.Plan {
-		cfg, err := configs.Load("test/layerwise16-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = cores
-		p, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	plan := func(cores int) *partition.Plan { return coresPlan(t, "test/layerwise16-tiny", cores, nil, nil) }
 	two := plan(2)
 	ring := e(configs.RecvWaitKind, 30_000, 10e-6)
 	both := NewOpTable([]configs.OpTime{ring, e(configs.RecvWaitTurnsKind, 30_000, 20e-6)})

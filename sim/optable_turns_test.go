@@ -8,7 +8,9 @@ import (
 	"github.com/partbench/partbench/partition"
 )
 
-func turnsPlan(t *testing.T, name string, cores int, times []configs.OpTime, edit func(*configs.Config)) *partition.Plan {
+// coresPlan is config name's Plan on a host of cores cores, times its
+// op-time table (nil: none) and edit (nil: none) applied to the config.
+func coresPlan(t *testing.T, name string, cores int, times []configs.OpTime, edit func(*configs.Config)) *partition.Plan {
 	t.Helper()
 	cfg, err := configs.Load(name)
 	if err != nil {
@@ -46,7 +48,7 @@ func opEntry(kind, shape string, size, context int64, s float64, ranks int) conf
 // and the entry at once wherever the ranks do not outnumber the cores (no
 // host cores; 4 cores), the one in turns where the table has no other.
 func TestComputeTimeTurns(t *testing.T) {
-	plan := turnsPlan(t, "test/pp4-tiny", 2, nil, nil)
+	plan := coresPlan(t, "test/pp4-tiny", 2, nil, nil)
 	var op *partition.Op
 	prog := plan.Program(0, partition.Decode)
 	for i := range prog.Ops {
@@ -80,7 +82,7 @@ func TestComputeTimeTurns(t *testing.T) {
 		{"at once only", 2, NewOpTable([]configs.OpTime{once}), 10e-6},
 		{"in turns only", 2, NewOpTable([]configs.OpTime{turns}), 16e-6},
 	} {
-		p := turnsPlan(t, "test/pp4-tiny", c.cores, nil, nil)
+		p := coresPlan(t, "test/pp4-tiny", c.cores, nil, nil)
 		if got, ok := c.tab.computeTime(p, op, 1, 1); !ok || math.Abs(got-c.want) > 1e-15 {
 			t.Errorf("%s: %g s (ok %t), want %g s", c.name, got, ok, c.want)
 		}
@@ -96,7 +98,7 @@ func TestComputeTimeTurns(t *testing.T) {
 // > 0 the same entries taken in turns at turns seconds; all at 4 ranks.
 func flatTable(t *testing.T, name string, once, turns float64, edit func(*configs.Config)) []configs.OpTime {
 	t.Helper()
-	plan := turnsPlan(t, name, 0, nil, edit)
+	plan := coresPlan(t, name, 0, nil, edit)
 	type ks struct{ kind, shape string }
 	seen := map[ks]bool{}
 	var out []configs.OpTime
@@ -146,7 +148,7 @@ func flatTable(t *testing.T, name string, once, turns float64, edit func(*config
 func TestEstimateTurns(t *testing.T) {
 	one := func(c *configs.Config) { c.Parallel.Microbatches = 1 }
 	pp := func(turns float64) *Estimate {
-		e, err := EstimatePlan(turnsPlan(t, "test/pp4-tiny", 2, flatTable(t, "test/pp4-tiny", 3e-6, turns, one), one), Options{EveryRank: true})
+		e, err := EstimatePlan(coresPlan(t, "test/pp4-tiny", 2, flatTable(t, "test/pp4-tiny", 3e-6, turns, one), one), Options{EveryRank: true})
 		if err != nil {
 			t.Fatal(err)
 		}
