@@ -21,6 +21,7 @@ th = float(sys.argv[2]) if len(sys.argv) > 2 else 2.8
 COLL = ("all_reduce", "all_gather")
 CALLS = 34  # 2 per layer × 8 layers + the embedding's, per micro-batch, × 2 micro-batches
 pool = {"fast": {}, "slow": {}}
+seq = []
 print(f"| run | rank 0: fast iterations | rank 2: fast | both replicas in the same state | model: all-reduces per call (µs) | model TTFT (µs) |")
 print("|---|---|---|---|---|---|")
 for fn in sorted(glob.glob(f"{w}/out/*/tp2-dp2-tiny-*/results.json")):
@@ -49,10 +50,14 @@ for fn in sorted(glob.glob(f"{w}/out/*/tp2-dp2-tiny-*/results.json")):
                          ("model per call", mper), ("model total", mttft)):
                 d.setdefault(k, []).append(v)
         states[r["rank"]] = s
+    seq.append((run, states[0]))
     f0 = sum(x == "fast" for x in states[0])
     f2 = sum(x == "fast" for x in states[2])
     same = sum(a == b for a, b in zip(states[0], states[2]))
     print(f"| {run} | {f0}/{len(states[0])} | {f2}/{len(states[2])} | {same}/{len(states[0])} | {mper:.0f} | {mttft:.0f} |")
+print("\nRank 0's iterations in order (f fast, s slow):\n")
+for run, s0 in seq:
+    print(f"- {run}: {''.join(x[0] for x in s0)}")
 print("\nPer state, every rank and iteration of the runs, µs: median (n)\n")
 print("| state | n | all-reduces per iteration | per call | compute | prefill (TTFT) | the same runs' model: per call | TTFT |")
 print("|---|---|---|---|---|---|---|---|")
