@@ -31,16 +31,12 @@ const (
 // decodeStepFrame decodes b as an Envelope holding only a Frame holding
 // only a StepHeader or a StepTrailer; ok is false for anything else.
 func decodeStepFrame(b []byte) (e *pb.Envelope, ok bool) {
-	fb, ok := onlyMessageField(b, envelopeFrameField)
-	if !ok || len(fb) == 0 {
+	num, fb, ok := onlyBytesField(b)
+	if !ok || num != envelopeFrameField {
 		return nil, false
 	}
-	num, typ, n := protowire.ConsumeTag(fb)
-	if n < 0 || typ != protowire.BytesType {
-		return nil, false
-	}
-	v, m := protowire.ConsumeBytes(fb[n:])
-	if m < 0 || n+m != len(fb) {
+	num, v, ok := onlyBytesField(fb)
+	if !ok {
 		return nil, false
 	}
 	// The envelope, its frame, their oneof wrappers and the message are
@@ -84,18 +80,19 @@ type trailerFrame struct {
 	t  pb.StepTrailer
 }
 
-// onlyMessageField returns the contents of b's field num when it is b's
-// only field and of the bytes wire type.
-func onlyMessageField(b []byte, num protowire.Number) ([]byte, bool) {
-	got, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || got != num || typ != protowire.BytesType {
-		return nil, false
+// onlyBytesField returns the number and contents of b's only field when it
+// is of the bytes wire type; ok is false for anything else (an empty b
+// included).
+func onlyBytesField(b []byte) (num protowire.Number, v []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || typ != protowire.BytesType {
+		return 0, nil, false
 	}
 	v, m := protowire.ConsumeBytes(b[n:])
 	if m < 0 || n+m != len(b) {
-		return nil, false
+		return 0, nil, false
 	}
-	return v, true
+	return num, v, true
 }
 
 // field is one field of a message: its number, wire type and value (v for
