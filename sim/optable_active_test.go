@@ -70,17 +70,9 @@ func TestCoreWaitShareFromActivity(t *testing.T) {
 	if got := (&rankState{}).activity(); got != 1 {
 		t.Errorf("no burst: activity %g, want 1", got)
 	}
-	cfg, err := configs.Load("test/tp2-dp2-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Hardware.HostCores = 2
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := coresPlan(t, "test/tp2-dp2-tiny", 2, nil, nil)
 	e := func(kind string, w float64) configs.OpTime {
-		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(2), Size: 2_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+		return opEntry(kind, configs.CoreWaitShape(2), 2_000, 0, w, 4)
 	}
 	table := NewOpTable([]configs.OpTime{e(configs.CoreWaitKind, 30e-6), e(configs.CoreWaitIdleKind, 10e-6)})
 	op := &partition.Op{Kind: partition.AllReduce, Group: []int{0, 1}, Bytes: 512}

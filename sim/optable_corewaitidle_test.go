@@ -65,7 +65,7 @@ func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 		return estimateOnCoresWith(t, "test/tp2pp2-tiny", 2, 1, times...)
 	}
 	e := func(kind string, w float64) configs.OpTime {
-		return configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(2), Size: 20_000, TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: 1, Ranks: 4}
+		return opEntry(kind, configs.CoreWaitShape(2), 20_000, 0, w, 4)
 	}
 	base := est()
 	withW := est(e(configs.CoreWaitKind, 30e-6))
