@@ -19,12 +19,6 @@ import (
 // spin's length (adaptive:50us).
 const SpinEnv = "PARTBENCH_SHM_SPIN"
 
-// spinChoice is a parsed SpinEnv value.
-type spinChoice = shmcomm.SpinChoice
-
-// parseSpin reads a spin policy; what names the value in errors.
-func parseSpin(what, s string) (spinChoice, error) { return shmcomm.ParseSpin(what, s) }
-
 // cpuMask is the set of CPUs this process may run on (its affinity mask
 // where the platform has one, else runtime.NumCPU CPUs), as hex of a
 // little-endian bitmap: bit i of byte i/8 is CPU i.
@@ -71,7 +65,7 @@ func hostCPUs(masks []string) int {
 // Under auto a host whose ranks outnumber its CPUs does not spin (a
 // spinning rank takes the CPU its partner needs); otherwise the spin is
 // adaptive. why says how it was decided.
-func spinPolicy(c spinChoice, ranksOnHost, cpus int) (mode shmcomm.SpinMode, length time.Duration, why string) {
+func spinPolicy(c shmcomm.SpinChoice, ranksOnHost, cpus int) (mode shmcomm.SpinMode, length time.Duration, why string) {
 	if !c.Auto {
 		return c.Mode, c.Length, fmt.Sprintf("%s %s", SpinEnv, c.Mode)
 	}
@@ -82,18 +76,18 @@ func spinPolicy(c spinChoice, ranksOnHost, cpus int) (mode shmcomm.SpinMode, len
 }
 
 // resolveSpin reads Options.Spin, else SpinEnv.
-func (o *Options) resolveSpin() (spinChoice, error) {
+func (o *Options) resolveSpin() (shmcomm.SpinChoice, error) {
 	if o.Spin != "" {
-		return parseSpin("tcpcomm: Options.Spin", o.Spin)
+		return shmcomm.ParseSpin("tcpcomm: Options.Spin", o.Spin)
 	}
 	if v, ok := os.LookupEnv(SpinEnv); ok {
-		c, err := parseSpin(SpinEnv, v)
+		c, err := shmcomm.ParseSpin(SpinEnv, v)
 		if err != nil {
 			return c, fmt.Errorf("tcpcomm: %w", err)
 		}
 		return c, nil
 	}
-	return spinChoice{Auto: true}, nil
+	return shmcomm.SpinChoice{Auto: true}, nil
 }
 
 // firstCPUs is CPUs 0 to n−1.

@@ -32,7 +32,7 @@ func TestParseSpin(t *testing.T) {
 		{in: "always:-1ms", err: "as a duration from 1ns to 1s"},
 		{in: "always:2s", err: "as a duration from 1ns to 1s"},
 	} {
-		c, err := parseSpin(SpinEnv, tc.in)
+		c, err := shmcomm.ParseSpin(SpinEnv, tc.in)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -65,11 +65,11 @@ func TestSpinFollowsPlacement(t *testing.T) {
 		if got := hostCPUs(tc.masks); got != tc.cpus {
 			t.Errorf("masks %v: %d CPUs, want %d", tc.masks, got, tc.cpus)
 		}
-		mode, _, why := spinPolicy(spinChoice{Auto: true}, len(tc.masks), hostCPUs(tc.masks))
+		mode, _, why := spinPolicy(shmcomm.SpinChoice{Auto: true}, len(tc.masks), hostCPUs(tc.masks))
 		if mode != tc.mode || !strings.Contains(why, "auto") {
 			t.Errorf("masks %v: spin %v (%s), want %v", tc.masks, mode, why, tc.mode)
 		}
-		if mode, length, _ := spinPolicy(spinChoice{Mode: shmcomm.SpinAlways, Length: time.Millisecond}, len(tc.masks), tc.cpus); mode != shmcomm.SpinAlways || length != time.Millisecond {
+		if mode, length, _ := spinPolicy(shmcomm.SpinChoice{Mode: shmcomm.SpinAlways, Length: time.Millisecond}, len(tc.masks), tc.cpus); mode != shmcomm.SpinAlways || length != time.Millisecond {
 			t.Errorf("masks %v: a chosen policy became %v %v", tc.masks, mode, length)
 		}
 	}
