@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,11 +29,7 @@ func validateComm(ss []CommSample) error {
 	var errs []error
 	for i, s := range ss {
 		p := fmt.Sprintf("comm[%d]", i)
-		known := false
-		for _, o := range CommOps {
-			known = known || s.Op == o
-		}
-		if !known {
+		if !slices.Contains(CommOps, s.Op) {
 			errs = append(errs, fmt.Errorf("%s.op: must be one of %s (got %q)", p, strings.Join(CommOps, ", "), s.Op))
 			continue
 		}
