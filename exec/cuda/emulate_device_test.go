@@ -226,9 +226,11 @@ func TestEmulateCapturesEverySegment(t *testing.T) {
 // On a GPU, the emulation captures every decode segment of every rank (no
 // wait inside a segment) and times the replayed graphs with events: each
 // rank's decode op times, the graphs' times split by the op-by-op ones,
-// sum to its median decode step within 2 % (issue bound: 5 %). Not to
+// sum to its median decode step within 5 % (the issue's bound). Not to
 // rounding: the ops outside the graphs have medians of their own, taken
-// over other runs than the step's median (an H200 gave 0.2–0.7 %).
+// over other runs than the step's median (an H200 gave 0.2–0.7 % in the
+// tenth gpu-check call and 2.3 % on one rank in a later one, so a 2 %
+// bound failed on noise).
 func TestRealGPUEmulateTimesGraphs(t *testing.T) {
 	realGPU(t)
 	plan := tinyPlan(t, "test/tp2pp2-tiny")
@@ -260,7 +262,7 @@ func TestRealGPUEmulateTimesGraphs(t *testing.T) {
 		}
 		step := em.Steps.Decode[r]
 		t.Logf("rank %d: prefill %.1f µs, decode step %.1f µs, %d graph-timed ops", r, em.Steps.Prefill[r]*1e6, step*1e6, em.GraphOps[r])
-		if !(step > 0) || math.Abs(sum-step) > 0.02*step || em.Steps.Prefill[r] <= 0 {
+		if !(step > 0) || math.Abs(sum-step) > 0.05*step || em.Steps.Prefill[r] <= 0 {
 			t.Errorf("rank %d: decode ops sum to %.9g s, the step is %.9g s; prefill %.9g s", r, sum, step, em.Steps.Prefill[r])
 		}
 	}
