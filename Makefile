@@ -63,7 +63,8 @@ gpu-check:
 	cp -r configs gpu-check/configs && find gpu-check/configs -name "*.go" -delete
 	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
-	@echo "gpu-check/: carry it to a GPU machine and run ./gpu-check.sh OUTDIR there"
+	tar -czf gpu-check.tgz gpu-check
+	@echo "gpu-check/ and gpu-check.tgz (the same, a third the size): carry one to a GPU machine and run ./gpu-check.sh OUTDIR there"
 
 clean:
-	rm -rf bin dist gpu-check
+	rm -rf bin dist gpu-check gpu-check.tgz

@@ -50,6 +50,10 @@
 #                   and over shared memory (TPOT)
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
 #
+# With ARCHIVE=FILE set, OUTDIR is also written as one gzip tar to FILE at the
+# end (a device call brings back a limited number of files: OUTDIR's 140 would
+# be cut; see docs/gpu.md, "First steps on a GPU").
+#
 # --dry-run (what `make test` runs, against the fake libraries or none): runs
 # no GPU step, but checks that every partbench subcommand and flag the steps
 # use exists in this binary and that every config they name loads, so the
@@ -600,4 +604,15 @@ done
 } >"$out/steps.json"
 
 echo "results in $out (report.md, steps.json, steps.tsv, one log per step)"
+# ARCHIVE=FILE: OUTDIR also as one gzip tar, for a caller that brings back only
+# a few files (a device call returns a limited number: keep OUTDIR outside what
+# it returns, and FILE and report.md inside it).
+if [ -n "${ARCHIVE:-}" ]; then
+	if tar -czf "$ARCHIVE" -C "$(dirname "$out")" "$(basename "$out")"; then
+		echo "archive: $ARCHIVE"
+	else
+		echo "archive: $ARCHIVE could not be written" >&2
+		failed=1
+	fi
+fi
 exit $failed
