@@ -211,8 +211,8 @@ type GPU struct {
 	// (an event) after it, the kernels launched one by one, and so holds
 	// per op the mark and the stream's gaps between launches that the
 	// graph's replay of the same ops does not. sim takes it off each decode
-	// op it prices from the table where CUDAGraphs (never below
-	// GraphKernelS); `partbench calibrate --backend cuda` measures it (the
+	// op it prices from the table where CUDAGraphs (never below 0);
+	// `partbench calibrate --backend cuda` measures it (the
 	// op configs' decode steps held on the device and timed as one graph
 	// against the table's sum). 0: none (a profile written before it).
 	GraphOpSavedS float64 `toml:"graph_op_saved_s" json:"graph_op_saved_s,omitempty"`
