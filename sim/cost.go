@@ -120,8 +120,12 @@ func graphOpSavedS(g *topology.GPU, phase partition.Phase) float64 {
 // GraphOpSavedS is what sim takes off each compute op of plan's phase that
 // the op-time table prices, where the phase runs as a CUDA graph
 // (graphTableS; less where the floor holds it): the op check adds it back,
-// as it compares the modeled ops with ops timed one by one. 0 elsewhere.
+// as it compares the modeled ops with ops timed one by one. 0 elsewhere
+// (and without a plan).
 func GraphOpSavedS(plan *partition.Plan, phase partition.Phase) float64 {
+	if plan == nil {
+		return 0
+	}
 	return graphOpSavedS(&plan.System.GPU, phase)
 }
 
