@@ -571,7 +571,7 @@ func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, h
 		over = append(over, gs.over...)
 		ov := spreadOf(gs.over)
 		if len(gs.saved) == 0 {
-			note(cal, "decode graph: %s: no device clock, graph_op_saved_s not measured; the host's share of a step %.3g s (iterations %.3g to %.3g s)", name, ov.Median, ov.Min, ov.Max)
+			note(cal, "decode graph: %s: no device clock or no decode op in the table, graph_op_saved_s not measured; the host's share of a step %.3g s (iterations %.3g to %.3g s)", name, ov.Median, ov.Min, ov.Max)
 			continue
 		}
 		sv := spreadOf(gs.saved)
