@@ -343,10 +343,11 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 		cal.Info.OpTimeDType = plans[0].Model.DType
 	}
 
-	// 7. The host's share of a decode step: the first op config run as a
-	// run runs it (decode graphs), each step's wall time against its ops'
-	// device time in the table.
-	if err := stepOverhead(ctx, o, plans, cal); err != nil {
+	// 7. The decode graph against the table, and the host's share of a
+	// decode step: every op config run as a run runs it (decode graphs),
+	// each step timed on the device and on the host against its ops'
+	// times in the table.
+	if err := graphStepFigures(ctx, o, plans, hold, cal); err != nil {
 		return nil, err
 	}
 	if err := step(); err != nil {
@@ -531,38 +532,74 @@ func cudaComments(cal *configs.Calibration, info cuda.DeviceInfo, o Options, sha
 	note(cal, "GPU calibration sweeps: L2 curve %d working sets from %d to %d B; GEMMs %d shapes × %d dtypes and a small-M sweep of %d; %d repeats of samples of at least %v each", len(sizes), sizes[0], sizes[len(sizes)-1], shapes, len(CUDAGEMMDTypes), small, o.Repeats, o.MinSample)
 }
 
-// stepOverhead sets step_overhead_s from the first op config's decode
-// steps run through a GPU Compute with decode graphs (measureStepOverhead);
-// a config with no decode step leaves it 0, with a note.
-func stepOverhead(ctx context.Context, o Options, plans []*partition.Plan, cal *configs.Calibration) error {
-	if len(plans) == 0 || plans[0].Config.Workload.OutputTokens < 2 {
-		note(cal, "step_overhead_s not measured: the op config has no decode step")
+// graphStepFigures measures every op config's decode steps run through a
+// GPU Compute with decode graphs, as a run makes it (measureGraphSteps),
+// and sets from them graph_op_saved_s — what a decode graph saves per op
+// against the op-time table — and step_overhead_s, the host's share of a
+// step: each the median over the configs' figures (a config's figure the
+// median over its iterations), step_overhead_s 0 where negative. Each
+// config's figures are in the notes, their spread in [spread] (over the
+// configs for graph_op_saved_s, over every config's iterations for
+// step_overhead_s). A config with no decode step is left out, with a note.
+func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, hold Hold, cal *configs.Calibration) error {
+	table := sim.NewOpTable(cal.OpTimes)
+	var saved, over []float64 // saved: one per config; over: every config's iterations
+	var names []string
+	for _, plan := range plans {
+		name := plan.Config.Name
+		if plan.Config.Workload.OutputTokens < 2 {
+			note(cal, "decode graph: %s has no decode step: not measured", name)
+			continue
+		}
+		c, err := deviceCompute(configs.BackendCUDA, o.Device, plan, 0) // the registered GPU backend's: decode graphs, as a run
+		if err != nil {
+			return fmt.Errorf("decode graph steps: %w", err)
+		}
+		start := time.Now()
+		gs, err := measureGraphSteps(ctx, plan, c, table, cal.Hardware.GraphLaunchS, stepIterations, hold,
+			func() time.Duration { return time.Since(start) })
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if gs.missing > 0 {
+			note(cal, "decode graph: %d op(s) of a %s decode step have no op time (their device time read 0): they count 0 and nothing is taken off them", gs.missing, name)
+		}
+		names = append(names, name)
+		over = append(over, gs.over...)
+		ov := spreadOf(gs.over)
+		if len(gs.saved) == 0 {
+			note(cal, "decode graph: %s: no device clock or no decode op in the table, graph_op_saved_s not measured; the host's share of a step %.3g s (iterations %.3g to %.3g s)", name, ov.Median, ov.Min, ov.Max)
+			continue
+		}
+		sv := spreadOf(gs.saved)
+		saved = append(saved, sv.Median)
+		note(cal, "decode graph: %s: a step's %d ops in the table sum to %.4g s more than the step as one graph, %.3g s per op (iterations %.3g to %.3g s); the host's share of a step %.3g s (iterations %.3g to %.3g s)",
+			name, gs.ops, sv.Median*float64(gs.ops), sv.Median, sv.Min, sv.Max, ov.Median, ov.Min, ov.Max)
+	}
+	if len(over) == 0 {
+		note(cal, "step_overhead_s not measured: no op config has a decode step")
 		return nil
-	}
-	plan := plans[0]
-	c, err := deviceCompute(configs.BackendCUDA, o.Device, plan, 0) // the registered GPU backend's: decode graphs, as a run
-	if err != nil {
-		return fmt.Errorf("step overhead: %w", err)
-	}
-	start := time.Now()
-	over, missing, err := measureStepOverhead(ctx, plan, c, sim.NewOpTable(cal.OpTimes), cal.Hardware.GraphLaunchS, stepIterations,
-		func() time.Duration { return time.Since(start) })
-	if missing > 0 {
-		note(cal, "step_overhead_s: %d op(s) of a decode step have no op time (their device time read 0) and count 0", missing)
-	}
-	if cerr := c.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
 	}
 	sp := spreadOf(over)
 	cal.Spread["step_overhead_s"] = sp
 	cal.Hardware.StepOverheadS = max(0, sp.Median)
-	cal.Comments["hardware.step_overhead_s"] = fmt.Sprintf("measured: %s run as a run runs it (decode graphs, a sync after each pass), a decode step's wall time less its ops' times in the op-time table and one graph launch, median (0 when negative)", plan.Config.Name)
-	cal.Comments["spread.step_overhead_s"] = "each iteration's median over its decode steps"
+	cal.Comments["hardware.step_overhead_s"] = fmt.Sprintf("measured: %v run as a run runs them (decode graphs, a sync after each pass), a decode step's wall time less its ops as the graph runs them (the step held and timed on the device) and one graph launch, median (0 when negative)", names)
+	cal.Comments["spread.step_overhead_s"] = "each op config's iterations, each the median over its decode steps"
 	if sp.Median < 0 {
-		note(cal, "step_overhead_s: %s's decode steps ran %.3g s faster than their ops' times in the table (the ops timed one by one with marks between them against one graph): 0 is used", plan.Config.Name, -sp.Median)
+		note(cal, "step_overhead_s: the decode steps of %v ran %.3g s faster on the host than on the device less a graph launch: 0 is used", names, -sp.Median)
+	}
+	if len(saved) > 0 {
+		ss := spreadOf(saved)
+		cal.Spread["graph_op_saved_s"] = ss
+		cal.Hardware.GraphOpSavedS = min(max(0, ss.Median), topology.MaxKernelLaunch)
+		cal.Comments["hardware.graph_op_saved_s"] = fmt.Sprintf("measured: each decode step of %v held on the device and timed as one graph against its ops' times in the op-time table, (table − graph) / ops, median over the configs (each the median of its iterations); sim takes it off each decode op the table prices", names)
+		cal.Comments["spread.graph_op_saved_s"] = "each op config's figure (notes)"
+		if ss.Median < 0 {
+			note(cal, "graph_op_saved_s: the decode graphs took %.3g s per op longer than the table's ops: 0 is used", -ss.Median)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package calib
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,13 +23,16 @@ import (
 // fakeCUDACalibration runs the GPU calibration on the fake driver, cuBLAS
 // and NVRTC (no NCCL: its search is pointed at a missing file), over the
 // tiny one-rank config's shapes and a curve of 1 to 16 MiB.
-func fakeCUDACalibration(t *testing.T) *configs.Calibration {
+func fakeCUDACalibration(t *testing.T, opConfigs ...string) *configs.Calibration {
 	t.Helper()
 	cudatest.Build(t).Setenv(t)
 	t.Setenv("PARTBENCH_NCCL_LIB", filepath.Join(t.TempDir(), "libnccl.so.2"))
+	if len(opConfigs) == 0 {
+		opConfigs = []string{"test/single-tiny"}
+	}
 	var steps, total int
 	cal, err := Run(context.Background(), Options{Backend: "cuda", Quick: true, Repeats: 2, MinSample: time.Millisecond,
-		Configs: []string{"test/single-tiny"}, OpConfigs: []string{"test/single-tiny"}, MaxWorkingSetBytes: 16 << 20, Version: "test",
+		Configs: []string{"test/single-tiny"}, OpConfigs: opConfigs, MaxWorkingSetBytes: 16 << 20, Version: "test",
 		Progress: func(d, n int) { steps, total = d, n }})
 	if err != nil {
 		t.Fatal(err)
@@ -82,16 +86,22 @@ func TestCUDACalibrationOnFakes(t *testing.T) {
 		t.Errorf("kernel launch %g s, want ≥ 250 ns", g.KernelLaunchS)
 	}
 	for _, k := range configs.CUDASpreadKeys {
-		if s, ok := cal.Spread[k]; (!ok || s.N != 2) && k != "nccl_all_reduce_s" && k != "step_overhead_s" {
+		if s, ok := cal.Spread[k]; (!ok || s.N != 2) && k != "nccl_all_reduce_s" && k != "step_overhead_s" && k != "graph_op_saved_s" {
 			t.Errorf("spread %s: %+v (present %v)", k, s, ok)
 		}
 	}
 	// The decode steps, run with graphs, take far less wall time on the
-	// fake than their ops' 0.25 ms each in the table: the host's share is
-	// negative, and 0 is used, with a note.
+	// fake than on its event clock (a quarter millisecond per record): the
+	// host's share is negative, and 0 is used, with a note.
 	if s := cal.Spread["step_overhead_s"]; s.N != stepIterations || !(s.Median < 0) || g.StepOverheadS != 0 ||
-		!slices.ContainsFunc(cal.Info.Notes, func(n string) bool { return strings.HasPrefix(n, "step_overhead_s: single-tiny's decode steps ran") }) {
+		!slices.ContainsFunc(cal.Info.Notes, func(n string) bool {
+			return strings.HasPrefix(n, "step_overhead_s: the decode steps of [single-tiny] ran")
+		}) {
 		t.Errorf("step overhead %+v, figure %g, notes %q", s, g.StepOverheadS, cal.Info.Notes)
+	}
+	// What the graph saves per op: see TestCUDAGraphOpSavedOnFakes.
+	if want := graphSavedOnFake(t, "test/single-tiny"); !near(g.GraphOpSavedS, want) {
+		t.Errorf("graph_op_saved_s %g, want %g", g.GraphOpSavedS, want)
 	}
 	// No NCCL here: the latency is skipped, saying why.
 	if _, ok := cal.Spread["nccl_all_reduce_s"]; ok || !slices.ContainsFunc(cal.Info.Notes, func(n string) bool {
@@ -193,3 +203,84 @@ func TestCUDACalibrationOnFakes(t *testing.T) {
 // near is equality but for float rounding (a difference of two marks on
 // the fake's clock, a sum of quarter milliseconds, is not exact).
 func near(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
+
+// graphSavedOnFake is what a decode graph saves per op on the fake's
+// clock, for config's one rank, derived by hand: the table times each of
+// the decode step's n compute ops between two marks (a mark before the
+// pass and one after each op), 0.25 ms per op on the fake, so the step's
+// ops sum to n × 0.25 ms; the graphed step between its two marks holds
+// three event records — the run's own timer's two around the graph launch
+// and the closing mark — 0.75 ms. So (n × 0.25 − 0.75) / n ms.
+func graphSavedOnFake(t *testing.T, config string) float64 {
+	t.Helper()
+	plan, err := partition.LoadPlan(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, op := range plan.Program(0, partition.Decode).Ops {
+		if _, comm := op.Kind.Comm(); !comm && op.Kind != partition.Send && op.Kind != partition.Recv {
+			n++
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%s: %d decode compute ops", config, n)
+	}
+	return (float64(n)*0.25e-3 - 0.75e-3) / float64(n)
+}
+
+// Every op config's decode graph is measured, not only the first: two
+// one-rank configs of different op counts, each saving graphSavedOnFake's
+// figure (single-tiny's and gpt2-tiny's op counts differ, so do their
+// figures). graph_op_saved_s is their median — the project's one median
+// (stats.Median, gonum's empirical quantile), of two the smaller — its
+// spread their min and max over n = 2, and each config's figure is in the
+// notes.
+func TestCUDAGraphOpSavedOnFakes(t *testing.T) {
+	cal := fakeCUDACalibration(t, "test/single-tiny", "test/gpt2-tiny")
+	a, b := graphSavedOnFake(t, "test/single-tiny"), graphSavedOnFake(t, "test/gpt2-tiny")
+	if a == b {
+		t.Fatalf("the two configs save the same %g per op: the test cannot tell them apart", a)
+	}
+	s := cal.Spread["graph_op_saved_s"]
+	if s.N != 2 || !near(s.Min, min(a, b)) || !near(s.Max, max(a, b)) || !near(s.Median, min(a, b)) || !near(cal.Hardware.GraphOpSavedS, min(a, b)) {
+		t.Errorf("graph_op_saved_s %g, spread %+v; want %g, the median of %g and %g", cal.Hardware.GraphOpSavedS, s, min(a, b), a, b)
+	}
+	for _, c := range []struct {
+		name  string
+		saved float64
+	}{{"single-tiny", a}, {"gpt2-tiny", b}} {
+		want := fmt.Sprintf("decode graph: %s: a step's ", c.name)
+		per := fmt.Sprintf("%.3g s per op", c.saved)
+		if !slices.ContainsFunc(cal.Info.Notes, func(n string) bool { return strings.HasPrefix(n, want) && strings.Contains(n, per) }) {
+			t.Errorf("no note %q…%q in %q", want, per, cal.Info.Notes)
+		}
+	}
+	// The host's share is over both configs' iterations.
+	if o := cal.Spread["step_overhead_s"]; o.N != 2*stepIterations {
+		t.Errorf("step overhead spread %+v, want %d iterations", o, 2*stepIterations)
+	}
+	// The profile prices with it: a decode op of single-tiny priced from
+	// the table at 0.25 ms is charged 0.25 ms − graph_op_saved_s.
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Apply(cfg)
+	e, err := sim.EstimateConfig(cfg, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemms := 0
+	for _, sl := range e.Timeline.All() {
+		if sl.Phase == partition.Decode && sl.Bound == sim.BoundTable && sl.Op.Kind == partition.Gemm {
+			gemms++
+			if d := sl.EndS - sl.StartS; !near(d, 0.25e-3-min(a, b)) {
+				t.Fatalf("decode %s priced %g s, want 0.25 ms − %g s", sl.Op.Name, d, min(a, b))
+			}
+		}
+	}
+	if gemms == 0 {
+		t.Error("no decode GEMM priced from the table")
+	}
+}

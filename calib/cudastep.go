@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	pexec "github.com/partbench/partbench/exec"
@@ -10,24 +11,53 @@ import (
 	"github.com/partbench/partbench/sim"
 )
 
-// stepIterations is how many times measureStepOverhead runs the whole
+// stepIterations is how many times measureGraphSteps runs the whole
 // request (after one warm-up), as a run's measured iterations.
 const stepIterations = 3
 
-// measureStepOverhead runs plan's one rank as exec.Run runs it — the
-// prefill Program, then every decode step, each pass followed by Sync —
-// through c (a GPU Compute with decode graphs, as a run makes it), one
-// warm-up and iterations measured iterations. Each decode step's wall time
-// (between the returns of the Syncs around it, on now) less the device
-// time of its ops in table (at the step's cache length) and less graphS
-// (the graph launch sim charges a decode step) is the host's share of the
-// step: what the executor spends between steps besides its ops. It returns
-// the median over each iteration's steps, one per iteration, and how many
-// of a step's ops the table lacks (an op whose device time read 0: it
-// counts 0 here, as sim prices it by the roofline).
-func measureStepOverhead(ctx context.Context, plan *partition.Plan, c pexec.Compute, table *sim.OpTable, graphS float64, iterations int, now func() time.Duration) (over []float64, missing int, err error) {
+// graphSteps is what measureGraphSteps found on one op config, one value
+// per measured iteration (each the median over the iteration's decode
+// steps).
+type graphSteps struct {
+	// over is the host's share of a step: its wall time less its ops as
+	// the graph runs them and the graph launch sim charges.
+	over []float64
+	// saved is the device time per op the graph saved against the table:
+	// (the step's ops' table times − the graph's device time) / its ops
+	// in the table. Empty where c has no device clock.
+	saved []float64
+	// ops is a decode step's ops with a table time; missing those without
+	// (their device time read 0: they count 0, as sim prices them by the
+	// roofline).
+	ops, missing int
+}
+
+// measureGraphSteps runs plan's one rank as exec.Run runs it — the prefill
+// Program, then every decode step, each pass followed by Sync — through c
+// (a GPU Compute with decode graphs, as a run makes it): one warm-up
+// (which captures the graphs) and iterations measured iterations, each
+// run twice over.
+//
+// First each decode step is timed on the device: hold (when set) keeps the
+// device busy while the step is queued, as the op-time table's passes are
+// held, and a mark before and after the step (c's pexec.DeviceClock) gives
+// the graph's device time G, its kernels back to back. The step's ops'
+// times in table, Σt, were timed one op at a time with a mark after each;
+// (Σt − G) / n over the step's n ops in the table is what the graph saves
+// per op (graphSteps.saved): the marks and the stream's gaps between
+// launches that the table's timing holds and a graph does not.
+//
+// Then the request runs again as a run runs it, neither held nor marked:
+// each decode step's wall time on now (between the returns of the Syncs
+// around it) less the step's ops as the graph runs them (G, or Σt where c
+// has no device clock) and less graphS (the graph launch sim charges a
+// decode step) is the host's share of the step (graphSteps.over): what the
+// executor spends between steps besides its ops.
+func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Compute, table *sim.OpTable, graphS float64, iterations int, hold Hold,
+	now func() time.Duration) (graphSteps, error) {
+	var out graphSteps
 	if len(plan.Ranks) != 1 {
-		return nil, 0, fmt.Errorf("step overhead: %s has %d ranks, want one", plan.Config.Name, len(plan.Ranks))
+		return out, fmt.Errorf("decode graph steps: %s has %d ranks, want one", plan.Config.Name, len(plan.Ranks))
 	}
 	prefill, decode := plan.Program(0, partition.Prefill), plan.Program(0, partition.Decode)
 	steps := plan.Config.Workload.OutputTokens - 1
@@ -42,38 +72,105 @@ func measureStepOverhead(ctx context.Context, plan *partition.Plan, c pexec.Comp
 			}
 			o.Past = past(&o)
 			t, ok := table.Time(&o)
-			if !ok && s == 0 {
-				missing++
+			if s == 0 {
+				if ok {
+					out.ops++
+				} else {
+					out.missing++
+				}
 			}
 			opsS[s] += t
 		}
 	}
+	clock, _ := c.(pexec.DeviceClock)
 	pass := func(prog partition.Program, past func(*partition.Op) int) error {
 		for i := range prog.Ops {
 			op := &prog.Ops[i]
 			if err := c.Exec(ctx, op, past(op)); err != nil {
-				return fmt.Errorf("step overhead: %s %s: %w", prog.Phase, op.Name, err)
+				return fmt.Errorf("decode graph steps: %s %s: %w", prog.Phase, op.Name, err)
 			}
 		}
 		return c.Sync(ctx)
 	}
+	// timed runs decode step s held and between two marks, and returns its
+	// device time (NaN where a mark was untimed: inside a capture).
+	queued := make([]time.Duration, steps) // host time to queue each step, the last time
+	timed := func(s int) (float64, error) {
+		if hold != nil {
+			d := 10 * time.Millisecond
+			if queued[s] > 0 {
+				d = 2 * queued[s]
+			}
+			if err := hold(c, d); err != nil {
+				return 0, fmt.Errorf("decode graph steps: hold the device: %w", err)
+			}
+		}
+		start := time.Now()
+		if err := clock.Mark(); err != nil {
+			return 0, err
+		}
+		for i := range decode.Ops {
+			op := &decode.Ops[i]
+			if err := c.Exec(ctx, op, pexec.Past(plan, partition.Decode, s)(op)); err != nil {
+				return 0, fmt.Errorf("decode graph steps: %s %s: %w", decode.Phase, op.Name, err)
+			}
+		}
+		if err := clock.Mark(); err != nil {
+			return 0, err
+		}
+		queued[s] = time.Since(start)
+		ms, err := clock.Marks()
+		if err == nil {
+			err = c.Sync(ctx)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("decode graph steps: %w", err)
+		}
+		if len(ms) != 2 {
+			return 0, fmt.Errorf("decode graph steps: device clock: %d marks around a step (want 2)", len(ms))
+		}
+		return ms[1] - ms[0], nil
+	}
 	for it := 0; it <= iterations; it++ { // iteration 0 warms up (and captures the graphs)
+		graph := append([]float64(nil), opsS...) // each step's ops as the graph runs them
+		if clock != nil {
+			if err := pass(prefill, pexec.Past(plan, partition.Prefill, 0)); err != nil {
+				return out, err
+			}
+			saved := make([]float64, 0, steps)
+			for s := range steps {
+				g, err := timed(s)
+				if err != nil {
+					return out, err
+				}
+				if it == 0 || math.IsNaN(g) {
+					continue
+				}
+				graph[s] = g
+				if out.ops > 0 {
+					saved = append(saved, (opsS[s]-g)/float64(out.ops))
+				}
+			}
+			if len(saved) > 0 {
+				out.saved = append(out.saved, medianOf(saved))
+			}
+		}
 		if err := pass(prefill, pexec.Past(plan, partition.Prefill, 0)); err != nil {
-			return nil, 0, err
+			return out, err
 		}
 		last := now()
 		stepOver := make([]float64, steps)
 		for s := range steps {
 			if err := pass(decode, pexec.Past(plan, partition.Decode, s)); err != nil {
-				return nil, 0, err
+				return out, err
 			}
 			t := now()
-			stepOver[s] = (t - last).Seconds() - opsS[s] - graphS
+			stepOver[s] = (t - last).Seconds() - graph[s] - graphS
 			last = t
 		}
 		if it > 0 && steps > 0 {
-			over = append(over, medianOf(stepOver))
+			out.over = append(out.over, medianOf(stepOver))
 		}
 	}
-	return over, missing, nil
+	return out, nil
 }

@@ -136,12 +136,15 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 	decodeSteps := map[int]bool{}
 	// The executor's op gap sim adds to each compute op it prices from
 	// the table is no part of the op's timer: taken out again.
+	// What a decode graph saves per op against the table's op-by-op
+	// timing (sim.GraphOpSavedS) is added back: the measured ops are timed
+	// one by one too.
 	gap := sim.OpGapS(est.Plan)
 	for _, sl := range est.Timeline.All() {
 		k := key{string(sl.Phase), string(sl.Op.Kind)}
 		d := sl.EndS - sl.StartS
 		if _, comm := sl.Op.Kind.Comm(); sl.Bound == sim.BoundTable && !comm {
-			d = max(0, d-gap)
+			d = max(0, d-gap) + sim.GraphOpSavedS(est.Plan, sl.Phase)
 		}
 		perRank[rk{sl.Rank, k}] += d
 		a := at(model, k)

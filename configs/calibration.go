@@ -176,9 +176,10 @@ var (
 	CUDASpreadKeys = []string{
 		"fp32_flops_per_s", "fp16_flops_per_s", "bf16_flops_per_s", "hbm_bytes_per_s", "hbm_copy_bytes_per_s",
 		"l2_bytes", "l2_bytes_per_s", "kernel_launch_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s",
+		"graph_op_saved_s",
 	}
 	SpreadKeys = append(slices.Clone(CPUSpreadKeys),
-		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s")
+		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s", "graph_op_saved_s")
 )
 
 // Calibration backends.
@@ -422,6 +423,7 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		{"cuda_graphs", g.CUDAGraphs},
 		{"graph_launch_s", g.GraphLaunchS},
 		{"graph_kernel_s", g.GraphKernelS},
+		{"graph_op_saved_s", g.GraphOpSavedS},
 		{"step_per_seq_s", g.StepPerSeqS},
 		{"step_per_token_s", g.StepPerTokenS},
 		{"all_reduce", g.AllReduce},

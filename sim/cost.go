@@ -94,6 +94,41 @@ func launchS(g *topology.GPU, phase partition.Phase) float64 {
 	return g.KernelLaunchS
 }
 
+// graphTableS is the time of a compute op priced from the op-time table at
+// t, as phase runs it: in a decode step run as a CUDA graph (CUDAGraphs),
+// t less GraphOpSavedS — the table times each op on a stream with a mark
+// after it, which the graph's replay of the same kernels does not hold
+// (docs/calibration.md, "The decode graph against the op-time table") —
+// never below 0: an op may have no kernel of its own in the graph (a norm
+// fused into the residual before it, whose table time is its mark alone);
+// t elsewhere.
+func graphTableS(g *topology.GPU, phase partition.Phase, t float64) float64 {
+	if s := graphOpSavedS(g, phase); s > 0 {
+		return max(t-s, 0)
+	}
+	return t
+}
+
+// graphOpSavedS is GraphOpSavedS where phase runs as a CUDA graph, else 0.
+func graphOpSavedS(g *topology.GPU, phase partition.Phase) float64 {
+	if g.CUDAGraphs && phase == partition.Decode {
+		return g.GraphOpSavedS
+	}
+	return 0
+}
+
+// GraphOpSavedS is what sim takes off each compute op of plan's phase that
+// the op-time table prices, where the phase runs as a CUDA graph
+// (graphTableS; less where the floor holds it): the op check adds it back,
+// as it compares the modeled ops with ops timed one by one. 0 elsewhere
+// (and without a plan).
+func GraphOpSavedS(plan *partition.Plan, phase partition.Phase) float64 {
+	if plan == nil {
+		return 0
+	}
+	return graphOpSavedS(&plan.System.GPU, phase)
+}
+
 // stepFixedS is the per-pass host cost of an op (docs/costmodel.md, "Fixed
 // costs"). On the sample op (once per forward pass on the last stage):
 // StepOverheadS for scheduling and sampling, StepPerSeqS per sequence, plus

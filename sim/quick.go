@@ -1350,7 +1350,7 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
 	if tab := c.table.of(plan); tab != nil {
 		if t, ok := tab.Time(op); ok { // with the executor's op gap, as the timeline's (optable_gap.go)
-			return t + tab.opGapS() + stepFixedS(g, phase, op), BoundTable, nil
+			return graphTableS(g, phase, t+tab.opGapS()) + stepFixedS(g, phase, op), BoundTable, nil
 		}
 	}
 	return oc.TimeS, oc.Bound, nil

@@ -422,7 +422,7 @@ func (s *simulator) step(ri int) (bool, error) {
 			c := computeCost(g, s.plan.Model.DType, op, s.residency[ri], it.first, it.phase)
 			if t, ok := s.table.computeTime(s.plan, op, s.opts.share.overFactor(rank, it.phase, op), s.opts.share.coldFraction(rank, it.phase, op)); ok { // the op measured (optable_turns.go); the pass's host step cost stays
 				c.FixedS = stepFixedS(g, it.phase, op)
-				c.TimeS, c.Bound = t+c.FixedS, BoundTable
+				c.TimeS, c.Bound = graphTableS(g, it.phase, t)+c.FixedS, BoundTable
 			}
 			c.TimeS *= s.opts.share.factor(rank, it.phase, op) // a host's cores shared among its ranks
 			if t, ok := s.opts.Measured.time(rank, it.phase, it.index); ok {

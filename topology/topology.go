@@ -206,6 +206,16 @@ type GPU struct {
 	CUDAGraphs    bool    `toml:"cuda_graphs" json:"cuda_graphs,omitempty"`
 	GraphLaunchS  float64 `toml:"graph_launch_s" json:"graph_launch_s,omitempty"`
 	GraphKernelS  float64 `toml:"graph_kernel_s" json:"graph_kernel_s,omitempty"`
+	// GraphOpSavedS is the device time a decode graph saves per op against
+	// the op-time table: the table times each op on a stream with a mark
+	// (an event) after it, the kernels launched one by one, and so holds
+	// per op the mark and the stream's gaps between launches that the
+	// graph's replay of the same ops does not. sim takes it off each decode
+	// op it prices from the table where CUDAGraphs (never below 0);
+	// `partbench calibrate --backend cuda` measures it (the
+	// op configs' decode steps held on the device and timed as one graph
+	// against the table's sum). 0: none (a profile written before it).
+	GraphOpSavedS float64 `toml:"graph_op_saved_s" json:"graph_op_saved_s,omitempty"`
 	// StepPerSeqS is the host's work per sequence in a pass that samples
 	// (sampler, stop checks, detokenising, batch bookkeeping), on top of
 	// StepOverheadS; StepPerTokenS is its work per token scheduled in a pass
@@ -341,6 +351,7 @@ func (g GPU) Validate(field string) error {
 		{"step_overhead_s", "seconds", g.StepOverheadS, 0, MaxStepOverhead},
 		{"graph_launch_s", "seconds", g.GraphLaunchS, 0, MaxStepOverhead},
 		{"graph_kernel_s", "seconds", g.GraphKernelS, 0, MaxKernelLaunch},
+		{"graph_op_saved_s", "seconds", g.GraphOpSavedS, 0, MaxKernelLaunch},
 		{"step_per_seq_s", "seconds", g.StepPerSeqS, 0, MaxKernelLaunch},
 		{"step_per_token_s", "seconds", g.StepPerTokenS, 0, MaxKernelLaunch},
 		{"custom_all_reduce_fixed_s", "seconds", g.CustomAllReduceFixedS, 0, MaxKernelLaunch},
