@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -133,6 +134,67 @@ var RingBursts = []int{4_000, 16_000, 64_000}
 // tens of KiB), where the wait, not the bytes, makes the time.
 var CoreWaitSizes = []int64{256, 4 << 10, 32 << 10}
 
+// coreWaitRepeatFactor is how many times calibrate's repeat count the
+// core-wait loops run (15 repeats at the default 5, 9 with --quick). On
+// the project's 2-core VM the host runs a 4-rank placement's pairs in
+// states that last from tens of milliseconds to seconds, in which W after
+// a prefill's ≈ 25 µs burst reads ≈ 5–15 µs or ≈ 35–45 µs, and a median
+// of five repeats lands anywhere between them: medians of five
+// consecutive repeats of one 15-repeat measurement differed from its
+// median by 6.2 µs on average (docs/measurements/cpu-calibration.md,
+// seventeenth). The loops take ≈ 3 s at 4 ranks with 15 repeats.
+const coreWaitRepeatFactor = 3
+
+// coreWaitRepeats is the repeat count of the core-wait loops for
+// calibrate's repeats.
+func coreWaitRepeats(repeats int) int { return coreWaitRepeatFactor * max(1, repeats) }
+
+// coreWaitRepeatsNote is the note that lists every repeat's W of the core
+// wait entries es (in µs, the order they were measured in; es[i] from the
+// times after bursts[i], as coreWaitEntries reads them): the states the
+// host's pairs ran in during the measurement, which the entry's median
+// and extremes do not show. alone and bursts are as coreWaitEntries'.
+func coreWaitRepeatsNote(alone [][]float64, bursts [][][]float64, es []configs.OpTime, n, cores int) string {
+	var per []string
+	for i, b := range bursts {
+		if i >= len(es) {
+			break
+		}
+		ws, err := coreWaitPerRepeat(alone, b)
+		if err != nil {
+			continue
+		}
+		vals := make([]string, len(ws))
+		for r, w := range ws {
+			vals[r] = strconv.FormatFloat(w*1e6, 'f', 1, 64)
+		}
+		per = append(per, fmt.Sprintf("size %d: %s", es[i].Size, strings.Join(vals, " ")))
+	}
+	return fmt.Sprintf("core wait repeats at %d ranks on %d cores, µs per message step in the order measured, per entry (size: the burst's wall time in ns): %s", n, cores, strings.Join(per, "; "))
+}
+
+// coreWaitPerRepeat is each repeat's W after one burst length: the median
+// over sizes of (after a burst − back to back) / 2(g−1), clamped at zero
+// (alone [size][repeat], burstT [size][2·repeat], as coreWaitEntry's).
+func coreWaitPerRepeat(alone, burstT [][]float64) ([]float64, error) {
+	if len(alone) != len(burstT) || len(alone) == 0 {
+		return nil, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
+	}
+	repeats := len(alone[0])
+	ws := make([]float64, 0, repeats)
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range alone {
+			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
+				return nil, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
+			}
+			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+		}
+		ws = append(ws, medianOf(per))
+	}
+	return ws, nil
+}
+
 // noWaitS stands for a measured wait of zero in the table: 1 ns, below
 // any clock partbench reads.
 const noWaitS = 1e-9
@@ -150,21 +212,16 @@ const coreWaitSteps = 2
 // median burst wall time in ns. ok is false when no repeat measured a wait
 // (the entry then holds noWaitS throughout).
 func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
-	if len(alone) != len(burstT) || len(alone) == 0 {
-		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
+	ws, err := coreWaitPerRepeat(alone, burstT)
+	if err != nil {
+		return configs.OpTime{}, false, err
 	}
-	repeats := len(alone[0])
-	var ws, walls []float64
-	for r := 0; r < repeats; r++ {
-		var per []float64
-		for s := range alone {
-			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
-				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
-			}
-			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+	repeats := len(ws)
+	var walls []float64
+	for s := range burstT {
+		for r := 0; r < repeats; r++ {
 			walls = append(walls, burstT[s][2*r+1])
 		}
-		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
 	ok := sp.Max > 0
@@ -244,7 +301,8 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range RingBursts {
 		groups, bursts = append(groups, commGroup{opRing, all}), append(bursts, b)
 	}
-	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
+	repeats := coreWaitRepeats(o.Repeats)
+	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
@@ -257,7 +315,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if n > cores {
-		if err := addExitLags(cal, times, lags, idle, ring, n, cores, o.Repeats); err != nil {
+		if err := addExitLags(cal, times, lags, idle, ring, n, cores, repeats); err != nil {
 			return err
 		}
 	}
@@ -282,7 +340,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(hops) > 0 {
-		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
+		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, repeats, strings.Join(hops, ", "))
 	}
 	waits, waited, err := coreWaitEntries(times[0], times[1:idle], n, cores)
 	if err != nil {
@@ -291,6 +349,9 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, e := range waits {
 		keep(e, seen, &got)
 	}
+	// Every repeat's W, in the order measured: the host's states behind
+	// the entries' medians.
+	note(cal, "%s", coreWaitRepeatsNote(times[0], times[1:idle], cal.OpTimes[len(cal.OpTimes)-len(waits):], n, cores))
 	var besideIdle []string
 	seenIdle := map[int64]bool{}
 	for i := idle; i < ring; i++ {
@@ -305,7 +366,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		keep(e, seenIdle, &besideIdle)
 	}
 	if idle < ring {
-		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, repeats, strings.Join(besideIdle, ", "))
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
@@ -318,13 +379,13 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(str) > 0 {
-		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
+		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
 	if !waited {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay (entries of 1 ns)", n, cores)
 		return nil
 	}
-	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
+	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, repeats, strings.Join(got, ", "))
 	return nil
 }
 
