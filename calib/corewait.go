@@ -134,26 +134,15 @@ var RingBursts = []int{4_000, 16_000, 64_000}
 // tens of KiB), where the wait, not the bytes, makes the time.
 var CoreWaitSizes = []int64{256, 4 << 10, 32 << 10}
 
-// coreWaitRepeatFactor is how many times calibrate's repeat count the
-// core-wait loops run (15 repeats at the default 5, 9 with --quick). On
-// the project's 2-core VM the host runs a 4-rank placement's pairs in
-// states that last from tens of milliseconds to seconds, in which W after
-// a prefill's ≈ 25 µs burst reads ≈ 5–15 µs or ≈ 35–45 µs, and a median
-// of five repeats lands anywhere between them: medians of five
-// consecutive repeats of one 15-repeat measurement differed from its
-// median by 6.2 µs on average (docs/measurements/cpu-calibration.md,
-// seventeenth). The loops take ≈ 3 s at 4 ranks with 15 repeats.
-const coreWaitRepeatFactor = 3
-
-// coreWaitRepeats is the repeat count of the core-wait loops for
-// calibrate's repeats.
-func coreWaitRepeats(repeats int) int { return coreWaitRepeatFactor * max(1, repeats) }
-
 // coreWaitRepeatsNote is the note that lists every repeat's W of the core
 // wait entries es (in µs, the order they were measured in; es[i] from the
 // times after bursts[i], as coreWaitEntries reads them): the states the
 // host's pairs ran in during the measurement, which the entry's median
-// and extremes do not show. alone and bursts are as coreWaitEntries'.
+// and extremes do not show (on the project's 2-core VM W after a
+// prefill's ≈ 25 µs burst reads ≈ 5–15 µs in one and ≈ 35–45 µs in the
+// other, for tens of milliseconds to seconds at a time:
+// docs/measurements/cpu-calibration.md, (sixteenth, e) and (seventeenth)).
+// alone and bursts are as coreWaitEntries'.
 func coreWaitRepeatsNote(alone [][]float64, bursts [][][]float64, es []configs.OpTime, n, cores int) string {
 	var per []string
 	for i, b := range bursts {
@@ -301,8 +290,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, b := range RingBursts {
 		groups, bursts = append(groups, commGroup{opRing, all}), append(bursts, b)
 	}
-	repeats := coreWaitRepeats(o.Repeats)
-	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, repeats, o.MinSample)
+	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("core wait: %w", err)
 	}
@@ -315,7 +303,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if n > cores {
-		if err := addExitLags(cal, times, lags, idle, ring, n, cores, repeats); err != nil {
+		if err := addExitLags(cal, times, lags, idle, ring, n, cores, o.Repeats); err != nil {
 			return err
 		}
 	}
@@ -340,7 +328,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(hops) > 0 {
-		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, repeats, strings.Join(hops, ", "))
+		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
 	}
 	waits, waited, err := coreWaitEntries(times[0], times[1:idle], n, cores)
 	if err != nil {
@@ -366,7 +354,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		keep(e, seenIdle, &besideIdle)
 	}
 	if idle < ring {
-		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, repeats, strings.Join(besideIdle, ", "))
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
@@ -379,13 +367,13 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(str) > 0 {
-		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, repeats, float64(n)/float64(cores), strings.Join(str, ", "))
+		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
 	if !waited {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay (entries of 1 ns)", n, cores)
 		return nil
 	}
-	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, repeats, strings.Join(got, ", "))
+	note(cal, "core wait at %d ranks on %d cores, per message step (median over %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, o.Repeats, strings.Join(got, ", "))
 	return nil
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Reads a calibration profile on stdin and writes it with each core_wait entry priced from its first K
-repeats only (K = argv[1], default 5: calibrate's repeat count before the core-wait loops ran three times
-as many): the median, least and greatest of the first K values its note "core wait repeats at N ranks on C
-cores, ..." lists for the entry (kind core_wait, shape cores=C, ranks N, size S), a zero kept as 1 ns as
-calibrate keeps it. The profile a calibrate of K repeats would have written from the first K of the same
-repeats (the loops interleave their repeats, so the first K span the first part of the measurement).
-run.sh's BEFORE_FILTER; a profile without such notes passes unchanged."""
+repeats only (K = argv[1], default 5): the median, least and greatest of the first K values its note
+"core wait repeats at N ranks on C cores, ..." lists for the entry (kind core_wait, shape cores=C,
+ranks N, size S), a zero kept as 1 ns as calibrate keeps it — the profile a calibrate of K repeats would
+have written from the first K of the same repeats (the loops interleave their repeats, so the first K
+span the first part of the measurement). run.sh's BEFORE_FILTER where "after" calibrated with more
+repeats (docs/measurements/cpu-calibration.md, (seventeenth): its core-wait loops at three times
+calibrate's repeats, 15 against 5, tried and not kept); a profile
+without such notes passes unchanged."""
 import re
 import statistics
 import sys
@@ -14,10 +16,10 @@ import tomllib
 K = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 NO_WAIT_S = 1e-9
 text = sys.stdin.read()
-notes = tomllib.loads(text).get("info", {}).get("notes", [])
+notes = tomllib.loads(text).get("calibration", {}).get("notes", [])
 first = {}  # (ranks, cores, size) -> first K values in s
 for n in notes:
-    m = re.match(r"core wait repeats at (\d+) ranks on (\d+) cores, [^:]*: (.*)$", n)
+    m = re.match(r"core wait repeats at (\d+) ranks on (\d+) cores, .*? in ns\): (.*)$", n)
     if not m:
         continue
     for part in m.group(3).split("; "):
