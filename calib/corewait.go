@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -133,6 +134,56 @@ var RingBursts = []int{4_000, 16_000, 64_000}
 // tens of KiB), where the wait, not the bytes, makes the time.
 var CoreWaitSizes = []int64{256, 4 << 10, 32 << 10}
 
+// coreWaitRepeatsNote is the note that lists every repeat's W of the core
+// wait entries es (in µs, the order they were measured in; es[i] from the
+// times after bursts[i], as coreWaitEntries reads them): the states the
+// host's pairs ran in during the measurement, which the entry's median
+// and extremes do not show (on the project's 2-core VM W after a
+// prefill's ≈ 25 µs burst reads ≈ 5–15 µs in one and ≈ 35–45 µs in the
+// other, for tens of milliseconds to seconds at a time:
+// docs/measurements/cpu-calibration.md, (sixteenth, e) and (seventeenth)).
+// alone and bursts are as coreWaitEntries'.
+func coreWaitRepeatsNote(alone [][]float64, bursts [][][]float64, es []configs.OpTime, n, cores int) string {
+	var per []string
+	for i, b := range bursts {
+		if i >= len(es) {
+			break
+		}
+		ws, err := coreWaitPerRepeat(alone, b)
+		if err != nil {
+			continue
+		}
+		vals := make([]string, len(ws))
+		for r, w := range ws {
+			vals[r] = strconv.FormatFloat(w*1e6, 'f', 1, 64)
+		}
+		per = append(per, fmt.Sprintf("size %d: %s", es[i].Size, strings.Join(vals, " ")))
+	}
+	return fmt.Sprintf("core wait repeats at %d ranks on %d cores, µs per message step in the order measured, per entry (size: the burst's wall time in ns): %s", n, cores, strings.Join(per, "; "))
+}
+
+// coreWaitPerRepeat is each repeat's W after one burst length: the median
+// over sizes of (after a burst − back to back) / 2(g−1), clamped at zero
+// (alone [size][repeat], burstT [size][2·repeat], as coreWaitEntry's).
+func coreWaitPerRepeat(alone, burstT [][]float64) ([]float64, error) {
+	if len(alone) != len(burstT) || len(alone) == 0 {
+		return nil, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
+	}
+	repeats := len(alone[0])
+	ws := make([]float64, 0, repeats)
+	for r := 0; r < repeats; r++ {
+		var per []float64
+		for s := range alone {
+			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
+				return nil, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
+			}
+			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+		}
+		ws = append(ws, medianOf(per))
+	}
+	return ws, nil
+}
+
 // noWaitS stands for a measured wait of zero in the table: 1 ns, below
 // any clock partbench reads.
 const noWaitS = 1e-9
@@ -150,21 +201,16 @@ const coreWaitSteps = 2
 // median burst wall time in ns. ok is false when no repeat measured a wait
 // (the entry then holds noWaitS throughout).
 func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, bool, error) {
-	if len(alone) != len(burstT) || len(alone) == 0 {
-		return configs.OpTime{}, false, fmt.Errorf("core wait: %d sizes back to back, %d after a burst", len(alone), len(burstT))
+	ws, err := coreWaitPerRepeat(alone, burstT)
+	if err != nil {
+		return configs.OpTime{}, false, err
 	}
-	repeats := len(alone[0])
-	var ws, walls []float64
-	for r := 0; r < repeats; r++ {
-		var per []float64
-		for s := range alone {
-			if len(alone[s]) != repeats || len(burstT[s]) != 2*repeats {
-				return configs.OpTime{}, false, fmt.Errorf("core wait: size %d has %d times back to back and %d after a burst, want %d and %d", s, len(alone[s]), len(burstT[s]), repeats, 2*repeats)
-			}
-			per = append(per, max(0, burstT[s][2*r]-alone[s][r])/coreWaitSteps)
+	repeats := len(ws)
+	var walls []float64
+	for s := range burstT {
+		for r := 0; r < repeats; r++ {
 			walls = append(walls, burstT[s][2*r+1])
 		}
-		ws = append(ws, medianOf(per))
 	}
 	sp := spreadOf(ws)
 	ok := sp.Max > 0
@@ -291,6 +337,9 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	for _, e := range waits {
 		keep(e, seen, &got)
 	}
+	// Every repeat's W, in the order measured: the host's states behind
+	// the entries' medians.
+	note(cal, "%s", coreWaitRepeatsNote(times[0], times[1:idle], cal.OpTimes[len(cal.OpTimes)-len(waits):], n, cores))
 	var besideIdle []string
 	seenIdle := map[int64]bool{}
 	for i := idle; i < ring; i++ {

@@ -1,8 +1,13 @@
 package calib
 
 import (
+	"context"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/partbench/partbench/configs"
 )
@@ -211,5 +216,99 @@ func TestSendCallEntries(t *testing.T) {
 	}
 	if _, err := sendCallEntries([][]float64{us(20, 3)}, []int64{256, 4096}, 4); err == nil {
 		t.Error("1 size of 2: no error")
+	}
+}
+
+// TestCoreWaitRepeatsNote: the alone times and bursts of
+// TestCoreWaitEntries. Per repeat, the median over sizes of
+// (after − alone)/2 (µs):
+//
+//	burst 1 (5 µs walls):  every size 0 in every repeat → 0, 0, 0
+//	burst 2 (50 µs walls): TestCoreWaitEntry's table    → 20, 100, 0
+//
+// so the note lists, per entry by its size in ns (the entries' sizes are
+// given, here 5000 and 50 000 as coreWaitEntries wrote them), those
+// values in the order measured, one decimal; the entry's median (20 µs)
+// is the median of its listed values.
+func TestCoreWaitRepeatsNote(t *testing.T) {
+	us := func(xs ...float64) []float64 {
+		for i := range xs {
+			xs[i] *= 1e-6
+		}
+		return xs
+	}
+	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
+	none := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
+	waits := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
+	es, _, err := coreWaitEntries(alone, [][][]float64{none, waits}, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := coreWaitRepeatsNote(alone, [][][]float64{none, waits}, es, 4, 2)
+	want := "core wait repeats at 4 ranks on 2 cores, µs per message step in the order measured, per entry (size: the burst's wall time in ns): size 5000: 0.0 0.0 0.0; size 50000: 20.0 100.0 0.0"
+	if got != want {
+		t.Errorf("note\n%s\nwant\n%s", got, want)
+	}
+	ws, err := coreWaitPerRepeat(alone, waits)
+	if err != nil || len(ws) != 3 || math.Abs(ws[0]-20e-6) > 1e-12 || math.Abs(ws[1]-100e-6) > 1e-12 || ws[2] != 0 {
+		t.Errorf("per repeat %v, err %v; want 20, 100, 0 µs", ws, err)
+	}
+	if _, err := coreWaitPerRepeat(alone, waits[:2]); err == nil {
+		t.Error("3 sizes against 2: no error")
+	}
+}
+
+// TestMeasureCoreWaitNote: the core wait at 2 process ranks on 2 cores
+// with 3 repeats: the repeats note lists 3 values for each core_wait
+// entry's size, and the entry's median is the median of its listed values
+// (within their 0.05 µs rounding; a median of 0 is kept as 1 ns).
+func TestMeasureCoreWaitNote(t *testing.T) {
+	o := Options{Repeats: 3, MinSample: 100 * time.Microsecond, LinkArgv: []string{os.Args[0], "-test.run=^$"}}
+	cal := &configs.Calibration{}
+	if err := measureCoreWait(context.Background(), o, 2, 2, cal); err != nil {
+		t.Fatal(err)
+	}
+	var note string
+	for _, n := range cal.Info.Notes {
+		if strings.HasPrefix(n, "core wait repeats at 2 ranks on 2 cores") {
+			note = n
+		}
+	}
+	if note == "" {
+		t.Fatalf("no repeats note among %q", cal.Info.Notes)
+	}
+	listed := map[int64][]float64{}
+	_, lists, _ := strings.Cut(note, "in ns): ")
+	for _, part := range strings.Split(lists, "; ") {
+		size, vals, ok := strings.Cut(strings.TrimPrefix(part, "size "), ": ")
+		s, err := strconv.ParseInt(size, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("note part %q: want \"size N: values\"", part)
+		}
+		for _, v := range strings.Fields(vals) {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("note part %q: %v", part, err)
+			}
+			listed[s] = append(listed[s], f*1e-6)
+		}
+	}
+	n := 0
+	for _, e := range cal.OpTimes {
+		if e.Kind != configs.CoreWaitKind {
+			continue
+		}
+		n++
+		vals := listed[e.Size]
+		if e.Samples != 3 || len(vals) != 3 {
+			t.Errorf("entry at size %d: %d samples, %d listed values; want 3 and 3", e.Size, e.Samples, len(vals))
+			continue
+		}
+		if med := max(medianOf(vals), noWaitS); math.Abs(med-e.TimeS) > 0.051e-6 {
+			t.Errorf("entry at size %d: median %g s, the listed values' %g s", e.Size, e.TimeS, med)
+		}
+	}
+	if n != len(CoreWaitBursts) || len(listed) != n {
+		t.Errorf("%d core_wait entries and %d listed, want %d each", n, len(listed), len(CoreWaitBursts))
 	}
 }
