@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -91,6 +92,13 @@ type passOps struct {
 	// tail is the number of post ops after the sample (not on the path to
 	// the first token).
 	tail int
+	// preT and postT are the terms (opTerms) of pre's and post's ops, what
+	// stage prices them from; sendBytes is the payload of post's sends
+	// (sendTime). setAround works them out while the ops are at hand; the
+	// ops themselves are then kept only when the cache keeps ops
+	// (QuickCache.keepOps), for the tests that read them.
+	preT, postT []opTerms
+	sendBytes   int64
 }
 
 // kindOps are a stage kind's passes: the first and the last prefill chunk
@@ -551,19 +559,30 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
-			// passes into one slice (passBuf).
+			// passes into one slice: the cache's scratch (build), which the
+			// first stage's passes are done with, or one kept (passBuf)
+			// when the cache keeps ops.
 			var at0, at1 int
-			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 10)
+			ops := c.build[:0]
+			if c.keepOps {
+				ops = c.passBuf(&d[kind], kind, k.chunks > 1, 10)
+			}
 			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
+			c.setAround(plan, &k.first, partition.Prefill)
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
+				c.setAround(plan, &k.last, partition.Prefill)
+			}
+			if c.keepOps {
+				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
+			} else {
+				c.build = ops[:0] // the next layout's scratch
 			}
 		} else {
 			// Both passes built into one slice: the cache's scratch (build),
@@ -583,13 +602,21 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.last = splitPass(ops[n0:])
 			}
 			// The layer ops' terms and attention ops, for every stage kind
-			// of the layout (they all price this layer).
+			// of the layout (they all price this layer), and the terms of
+			// the ops around it.
 			c.prefillTerms(plan, k)
+			c.setAround(plan, &k.first, partition.Prefill)
+			if k.chunks > 1 {
+				c.setAround(plan, &k.last, partition.Prefill)
+			}
 			if c.keepOps {
 				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			} else {
 				c.build = ops[:0] // the next layout's scratch
-				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
+				k.first.layer, k.last.layer = nil, nil
+			}
+			if k.chunks == 1 {
+				k.last = k.first
 			}
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
@@ -613,13 +640,12 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 // (partition.Plan.AppendDecodeStep: its decode Program, one micro-batch),
 // and for a pipeline the last stage's step around that layer
 // (partition.Plan.AppendPassAround) and the middle stage's (middlePass),
-// with their working sets and the terms of the layer's ops (layerTerms,
-// for plan's hardware). Both are built in the cache's scratch (build):
-// the ops around the layer are kept in one slice of their joint length,
-// the layer's ops only when the cache keeps them (keepOps; stage prices
-// them from their terms). They do not depend on the prefill chunk, so
-// every layout of the proxy's TP degree, micro-batch size and depth shares
-// them.
+// with their working sets, the terms of the layer's ops (layerTerms, for
+// plan's hardware) and of the ops around it (setAround). Both are built in
+// the cache's scratch (build); the ops are kept, in one slice of their
+// joint length, only when the cache keeps ops (keepOps; stage prices them
+// from their terms). They do not depend on the prefill chunk, so every
+// layout of the proxy's TP degree, micro-batch size and depth shares them.
 func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]decodeOps) {
 	k0 := decodeLayerKind(depth)
 	ops := pp.AppendDecodeStep(c.build[:0], pp.RankOf(0, 0), 0)
@@ -628,7 +654,7 @@ func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]deco
 	if depth > 1 {
 		ops, at = pp.AppendPassAround(ops, pp.RankOf(depth-1, 0), partition.Decode, 0, 0)
 	}
-	c.build = ops[:0] // the next layout's scratch, once the steps are kept
+	c.build = ops[:0] // the next layout's scratch, once the steps are priced
 	// The steps as built, in the scratch: their working sets (each step's
 	// whole, with the layer's ops) are worked out from these.
 	step := splitPass(ops[:n0:n0])
@@ -648,29 +674,39 @@ func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]deco
 		set(kindLast, &around)
 		set(kindMiddle, &mid)
 	}
-	// Kept: [pre, layer (keepOps), post, the last stage's ops around it].
-	layer := step.layer
+	if c.keepOps {
+		// Kept: [pre, layer, post, the last stage's ops around it].
+		kept := slices.Clone(ops)
+		step = splitPass(kept[:n0:n0])
+		if depth > 1 {
+			around = opsAround(kept[n0:], at, step.layer)
+		}
+	}
+	c.setAround(plan, &step, partition.Decode)
 	if !c.keepOps {
-		layer = nil
+		step.layer = nil // priced from its terms
 	}
-	kept := make([]partition.Op, 0, len(step.pre)+len(layer)+len(step.post)+len(ops)-n0)
-	kept = append(kept, step.pre...)
-	kept = append(kept, layer...)
-	kept = append(kept, step.post...)
-	n := len(kept)
-	kept = append(kept, ops[n0:]...)
-	np, nl := len(step.pre), len(layer)
-	first := passOps{pre: kept[:np:np], layer: kept[np : np+nl : np+nl], post: kept[np+nl : n : n], tail: step.tail}
-	if nl == 0 {
-		first.layer = nil
-	}
-	d[k0].pass = first
+	d[k0].pass = step
 	if depth > 1 {
-		last := opsAround(kept[n:], at, first.layer)
-		d[kindLast].pass = last
-		d[kindMiddle].pass = middlePass(&first, &last)
+		around.layer = step.layer
+		c.setAround(plan, &around, partition.Decode)
+		d[kindLast].pass = around
+		d[kindMiddle].pass = middlePass(&step, &around)
 	}
 	clear(ops) // the scratch keeps no op's strings and groups alive
+}
+
+// setAround works out p's terms of the ops around its layer (preT, postT)
+// for phase on plan's hardware, and its sends' payload (sendBytes); then,
+// unless the cache keeps ops, p drops the ops around the layer, which
+// stage prices from those terms and which may lie in the cache's scratch.
+func (c *QuickCache) setAround(plan *partition.Plan, p *passOps, phase partition.Phase) {
+	p.preT = c.termsOf(plan, p.pre, phase)
+	p.postT = c.termsOf(plan, p.post, phase)
+	p.sendBytes = sendBytes(p.post)
+	if !c.keepOps {
+		p.pre, p.post = nil, nil
+	}
 }
 
 // layoutOps is what proxy makes for a layout, in one allocation: its
@@ -727,31 +763,6 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 			a.pos, a.ops = append(a.pos, i), append(a.ops, *op)
 		}
 	}
-}
-
-// keepAround is a first stage kind's first and last prefill passes without
-// their layer ops (multi: two passes, else last is first): the ops before
-// and after the layer copied into one slice of their own, so the slice
-// they were built in can be built in again.
-func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
-	n := len(first.pre) + len(first.post)
-	if multi {
-		n += len(last.pre) + len(last.post)
-	}
-	buf := make([]partition.Op, 0, n)
-	keep := func(p *passOps) passOps {
-		s := len(buf)
-		buf = append(buf, p.pre...)
-		pre := buf[s:len(buf):len(buf)]
-		s = len(buf)
-		buf = append(buf, p.post...)
-		return passOps{pre: pre, post: buf[s:len(buf):len(buf)], tail: p.tail}
-	}
-	f := keep(first)
-	if !multi {
-		return f, f
-	}
-	return f, keep(last)
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
@@ -841,7 +852,8 @@ func opsWorkingSet(a, b, c []partition.Op) int64 {
 // middlePass is a middle stage's pass from the first stage's (its layer and
 // the send after it) and the last stage's (the recv before its layer).
 func middlePass(first, last *passOps) passOps {
-	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail}
+	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail,
+		preT: last.preT, postT: first.postT, sendBytes: first.sendBytes}
 }
 
 // attnTimes is kindOps.attn.
@@ -1070,28 +1082,14 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	pass := func(p *passOps) (float64, error) {
 		bounds = [8]float64{}
 		var t float64
-		for pi, part := range [...]struct {
-			ops  []partition.Op
-			mult float64
-		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
-			n := len(part.ops)
-			if pi == 1 {
-				n = len(lt.dec) // the layer's ops, kept or not (keepOps)
-			}
-			for i := range n {
-				var ot float64
-				var bi uint8
-				if pi == 1 {
-					var err error
-					if ot, bi, err = lt.dec[i].at(c, plan, g, res, false, first, key.tp, partition.Decode); err != nil {
-						return 0, err
-					}
-				} else {
-					o, ob, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Decode)
-					if err != nil {
-						return 0, err
-					}
-					ot, bi = o, uint8(boundIndex(ob))
+		for _, part := range [...]struct {
+			terms []opTerms
+			mult  float64
+		}{{p.preT, 1}, {lt.dec, L}, {p.postT, 1}} {
+			for i := range part.terms {
+				ot, bi, err := part.terms[i].at(c, plan, g, res, false, first, key.tp, partition.Decode)
+				if err != nil {
+					return 0, err
 				}
 				t += part.mult * ot
 				bounds[bi] += part.mult * ot
@@ -1108,36 +1106,20 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if keep {
 			c.firstT = c.firstT[:0]
 		}
-		for pi, part := range [...]struct {
-			ops   []partition.Op
+		for _, part := range [...]struct {
+			terms []opTerms
 			mult  float64
 			first bool
-		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
-			n := len(part.ops)
-			if pi == 1 {
-				n = len(terms) // the layer's ops, kept or not (keepOps)
-			}
-			for i := range n {
+		}{{p.preT, 1, false}, {terms, L, layerFirst}, {p.postT, 1, postFirst}} {
+			for i := range part.terms {
+				tm := &part.terms[i]
 				var ot, o0 float64
-				if pi == 1 {
-					tm := &terms[i]
-					if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
-						return 0, 0, err
-					}
-					o0 = ot
-					if part.first && tm.touches() {
-						o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
-					}
-				} else {
-					if ot, _, err = c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill); err != nil {
-						return 0, 0, err
-					}
-					o0 = ot
-					if part.first && touches(&part.ops[i]) {
-						if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
-							return 0, 0, err
-						}
-					}
+				if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
+					return 0, 0, err
+				}
+				o0 = ot
+				if part.first && tm.touches() {
+					o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
 				}
 				if keep {
 					c.firstT = append(c.firstT, ot)
@@ -1163,7 +1145,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if sc.preN[ch], t0, err = passBoth(p, terms, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
-		send := c.sendTime(plan, p, key.out)
+		send := c.sendTime(plan, p.sendBytes, key.out)
 		if ch == 0 { // with one chunk, both ends
 			sc.ends0[0], sc.sendS[0] = t0, send
 		}
@@ -1175,11 +1157,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
 			return nil, err
 		}
-		sc.sendS[1] = c.sendTime(plan, &k.first, key.out)
+		sc.sendS[1] = c.sendTime(plan, k.first.sendBytes, key.out)
 	}
 	if lp := &k.last; lp.tail > 0 {
-		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
-			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
+		for i := len(lp.postT) - lp.tail; i < len(lp.postT); i++ {
+			ot, _, err := lp.postT[i].at(c, plan, g, res, false, first, key.tp, partition.Prefill)
 			if err != nil {
 				return nil, err
 			}
@@ -1200,7 +1182,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			return nil, err
 		}
 		nd.bounds = bounds
-		nd.sendS = c.sendTime(plan, &k.decode, key.out)
+		nd.sendS = c.sendTime(plan, k.decode.sendBytes, key.out)
 		if d.costs == nil {
 			d.costs = carve(&c.decSlab, 4, 64)[:0] // a kind's decode shapes: 3.4 on average at 16,384 GPUs
 		}
@@ -1263,7 +1245,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
 	// The layer's ops are its terms' (a.first), its weightless attention
 	// ops those at a.pos (prefillTerms): the layer need not be kept.
-	for pi, n := range [3]int{len(p.pre), len(a.first), len(p.post)} {
+	for pi, n := range [3]int{len(p.preT), len(a.first), len(p.postT)} {
 		mult := 1.0
 		if pi == 1 {
 			mult = L
@@ -1431,15 +1413,9 @@ func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk 
 	return preferCustom(sys, op, ranks, bytes, est), nil
 }
 
-// sendTime is the link time of a pass's send: the slowest class its TP
-// ranks' parallel sends cross.
-func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float64 {
-	var bytes int64
-	for i := range p.post { // in place: an op is 352 bytes
-		if op := &p.post[i]; op.Kind == partition.Send {
-			bytes += op.Bytes
-		}
-	}
+// sendTime is the link time of a pass's send of bytes (passOps.sendBytes):
+// the slowest class its TP ranks' parallel sends cross.
+func (c *QuickCache) sendTime(plan *partition.Plan, bytes int64, out uint8) float64 {
 	if bytes == 0 || out == 0 {
 		return 0
 	}
@@ -1456,6 +1432,17 @@ func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float
 		t = max(t, x)
 	}
 	return t
+}
+
+// sendBytes is the payload of the sends among ops.
+func sendBytes(ops []partition.Op) int64 {
+	var bytes int64
+	for i := range ops { // in place: an op is 352 bytes
+		if op := &ops[i]; op.Kind == partition.Send {
+			bytes += op.Bytes
+		}
+	}
+	return bytes
 }
 
 // representativeSystem is a two-GPU system whose ranks 0 and 1 are joined by

@@ -58,7 +58,7 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 			}
 			p := splitPass(ops[start:end])
 			start = end
-			if send := c.sendTime(plan, &p, key.out); sc.preSend(ch) != send {
+			if send := c.sendTime(plan, sendBytes(p.post), key.out); sc.preSend(ch) != send {
 				t.Fatalf("%+v chunk %d of %d: send %v, built %v", key, ch, C, sc.preSend(ch), send)
 			}
 			if ch == 0 || ch == C-1 {
@@ -188,6 +188,20 @@ func placeFree(op partition.Op) partition.Op {
 	return op
 }
 
+// aroundAsBuilt says whether a, a pass of a QuickCache, holds a term for
+// each op around the layer of b, the same pass built, and b's sends'
+// payload: what stage prices the ops around the layer from (the terms'
+// values are TestOpTermsAreOpTime's).
+func aroundAsBuilt(a, b passOps) error {
+	if len(a.preT) != len(b.pre) || len(a.postT) != len(b.post) {
+		return fmt.Errorf("%d and %d terms around the layer, built %d and %d ops", len(a.preT), len(a.postT), len(b.pre), len(b.post))
+	}
+	if want := sendBytes(b.post); a.sendBytes != want {
+		return fmt.Errorf("sends of %d bytes, built %d", a.sendBytes, want)
+	}
+	return nil
+}
+
 func samePassUpToPlace(a, b passOps) error {
 	for i, part := range [][2][]partition.Op{{a.pre, b.pre}, {a.layer, b.layer}, {a.post, b.post}} {
 		if len(part[0]) != len(part[1]) {
@@ -253,6 +267,9 @@ func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 					got, want passOps
 				}{{"first prefill pass", got.first, first}, {"last prefill pass", got.last, last}, {"decode step", got.decode, d}} {
 					if err := samePassUpToPlace(c.got, c.want); err != nil {
+						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
+					}
+					if err := aroundAsBuilt(c.got, c.want); err != nil {
 						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
 					}
 				}

@@ -20,10 +20,17 @@ import (
 // roofline) and one of its collectives. Where the terms say first touch changes nothing (passBoth
 // then prices the op once), opTime must give the same time either way.
 func TestOpTermsAreOpTime(t *testing.T) {
-	compared, weights, tabled := 0, 0, 0
-	check := func(c *QuickCache, p *partition.Plan, ops []partition.Op, phase partition.Phase, shapeRes []float64) {
+	compared, weights, tabled, around := 0, 0, 0, 0
+	// check prices ops by opTime and by their terms: those given, or else
+	// termsOf's.
+	check := func(c *QuickCache, p *partition.Plan, ops []partition.Op, terms []opTerms, phase partition.Phase, shapeRes []float64) {
 		t.Helper()
-		terms := c.termsOf(p, ops, phase)
+		if terms == nil {
+			terms = c.termsOf(p, ops, phase)
+		}
+		if len(terms) != len(ops) {
+			t.Fatalf("%s %s: %d terms for %d ops", p.Config.Name, phase, len(terms), len(ops))
+		}
 		g := &p.System.GPU
 		for i := range ops {
 			op := &ops[i]
@@ -78,9 +85,19 @@ func TestOpTermsAreOpTime(t *testing.T) {
 				if k == nil {
 					continue
 				}
-				check(c, p, k.first.layer, partition.Prefill, res)
-				check(c, p, k.last.layer, partition.Prefill, res)
-				check(c, p, k.decode.layer, partition.Decode, res)
+				check(c, p, k.first.layer, nil, partition.Prefill, res)
+				check(c, p, k.last.layer, nil, partition.Prefill, res)
+				check(c, p, k.decode.layer, nil, partition.Decode, res)
+				// The ops around the layer, by the terms the cache keeps
+				// of them (setAround), which stage prices.
+				for _, pass := range []struct {
+					p     *passOps
+					phase partition.Phase
+				}{{&k.first, partition.Prefill}, {&k.last, partition.Prefill}, {&k.decode, partition.Decode}} {
+					check(c, p, pass.p.pre, pass.p.preT, pass.phase, res)
+					check(c, p, pass.p.post, pass.p.postT, pass.phase, res)
+					around += len(pass.p.pre) + len(pass.p.post)
+				}
 			}
 			if last == nil || p.TP > last.TP { // a layer with collectives to table
 				last = p
@@ -113,11 +130,11 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	withTable.Config = &cfg
 	c.reset(quickID{model: withTable.Model, context: cfg.Workload.Context, output: cfg.Workload.OutputTokens, sys: withTable.System})
 	before := tabled
-	check(c, &withTable, ops, partition.Prefill, nil)
-	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 || tabledColls == 0 {
-		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table: too few to test", compared, weights, tabled-before)
+	check(c, &withTable, ops, nil, partition.Prefill, nil)
+	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 || tabledColls == 0 || around < 1000 {
+		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table, %d ops around the layer: too few to test", compared, weights, tabled-before, around)
 	}
-	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table", compared, weights, tabled-before)
+	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table, %d ops around the layer", compared, weights, tabled-before, around)
 }
 
 // withReset is c reset for p's model, workload and system.
