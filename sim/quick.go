@@ -312,11 +312,11 @@ type QuickCache struct {
 	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
 	// for the tests that read them chunk by chunk.
 	keepChunks bool
-	// build is the slice proxy builds a layout's first stage kind's
-	// prefill passes in, then keeps only the ops around the layer
-	// (keepAround); the layer's ops are priced from their terms. keepOps
-	// keeps each layout's passes whole instead (in a slice of their own:
-	// passBuf), for the tests that read the layer ops.
+	// build is the slice proxy builds a layout's prefill passes in (and
+	// decodeSteps its decode steps): the layer's ops are priced from their
+	// terms, the ops around it from theirs (setAround), so none is kept.
+	// keepOps keeps each layout's passes whole instead (in a slice of
+	// their own: passBuf), for the tests that read the ops.
 	build   []partition.Op
 	keepOps bool
 	// group is collectiveOf's scratch for a TP group's ranks.
@@ -766,7 +766,8 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 }
 
 // passBuf is the slice proxy builds a stage kind's first and last prefill
-// passes in (one pass when multi is false), kept for the layout: of the
+// passes in (one pass when multi is false) when the cache keeps ops
+// (keepOps), kept for the layout: of the
 // length those passes had in the last layout of the same TP degree,
 // micro-batch size and proxy depth (d.prefillOps), which they have again
 // whatever the chunk; the first time, of the length they had in the last
@@ -884,9 +885,9 @@ func (a *attnTimes) at(ch, j int) float64 {
 // depth).
 type decodeOps struct {
 	ok bool
-	// pass is the step's ops; its layer's only when the cache keeps them
-	// (keepOps), else nil: they are priced from layerTerms
-	// (decodeSteps).
+	// pass is the step: its terms around the layer (setAround), its ops
+	// only when the cache keeps them (keepOps), else nil: the layer is
+	// priced from layerTerms (decodeSteps).
 	pass             passOps
 	layerWS, extraWS int64
 	// layerTerms are the terms (opTerms) of the decode step's layer ops,
