@@ -390,10 +390,19 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	// every stage but the last, so those stages' are worked out once per
 	// offset in a node (outOff, outAt).
 	outOff, outAt := -1, uint8(0)
-	for s := 0; s < P; s++ {
+	// A middle stage's shape is its layers and offset in a node (its
+	// sends' link classes follow from the offset: outOff), and a deep
+	// pipeline's middle stages come in long runs of one shape: each run is
+	// priced once and its stages then filled in and summed one by one, in
+	// stage order (the same sums, to the bit, as stage by stage:
+	// TestQuickRunsOfStagesAreStageByStage). G and tg step the offset from
+	// one stage to the next (T ranks on) without a division.
+	G := topo.GPUsPerNode
+	tg := T % G
+	for s := 0; s < P; {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
-		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
+		layers, off := len(plan.StageLayers[s]), a%G
 		var out uint8
 		switch {
 		case P == 1:
@@ -418,24 +427,44 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			// a stage sends follows from its kind, part of the shape's key.
 			A, X = sc.prefillSums(m, s != P-1)
 		}
+		// The run: stages s … e−1 of s's shape (middle stages only).
+		e := s + 1
+		if kind == kindMiddle {
+			for o := off; e < P-1; e++ {
+				if o += tg; o >= G {
+					o -= G
+				}
+				if o != off || len(plan.StageLayers[e]) != layers {
+					break
+				}
+			}
+		}
 		lastPass := sc.ends0[1]
 		if m > 1 {
 			lastPass = sc.preLast
 		}
-		busyPrefill += A
-		first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
-		if s == P-1 {
-			total[2*s] -= sc.tailS
-			last[2*s] -= sc.tailS
-		} else {
-			first[2*s+1], total[2*s+1], last[2*s+1] = sc.sendS[0], X, sc.sendS[2]
-		}
-		// Decode.
-		roundTrip += sc.dec + sc.decSendS
+		// Decode: the run's slowest and critical stage are its first's.
 		slowest = maxF(maxF(slowest, sc.dec), sc.decSendS)
-		busyDecode += m * sc.dec
 		if crit == nil || sc.dec > crit.dec {
 			crit = sc
+		}
+		trip, busy := sc.dec+sc.decSendS, m*sc.dec
+		if s == P-1 { // the last stage: no link after it, its tail not on the way to the first token
+			busyPrefill += A
+			first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
+			total[2*s] -= sc.tailS
+			last[2*s] -= sc.tailS
+			roundTrip += trip
+			busyDecode += busy
+			break
+		}
+		f0, f2 := sc.sendS[0], sc.sendS[2]
+		for ; s < e; s++ {
+			busyPrefill += A
+			first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
+			first[2*s+1], total[2*s+1], last[2*s+1] = f0, X, f2
+			roundTrip += trip
+			busyDecode += busy
 		}
 	}
 	// TTFT: the last pass leaves the last stage no earlier than any server k
@@ -443,16 +472,15 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	// pass leaving from k to the end.
 	var ttft, before float64
 	after := 0.0
-	for k := 1; k < nsv; k++ {
-		after += last[k]
+	for _, v := range last[1:nsv] {
+		after += v
 	}
-	for k := 0; k < nsv; k++ {
+	for k := 0; k < nsv-1; k++ {
 		ttft = maxF(ttft, before+total[k]+after)
 		before += first[k]
-		if k+1 < nsv {
-			after -= last[k+1]
-		}
+		after -= last[k+1]
 	}
+	ttft = maxF(ttft, before+total[nsv-1]+after)
 	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
 	q.TPOTS = max(q.RoundTripS, q.BusiestS)
 	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS // every replica serves the batch
