@@ -200,12 +200,25 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	if sc.preN == nil {
 		panic("sim: prefill sums of a stage shape asked for another micro-batch count than stage took them for")
 	}
-	for ch := range sc.preN {
-		all += sc.pre0(ch) + (m-1)*sc.preN[ch]
+	// Chunk by chunk in order, as pre0 and preSend give them: the first
+	// and the last chunk from ends0 and sendS, the chunks between from preN
+	// and sendS[1].
+	n := len(sc.preN)
+	all += sc.ends0[0] + (m-1)*sc.preN[0]
+	for _, t := range sc.preN[1:max(n-1, 1)] {
+		all += t + (m-1)*t
+	}
+	if n > 1 {
+		all += sc.ends0[1] + (m-1)*sc.preN[n-1]
 	}
 	if send {
-		for ch := range sc.preN {
-			x += m * sc.preSend(ch)
+		x += m * sc.sendS[0]
+		mid := m * sc.sendS[1]
+		for range max(n-2, 0) {
+			x += mid
+		}
+		if n > 1 {
+			x += m * sc.sendS[2]
 		}
 	}
 	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
@@ -251,6 +264,7 @@ type collCostKey struct {
 type collCost struct {
 	t     float64
 	bound Bound
+	bi    uint8 // boundIndex(bound), which opTerms.at returns
 }
 
 // quickID is what every cached op and cost depends on besides the layout.
@@ -887,8 +901,9 @@ func middlePass(first, last *passOps) passOps {
 
 // attnTimes is kindOps.attn.
 type attnTimes struct {
-	// s holds the times of the n attention ops of each middle chunk's
-	// layer, chunk 1's first (at); nil until middleChunks works them out.
+	// s holds the times of the attention ops of the n middle chunks'
+	// layers, op after op, each op's chunk 1 first (at); nil until
+	// middleChunks works them out.
 	s []float64
 	n int
 	// first and last are the terms (opTerms) of the layer ops of the
@@ -903,7 +918,13 @@ type attnTimes struct {
 
 // at is the time of the j-th attention op of middle chunk ch's layer.
 func (a *attnTimes) at(ch, j int) float64 {
-	return a.s[(ch-1)*a.n+j]
+	return a.s[j*a.n+ch-1]
+}
+
+// of is the times of the j-th attention op of every middle chunk's layer,
+// chunk 1's first.
+func (a *attnTimes) of(j int) []float64 {
+	return a.s[j*a.n : (j+1)*a.n : (j+1)*a.n]
 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
@@ -1294,17 +1315,18 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	}
 	c.terms, c.attnAt = terms, attn
 	if a.s == nil {
-		// One list for every middle chunk, chunk after chunk (attnTimes.at).
-		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), len(a.ops)
+		// One list for every middle chunk, op after op (attnTimes.at).
+		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), k.chunks-2
 		for j := range a.ops {
 			op := a.ops[j] // one copy, moved to each chunk's past in turn
+			times := a.of(j)
 			for ch := 1; ch < k.chunks-1; ch++ {
 				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
 				}
-				k.attn.s[(ch-1)*k.attn.n+j] = ot
+				times[ch-1] = ot
 			}
 		}
 	}
@@ -1326,18 +1348,32 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	j := 0
 	for i := from; i < len(terms); i++ {
 		if j < len(attn) && attn[j] == i {
+			times := a.of(j)[:len(mid)]
 			for ch := range mid {
-				mid[ch] += float64(L * k.attn.at(ch+1, j)) // rounded, as the product was: never fused into the sum
+				mid[ch] += float64(L * times[ch]) // rounded, as the product was: never fused into the sum
 			}
 			j++
 			continue
 		}
-		v := terms[i]
-		for ch := range mid {
-			mid[ch] += v
-		}
+		addTo(mid, terms[i])
 	}
 	return nil
+}
+
+// addTo adds v to every element of xs, four at a time: each element's one
+// addition, as a loop of one at a time makes it.
+func addTo(xs []float64, v float64) {
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x := xs[i : i+4 : i+4]
+		x[0] += v
+		x[1] += v
+		x[2] += v
+		x[3] += v
+	}
+	for ; i < len(xs); i++ {
+		xs[i] += v
+	}
 }
 
 // opTime is the busy time of one op on a stage whose TP group starts at
@@ -1403,6 +1439,7 @@ func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, byt
 	if est.LatencyBound {
 		cc.bound = BoundLatency
 	}
+	cc.bi = uint8(boundIndex(cc.bound))
 	c.colls[key] = cc
 	c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 	return cc, nil

@@ -129,7 +129,7 @@ func (o *opTerms) at(c *QuickCache, plan *partition.Plan, g *topology.GPU, res f
 		return o.t, o.bound, nil
 	case termsColl:
 		cc, err := c.collectiveOf(plan, o.coll.kind, o.coll.bytes, o.coll.name, first, tp)
-		return cc.t + launchS(g, phase), uint8(boundIndex(cc.bound)), err
+		return cc.t + launchS(g, phase), cc.bi, err
 	}
 	// computeCost's terms that read the residency, in its order.
 	fromL2 := 0.0
