@@ -335,10 +335,10 @@ type QuickCache struct {
 	keepOps bool
 	// group is collectiveOf's scratch for a TP group's ranks.
 	group []int
-	// termSlab and collSlab are where termsOf takes its terms and their
-	// collectives from, a block at a time (newTerms, newCollOp).
+	// termSlab is where termsOf takes its terms from, a block at a time
+	// (newTerms); collOps are the collectives their terms index (opTerms.coll).
 	termSlab []opTerms
-	collSlab []collOp
+	collOps  []collOp
 	// shapeSlab and decSlab are where stage takes a kind's first lists of
 	// stage shapes and decode shapes from (4 entries each; carve).
 	shapeSlab []shapeCost
@@ -355,7 +355,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
+	c.slab, c.termSlab, c.collOps, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
