@@ -312,9 +312,9 @@ type QuickCache struct {
 	// and between nodes ([1]).
 	p2ps  [2]map[int64]float64
 	table quickTable // the op-time table of the last plan's hardware
-	// servers is Quick's scratch for its servers' first, total and last
-	// pass times, reused from plan to plan.
-	servers []float64
+	// runs is Quick's scratch for its stages' runs (quickRun), reused from
+	// plan to plan.
+	runs []quickRun
 	// firstT is stage's scratch: the first prefill pass's op times without
 	// first touch, in pass order, which middleChunks reads back; terms and
 	// attnAt are middleChunks'.
@@ -379,16 +379,9 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
 	topo := &plan.System.Topology
 
-	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
-	// first/total/last are a server's time for the first pass, all passes,
-	// and the last pass of prefill.
-	nsv := 2*P - 1
-	if cap(c.servers) < 3*nsv {
-		c.servers = make([]float64, 3*nsv)
-	}
-	sv := c.servers[:3*nsv]
-	clear(sv) // as made: a server Quick does not set (the last stage's link) stays 0
-	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
+	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1,
+	// kept as runs of stages of one shape with their links (quickRun).
+	runs := c.runs[:0]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
 	// Neighbouring stages mostly share a shape: reuse its cost, and its
@@ -465,36 +458,20 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 		trip, busy := sc.dec+sc.decSendS, m*sc.dec
 		if s == P-1 { // the last stage: no link after it, its tail not on the way to the first token
 			busyPrefill += A
-			first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
-			total[2*s] -= sc.tailS
-			last[2*s] -= sc.tailS
+			runs = append(runs, quickRun{e0: sc.ends0[0], a: A - sc.tailS, lp: lastPass - sc.tailS, n: 1})
 			roundTrip += trip
 			busyDecode += busy
 			break
 		}
-		f0, f2 := sc.sendS[0], sc.sendS[2]
+		runs = append(runs, quickRun{e0: sc.ends0[0], a: A, lp: lastPass, f0: sc.sendS[0], x: X, f2: sc.sendS[2], n: e - s, link: true})
 		for ; s < e; s++ {
 			busyPrefill += A
-			first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
-			first[2*s+1], total[2*s+1], last[2*s+1] = f0, X, f2
 			roundTrip += trip
 			busyDecode += busy
 		}
 	}
-	// TTFT: the last pass leaves the last stage no earlier than any server k
-	// allows — the first pass reaching k, all passes through k, the last
-	// pass leaving from k to the end.
-	var ttft, before float64
-	after := 0.0
-	for _, v := range last[1:nsv] {
-		after += v
-	}
-	for k := 0; k < nsv-1; k++ {
-		ttft = maxF(ttft, before+total[k]+after)
-		before += first[k]
-		after -= last[k+1]
-	}
-	ttft = maxF(ttft, before+total[nsv-1]+after)
+	c.runs = runs
+	ttft := ttftOf(runs)
 	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
 	q.TPOTS = max(q.RoundTripS, q.BusiestS)
 	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS // every replica serves the batch
@@ -507,6 +484,59 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
 	q.Bottleneck, _ = argmaxBound(byBound)
 	return q, nil
+}
+
+// quickRun is a run of stages of one shape as Quick's TTFT walk reads
+// them: n stages, each a server whose first pass takes e0, all its passes
+// a and its last pass lp, and, but for the last stage (link false), the
+// link after it, a server of times f0, x and f2.
+type quickRun struct {
+	e0, a, lp float64
+	f0, x, f2 float64
+	n         int
+	link      bool
+}
+
+// ttftOf is the TTFT of the servers of runs, in pipeline order: the last
+// pass leaves the last stage no earlier than any server k allows — the
+// first pass reaching k, all passes through k, the last pass leaving from
+// k to the end. Server by server, as a walk over lists of each server's
+// times (first, total, last) sums them: after, the sum of every last pass
+// after server 0, then for each server k ttft = max(ttft, before + total
+// + after), before += its first pass, after −= the next server's last.
+func ttftOf(runs []quickRun) float64 {
+	after := 0.0
+	for ri := range runs {
+		r := &runs[ri]
+		for j := range r.n {
+			if ri > 0 || j > 0 { // every stage but stage 0
+				after += r.lp
+			}
+			if r.link {
+				after += r.f2
+			}
+		}
+	}
+	var ttft, before float64
+	for ri := range runs {
+		r := &runs[ri]
+		for j := range r.n {
+			ttft = maxF(ttft, before+r.a+after) // the stage
+			if !r.link {
+				break // the last stage: no server after it
+			}
+			before += r.e0
+			after -= r.f2
+			ttft = maxF(ttft, before+r.x+after) // its link
+			before += r.f0
+			next := r.lp // the next stage's last pass: this run's, or the next run's
+			if j == r.n-1 {
+				next = runs[ri+1].lp
+			}
+			after -= next
+		}
+	}
+	return ttft
 }
 
 // maxF is max(m, v) for float64s, NaN and signed zeros included
