@@ -9,11 +9,13 @@ import (
 )
 
 // A layer op's terms (opTerms), finished by at for a stage shape, must
-// give opTime's time to the bit and its bound, and its error. Every layer
-// op of every proxy pass (first and last prefill chunk, decode step) of
+// give opTime's time to the bit and its bound, and its error; so must the
+// terms a cache keeps of the ops around each proxy layer (setAround). Every
+// such op of every proxy pass (first and last prefill chunk, decode step) of
 // the 4,096- and 16,384-GPU searches, and of the 16,384-GPU search at
 // batch 16 and context 512 (TP degrees down to 1, so groups that start
-// inside a node), is priced both ways at eleven residencies from 0 to 1
+// inside a node; once more with CUDA graphs, so that a decode step's
+// launches differ from a prefill pass's), is priced both ways at eleven residencies from 0 to 1
 // and the shapes' own, with and without first touch, for TP groups
 // starting at every offset in a node; then again on a plan whose op-time
 // table prices every other GEMM and norm of the layer (the rest by the
@@ -62,13 +64,17 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	}
 	var last *partition.Plan
 	for _, tc := range []struct {
-		gpus  int
-		small bool
-	}{{4096, false}, {16384, false}, {16384, true}} {
+		gpus          int
+		small, graphs bool
+	}{{4096, false, false}, {16384, false, false}, {16384, true, false}, {16384, true, true}} {
 		spec := syntheticSpec(t, tc.gpus)
 		if tc.small {
 			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
 		}
+		// With CUDA graphs a decode step's kernels launch for GraphKernelS
+		// and its sample adds GraphLaunchS: a term worked out for the
+		// wrong phase prices differently.
+		spec.System.GPU.CUDAGraphs = tc.graphs
 		c, plans := pricedLayouts(t, spec)
 		for pk, kinds := range c.passes {
 			p := plans[pk]
