@@ -500,10 +500,11 @@ type quickRun struct {
 // ttftOf is the TTFT of the servers of runs, in pipeline order: the last
 // pass leaves the last stage no earlier than any server k allows — the
 // first pass reaching k, all passes through k, the last pass leaving from
-// k to the end. Server by server, as a walk over lists of each server's
-// times (first, total, last) sums them: after, the sum of every last pass
-// after server 0, then for each server k ttft = max(ttft, before + total
-// + after), before += its first pass, after −= the next server's last.
+// k to the end. It takes the sums and maxima a walk over lists of every
+// server's times (first pass, all passes, last pass) takes, in the same
+// order: after starts as the sum of every server's last pass but server
+// 0's; then, server by server, ttft = max(ttft, before + all + after),
+// before += its first pass, after −= the next server's last pass.
 func ttftOf(runs []quickRun) float64 {
 	after := 0.0
 	for ri := range runs {
