@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/configs"
@@ -91,6 +92,13 @@ type passOps struct {
 	// tail is the number of post ops after the sample (not on the path to
 	// the first token).
 	tail int
+	// preT and postT are the terms (opTerms) of pre's and post's ops, what
+	// stage prices them from; sendBytes is the payload of post's sends
+	// (sendTime). setAround works them out while the ops are at hand; the
+	// ops themselves are then kept only when the cache keeps ops
+	// (QuickCache.keepOps), for the tests that read them.
+	preT, postT []opTerms
+	sendBytes   int64
 }
 
 // kindOps are a stage kind's passes: the first and the last prefill chunk
@@ -192,12 +200,25 @@ func (sc *stageCost) prefillSums(m float64, send bool) (all, x float64) {
 	if sc.preN == nil {
 		panic("sim: prefill sums of a stage shape asked for another micro-batch count than stage took them for")
 	}
-	for ch := range sc.preN {
-		all += sc.pre0(ch) + (m-1)*sc.preN[ch]
+	// Chunk by chunk in order, as pre0 and preSend give them: the first
+	// and the last chunk from ends0 and sendS, the chunks between from preN
+	// and sendS[1].
+	n := len(sc.preN)
+	all += sc.ends0[0] + (m-1)*sc.preN[0]
+	for _, t := range sc.preN[1:max(n-1, 1)] {
+		all += t + (m-1)*t
+	}
+	if n > 1 {
+		all += sc.ends0[1] + (m-1)*sc.preN[n-1]
 	}
 	if send {
-		for ch := range sc.preN {
-			x += m * sc.preSend(ch)
+		x += m * sc.sendS[0]
+		mid := m * sc.sendS[1]
+		for range max(n-2, 0) {
+			x += mid
+		}
+		if n > 1 {
+			x += m * sc.sendS[2]
 		}
 	}
 	sc.sums.ok, sc.sums.send, sc.sums.m, sc.sums.all, sc.sums.x = true, send, m, all, x
@@ -243,6 +264,7 @@ type collCostKey struct {
 type collCost struct {
 	t     float64
 	bound Bound
+	bi    uint8 // boundIndex(bound), which opTerms.at returns
 }
 
 // quickID is what every cached op and cost depends on besides the layout.
@@ -290,9 +312,9 @@ type QuickCache struct {
 	// and between nodes ([1]).
 	p2ps  [2]map[int64]float64
 	table quickTable // the op-time table of the last plan's hardware
-	// servers is Quick's scratch for its servers' first, total and last
-	// pass times, reused from plan to plan.
-	servers []float64
+	// runs is Quick's scratch for its stages' runs (quickRun), reused from
+	// plan to plan.
+	runs []quickRun
 	// firstT is stage's scratch: the first prefill pass's op times without
 	// first touch, in pass order, which middleChunks reads back; terms and
 	// attnAt are middleChunks'.
@@ -304,19 +326,19 @@ type QuickCache struct {
 	// keepChunks keeps every stage shape's chunk times (stageCost.preN),
 	// for the tests that read them chunk by chunk.
 	keepChunks bool
-	// build is the slice proxy builds a layout's first stage kind's
-	// prefill passes in, then keeps only the ops around the layer
-	// (keepAround); the layer's ops are priced from their terms. keepOps
-	// keeps each layout's passes whole instead (in a slice of their own:
-	// passBuf), for the tests that read the layer ops.
+	// build is the slice proxy builds a layout's prefill passes in (and
+	// decodeSteps its decode steps): the layer's ops are priced from their
+	// terms, the ops around it from theirs (setAround), so none is kept.
+	// keepOps keeps each layout's passes whole instead (in a slice of
+	// their own: passBuf), for the tests that read the ops.
 	build   []partition.Op
 	keepOps bool
 	// group is collectiveOf's scratch for a TP group's ranks.
 	group []int
-	// termSlab and collSlab are where termsOf takes its terms and their
-	// collectives from, a block at a time (newTerms, newCollOp).
+	// termSlab is where termsOf takes its terms from, a block at a time
+	// (newTerms); collOps are the collectives their terms index (opTerms.coll).
 	termSlab []opTerms
-	collSlab []collOp
+	collOps  []collOp
 	// shapeSlab and decSlab are where stage takes a kind's first lists of
 	// stage shapes and decode shapes from (4 entries each; carve).
 	shapeSlab []shapeCost
@@ -333,7 +355,7 @@ func (c *QuickCache) reset(id quickID) {
 	c.id, c.have = id, true
 	c.passes = map[proxyKey]*[4]*kindOps{}
 	c.decodes = map[proxyKey]*[4]decodeOps{}
-	c.slab, c.termSlab, c.collSlab, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
+	c.slab, c.termSlab, c.collOps, c.shapeSlab, c.decSlab = nil, nil, nil, nil, nil
 	c.colls = map[collCostKey]collCost{}
 	c.lastColl.ok = false
 	c.groups = map[collGroupKey]*collectiveGroup{}
@@ -357,16 +379,9 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	P, T, m := plan.PP, plan.TP, float64(plan.Microbatches)
 	topo := &plan.System.Topology
 
-	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1.
-	// first/total/last are a server's time for the first pass, all passes,
-	// and the last pass of prefill.
-	nsv := 2*P - 1
-	if cap(c.servers) < 3*nsv {
-		c.servers = make([]float64, 3*nsv)
-	}
-	sv := c.servers[:3*nsv]
-	clear(sv) // as made: a server Quick does not set (the last stage's link) stays 0
-	first, total, last := sv[:nsv:nsv], sv[nsv:2*nsv:2*nsv], sv[2*nsv:]
+	// Servers in pipeline order: stage 0, link 0→1, stage 1, …, stage P−1,
+	// kept as runs of stages of one shape with their links (quickRun).
+	runs := c.runs[:0]
 	var busyPrefill, roundTrip, slowest, busyDecode float64
 	var crit *stageCost
 	// Neighbouring stages mostly share a shape: reuse its cost, and its
@@ -382,10 +397,19 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	// every stage but the last, so those stages' are worked out once per
 	// offset in a node (outOff, outAt).
 	outOff, outAt := -1, uint8(0)
-	for s := 0; s < P; s++ {
+	// A middle stage's shape is its layers and offset in a node (its
+	// sends' link classes follow from the offset: outOff), and a deep
+	// pipeline's middle stages come in long runs of one shape: each run is
+	// priced once and its stages then filled in and summed one by one, in
+	// stage order (the same sums, to the bit, as stage by stage:
+	// TestQuickRunsOfStagesAreStageByStage). G and tg step the offset from
+	// one stage to the next (T ranks on) without a division.
+	G := topo.GPUsPerNode
+	tg := T % G
+	for s := 0; s < P; {
 		kind := kindOf(s, P)
 		a := plan.RankOf(s, 0) // the stage's first rank (partition numbers ranks)
-		layers, off := len(plan.StageLayers[s]), a%topo.GPUsPerNode
+		layers, off := len(plan.StageLayers[s]), a%G
 		var out uint8
 		switch {
 		case P == 1:
@@ -410,41 +434,44 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 			// a stage sends follows from its kind, part of the shape's key.
 			A, X = sc.prefillSums(m, s != P-1)
 		}
+		// The run: stages s … e−1 of s's shape (middle stages only).
+		e := s + 1
+		if kind == kindMiddle {
+			for o := off; e < P-1; e++ {
+				if o += tg; o >= G {
+					o -= G
+				}
+				if o != off || len(plan.StageLayers[e]) != layers {
+					break
+				}
+			}
+		}
 		lastPass := sc.ends0[1]
 		if m > 1 {
 			lastPass = sc.preLast
 		}
-		busyPrefill += A
-		first[2*s], total[2*s], last[2*s] = sc.ends0[0], A, lastPass
-		if s == P-1 {
-			total[2*s] -= sc.tailS
-			last[2*s] -= sc.tailS
-		} else {
-			first[2*s+1], total[2*s+1], last[2*s+1] = sc.sendS[0], X, sc.sendS[2]
-		}
-		// Decode.
-		roundTrip += sc.dec + sc.decSendS
+		// Decode: the run's slowest and critical stage are its first's.
 		slowest = maxF(maxF(slowest, sc.dec), sc.decSendS)
-		busyDecode += m * sc.dec
 		if crit == nil || sc.dec > crit.dec {
 			crit = sc
 		}
-	}
-	// TTFT: the last pass leaves the last stage no earlier than any server k
-	// allows — the first pass reaching k, all passes through k, the last
-	// pass leaving from k to the end.
-	var ttft, before float64
-	after := 0.0
-	for k := 1; k < nsv; k++ {
-		after += last[k]
-	}
-	for k := 0; k < nsv; k++ {
-		ttft = maxF(ttft, before+total[k]+after)
-		before += first[k]
-		if k+1 < nsv {
-			after -= last[k+1]
+		trip, busy := sc.dec+sc.decSendS, m*sc.dec
+		if s == P-1 { // the last stage: no link after it, its tail not on the way to the first token
+			busyPrefill += A
+			runs = append(runs, quickRun{e0: sc.ends0[0], a: A - sc.tailS, lp: lastPass - sc.tailS, n: 1})
+			roundTrip += trip
+			busyDecode += busy
+			break
+		}
+		runs = append(runs, quickRun{e0: sc.ends0[0], a: A, lp: lastPass, f0: sc.sendS[0], x: X, f2: sc.sendS[2], n: e - s, link: true})
+		for ; s < e; s++ {
+			busyPrefill += A
+			roundTrip += trip
+			busyDecode += busy
 		}
 	}
+	c.runs = runs
+	ttft := ttftOf(runs)
 	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
 	q.TPOTS = max(q.RoundTripS, q.BusiestS)
 	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS // every replica serves the batch
@@ -457,6 +484,60 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	byBound[boundIndex(BoundBubble)] = q.TPOTS - m*crit.dec
 	q.Bottleneck, _ = argmaxBound(byBound)
 	return q, nil
+}
+
+// quickRun is a run of stages of one shape as Quick's TTFT walk reads
+// them: n stages, each a server whose first pass takes e0, all its passes
+// a and its last pass lp, and, but for the last stage (link false), the
+// link after it, a server of times f0, x and f2.
+type quickRun struct {
+	e0, a, lp float64
+	f0, x, f2 float64
+	n         int
+	link      bool
+}
+
+// ttftOf is the TTFT of the servers of runs, in pipeline order: the last
+// pass leaves the last stage no earlier than any server k allows — the
+// first pass reaching k, all passes through k, the last pass leaving from
+// k to the end. It takes the sums and maxima a walk over lists of every
+// server's times (first pass, all passes, last pass) takes, in the same
+// order: after starts as the sum of every server's last pass but server
+// 0's; then, server by server, ttft = max(ttft, before + all + after),
+// before += its first pass, after −= the next server's last pass.
+func ttftOf(runs []quickRun) float64 {
+	after := 0.0
+	for ri := range runs {
+		r := &runs[ri]
+		for j := range r.n {
+			if ri > 0 || j > 0 { // every stage but stage 0
+				after += r.lp
+			}
+			if r.link {
+				after += r.f2
+			}
+		}
+	}
+	var ttft, before float64
+	for ri := range runs {
+		r := &runs[ri]
+		for j := range r.n {
+			ttft = maxF(ttft, before+r.a+after) // the stage
+			if !r.link {
+				break // the last stage: no server after it
+			}
+			before += r.e0
+			after -= r.f2
+			ttft = maxF(ttft, before+r.x+after) // its link
+			before += r.f0
+			next := r.lp // the next stage's last pass: this run's, or the next run's
+			if j == r.n-1 {
+				next = runs[ri+1].lp
+			}
+			after -= next
+		}
+	}
+	return ttft
 }
 
 // maxF is max(m, v) for float64s, NaN and signed zeros included
@@ -551,19 +632,30 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 		*k = kindOps{chunks: pp.PrefillChunks, chunk: pp.PrefillChunk, attn: attn}
 		if f := kinds[kindFirst]; kind == kindLast {
 			// The layer is the first stage's: build the ops around it, both
-			// passes into one slice (passBuf).
+			// passes into one slice: the cache's scratch (build), which the
+			// first stage's passes are done with, or one kept (passBuf)
+			// when the cache keeps ops.
 			var at0, at1 int
-			ops := c.passBuf(&d[kind], kind, k.chunks > 1, 10)
+			ops := c.build[:0]
+			if c.keepOps {
+				ops = c.passBuf(&d[kind], kind, k.chunks > 1, 10)
+			}
 			ops, at0 = pp.AppendPassAround(ops, r, partition.Prefill, 0, 0)
 			n0 := len(ops)
 			if k.chunks > 1 {
 				ops, at1 = pp.AppendPassAround(ops, r, partition.Prefill, 0, k.chunks-1)
 			}
-			c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			k.first = opsAround(ops[:n0:n0], at0, f.first.layer)
+			c.setAround(plan, &k.first, partition.Prefill)
 			k.last = k.first
 			if k.chunks > 1 {
 				k.last = opsAround(ops[n0:], at1, f.last.layer)
+				c.setAround(plan, &k.last, partition.Prefill)
+			}
+			if c.keepOps {
+				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
+			} else {
+				c.build = ops[:0] // the next layout's scratch
 			}
 		} else {
 			// Both passes built into one slice: the cache's scratch (build),
@@ -583,13 +675,21 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 				k.last = splitPass(ops[n0:])
 			}
 			// The layer ops' terms and attention ops, for every stage kind
-			// of the layout (they all price this layer).
+			// of the layout (they all price this layer), and the terms of
+			// the ops around it.
 			c.prefillTerms(plan, k)
+			c.setAround(plan, &k.first, partition.Prefill)
+			if k.chunks > 1 {
+				c.setAround(plan, &k.last, partition.Prefill)
+			}
 			if c.keepOps {
 				c.keptPasses(&d[kind], kind, k.chunks > 1, len(ops))
 			} else {
 				c.build = ops[:0] // the next layout's scratch
-				k.first, k.last = keepAround(&k.first, &k.last, k.chunks > 1)
+				k.first.layer, k.last.layer = nil, nil
+			}
+			if k.chunks == 1 {
+				k.last = k.first
 			}
 		}
 		k.decode, k.layerWS, k.extraWS = d[kind].pass, d[kind].layerWS, d[kind].extraWS
@@ -613,13 +713,12 @@ func (c *QuickCache) proxy(plan *partition.Plan, pk proxyKey) (*[4]*kindOps, err
 // (partition.Plan.AppendDecodeStep: its decode Program, one micro-batch),
 // and for a pipeline the last stage's step around that layer
 // (partition.Plan.AppendPassAround) and the middle stage's (middlePass),
-// with their working sets and the terms of the layer's ops (layerTerms,
-// for plan's hardware). Both are built in the cache's scratch (build):
-// the ops around the layer are kept in one slice of their joint length,
-// the layer's ops only when the cache keeps them (keepOps; stage prices
-// them from their terms). They do not depend on the prefill chunk, so
-// every layout of the proxy's TP degree, micro-batch size and depth shares
-// them.
+// with their working sets, the terms of the layer's ops (layerTerms, for
+// plan's hardware) and of the ops around it (setAround). Both are built in
+// the cache's scratch (build); the ops are kept, in one slice of their
+// joint length, only when the cache keeps ops (keepOps; stage prices them
+// from their terms). They do not depend on the prefill chunk, so every
+// layout of the proxy's TP degree, micro-batch size and depth shares them.
 func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]decodeOps) {
 	k0 := decodeLayerKind(depth)
 	ops := pp.AppendDecodeStep(c.build[:0], pp.RankOf(0, 0), 0)
@@ -628,7 +727,7 @@ func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]deco
 	if depth > 1 {
 		ops, at = pp.AppendPassAround(ops, pp.RankOf(depth-1, 0), partition.Decode, 0, 0)
 	}
-	c.build = ops[:0] // the next layout's scratch, once the steps are kept
+	c.build = ops[:0] // the next layout's scratch, once the steps are priced
 	// The steps as built, in the scratch: their working sets (each step's
 	// whole, with the layer's ops) are worked out from these.
 	step := splitPass(ops[:n0:n0])
@@ -648,29 +747,39 @@ func (c *QuickCache) decodeSteps(plan, pp *partition.Plan, depth int, d *[4]deco
 		set(kindLast, &around)
 		set(kindMiddle, &mid)
 	}
-	// Kept: [pre, layer (keepOps), post, the last stage's ops around it].
-	layer := step.layer
+	if c.keepOps {
+		// Kept: [pre, layer, post, the last stage's ops around it].
+		kept := slices.Clone(ops)
+		step = splitPass(kept[:n0:n0])
+		if depth > 1 {
+			around = opsAround(kept[n0:], at, step.layer)
+		}
+	}
+	c.setAround(plan, &step, partition.Decode)
 	if !c.keepOps {
-		layer = nil
+		step.layer = nil // priced from its terms
 	}
-	kept := make([]partition.Op, 0, len(step.pre)+len(layer)+len(step.post)+len(ops)-n0)
-	kept = append(kept, step.pre...)
-	kept = append(kept, layer...)
-	kept = append(kept, step.post...)
-	n := len(kept)
-	kept = append(kept, ops[n0:]...)
-	np, nl := len(step.pre), len(layer)
-	first := passOps{pre: kept[:np:np], layer: kept[np : np+nl : np+nl], post: kept[np+nl : n : n], tail: step.tail}
-	if nl == 0 {
-		first.layer = nil
-	}
-	d[k0].pass = first
+	d[k0].pass = step
 	if depth > 1 {
-		last := opsAround(kept[n:], at, first.layer)
-		d[kindLast].pass = last
-		d[kindMiddle].pass = middlePass(&first, &last)
+		around.layer = step.layer
+		c.setAround(plan, &around, partition.Decode)
+		d[kindLast].pass = around
+		d[kindMiddle].pass = middlePass(&step, &around)
 	}
 	clear(ops) // the scratch keeps no op's strings and groups alive
+}
+
+// setAround works out p's terms of the ops around its layer (preT, postT)
+// for phase on plan's hardware, and its sends' payload (sendBytes); then,
+// unless the cache keeps ops, p drops the ops around the layer, which
+// stage prices from those terms and which may lie in the cache's scratch.
+func (c *QuickCache) setAround(plan *partition.Plan, p *passOps, phase partition.Phase) {
+	p.preT = c.termsOf(plan, p.pre, phase)
+	p.postT = c.termsOf(plan, p.post, phase)
+	p.sendBytes = sendBytes(p.post)
+	if !c.keepOps {
+		p.pre, p.post = nil, nil
+	}
 }
 
 // layoutOps is what proxy makes for a layout, in one allocation: its
@@ -729,33 +838,9 @@ func (c *QuickCache) prefillTerms(plan *partition.Plan, k *kindOps) {
 	}
 }
 
-// keepAround is a first stage kind's first and last prefill passes without
-// their layer ops (multi: two passes, else last is first): the ops before
-// and after the layer copied into one slice of their own, so the slice
-// they were built in can be built in again.
-func keepAround(first, last *passOps, multi bool) (passOps, passOps) {
-	n := len(first.pre) + len(first.post)
-	if multi {
-		n += len(last.pre) + len(last.post)
-	}
-	buf := make([]partition.Op, 0, n)
-	keep := func(p *passOps) passOps {
-		s := len(buf)
-		buf = append(buf, p.pre...)
-		pre := buf[s:len(buf):len(buf)]
-		s = len(buf)
-		buf = append(buf, p.post...)
-		return passOps{pre: pre, post: buf[s:len(buf):len(buf)], tail: p.tail}
-	}
-	f := keep(first)
-	if !multi {
-		return f, f
-	}
-	return f, keep(last)
-}
-
 // passBuf is the slice proxy builds a stage kind's first and last prefill
-// passes in (one pass when multi is false), kept for the layout: of the
+// passes in (one pass when multi is false) when the cache keeps ops
+// (keepOps), kept for the layout: of the
 // length those passes had in the last layout of the same TP degree,
 // micro-batch size and proxy depth (d.prefillOps), which they have again
 // whatever the chunk; the first time, of the length they had in the last
@@ -841,13 +926,15 @@ func opsWorkingSet(a, b, c []partition.Op) int64 {
 // middlePass is a middle stage's pass from the first stage's (its layer and
 // the send after it) and the last stage's (the recv before its layer).
 func middlePass(first, last *passOps) passOps {
-	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail}
+	return passOps{pre: last.pre, layer: first.layer, post: first.post, tail: first.tail,
+		preT: last.preT, postT: first.postT, sendBytes: first.sendBytes}
 }
 
 // attnTimes is kindOps.attn.
 type attnTimes struct {
-	// s holds the times of the n attention ops of each middle chunk's
-	// layer, chunk 1's first (at); nil until middleChunks works them out.
+	// s holds the times of the attention ops of the n middle chunks'
+	// layers, op after op, each op's chunk 1 first (at); nil until
+	// middleChunks works them out.
 	s []float64
 	n int
 	// first and last are the terms (opTerms) of the layer ops of the
@@ -862,7 +949,13 @@ type attnTimes struct {
 
 // at is the time of the j-th attention op of middle chunk ch's layer.
 func (a *attnTimes) at(ch, j int) float64 {
-	return a.s[(ch-1)*a.n+j]
+	return a.s[j*a.n+ch-1]
+}
+
+// of is the times of the j-th attention op of every middle chunk's layer,
+// chunk 1's first.
+func (a *attnTimes) of(j int) []float64 {
+	return a.s[j*a.n : (j+1)*a.n : (j+1)*a.n]
 }
 
 // decodeOps is a stage kind's decode step in a layout's proxy, and the
@@ -872,9 +965,9 @@ func (a *attnTimes) at(ch, j int) float64 {
 // depth).
 type decodeOps struct {
 	ok bool
-	// pass is the step's ops; its layer's only when the cache keeps them
-	// (keepOps), else nil: they are priced from layerTerms
-	// (decodeSteps).
+	// pass is the step: its terms around the layer (setAround), its ops
+	// only when the cache keeps them (keepOps), else nil: the layer is
+	// priced from layerTerms (decodeSteps).
 	pass             passOps
 	layerWS, extraWS int64
 	// layerTerms are the terms (opTerms) of the decode step's layer ops,
@@ -1070,28 +1163,14 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 	pass := func(p *passOps) (float64, error) {
 		bounds = [8]float64{}
 		var t float64
-		for pi, part := range [...]struct {
-			ops  []partition.Op
-			mult float64
-		}{{p.pre, 1}, {p.layer, L}, {p.post, 1}} {
-			n := len(part.ops)
-			if pi == 1 {
-				n = len(lt.dec) // the layer's ops, kept or not (keepOps)
-			}
-			for i := range n {
-				var ot float64
-				var bi uint8
-				if pi == 1 {
-					var err error
-					if ot, bi, err = lt.dec[i].at(c, plan, g, res, false, first, key.tp, partition.Decode); err != nil {
-						return 0, err
-					}
-				} else {
-					o, ob, err := c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Decode)
-					if err != nil {
-						return 0, err
-					}
-					ot, bi = o, uint8(boundIndex(ob))
+		for _, part := range [...]struct {
+			terms []opTerms
+			mult  float64
+		}{{p.preT, 1}, {lt.dec, L}, {p.postT, 1}} {
+			for i := range part.terms {
+				ot, bi, err := part.terms[i].at(c, plan, g, res, false, first, key.tp, partition.Decode)
+				if err != nil {
+					return 0, err
 				}
 				t += part.mult * ot
 				bounds[bi] += part.mult * ot
@@ -1108,36 +1187,20 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if keep {
 			c.firstT = c.firstT[:0]
 		}
-		for pi, part := range [...]struct {
-			ops   []partition.Op
+		for _, part := range [...]struct {
+			terms []opTerms
 			mult  float64
 			first bool
-		}{{p.pre, 1, false}, {p.layer, L, layerFirst}, {p.post, 1, postFirst}} {
-			n := len(part.ops)
-			if pi == 1 {
-				n = len(terms) // the layer's ops, kept or not (keepOps)
-			}
-			for i := range n {
+		}{{p.preT, 1, false}, {terms, L, layerFirst}, {p.postT, 1, postFirst}} {
+			for i := range part.terms {
+				tm := &part.terms[i]
 				var ot, o0 float64
-				if pi == 1 {
-					tm := &terms[i]
-					if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
-						return 0, 0, err
-					}
-					o0 = ot
-					if part.first && tm.touches() {
-						o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
-					}
-				} else {
-					if ot, _, err = c.opTime(plan, &part.ops[i], res, false, first, key.tp, partition.Prefill); err != nil {
-						return 0, 0, err
-					}
-					o0 = ot
-					if part.first && touches(&part.ops[i]) {
-						if o0, _, err = c.opTime(plan, &part.ops[i], res, true, first, key.tp, partition.Prefill); err != nil {
-							return 0, 0, err
-						}
-					}
+				if ot, _, err = tm.at(c, plan, g, res, false, first, key.tp, partition.Prefill); err != nil {
+					return 0, 0, err
+				}
+				o0 = ot
+				if part.first && tm.touches() {
+					o0, _, _ = tm.at(c, plan, g, res, true, first, key.tp, partition.Prefill) // a compute op: no error
 				}
 				if keep {
 					c.firstT = append(c.firstT, ot)
@@ -1163,7 +1226,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if sc.preN[ch], t0, err = passBoth(p, terms, ch == 0, ch == C-1, ch == 0 && C > 2); err != nil {
 			return nil, err
 		}
-		send := c.sendTime(plan, p, key.out)
+		send := c.sendTime(plan, p.sendBytes, key.out)
 		if ch == 0 { // with one chunk, both ends
 			sc.ends0[0], sc.sendS[0] = t0, send
 		}
@@ -1175,11 +1238,11 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 		if err := c.middleChunks(plan, sc, k, L, res, first, key.tp); err != nil {
 			return nil, err
 		}
-		sc.sendS[1] = c.sendTime(plan, &k.first, key.out)
+		sc.sendS[1] = c.sendTime(plan, k.first.sendBytes, key.out)
 	}
 	if lp := &k.last; lp.tail > 0 {
-		for i := len(lp.post) - lp.tail; i < len(lp.post); i++ {
-			ot, _, err := c.opTime(plan, &lp.post[i], res, false, first, key.tp, partition.Prefill)
+		for i := len(lp.postT) - lp.tail; i < len(lp.postT); i++ {
+			ot, _, err := lp.postT[i].at(c, plan, g, res, false, first, key.tp, partition.Prefill)
 			if err != nil {
 				return nil, err
 			}
@@ -1200,7 +1263,7 @@ func (c *QuickCache) stage(plan *partition.Plan, key stageKey, k *kindOps, first
 			return nil, err
 		}
 		nd.bounds = bounds
-		nd.sendS = c.sendTime(plan, &k.decode, key.out)
+		nd.sendS = c.sendTime(plan, k.decode.sendBytes, key.out)
 		if d.costs == nil {
 			d.costs = carve(&c.decSlab, 4, 64)[:0] // a kind's decode shapes: 3.4 on average at 16,384 GPUs
 		}
@@ -1263,7 +1326,7 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	attn := c.attnAt[:0] // which terms are attention ops: k.attn.at(ch, j) for the j-th
 	// The layer's ops are its terms' (a.first), its weightless attention
 	// ops those at a.pos (prefillTerms): the layer need not be kept.
-	for pi, n := range [3]int{len(p.pre), len(a.first), len(p.post)} {
+	for pi, n := range [3]int{len(p.preT), len(a.first), len(p.postT)} {
 		mult := 1.0
 		if pi == 1 {
 			mult = L
@@ -1283,17 +1346,18 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	}
 	c.terms, c.attnAt = terms, attn
 	if a.s == nil {
-		// One list for every middle chunk, chunk after chunk (attnTimes.at).
-		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), len(a.ops)
+		// One list for every middle chunk, op after op (attnTimes.at).
+		a.s, a.n = make([]float64, (k.chunks-2)*len(a.ops)), k.chunks-2
 		for j := range a.ops {
 			op := a.ops[j] // one copy, moved to each chunk's past in turn
+			times := a.of(j)
 			for ch := 1; ch < k.chunks-1; ch++ {
 				op.SetPast(ch * k.chunk)
 				ot, _, err := c.opTime(plan, &op, res, false, first, tp, partition.Prefill)
 				if err != nil {
 					return err
 				}
-				k.attn.s[(ch-1)*k.attn.n+j] = ot
+				times[ch-1] = ot
 			}
 		}
 	}
@@ -1315,18 +1379,32 @@ func (c *QuickCache) middleChunks(plan *partition.Plan, sc *stageCost, k *kindOp
 	j := 0
 	for i := from; i < len(terms); i++ {
 		if j < len(attn) && attn[j] == i {
+			times := a.of(j)[:len(mid)]
 			for ch := range mid {
-				mid[ch] += float64(L * k.attn.at(ch+1, j)) // rounded, as the product was: never fused into the sum
+				mid[ch] += float64(L * times[ch]) // rounded, as the product was: never fused into the sum
 			}
 			j++
 			continue
 		}
-		v := terms[i]
-		for ch := range mid {
-			mid[ch] += v
-		}
+		addTo(mid, terms[i])
 	}
 	return nil
+}
+
+// addTo adds v to every element of xs, four at a time: each element's one
+// addition, as a loop of one at a time makes it.
+func addTo(xs []float64, v float64) {
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x := xs[i : i+4 : i+4]
+		x[0] += v
+		x[1] += v
+		x[2] += v
+		x[3] += v
+	}
+	for ; i < len(xs); i++ {
+		xs[i] += v
+	}
 }
 
 // opTime is the busy time of one op on a stage whose TP group starts at
@@ -1392,6 +1470,7 @@ func (c *QuickCache) collectiveOf(plan *partition.Plan, kind partition.Kind, byt
 	if est.LatencyBound {
 		cc.bound = BoundLatency
 	}
+	cc.bi = uint8(boundIndex(cc.bound))
 	c.colls[key] = cc
 	c.lastColl.ok, c.lastColl.key, c.lastColl.cc = true, key, cc
 	return cc, nil
@@ -1431,15 +1510,9 @@ func (c *QuickCache) programCollective(sys topology.System, op commcount.Op, gk 
 	return preferCustom(sys, op, ranks, bytes, est), nil
 }
 
-// sendTime is the link time of a pass's send: the slowest class its TP
-// ranks' parallel sends cross.
-func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float64 {
-	var bytes int64
-	for i := range p.post { // in place: an op is 352 bytes
-		if op := &p.post[i]; op.Kind == partition.Send {
-			bytes += op.Bytes
-		}
-	}
+// sendTime is the link time of a pass's send of bytes (passOps.sendBytes):
+// the slowest class its TP ranks' parallel sends cross.
+func (c *QuickCache) sendTime(plan *partition.Plan, bytes int64, out uint8) float64 {
 	if bytes == 0 || out == 0 {
 		return 0
 	}
@@ -1456,6 +1529,17 @@ func (c *QuickCache) sendTime(plan *partition.Plan, p *passOps, out uint8) float
 		t = max(t, x)
 	}
 	return t
+}
+
+// sendBytes is the payload of the sends among ops.
+func sendBytes(ops []partition.Op) int64 {
+	var bytes int64
+	for i := range ops { // in place: an op is 352 bytes
+		if op := &ops[i]; op.Kind == partition.Send {
+			bytes += op.Bytes
+		}
+	}
+	return bytes
 }
 
 // representativeSystem is a two-GPU system whose ranks 0 and 1 are joined by

@@ -27,10 +27,10 @@ func (c *QuickCache) allStages() map[stageKey]*stageCost {
 
 // A cache prices a layout's prefill layer from its terms (a collective's
 // holding its kind, payload and name: collOp) and copies of its attention
-// ops (prefillTerms), and keeps only the ops
-// around the layer (keepAround): the layer ops are built in the cache's
-// scratch and built over by the next layout. So it does a decode step's
-// layer (decodeSteps: its terms, the ops around it kept). Every candidate that fits in
+// ops (prefillTerms), and the ops around the layer from their terms too
+// (setAround): every op is built in the cache's scratch and built over by
+// the next layout. So it does a decode step (decodeSteps: the terms of its
+// layer and of the ops around it). Every candidate that fits in
 // four searches, priced in search order, must get the estimate, field for
 // field, that a cache keeping every op (keepOps) gives it, and every stage
 // shape the same cost; the layouts must include middle chunks (priced from

@@ -58,7 +58,7 @@ func TestQuickMiddleChunksEqualBuiltChunks(t *testing.T) {
 			}
 			p := splitPass(ops[start:end])
 			start = end
-			if send := c.sendTime(plan, &p, key.out); sc.preSend(ch) != send {
+			if send := c.sendTime(plan, sendBytes(p.post), key.out); sc.preSend(ch) != send {
 				t.Fatalf("%+v chunk %d of %d: send %v, built %v", key, ch, C, sc.preSend(ch), send)
 			}
 			if ch == 0 || ch == C-1 {
@@ -188,6 +188,20 @@ func placeFree(op partition.Op) partition.Op {
 	return op
 }
 
+// aroundAsBuilt says whether a, a pass of a QuickCache, holds a term for
+// each op around the layer of b, the same pass built, and b's sends'
+// payload: what stage prices the ops around the layer from (the terms'
+// values are TestOpTermsAreOpTime's).
+func aroundAsBuilt(a, b passOps) error {
+	if len(a.preT) != len(b.pre) || len(a.postT) != len(b.post) {
+		return fmt.Errorf("%d and %d terms around the layer, built %d and %d ops", len(a.preT), len(a.postT), len(b.pre), len(b.post))
+	}
+	if want := sendBytes(b.post); a.sendBytes != want {
+		return fmt.Errorf("sends of %d bytes, built %d", a.sendBytes, want)
+	}
+	return nil
+}
+
 func samePassUpToPlace(a, b passOps) error {
 	for i, part := range [][2][]partition.Op{{a.pre, b.pre}, {a.layer, b.layer}, {a.post, b.post}} {
 		if len(part[0]) != len(part[1]) {
@@ -253,6 +267,9 @@ func TestQuickProxyStagesAreBuiltStages(t *testing.T) {
 					got, want passOps
 				}{{"first prefill pass", got.first, first}, {"last prefill pass", got.last, last}, {"decode step", got.decode, d}} {
 					if err := samePassUpToPlace(c.got, c.want); err != nil {
+						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
+					}
+					if err := aroundAsBuilt(c.got, c.want); err != nil {
 						t.Fatalf("%s %+v stage %d, %s: %v", spec.Config.Name, pk, s, c.what, err)
 					}
 				}
@@ -370,9 +387,9 @@ func TestQuickCacheGivesFreshEstimates(t *testing.T) {
 // the layout built alone through a fresh cache (which has no length to go
 // by), and the shared cache must have built some in a slice of the
 // remembered length (else this compares the bound's slices with
-// themselves). Both with the layer ops kept (keepOps) and without: then
-// the ops around the layer, copied out of the cache's scratch, must be
-// those built alone.
+// themselves). Both with the ops kept (keepOps) and without: then the
+// terms of the ops around the layer (setAround), worked out in the cache's
+// scratch, must be those built alone, their collectives by what they are.
 func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 	inPlace, layouts := 0, 0
 	for _, tc := range []struct {
@@ -414,6 +431,11 @@ func TestQuickProxyPassesBuiltInPlaceAreBuiltAlone(t *testing.T) {
 				g.attn, w.attn = nil, nil // each cache's own attention times, filled later
 				// and each cache's own stage shapes and decode costs, priced later
 				g.shapes, w.shapes, g.decOps, w.decOps = nil, nil, nil, nil
+				// The terms, their collectives by what they are, not by
+				// their place in each cache's list.
+				if !reflect.DeepEqual(kindTerms(c, &g), kindTerms(alone, &w)) {
+					t.Fatalf("%d GPUs, %s %+v: stage kind %d's terms differ from the layout built alone", gpus, p.Config.Name, pk, k)
+				}
 				if !reflect.DeepEqual(g, w) {
 					t.Fatalf("%d GPUs, %s %+v: stage kind %d's passes differ from the layout built alone", gpus, p.Config.Name, pk, k)
 				}
@@ -607,4 +629,37 @@ func TestQuickProxyPlansArePlannedAlone(t *testing.T) {
 	if plans < 200 || reused < 100 || memDiffers < plans || refused < plans {
 		t.Fatalf("%d proxy plans, %d from a Planner used before, %d with a memory of their own, %d bad plans refused: too few to test", plans, reused, memDiffers, refused)
 	}
+}
+
+// resolvedTerm is a term with the collective it indexes in its cache's
+// list (opTerms.coll) in place of the index, which differs between caches.
+type resolvedTerm struct {
+	opTerms
+	co collOp
+}
+
+// kindTerms takes k's terms out of k (its passes' around the layer, its
+// decode step's layer's) and gives them resolved (resolvedTerm), in order.
+func kindTerms(c *QuickCache, k *kindOps) [][]resolvedTerm {
+	var out [][]resolvedTerm
+	add := func(ts []opTerms) {
+		r := make([]resolvedTerm, len(ts))
+		for i, t := range ts {
+			r[i].opTerms = t
+			if t.kind == termsColl {
+				r[i].co, r[i].coll = c.collOps[t.coll], 0
+			}
+		}
+		out = append(out, r)
+	}
+	for _, p := range []*passOps{&k.first, &k.last, &k.decode} {
+		add(p.preT)
+		add(p.postT)
+		p.preT, p.postT = nil, nil
+	}
+	if k.decTerms != nil {
+		add(*k.decTerms)
+		k.decTerms = nil
+	}
+	return out
 }

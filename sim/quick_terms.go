@@ -24,16 +24,20 @@ const (
 //   - a recv, a send, a compute op that reads no reusable weight and any
 //     op the op-time table prices: nothing, so t and bound are its time;
 //   - a GEMM or norm (reusable weights) the table does not price: the
-//     residency and first touch; tc (FLOPs over peak and efficiency), hbm
-//     (activation and KV bytes plus the weights), w (the weights) and fixed
-//     (launch and host step) are the values computeCost computes;
+//     residency and first touch; t (here FLOPs over peak and efficiency),
+//     hbm (activation and KV bytes plus the weights), w (the weights) and
+//     fixed (launch and host step) are the values computeCost computes;
 //   - a collective: the stage's TP group, priced as opTime prices it
 //     (collective, then a launch) from what of the op that reads (coll).
+//
+// It holds no pointer (a collective's collOp is in the cache's list:
+// coll indexes QuickCache.collOps), 40 bytes: a search keeps thousands,
+// which the collector then need not scan.
 type opTerms struct {
-	kind, bound       uint8 // bound: a fixed op's, as its index in boundOrder
-	t                 float64
-	tc, hbm, w, fixed float64
-	coll              *collOp
+	kind, bound uint8 // bound: a fixed op's, as its index in boundOrder
+	coll        uint32
+	// t is a fixed op's time, or a weights op's compute time.
+	t, hbm, w, fixed float64
 }
 
 // collOp is what QuickCache.collective reads of a collective op: its kind,
@@ -69,9 +73,8 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 			if t, ok := table.Time(op); ok { // opTime's answer whatever the stage
 				out[i] = opTerms{kind: termsFixed, t: t, bound: uint8(boundIndex(BoundTable))}
 			} else {
-				co := c.newCollOp()
-				*co = collOp{kind: op.Kind, bytes: op.Bytes, name: op.Name}
-				out[i] = opTerms{kind: termsColl, coll: co}
+				c.collOps = append(c.collOps, collOp{kind: op.Kind, bytes: op.Bytes, name: op.Name})
+				out[i] = opTerms{kind: termsColl, coll: uint32(len(c.collOps) - 1)}
 			}
 			continue
 		}
@@ -85,7 +88,7 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 		w := float64(op.WeightBytes)
 		out[i] = opTerms{kind: termsWeights, w: w,
 			hbm:   float64(op.ActBytes+op.KVReadBytes+op.KVWriteBytes) + w,
-			tc:    float64(op.FLOPs) / (g.PeakFLOPsPerS(plan.Model.DType) * opComputeEfficiency(g, op)),
+			t:     float64(op.FLOPs) / (g.PeakFLOPsPerS(plan.Model.DType) * opComputeEfficiency(g, op)),
 			fixed: launchS(g, phase) + stepFixedS(g, phase, op)}
 	}
 	return out
@@ -98,12 +101,6 @@ func (c *QuickCache) termsOf(plan *partition.Plan, ops []partition.Op, phase par
 // put.
 func (c *QuickCache) newTerms(n int) []opTerms {
 	return carve(&c.termSlab, n, 256)
-}
-
-// newCollOp is a zero collOp from the cache's slab of them (collSlab, a
-// block of 64 at a time), as newTerms.
-func (c *QuickCache) newCollOp() *collOp {
-	return &carve(&c.collSlab, 1, 64)[0]
 }
 
 // carve is n zero Ts from the end of *slab, a list of capacity n: a new
@@ -128,8 +125,9 @@ func (o *opTerms) at(c *QuickCache, plan *partition.Plan, g *topology.GPU, res f
 	case termsFixed:
 		return o.t, o.bound, nil
 	case termsColl:
-		cc, err := c.collectiveOf(plan, o.coll.kind, o.coll.bytes, o.coll.name, first, tp)
-		return cc.t + launchS(g, phase), uint8(boundIndex(cc.bound)), err
+		co := &c.collOps[o.coll]
+		cc, err := c.collectiveOf(plan, co.kind, co.bytes, co.name, first, tp)
+		return cc.t + launchS(g, phase), cc.bi, err
 	}
 	// computeCost's terms that read the residency, in its order.
 	fromL2 := 0.0
@@ -139,7 +137,7 @@ func (o *opTerms) at(c *QuickCache, plan *partition.Plan, g *topology.GPU, res f
 	hbm := o.hbm - fromL2
 	th := hbm / (g.HBMBytesPerS * g.HBMEfficiency)
 	tl := fromL2 / g.L2BytesPerS
-	t, b := o.tc, boundComputeAt
+	t, b := o.t, boundComputeAt
 	if th > t {
 		t, b = th, boundHBMAt
 	}

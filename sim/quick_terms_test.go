@@ -9,21 +9,30 @@ import (
 )
 
 // A layer op's terms (opTerms), finished by at for a stage shape, must
-// give opTime's time to the bit and its bound, and its error. Every layer
-// op of every proxy pass (first and last prefill chunk, decode step) of
+// give opTime's time to the bit and its bound, and its error; so must the
+// terms a cache keeps of the ops around each proxy layer (setAround). Every
+// such op of every proxy pass (first and last prefill chunk, decode step) of
 // the 4,096- and 16,384-GPU searches, and of the 16,384-GPU search at
 // batch 16 and context 512 (TP degrees down to 1, so groups that start
-// inside a node), is priced both ways at eleven residencies from 0 to 1
+// inside a node; once more with CUDA graphs, so that a decode step's
+// launches differ from a prefill pass's), is priced both ways at eleven residencies from 0 to 1
 // and the shapes' own, with and without first touch, for TP groups
 // starting at every offset in a node; then again on a plan whose op-time
 // table prices every other GEMM and norm of the layer (the rest by the
 // roofline) and one of its collectives. Where the terms say first touch changes nothing (passBoth
 // then prices the op once), opTime must give the same time either way.
 func TestOpTermsAreOpTime(t *testing.T) {
-	compared, weights, tabled := 0, 0, 0
-	check := func(c *QuickCache, p *partition.Plan, ops []partition.Op, phase partition.Phase, shapeRes []float64) {
+	compared, weights, tabled, around := 0, 0, 0, 0
+	// check prices ops by opTime and by their terms: those given, or else
+	// termsOf's.
+	check := func(c *QuickCache, p *partition.Plan, ops []partition.Op, terms []opTerms, phase partition.Phase, shapeRes []float64) {
 		t.Helper()
-		terms := c.termsOf(p, ops, phase)
+		if terms == nil {
+			terms = c.termsOf(p, ops, phase)
+		}
+		if len(terms) != len(ops) {
+			t.Fatalf("%s %s: %d terms for %d ops", p.Config.Name, phase, len(terms), len(ops))
+		}
 		g := &p.System.GPU
 		for i := range ops {
 			op := &ops[i]
@@ -55,13 +64,17 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	}
 	var last *partition.Plan
 	for _, tc := range []struct {
-		gpus  int
-		small bool
-	}{{4096, false}, {16384, false}, {16384, true}} {
+		gpus          int
+		small, graphs bool
+	}{{4096, false, false}, {16384, false, false}, {16384, true, false}, {16384, true, true}} {
 		spec := syntheticSpec(t, tc.gpus)
 		if tc.small {
 			spec.Config.Workload.Batch, spec.Config.Workload.Context = 16, 512
 		}
+		// With CUDA graphs a decode step's kernels launch for GraphKernelS
+		// and its sample adds GraphLaunchS: a term worked out for the
+		// wrong phase prices differently.
+		spec.System.GPU.CUDAGraphs = tc.graphs
 		c, plans := pricedLayouts(t, spec)
 		for pk, kinds := range c.passes {
 			p := plans[pk]
@@ -78,9 +91,19 @@ func TestOpTermsAreOpTime(t *testing.T) {
 				if k == nil {
 					continue
 				}
-				check(c, p, k.first.layer, partition.Prefill, res)
-				check(c, p, k.last.layer, partition.Prefill, res)
-				check(c, p, k.decode.layer, partition.Decode, res)
+				check(c, p, k.first.layer, nil, partition.Prefill, res)
+				check(c, p, k.last.layer, nil, partition.Prefill, res)
+				check(c, p, k.decode.layer, nil, partition.Decode, res)
+				// The ops around the layer, by the terms the cache keeps
+				// of them (setAround), which stage prices.
+				for _, pass := range []struct {
+					p     *passOps
+					phase partition.Phase
+				}{{&k.first, partition.Prefill}, {&k.last, partition.Prefill}, {&k.decode, partition.Decode}} {
+					check(c, p, pass.p.pre, pass.p.preT, pass.phase, res)
+					check(c, p, pass.p.post, pass.p.postT, pass.phase, res)
+					around += len(pass.p.pre) + len(pass.p.post)
+				}
 			}
 			if last == nil || p.TP > last.TP { // a layer with collectives to table
 				last = p
@@ -113,11 +136,11 @@ func TestOpTermsAreOpTime(t *testing.T) {
 	withTable.Config = &cfg
 	c.reset(quickID{model: withTable.Model, context: cfg.Workload.Context, output: cfg.Workload.OutputTokens, sys: withTable.System})
 	before := tabled
-	check(c, &withTable, ops, partition.Prefill, nil)
-	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 || tabledColls == 0 {
-		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table: too few to test", compared, weights, tabled-before)
+	check(c, &withTable, ops, nil, partition.Prefill, nil)
+	if compared < 100000 || weights < 500 || tabled == before || len(ts) == 0 || tabledColls == 0 || around < 1000 {
+		t.Fatalf("%d prices compared, %d terms of reusable weights, %d priced by the table, %d ops around the layer: too few to test", compared, weights, tabled-before, around)
 	}
-	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table", compared, weights, tabled-before)
+	t.Logf("%d prices compared, %d terms of reusable weights, %d priced by the table, %d ops around the layer", compared, weights, tabled-before, around)
 }
 
 // withReset is c reset for p's model, workload and system.
