@@ -7,6 +7,7 @@ import (
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
+	xcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
@@ -493,3 +494,14 @@ func (e *PassExecutor) copyRows(buf model.Buf, width, src, srcRow, dst, dstRow, 
 
 // AllocatedBytes is the memory the backend holds for the engine.
 func (e *PassExecutor) AllocatedBytes() int64 { return e.c.AllocatedBytes() }
+
+// Launches is what the backend has queued one by one so far (kernels,
+// cuBLAS calls, copies, memsets: exec/cuda's LaunchStats.Launches), and
+// false on a backend that does not count them.
+func (e *PassExecutor) Launches() (int64, bool) {
+	c, ok := e.c.(interface{ LaunchStats() xcuda.LaunchStats })
+	if !ok {
+		return 0, false
+	}
+	return c.LaunchStats().Launches, true
+}
