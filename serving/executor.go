@@ -7,7 +7,6 @@ import (
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
-	xcuda "github.com/partbench/partbench/exec/cuda"
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
@@ -499,9 +498,9 @@ func (e *PassExecutor) AllocatedBytes() int64 { return e.c.AllocatedBytes() }
 // cuBLAS calls, copies, memsets: exec/cuda's LaunchStats.Launches), and
 // false on a backend that does not count them.
 func (e *PassExecutor) Launches() (int64, bool) {
-	c, ok := e.c.(interface{ LaunchStats() xcuda.LaunchStats })
+	c, ok := e.c.(interface{ Launched() int64 })
 	if !ok {
 		return 0, false
 	}
-	return c.LaunchStats().Launches, true
+	return c.Launched(), true
 }

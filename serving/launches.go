@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/partbench/partbench/configs"
-	xcuda "github.com/partbench/partbench/exec/cuda"
+	"github.com/partbench/partbench/exec/backend"
 	"github.com/partbench/partbench/model"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
@@ -33,20 +33,26 @@ import (
 // Not safe for concurrent use.
 type EngineLaunches struct {
 	pp passPlan
-	lc *xcuda.LaunchCounter
+	lc backend.LaunchCounter
 }
 
-// NewEngineLaunches counts for plan, which must be EngineConfig's.
+// NewEngineLaunches counts for plan, which must be EngineConfig's, with
+// the GPU backend's count (exec/cuda's LaunchCounter, through the backend
+// registry).
 func NewEngineLaunches(plan *partition.Plan) (*EngineLaunches, error) {
 	if plan.Microbatches < 2 || plan.MicrobatchSize != 1 || len(plan.Ranks) != 1 {
 		return nil, fmt.Errorf("serving engine: launches are counted on EngineConfig's plan (one rank, micro-batches of one sequence, one for the batch; got %d ranks, %d micro-batches of %d)",
 			len(plan.Ranks), plan.Microbatches, plan.MicrobatchSize)
 	}
-	return &EngineLaunches{pp: passPlan{plan: plan, batchMB: plan.Microbatches - 1}, lc: xcuda.NewLaunchCounter(plan, 0)}, nil
+	lc, err := backend.Default().LaunchCounter(configs.BackendCUDA, plan, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &EngineLaunches{pp: passPlan{plan: plan, batchMB: plan.Microbatches - 1}, lc: lc}, nil
 }
 
 // launchSink counts a pass's ops and copies.
-type launchSink struct{ lc *xcuda.LaunchCounter }
+type launchSink struct{ lc backend.LaunchCounter }
 
 func (s launchSink) execOp(_ context.Context, _ *Scheduled, op *partition.Op, past int) error {
 	s.lc.Exec(op, past)

@@ -172,10 +172,11 @@ func (l *LaunchCounter) Launches() int { return l.n }
 // the one the serving engine's single-rank fp32 passes take: a GEMM by
 // cublasGemmEx or the GEMV, pb_bias after a biased GEMM, one attention
 // kernel after pb_rope_kv (LaunchCounter counts the other attention
-// paths), pb_act after the up projection. Other paths launch other counts
-// and are not counted here: cuBLASLt's bias epilogue and pb_bias_act (fp16
-// and bf16 with bias); a communication op queues nothing here (NCCL counts
-// its own calls).
+// paths), pb_act after the up projection. Biased GEMMs take other paths
+// wherever cuBLASLt or pb_bias_act loads (the bias as the GEMM's epilogue,
+// or added with the activation: fewer launches), which are not counted
+// here; a communication op queues nothing here (NCCL counts its own
+// calls).
 func OpLaunches(op *partition.Op, newPos, prompt bool) int {
 	n := 0
 	if newPos {
