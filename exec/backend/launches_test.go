@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 )
 
@@ -18,7 +19,11 @@ import (
 // last residual, nothing either; LM head 1, sample 3 (teacher, logits
 // copy, argmax): 3 + 73 + 0 + 1 + 3 = 80.
 func TestLaunchCounterThroughTheRegistry(t *testing.T) {
-	plan, err := partition.NewPlan(mustConfig(t, "test/single-tiny"))
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
