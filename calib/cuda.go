@@ -350,6 +350,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	if err := graphStepFigures(ctx, o, plans, hold, cal); err != nil {
 		return nil, err
 	}
+	measureEngineLaunch(ctx, o, cal) // cudaengine.go: the serving engine's host cost per launch
 	if err := step(); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,9 @@ type Calibration struct {
 	// Remote is the per-request overhead of partbench's remote server on
 	// this host (nil in calibrations that did not measure it).
 	Remote *RemoteCalibration `toml:"remote"`
+	// Engine is the host cost of the GPU serving engine's launches
+	// (calibration_engine.go; nil in calibrations that did not measure it).
+	Engine *EngineCalibration `toml:"engine"`
 
 	// Source is the file it was loaded from.
 	Source string `toml:"-"`
@@ -244,6 +247,9 @@ func (c *Calibration) Validate() error {
 		if r.Samples < 1 {
 			errs = append(errs, fmt.Errorf("remote.samples: must be ≥ 1 (got %d)", r.Samples))
 		}
+	}
+	if c.Engine != nil {
+		errs = append(errs, c.Engine.validate()...)
 	}
 	if err := ValidateOpTimes("op_time", c.OpTimes); err != nil {
 		errs = append(errs, err)
@@ -494,6 +500,9 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	if r := c.Remote; r != nil {
 		tw.Table("remote", c.Comments["remote"])
 		kvs(tw, "request_overhead_s", r.RequestOverheadS, "transport", r.Transport, "config", r.Config, "samples", r.Samples)
+	}
+	if c.Engine != nil {
+		c.Engine.write(tw, c.Comments["engine"])
 	}
 
 	if len(c.GEMM) > 0 {

@@ -5,17 +5,16 @@ package serving
 import (
 	"context"
 	"testing"
-
-	xcuda "github.com/partbench/partbench/exec/cuda"
 )
 
 // BenchmarkEngineDecodeFakeCUDA runs one decode iteration of 16 sequences
 // (32–47 tokens cached each) through the GPU backend on the fake driver and
-// reports launches/iter, the backend's kernel launches per iteration: the
+// reports launches/iter, the backend's launches per iteration (kernels,
+// cuBLAS calls, row copies, memsets: 744, EngineLaunches' count): the
 // engine runs each sequence's embedding, attention, row copies and sampling
 // on its own, so on a GPU a small model's iteration is bound by the host
-// issuing them (440 launches at about 9 µs each on an H200: 3.8–4.5 ms a
-// token, docs/measurements/gpu-check-h200-2026-11-26/tenth-call/). Its
+// issuing them (docs/measurements/serving.md, "The GPU engine's host-bound
+// iterations"). Its
 // ns/op is not the host's part alone: the fake cuBLAS computes each GEMM
 // on the CPU.
 func BenchmarkEngineDecodeFakeCUDA(b *testing.B) {
@@ -37,11 +36,9 @@ func BenchmarkEngineDecodeFakeCUDA(b *testing.B) {
 	b.ReportMetric(float64(launches(ex)-before)/float64(b.N), "launches/iter")
 }
 
-// launches is the GPU backend's kernel launches so far.
+// launches is the GPU backend's launches so far (kernels, cuBLAS calls,
+// copies, memsets).
 func launches(ex *PassExecutor) int64 {
-	c, ok := ex.c.(interface{ LaunchStats() xcuda.LaunchStats })
-	if !ok {
-		return 0
-	}
-	return int64(c.LaunchStats().Launches)
+	n, _ := ex.Launches()
+	return n
 }

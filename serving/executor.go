@@ -57,15 +57,29 @@ type RowCopier interface {
 // partition.Plan.Pass at its own position on its slot, one after another.
 // Both run the Program's own ops (Plan.Pass), and make the same tokens.
 type PassExecutor struct {
-	plan    *partition.Plan
+	passPlan
 	c       pexec.Compute
 	batched bool
 	why     string // why an executor is not batched
 	free    []int
 	slotOf  map[*Seq]int
 	tokens  map[*Seq]int
+}
+
+// passPlan is an engine plan's passes and the order the engine runs their
+// ops in (runRows, runSeq), whoever carries them out: the backend
+// (PassExecutor) or a count of its launches (EngineLaunches).
+type passPlan struct {
+	plan    *partition.Plan
 	batchMB int
 	passes  passCache
+}
+
+// passSink carries out a pass's ops and row copies: b is the sequence an
+// op runs for (nil: the batch's op over all the pass's rows).
+type passSink interface {
+	execOp(ctx context.Context, b *Scheduled, op *partition.Op, past int) error
+	copyRows(buf model.Buf, width, src, srcRow, dst, dstRow, rows int) error
 }
 
 // EngineConfig is the config an engine of slots sequences runs: the
@@ -131,7 +145,7 @@ func NewPassExecutor(plan *partition.Plan, backendName string, perSequence bool)
 
 // newPassExecutor is NewPassExecutor on a backend's compute c.
 func newPassExecutor(plan *partition.Plan, c pexec.Compute, backendName string, perSequence bool) (*PassExecutor, error) {
-	e := &PassExecutor{plan: plan, c: c, slotOf: map[*Seq]int{}, tokens: map[*Seq]int{}, batchMB: plan.Microbatches - 1}
+	e := &PassExecutor{passPlan: passPlan{plan: plan, batchMB: plan.Microbatches - 1}, c: c, slotOf: map[*Seq]int{}, tokens: map[*Seq]int{}}
 	for i := e.batchMB - 1; i >= 0; i-- {
 		e.free = append(e.free, i)
 	}
@@ -229,7 +243,7 @@ const maxCachedOps = 1 << 16
 // pass is plan.Pass(0, phaseOf(q), mb, 1, q, past, sample) with its
 // attention ops at position 0: the caller runs each attention op at
 // its sequence's position through atPast.
-func (e *PassExecutor) pass(mb, q int, sample bool) []partition.Op {
+func (e *passPlan) pass(mb, q int, sample bool) []partition.Op {
 	k := passKey{mb, q, sample}
 	if ops, ok := e.passes.m[k]; ok {
 		return ops
@@ -290,8 +304,12 @@ func (e *PassExecutor) Run(ctx context.Context, batch []Scheduled) error {
 	return nil
 }
 
-func (e *PassExecutor) exec(ctx context.Context, b Scheduled, op *partition.Op, past int) error {
+// execOp runs one op on the backend.
+func (e *PassExecutor) execOp(ctx context.Context, b *Scheduled, op *partition.Op, past int) error {
 	if err := e.c.Exec(ctx, op, past); err != nil {
+		if b == nil {
+			return fmt.Errorf("serving engine: batch of %d tokens, %s: %w", op.Rows, op.Name, err)
+		}
 		return fmt.Errorf("serving engine: request %d, %s: %w", b.Seq.Req.ID, op.Name, err)
 	}
 	return nil
@@ -299,16 +317,24 @@ func (e *PassExecutor) exec(ctx context.Context, b Scheduled, op *partition.Op, 
 
 // runPerSequence runs each sequence's pass in turn on its slot.
 func (e *PassExecutor) runPerSequence(ctx context.Context, batch []Scheduled) error {
-	for _, b := range batch {
-		slot, err := e.slot(b)
+	for i := range batch {
+		slot, err := e.slot(batch[i])
 		if err != nil {
 			return err
 		}
-		ops := e.pass(slot, b.Q, b.Sample)
-		for i := range ops {
-			if err := e.exec(ctx, b, atPast(&ops[i], b.Past), b.Past); err != nil {
-				return err
-			}
+		if err := e.runSeq(ctx, e, &batch[i], slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSeq runs b's whole pass on its slot.
+func (e *passPlan) runSeq(ctx context.Context, s passSink, b *Scheduled, slot int) error {
+	ops := e.pass(slot, b.Q, b.Sample)
+	for i := range ops {
+		if err := s.execOp(ctx, b, atPast(&ops[i], b.Past), b.Past); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -317,35 +343,49 @@ func (e *PassExecutor) runPerSequence(ctx context.Context, batch []Scheduled) er
 // runBatched runs the iteration as passes of at most the batch's rows,
 // each over whole sequences.
 func (e *PassExecutor) runBatched(ctx context.Context, batch []Scheduled) error {
+	return e.passesOf(batch, func(part []Scheduled, T int) error {
+		slots := make([]int, len(part))
+		for i, b := range part {
+			slot, err := e.slot(b)
+			if err != nil {
+				return err
+			}
+			slots[i] = slot
+		}
+		return e.runRows(ctx, e, part, slots, T)
+	})
+}
+
+// passesOf splits batch into passes of at most the batch's rows (the
+// plan's PrefillChunk), each over whole sequences, and calls run on each
+// with its rows.
+func (e *passPlan) passesOf(batch []Scheduled, run func(part []Scheduled, T int) error) error {
 	first, T := 0, 0
 	for i, b := range batch {
 		if T+b.Q > e.plan.PrefillChunk {
-			if err := e.runRows(ctx, batch[first:i], T); err != nil {
+			if err := run(batch[first:i], T); err != nil {
 				return err
 			}
 			first, T = i, 0
 		}
 		T += b.Q
 	}
-	return e.runRows(ctx, batch[first:], T)
+	if first == len(batch) {
+		return nil
+	}
+	return run(batch[first:], T)
 }
 
-// runRows runs one pass of T = Σ q rows on the batch micro-batch; see
-// PassExecutor.
-func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) error {
+// runRows runs one pass of T = Σ q rows on the batch micro-batch, batch[i]
+// on slots[i]; see PassExecutor.
+func (e *passPlan) runRows(ctx context.Context, s passSink, batch []Scheduled, slots []int, T int) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	all := e.pass(e.batchMB, T, false)
 	per := make([][]partition.Op, len(batch))
-	slots := make([]int, len(batch))
 	for i, b := range batch {
-		slot, err := e.slot(b)
-		if err != nil {
-			return err
-		}
-		slots[i] = slot
-		per[i] = e.pass(slot, b.Q, b.Sample)
+		per[i] = e.pass(slots[i], b.Q, b.Sample)
 		if len(per[i]) < len(all) {
 			return fmt.Errorf("serving engine: request %d's pass has %d ops, the batch's %d", b.Seq.Req.ID, len(per[i]), len(all))
 		}
@@ -362,16 +402,18 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 			break
 		}
 	}
+	hidden := e.plan.Model.Hidden
 	// Before the layers (embedding, positions): per sequence on its slot,
 	// then its rows of x into the batch.
 	off := 0
-	for i, b := range batch {
+	for i := range batch {
+		b := &batch[i]
 		for j := 0; j < first; j++ {
-			if err := e.exec(ctx, b, &per[i][j], b.Past); err != nil {
+			if err := s.execOp(ctx, b, &per[i][j], b.Past); err != nil {
 				return err
 			}
 		}
-		if err := e.copyRows(model.X, e.plan.Model.Hidden, slots[i], 0, e.batchMB, off, b.Q); err != nil {
+		if err := s.copyRows(model.X, hidden, slots[i], 0, e.batchMB, off, b.Q); err != nil {
 			return err
 		}
 		off += b.Q
@@ -385,21 +427,22 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 		}
 		last = j + 1
 		if op.Kind != partition.Attention {
-			if err := e.c.Exec(ctx, op, 0); err != nil {
-				return fmt.Errorf("serving engine: batch of %d tokens, %s: %w", T, op.Name, err)
+			if err := s.execOp(ctx, nil, op, 0); err != nil {
+				return err
 			}
 			continue
 		}
 		off := 0
-		for i, b := range batch {
+		for i := range batch {
+			b := &batch[i]
 			a := atPast(&per[i][j], b.Past)
-			if err := e.copyRows(a.In, a.InWidth, e.batchMB, off, slots[i], 0, b.Q); err != nil {
+			if err := s.copyRows(a.In, a.InWidth, e.batchMB, off, slots[i], 0, b.Q); err != nil {
 				return err
 			}
-			if err := e.exec(ctx, b, a, b.Past); err != nil {
+			if err := s.execOp(ctx, b, a, b.Past); err != nil {
 				return err
 			}
-			if err := e.copyRows(a.Out, a.OutWidth, slots[i], 0, e.batchMB, off, b.Q); err != nil {
+			if err := s.copyRows(a.Out, a.OutWidth, slots[i], 0, e.batchMB, off, b.Q); err != nil {
 				return err
 			}
 			off += b.Q
@@ -408,13 +451,14 @@ func (e *PassExecutor) runRows(ctx context.Context, batch []Scheduled, T int) er
 	// After the layers, for each sequence that samples: its last row back
 	// to the slot's last row, then the final norm, LM head and sampling.
 	off = 0
-	for i, b := range batch {
+	for i := range batch {
+		b := &batch[i]
 		if b.Sample {
-			if err := e.copyRows(model.X, e.plan.Model.Hidden, e.batchMB, off+b.Q-1, slots[i], b.Q-1, 1); err != nil {
+			if err := s.copyRows(model.X, hidden, e.batchMB, off+b.Q-1, slots[i], b.Q-1, 1); err != nil {
 				return err
 			}
 			for j := last; j < len(per[i]); j++ {
-				if err := e.exec(ctx, b, &per[i][j], b.Past); err != nil {
+				if err := s.execOp(ctx, b, &per[i][j], b.Past); err != nil {
 					return err
 				}
 			}
@@ -449,3 +493,14 @@ func (e *PassExecutor) copyRows(buf model.Buf, width, src, srcRow, dst, dstRow, 
 
 // AllocatedBytes is the memory the backend holds for the engine.
 func (e *PassExecutor) AllocatedBytes() int64 { return e.c.AllocatedBytes() }
+
+// Launches is what the backend has queued one by one so far (kernels,
+// cuBLAS calls, copies, memsets: exec/cuda's LaunchStats.Launches), and
+// false on a backend that does not count them.
+func (e *PassExecutor) Launches() (int64, bool) {
+	c, ok := e.c.(interface{ Launched() int64 })
+	if !ok {
+		return 0, false
+	}
+	return c.Launched(), true
+}

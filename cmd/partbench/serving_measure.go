@@ -14,7 +14,6 @@ import (
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/report"
 	"github.com/partbench/partbench/serving"
-	"github.com/partbench/partbench/sim"
 )
 
 // maxEngineBytes bounds what the CPU engine allocates on this machine.
@@ -130,15 +129,20 @@ func (o *servingOptions) runMeasure(fs *pflag.FlagSet, stdout io.Writer, cfg *co
 // that ran it.
 func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, plan *partition.Plan, scfg serving.Config, reqs []serving.Request,
 	measured *serving.Result, workload string, rates, ps []float64, slo serving.Goodput) error {
-	im, err := sim.NewIterationModel(plan, sim.Options{})
+	// The model of the engine as it runs: one pass over the iteration's
+	// rows, or (--per-sequence) the sum of each sequence's pass alone; a
+	// spawned GPU engine's iterations are bound by its host's launches too.
+	backendName, launchS := configs.BackendCPU, 0.0
+	var err error
+	if o.remoteTransport() && o.spawnServer && o.backend == configs.BackendCUDA {
+		backendName = o.backend
+		if launchS, err = configs.EngineLaunchHostS(o.calibration, plan.System.GPU.KernelLaunchS); err != nil {
+			return err
+		}
+	}
+	cost, how, err := serving.EngineCost(plan, backendName, !o.perSequence, launchS)
 	if err != nil {
 		return err
-	}
-	// The model of the engine as it runs: one pass over the iteration's
-	// rows, or (--per-sequence) the sum of each sequence's pass alone.
-	var cost serving.Coster = im
-	if o.perSequence {
-		cost = serving.PerSequenceCost{M: im}
 	}
 	modeled, err := serving.Simulate(reqs, scfg, cost)
 	if err != nil {
@@ -156,9 +160,7 @@ func (o *servingOptions) printMeasured(stdout io.Writer, cfg *configs.Config, pl
 	}
 	doc := &report.ServingMeasureDoc{Config: cfg.Name, Hardware: plan.System.GPU.Name, Calibration: o.calibration, Workload: workload, Rate: rate,
 		Scheduler: scfg.Scheduler, Measured: mm, Modeled: dm, Errors: serving.CompareMetrics(dm, mm)}
-	if !o.perSequence {
-		doc.Engine = "one batched pass over each iteration's rows (attention and sampling per sequence)"
-	}
+	doc.Engine = how
 	switch {
 	case o.remoteTransport() && o.spawnServer:
 		doc.Backend = fmt.Sprintf("partbench-serve-%s-engine over %s", o.backend, o.transport)

@@ -80,6 +80,10 @@ type Backend struct {
 	// no op, for a caller that times the ops itself (Registry.UntimedCompute,
 	// calibrate's op-time table). Nil: it has none.
 	Untimed func(env launch.Env) (NewComputeFunc, error)
+	// Launches counts what the backend's Compute queues one by one for
+	// plan's rank, without a device (launches.go, Registry.LaunchCounter,
+	// the serving model of the GPU engine). Nil: it does not count them.
+	Launches func(plan *partition.Plan, rank int) LaunchCounter
 }
 
 // Registry holds backends in registration order, the order "auto" tries them.

@@ -104,6 +104,7 @@ func CUDA() Backend {
 		// calibrator.go
 		Calibrator: cudaCalibrator,
 		Untimed:    cudaUntimed,
+		Launches:   cudaLaunchCounter, // launches.go
 	}
 }
 

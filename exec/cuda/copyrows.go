@@ -37,5 +37,6 @@ func (c *Compute) CopyRows(b model.Buf, srcMB, srcOff, dstMB, dstOff, elems int)
 	if src.f32 {
 		eb = 4
 	}
+	c.stats.Launches++ // a copy queued one by one, as LaunchStats counts them
 	return c.stream.CopyDtoDAsync(dst.p.Add(int64(dstOff)*eb), src.p.Add(int64(srcOff)*eb), int64(elems)*eb)
 }

@@ -76,16 +76,23 @@ func (c *Compute) initFuse() {
 			return
 		}
 	}
-	f.next = map[fuseKey]partition.Op{}
+	f.next = planFusions(c.plan, c.rank.Rank)
+}
+
+// planFusions maps each fusable residual of rank's prefill and decode
+// Programs to the norm it runs with (LaunchCounter counts the same).
+func planFusions(plan *partition.Plan, rank int) map[fuseKey]partition.Op {
+	next := map[fuseKey]partition.Op{}
 	for _, phase := range []partition.Phase{partition.Prefill, partition.Decode} {
-		prog := c.plan.Program(c.rank.Rank, phase)
+		prog := plan.Program(rank, phase)
 		for i := 0; i+1 < len(prog.Ops); i++ {
 			res, norm := &prog.Ops[i], &prog.Ops[i+1]
 			if fusable(res, norm) {
-				f.next[keyOf(res)] = *norm
+				next[keyOf(res)] = *norm
 			}
 		}
 	}
+	return next
 }
 
 // fusable says whether norm, run right after res, reads res's output row

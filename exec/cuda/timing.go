@@ -74,6 +74,10 @@ func (c *Compute) LaunchStats() LaunchStats {
 	return s
 }
 
+// Launched is LaunchStats().Launches: what the backend has queued one by
+// one so far (the serving engine reads it without importing this package).
+func (c *Compute) Launched() int64 { return c.stats.Launches }
+
 // OpTimes waits for the queued work and returns the GPU time per op, by
 // name.
 func (c *Compute) OpTimes() ([]OpTime, error) {
