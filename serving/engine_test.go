@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -19,18 +18,7 @@ func tinyEngine(t *testing.T, slots, context int) (*partition.Plan, *PassExecuto
 // tinyEngineMode is tinyEngine, batched or per sequence.
 func tinyEngineMode(t *testing.T, slots, context int, perSequence bool) (*partition.Plan, *PassExecutor) {
 	t.Helper()
-	cfg, err := configs.Load("test/single-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec, err := EngineConfig(cfg, slots, context)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(ec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := enginePlan(t, slots, context)
 	ex, err := NewPassExecutor(plan, "cpu", perSequence)
 	if err != nil {
 		t.Fatal(err)
