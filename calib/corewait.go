@@ -235,10 +235,10 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 // that repeat; the runs a minute later do not meet it (on the project's
 // 2-core VM, twelve calibrations: the 2-rank W's median read 27–86 µs after
 // the ≈ 0.1 ms burst and 117–259 µs after the ≈ 0.45 ms one in eight of
-// them, while tp2-tiny's runs held their TTFT; priced from the least
-// repeat, tp2-tiny's modeled TTFT is within 10 % of the runs for 11 of the
-// 12, from the median for 5: docs/measurements/cpu-calibration.md,
-// (eighteenth)).
+// them, while tp2-tiny's runs held their TTFT; priced from the least of
+// the first five repeats, tp2-tiny's modeled TTFT is within 10 % of the
+// runs for 10 of the 12, from their median for 5:
+// docs/measurements/cpu-calibration.md, (eighteenth)).
 func coreWaitOf(n, cores int) string {
 	if n <= cores {
 		return "least of"
