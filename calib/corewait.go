@@ -230,12 +230,12 @@ func coreWaitEntry(alone, burstT [][]float64, n, cores int) (configs.OpTime, boo
 // makes, in whichever state the host is in), the least of them where each
 // rank has a core (n ≤ cores). There the wait is the partner's wake-up, ≈ 0
 // to a few µs, and a repeat that reads tens to hundreds of µs after a
-// 0.1–0.5 ms burst — about half the burst, as if the partner's compute ran
-// on half a core — is a process outside the job sharing a rank's CPU for
-// that repeat; the runs a minute later do not meet it (on the project's
-// 2-core VM, twelve calibrations: the 2-rank W's median read 27–86 µs after
-// the ≈ 0.1 ms burst and 117–259 µs after the ≈ 0.45 ms one in eight of
-// them, while tp2-tiny's runs held their TTFT; priced from the least of
+// 0.1–0.6 ms burst — mostly a fifth to four fifths of the burst, as if the
+// partner's compute ran on part of a core — is a process outside the job
+// sharing a rank's CPU for that repeat; the runs a minute later do not
+// meet it (on the project's 2-core VM, twelve calibrations: the 2-rank W's
+// median read 117–259 µs after the ≈ 0.45 ms burst in eight of them, while
+// tp2-tiny's runs held their TTFT; priced from the least of
 // the first five repeats, tp2-tiny's modeled TTFT is within 10 % of the
 // runs for 10 of the 12, from their median for 5:
 // docs/measurements/cpu-calibration.md, (eighteenth)).
