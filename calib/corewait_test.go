@@ -57,6 +57,23 @@ func TestCoreWaitEntry(t *testing.T) {
 	if e, ok, err := coreWaitEntry(alone, same, 4, 2); ok || err != nil || e.TimeS != 1e-9 || e.TimeMinS != 1e-9 || e.TimeMaxS != 1e-9 || e.Size != 5000 {
 		t.Errorf("equal times: %+v, ok %t, err %v; want ok false, 1 ns throughout at 5000 ns, no error", e, ok, err)
 	}
+	// At 2 ranks on 2 cores (a core each) the entry holds the least
+	// repeat, not the median: the table above's 20, 100, 0 µs → 0, kept
+	// as 1 ns (extremes 1 ns and 100 µs; ok: a repeat waited). With the
+	// third repeat at 130 / 230 / 430 µs after the burst instead —
+	// (130 − 100)/2 = 15, (230 − 200)/2 = 15, (430 − 400)/2 = 15 → 15 µs —
+	// the repeats read 20, 100, 15: least 15 µs at 2 ranks, median 20 µs at
+	// 4 ranks on the same 2 cores.
+	if e, ok, err := coreWaitEntry(alone, burstT, 2, 2); !ok || err != nil || e.TimeS != 1e-9 || e.TimeMinS != 1e-9 || !close(e.TimeMaxS, 100e-6) || e.Ranks != 2 {
+		t.Errorf("2 ranks on 2 cores: %+v, ok %t, err %v; want the least repeat, 1 ns (1 ns–100 µs)", e, ok, err)
+	}
+	third := [][]float64{us(140, 50, 300, 70, 130, 50), us(260, 50, 380, 90, 230, 50), us(420, 50, 600, 70, 430, 50)}
+	if e, _, err := coreWaitEntry(alone, third, 2, 2); err != nil || !close(e.TimeS, 15e-6) || !close(e.TimeMinS, 15e-6) || !close(e.TimeMaxS, 100e-6) {
+		t.Errorf("2 ranks on 2 cores, repeats 20, 100, 15 µs: %+v, err %v; want 15 µs (15–100 µs)", e, err)
+	}
+	if e, _, err := coreWaitEntry(alone, third, 4, 2); err != nil || !close(e.TimeS, 20e-6) {
+		t.Errorf("4 ranks on 2 cores, repeats 20, 100, 15 µs: %+v, err %v; want the median, 20 µs", e, err)
+	}
 	// Mismatched shapes are an error, not a guess.
 	if _, _, err := coreWaitEntry(alone, burstT[:2], 4, 2); err == nil {
 		t.Error("3 sizes against 2: no error")
@@ -260,8 +277,10 @@ func TestCoreWaitRepeatsNote(t *testing.T) {
 
 // TestMeasureCoreWaitNote: the core wait at 2 process ranks on 2 cores
 // with 3 repeats: the repeats note lists 3 values for each core_wait
-// entry's size, and the entry's median is the median of its listed values
-// (within their 0.05 µs rounding; a median of 0 is kept as 1 ns).
+// entry's size, and the entry holds the least of its listed values (a
+// rank a core each: coreWaitOf; within their 0.05 µs rounding; a least of
+// 0 is kept as 1 ns), its extremes theirs; a note of the entries says "least of 3
+// repeats" where a repeat waited.
 func TestMeasureCoreWaitNote(t *testing.T) {
 	o := Options{Repeats: 3, MinSample: 100 * time.Microsecond, LinkArgv: []string{os.Args[0], "-test.run=^$"}}
 	cal := &configs.Calibration{}
@@ -304,8 +323,15 @@ func TestMeasureCoreWaitNote(t *testing.T) {
 			t.Errorf("entry at size %d: %d samples, %d listed values; want 3 and 3", e.Size, e.Samples, len(vals))
 			continue
 		}
-		if med := max(medianOf(vals), noWaitS); math.Abs(med-e.TimeS) > 0.051e-6 {
-			t.Errorf("entry at size %d: median %g s, the listed values' %g s", e.Size, e.TimeS, med)
+		sp := spreadOf(vals)
+		least, most := max(sp.Min, noWaitS), max(sp.Max, noWaitS)
+		if math.Abs(least-e.TimeS) > 0.051e-6 || math.Abs(least-e.TimeMinS) > 0.051e-6 || math.Abs(most-e.TimeMaxS) > 0.051e-6 {
+			t.Errorf("entry at size %d: %g s (%g–%g s), the listed values' least %g s (greatest %g s)", e.Size, e.TimeS, e.TimeMinS, e.TimeMaxS, least, most)
+		}
+	}
+	for _, nt := range cal.Info.Notes {
+		if strings.HasPrefix(nt, "core wait at 2 ranks on 2 cores, per message step") && !strings.Contains(nt, "(least of 3 repeats;") {
+			t.Errorf("note %q: want the entries said to be the least of 3 repeats", nt)
 		}
 	}
 	if n != len(CoreWaitBursts) || len(listed) != n {
