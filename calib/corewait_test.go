@@ -12,6 +12,14 @@ import (
 	"github.com/partbench/partbench/configs"
 )
 
+// us is xs, given in microseconds, in seconds (in place).
+func us(xs ...float64) []float64 {
+	for i := range xs {
+		xs[i] *= 1e-6
+	}
+	return xs
+}
+
 // TestCoreWaitEntry: three sizes, three repeats, times in µs; after a
 // burst each repeat is (all_reduce, burst wall).
 //
@@ -25,12 +33,6 @@ import (
 // bursts' wall times are 50 µs but for two of 70 and one of 90: median of
 // the nine 50 µs → size 50 000 ns.
 func TestCoreWaitEntry(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
 	burstT := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
 	e, ok, err := coreWaitEntry(alone, burstT, 4, 2)
@@ -92,12 +94,6 @@ func TestCoreWaitEntry(t *testing.T) {
 // a wait, both are kept at 1 ns and waited is false; a mismatched burst
 // is an error naming it.
 func TestCoreWaitEntries(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
 	none := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
 	waits := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}
@@ -143,12 +139,6 @@ func TestCoreWaitCounts(t *testing.T) {
 // 1 ns; max 50 µs), recv_wait cores=2 ranks 16, at the bursts' median wall
 // time, 5 µs = size 5000 (ns).
 func TestRecvWaitEntry(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	e, ok := recvWaitEntry([][]float64{us(30, 30, 30), us(40, 40, 40)}, [][]float64{us(75, 5, 35, 5, 95, 5), us(105, 5, 25, 5, 95, 5)}, 16, 2)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	if !ok || e.Kind != configs.RecvWaitKind || e.Shape != "cores=2" || e.Ranks != 16 || e.Size != 5000 ||
@@ -171,12 +161,6 @@ func TestRecvWaitEntry(t *testing.T) {
 // → time 50 µs (median of 50, 44, 60), min 44, max 60, 3 samples, at
 // size 40 000 ns: a stretch of 50/40 = 1.25.
 func TestCoreStretchEntry(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	burstT := [][]float64{us(200, 50, 200, 44, 200, 90), us(300, 70, 300, 46, 300, 60)}
 	e, ok := coreStretchEntry(40e-6, burstT, 4, 2)
 	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
@@ -204,12 +188,6 @@ func TestCoreStretchEntry(t *testing.T) {
 // each an entry {send_call, ranks=2, size, ranks 4}; times of odd length
 // or for another number of sizes are an error.
 func TestSendCallEntries(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	es, err := sendCallEntries([][]float64{us(20, 3, 25, 5, 22, 4), us(30, 6, 31, 0, 33, 9)}, []int64{256, 4096}, 4)
 	if err != nil || len(es) != 2 {
 		t.Fatalf("entries %+v, err %v; want 2", es, err)
@@ -248,12 +226,6 @@ func TestSendCallEntries(t *testing.T) {
 // values in the order measured, one decimal; the entry's median (20 µs)
 // is the median of its listed values.
 func TestCoreWaitRepeatsNote(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	alone := [][]float64{us(100, 100, 100), us(200, 200, 200), us(400, 400, 400)}
 	none := [][]float64{us(100, 5, 100, 5, 100, 5), us(200, 5, 200, 5, 200, 5), us(400, 5, 400, 5, 400, 5)}
 	waits := [][]float64{us(140, 50, 300, 70, 100, 50), us(260, 50, 380, 90, 150, 50), us(420, 50, 600, 70, 400, 50)}

@@ -75,12 +75,6 @@ func TestEncodeStamps(t *testing.T) {
 // each an entry {core_exit_lag, cores=2, size the bytes, context the
 // burst's 25 µs = 25 000 ns, ranks 4, 3 samples}, valid op times.
 func TestExitLagEntries(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	es, err := exitLagEntries(configs.CoreExitLagKind, [][]float64{us(40, 60, 50), us(90, 70, 0)}, []int64{256, 4096}, 25_000, 4, 2)
 	if err != nil || len(es) != 2 {
 		t.Fatalf("entries %+v, err %v; want 2", es, err)
@@ -136,12 +130,6 @@ func TestSplitExitLag(t *testing.T) {
 //
 // → 12 entries, valid op times, and one note per kind.
 func TestAddExitLags(t *testing.T) {
-	us := func(xs ...float64) []float64 {
-		for i := range xs {
-			xs[i] *= 1e-6
-		}
-		return xs
-	}
 	walls := [][]float64{nil, {10, 12, 11}, {11, 11, 11}, {20, 20, 20}, {30, 29, 31}}
 	lag := [][]float64{nil, {50, 60, 70}, {40, 40, 40}, {30, 30, 30}, {35, 36, 37}}
 	times, lags := make([][][]float64, 5), make([][][]float64, 5)
