@@ -49,6 +49,11 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 			figs.Rows = append(figs.Rows, []string{r.key, f(r.v), f(s.Min), f(s.Median), f(s.Max), r.unit})
 		}
 	}
+	if e := cal.Engine; e != nil {
+		// the serving engine's host cost per launch ([engine]): a median over
+		// repeats whose spread the file keeps in its comment
+		figs.Rows = append(figs.Rows, []string{"engine.launch_host_s", f(e.LaunchHostS), "—", f(e.LaunchHostS), "—", "s"})
+	}
 	grids := []Grid{figs}
 
 	gemmTitle := "GEMM shapes of the Programs through cpu.MatMul (measured M×N where the shape was cut to the budget)"
