@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -33,9 +34,9 @@ func TestDirectReadRefusedFallsBack(t *testing.T) {
 	f.direct = d
 	old := preadDirect
 	defer func() { preadDirect = old }()
-	refused := 0
+	var refused atomic.Int64 // the reads run on several goroutines
 	preadDirect = func(*os.File, []byte, int64) (int, error) {
-		refused++
+		refused.Add(1)
 		return 0, &os.PathError{Op: "read", Path: path, Err: syscall.EINVAL}
 	}
 	before := directReads.Load()
@@ -73,7 +74,7 @@ func TestDirectReadRefusedFallsBack(t *testing.T) {
 			}
 		}
 	}
-	if refused == 0 {
+	if refused.Load() == 0 {
 		t.Fatal("no read was tried with direct I/O: the fallback was not exercised")
 	}
 	if n := directReads.Load() - before; n != 0 {
