@@ -105,3 +105,45 @@ func TestDecodeF16EveryPattern(t *testing.T) {
 		}
 	}
 }
+
+// Every bfloat16 bit pattern decodes to the binary32 whose top half it is
+// (the definition of bfloat16: the low 16 bits zero), at every length from
+// 0 to 19 (the four-at-a-time loop and the one to three left after it)
+// and from every byte offset of the source (a read's segment may start on
+// any even byte, and an 8-byte load need not be aligned); the elements
+// past the length are left as they were.
+func TestDecodeBF16EveryPatternEveryLength(t *testing.T) {
+	src := make([]byte, 2<<16)
+	for i := range 1 << 16 {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
+	}
+	dst := make([]float32, 1<<16)
+	decode(dst, src, BF16)
+	for i := range 1 << 16 {
+		if got, want := math.Float32bits(dst[i]), uint32(i)<<16; got != want {
+			t.Fatalf("decode of %#04x: %#08x, want %#08x", i, got, want)
+		}
+	}
+	const sentinel = 12345.5
+	for start := 0; start < 4; start++ { // bytes into src
+		for n := 0; n < 20; n++ {
+			raw := src[2*300+start:] // patterns 300, 301, … shifted by start bytes
+			out := make([]float32, n+3)
+			for i := range out {
+				out[i] = sentinel
+			}
+			decode(out[:n], raw, BF16)
+			for i := range n {
+				want := uint32(raw[2*i])<<16 | uint32(raw[2*i+1])<<24
+				if got := math.Float32bits(out[i]); got != want {
+					t.Fatalf("start %d, length %d: element %d is %#08x, want %#08x", start, n, i, got, want)
+				}
+			}
+			for i := n; i < len(out); i++ {
+				if out[i] != sentinel {
+					t.Fatalf("start %d, length %d: element %d past the length written (%v)", start, n, i, out[i])
+				}
+			}
+		}
+	}
+}

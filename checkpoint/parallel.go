@@ -67,6 +67,11 @@ func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
 // check that the path is taken).
 var directReads atomic.Int64
 
+// preadDirect is the read readAtDirect makes through the file opened for
+// direct I/O: (*os.File).ReadAt, replaced only by the tests of a kernel
+// that refuses it.
+var preadDirect = (*os.File).ReadAt
+
 // readAtDirect is readAt through direct, the file opened for direct I/O,
 // where it is set and the read can be one: off a multiple of the page size
 // (planReads starts every read on a page), the length rounded up to pages
@@ -87,7 +92,7 @@ func readAtDirect(direct, fd *os.File, scratch *[]byte, off, n int64) ([]byte, e
 	if uintptr(unsafe.Pointer(&b[0]))%uintptr(page) != 0 {
 		return readAt(fd, scratch, off, n)
 	}
-	got, err := direct.ReadAt(b, off)
+	got, err := preadDirect(direct, b, off)
 	if int64(got) >= n {
 		directReads.Add(1)
 		return b[:n], nil

@@ -5,14 +5,17 @@ package shards
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/partbench/partbench/checkpoint"
 	"github.com/partbench/partbench/checkpoint/checkpointtest"
@@ -301,12 +304,18 @@ func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
 // alternating order: "checkpoint", through Source with one Prefetch from
 // the Hugging Face file (as exec/cpu does), and "sharded", through Sharded
 // with one Prefetch from the rank's pre-sharded file (WriteSharded, written
-// once before the pairs, not timed). Each pair is preceded by a sequential
-// read of the whole checkpoint file after its own eviction. It reports per
+// once before the pairs, not timed). Each pair is preceded by two
+// sequential reads of the whole checkpoint file, each after its own
+// eviction, in alternating order: "seq-cache" through the page cache and
+// "seq-direct" with direct I/O (coldSequentialReadDirect; none where the
+// file system refuses it). A pair's baseline is the faster of the two: the
+// file's best sequential read on this disk at that moment. It reports per
 // way the median over the pairs of the rank's bytes (in the checkpoint's
-// BF16) per second (MB/s) and of that over the checkpoint file's
-// sequential rate (slice/seq), and the median CPU time of a load (cpu-s).
-// PARTBENCH_SHARDS_BENCH_MB sets the file's size (default 256).
+// BF16) per second (MB/s) and of that over the pair's baseline
+// (slice/seq), with the lowest and highest pair (slice/seq-min, -max), the
+// median CPU time of a load (cpu-s), and the median, lowest and highest
+// rate of each sequential read. PARTBENCH_SHARDS_BENCH_MB sets the file's
+// size (default 256).
 func BenchmarkRankLoadShardedCold(b *testing.B) {
 	dir, size := benchDir(b, benchMB(b))
 	path := filepath.Join(dir, checkpoint.SingleFile)
@@ -315,6 +324,7 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 		b.Fatal(err)
 	}
 	buf := make([]byte, 4<<20)
+	dbuf := alignedBuffer(4 << 20)
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			r := newBenchRank(b, dir, hf, tp)
@@ -347,10 +357,24 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				s.Close()
 				w.Close()
 			}
-			seqRead := func() float64 { return coldSequentialRead(b, path, buf) }
 			rate, vsSeq, cpu := [2][]float64{}, [2][]float64{}, [2][]float64{}
+			var seqCache, seqDirect []float64 // MB/s
 			for i := 0; i < b.N; i++ {
-				seq := seqRead()
+				var cacheS, directS float64
+				direct := false
+				for k := range 2 {
+					if (k+i)%2 == 0 {
+						cacheS = coldSequentialRead(b, path, buf)
+					} else {
+						directS, direct = coldSequentialReadDirect(b, path, dbuf)
+					}
+				}
+				seqCache = append(seqCache, float64(size)/cacheS/1e6)
+				best := cacheS
+				if direct {
+					seqDirect = append(seqDirect, float64(size)/directS/1e6)
+					best = min(best, directS)
+				}
 				for k := range 2 {
 					k := (k + i) % 2 // each way takes each place in turn
 					c0 := cpuSeconds(b)
@@ -368,20 +392,71 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 					}
 					cpu[k] = append(cpu[k], cpuSeconds(b)-c0)
 					rate[k] = append(rate[k], float64(r.bytes)/dt/1e6)
-					vsSeq[k] = append(vsSeq[k], float64(r.bytes)/dt/(float64(size)/seq))
+					vsSeq[k] = append(vsSeq[k], float64(r.bytes)/dt/(float64(size)/best))
 				}
 				if testing.Verbose() {
-					fmt.Printf("pair tp=%d iteration %d: seq %.0f MB/s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f)\n",
-						tp, i, float64(size)/seq/1e6, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i])
+					d := "refused"
+					if direct {
+						d = fmt.Sprintf("%.0f MB/s", seqDirect[len(seqDirect)-1])
+					}
+					fmt.Printf("pair tp=%d iteration %d: seq-cache %.0f MB/s, seq-direct %s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f)\n",
+						tp, i, seqCache[i], d, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i])
 				}
 			}
 			for k, name := range []string{"checkpoint", "sharded"} {
 				b.ReportMetric(stats.Median(rate[k]), name+"-MB/s")
 				b.ReportMetric(stats.Median(vsSeq[k]), name+"-slice/seq")
+				b.ReportMetric(slices.Min(vsSeq[k]), name+"-slice/seq-min")
+				b.ReportMetric(slices.Max(vsSeq[k]), name+"-slice/seq-max")
 				b.ReportMetric(stats.Median(cpu[k]), name+"-cpu-s")
+			}
+			b.ReportMetric(stats.Median(seqCache), "seq-cache-MB/s")
+			b.ReportMetric(slices.Min(seqCache), "seq-cache-min-MB/s")
+			b.ReportMetric(slices.Max(seqCache), "seq-cache-max-MB/s")
+			if len(seqDirect) > 0 {
+				b.ReportMetric(stats.Median(seqDirect), "seq-direct-MB/s")
+				b.ReportMetric(slices.Min(seqDirect), "seq-direct-min-MB/s")
+				b.ReportMetric(slices.Max(seqDirect), "seq-direct-max-MB/s")
 			}
 			b.ReportMetric(float64(r.bytes)/1e6, "rank-MB")
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 		})
 	}
+}
+
+// coldSequentialReadDirect is the seconds one stream takes to read the
+// whole file at path with direct I/O (O_DIRECT) through buf, page-aligned,
+// after evicting it, and whether it could: false where the open or the
+// first read is refused (a file system without direct I/O), and the
+// baseline is then the page cache's read alone.
+func coldSequentialReadDirect(b *testing.B, path string, buf []byte) (float64, bool) {
+	checkpointtest.Evict(b, path)
+	t0 := time.Now()
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if off == 0 && errors.Is(err, syscall.EINVAL) {
+				return 0, false
+			}
+			b.Fatalf("%s: direct read at %d: %v", path, off, err)
+		}
+	}
+	return time.Since(t0).Seconds(), true
+}
+
+// alignedBuffer is n bytes starting on a page, as direct reads want.
+func alignedBuffer(n int) []byte {
+	page := os.Getpagesize()
+	b := make([]byte, n+page)
+	o := (page - int(uintptr(unsafe.Pointer(&b[0])))%page) % page
+	return b[o : o+n : o+n]
 }
