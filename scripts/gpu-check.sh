@@ -50,6 +50,10 @@
 #                   and over shared memory (TPOT)
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
 #
+# The seed configs name the hardware preset of the host's GPU (h200-sxm on an
+# H200, else h100-sxm; HARDWARE_PRESET=NAME overrides), so the uncalibrated
+# model prices the card the runs use.
+#
 # With ARCHIVE=FILE set, OUTDIR is also written as one gzip tar to FILE at the
 # end (a device call brings back a limited number of files: OUTDIR's 140 would
 # be cut; see docs/gpu.md, "First steps on a GPU").
@@ -189,12 +193,27 @@ config_ok() {
 	fi
 }
 
+# device_preset: the hardware preset of the GPU this host has, so that the
+# uncalibrated model prices the card the runs use (H200 → h200-sxm; anything
+# else, or no nvidia-smi as in a dry run, h100-sxm); HARDWARE_PRESET overrides.
+device_preset() {
+	if [ -n "${HARDWARE_PRESET:-}" ]; then
+		echo "$HARDWARE_PRESET"
+		return
+	fi
+	case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
+	*H200*) echo h200-sxm ;;
+	*) echo h100-sxm ;;
+	esac
+}
+
 write_configs() {
 	# The seed model's layer shapes at 4 layers (a figure that scales by
 	# layer is scaled back in the report), so each run takes seconds.
-	local common='
+	local common="
 [hardware]
-preset = "h100-sxm"
+preset = \"$(device_preset)\"
+"'
 
 [run]
 warmup = 1
