@@ -341,9 +341,8 @@ func (c *Sharded) Close() error { return c.w.Close() }
 func (c *Sharded) Path() string { return c.w.Files()[0].Path() }
 
 // slice is the read of one whole tensor into a new float32 tensor of the
-// shard's shape: the front of *arena (which it advances) where arena is
-// not nil, else its own allocation.
-func (c *Sharded) slice(layer int, name string, arena *[]float32) (checkpoint.Slice, *model.Tensor, error) {
+// shard's shape.
+func (c *Sharded) slice(layer int, name string) (checkpoint.Slice, *model.Tensor, error) {
 	k, n, ok := c.shard.TensorShape(name)
 	if !ok {
 		return checkpoint.Slice{}, nil, fmt.Errorf("model: no tensor %q", name)
@@ -355,12 +354,7 @@ func (c *Sharded) slice(layer int, name string, arena *[]float32) (checkpoint.Sl
 	if len(t.Info.Shape) != 2 || t.Info.Shape[0] != int64(k) || t.Info.Shape[1] != int64(n) {
 		return checkpoint.Slice{}, nil, fmt.Errorf("%s: %s is %v, the shard's is [%d %d]", c.Path(), t.Info.Name, t.Info.Shape, k, n)
 	}
-	out := &model.Tensor{K: k, N: n}
-	if arena != nil {
-		out.Data, *arena = (*arena)[:k*n:k*n], (*arena)[k*n:]
-	} else {
-		out.Data = checkpoint.NewFloat32s(k * n)
-	}
+	out := newTensor(k, n)
 	return checkpoint.Slice{Tensor: t, Lo: 0, Hi: int64(k), Dst: out.Data}, out, nil
 }
 
@@ -371,7 +365,7 @@ func (c *Sharded) Tensor(layer int, name string) (*model.Tensor, error) {
 		delete(c.fetched, key{layer, name})
 		return t, nil
 	}
-	sl, out, err := c.slice(layer, name, nil)
+	sl, out, err := c.slice(layer, name)
 	if err != nil {
 		return nil, err
 	}
@@ -384,20 +378,8 @@ func (c *Sharded) Tensor(layer int, name string) (*model.Tensor, error) {
 // Prefetch reads every tensor listed with one checkpoint.ReadSlices (the
 // file's ranges sorted, several large reads in flight); Tensor then hands
 // each out once. A tensor listed twice is read once; on an error nothing
-// is kept. The tensors are carved from one allocation
-// (checkpoint.NewFloat32s), so that all of it but its ends is advised as
-// huge pages even where each tensor is smaller than one (at TP 8 the fresh
-// pages' faults were most of a load's CPU: docs/measurements/speed.md,
-// section 35); the allocation is let go when every tensor is.
+// is kept.
 func (c *Sharded) Prefetch(tensors []partition.TensorShard) error {
-	seen, n := map[key]bool{}, 0
-	for _, ts := range tensors {
-		if k, m, ok := c.shard.TensorShape(ts.Name); ok && !seen[key{ts.Layer, ts.Name}] {
-			seen[key{ts.Layer, ts.Name}] = true
-			n += k * m
-		}
-	}
-	arena := checkpoint.NewFloat32s(n)
 	got := map[key]*model.Tensor{}
 	var all []checkpoint.Slice
 	for _, ts := range tensors {
@@ -405,7 +387,7 @@ func (c *Sharded) Prefetch(tensors []partition.TensorShard) error {
 		if got[k] != nil {
 			continue
 		}
-		sl, out, err := c.slice(ts.Layer, ts.Name, &arena)
+		sl, out, err := c.slice(ts.Layer, ts.Name)
 		if err != nil {
 			return err
 		}

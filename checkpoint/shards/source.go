@@ -84,7 +84,7 @@ func interleaved(n, hd, base int) []int {
 }
 
 func newTensor(k, n int) *model.Tensor {
-	return &model.Tensor{K: k, N: n, Data: checkpoint.NewFloat32s(k * n)}
+	return &model.Tensor{K: k, N: n, Data: make([]float32, k*n)}
 }
 
 // Tensor reads the rank's shard of a tensor (a name of model.Shard.TensorShape):
