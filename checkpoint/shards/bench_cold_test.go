@@ -3,6 +3,7 @@
 package shards
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"syscall"
@@ -459,4 +462,85 @@ func alignedBuffer(n int) []byte {
 	b := make([]byte, n+page)
 	o := (page - int(uintptr(unsafe.Pointer(&b[0])))%page) % page
 	return b[o : o+n : o+n]
+}
+
+// BenchmarkShardedLoadCold is the sharded load of BenchmarkRankLoadShardedCold
+// alone (no sequential reads, WriteSharded once before the timer, the file
+// evicted and the previous load's memory returned to the system with
+// debug.FreeOSMemory, with the timer stopped, so that each load writes
+// fresh memory as a process's one load does): tensor-parallel rank 0 of TP-1, TP-2 and
+// TP-8 plans reading every tensor it holds through Sharded with one
+// Prefetch from its pre-sharded file. Per load it reports the process's
+// user and system CPU seconds and its minor page faults (first touches of
+// fresh memory: the float32 tensors, 4 KiB or 2 MiB a fault), so that a
+// profile (-cpuprofile) of this benchmark is the load's own: its samples
+// carry the label load=sharded (go tool pprof -tagfocus load=sharded).
+func BenchmarkShardedLoadCold(b *testing.B) {
+	dir, _ := benchDir(b, benchMB(b))
+	hf, err := checkpoint.ReadConfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tp := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
+			r := newBenchRank(b, dir, hf, tp)
+			w, err := checkpoint.OpenWeights(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			shardPath, _, err := WriteSharded(dir, w, hf, r.shard, r.list)
+			w.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var user, sys, flt float64
+			b.SetBytes(r.bytes)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				checkpointtest.Evict(b, shardPath)
+				debug.FreeOSMemory() // the last load's tensors back to the system: a fresh process's first load
+				ru0 := rusage(b)
+				b.StartTimer()
+				pprof.Do(context.Background(), pprof.Labels("load", "sharded"), func(context.Context) {
+					w, err := checkpoint.OpenWeights(dir)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s, err := OpenSharded(dir, w, r.shard)
+					if err != nil || s == nil {
+						b.Fatalf("%v, %v", s, err)
+					}
+					if err := s.Prefetch(r.list); err != nil {
+						b.Fatal(err)
+					}
+					for _, ts := range r.list {
+						if _, err := s.Tensor(ts.Layer, ts.Name); err != nil {
+							b.Fatal(err)
+						}
+					}
+					s.Close()
+					w.Close()
+				})
+				b.StopTimer()
+				ru := rusage(b)
+				user += float64(ru.Utime.Nano()-ru0.Utime.Nano()) / 1e9
+				sys += float64(ru.Stime.Nano()-ru0.Stime.Nano()) / 1e9
+				flt += float64(ru.Minflt - ru0.Minflt)
+				b.StartTimer()
+			}
+			b.ReportMetric(user/float64(b.N), "user-s/op")
+			b.ReportMetric(sys/float64(b.N), "sys-s/op")
+			b.ReportMetric(flt/float64(b.N), "minflt/op")
+		})
+	}
+}
+
+// rusage is the process's resource usage so far.
+func rusage(b *testing.B) syscall.Rusage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru
 }
