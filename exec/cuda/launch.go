@@ -130,8 +130,7 @@ func (l *LaunchCounter) Exec(op *partition.Op, past int) {
 		}
 	}
 	newPos := false
-	switch op.Kind {
-	case partition.Input, partition.Position, partition.Attention, partition.Sample:
+	if setsPos(op.Kind) {
 		if p, ok := l.pos[op.Microbatch]; !ok || p != past {
 			newPos = true
 			l.pos[op.Microbatch] = past
@@ -147,6 +146,17 @@ func (l *LaunchCounter) Exec(op *partition.Op, past int) {
 			l.done = &nk
 		}
 	}
+}
+
+// setsPos says whether an op of kind makes its micro-batch's device position
+// its own first (Compute.setPos, from the input, position, attention and
+// sample ops).
+func setsPos(kind partition.Kind) bool {
+	switch kind {
+	case partition.Input, partition.Position, partition.Attention, partition.Sample:
+		return true
+	}
+	return false
 }
 
 // Reset starts the count again at 0, every position unknown.
@@ -179,11 +189,8 @@ func (l *LaunchCounter) Launches() int { return l.n }
 // calls).
 func OpLaunches(op *partition.Op, newPos, prompt bool) int {
 	n := 0
-	if newPos {
-		switch op.Kind {
-		case partition.Input, partition.Position, partition.Attention, partition.Sample:
-			n++ // setPos
-		}
+	if newPos && setsPos(op.Kind) {
+		n++ // setPos
 	}
 	switch op.Kind {
 	case partition.Input:
