@@ -109,9 +109,10 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 		if err := clock.Mark(); err != nil {
 			return 0, err
 		}
+		past := pexec.Past(plan, partition.Decode, s)
 		for i := range decode.Ops {
 			op := &decode.Ops[i]
-			if err := c.Exec(ctx, op, pexec.Past(plan, partition.Decode, s)(op)); err != nil {
+			if err := c.Exec(ctx, op, past(op)); err != nil {
 				return 0, fmt.Errorf("decode graph steps: %s %s: %w", decode.Phase, op.Name, err)
 			}
 		}
