@@ -160,26 +160,17 @@ func (c HostBoundCost) hostBound(d float64, batch []Scheduled) (float64, error) 
 // and its launches × launchHostS (the calibration's [engine] figure, else
 // the hardware's kernel_launch_s: configs.EngineLaunchHostS).
 func EngineCost(plan *partition.Plan, backendName string, batched bool, launchHostS float64) (Coster, string, error) {
-	if backendName != configs.BackendCUDA {
-		im, err := sim.NewIterationModel(plan, sim.Options{})
-		if err != nil {
-			return nil, "", err
-		}
-		if !batched {
-			return PerSequenceCost{M: im}, "", nil
-		}
-		return im, "one batched pass over each iteration's rows (attention and sampling per sequence)", nil
-	}
-	if !(launchHostS > 0) {
+	gpu := backendName == configs.BackendCUDA
+	if gpu && !(launchHostS > 0) {
 		return nil, "", fmt.Errorf("serving engine: the host cost of a launch must be > 0 s (got %g): the hardware's kernel_launch_s or the calibration's engine.launch_host_s", launchHostS)
 	}
-	eager := *plan
-	eager.System.GPU.CUDAGraphs = false
-	im, err := sim.NewIterationModel(&eager, sim.Options{})
-	if err != nil {
-		return nil, "", err
+	priced := plan
+	if gpu {
+		eager := *plan
+		eager.System.GPU.CUDAGraphs = false
+		priced = &eager
 	}
-	n, err := NewEngineLaunches(plan)
+	im, err := sim.NewIterationModel(priced, sim.Options{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -187,6 +178,16 @@ func EngineCost(plan *partition.Plan, backendName string, batched bool, launchHo
 	how := "one batched pass over each iteration's rows (attention and sampling per sequence)"
 	if !batched {
 		dev, how = PerSequenceCost{M: im}, "one pass per sequence"
+	}
+	if !gpu {
+		if !batched {
+			how = ""
+		}
+		return dev, how, nil
+	}
+	n, err := NewEngineLaunches(plan)
+	if err != nil {
+		return nil, "", err
 	}
 	slots := plan.Microbatches - 1
 	seqs := make([]Seq, slots)
