@@ -60,6 +60,8 @@ gpu-check:
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/exec-cuda.test ./exec/cuda
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/hostemu.test ./exec/cuda/hostemu
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/topology.test ./topology
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/host/remote.test ./remote
+	$(GO) test -c -ldflags "-s -w" -o gpu-check/host/shards.test ./checkpoint/shards
 	cp -r configs gpu-check/configs && find gpu-check/configs -name "*.go" -delete
 	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
 	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/

@@ -49,6 +49,13 @@
 #                   start), single-tiny on one rank, tensor-parallel on 2 ranks over TCP
 #                   and over shared memory (TPOT)
 #   sanitize   90   compute-sanitizer memcheck and racecheck over the kernel tests
+#   host       90   what a many-core host decides and the 2-core CI machine cannot: the
+#                   remote stateful step's overhead beside its echo floor across processes,
+#                   both transports, raw TCP's reads polling (auto: adaptive on >= 4 CPUs)
+#                   and not (PARTBENCH_TCP_POLL=off), five runs each; then checkpoint slices
+#                   on a cold cache against the file's sequential read (TP 1/2/8) on this
+#                   host's disk (host/*.test, built by make gpu-check; HOST_CKPT_MB sets
+#                   the file's size, default 1024)
 #
 # The seed configs name the hardware preset of the host's GPU (h200-sxm on an
 # H200, else h100-sxm; HARDWARE_PRESET=NAME overrides), so the uncalibrated
@@ -70,12 +77,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|transport|sanitize ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|transport|sanitize|host ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving transport sanitize"
+all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving transport sanitize host"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -98,7 +105,7 @@ limit_of() {
 	serving | transport) echo 40 ;;
 	without) echo 30 ;;
 	startup) echo 60 ;;
-	sanitize) echo 90 ;;
+	sanitize | host) echo 90 ;;
 	*) echo 30 ;;
 	esac
 }
@@ -568,6 +575,32 @@ for s in $steps; do
 				run "sanitize-$tool" "$san" --tool "$tool" --error-exitcode 1 --target-processes all \
 					./exec-cuda.test -test.run "$pattern" -test.v -test.timeout "${step_limit}s"
 			done
+		fi
+		;;
+	host)
+		if [ $dry -eq 1 ]; then
+			skip host "dry run"
+			continue
+		fi
+		if [ -x ./host/remote.test ]; then
+			# Alternate the two read policies run by run, so both see the host alike.
+			for i in 1 2 3 4 5; do
+				run "host-remote-auto-$i" ./host/remote.test -test.run '^$' -test.bench '^BenchmarkStatefulStepProcess$' -test.benchtime 3000x
+				run "host-remote-off-$i" env PARTBENCH_TCP_POLL=off ./host/remote.test -test.run '^$' -test.bench '^BenchmarkStatefulStepProcess$' -test.benchtime 3000x
+			done
+		else
+			skip host-remote "no host/remote.test here (make gpu-check builds it)"
+		fi
+		if [ -x ./host/shards.test ]; then
+			# The file goes beside this script (the disk the checkpoint would be
+			# read from), not to /tmp, which may be memory.
+			ck="$here/host-ckpt-$$"
+			mkdir -p "$ck" && run host-ckpt-disk sh -c "df -hT '$ck'; cat /proc/cpuinfo | grep -c ^processor; nproc"
+			run host-ckpt env PARTBENCH_SHARDS_BENCH_MB="${HOST_CKPT_MB:-1024}" PARTBENCH_SHARDS_BENCH_DIR="$ck" \
+				./host/shards.test -test.run '^$' -test.bench '^BenchmarkRankLoadShardedCold$' -test.benchtime 3x
+			rm -rf "$ck"
+		else
+			skip host-ckpt "no host/shards.test here (make gpu-check builds it)"
 		fi
 		;;
 	*)
