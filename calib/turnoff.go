@@ -34,8 +34,8 @@ func turnOffNs(wallNs int64, cpu time.Duration) int64 {
 // prices, whose burst looks the entry up), and the median and mean time
 // off the core, in seconds.
 type turnOffBin struct {
-	UpToS               float64
-	N                   int
+	UpToS              float64
+	N                  int
 	PassS, OffS, MeanS float64
 }
 
