@@ -275,13 +275,17 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			if n > h.cores {
 				// Above the cores, the same ranks again taking turns: a
 				// pipeline's stages compute one at a time.
-				tt, _, hops, err := measureOpTimesProcsHops(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
+				tt, _, tm, err := measureOpTimesProcsHops(ctx, o.LinkArgv, n, o.OpConfigs, opIterationsPerRepeat*o.Repeats, 0, true)
 				if err != nil {
 					return nil, err
 				}
-				if len(hops) > 0 {
-					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go): %s", n, describeTurnHops(hops))
-					turnHopsAt[n] = hops
+				if len(tm.hops) > 0 {
+					note(cal, "hand-off between turns at %d process ranks, from a rank's Send call's start to the next rank's return from its receive, after a pass of real ops (turnhop.go): %s; %s", n, describeTurnHops(tm.hops), describeTurnOrder(tm.order))
+					turnHopsAt[n] = tm.hops
+				}
+				if len(tm.off) > 0 { // a turn's time off its core (turnoff.go)
+					note(cal, "time off the core per turn at %d process ranks (the turn's wall time less its thread's CPU time, turnoff.go): %s", n, describeTurnOffs(tm.off))
+					cal.OpTimes = append(cal.OpTimes, turnOffEntries(tm.off, n, h.cores)...)
 				}
 				cal.OpTimes = append(cal.OpTimes, tt...)
 				note(cal, "op times at %d process ranks taking turns (a token passed round, one pass each turn), each op by its time on a core: %s", n, turnsOverAtOnce(tt, ts))

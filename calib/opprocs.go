@@ -84,9 +84,20 @@ func measureOpTimesProcs(ctx context.Context, argv []string, n int, names []stri
 	return ts, stretches, err
 }
 
+// turnsMeasured is what the turns of an op-time measurement taken in
+// turns show beside the op times: the hand-offs between the ranks' turns
+// (turnHops), each turn's time off its core (turnOffs) and how the
+// hand-on's Send call and the next rank's return from its receive were
+// ordered (turnSendOrder).
+type turnsMeasured struct {
+	hops  []turnHopBin
+	off   []turnOffBin
+	order turnOrder
+}
+
 // measureOpTimesProcsHops is measureOpTimesProcs also returning, taking
-// turns, the hand-offs between the ranks' turns (turnHops; nil at once).
-func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, []turnHopBin, error) {
+// turns, what the ranks' turns show (nil at once).
+func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, *turnsMeasured, error) {
 	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}})
 	if err != nil {
 		return nil, nil, nil, err
@@ -114,11 +125,10 @@ func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []
 			ts[i].Kind = configs.TurnsKind(ts[i].Kind)
 		}
 	}
-	var hops []turnHopBin
-	if turns {
-		hops = turnHops(ranks)
+	if !turns {
+		return ts, stretches, nil, nil
 	}
-	return ts, stretches, hops, nil
+	return ts, stretches, &turnsMeasured{hops: turnHops(ranks), off: turnOffs(ranks), order: turnSendOrder(ranks)}, nil
 }
 
 // parseOpTimesLines reads every rank's op-time line from r (each rank's
@@ -214,16 +224,32 @@ func opTimesRank(ctx context.Context, c *tcpcomm.Comm, spec opProcSpec, stdout i
 	rt.Rank = c.Rank()
 	if spec.Turns {
 		ring := newTurnRing(ctx, c, c.Rank(), c.Size())
+		// Each turn's wall and thread CPU time, both read where the turn
+		// begins and where its hand-on begins (the worker is held on its
+		// OS thread: blockOpts.onCore), give its time off the core
+		// (turnoff.go).
+		var cpuAt time.Duration
+		cpuOK := false
 		await := func() error {
 			err := ring.await()
 			rt.Turns = append(rt.Turns, turnStamp{Await: time.Now().UnixNano()})
+			cpuAt, cpuOK = threadCPU()
 			return err
 		}
 		handOn := func() error {
-			if k := len(rt.Turns); k > 0 {
-				rt.Turns[k-1].HandOn = time.Now().UnixNano()
+			k := len(rt.Turns)
+			if k > 0 {
+				t := &rt.Turns[k-1]
+				t.HandOn = time.Now().UnixNano()
+				if cpu, ok := threadCPU(); ok && cpuOK {
+					t.Off, t.OffOK = turnOffNs(t.HandOn-t.Await, cpu-cpuAt), true
+				}
 			}
-			return ring.handOn()
+			err := ring.handOn()
+			if k > 0 {
+				rt.Turns[k-1].Sent = time.Now().UnixNano()
+			}
+			return err
 		}
 		bo = blockOpts{onCore: true, turn: await, done: handOn}
 		step = func() error {

@@ -118,15 +118,17 @@ func TestTurnRingOneAtATime(t *testing.T) {
 // compute op has an entry taken in turns (kind turns:<kind>, looked up by
 // that kind), measured at 3 ranks, with at least one sample of each rank
 // in each of the 2 iterations, and the profile's validation accepts them;
-// and the hand-offs between their turns are read.
+// and the hand-offs between their turns, their order and every turn's
+// time off the core are read.
 func TestMeasureOpTimesProcsTurns(t *testing.T) {
-	ts, stretches, hops, err := measureOpTimesProcsHops(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, []string{"test/single-tiny"}, 2, 0, true)
+	ts, stretches, tm, err := measureOpTimesProcsHops(context.Background(), []string{os.Args[0], "-test.run=^$"}, 3, []string{"test/single-tiny"}, 2, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The hand-offs between turns: ranks 1 and 2 each receive every turn
 	// (single-tiny's one rank: (2 iterations + the warm-up) × its passes),
 	// none read before its hand-on.
+	hops := tm.hops
 	n := 0
 	for _, b := range hops {
 		n += b.N
@@ -136,6 +138,22 @@ func TestMeasureOpTimesProcsTurns(t *testing.T) {
 	}
 	if n < 2*3 {
 		t.Errorf("%d hand-offs between turns (%+v), want ≥ 6", n, hops)
+	}
+	// Every hand-off read its Send call's return too (the same pairs).
+	if o := tm.order; o.N != n || o.ReceiverFirst < 0 || o.ReceiverFirst > o.N || !(o.CallS >= 0) || !(o.CallMeanS >= 0) {
+		t.Errorf("hand-on order %+v, want %d hand-ons", o, n)
+	}
+	// Every turn of the 3 ranks (≥ 3 each) read its time off the core
+	// (Linux gives a thread's CPU time), none below 0.
+	turns := 0
+	for _, b := range tm.off {
+		turns += b.N
+		if b.N < 1 || !(b.PassS > 0) || !(b.OffS >= 0) || !(b.MeanS >= 0) {
+			t.Errorf("time-off band %+v", b)
+		}
+	}
+	if _, ok := threadCPU(); ok && turns < 3*3 {
+		t.Errorf("%d turns with their time off the core (%+v), want ≥ 9", turns, tm.off)
 	}
 	for i, s := range stretches {
 		if s != 0 {

@@ -22,10 +22,14 @@ import (
 // wait's ring (corewait.go) times it after a spin burst instead.
 
 // turnStamp is one turn of a rank: Unix ns where its receive of the turn
-// returned (Await) and where its hand-on's Send call began (HandOn).
+// returned (Await), where its hand-on's Send call began (HandOn) and
+// where that call returned (Sent; 0: not read), and the turn's time off
+// its core (turnoff.go): ns of wall time from Await to HandOn less the
+// thread's CPU time between the same two reads, valid with OffOK.
 type turnStamp struct {
-	Await  int64 `json:"a"`
-	HandOn int64 `json:"h"`
+	Await, HandOn, Sent int64
+	Off                 int64
+	OffOK               bool
 }
 
 // turnHopBin is the hops after passes of one length band: the band's
@@ -105,25 +109,36 @@ const turnStampsPrefix = "partbench-turn-stamps "
 // 64 KiB line (exec/launch cuts longer ones).
 const turnStampsPerLine = 1000
 
-// turnStampsLine is one line of a rank's stamps: Base (Unix ns) and each
-// stamp's await and hand-on in ns after it, flat.
+// turnStampsLine is one line of a rank's stamps: Base (Unix ns) and per
+// stamp four numbers, flat: its await, hand-on and Send call's return in
+// ns after Base (−1: not read) and its time off the core in ns (−1: not
+// read).
 type turnStampsLine struct {
 	Rank int     `json:"rank"`
 	Base int64   `json:"base"`
 	S    []int64 `json:"s"`
 }
 
+// turnStampNums is how many numbers a stamp takes on a line.
+const turnStampNums = 4
+
 // writeTurnStamps writes ts to w in lines of turnStampsPerLine stamps.
 func writeTurnStamps(w io.Writer, rank int, ts []turnStamp) error {
 	for len(ts) > 0 {
 		k := min(len(ts), turnStampsPerLine)
-		line := turnStampsLine{Rank: rank, Base: ts[0].Await, S: make([]int64, 0, 2*k)}
-		for _, t := range ts[:k] {
-			h := t.HandOn - line.Base
-			if t.HandOn == 0 {
-				h = -1 // no hand-on read
+		line := turnStampsLine{Rank: rank, Base: ts[0].Await, S: make([]int64, 0, turnStampNums*k)}
+		after := func(at int64) int64 {
+			if at == 0 {
+				return -1 // not read
 			}
-			line.S = append(line.S, t.Await-line.Base, h)
+			return at - line.Base
+		}
+		for _, t := range ts[:k] {
+			off := int64(-1)
+			if t.OffOK {
+				off = t.Off
+			}
+			line.S = append(line.S, t.Await-line.Base, after(t.HandOn), after(t.Sent), off)
 		}
 		js, err := json.Marshal(line)
 		if err != nil {
@@ -143,14 +158,21 @@ func parseTurnStamps(s string) (int, []turnStamp, error) {
 	if err := json.Unmarshal([]byte(s), &line); err != nil {
 		return 0, nil, fmt.Errorf("op times: a process rank's turn stamps: %w", err)
 	}
-	if len(line.S)%2 != 0 {
-		return 0, nil, fmt.Errorf("op times: rank %d's turn stamps: %d numbers, want pairs", line.Rank, len(line.S))
+	if len(line.S)%turnStampNums != 0 {
+		return 0, nil, fmt.Errorf("op times: rank %d's turn stamps: %d numbers, want groups of %d", line.Rank, len(line.S), turnStampNums)
 	}
-	out := make([]turnStamp, len(line.S)/2)
+	out := make([]turnStamp, len(line.S)/turnStampNums)
 	for i := range out {
-		out[i].Await = line.Base + line.S[2*i]
-		if h := line.S[2*i+1]; h >= 0 {
-			out[i].HandOn = line.Base + h
+		q := line.S[turnStampNums*i : turnStampNums*(i+1)]
+		out[i].Await = line.Base + q[0]
+		if q[1] >= 0 {
+			out[i].HandOn = line.Base + q[1]
+		}
+		if q[2] >= 0 {
+			out[i].Sent = line.Base + q[2]
+		}
+		if q[3] >= 0 {
+			out[i].Off, out[i].OffOK = q[3], true
 		}
 	}
 	return line.Rank, out, nil

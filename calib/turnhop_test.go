@@ -22,10 +22,10 @@ import (
 // after 100. A fourth rank with one turn less pairs with nothing.
 func TestTurnHops(t *testing.T) {
 	ranks := []rankOpTimes{
-		{Rank: 2, Turns: []turnStamp{{45000, 50000}, {262000, 270000}}},
-		{Rank: 0, Turns: []turnStamp{{0, 5000}, {100000, 130000}}},
-		{Rank: 1, Turns: []turnStamp{{25000, 33000}, {150000, 250000}}},
-		{Rank: 3, Turns: []turnStamp{{60000, 61000}}},
+		{Rank: 2, Turns: []turnStamp{{Await: 45000, HandOn: 50000}, {Await: 262000, HandOn: 270000}}},
+		{Rank: 0, Turns: []turnStamp{{Await: 0, HandOn: 5000}, {Await: 100000, HandOn: 130000}}},
+		{Rank: 1, Turns: []turnStamp{{Await: 25000, HandOn: 33000}, {Await: 150000, HandOn: 250000}}},
+		{Rank: 3, Turns: []turnStamp{{Await: 60000, HandOn: 61000}}},
 	}
 	got := turnHops(ranks)
 	want := []turnHopBin{

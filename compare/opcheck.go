@@ -146,6 +146,12 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 		if _, comm := sl.Op.Kind.Comm(); sl.Bound == sim.BoundTable && !comm {
 			d = max(0, d-gap) + sim.GraphOpSavedS(est.Plan, sl.Phase)
 		}
+		if sl.Op.Kind == partition.Send {
+			// A send's wait is its turn's time off the core before the
+			// launch (sim/optable_turnoff.go), no part of the run's Send
+			// call: taken out again.
+			d -= sl.WaitS
+		}
 		perRank[rk{sl.Rank, k}] += d
 		a := at(model, k)
 		if sl.Bound == sim.BoundTable {

@@ -106,12 +106,12 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 }
 
 // isWaitKind reports whether kind is a shared-core wait, stretch or exit
-// lag (core_wait, core_wait_idle, recv_wait, recv_wait_turns,
+// lag (core_wait, core_wait_idle, recv_wait, recv_wait_turns, turn_off,
 // core_stretch, core_exit_lag, core_exit_lag_idle): measured at one rank
 // count, kept only at it.
 func isWaitKind(kind string) bool {
 	switch kind {
-	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, RecvWaitTurnsKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
+	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, RecvWaitTurnsKind, TurnOffKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
 		return true
 	}
 	return false

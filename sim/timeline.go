@@ -134,6 +134,9 @@ type rankState struct {
 	// beside it (coreShare.activeFactor): the collective's core wait
 	// share (rankState.activity).
 	burstActS float64
+	// turnS is the compute run since its last communication op, a send
+	// included: the turn a send ends (optable_turnoff.go).
+	turnS float64
 	// memo is the cost of each op of the decode Program, priced at its
 	// first decode step that is not a first touch (speed.go).
 	memo    []opMemo
@@ -363,7 +366,11 @@ func (s *simulator) step(ri int) (bool, error) {
 	case partition.Send:
 		m = r.memoOf(it)
 		sl.StartS = r.clock
-		sl.EndS = r.clock + launchS(g, it.phase)
+		// The turn's time off its core, before the send's launch: the
+		// slice's wait (optable_turnoff.go).
+		sl.WaitS = turnOffS(s.table, s.plan, r.turnS, r.stretch())
+		r.turnS = 0
+		sl.EndS = r.clock + sl.WaitS + launchS(g, it.phase)
 		sl.Bound = BoundLatency
 		if !m.ok {
 			m.link = s.plan.System.Topology.Path(rank, op.Peer).Class
@@ -404,7 +411,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if arrival > r.clock { // blocked: woken when it arrives (optable_share.go)
 			sl.EndS += recvWaitSharedS(s.table, s.plan, r.burstS, r.stretch())
 		}
-		r.burstS, r.burstAloneS, r.burstOverS, r.burstActS = 0, 0, 0, 0
+		r.burstS, r.burstAloneS, r.burstOverS, r.burstActS, r.turnS = 0, 0, 0, 0, 0
 		sl.WaitS = sl.EndS - r.clock
 		if !m.ok {
 			m.link, m.ok = s.plan.System.Topology.Path(op.Peer, rank).Class, true
@@ -435,6 +442,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 		r.burstS += c.TimeS
+		r.turnS += c.TimeS
 		alone := c.TimeS / s.opts.share.factor(rank, it.phase, op)
 		r.burstAloneS += alone
 		r.burstOverS += alone * s.opts.share.overFactor(rank, it.phase, op)
@@ -501,7 +509,7 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 		s.emit(m, mr.pc, &sl)
 		s.recordUse(m, mr.pc, &sl)
 		mr.clock = end
-		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS, mr.burstActS = false, 0, 0, 0, 0
+		mr.arrived, mr.burstS, mr.burstAloneS, mr.burstOverS, mr.burstActS, mr.turnS = false, 0, 0, 0, 0, 0
 		mr.advance()
 	}
 	gi.n = 0

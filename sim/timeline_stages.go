@@ -626,7 +626,7 @@ func (w *stageWriter) place(s *simulator, ri, seg int, ops []partition.Op, start
 	r.clock = clock
 	// The compute runs since the last communication op are read only with
 	// an op-time table or shared cores, which newStageWriter refuses.
-	r.burstS, r.burstAloneS, r.burstOverS, r.burstActS = 0, 0, 0, 0
+	r.burstS, r.burstAloneS, r.burstOverS, r.burstActS, r.turnS = 0, 0, 0, 0, 0
 	r.pc = start + len(ops)
 	if r.pc >= len(r.pre) && len(r.dec) > 0 {
 		r.curStep, r.curIndex, r.curSet = seg+1, 0, true
