@@ -65,11 +65,11 @@ func CPUBlock(cpus []int, lr, n int) []int {
 // OversubscribedCPU is where local rank lr of n goes when the n ranks
 // outnumber the len(cpus) CPUs, for a job whose tensor-parallel groups are
 // tp consecutive ranks (tp ≤ 1: none) starting at global rank first (the
-// host's first rank): n = 2·len(cpus) ranks, two to a CPU in order (local
-// ranks 2c and 2c+1 to cpus[c]), so that each group of two shares one CPU
-// and a larger group (tp a multiple of 2) spans whole CPUs. -1 where the
-// plan does not apply: another count of ranks per CPU, groups of another
-// size (odd), or groups that do not start at the host's first rank.
+// host's first rank): two to a CPU where n = 2·len(cpus), local ranks 2c
+// and 2c+1 on cpus[c] (topology.PairedCPU, which sim's shared-core stretch
+// reads too). -1 where that does not apply: another count of ranks per CPU,
+// groups of an odd size, or groups that do not start at the host's first
+// rank.
 //
 // Four ranks left to the scheduler on two CPUs (tp2-dp2, tp2pp2) meet
 // their all-reduces in one of two regimes a run, about twice apart, as
@@ -79,17 +79,11 @@ func CPUBlock(cpus []int, lr, n int) []int {
 // measurement supports binding more ranks to a CPU (16 on 2 are left to
 // the scheduler).
 func OversubscribedCPU(cpus []int, lr, n, tp, first int) int {
-	const perCPU = 2
-	if len(cpus) < 2 || n != perCPU*len(cpus) || lr < 0 || lr >= n {
+	i := topology.PairedCPU(lr, n, len(cpus), tp, first)
+	if i < 0 {
 		return -1
 	}
-	if tp < 1 {
-		tp = 1
-	}
-	if tp > 1 && (tp%perCPU != 0 || first%tp != 0) {
-		return -1
-	}
-	return cpus[lr/perCPU]
+	return cpus[i]
 }
 
 // BindPlan is what b does for the rank env describes, of a job whose
