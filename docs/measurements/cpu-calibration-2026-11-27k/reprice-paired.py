@@ -4,8 +4,10 @@ after-N.toml profiles by PARTBENCH (model --dry-run), beside what the pass's aft
 priced at (their results.json, the host-wide count), against the after runs (median of the
 three runs' p50; a pricing change does not touch the runs). Per pass and config: modeled
 median of three (each calibration's) and error, TTFT and TPOT.
+With RUNS_LABEL and PRICED_LABEL set, the two columns are named so instead (passes 3-4, whose after
+runs were priced per CPU, repriced host-wide by the binding-only binary).
 Usage: reprice-paired.py PARTBENCH WORKDIR..."""
-import csv, io, json, statistics as st, subprocess, sys
+import csv, io, json, os, statistics as st, subprocess, sys
 
 b = sys.argv[1]
 CONFIGS = ["single-tiny", "tp2-tiny", "pp2-tiny", "tp2pp2-tiny", "tp2-dp2-tiny", "layerwise16-tiny"]
@@ -25,7 +27,9 @@ def comp(d, name):
     return c["measured"]["p50"], c["modeled"]
 
 
-print("| pass | config | after runs: TTFT / TPOT (ms, median of 3) | host-wide count (the runs' model): TTFT, TPOT (error) | per-CPU count: TTFT, TPOT (error) |")
+RL = os.environ.get("RUNS_LABEL", "host-wide count (the runs' model)")
+PL = os.environ.get("PRICED_LABEL", "per-CPU count")
+print(f"| pass | config | after runs: TTFT / TPOT (ms, median of 3) | {RL}: TTFT, TPOT (error) | {PL}: TTFT, TPOT (error) |")
 print("|---|---|---|---|---|")
 for w in sys.argv[2:]:
     for cfg in CONFIGS:
