@@ -142,8 +142,14 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 		return err
 	}
 	// Bound as a run's CPU-backend ranks are by default (run --bind-to
-	// auto): a CPU block each where the ranks do not outnumber the CPUs.
-	if _, err := launch.BindRank(launch.BindAuto, env, true); err != nil {
+	// auto): a CPU block each where the ranks do not outnumber the CPUs,
+	// two to a CPU where they are twice the CPUs. The measurement's
+	// collectives run in pairs {0, 1}, {2, 3}, …, so its tensor-parallel
+	// groups are 2; launch.OversubscribedCPU places a rank by its count
+	// alone for every even group size, so the ranks sit where a run's of
+	// the same count do (tp2-dp2, tp2pp2, tp4 and pp4 at 4 ranks on 2
+	// CPUs alike).
+	if _, err := launch.BindRank(launch.BindAuto, env, true, 2); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -52,32 +52,53 @@ func TestCoreWaitBesideIdle(t *testing.T) {
 	}
 }
 
-// TestEstimateCoreWaitBesideIdle: tp2pp2-tiny with one micro-batch on 2
-// cores: its stages compute one at a time (2 ranks computing, stretch 1,
-// share 0), so every collective meets W_idle = 10 µs per message step and
-// none of the core wait W = 30 µs. A pass's critical path holds stage 0's
-// 9 all-reduces over its pair (the embedding's and 2 for each of its 4
-// layers) and stage 1's 8 (its 4 layers) and its all-gather of the logits
-// (g − 1 = 1 step): 17 · 2 + 1 = 35 steps, 350 µs on TTFT and on TPOT
-// (each decode step runs the same chain). W alone changes nothing.
+// TestEstimateCoreWaitBesideIdle: tp2pp2-tiny with one micro-batch on 3
+// cores (4 ranks, not twice the cores: left to the scheduler, counted
+// host-wide): its stages compute one at a time (2 ranks computing on 3
+// cores, stretch 1, share 0), so every collective meets W_idle = 10 µs per
+// message step and none of the core wait W = 30 µs. A pass's critical path
+// holds stage 0's 9 all-reduces over its pair (the embedding's and 2 for
+// each of its 4 layers) and stage 1's 8 (its 4 layers) and its all-gather
+// of the logits (g − 1 = 1 step): 17 · 2 + 1 = 35 steps, 350 µs on TTFT
+// and on TPOT (each decode step runs the same chain). W alone changes
+// nothing.
+//
+// On 2 cores the 4 ranks are bound two to a CPU (pairedOnCPUs), each
+// stage's pair on a CPU of its own: the lone stage's 2 ranks count 2 on
+// their one CPU (share 1), so every step meets W = 30 µs and none of
+// W_idle, and the partner behind beside another stage (optable_late.go)
+// adds one W per collective: (35 + 18) · 30 µs = 1.59 ms on TTFT and on
+// TPOT, with or without the W_idle entry.
 func TestEstimateCoreWaitBesideIdle(t *testing.T) {
-	est := func(times ...configs.OpTime) *Estimate {
-		return estimateOnCoresWith(t, "test/tp2pp2-tiny", 2, 1, times...)
-	}
-	e := func(kind string, w float64) configs.OpTime {
-		return opEntry(kind, configs.CoreWaitShape(2), 20_000, 0, w, 4)
-	}
-	base := est()
-	withW := est(e(configs.CoreWaitKind, 30e-6))
-	if withW.Prefill.TTFTS != base.Prefill.TTFTS || withW.Decode.TPOTS != base.Decode.TPOTS {
-		t.Errorf("core wait alone: TTFT %g, TPOT %g; want unchanged %g, %g", withW.Prefill.TTFTS, withW.Decode.TPOTS, base.Prefill.TTFTS, base.Decode.TPOTS)
-	}
-	both := est(e(configs.CoreWaitKind, 30e-6), e(configs.CoreWaitIdleKind, 10e-6))
-	const want = 35 * 10e-6
-	if d := both.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-want) > 1e-9 {
-		t.Errorf("TTFT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
-	}
-	if d := both.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-want) > 1e-9 {
-		t.Errorf("TPOT grew by %.6g s, want %.6g s (35 steps × 10 µs)", d, want)
+	for _, c := range []struct {
+		cores         int
+		wAlone, wBoth float64 // growth with W alone, with W and W_idle
+	}{
+		{3, 0, 35 * 10e-6},
+		{2, 53 * 30e-6, 53 * 30e-6},
+	} {
+		est := func(times ...configs.OpTime) *Estimate {
+			return estimateOnCoresWith(t, "test/tp2pp2-tiny", c.cores, 1, times...)
+		}
+		e := func(kind string, w float64) configs.OpTime {
+			return opEntry(kind, configs.CoreWaitShape(c.cores), 20_000, 0, w, 4)
+		}
+		base := est()
+		for _, v := range []struct {
+			name  string
+			times []configs.OpTime
+			want  float64
+		}{
+			{"W alone", []configs.OpTime{e(configs.CoreWaitKind, 30e-6)}, c.wAlone},
+			{"W and W_idle", []configs.OpTime{e(configs.CoreWaitKind, 30e-6), e(configs.CoreWaitIdleKind, 10e-6)}, c.wBoth},
+		} {
+			got := est(v.times...)
+			if d := got.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-v.want) > 1e-9 {
+				t.Errorf("%d cores, %s: TTFT grew by %.6g s, want %.6g s", c.cores, v.name, d, v.want)
+			}
+			if d := got.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-v.want) > 1e-9 {
+				t.Errorf("%d cores, %s: TPOT grew by %.6g s, want %.6g s", c.cores, v.name, d, v.want)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/topology"
 )
 
 // Shared cores. A CPU host runs every rank of a run on its cores; when
@@ -116,8 +117,9 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 		return e, nil
 	}
 	bs := newBurstStretch(planOpTable(plan), plan, cores)
+	paired := pairedOnCPUs(plan, replicas, cores)
 	for round := 0; round < shareRounds; round++ {
-		next := shareFactors(e.Timeline, max(1, replicas), cores, bs, opts.share)
+		next := shareFactorsPlaced(e.Timeline, max(1, replicas), cores, paired, bs, opts.share)
 		o := opts
 		o.share = next
 		ne, err := estimatePlan(plan, o, work) // the same plan: its Programs are shared
@@ -133,6 +135,16 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 	return e, nil
 }
 
+// pairedOnCPUs reports whether plan's ranks (times replicas) are bound
+// two to a CPU on the host's cores, as `run --bind-to auto` binds them
+// (topology.PairedCPU: twice the cores, no tensor-parallel group straddling
+// a CPU), with each replica's ranks on CPUs of their own (an even count per
+// replica), so that one replica's timeline tells every CPU's load.
+func pairedOnCPUs(plan *partition.Plan, replicas, cores int) bool {
+	n := plan.Size() * max(1, replicas)
+	return plan.Size()%2 == 0 && topology.PairedCPU(0, n, cores, plan.TP, 0) >= 0
+}
+
 // shareFactors computes each compute op's stretch from tl: the ranks busy
 // computing during it, over cores (the stretch applies to the op's time
 // alone, so the factors tl was simulated with do not compound). With a
@@ -141,12 +153,29 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 // the rank's last receive or collective, each op's slice over prev's
 // factor, the one tl was simulated with).
 func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *coreShare) *coreShare {
+	return shareFactorsPlaced(tl, replicas, cores, false, bs, prev)
+}
+
+// shareFactorsPlaced is shareFactors, with paired the ranks bound two to
+// a CPU (pairedOnCPUs): then an op's busy ranks are those on its rank's
+// CPU (rank q on CPU q/2; a per-stage slice stands for its TP peers, each
+// on its own CPU's count), over that one CPU, and the same for the active
+// ranks the core wait's share is reckoned from. A tensor-parallel pair on
+// a CPU of its own takes turns on it whether or not the other CPU's ranks
+// compute: a pipeline's lone stage in the fill or drain runs as slowly as
+// beside the other stage, where the host-wide count would give its two
+// ranks the two cores.
+func shareFactorsPlaced(tl *Timeline, replicas, cores int, paired bool, bs *burstStretch, prev *coreShare) *coreShare {
 	weight := float64(replicas)
 	if tl.PerStage {
 		weight *= float64(max(1, tl.TP))
 	}
 	integral := rankIntegral(tl, weight, func(k partition.Kind) bool { return isCompute(k) })
 	activeIntegral := rankIntegral(tl, weight, activeCount)
+	perCore := float64(cores)
+	if paired {
+		integral, activeIntegral, perCore = cpuIntegrals(tl, cores, func(k partition.Kind) bool { return isCompute(k) }), cpuIntegrals(tl, cores, activeCount), 1
+	}
 	var alone map[int]float64 // slice index → its burst's time alone
 	if bs != nil {
 		alone = burstsAlone(tl, prev)
@@ -157,11 +186,11 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 		if !isCompute(sl.Op.Kind) || sl.EndS <= sl.StartS {
 			continue
 		}
-		avg := (integral(sl.EndS) - integral(sl.StartS)) / (sl.EndS - sl.StartS)
-		act := (activeIntegral(sl.EndS) - activeIntegral(sl.StartS)) / (sl.EndS - sl.StartS)
+		avg := (integral(sl.Rank, sl.EndS) - integral(sl.Rank, sl.StartS)) / (sl.EndS - sl.StartS)
+		act := (activeIntegral(sl.Rank, sl.EndS) - activeIntegral(sl.Rank, sl.StartS)) / (sl.EndS - sl.StartS)
 		k := keyOf(sl.Rank, sl.Phase, sl.Op)
-		acts[k] += math.Max(1, act/float64(cores))
-		over := math.Max(1, avg/float64(cores))
+		acts[k] += math.Max(1, act/perCore)
+		over := math.Max(1, avg/perCore)
 		f := over
 		if bs != nil {
 			f = bs.factor(alone[i], over)
@@ -192,18 +221,54 @@ func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *cor
 // a receive: core_wait_idle).
 func activeCount(k partition.Kind) bool { return k != partition.Recv }
 
-// rankIntegral is t ↦ ∫ from tl's first event to t of the ranks in an op
-// whose kind counts (each slice weight ranks: its TP peers and replicas),
-// over tl's slices.
-func rankIntegral(tl *Timeline, weight float64, counts func(partition.Kind) bool) func(float64) float64 {
+// rankIntegral is (rank, t) ↦ ∫ from tl's first event to t of the ranks
+// in an op whose kind counts (each slice weight ranks: its TP peers and
+// replicas), over tl's slices: the host's count, the same for every rank.
+func rankIntegral(tl *Timeline, weight float64, counts func(partition.Kind) bool) func(int, float64) float64 {
+	f := weightedIntegral(tl, func(Slice) float64 { return weight }, counts)
+	return func(_ int, t float64) float64 { return f(t) }
+}
+
+// cpuIntegrals is rankIntegral with the ranks bound two to a CPU (rank q
+// on CPU q/2 of cores): (rank, t) ↦ the integral of the ranks counted on
+// rank's CPU. A per-stage slice at rank r stands for ranks r … r+TP−1,
+// each counted on its own CPU.
+func cpuIntegrals(tl *Timeline, cores int, counts func(partition.Kind) bool) func(int, float64) float64 {
+	peers := 1
+	if tl.PerStage {
+		peers = max(1, tl.TP)
+	}
+	per := make([]func(float64) float64, cores)
+	for c := range per {
+		per[c] = weightedIntegral(tl, func(sl Slice) float64 {
+			n := 0
+			for q := sl.Rank; q < sl.Rank+peers; q++ {
+				if q/2 == c {
+					n++
+				}
+			}
+			return float64(n)
+		}, counts)
+	}
+	return func(rank int, t float64) float64 {
+		if c := rank / 2; c < cores {
+			return per[c](t)
+		}
+		return 0
+	}
+}
+
+// weightedIntegral is t ↦ ∫ from tl's first event to t of the ranks in an
+// op whose kind counts, each slice counting weight(slice) ranks.
+func weightedIntegral(tl *Timeline, weight func(Slice) float64, counts func(partition.Kind) bool) func(float64) float64 {
 	type ev struct {
 		t float64
 		d float64
 	}
 	var evs []ev
 	for _, sl := range tl.All() {
-		if counts(sl.Op.Kind) && sl.EndS > sl.StartS {
-			evs = append(evs, ev{sl.StartS, weight}, ev{sl.EndS, -weight})
+		if w := weight(sl); w > 0 && counts(sl.Op.Kind) && sl.EndS > sl.StartS {
+			evs = append(evs, ev{sl.StartS, w}, ev{sl.EndS, -w})
 		}
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t })

@@ -170,7 +170,7 @@ func runGenerate(cmd *cobra.Command, o *generateOptions) error {
 	}
 	var bindNote string
 	if env.Source != launch.SourceSingle {
-		if bindNote, err = launch.BindRank(bind, env, o.backend == configs.BackendCPU); err != nil {
+		if bindNote, err = launch.BindRank(bind, env, o.backend == configs.BackendCPU, o.tp); err != nil {
 			return &exitError{2, fmt.Errorf("generate: %w", err)}
 		}
 	}

@@ -244,7 +244,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) (ret
 	if rank.NewComm, err = o.transportComm(name, rank.NewComm); err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
-	if err := o.bindRank(name, env); err != nil {
+	if err := o.bindRank(name, env, plan.TP); err != nil {
 		return launchflags.RankError(env.Rank, o.verbose, err)
 	}
 	var prog func(done, total int)

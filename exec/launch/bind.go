@@ -20,7 +20,9 @@ const (
 	// whole runs: each wake-up on a futex brings the woken rank to the
 	// waker's CPU, and the two then take turns on it while the other CPU
 	// idles (docs/measurements/speed.md, "The shared-memory wait's two
-	// modes").
+	// modes"). Where a host's local ranks are twice its CPUs it binds
+	// them two to a CPU so that each tensor-parallel pair shares one
+	// (OversubscribedCPU).
 	BindAuto Bind = iota
 	// BindNone leaves every rank to the scheduler.
 	BindNone
@@ -60,11 +62,36 @@ func CPUBlock(cpus []int, lr, n int) []int {
 	return cpus[start : start+size]
 }
 
-// BindPlan is what b does for the rank env describes on a host whose
-// CPUs this process may use are cpus (its affinity mask): the CPUs to
-// bind its threads to (nil: leave them) and a note saying why, for the
-// run's report.
-func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
+// OversubscribedCPU is where local rank lr of n goes when the n ranks
+// outnumber the len(cpus) CPUs, for a job whose tensor-parallel groups are
+// tp consecutive ranks (tp ≤ 1: none) starting at global rank first (the
+// host's first rank): two to a CPU where n = 2·len(cpus), local ranks 2c
+// and 2c+1 on cpus[c] (topology.PairedCPU, which sim's shared-core stretch
+// reads too). -1 where that does not apply: another count of ranks per CPU,
+// groups of an odd size, or groups that do not start at the host's first
+// rank.
+//
+// Four ranks left to the scheduler on two CPUs (tp2-dp2, tp2pp2) meet
+// their all-reduces in one of two regimes a run, about twice apart, as
+// other processes on the host come and go; each TP pair on a CPU of its
+// own takes turns on it in every run, at the faster regime's speed
+// (docs/measurements/cpu-calibration.md, "(twenty-first)"). No
+// measurement supports binding more ranks to a CPU (16 on 2 are left to
+// the scheduler).
+func OversubscribedCPU(cpus []int, lr, n, tp, first int) int {
+	i := topology.PairedCPU(lr, n, len(cpus), tp, first)
+	if i < 0 {
+		return -1
+	}
+	return cpus[i]
+}
+
+// BindPlan is what b does for the rank env describes, of a job whose
+// tensor-parallel groups are tp consecutive ranks, on a host whose CPUs
+// this process may use are cpus (its affinity mask): the CPUs to bind its
+// threads to (nil: leave them) and a note saying why, for the run's
+// report.
+func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int, tp int) ([]int, string) {
 	n := max(env.LocalSize, 1)
 	switch {
 	case b == BindNone:
@@ -74,9 +101,21 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
 	case n == 1:
 		return nil, "" // one rank: its mask is its block
 	case n > len(cpus):
-		// Oversubscribed, or a launcher bound the rank already (mpirun
-		// --bind-to core leaves a rank a mask of one CPU).
-		return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s); the scheduler places the ranks", b, n, len(cpus), topology.CPUList(cpus))
+		c := OversubscribedCPU(cpus, env.LocalRank, n, tp, env.Rank-env.LocalRank)
+		if c < 0 {
+			// Oversubscribed otherwise, or a launcher bound the rank
+			// already (mpirun --bind-to core leaves a rank a mask of one
+			// CPU).
+			return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s)%s; the scheduler places the ranks", b, n, len(cpus), topology.CPUList(cpus), whyNotPaired(len(cpus), n, tp))
+		}
+		groups := "no tensor-parallel groups"
+		switch {
+		case tp == 2:
+			groups = "each tensor-parallel pair sharing one CPU, its ranks taking turns"
+		case tp > 2:
+			groups = fmt.Sprintf("each tensor-parallel group of %d over %d CPUs, two ranks to each", tp, tp/2)
+		}
+		return []int{c}, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound two to a CPU of the affinity mask's %d (%s), consecutive local ranks together (%s); local rank %d to %d", b, n, len(cpus), topology.CPUList(cpus), groups, env.LocalRank, c)
 	}
 	each := strconv.Itoa(len(cpus)/n) + " CPUs"
 	if len(cpus)%n != 0 {
@@ -88,11 +127,25 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int) ([]int, string) {
 	return block, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound to %s each of the affinity mask's %d (%s); local rank %d to %s", b, n, each, len(cpus), topology.CPUList(cpus), env.LocalRank, topology.CPUList(block))
 }
 
-// BindRank applies b to this process, a rank env describes: it binds
+// whyNotPaired says why oversubscribed ranks are not bound two to a CPU.
+func whyNotPaired(cpus, n, tp int) string {
+	switch {
+	case cpus < 2:
+		return ""
+	case n != 2*cpus:
+		return fmt.Sprintf(": binds two to a CPU only, where the local ranks are twice the CPUs (%d)", 2*cpus)
+	case tp > 1 && tp%2 != 0:
+		return fmt.Sprintf(": tensor-parallel groups of %d would straddle a CPU", tp)
+	}
+	return ": the host's ranks do not start a tensor-parallel group"
+}
+
+// BindRank applies b to this process, a rank env describes of a job whose
+// tensor-parallel groups are tp consecutive ranks: it binds
 // every thread of the process (and so every thread it starts later) to
 // the rank's block of the CPUs of its affinity mask, as BindPlan says.
 // It returns the note for the run's report.
-func BindRank(b Bind, env Env, cpuBackend bool) (string, error) {
+func BindRank(b Bind, env Env, cpuBackend bool, tp int) (string, error) {
 	cpus, err := UsableCPUs()
 	if err != nil {
 		if b == BindNone || (b == BindAuto && !cpuBackend) {
@@ -100,7 +153,7 @@ func BindRank(b Bind, env Env, cpuBackend bool) (string, error) {
 		}
 		return "", fmt.Errorf("--bind-to %s: %w", b, err)
 	}
-	block, note := BindPlan(b, env, cpuBackend, cpus)
+	block, note := BindPlan(b, env, cpuBackend, cpus, tp)
 	if block == nil {
 		return note, nil
 	}
