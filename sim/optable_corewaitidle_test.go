@@ -66,17 +66,16 @@ func TestCoreWaitBesideIdle(t *testing.T) {
 // On 2 cores the 4 ranks are bound two to a CPU (pairedOnCPUs), each
 // stage's pair on a CPU of its own: the lone stage's 2 ranks count 2 on
 // their one CPU (share 1), so every step meets W = 30 µs and none of
-// W_idle: 35 · 30 µs = 1.05 ms on TTFT and on TPOT, with or without the
-// W_idle entry. The partner behind beside another stage (optable_late.go)
-// adds nothing there: W, measured at the same placement, holds the
-// partner's turn; were it charged, 18 collectives · 30 µs more (1.59 ms).
+// W_idle, and the partner behind beside another stage (optable_late.go)
+// adds one W per collective: (35 + 18) · 30 µs = 1.59 ms on TTFT and on
+// TPOT, with or without the W_idle entry.
 func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 	for _, c := range []struct {
 		cores         int
 		wAlone, wBoth float64 // growth with W alone, with W and W_idle
 	}{
 		{3, 0, 35 * 10e-6},
-		{2, 35 * 30e-6, 35 * 30e-6},
+		{2, 53 * 30e-6, 53 * 30e-6},
 	} {
 		est := func(times ...configs.OpTime) *Estimate {
 			return estimateOnCoresWith(t, "test/tp2pp2-tiny", c.cores, 1, times...)

@@ -33,24 +33,19 @@ import (
 // pipeline's first and last micro-batch). Off where the ranks do not
 // outnumber the cores (single, tp2, pp2: no skew measured there) and
 // without a pipeline (tp2-dp2, tp4: the replicas or the group's members
-// run the same cycle in step, the placement W was measured at), and where
-// the ranks are bound two to a CPU (pairedPlan): each stage's pair then has
-// a CPU of its own, as calibrate's pairs have when W is measured, no other
-// stage shares it, and W (about half the burst per step there) already
-// holds the partner's turn (docs/costmodel.md, "Ranks bound two to a core").
+// run the same cycle in step, the placement W was measured at).
 
 // partnerLateS is the late arrival of the partner behind charged to
 // collective op after burstS seconds of compute run at a mean activity of
 // stretch (rankState.activity): W · share for a collective of a pipeline
-// (PP > 1) on a host whose ranks outnumber its cores and are not bound two
-// to a CPU, else 0.
+// (PP > 1) on a host whose ranks outnumber its cores, else 0.
 func partnerLateS(table *OpTable, plan *partition.Plan, op *partition.Op, burstS, stretch float64) float64 {
 	cores := hostCores(plan)
 	if cores <= 0 || table == nil || plan.Config.Parallel.PP <= 1 {
 		return 0
 	}
 	ranks := planRanks(plan)
-	if ranks <= cores || messageSteps(op) == 0 || pairedPlan(plan, cores) {
+	if ranks <= cores || messageSteps(op) == 0 {
 		return 0
 	}
 	w, ok := table.lookupClamped(configs.CoreWaitKind, configs.CoreWaitShape(cores), int64(math.Round(burstS*1e9)))

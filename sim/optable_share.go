@@ -145,12 +145,6 @@ func pairedOnCPUs(plan *partition.Plan, replicas, cores int) bool {
 	return plan.Size()%2 == 0 && topology.PairedCPU(0, n, cores, plan.TP, 0) >= 0
 }
 
-// pairedPlan is pairedOnCPUs for every rank of plan's config (planRanks:
-// its replicas included), plan one replica or all of them.
-func pairedPlan(plan *partition.Plan, cores int) bool {
-	return plan.GroupSize()%2 == 0 && topology.PairedCPU(0, planRanks(plan), cores, plan.TP, 0) >= 0
-}
-
 // shareFactors computes each compute op's stretch from tl: the ranks busy
 // computing during it, over cores (the stretch applies to the op's time
 // alone, so the factors tl was simulated with do not compound). With a

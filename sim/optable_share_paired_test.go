@@ -88,31 +88,3 @@ func TestPairedOnCPUs(t *testing.T) {
 		}
 	}
 }
-
-// pairedPlan reads the config's ranks (replicas included), whether the
-// plan is one replica or all: tp2pp2-tiny and tp2-dp2-tiny (4 ranks) on 2
-// cores are bound two to a CPU, on 3 or 4 not; layerwise16-tiny (16 on 2)
-// not.
-func TestPairedPlan(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		cores int
-		want  bool
-	}{
-		{"test/tp2pp2-tiny", 2, true},
-		{"test/tp2pp2-tiny", 3, false},
-		{"test/tp2pp2-tiny", 4, false},
-		{"test/tp2-dp2-tiny", 2, true},
-		{"test/layerwise16-tiny", 2, false},
-	} {
-		plan := coresPlan(t, c.name, c.cores, nil, nil)
-		if got := pairedPlan(plan, c.cores); got != c.want {
-			t.Errorf("%s on %d cores: %v, want %v", c.name, c.cores, got, c.want)
-		}
-		one := *plan
-		one.DP = 1 // one replica's plan, as shareCores is given
-		if got := pairedPlan(&one, c.cores); got != c.want {
-			t.Errorf("%s on %d cores, one replica: %v, want %v", c.name, c.cores, got, c.want)
-		}
-	}
-}
