@@ -132,7 +132,7 @@ func TestMeasureOpTimesProcsTurns(t *testing.T) {
 	n := 0
 	for _, b := range hops {
 		n += b.N
-		if b.N < 1 || !(b.HopS >= 0) || !(b.PassS >= 0) {
+		if b.N < 1 || !(b.MedS >= 0) || !(b.PassS >= 0) {
 			t.Errorf("hand-off band %+v", b)
 		}
 	}
@@ -148,7 +148,7 @@ func TestMeasureOpTimesProcsTurns(t *testing.T) {
 	turns := 0
 	for _, b := range tm.off {
 		turns += b.N
-		if b.N < 1 || !(b.PassS > 0) || !(b.OffS >= 0) || !(b.MeanS >= 0) {
+		if b.N < 1 || !(b.PassS > 0) || !(b.MedS >= 0) || !(b.MeanS >= 0) {
 			t.Errorf("time-off band %+v", b)
 		}
 	}

@@ -32,15 +32,49 @@ type turnStamp struct {
 	OffOK               bool
 }
 
-// turnHopBin is the hops after passes of one length band: the band's
-// upper edge (0: above the last edge), how many hops, the median pass
-// length before them (the sender's turn), and the hops' median and mean,
-// in seconds.
-type turnHopBin struct {
+// passBand is what fell in one pass-length band (turnHopEdges): the
+// band's upper edge (0: above the last edge), how many values, the median
+// pass length beside them, and the values' median and mean, in seconds.
+type passBand struct {
 	UpToS              float64
 	N                  int
-	PassS, HopS, MeanS float64
+	PassS, MedS, MeanS float64
 }
+
+// passPoint is one value beside the pass length that bands it (s).
+type passPoint struct{ pass, value float64 }
+
+// bandByPass bands points by pass length (turnHopEdges) and summarizes
+// each band that holds any, in edge order.
+func bandByPass(pts []passPoint) []passBand {
+	bands := make([][]passPoint, len(turnHopEdges)+1)
+	for _, p := range pts {
+		b := sort.SearchFloat64s(turnHopEdges, p.pass)
+		bands[b] = append(bands[b], p)
+	}
+	var out []passBand
+	for b, ps := range bands {
+		if len(ps) == 0 {
+			continue
+		}
+		passes, values := make([]float64, len(ps)), make([]float64, len(ps))
+		sum := 0.0
+		for i, p := range ps {
+			passes[i], values[i] = p.pass, p.value
+			sum += p.value
+		}
+		band := passBand{N: len(ps), PassS: medianOf(passes), MedS: medianOf(values), MeanS: sum / float64(len(ps))}
+		if b < len(turnHopEdges) {
+			band.UpToS = turnHopEdges[b]
+		}
+		out = append(out, band)
+	}
+	return out
+}
+
+// turnHopBin is the hops after passes of one length band: the pass is the
+// sender's turn, MedS and MeanS the hops' median and mean.
+type turnHopBin = passBand
 
 // turnHopEdges are the bands' upper edges (s): a tiny config's decode
 // passes of a layer or two, longer ones, prefill passes.
@@ -56,8 +90,7 @@ func turnHops(ranks []rankOpTimes) []turnHopBin {
 	for _, r := range ranks {
 		by[r.Rank] = r.Turns
 	}
-	type hop struct{ pass, hop float64 }
-	bands := make([][]hop, len(turnHopEdges)+1)
+	var hops []passPoint
 	for r := 1; r < len(ranks); r++ {
 		prev, cur := by[r-1], by[r]
 		if len(prev) != len(cur) {
@@ -69,35 +102,17 @@ func turnHops(ranks []rankOpTimes) []turnHopBin {
 			if prev[i].HandOn == 0 || pass < 0 || h < 0 {
 				continue
 			}
-			b := sort.SearchFloat64s(turnHopEdges, pass)
-			bands[b] = append(bands[b], hop{pass, h})
+			hops = append(hops, passPoint{pass, h})
 		}
 	}
-	var out []turnHopBin
-	for b, hs := range bands {
-		if len(hs) == 0 {
-			continue
-		}
-		ps, ts := make([]float64, len(hs)), make([]float64, len(hs))
-		sum := 0.0
-		for i, h := range hs {
-			ps[i], ts[i] = h.pass, h.hop
-			sum += h.hop
-		}
-		bin := turnHopBin{N: len(hs), PassS: medianOf(ps), HopS: medianOf(ts), MeanS: sum / float64(len(hs))}
-		if b < len(turnHopEdges) {
-			bin.UpToS = turnHopEdges[b]
-		}
-		out = append(out, bin)
-	}
-	return out
+	return bandByPass(hops)
 }
 
 // describeTurnHops is the calibration note's list of bands.
 func describeTurnHops(bins []turnHopBin) string {
 	var parts []string
 	for _, b := range bins {
-		parts = append(parts, fmt.Sprintf("after passes of %.3g s (median; %d hops): %.3g s median, %.3g s mean", b.PassS, b.N, b.HopS, b.MeanS))
+		parts = append(parts, fmt.Sprintf("after passes of %.3g s (median; %d hops): %.3g s median, %.3g s mean", b.PassS, b.N, b.MedS, b.MeanS))
 	}
 	return strings.Join(parts, "; ")
 }

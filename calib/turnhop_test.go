@@ -29,9 +29,9 @@ func TestTurnHops(t *testing.T) {
 	}
 	got := turnHops(ranks)
 	want := []turnHopBin{
-		{UpToS: 10e-6, N: 2, PassS: 5e-6, HopS: 12e-6, MeanS: 16e-6},
-		{UpToS: 40e-6, N: 1, PassS: 30e-6, HopS: 20e-6, MeanS: 20e-6},
-		{UpToS: 160e-6, N: 1, PassS: 100e-6, HopS: 12e-6, MeanS: 12e-6},
+		{UpToS: 10e-6, N: 2, PassS: 5e-6, MedS: 12e-6, MeanS: 16e-6},
+		{UpToS: 40e-6, N: 1, PassS: 30e-6, MedS: 20e-6, MeanS: 20e-6},
+		{UpToS: 160e-6, N: 1, PassS: 100e-6, MedS: 12e-6, MeanS: 12e-6},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("bands %+v, want %+v", got, want)
@@ -39,7 +39,7 @@ func TestTurnHops(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
 	for i, w := range want {
 		g := got[i]
-		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.HopS, w.HopS) || !near(g.MeanS, w.MeanS) {
+		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.MedS, w.MedS) || !near(g.MeanS, w.MeanS) {
 			t.Errorf("band %d: %+v, want %+v", i, g, w)
 		}
 	}
@@ -105,7 +105,7 @@ func TestTurnStampsLines(t *testing.T) {
 // median of the send entries ≤ 1 KiB among the count asked: (4, 6, 5 µs)
 // → 5 µs, the 4 KiB one and those among 4 ranks left out.
 func TestRecvWaitTurnsEntries(t *testing.T) {
-	bins := []turnHopBin{{UpToS: 40e-6, N: 7, PassS: 38e-6, HopS: 18e-6, MeanS: 23e-6}, {UpToS: 640e-6, N: 9, PassS: 310e-6, HopS: 21e-6, MeanS: 32e-6}}
+	bins := []turnHopBin{{UpToS: 40e-6, N: 7, PassS: 38e-6, MedS: 18e-6, MeanS: 23e-6}, {UpToS: 640e-6, N: 9, PassS: 310e-6, MedS: 21e-6, MeanS: 32e-6}}
 	es := recvWaitTurnsEntries(bins, 5e-6, 16, 2, 5)
 	want := []struct {
 		size int64

@@ -3,7 +3,6 @@ package calib
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,52 +27,27 @@ func turnOffNs(wallNs int64, cpu time.Duration) int64 {
 	return max(0, wallNs-int64(cpu))
 }
 
-// turnOffBin is the turns of one pass-length band: the band's upper edge
-// (0: above the last edge), how many turns, their median time on the
-// core (the turn's wall less its time off the core: the compute sim
-// prices, whose burst looks the entry up), and the median and mean time
-// off the core, in seconds.
-type turnOffBin struct {
-	UpToS              float64
-	N                  int
-	PassS, OffS, MeanS float64
-}
+// turnOffBin is the turns of one band of their time on the core: the
+// pass is that time (the turn's wall less its time off the core: the
+// compute sim prices, whose burst looks the entry up), MedS and MeanS the
+// median and mean time off the core.
+type turnOffBin = passBand
 
 // turnOffs bands every turn of every rank that read its time off the core
 // and its hand-on by the turn's time on the core (turnHopEdges); turns
 // whose hand-on precedes their start are skipped. nil without any.
 func turnOffs(ranks []rankOpTimes) []turnOffBin {
-	type turn struct{ on, off float64 }
-	bands := make([][]turn, len(turnHopEdges)+1)
+	var turns []passPoint
 	for _, r := range ranks {
 		for _, t := range r.Turns {
 			wall := t.HandOn - t.Await
 			if !t.OffOK || t.HandOn == 0 || wall < 0 {
 				continue
 			}
-			on := float64(wall-t.Off) * 1e-9
-			b := sort.SearchFloat64s(turnHopEdges, on)
-			bands[b] = append(bands[b], turn{on, float64(t.Off) * 1e-9})
+			turns = append(turns, passPoint{float64(wall-t.Off) * 1e-9, float64(t.Off) * 1e-9})
 		}
 	}
-	var out []turnOffBin
-	for b, ts := range bands {
-		if len(ts) == 0 {
-			continue
-		}
-		ons, offs := make([]float64, len(ts)), make([]float64, len(ts))
-		sum := 0.0
-		for i, t := range ts {
-			ons[i], offs[i] = t.on, t.off
-			sum += t.off
-		}
-		bin := turnOffBin{N: len(ts), PassS: medianOf(ons), OffS: medianOf(offs), MeanS: sum / float64(len(ts))}
-		if b < len(turnHopEdges) {
-			bin.UpToS = turnHopEdges[b]
-		}
-		out = append(out, bin)
-	}
-	return out
+	return bandByPass(turns)
 }
 
 // describeTurnOffs is the calibration note's list of bands.
@@ -81,7 +55,7 @@ func describeTurnOffs(bins []turnOffBin) string {
 	var parts []string
 	for _, b := range bins {
 		parts = append(parts, fmt.Sprintf("turns of %.3g s on the core (median; %d turns): %.3g s off it median, %.3g s mean (%.3g of the time on it)",
-			b.PassS, b.N, b.OffS, b.MeanS, b.MeanS/b.PassS))
+			b.PassS, b.N, b.MedS, b.MeanS, b.MeanS/b.PassS))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -37,9 +37,9 @@ func turnOffRanks() []rankOpTimes {
 func TestTurnOffs(t *testing.T) {
 	got := turnOffs(turnOffRanks())
 	want := []turnOffBin{
-		{UpToS: 10e-6, N: 1, PassS: 9e-6, OffS: 3e-6, MeanS: 3e-6},
-		{UpToS: 40e-6, N: 1, PassS: 25e-6, OffS: 5e-6, MeanS: 5e-6},
-		{UpToS: 640e-6, N: 3, PassS: 240e-6, OffS: 40e-6, MeanS: 118e-6 / 3},
+		{UpToS: 10e-6, N: 1, PassS: 9e-6, MedS: 3e-6, MeanS: 3e-6},
+		{UpToS: 40e-6, N: 1, PassS: 25e-6, MedS: 5e-6, MeanS: 5e-6},
+		{UpToS: 640e-6, N: 3, PassS: 240e-6, MedS: 40e-6, MeanS: 118e-6 / 3},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("bands %+v, want %+v", got, want)
@@ -47,7 +47,7 @@ func TestTurnOffs(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
 	for i, w := range want {
 		g := got[i]
-		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.OffS, w.OffS) || !near(g.MeanS, w.MeanS) {
+		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.MedS, w.MedS) || !near(g.MeanS, w.MeanS) {
 			t.Errorf("band %d: %+v, want %+v", i, g, w)
 		}
 	}
