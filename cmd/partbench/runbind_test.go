@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/topology"
@@ -34,19 +32,5 @@ func TestRunBindsPairsOnTwoCPUs(t *testing.T) {
 	two := cpus[:2]
 	want := fmt.Sprintf("--bind-to auto: the host's 4 local ranks bound two to a CPU of the affinity mask's 2 (%s), consecutive local ranks together (each tensor-parallel pair sharing one CPU, its ranks taking turns); local rank 0 to %d",
 		topology.CPUList(two), two[0])
-	for _, tc := range []struct{ bind, want string }{{"auto", want}, {"none", ""}} {
-		dir := t.TempDir()
-		r := runCmd(t, 2*time.Minute, cleanEnv(), taskset, "-c", topology.CPUList(two), bin, "run", "--nproc", "4", "--config", "test/tp2-dp2-tiny",
-			"--backend", "cpu", "--out", dir, "--bind-to", tc.bind, "--quiet", "--iterations", "2")
-		if r.code != 0 {
-			t.Fatalf("--bind-to %s: exit %d\n%s", tc.bind, r.code, r.out)
-		}
-		notes := fmt.Sprint(readResults(t, dir)["notes"])
-		if tc.want != "" && !strings.Contains(notes, tc.want) {
-			t.Errorf("--bind-to %s: notes %s, want %q", tc.bind, notes, tc.want)
-		}
-		if tc.want == "" && strings.Contains(notes, "--bind-to") {
-			t.Errorf("--bind-to %s: notes %s say a binding", tc.bind, notes)
-		}
-	}
+	checkBindNotes(t, want, taskset, "-c", topology.CPUList(two), bin, "run", "--nproc", "4", "--config", "test/tp2-dp2-tiny", "--backend", "cpu")
 }

@@ -87,20 +87,7 @@ func TestLocalLauncherBinds(t *testing.T) {
 	if len(cpus) < 2 {
 		want = "--bind-to auto: not bound: 2 local ranks and 1 CPUs"
 	}
-	for _, tc := range []struct{ bind, want string }{{"auto", want}, {"none", ""}} {
-		dir := t.TempDir()
-		r := runCmd(t, 2*time.Minute, cleanEnv(), bin, "run", "--nproc", "2", "--config", cfg, "--backend", "cpu", "--out", dir, "--bind-to", tc.bind, "--quiet", "--iterations", "2")
-		if r.code != 0 {
-			t.Fatalf("--bind-to %s: exit %d\n%s", tc.bind, r.code, r.out)
-		}
-		notes := fmt.Sprint(readResults(t, dir)["notes"])
-		if tc.want != "" && !strings.Contains(notes, tc.want) {
-			t.Errorf("--bind-to %s: notes %s, want %q", tc.bind, notes, tc.want)
-		}
-		if tc.want == "" && strings.Contains(notes, "--bind-to") {
-			t.Errorf("--bind-to %s: notes %s say a binding", tc.bind, notes)
-		}
-	}
+	checkBindNotes(t, want, bin, "run", "--nproc", "2", "--config", cfg, "--backend", "cpu")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -111,6 +98,29 @@ func TestLocalLauncherBinds(t *testing.T) {
 		r := runCmd(t, 30*time.Second, cleanEnv(), bin, tc.args...)
 		if r.code == 0 || !strings.Contains(r.out, tc.want) {
 			t.Errorf("%v: exit %d output %q, want an error containing %q", tc.args, r.code, r.out, tc.want)
+		}
+	}
+}
+
+// checkBindNotes runs the command argv (a run, given its --out, --bind-to,
+// --quiet and two iterations here) with --bind-to auto, whose results'
+// notes must hold want, and with --bind-to none, whose notes must name no
+// binding.
+func checkBindNotes(t *testing.T, want string, argv ...string) {
+	t.Helper()
+	for _, tc := range []struct{ bind, want string }{{"auto", want}, {"none", ""}} {
+		dir := t.TempDir()
+		args := append(append([]string{}, argv[1:]...), "--out", dir, "--bind-to", tc.bind, "--quiet", "--iterations", "2")
+		r := runCmd(t, 2*time.Minute, cleanEnv(), argv[0], args...)
+		if r.code != 0 {
+			t.Fatalf("--bind-to %s: exit %d\n%s", tc.bind, r.code, r.out)
+		}
+		notes := fmt.Sprint(readResults(t, dir)["notes"])
+		if tc.want != "" && !strings.Contains(notes, tc.want) {
+			t.Errorf("--bind-to %s: notes %s, want %q", tc.bind, notes, tc.want)
+		}
+		if tc.want == "" && strings.Contains(notes, "--bind-to") {
+			t.Errorf("--bind-to %s: notes %s say a binding", tc.bind, notes)
 		}
 	}
 }
