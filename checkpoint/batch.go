@@ -40,7 +40,7 @@ func ReadSlices(s []Slice) error { return readSlices(s, defaultPlan()) }
 // defaultPlan is how ReadSlices, ReadRows, ReadCols and Float32 group and
 // issue their reads.
 func defaultPlan() ioPlan {
-	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()}
+	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: ReadsInFlight()}
 }
 
 // readAheadBytes is the window ioPlan.ahead was measured with: advising the
@@ -57,11 +57,12 @@ const readAheadBytes = 64 << 20
 // virtual disks measured (docs/measurements/speed.md, section 8).
 const coalesceGapBytes = 64 << 10
 
-// readsInFlight is how many reads ReadSlices keeps in flight: at least 8
+// ReadsInFlight is how many reads ReadSlices keeps in flight: at least 8
 // (a disk's queue wants several requests even on a 2-core machine, and a
 // goroutine blocked in pread holds no core), more where there are more cores
-// to convert.
-func readsInFlight() int { return max(8, runtime.GOMAXPROCS(0)) }
+// to convert. The cold-load benchmarks give their direct sequential read of
+// a file the same depth, so that a load is held against a read as deep.
+func ReadsInFlight() int { return max(8, runtime.GOMAXPROCS(0)) }
 
 // ioPlan is how ReadSlices groups and issues its reads.
 type ioPlan struct {
