@@ -147,3 +147,76 @@ func TestDecodeBF16EveryPatternEveryLength(t *testing.T) {
 		}
 	}
 }
+
+// decodeF16 gives F16ToFloat32 (the one-value-at-a-time reference, with its
+// branches for zeros, subnormals, infinities and NaNs) of every binary16
+// pattern, starting at each of the first four patterns, so that quads of
+// four values mix normal numbers with zeros and subnormals (around 0x0400
+// and 0x8400) and with infinities and NaNs (around 0x7c00 and 0xfc00), which
+// a quad widened without the table gets wrong; every pattern in each lane
+// of a quad of otherwise normal numbers; and at every length 0–19
+// from each byte offset 0–3 of the source around those places, writing
+// nothing past the length.
+func TestDecodeF16EveryPatternEveryLength(t *testing.T) {
+	src := make([]byte, 2<<16)
+	for i := range 1 << 16 {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
+	}
+	for shift := range 4 { // patterns shift, shift+1, …: quads straddle every boundary of 4
+		dst := make([]float32, 1<<16-shift)
+		decode(dst, src[2*shift:], F16)
+		for i := range dst {
+			h := uint16(i + shift)
+			if got, want := math.Float32bits(dst[i]), math.Float32bits(F16ToFloat32(h)); got != want {
+				t.Fatalf("shift %d: decode of %#04x: %#08x, want %#08x", shift, h, got, want)
+			}
+		}
+	}
+	// Every pattern in each lane of a quad whose other three are 1.0
+	// (0x3c00): a quad checked in some lanes only gets a zero, subnormal,
+	// infinity or NaN in another lane wrong.
+	quads := make([]byte, 0, 2*4*4<<16)
+	for i := range 1 << 16 {
+		for lane := range 4 {
+			for k := range 4 {
+				h := uint16(0x3c00)
+				if k == lane {
+					h = uint16(i)
+				}
+				quads = binary.LittleEndian.AppendUint16(quads, h)
+			}
+		}
+	}
+	qdst := make([]float32, len(quads)/2)
+	decode(qdst, quads, F16)
+	for i, got := range qdst {
+		h := binary.LittleEndian.Uint16(quads[2*i:])
+		if want := F16ToFloat32(h); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("lane %d of a quad: decode of %#04x: %#08x, want %#08x", i%4, h, math.Float32bits(got), math.Float32bits(want))
+		}
+	}
+	const sentinel = 12345.5
+	for _, at := range []int{0x03fd, 0x7bfd, 0x83fd, 0xfbfd} { // just below a normal/special boundary
+		for start := 0; start < 4; start++ { // bytes into src
+			for n := 0; n < 20; n++ {
+				raw := src[2*at+start:]
+				out := make([]float32, n+3)
+				for i := range out {
+					out[i] = sentinel
+				}
+				decode(out[:n], raw, F16)
+				for i := range n {
+					want := F16ToFloat32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+					if got := out[i]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("at %#04x, start %d, length %d: element %d is %#08x, want %#08x", at, start, n, i, math.Float32bits(got), math.Float32bits(want))
+					}
+				}
+				for i := n; i < len(out); i++ {
+					if out[i] != sentinel {
+						t.Fatalf("at %#04x, start %d, length %d: element %d past the length written (%v)", at, start, n, i, out[i])
+					}
+				}
+			}
+		}
+	}
+}
