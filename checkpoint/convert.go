@@ -57,7 +57,11 @@ func decode(dst []float32, src []byte, d DType) {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
 		}
 	case F16:
-		decodeF16(dst, src[:2*len(dst)])
+		src = src[:2*len(dst)]
+		tab := f16Table()
+		for i := range dst {
+			dst[i] = tab[uint16(src[2*i])|uint16(src[2*i+1])<<8]
+		}
 	case BF16:
 		decodeBF16(dst, src[:2*len(dst)])
 	default:
@@ -83,33 +87,6 @@ func decodeBF16(dst []float32, src []byte) {
 	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:2*i+2])) << 16)
-	}
-}
-
-// decodeF16 widens the len(dst) binary16 values of src (2·len(dst) bytes)
-// into dst, four at a time from one 8-byte load where all four are normal
-// numbers (exponent field neither 0 nor 31: the fraction moves up 13 bits
-// and the exponent is rebiased by 127 − 15, as F16ToFloat32 does), through
-// the table where one of them is a zero, a subnormal, an infinity or a
-// NaN, and the last one to three through the table.
-func decodeF16(dst []float32, src []byte) {
-	src = src[:2*len(dst)]
-	tab := f16Table()
-	const rebias = (127 - 15) << 23
-	widen := func(h uint32) float32 { return math.Float32frombits((h&0x8000)<<16 | ((h&0x7fff)<<13 + rebias)) }
-	normal := func(h uint32) bool { e := h & 0x7c00; return e != 0 && e != 0x7c00 }
-	for len(dst) >= 4 && len(src) >= 8 {
-		u := binary.LittleEndian.Uint64(src)
-		h0, h1, h2, h3 := uint32(u)&0xffff, uint32(u>>16)&0xffff, uint32(u>>32)&0xffff, uint32(u>>48)
-		if normal(h0) && normal(h1) && normal(h2) && normal(h3) {
-			dst[0], dst[1], dst[2], dst[3] = widen(h0), widen(h1), widen(h2), widen(h3)
-		} else {
-			dst[0], dst[1], dst[2], dst[3] = tab[h0], tab[h1], tab[h2], tab[h3]
-		}
-		dst, src = dst[4:], src[8:]
-	}
-	for i := range dst {
-		dst[i] = tab[binary.LittleEndian.Uint16(src[2*i:2*i+2])]
 	}
 }
 
