@@ -316,7 +316,12 @@ func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
 // depth the sharded load itself keeps (coldSequentialReadDirect; none where
 // the file system refuses it). A pair's baseline is the fastest of the
 // three: the file's best sequential read on this disk at that moment, and
-// never one shallower than the load's own. It reports per
+// never one shallower than the load's own. After the pair's loads, a cold
+// direct read of the rank's own pre-sharded file, one stream ("own-direct"),
+// gives a diagnostic beside the baseline: the sharded load's rate over its
+// own file's (sharded-slice/own, median and lowest), which the host's cache
+// below a virtual disk moves less than it moves the ratio to another file
+// read three times a pair. It reports per
 // way the median over the pairs of the rank's bytes (in the checkpoint's
 // BF16) per second (MB/s) and of that over the pair's baseline
 // (slice/seq), with the lowest and highest pair (slice/seq-min, -max), the
@@ -345,8 +350,13 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				b.Fatal(err)
 			}
 			loadSharded := func() { loadShardedRank(b, dir, r.shard, r.list) }
+			st, err := os.Stat(shardPath)
+			if err != nil {
+				b.Fatal(err)
+			}
 			rate, vsSeq, cpu := [2][]float64{}, [2][]float64{}, [2][]float64{}
 			var seqCache, seqDirect, seqDirectQ []float64 // MB/s
+			var vsOwn []float64                           // sharded load over its own file's direct read
 			for i := 0; i < b.N; i++ {
 				var cacheS, directS, directQS float64
 				direct, directQ := false, false
@@ -389,6 +399,11 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 					rate[k] = append(rate[k], float64(r.bytes)/dt/1e6)
 					vsSeq[k] = append(vsSeq[k], float64(r.bytes)/dt/(float64(size)/best))
 				}
+				own := "refused"
+				if ownS, ok := coldSequentialReadDirect(b, shardPath, 1); ok { // after the loads: never warms the host's cache for them
+					vsOwn = append(vsOwn, rate[1][i]/(float64(st.Size())/ownS/1e6))
+					own = fmt.Sprintf("%.0f MB/s (%.2f)", float64(st.Size())/ownS/1e6, vsOwn[len(vsOwn)-1])
+				}
 				if testing.Verbose() {
 					d, dq := "refused", "refused"
 					if direct {
@@ -397,8 +412,8 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 					if directQ {
 						dq = fmt.Sprintf("%.0f MB/s", seqDirectQ[len(seqDirectQ)-1])
 					}
-					fmt.Printf("pair tp=%d iteration %d: seq-cache %.0f MB/s, seq-direct %s, seq-directq%d %s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f)\n",
-						tp, i, seqCache[i], d, depth, dq, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i])
+					fmt.Printf("pair tp=%d iteration %d: seq-cache %.0f MB/s, seq-direct %s, seq-directq%d %s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f), own-direct %s\n",
+						tp, i, seqCache[i], d, depth, dq, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i], own)
 				}
 			}
 			for k, name := range []string{"checkpoint", "sharded"} {
@@ -421,6 +436,10 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				b.ReportMetric(stats.Median(seqDirectQ), q+"-MB/s")
 				b.ReportMetric(slices.Min(seqDirectQ), q+"-min-MB/s")
 				b.ReportMetric(slices.Max(seqDirectQ), q+"-max-MB/s")
+			}
+			if len(vsOwn) > 0 {
+				b.ReportMetric(stats.Median(vsOwn), "sharded-slice/own")
+				b.ReportMetric(slices.Min(vsOwn), "sharded-slice/own-min")
 			}
 			b.ReportMetric(float64(r.bytes)/1e6, "rank-MB")
 			b.ReportMetric(float64(size)/1e6, "file-MB")
