@@ -286,12 +286,12 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 // tensors as they write them) and give the buffer back. A reader issues its
 // next read as soon as a buffer is free, whatever the converters are doing,
 // so the disk's queue stays full while the CPU converts what came before
-// (a goroutine that read and then converted, as ReadSlices did before,
-// waited for a core with its next read not yet issued); the converters
+// (a goroutine that read and then converted would wait for a core with
+// its next read not yet issued); the converters
 // yield between pieces of about convertChunkBytes (convertYield), so a
 // reader back from the disk gets a core within about that much conversion.
-// The first error, read or conversion, stops the hand-out and is returned
-// after every goroutine has ended. With p.ahead, one more goroutine asks
+// The first read error stops the hand-out (what was read and not yet
+// converted is dropped) and is returned after every goroutine has ended. With p.ahead, one more goroutine asks
 // the kernel to start reading (adviseWillNeed) the reads up to p.ahead
 // bytes past the ones being read.
 func runReads(reads []fileRead, p ioPlan) error {
