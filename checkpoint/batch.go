@@ -40,7 +40,7 @@ func ReadSlices(s []Slice) error { return readSlices(s, defaultPlan()) }
 // defaultPlan is how ReadSlices, ReadRows, ReadCols and Float32 group and
 // issue their reads.
 func defaultPlan() ioPlan {
-	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: readsInFlight()}
+	return ioPlan{gap: coalesceGapBytes, maxRead: parallelMinBytes, inFlight: ReadsInFlight()}
 }
 
 // readAheadBytes is the window ioPlan.ahead was measured with: advising the
@@ -57,11 +57,12 @@ const readAheadBytes = 64 << 20
 // virtual disks measured (docs/measurements/speed.md, section 8).
 const coalesceGapBytes = 64 << 10
 
-// readsInFlight is how many reads ReadSlices keeps in flight: at least 8
+// ReadsInFlight is how many reads ReadSlices keeps in flight: at least 8
 // (a disk's queue wants several requests even on a 2-core machine, and a
 // goroutine blocked in pread holds no core), more where there are more cores
-// to convert.
-func readsInFlight() int { return max(8, runtime.GOMAXPROCS(0)) }
+// to convert. The cold-load benchmarks give their direct sequential read of
+// a file the same depth, so that a load is held against a read as deep.
+func ReadsInFlight() int { return max(8, runtime.GOMAXPROCS(0)) }
 
 // ioPlan is how ReadSlices groups and issues its reads.
 type ioPlan struct {
@@ -277,23 +278,45 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 	return reads
 }
 
-// runReads issues the reads in order from p.inFlight goroutines, each
-// reading into its own buffer and converting its segments before taking the
-// next read; the first error stops the hand-out and is returned. With
-// p.ahead, one more goroutine asks the kernel to start reading
-// (adviseWillNeed) the reads up to p.ahead bytes past the ones being read,
-// so that the disk has more requests queued than there are readers.
+// runReads reads and converts the reads, split between two kinds of
+// goroutine that meet at a ring of buffers: p.inFlight readers take the
+// reads in order, each with a free buffer of the ring, issue the pread and
+// hand the filled buffer on; GOMAXPROCS converters convert each filled
+// buffer's segments into their tensors (taking the page faults of the fresh
+// tensors as they write them) and give the buffer back. A reader issues its
+// next read as soon as a buffer is free, whatever the converters are doing,
+// so the disk's queue stays full while the CPU converts what came before
+// (a goroutine that read and then converted would wait for a core with
+// its next read not yet issued); the converters
+// yield between pieces of about convertChunkBytes (convertYield), so a
+// reader back from the disk gets a core within about that much conversion.
+// The first read error stops the hand-out (what was read and not yet
+// converted is dropped) and is returned after every goroutine has ended. With p.ahead, one more goroutine asks
+// the kernel to start reading (adviseWillNeed) the reads up to p.ahead
+// bytes past the ones being read.
 func runReads(reads []fileRead, p ioPlan) error {
 	if len(reads) == 1 { // one read: no goroutine to start
 		buf := getScratch()
 		defer scratchPool.Put(buf)
-		return reads[0].do(buf)
+		b, err := reads[0].read(buf)
+		if err != nil {
+			return err
+		}
+		reads[0].convert(b, nil)
+		return nil
 	}
-	workers := min(p.inFlight, len(reads))
+	readers := min(max(p.inFlight, 1), len(reads))
+	converters := min(runtime.GOMAXPROCS(0), len(reads))
+	ring := readers + 2*converters // free buffers while the converters hold theirs and as many wait
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	var stopped atomic.Bool
 	var once sync.Once
 	var first error
+	fail := func(err error) {
+		once.Do(func() { first = err })
+		stopped.Store(true)
+		next.Store(int64(len(reads)))
+	}
 	var advised chan struct{} // a token per read advised and not yet taken
 	done, prefetched := make(chan struct{}), make(chan struct{})
 	if window := p.ahead / max(p.maxRead, 1); window > 0 {
@@ -314,40 +337,96 @@ func runReads(reads []fileRead, p ioPlan) error {
 	} else {
 		close(prefetched)
 	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
+	type filledBuf struct {
+		i   int64
+		buf *[]byte
+		b   []byte // the read's bytes, in buf
+	}
+	free := make(chan *[]byte, ring)
+	for range ring {
+		free <- getScratch()
+	}
+	filled := make(chan filledBuf, ring) // never full: at most ring buffers exist
+	var rwg, cwg sync.WaitGroup
+	for range readers {
+		rwg.Add(1)
 		go func() {
-			defer wg.Done()
-			buf := getScratch()
-			defer scratchPool.Put(buf)
+			defer rwg.Done()
 			for {
+				buf := <-free // the converters give every buffer back, even after an error
 				i := next.Add(1) - 1
 				if i >= int64(len(reads)) {
+					free <- buf
 					return
 				}
 				select { // the prefetcher may advise one more
 				case <-advised:
 				default:
 				}
-				if err := reads[i].do(buf); err != nil {
-					once.Do(func() { first = err })
-					next.Store(int64(len(reads)))
+				b, err := reads[i].read(buf)
+				if err != nil {
+					free <- buf
+					fail(err)
 					return
 				}
+				filled <- filledBuf{i, buf, b}
 			}
 		}()
 	}
-	wg.Wait()
+	for range converters {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			for f := range filled {
+				if !stopped.Load() {
+					reads[f.i].convert(f.b, convertYield)
+				}
+				free <- f.buf
+			}
+		}()
+	}
+	rwg.Wait()
+	close(filled)
+	cwg.Wait()
 	close(done)
 	<-prefetched
+	for range ring {
+		scratchPool.Put(<-free)
+	}
 	return first
 }
 
-// do reads r into scratch and converts its segments.
-func (r fileRead) do(scratch *[]byte) error {
+// convertChunkBytes is about how much source a converter converts between
+// two yields (convertYield): at the 0.5–1 GB/s a core converts into fresh
+// memory (its page faults included) about a third of a millisecond, a
+// small part of a 4 MiB read's 3 ms at the 1.3 GB/s of the disk measured
+// (docs/measurements/speed.md, section 36).
+const convertChunkBytes = 256 << 10
+
+// convertYield lets a reader back from the disk have the core (converters
+// run without blocking while buffers are filled, and a goroutine back from
+// a system call waits for a core like any other): runtime.Gosched, replaced
+// only by the tests that hold a conversion to see the reads go on.
+var convertYield = runtime.Gosched
+
+// read reads r's bytes into scratch and returns them.
+func (r fileRead) read(scratch *[]byte) ([]byte, error) {
 	b, err := readAtDirect(r.direct, r.fd, scratch, r.lo, r.hi-r.lo)
 	if err != nil {
-		return fmt.Errorf("reading bytes [%d, %d): %w", r.lo, r.hi, err) // err names the file
+		return nil, fmt.Errorf("reading bytes [%d, %d): %w", r.lo, r.hi, err) // err names the file
+	}
+	return b, nil
+}
+
+// convert converts the segments of r from b, its bytes, calling yield
+// (where set) after about every convertChunkBytes of source.
+func (r fileRead) convert(b []byte, yield func()) {
+	var since int64 // source bytes converted since the last yield
+	step := func(n int64) {
+		if since += n; yield != nil && since >= convertChunkBytes {
+			yield()
+			since = 0
+		}
 	}
 	for _, g := range r.segs {
 		es := g.dtype.Size()
@@ -356,16 +435,23 @@ func (r fileRead) do(scratch *[]byte) error {
 		switch {
 		case g.to.place != nil && g.count == 1:
 			g.to.place.putRange(b[o:o+g.run], g.to.at, per, g.to.width, g.dtype)
+			step(g.run)
 		case g.to.place != nil: // whole rows of the slice, stride apart
 			g.to.place.putBlock(b[o:o+(g.count-1)*g.stride+g.run], g.stride, g.to.at/g.to.width, g.count, 0, per, g.dtype)
+			step(g.count * g.run)
 		default:
+			chunk := max(1, convertChunkBytes/es) // values between yields
 			for k := int64(0); k < g.count; k++ {
 				o := g.off + k*g.stride - r.lo
-				decode(g.to.dst[k*per:(k+1)*per], b[o:o+g.run], g.dtype)
+				dst := g.to.dst[k*per : (k+1)*per]
+				for v := int64(0); v < per; v += chunk {
+					n := min(chunk, per-v)
+					decode(dst[v:v+n], b[o+v*es:o+(v+n)*es], g.dtype)
+					step(n * es)
+				}
 			}
 		}
 	}
-	return nil
 }
 
 // RowsSlice is the Slice of rows [r0, r1) of t with a buffer of its size,

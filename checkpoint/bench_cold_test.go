@@ -42,7 +42,7 @@ var coldReaders = []coldReader{
 		}
 	}},
 	{"gap0", func(b *testing.B, f *File, s []Slice) {
-		if err := readSlices(s, ioPlan{gap: 0, maxRead: parallelMinBytes, inFlight: readsInFlight()}); err != nil {
+		if err := readSlices(s, ioPlan{gap: 0, maxRead: parallelMinBytes, inFlight: ReadsInFlight()}); err != nil {
 			b.Fatal(err)
 		}
 	}},
@@ -54,14 +54,14 @@ var coldReaders = []coldReader{
 		}
 	}},
 	{"span", func(b *testing.B, f *File, s []Slice) {
-		if err := readSlices(s, ioPlan{gap: 1 << 40, maxRead: parallelMinBytes, inFlight: readsInFlight()}); err != nil {
+		if err := readSlices(s, ioPlan{gap: 1 << 40, maxRead: parallelMinBytes, inFlight: ReadsInFlight()}); err != nil {
 			b.Fatal(err)
 		}
 	}},
 }
 
 // readParallel reads the whole file at path as ReadSlices reads its ranges
-// (readahead off, reads of parallelMinBytes front to back, readsInFlight at
+// (readahead off, reads of parallelMinBytes front to back, ReadsInFlight at
 // once) without converting: the disk's rate for the whole file when it is
 // given several requests at a time, where readSequential gives it one.
 func readParallel(b *testing.B, path string) {
@@ -78,7 +78,7 @@ func readParallel(b *testing.B, path string) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < readsInFlight(); w++ {
+	for w := 0; w < ReadsInFlight(); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

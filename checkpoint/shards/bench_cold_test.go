@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -307,17 +308,25 @@ func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
 // alternating order: "checkpoint", through Source with one Prefetch from
 // the Hugging Face file (as exec/cpu does), and "sharded", through Sharded
 // with one Prefetch from the rank's pre-sharded file (WriteSharded, written
-// once before the pairs, not timed). Each pair is preceded by two
+// once before the pairs, not timed). Each pair is preceded by three
 // sequential reads of the whole checkpoint file, each after its own
-// eviction, in alternating order: "seq-cache" through the page cache and
-// "seq-direct" with direct I/O (coldSequentialReadDirect; none where the
-// file system refuses it). A pair's baseline is the faster of the two: the
-// file's best sequential read on this disk at that moment. It reports per
+// eviction, in rotating order: "seq-cache" through the page cache,
+// "seq-direct" with direct I/O, one 4 MiB read at a time, and "seq-directq"
+// with direct I/O and checkpoint.ReadsInFlight() reads in flight, the queue
+// depth the sharded load itself keeps (coldSequentialReadDirect; none where
+// the file system refuses it). A pair's baseline is the fastest of the
+// three: the file's best sequential read on this disk at that moment, and
+// never one shallower than the load's own. After the pair's loads, a cold
+// direct read of the rank's own pre-sharded file, one stream ("own-direct"),
+// gives a diagnostic beside the baseline: the sharded load's rate over its
+// own file's (sharded-slice/own, median and lowest), which the host's cache
+// below a virtual disk moves less than it moves the ratio to another file
+// read three times a pair. It reports per
 // way the median over the pairs of the rank's bytes (in the checkpoint's
 // BF16) per second (MB/s) and of that over the pair's baseline
 // (slice/seq), with the lowest and highest pair (slice/seq-min, -max), the
 // median CPU time of a load (cpu-s), and the median, lowest and highest
-// rate of each sequential read. PARTBENCH_SHARDS_BENCH_MB sets the file's
+// rate of each sequential read (seq-directq's as "seq-directqN" for depth N). PARTBENCH_SHARDS_BENCH_MB sets the file's
 // size (default 256).
 func BenchmarkRankLoadShardedCold(b *testing.B) {
 	dir, size := benchDir(b, benchMB(b))
@@ -327,7 +336,7 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 		b.Fatal(err)
 	}
 	buf := make([]byte, 4<<20)
-	dbuf := alignedBuffer(4 << 20)
+	depth := checkpoint.ReadsInFlight()
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			r := newBenchRank(b, dir, hf, tp)
@@ -341,16 +350,24 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				b.Fatal(err)
 			}
 			loadSharded := func() { loadShardedRank(b, dir, r.shard, r.list) }
+			st, err := os.Stat(shardPath)
+			if err != nil {
+				b.Fatal(err)
+			}
 			rate, vsSeq, cpu := [2][]float64{}, [2][]float64{}, [2][]float64{}
-			var seqCache, seqDirect []float64 // MB/s
+			var seqCache, seqDirect, seqDirectQ []float64 // MB/s
+			var vsOwn []float64                           // sharded load over its own file's direct read
 			for i := 0; i < b.N; i++ {
-				var cacheS, directS float64
-				direct := false
-				for k := range 2 {
-					if (k+i)%2 == 0 {
+				var cacheS, directS, directQS float64
+				direct, directQ := false, false
+				for k := range 3 {
+					switch (k + i) % 3 {
+					case 0:
 						cacheS = coldSequentialRead(b, path, buf)
-					} else {
-						directS, direct = coldSequentialReadDirect(b, path, dbuf)
+					case 1:
+						directS, direct = coldSequentialReadDirect(b, path, 1)
+					default:
+						directQS, directQ = coldSequentialReadDirect(b, path, depth)
 					}
 				}
 				seqCache = append(seqCache, float64(size)/cacheS/1e6)
@@ -358,6 +375,10 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				if direct {
 					seqDirect = append(seqDirect, float64(size)/directS/1e6)
 					best = min(best, directS)
+				}
+				if directQ {
+					seqDirectQ = append(seqDirectQ, float64(size)/directQS/1e6)
+					best = min(best, directQS)
 				}
 				for k := range 2 {
 					k := (k + i) % 2 // each way takes each place in turn
@@ -378,13 +399,21 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 					rate[k] = append(rate[k], float64(r.bytes)/dt/1e6)
 					vsSeq[k] = append(vsSeq[k], float64(r.bytes)/dt/(float64(size)/best))
 				}
+				own := "refused"
+				if ownS, ok := coldSequentialReadDirect(b, shardPath, 1); ok { // after the loads: never warms the host's cache for them
+					vsOwn = append(vsOwn, rate[1][i]/(float64(st.Size())/ownS/1e6))
+					own = fmt.Sprintf("%.0f MB/s (%.2f)", float64(st.Size())/ownS/1e6, vsOwn[len(vsOwn)-1])
+				}
 				if testing.Verbose() {
-					d := "refused"
+					d, dq := "refused", "refused"
 					if direct {
 						d = fmt.Sprintf("%.0f MB/s", seqDirect[len(seqDirect)-1])
 					}
-					fmt.Printf("pair tp=%d iteration %d: seq-cache %.0f MB/s, seq-direct %s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f)\n",
-						tp, i, seqCache[i], d, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i])
+					if directQ {
+						dq = fmt.Sprintf("%.0f MB/s", seqDirectQ[len(seqDirectQ)-1])
+					}
+					fmt.Printf("pair tp=%d iteration %d: seq-cache %.0f MB/s, seq-direct %s, seq-directq%d %s, checkpoint %.0f MB/s (%.2f), sharded %.0f MB/s (%.2f), own-direct %s\n",
+						tp, i, seqCache[i], d, depth, dq, rate[0][i], vsSeq[0][i], rate[1][i], vsSeq[1][i], own)
 				}
 			}
 			for k, name := range []string{"checkpoint", "sharded"} {
@@ -402,37 +431,74 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 				b.ReportMetric(slices.Min(seqDirect), "seq-direct-min-MB/s")
 				b.ReportMetric(slices.Max(seqDirect), "seq-direct-max-MB/s")
 			}
+			if len(seqDirectQ) > 0 {
+				q := fmt.Sprintf("seq-directq%d", depth)
+				b.ReportMetric(stats.Median(seqDirectQ), q+"-MB/s")
+				b.ReportMetric(slices.Min(seqDirectQ), q+"-min-MB/s")
+				b.ReportMetric(slices.Max(seqDirectQ), q+"-max-MB/s")
+			}
+			if len(vsOwn) > 0 {
+				b.ReportMetric(stats.Median(vsOwn), "sharded-slice/own")
+				b.ReportMetric(slices.Min(vsOwn), "sharded-slice/own-min")
+			}
 			b.ReportMetric(float64(r.bytes)/1e6, "rank-MB")
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 		})
 	}
 }
 
-// coldSequentialReadDirect is the seconds one stream takes to read the
-// whole file at path with direct I/O (O_DIRECT) through buf, page-aligned,
-// after evicting it, and whether it could: false where the open or the
-// first read is refused (a file system without direct I/O), and the
-// baseline is then the page cache's read alone.
-func coldSequentialReadDirect(b *testing.B, path string, buf []byte) (float64, bool) {
+// coldSequentialReadDirect is the seconds depth streams take to read the
+// whole file at path with direct I/O (O_DIRECT) after evicting it, taking
+// its 4 MiB blocks in order, each into a page-aligned buffer of its own (as
+// ReadSlices's readers do; depth 1 is one stream front to back), and
+// whether they could: false where the open or a read is refused (EINVAL: a
+// file system without direct I/O), and the baseline is then the others.
+func coldSequentialReadDirect(b *testing.B, path string, depth int) (float64, bool) {
+	const block = 4 << 20
 	checkpointtest.Evict(b, path)
+	bufs := make([][]byte, depth)
+	for k := range bufs {
+		bufs[k] = alignedBuffer(block)
+	}
 	t0 := time.Now()
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
 	if err != nil {
 		return 0, false
 	}
 	defer f.Close()
-	for off := int64(0); ; {
-		n, err := f.ReadAt(buf, off)
-		off += int64(n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if off == 0 && errors.Is(err, syscall.EINVAL) {
-				return 0, false
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	errs := make(chan error, depth)
+	for k := range depth {
+		go func() {
+			for {
+				off := (next.Add(1) - 1) * block
+				if off >= st.Size() {
+					errs <- nil
+					return
+				}
+				if _, err := f.ReadAt(bufs[k], off); err != nil && !errors.Is(err, io.EOF) {
+					errs <- fmt.Errorf("direct read at %d: %w", off, err)
+					return
+				}
 			}
-			b.Fatalf("%s: direct read at %d: %v", path, off, err)
+		}()
+	}
+	var first error
+	for range depth {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			next.Store(st.Size()) // the others stop at their next block
 		}
+	}
+	if first != nil {
+		if errors.Is(first, syscall.EINVAL) {
+			return 0, false
+		}
+		b.Fatalf("%s: %v", path, first)
 	}
 	return time.Since(t0).Seconds(), true
 }
