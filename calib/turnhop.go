@@ -214,6 +214,14 @@ func smallSendS(ts []configs.OpTime, n int) float64 {
 // pass (ns), the band's mean hop less oneWayS (at least noWaitS); a band
 // of a size seen is kept 1 ns apart. None at or below the cores.
 func recvWaitTurnsEntries(bins []turnHopBin, oneWayS float64, n, cores, repeats int) []configs.OpTime {
+	return bandEntries(configs.RecvWaitTurnsKind, bins, n, cores, func(b passBand) float64 { return b.MeanS - oneWayS })
+}
+
+// bandEntries are kind's entries at n ranks on cores cores, one per band
+// of bins: at size the band's median pass (ns), value of the band (at
+// least noWaitS); a band of a size seen is kept 1 ns apart. None at or
+// below the cores (no turns are measured there).
+func bandEntries(kind string, bins []passBand, n, cores int, value func(passBand) float64) []configs.OpTime {
 	if n <= cores {
 		return nil
 	}
@@ -225,8 +233,8 @@ func recvWaitTurnsEntries(bins []turnHopBin, oneWayS float64, n, cores, repeats 
 			size++
 		}
 		seen[size] = true
-		w := max(noWaitS, b.MeanS-oneWayS)
-		out = append(out, configs.OpTime{Kind: configs.RecvWaitTurnsKind, Shape: configs.CoreWaitShape(cores), Size: size,
+		w := max(noWaitS, value(b))
+		out = append(out, configs.OpTime{Kind: kind, Shape: configs.CoreWaitShape(cores), Size: size,
 			TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: max(1, b.N), Ranks: n})
 	}
 	return out

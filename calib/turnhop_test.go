@@ -33,16 +33,7 @@ func TestTurnHops(t *testing.T) {
 		{UpToS: 40e-6, N: 1, PassS: 30e-6, MedS: 20e-6, MeanS: 20e-6},
 		{UpToS: 160e-6, N: 1, PassS: 100e-6, MedS: 12e-6, MeanS: 12e-6},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("bands %+v, want %+v", got, want)
-	}
-	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
-	for i, w := range want {
-		g := got[i]
-		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.MedS, w.MedS) || !near(g.MeanS, w.MeanS) {
-			t.Errorf("band %d: %+v, want %+v", i, g, w)
-		}
-	}
+	checkBands(t, got, want)
 	if s := describeTurnHops(got); !strings.Contains(s, "after passes of 5e-06 s (median; 2 hops): 1.2e-05 s median, 1.6e-05 s mean") {
 		t.Errorf("note %q", s)
 	}
@@ -138,5 +129,21 @@ func TestRecvWaitTurnsEntries(t *testing.T) {
 	}
 	if got := smallSendS(ts, 8); got != 0 {
 		t.Errorf("no entries at 8: %g", got)
+	}
+}
+
+// checkBands fails t where got's bands differ from want's (counts exactly,
+// seconds to 1e-15).
+func checkBands(t *testing.T, got, want []passBand) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("bands %+v, want %+v", got, want)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
+	for i, w := range want {
+		g := got[i]
+		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.MedS, w.MedS) || !near(g.MeanS, w.MeanS) {
+			t.Errorf("band %d: %+v, want %+v", i, g, w)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package calib
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -120,20 +119,5 @@ func describeTurnOrder(o turnOrder) string {
 // (ns), the band's mean time off it; a band of a size seen is kept 1 ns
 // apart. None at or below the cores (no turns are measured there).
 func turnOffEntries(bins []turnOffBin, n, cores int) []configs.OpTime {
-	if n <= cores {
-		return nil
-	}
-	var out []configs.OpTime
-	seen := map[int64]bool{}
-	for _, b := range bins {
-		size := max(1, int64(math.Round(b.PassS*1e9)))
-		for seen[size] {
-			size++
-		}
-		seen[size] = true
-		w := max(noWaitS, b.MeanS)
-		out = append(out, configs.OpTime{Kind: configs.TurnOffKind, Shape: configs.CoreWaitShape(cores), Size: size,
-			TimeS: w, TimeMinS: w, TimeMaxS: w, Samples: max(1, b.N), Ranks: n})
-	}
-	return out
+	return bandEntries(configs.TurnOffKind, bins, n, cores, func(b passBand) float64 { return b.MeanS })
 }

@@ -41,16 +41,7 @@ func TestTurnOffs(t *testing.T) {
 		{UpToS: 40e-6, N: 1, PassS: 25e-6, MedS: 5e-6, MeanS: 5e-6},
 		{UpToS: 640e-6, N: 3, PassS: 240e-6, MedS: 40e-6, MeanS: 118e-6 / 3},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("bands %+v, want %+v", got, want)
-	}
-	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
-	for i, w := range want {
-		g := got[i]
-		if g.N != w.N || !near(g.UpToS, w.UpToS) || !near(g.PassS, w.PassS) || !near(g.MedS, w.MedS) || !near(g.MeanS, w.MeanS) {
-			t.Errorf("band %d: %+v, want %+v", i, g, w)
-		}
-	}
+	checkBands(t, got, want)
 	// 5 µs off 25 on: 0.2 of the time on the core.
 	if s := describeTurnOffs(got); !strings.Contains(s, "turns of 2.5e-05 s on the core (median; 1 turns): 5e-06 s off it median, 5e-06 s mean (0.2 of the time on it)") {
 		t.Errorf("note %q", s)
