@@ -59,13 +59,16 @@ type Run struct {
 	Collectives sim.CollectiveOptions
 	// EveryRank simulates every rank, not one per stage (a trace draws each).
 	EveryRank bool
+	// Unbound says the ranks were left to the scheduler (`--bind-to none`):
+	// the estimate counts shared cores host-wide (sim.Options.Unbound).
+	Unbound bool
 }
 
 // NewRunDoc aggregates the ranks' results and holds them against the
 // estimate of the same Plan.
 func NewRunDoc(r Run) (*RunDoc, error) {
 	plan, cfg := r.Plan, r.Plan.Config
-	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: r.Collectives, EveryRank: r.EveryRank})
+	est, err := sim.EstimatePlan(plan, sim.Options{Collectives: r.Collectives, EveryRank: r.EveryRank, Unbound: r.Unbound})
 	if err != nil {
 		return nil, err
 	}

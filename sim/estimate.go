@@ -31,6 +31,11 @@ type Options struct {
 	// stage is simulated and stands for the others (Timeline.PerStage):
 	// the Estimate is the same, bit for bit, in less time and memory.
 	EveryRank bool
+	// Unbound prices ranks that outnumber the host's cores as left to the
+	// scheduler (`run --bind-to none`): the shared-core stretch and core
+	// wait counted host-wide, also where `--bind-to auto` binds them two to
+	// a core and they are counted per core (optable_share.go).
+	Unbound bool
 
 	// share stretches compute ops for a host's shared cores (optable_share.go).
 	share *coreShare

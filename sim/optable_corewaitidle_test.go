@@ -68,17 +68,22 @@ func TestCoreWaitBesideIdle(t *testing.T) {
 // their one CPU (share 1), so every step meets W = 30 µs and none of
 // W_idle, and the partner behind beside another stage (optable_late.go)
 // adds one W per collective: (35 + 18) · 30 µs = 1.59 ms on TTFT and on
-// TPOT, with or without the W_idle entry.
+// TPOT, with or without the W_idle entry. Priced unbound (Options.Unbound:
+// `run --bind-to none`), the 2 cores are counted host-wide as the 3 are:
+// a lone stage's 2 ranks on 2 cores, stretch 1, share 0: 35 · 10 µs with
+// W_idle, nothing with W alone.
 func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 	for _, c := range []struct {
 		cores         int
+		unbound       bool
 		wAlone, wBoth float64 // growth with W alone, with W and W_idle
 	}{
-		{3, 0, 35 * 10e-6},
-		{2, 53 * 30e-6, 53 * 30e-6},
+		{3, false, 0, 35 * 10e-6},
+		{2, false, 53 * 30e-6, 53 * 30e-6},
+		{2, true, 0, 35 * 10e-6},
 	} {
 		est := func(times ...configs.OpTime) *Estimate {
-			return estimateOnCoresWith(t, "test/tp2pp2-tiny", c.cores, 1, times...)
+			return estimateOnCoresOpts(t, "test/tp2pp2-tiny", c.cores, 1, Options{Unbound: c.unbound}, times...)
 		}
 		e := func(kind string, w float64) configs.OpTime {
 			return opEntry(kind, configs.CoreWaitShape(c.cores), 20_000, 0, w, 4)
@@ -94,10 +99,10 @@ func TestEstimateCoreWaitBesideIdle(t *testing.T) {
 		} {
 			got := est(v.times...)
 			if d := got.Prefill.TTFTS - base.Prefill.TTFTS; math.Abs(d-v.want) > 1e-9 {
-				t.Errorf("%d cores, %s: TTFT grew by %.6g s, want %.6g s", c.cores, v.name, d, v.want)
+				t.Errorf("%d cores (unbound %v), %s: TTFT grew by %.6g s, want %.6g s", c.cores, c.unbound, v.name, d, v.want)
 			}
 			if d := got.Decode.TPOTS - base.Decode.TPOTS; math.Abs(d-v.want) > 1e-9 {
-				t.Errorf("%d cores, %s: TPOT grew by %.6g s, want %.6g s", c.cores, v.name, d, v.want)
+				t.Errorf("%d cores (unbound %v), %s: TPOT grew by %.6g s, want %.6g s", c.cores, c.unbound, v.name, d, v.want)
 			}
 		}
 	}

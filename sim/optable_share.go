@@ -117,7 +117,7 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 		return e, nil
 	}
 	bs := newBurstStretch(planOpTable(plan), plan, cores)
-	paired := pairedOnCPUs(plan, replicas, cores)
+	paired := !opts.Unbound && pairedOnCPUs(plan, replicas, cores)
 	for round := 0; round < shareRounds; round++ {
 		next := shareFactorsPlaced(e.Timeline, max(1, replicas), cores, paired, bs, opts.share)
 		o := opts

@@ -82,6 +82,12 @@ func estimateOnCores(t *testing.T, name string, cores int, times ...configs.OpTi
 // set to microbatches (0: the config's).
 func estimateOnCoresWith(t *testing.T, name string, cores, microbatches int, times ...configs.OpTime) *Estimate {
 	t.Helper()
+	return estimateOnCoresOpts(t, name, cores, microbatches, Options{}, times...)
+}
+
+// estimateOnCoresOpts is estimateOnCoresWith, estimated with opts.
+func estimateOnCoresOpts(t *testing.T, name string, cores, microbatches int, opts Options, times ...configs.OpTime) *Estimate {
+	t.Helper()
 	cfg, err := configs.Load(name)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func estimateOnCoresWith(t *testing.T, name string, cores, microbatches int, tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := EstimatePlan(plan, Options{})
+	e, err := EstimatePlan(plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,7 +281,8 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) (ret
 		return nil
 	}
 	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: name, Launcher: string(env.Source), Version: version,
-		Results: results, Tolerance: o.tolerance, Started: started, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != ""})
+		Results: results, Tolerance: o.tolerance, Started: started, Collectives: collectiveOptionsFromEnv(), EveryRank: o.trace != "",
+		Unbound: o.bindTo == launch.BindNone.String()})
 	if err != nil {
 		return err
 	}
