@@ -279,21 +279,22 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 }
 
 // runReads reads and converts the reads, split between two kinds of
-// goroutine that meet at a ring of buffers: p.inFlight readers take the
-// reads in order, each with a free buffer of the ring, issue the pread and
-// hand the filled buffer on; GOMAXPROCS converters convert each filled
-// buffer's segments into their tensors (taking the page faults of the fresh
-// tensors as they write them) and give the buffer back. A reader issues its
-// next read as soon as a buffer is free, whatever the converters are doing,
-// so the disk's queue stays full while the CPU converts what came before
-// (a goroutine that read and then converted would wait for a core with
-// its next read not yet issued); the converters
-// yield between pieces of about convertChunkBytes (convertYield), so a
-// reader back from the disk gets a core within about that much conversion.
-// The first read error stops the hand-out (what was read and not yet
-// converted is dropped) and is returned after every goroutine has ended. With p.ahead, one more goroutine asks
-// the kernel to start reading (adviseWillNeed) the reads up to p.ahead
-// bytes past the ones being read.
+// goroutine that meet at a ring of buffers (ringBuffers): p.inFlight
+// readers take the reads in order, each with a free buffer of the ring,
+// issue the pread and hand the filled buffer on; GOMAXPROCS converters
+// convert each filled buffer's segments into their tensors (taking the
+// page faults of the fresh tensors as they write them) and give the buffer
+// back. A reader issues its next read as soon as a buffer is free,
+// whatever the converters are doing, so the disk's queue stays full while
+// the CPU converts what came before (a goroutine that read and then
+// converted would wait for a core with its next read not yet issued); the
+// converters yield between pieces of about convertChunkBytes
+// (convertYield), so a reader back from the disk gets a core within about
+// that much conversion. The first read error stops the hand-out (what was
+// read and not yet converted is dropped) and is returned after every
+// goroutine has ended. With p.ahead, one more goroutine asks the kernel to
+// start reading (adviseWillNeed) the reads up to p.ahead bytes past the
+// ones being read.
 func runReads(reads []fileRead, p ioPlan) error {
 	if len(reads) == 1 { // one read: no goroutine to start
 		buf := getScratch()
@@ -307,7 +308,7 @@ func runReads(reads []fileRead, p ioPlan) error {
 	}
 	readers := min(max(p.inFlight, 1), len(reads))
 	converters := min(runtime.GOMAXPROCS(0), len(reads))
-	ring := readers + 2*converters // free buffers while the converters hold theirs and as many wait
+	ring := ringBuffers(readers, converters, len(reads))
 	var next atomic.Int64
 	var stopped atomic.Bool
 	var once sync.Once
@@ -394,6 +395,16 @@ func runReads(reads []fileRead, p ioPlan) error {
 		scratchPool.Put(<-free)
 	}
 	return first
+}
+
+// ringBuffers is how many buffers runReads's ring holds for readers
+// readers and converters converters over n reads: one per reader and two
+// per converter (the one it converts and one filled, waiting for it), so
+// that the readers find free buffers while every converter is busy — but
+// no more than n, one per read, as many as the reads can ever fill (each
+// buffer is a scratch buffer of up to parallelMinBytes taken for the call).
+func ringBuffers(readers, converters, n int) int {
+	return max(1, min(readers+2*converters, n))
 }
 
 // convertChunkBytes is about how much source a converter converts between

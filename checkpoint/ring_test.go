@@ -300,3 +300,20 @@ func TestDirectRefusedSomeReads(t *testing.T) {
 		t.Errorf("%d reads counted as direct, want %d (%d tried, %d refused)", got, want, calls.Load(), refused.Load())
 	}
 }
+
+// The ring holds a buffer per reader and two per converter, but never more
+// than there are reads: three reads of 4 MiB with eight readers and two
+// converters take 3 scratch buffers (12 MiB), not 8 + 2·2 = 12 (48 MiB).
+func TestRingBuffers(t *testing.T) {
+	for _, c := range []struct{ readers, converters, n, want int }{
+		{8, 2, 130, 12}, // 8 + 2·2 = 12 ≤ 130 reads
+		{1, 2, 32, 5},   // 1 + 2·2 = 5 ≤ 32
+		{3, 2, 3, 3},    // 3 + 2·2 = 7, capped at the 3 reads
+		{2, 2, 2, 2},    // two reads: a buffer each
+		{1, 1, 0, 1},    // no read (runReads never asks): still one buffer, never zero
+	} {
+		if got := ringBuffers(c.readers, c.converters, c.n); got != c.want {
+			t.Errorf("ringBuffers(%d readers, %d converters, %d reads) = %d, want %d", c.readers, c.converters, c.n, got, c.want)
+		}
+	}
+}
