@@ -106,7 +106,7 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int, tp int) ([]int, stri
 			// Oversubscribed otherwise, or a launcher bound the rank
 			// already (mpirun --bind-to core leaves a rank a mask of one
 			// CPU).
-			return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s)%s; the scheduler places the ranks", b, n, len(cpus), topology.CPUList(cpus), whyNotPaired(len(cpus), n, tp))
+			return nil, fmt.Sprintf("--bind-to %s: not bound: %d local ranks and %d CPUs in the affinity mask (%s)%s; the scheduler places the ranks", b, n, len(cpus), topology.CPUList(cpus), whyNotPaired(len(cpus), n, tp, env.Rank-env.LocalRank))
 		}
 		groups := "no tensor-parallel groups"
 		switch {
@@ -127,8 +127,11 @@ func BindPlan(b Bind, env Env, cpuBackend bool, cpus []int, tp int) ([]int, stri
 	return block, fmt.Sprintf("--bind-to %s: the host's %d local ranks bound to %s each of the affinity mask's %d (%s); local rank %d to %s", b, n, each, len(cpus), topology.CPUList(cpus), env.LocalRank, topology.CPUList(block))
 }
 
-// whyNotPaired says why oversubscribed ranks are not bound two to a CPU.
-func whyNotPaired(cpus, n, tp int) string {
+// whyNotPaired says why the n ranks of a host of cpus CPUs, the first
+// global rank first, of tensor-parallel groups of tp, are not bound two to
+// a CPU (OversubscribedCPU refused them), naming the count, group size or
+// rank that the rule does not take.
+func whyNotPaired(cpus, n, tp, first int) string {
 	switch {
 	case cpus < 2:
 		return ""
@@ -137,7 +140,7 @@ func whyNotPaired(cpus, n, tp int) string {
 	case tp > 1 && tp%2 != 0:
 		return fmt.Sprintf(": tensor-parallel groups of %d would straddle a CPU", tp)
 	}
-	return ": the host's ranks do not start a tensor-parallel group"
+	return fmt.Sprintf(": the host's first rank, %d, does not start a tensor-parallel group of %d (a multiple of %d does)", first, tp, tp)
 }
 
 // BindRank applies b to this process, a rank env describes of a job whose

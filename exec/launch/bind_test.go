@@ -96,7 +96,7 @@ func TestBindPlan(t *testing.T) {
 		{"tp 3, 6 on 3", BindAuto, local(1, 6), true, []int{0, 1, 2}, 3, nil, ": tensor-parallel groups of 3 would straddle a CPU"},
 		// The host holds ranks 2-5 of groups of 4 ({0-3}, {4-7}): its
 		// pairs {2, 3} and {4, 5} would each be half of two groups.
-		{"host starts mid-group", BindAuto, Env{Rank: 3, LocalRank: 1, LocalSize: 4, Size: 8}, true, two, 4, nil, ": the host's ranks do not start a tensor-parallel group"},
+		{"host starts mid-group", BindAuto, Env{Rank: 3, LocalRank: 1, LocalSize: 4, Size: 8}, true, two, 4, nil, ": the host's first rank, 2, does not start a tensor-parallel group of 4 (a multiple of 4 does)"},
 		{"bound by mpirun", BindCore, local(0, 2), true, []int{5}, 2, nil, "not bound: 2 local ranks and 1 CPUs in the affinity mask (5); the scheduler"},
 		{"mask with gaps", BindCore, local(0, 2), true, []int{0, 2, 3, 4, 8}, 2, []int{0, 2, 3}, "(0,2-4,8); local rank 0 to 0,2-3"},
 		{"4 on 8", BindCore, local(3, 4), true, []int{0, 1, 2, 3, 4, 5, 6, 7}, 2, []int{6, 7}, "bound to 2 CPUs each of the affinity mask's 8 (0-7); local rank 3 to 6-7"},
