@@ -110,7 +110,9 @@ func isCompute(k partition.Kind) bool {
 // shareCores re-simulates plan (one replica; replicas are the full plan's
 // DP) with compute ops stretched by the host's core sharing, when the
 // profile gives the host's cores and the ranks outnumber them; else it
-// returns e unchanged.
+// returns e unchanged. The ranks sharing a core are counted host-wide, or
+// on each op's own CPU where `run --bind-to auto` binds them two to a CPU
+// (pairedOnCPUs; not with opts.Unbound).
 func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, work *planWork) (*Estimate, error) {
 	cores := hostCores(plan)
 	if cores <= 0 || plan.Size()*max(1, replicas) <= cores || e.Timeline == nil {
