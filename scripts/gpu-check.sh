@@ -29,7 +29,7 @@
 #                   partbench's run and its trace: OUTDIR/torch-vs-partbench.md
 #   batch1     45   the seed shapes at 4 layers, batch 1, context 2048 (the HBM-bound
 #                   decode), partbench and PyTorch: OUTDIR/torch-vs-partbench-b1.md
-#   without    20   the seed runs at batch 16 and 1 with the fused residual+norm and the
+#   without    30   the seed runs at batch 16 and 1 with the fused residual+norm and the
 #                   one-launch split-KV turned off (PARTBENCH_CUDA_WITHOUT), and with the
 #                   small-M GEMV off (PARTBENCH_GEMV=off), for their gain
 #   startup    60   the 16-layer seed model on one GPU, one iteration: start-up is
