@@ -280,6 +280,21 @@ func newBenchRank(b *testing.B, dir string, hf *checkpoint.Config, tp int) bench
 	return r
 }
 
+// writeSharded writes the rank's pre-sharded file (WriteSharded) from the
+// benchmark's checkpoint and returns its path.
+func (r benchRank) writeSharded(b *testing.B) string {
+	w, err := checkpoint.OpenWeights(r.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path, _, err := WriteSharded(r.dir, w, r.hf, r.shard, r.list)
+	w.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
 // load opens the weights and reads every tensor of the rank through a
 // Source, with one Prefetch of the whole list first or tensor by tensor,
 // as the executors do; the caller closes the weights it returns.
@@ -326,8 +341,8 @@ func (r benchRank) load(b *testing.B, prefetch bool) *checkpoint.Weights {
 // BF16) per second (MB/s) and of that over the pair's baseline
 // (slice/seq), with the lowest and highest pair (slice/seq-min, -max), the
 // median CPU time of a load (cpu-s), and the median, lowest and highest
-// rate of each sequential read (seq-directq's as "seq-directqN" for depth N). PARTBENCH_SHARDS_BENCH_MB sets the file's
-// size (default 256).
+// rate of each sequential read (seq-directq's as "seq-directqN" for
+// depth N). PARTBENCH_SHARDS_BENCH_MB sets the file's size (default 256).
 func BenchmarkRankLoadShardedCold(b *testing.B) {
 	dir, size := benchDir(b, benchMB(b))
 	path := filepath.Join(dir, checkpoint.SingleFile)
@@ -340,15 +355,7 @@ func BenchmarkRankLoadShardedCold(b *testing.B) {
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			r := newBenchRank(b, dir, hf, tp)
-			w, err := checkpoint.OpenWeights(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			shardPath, _, err := WriteSharded(dir, w, hf, r.shard, r.list)
-			w.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
+			shardPath := r.writeSharded(b)
 			loadSharded := func() { loadShardedRank(b, dir, r.shard, r.list) }
 			st, err := os.Stat(shardPath)
 			if err != nil {
@@ -531,15 +538,7 @@ func BenchmarkShardedLoadCold(b *testing.B) {
 	for _, tp := range []int{1, 2, 8} {
 		b.Run(fmt.Sprintf("tp=%d", tp), func(b *testing.B) {
 			r := newBenchRank(b, dir, hf, tp)
-			w, err := checkpoint.OpenWeights(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			shardPath, _, err := WriteSharded(dir, w, hf, r.shard, r.list)
-			w.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
+			shardPath := r.writeSharded(b)
 			var user, sys, flt float64
 			b.SetBytes(r.bytes)
 			b.ResetTimer()
