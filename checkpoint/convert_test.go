@@ -85,10 +85,7 @@ func TestBF16HandPatterns(t *testing.T) {
 // F16ToFloat32 gives it, in a row-major buffer (decode) and down a tile's
 // column (decodeColumn).
 func TestDecodeF16EveryPattern(t *testing.T) {
-	src := make([]byte, 2<<16)
-	for i := range 1 << 16 {
-		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
-	}
+	src := every16BitPattern()
 	dst := make([]float32, 1<<16)
 	decode(dst, src, F16)
 	var tile [placeTile * placeTile]float32
@@ -113,10 +110,7 @@ func TestDecodeF16EveryPattern(t *testing.T) {
 // any even byte, and an 8-byte load need not be aligned); the elements
 // past the length are left as they were.
 func TestDecodeBF16EveryPatternEveryLength(t *testing.T) {
-	src := make([]byte, 2<<16)
-	for i := range 1 << 16 {
-		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
-	}
+	src := every16BitPattern()
 	dst := make([]float32, 1<<16)
 	decode(dst, src, BF16)
 	for i := range 1 << 16 {
@@ -146,4 +140,13 @@ func TestDecodeBF16EveryPatternEveryLength(t *testing.T) {
 			}
 		}
 	}
+}
+
+// every16BitPattern is the 65,536 16-bit patterns in order, little-endian.
+func every16BitPattern() []byte {
+	src := make([]byte, 2<<16)
+	for i := range 1 << 16 {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i))
+	}
+	return src
 }

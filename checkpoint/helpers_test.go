@@ -71,6 +71,17 @@ func openWritten(t testing.TB, tensors []rawTensorData) (*File, string) {
 	return f, path
 }
 
+// openWrittenPread is openWritten for a test of the pread path: it skips
+// the test where the platform has no pread (the file is read into memory).
+func openWrittenPread(t testing.TB, tensors []rawTensorData) (*File, string) {
+	t.Helper()
+	f, path := openWritten(t, tensors)
+	if f.fd == nil {
+		t.Skip("no pread on this platform: the file is read into memory")
+	}
+	return f, path
+}
+
 // copyTensors reads every tensor of a fixture file as raw bytes.
 func copyTensors(t testing.TB, path string) []rawTensorData {
 	t.Helper()

@@ -31,10 +31,7 @@ func TestLargeSlicesReadInParallel(t *testing.T) {
 			ts = append(ts, patternTensor(d, s.rows, s.cols))
 		}
 	}
-	f, _ := openWritten(t, ts)
-	if f.fd == nil {
-		t.Skip("no pread on this platform: the file is read into memory")
-	}
+	f, _ := openWrittenPread(t, ts)
 	mapped := *f
 	mapped.fd = nil // the same bytes, converted from the mapping alone
 	files := []*File{f, &mapped}

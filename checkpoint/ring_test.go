@@ -122,10 +122,7 @@ func checkSlices(t *testing.T, what string, sl []Slice, ts []rawTensorData) {
 // taken).
 func TestRingReadsMatchReference(t *testing.T) {
 	ts := ringTensors()
-	f, path := openWritten(t, ts)
-	if f.fd == nil {
-		t.Skip("no pread on this platform: the file is read into memory")
-	}
+	f, path := openWrittenPread(t, ts)
 	old := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(old)
 	for _, c := range []struct {
@@ -164,10 +161,7 @@ func TestRingReadsMatchReference(t *testing.T) {
 // converts, and fails this (after 10 s).
 func TestReadsGoOnWhileConverting(t *testing.T) {
 	raw := patternTensor(BF16, 1, 16<<20) // 32 MiB: 32 reads of 1 MiB, four yields each
-	f, path := openWritten(t, []rawTensorData{raw})
-	if f.fd == nil {
-		t.Skip("no pread on this platform: the file is read into memory")
-	}
+	f, path := openWrittenPread(t, []rawTensorData{raw})
 	old := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(old)
 	var issued atomic.Int64
@@ -225,10 +219,7 @@ func settledGoroutines(t *testing.T, what string, want int) {
 // same file, the reads succeeding, gives the reference values.
 func TestReadErrorMidStream(t *testing.T) {
 	ts := ringTensors()
-	f, path := openWritten(t, ts)
-	if f.fd == nil {
-		t.Skip("no pread on this platform: the file is read into memory")
-	}
+	f, path := openWrittenPread(t, ts)
 	old := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(old)
 	for _, c := range []struct {
@@ -275,10 +266,7 @@ func TestReadErrorMidStream(t *testing.T) {
 // direct.
 func TestDirectRefusedSomeReads(t *testing.T) {
 	ts := ringTensors()
-	f, path := openWritten(t, ts)
-	if f.fd == nil {
-		t.Skip("no pread on this platform: the file is read into memory")
-	}
+	f, path := openWrittenPread(t, ts)
 	var calls, refused atomic.Int64
 	fakeDirect(t, f, path, func(d *os.File, b []byte, off int64) (int, error) {
 		if calls.Add(1)%3 == 0 {
