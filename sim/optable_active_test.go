@@ -29,7 +29,7 @@ func TestShareFactorsActive(t *testing.T) {
 		{Rank: 2, Phase: partition.Decode, Op: recv, StartS: 1, EndS: 2},
 		{Rank: 3, Phase: partition.Decode, Op: recv, StartS: 1, EndS: 2},
 	}}
-	s := shareFactors(tl, 1, 2, nil, nil)
+	s := shareFactors(tl, 1, 2, false, nil, nil)
 	if got := s.overFactor(0, partition.Decode, gemm); got != 1 {
 		t.Errorf("fair share of computing ranks: %g, want 1", got)
 	}
@@ -42,7 +42,7 @@ func TestShareFactorsActive(t *testing.T) {
 		{Rank: 2, Phase: partition.Decode, Op: recv, StartS: 0, EndS: 2},
 		{Rank: 3, Phase: partition.Decode, Op: recv, StartS: 0, EndS: 2},
 	}}
-	if got := shareFactors(asleep, 1, 2, nil, nil).activeFactor(0, partition.Decode, gemm); got != 1 {
+	if got := shareFactors(asleep, 1, 2, false, nil, nil).activeFactor(0, partition.Decode, gemm); got != 1 {
 		t.Errorf("the others asleep in a receive: active factor %g, want 1", got)
 	}
 	// A per-stage timeline's slice stands for its TP peers: rank 0's gemm
@@ -51,7 +51,7 @@ func TestShareFactorsActive(t *testing.T) {
 		{Rank: 0, Phase: partition.Decode, Op: gemm, StartS: 0, EndS: 2},
 		{Rank: 2, Phase: partition.Decode, Op: ar, StartS: 0, EndS: 2},
 	}}
-	if got := shareFactors(ps, 1, 2, nil, nil).activeFactor(0, partition.Decode, gemm); got != 2 {
+	if got := shareFactors(ps, 1, 2, false, nil, nil).activeFactor(0, partition.Decode, gemm); got != 2 {
 		t.Errorf("per stage, TP 2: active factor %g, want 2", got)
 	}
 }

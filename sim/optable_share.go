@@ -121,7 +121,7 @@ func shareCores(plan *partition.Plan, replicas int, opts Options, e *Estimate, w
 	bs := newBurstStretch(planOpTable(plan), plan, cores)
 	paired := !opts.Unbound && pairedOnCPUs(plan, replicas, cores)
 	for round := 0; round < shareRounds; round++ {
-		next := shareFactorsPlaced(e.Timeline, max(1, replicas), cores, paired, bs, opts.share)
+		next := shareFactors(e.Timeline, max(1, replicas), cores, paired, bs, opts.share)
 		o := opts
 		o.share = next
 		ne, err := estimatePlan(plan, o, work) // the same plan: its Programs are shared
@@ -153,21 +153,16 @@ func pairedOnCPUs(plan *partition.Plan, replicas, cores int) bool {
 // measured burst stretch bs (nil: none) the op's factor is bs.factor of
 // its fair share at the time alone of its rank's burst (the compute since
 // the rank's last receive or collective, each op's slice over prev's
-// factor, the one tl was simulated with).
-func shareFactors(tl *Timeline, replicas, cores int, bs *burstStretch, prev *coreShare) *coreShare {
-	return shareFactorsPlaced(tl, replicas, cores, false, bs, prev)
-}
-
-// shareFactorsPlaced is shareFactors, with paired the ranks bound two to
-// a CPU (pairedOnCPUs): then an op's busy ranks are those on its rank's
-// CPU (rank q on CPU q/2; a per-stage slice stands for its TP peers, each
-// on its own CPU's count), over that one CPU, and the same for the active
-// ranks the core wait's share is reckoned from. A tensor-parallel pair on
-// a CPU of its own takes turns on it whether or not the other CPU's ranks
-// compute: a pipeline's lone stage in the fill or drain runs as slowly as
-// beside the other stage, where the host-wide count would give its two
-// ranks the two cores.
-func shareFactorsPlaced(tl *Timeline, replicas, cores int, paired bool, bs *burstStretch, prev *coreShare) *coreShare {
+// factor, the one tl was simulated with). With paired, the ranks bound
+// two to a CPU (pairedOnCPUs), an op's busy ranks are those on its rank's
+// CPU (topology.PairedCPU; a per-stage slice stands for its TP peers,
+// each on its own CPU's count), over that one CPU, and the same for the
+// active ranks the core wait's share is reckoned from. A tensor-parallel
+// pair on a CPU of its own takes turns on it whether or not the other
+// CPU's ranks compute: a pipeline's lone stage in the fill or drain runs
+// as slowly as beside the other stage, where the host-wide count would
+// give its two ranks the two cores.
+func shareFactors(tl *Timeline, replicas, cores int, paired bool, bs *burstStretch, prev *coreShare) *coreShare {
 	weight := float64(replicas)
 	if tl.PerStage {
 		weight *= float64(max(1, tl.TP))
@@ -231,21 +226,24 @@ func rankIntegral(tl *Timeline, weight float64, counts func(partition.Kind) bool
 	return func(_ int, t float64) float64 { return f(t) }
 }
 
-// cpuIntegrals is rankIntegral with the ranks bound two to a CPU (rank q
-// on CPU q/2 of cores): (rank, t) ↦ the integral of the ranks counted on
-// rank's CPU. A per-stage slice at rank r stands for ranks r … r+TP−1,
-// each counted on its own CPU.
+// cpuIntegrals is rankIntegral with the ranks bound two to a CPU of cores
+// (topology.PairedCPU, as the binding places them): (rank, t) ↦ the
+// integral of the ranks counted on rank's CPU. A per-stage slice at rank r
+// stands for ranks r … r+TP−1, each counted on its own CPU.
 func cpuIntegrals(tl *Timeline, cores int, counts func(partition.Kind) bool) func(int, float64) float64 {
 	peers := 1
 	if tl.PerStage {
 		peers = max(1, tl.TP)
 	}
+	// The groups were checked by pairedOnCPUs: here only the rank's CPU,
+	// -1 for a rank past the host's.
+	cpuOf := func(q int) int { return topology.PairedCPU(q, 2*cores, cores, 0, 0) }
 	per := make([]func(float64) float64, cores)
 	for c := range per {
 		per[c] = weightedIntegral(tl, func(sl Slice) float64 {
 			n := 0
 			for q := sl.Rank; q < sl.Rank+peers; q++ {
-				if q/2 == c {
+				if cpuOf(q) == c {
 					n++
 				}
 			}
@@ -253,7 +251,7 @@ func cpuIntegrals(tl *Timeline, cores int, counts func(partition.Kind) bool) fun
 		}, counts)
 	}
 	return func(rank int, t float64) float64 {
-		if c := rank / 2; c < cores {
+		if c := cpuOf(rank); c >= 0 {
 			return per[c](t)
 		}
 		return 0

@@ -54,7 +54,7 @@ func TestShareFactorsPaired(t *testing.T) {
 			paired bool
 			want   float64
 		}{{false, c.host}, {true, c.paired}} {
-			s := shareFactorsPlaced(c.tl, 1, 2, v.paired, nil, nil)
+			s := shareFactors(c.tl, 1, 2, v.paired, nil, nil)
 			if got := s.factor(c.rank, partition.Prefill, gemm); math.Abs(got-v.want) > 1e-12 {
 				t.Errorf("%s, paired %v: factor %g, want %g", c.name, v.paired, got, v.want)
 			}

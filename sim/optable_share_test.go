@@ -28,7 +28,7 @@ func TestShareFactors(t *testing.T) {
 		{Rank: 0, Phase: partition.Prefill, Op: ar, StartS: 2, EndS: 3},
 		{Rank: 1, Phase: partition.Prefill, Op: norm, StartS: 2, EndS: 3},
 	}}
-	s := shareFactors(tl, 1, 2, nil, nil)
+	s := shareFactors(tl, 1, 2, false, nil, nil)
 	for _, c := range []struct {
 		rank int
 		op   *partition.Op
@@ -41,7 +41,7 @@ func TestShareFactors(t *testing.T) {
 	// A per-stage timeline's slice stands for its TP peers, and replicas
 	// double again: rank 1's lone norm counts 2 × 2 = 4 ranks → 2.
 	tl.PerStage, tl.TP = true, 2
-	if got := shareFactors(tl, 2, 2, nil, nil).factor(1, partition.Prefill, norm); got != 2 {
+	if got := shareFactors(tl, 2, 2, false, nil, nil).factor(1, partition.Prefill, norm); got != 2 {
 		t.Errorf("per stage, TP 2, 2 replicas: norm factor %g, want 2", got)
 	}
 	// Decode: the factor of an op is its mean over steps: steps 0 and 1 at
@@ -53,7 +53,7 @@ func TestShareFactors(t *testing.T) {
 	for r := 0; r < 2; r++ {
 		d.Slices = append(d.Slices, Slice{Rank: r, Phase: partition.Decode, Step: 1, Op: gemm("g"), StartS: 5, EndS: 6})
 	}
-	if got := shareFactors(d, 1, 2, nil, nil).factor(0, partition.Decode, gemm("g")); got != 1.5 {
+	if got := shareFactors(d, 1, 2, false, nil, nil).factor(0, partition.Decode, gemm("g")); got != 1.5 {
 		t.Errorf("decode mean over steps: %g, want 1.5", got)
 	}
 }
