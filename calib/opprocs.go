@@ -64,9 +64,9 @@ type opProcSpec struct {
 type rankOpTimes struct {
 	Stretch float64          `json:"stretch"`
 	Times   []configs.OpTime `json:"times"`
-	// Rank and Turns, taking turns: the process rank, and per turn the
-	// host's wall clock (Unix ns) where its receive of the turn returned
-	// and where its hand-on's Send call began (turnhop.go).
+	// Rank and Turns, taking turns: the process rank, and per turn its
+	// stamps (turnStamp: where its receive returned, where its hand-on's
+	// Send call began and returned, its time off the core; turnhop.go).
 	Rank  int         `json:"rank"`
 	Turns []turnStamp `json:"-"` // written on lines of their own (turnhop.go)
 }
