@@ -19,10 +19,11 @@ type OpCheckRow struct {
 	// Ranks is how many measured ranks run the kind in the phase.
 	Ranks int `json:"ranks"`
 	// MeasuredS and ModeledS are per iteration's prefill, or per decode
-	// step, the mean over the ranks that run the kind (measured: each rank's
-	// median over iterations): the time inside the ops' calls, waits for a
-	// partner included (a collective's or recv's wait is part of its call,
-	// on both sides).
+	// step over the decode steps the run timed (the first step's waits
+	// spread over as many steps on both sides), the mean over the ranks
+	// that run the kind (measured: each rank's median over iterations): the
+	// time inside the ops' calls, waits for a partner included (a
+	// collective's or recv's wait is part of its call, on both sides).
 	MeasuredS float64 `json:"measured_s"`
 	ModeledS  float64 `json:"modeled_s"`
 	// Ratio is ModeledS / MeasuredS (0 when nothing was measured).
@@ -126,14 +127,22 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 			}
 		}
 	}
-	// Modeled: each simulated rank's time per (phase, kind), decode divided
-	// by the decode steps simulated.
+	// Modeled: each simulated rank's time per (phase, kind), decode over
+	// the decode steps the run measured (modeledDecodeSteps).
 	type rk struct {
 		rank int
 		key
 	}
+	steps := measuredDecodeSteps(m)
+	simulated := map[int]bool{}
+	for _, sl := range est.Timeline.All() {
+		if sl.Phase == partition.Decode {
+			simulated[sl.Step] = true
+		}
+	}
+	upTo, repeatLast := modeledDecodeSteps(steps, len(simulated))
 	perRank := map[rk]float64{}
-	decodeSteps := map[int]bool{}
+	lastStep := map[rk]float64{} // each rank's time in its last step counted
 	// The executor's op gap sim adds to each compute op it prices from
 	// the table is no part of the op's timer: taken out again.
 	// What a decode graph saves per op against the table's op-by-op
@@ -141,6 +150,9 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 	// one by one too.
 	gap := sim.OpGapS(est.Plan)
 	for _, sl := range est.Timeline.All() {
+		if sl.Phase == partition.Decode && sl.Step >= upTo {
+			continue
+		}
 		k := key{string(sl.Phase), string(sl.Op.Kind)}
 		d := sl.EndS - sl.StartS
 		if _, comm := sl.Op.Kind.Comm(); sl.Bound == sim.BoundTable && !comm {
@@ -153,19 +165,19 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 			d -= sl.WaitS
 		}
 		perRank[rk{sl.Rank, k}] += d
+		if sl.Phase == partition.Decode && sl.Step == upTo-1 {
+			lastStep[rk{sl.Rank, k}] += d
+		}
 		a := at(model, k)
 		if sl.Bound == sim.BoundTable {
 			a.table++
 		} else {
 			a.roof++
 		}
-		if sl.Phase == partition.Decode {
-			decodeSteps[sl.Step] = true
-		}
 	}
 	for k, t := range perRank {
-		if k.phase == string(partition.Decode) && len(decodeSteps) > 0 {
-			t /= float64(len(decodeSteps))
+		if k.phase == string(partition.Decode) && upTo > 0 {
+			t = (t + float64(repeatLast)*lastStep[k]) / float64(upTo+repeatLast)
 		}
 		a := at(model, k.key)
 		a.sum += t
@@ -189,7 +201,7 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 			// Per rank and pass: a prefill's ops, or one decode step's.
 			per := a.ranks
 			if k.phase == string(partition.Decode) {
-				per *= max(1, len(decodeSteps))
+				per *= max(1, upTo)
 			}
 			row.TableOps, row.RooflineOps = ceilDiv(a.table, per), ceilDiv(a.roof, per)
 		}
@@ -211,6 +223,37 @@ func OpCheck(m *exec.Measurement, est *sim.Estimate) []OpCheckRow {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// measuredDecodeSteps is the decode steps per iteration the measured
+// ranks timed (the most any rank recorded), 0 where none did.
+func measuredDecodeSteps(m *exec.Measurement) int {
+	n := 0
+	for _, r := range m.Ranks {
+		if len(r.StepEndS) > 0 {
+			n = max(n, len(r.StepEndS[0]))
+		}
+	}
+	return n
+}
+
+// modeledDecodeSteps says which simulated decode steps the op check's
+// modeled decode rows average, so that they cover the steps the run timed:
+// a rank's measured decode time per step is its iteration's decode time
+// over the run's steps, and the first step holds what no later one does (a
+// pipeline's first stage waits there for the prefill's last stage and its
+// first token). The timeline's steps 0 … upTo−1 count, and the last of them
+// repeatLast more times where the run timed more steps than were simulated
+// (the timeline runs to its steady state, its last step stands for the
+// rest). Without measured steps every simulated step counts.
+func modeledDecodeSteps(measured, simulated int) (upTo, repeatLast int) {
+	if measured <= 0 {
+		return simulated, 0
+	}
+	if measured <= simulated {
+		return measured, 0
+	}
+	return simulated, measured - simulated
+}
 
 // deviceBusy is rank r's time per phase and op kind on the device, from
 // the spans of its traced iteration where they are device times: the

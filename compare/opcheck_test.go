@@ -153,3 +153,80 @@ func TestOpCheckAsyncDevice(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline's first stage waits in its first decode step's receive for the
+// prefill's last stage: the op check's modeled decode rows average the
+// steps the run timed, not every simulated step.
+//
+//	simulated: rank 0's tokens recv 0.9 ms in step 0, 0.1 ms in steps 1–5
+//	           (six steps simulated), one 0.01 ms send per step
+//	run of 3 steps: measured 0.9 + 0.1 + 0.1 = 1.1 ms an iteration → 0.3667 ms
+//	  a step; modeled (0.9 + 0.1 + 0.1) / 3 = 0.3667 ms (every simulated
+//	  step averaged: (0.9 + 5 × 0.1) / 6 = 0.2333 ms, ratio 0.64)
+//	run of 8 steps: measured 0.9 + 7 × 0.1 = 1.6 ms → 0.2 ms a step; the six
+//	  simulated steps and the last one twice more: (0.9 + 5 × 0.1 + 2 × 0.1)
+//	  / 8 = 0.2 ms
+//
+// The send row counts one op a step in both (six slices over six steps;
+// three over three).
+func TestOpCheckDecodeStepsOfTheRun(t *testing.T) {
+	recv, send := &partition.Op{Kind: partition.Recv}, &partition.Op{Kind: partition.Send}
+	var slices []sim.Slice
+	at := 0.0
+	for step := 0; step < 6; step++ {
+		d := 0.1e-3
+		if step == 0 {
+			d = 0.9e-3
+		}
+		slices = append(slices,
+			sim.Slice{Rank: 0, Phase: partition.Decode, Step: step, Op: recv, StartS: at, EndS: at + d, Bound: sim.BoundLatency},
+			sim.Slice{Rank: 0, Phase: partition.Decode, Step: step, Op: send, StartS: at + d, EndS: at + d + 0.01e-3, Bound: sim.BoundLatency})
+		at += d + 0.01e-3
+	}
+	est := &sim.Estimate{Timeline: &sim.Timeline{Slices: slices}}
+	for _, tc := range []struct {
+		steps    int
+		measured float64 // recv per iteration
+		want     float64 // per step, both columns
+	}{
+		{3, 1.1e-3, 1.1e-3 / 3},
+		{8, 1.6e-3, 0.2e-3},
+	} {
+		ends := make([]float64, tc.steps)
+		for i := range ends {
+			ends[i] = float64(i + 1)
+		}
+		m := &exec.Measurement{Ranks: []exec.RankResult{{Rank: 0, StepEndS: [][]float64{ends, ends},
+			PhaseBusyS: map[string]map[string][]float64{"decode": {"recv": {tc.measured, tc.measured}}}}}}
+		var got *OpCheckRow
+		rows := OpCheck(m, est)
+		for i := range rows {
+			if rows[i].Kind == "recv" {
+				got = &rows[i]
+			}
+			if rows[i].Kind == "send" && rows[i].RooflineOps != 1 {
+				t.Errorf("%d steps: send row counts %d ops a step, want 1", tc.steps, rows[i].RooflineOps)
+			}
+		}
+		if got == nil {
+			t.Fatalf("%d steps: no recv row in %+v", tc.steps, rows)
+		}
+		if math.Abs(got.MeasuredS-tc.want) > 1e-12 || math.Abs(got.ModeledS-tc.want) > 1e-12 {
+			t.Errorf("%d steps: recv measured %g, modeled %g a step; want %g both", tc.steps, got.MeasuredS, got.ModeledS, tc.want)
+		}
+	}
+}
+
+func TestModeledDecodeSteps(t *testing.T) {
+	for _, tc := range []struct{ measured, simulated, upTo, repeatLast int }{
+		{0, 16, 16, 0},  // nothing measured: every simulated step
+		{3, 16, 3, 0},   // the run's three steps
+		{16, 16, 16, 0}, // all of them
+		{20, 16, 16, 4}, // the last simulated step stands for the 4 beyond
+	} {
+		upTo, repeat := modeledDecodeSteps(tc.measured, tc.simulated)
+		if upTo != tc.upTo || repeat != tc.repeatLast {
+			t.Errorf("modeledDecodeSteps(%d, %d) = %d, %d; want %d, %d", tc.measured, tc.simulated, upTo, repeat, tc.upTo, tc.repeatLast)
+		}
+	}
+}
