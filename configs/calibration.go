@@ -335,7 +335,7 @@ func (c *Calibration) Apply(cfg *Config) []string {
 			notes = append(notes, fmt.Sprintf("the %d ranks per host share its %d cores: compute ops are stretched where more ranks compute at once than there are cores", perHost, c.Info.Cores))
 		}
 	}
-	opTimes := c.OpTimes
+	opTimes := withoutLargerGroups(c.OpTimes, max(1, ranks))
 	if d := c.Info.OpTimeDType; d != "" && d != cfg.Model.DType && len(opTimes) > 0 {
 		// A GPU computes each dtype at its own rate: times measured in
 		// another dtype would misprice every op.

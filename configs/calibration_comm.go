@@ -62,9 +62,9 @@ func validateCollectiveEntry(p string, t OpTime) error {
 	default:
 		return nil
 	}
-	n, err := strconv.Atoi(strings.TrimPrefix(t.Shape, "ranks="))
+	n, ok := groupRanks(t)
 	switch {
-	case !strings.HasPrefix(t.Shape, "ranks=") || err != nil || n < 2:
+	case !ok:
 		return fmt.Errorf("%s.shape: the shape of %s entries must be \"ranks=N\", N ≥ 2 the ranks of the group (got %q)", p, t.Kind, t.Shape)
 	case (t.Kind == "send" || t.Kind == "recv") && n != 2:
 		return fmt.Errorf("%s.shape: the shape of %s entries must be \"ranks=2\" (got %q)", p, t.Kind, t.Shape)
@@ -72,4 +72,31 @@ func validateCollectiveEntry(p string, t OpTime) error {
 		return fmt.Errorf("%s.size: an all_gather over %d ranks gathers %d equal blocks: must be a multiple of %d bytes (got %d)", p, n, n, n, t.Size)
 	}
 	return nil
+}
+
+// groupRanks is the group size N of a collective's or transfer's entry
+// ("ranks=N", N ≥ 2, as sim.OpKey writes it); ok is false for any other
+// shape.
+func groupRanks(t OpTime) (n int, ok bool) {
+	if !strings.HasPrefix(t.Shape, "ranks=") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(t.Shape, "ranks="))
+	return n, err == nil && n >= 2
+}
+
+// withoutLargerGroups is ts less the collective and transfer entries whose
+// group has more ranks than a config of ranks ranks: no op of the config
+// is looked up at them, and a profile calibrated for a larger job keeps
+// them (a 16-rank all_reduce measured at 16) without the config being told
+// that its placement was not measured for them.
+func withoutLargerGroups(ts []OpTime, ranks int) []OpTime {
+	var out []OpTime
+	for _, t := range ts {
+		if n, ok := groupRanks(t); ok && IsCommKind(t.Kind) && n > ranks {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }

@@ -131,13 +131,44 @@ func TestCalibrationApplyOpTimes(t *testing.T) {
 		t.Errorf("tp2pp2-tiny without cores: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 
-	// 1 rank: gemm and attention at 1; all_reduce only at 4, but a one-rank
-	// config has no communication to warn about, and no cores to share.
+	// 1 rank: gemm and attention at 1; the 2-rank all_reduce is no group of
+	// a one-rank config (not taken), which has no communication to warn
+	// about, and no cores to share.
 	cal.Info.Cores = 2
 	cfg, _ = Load("test/single-tiny")
 	notes = strings.Join(cal.Apply(cfg), "\n")
-	if len(cfg.Hardware.OpTimes) != 3 || cfg.Hardware.OpTimes[0].Ranks != 1 || strings.Contains(notes, "warning") || strings.Contains(notes, "share its") {
+	if len(cfg.Hardware.OpTimes) != 2 || cfg.Hardware.OpTimes[0].Ranks != 1 || strings.Contains(notes, "warning") || strings.Contains(notes, "share its") {
 		t.Errorf("single-tiny: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+}
+
+// A profile calibrated up to 16 ranks holds collectives over 16 ranks,
+// measured at 16 only: a 4-rank config has no group that large, so it
+// neither takes them nor is warned that its placement (4 ranks) was not
+// measured for them; a group it does have, measured at another placement
+// only, is still warned about.
+func TestCalibrationApplyIgnoresLargerGroups(t *testing.T) {
+	cal := sampleCalibration() // 2 cores
+	ar16 := OpTime{Kind: "all_reduce", Shape: "ranks=16", Size: 512, TimeS: 9e-5, TimeMinS: 8e-5, TimeMaxS: 1e-4, Samples: 5, Ranks: 16}
+	cal.OpTimes = append(sampleOpTimes(), ar16)
+	cfg, err := Load("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cal.Apply(cfg), "\n")
+	want := []OpTime{cal.OpTimes[0], cal.OpTimes[1], cal.OpTimes[3]} // as without the 16-rank entry
+	if !reflect.DeepEqual(cfg.Hardware.OpTimes, want) || strings.Contains(notes, "warning") {
+		t.Errorf("tp2pp2-tiny with a 16-rank all_reduce in the profile: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
+	}
+	// The 2-rank all_reduce measured at 16 only: tp2pp2 uses that group,
+	// priced at another placement, and says so.
+	ar2at16 := cal.OpTimes[3]
+	ar2at16.Ranks = 16
+	cal.OpTimes = []OpTime{cal.OpTimes[0], cal.OpTimes[1], ar2at16, ar16}
+	cfg, _ = Load("test/tp2pp2-tiny")
+	notes = strings.Join(cal.Apply(cfg), "\n")
+	if !strings.Contains(notes, "for all_reduce (measured at 16)") || len(cfg.Hardware.OpTimes) != 3 {
+		t.Errorf("tp2pp2-tiny with its group measured at 16 only: op times %+v, notes %q", cfg.Hardware.OpTimes, notes)
 	}
 }
 
