@@ -58,6 +58,12 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 		row("ttft", "TTFT", "s", m.TTFT, e.Prefill.TTFTS, tol, false),
 		row("tpot", "TPOT", "s", m.TPOT, e.Decode.TPOTS, tol, false),
 		row("tps", "TPS", "tok/s", m.TPS, e.Decode.TokensPerS, tol, false))
+	if m.TTFTReplica != nil {
+		// The model prices one replica: held against each replica's own
+		// TTFT, its error is apart from the replicas' spread (TTFT is the
+		// later replica's).
+		rows = append(rows, row("ttft_replica", "TTFT, one replica (each replica's own)", "s", *m.TTFTReplica, e.Prefill.TTFTS, tol, false))
+	}
 
 	// Counts: every rank's counted calls, bytes and messages against its Programs.
 	var maxCalls, maxMsgs, collectives, sends float64

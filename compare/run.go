@@ -96,6 +96,9 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	if m.TimeBase.OneStart { // how the iterations were timed (exec.TimeBase)
 		doc.Notes = append(doc.Notes, m.TimeBase.Note)
 	}
+	if n := ReplicaSpreadNote(m, plan.DP); n != "" {
+		doc.Notes = append(doc.Notes, n)
+	}
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}
@@ -141,4 +144,16 @@ func Verdict(doc *RunDoc, strict bool) error {
 		}
 	}
 	return nil
+}
+
+// ReplicaSpreadNote says, for a run with data-parallel replicas, how far
+// the later replica's TTFT (the TTFT row: the last sequence's first token)
+// sits above each replica's own, at their medians: a spread the model, which
+// prices one replica, leaves out. "" without replicas.
+func ReplicaSpreadNote(m *exec.Measurement, dp int) string {
+	if m.TTFTReplica == nil || m.TTFTReplica.P50 <= 0 {
+		return ""
+	}
+	later, own := m.TTFT.P50, m.TTFTReplica.P50
+	return fmt.Sprintf("TTFT is the later of %d replicas each iteration: p50 %.4g ms, %+.1f %% against each replica's own (p50 %.4g ms, row ttft_replica); the model prices one replica, so the replicas' spread is no part of it", dp, later*1e3, (later/own-1)*100, own*1e3)
 }

@@ -123,3 +123,58 @@ func TestRunDocCountMismatchIsAProblem(t *testing.T) {
 		t.Error("the collective-calls row is not flagged MISMATCH")
 	}
 }
+
+// tp2-dp2: TTFT is the later replica's; the run holds the model against
+// each replica's own TTFT too, and says by how much the later one is above
+// it. Replica 0's last stages end their prefill at 0.5 s in each of three
+// iterations, replica 1's at 0.6, 0.45, 0.6 s: TTFT 0.6, 0.5, 0.6 → p50
+// 0.6 s; the replicas' own, pooled, 0.45, 0.5, 0.5, 0.5, 0.6, 0.6 → p50
+// 0.5 s (partbench's median of an even count is the lower middle sample,
+// stats.Percentile); 0.6 / 0.5 − 1 = +20.0 %.
+func TestRunDocReplicaTTFT(t *testing.T) {
+	cfg, err := configs.Load("test/tp2-dp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := results(t, plan, 3)
+	for i := range rs {
+		rs[i].Replica = plan.Ranks[i].Replica
+		if rs[i].Replica == 1 {
+			rs[i].PrefillS = []float64{0.6, 0.45, 0.6}
+		}
+	}
+	doc, err := compare.NewRunDoc(compare.Run{Plan: plan, Backend: "cpu", Results: rs, Tolerance: 0.15, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttft, own *compare.Row
+	for i, r := range doc.Comparison {
+		switch r.Metric {
+		case "ttft":
+			ttft = &doc.Comparison[i]
+		case "ttft_replica":
+			own = &doc.Comparison[i]
+		}
+	}
+	if ttft == nil || own == nil || ttft.Measured.P50 != 0.6 || own.Measured.P50 != 0.5 || own.Measured.N != 6 || own.Modeled != ttft.Modeled {
+		t.Fatalf("TTFT row %+v, one replica's %+v", ttft, own)
+	}
+	if notes := strings.Join(doc.Notes, "\n"); !strings.Contains(notes, "TTFT is the later of 2 replicas each iteration: p50 600 ms, +20.0 % against each replica's own (p50 500 ms") {
+		t.Errorf("notes %q", notes)
+	}
+	// Without replicas: no such row, no such note.
+	plan1 := tinyPlan(t)
+	doc1, err := compare.NewRunDoc(compare.Run{Plan: plan1, Backend: "cpu", Results: results(t, plan1, 2), Tolerance: 0.15, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doc1.Comparison {
+		if r.Metric == "ttft_replica" {
+			t.Errorf("tp2pp2 (one replica) has a ttft_replica row: %+v", r)
+		}
+	}
+}

@@ -110,3 +110,30 @@ func TestAggregateCountsReplicas(t *testing.T) {
 		t.Fatalf("TTFT %g, want the slower replica's 0.6", m.TTFT.Mean)
 	}
 }
+
+// With two replicas TTFT is the later replica's each iteration; each
+// replica's own TTFT is kept apart, pooled: replica 0's prefill 0.5 s in
+// each of three iterations, replica 1's 0.6, 0.4, 0.7 s → TTFT per
+// iteration 0.6, 0.5, 0.7 (median 0.6); the replicas' own, pooled, 0.5,
+// 0.5, 0.5, 0.6, 0.4, 0.7 (median 0.5). One replica: none kept.
+func TestAggregateReplicaTTFT(t *testing.T) {
+	steps := [][]float64{{1}, {1}, {1}}
+	res := []pexec.RankResult{
+		{Rank: 0, Replica: 0, LastStage: true, PrefillS: []float64{0.5, 0.5, 0.5}, StepEndS: steps},
+		{Rank: 1, Replica: 1, LastStage: true, PrefillS: []float64{0.6, 0.4, 0.7}, StepEndS: steps},
+	}
+	m, err := pexec.Aggregate(res, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TTFT.P50 != 0.6 || m.TTFTReplica == nil || m.TTFTReplica.P50 != 0.5 || m.TTFTReplica.N != 6 {
+		t.Fatalf("TTFT p50 %g, replicas' own %+v; want 0.6 and p50 0.5 over 6", m.TTFT.P50, m.TTFTReplica)
+	}
+	one, err := pexec.Aggregate(res[:1], 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.TTFTReplica != nil {
+		t.Errorf("one replica: replicas' own TTFT %+v, want none", one.TTFTReplica)
+	}
+}

@@ -142,6 +142,12 @@ type Measurement struct {
 	// rank's own start (the latest over last stages) where TTFT is timed
 	// from one start: their difference is what a late start hides.
 	TTFTOwnStart *stats.Summary `json:"ttft_own_start_s,omitempty"`
+	// TTFTReplica, with data parallelism, is each replica's own TTFT
+	// (from the same start to that replica's last stage's prefill end),
+	// pooled over replicas and iterations: TTFT is the later replica's
+	// each iteration, so their difference is the replicas' spread, which
+	// a model of one replica does not price.
+	TTFTReplica *stats.Summary `json:"ttft_replica_s,omitempty"`
 	// TimeBase says from which start TTFT, TPOT and TPS were timed.
 	TimeBase TimeBase `json:"time_base"`
 	// TPS per iteration: batch × replicas × decode steps ÷ decode time
@@ -169,7 +175,7 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	for i := range results {
 		results[i].PrefillMeanS = stats.Summarize(results[i].PrefillS, stats.Positive).Mean
 	}
-	var ttft, ownTTFT, tpot, tps, spread []float64
+	var ttft, ownTTFT, tpot, tps, spread, perReplica []float64
 	replicas := map[int]bool{}
 	for _, r := range results {
 		replicas[r.Replica] = true
@@ -186,6 +192,7 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	for i := 0; i < iters; i++ {
 		var first, own, prev float64
 		var ends []float64
+		byReplica := map[int]float64{} // each replica's own TTFT
 		// start is the iteration's start on rank 0's clock (0: each rank's own).
 		var start float64
 		if oneStart {
@@ -216,6 +223,7 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 			}
 			first = math.Max(first, shift+r.PrefillS[i])
 			own = math.Max(own, r.PrefillS[i])
+			byReplica[r.Replica] = math.Max(byReplica[r.Replica], shift+r.PrefillS[i])
 			if ends == nil {
 				ends = make([]float64, len(r.StepEndS[i]))
 			}
@@ -224,6 +232,11 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 			}
 		}
 		ttft, ownTTFT = append(ttft, first), append(ownTTFT, own)
+		if len(replicas) > 1 {
+			for _, t := range byReplica {
+				perReplica = append(perReplica, t)
+			}
+		}
 		prev = first
 		for _, t := range ends {
 			tpot = append(tpot, t-prev)
@@ -237,6 +250,10 @@ func Aggregate(results []RankResult, batch, warmup int) (*Measurement, error) {
 	// Times and rates are positive: their intervals are on the log scale.
 	m.TTFT, m.TPOT, m.TPS = stats.Summarize(ttft, stats.Positive), stats.Summarize(tpot, stats.Positive), stats.Summarize(tps, stats.Positive)
 	m.TimeBase = timeBase(results, oneStart, spread)
+	if len(perReplica) > 0 {
+		one := stats.Summarize(perReplica, stats.Positive)
+		m.TTFTReplica = &one
+	}
 	if oneStart {
 		own := stats.Summarize(ownTTFT, stats.Positive)
 		m.TTFTOwnStart = &own
