@@ -9,7 +9,8 @@ median over runs of measured and modeled time, counted within +-20 % when
 |modeled/measured - 1| <= 0.2; per calibration the core wait and receive
 wait entries; per round the after-compute op times at 2, 4 and 16 ranks over
 those at 1 (median over each kind's entries), and those taken in turns at 4 and
-16 ranks over those at once and alone. The op check is counted twice: with each
+16 ranks over those at once and alone; for data-parallel configs, TTFT (the later replica's) beside
+each replica's own TTFT against the same model. The op check is counted twice: with each
 variant's own runs' measured medians (as in earlier sections) and with the
 measured median over both variants' runs.
 Usage: summarize.py WORKDIR (the folder run.sh filled)"""
@@ -91,6 +92,45 @@ for cfg in CONFIGS:
             mod = statistics.median(metric(d, name)[1] for d in runs[v])
             cells += [f"{meas*scale:.3g}", f"{mod*scale:.3g}", f"{(mod-meas)/meas*100:+.1f} %"]
         print(f"| {cfg} | {label} | " + " | ".join(cells) + " |")
+
+
+def replica_own_ttft(d):
+    """Each replica's own TTFT, pooled over replicas and iterations, as
+    exec.Aggregate's ttft_replica_s (computed from the ranks, so results of
+    a partbench without that field give it too); its lower-middle median."""
+    ranks = [r for r in d["measurement"]["ranks"] if r.get("last_stage")]
+    if len({r.get("replica", 0) for r in ranks}) < 2:
+        return None
+    iters = len(ranks[0]["prefill_s"])
+    every = d["measurement"]["ranks"]
+    pooled = []
+    for i in range(iters):
+        start = min(r["start_s"][i] for r in every) if all(r.get("start_s") for r in every) else None
+        own = {}
+        for r in ranks:
+            shift = r["start_s"][i] - start if start is not None else 0
+            own[r.get("replica", 0)] = max(own.get(r.get("replica", 0), 0), shift + r["prefill_s"][i])
+        pooled += own.values()
+    pooled.sort()
+    return pooled[(len(pooled) - 1) // 2]
+
+
+print()
+print("Data-parallel configs: TTFT is the later replica's; each replica's own TTFT (pooled, p50)")
+print("against the same model, per variant (median of its 3 runs):")
+print()
+print("| config | variant | TTFT p50 (ms) | each replica's own p50 (ms) | later / own | modeled (ms) | error vs TTFT | error vs own |")
+print("|---|---|---|---|---|---|---|---|")
+for cfg in CONFIGS:
+    for v in ("before", "after"):
+        runs = load(v, cfg)
+        owns = [replica_own_ttft(d) for d in runs]
+        if not runs or any(o is None for o in owns):
+            continue
+        later = statistics.median(metric(d, "ttft")[0] for d in runs)
+        own = statistics.median(owns)
+        mod = statistics.median(metric(d, "ttft")[1] for d in runs)
+        print(f"| {cfg} | {v} | {later*1e3:.3g} | {own*1e3:.3g} | {later/own:.3f} | {mod*1e3:.3g} | {(mod-later)/later*100:+.1f} % | {(mod-own)/own*100:+.1f} % |")
 
 print()
 print("| config | op-check rows within 20 %: before | after |")
