@@ -355,6 +355,13 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 				return nil, err
 			}
 		}
+		// How far the later of data-parallel replicas ends above one
+		// (replicaspread.go).
+		for _, n := range replicaSpreadCounts(o, h.cores) {
+			if err := measureReplicaSpread(ctx, o, n, h.cores, cal); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The receive wait between turns: the hand-offs less the one-way
 	// time of a small message at the same count (turnhop.go).

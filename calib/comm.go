@@ -41,6 +41,10 @@ const (
 	// sleeping, as they do where the ranks outnumber the cores
 	// (measureCoreWait's wait beside idle ranks).
 	opAllReduceBurstIdle = "all_reduce_pair_burst_idle"
+	// opAllReduceBlocks is opAllReduceBurst timed per sample as a whole:
+	// rank 0 reports each repeat's wall time, bursts and calls together (a
+	// block of its pair's cycle), not a time per call (replicaspread.go).
+	opAllReduceBlocks = "all_reduce_pairs_blocks"
 	// opRing passes one message around every rank of the group, each
 	// receiving from the one before it and sending to the one after (a
 	// pipeline's hops, one rank runnable at a time), timed per hop
@@ -55,7 +59,7 @@ const (
 
 // isAllReduce reports whether op runs all_reduce calls (on a group).
 func isAllReduce(op string) bool {
-	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle
+	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks
 }
 
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
@@ -63,7 +67,7 @@ func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllGatherPairs {
+	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks || op == opAllGatherPairs {
 		return 2
 	}
 	return len(ranks)
@@ -214,7 +218,7 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 
 // groupOf is the all_reduce (or all_gather) group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || b.op == opAllGatherPairs {
+	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || b.op == opAllReduceBlocks || b.op == opAllGatherPairs {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -300,6 +304,15 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 	}
 	if b.op == opAllReduceBurstIdle {
 		return burstAllReduceBesideIdle(ctx, c, g, buf, members, r, iters, b.burst, keepLag)
+	}
+	if b.op == opAllReduceBlocks {
+		// The block's wall time, bursts and calls: what a sample holds
+		// and what the pilot sizes the block from.
+		elapsed, bs, err := burstAllReduce(ctx, g, buf, iters, b.burst, nil)
+		if err != nil {
+			return 0, err
+		}
+		return elapsed + bs, c.Flush(ctx)
 	}
 	var burstTotal float64
 	defer func() { keep(burstTotal) }()

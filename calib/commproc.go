@@ -233,6 +233,10 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s over %v, %d B: %w", b.op, spec.Groups[gi].Ranks, size, err)
 				}
+				if b.op == opAllReduceBlocks { // the block's wall time: its bursts and calls
+					times[gi][si] = append(times[gi][si], e)
+					continue
+				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
 				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))

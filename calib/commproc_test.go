@@ -115,3 +115,28 @@ func TestMeasureLinkProcsBurstBesideIdle(t *testing.T) {
 		}
 	}
 }
+
+// Four process ranks run the replica-spread blocks (bursts and pair
+// all_reduces, every pair at once): rank 0 reports one wall time per
+// repeat, the whole block — sized by the pilot to the sample's least
+// duration, 2 ms, from two cycles' time (a slow first pilot makes it
+// shorter: 0.4–0.5 ms seen here), so at least 0.1 ms where one cycle's time
+// per call (a burst of 4,000 ≈ 6 µs and a call) would be tens of µs —
+// and under a second.
+func TestMeasureLinkProcsBlocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	groups := []commGroup{{opAllReduceBlocks, []int{0, 1, 2, 3}}}
+	times, err := measureLinkProcsBursts(ctx, []string{os.Args[0], "-test.run=^$"}, 4, groups, []int{4000}, []int64{256}, 3, 2*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != 1 || len(times[0]) != 1 || len(times[0][0]) != 3 {
+		t.Fatalf("times %v, want one group, one size, three blocks", times)
+	}
+	for _, b := range times[0][0] {
+		if !(b >= 1e-4 && b < 1) {
+			t.Errorf("a block of %g s, want a whole block of 0.1 ms to 1 s (times %v)", b, times[0][0])
+		}
+	}
+}

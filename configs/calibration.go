@@ -354,6 +354,7 @@ func (c *Calibration) Apply(cfg *Config) []string {
 		times, waitNotes = keepCoreWait(times, opTimes, max(1, ranks), c.Info.Cores)
 		off = slices.DeleteFunc(off, func(w string) bool { return isWaitKind(strings.Fields(w)[0]) })
 		notes = append(notes, waitNotes...)
+		notes = append(notes, replicaSpreadNotes(times, cfg.Parallel.DP, max(1, ranks), c.Info.Cores)...)
 		var turnNotes []string
 		times, turnNotes = keepTurns(times, opTimes, max(1, ranks), c.Info.Cores)
 		off = slices.DeleteFunc(off, func(w string) bool { return IsTurnsKind(strings.Fields(w)[0]) })

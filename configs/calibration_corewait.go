@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -67,6 +68,20 @@ const CoreExitLagIdleKind = "core_exit_lag_idle"
 // stays at the one-way time.
 const SendCallKind = "send_call"
 
+// ReplicaSpreadKind is the op-time kind of the spread of data-parallel
+// replicas on a host whose cores their ranks share: a job's TTFT is the
+// later of its R replicas' each iteration (the last sequence's first
+// token), and independent replicas meet the host's other work apart. Each
+// of Ranks ranks computing bursts and exchanging all_reduces in pairs (the
+// core-wait loop), the pair {0, 1} timed in consecutive blocks of its cycle
+// whose median wall time is Size ns; TimeS is the blocks' 0.5^(1/R)
+// quantile over their median — the median of the later of R independent
+// blocks, over one's — a ratio ≥ 1, with R the entry's Context. Shape
+// CoreWaitShape. sim multiplies a data-parallel plan's TTFT by it at its
+// replicas and its TTFT (docs/costmodel.md, "Shared cores: the later of
+// the replicas").
+const ReplicaSpreadKind = "replica_spread"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 
@@ -105,13 +120,13 @@ func keepCoreWait(times, all []OpTime, ranks, cores int) ([]OpTime, []string) {
 	return out, notes
 }
 
-// isWaitKind reports whether kind is a shared-core wait, stretch or exit
-// lag (core_wait, core_wait_idle, recv_wait, recv_wait_turns, turn_off,
-// core_stretch, core_exit_lag, core_exit_lag_idle): measured at one rank
-// count, kept only at it.
+// isWaitKind reports whether kind is a shared-core wait, stretch, exit
+// lag or spread (core_wait, core_wait_idle, recv_wait, recv_wait_turns,
+// turn_off, core_stretch, core_exit_lag, core_exit_lag_idle,
+// replica_spread): measured at one rank count, kept only at it.
 func isWaitKind(kind string) bool {
 	switch kind {
-	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, RecvWaitTurnsKind, TurnOffKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind:
+	case CoreWaitKind, CoreWaitIdleKind, RecvWaitKind, RecvWaitTurnsKind, TurnOffKind, CoreStretchKind, CoreExitLagKind, CoreExitLagIdleKind, ReplicaSpreadKind:
 		return true
 	}
 	return false
@@ -137,3 +152,26 @@ const OpGapShape = "host"
 // where the receiving rank computed alone and from RecvWaitKind where
 // every rank computed (sim.recvWaitS).
 const RecvWaitTurnsKind = "recv_wait_turns"
+
+// replicaSpreadNotes says how a config of dp replicas (ranks ranks on a
+// host of cores cores) has its TTFT priced: as the later of its replicas,
+// from the replica_spread entries kept in times (at exactly ranks ranks),
+// or as one replica's where there are none.
+func replicaSpreadNotes(times []OpTime, dp, ranks, cores int) []string {
+	if dp <= 1 {
+		return nil
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range times {
+		if t.Kind == ReplicaSpreadKind && t.Context == int64(dp) {
+			lo, hi = math.Min(lo, t.TimeS), math.Max(hi, t.TimeS)
+		}
+	}
+	if hi < lo {
+		if ranks >= cores && ranks >= 4 {
+			return []string{fmt.Sprintf("the profile has no replica spread for %d replicas at %d ranks: TTFT is priced as one replica's, not the later of %d (calibrate with --op-ranks including %d)", dp, ranks, dp, ranks)}
+		}
+		return nil
+	}
+	return []string{fmt.Sprintf("TTFT is priced as the later of the config's %d replicas: one replica's times the replica spread measured at %d ranks (×%.3f to ×%.3f over the measured block lengths)", dp, ranks, lo, hi)}
+}

@@ -517,6 +517,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		prefillEnd, first = tl.endsPass(ends) // timeline_packed.go
 	}
 	ttft, tok := ends.ttft, ends.tok
+	ttft *= replicaSpread(s.table, plan, ttft) // the later of the replicas (optable_replicas.go)
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
 	var tpot float64
 	w0, w1 := math.Inf(1), math.Inf(1)
