@@ -104,10 +104,7 @@ func linkGroups(n int, quick bool, sweep []int64, programs map[int][]int64) []si
 	if n < 2 {
 		return out
 	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	all := everyRank(n)
 	out = append(out, sizedGroup{commGroup{opAllGather, all}, gatherSizes(sweep, programs[n], n)})
 	switch {
 	case n > 2 && n%2 == 0:

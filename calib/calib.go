@@ -549,10 +549,7 @@ func commGroups(n int, quick bool) []commGroup {
 	if n < 2 {
 		return nil
 	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	all := everyRank(n)
 	gs := []commGroup{{opAllReduce, all}}
 	switch {
 	case n > 2 && n%2 == 0:

@@ -62,6 +62,15 @@ func isAllReduce(op string) bool {
 	return op == opAllReduce || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks
 }
 
+// everyRank is ranks 0 … n−1: the group of a measurement among all n.
+func everyRank(n int) []int {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
 func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 

@@ -288,10 +288,7 @@ func coreWaitCounts(o Options, cores int) []int {
 // host of cores cores after each burst of CoreWaitBursts and adds their
 // entries to cal's op times, or a note saying none was measured.
 func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	all := everyRank(n)
 	groups := []commGroup{{opAllReducePairs, all}}
 	bursts := []int{0}
 	for _, b := range CoreWaitBursts {

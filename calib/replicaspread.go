@@ -65,10 +65,7 @@ func replicaSpreadCounts(o Options, cores int) []int {
 // on a host of cores cores at every length of replicaSpreadBlocks and adds
 // their entries to cal's op times, with a note.
 func measureReplicaSpread(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	all := everyRank(n)
 	var got []string
 	for _, block := range replicaSpreadBlocks {
 		times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, []commGroup{{opAllReduceBlocks, all}}, []int{replicaSpreadBurst},
