@@ -59,10 +59,11 @@ func Compare(m *exec.Measurement, e *sim.Estimate, plan *partition.Plan, tol flo
 		row("tpot", "TPOT", "s", m.TPOT, e.Decode.TPOTS, tol, false),
 		row("tps", "TPS", "tok/s", m.TPS, e.Decode.TokensPerS, tol, false))
 	if m.TTFTReplica != nil {
-		// The model prices one replica: held against each replica's own
-		// TTFT, its error is apart from the replicas' spread (TTFT is the
-		// later replica's).
-		rows = append(rows, row("ttft_replica", "TTFT, one replica (each replica's own)", "s", *m.TTFTReplica, e.Prefill.TTFTS, tol, false))
+		// One replica's modeled TTFT against each replica's own: the
+		// model's error apart from the replicas' spread (TTFT is the later
+		// replica's, priced from the profile's replica spread where it has
+		// one).
+		rows = append(rows, row("ttft_replica", "TTFT, one replica (each replica's own)", "s", *m.TTFTReplica, OneReplicaTTFT(e), tol, false))
 	}
 
 	// Counts: every rank's counted calls, bytes and messages against its Programs.
@@ -142,4 +143,13 @@ func Outside(rows []Row) []string {
 		}
 	}
 	return out
+}
+
+// OneReplicaTTFT is e's TTFT of one data-parallel replica: the TTFT where
+// no replica spread was priced (one replica, or a profile without it).
+func OneReplicaTTFT(e *sim.Estimate) float64 {
+	if e.Prefill.ReplicaTTFTS > 0 {
+		return e.Prefill.ReplicaTTFTS
+	}
+	return e.Prefill.TTFTS
 }

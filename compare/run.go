@@ -96,7 +96,7 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	if m.TimeBase.OneStart { // how the iterations were timed (exec.TimeBase)
 		doc.Notes = append(doc.Notes, m.TimeBase.Note)
 	}
-	if n := ReplicaSpreadNote(m, plan.DP); n != "" {
+	if n := ReplicaSpreadNote(m, est, plan.DP); n != "" {
 		doc.Notes = append(doc.Notes, n)
 	}
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
@@ -148,12 +148,17 @@ func Verdict(doc *RunDoc, strict bool) error {
 
 // ReplicaSpreadNote says, for a run with data-parallel replicas, how far
 // the later replica's TTFT (the TTFT row: the last sequence's first token)
-// sits above each replica's own, at their medians: a spread the model, which
-// prices one replica, leaves out. "" without replicas.
-func ReplicaSpreadNote(m *exec.Measurement, dp int) string {
+// sits above each replica's own, at their medians, and how the model e
+// priced it: one replica's TTFT times the profile's replica spread, or one
+// replica's alone. "" without replicas.
+func ReplicaSpreadNote(m *exec.Measurement, e *sim.Estimate, dp int) string {
 	if m.TTFTReplica == nil || m.TTFTReplica.P50 <= 0 {
 		return ""
 	}
 	later, own := m.TTFT.P50, m.TTFTReplica.P50
-	return fmt.Sprintf("TTFT is the later of %d replicas each iteration: p50 %.4g ms, %+.1f %% against each replica's own (p50 %.4g ms, row ttft_replica); the model prices one replica, so the replicas' spread is no part of it", dp, later*1e3, (later/own-1)*100, own*1e3)
+	priced := "the model prices one replica (the profile has no replica spread at this placement), so the replicas' spread is no part of it"
+	if one := OneReplicaTTFT(e); e.Prefill.ReplicaTTFTS > 0 {
+		priced = fmt.Sprintf("the model prices it as one replica's (%.4g ms) times the profile's replica spread (×%.3f)", one*1e3, e.Prefill.TTFTS/one)
+	}
+	return fmt.Sprintf("TTFT is the later of %d replicas each iteration: p50 %.4g ms, %+.1f %% against each replica's own (p50 %.4g ms, row ttft_replica); %s", dp, later*1e3, (later/own-1)*100, own*1e3, priced)
 }

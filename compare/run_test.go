@@ -11,6 +11,8 @@ import (
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
+	"github.com/partbench/partbench/stats"
 )
 
 // results fakes what every rank of plan reports after iters iterations:
@@ -176,5 +178,33 @@ func TestRunDocReplicaTTFT(t *testing.T) {
 		if r.Metric == "ttft_replica" {
 			t.Errorf("tp2pp2 (one replica) has a ttft_replica row: %+v", r)
 		}
+	}
+}
+
+// The note and the one-replica row say how the model priced the later
+// replica: an estimate of TTFT 3.6 ms priced from one replica's 3 ms and a
+// spread of ×1.2 holds the ttft_replica row at 3 ms and says so; one
+// without the spread holds it at its TTFT and says the spread is no part
+// of it.
+func TestReplicaSpreadNotePriced(t *testing.T) {
+	m := &exec.Measurement{TTFT: stats.Summary{P50: 3.5e-3}, TTFTReplica: &stats.Summary{P50: 3.2e-3}}
+	priced := &sim.Estimate{Prefill: sim.PhaseEstimate{TTFTS: 3.6e-3, ReplicaTTFTS: 3e-3}}
+	plain := &sim.Estimate{Prefill: sim.PhaseEstimate{TTFTS: 3e-3}}
+	if got := compare.OneReplicaTTFT(priced); got != 3e-3 {
+		t.Errorf("one replica's TTFT %g, want 3e-3", got)
+	}
+	if got := compare.OneReplicaTTFT(plain); got != 3e-3 {
+		t.Errorf("one replica's TTFT without the spread %g, want 3e-3", got)
+	}
+	// 3.5 / 3.2 − 1 = +9.4 %; 3.6 / 3 = ×1.200.
+	if n := compare.ReplicaSpreadNote(m, priced, 2); !strings.Contains(n, "+9.4 % against each replica's own (p50 3.2 ms") ||
+		!strings.Contains(n, "one replica's (3 ms) times the profile's replica spread (×1.200)") {
+		t.Errorf("priced: %q", n)
+	}
+	if n := compare.ReplicaSpreadNote(m, plain, 2); !strings.Contains(n, "the model prices one replica (the profile has no replica spread") {
+		t.Errorf("plain: %q", n)
+	}
+	if n := compare.ReplicaSpreadNote(&exec.Measurement{TTFT: m.TTFT}, priced, 1); n != "" {
+		t.Errorf("one replica: %q", n)
 	}
 }

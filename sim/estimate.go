@@ -196,7 +196,11 @@ func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
 // PhaseEstimate is the timeline's verdict on one phase. Prefill fills
 // TTFTS and PromptTokensPerS; decode fills TPOTS, TokensPerS and the bound.
 type PhaseEstimate struct {
-	TTFTS            float64 `json:"ttft_s,omitempty"`
+	TTFTS float64 `json:"ttft_s,omitempty"`
+	// ReplicaTTFTS, where TTFTS is the later of data-parallel replicas
+	// priced from the profile's replica spread (optable_replicas.go), is one
+	// replica's TTFT (TTFTS over the spread); 0 otherwise.
+	ReplicaTTFTS     float64 `json:"replica_ttft_s,omitempty"`
 	PromptTokensPerS float64 `json:"prompt_tokens_per_s,omitempty"`
 	TPOTS            float64 `json:"tpot_s,omitempty"`
 	TokensPerS       float64 `json:"tokens_per_s,omitempty"`
@@ -517,7 +521,10 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 		prefillEnd, first = tl.endsPass(ends) // timeline_packed.go
 	}
 	ttft, tok := ends.ttft, ends.tok
-	ttft *= replicaSpread(s.table, plan, ttft) // the later of the replicas (optable_replicas.go)
+	oneReplica := 0.0
+	if f := replicaSpread(s.table, plan, ttft); f > 1 { // the later of the replicas (optable_replicas.go)
+		oneReplica, ttft = ttft, ttft*f
+	}
 	s0, k1 := opts.DecodeSteps/2, opts.DecodeSteps-1
 	var tpot float64
 	w0, w1 := math.Inf(1), math.Inf(1)
@@ -527,7 +534,7 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 	}
 	tpot /= float64(plan.Microbatches)
 
-	e.Prefill = PhaseEstimate{TTFTS: ttft, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
+	e.Prefill = PhaseEstimate{TTFTS: ttft, ReplicaTTFTS: oneReplica, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
 		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
 	if mode == runSummary {

@@ -59,8 +59,8 @@ func TestReplicaSpread(t *testing.T) {
 
 // TestEstimateReplicaSpread: tp2-dp2-tiny on 2 cores with a replica_spread
 // entry of ×1.25 at every length (one block length: the same factor at any
-// TTFT, clamped) prices TTFT at 1.25 × the TTFT without it, and TPOT as
-// without it.
+// TTFT, clamped) prices TTFT at 1.25 × the TTFT without it, keeps the TTFT
+// without it as one replica's, and TPOT as without it.
 func TestEstimateReplicaSpread(t *testing.T) {
 	without := coresPlan(t, "test/tp2-dp2-tiny", 2, nil, nil)
 	with := coresPlan(t, "test/tp2-dp2-tiny", 2, []configs.OpTime{opEntry(configs.ReplicaSpreadKind, configs.CoreWaitShape(2), 3_000_000, 2, 1.25, 4)}, nil)
@@ -74,5 +74,9 @@ func TestEstimateReplicaSpread(t *testing.T) {
 	}
 	if r := b.Prefill.TTFTS / a.Prefill.TTFTS; math.Abs(r-1.25) > 1e-9 || b.Decode.TPOTS != a.Decode.TPOTS {
 		t.Errorf("TTFT %g → %g (×%g, want ×1.25), TPOT %g → %g (want unchanged)", a.Prefill.TTFTS, b.Prefill.TTFTS, r, a.Decode.TPOTS, b.Decode.TPOTS)
+	}
+	// One replica's TTFT is kept beside the later one's, only where priced.
+	if b.Prefill.ReplicaTTFTS != a.Prefill.TTFTS || a.Prefill.ReplicaTTFTS != 0 {
+		t.Errorf("one replica's TTFT %g with the spread (want %g), %g without (want 0)", b.Prefill.ReplicaTTFTS, a.Prefill.TTFTS, a.Prefill.ReplicaTTFTS)
 	}
 }
