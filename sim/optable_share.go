@@ -617,7 +617,10 @@ func sendCallKindS(table *OpTable, kind string, op *partition.Op) (float64, bool
 // transport spins before it sleeps on its futex where the host's ranks do
 // not outnumber its cores (exec/shmcomm.SpinFor; sim does not import
 // exec, calib's tests hold the two equal). Where they outnumber them the
-// transport does not spin at all (exec/tcpcomm's auto policy).
+// transport does not spin at all (exec/tcpcomm's auto policy). The spin is
+// adaptive — a receive whose recent spins were missed sleeps at once — so
+// this is the longest a receiver can have waited and still be caught
+// spinning: past it, it sleeps.
 const ReceiverSpinS = 20e-6
 
 // receiverSpinS is the spin of plan's receives: ReceiverSpinS, 0 where
