@@ -55,6 +55,12 @@ const (
 	// receiver, and any time off its core that costs it) — sim's send
 	// slice (SendCallKind) — beside the one-way time.
 	opSendCall = "sendcall"
+	// opSendCallAsleep is opSendCall with rank 0 computing a burst
+	// (corewait.go) longer than the shared-memory wait's spin before each
+	// Send, so rank 1 sleeps in its receive when the message comes: the
+	// Send call to a sleeping receiver (SendCallAsleepKind), timed apart
+	// from the burst.
+	opSendCallAsleep = "sendcall_asleep"
 )
 
 // isAllReduce reports whether op runs all_reduce calls (on a group).
@@ -76,7 +82,7 @@ func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opSendCall || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks || op == opAllGatherPairs {
+	if op == opSendRecv || op == opSendCall || op == opSendCallAsleep || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks || op == opAllGatherPairs {
 		return 2
 	}
 	return len(ranks)
@@ -186,7 +192,9 @@ type commBench struct {
 	burst  int
 	burstS float64
 	// lagS is the sum of the pair {0, 1}'s exit lags over the first
-	// member's last rankRun of a burst op (exitlag.go).
+	// member's last rankRun of a burst op (exitlag.go); of
+	// opSendCallAsleep, the sum of its bursts' wall time (rank 1's waits
+	// in its receive), burstS the sum of its Send calls' time.
 	lagS float64
 }
 
@@ -235,7 +243,7 @@ func (b *commBench) groupOf(r int) []int {
 
 // members are the ranks taking part: the group, or sendrecv's first two.
 func (b *commBench) members() []int {
-	if b.op == opSendRecv || b.op == opSendCall {
+	if b.op == opSendRecv || b.op == opSendCall || b.op == opSendCallAsleep {
 		return b.ranks[:2]
 	}
 	return b.ranks
@@ -246,7 +254,7 @@ func (b *commBench) members() []int {
 func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
 	switch b.op {
-	case opSendRecv, opSendCall:
+	case opSendRecv, opSendCall, opSendCallAsleep:
 		per /= 2
 	case opRing:
 		per /= float64(len(b.ranks))
@@ -291,7 +299,6 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 			b.burstS, b.lagS = bs, lag
 		}
 	}
-	keep := func(bs float64) { keepLag(bs, 0) }
 	if b.op == opAllReduceBurst {
 		// The pair {first, first+1} stamps its calls (exitlag.go); the
 		// other pairs burst and exchange alike, unstamped.
@@ -323,8 +330,8 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 		}
 		return elapsed + bs, c.Flush(ctx)
 	}
-	var burstTotal float64
-	defer func() { keep(burstTotal) }()
+	var burstTotal, waited float64
+	defer func() { keepLag(burstTotal, waited) }()
 	var send pexec.F32 // an all_gather's own block: buf (the gathered bytes) over the group
 	if isAllGather(b.op) {
 		send = pexec.F32(make([]float32, max(1, len(buf)/len(b.groupOf(r)))))
@@ -352,6 +359,21 @@ func (b *commBench) rankRun(ctx context.Context, r int, c *tcpcomm.Comm, g pexec
 				return 0, err
 			}
 			burstTotal += time.Since(t).Seconds()
+			if err := c.Recv(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
+		case b.op == opSendCallAsleep && r == first:
+			// The burst, then the Send timed alone: the call's time
+			// sums into burstTotal, the bursts' wall time (how long
+			// rank 1 waited in its receive) into waited.
+			t0 := time.Now()
+			burst(b.burst)
+			t := time.Now()
+			if err := c.Send(ctx, buf, members[1]); err != nil {
+				return 0, err
+			}
+			burstTotal += time.Since(t).Seconds()
+			waited += t.Sub(t0).Seconds()
 			if err := c.Recv(ctx, buf, members[1]); err != nil {
 				return 0, err
 			}

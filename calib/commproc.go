@@ -71,7 +71,9 @@ func measureLinkProcs(ctx context.Context, argv []string, n int, groups []commGr
 // call, the burst's (rank 0's wall time, descheduling included), and the
 // pair {0, 1}'s exit lag per call (exitlag.go); a ring's with a burst two
 // (the hop's time, the burst's); an opSendCall group's the one-way time,
-// then rank 0's Send call's.
+// then rank 0's Send call's; an opSendCallAsleep group's three: half the
+// round trip with its burst, rank 0's Send call's time, its burst's (rank
+// 1's wait in its receive before each Send).
 func measureLinkProcsBursts(ctx context.Context, argv []string, n int, groups []commGroup, bursts []int, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, error) {
 	return measureLinkProcsSpec(ctx, argv, n, groups, bursts, sizes, nil, repeats, minDur)
 }
@@ -238,10 +240,10 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 					continue
 				}
 				times[gi][si] = append(times[gi][si], b.perCall(e, iters))
-				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || (b.op == opRing && b.burst > 0) || b.op == opSendCall {
+				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || (b.op == opRing && b.burst > 0) || b.op == opSendCall || b.op == opSendCallAsleep {
 					times[gi][si] = append(times[gi][si], b.burstS/float64(iters))
 				}
-				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle {
+				if b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || b.op == opSendCallAsleep {
 					times[gi][si] = append(times[gi][si], b.lagS/float64(iters))
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/shmcomm"
 )
 
 // The send's own time. A run's Send returns once its message is in the
@@ -17,6 +18,27 @@ import (
 // time per send is recorded as {kind send_call, shape ranks=2, size the
 // message's bytes, ranks n}: sim's send slice (docs/costmodel.md,
 // "Op times at the job's placement").
+//
+// The ping-pong's receiver has just sent its own message when the next
+// one comes, so it is still spinning in its receive (with a core each) or
+// has only just gone to sleep: the Send finds it awake. A pipeline
+// stage's receiver has waited the stage's whole compute, long past the
+// spin, and sleeps on its futex, so the Send must wake it — a system call,
+// and on a VM the wake of a halted vCPU: several µs where the ping-pong's
+// call takes a fraction of one. The same ping-pong runs once more with
+// rank 0 computing a burst of SendCallAsleepBurst before each Send
+// (opSendCallAsleep, in a launch of its own: the awake ping-pong's
+// adaptive spin must not inherit the asleep one's missed spins), timing
+// the Send alone, recorded as {kind send_call_asleep, shape ranks=2,
+// size, ranks n}; sim takes it for a send whose receiver has waited longer
+// than the spin (sim.ReceiverSpinS).
+
+// SendCallAsleepBurst is the compute burst rank 0 runs before each Send of
+// the asleep ping-pong (burst iterations: about 0.1 ms on the project's
+// 2-core VM with a core to itself, five times the shared-memory wait's
+// spin, shmcomm.SpinFor, and about a tiny config's decode stage: the wait
+// of a pipeline's receiver).
+var SendCallAsleepBurst = 64_000
 
 // measureSendCall times rank 0's Send calls of a ping-pong between ranks
 // 0 and 1 among n process ranks (LinkArgv) at every size of o.CommSizes
@@ -40,7 +62,58 @@ func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibra
 		got = append(got, fmt.Sprintf("%d B: %.3g s", e.Size, e.TimeS))
 	}
 	note(cal, "send calls at %d process ranks (rank 0's Send of a ping-pong between ranks 0 and 1, median over %d repeats): %s", n, o.Repeats, strings.Join(got, ", "))
+
+	asleep, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, []commGroup{{opSendCallAsleep, all}}, []int{SendCallAsleepBurst}, o.CommSizes, o.Repeats, o.MinSample)
+	if err != nil {
+		return fmt.Errorf("send calls to a sleeping receiver: %w", err)
+	}
+	es, waitS, err := sendCallAsleepEntries(asleep[0], o.CommSizes, n, shmcomm.SpinFor.Seconds())
+	if err != nil {
+		note(cal, "send calls to a sleeping receiver at %d process ranks: none recorded (%v); every send is priced by the ping-pong's call", n, err)
+		return nil
+	}
+	cal.OpTimes = append(cal.OpTimes, es...)
+	got = got[:0]
+	for _, e := range es {
+		got = append(got, fmt.Sprintf("%d B: %.3g s", e.Size, e.TimeS))
+	}
+	note(cal, "send calls to a sleeping receiver at %d process ranks (rank 0's Send of the ping-pong after a %.3g s compute burst, rank 1 waiting in its receive; median over %d repeats): %s", n, waitS, o.Repeats, strings.Join(got, ", "))
 	return nil
+}
+
+// sendCallAsleepEntries turns rank 0's times of the opSendCallAsleep
+// group, [size][3·repeat] (each repeat: half the round trip, the Send
+// call's time per send, the burst's wall time per send), into one
+// send_call_asleep entry per size: the median and extremes over repeats
+// of the call's time, measured with n ranks on the host. waitS is the
+// bursts' median wall time over every size and repeat: how long the
+// receiver waited before each Send. It is an error, and no entry is
+// made, where waitS is not above spinS (the receiver may have caught the
+// message spinning).
+func sendCallAsleepEntries(times [][]float64, sizes []int64, n int, spinS float64) (es []configs.OpTime, waitS float64, err error) {
+	if len(times) != len(sizes) {
+		return nil, 0, fmt.Errorf("send calls to a sleeping receiver: %d sizes measured, want %d", len(times), len(sizes))
+	}
+	var walls []float64
+	for si, size := range sizes {
+		ts := times[si]
+		if len(ts) == 0 || len(ts)%3 != 0 {
+			return nil, 0, fmt.Errorf("send calls to a sleeping receiver: %d B: %d times, want a round trip, a call time and a burst time per repeat", size, len(ts))
+		}
+		var calls []float64
+		for r := 0; r+2 < len(ts); r += 3 {
+			calls = append(calls, max(ts[r+1], noWaitS))
+			walls = append(walls, ts[r+2])
+		}
+		sp := spreadOf(calls)
+		es = append(es, configs.OpTime{Kind: configs.SendCallAsleepKind, Shape: "ranks=2", Size: size,
+			TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: len(calls), Ranks: n})
+	}
+	waitS = medianOf(walls)
+	if !(waitS > spinS) {
+		return nil, waitS, fmt.Errorf("the receiver waited %.3g s before each Send, not longer than the shared-memory wait's spin (%.3g s)", waitS, spinS)
+	}
+	return es, waitS, nil
 }
 
 // sendCallEntries turns rank 0's times of the opSendCall group,

@@ -82,6 +82,19 @@ const SendCallKind = "send_call"
 // the replicas").
 const ReplicaSpreadKind = "replica_spread"
 
+// SendCallAsleepKind is SendCallKind to a receiver asleep in its receive:
+// the same ping-pong, but the sender computes a burst longer than the
+// shared-memory wait's spin before each Send, so the receiver has given up
+// spinning and sleeps on its futex when the message comes, and the Send
+// call wakes it (a system call; on a VM, waking a halted vCPU) — as a
+// pipeline stage's Send does, its receiver having waited the stage's whole
+// compute. Shape "ranks=2", size the message's bytes, Ranks the ranks on
+// the host, as SendCallKind. sim prices a send by it where its receiver
+// has waited in the receive longer than the spin when the message leaves,
+// by SendCallKind otherwise (sim.ReceiverSpinS); a profile without it
+// prices every send by SendCallKind.
+const SendCallAsleepKind = "send_call_asleep"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 

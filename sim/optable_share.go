@@ -594,13 +594,56 @@ func (r *rankState) activity() float64 {
 // stays at the one-way time from the call's start (the send entry, or the
 // link model): the call's time is the sender's, on its own clock.
 func sendCallS(table *OpTable, op *partition.Op) float64 {
+	t, _ := sendCallKindS(table, configs.SendCallKind, op)
+	return t
+}
+
+// sendCallAsleepS is sendCallS for a receiver asleep in its receive: the
+// table's send_call_asleep entry at op's shape and size
+// (configs.SendCallAsleepKind), and whether the table has one.
+func sendCallAsleepS(table *OpTable, op *partition.Op) (float64, bool) {
+	return sendCallKindS(table, configs.SendCallAsleepKind, op)
+}
+
+func sendCallKindS(table *OpTable, kind string, op *partition.Op) (float64, bool) {
 	if table == nil {
-		return 0
+		return 0, false
 	}
 	_, shape, size, context := OpKey(op)
-	t, ok := table.Lookup(configs.SendCallKind, shape, size, context)
-	if !ok {
+	return table.Lookup(kind, shape, size, context)
+}
+
+// ReceiverSpinS is how long a receive of partbench's shared-memory
+// transport spins before it sleeps on its futex where the host's ranks do
+// not outnumber its cores (exec/shmcomm.SpinFor; sim does not import
+// exec, calib's tests hold the two equal). Where they outnumber them the
+// transport does not spin at all (exec/tcpcomm's auto policy). The spin is
+// adaptive — a receive whose recent spins were missed sleeps at once — so
+// this is the longest a receiver can have waited and still be caught
+// spinning: past it, it sleeps.
+const ReceiverSpinS = 20e-6
+
+// receiverSpinS is the spin of plan's receives: ReceiverSpinS, 0 where
+// the plan's ranks outnumber the host's cores (hostCores; unknown cores:
+// ReceiverSpinS).
+func receiverSpinS(plan *partition.Plan) float64 {
+	if cores := hostCores(plan); cores > 0 && planRanks(plan) > cores {
 		return 0
 	}
-	return t
+	return ReceiverSpinS
+}
+
+// sendCallAtS is a send's call time when its receiver has waited waitedS
+// in the receive the message is for (negative: not yet receiving) as the
+// message leaves: asleep (the send_call_asleep entry, sendCallAsleepS)
+// where it waited longer than spinS, the spin of its receive
+// (receiverSpinS) — it gave up spinning and sleeps, and the Send call
+// wakes it — awake (sendCallS) otherwise, or where the table has no
+// asleep entry (hasAsleep false: a profile of an older calibrate prices
+// every send by the ping-pong's call, as it did).
+func sendCallAtS(awake, asleep float64, hasAsleep bool, waitedS, spinS float64) float64 {
+	if hasAsleep && waitedS > spinS {
+		return asleep
+	}
+	return awake
 }

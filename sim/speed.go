@@ -514,6 +514,11 @@ type opMemo struct {
 	ok   bool
 	cost OpCost
 	link topology.LinkClass
+	// asleep is a send's call time to a sleeping receiver, where hasAsleep
+	// (cost.FixedS: to an awake one; timeline.go picks by the receiver's
+	// wait, sendCallAtS).
+	asleep    float64
+	hasAsleep bool
 }
 
 // memoOf is where step keeps what it prices of item it. Every decode step

@@ -345,6 +345,58 @@ func (s *simulator) finished() bool {
 	return true
 }
 
+// receiverWaitedS is how long plan rank peer, the receiver of simulated
+// rank ri's send on channel key, has waited in the receive of that message
+// at time t (the message's departure), or −1 where it is not yet waiting
+// for it as far as the simulation knows. The simulation runs each rank on
+// until it blocks, so at a send its receiver is in one of three states: at
+// the receive of this message — its next op is a recv from the sender
+// with no message queued before this one — which began at its clock (a
+// blocked rank's clock stays where its recv began); behind it, its clock
+// before its next op, which is not that receive (blocked on another peer,
+// or not yet run this sweep); or with earlier messages of the channel
+// still to take, which it takes first. Only the first is known to be a
+// wait for this message, and only it counts: the others are priced as
+// awake (a pipeline's stages, each blocked on its recv from the stage
+// before by the time that stage sends, are the first; a micro-batch sent
+// while the receiver has the one before to take is the third). A rank
+// held where the simulation stops for now (the decode steps simulated so
+// far, timeline_steady.go; a prefill chunk, timeline_chunks.go) is at its
+// next op all the same; one past its whole run order receives nothing
+// more.
+func (s *simulator) receiverWaitedS(ri, peer int, key chanKey, t float64) float64 {
+	if peer < 0 || peer >= len(s.index) || len(s.inbox[key]) > 0 {
+		return -1
+	}
+	pi := s.index[peer]
+	if pi < 0 {
+		return -1
+	}
+	rr := s.ranks[pi]
+	if rr.pc >= s.runLength(rr) {
+		return -1
+	}
+	op := rr.at(rr.pc).op
+	if op.Kind != partition.Recv || rr.peer(op) != s.ids[ri] {
+		return -1
+	}
+	return t - rr.clock
+}
+
+// runLength is rank r's whole run order's length, past any hold of
+// count's: the prefill and every decode step the run asks for (a steady
+// state's simulation holds r.steps at the steps simulated so far).
+func (s *simulator) runLength(r *rankState) int {
+	if r.items != nil {
+		return len(r.items)
+	}
+	steps := r.steps
+	if s.steady != nil {
+		steps = max(steps, s.steady.total)
+	}
+	return len(r.pre) + steps*len(r.dec)
+}
+
 // step tries to run simulated rank ri's next op; false means it is blocked.
 func (s *simulator) step(ri int) (bool, error) {
 	r := s.ranks[ri]
@@ -380,22 +432,27 @@ func (s *simulator) step(ri int) (bool, error) {
 			}
 			m.cost.TimeS, m.ok = est.TimeS, true
 			m.cost.FixedS = sendCallS(s.table, op) // the sender's own time in its call (optable_share.go)
+			m.asleep, m.hasAsleep = sendCallAsleepS(s.table, op)
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
 		s.stages.sending(s, key) // timeline_stages.go: messages a written stage left pending go first
 		free := s.chanFree[key]
 		start := max(sl.EndS, free)
+		callS := m.cost.FixedS
+		if m.hasAsleep { // the receiver asleep in its receive, or awake (optable_share.go)
+			callS = sendCallAtS(m.cost.FixedS, m.asleep, m.hasAsleep, s.receiverWaitedS(ri, op.Peer, key, start), receiverSpinS(s.plan))
+		}
 		s.chanFree[key] = start + m.cost.TimeS
 		s.flows++
 		sl.Flow = s.flows
 		s.inbox[key] = append(s.inbox[key], message{start + m.cost.TimeS, s.flows})
 		s.steady.arrival(ri, it, start+m.cost.TimeS) // timeline_steady.go
 		launched := sl.EndS
-		sl.EndS += m.cost.FixedS // the message leaves at the launch; the sender is busy in its call
+		sl.EndS += callS // the message leaves at the launch; the sender is busy in its call
 		r.clock = sl.EndS
-		s.chunks.record(ri, r.pc, &sl, start-launched, start-free, start+m.cost.TimeS)       // timeline_chunks.go
-		s.stages.record(s, ri, r.pc, &sl, launchS(g, it.phase), m.cost.TimeS, m.cost.FixedS) // timeline_stages.go
+		s.chunks.record(ri, r.pc, &sl, start-launched, start-free, start+m.cost.TimeS) // timeline_chunks.go
+		s.stages.record(s, ri, r.pc, &sl, launchS(g, it.phase), m.cost.TimeS, callS)   // timeline_stages.go
 	case partition.Recv:
 		key := chanKey{op.Peer, rank}
 		q := s.inbox[key]

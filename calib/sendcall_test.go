@@ -1,0 +1,103 @@
+package calib
+
+import (
+	"context"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/exec/shmcomm"
+	"github.com/partbench/partbench/sim"
+)
+
+// TestSendCallAsleepEntries: two sizes, three repeats of (half the round
+// trip, Send call, burst) in µs:
+//
+//	256 B:  (60, 7, 95) (61, 9, 90) (58, 6, 100)  → calls 7, 9, 6: median 7, min 6, max 9
+//	4 KiB:  (65, 8, 92) (66, 0, 96) (64, 12, 99)  → calls 8, 0 (kept as 1 ns), 12: median 8
+//
+// each an entry {send_call_asleep, ranks=2, size, ranks 2}; the receiver's
+// wait is the median of the six bursts 90, 92, 95, 96, 99, 100: the lower
+// middle one (stats' median of an even count), 95 µs. With a spin of
+// 100 µs (above that wait) there is no entry and an error, as for times
+// not in threes or another number of sizes.
+func TestSendCallAsleepEntries(t *testing.T) {
+	times := [][]float64{us(60, 7, 95, 61, 9, 90, 58, 6, 100), us(65, 8, 92, 66, 0, 96, 64, 12, 99)}
+	es, waitS, err := sendCallAsleepEntries(times, []int64{256, 4096}, 2, 20e-6)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("entries %+v, err %v; want 2", es, err)
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !close(waitS, 95e-6) {
+		t.Errorf("receiver's wait %g s, want 95 µs", waitS)
+	}
+	for i, w := range []struct {
+		size           int64
+		med, min, maxS float64
+	}{{256, 7e-6, 6e-6, 9e-6}, {4096, 8e-6, 1e-9, 12e-6}} {
+		e := es[i]
+		if e.Kind != configs.SendCallAsleepKind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != 2 || e.Samples != 3 ||
+			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
+			t.Errorf("entry %d: %+v; want send_call_asleep ranks=2 size %d ranks 2, %g s (%g–%g)", i, e, w.size, w.med, w.min, w.maxS)
+		}
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("not valid op times: %v", err)
+	}
+	if es, _, err := sendCallAsleepEntries(times, []int64{256, 4096}, 2, 100e-6); err == nil || es != nil {
+		t.Errorf("a wait of 95 µs under a 100 µs spin: entries %+v, err %v; want none and an error", es, err)
+	}
+	if _, _, err := sendCallAsleepEntries([][]float64{us(60, 7, 95, 61)}, []int64{256}, 2, 20e-6); err == nil {
+		t.Error("times not in threes: no error")
+	}
+	if _, _, err := sendCallAsleepEntries([][]float64{us(60, 7, 95)}, []int64{256, 4096}, 2, 20e-6); err == nil {
+		t.Error("1 size of 2: no error")
+	}
+}
+
+// sim decides a receiver asleep by the shared-memory wait's spin, which it
+// cannot import; the two must be one number, and calibrate's asleep burst
+// must outlast it.
+func TestReceiverSpinIsShmSpin(t *testing.T) {
+	if sim.ReceiverSpinS != shmcomm.SpinFor.Seconds() {
+		t.Errorf("sim.ReceiverSpinS %g s, shmcomm.SpinFor %v: want equal", sim.ReceiverSpinS, shmcomm.SpinFor)
+	}
+	if s := burstAloneS(SendCallAsleepBurst); s <= shmcomm.SpinFor.Seconds() {
+		t.Errorf("SendCallAsleepBurst (%d iterations) takes %g s here, not longer than the spin %v", SendCallAsleepBurst, s, shmcomm.SpinFor)
+	}
+}
+
+// Two process ranks run the asleep ping-pong at two sizes, twice each:
+// rank 0 reports three times per repeat (half the round trip, the Send
+// call, the burst), each positive and under a second, the round trip's
+// half at least half the burst (it holds it) and the call under the round
+// trip (it is part of it).
+func TestMeasureSendCallAsleepProcs(t *testing.T) {
+	sizes := []int64{16, 4096}
+	times, err := measureLinkProcsBursts(context.Background(), []string{os.Args[0], "-test.run=^$"}, 2,
+		[]commGroup{{opSendCallAsleep, []int{0, 1}}}, []int{16_000}, sizes, 2, 200*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != 1 || len(times[0]) != len(sizes) {
+		t.Fatalf("times %v: want 1 group of %d sizes", times, len(sizes))
+	}
+	for si, ts := range times[0] {
+		if len(ts) != 6 {
+			t.Fatalf("size %d: %d times, want 3 per repeat of 2", sizes[si], len(ts))
+		}
+		for r := 0; r < 6; r += 3 {
+			half, call, wall := ts[r], ts[r+1], ts[r+2]
+			for _, v := range []float64{half, call, wall} {
+				if !(v > 0 && v < 1) {
+					t.Fatalf("size %d repeat %d: times %v s, want each in (0, 1)", sizes[si], r/3, ts[r:r+3])
+				}
+			}
+			if half < wall/2 || call > 2*half {
+				t.Errorf("size %d repeat %d: half round trip %g s, call %g s, burst %g s: want half ≥ burst/2 and call ≤ the round trip", sizes[si], r/3, half, call, wall)
+			}
+		}
+	}
+}
