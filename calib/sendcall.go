@@ -44,10 +44,7 @@ var SendCallAsleepBurst = 64_000
 // 0 and 1 among n process ranks (LinkArgv) at every size of o.CommSizes
 // and adds their entries to cal's op times, with a note.
 func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibration) error {
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
+	all := everyRank(n)
 	times, err := measureLinkProcs(ctx, o.LinkArgv, n, []commGroup{{opSendCall, all}}, o.CommSizes, o.Repeats, o.MinSample)
 	if err != nil {
 		return fmt.Errorf("send calls: %w", err)
