@@ -32,10 +32,16 @@ import (
 // sim takes the nearest measured length beyond them.
 var replicaSpreadBlocks = []time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 8 * time.Millisecond}
 
-// replicaSpreadRepeats is how many blocks are timed at each length: enough
-// for the 0.5^(1/8) ≈ 0.917 quantile of 8 replicas to be a sample with
-// three above it.
-const replicaSpreadRepeats = 41
+// replicaSpreadRepeats is how many blocks are timed at each length. With
+// 41 the two-replica ratio of one calibration read ×1.04–×1.13 at a 3 ms
+// TTFT in three calibrations of one binary minutes apart, while the runs
+// between them read 1.06–1.11 (docs/measurements/cpu-calibration.md,
+// (twenty-fifth)): the 0.707 quantile of 41 samples moves by a few per cent
+// with a single block. 81 halves its variance for 0.8 s more of calibrate
+// (0.95 and 1.23 s at 4 and 16 ranks against 0.52 and 0.84 s with 41, on
+// the project's 2-core VM at load 3–4), and leaves six blocks above the
+// 0.917 quantile of 8 replicas.
+const replicaSpreadRepeats = 81
 
 // replicaSpreadBurst is the blocks' compute burst between two all_reduces
 // (iterations of burst): the third of CoreWaitBursts, ≈ 90 µs alone on the
