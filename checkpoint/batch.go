@@ -294,7 +294,11 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 // read and not yet converted is dropped) and is returned after every
 // goroutine has ended. With p.ahead, one more goroutine asks the kernel to
 // start reading (adviseWillNeed) the reads up to p.ahead bytes past the
-// ones being read.
+// ones being read. One more goroutine, started before the readers,
+// populates the reads' destination pages in the order of the reads
+// (populate): the fresh tensors' page faults are taken while the first
+// reads are at the disk, not on the converters' stores; a read whose
+// conversion has begun is skipped.
 func runReads(reads []fileRead, p ioPlan) error {
 	if len(reads) == 1 { // one read: no goroutine to start
 		buf := getScratch()
@@ -313,11 +317,19 @@ func runReads(reads []fileRead, p ioPlan) error {
 	var stopped atomic.Bool
 	var once sync.Once
 	var first error
+	var popStop atomic.Bool // an error, or every conversion done: populating is over
 	fail := func(err error) {
 		once.Do(func() { first = err })
 		stopped.Store(true)
+		popStop.Store(true)
 		next.Store(int64(len(reads)))
 	}
+	converting := make([]atomic.Bool, len(reads)) // set as a read's conversion begins
+	populated := make(chan struct{})
+	go func() {
+		defer close(populated)
+		populate(destinations(reads), converting, &popStop, uintptr(os.Getpagesize()))
+	}()
 	var advised chan struct{} // a token per read advised and not yet taken
 	done, prefetched := make(chan struct{}), make(chan struct{})
 	if window := p.ahead / max(p.maxRead, 1); window > 0 {
@@ -379,6 +391,7 @@ func runReads(reads []fileRead, p ioPlan) error {
 		go func() {
 			defer cwg.Done()
 			for f := range filled {
+				converting[f.i].Store(true)
 				if !stopped.Load() {
 					reads[f.i].convert(f.b, convertYield)
 				}
@@ -389,8 +402,10 @@ func runReads(reads []fileRead, p ioPlan) error {
 	rwg.Wait()
 	close(filled)
 	cwg.Wait()
+	popStop.Store(true)
 	close(done)
 	<-prefetched
+	<-populated
 	for range ring {
 		scratchPool.Put(<-free)
 	}
