@@ -122,9 +122,19 @@ type fileRead struct {
 }
 
 func readSlices(s []Slice, p ioPlan) error {
+	segs, err := sliceSegments(s, p)
+	if err != nil {
+		return err
+	}
+	return readSegments(segs, p)
+}
+
+// sliceSegments checks every slice, converts those of tensors in memory
+// already, and returns the segments of the others to read.
+func sliceSegments(s []Slice, p ioPlan) ([]segment, error) {
 	for i := range s { // every slice checked before anything is read
 		if err := s[i].check(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var segs []segment
@@ -134,11 +144,11 @@ func readSlices(s []Slice, p ioPlan) error {
 		switch {
 		case t.fd == nil && x.Place != nil:
 			if err := x.readPlacedMem(); err != nil {
-				return err
+				return nil, err
 			}
 		case t.fd == nil: // in memory already: nothing to plan
 			if err := x.read(); err != nil {
-				return err
+				return nil, err
 			}
 		case x.Cols:
 			segs = t.colSegments(segs, x.Lo, x.Hi, x.target(x.Hi-x.Lo), p)
@@ -147,7 +157,7 @@ func readSlices(s []Slice, p ioPlan) error {
 			segs = t.rangeSegments(segs, x.Lo*cols, (x.Hi-x.Lo)*cols, x.target(cols), p)
 		}
 	}
-	return readSegments(segs, p)
+	return segs, nil
 }
 
 // read converts the slice alone, with ReadRows or ReadCols.
@@ -164,6 +174,12 @@ func readSegments(segs []segment, p ioPlan) error {
 	if len(segs) == 0 {
 		return nil
 	}
+	return runReads(planSegments(segs, p), p)
+}
+
+// planSegments sorts segs (at least one) by file, in the order first met,
+// and offset, and groups them into reads (planReads).
+func planSegments(segs []segment, p ioPlan) []fileRead {
 	order := map[*os.File]int{}
 	for _, g := range segs {
 		if _, ok := order[g.fd]; !ok {
@@ -176,7 +192,7 @@ func readSegments(segs []segment, p ioPlan) error {
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	return runReads(planReads(segs, p), p)
+	return planReads(segs, p)
 }
 
 // check validates the slice as ReadRows / ReadCols do.

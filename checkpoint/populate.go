@@ -62,32 +62,20 @@ func pagesOf(v []float32, page uintptr) []byte {
 }
 
 // destinations is, for each read, the float32 its segments convert into
-// (slices of Dst; a placed slice's wider tensor is not among them),
-// segments that follow one another in one tensor's memory joined.
+// (slices of the Slices' Dst; a placed slice's wider tensor is not among
+// them). A read's destination is its part of one tensor (a read of up to
+// parallelMinBytes of source holds one segment of a large tensor), or the
+// whole of several small ones.
 func destinations(reads []fileRead) [][][]float32 {
 	out := make([][][]float32, len(reads))
 	for i, r := range reads {
-		var ds [][]float32
 		for _, g := range r.segs {
-			d := g.to.dst
-			if g.to.place != nil || len(d) == 0 {
-				continue
+			if g.to.place == nil && len(g.to.dst) > 0 {
+				out[i] = append(out[i], g.to.dst)
 			}
-			if k := len(ds) - 1; k >= 0 && follows(ds[k], d) {
-				ds[k] = ds[k][:len(ds[k])+len(d)]
-				continue
-			}
-			ds = append(ds, d)
 		}
-		out[i] = ds
 	}
 	return out
-}
-
-// follows reports whether d starts where a ends, in the same allocation
-// (a's capacity reaches over d).
-func follows(a, d []float32) bool {
-	return cap(a) >= len(a)+len(d) && unsafe.SliceData(a[len(a):len(a)+1]) == unsafe.SliceData(d)
 }
 
 // populate faults in the whole pages of every read's destinations, read by
