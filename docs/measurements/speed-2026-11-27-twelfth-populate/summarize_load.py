@@ -17,7 +17,7 @@ for f in sys.argv[1:]:
             rows.setdefault((b, tp), []).append((label, int(m.group(2)) / 1e9, float(m.group(4)), float(m.group(5)), int(m.group(3))))
 for tp in (1, 2, 8):
     print(f"TP {tp}")
-    for b in ("before", "after"):
+    for b in sorted({k[0] for k in rows}, key=lambda x: (x != "before", x)):
         rs = rows.get((b, tp), [])
         for r in rs:
             print(f"  {b:6} {r[0]:40} wall {r[1]:.3f}  sys {r[2]:.3f}  user {r[3]:.3f}  faults {r[4]}")
