@@ -122,9 +122,19 @@ type fileRead struct {
 }
 
 func readSlices(s []Slice, p ioPlan) error {
+	segs, err := sliceSegments(s, p)
+	if err != nil {
+		return err
+	}
+	return readSegments(segs, p)
+}
+
+// sliceSegments checks every slice, converts those of tensors in memory
+// already, and returns the segments of the others to read.
+func sliceSegments(s []Slice, p ioPlan) ([]segment, error) {
 	for i := range s { // every slice checked before anything is read
 		if err := s[i].check(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var segs []segment
@@ -134,11 +144,11 @@ func readSlices(s []Slice, p ioPlan) error {
 		switch {
 		case t.fd == nil && x.Place != nil:
 			if err := x.readPlacedMem(); err != nil {
-				return err
+				return nil, err
 			}
 		case t.fd == nil: // in memory already: nothing to plan
 			if err := x.read(); err != nil {
-				return err
+				return nil, err
 			}
 		case x.Cols:
 			segs = t.colSegments(segs, x.Lo, x.Hi, x.target(x.Hi-x.Lo), p)
@@ -147,7 +157,7 @@ func readSlices(s []Slice, p ioPlan) error {
 			segs = t.rangeSegments(segs, x.Lo*cols, (x.Hi-x.Lo)*cols, x.target(cols), p)
 		}
 	}
-	return readSegments(segs, p)
+	return segs, nil
 }
 
 // read converts the slice alone, with ReadRows or ReadCols.
@@ -164,6 +174,12 @@ func readSegments(segs []segment, p ioPlan) error {
 	if len(segs) == 0 {
 		return nil
 	}
+	return runReads(planSegments(segs, p), p)
+}
+
+// planSegments sorts segs (at least one) by file, in the order first met,
+// and offset, and groups them into reads (planReads).
+func planSegments(segs []segment, p ioPlan) []fileRead {
 	order := map[*os.File]int{}
 	for _, g := range segs {
 		if _, ok := order[g.fd]; !ok {
@@ -176,7 +192,7 @@ func readSegments(segs []segment, p ioPlan) error {
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	return runReads(planReads(segs, p), p)
+	return planReads(segs, p)
 }
 
 // check validates the slice as ReadRows / ReadCols do.
@@ -294,7 +310,12 @@ func planReads(segs []segment, p ioPlan) []fileRead {
 // read and not yet converted is dropped) and is returned after every
 // goroutine has ended. With p.ahead, one more goroutine asks the kernel to
 // start reading (adviseWillNeed) the reads up to p.ahead bytes past the
-// ones being read.
+// ones being read. One more goroutine, started before the readers,
+// populates the reads' destination pages in the order of the reads
+// (populate): the fresh tensors' page faults are taken while the first
+// reads are at the disk, not on the converters' stores; a read whose
+// conversion has begun is skipped, and so is memory the heap reused
+// (its first page present: pageResident).
 func runReads(reads []fileRead, p ioPlan) error {
 	if len(reads) == 1 { // one read: no goroutine to start
 		buf := getScratch()
@@ -313,11 +334,19 @@ func runReads(reads []fileRead, p ioPlan) error {
 	var stopped atomic.Bool
 	var once sync.Once
 	var first error
+	var popStop atomic.Bool // an error, or every conversion done: populating is over
 	fail := func(err error) {
 		once.Do(func() { first = err })
 		stopped.Store(true)
+		popStop.Store(true)
 		next.Store(int64(len(reads)))
 	}
+	converting := make([]atomic.Bool, len(reads)) // set as a read's conversion begins
+	populated := make(chan struct{})
+	go func() {
+		defer close(populated)
+		populate(destinations(reads), converting, &popStop, uintptr(os.Getpagesize()))
+	}()
 	var advised chan struct{} // a token per read advised and not yet taken
 	done, prefetched := make(chan struct{}), make(chan struct{})
 	if window := p.ahead / max(p.maxRead, 1); window > 0 {
@@ -379,6 +408,7 @@ func runReads(reads []fileRead, p ioPlan) error {
 		go func() {
 			defer cwg.Done()
 			for f := range filled {
+				converting[f.i].Store(true)
 				if !stopped.Load() {
 					reads[f.i].convert(f.b, convertYield)
 				}
@@ -389,8 +419,10 @@ func runReads(reads []fileRead, p ioPlan) error {
 	rwg.Wait()
 	close(filled)
 	cwg.Wait()
+	popStop.Store(true)
 	close(done)
 	<-prefetched
+	<-populated
 	for range ring {
 		scratchPool.Put(<-free)
 	}
