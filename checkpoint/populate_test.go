@@ -285,14 +285,7 @@ func TestReadsGoOnWhilePopulating(t *testing.T) {
 		}
 		return oldPop(b)
 	}
-	x, _ := f.Tensor(raw.name)
-	s, err := x.RowsSlice(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := readSlices([]Slice{s}, ioPlan{gap: coalesceGapBytes, maxRead: 1 << 20, inFlight: 1}); err != nil {
-		t.Fatal(err)
-	}
+	s := readFirstRow(t, f, raw)
 	if !first.Load() {
 		t.Fatal("populateWrite never called")
 	}
@@ -336,14 +329,7 @@ func TestPopulateAheadOfConversion(t *testing.T) {
 		}
 		held.Store(calls.Load() >= 2)
 	}
-	x, _ := f.Tensor(raw.name)
-	s, err := x.RowsSlice(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := readSlices([]Slice{s}, ioPlan{gap: coalesceGapBytes, maxRead: 1 << 20, inFlight: 1}); err != nil {
-		t.Fatal(err)
-	}
+	s := readFirstRow(t, f, raw)
 	if !held.Load() {
 		t.Fatalf("fewer than two populateWrite calls in 10 s while a conversion was held (%d in all)", calls.Load())
 	}

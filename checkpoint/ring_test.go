@@ -183,6 +183,18 @@ func TestReadsGoOnWhileConverting(t *testing.T) {
 		}
 		held.Store(issued.Load() >= at+2)
 	}
+	s := readFirstRow(t, f, raw)
+	if !held.Load() {
+		t.Fatalf("fewer than two reads issued in 10 s while a conversion was held (%d issued in all)", issued.Load())
+	}
+	checkSlices(t, "held conversion", []Slice{s}, []rawTensorData{raw})
+}
+
+// readFirstRow reads raw's first row from f with one reader in reads of
+// 1 MiB (the load of the tests that hold a conversion, a yield or the
+// populating) and returns the slice.
+func readFirstRow(t *testing.T, f *File, raw rawTensorData) Slice {
+	t.Helper()
 	x, _ := f.Tensor(raw.name)
 	s, err := x.RowsSlice(0, 1)
 	if err != nil {
@@ -191,10 +203,7 @@ func TestReadsGoOnWhileConverting(t *testing.T) {
 	if err := readSlices([]Slice{s}, ioPlan{gap: coalesceGapBytes, maxRead: 1 << 20, inFlight: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if !held.Load() {
-		t.Fatalf("fewer than two reads issued in 10 s while a conversion was held (%d issued in all)", issued.Load())
-	}
-	checkSlices(t, "held conversion", []Slice{s}, []rawTensorData{raw})
+	return s
 }
 
 // settledGoroutines waits up to 2 s for the number of goroutines to come
