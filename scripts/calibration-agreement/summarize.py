@@ -9,7 +9,7 @@ median over runs of measured and modeled time, counted within +-20 % when
 |modeled/measured - 1| <= 0.2; per calibration the core wait and receive
 wait entries; per round the after-compute op times at 2, 4 and 16 ranks over
 those at 1 (median over each kind's entries), and those taken in turns at 4 and
-16 ranks over those at once and alone; for data-parallel configs, TTFT (the later replica's) beside
+16 ranks over those at once and alone; per calibration the send calls and the replica spreads; for data-parallel configs, TTFT (the later replica's) beside
 each replica's own TTFT against the same model. The op check is counted twice: with each
 variant's own runs' measured medians (as in earlier sections) and with the
 measured median over both variants' runs.
@@ -221,6 +221,25 @@ for r, v, c in calibrations(("before", "after")):
         cells = ", ".join(f"{e['size']/1e3:.0f}: {e['time_s']*1e6:.1f}" if e["size"] > 1 else f"—: {e['time_s']*1e6:.1f}"
                           for e in sorted(es, key=lambda e: e["size"]))
         print(f"| {v}-{r} | {n} | {kind} | {cells} |")
+
+print()
+print("Send calls and replica spreads per calibration: the Send call to a spinning receiver (send_call) and to a")
+print("sleeping one (send_call_asleep) at 256 B (µs), and the later of R replicas over one at each block length:")
+print()
+print("| calibration | ranks | send_call / send_call_asleep at 256 B (µs) | replica_spread (block ms: ×ratio at R) |")
+print("|---|---|---|---|")
+for r, v, c in calibrations(("before", "after")):
+    by = collections.defaultdict(lambda: {"send": {}, "spread": []})
+    for e in c.get("op_time", []):
+        if e["kind"] in ("send_call", "send_call_asleep") and e["size"] == 256:
+            by[e["ranks"]]["send"][e["kind"]] = e["time_s"]
+        elif e["kind"] == "replica_spread":
+            by[e["ranks"]]["spread"].append((e["size"], e.get("context", 0), e["time_s"]))
+    for n in sorted(by):
+        sc = by[n]["send"]
+        send = " / ".join(f"{sc[k]*1e6:.2f}" if k in sc else "—" for k in ("send_call", "send_call_asleep"))
+        spread = ", ".join(f"{size/1e6:.2g}: ×{t:.3f} at {R}" for size, R, t in sorted(by[n]["spread"])) or "—"
+        print(f"| {v}-{r} | {n} | {send} | {spread} |")
 
 print()
 print("After: compute op times measured by 2, 4 and 16 processes at once (on the core) over those of one rank alone (median over each kind's entries):")
