@@ -277,11 +277,7 @@ func TestReadsGoOnWhilePopulating(t *testing.T) {
 	populateWrite = func(b []byte) error {
 		if first.CompareAndSwap(false, true) {
 			close(started)
-			deadline := time.Now().Add(10 * time.Second)
-			for issued.Load() < 2 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-			held.Store(issued.Load() >= 2)
+			held.Store(awaitCount(issued.Load, 2))
 		}
 		return oldPop(b)
 	}
@@ -323,11 +319,7 @@ func TestPopulateAheadOfConversion(t *testing.T) {
 		if !first.CompareAndSwap(false, true) {
 			return
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for calls.Load() < 2 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		held.Store(calls.Load() >= 2)
+		held.Store(awaitCount(calls.Load, 2))
 	}
 	s := readFirstRow(t, f, raw)
 	if !held.Load() {

@@ -177,17 +177,24 @@ func TestReadsGoOnWhileConverting(t *testing.T) {
 			return
 		}
 		at := issued.Load()
-		deadline := time.Now().Add(10 * time.Second)
-		for issued.Load() < at+2 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		held.Store(issued.Load() >= at+2)
+		held.Store(awaitCount(issued.Load, at+2))
 	}
 	s := readFirstRow(t, f, raw)
 	if !held.Load() {
 		t.Fatalf("fewer than two reads issued in 10 s while a conversion was held (%d issued in all)", issued.Load())
 	}
 	checkSlices(t, "held conversion", []Slice{s}, []rawTensorData{raw})
+}
+
+// awaitCount waits up to 10 s for count to reach want (a held conversion,
+// yield or populating waiting for the work that must go on beside it) and
+// reports whether it did.
+func awaitCount(count func() int64, want int64) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for count() < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return count() >= want
 }
 
 // readFirstRow reads raw's first row from f with one reader in reads of
