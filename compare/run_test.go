@@ -41,7 +41,13 @@ func results(t *testing.T, plan *partition.Plan, iters int) []exec.RankResult {
 
 func tinyPlan(t *testing.T) *partition.Plan {
 	t.Helper()
-	cfg, err := configs.Load("test/tp2pp2-tiny")
+	return namedPlan(t, "test/tp2pp2-tiny")
+}
+
+// namedPlan is the plan of the config name.
+func namedPlan(t *testing.T, name string) *partition.Plan {
+	t.Helper()
+	cfg, err := configs.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +140,7 @@ func TestRunDocCountMismatchIsAProblem(t *testing.T) {
 // 0.5 s (partbench's median of an even count is the lower middle sample,
 // stats.Percentile); 0.6 / 0.5 − 1 = +20.0 %.
 func TestRunDocReplicaTTFT(t *testing.T) {
-	cfg, err := configs.Load("test/tp2-dp2-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := namedPlan(t, "test/tp2-dp2-tiny")
 	rs := results(t, plan, 3)
 	for i := range rs {
 		rs[i].Replica = plan.Ranks[i].Replica
