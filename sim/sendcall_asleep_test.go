@@ -42,16 +42,7 @@ func TestReceiverSpinS(t *testing.T) {
 		cores int
 		want  float64
 	}{{0, 20e-6}, {8, 20e-6}, {4, 20e-6}, {2, 0}} {
-		cfg, err := configs.Load("test/pp4-tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hardware.HostCores = c.cores
-		plan, err := partition.NewPlan(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := receiverSpinS(plan); got != c.want {
+		if got := receiverSpinS(coresPlan(t, "test/pp4-tiny", c.cores, nil, nil)); got != c.want {
 			t.Errorf("4 ranks on %d cores: spin %g s, want %g s", c.cores, got, c.want)
 		}
 	}
@@ -60,7 +51,7 @@ func TestReceiverSpinS(t *testing.T) {
 // sendCallEntry is a send-call entry of kind at size of tS seconds,
 // measured with 2 ranks on the host.
 func sendCallEntry(kind string, size int64, tS float64) configs.OpTime {
-	return configs.OpTime{Kind: kind, Shape: "ranks=2", Size: size, TimeS: tS, TimeMinS: tS, TimeMaxS: tS, Samples: 1, Ranks: 2}
+	return opEntry(kind, "ranks=2", size, 0, tS, 2)
 }
 
 // pp4Sends estimates test/pp4-tiny with mb micro-batches on a host of
@@ -68,17 +59,7 @@ func sendCallEntry(kind string, size int64, tS float64) configs.OpTime {
 // (every rank, in the timeline's order: by rank, then start).
 func pp4Sends(t *testing.T, mb, cores int, times ...configs.OpTime) []Slice {
 	t.Helper()
-	cfg, err := configs.Load("test/pp4-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Parallel.Microbatches = mb
-	cfg.Hardware.HostCores = cores
-	cfg.Hardware.OpTimes = times
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := coresPlan(t, "test/pp4-tiny", cores, times, func(c *configs.Config) { c.Parallel.Microbatches = mb })
 	e, err := EstimatePlan(plan, Options{EveryRank: true})
 	if err != nil {
 		t.Fatal(err)
