@@ -192,20 +192,7 @@ func TestSendCallEntries(t *testing.T) {
 	if err != nil || len(es) != 2 {
 		t.Fatalf("entries %+v, err %v; want 2", es, err)
 	}
-	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	for i, w := range []struct {
-		size           int64
-		med, min, maxS float64
-	}{{256, 4e-6, 3e-6, 5e-6}, {4096, 6e-6, 1e-9, 9e-6}} {
-		e := es[i]
-		if e.Kind != configs.SendCallKind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != 4 || e.Samples != 3 ||
-			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
-			t.Errorf("entry %d: %+v; want send_call ranks=2 size %d ranks 4, %g s (%g–%g)", i, e, w.size, w.med, w.min, w.maxS)
-		}
-	}
-	if err := configs.ValidateOpTimes("op_time", es); err != nil {
-		t.Errorf("not valid op times: %v", err)
-	}
+	checkCallEntries(t, es, configs.SendCallKind, 4, []callWant{{256, 4e-6, 3e-6, 5e-6}, {4096, 6e-6, 1e-9, 9e-6}})
 	if _, err := sendCallEntries([][]float64{us(20, 3, 25)}, []int64{256}, 4); err == nil {
 		t.Error("odd times: no error")
 	}

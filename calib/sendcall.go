@@ -3,6 +3,7 @@ package calib
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/partbench/partbench/configs"
@@ -54,11 +55,7 @@ func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibra
 		return err
 	}
 	cal.OpTimes = append(cal.OpTimes, es...)
-	var got []string
-	for _, e := range es {
-		got = append(got, fmt.Sprintf("%d B: %.3g s", e.Size, e.TimeS))
-	}
-	note(cal, "send calls at %d process ranks (rank 0's Send of a ping-pong between ranks 0 and 1, median over %d repeats): %s", n, o.Repeats, strings.Join(got, ", "))
+	note(cal, "send calls at %d process ranks (rank 0's Send of a ping-pong between ranks 0 and 1, median over %d repeats): %s", n, o.Repeats, sizeTimes(es))
 
 	asleep, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, []commGroup{{opSendCallAsleep, all}}, []int{SendCallAsleepBurst}, o.CommSizes, o.Repeats, o.MinSample)
 	if err != nil {
@@ -70,11 +67,7 @@ func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibra
 		return nil
 	}
 	cal.OpTimes = append(cal.OpTimes, es...)
-	got = got[:0]
-	for _, e := range es {
-		got = append(got, fmt.Sprintf("%d B: %.3g s", e.Size, e.TimeS))
-	}
-	note(cal, "send calls to a sleeping receiver at %d process ranks (rank 0's Send of the ping-pong after a %.3g s compute burst, rank 1 waiting in its receive; median over %d repeats): %s", n, waitS, o.Repeats, strings.Join(got, ", "))
+	note(cal, "send calls to a sleeping receiver at %d process ranks (rank 0's Send of the ping-pong after a %.3g s compute burst, rank 1 waiting in its receive; median over %d repeats): %s", n, waitS, o.Repeats, sizeTimes(es))
 	return nil
 }
 
@@ -88,29 +81,20 @@ func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibra
 // made, where waitS is not above spinS (the receiver may have caught the
 // message spinning).
 func sendCallAsleepEntries(times [][]float64, sizes []int64, n int, spinS float64) (es []configs.OpTime, waitS float64, err error) {
-	if len(times) != len(sizes) {
-		return nil, 0, fmt.Errorf("send calls to a sleeping receiver: %d sizes measured, want %d", len(times), len(sizes))
+	const what = "send calls to a sleeping receiver"
+	calls, err := repeatsAt(times, sizes, 3, 1, what, "a round trip, a call time and a burst time")
+	if err != nil {
+		return nil, 0, err
 	}
-	var walls []float64
-	for si, size := range sizes {
-		ts := times[si]
-		if len(ts) == 0 || len(ts)%3 != 0 {
-			return nil, 0, fmt.Errorf("send calls to a sleeping receiver: %d B: %d times, want a round trip, a call time and a burst time per repeat", size, len(ts))
-		}
-		var calls []float64
-		for r := 0; r+2 < len(ts); r += 3 {
-			calls = append(calls, max(ts[r+1], noWaitS))
-			walls = append(walls, ts[r+2])
-		}
-		sp := spreadOf(calls)
-		es = append(es, configs.OpTime{Kind: configs.SendCallAsleepKind, Shape: "ranks=2", Size: size,
-			TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: len(calls), Ranks: n})
+	bursts, err := repeatsAt(times, sizes, 3, 2, what, "a round trip, a call time and a burst time")
+	if err != nil {
+		return nil, 0, err
 	}
-	waitS = medianOf(walls)
+	waitS = medianOf(slices.Concat(bursts...))
 	if !(waitS > spinS) {
 		return nil, waitS, fmt.Errorf("the receiver waited %.3g s before each Send, not longer than the shared-memory wait's spin (%.3g s)", waitS, spinS)
 	}
-	return es, waitS, nil
+	return callEntries(configs.SendCallAsleepKind, sizes, calls, n), waitS, nil
 }
 
 // sendCallEntries turns rank 0's times of the opSendCall group,
@@ -118,22 +102,55 @@ func sendCallAsleepEntries(times [][]float64, sizes []int64, n int, spinS float6
 // time per send), into one entry per size: the median and extremes over
 // repeats of the call's time, measured with n ranks on the host.
 func sendCallEntries(times [][]float64, sizes []int64, n int) ([]configs.OpTime, error) {
-	if len(times) != len(sizes) {
-		return nil, fmt.Errorf("send calls: %d sizes measured, want %d", len(times), len(sizes))
+	calls, err := repeatsAt(times, sizes, 2, 1, "send calls", "one-way and call time")
+	if err != nil {
+		return nil, err
 	}
-	var out []configs.OpTime
+	return callEntries(configs.SendCallKind, sizes, calls, n), nil
+}
+
+// repeatsAt checks that rank 0's times hold a row per size of per numbers
+// a repeat (what: the measurement, each: what a repeat holds, for the
+// errors) and returns each size's repeats' number at col.
+func repeatsAt(times [][]float64, sizes []int64, per, col int, what, each string) ([][]float64, error) {
+	if len(times) != len(sizes) {
+		return nil, fmt.Errorf("%s: %d sizes measured, want %d", what, len(times), len(sizes))
+	}
+	out := make([][]float64, len(sizes))
 	for si, size := range sizes {
 		ts := times[si]
-		if len(ts) == 0 || len(ts)%2 != 0 {
-			return nil, fmt.Errorf("send calls: %d B: %d times, want one-way and call time per repeat", size, len(ts))
+		if len(ts) == 0 || len(ts)%per != 0 {
+			return nil, fmt.Errorf("%s: %d B: %d times, want %s per repeat", what, size, len(ts), each)
 		}
-		var calls []float64
-		for r := 1; r < len(ts); r += 2 {
-			calls = append(calls, max(ts[r], noWaitS))
+		for r := col; r < len(ts); r += per {
+			out[si] = append(out[si], ts[r])
 		}
-		sp := spreadOf(calls)
-		out = append(out, configs.OpTime{Kind: configs.SendCallKind, Shape: "ranks=2", Size: size,
-			TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: len(calls), Ranks: n})
 	}
 	return out, nil
+}
+
+// callEntries is one entry of kind per size (shape "ranks=2", measured
+// with n ranks on the host) from its repeats' Send call times calls[size]:
+// their median and extremes, a zero kept as noWaitS.
+func callEntries(kind string, sizes []int64, calls [][]float64, n int) []configs.OpTime {
+	out := make([]configs.OpTime, 0, len(sizes))
+	for si, size := range sizes {
+		cs := make([]float64, len(calls[si]))
+		for i, c := range calls[si] {
+			cs[i] = max(c, noWaitS)
+		}
+		sp := spreadOf(cs)
+		out = append(out, configs.OpTime{Kind: kind, Shape: "ranks=2", Size: size,
+			TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: len(cs), Ranks: n})
+	}
+	return out
+}
+
+// sizeTimes lists entries' sizes and times for a note: "256 B: 7e-06 s, …".
+func sizeTimes(es []configs.OpTime) string {
+	got := make([]string, len(es))
+	for i, e := range es {
+		got[i] = fmt.Sprintf("%d B: %.3g s", e.Size, e.TimeS)
+	}
+	return strings.Join(got, ", ")
 }

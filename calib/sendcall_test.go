@@ -29,23 +29,10 @@ func TestSendCallAsleepEntries(t *testing.T) {
 	if err != nil || len(es) != 2 {
 		t.Fatalf("entries %+v, err %v; want 2", es, err)
 	}
-	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	if !close(waitS, 95e-6) {
+	if math.Abs(waitS-95e-6) >= 1e-12 {
 		t.Errorf("receiver's wait %g s, want 95 µs", waitS)
 	}
-	for i, w := range []struct {
-		size           int64
-		med, min, maxS float64
-	}{{256, 7e-6, 6e-6, 9e-6}, {4096, 8e-6, 1e-9, 12e-6}} {
-		e := es[i]
-		if e.Kind != configs.SendCallAsleepKind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != 2 || e.Samples != 3 ||
-			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
-			t.Errorf("entry %d: %+v; want send_call_asleep ranks=2 size %d ranks 2, %g s (%g–%g)", i, e, w.size, w.med, w.min, w.maxS)
-		}
-	}
-	if err := configs.ValidateOpTimes("op_time", es); err != nil {
-		t.Errorf("not valid op times: %v", err)
-	}
+	checkCallEntries(t, es, configs.SendCallAsleepKind, 2, []callWant{{256, 7e-6, 6e-6, 9e-6}, {4096, 8e-6, 1e-9, 12e-6}})
 	if es, _, err := sendCallAsleepEntries(times, []int64{256, 4096}, 2, 100e-6); err == nil || es != nil {
 		t.Errorf("a wait of 95 µs under a 100 µs spin: entries %+v, err %v; want none and an error", es, err)
 	}
@@ -99,5 +86,30 @@ func TestMeasureSendCallAsleepProcs(t *testing.T) {
 				t.Errorf("size %d repeat %d: half round trip %g s, call %g s, burst %g s: want half ≥ burst/2 and call ≤ the round trip", sizes[si], r/3, half, call, wall)
 			}
 		}
+	}
+}
+
+// callWant is a send-call entry's expected size and its median, least and
+// most time over three repeats.
+type callWant struct {
+	size           int64
+	med, min, maxS float64
+}
+
+// checkCallEntries checks es, one entry per want in order: kind, shape
+// ranks=2, measured at ranks ranks, three samples, want's size and times;
+// and that they are valid op times.
+func checkCallEntries(t *testing.T, es []configs.OpTime, kind string, ranks int, want []callWant) {
+	t.Helper()
+	close := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	for i, w := range want {
+		e := es[i]
+		if e.Kind != kind || e.Shape != "ranks=2" || e.Size != w.size || e.Ranks != ranks || e.Samples != 3 ||
+			!close(e.TimeS, w.med) || !close(e.TimeMinS, w.min) || !close(e.TimeMaxS, w.maxS) {
+			t.Errorf("entry %d: %+v; want %s ranks=2 size %d ranks %d, %g s (%g–%g)", i, e, kind, w.size, ranks, w.med, w.min, w.maxS)
+		}
+	}
+	if err := configs.ValidateOpTimes("op_time", es); err != nil {
+		t.Errorf("not valid op times: %v", err)
 	}
 }
