@@ -29,16 +29,10 @@ import (
 func replicaSpread(table *OpTable, plan *partition.Plan, ttftS float64) float64 {
 	dp := plan.Config.Parallel.DP
 	cores := hostCores(plan)
-	if dp <= 1 || cores <= 0 || table == nil || !(ttftS > 0) {
+	if dp <= 1 || cores <= 0 || !(ttftS > 0) {
 		return 1
 	}
-	shape := configs.CoreWaitShape(cores)
-	g := table.grids[configs.ReplicaSpreadKind+"\x00"+shape]
-	if g == nil || len(g.sizes) == 0 {
-		return 1
-	}
-	size := min(max(int64(math.Round(ttftS*1e9)), g.sizes[0]), g.sizes[len(g.sizes)-1])
-	f, ok := table.Lookup(configs.ReplicaSpreadKind, shape, size, int64(dp))
+	f, ok := table.lookupClampedAt(configs.ReplicaSpreadKind, configs.CoreWaitShape(cores), int64(math.Round(ttftS*1e9)), int64(dp))
 	if !ok || f < 1 {
 		return 1
 	}

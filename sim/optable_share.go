@@ -549,6 +549,12 @@ func coreWaitShare(stretch float64, ranks, cores int) float64 {
 // lookupClamped is Lookup of a kind without context at size, taken at the
 // nearest measured size outside the measured range.
 func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) {
+	return t.lookupClampedAt(kind, shape, size, 0)
+}
+
+// lookupClampedAt is lookupClamped at context (interpolated between
+// measured contexts as Lookup does, none beyond them).
+func (t *OpTable) lookupClampedAt(kind, shape string, size, context int64) (float64, bool) {
 	if t == nil {
 		return 0, false
 	}
@@ -557,7 +563,7 @@ func (t *OpTable) lookupClamped(kind, shape string, size int64) (float64, bool) 
 		return 0, false
 	}
 	size = min(max(size, g.sizes[0]), g.sizes[len(g.sizes)-1])
-	return t.Lookup(kind, shape, size, 0)
+	return t.Lookup(kind, shape, size, context)
 }
 
 // stretch is the mean fair-share oversubscription max(1, b/cores) of the
