@@ -80,9 +80,20 @@ func everyRank(n int) []int {
 // pairOf is rank r's pair {2⌊r/2⌋, 2⌊r/2⌋+1}.
 func pairOf(r int) []int { return []int{r &^ 1, r | 1} }
 
+// inPairs reports whether op runs within pairs {0, 1}, {2, 3}, … (pairOf).
+func inPairs(op string) bool {
+	return op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks || op == opAllGatherPairs
+}
+
+// pingPong reports whether op is a ping-pong between the group's first two
+// ranks.
+func pingPong(op string) bool {
+	return op == opSendRecv || op == opSendCall || op == opSendCallAsleep
+}
+
 // sampleRanks is the group size a sample of op over ranks is priced at.
 func sampleRanks(op string, ranks []int) int {
-	if op == opSendRecv || op == opSendCall || op == opSendCallAsleep || op == opAllReducePairs || op == opAllReduceBurst || op == opAllReduceBurstIdle || op == opAllReduceBlocks || op == opAllGatherPairs {
+	if pingPong(op) || inPairs(op) {
 		return 2
 	}
 	return len(ranks)
@@ -235,7 +246,7 @@ func (b *commBench) run(ctx context.Context, w *world, bytes int64, iters int) (
 
 // groupOf is the all_reduce (or all_gather) group of member r.
 func (b *commBench) groupOf(r int) []int {
-	if b.op == opAllReducePairs || b.op == opAllReduceBurst || b.op == opAllReduceBurstIdle || b.op == opAllReduceBlocks || b.op == opAllGatherPairs {
+	if inPairs(b.op) {
 		return pairOf(r)
 	}
 	return b.ranks
@@ -243,7 +254,7 @@ func (b *commBench) groupOf(r int) []int {
 
 // members are the ranks taking part: the group, or sendrecv's first two.
 func (b *commBench) members() []int {
-	if b.op == opSendRecv || b.op == opSendCall || b.op == opSendCallAsleep {
+	if pingPong(b.op) {
 		return b.ranks[:2]
 	}
 	return b.ranks
@@ -253,10 +264,10 @@ func (b *commBench) members() []int {
 // (sendrecv: half a round trip).
 func (b *commBench) perCall(elapsed float64, iters int) float64 {
 	per := elapsed / float64(iters)
-	switch b.op {
-	case opSendRecv, opSendCall, opSendCallAsleep:
+	switch {
+	case pingPong(b.op):
 		per /= 2
-	case opRing:
+	case b.op == opRing:
 		per /= float64(len(b.ranks))
 	}
 	return per
