@@ -157,7 +157,7 @@ func ReplicaSpreadNote(m *exec.Measurement, e *sim.Estimate, dp int) string {
 	}
 	later, own := m.TTFT.P50, m.TTFTReplica.P50
 	priced := "the model prices one replica (the profile has no replica spread at this placement), so the replicas' spread is no part of it"
-	if one := OneReplicaTTFT(e); e.Prefill.ReplicaTTFTS > 0 {
+	if one := e.Prefill.ReplicaTTFTS; one > 0 {
 		priced = fmt.Sprintf("the model prices it as one replica's (%.4g ms) times the profile's replica spread (×%.3f)", one*1e3, e.Prefill.TTFTS/one)
 	}
 	return fmt.Sprintf("TTFT is the later of %d replicas each iteration: p50 %.4g ms, %+.1f %% against each replica's own (p50 %.4g ms, row ttft_replica); %s", dp, later*1e3, (later/own-1)*100, own*1e3, priced)
