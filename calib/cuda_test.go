@@ -236,6 +236,40 @@ func graphSavedOnFake(t *testing.T, config string) float64 {
 // (stats.Median, gonum's empirical quantile), of two the smaller — its
 // spread their min and max over n = 2, and each config's figure is in the
 // notes.
+// A config of several ranks is an op config on one GPU too: its ops are
+// timed one rank per stage (tp2pp2-tiny: ranks 0 and 2), every compute op
+// of every rank then has an entry, and its decode graph is not measured
+// (its steps wait on communication), with a note: graph_op_saved_s is
+// single-tiny's alone.
+func TestCUDAOpConfigOfSeveralRanksOnFakes(t *testing.T) {
+	cal := fakeCUDACalibration(t, "test/single-tiny", "test/tp2pp2-tiny")
+	plan, err := partition.LoadPlan("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := sim.NewOpTable(cal.OpTimes)
+	for r := range plan.Ranks {
+		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+			for _, op := range plan.Program(r, ph).Ops {
+				if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+					continue
+				}
+				if _, ok := tab.Time(&op); !ok {
+					t.Errorf("rank %d %s %s (%s): no op-time entry", r, ph, op.Name, op.Kind)
+				}
+			}
+		}
+	}
+	if !slices.ContainsFunc(cal.Info.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "decode graph: tp2pp2-tiny has 4 ranks") && strings.Contains(n, "not measured")
+	}) {
+		t.Errorf("notes %q lack tp2pp2-tiny's decode graph", cal.Info.Notes)
+	}
+	if s := cal.Spread["graph_op_saved_s"]; s.N != 1 || !near(cal.Hardware.GraphOpSavedS, graphSavedOnFake(t, "test/single-tiny")) {
+		t.Errorf("graph_op_saved_s %g (spread %+v), want single-tiny's alone", cal.Hardware.GraphOpSavedS, s)
+	}
+}
+
 func TestCUDAGraphOpSavedOnFakes(t *testing.T) {
 	cal := fakeCUDACalibration(t, "test/single-tiny", "test/gpt2-tiny")
 	a, b := graphSavedOnFake(t, "test/single-tiny"), graphSavedOnFake(t, "test/gpt2-tiny")

@@ -129,6 +129,29 @@ type blockOpts struct {
 	// turns), its received buffers filled inside it as a run's receive
 	// fills them.
 	turn, done func() error
+	// ranks, when set, are the ranks of a plan whose passes are timed
+	// (nil: every rank).
+	ranks func(*partition.Plan) []int
+}
+
+// stageRanks are a plan's first tensor-parallel rank of each pipeline
+// stage in the first replica: the ranks whose compute ops stand for all
+// (the other ranks of a stage, and every replica, compute the same shapes).
+func stageRanks(plan *partition.Plan) []int {
+	out := make([]int, plan.PP)
+	for s := range out {
+		out[s] = plan.RankOf(s, 0)
+	}
+	return out
+}
+
+// everyRankOf is every rank of a plan, in order.
+func everyRankOf(plan *partition.Plan) []int {
+	out := make([]int, len(plan.Ranks))
+	for r := range out {
+		out[r] = r
+	}
+	return out
 }
 
 // measureOpTimesBlocks is measureOpTimes with each of the iterations a
@@ -163,9 +186,13 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 	sums := map[key][]float64{} // per iteration: the samples' sum and count
 	counts := map[key][]int{}
 	var order []key
+	ranksOf := bo.ranks
+	if ranksOf == nil {
+		ranksOf = everyRankOf
+	}
 	for _, plan := range plans {
 		passes := passesOf(plan)
-		for rank := range plan.Ranks {
+		for _, rank := range ranksOf(plan) {
 			progs := map[partition.Phase]partition.Program{
 				partition.Prefill: plan.Program(rank, partition.Prefill),
 				partition.Decode:  plan.Program(rank, partition.Decode),

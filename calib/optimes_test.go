@@ -207,3 +207,65 @@ func opTableOnSingleTiny(t *testing.T, ts []configs.OpTime) (*sim.OpTable, *part
 	}
 	return sim.NewOpTable(ts), plan
 }
+
+// stageRanks stands each pipeline stage's first TP rank of the first
+// replica for the rest: tp2pp2-tiny (TP 2, PP 2: ranks 0–1 stage 0, 2–3
+// stage 1) → [0 2]; tp2-dp2-tiny (TP 2, one stage, 2 replicas) → [0];
+// layerwise16-tiny (16 stages of one rank) → 0…15. Timed with them, the
+// table prices every compute op of every rank, and only those ranks get a
+// Compute.
+func TestStageRanksStandForEveryRank(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   []int
+	}{
+		{"test/tp2pp2-tiny", []int{0, 2}},
+		{"test/tp2-dp2-tiny", []int{0}},
+		{"test/single-tiny", []int{0}},
+		{"test/layerwise16-tiny", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+	} {
+		plans, err := opPlans([]string{c.config})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := stageRanks(plans[0])
+		if len(got) != len(c.want) {
+			t.Fatalf("%s: stage ranks %v, want %v", c.config, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Fatalf("%s: stage ranks %v, want %v", c.config, got, c.want)
+			}
+		}
+		if c.config != "test/tp2pp2-tiny" {
+			continue
+		}
+		var made []int
+		nc := func(plan *partition.Plan, rank int) (pexec.Compute, error) {
+			made = append(made, rank)
+			return CPUCompute(plan, rank)
+		}
+		steps := 0
+		ts, err := measureOpTimesBlocks(context.Background(), plans, 1, 1, blockOpts{ranks: stageRanks}, nc, nil, func() error { steps++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(made) != 2 || made[0] != 0 || made[1] != 2 || steps != 2 {
+			t.Errorf("Computes made for ranks %v in %d steps, want [0 2] in 2", made, steps)
+		}
+		tab := sim.NewOpTable(ts)
+		plan := plans[0]
+		for r := range plan.Ranks {
+			for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+				for _, op := range plan.Program(r, ph).Ops {
+					if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+						continue
+					}
+					if _, ok := tab.Time(&op); !ok {
+						t.Errorf("rank %d %s %s (%s): no entry", r, ph, op.Name, op.Kind)
+					}
+				}
+			}
+		}
+	}
+}

@@ -210,15 +210,23 @@ func hostStep(ctx context.Context, c Compute, past func(*partition.Op) int, into
 }
 
 // deviceStep queues a Program's compute ops with a device mark before the
-// first and after each, waits once after the last (Marks, then Sync for
-// the backend's own checks), and adds each op's device time.
+// first and after each that queued work, waits once after the last (Marks,
+// then Sync for the backend's own checks), and adds each op's device time.
+// An op that an earlier op's graph ran (LastGraph −1) queued nothing and
+// gets no mark: a mark after it would only follow the host's loop over the
+// graph's other ops, and where that loop is slower than the graph the
+// device waits for the marks, not for the graph (a run makes no such
+// marks). A graph's time is from the mark before its launch to the one
+// after it.
 func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*partition.Op) int, into *phaseTimes, keep bool) error {
 	prog := into.prog
 	gl, _ := c.(GraphLauncher)
 	graph := make([]int, len(into.compute))
+	after := make([]int, len(into.compute)) // the index of the mark after op k, −1 where none
 	if err := clock.Mark(); err != nil {
 		return fmt.Errorf("rank %d %s: device mark: %w", prog.Rank, prog.Phase, err)
 	}
+	nMarks := 1
 	for k, i := range into.compute {
 		op := &prog.Ops[i]
 		if err := c.Exec(ctx, op, past(op)); err != nil {
@@ -227,9 +235,15 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 		if gl != nil {
 			graph[k] = gl.LastGraph()
 		}
+		after[k] = -1
+		if graph[k] < 0 {
+			continue
+		}
 		if err := clock.Mark(); err != nil {
 			return opErr(prog, op, fmt.Errorf("device mark: %w", err))
 		}
+		after[k] = nMarks
+		nMarks++
 	}
 	marks, err := clock.Marks() // the step's one wait, after its last op
 	if err != nil {
@@ -238,8 +252,8 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 	if err := c.Sync(ctx); err != nil {
 		return fmt.Errorf("rank %d %s: %w", prog.Rank, prog.Phase, err)
 	}
-	if len(marks) != len(into.compute)+1 {
-		return fmt.Errorf("rank %d %s: %d device marks for %d compute ops, want one more than the ops", prog.Rank, prog.Phase, len(marks), len(into.compute))
+	if len(marks) != nMarks {
+		return fmt.Errorf("rank %d %s: %d device marks for %d marked compute ops, want one more than the ops", prog.Rank, prog.Phase, len(marks), nMarks-1)
 	}
 	for _, m := range marks {
 		if math.IsNaN(m) {
@@ -247,24 +261,31 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 		}
 	}
 	for k := 0; k < len(into.compute); k++ {
-		i, d := into.compute[k], marks[k+1]-marks[k]
+		i := into.compute[k]
+		if after[k] < 0 {
+			return fmt.Errorf("rank %d %s: op %s ran inside a graph that no earlier op of the step launched", prog.Rank, prog.Phase, prog.Ops[i].Name)
+		}
+		d := marks[after[k]] - marks[after[k]-1]
 		switch n := graph[k]; {
 		case n > 0:
 			if k+n > len(into.compute) {
 				return fmt.Errorf("rank %d %s: op %s launched a graph of %d ops, %d compute ops are left", prog.Rank, prog.Phase, prog.Ops[i].Name, n, len(into.compute)-k)
 			}
+			for j := k + 1; j < k+n; j++ {
+				if graph[j] >= 0 {
+					return fmt.Errorf("rank %d %s: op %s launched a graph of %d ops, but op %s after it queued work of its own", prog.Rank, prog.Phase, prog.Ops[i].Name, n, prog.Ops[into.compute[j]].Name)
+				}
+			}
 			if keep {
-				into.graphs = append(into.graphs, graphRun{at: k, n: n, s: marks[k+n] - marks[k]})
+				into.graphs = append(into.graphs, graphRun{at: k, n: n, s: d})
 				into.graphed += n
 			}
 			k += n - 1 // the graph's other ops queued nothing
-		case n == 0:
+		default:
 			into.eager[i] = append(into.eager[i], d)
 			if keep {
 				into.ops[i] = append(into.ops[i], d)
 			}
-		default:
-			return fmt.Errorf("rank %d %s: op %s ran inside a graph that no earlier op of the step launched", prog.Rank, prog.Phase, prog.Ops[i].Name)
 		}
 	}
 	if keep {

@@ -37,6 +37,10 @@
 #   emulate    45   one-rank emulation beside the real one-rank run, and tp8pp2 emulated
 #   calibrate  60   calibrate --backend cuda --quick, the model priced with it beside the
 #                   seed4 run priced with it
+#   agreement  90   the calibrated model against runs it was calibrated for, on this GPU: a
+#                   calibration whose op table holds tp8pp2-seed4's shapes (timed one rank
+#                   per stage) beside tp8pp2 emulated, and one of the six tiny test configs
+#                   beside each (single-tiny run on the GPU, the others emulated)
 #   l2         30   l2 --measure --backend cuda on the seed strategies
 #   generate   60   generate --backend cuda --reference and run --check --model-dir on the
 #                   Hugging Face fixtures, fp32/fp16/bf16; TP 2 from partbench shard's files
@@ -77,12 +81,12 @@ if [ "${1:-}" = "--dry-run" ]; then
 	shift
 fi
 if [ $# -lt 1 ]; then
-	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|l2|generate|resume|serve|transport|sanitize|host ...]" >&2
+	echo "usage: $0 [--dry-run] OUTDIR [system|nccl|tests|check|single|torch|batch1|without|startup|emulate|serving|calibrate|agreement|l2|generate|resume|serve|transport|sanitize|host ...]" >&2
 	exit 2
 fi
 out=$1
 shift
-all_steps="system nccl tests check single torch batch1 without startup emulate calibrate l2 generate resume serve serving transport sanitize host"
+all_steps="system nccl tests check single torch batch1 without startup emulate calibrate agreement l2 generate resume serve serving transport sanitize host"
 steps=${*:-$all_steps}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
@@ -105,7 +109,7 @@ limit_of() {
 	serving | transport) echo 40 ;;
 	without) echo 30 ;;
 	startup) echo 60 ;;
-	sanitize | host) echo 90 ;;
+	sanitize | host | agreement) echo 90 ;;
 	*) echo 30 ;;
 	esac
 }
@@ -211,6 +215,25 @@ device_preset() {
 	case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
 	*H200*) echo h200-sxm ;;
 	*) echo h100-sxm ;;
+	esac
+}
+
+# tiny_config NAME: the test config to load: tp2-tiny and pp2-tiny are
+# the CPU agreement's files (scripts/calibration-agreement, copied beside
+# this script by make gpu-check), the others embedded.
+tiny_config() {
+	case $1 in
+	tp2-tiny | pp2-tiny) echo "$here/calibration-agreement/$1.toml" ;;
+	*) echo "test/$1" ;;
+	esac
+}
+
+# tiny_ranks NAME: the ranks of a tiny test config.
+tiny_ranks() {
+	case $1 in
+	tp2-tiny | pp2-tiny) echo 2 ;;
+	layerwise16-tiny) echo 16 ;;
+	*) echo 4 ;;
 	esac
 }
 
@@ -463,6 +486,32 @@ for s in $steps; do
 				--calibration "$out/calib-cuda.toml" --output-dir "$out/single-seed4-b1-cal" --format markdown
 			pbrun emulate-tp8pp2-cal run --emulate-ranks 16 --backend cuda --config "$out/tp8pp2-seed4.toml" --warmup 1 --iterations 2 \
 				--calibration "$out/calib-cuda.toml" --output-dir "$out/emulate-tp8pp2-cal" --format markdown
+		fi
+		;;
+	agreement)
+		write_configs
+		# tp8pp2's own shapes in the op table (one rank per stage), then
+		# the emulated run priced with it: the model on measured shapes
+		pbrun calibrate-agree calibrate --backend cuda --quick --op-configs seed4-1gpu --op-configs "$out/tp8pp2-seed4.toml" \
+			--output "$out/calib-agree.toml" --format markdown
+		if [ $dry -eq 1 ] || [ -f "$out/calib-agree.toml" ]; then
+			pbrun agree-tp8pp2 run --emulate-ranks 16 --backend cuda --config "$out/tp8pp2-seed4.toml" --warmup 1 --iterations 3 \
+				--calibration "$out/calib-agree.toml" --output-dir "$out/agree-tp8pp2" --format markdown
+		fi
+		# the six tiny test configs (fp32) in one table, each beside its
+		# model: single-tiny run on the GPU, the others' ranks emulated
+		tiny="single-tiny tp2-tiny pp2-tiny tp2pp2-tiny layerwise16-tiny tp2-dp2-tiny" args=""
+		for c in $tiny; do args="$args --op-configs $(tiny_config "$c")"; done
+		# shellcheck disable=SC2086 # $args is flags and names without spaces
+		pbrun calibrate-tiny calibrate --backend cuda --quick $args --output "$out/calib-tiny.toml" --format markdown
+		if [ $dry -eq 1 ] || [ -f "$out/calib-tiny.toml" ]; then
+			pbrun agree-single-tiny run --nproc-per-node 1 --backend cuda --config test/single-tiny --iterations 5 \
+				--calibration "$out/calib-tiny.toml" --output-dir "$out/agree-single-tiny" --format markdown --per-rank
+			for c in $tiny; do
+				[ "$c" = single-tiny ] && continue
+				pbrun "agree-$c" run --emulate-ranks "$(tiny_ranks "$c")" --backend cuda --config "$(tiny_config "$c")" --iterations 5 \
+					--calibration "$out/calib-tiny.toml" --output-dir "$out/agree-$c" --format markdown
+			done
 		fi
 		;;
 	l2)

@@ -72,7 +72,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+
-		"; cuda: one-rank configs of one dtype, default "+strings.Join(calib.DefaultCUDAOpConfigs, ", ")+")")
+		"; cuda: configs of one dtype, timed one rank per pipeline stage, default "+strings.Join(calib.DefaultCUDAOpConfigs, ", ")+")")
 	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host; cuda: 1)")
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+
 		"; cuda: "+strings.Join(calib.DefaultCUDAShapeConfigs, ", ")+")")

@@ -77,7 +77,7 @@ func TestCalibrateCUDAOnFakes(t *testing.T) {
 	}{
 		{[]string{"--nproc", "2"}, "--nproc: the GPU calibration measures one GPU (one rank, no link between GPUs; got 2)"},
 		{[]string{"--op-ranks", "1,2"}, "--op-ranks: the GPU calibration times ops with the GPU to one rank: must be 1 (got [1 2])"},
-		{[]string{"--op-configs", "test/tp2pp2-tiny"}, "--op-configs: tp2pp2-tiny has 4 ranks"},
+		{[]string{"--op-configs", "test/single-tiny", "--op-configs", "seed4-1gpu"}, "--op-configs: seed4-1gpu computes in fp16, single-tiny in fp32"},
 		{[]string{"--max-working-set", "4194304"}, "max working set: must give at least 5 working sets"},
 	} {
 		args := append([]string{"calibrate", "--backend", "cuda", "--quick", "--out", filepath.Join(t.TempDir(), "x.toml")}, c.args...)
