@@ -547,7 +547,7 @@ func cudaComments(cal *configs.Calibration, info cuda.DeviceInfo, o Options, sha
 // step_overhead_s). A config with no decode step is left out, with a note.
 func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, hold Hold, cal *configs.Calibration) error {
 	table := sim.NewOpTable(cal.OpTimes)
-	var saved, over []float64 // saved: one per config; over: every config's iterations
+	var saved, over, hostOp []float64 // saved: one per config; over, hostOp: every config's iterations
 	var names []string
 	for _, plan := range plans {
 		name := plan.Config.Name
@@ -577,6 +577,11 @@ func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, h
 		}
 		names = append(names, name)
 		over = append(over, gs.over...)
+		hostOp = append(hostOp, gs.hostOp...)
+		if len(gs.hostOp) > 0 {
+			hs := spreadOf(gs.hostOp)
+			note(cal, "eager prefill: %s: the host queued one compute op in %.3g s (iterations %.3g to %.3g s)", name, hs.Median, hs.Min, hs.Max)
+		}
 		ov := spreadOf(gs.over)
 		if len(gs.saved) == 0 {
 			note(cal, "decode graph: %s: no device clock or no decode op in the table, graph_op_saved_s not measured; the host's share of a step %.3g s (iterations %.3g to %.3g s)", name, ov.Median, ov.Min, ov.Max)
@@ -590,6 +595,13 @@ func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, h
 	if len(over) == 0 {
 		note(cal, "step_overhead_s not measured: no op config has a decode step")
 		return nil
+	}
+	if len(hostOp) > 0 {
+		hs := spreadOf(hostOp)
+		cal.Spread["host_op_s"] = hs
+		cal.Hardware.HostOpS = min(max(0, hs.Median), topology.MaxKernelLaunch)
+		cal.Comments["hardware.host_op_s"] = fmt.Sprintf("measured: the prefill of %v queued op by op as a run queues it, the host's time from its first op's launch to its last's return over its compute ops, median; sim starts a pass's i-th op of an eager pass no earlier than i × this after the pass's start", names)
+		cal.Comments["spread.host_op_s"] = "every op config's iterations"
 	}
 	sp := spreadOf(over)
 	cal.Spread["step_overhead_s"] = sp

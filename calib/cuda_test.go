@@ -86,7 +86,7 @@ func TestCUDACalibrationOnFakes(t *testing.T) {
 		t.Errorf("kernel launch %g s, want ≥ 250 ns", g.KernelLaunchS)
 	}
 	for _, k := range configs.CUDASpreadKeys {
-		if s, ok := cal.Spread[k]; (!ok || s.N != 2) && k != "nccl_all_reduce_s" && k != "step_overhead_s" && k != "graph_op_saved_s" {
+		if s, ok := cal.Spread[k]; (!ok || s.N != 2) && k != "nccl_all_reduce_s" && k != "step_overhead_s" && k != "graph_op_saved_s" && k != "host_op_s" {
 			t.Errorf("spread %s: %+v (present %v)", k, s, ok)
 		}
 	}
@@ -98,6 +98,12 @@ func TestCUDACalibrationOnFakes(t *testing.T) {
 			return strings.HasPrefix(n, "step_overhead_s: the decode steps of [single-tiny] ran")
 		}) {
 		t.Errorf("step overhead %+v, figure %g, notes %q", s, g.StepOverheadS, cal.Info.Notes)
+	}
+	// The host's time to queue an eager op (TestHostOpTime derives it on
+	// a virtual clock): one figure per measured iteration, the profile's
+	// their median.
+	if s := cal.Spread["host_op_s"]; s.N != stepIterations || !(s.Median > 0) || g.HostOpS != s.Median {
+		t.Errorf("host_op_s %g, spread %+v", g.HostOpS, s)
 	}
 	// What the graph saves per op: see TestCUDAGraphOpSavedOnFakes.
 	if want := graphSavedOnFake(t, "test/single-tiny"); !near(g.GraphOpSavedS, want) {

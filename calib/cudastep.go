@@ -30,6 +30,10 @@ type graphSteps struct {
 	// (their device time read 0: they count 0, as sim prices them by the
 	// roofline).
 	ops, missing int
+	// hostOp is the host's time to queue one compute op of the prefill,
+	// which runs eagerly: the pass's queue time (from its first Exec to
+	// its last's return, before the Sync) over its compute ops.
+	hostOp []float64
 }
 
 // measureGraphSteps runs plan's one rank as exec.Run runs it — the prefill
@@ -52,7 +56,9 @@ type graphSteps struct {
 // around it) less the step's ops as the graph runs them (G, or Σt where c
 // has no device clock) and less graphS (the graph launch sim charges a
 // decode step) is the host's share of the step (graphSteps.over): what the
-// executor spends between steps besides its ops.
+// executor spends between steps besides its ops. That request's prefill,
+// queued eagerly op by op as a run queues it, gives the host's time to
+// queue one op (graphSteps.hostOp).
 func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Compute, table *sim.OpTable, graphS float64, iterations int, hold Hold,
 	now func() time.Duration) (graphSteps, error) {
 	var out graphSteps
@@ -83,14 +89,23 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 		}
 	}
 	clock, _ := c.(pexec.DeviceClock)
+	var queuedS float64 // the last pass's host time to queue its ops
 	pass := func(prog partition.Program, past func(*partition.Op) int) error {
+		start := now()
 		for i := range prog.Ops {
 			op := &prog.Ops[i]
 			if err := c.Exec(ctx, op, past(op)); err != nil {
 				return fmt.Errorf("decode graph steps: %s %s: %w", prog.Phase, op.Name, err)
 			}
 		}
+		queuedS = (now() - start).Seconds()
 		return c.Sync(ctx)
+	}
+	prefillOps := 0 // compute ops (the one-rank Program has no communication)
+	for i := range prefill.Ops {
+		if _, comm := prefill.Ops[i].Kind.Comm(); !comm && prefill.Ops[i].Kind != partition.Send && prefill.Ops[i].Kind != partition.Recv {
+			prefillOps++
+		}
 	}
 	// timed runs decode step s held and between two marks, and returns its
 	// device time (NaN where a mark was untimed: inside a capture).
@@ -158,6 +173,9 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 		}
 		if err := pass(prefill, pexec.Past(plan, partition.Prefill, 0)); err != nil {
 			return out, err
+		}
+		if it > 0 && prefillOps > 0 {
+			out.hostOp = append(out.hostOp, queuedS/float64(prefillOps))
 		}
 		last := now()
 		stepOver := make([]float64, steps)

@@ -85,3 +85,38 @@ func TestStepOverhead(t *testing.T) {
 		t.Errorf("table without attention: %d ops missing and %d in the table, want the %d attention ops and the other %d (%v)", gs.missing, gs.ops, attn, decodeOps-attn, err)
 	}
 }
+
+// execClock is the CPU backend on a clock that advances by per at every
+// Exec: the host's time to queue an op.
+type execClock struct {
+	pexec.Compute
+	per, now time.Duration
+}
+
+func (e *execClock) Exec(ctx context.Context, op *partition.Op, past int) error {
+	e.now += e.per
+	return e.Compute.Exec(ctx, op, past)
+}
+
+// The host's time to queue one op of the eager prefill: on a clock where
+// each Exec takes 7 µs and nothing else takes time, the prefill's n
+// compute ops queue in n × 7 µs, so each measured iteration gives 7 µs.
+func TestHostOpTime(t *testing.T) {
+	plan, err := partition.LoadPlan("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cpu.New(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ec := &execClock{Compute: c, per: 7 * time.Microsecond}
+	gs, err := measureGraphSteps(context.Background(), plan, ec, sim.NewOpTable(nil), 0, 2, nil, func() time.Duration { return ec.now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs.hostOp) != 2 || math.Abs(gs.hostOp[0]-7e-6) > 1e-15 || math.Abs(gs.hostOp[1]-7e-6) > 1e-15 {
+		t.Errorf("host time per op %v, want two of 7 µs", gs.hostOp)
+	}
+}

@@ -179,10 +179,10 @@ var (
 	CUDASpreadKeys = []string{
 		"fp32_flops_per_s", "fp16_flops_per_s", "bf16_flops_per_s", "hbm_bytes_per_s", "hbm_copy_bytes_per_s",
 		"l2_bytes", "l2_bytes_per_s", "kernel_launch_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s",
-		"graph_op_saved_s",
+		"graph_op_saved_s", "host_op_s",
 	}
 	SpreadKeys = append(slices.Clone(CPUSpreadKeys),
-		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s", "graph_op_saved_s")
+		"fp16_flops_per_s", "bf16_flops_per_s", "hbm_copy_bytes_per_s", "graph_launch_s", "graph_kernel_s", "nccl_all_reduce_s", "step_overhead_s", "graph_op_saved_s", "host_op_s")
 )
 
 // Calibration backends.
@@ -431,6 +431,7 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 		{"graph_launch_s", g.GraphLaunchS},
 		{"graph_kernel_s", g.GraphKernelS},
 		{"graph_op_saved_s", g.GraphOpSavedS},
+		{"host_op_s", g.HostOpS},
 		{"step_per_seq_s", g.StepPerSeqS},
 		{"step_per_token_s", g.StepPerTokenS},
 		{"all_reduce", g.AllReduce},

@@ -44,6 +44,7 @@ func CalibrationGrids(cal *configs.Calibration, path string) []Grid {
 		{"nccl_all_reduce_s", spreadMedian(cal, "nccl_all_reduce_s"), "s"},
 		{"step_overhead_s", g.StepOverheadS, "s"},
 		{"graph_op_saved_s", g.GraphOpSavedS, "s"},
+		{"host_op_s", g.HostOpS, "s"},
 	} {
 		if s, ok := cal.Spread[r.key]; ok {
 			figs.Rows = append(figs.Rows, []string{r.key, f(r.v), f(s.Min), f(s.Median), f(s.Max), r.unit})

@@ -129,6 +129,20 @@ func GraphOpSavedS(plan *partition.Plan, phase partition.Phase) float64 {
 	return graphOpSavedS(&plan.System.GPU, phase)
 }
 
+// hostOpS is the host's time to queue one compute op where phase runs
+// eagerly, op by op (prefill; decode without CUDAGraphs), else 0: the
+// timeline starts a pass's i-th compute op no earlier than i × this after
+// the pass's start, its wait for the host the slice's WaitS (the device
+// idle), as the executor queues a pass from the sync that ended the last
+// (topology.GPU.HostOpS). The quick estimate charges each such op at
+// least this (the host never ahead of the device).
+func hostOpS(g *topology.GPU, phase partition.Phase) float64 {
+	if g.CUDAGraphs && phase == partition.Decode {
+		return 0
+	}
+	return g.HostOpS
+}
+
 // stepFixedS is the per-pass host cost of an op (docs/costmodel.md, "Fixed
 // costs"). On the sample op (once per forward pass on the last stage):
 // StepOverheadS for scheduling and sampling, StepPerSeqS per sequence, plus

@@ -1428,10 +1428,10 @@ func (c *QuickCache) opTime(plan *partition.Plan, op *partition.Op, res float64,
 	oc := computeCost(g, plan.Model.DType, op, res, firstTouch, phase)
 	if tab := c.table.of(plan); tab != nil {
 		if t, ok := tab.Time(op); ok { // with the executor's op gap, as the timeline's (optable_gap.go)
-			return graphTableS(g, phase, t+tab.opGapS()) + stepFixedS(g, phase, op), BoundTable, nil
+			return max(graphTableS(g, phase, t+tab.opGapS())+stepFixedS(g, phase, op), hostOpS(g, phase)), BoundTable, nil
 		}
 	}
-	return oc.TimeS, oc.Bound, nil
+	return max(oc.TimeS, hostOpS(g, phase)), oc.Bound, nil
 }
 
 func (c *QuickCache) collective(plan *partition.Plan, op *partition.Op, first, tp int) (collCost, error) {

@@ -146,6 +146,10 @@ type rankState struct {
 	// advance has moved into the decode steps (curSet; speed.go).
 	curStep, curIndex int
 	curSet            bool
+	// hostS is when the host has queued the current pass's compute ops so
+	// far (hostOpS): set to the clock at the pass's first op, as the
+	// executor syncs after each pass.
+	hostS float64
 	// stop, when above 0, is where the rank's run order ends for now: the
 	// start of a prefill chunk the simulation looks for the steady state at
 	// (timeline_chunks.go).
@@ -413,6 +417,9 @@ func (s *simulator) step(ri int) (bool, error) {
 	g := &s.plan.System.GPU
 	rank := s.ids[ri]
 	sl := Slice{Rank: rank, Phase: it.phase, Step: it.step, Op: op}
+	if it.index == 0 {
+		r.hostS = r.clock // the executor synced at the last pass's end: it queues this one from now
+	}
 	var m *opMemo // speed.go: what a decode op costs, priced once (memoOf), taken where the op runs
 	switch op.Kind {
 	case partition.Send:
@@ -496,6 +503,15 @@ func (s *simulator) step(ri int) (bool, error) {
 		}
 		c := &m.cost
 		sl.StartS, sl.EndS, sl.Bound = r.clock, r.clock+c.TimeS, c.Bound
+		if c.Bound != BoundMeasured { // a measured op's marks hold the host's pace already
+			if h := hostOpS(g, it.phase); h > 0 {
+				r.hostS += h
+				if wait := r.hostS - r.clock; wait > 0 { // the device waits for the host to queue it
+					sl.WaitS = wait
+					sl.EndS += wait
+				}
+			}
+		}
 		sl.HBMBytes, sl.L2Bytes = c.HBMBytes, c.L2Bytes
 		r.clock = sl.EndS
 		r.burstS += c.TimeS

@@ -93,7 +93,7 @@ type chunkSteady struct {
 // chunks do not lie as partition builds them.
 func newChunkSteady(s *simulator) *chunkSteady {
 	k := s.plan.PrefillChunks
-	if s.opts.stepwise || s.table != nil || s.opts.share != nil || s.opts.Measured != nil ||
+	if s.opts.stepwise || s.table != nil || s.plan.System.GPU.HostOpS > 0 || s.opts.share != nil || s.opts.Measured != nil ||
 		k-2 < chunkWindow+chunkMinWrite {
 		return nil
 	}

@@ -132,7 +132,7 @@ type stageWriter struct {
 // functions of the op alone, a chunked prefill's steady state, ranks that
 // run item lists, or no rank alike to the one before it.
 func newStageWriter(s *simulator) *stageWriter {
-	if s.opts.stepwise || s.opts.noStageWrites || s.table != nil || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil ||
+	if s.opts.stepwise || s.opts.noStageWrites || s.table != nil || s.plan.System.GPU.HostOpS > 0 || s.opts.share != nil || s.opts.Measured != nil || s.chunks != nil ||
 		len(s.ranks) < 3 || len(s.residency) != len(s.ranks) {
 		return nil
 	}

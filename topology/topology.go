@@ -216,6 +216,16 @@ type GPU struct {
 	// op configs' decode steps held on the device and timed as one graph
 	// against the table's sum). 0: none (a profile written before it).
 	GraphOpSavedS float64 `toml:"graph_op_saved_s" json:"graph_op_saved_s,omitempty"`
+	// HostOpS is the host's time to queue one compute op of a pass the
+	// executor runs eagerly, op by op (prefill; decode without CUDAGraphs):
+	// its kernels' launches, its timing events, the executor's loop. The
+	// host queues a pass from the sync that ended the last one, so the
+	// pass's i-th compute op starts no earlier than i × HostOpS after the
+	// pass's start: a pass of ops shorter than that runs at the host's
+	// rate, not the device's. `partbench calibrate --backend cuda`
+	// measures it (an op config's prefill queued as a run queues it).
+	// 0: not modeled (a profile written before it, the presets, the CPU).
+	HostOpS float64 `toml:"host_op_s" json:"host_op_s,omitempty"`
 	// StepPerSeqS is the host's work per sequence in a pass that samples
 	// (sampler, stop checks, detokenising, batch bookkeeping), on top of
 	// StepOverheadS; StepPerTokenS is its work per token scheduled in a pass
@@ -352,6 +362,7 @@ func (g GPU) Validate(field string) error {
 		{"graph_launch_s", "seconds", g.GraphLaunchS, 0, MaxStepOverhead},
 		{"graph_kernel_s", "seconds", g.GraphKernelS, 0, MaxKernelLaunch},
 		{"graph_op_saved_s", "seconds", g.GraphOpSavedS, 0, MaxKernelLaunch},
+		{"host_op_s", "seconds", g.HostOpS, 0, MaxKernelLaunch},
 		{"step_per_seq_s", "seconds", g.StepPerSeqS, 0, MaxKernelLaunch},
 		{"step_per_token_s", "seconds", g.StepPerTokenS, 0, MaxKernelLaunch},
 		{"custom_all_reduce_fixed_s", "seconds", g.CustomAllReduceFixedS, 0, MaxKernelLaunch},

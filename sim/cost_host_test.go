@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/partition"
+)
+
+// The thirteenth gpu-check call's calibration of the six tiny test configs
+// on an H200 (docs/measurements/gpu-check-h200-2026-11-27), written before
+// host_op_s existed: its op-time table prices every op of single-tiny.
+const h200Call13Tiny = "../docs/measurements/gpu-check-h200-2026-11-27/thirteenth-call-agreement/calib-tiny.toml"
+
+// singleTinyOnH200 prices single-tiny under that calibration with
+// host_op_s h and cuda_graphs graphs.
+func singleTinyOnH200(t *testing.T, h float64, graphs bool) (*Estimate, QuickEstimate) {
+	t.Helper()
+	cal, err := configs.LoadCalibration(h200Call13Tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Hardware.HostOpS != 0 {
+		t.Fatalf("host_op_s %g, want 0 (written before it)", cal.Hardware.HostOpS)
+	}
+	cfg, err := configs.Load("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Hardware.HostOpS, cal.Hardware.CUDAGraphs = h, graphs
+	cal.Apply(cfg)
+	e, err := EstimateConfig(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Quick(e.Plan, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, q
+}
+
+// An eager pass runs at the host's pace where its ops are shorter than
+// the host's time to queue one: with host_op_s h = 1 ms, far above every
+// op of single-tiny (µs on the H200), the host queues the pass's i-th
+// compute op at i·h after the pass's start and the device waits for it,
+// so the prefill (n compute ops, one rank, no communication) ends at
+// n·h plus the last op's own time — TTFT = n·h + t_last, t_last the sample
+// op's time without the host (the same estimate at h = 0) — and each op
+// waits (WaitS) h less its predecessor's time. The decode step, one CUDA
+// graph, is not paced: TPOT as at h = 0. Without graphs each decode step
+// is paced alike: TPOT = n_dec·h + t_last_dec. The busy time is the
+// device's, the waits idle: decode busy as at h = 0. The quick estimate
+// charges each paced op max(t, h) = h: prefill n·h.
+func TestHostPacesAnEagerPass(t *testing.T) {
+	const h = 1e-3
+	base, _ := singleTinyOnH200(t, 0, true)
+	paced, q := singleTinyOnH200(t, h, true)
+	var n int
+	var last float64
+	steps := map[int]int{}
+	for _, sl := range base.Timeline.All() {
+		switch {
+		case sl.Phase == partition.Prefill:
+			n++
+			last = sl.EndS - sl.StartS
+		case sl.Step == 0:
+			steps[0]++
+		}
+		if sl.WaitS != 0 {
+			t.Fatalf("h = 0: %s %s waits %g s", sl.Phase, sl.Op.Name, sl.WaitS)
+		}
+	}
+	if last == 0 || last > h/10 || n < 10 {
+		t.Fatalf("prefill: %d ops, the last %g s: want many ops far below h", n, last)
+	}
+	if want := float64(n)*h + last; math.Abs(paced.Prefill.TTFTS-want) > 1e-9*want {
+		t.Errorf("TTFT %.9g s, want %d × %g + %.6g = %.9g s", paced.Prefill.TTFTS, n, h, last, want)
+	}
+	if math.Abs(paced.Decode.TPOTS-base.Decode.TPOTS) > 1e-9*base.Decode.TPOTS { // the same sums at other clock offsets
+		t.Errorf("graphed decode: TPOT %g paced, %g not: want the same", paced.Decode.TPOTS, base.Decode.TPOTS)
+	}
+	prev := 0.0
+	i := 0
+	for _, sl := range paced.Timeline.All() {
+		if sl.Phase != partition.Prefill {
+			continue
+		}
+		i++
+		// op i is queued at i·h; the device is free at (i−1)·h + t_{i−1}
+		// (op 1 at the pass's start, 0): it waits h − t_{i−1}.
+		if want := h - prev; math.Abs(sl.WaitS-want) > 1e-12 {
+			t.Errorf("prefill op %d (%s): waits %.9g s, want %.9g", i, sl.Op.Name, sl.WaitS, want)
+		}
+		prev = sl.EndS - sl.StartS - sl.WaitS
+	}
+	if want := float64(n) * h; math.Abs(q.TTFTS-want) > 1e-9*want {
+		t.Errorf("quick TTFT %.9g s, want %d × %g = %.9g s", q.TTFTS, n, h, want)
+	}
+
+	eager, _ := singleTinyOnH200(t, h, false)
+	unpaced, _ := singleTinyOnH200(t, 0, false)
+	nDec := steps[0]
+	var lastEager float64
+	for _, sl := range unpaced.Timeline.All() {
+		if sl.Phase == partition.Decode && sl.Step == 0 {
+			lastEager = sl.EndS - sl.StartS
+		}
+	}
+	if want := float64(nDec)*h + lastEager; math.Abs(eager.Decode.TPOTS-want) > 1e-9*want {
+		t.Errorf("eager decode: TPOT %.9g s, want %d × %g + %.6g = %.9g s", eager.Decode.TPOTS, nDec, h, lastEager, want)
+	}
+	pr, ok1 := eager.Ranks.Row(0)
+	ur, ok2 := unpaced.Ranks.Row(0)
+	if !ok1 || !ok2 || !(ur.DecodeBusyS > 0) || math.Abs(pr.DecodeBusyS-ur.DecodeBusyS) > 1e-9*ur.DecodeBusyS {
+		t.Errorf("rank 0: decode busy %g s paced, %g s not: the waits are idle, the busy time the device's", pr.DecodeBusyS, ur.DecodeBusyS)
+	}
+}
