@@ -56,3 +56,42 @@ func EmulateRun(ctx context.Context, plan *partition.Plan, ranks int, newCompute
 	}
 	return Emulate(plan, em, collectives)
 }
+
+// hostPacedShare is how close to a step's device time (between its marks)
+// the host's time to queue it must come for the step to count as run at
+// the host's pace.
+const hostPacedShare = 0.9
+
+// HostPaceNote says, for a pipeline emulated on a device clock, which
+// later stages' prefills ran at their host's pace: the host took at least
+// hostPacedShare of the step's device time to queue it. The emulation
+// plays each rank from its step's start, alone, so such a stage's ops wait
+// for its host; in a run its host queues them while its receive waits
+// (a receive is queued on the stream like its compute), and they run at
+// the device's pace once the activations arrive — so the emulated TTFT is
+// high by up to those prefills' host-paced share. "" where no such stage
+// ran so (one stage, a host clock, ops longer than their queueing).
+func (e *Emulation) HostPaceNote(plan *partition.Plan) string {
+	em := e.Measured
+	if em == nil || em.Clock != exec.ClockDevice || plan.PP < 2 || len(em.HostQueue.Prefill) != len(em.Steps.Prefill) {
+		return ""
+	}
+	var ranks []int
+	var queued, device float64 // the slowest such rank's
+	for r, q := range em.HostQueue.Prefill {
+		d := em.Steps.Prefill[r]
+		if plan.RankAt(r).Stage == 0 || !(d > 0) || q < hostPacedShare*d {
+			continue
+		}
+		ranks = append(ranks, r)
+		if d > device {
+			queued, device = q, d
+		}
+	}
+	if len(ranks) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the prefill of rank(s) %v (pipeline stages after the first) ran at the host's pace: the host took %.3f ms to queue it against %.3f ms on the device between its marks (slowest); "+
+		"the emulation plays each rank alone from its step's start, while in a run a stage's host queues its ops as its receive waits and they run at the device's pace once the activations arrive, so the emulated TTFT is an upper bound here",
+		ranks, queued*1e3, device*1e3)
+}

@@ -2,6 +2,7 @@ package compare_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/partbench/partbench/compare"
@@ -60,5 +61,39 @@ func TestEmulateMeasuresComputeAndLeavesCommunicationModeled(t *testing.T) {
 	}
 	if measured == 0 || modeledComm == 0 {
 		t.Fatalf("%d measured compute slices, %d modeled communication slices", measured, modeledComm)
+	}
+}
+
+// A later pipeline stage whose host took at least 0.9 of its prefill's
+// device time to queue it ran at the host's pace; the note names it.
+// tp2pp2-tiny: ranks 0–1 stage 0, 2–3 stage 1. Rank 0's host-paced prefill
+// is stage 0's (no receive before it: not named); rank 2 queued in 0.55 of
+// 0.60 ms (≥ 0.54: named); rank 3 in 0.58 of 0.65 ms (< 0.585: not).
+func TestHostPaceNote(t *testing.T) {
+	plan, err := partition.LoadPlan("test/tp2pp2-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := &pexec.Emulation{Clock: pexec.ClockDevice,
+		Steps:     pexec.StepTimes{Prefill: []float64{1.0e-3, 1.0e-3, 0.60e-3, 0.65e-3}},
+		HostQueue: pexec.StepTimes{Prefill: []float64{0.99e-3, 0.5e-3, 0.55e-3, 0.58e-3}}}
+	e := &compare.Emulation{Measured: em}
+	n := e.HostPaceNote(plan)
+	for _, want := range []string{"rank(s) [2] ", "0.550 ms to queue it against 0.600 ms"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	em.Clock = pexec.ClockHost
+	if n := e.HostPaceNote(plan); n != "" {
+		t.Errorf("host clock: note %q, want none", n)
+	}
+	em.Clock = pexec.ClockDevice
+	one, err := partition.LoadPlan("test/tp4-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.HostPaceNote(one); n != "" {
+		t.Errorf("one stage: note %q, want none", n)
 	}
 }

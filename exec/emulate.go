@@ -25,6 +25,11 @@ type Emulation struct {
 	// in the measured iterations; their times are the graph's, split (see
 	// Emulate).
 	GraphOps []int `json:"graph_ops"`
+	// HostQueue is, on a device clock, each rank's median host time to
+	// queue a step's ops (from the mark before its first op to the mark
+	// after its last, before the wait): where it is about the step's
+	// device time, the step ran at the host's pace.
+	HostQueue StepTimes `json:"host_queue_s,omitzero"`
 	// AllocatedBytes is each rank's memory as the backend allocated it.
 	AllocatedBytes []int64 `json:"allocated_bytes"`
 	// AllocatedByKind itemizes AllocatedBytes per rank when the backend
@@ -129,6 +134,10 @@ func Emulate(ctx context.Context, plan *partition.Plan, newCompute func(*partiti
 		em.Ops.Decode = append(em.Ops.Decode, decOps)
 		em.Steps.Prefill = append(em.Steps.Prefill, median(preT.steps))
 		em.Steps.Decode = append(em.Steps.Decode, median(decT.steps))
+		if clock != nil {
+			em.HostQueue.Prefill = append(em.HostQueue.Prefill, median(preT.queued))
+			em.HostQueue.Decode = append(em.HostQueue.Decode, median(decT.queued))
+		}
 		em.GraphOps = append(em.GraphOps, decT.graphed+preT.graphed)
 		em.AllocatedBytes = append(em.AllocatedBytes, c.AllocatedBytes())
 		var byKind map[string]int64
@@ -151,9 +160,10 @@ type phaseTimes struct {
 	// ops are the kept samples per op index; eager every op-by-op device
 	// sample, warm-up included (the weights that split a graph's time).
 	ops, eager [][]float64
-	// graphs are the kept graph launches; steps the kept step times.
-	graphs []graphRun
-	steps  []float64
+	// graphs are the kept graph launches; steps the kept step times;
+	// queued the kept host times to queue a step (a device clock's).
+	graphs        []graphRun
+	steps, queued []float64
 	// graphed counts the ops that ran inside a kept graph launch.
 	graphed int
 }
@@ -223,6 +233,7 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 	gl, _ := c.(GraphLauncher)
 	graph := make([]int, len(into.compute))
 	after := make([]int, len(into.compute)) // the index of the mark after op k, −1 where none
+	start := time.Now()
 	if err := clock.Mark(); err != nil {
 		return fmt.Errorf("rank %d %s: device mark: %w", prog.Rank, prog.Phase, err)
 	}
@@ -245,6 +256,7 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 		after[k] = nMarks
 		nMarks++
 	}
+	queued := time.Since(start).Seconds()
 	marks, err := clock.Marks() // the step's one wait, after its last op
 	if err != nil {
 		return fmt.Errorf("rank %d %s: device marks: %w", prog.Rank, prog.Phase, err)
@@ -290,6 +302,7 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 	}
 	if keep {
 		into.steps = append(into.steps, marks[len(marks)-1]-marks[0])
+		into.queued = append(into.queued, queued)
 	}
 	return nil
 }

@@ -350,7 +350,11 @@ func (o *runOptions) runEmulate(ctx context.Context, stdout io.Writer) error {
 	}
 	doc := report.EmulationDoc{Version: version, Backend: setup.Name, Config: cfg, Ranks: o.emulate,
 		Emulated: e.Emulated, Modeled: e.Modeled, AllocatedBytes: e.AllocatedBytes, Measured: e.Measured}
-	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, append(setup.Notes, e.Measured.TimingNote()))
+	notes := append(setup.Notes, e.Measured.TimingNote())
+	if n := e.HostPaceNote(setup.Plan); n != "" {
+		notes = append(notes, n)
+	}
+	return report.WriteEmulation(stdout, o.format, o.outDir, &doc, notes)
 }
 
 // traceSummaries are the traced steps' op sums of the ranks whose steps
