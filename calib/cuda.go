@@ -600,7 +600,7 @@ func graphStepFigures(ctx context.Context, o Options, plans []*partition.Plan, h
 		hs := spreadOf(hostOp)
 		cal.Spread["host_op_s"] = hs
 		cal.Hardware.HostOpS = min(max(0, hs.Median), topology.MaxKernelLaunch)
-		cal.Comments["hardware.host_op_s"] = fmt.Sprintf("measured: the prefill of %v queued op by op as a run queues it, the host's time from its first op's launch to its last's return over its compute ops, median; sim starts a pass's i-th op of an eager pass no earlier than i × this after the pass's start", names)
+		cal.Comments["hardware.host_op_s"] = fmt.Sprintf("measured: the prefill of %v queued op by op through the executor's own loop with a run's bookkeeping of each op, the host's time from its first op's launch to its last's return over its compute ops, median; sim starts a pass's i-th op of an eager pass no earlier than i × this after the pass's start", names)
 		cal.Comments["spread.host_op_s"] = "every op config's iterations"
 	}
 	sp := spreadOf(over)

@@ -57,8 +57,9 @@ type graphSteps struct {
 // has no device clock) and less graphS (the graph launch sim charges a
 // decode step) is the host's share of the step (graphSteps.over): what the
 // executor spends between steps besides its ops. That request's prefill,
-// queued eagerly op by op as a run queues it, gives the host's time to
-// queue one op (graphSteps.hostOp).
+// queued eagerly op by op through the executor's own loop
+// (pexec.RunProgramObserved) with a run's bookkeeping of each op's time
+// (runObserver), gives the host's time to queue one op (graphSteps.hostOp).
 func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Compute, table *sim.OpTable, graphS float64, iterations int, hold Hold,
 	now func() time.Duration) (graphSteps, error) {
 	var out graphSteps
@@ -90,13 +91,14 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 	}
 	clock, _ := c.(pexec.DeviceClock)
 	var queuedS float64 // the last pass's host time to queue its ops
+	obs := newRunObserver()
 	pass := func(prog partition.Program, past func(*partition.Op) int) error {
+		obs.next()
 		start := now()
-		for i := range prog.Ops {
-			op := &prog.Ops[i]
-			if err := c.Exec(ctx, op, past(op)); err != nil {
-				return fmt.Errorf("decode graph steps: %s %s: %w", prog.Phase, op.Name, err)
-			}
+		// The executor's own loop and a run's bookkeeping of each op's
+		// time (its host's time per op beside the launches).
+		if err := pexec.RunProgramObserved(ctx, prog, c, nil, nil, past, obs.observe); err != nil {
+			return fmt.Errorf("decode graph steps: %w", err)
 		}
 		queuedS = (now() - start).Seconds()
 		return c.Sync(ctx)
@@ -192,4 +194,35 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 		}
 	}
 	return out, nil
+}
+
+// runObserver keeps each op's time by kind and by iteration, as a run's
+// observer does in its measured iterations (exec.Run): a pass through
+// pexec.RunProgramObserved with it costs the host what a run's pass does
+// beside its ops.
+type runObserver struct {
+	busy     map[string]float64
+	byIter   map[string][]float64
+	iter     int
+	observed float64 // the ops' time since the last reset
+}
+
+func newRunObserver() *runObserver {
+	return &runObserver{busy: map[string]float64{}, byIter: map[string][]float64{}}
+}
+
+// next moves to the next iteration (a bounded slice per kind, as a run's
+// measured iterations are).
+func (o *runObserver) next() { o.iter = (o.iter + 1) % 64 }
+
+func (o *runObserver) observe(op *partition.Op, start, end time.Time) {
+	d := end.Sub(start).Seconds()
+	o.observed += d
+	o.busy[string(op.Kind)] += d
+	v := o.byIter[string(op.Kind)]
+	for len(v) <= o.iter {
+		v = append(v, 0)
+	}
+	v[o.iter] += d
+	o.byIter[string(op.Kind)] = v
 }
