@@ -472,6 +472,7 @@ func (c *QuickCache) Quick(plan *partition.Plan) (QuickEstimate, error) {
 	}
 	c.runs = runs
 	ttft := ttftOf(runs)
+	ttft *= replicaSpread(c.table.of(plan), plan, ttft) // the later of the replicas, as the timeline prices it (optable_replicas.go)
 	q := QuickEstimate{TTFTS: ttft, RoundTripS: roundTrip, BusiestS: m * slowest}
 	q.TPOTS = max(q.RoundTripS, q.BusiestS)
 	q.TokensPerS = float64(w.Batch*max(plan.DP, 1)) / q.TPOTS // every replica serves the batch
