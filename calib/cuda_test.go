@@ -253,18 +253,8 @@ func TestCUDAOpConfigOfSeveralRanksOnFakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := sim.NewOpTable(cal.OpTimes)
-	for r := range plan.Ranks {
-		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
-			for _, op := range plan.Program(r, ph).Ops {
-				if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
-					continue
-				}
-				if _, ok := tab.Time(&op); !ok {
-					t.Errorf("rank %d %s %s (%s): no op-time entry", r, ph, op.Name, op.Kind)
-				}
-			}
-		}
+	for _, m := range unpricedOps(plan, sim.NewOpTable(cal.OpTimes)) {
+		t.Errorf("%s: no op-time entry", m)
 	}
 	if !slices.ContainsFunc(cal.Info.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "decode graph: tp2pp2-tiny has 4 ranks") && strings.Contains(n, "not measured")

@@ -2,6 +2,7 @@ package calib
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -253,19 +254,27 @@ func TestStageRanksStandForEveryRank(t *testing.T) {
 		if len(made) != 2 || made[0] != 0 || made[1] != 2 || steps != 2 {
 			t.Errorf("Computes made for ranks %v in %d steps, want [0 2] in 2", made, steps)
 		}
-		tab := sim.NewOpTable(ts)
-		plan := plans[0]
-		for r := range plan.Ranks {
-			for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
-				for _, op := range plan.Program(r, ph).Ops {
-					if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
-						continue
-					}
-					if _, ok := tab.Time(&op); !ok {
-						t.Errorf("rank %d %s %s (%s): no entry", r, ph, op.Name, op.Kind)
-					}
+		for _, m := range unpricedOps(plans[0], sim.NewOpTable(ts)) {
+			t.Errorf("%s: no entry", m)
+		}
+	}
+}
+
+// unpricedOps names every compute op of every rank of plan, both phases,
+// that table has no time for.
+func unpricedOps(plan *partition.Plan, table *sim.OpTable) []string {
+	var out []string
+	for r := range plan.Ranks {
+		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
+			for _, op := range plan.Program(r, ph).Ops {
+				if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+					continue
+				}
+				if _, ok := table.Time(&op); !ok {
+					out = append(out, fmt.Sprintf("rank %d %s %s (%s)", r, ph, op.Name, op.Kind))
 				}
 			}
 		}
 	}
+	return out
 }
