@@ -506,8 +506,7 @@ func (s *simulator) step(ri int) (bool, error) {
 		if c.Bound != BoundMeasured { // a measured op's marks hold the host's pace already
 			if h := hostOpS(g, it.phase); h > 0 {
 				r.hostS += h
-				if wait := r.hostS - r.clock; wait > 0 { // the device waits for the host to queue it
-					sl.WaitS = wait
+				if wait := r.hostS - r.clock; wait > 0 { // the device waits for the host to queue it: part of the op's time, as a launch is
 					sl.EndS += wait
 				}
 			}
