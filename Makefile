@@ -64,7 +64,7 @@ gpu-check:
 	$(GO) test -c -ldflags "-s -w" -o gpu-check/host/shards.test ./checkpoint/shards
 	cp -r configs gpu-check/configs && find gpu-check/configs -name "*.go" -delete
 	mkdir -p gpu-check/checkpoint && cp -r checkpoint/testdata gpu-check/checkpoint/testdata
-	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py gpu-check/
+	cp scripts/gpu-check.sh scripts/torch_baseline.py scripts/baseline_table.py scripts/gpu_agreement_table.py gpu-check/
 	mkdir -p gpu-check/calibration-agreement && cp scripts/calibration-agreement/*.toml gpu-check/calibration-agreement/
 	tar -czf gpu-check.tgz gpu-check
 	@echo "gpu-check/ and gpu-check.tgz (the same, a third the size): carry one to a GPU machine and run ./gpu-check.sh OUTDIR there"

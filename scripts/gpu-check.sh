@@ -40,7 +40,8 @@
 #   agreement  90   the calibrated model against runs it was calibrated for, on this GPU: a
 #                   calibration whose op table holds tp8pp2-seed4's shapes (timed one rank
 #                   per stage) beside tp8pp2 emulated, and one of the six tiny test configs
-#                   beside each (single-tiny run on the GPU, the others emulated)
+#                   beside each (single-tiny run on the GPU, the others emulated); the
+#                   model's errors in one table: OUTDIR/agreement.md
 #   l2         30   l2 --measure --backend cuda on the seed strategies
 #   generate   60   generate --backend cuda --reference and run --check --model-dir on the
 #                   Hugging Face fixtures, fp32/fp16/bf16; TP 2 from partbench shard's files
@@ -512,6 +513,13 @@ for s in $steps; do
 				pbrun "agree-$c" run --emulate-ranks "$(tiny_ranks "$c")" --backend cuda --config "$(tiny_config "$c")" --iterations 5 \
 					--calibration "$out/calib-tiny.toml" --output-dir "$out/agree-$c" --format markdown
 			done
+		fi
+		# every config's model error in one table: OUTDIR/agreement.md
+		py=${PYTHON:-python3}
+		if [ $dry -eq 1 ]; then
+			run agreement-table-parses "$py" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$here/gpu_agreement_table.py"
+		else
+			run agreement-table sh -c "\"$py\" \"$here/gpu_agreement_table.py\" \"$out\" >\"$out/agreement.md\" && cat \"$out/agreement.md\""
 		fi
 		;;
 	l2)

@@ -50,7 +50,8 @@ func TestGPUCheckDryRun(t *testing.T) {
 	}
 	for _, want := range []string{"nccl-check", "check-tp8pp2-tiny-bf16", "check-gpt2-tiny-fp16", "single-seed4", "trace-stats-seed4",
 		"single-seed4-b1", "startup-seed16", "emulate-1rank", "calibrate-cuda", "model-calibrated", "single-seed4-cal", "l2-measure",
-		"generate-llama-tiny-bf16", "check-modeldir-gpt2-tiny-fp16", "resume-cuda", "serve-cuda", "remote-cuda", "serving-grpc", "serving-tcp", "without-seed4-b1"} {
+		"generate-llama-tiny-bf16", "check-modeldir-gpt2-tiny-fp16", "resume-cuda", "serve-cuda", "remote-cuda", "serving-grpc", "serving-tcp", "without-seed4-b1",
+		"calibrate-agree", "agree-tp8pp2", "calibrate-tiny", "agree-single-tiny", "agree-tp2pp2-tiny", "agree-tp2-dp2-tiny"} {
 		if !checked[want] {
 			t.Errorf("step %s not checked: %+v", want, doc.Steps)
 		}
