@@ -36,31 +36,17 @@ func measureOpGap(ctx context.Context, repeats int, minDur time.Duration) ([]flo
 		}
 	}
 	past := pexec.Past(plan, partition.Decode, 0)
-	busy := map[string]float64{}
-	byIter := map[string][]float64{}
-	iter := 0
-	var observed float64
-	observe := func(op *partition.Op, start, end time.Time) {
-		d := end.Sub(start).Seconds()
-		observed += d
-		busy[string(op.Kind)] += d
-		v := byIter[string(op.Kind)]
-		for len(v) <= iter {
-			v = append(v, 0)
-		}
-		v[iter] += d
-		byIter[string(op.Kind)] = v
-	}
+	obs := newRunObserver() // cudastep.go: a run's bookkeeping of each op's time
 	pass := func() error {
-		iter = (iter + 1) % 64 // a run's measured iterations: a bounded slice per kind
-		return pexec.RunProgramObserved(ctx, prog, c, nil, nil, past, observe)
+		obs.next()
+		return pexec.RunProgramObserved(ctx, prog, c, nil, nil, past, obs.observe)
 	}
 	if err := pass(); err != nil { // warm-up
 		return nil, fmt.Errorf("op gap: %w", err)
 	}
 	out := make([]float64, repeats)
 	for r := range out {
-		observed = 0
+		obs.observed = 0
 		passes := 0
 		start := time.Now()
 		for passes == 0 || time.Since(start) < minDur {
@@ -70,7 +56,7 @@ func measureOpGap(ctx context.Context, repeats int, minDur time.Duration) ([]flo
 			passes++
 		}
 		wall := time.Since(start).Seconds()
-		out[r] = opGapPerOp(wall, observed, passes*len(prog.Ops))
+		out[r] = opGapPerOp(wall, obs.observed, passes*len(prog.Ops))
 	}
 	return out, nil
 }
