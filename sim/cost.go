@@ -130,12 +130,13 @@ func GraphOpSavedS(plan *partition.Plan, phase partition.Phase) float64 {
 }
 
 // hostOpS is the host's time to queue one compute op where phase runs
-// eagerly, op by op (prefill; decode without CUDAGraphs), else 0: the
-// timeline starts a pass's i-th compute op no earlier than i × this after
-// the pass's start, its wait for the host part of its slice (as a launch
-// cost is: busy, priced by what priced the op), as the executor queues a
-// pass from the sync that ended the last (topology.GPU.HostOpS). The quick estimate charges each such op at
-// least this (the host never ahead of the device).
+// eagerly, op by op (prefill; decode without CUDAGraphs), else 0
+// (topology.GPU.HostOpS). The executor queues a pass from the sync that
+// ended the last, so the timeline starts a pass's i-th compute op no
+// earlier than i × this after the pass's start, its wait for the host part
+// of its slice (as a launch cost is: busy, priced by what priced the op).
+// The quick estimate charges each such op at least this (the host never
+// ahead of the device).
 func hostOpS(g *topology.GPU, phase partition.Phase) float64 {
 	if g.CUDAGraphs && phase == partition.Decode {
 		return 0
