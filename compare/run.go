@@ -99,6 +99,9 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	if n := ReplicaSpreadNote(m, est, plan.DP); n != "" {
 		doc.Notes = append(doc.Notes, n)
 	}
+	if n := HostWaitNote(est, plan); n != "" {
+		doc.Notes = append(doc.Notes, n)
+	}
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}
@@ -161,4 +164,16 @@ func ReplicaSpreadNote(m *exec.Measurement, e *sim.Estimate, dp int) string {
 		priced = fmt.Sprintf("the model prices it as one replica's (%.4g ms) times the profile's replica spread (×%.3f)", one*1e3, e.Prefill.TTFTS/one)
 	}
 	return fmt.Sprintf("TTFT is the later of %d replicas each iteration: p50 %.4g ms, %+.1f %% against each replica's own (p50 %.4g ms, row ttft_replica); %s", dp, later*1e3, (later/own-1)*100, own*1e3, priced)
+}
+
+// HostWaitNote says how much of the modeled TTFT is the prefill's ops
+// waiting for the host to queue them (the profile's host_op_s: an eager
+// pass of ops shorter than that runs at the host's pace), where any is;
+// "" otherwise.
+func HostWaitNote(e *sim.Estimate, plan *partition.Plan) string {
+	if e == nil || plan == nil || !(e.Prefill.HostWaitS > 0) || !(e.Prefill.TTFTS > 0) {
+		return ""
+	}
+	return fmt.Sprintf("the model's prefill waits %.3f ms of its %.3f ms TTFT for the host to queue its ops (host_op_s %.2f µs an op, from the calibration; the most of any rank): ops shorter than that run at the host's pace",
+		e.Prefill.HostWaitS*1e3, e.Prefill.TTFTS*1e3, plan.System.GPU.HostOpS*1e6)
 }

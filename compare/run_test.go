@@ -207,3 +207,25 @@ func TestReplicaSpreadNotePriced(t *testing.T) {
 		t.Errorf("one replica: %q", n)
 	}
 }
+
+// The host-wait note: a prefill that waited 0.7 ms of a 1.2 ms TTFT for a
+// host queueing an op in 13.3 µs says so in those figures; none without a
+// wait.
+func TestHostWaitNote(t *testing.T) {
+	plan, err := partition.LoadPlan("test/single-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.System.GPU.HostOpS = 13.3e-6
+	e := &sim.Estimate{Prefill: sim.PhaseEstimate{TTFTS: 1.2e-3, HostWaitS: 0.7e-3}}
+	n := compare.HostWaitNote(e, plan)
+	for _, want := range []string{"waits 0.700 ms of its 1.200 ms TTFT", "host_op_s 13.30 µs an op"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	e.Prefill.HostWaitS = 0
+	if n := compare.HostWaitNote(e, plan); n != "" {
+		t.Errorf("no wait: note %q", n)
+	}
+}

@@ -96,6 +96,15 @@ func TestHostPacesAnEagerPass(t *testing.T) {
 		}
 		i++
 	}
+	// The prefill's waits for the host: op 0 waits h, op i h − t_{i−1}:
+	// n·h − Σ_{i<n−1} t_i; none at h = 0.
+	wantWait := float64(n) * h
+	for _, t := range own[:n-1] {
+		wantWait -= t
+	}
+	if math.Abs(paced.Prefill.HostWaitS-wantWait) > 1e-9*wantWait || base.Prefill.HostWaitS != 0 {
+		t.Errorf("prefill host wait %.9g s (h = 0: %g), want %.9g s", paced.Prefill.HostWaitS, base.Prefill.HostWaitS, wantWait)
+	}
 	if want := float64(n) * h; math.Abs(q.TTFTS-want) > 1e-9*want {
 		t.Errorf("quick TTFT %.9g s, want %d × %g = %.9g s", q.TTFTS, n, h, want)
 	}

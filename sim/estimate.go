@@ -197,6 +197,10 @@ func fixedCosts(g topology.GPU, prog partition.Program) FixedCosts {
 // TTFTS and PromptTokensPerS; decode fills TPOTS, TokensPerS and the bound.
 type PhaseEstimate struct {
 	TTFTS float64 `json:"ttft_s,omitempty"`
+	// HostWaitS is, in the prefill, the most any rank's compute ops waited
+	// for its host to queue them (topology.GPU.HostOpS): how much of TTFT
+	// the host's pace adds; 0 without host_op_s.
+	HostWaitS float64 `json:"host_wait_s,omitempty"`
 	// ReplicaTTFTS, where TTFTS is the later of data-parallel replicas
 	// priced from the profile's replica spread (optable_replicas.go), is one
 	// replica's TTFT (TTFTS over the spread); 0 otherwise.
@@ -536,6 +540,9 @@ func estimateRun(plan *partition.Plan, opts Options, work *planWork, mode runMod
 
 	e.Prefill = PhaseEstimate{TTFTS: ttft, ReplicaTTFTS: oneReplica, PromptTokensPerS: float64(w.Batch*w.PromptTokens()) / ttft,
 		Chunks: plan.PrefillChunks, ChunkTokens: plan.PrefillChunk}
+	for _, r := range s.ranks {
+		e.Prefill.HostWaitS = max(e.Prefill.HostWaitS, r.prefillHostWaitS)
+	}
 	e.Decode = PhaseEstimate{TPOTS: tpot, TokensPerS: float64(w.Batch) / tpot, KVLength: plan.DecodePast() + 1}
 	if mode == runSummary {
 		if err := s.summaryUse(tl, e, w0, w1); err != nil { // estimate_summary.go

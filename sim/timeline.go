@@ -148,8 +148,9 @@ type rankState struct {
 	curSet            bool
 	// hostS is when the host has queued the current pass's compute ops so
 	// far (hostOpS): set to the clock at the pass's first op, as the
-	// executor syncs after each pass.
-	hostS float64
+	// executor syncs after each pass. prefillHostWaitS sums its compute
+	// ops' waits for the host in the prefill.
+	hostS, prefillHostWaitS float64
 	// stop, when above 0, is where the rank's run order ends for now: the
 	// start of a prefill chunk the simulation looks for the steady state at
 	// (timeline_chunks.go).
@@ -508,6 +509,9 @@ func (s *simulator) step(ri int) (bool, error) {
 				r.hostS += h
 				if wait := r.hostS - r.clock; wait > 0 { // the device waits for the host to queue it: part of the op's time, as a launch is
 					sl.EndS += wait
+					if it.phase == partition.Prefill {
+						r.prefillHostWaitS += wait
+					}
 				}
 			}
 		}
