@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +165,16 @@ func (f *fields) posInt(key string, def int) int {
 func (f *fields) float(key string, def float64) float64 {
 	v := def
 	f.decode(key, &v, "a number")
+	return v
+}
+
+// posFloat is float that must be a positive finite number (a norm's ε:
+// 0 divides by zero in an all-zero row).
+func (f *fields) posFloat(key string, def float64) float64 {
+	v := f.float(key, def)
+	if !(v > 0) || math.IsInf(v, 0) {
+		f.fail("%s = %v: must be a positive finite number", key, v)
+	}
 	return v
 }
 

@@ -44,7 +44,7 @@ func parseGPT2(f *fields, c *Description) {
 	c.KVHeads = c.Heads
 	c.HeadDim = c.Hidden / c.Heads
 	c.FFN = f.posInt("n_inner", 4*c.Hidden) // null means 4 × n_embd
-	c.NormEps = f.float("layer_norm_epsilon", 1e-5)
+	c.NormEps = f.posFloat("layer_norm_epsilon", 1e-5)
 	c.Activation = f.str("activation_function", "gelu_new")
 	if c.Activation != "gelu_new" && c.Activation != "gelu_pytorch_tanh" {
 		f.fail("activation_function = %q is not supported (allowed: \"gelu_new\" or \"gelu_pytorch_tanh\", the tanh GELU)", c.Activation)

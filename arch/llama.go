@@ -46,7 +46,7 @@ func parseLlama(f *fields, c *Description) {
 		return
 	}
 	c.HeadDim = f.posInt("head_dim", c.Hidden/c.Heads)
-	c.NormEps = f.float("rms_norm_eps", 1e-6) // LlamaConfig's default
+	c.NormEps = f.posFloat("rms_norm_eps", 1e-6) // LlamaConfig's default
 	c.GatedMLP = true
 	c.TieWordEmbeddings = f.boolean("tie_word_embeddings", false) // LlamaConfig's default
 	c.Activation = f.str("hidden_act", "silu")

@@ -132,6 +132,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"gpt2 relu", editJSON(t, gpt2, map[string]string{"activation_function": `"relu"`}), []string{"activation_function", `"relu"`, "gelu_new"}},
 		{"gpt2 layer scaling", editJSON(t, gpt2, map[string]string{"scale_attn_by_inverse_layer_idx": "true"}), []string{"scale_attn_by_inverse_layer_idx = true"}},
 		{"gpt2 heads", editJSON(t, gpt2, map[string]string{"n_head": "5"}), []string{"n_embd = 64", "n_head = 5"}},
+		{"gpt2 eps 0", editJSON(t, gpt2, map[string]string{"layer_norm_epsilon": "0e000"}), []string{"layer_norm_epsilon = 0", "positive finite"}},
+		{"llama eps negative", llamaJSON(t, map[string]string{"rms_norm_eps": "-1e-6"}), []string{"rms_norm_eps = -1e-06", "positive finite"}},
 		{"not json", []byte("{"), []string{"not a JSON object"}},
 	} {
 		_, err := ParseConfig(c.data, "x/config.json")
