@@ -225,7 +225,7 @@ func graphSavedOnFake(t *testing.T, config string) float64 {
 	}
 	n := 0
 	for _, op := range plan.Program(0, partition.Decode).Ops {
-		if _, comm := op.Kind.Comm(); !comm && op.Kind != partition.Send && op.Kind != partition.Recv {
+		if _, comm := op.Kind.Comm(); !comm {
 			n++
 		}
 	}

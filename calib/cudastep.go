@@ -74,7 +74,7 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 		past := pexec.Past(plan, partition.Decode, s)
 		for i := range decode.Ops {
 			o := decode.Ops[i]
-			if _, comm := o.Kind.Comm(); comm || o.Kind == partition.Send || o.Kind == partition.Recv {
+			if _, comm := o.Kind.Comm(); comm {
 				continue
 			}
 			o.Past = past(&o)
@@ -105,7 +105,7 @@ func measureGraphSteps(ctx context.Context, plan *partition.Plan, c pexec.Comput
 	}
 	prefillOps := 0 // compute ops (the one-rank Program has no communication)
 	for i := range prefill.Ops {
-		if _, comm := prefill.Ops[i].Kind.Comm(); !comm && prefill.Ops[i].Kind != partition.Send && prefill.Ops[i].Kind != partition.Recv {
+		if _, comm := prefill.Ops[i].Kind.Comm(); !comm {
 			prefillOps++
 		}
 	}

@@ -145,15 +145,6 @@ func stageRanks(plan *partition.Plan) []int {
 	return out
 }
 
-// everyRankOf is every rank of a plan, in order.
-func everyRankOf(plan *partition.Plan) []int {
-	out := make([]int, len(plan.Ranks))
-	for r := range out {
-		out[r] = r
-	}
-	return out
-}
-
 // measureOpTimesBlocks is measureOpTimes with each of the iterations a
 // block (bo.minBlock) and an entry's time the median over blocks of the
 // block's mean; bo.stretch and bo.onCore as blockOpts says.
@@ -188,7 +179,7 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 	var order []key
 	ranksOf := bo.ranks
 	if ranksOf == nil {
-		ranksOf = everyRankOf
+		ranksOf = func(p *partition.Plan) []int { return everyRank(len(p.Ranks)) }
 	}
 	for _, plan := range plans {
 		passes := passesOf(plan)
@@ -260,7 +251,7 @@ func measureOpTimesBlocks(ctx context.Context, plans []*partition.Plan, n, itera
 								}
 								for i := range prog.Ops {
 									op := &prog.Ops[i]
-									if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+									if _, comm := op.Kind.Comm(); comm {
 										continue
 									}
 									past := ps.past(op)

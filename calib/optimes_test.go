@@ -267,7 +267,7 @@ func unpricedOps(plan *partition.Plan, table *sim.OpTable) []string {
 	for r := range plan.Ranks {
 		for _, ph := range []partition.Phase{partition.Prefill, partition.Decode} {
 			for _, op := range plan.Program(r, ph).Ops {
-				if _, comm := op.Kind.Comm(); comm || op.Kind == partition.Send || op.Kind == partition.Recv {
+				if _, comm := op.Kind.Comm(); comm {
 					continue
 				}
 				if _, ok := table.Time(&op); !ok {

@@ -232,7 +232,6 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 	prog := into.prog
 	gl, _ := c.(GraphLauncher)
 	graph := make([]int, len(into.compute))
-	after := make([]int, len(into.compute)) // the index of the mark after op k, −1 where none
 	start := time.Now()
 	if err := clock.Mark(); err != nil {
 		return fmt.Errorf("rank %d %s: device mark: %w", prog.Rank, prog.Phase, err)
@@ -246,14 +245,12 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 		if gl != nil {
 			graph[k] = gl.LastGraph()
 		}
-		after[k] = -1
 		if graph[k] < 0 {
 			continue
 		}
 		if err := clock.Mark(); err != nil {
 			return opErr(prog, op, fmt.Errorf("device mark: %w", err))
 		}
-		after[k] = nMarks
 		nMarks++
 	}
 	queued := time.Since(start).Seconds()
@@ -272,12 +269,14 @@ func deviceStep(ctx context.Context, c Compute, clock DeviceClock, past func(*pa
 			return nil // a step being captured into a graph: its launches ran at its end
 		}
 	}
+	m := 0 // the mark before op k: the ops a graph ran have none of their own
 	for k := 0; k < len(into.compute); k++ {
 		i := into.compute[k]
-		if after[k] < 0 {
+		if graph[k] < 0 {
 			return fmt.Errorf("rank %d %s: op %s ran inside a graph that no earlier op of the step launched", prog.Rank, prog.Phase, prog.Ops[i].Name)
 		}
-		d := marks[after[k]] - marks[after[k]-1]
+		d := marks[m+1] - marks[m]
+		m++
 		switch n := graph[k]; {
 		case n > 0:
 			if k+n > len(into.compute) {
