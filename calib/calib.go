@@ -342,7 +342,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 				continue
 			}
 			seen[n] = true
-			if err := measureSendCall(ctx, o, n, cal); err != nil {
+			if err := measureSendCall(ctx, o, n, h.cores, cal); err != nil {
 				return nil, err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec/shmcomm"
+	"github.com/partbench/partbench/topology"
 )
 
 // The send's own time. A run's Send returns once its message is in the
@@ -41,10 +42,21 @@ import (
 // of a pipeline's receiver).
 var SendCallAsleepBurst = 64_000
 
+// Where the ranks are bound two to a CPU (n twice the host's cores, as
+// the link worker binds them like a run: topology.PairedCPU), ranks 0 and
+// 1 share a CPU: the asleep ping-pong's Send wakes its receiver onto the
+// sender's own CPU. A pipeline's hop between stages of two ranks crosses
+// CPUs instead (tp2pp2 on 2 CPUs: 0 → 2), waking a receiver whose CPU
+// runs nothing else while it sleeps. There the asleep ping-pong runs once
+// more between ranks 0 and 2, recorded as {kind send_call_asleep_cross,
+// …} alike; sim prices a send between ranks on different CPUs by it.
+
 // measureSendCall times rank 0's Send calls of a ping-pong between ranks
 // 0 and 1 among n process ranks (LinkArgv) at every size of o.CommSizes
-// and adds their entries to cal's op times, with a note.
-func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibration) error {
+// on a host of cores cores, and where they are bound two to a CPU also
+// those to a sleeping rank 2 (crossPeer), and adds their entries to cal's
+// op times, with a note each.
+func measureSendCall(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
 	all := everyRank(n)
 	times, err := measureLinkProcs(ctx, o.LinkArgv, n, []commGroup{{opSendCall, all}}, o.CommSizes, o.Repeats, o.MinSample)
 	if err != nil {
@@ -68,7 +80,45 @@ func measureSendCall(ctx context.Context, o Options, n int, cal *configs.Calibra
 	}
 	cal.OpTimes = append(cal.OpTimes, es...)
 	note(cal, "send calls to a sleeping receiver at %d process ranks (rank 0's Send of the ping-pong after a %.3g s compute burst, rank 1 waiting in its receive; median over %d repeats): %s", n, waitS, o.Repeats, sizeTimes(es))
+
+	peer := crossPeer(n, cores)
+	if peer < 0 {
+		return nil
+	}
+	order := append([]int{0, peer}, slices.DeleteFunc(everyRank(n), func(r int) bool { return r == 0 || r == peer })...)
+	cross, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, []commGroup{{opSendCallAsleep, order}}, []int{SendCallAsleepBurst}, o.CommSizes, o.Repeats, o.MinSample)
+	if err != nil {
+		return fmt.Errorf("send calls to a sleeping receiver on another CPU: %w", err)
+	}
+	es, waitS, err = sendCallAsleepEntries(cross[0], o.CommSizes, n, shmcomm.SpinFor.Seconds())
+	if err != nil {
+		note(cal, "send calls to a sleeping receiver on another CPU at %d process ranks: none recorded (%v); a send across CPUs is priced by the same CPU's", n, err)
+		return nil
+	}
+	for i := range es {
+		es[i].Kind = configs.SendCallAsleepCrossKind
+	}
+	cal.OpTimes = append(cal.OpTimes, es...)
+	note(cal, "send calls to a sleeping receiver on another CPU at %d process ranks bound two to a CPU (rank 0's Send of the ping-pong with rank %d after a %.3g s compute burst; median over %d repeats): %s", n, peer, waitS, o.Repeats, sizeTimes(es))
 	return nil
+}
+
+// crossPeer is the rank the cross-CPU ping-pong pairs with rank 0 among
+// n ranks on cores cores: the first rank on another CPU where the link
+// worker binds them two to a CPU (topology.PairedCPU, as a run's
+// `--bind-to auto`), −1 where it does not (no CPU is shared so, or a
+// single CPU).
+func crossPeer(n, cores int) int {
+	home := topology.PairedCPU(0, n, cores, 0, 0)
+	if home < 0 {
+		return -1
+	}
+	for r := 1; r < n; r++ {
+		if c := topology.PairedCPU(r, n, cores, 0, 0); c >= 0 && c != home {
+			return r
+		}
+	}
+	return -1
 }
 
 // sendCallAsleepEntries turns rank 0's times of the opSendCallAsleep

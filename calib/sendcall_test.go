@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,67 @@ func checkCallEntries(t *testing.T, es []configs.OpTime, kind string, ranks int,
 	}
 	if err := configs.ValidateOpTimes("op_time", es); err != nil {
 		t.Errorf("not valid op times: %v", err)
+	}
+}
+
+// TestCrossPeer: bound two to a CPU (n twice the cores; topology.PairedCPU:
+// ranks 2c and 2c+1 on CPU c) rank 0's first peer on another CPU is rank
+// 2 — 4 ranks on 2 CPUs, 8 on 4, 6 on 3; with a CPU a rank or more (2 on
+// 2, 2 on 4), more than two a CPU (16 on 2) or one CPU there is none (−1).
+func TestCrossPeer(t *testing.T) {
+	for _, c := range []struct{ n, cores, want int }{
+		{4, 2, 2}, {8, 4, 2}, {6, 3, 2}, {2, 2, -1}, {2, 4, -1}, {16, 2, -1}, {2, 1, -1},
+	} {
+		if got := crossPeer(c.n, c.cores); got != c.want {
+			t.Errorf("%d ranks on %d cores: %d, want %d", c.n, c.cores, got, c.want)
+		}
+	}
+}
+
+// TestMeasureSendCallCross: measureSendCall among 4 process ranks said to
+// be on 2 cores (bound two to a CPU) adds, beside the send_call and
+// send_call_asleep entries of every size, a send_call_asleep_cross entry
+// per size measured at 4 ranks, each a positive time under a second, with
+// a note naming rank 2; said to be on 4 cores (a CPU each) it adds none.
+func TestMeasureSendCallCross(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 4 process ranks three times")
+	}
+	sizes := []int64{16, 4096}
+	for _, cores := range []int{2, 4} {
+		o := Options{Repeats: 2, MinSample: 200 * time.Microsecond, CommSizes: sizes, LinkArgv: []string{os.Args[0], "-test.run=^$"}}
+		cal := &configs.Calibration{}
+		if err := measureSendCall(context.Background(), o, 4, cores, cal); err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string][]configs.OpTime{}
+		for _, e := range cal.OpTimes {
+			kinds[e.Kind] = append(kinds[e.Kind], e)
+		}
+		cross := kinds[configs.SendCallAsleepCrossKind]
+		if len(kinds[configs.SendCallKind]) != len(sizes) {
+			t.Errorf("%d cores: %d send_call entries, want %d", cores, len(kinds[configs.SendCallKind]), len(sizes))
+		}
+		if cores == 4 {
+			if len(cross) != 0 {
+				t.Errorf("4 ranks on 4 cores: cross entries %v, want none", cross)
+			}
+			continue
+		}
+		if len(cross) != len(sizes) {
+			t.Fatalf("4 ranks on 2 cores: %d cross entries (notes %q), want %d", len(cross), cal.Info.Notes, len(sizes))
+		}
+		for i, e := range cross {
+			if e.Size != sizes[i] || e.Ranks != 4 || e.Shape != "ranks=2" || !(e.TimeS > 0 && e.TimeS < 1) {
+				t.Errorf("cross entry %d: %+v; want size %d, ranks 4, shape ranks=2, a time in (0, 1) s", i, e, sizes[i])
+			}
+		}
+		noted := false
+		for _, n := range cal.Info.Notes {
+			noted = noted || strings.Contains(n, "on another CPU at 4 process ranks bound two to a CPU (rank 0's Send of the ping-pong with rank 2")
+		}
+		if !noted {
+			t.Errorf("no note of the cross-CPU send calls among %q", cal.Info.Notes)
+		}
 	}
 }

@@ -95,6 +95,17 @@ const ReplicaSpreadKind = "replica_spread"
 // prices every send by SendCallKind.
 const SendCallAsleepKind = "send_call_asleep"
 
+// SendCallAsleepCrossKind is SendCallAsleepKind between two ranks on
+// different CPUs where the host's ranks are bound two to a CPU (Ranks =
+// twice its CPUs, `run --bind-to auto`; topology.PairedCPU): the ping-pong
+// of ranks 0 and 2, whose receiver's CPU runs nothing else while it sleeps,
+// where SendCallAsleepKind's pair 0 and 1 shares one CPU and its Send wakes
+// the receiver onto the sender's own CPU. A pipeline's hop between stages
+// of two ranks (tp2pp2 on 2 CPUs: 0 → 2, 1 → 3) crosses CPUs; sim prices
+// such a send by it where the profile has it, by SendCallAsleepKind
+// otherwise. Shape, size and Ranks as SendCallAsleepKind.
+const SendCallAsleepCrossKind = "send_call_asleep_cross"
+
 // CoreWaitShape is the shape of a core-wait entry: the host's cores.
 func CoreWaitShape(cores int) string { return fmt.Sprintf("cores=%d", cores) }
 

@@ -79,7 +79,7 @@ func ValidateOpTimes(key string, ts []OpTime) error {
 }
 
 // commKinds are the op kinds the link carries; the rest compute.
-var commKinds = map[string]bool{"all_reduce": true, "all_gather": true, "send": true, "recv": true, CoreWaitKind: true, CoreWaitIdleKind: true, RecvWaitKind: true, RecvWaitTurnsKind: true, TurnOffKind: true, CoreStretchKind: true, SendCallKind: true, SendCallAsleepKind: true,
+var commKinds = map[string]bool{"all_reduce": true, "all_gather": true, "send": true, "recv": true, CoreWaitKind: true, CoreWaitIdleKind: true, RecvWaitKind: true, RecvWaitTurnsKind: true, TurnOffKind: true, CoreStretchKind: true, SendCallKind: true, SendCallAsleepKind: true, SendCallAsleepCrossKind: true,
 	CoreExitLagKind: true, CoreExitLagIdleKind: true, ReplicaSpreadKind: true}
 
 // IsCommKind reports whether an op-time kind is communication.

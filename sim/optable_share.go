@@ -611,6 +611,35 @@ func sendCallAsleepS(table *OpTable, op *partition.Op) (float64, bool) {
 	return sendCallKindS(table, configs.SendCallAsleepKind, op)
 }
 
+// sendCallAsleepAtS is sendCallAsleepS for a send from rank: where the
+// host's ranks are bound two to a CPU (pairedOnCPUs; not unbound) and op's
+// peer runs on another CPU than rank (topology.PairedCPU), the table's
+// send_call_asleep_cross entry (configs.SendCallAsleepCrossKind: its
+// receiver's CPU idle while it sleeps) where it has one; the
+// send_call_asleep entry (the pair on one CPU) otherwise.
+func sendCallAsleepAtS(table *OpTable, plan *partition.Plan, unbound bool, rank int, op *partition.Op) (float64, bool) {
+	if sendCrossesCPU(plan, unbound, rank, op.Peer) {
+		if t, ok := sendCallKindS(table, configs.SendCallAsleepCrossKind, op); ok {
+			return t, true
+		}
+	}
+	return sendCallAsleepS(table, op)
+}
+
+// sendCrossesCPU reports whether a message from rank to peer goes between
+// two CPUs where plan's ranks (times its data-parallel replicas) are bound
+// two to a CPU of the host's (pairedOnCPUs); false where they are not, or
+// unbound.
+func sendCrossesCPU(plan *partition.Plan, unbound bool, rank, peer int) bool {
+	cores := hostCores(plan)
+	if unbound || cores <= 0 || !pairedOnCPUs(plan, max(1, plan.Config.Parallel.DP), cores) {
+		return false
+	}
+	n := 2 * cores
+	a, b := topology.PairedCPU(rank, n, cores, 0, 0), topology.PairedCPU(peer, n, cores, 0, 0)
+	return a >= 0 && b >= 0 && a != b
+}
+
 func sendCallKindS(table *OpTable, kind string, op *partition.Op) (float64, bool) {
 	if table == nil {
 		return 0, false

@@ -150,3 +150,62 @@ func TestSendCallAsleepMicrobatches(t *testing.T) {
 		t.Errorf("stage-to-stage prefill sends per micro-batch %v, want 3 of each", seen)
 	}
 }
+
+// TestSendCallAsleepCross: pp4-tiny with one micro-batch on 2 cores, its
+// 4 ranks bound two to a CPU (topology.PairedCPU: ranks 0 and 1 on CPU 0,
+// 2 and 3 on CPU 1), entries as TestSendCallAsleepTimeline's (send_call
+// 1 µs, send_call_asleep 9 µs) and send_call_asleep_cross 4 µs. Every
+// send's receiver is asleep (that test's argument), so a send between
+// CPUs — 1 → 2, and 3 → 0 (the last stage's tokens) — is 9 − 4 = 5 µs
+// shorter with the cross entry, and a send within one (0 → 1, 2 → 3)
+// unchanged. Priced unbound (`--bind-to none`: no CPU is a rank's own)
+// every send keeps the asleep entry; on 4 cores the ranks are not bound
+// two to a CPU and the cross entry is not used either.
+func TestSendCallAsleepCross(t *testing.T) {
+	awake := []configs.OpTime{sendCallEntry(configs.SendCallKind, 4, 1e-6), sendCallEntry(configs.SendCallKind, 4<<20, 1e-6)}
+	asleep := append(awake[:2:2], sendCallEntry(configs.SendCallAsleepKind, 4, 9e-6), sendCallEntry(configs.SendCallAsleepKind, 4<<20, 9e-6))
+	cross := append(asleep[:4:4], sendCallEntry(configs.SendCallAsleepCrossKind, 4, 4e-6), sendCallEntry(configs.SendCallAsleepCrossKind, 4<<20, 4e-6))
+	sends := func(cores int, unbound bool, times []configs.OpTime) []Slice {
+		plan := coresPlan(t, "test/pp4-tiny", cores, times, func(c *configs.Config) { c.Parallel.Microbatches = 1 })
+		e, err := EstimatePlan(plan, Options{EveryRank: true, Unbound: unbound})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []Slice
+		for _, sl := range e.Timeline.All() {
+			if sl.Op.Kind == partition.Send {
+				out = append(out, sl)
+			}
+		}
+		return out
+	}
+	dur := func(sl Slice) float64 { return sl.EndS - sl.StartS }
+	for _, c := range []struct {
+		name    string
+		cores   int
+		unbound bool
+		paired  bool
+	}{{"2 cores, bound", 2, false, true}, {"2 cores, unbound", 2, true, false}, {"4 cores", 4, false, false}} {
+		a, b := sends(c.cores, c.unbound, asleep), sends(c.cores, c.unbound, cross)
+		if len(a) == 0 || len(a) != len(b) {
+			t.Fatalf("%s: %d sends with the asleep entry, %d with the cross one", c.name, len(a), len(b))
+		}
+		crossed := 0
+		for i := range a {
+			sl := b[i]
+			if a[i].Rank != sl.Rank || a[i].Op.Name != sl.Op.Name || a[i].Phase != sl.Phase {
+				t.Fatalf("%s: send %d differs: %d %s %s against %d %s %s", c.name, i, a[i].Rank, a[i].Phase, a[i].Op.Name, sl.Rank, sl.Phase, sl.Op.Name)
+			}
+			want := 0.0
+			if c.paired && sl.Rank/2 != sl.Op.Peer/2 {
+				want, crossed = -5e-6, crossed+1
+			}
+			if d := dur(sl) - dur(a[i]); math.Abs(d-want) > 1e-12 {
+				t.Errorf("%s: send %d → %d (%s %s): the cross entry adds %.6g s, want %.6g s", c.name, sl.Rank, sl.Op.Peer, sl.Phase, sl.Op.Name, d, want)
+			}
+		}
+		if c.paired && crossed < 2 {
+			t.Errorf("%s: %d sends between CPUs, want at least 1 → 2 and 3 → 0", c.name, crossed)
+		}
+	}
+}

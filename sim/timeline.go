@@ -440,7 +440,7 @@ func (s *simulator) step(ri int) (bool, error) {
 			}
 			m.cost.TimeS, m.ok = est.TimeS, true
 			m.cost.FixedS = sendCallS(s.table, op) // the sender's own time in its call (optable_share.go)
-			m.asleep, m.hasAsleep = sendCallAsleepS(s.table, op)
+			m.asleep, m.hasAsleep = sendCallAsleepAtS(s.table, s.plan, s.opts.Unbound, rank, op)
 		}
 		sl.Link = m.link
 		key := chanKey{rank, op.Peer}
