@@ -250,6 +250,23 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return nil, fmt.Errorf("calibration: measured figures are not a valid profile: %w", err)
 	}
 
+	// The core-wait loops' first launch at each count (corewait.go), here
+	// before the op times; their second, after them, adds its repeats to
+	// this one's. Five repeats of one launch leave the wait after a
+	// decode's burst anywhere in 1.8–5.8 µs on the project's 2-core VM
+	// (4 ranks), and a 4-rank config's modeled TPOT ≈ 70 µs per µs of
+	// it; the repeats of separate short launches narrow that, where one
+	// launch of more repeats meets another state of the host
+	// (docs/measurements/cpu-calibration.md, (twenty-eighth)).
+	firstWait := map[int]*coreWaitTimes{}
+	if len(o.LinkArgv) > 0 {
+		for _, n := range coreWaitCounts(o, h.cores) {
+			if firstWait[n], err = measureCoreWaitTimes(ctx, o, n, h.cores); err != nil {
+				return nil, err
+			}
+		}
+	}
+
 	// 5. The op-time table: every compute op kind of the test configs'
 	// Programs at their shapes, timed in sequence as a run executes them,
 	// with 1…N ranks sharing the host; every collective and transfer from
@@ -351,7 +368,17 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	// more ranks than cores (corewait.go), among process ranks only.
 	if len(o.LinkArgv) > 0 {
 		for _, n := range coreWaitCounts(o, h.cores) {
-			if err := measureCoreWait(ctx, o, n, h.cores, cal); err != nil {
+			m, err := measureCoreWaitTimes(ctx, o, n, h.cores)
+			if err != nil {
+				return nil, err
+			}
+			if first := firstWait[n]; first != nil {
+				if err := first.pool(m); err != nil {
+					return nil, err
+				}
+				m = first
+			}
+			if err := addCoreWait(cal, m, n, h.cores); err != nil {
 				return nil, err
 			}
 		}

@@ -288,6 +288,47 @@ func coreWaitCounts(o Options, cores int) []int {
 // host of cores cores after each burst of CoreWaitBursts and adds their
 // entries to cal's op times, or a note saying none was measured.
 func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
+	m, err := measureCoreWaitTimes(ctx, o, n, cores)
+	if err != nil {
+		return err
+	}
+	return addCoreWait(cal, m, n, cores)
+}
+
+// coreWaitTimes are rank 0's times of one or more launches of the
+// core-wait loops at one rank count: times [group][size][values], each
+// launch's repeats after the one before's, and the groups' layout.
+type coreWaitTimes struct {
+	times    [][][]float64
+	bursts   []int
+	idle     int // the first group beside idle ranks (= ring where none)
+	ring     int // the receive wait's one-way group; its rings follow
+	repeats  int // over every launch
+	launches int
+}
+
+// pool appends the repeats of another launch, b, of the same loops to
+// m's, in the order measured (an error where the two differ in layout).
+func (m *coreWaitTimes) pool(b *coreWaitTimes) error {
+	if len(m.times) != len(b.times) || m.idle != b.idle || m.ring != b.ring {
+		return fmt.Errorf("core wait: launches of %d and %d groups apart", len(m.times), len(b.times))
+	}
+	for gi := range m.times {
+		if len(m.times[gi]) != len(b.times[gi]) {
+			return fmt.Errorf("core wait: group %d at %d and %d sizes", gi, len(m.times[gi]), len(b.times[gi]))
+		}
+		for si := range m.times[gi] {
+			m.times[gi][si] = append(m.times[gi][si], b.times[gi][si]...)
+		}
+	}
+	m.repeats += b.repeats
+	m.launches += b.launches
+	return nil
+}
+
+// measureCoreWaitTimes is one launch of the core-wait loops among n
+// process ranks (LinkArgv) on a host of cores cores, o.Repeats repeats.
+func measureCoreWaitTimes(ctx context.Context, o Options, n, cores int) (*coreWaitTimes, error) {
 	all := everyRank(n)
 	groups := []commGroup{{opAllReducePairs, all}}
 	bursts := []int{0}
@@ -314,8 +355,24 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 	}
 	times, err := measureLinkProcsBursts(ctx, o.LinkArgv, n, groups, bursts, CoreWaitSizes, o.Repeats, o.MinSample)
 	if err != nil {
-		return fmt.Errorf("core wait: %w", err)
+		return nil, fmt.Errorf("core wait: %w", err)
 	}
+	return &coreWaitTimes{times: times, bursts: bursts, idle: idle, ring: ring, repeats: o.Repeats, launches: 1}, nil
+}
+
+// launchesOf says n launches in words: "1 launch", "2 launches".
+func launchesOf(n int) string {
+	if n == 1 {
+		return "1 launch"
+	}
+	return fmt.Sprintf("%d launches", n)
+}
+
+// addCoreWait turns the core-wait loops' times m at n ranks on cores
+// cores into their entries in cal's op times, with notes.
+func addCoreWait(cal *configs.Calibration, m *coreWaitTimes, n, cores int) error {
+	times, bursts, idle, ring, repeats := m.times, m.bursts, m.idle, m.ring, m.repeats
+	var err error
 	// The burst loops' exit lags apart (exitlag.go): times[i] keeps each
 	// repeat's (all_reduce, burst), lags[i] its exit lag.
 	lags := make([][][]float64, len(times))
@@ -325,7 +382,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if n > cores {
-		if err := addExitLags(cal, times, lags, idle, ring, n, cores, o.Repeats); err != nil {
+		if err := addExitLags(cal, times, lags, idle, ring, n, cores, repeats); err != nil {
 			return err
 		}
 	}
@@ -350,7 +407,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(hops) > 0 {
-		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, o.Repeats, strings.Join(hops, ", "))
+		note(cal, "receive wait at %d ranks on %d cores, per hop of a message passed around all of them beyond the hop's burst and the one-way time between two (median over %d repeats): %s", n, cores, repeats, strings.Join(hops, ", "))
 	}
 	waits, waited, err := coreWaitEntries(times[0], times[1:idle], n, cores)
 	if err != nil {
@@ -376,7 +433,7 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		keep(e, seenIdle, &besideIdle)
 	}
 	if idle < ring {
-		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, o.Repeats, strings.Join(besideIdle, ", "))
+		note(cal, "core wait beside idle ranks at %d ranks on %d cores, per message step of the pair {0, 1} after a compute burst while the other %d sleep in a receive, against every pair back to back (median over %d repeats): %s", n, cores, n-2, repeats, strings.Join(besideIdle, ", "))
 	}
 	// The bursts' stretch: their wall time at n ranks against their time
 	// alone, timed here with the n ranks gone.
@@ -389,13 +446,13 @@ func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.
 		}
 	}
 	if len(str) > 0 {
-		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, o.Repeats, float64(n)/float64(cores), strings.Join(str, ", "))
+		note(cal, "compute bursts at %d ranks on %d cores, time alone → wall time between all_reduces (median over sizes and %d repeats; fair share would be ×%.2f): %s", n, cores, repeats, float64(n)/float64(cores), strings.Join(str, ", "))
 	}
 	if !waited {
 		note(cal, "core wait at %d ranks on %d cores: an all_reduce after a compute burst took no longer than back to back; collectives are charged no scheduling delay (entries of 1 ns)", n, cores)
 		return nil
 	}
-	note(cal, "core wait at %d ranks on %d cores, per message step (%s %d repeats; all_reduce pairs after a compute burst against back to back): %s", n, cores, coreWaitOf(n, cores), o.Repeats, strings.Join(got, ", "))
+	note(cal, "core wait at %d ranks on %d cores, per message step (%s %d repeats in %s; all_reduce pairs after a compute burst against back to back): %s", n, cores, coreWaitOf(n, cores), repeats, launchesOf(m.launches), strings.Join(got, ", "))
 	return nil
 }
 

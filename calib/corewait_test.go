@@ -2,6 +2,7 @@ package calib
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -289,11 +290,39 @@ func TestMeasureCoreWaitNote(t *testing.T) {
 		}
 	}
 	for _, nt := range cal.Info.Notes {
-		if strings.HasPrefix(nt, "core wait at 2 ranks on 2 cores, per message step") && !strings.Contains(nt, "(least of 3 repeats;") {
+		if strings.HasPrefix(nt, "core wait at 2 ranks on 2 cores, per message step") && !strings.Contains(nt, "(least of 3 repeats in 1 launch;") {
 			t.Errorf("note %q: want the entries said to be the least of 3 repeats", nt)
 		}
 	}
 	if n != len(CoreWaitBursts) || len(listed) != n {
 		t.Errorf("%d core_wait entries and %d listed, want %d each", n, len(listed), len(CoreWaitBursts))
+	}
+}
+
+// TestCoreWaitTimesPool: a second launch's repeats follow the first's
+// in every group and size ([[1 2] [3]] and [[10] [30 31]] pooled:
+// [[1 2 10] [3 30 31]]), the repeats and launches add up (5 + 5 = 10 in
+// 2), and launches of another layout are refused.
+func TestCoreWaitTimesPool(t *testing.T) {
+	a := &coreWaitTimes{times: [][][]float64{{{1, 2}}, {{3}}}, idle: 1, ring: 2, repeats: 5, launches: 1}
+	b := &coreWaitTimes{times: [][][]float64{{{10}}, {{30, 31}}}, idle: 1, ring: 2, repeats: 5, launches: 1}
+	if err := a.pool(b); err != nil {
+		t.Fatal(err)
+	}
+	want := [][][]float64{{{1, 2, 10}}, {{3, 30, 31}}}
+	if fmt.Sprint(a.times) != fmt.Sprint(want) || a.repeats != 10 || a.launches != 2 {
+		t.Errorf("pooled %v, %d repeats in %d launches; want %v, 10 in 2", a.times, a.repeats, a.launches, want)
+	}
+	for _, c := range []*coreWaitTimes{
+		{times: [][][]float64{{{1}}}, idle: 1, ring: 2},
+		{times: [][][]float64{{{1}}, {{3}}}, idle: 2, ring: 2},
+		{times: [][][]float64{{{1}, {2}}, {{3}}}, idle: 1, ring: 2},
+	} {
+		if err := a.pool(c); err == nil {
+			t.Errorf("pooled with %+v: no error", c)
+		}
+	}
+	if launchesOf(1) != "1 launch" || launchesOf(2) != "2 launches" {
+		t.Errorf("launchesOf: %q, %q", launchesOf(1), launchesOf(2))
 	}
 }
