@@ -59,8 +59,15 @@ func sendCallEntry(kind string, size int64, tS float64) configs.OpTime {
 // (every rank, in the timeline's order: by rank, then start).
 func pp4Sends(t *testing.T, mb, cores int, times ...configs.OpTime) []Slice {
 	t.Helper()
+	return pp4SendsOpts(t, mb, cores, Options{}, times...)
+}
+
+// pp4SendsOpts is pp4Sends estimated with opts (EveryRank set).
+func pp4SendsOpts(t *testing.T, mb, cores int, opts Options, times ...configs.OpTime) []Slice {
+	t.Helper()
 	plan := coresPlan(t, "test/pp4-tiny", cores, times, func(c *configs.Config) { c.Parallel.Microbatches = mb })
-	e, err := EstimatePlan(plan, Options{EveryRank: true})
+	opts.EveryRank = true
+	e, err := EstimatePlan(plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,18 +173,7 @@ func TestSendCallAsleepCross(t *testing.T) {
 	asleep := append(awake[:2:2], sendCallEntry(configs.SendCallAsleepKind, 4, 9e-6), sendCallEntry(configs.SendCallAsleepKind, 4<<20, 9e-6))
 	cross := append(asleep[:4:4], sendCallEntry(configs.SendCallAsleepCrossKind, 4, 4e-6), sendCallEntry(configs.SendCallAsleepCrossKind, 4<<20, 4e-6))
 	sends := func(cores int, unbound bool, times []configs.OpTime) []Slice {
-		plan := coresPlan(t, "test/pp4-tiny", cores, times, func(c *configs.Config) { c.Parallel.Microbatches = 1 })
-		e, err := EstimatePlan(plan, Options{EveryRank: true, Unbound: unbound})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []Slice
-		for _, sl := range e.Timeline.All() {
-			if sl.Op.Kind == partition.Send {
-				out = append(out, sl)
-			}
-		}
-		return out
+		return pp4SendsOpts(t, 1, cores, Options{Unbound: unbound}, times...)
 	}
 	dur := func(sl Slice) float64 { return sl.EndS - sl.StartS }
 	for _, c := range []struct {

@@ -5,33 +5,19 @@ configs, against the median p50 over the pass's six runs of each config (both va
 the same executor). Each cell: the TTFT and TPOT error of the median over the three profiles'
 models. Run it where no measurement runs (it starts 72 models), or at idle priority.
 Usage: crossprice.py BIN_BEFORE BIN_AFTER WORKDIR..."""
-import json, subprocess, statistics, glob, sys, os
+import glob, os, statistics, sys
+from pricing import CONFIGS as CF, model, pass_runs
 BB,BA=sys.argv[1],sys.argv[2]
-CF={'single-tiny':'test/single-tiny','tp2-tiny':'tp2-tiny.toml','pp2-tiny':'pp2-tiny.toml','tp2pp2-tiny':'test/tp2pp2-tiny','tp2-dp2-tiny':'test/tp2-dp2-tiny','layerwise16-tiny':'test/layerwise16-tiny'}
-def find(o,k):
-  if isinstance(o,dict):
-    for a,v in o.items():
-      if a==k: yield v
-      yield from find(v,k)
-  elif isinstance(o,list):
-    for x in o: yield from find(x,k)
 def est(b,cfg,p,W):
-  out=subprocess.run([b,'model','--dry-run','--config',cfg,'--calibration',p,'--format','json'],capture_output=True,text=True,cwd=W).stdout
-  d=json.loads(out)
-  return next(find(d,'ttft_s')), next(find(d,'tpot_s'))
+  return model(b,cfg,p,cwd=W)
 for W in sys.argv[3:]:
   print('##',W)
   print('| config | runs TTFT / TPOT (ms) | profiles | before binary: TTFT, TPOT err (median of 3) | after binary |')
   print('|---|---|---|---|---|')
   for name,cfg in CF.items():
-    mt,mp=[],[]
-    for f in glob.glob(W+'/out/*/%s-*/results.json'%name):
-      d=json.load(open(f))
-      for c in d['comparison']:
-        if c['metric']=='ttft': mt.append(c['measured']['p50'])
-        if c['metric']=='tpot': mp.append(c['measured']['p50'])
-    if not mt: continue
-    t0,p0=statistics.median(mt),statistics.median(mp)
+    runs=pass_runs(W,name)
+    if not runs: continue
+    t0,p0,_=runs
     for prof in ('before','after'):
       cells=[]
       for b in (BB,BA):

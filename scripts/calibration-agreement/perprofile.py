@@ -5,18 +5,11 @@ all-reduces; a power law between the measured bursts, as sim looks it up), the f
 against the pass's runs (the median p50 of its tp2pp2-tiny runs: run.sh's out/*/tp2pp2-tiny-*,
 or out-*/ of a folder of single runs). A profile is every *.toml in WORKDIR but the configs.
 Usage: perprofile.py BIN_BEFORE BIN_AFTER WORKDIR..."""
-import json,subprocess,statistics,glob,sys,os,tomllib,math
+import glob,math,os,sys,tomllib
+from pricing import model, run_medians
 BB,BA=sys.argv[1],sys.argv[2]
-def find(o,k):
-  if isinstance(o,dict):
-    for a,v in o.items():
-      if a==k: yield v
-      yield from find(v,k)
-  elif isinstance(o,list):
-    for x in o: yield from find(x,k)
 def est(b,p):
-  d=json.loads(subprocess.run([b,'model','--dry-run','--config','test/tp2pp2-tiny','--calibration',p,'--format','json'],capture_output=True,text=True).stdout)
-  return next(find(d,'ttft_s')), next(find(d,'tpot_s'))
+  return model(b,'test/tp2pp2-tiny',p)
 def at(ops,kind,x):
   pts=sorted((o['size'],o['time_s']) for o in ops if o['kind']==kind and o.get('ranks')==4)
   for (a,ta),(b,tb) in zip(pts,pts[1:]):
@@ -26,13 +19,7 @@ def at(ops,kind,x):
 print('| pass | profile | W at 30 µs (µs/step) | burst wall at 30 µs alone (×) | TTFT main / fix (err) | TPOT main / fix (err) |')
 print('|---|---|---|---|---|---|')
 for W in sys.argv[3:]:
-  mt,mp=[],[]
-  for f in glob.glob(W+'/out/*/tp2pp2-tiny-*/results.json')+glob.glob(W+'/out-*/results.json'):
-    d=json.load(open(f))
-    for c in d['comparison']:
-      if c['metric']=='ttft': mt.append(c['measured']['p50'])
-      if c['metric']=='tpot': mp.append(c['measured']['p50'])
-  t0,p0=statistics.median(mt),statistics.median(mp)
+  t0,p0,nruns=run_medians(glob.glob(W+'/out/*/tp2pp2-tiny-*/results.json')+glob.glob(W+'/out-*/results.json'))
   for p in sorted(glob.glob(W+'/*.toml')):
     if 'tiny' in p: continue
     ops=tomllib.load(open(p,'rb'))['op_time']
@@ -42,4 +29,4 @@ for W in sys.argv[3:]:
     print('| %s | %s | %.1f | %s | %.2f / %.2f ms (%+.1f / %+.1f %%) | %.3f / %.3f ms (%+.1f / %+.1f %%) |'%(os.path.basename(W),os.path.basename(p),w,
       ', '.join('%.0f→%.0f'%(s/1e3,t*1e6) for s,t in sorted(st)[:2]),
       a[0][0]*1e3,a[1][0]*1e3,(a[0][0]-t0)/t0*100,(a[1][0]-t0)/t0*100,a[0][1]*1e3,a[1][1]*1e3,(a[0][1]-p0)/p0*100,(a[1][1]-p0)/p0*100))
-  print('| %s | runs (median p50 of %d) | | | %.2f ms | %.3f ms |'%(os.path.basename(W),len(mt),t0*1e3,p0*1e3))
+  print('| %s | runs (median p50 of %d) | | | %.2f ms | %.3f ms |'%(os.path.basename(W),nruns,t0*1e3,p0*1e3))
