@@ -4,12 +4,6 @@ host's cores replaced by the median of every repeat all the profiles list for th
 "core wait repeats" notes, matched by the burst's index, the profiles' burst wall times differing
 a little), extremes the pooled least and greatest: what one calibration of all of those repeats
 would have priced (docs/measurements/cpu-calibration.md, (twenty-eighth)). Prints the pooled
-median per (ranks, cores, burst index). Usage: pooled.py OUTDIR PROFILE..."""Rewrites each profile's core_wait entries (ranks N) with the median of every listed repeat
-pooled over all profiles given, by burst index. Usage: pooled.py OUTDIR PROFILE..."""Writes each profile given into OUTDIR with its core_wait entries at rank counts above the
-host's cores replaced by the median of every repeat all the profiles list for the same burst (the
-"core wait repeats" notes, matched by the burst's index, the profiles' burst wall times differing
-a little), extremes the pooled least and greatest: what one calibration of all of those repeats
-would have priced (docs/measurements/cpu-calibration.md, (twenty-eighth)). Prints the pooled
 median per (ranks, cores, burst index). Usage: pooled.py OUTDIR PROFILE..."""
 import re, statistics, sys, tomllib, os
 out_dir=sys.argv[1]; profs=sys.argv[2:]
