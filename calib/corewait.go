@@ -285,8 +285,10 @@ func coreWaitCounts(o Options, cores int) []int {
 }
 
 // measureCoreWait measures the wait among n process ranks (LinkArgv) on a
-// host of cores cores after each burst of CoreWaitBursts and adds their
-// entries to cal's op times, or a note saying none was measured.
+// host of cores cores after each burst of CoreWaitBursts in one launch and
+// adds their entries to cal's op times, or a note saying none was
+// measured. Run measures two launches apart and pools them
+// (coreWaitTimes.pool) before addCoreWait.
 func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
 	m, err := measureCoreWaitTimes(ctx, o, n, cores)
 	if err != nil {
