@@ -1,6 +1,9 @@
 package configs
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestSendCallAsleepIsComm: send_call_asleep entries measured at 2 and 16
 // ranks, as calibrate writes them at --op-ranks 2,16. The kind is
@@ -20,6 +23,44 @@ func TestSendCallAsleepIsComm(t *testing.T) {
 		got, _ := OpTimesFor(ts, c.compute, c.comm)
 		if len(got) != 2 || got[0].Ranks != c.want || got[1].Ranks != c.want {
 			t.Errorf("compute %d, comm %d: %+v; want the two entries of %d ranks", c.compute, c.comm, got, c.want)
+		}
+	}
+}
+
+// TestSendCallAsleepCrossPlacement: a profile of 2 cores with
+// send_call_asleep entries at 2 and 4 ranks and a send_call_asleep_cross
+// entry at 4 (calibrate writes it only where 4 ranks are bound two to a
+// CPU). tp2pp2-tiny (4 ranks per host) takes the cross entry; pp2-tiny
+// (2) does not — the nearest count's would be another placement's — and
+// is not warned about it.
+func TestSendCallAsleepCrossPlacement(t *testing.T) {
+	e := func(kind string, ranks int, tS float64) OpTime {
+		return OpTime{Kind: kind, Shape: "ranks=2", Size: 256, TimeS: tS, TimeMinS: tS, TimeMaxS: tS, Samples: 5, Ranks: ranks}
+	}
+	for _, c := range []struct {
+		config    string
+		wantCross bool
+	}{{"test/tp2pp2-tiny", true}, {"pp2-tiny", false}} {
+		cal := sampleCalibration() // 2 cores
+		cal.OpTimes = []OpTime{e(SendCallAsleepKind, 2, 7e-6), e(SendCallAsleepKind, 4, 13e-6), e(SendCallAsleepCrossKind, 4, 9e-6)}
+		cfg, err := Load("test/tp2pp2-tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.config == "pp2-tiny" {
+			cfg.Parallel.TP = 1
+		}
+		notes := strings.Join(cal.Apply(cfg), "\n")
+		cross := false
+		for _, ot := range cfg.Hardware.OpTimes {
+			cross = cross || ot.Kind == SendCallAsleepCrossKind
+		}
+		warned := false
+		for _, n := range strings.Split(notes, "\n") {
+			warned = warned || (strings.HasPrefix(n, "warning") && strings.Contains(n, SendCallAsleepCrossKind))
+		}
+		if cross != c.wantCross || warned {
+			t.Errorf("%s: cross entry taken %v (want %v), notes %q", c.config, cross, c.wantCross, notes)
 		}
 	}
 }
