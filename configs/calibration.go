@@ -344,13 +344,6 @@ func (c *Calibration) Apply(cfg *Config) []string {
 		opTimes = nil
 	}
 	times, off := OpTimesFor(opTimes, concurrent, perHost)
-	// The Send to a sleeping receiver on another CPU belongs to the one
-	// placement it was measured at (ranks bound two to a CPU: twice the
-	// host's cores), which no other count shares: kept there only, and no
-	// warning elsewhere (a send at any other count is priced by
-	// send_call_asleep).
-	times = slices.DeleteFunc(times, func(t OpTime) bool { return t.Kind == SendCallAsleepCrossKind && t.Ranks != perHost })
-	off = slices.DeleteFunc(off, func(w string) bool { return strings.Fields(w)[0] == SendCallAsleepCrossKind })
 	if ranks <= 1 { // a one-rank config communicates nothing: its placement of links does not matter
 		off = slices.DeleteFunc(off, func(w string) bool { return IsCommKind(strings.Fields(w)[0]) })
 	}

@@ -64,3 +64,37 @@ func TestSendCallAsleepCrossPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestOpTimesForPlacementOnly: OpTimesFor itself takes the cross entry
+// (measured at 4) for 4 comm ranks and for no other count — not as the
+// nearest for 2 or 8 — and lists it as measured elsewhere for none, while
+// send_call_asleep (at 2 and 4) goes to the nearest count as before: 4
+// for 8 ranks, listed "(measured at 4)".
+func TestOpTimesForPlacementOnly(t *testing.T) {
+	e := func(kind string, ranks int) OpTime {
+		return OpTime{Kind: kind, Shape: "ranks=2", Size: 256, TimeS: 1e-6, TimeMinS: 1e-6, TimeMaxS: 1e-6, Samples: 5, Ranks: ranks}
+	}
+	ts := []OpTime{e(SendCallAsleepKind, 2), e(SendCallAsleepKind, 4), e(SendCallAsleepCrossKind, 4)}
+	for _, c := range []struct {
+		comm      int
+		cross     bool
+		asleepAt  int
+		offAsleep bool
+	}{{4, true, 4, false}, {2, false, 2, false}, {8, false, 4, true}} {
+		got, off := OpTimesFor(ts, 1, c.comm)
+		cross, asleepAt := false, 0
+		for _, g := range got {
+			switch g.Kind {
+			case SendCallAsleepCrossKind:
+				cross = true
+			case SendCallAsleepKind:
+				asleepAt = g.Ranks
+			}
+		}
+		offs := strings.Join(off, ", ")
+		if cross != c.cross || asleepAt != c.asleepAt || strings.Contains(offs, SendCallAsleepCrossKind) ||
+			strings.Contains(offs, "send_call_asleep (measured at 4)") != c.offAsleep {
+			t.Errorf("comm %d: cross %v, send_call_asleep at %d, off %q; want cross %v, at %d, listed %v", c.comm, cross, asleepAt, offs, c.cross, c.asleepAt, c.offAsleep)
+		}
+	}
+}

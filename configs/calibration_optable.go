@@ -89,7 +89,7 @@ func IsCommKind(kind string) bool { return commKinds[kind] }
 // at the placement closest to the target: compute kinds measured with
 // compute concurrent workers, communication kinds among comm ranks on the
 // host — exactly that count if there are any, else the nearest (ties: the
-// larger). off lists "kind (measured at N)" for each kind taken at another
+// larger; a placementOnly kind: that count only). off lists "kind (measured at N)" for each kind taken at another
 // count than its target.
 func OpTimesFor(ts []OpTime, compute, comm int) (out []OpTime, off []string) {
 	target := func(kind string) int {
@@ -101,6 +101,9 @@ func OpTimesFor(ts []OpTime, compute, comm int) (out []OpTime, off []string) {
 	best := map[string]int{}
 	for _, t := range ts {
 		k, want := t.Kind+"\x00"+t.Shape, target(t.Kind)
+		if placementOnly(t.Kind) && t.Ranks != want {
+			continue
+		}
 		b, ok := best[k]
 		d, bd := abs(t.Ranks-want), abs(b-want)
 		if !ok || d < bd || (d == bd && t.Ranks > b) {
@@ -120,6 +123,14 @@ func OpTimesFor(ts []OpTime, compute, comm int) (out []OpTime, off []string) {
 	}
 	return out, off
 }
+
+// placementOnly reports whether a kind's entries describe the one
+// placement they were measured at, which no other rank count shares:
+// SendCallAsleepCrossKind (ranks bound two to a CPU, twice the host's
+// cores). OpTimesFor takes them at exactly the target count or not at all
+// (a send at another count is priced by SendCallAsleepKind), and so never
+// lists them as measured elsewhere.
+func placementOnly(kind string) bool { return kind == SendCallAsleepCrossKind }
 
 // ConcurrentRanks is how many of a config's ranks per host compute at the
 // same time, at most: every TP rank of every replica, times the pipeline
