@@ -31,7 +31,7 @@ const (
 	// opAllReduceBurst is opAllReducePairs with a compute burst before
 	// each call on every rank (burst, corewait.go), timing the calls alone:
 	// what a pair's all-reduce costs when its partner must first be
-	// scheduled (measureCoreWait).
+	// scheduled (the core-wait loops, measureCoreWaitTimes).
 	opAllReduceBurst = "all_reduce_pairs_burst"
 	// opAllReduceBurstIdle is opAllReduceBurst on the pair {0, 1} alone
 	// while every other rank of the group sleeps in a receive from rank 0
@@ -39,7 +39,7 @@ const (
 	// rank 0 sends once the pair is done: what a pair's all-reduce after
 	// compute costs with the cores free but the communicator's waits
 	// sleeping, as they do where the ranks outnumber the cores
-	// (measureCoreWait's wait beside idle ranks).
+	// (the core wait beside idle ranks, measureCoreWaitTimes).
 	opAllReduceBurstIdle = "all_reduce_pair_burst_idle"
 	// opAllReduceBlocks is opAllReduceBurst timed per sample as a whole:
 	// rank 0 reports each repeat's wall time, bursts and calls together (a
@@ -48,7 +48,7 @@ const (
 	// opRing passes one message around every rank of the group, each
 	// receiving from the one before it and sending to the one after (a
 	// pipeline's hops, one rank runnable at a time), timed per hop
-	// (measureCoreWait's receive wait).
+	// (the receive wait, measureCoreWaitTimes).
 	opRing = "ring"
 	// opSendCall is opSendRecv with rank 0's Send calls timed apart: what
 	// a sender spends in its call (the copy into the channel, waking the

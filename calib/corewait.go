@@ -284,19 +284,6 @@ func coreWaitCounts(o Options, cores int) []int {
 	return out
 }
 
-// measureCoreWait measures the wait among n process ranks (LinkArgv) on a
-// host of cores cores after each burst of CoreWaitBursts in one launch and
-// adds their entries to cal's op times, or a note saying none was
-// measured. Run measures two launches apart and pools them
-// (coreWaitTimes.pool) before addCoreWait.
-func measureCoreWait(ctx context.Context, o Options, n, cores int, cal *configs.Calibration) error {
-	m, err := measureCoreWaitTimes(ctx, o, n, cores)
-	if err != nil {
-		return err
-	}
-	return addCoreWait(cal, m, n, cores)
-}
-
 // coreWaitTimes are rank 0's times of one or more launches of the
 // core-wait loops at one rank count: times [group][size][values], each
 // launch's repeats after the one before's, and the groups' layout.
@@ -329,7 +316,9 @@ func (m *coreWaitTimes) pool(b *coreWaitTimes) error {
 }
 
 // measureCoreWaitTimes is one launch of the core-wait loops among n
-// process ranks (LinkArgv) on a host of cores cores, o.Repeats repeats.
+// process ranks (LinkArgv) on a host of cores cores after each burst of
+// CoreWaitBursts, o.Repeats repeats. Run measures two launches apart,
+// pools them (coreWaitTimes.pool) and adds their entries (addCoreWait).
 func measureCoreWaitTimes(ctx context.Context, o Options, n, cores int) (*coreWaitTimes, error) {
 	all := everyRank(n)
 	groups := []commGroup{{opAllReducePairs, all}}
@@ -371,7 +360,8 @@ func launchesOf(n int) string {
 }
 
 // addCoreWait turns the core-wait loops' times m at n ranks on cores
-// cores into their entries in cal's op times, with notes.
+// cores into their entries in cal's op times, with notes, or a note
+// saying none was measured.
 func addCoreWait(cal *configs.Calibration, m *coreWaitTimes, n, cores int) error {
 	times, bursts, idle, ring, repeats := m.times, m.bursts, m.idle, m.ring, m.repeats
 	var err error
@@ -565,7 +555,7 @@ func coreStretchEntry(aloneS float64, burstT [][]float64, n, cores int) (configs
 		TimeS: sp.Median, TimeMinS: sp.Min, TimeMaxS: sp.Max, Samples: repeats, Ranks: n}, true
 }
 
-// addExitLags adds the exit lags of measureCoreWait's burst loops to cal
+// addExitLags adds the exit lags of the core-wait burst loops to cal
 // (exitlag.go): times[1:idle] are the loops with every pair computing
 // (configs.CoreExitLagKind), times[idle:ring] the pair {0, 1} beside idle
 // ranks (configs.CoreExitLagIdleKind), each entry at the burst's median

@@ -244,7 +244,11 @@ func TestCoreWaitRepeatsNote(t *testing.T) {
 func TestMeasureCoreWaitNote(t *testing.T) {
 	o := Options{Repeats: 3, MinSample: 100 * time.Microsecond, LinkArgv: []string{os.Args[0], "-test.run=^$"}}
 	cal := &configs.Calibration{}
-	if err := measureCoreWait(context.Background(), o, 2, 2, cal); err != nil {
+	m, err := measureCoreWaitTimes(context.Background(), o, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addCoreWait(cal, m, 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	var note string
