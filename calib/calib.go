@@ -441,15 +441,24 @@ func judgeCalibration(cal *configs.Calibration) {
 			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the machine was busy: 1-minute load average %.2f at the start and %.2f at the end on %d cores (more than %.1f per core); these figures include that load — calibrate again when the machine is quiet", la[0], la[1], cal.Info.Cores, BusyLoadFactor))
 		}
 	}
+	if w, ok := opCheckWarning(cal); ok {
+		cal.Info.Warnings = append(cal.Info.Warnings, w)
+	}
+}
+
+// opCheckWarning is the warning judgeCalibration gives a calibration whose
+// model misses its own op check by more than OpCheckFactor (false: none).
+func opCheckWarning(cal *configs.Calibration) (string, bool) {
 	var meas, model float64
 	for _, o := range cal.Ops {
 		meas, model = meas+o.MeasuredS, model+o.ModelS
 	}
 	if meas > 0 && model > 0 {
 		if r := model / meas; r > OpCheckFactor || r < 1/OpCheckFactor {
-			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the calibrated model is %.2f× the CPU backend's measured op time (%s), beyond %.1f× either way: the machine's load changed while measuring, or the model misses here", r, OpsConfig, OpCheckFactor))
+			return fmt.Sprintf("the calibrated model is %.2f× the CPU backend's measured op time (%s), beyond %.1f× either way: the machine's load changed while measuring, or the model misses here", r, OpsConfig, OpCheckFactor), true
 		}
 	}
+	return "", false
 }
 
 // loadAverage is the 1-minute load average from /proc/loadavg (false where

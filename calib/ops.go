@@ -25,23 +25,7 @@ const OpsConfig = "test/single-tiny"
 // kinds of op the profile's single FLOP rate and byte rates describe, and
 // which they do not.
 func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeats int) ([]configs.OpSample, error) {
-	cfg, err := configs.Load(name)
-	if err != nil {
-		return nil, err
-	}
-	cal.Apply(cfg)
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s with the calibration: %w", name, err)
-	}
-	if cfg.Parallel.TP*cfg.Parallel.PP != 1 {
-		return nil, fmt.Errorf("op check: %s has %d ranks; it needs a one-rank config", name, cfg.Parallel.TP*cfg.Parallel.PP)
-	}
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		return nil, err
-	}
-	const steps = 6
-	e, err := sim.EstimatePlan(plan, sim.Options{DecodeSteps: steps})
+	cfg, plan, model, err := opCheckModelPlan(cal, name)
 	if err != nil {
 		return nil, err
 	}
@@ -85,29 +69,21 @@ func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeat
 		}
 	}
 
-	type key struct {
-		phase partition.Phase
-		kind  partition.Kind
-	}
-	sums := map[key]*configs.OpSample{}
-	at := func(k key) *configs.OpSample {
-		if sums[k] == nil {
-			sums[k] = &configs.OpSample{Config: cfg.Name, Phase: string(k.phase), Kind: string(k.kind)}
-		}
-		return sums[k]
-	}
+	sums := map[opCheckKey]*configs.OpSample{}
 	for ph, p := range progs {
 		for i, op := range p.Ops {
-			s := at(key{ph, op.Kind})
-			s.Calls++
-			s.MeasuredS += medianOf(meas[ph][i])
+			k := opCheckKey{string(ph), string(op.Kind)}
+			if sums[k] == nil {
+				sums[k] = &configs.OpSample{Config: cfg.Name, Phase: k.phase, Kind: k.kind, ModelS: model[k]}
+			}
+			sums[k].Calls++
+			sums[k].MeasuredS += medianOf(meas[ph][i])
 		}
 	}
-	for _, sl := range e.Timeline.All() {
-		if sl.Phase == partition.Decode && sl.Step != steps/2 {
-			continue
+	for k, m := range model { // a kind sim's timeline holds and the Programs do not
+		if sums[k] == nil {
+			sums[k] = &configs.OpSample{Config: cfg.Name, Phase: k.phase, Kind: k.kind, ModelS: m}
 		}
-		at(key{sl.Phase, sl.Op.Kind}).ModelS += sl.EndS - sl.StartS - sl.WaitS
 	}
 	out := make([]configs.OpSample, 0, len(sums))
 	for _, s := range sums {
@@ -120,4 +96,50 @@ func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeat
 		return out[i].MeasuredS > out[j].MeasuredS
 	})
 	return out, nil
+}
+
+// opCheckKey is an op check row: a phase and an op kind.
+type opCheckKey struct{ phase, kind string }
+
+// opCheckModel is the model side of the op check of cal on the one-rank
+// config name: per phase and op kind, the time of its ops in sim's
+// timeline (prefill, and the decode step the estimate measures TPOT over),
+// and the config's name as the rows name it.
+func opCheckModel(cal *configs.Calibration, name string) (string, map[opCheckKey]float64, error) {
+	cfg, _, model, err := opCheckModelPlan(cal, name)
+	if err != nil {
+		return "", nil, err
+	}
+	return cfg.Name, model, nil
+}
+
+func opCheckModelPlan(cal *configs.Calibration, name string) (*configs.Config, *partition.Plan, map[opCheckKey]float64, error) {
+	cfg, err := configs.Load(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cal.Apply(cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s with the calibration: %w", name, err)
+	}
+	if cfg.Parallel.TP*cfg.Parallel.PP != 1 {
+		return nil, nil, nil, fmt.Errorf("op check: %s has %d ranks; it needs a one-rank config", name, cfg.Parallel.TP*cfg.Parallel.PP)
+	}
+	plan, err := partition.NewPlan(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	const steps = 6
+	e, err := sim.EstimatePlan(plan, sim.Options{DecodeSteps: steps})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	model := map[opCheckKey]float64{}
+	for _, sl := range e.Timeline.All() {
+		if sl.Phase == partition.Decode && sl.Step != steps/2 {
+			continue
+		}
+		model[opCheckKey{string(sl.Phase), string(sl.Op.Kind)}] += sl.EndS - sl.StartS - sl.WaitS
+	}
+	return cfg, plan, model, nil
 }

@@ -76,7 +76,71 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host; cuda: 1)")
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+
 		"; cuda: "+strings.Join(calib.DefaultCUDAShapeConfigs, ", ")+")")
+	cmd.AddCommand(newCalibrateMergeCmd())
 	return cmd
+}
+
+type calibrateMergeOptions struct {
+	out    string
+	format string
+}
+
+func newCalibrateMergeCmd() *cobra.Command {
+	o := &calibrateMergeOptions{}
+	cmd := &cobra.Command{
+		Use:   "merge --output calib.toml CALIBRATION CALIBRATION...",
+		Short: "Pool several calibrations of this host into one profile",
+		Long: `Pool two or more calibrations of one host, taken with the same flags, into one
+profile: every measured figure (hardware, link, spreads, the op-time table, the
+GEMM, cache and link samples, the op check's measured side) the median of the
+calibrations' figures, its extremes the least and greatest any of them measured,
+its sample count their sum; the model times derived from them (the samples' and
+the op check's) computed again from the pooled profile.
+
+One calibration describes the state the host was in while it ran; on a small
+shared machine the waits for a core at more ranks than cores vary from one
+calibration to the next by more than their own repeats show. Several
+calibrations taken minutes apart, merged, price a run closer than any one of
+them (docs/calibration.md, "Several calibrations"):
+
+  for i in 1 2 3; do partbench calibrate --output calib-$i.toml; done
+  partbench calibrate merge --output calib.toml calib-1.toml calib-2.toml calib-3.toml`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	f := cmd.Flags()
+	cliflag.Output(f, &o.out, "file to write the pooled calibration to (required; not one of the inputs)")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
+	return cmd
+}
+
+func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
+	if o.out == "" {
+		return errors.New("calibrate merge: --output is required (the file to write, e.g. calib.toml)")
+	}
+	outInfo, outErr := os.Stat(o.out)
+	cals := make([]*configs.Calibration, len(paths))
+	for i, p := range paths {
+		if in, err := os.Stat(p); err == nil && outErr == nil && os.SameFile(in, outInfo) {
+			return fmt.Errorf("calibrate merge: --output %s: is the input %s; write the pooled profile to another file", o.out, p)
+		}
+		c, err := configs.LoadCalibration(p)
+		if err != nil {
+			return fmt.Errorf("calibrate merge: %w", err)
+		}
+		cals[i] = c
+	}
+	cal, err := calib.Merge(cals, calib.MergeNames(paths))
+	if err != nil {
+		return fmt.Errorf("calibrate %w", err)
+	}
+	if err := report.WriteCalibration(o.out, cal); err != nil {
+		return fmt.Errorf("calibrate merge: write %s: %w", o.out, err)
+	}
+	for _, w := range cal.Info.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "partbench calibrate merge: warning: %s\n", w)
+	}
+	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate merge", version, report.CalibrationGrids(cal, o.out)...)
 }
 
 func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {

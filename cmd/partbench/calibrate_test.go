@@ -226,3 +226,49 @@ func TestCalibratedEstimateReport(t *testing.T) {
 		}
 	}
 }
+
+// calibrate merge writes the pooled profile, loadable by --calibration,
+// and refuses an output that is one of its inputs, a single input, a
+// missing file and calibrations of different hosts, saying which.
+func TestCalibrateMerge(t *testing.T) {
+	a, b := cpuLikeCalibration(), cpuLikeCalibration()
+	b.Topology.Intra.LatencyS = 20e-6
+	b.Info.Date = "2026-01-02T00:00:00Z"
+	pa, pb := writeTestCalibration(t, a), writeTestCalibration(t, b)
+	out := filepath.Join(t.TempDir(), "merged.toml")
+	if msg, err := runCLI(t, "calibrate", "merge", "--output", out, pa, pb); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	got, err := configs.LoadCalibration(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of two, the median is the lower: 20 µs of {30, 20}.
+	if got.Topology.Intra.LatencyS != 20e-6 || got.Info.Date != b.Info.Date || got.Info.Repeats != 10 {
+		t.Errorf("merged link %+v, info %+v: want 20 µs, b's date, 10 repeats", got.Topology.Intra, got.Info)
+	}
+	if _, notes := estimateWith(t, "test/tp2pp2-tiny", out); len(notes) == 0 {
+		t.Error("the merged profile applied with no notes")
+	}
+	c := cpuLikeCalibration()
+	c.Info.Cores = 8
+	pc := writeTestCalibration(t, c)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--output", pa, pa, pb}, "--output " + pa + ": is the input " + pa},
+		{[]string{"--output", out, pa}, "requires at least 2 arg"},
+		{[]string{"--output", out, pa, pb + ".missing"}, pb + ".missing"},
+		{[]string{"--output", out, pa, pc}, "calibration.cores: " + pa + " has 0, " + pc + " has 8"},
+		{[]string{pa, pb}, "--output is required"},
+	} {
+		msg, err := runCLI(t, append([]string{"calibrate", "merge"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("calibrate merge %q: error %v, want %q\n%s", tc.args, err, tc.want, msg)
+		}
+	}
+	if back, err := configs.LoadCalibration(pa); err != nil || back.Topology.Intra.LatencyS != 30e-6 {
+		t.Errorf("input %s after the refusals: %+v, %v", pa, back, err)
+	}
+}

@@ -96,7 +96,7 @@ func whyNotRun(c docCommand) string {
 	case strings.Contains(s, "--config tp8pp2 ") && strings.HasPrefix(c.text, "partbench run"):
 		return "runs the 16-rank seed for real"
 	}
-	for _, in := range []string{"results.json", "a.json", "b.json", "all_reduce.txt", "ar8.txt", "results/", "my.toml", "latency.json"} {
+	for _, in := range []string{"results.json", "a.json", "b.json", "all_reduce.txt", "ar8.txt", "results/", "my.toml", "latency.json", "calib-1.toml"} {
 		if strings.Contains(s, " "+in) && !strings.Contains(s, "--output-dir "+in) {
 			return "reads the user's " + in
 		}

@@ -1,0 +1,522 @@
+package calib
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/topology"
+)
+
+// Merge pools several calibrations of one host into one profile: every
+// measured figure the median of the profiles' figures (spreadOf's median,
+// the lower middle one, so always a figure one of them measured), its
+// extremes the least and greatest any of them measured, its sample count
+// their sum; the figures derived from measured ones (a GEMM's and a
+// collective's model time, the op check's model side) computed again from
+// the pooled profile.
+//
+// One calibration's figures describe the state the host was in while it
+// ran: on the project's 2-core VM the 4-rank core wait after a decode's
+// burst read a median of 1.8–5.8 µs over six calibrations, and one
+// calibration priced tp2pp2-tiny's TPOT anywhere in −25 … +22 % of its
+// runs, where the median of the six priced it within −6 … +7 %
+// (docs/measurements/cpu-calibration.md, (twenty-eighth)). Several
+// calibrations taken apart in time, merged, are the estimate that
+// agreement needs.
+//
+// The profiles must come from one host and one setting (backend, CPU,
+// cores, device, ranks, quick, op-time dtype and placement); names are
+// used in errors and notes (the files' base names where they are files).
+// An op_time group — kind, shape, context and ranks — is matched entry by
+// entry in the order of size: several kinds key their entries by a
+// measured size (core_wait by its burst's wall time in ns), which differs a
+// little from one calibration to the next, so the merged entry's size is
+// the median of theirs too (still strictly increasing within the group).
+// A group present in only some profiles is kept from those, and noted; a
+// group measured at a different number of sizes is an error.
+func Merge(cals []*configs.Calibration, names []string) (*configs.Calibration, error) {
+	if len(cals) < 2 {
+		return nil, fmt.Errorf("merge: needs at least two calibrations (got %d)", len(cals))
+	}
+	if len(names) != len(cals) {
+		return nil, fmt.Errorf("merge: %d names for %d calibrations", len(names), len(cals))
+	}
+	if err := sameSetting(cals, names); err != nil {
+		return nil, err
+	}
+	first := cals[0]
+	out := &configs.Calibration{Info: first.Info, Spread: map[string]configs.Spread{}}
+	out.Info.Notes, out.Info.Warnings, out.Info.LoadAverage = nil, nil, nil
+
+	var err error
+	if out.Hardware, err = medianStruct(cals, names, "hardware", func(c *configs.Calibration) topology.GPU { return c.Hardware }); err != nil {
+		return nil, err
+	}
+	if out.Topology, err = medianStruct(cals, names, "topology", func(c *configs.Calibration) topology.Topology { return c.Topology }); err != nil {
+		return nil, err
+	}
+	mergeSpreads(out, cals)
+	if out.OpTimes, err = poolOpTimes(out, cals, names); err != nil {
+		return nil, err
+	}
+	mergeGEMM(out, cals)
+	mergeCache(out, cals)
+	if err := mergeComm(out, cals); err != nil {
+		return nil, err
+	}
+	if err := mergeRemote(out, cals, names); err != nil {
+		return nil, err
+	}
+	if err := mergeEngine(out, cals, names); err != nil {
+		return nil, err
+	}
+
+	// Info: the newest date, every repeat, the highest load at the start
+	// and at the end, each profile's notes and warnings under its name.
+	versions := map[string]bool{}
+	var dates, starts, ends []string
+	var startLoad, endLoad []float64
+	for i, c := range cals {
+		out.Info.Date = max(out.Info.Date, c.Info.Date)
+		if i > 0 {
+			out.Info.Repeats += c.Info.Repeats
+		}
+		versions[c.Info.Version] = true
+		dates = append(dates, fmt.Sprintf("%s (%s)", names[i], c.Info.Date))
+		if la := c.Info.LoadAverage; len(la) == 2 {
+			startLoad, endLoad = append(startLoad, la[0]), append(endLoad, la[1])
+			starts = append(starts, fmt.Sprintf("%.2f", la[0]))
+			ends = append(ends, fmt.Sprintf("%.2f", la[1]))
+		}
+	}
+	if len(startLoad) == len(cals) {
+		out.Info.LoadAverage = []float64{slices.Max(startLoad), slices.Max(endLoad)}
+	}
+	note(out, "merged from %d calibrations of this host: %s; every figure the median of theirs, its extremes theirs, op check and model times computed again (partbench calibrate merge)",
+		len(cals), strings.Join(dates, ", "))
+	if len(starts) == len(cals) {
+		note(out, "1-minute load average at each calibration's start: %s; at its end: %s", strings.Join(starts, ", "), strings.Join(ends, ", "))
+	}
+	if len(versions) > 1 {
+		out.Info.Version = strings.Join(slices.Sorted(maps.Keys(versions)), " + ")
+		note(out, "the calibrations were taken by different partbench versions: %s", out.Info.Version)
+	}
+	for i, c := range cals {
+		for _, n := range c.Info.Notes {
+			note(out, "%s: %s", names[i], n)
+		}
+		for _, w := range c.Info.Warnings {
+			out.Info.Warnings = append(out.Info.Warnings, names[i]+": "+w)
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("merge: the pooled figures are not a valid profile: %w", err)
+	}
+	// The op check: each kind's measured time the median of the profiles',
+	// its model side sim's with the pooled profile.
+	if out.Ops, err = mergeOps(out, cals, names); err != nil {
+		return nil, err
+	}
+	if w, ok := opCheckWarning(out); ok {
+		out.Info.Warnings = append(out.Info.Warnings, w)
+	}
+	return out, nil
+}
+
+// MergeNames are the names Merge gives calibrations loaded from paths:
+// each base name, or the path where two inputs share a base name.
+func MergeNames(paths []string) []string {
+	names := make([]string, len(paths))
+	seen := map[string]int{}
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+		seen[names[i]]++
+	}
+	for i, p := range paths {
+		if seen[names[i]] > 1 {
+			names[i] = p
+		}
+	}
+	return names
+}
+
+// sameSetting refuses calibrations of different hosts or settings, naming
+// the field, the first calibration's value and the other's.
+func sameSetting(cals []*configs.Calibration, names []string) error {
+	type field struct {
+		name string
+		of   func(*configs.Calibration) any
+	}
+	fields := []field{
+		{"calibration.backend", func(c *configs.Calibration) any { return c.Info.Backend }},
+		{"calibration.host", func(c *configs.Calibration) any { return c.Info.Host }},
+		{"calibration.cpu", func(c *configs.Calibration) any { return c.Info.CPU }},
+		{"calibration.cores", func(c *configs.Calibration) any { return c.Info.Cores }},
+		{"calibration.device", func(c *configs.Calibration) any { return c.Info.Device }},
+		{"calibration.ranks", func(c *configs.Calibration) any { return c.Info.Ranks }},
+		{"calibration.quick", func(c *configs.Calibration) any { return c.Info.Quick }},
+		{"calibration.op_time_dtype", func(c *configs.Calibration) any { return c.Info.OpTimeDType }},
+		{"calibration.op_time_processes", func(c *configs.Calibration) any { return c.Info.OpTimeProcesses }},
+	}
+	for i := 1; i < len(cals); i++ {
+		for _, f := range fields {
+			if a, b := f.of(cals[0]), f.of(cals[i]); a != b {
+				return fmt.Errorf("merge: %s: %s has %v, %s has %v; only calibrations of one host with the same flags merge", f.name, names[0], a, names[i], b)
+			}
+		}
+	}
+	return nil
+}
+
+// medianStruct is of(cals[0]) with every numeric field (float64, int,
+// int64, nested in structs) the median of the calibrations' values; every
+// other field (names, classes, flags, ranges) must be the same in all.
+func medianStruct[T any](cals []*configs.Calibration, names []string, key string, of func(*configs.Calibration) T) (T, error) {
+	vs := make([]reflect.Value, len(cals))
+	for i, c := range cals {
+		v := of(c)
+		vs[i] = reflect.ValueOf(&v).Elem()
+	}
+	out := of(cals[0])
+	err := medianFields(reflect.ValueOf(&out).Elem(), vs, names, key)
+	return out, err
+}
+
+func medianFields(out reflect.Value, vs []reflect.Value, names []string, path string) error {
+	switch out.Kind() {
+	case reflect.Struct:
+		t := out.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := strings.Split(f.Tag.Get("toml"), ",")[0]
+			if name == "" || name == "-" {
+				name = f.Name
+			}
+			sub := make([]reflect.Value, len(vs))
+			for j, v := range vs {
+				sub[j] = v.Field(i)
+			}
+			if err := medianFields(out.Field(i), sub, names, path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Float64:
+		xs := make([]float64, len(vs))
+		for i, v := range vs {
+			xs[i] = v.Float()
+		}
+		out.SetFloat(medianOf(xs))
+	case reflect.Int, reflect.Int64:
+		xs := make([]int64, len(vs))
+		for i, v := range vs {
+			xs[i] = v.Int()
+		}
+		out.SetInt(lowerMedianInt(xs))
+	default:
+		for i := 1; i < len(vs); i++ {
+			if !reflect.DeepEqual(vs[0].Interface(), vs[i].Interface()) {
+				return fmt.Errorf("merge: %s: %s has %v, %s has %v; the calibrations describe different machines", path, names[0], vs[0].Interface(), names[i], vs[i].Interface())
+			}
+		}
+	}
+	return nil
+}
+
+// pooled is the merged spread of figures measured by several
+// calibrations, each given by its median, extremes and sample count.
+func pooled(meds, mins, maxs []float64, ns []int) configs.Spread {
+	s := configs.Spread{Median: medianOf(meds), Min: slices.Min(mins), Max: slices.Max(maxs)}
+	for _, n := range ns {
+		s.N += n
+	}
+	s.Min, s.Max = min(s.Min, s.Median), max(s.Max, s.Median)
+	return s
+}
+
+func mergeSpreads(out *configs.Calibration, cals []*configs.Calibration) {
+	keys := map[string]bool{}
+	for _, c := range cals {
+		for k := range c.Spread {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		var meds, mins, maxs []float64
+		var ns []int
+		for _, c := range cals {
+			if s, ok := c.Spread[k]; ok {
+				meds, mins, maxs, ns = append(meds, s.Median), append(mins, s.Min), append(maxs, s.Max), append(ns, s.N)
+			}
+		}
+		out.Spread[k] = pooled(meds, mins, maxs, ns)
+	}
+}
+
+// opGroup is an op_time entry's key less its size and context.
+type opGroup struct {
+	kind, shape string
+	ranks       int
+}
+
+// opLayout is one calibration's entries of an op group: by context, in
+// increasing order, each context's entries by size.
+type opLayout [][]configs.OpTime
+
+func layoutOf(es []configs.OpTime) opLayout {
+	slices.SortFunc(es, func(a, b configs.OpTime) int {
+		return cmp.Or(cmp.Compare(a.Context, b.Context), cmp.Compare(a.Size, b.Size))
+	})
+	var l opLayout
+	for i, e := range es {
+		if i == 0 || e.Context != es[i-1].Context {
+			l = append(l, nil)
+		}
+		l[len(l)-1] = append(l[len(l)-1], e)
+	}
+	return l
+}
+
+func (l opLayout) counts() []int {
+	n := make([]int, len(l))
+	for i, es := range l {
+		n[i] = len(es)
+	}
+	return n
+}
+
+// poolOpTimes merges the op-time tables. Within a group the calibrations'
+// entries are matched by position, contexts in increasing order and sizes
+// within each: several kinds key their entries by a measured time
+// (core_wait's size is its burst's wall time in ns, core_exit_lag's
+// context), which differs a little from one calibration to the next, so
+// the merged entry's size and context are the medians of theirs too (each
+// still strictly increasing, the median of larger values being larger).
+func poolOpTimes(out *configs.Calibration, cals []*configs.Calibration, names []string) ([]configs.OpTime, error) {
+	var order []opGroup
+	entries := map[opGroup][][]configs.OpTime{} // group → per calibration → its entries
+	for i, c := range cals {
+		for _, t := range c.OpTimes {
+			g := opGroup{t.Kind, t.Shape, t.Ranks}
+			if entries[g] == nil {
+				entries[g] = make([][]configs.OpTime, len(cals))
+				order = append(order, g)
+			}
+			entries[g][i] = append(entries[g][i], t)
+		}
+	}
+	var ts []configs.OpTime
+	for _, g := range order {
+		var have []int
+		var in []string
+		layouts := make([]opLayout, len(cals))
+		for i, es := range entries[g] {
+			if len(es) == 0 {
+				continue
+			}
+			layouts[i] = layoutOf(es)
+			if len(have) > 0 && !slices.Equal(layouts[i].counts(), layouts[have[0]].counts()) {
+				return nil, fmt.Errorf("merge: op_time %s (shape %q, ranks %d): %s has %d entries by context %v, %s has %v; the calibrations did not measure the same table (take them with one partbench version and the same flags)",
+					g.kind, g.shape, g.ranks, names[have[0]], len(entries[g][have[0]]), layouts[have[0]].counts(), names[i], layouts[i].counts())
+			}
+			have, in = append(have, i), append(in, names[i])
+		}
+		if len(have) < len(cals) {
+			note(out, "op_time %s (shape %q, ranks %d) from %s only: the others did not measure it", g.kind, g.shape, g.ranks, strings.Join(in, ", "))
+		}
+		for c, es := range layouts[have[0]] {
+			var contexts []int64
+			for _, i := range have {
+				contexts = append(contexts, layouts[i][c][0].Context)
+			}
+			context := lowerMedianInt(contexts)
+			for j, e := range es {
+				var meds, mins, maxs []float64
+				var ns []int
+				var sizes []int64
+				for _, i := range have {
+					a := layouts[i][c][j]
+					meds, mins, maxs, ns = append(meds, a.TimeS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS), append(ns, a.Samples)
+					sizes = append(sizes, a.Size)
+				}
+				s := pooled(meds, mins, maxs, ns)
+				e.Size, e.Context, e.TimeS, e.TimeMinS, e.TimeMaxS, e.Samples = lowerMedianInt(sizes), context, s.Median, s.Min, s.Max, s.N
+				ts = append(ts, e)
+			}
+		}
+	}
+	return ts, nil
+}
+
+// memOf is the memory figures of a profile's hardware, as rooflineS
+// takes them.
+func memOf(h topology.GPU) memFigures {
+	return memFigures{streamBytesPerS: h.HBMBytesPerS, l2Bytes: float64(h.L2Bytes) * h.L2UsableFraction, l2BytesPerS: h.L2BytesPerS}
+}
+
+func mergeGEMM(out *configs.Calibration, cals []*configs.Calibration) {
+	type key struct {
+		source, dtype   string
+		m, n, k, mm, mn int
+	}
+	keyOf := func(s configs.GEMMSample) key {
+		return key{s.Source, s.DType, s.M, s.N, s.K, s.MeasuredM, s.MeasuredN}
+	}
+	at := map[key][]configs.GEMMSample{}
+	for _, c := range cals {
+		for _, s := range c.GEMM {
+			at[keyOf(s)] = append(at[keyOf(s)], s)
+		}
+	}
+	for _, s := range cals[0].GEMM {
+		all := at[keyOf(s)]
+		var meds, mins, maxs []float64
+		for _, a := range all {
+			meds, mins, maxs = append(meds, a.TimeMedianS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS)
+		}
+		sp := pooled(meds, mins, maxs, nil)
+		s.TimeMedianS, s.TimeMinS, s.TimeMaxS = sp.Median, sp.Min, sp.Max
+		s.FLOPsPerS = float64(s.FLOPs) / sp.Median
+		flops := out.Hardware.PeakFLOPsPerS(cmp.Or(s.DType, "fp32"))
+		s.ModelTimeS = rooflineS(gemmShape{source: s.Source, m: s.M, n: s.N, k: s.K, mm: s.MeasuredM, mn: s.MeasuredN, elem: elemBytes[s.DType]}, flops, memOf(out.Hardware))
+		out.GEMM = append(out.GEMM, s)
+	}
+}
+
+func mergeCache(out *configs.Calibration, cals []*configs.Calibration) {
+	at := map[int64][]configs.CacheSample{}
+	for _, c := range cals {
+		for _, s := range c.Cache {
+			at[s.Bytes] = append(at[s.Bytes], s)
+		}
+	}
+	for _, s := range cals[0].Cache {
+		var meds, mins, maxs []float64
+		for _, a := range at[s.Bytes] {
+			meds, mins, maxs = append(meds, a.BytesPerSMedian), append(mins, a.BytesPerSMin), append(maxs, a.BytesPerSMax)
+		}
+		sp := pooled(meds, mins, maxs, nil)
+		s.BytesPerSMedian, s.BytesPerSMin, s.BytesPerSMax = sp.Median, sp.Min, sp.Max
+		if out.Hardware.HBMBytesPerS > 0 {
+			s.ReuseOverStream = sp.Median / out.Hardware.HBMBytesPerS
+		}
+		out.Cache = append(out.Cache, s)
+	}
+}
+
+func mergeComm(out *configs.Calibration, cals []*configs.Calibration) error {
+	type key struct {
+		op    string
+		ranks int
+		bytes int64
+	}
+	at := map[key][]configs.CommSample{}
+	for _, c := range cals {
+		for _, s := range c.Comm {
+			k := key{s.Op, s.Ranks, s.Bytes}
+			at[k] = append(at[k], s)
+		}
+	}
+	for _, s := range cals[0].Comm {
+		var meds, mins, maxs []float64
+		for _, a := range at[key{s.Op, s.Ranks, s.Bytes}] {
+			meds, mins, maxs = append(meds, a.TimeMedianS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS)
+		}
+		sp := pooled(meds, mins, maxs, nil)
+		s.TimeMedianS, s.TimeMinS, s.TimeMaxS = sp.Median, sp.Min, sp.Max
+		e, err := modelComm(commPoint{s.Op, s.Ranks, s.Bytes, sp.Median}, out.Topology.Intra)
+		if err != nil {
+			return fmt.Errorf("merge: comm %s over %d ranks, %d B: %w", s.Op, s.Ranks, s.Bytes, err)
+		}
+		s.ModelTimeS, s.Algo, s.Proto = e.TimeS, e.Algo, e.Proto
+		out.Comm = append(out.Comm, s)
+	}
+	return nil
+}
+
+func mergeRemote(out *configs.Calibration, cals []*configs.Calibration, names []string) error {
+	var have []*configs.Calibration
+	for _, c := range cals {
+		if c.Remote != nil {
+			have = append(have, c)
+		}
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	r := *have[0].Remote
+	var xs []float64
+	r.Samples = 0
+	for _, c := range have {
+		if c.Remote.Transport != r.Transport || c.Remote.Config != r.Config {
+			return fmt.Errorf("merge: remote: %s measured %s over %s, another %s over %s", names[0], r.Config, r.Transport, c.Remote.Config, c.Remote.Transport)
+		}
+		xs = append(xs, c.Remote.RequestOverheadS)
+		r.Samples += c.Remote.Samples
+	}
+	r.RequestOverheadS = medianOf(xs)
+	out.Remote = &r
+	return nil
+}
+
+func mergeEngine(out *configs.Calibration, cals []*configs.Calibration, names []string) error {
+	var have []*configs.Calibration
+	for _, c := range cals {
+		if c.Engine != nil {
+			have = append(have, c)
+		}
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	e := *have[0].Engine
+	var xs []float64
+	for _, c := range have {
+		if c.Engine.Config != e.Config || c.Engine.Seqs != e.Seqs {
+			return fmt.Errorf("merge: engine: %s measured %s at %d sequences, another %s at %d", names[0], e.Config, e.Seqs, c.Engine.Config, c.Engine.Seqs)
+		}
+		xs = append(xs, c.Engine.LaunchHostS)
+	}
+	e.LaunchHostS = medianOf(xs)
+	out.Engine = &e
+	return nil
+}
+
+// mergeOps is the op check of the pooled profile: per phase and kind the
+// median of the profiles' measured times, the model side priced again.
+func mergeOps(out *configs.Calibration, cals []*configs.Calibration, names []string) ([]configs.OpSample, error) {
+	if len(cals[0].Ops) == 0 {
+		return nil, nil
+	}
+	config, model, err := opCheckModel(out, OpsConfig)
+	if err != nil {
+		return nil, fmt.Errorf("merge: op check: %w", err)
+	}
+	var ops []configs.OpSample
+	for _, s := range cals[0].Ops {
+		if s.Config != config {
+			return nil, fmt.Errorf("merge: op check: %s checked %s; this partbench checks %s", names[0], s.Config, config)
+		}
+		var xs []float64
+		for i, c := range cals {
+			for _, a := range c.Ops {
+				if a.Config != s.Config || a.Phase != s.Phase || a.Kind != s.Kind {
+					continue
+				}
+				if a.Calls != s.Calls {
+					return nil, fmt.Errorf("merge: op check %s %s: %d calls in %s, %d in %s; the calibrations checked different Programs", s.Phase, s.Kind, s.Calls, names[0], a.Calls, names[i])
+				}
+				xs = append(xs, a.MeasuredS)
+			}
+		}
+		s.MeasuredS = medianOf(xs)
+		s.ModelS = model[opCheckKey{s.Phase, s.Kind}]
+		ops = append(ops, s)
+	}
+	return ops, nil
+}

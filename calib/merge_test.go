@@ -1,0 +1,184 @@
+package calib
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/topology"
+)
+
+// mergeInput is a small valid CPU calibration of host "h" whose measured
+// figures are the arguments: the FLOP rate, the link latency, the 4-rank
+// core wait after the shortest burst and that burst's wall time in ns (a
+// measured size), the exit lag's burst (a measured context) and the op
+// check's measured decode GEMM time.
+func mergeInput(flops, latency, wait float64, burstNS, lagCtx int64, opCheck float64) *configs.Calibration {
+	link := topology.Link{Class: topology.Network, Name: "TCP over loopback (exec/tcpcomm), 4 ranks as processes", BytesPerS: 1e9, LatencyS: latency}
+	cw := configs.CoreWaitShape(2)
+	return &configs.Calibration{
+		Hardware: topology.GPU{Name: "cpu:AMD EPYC", FP32FLOPsPerS: flops, FP16FLOPsPerS: flops, BF16FLOPsPerS: flops,
+			HBMBytes: 25 << 30, HBMReservedBytes: 3 << 30, HBMBytesPerS: 4e10, L2Bytes: 32 << 20, L2UsableFraction: 1,
+			L2BytesPerS: 8e10, SMs: 2, SharedMemPerSM: 49152, KernelLaunchS: 1.5e-7, ComputeEfficiency: 1, HBMEfficiency: 1},
+		Topology: topology.Topology{Name: "cpu-loopback-4", Nodes: 1, GPUsPerNode: 4, Intra: link},
+		Spread: map[string]configs.Spread{
+			"fp32_flops_per_s": {Min: 0.9 * flops, Median: flops, Max: 1.1 * flops, N: 5},
+			"link_latency_s":   {Min: 0.5 * latency, Median: latency, Max: 2 * latency, N: 5},
+		},
+		Info: configs.CalibrationInfo{Host: "h", CPU: "AMD EPYC", Cores: 2, Backend: configs.BackendCPU, Date: "2026-11-27T10:00:00Z",
+			Version: "dev", Ranks: 4, Repeats: 5, OpTimeProcesses: true, Notes: []string{"measured"}, LoadAverage: []float64{0.5, 1}},
+		OpTimes: []configs.OpTime{
+			{Kind: "gemm", Shape: "m=1 n=64 k=64", Size: 1, TimeS: 2e-6, TimeMinS: 1e-6, TimeMaxS: 3e-6, Samples: 5, Ranks: 1},
+			{Kind: configs.CoreWaitKind, Shape: cw, Size: burstNS, TimeS: wait, TimeMinS: wait / 2, TimeMaxS: 2 * wait, Samples: 10, Ranks: 4},
+			{Kind: configs.CoreWaitKind, Shape: cw, Size: 4 * burstNS, TimeS: 3 * wait, TimeMinS: wait, TimeMaxS: 6 * wait, Samples: 10, Ranks: 4},
+			{Kind: configs.CoreExitLagKind, Shape: cw, Size: 256, Context: lagCtx, TimeS: 3e-5, TimeMinS: 2e-5, TimeMaxS: 4e-5, Samples: 5, Ranks: 4},
+			{Kind: configs.CoreExitLagKind, Shape: cw, Size: 4096, Context: lagCtx, TimeS: 4e-5, TimeMinS: 2e-5, TimeMaxS: 5e-5, Samples: 5, Ranks: 4},
+		},
+		Comm: []configs.CommSample{{Op: opSendRecv, Ranks: 2, Bytes: 4096, TimeMinS: latency, TimeMedianS: 2 * latency, TimeMaxS: 3 * latency, ModelTimeS: 1}},
+		Ops:  []configs.OpSample{{Config: "single-tiny", Phase: "decode", Kind: "gemm", Calls: 33, MeasuredS: opCheck, ModelS: 1}},
+	}
+}
+
+func mergeInputs() []*configs.Calibration {
+	return []*configs.Calibration{
+		mergeInput(1e10, 3e-5, 4e-6, 6000, 6754, 2e-4),
+		mergeInput(3e10, 1e-5, 1e-6, 6400, 6473, 3e-4),
+		mergeInput(2e10, 2e-5, 6e-6, 5900, 6600, 1e-4),
+	}
+}
+
+// Every figure of the merged profile is the median of the three (the
+// middle one of three), its extremes theirs; the measured sizes and
+// contexts too, matched by position.
+func TestMerge(t *testing.T) {
+	in := mergeInputs()
+	in[1].Info.Date = "2026-11-27T11:00:00Z"
+	in[2].Info.Warnings = []string{"the machine was busy"}
+	got, err := Merge(in, []string{"a.toml", "b.toml", "c.toml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hardware and link: medians of {1, 3, 2}e10 FLOP/s and {3, 1, 2}e-5 s.
+	if got.Hardware.FP32FLOPsPerS != 2e10 || got.Hardware.BF16FLOPsPerS != 2e10 || got.Topology.Intra.LatencyS != 2e-5 || got.Hardware.SMs != 2 {
+		t.Errorf("hardware %+v link %+v: want 2e10 FLOP/s and 2e-5 s", got.Hardware, got.Topology.Intra)
+	}
+	// Spreads: median of medians 2e10, least min 0.9e10, greatest max
+	// 3.3e10, 15 samples.
+	if s := got.Spread["fp32_flops_per_s"]; s.Median != 2e10 || !sameFloat(s.Min, 0.9e10) || !sameFloat(s.Max, 3.3e10) || s.N != 15 {
+		t.Errorf("fp32 spread %+v", s)
+	}
+	want := map[[2]int64]configs.OpTime{ // by (size, context): the median entry, extremes, 3 × samples
+		{1, 0}:       {Kind: "gemm", TimeS: 2e-6, TimeMinS: 1e-6, TimeMaxS: 3e-6, Samples: 15},
+		{6000, 0}:    {Kind: configs.CoreWaitKind, TimeS: 4e-6, TimeMinS: 0.5e-6, TimeMaxS: 12e-6, Samples: 30}, // sizes 6000, 6400, 5900; waits 4, 1, 6 µs
+		{24000, 0}:   {Kind: configs.CoreWaitKind, TimeS: 12e-6, TimeMinS: 1e-6, TimeMaxS: 36e-6, Samples: 30},  // sizes 24000, 25600, 23600
+		{256, 6600}:  {Kind: configs.CoreExitLagKind, TimeS: 3e-5, TimeMinS: 2e-5, TimeMaxS: 4e-5, Samples: 15}, // contexts 6754, 6473, 6600
+		{4096, 6600}: {Kind: configs.CoreExitLagKind, TimeS: 4e-5, TimeMinS: 2e-5, TimeMaxS: 5e-5, Samples: 15},
+	}
+	if len(got.OpTimes) != len(want) {
+		t.Fatalf("%d op_time entries, want %d: %+v", len(got.OpTimes), len(want), got.OpTimes)
+	}
+	for _, e := range got.OpTimes {
+		w, ok := want[[2]int64{e.Size, e.Context}]
+		if !ok || e.Kind != w.Kind || !sameFloat(e.TimeS, w.TimeS) || !sameFloat(e.TimeMinS, w.TimeMinS) || !sameFloat(e.TimeMaxS, w.TimeMaxS) || e.Samples != w.Samples {
+			t.Errorf("entry %+v, want %+v", e, w)
+		}
+	}
+	// Link sample: median 2 × 2e-5 s, modeled again with the pooled link.
+	c := got.Comm[0]
+	m, err := modelComm(commPoint{c.Op, c.Ranks, c.Bytes, c.TimeMedianS}, got.Topology.Intra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TimeMedianS != 4e-5 || c.TimeMinS != 1e-5 || c.TimeMaxS != 9e-5 || c.ModelTimeS != m.TimeS || c.ModelTimeS == 1 {
+		t.Errorf("comm sample %+v, want median 4e-5, extremes 1e-5 and 9e-5, model %g", c, m.TimeS)
+	}
+	// Op check: measured the median of 2, 3 and 1e-4 s; the model side
+	// priced from the pooled profile, not the inputs' placeholder 1 s.
+	name, model, err := opCheckModel(got, OpsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Ops) != 1 || got.Ops[0].MeasuredS != 2e-4 || got.Ops[0].Config != name || got.Ops[0].ModelS != model[opCheckKey{"decode", "gemm"}] || got.Ops[0].ModelS == 1 {
+		t.Errorf("op check %+v, want measured 2e-4 and model %g", got.Ops, model[opCheckKey{"decode", "gemm"}])
+	}
+	if got.Info.Date != "2026-11-27T11:00:00Z" || got.Info.Repeats != 15 || len(got.Info.LoadAverage) != 2 || got.Info.LoadAverage[1] != 1 {
+		t.Errorf("info %+v: want the newest date, 15 repeats", got.Info)
+	}
+	notes := strings.Join(got.Info.Notes, "\n")
+	for _, s := range []string{"merged from 3 calibrations of this host: a.toml (2026-11-27T10:00:00Z), b.toml (2026-11-27T11:00:00Z)", "a.toml: measured", "c.toml: measured"} {
+		if !strings.Contains(notes, s) {
+			t.Errorf("notes lack %q:\n%s", s, notes)
+		}
+	}
+	// c.toml's warning under its name; the op check judged again: the
+	// model side over 2e-4 s measured, beyond 1.5× either way a warning.
+	wantWarnings := 1
+	if r := got.Ops[0].ModelS / 2e-4; r > OpCheckFactor || r < 1/OpCheckFactor {
+		wantWarnings = 2
+	}
+	if len(got.Info.Warnings) != wantWarnings || got.Info.Warnings[0] != "c.toml: the machine was busy" {
+		t.Errorf("warnings %q, want c.toml's and %d in all", got.Info.Warnings, wantWarnings)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func sameFloat(a, b float64) bool { return a == b || (a-b)/b < 1e-12 && (b-a)/b < 1e-12 }
+
+// An op group one calibration lacks is kept from the others, and noted.
+func TestMergeGroupInSome(t *testing.T) {
+	in := mergeInputs()[:2]
+	in[1].OpTimes = in[1].OpTimes[:3] // no exit lags
+	got, err := Merge(in, []string{"a.toml", "b.toml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lags int
+	for _, e := range got.OpTimes {
+		if e.Kind == configs.CoreExitLagKind {
+			lags++
+			if e.Context != 6754 || e.Samples != 5 {
+				t.Errorf("exit lag %+v: want a.toml's alone", e)
+			}
+		}
+	}
+	if lags != 2 || !strings.Contains(strings.Join(got.Info.Notes, "\n"), `op_time core_exit_lag (shape "cores=2", ranks 4) from a.toml only`) {
+		t.Errorf("%d exit lags, notes %q", lags, got.Info.Notes)
+	}
+}
+
+// Calibrations of other hosts, settings or tables are refused, naming the
+// field, the files and their values.
+func TestMergeRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(b *configs.Calibration)
+		want string
+	}{
+		{"cores", func(b *configs.Calibration) { b.Info.Cores = 4 }, "calibration.cores: a.toml has 2, b.toml has 4"},
+		{"host", func(b *configs.Calibration) { b.Info.Host = "g" }, "calibration.host: a.toml has h, b.toml has g"},
+		{"quick", func(b *configs.Calibration) { b.Info.Quick = true }, "calibration.quick: a.toml has false, b.toml has true"},
+		{"cpu name", func(b *configs.Calibration) { b.Hardware.Name = "cpu:other" }, "hardware.name: a.toml has cpu:AMD EPYC, b.toml has cpu:other"},
+		{"table", func(b *configs.Calibration) { b.OpTimes = b.OpTimes[:2] },
+			`op_time core_wait (shape "cores=2", ranks 4): a.toml has 2 entries by context [2], b.toml has [1]`},
+		{"op check", func(b *configs.Calibration) { b.Ops[0].Calls = 32 }, "op check decode gemm: 33 calls in a.toml, 32 in b.toml"},
+	} {
+		in := mergeInputs()[:2]
+		c.edit(in[1])
+		_, err := Merge(in, []string{"a.toml", "b.toml"})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := Merge(mergeInputs()[:1], []string{"a.toml"}); err == nil || !strings.Contains(err.Error(), "at least two") {
+		t.Errorf("one calibration: %v", err)
+	}
+}
+
+func TestMergeNames(t *testing.T) {
+	got := MergeNames([]string{"x/calib-1.toml", "y/calib-1.toml", "calib-2.toml"})
+	if strings.Join(got, " ") != "x/calib-1.toml y/calib-1.toml calib-2.toml" {
+		t.Errorf("names %q", got)
+	}
+}
