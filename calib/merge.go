@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
 )
 
@@ -25,21 +26,18 @@ import (
 // ran: on the project's 2-core VM the 4-rank core wait after a decode's
 // burst read a median of 1.8–5.8 µs over six calibrations, and one
 // calibration priced tp2pp2-tiny's TPOT anywhere in −25 … +22 % of its
-// runs, where the median of the six priced it within −6 … +7 %
+// runs, where the same profiles with their core_wait entries at the
+// median of all six's repeats priced it within −6 … +7 %
 // (docs/measurements/cpu-calibration.md, (twenty-eighth)). Several
-// calibrations taken apart in time, merged, are the estimate that
-// agreement needs.
+// calibrations merged narrow that noise ((twenty-ninth)); they do not move
+// a state of the host that lasts through all of them.
 //
 // The profiles must come from one host and one setting (backend, CPU,
 // cores, device, ranks, quick, op-time dtype and placement); names are
 // used in errors and notes (the files' base names where they are files).
-// An op_time group — kind, shape, context and ranks — is matched entry by
-// entry in the order of size: several kinds key their entries by a
-// measured size (core_wait by its burst's wall time in ns), which differs a
-// little from one calibration to the next, so the merged entry's size is
-// the median of theirs too (still strictly increasing within the group).
-// A group present in only some profiles is kept from those, and noted; a
-// group measured at a different number of sizes is an error.
+// The op-time table is merged group by group (kind, shape and ranks) at
+// common points, each calibration's curve read there (poolOpTimes); a
+// group present in only some profiles is kept from those, and noted.
 func Merge(cals []*configs.Calibration, names []string) (*configs.Calibration, error) {
 	if len(cals) < 2 {
 		return nil, fmt.Errorf("merge: needs at least two calibrations (got %d)", len(cals))
@@ -290,13 +288,19 @@ func (l opLayout) counts() []int {
 	return n
 }
 
-// poolOpTimes merges the op-time tables. Within a group the calibrations'
-// entries are matched by position, contexts in increasing order and sizes
-// within each: several kinds key their entries by a measured time
-// (core_wait's size is its burst's wall time in ns, core_exit_lag's
-// context), which differs a little from one calibration to the next, so
-// the merged entry's size and context are the medians of theirs too (each
-// still strictly increasing, the median of larger values being larger).
+// poolOpTimes merges the op-time tables, group by group (kind, shape and
+// ranks). Several kinds key their entries by a measured time — core_wait
+// its size by the burst's wall time in ns, core_exit_lag its context alike,
+// turn_off its size by the turn's time on the core, some of whose bins a
+// calibration may not fill — so the calibrations' entries of a group need
+// not sit at the same points. The merged group's points: where every
+// calibration has as many entries per context, the medians of theirs
+// matched by position (contexts in increasing order, sizes within each;
+// each still strictly increasing, the median of larger values being
+// larger), else the points of the calibration with the most entries. At
+// each point every calibration's own curve is read as sim reads it
+// (sim.OpTable.Lookup, clamped to the calibration's measured range) and the
+// merged time is the median of those.
 func poolOpTimes(out *configs.Calibration, cals []*configs.Calibration, names []string) ([]configs.OpTime, error) {
 	var order []opGroup
 	entries := map[opGroup][][]configs.OpTime{} // group → per calibration → its entries
@@ -315,42 +319,97 @@ func poolOpTimes(out *configs.Calibration, cals []*configs.Calibration, names []
 		var have []int
 		var in []string
 		layouts := make([]opLayout, len(cals))
+		matched, fullest := true, -1
 		for i, es := range entries[g] {
 			if len(es) == 0 {
 				continue
 			}
 			layouts[i] = layoutOf(es)
 			if len(have) > 0 && !slices.Equal(layouts[i].counts(), layouts[have[0]].counts()) {
-				return nil, fmt.Errorf("merge: op_time %s (shape %q, ranks %d): %s has %d entries by context %v, %s has %v; the calibrations did not measure the same table (take them with one partbench version and the same flags)",
-					g.kind, g.shape, g.ranks, names[have[0]], len(entries[g][have[0]]), layouts[have[0]].counts(), names[i], layouts[i].counts())
+				matched = false
+			}
+			if fullest < 0 || len(es) > len(entries[g][fullest]) {
+				fullest = i
 			}
 			have, in = append(have, i), append(in, names[i])
 		}
 		if len(have) < len(cals) {
 			note(out, "op_time %s (shape %q, ranks %d) from %s only: the others did not measure it", g.kind, g.shape, g.ranks, strings.Join(in, ", "))
 		}
-		for c, es := range layouts[have[0]] {
-			var contexts []int64
+		curves := make([]func(size, context int64) (configs.OpTime, float64), len(cals))
+		for _, i := range have {
+			curves[i] = curveOf(entries[g][i])
+		}
+		if !matched {
+			var counts []string
 			for _, i := range have {
-				contexts = append(contexts, layouts[i][c][0].Context)
+				counts = append(counts, fmt.Sprintf("%s %d", names[i], len(entries[g][i])))
 			}
-			context := lowerMedianInt(contexts)
-			for j, e := range es {
-				var meds, mins, maxs []float64
-				var ns []int
-				var sizes []int64
-				for _, i := range have {
-					a := layouts[i][c][j]
-					meds, mins, maxs, ns = append(meds, a.TimeS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS), append(ns, a.Samples)
-					sizes = append(sizes, a.Size)
+			note(out, "op_time %s (shape %q, ranks %d) measured at different points (%s entries): merged at %s's, each calibration's curve read there", g.kind, g.shape, g.ranks, strings.Join(counts, ", "), names[fullest])
+		}
+		for c, es := range layouts[fullest] {
+			for j, ref := range es {
+				e := ref
+				var on []configs.OpTime // the calibrations' entries at this point (matched only)
+				if matched {
+					var sizes, contexts []int64
+					for _, i := range have {
+						a := layouts[i][c][j]
+						on = append(on, a)
+						sizes, contexts = append(sizes, a.Size), append(contexts, a.Context)
+					}
+					e.Size, e.Context = lowerMedianInt(sizes), lowerMedianInt(contexts)
 				}
-				s := pooled(meds, mins, maxs, ns)
-				e.Size, e.Context, e.TimeS, e.TimeMinS, e.TimeMaxS, e.Samples = lowerMedianInt(sizes), context, s.Median, s.Min, s.Max, s.N
+				var vals, mins, maxs []float64
+				var ns []int
+				for k, i := range have {
+					near, v := curves[i](e.Size, e.Context)
+					vals = append(vals, v)
+					if matched {
+						near = on[k]
+					}
+					mins, maxs, ns = append(mins, min(near.TimeMinS, v)), append(maxs, max(near.TimeMaxS, v)), append(ns, near.Samples)
+				}
+				sp := pooled(vals, mins, maxs, ns)
+				e.TimeS, e.TimeMinS, e.TimeMaxS, e.Samples = sp.Median, sp.Min, sp.Max, sp.N
 				ts = append(ts, e)
 			}
 		}
 	}
 	return ts, nil
+}
+
+// curveOf reads one calibration's entries of an op group at any point as
+// sim does (the size and context clamped to the measured range): the
+// time there, and the entry nearest the point (the same context, else the
+// nearest, then the nearest size) — the time itself where sim's table has
+// no value there (a grid whose contexts hold different sizes).
+func curveOf(es []configs.OpTime) func(size, context int64) (configs.OpTime, float64) {
+	tab := sim.NewOpTable(es)
+	kind, shape := es[0].Kind, es[0].Shape
+	lo, hi := es[0], es[0]
+	for _, e := range es {
+		lo.Size, hi.Size = min(lo.Size, e.Size), max(hi.Size, e.Size)
+		lo.Context, hi.Context = min(lo.Context, e.Context), max(hi.Context, e.Context)
+	}
+	dist := func(a, b int64) int64 { return max(a-b, b-a) }
+	return func(size, context int64) (configs.OpTime, float64) {
+		size, context = min(max(size, lo.Size), hi.Size), min(max(context, lo.Context), hi.Context)
+		near := es[0]
+		for _, e := range es[1:] {
+			dc, dn := dist(e.Context, context), dist(near.Context, context)
+			if dc < dn || dc == dn && dist(e.Size, size) < dist(near.Size, size) {
+				near = e
+			}
+		}
+		if near.Size == size && near.Context == context {
+			return near, near.TimeS
+		}
+		if v, ok := tab.Lookup(kind, shape, size, context); ok {
+			return near, v
+		}
+		return near, near.TimeS
+	}
 }
 
 // memOf is the memory figures of a profile's hardware, as rooflineS

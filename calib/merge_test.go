@@ -1,6 +1,8 @@
 package calib
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,6 +150,56 @@ func TestMergeGroupInSome(t *testing.T) {
 	}
 }
 
+// A group measured at different points (a turn_off bin one calibration
+// did not fill, here b's second core_wait) is merged at the points of the
+// calibration with the most entries, each calibration's curve read there
+// as sim reads it, clamped to its measured range.
+func TestMergeDifferentPoints(t *testing.T) {
+	in := mergeInputs()
+	in[1].OpTimes = slices.Delete(in[1].OpTimes, 2, 3) // b: core_wait at 6400 ns only (1 µs)
+	got, err := Merge(in, []string{"a.toml", "b.toml", "c.toml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At a's 6000 ns: a 4 µs; b clamped to its 6400 ns, 1 µs; c between
+	// 5900 ns (6 µs) and 23600 ns (18 µs) on a power law,
+	// 6·3^(ln(6000/5900)/ln 4) = 6.080 µs: median 4 µs. At a's 24000 ns: a
+	// 12, b 1 (clamped), c 18 (clamped to 23600): median 12 µs. Extremes:
+	// the entries nearest each point (b's 0.5–2 µs, c's 3–12 µs at 5900,
+	// 6–36 µs at 23600) with the values read; samples 3 × 10.
+	want := map[int64][3]float64{6000: {4e-6, 0.5e-6, 12e-6}, 24000: {12e-6, 0.5e-6, 36e-6}}
+	var n int
+	for _, e := range got.OpTimes {
+		if e.Kind != configs.CoreWaitKind {
+			continue
+		}
+		n++
+		w, ok := want[e.Size]
+		if !ok || !sameFloat(e.TimeS, w[0]) || !sameFloat(e.TimeMinS, w[1]) || !sameFloat(e.TimeMaxS, w[2]) || e.Samples != 30 {
+			t.Errorf("core_wait %+v, want %v at its size", e, w)
+		}
+	}
+	if n != 2 || !strings.Contains(strings.Join(got.Info.Notes, "\n"), `op_time core_wait (shape "cores=2", ranks 4) measured at different points (a.toml 2, b.toml 1, c.toml 2 entries): merged at a.toml's`) {
+		t.Errorf("%d core_wait entries; notes %q", n, got.Info.Notes)
+	}
+	// The curves themselves at 6000 ns, as the comment derives them.
+	waits := func(c *configs.Calibration) []configs.OpTime {
+		var out []configs.OpTime
+		for _, e := range c.OpTimes {
+			if e.Kind == configs.CoreWaitKind {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if _, v := curveOf(waits(in[2]))(6000, 0); math.Abs(v-6.0804e-6) > 1e-10 {
+		t.Errorf("c's curve at 6000 ns: %g s, want 6·3^(ln(6000/5900)/ln 4) µs = 6.0804 µs", v)
+	}
+	if near, v := curveOf(waits(in[1]))(6000, 0); v != 1e-6 || near.Size != 6400 {
+		t.Errorf("b's curve at 6000 ns: %g s from %+v, want its 6400 ns entry's 1 µs", v, near)
+	}
+}
+
 // Calibrations of other hosts, settings or tables are refused, naming the
 // field, the files and their values.
 func TestMergeRefuses(t *testing.T) {
@@ -160,8 +212,6 @@ func TestMergeRefuses(t *testing.T) {
 		{"host", func(b *configs.Calibration) { b.Info.Host = "g" }, "calibration.host: a.toml has h, b.toml has g"},
 		{"quick", func(b *configs.Calibration) { b.Info.Quick = true }, "calibration.quick: a.toml has false, b.toml has true"},
 		{"cpu name", func(b *configs.Calibration) { b.Hardware.Name = "cpu:other" }, "hardware.name: a.toml has cpu:AMD EPYC, b.toml has cpu:other"},
-		{"table", func(b *configs.Calibration) { b.OpTimes = b.OpTimes[:2] },
-			`op_time core_wait (shape "cores=2", ranks 4): a.toml has 2 entries by context [2], b.toml has [1]`},
 		{"op check", func(b *configs.Calibration) { b.Ops[0].Calls = 32 }, "op check decode gemm: 33 calls in a.toml, 32 in b.toml"},
 	} {
 		in := mergeInputs()[:2]
