@@ -52,29 +52,6 @@ func Merge(cals []*configs.Calibration, names []string) (*configs.Calibration, e
 	out := &configs.Calibration{Info: first.Info, Spread: map[string]configs.Spread{}}
 	out.Info.Notes, out.Info.Warnings, out.Info.LoadAverage = nil, nil, nil
 
-	var err error
-	if out.Hardware, err = medianStruct(cals, names, "hardware", func(c *configs.Calibration) topology.GPU { return c.Hardware }); err != nil {
-		return nil, err
-	}
-	if out.Topology, err = medianStruct(cals, names, "topology", func(c *configs.Calibration) topology.Topology { return c.Topology }); err != nil {
-		return nil, err
-	}
-	mergeSpreads(out, cals)
-	if out.OpTimes, err = poolOpTimes(out, cals, names); err != nil {
-		return nil, err
-	}
-	mergeGEMM(out, cals)
-	mergeCache(out, cals)
-	if err := mergeComm(out, cals); err != nil {
-		return nil, err
-	}
-	if err := mergeRemote(out, cals, names); err != nil {
-		return nil, err
-	}
-	if err := mergeEngine(out, cals, names); err != nil {
-		return nil, err
-	}
-
 	// Info: the newest date, every repeat, the highest load at the start
 	// and at the end, each profile's notes and warnings under its name.
 	versions := map[string]bool{}
@@ -105,6 +82,29 @@ func Merge(cals []*configs.Calibration, names []string) (*configs.Calibration, e
 		out.Info.Version = strings.Join(slices.Sorted(maps.Keys(versions)), " + ")
 		note(out, "the calibrations were taken by different partbench versions: %s", out.Info.Version)
 	}
+	var err error
+	if out.Hardware, err = medianStruct(cals, names, "hardware", func(c *configs.Calibration) topology.GPU { return c.Hardware }); err != nil {
+		return nil, err
+	}
+	if out.Topology, err = medianStruct(cals, names, "topology", func(c *configs.Calibration) topology.Topology { return c.Topology }); err != nil {
+		return nil, err
+	}
+	mergeSpreads(out, cals)
+	if out.OpTimes, err = poolOpTimes(out, cals, names); err != nil {
+		return nil, err
+	}
+	mergeGEMM(out, cals)
+	mergeCache(out, cals)
+	if err := mergeComm(out, cals); err != nil {
+		return nil, err
+	}
+	if err := mergeRemote(out, cals, names); err != nil {
+		return nil, err
+	}
+	if err := mergeEngine(out, cals, names); err != nil {
+		return nil, err
+	}
+
 	for i, c := range cals {
 		for _, n := range c.Info.Notes {
 			note(out, "%s: %s", names[i], n)

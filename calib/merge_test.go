@@ -106,6 +106,9 @@ func TestMerge(t *testing.T) {
 	if got.Info.Date != "2026-11-27T11:00:00Z" || got.Info.Repeats != 15 || len(got.Info.LoadAverage) != 2 || got.Info.LoadAverage[1] != 1 {
 		t.Errorf("info %+v: want the newest date, 15 repeats", got.Info)
 	}
+	if !strings.HasPrefix(got.Info.Notes[0], "merged from 3 calibrations") {
+		t.Errorf("first note %q: want the merge's own", got.Info.Notes[0])
+	}
 	notes := strings.Join(got.Info.Notes, "\n")
 	for _, s := range []string{"merged from 3 calibrations of this host: a.toml (2026-11-27T10:00:00Z), b.toml (2026-11-27T11:00:00Z)", "a.toml: measured", "c.toml: measured"} {
 		if !strings.Contains(notes, s) {
