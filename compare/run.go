@@ -7,6 +7,7 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 )
@@ -39,6 +40,39 @@ type RunDoc struct {
 	OpCheck []OpCheckRow `json:"op_check,omitempty"`
 	// Memory is each rank's memory itemized against the model's (memory.go).
 	Memory []RankMemory `json:"memory,omitempty"`
+	// HostState is each host's load and CPU time over the measured
+	// iterations, from its lowest rank (absent where no rank could read it).
+	HostState []HostState `json:"host_state,omitempty"`
+}
+
+// HostState is one host's state over a run's measured iterations.
+type HostState struct {
+	Host string `json:"host"`
+	hoststat.Window
+}
+
+// StealNoteFraction is the share of a host's CPU time stolen by the
+// hypervisor above which a run's notes say so apart.
+const StealNoteFraction = 0.01
+
+// hostStates are the hosts' states, one per host from its lowest rank
+// that recorded one, and the notes stating them.
+func hostStates(results []exec.RankResult) ([]HostState, []string) {
+	var out []HostState
+	var notes []string
+	seen := map[string]bool{}
+	for _, res := range results {
+		if res.HostState == nil || seen[res.Host] {
+			continue
+		}
+		seen[res.Host] = true
+		out = append(out, HostState{Host: res.Host, Window: *res.HostState})
+		notes = append(notes, fmt.Sprintf("host %s over the measured iterations: %s", res.Host, res.HostState))
+		if f := res.HostState.StealFraction; f > StealNoteFraction {
+			notes = append(notes, fmt.Sprintf("host %s: the hypervisor gave %.1f %% of its CPUs' time to other guests during the measured iterations; the measured times include the waits, the model does not", res.Host, 100*f))
+		}
+	}
+	return out, notes
 }
 
 // Run is what rank 0 holds once every rank has reported.
@@ -93,6 +127,8 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 		StartedAt: r.Started.UTC().Format(time.RFC3339), ElapsedS: time.Since(r.Started).Seconds(), Config: cfg, ConfigHash: cfg.Hash(),
 		Tolerance: r.Tolerance, Measurement: m, Estimate: est, Comparison: rows, Problems: problems, OpCheck: OpCheck(m, est),
 		Memory: ItemizeRunMemory(r.Plan, r.Results)}
+	var hostNotes []string
+	doc.HostState, hostNotes = hostStates(r.Results)
 	if m.TimeBase.OneStart { // how the iterations were timed (exec.TimeBase)
 		doc.Notes = append(doc.Notes, m.TimeBase.Note)
 	}
@@ -102,6 +138,7 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	if n := HostWaitNote(est, plan); n != "" {
 		doc.Notes = append(doc.Notes, n)
 	}
+	doc.Notes = append(doc.Notes, hostNotes...)
 	if r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu") {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}

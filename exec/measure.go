@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/partbench/partbench/hoststat"
 	"math"
 
 	"github.com/partbench/partbench/commcount"
@@ -58,6 +59,9 @@ type RankResult struct {
 	DecodeCounts  commcount.Snapshot `json:"decode_counts"`
 	// WallS is the measured window's length on this rank.
 	WallS float64 `json:"wall_s"`
+	// HostState is the rank's host over the measured window: its load and
+	// how its CPU time went (nil where the host has no /proc).
+	HostState *hoststat.Window `json:"host_state,omitempty"`
 	// Spans are the ops of the last iteration (when a trace was asked for),
 	// timed from that iteration's start on this rank.
 	Spans []Span `json:"spans,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/partbench/partbench/hoststat"
 	"math"
 	"os"
 	"time"
@@ -161,6 +162,8 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 	checkSteps := min(steps, CheckDecodeSteps)
 	var checkIt bool
 	var windowStart, t0 time.Time
+	var hostStart hoststat.Sample
+	var hostOK bool
 	var measured, tracing, extra bool
 	graphed := false // an op of the traced iteration ran inside a graph
 	iter := 0        // the measured iteration's index
@@ -245,6 +248,7 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			// Counts and busy time cover the measured iterations only.
 			comm.Counter().Reset()
 			windowStart = time.Now()
+			hostStart, hostOK = hoststat.Read()
 		}
 		// Every iteration starts together: the KV cache is refilled from position 0.
 		if err := comm.Barrier(ctx); err != nil {
@@ -320,6 +324,10 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		}
 		if it == total-1 {
 			res.WallS = time.Since(windowStart).Seconds()
+			if end, ok := hoststat.Read(); ok && hostOK {
+				w := hoststat.Between(hostStart, end)
+				res.HostState = &w
+			}
 			if meter != nil {
 				if mem.EndBytes, err = meter.DeviceUsedBytes(); err != nil {
 					return fail(fmt.Errorf("device memory after the measured iterations: %w", err))

@@ -1,0 +1,130 @@
+// Package hoststat states the load a host was under while something was
+// measured on it: the 1-minute load average at the start and the end, and
+// how the host's CPU time in between was spent (busy, stolen by the
+// hypervisor), from /proc/loadavg and /proc/stat's aggregate cpu line.
+//
+// A benchmark's figures describe the machine in the state it was in. On
+// the project's 2-core VM a 16-rank CPU run's TPOT read 0.92 ms in one
+// round and 1.2–1.9 ms in the rounds on either side
+// (docs/measurements/cpu-calibration.md, (twenty-ninth)); a result that
+// carries its host's load and stolen time says which state it met.
+package hoststat
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Sample is one reading of the host's counters.
+type Sample struct {
+	// Load1 is the 1-minute load average.
+	Load1 float64
+	// CPUs is how many per-CPU lines /proc/stat lists.
+	CPUs int
+	// Jiffies is the aggregate cpu line: user, nice, system, idle,
+	// iowait, irq, softirq, steal (guest time is inside user and nice).
+	Jiffies [8]uint64
+}
+
+// Window is the host's state over an interval between two samples.
+type Window struct {
+	LoadStart float64 `json:"load_start"`
+	LoadEnd   float64 `json:"load_end"`
+	CPUs      int     `json:"cpus"`
+	// BusyFraction is the share of the CPUs' time not idle (iowait counts
+	// as idle) and StealFraction the share the hypervisor gave to other
+	// guests, both of the interval's CPU time as /proc/stat counts it
+	// (USER_HZ ticks: an interval of under a few ticks reads 0).
+	BusyFraction  float64 `json:"busy_fraction"`
+	StealFraction float64 `json:"steal_fraction"`
+}
+
+const (
+	idle, iowait, steal = 3, 4, 7
+)
+
+// Read samples the host; false where it has no /proc (not Linux) or the
+// files do not parse.
+func Read() (Sample, bool) {
+	la, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return Sample{}, false
+	}
+	st, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return Sample{}, false
+	}
+	s, err := parse(string(la), string(st))
+	return s, err == nil
+}
+
+// parse reads a Sample from /proc/loadavg's and /proc/stat's text.
+func parse(loadavg, stat string) (Sample, error) {
+	var s Sample
+	f := strings.Fields(loadavg)
+	if len(f) == 0 {
+		return s, fmt.Errorf("/proc/loadavg: empty")
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return s, fmt.Errorf("/proc/loadavg: %w", err)
+	}
+	s.Load1 = v
+	found := false
+	for _, line := range strings.Split(stat, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "cpu":
+			if len(f) < 5 {
+				return s, fmt.Errorf("/proc/stat: cpu line %q: want at least 4 counters", line)
+			}
+			for i := 0; i < len(s.Jiffies) && i+1 < len(f); i++ {
+				n, err := strconv.ParseUint(f[i+1], 10, 64)
+				if err != nil {
+					return s, fmt.Errorf("/proc/stat: cpu line %q: %w", line, err)
+				}
+				s.Jiffies[i] = n
+			}
+			found = true
+		case strings.HasPrefix(f[0], "cpu"):
+			s.CPUs++
+		}
+	}
+	if !found {
+		return s, fmt.Errorf("/proc/stat: no aggregate cpu line")
+	}
+	return s, nil
+}
+
+// Between is the window from a to b (b sampled later).
+func Between(a, b Sample) Window {
+	w := Window{LoadStart: a.Load1, LoadEnd: b.Load1, CPUs: b.CPUs}
+	var total, idleT, stealT float64
+	for i := range a.Jiffies {
+		d := float64(b.Jiffies[i]) - float64(a.Jiffies[i])
+		if d < 0 { // a counter went back (should not): count none of it
+			d = 0
+		}
+		total += d
+		switch i {
+		case idle, iowait:
+			idleT += d
+		case steal:
+			stealT += d
+		}
+	}
+	if total > 0 {
+		w.BusyFraction, w.StealFraction = (total-idleT)/total, stealT/total
+	}
+	return w
+}
+
+// String is the window in words: "1-minute load 0.50 → 3.20 on 2 CPUs,
+// busy 93 %, 0.4 % stolen".
+func (w Window) String() string {
+	return fmt.Sprintf("1-minute load %.2f → %.2f on %d CPUs, busy %.0f %%, %.1f %% stolen by the hypervisor",
+		w.LoadStart, w.LoadEnd, w.CPUs, 100*w.BusyFraction, 100*w.StealFraction)
+}
