@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/partbench/partbench/configs"
+	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/remote/loopback"
 	"github.com/partbench/partbench/topology"
 )
@@ -190,7 +188,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		return ctx.Err()
 	}
 
-	loadStart, loadOK := loadAverage()
+	hostStart, hostOK := hoststat.Read()
 	cal := &configs.Calibration{
 		Spread:   map[string]configs.Spread{},
 		Comments: map[string]string{},
@@ -415,9 +413,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := step(); err != nil {
 		return nil, err
 	}
-	if loadEnd, ok := loadAverage(); ok && loadOK {
-		cal.Info.LoadAverage = []float64{loadStart, loadEnd}
-	}
+	hostWindow(cal, hostStart, hostOK)
 	judgeCalibration(cal)
 	return cal, nil
 }
@@ -461,20 +457,30 @@ func opCheckWarning(cal *configs.Calibration) (string, bool) {
 	return "", false
 }
 
-// loadAverage is the 1-minute load average from /proc/loadavg (false where
-// there is none).
-func loadAverage() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
+// hostWindow states the host's load and CPU time over the calibration
+// (from start, when ok) in cal: the load average at the start and the end,
+// a note in words, and a warning where the hypervisor took more than
+// StealWarnFraction of the CPUs' time.
+func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) {
+	end, endOK := hoststat.Read()
+	if !ok || !endOK {
+		return
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	return v, err == nil
+	stateHost(cal, hoststat.Between(start, end))
 }
+
+// stateHost puts the host's window over the calibration into cal.
+func stateHost(cal *configs.Calibration, w hoststat.Window) {
+	cal.Info.LoadAverage = []float64{w.LoadStart, w.LoadEnd}
+	note(cal, "host over the calibration: %s", w)
+	if w.StealFraction > StealWarnFraction {
+		cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the hypervisor gave %.1f %% of the host's CPU time to other guests while calibrating; the figures include those waits — calibrate again when the host is quieter", 100*w.StealFraction))
+	}
+}
+
+// StealWarnFraction is the share of the host's CPU time stolen by the
+// hypervisor during a calibration above which it is flagged.
+const StealWarnFraction = 0.01
 
 // remoteSamples is the stateful decode requests timed per repeat.
 const (

@@ -14,6 +14,7 @@ import (
 	pexec "github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/exec/backend"
 	execlaunch "github.com/partbench/partbench/exec/launch" // "launch" is a local name below
+	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -177,7 +178,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 		Info: configs.CalibrationInfo{Host: h.name, CPU: h.cpu, Cores: h.cores, Backend: configs.BackendCUDA,
 			Date: o.Now().UTC().Format(time.RFC3339), Version: o.Version, Ranks: 1, Repeats: o.Repeats, Quick: o.Quick},
 	}
-	loadStart, loadOK := loadAverage()
+	hostStart, hostOK := hoststat.Read()
 	gc, err := Registry().Calibrator(configs.BackendCUDA, backend.CalibratorOptions{Device: o.Device})
 	if err != nil {
 		return nil, err
@@ -363,9 +364,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}
-	if loadEnd, ok := loadAverage(); ok && loadOK {
-		cal.Info.LoadAverage = []float64{loadStart, loadEnd}
-	}
+	hostWindow(cal, hostStart, hostOK)
 	judgeCalibration(cal)
 	return cal, nil
 }
