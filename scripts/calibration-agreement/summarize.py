@@ -10,7 +10,7 @@ median over runs of measured and modeled time, counted within +-20 % when
 wait entries; per round the after-compute op times at 2, 4 and 16 ranks over
 those at 1 (median over each kind's entries), and those taken in turns at 4 and
 16 ranks over those at once and alone; per calibration the send calls and the replica spreads; for data-parallel configs, TTFT (the later replica's) beside
-each replica's own TTFT against the same model. The op check is counted twice: with each
+each replica's own TTFT against the same model; each run's host state. The op check is counted twice: with each
 variant's own runs' measured medians (as in earlier sections) and with the
 measured median over both variants' runs.
 Usage: summarize.py WORKDIR (the folder run.sh filled)"""
@@ -304,3 +304,19 @@ for r, v, c in calibrations(("before", "after")):
         print(f"| {v}-{r} | {n} | {'L' if kind == 'core_exit_lag' else 'L_idle'} | {cells} |")
     if ar2:
         print(f"| {v}-{r} | 2 | all_reduce back to back | 256 B: {ar2.get(256, 0)*1e6:.2f}, 1 KiB: {ar2.get(1024, 0)*1e6:.2f} |")
+
+print()
+print("Each run's host over its measured iterations (results.json's host_state, where the binary records it):")
+print("TPOT p50, the 1-minute load at the start and the end, the CPU time busy and stolen by the hypervisor:")
+print()
+print("| config | run | TPOT p50 (ms) | load | busy | stolen |")
+print("|---|---|---|---|---|---|")
+for cfg in CONFIGS:
+    for v in ("before", "after"):
+        for i, d in zip(ROUNDS, load(v, cfg)):
+            hs = d.get("host_state") or []
+            if not hs:
+                continue
+            h = hs[0]
+            print(f"| {cfg} | {v}-{i} | {metric(d, 'tpot')[0]*1e3:.3f} | {h['load_start']:.2f} → {h['load_end']:.2f} | "
+                  f"{100*h['busy_fraction']:.0f} % | {100*h['steal_fraction']:.1f} % |")
