@@ -24,12 +24,18 @@ def find(o, k):
             yield from find(x, k)
 
 
-def model(binary, config, profile, cwd=None):
-    """(TTFT, TPOT) in s of config priced from profile by binary's `model --dry-run`."""
+def model_tps(binary, config, profile, cwd=None):
+    """(TTFT, TPOT, TPS) of config priced from profile by binary's `model --dry-run`: s, s, tok/s
+    (TPS: the decode's tokens_per_s, as a run's comparison row models it)."""
     out = subprocess.run([binary, 'model', '--dry-run', '--config', config, '--calibration', profile,
                           '--format', 'json'], capture_output=True, text=True, cwd=cwd).stdout
     d = json.loads(out)
-    return next(find(d, 'ttft_s')), next(find(d, 'tpot_s'))
+    return next(find(d, 'ttft_s')), next(find(d, 'tpot_s')), next(find(d, 'tokens_per_s'))
+
+
+def model(binary, config, profile, cwd=None):
+    """(TTFT, TPOT) in s of config priced from profile by binary's `model --dry-run`."""
+    return model_tps(binary, config, profile, cwd)[:2]
 
 
 def run_medians(files):
@@ -44,6 +50,14 @@ def run_medians(files):
     if not mt:
         return None
     return statistics.median(mt), statistics.median(mp), len(mt)
+
+
+def pass_tps(workdir, name):
+    """The median measured TPS p50 of config name's runs in a run.sh pass."""
+    v = []
+    for f in glob.glob(workdir + '/out/*/%s-*/results.json' % name):
+        v += [c['measured']['p50'] for c in json.load(open(f))['comparison'] if c['metric'] == 'tps']
+    return statistics.median(v) if v else None
 
 
 def pass_runs(workdir, name):
