@@ -499,6 +499,12 @@ func (c *Calibration) WriteTOML(w io.Writer, header []string) error {
 	if len(in.Notes) > 0 {
 		tw.KV("notes", in.Notes, "")
 	}
+	if len(in.LoadAverage) > 0 {
+		tw.KV("load_average", in.LoadAverage, "1-minute load average at the start and the end")
+	}
+	if len(in.Warnings) > 0 {
+		tw.KV("warnings", in.Warnings, "")
+	}
 	if r := c.Remote; r != nil {
 		tw.Table("remote", c.Comments["remote"])
 		kvs(tw, "request_overhead_s", r.RequestOverheadS, "transport", r.Transport, "config", r.Config, "samples", r.Samples)

@@ -62,7 +62,7 @@ func (w *TOMLWriter) trailing(comment string) {
 // String is what was written.
 func (w *TOMLWriter) String() string { return w.b.String() }
 
-// TOMLValue formats a string, bool, integer, float or []string as a TOML
+// TOMLValue formats a string, bool, integer, float, []float64 or []string as a TOML
 // value. A float is written so that it decodes as a float (never an integer)
 // equal to v: shortest round-trip digits, nan, inf, -inf.
 func TOMLValue(v any) string {
@@ -79,6 +79,12 @@ func TOMLValue(v any) string {
 		return strconv.FormatInt(x, 10)
 	case float64:
 		return tomlFloat(x)
+	case []float64:
+		parts := make([]string, len(x))
+		for i, f := range x {
+			parts[i] = tomlFloat(f)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	case []string:
 		if len(x) == 0 {
 			return "[]"
