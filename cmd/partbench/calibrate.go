@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -130,7 +131,8 @@ func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
 		}
 		cals[i] = c
 	}
-	cal, err := calib.Merge(cals, calib.MergeNames(paths))
+	names := calib.MergeNames(paths)
+	cal, err := calib.Merge(cals, names)
 	if err != nil {
 		return fmt.Errorf("calibrate %w", err)
 	}
@@ -140,7 +142,22 @@ func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
 	for _, w := range cal.Info.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "partbench calibrate merge: warning: %s\n", w)
 	}
-	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate merge", version, report.CalibrationGrids(cal, o.out)...)
+	// The tables show the merge's own notes; the calibrations' own, each
+	// under its file's name, are in the file.
+	shown := *cal
+	shown.Info.Notes = nil
+	inputs := 0
+	for _, n := range cal.Info.Notes {
+		if slices.ContainsFunc(names, func(name string) bool { return strings.HasPrefix(n, name+": ") }) {
+			inputs++
+			continue
+		}
+		shown.Info.Notes = append(shown.Info.Notes, n)
+	}
+	if inputs > 0 {
+		shown.Info.Notes = append(shown.Info.Notes, fmt.Sprintf("%d notes of the calibrations merged, each under its file's name, are in %s", inputs, o.out))
+	}
+	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate merge", version, report.CalibrationGrids(&shown, o.out)...)
 }
 
 func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {

@@ -234,16 +234,27 @@ func TestCalibrateMerge(t *testing.T) {
 	a, b := cpuLikeCalibration(), cpuLikeCalibration()
 	b.Topology.Intra.LatencyS = 20e-6
 	b.Info.Date = "2026-01-02T00:00:00Z"
+	a.Info.Notes, b.Info.Notes = []string{"measured a"}, []string{"measured b"}
+	a.Info.LoadAverage, b.Info.LoadAverage = []float64{0.5, 1}, []float64{0.25, 2}
 	pa, pb := writeTestCalibration(t, a), writeTestCalibration(t, b)
 	out := filepath.Join(t.TempDir(), "merged.toml")
-	if msg, err := runCLI(t, "calibrate", "merge", "--output", out, pa, pb); err != nil {
+	msg, err := runCLI(t, "calibrate", "merge", "--output", out, pa, pb)
+	if err != nil {
 		t.Fatalf("%v\n%s", err, msg)
+	}
+	// The tables show the merge's own notes and count the inputs'.
+	if !strings.Contains(msg, "merged from 2 calibrations") || !strings.Contains(msg, "2 notes of the calibrations merged") || strings.Contains(msg, "measured a") {
+		t.Errorf("output:\n%s", msg)
 	}
 	got, err := configs.LoadCalibration(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Of two, the median is the lower: 20 µs of {30, 20}.
+	// The highest load at the start and at the end: 0.5 and 2.
+	if la := got.Info.LoadAverage; len(la) != 2 || la[0] != 0.5 || la[1] != 2 || !strings.Contains(strings.Join(got.Info.Notes, "\n"), pa+": measured a") {
+		t.Errorf("merged load %v, notes %q", got.Info.LoadAverage, got.Info.Notes)
+	}
 	if got.Topology.Intra.LatencyS != 20e-6 || got.Info.Date != b.Info.Date || got.Info.Repeats != 10 {
 		t.Errorf("merged link %+v, info %+v: want 20 µs, b's date, 10 repeats", got.Topology.Intra, got.Info)
 	}
