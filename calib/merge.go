@@ -498,52 +498,54 @@ func mergeComm(out *configs.Calibration, cals []*configs.Calibration) error {
 	return nil
 }
 
-func mergeRemote(out *configs.Calibration, cals []*configs.Calibration, names []string) error {
-	var have []*configs.Calibration
-	for _, c := range cals {
-		if c.Remote != nil {
-			have = append(have, c)
-		}
-	}
-	if len(have) == 0 {
-		return nil
-	}
-	r := *have[0].Remote
+// pooledSection merges an optional section (the remote overhead, the
+// engine's launch cost) of the calibrations that have one: the first's,
+// with the figure value points at the median of theirs; key names what was
+// measured, which must be the same in all. have are the sections merged.
+func pooledSection[T any](cals []*configs.Calibration, names []string, what string, get func(*configs.Calibration) *T,
+	key func(*T) string, value func(*T) *float64) (merged *T, have []*T, err error) {
 	var xs []float64
-	r.Samples = 0
-	for _, c := range have {
-		if c.Remote.Transport != r.Transport || c.Remote.Config != r.Config {
-			return fmt.Errorf("merge: remote: %s measured %s over %s, another %s over %s", names[0], r.Config, r.Transport, c.Remote.Config, c.Remote.Transport)
+	first := -1
+	for i, c := range cals {
+		s := get(c)
+		if s == nil {
+			continue
 		}
-		xs = append(xs, c.Remote.RequestOverheadS)
-		r.Samples += c.Remote.Samples
+		if first < 0 {
+			first = i
+		} else if key(s) != key(get(cals[first])) {
+			return nil, nil, fmt.Errorf("merge: %s: %s measured %s, %s measured %s", what, names[first], key(get(cals[first])), names[i], key(s))
+		}
+		have, xs = append(have, s), append(xs, *value(s))
 	}
-	r.RequestOverheadS = medianOf(xs)
-	out.Remote = &r
-	return nil
+	if first < 0 {
+		return nil, nil, nil
+	}
+	out := *get(cals[first])
+	*value(&out) = medianOf(xs)
+	return &out, have, nil
+}
+
+func mergeRemote(out *configs.Calibration, cals []*configs.Calibration, names []string) error {
+	r, have, err := pooledSection(cals, names, "remote", func(c *configs.Calibration) *configs.RemoteCalibration { return c.Remote },
+		func(r *configs.RemoteCalibration) string { return r.Config + " over " + r.Transport },
+		func(r *configs.RemoteCalibration) *float64 { return &r.RequestOverheadS })
+	if r != nil {
+		r.Samples = 0
+		for _, h := range have {
+			r.Samples += h.Samples
+		}
+	}
+	out.Remote = r
+	return err
 }
 
 func mergeEngine(out *configs.Calibration, cals []*configs.Calibration, names []string) error {
-	var have []*configs.Calibration
-	for _, c := range cals {
-		if c.Engine != nil {
-			have = append(have, c)
-		}
-	}
-	if len(have) == 0 {
-		return nil
-	}
-	e := *have[0].Engine
-	var xs []float64
-	for _, c := range have {
-		if c.Engine.Config != e.Config || c.Engine.Seqs != e.Seqs {
-			return fmt.Errorf("merge: engine: %s measured %s at %d sequences, another %s at %d", names[0], e.Config, e.Seqs, c.Engine.Config, c.Engine.Seqs)
-		}
-		xs = append(xs, c.Engine.LaunchHostS)
-	}
-	e.LaunchHostS = medianOf(xs)
-	out.Engine = &e
-	return nil
+	e, _, err := pooledSection(cals, names, "engine", func(c *configs.Calibration) *configs.EngineCalibration { return c.Engine },
+		func(e *configs.EngineCalibration) string { return fmt.Sprintf("%s at %d sequences", e.Config, e.Seqs) },
+		func(e *configs.EngineCalibration) *float64 { return &e.LaunchHostS })
+	out.Engine = e
+	return err
 }
 
 // mergeOps is the op check of the pooled profile: per phase and kind the

@@ -36,8 +36,9 @@ func mergeInput(flops, latency, wait float64, burstNS, lagCtx int64, opCheck flo
 			{Kind: configs.CoreExitLagKind, Shape: cw, Size: 256, Context: lagCtx, TimeS: 3e-5, TimeMinS: 2e-5, TimeMaxS: 4e-5, Samples: 5, Ranks: 4},
 			{Kind: configs.CoreExitLagKind, Shape: cw, Size: 4096, Context: lagCtx, TimeS: 4e-5, TimeMinS: 2e-5, TimeMaxS: 5e-5, Samples: 5, Ranks: 4},
 		},
-		Comm: []configs.CommSample{{Op: opSendRecv, Ranks: 2, Bytes: 4096, TimeMinS: latency, TimeMedianS: 2 * latency, TimeMaxS: 3 * latency, ModelTimeS: 1}},
-		Ops:  []configs.OpSample{{Config: "single-tiny", Phase: "decode", Kind: "gemm", Calls: 33, MeasuredS: opCheck, ModelS: 1}},
+		Remote: &configs.RemoteCalibration{RequestOverheadS: 2 * latency, Transport: "grpc", Config: "test/single-tiny", Samples: 10},
+		Comm:   []configs.CommSample{{Op: opSendRecv, Ranks: 2, Bytes: 4096, TimeMinS: latency, TimeMedianS: 2 * latency, TimeMaxS: 3 * latency, ModelTimeS: 1}},
+		Ops:    []configs.OpSample{{Config: "single-tiny", Phase: "decode", Kind: "gemm", Calls: 33, MeasuredS: opCheck, ModelS: 1}},
 	}
 }
 
@@ -93,6 +94,10 @@ func TestMerge(t *testing.T) {
 	}
 	if c.TimeMedianS != 4e-5 || c.TimeMinS != 1e-5 || c.TimeMaxS != 9e-5 || c.ModelTimeS != m.TimeS || c.ModelTimeS == 1 {
 		t.Errorf("comm sample %+v, want median 4e-5, extremes 1e-5 and 9e-5, model %g", c, m.TimeS)
+	}
+	// Remote: the median of 6, 2 and 4e-5 s, 30 requests.
+	if r := got.Remote; r == nil || r.RequestOverheadS != 4e-5 || r.Samples != 30 || r.Transport != "grpc" {
+		t.Errorf("remote %+v", got.Remote)
 	}
 	// Op check: measured the median of 2, 3 and 1e-4 s; the model side
 	// priced from the pooled profile, not the inputs' placeholder 1 s.
@@ -215,6 +220,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"host", func(b *configs.Calibration) { b.Info.Host = "g" }, "calibration.host: a.toml has h, b.toml has g"},
 		{"quick", func(b *configs.Calibration) { b.Info.Quick = true }, "calibration.quick: a.toml has false, b.toml has true"},
 		{"cpu name", func(b *configs.Calibration) { b.Hardware.Name = "cpu:other" }, "hardware.name: a.toml has cpu:AMD EPYC, b.toml has cpu:other"},
+		{"remote", func(b *configs.Calibration) { b.Remote.Transport = "tcp" }, "remote: a.toml measured test/single-tiny over grpc, b.toml measured test/single-tiny over tcp"},
 		{"op check", func(b *configs.Calibration) { b.Ops[0].Calls = 32 }, "op check decode gemm: 33 calls in a.toml, 32 in b.toml"},
 	} {
 		in := mergeInputs()[:2]

@@ -81,6 +81,18 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	return cmd
 }
 
+// writeCalibration writes cal to path and its warnings on stderr, as the
+// command name says them.
+func writeCalibration(cmd *cobra.Command, name, path string, cal *configs.Calibration) error {
+	if err := report.WriteCalibration(path, cal); err != nil {
+		return fmt.Errorf("%s: write %s: %w", name, path, err)
+	}
+	for _, w := range cal.Info.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "partbench %s: warning: %s\n", name, w)
+	}
+	return nil
+}
+
 type calibrateMergeOptions struct {
 	out    string
 	format string
@@ -136,11 +148,8 @@ func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
 	if err != nil {
 		return fmt.Errorf("calibrate %w", err)
 	}
-	if err := report.WriteCalibration(o.out, cal); err != nil {
-		return fmt.Errorf("calibrate merge: write %s: %w", o.out, err)
-	}
-	for _, w := range cal.Info.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "partbench calibrate merge: warning: %s\n", w)
+	if err := writeCalibration(cmd, "calibrate merge", o.out, cal); err != nil {
+		return err
 	}
 	// The tables show the merge's own notes; the calibrations' own, each
 	// under its file's name, are in the file.
@@ -198,11 +207,8 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
-	if err := report.WriteCalibration(o.out, cal); err != nil {
-		return fmt.Errorf("calibrate: write %s: %w", o.out, err)
-	}
-	for _, w := range cal.Info.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "partbench calibrate: warning: %s\n", w)
+	if err := writeCalibration(cmd, "calibrate", o.out, cal); err != nil {
+		return err
 	}
 	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
 }
