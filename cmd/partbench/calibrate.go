@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -77,7 +78,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.IntSliceVar(&o.opRanks, "op-ranks", nil, "concurrent workers the op-time table is measured with, one table each (default 1,2,N for --nproc N; a run picks the one of its ranks per host; cuda: 1)")
 	f.StringArrayVar(&o.configs, "shapes-from", nil, "configs whose GEMM shapes are timed (repeatable; default: "+strings.Join(calib.DefaultShapeConfigs, ", ")+
 		"; cuda: "+strings.Join(calib.DefaultCUDAShapeConfigs, ", ")+")")
-	cmd.AddCommand(newCalibrateMergeCmd())
+	cmd.AddCommand(newCalibrateMergeCmd(), newCalibrateDiffCmd())
 	return cmd
 }
 
@@ -91,6 +92,65 @@ func writeCalibration(cmd *cobra.Command, name, path string, cal *configs.Calibr
 		fmt.Fprintf(cmd.ErrOrStderr(), "partbench %s: warning: %s\n", name, w)
 	}
 	return nil
+}
+
+type calibrateDiffOptions struct {
+	threshold float64
+	format    string
+}
+
+func newCalibrateDiffCmd() *cobra.Command {
+	o := &calibrateDiffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff A.toml B.toml [--threshold 0.1]",
+		Short: "Two calibrations' figures side by side, furthest apart first",
+		Long: `Set two calibrations side by side: every numeric figure of the hardware and the
+link, every spread's median, and every op-time entry of B against A's curve read
+at B's point (as 'calibrate merge' reads it), with B/A, ordered by how far apart
+(|ln B/A|); groups of op times only one of them measured last. Rows within
+--threshold of 1 are counted, not listed. Where two calibrations of one host
+price a config differently, the top rows say which figures moved it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	f := cmd.Flags()
+	f.Float64Var(&o.threshold, "threshold", 0.1, "list figures whose B/A differs from 1 by more than this (0: every figure that differs)")
+	cliflag.Format(f, &o.format, cliflag.TableFormats...)
+	return cmd
+}
+
+func (o *calibrateDiffOptions) run(cmd *cobra.Command, paths []string) error {
+	if !(o.threshold >= 0) || math.IsInf(o.threshold, 0) {
+		return fmt.Errorf("calibrate diff: --threshold: must be a finite fraction ≥ 0 (got %g)", o.threshold)
+	}
+	var cals [2]*configs.Calibration
+	for i, p := range paths {
+		c, err := configs.LoadCalibration(p)
+		if err != nil {
+			return fmt.Errorf("calibrate diff: %w", err)
+		}
+		cals[i] = c
+	}
+	g := report.Grid{Title: fmt.Sprintf("A = %s (%s, %s), B = %s (%s, %s)", paths[0], cals[0].Info.Host, cals[0].Info.Date, paths[1], cals[1].Info.Host, cals[1].Info.Date),
+		Header: []string{"figure", "A", "B", "B/A"}}
+	within := 0
+	for _, r := range calib.Diff(cals[0], cals[1]) {
+		if r.Only != "" {
+			g.Rows = append(g.Rows, []string{r.Figure, map[bool]string{true: "measured", false: "—"}[r.Only == "A"], map[bool]string{true: "measured", false: "—"}[r.Only == "B"], "only in " + r.Only})
+			continue
+		}
+		if math.Abs(r.Ratio-1) <= o.threshold {
+			within++
+			continue
+		}
+		ratio := "—"
+		if !math.IsNaN(r.Ratio) {
+			ratio = fmt.Sprintf("%.3g", r.Ratio)
+		}
+		g.Rows = append(g.Rows, []string{r.Figure, fmt.Sprintf("%.4g", r.A), fmt.Sprintf("%.4g", r.B), ratio})
+	}
+	g.Notes = append(g.Notes, fmt.Sprintf("%d more figures differ by %g or less either way; equal ones are not counted", within, o.threshold))
+	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate diff", version, g)
 }
 
 type calibrateMergeOptions struct {

@@ -283,3 +283,25 @@ func TestCalibrateMerge(t *testing.T) {
 		t.Errorf("input %s after the refusals: %+v, %v", pa, back, err)
 	}
 }
+
+// calibrate diff lists the figures that differ beyond --threshold, B over
+// A, and refuses a threshold that is no fraction.
+func TestCalibrateDiff(t *testing.T) {
+	a, b := cpuLikeCalibration(), cpuLikeCalibration()
+	b.Topology.Intra.LatencyS = 20e-6  // ×0.667
+	b.Hardware.KernelLaunchS = 1.55e-7 // ×1.033: within 10 %
+	pa, pb := writeTestCalibration(t, a), writeTestCalibration(t, b)
+	out, err := runCLI(t, "calibrate", "diff", pa, pb, "--format", "csv")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "topology.intra_node.latency_s,3e-05,2e-05,0.667") || strings.Contains(out, "kernel_launch_s,") {
+		t.Errorf("output:\n%s", out)
+	}
+	if out, err := runCLI(t, "calibrate", "diff", pa, pb); err != nil || !strings.Contains(out, "1 more figures differ by 0.1 or less") {
+		t.Errorf("table: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "calibrate", "diff", pa, pb, "--threshold", "-1"); err == nil || !strings.Contains(err.Error(), "--threshold: must be a finite fraction ≥ 0 (got -1)") {
+		t.Errorf("threshold -1: %v", err)
+	}
+}
