@@ -6,7 +6,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/partbench/partbench/configs"
 )
@@ -98,12 +97,7 @@ func numericDiff(a, b reflect.Value, path string, add func(string, float64, floa
 	case reflect.Struct:
 		t := a.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("toml"), ",")[0]
-			if name == "" || name == "-" {
-				name = f.Name
-			}
-			numericDiff(a.Field(i), b.Field(i), path+"."+name, add)
+			numericDiff(a.Field(i), b.Field(i), path+"."+tomlName(t.Field(i)), add)
 		}
 	case reflect.Float64:
 		add(path, a.Float(), b.Float())

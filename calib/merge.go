@@ -191,11 +191,7 @@ func medianFields(out reflect.Value, vs []reflect.Value, names []string, path st
 	case reflect.Struct:
 		t := out.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("toml"), ",")[0]
-			if name == "" || name == "-" {
-				name = f.Name
-			}
+			name := tomlName(t.Field(i))
 			sub := make([]reflect.Value, len(vs))
 			for j, v := range vs {
 				sub[j] = v.Field(i)
@@ -224,6 +220,14 @@ func medianFields(out reflect.Value, vs []reflect.Value, names []string, path st
 		}
 	}
 	return nil
+}
+
+// tomlName is a struct field's TOML key, or its Go name where it has none.
+func tomlName(f reflect.StructField) string {
+	if name := strings.Split(f.Tag.Get("toml"), ",")[0]; name != "" && name != "-" {
+		return name
+	}
+	return f.Name
 }
 
 // pooled is the merged spread of figures measured by several
