@@ -1,0 +1,27 @@
+#!/bin/bash
+# docs/measurements/cpu-calibration.md, (twenty-ninth) 5. Usage: go.sh WORKDIR (WORKDIR/before/partbench built).
+# Three calibrations back to back, then three rounds of the six configs' runs.
+set -u
+W=$1
+cd $W
+cp /work/main/scripts/calibration-agreement/tp2-tiny.toml /work/main/scripts/calibration-agreement/pp2-tiny.toml .
+: > log.txt
+for r in 1 2 3; do
+  uptime >> log.txt; date -u >> log.txt
+  $W/before/partbench calibrate --out before-$r.toml --format markdown --op-ranks 1,2,4,16 \
+     --op-configs test/single-tiny --op-configs test/tp4-tiny --op-configs test/pp4-tiny \
+     --op-configs test/tp2pp2-tiny --op-configs test/tp2-dp2-tiny --op-configs test/layerwise16-tiny \
+     --op-configs test/gpt2-tiny --op-configs tp2-tiny.toml --op-configs pp2-tiny.toml > calibrate-before-$r.md 2>&1
+  echo "calibrate before $r rc=$?" >> log.txt
+done
+for r in 1 2 3; do
+  for c in "test/single-tiny 1 30" "tp2-tiny.toml 2 30" "pp2-tiny.toml 2 30" "test/tp2pp2-tiny 4 30" \
+           "test/tp2-dp2-tiny 4 30" "test/layerwise16-tiny 16 10"; do
+    set -- $c
+    uptime >> log.txt
+    $W/before/partbench run --nproc-per-node $2 --config $1 --backend cpu --calibration before-$r.toml \
+        --iterations $3 --warmup 3 --quiet --output-dir out/before/$(basename $1 .toml)-$r > /dev/null 2>> err.txt
+    echo "before $1 $r rc=$?" >> log.txt
+  done
+done
+uptime >> log.txt; date -u >> log.txt
