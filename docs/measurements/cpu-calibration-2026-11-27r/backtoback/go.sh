@@ -3,8 +3,9 @@
 # Three calibrations back to back, then three rounds of the six configs' runs.
 set -u
 W=$1
+S=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/scripts/calibration-agreement
 cd $W
-cp /work/main/scripts/calibration-agreement/tp2-tiny.toml /work/main/scripts/calibration-agreement/pp2-tiny.toml .
+cp "$S"/tp2-tiny.toml "$S"/pp2-tiny.toml .
 : > log.txt
 for r in 1 2 3; do
   uptime >> log.txt; date -u >> log.txt
