@@ -460,7 +460,7 @@ func opCheckWarning(cal *configs.Calibration) (string, bool) {
 // hostWindow states the host's load and CPU time over the calibration
 // (from start, when ok) in cal: the load average at the start and the end,
 // a note in words, and a warning where the hypervisor took more than
-// StealWarnFraction of the CPUs' time.
+// hoststat.StolenFlagFraction of the CPUs' time.
 func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) {
 	end, endOK := hoststat.Read()
 	if !ok || !endOK {
@@ -473,14 +473,10 @@ func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) {
 func stateHost(cal *configs.Calibration, w hoststat.Window) {
 	cal.Info.LoadAverage = []float64{w.LoadStart, w.LoadEnd}
 	note(cal, "host over the calibration: %s", w)
-	if w.StealFraction > StealWarnFraction {
+	if w.Stolen() {
 		cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the hypervisor gave %.1f %% of the host's CPU time to other guests while calibrating; the figures include those waits — calibrate again when the host is quieter", 100*w.StealFraction))
 	}
 }
-
-// StealWarnFraction is the share of the host's CPU time stolen by the
-// hypervisor during a calibration above which it is flagged.
-const StealWarnFraction = 0.01
 
 // remoteSamples is the stateful decode requests timed per repeat.
 const (

@@ -558,10 +558,11 @@ func mergeOps(out *configs.Calibration, cals []*configs.Calibration, names []str
 	if len(cals[0].Ops) == 0 {
 		return nil, nil
 	}
-	config, model, err := opCheckModel(out, OpsConfig)
+	cfg, _, model, err := opCheckModelPlan(out, OpsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("merge: op check: %w", err)
 	}
+	config := cfg.Name
 	var ops []configs.OpSample
 	for _, s := range cals[0].Ops {
 		if s.Config != config {

@@ -101,10 +101,11 @@ func TestMerge(t *testing.T) {
 	}
 	// Op check: measured the median of 2, 3 and 1e-4 s; the model side
 	// priced from the pooled profile, not the inputs' placeholder 1 s.
-	name, model, err := opCheckModel(got, OpsConfig)
+	cfg, _, model, err := opCheckModelPlan(got, OpsConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := cfg.Name
 	if len(got.Ops) != 1 || got.Ops[0].MeasuredS != 2e-4 || got.Ops[0].Config != name || got.Ops[0].ModelS != model[opCheckKey{"decode", "gemm"}] || got.Ops[0].ModelS == 1 {
 		t.Errorf("op check %+v, want measured 2e-4 and model %g", got.Ops, model[opCheckKey{"decode", "gemm"}])
 	}

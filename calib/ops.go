@@ -101,18 +101,10 @@ func CheckOps(ctx context.Context, cal *configs.Calibration, name string, repeat
 // opCheckKey is an op check row: a phase and an op kind.
 type opCheckKey struct{ phase, kind string }
 
-// opCheckModel is the model side of the op check of cal on the one-rank
-// config name: per phase and op kind, the time of its ops in sim's
-// timeline (prefill, and the decode step the estimate measures TPOT over),
-// and the config's name as the rows name it.
-func opCheckModel(cal *configs.Calibration, name string) (string, map[opCheckKey]float64, error) {
-	cfg, _, model, err := opCheckModelPlan(cal, name)
-	if err != nil {
-		return "", nil, err
-	}
-	return cfg.Name, model, nil
-}
-
+// opCheckModelPlan is the model side of the op check of cal on the
+// one-rank config name: the config with cal applied, its plan, and per
+// phase and op kind the time of its ops in sim's timeline (prefill, and
+// the decode step the estimate measures TPOT over).
 func opCheckModelPlan(cal *configs.Calibration, name string) (*configs.Config, *partition.Plan, map[opCheckKey]float64, error) {
 	cfg, err := configs.Load(name)
 	if err != nil {

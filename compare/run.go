@@ -51,10 +51,6 @@ type HostState struct {
 	hoststat.Window
 }
 
-// StealNoteFraction is the share of a host's CPU time stolen by the
-// hypervisor above which a run's notes say so apart.
-const StealNoteFraction = 0.01
-
 // hostStates are the hosts' states, one per host from its lowest rank
 // that recorded one, and the notes stating them.
 func hostStates(results []exec.RankResult) ([]HostState, []string) {
@@ -68,8 +64,8 @@ func hostStates(results []exec.RankResult) ([]HostState, []string) {
 		seen[res.Host] = true
 		out = append(out, HostState{Host: res.Host, Window: *res.HostState})
 		notes = append(notes, fmt.Sprintf("host %s over the measured iterations: %s", res.Host, res.HostState))
-		if f := res.HostState.StealFraction; f > StealNoteFraction {
-			notes = append(notes, fmt.Sprintf("host %s: the hypervisor gave %.1f %% of its CPUs' time to other guests during the measured iterations; the measured times include the waits, the model does not", res.Host, 100*f))
+		if res.HostState.Stolen() {
+			notes = append(notes, fmt.Sprintf("host %s: the hypervisor gave %.1f %% of its CPUs' time to other guests during the measured iterations; the measured times include the waits, the model does not", res.Host, 100*res.HostState.StealFraction))
 		}
 	}
 	return out, notes

@@ -2,10 +2,10 @@ package exec
 
 import (
 	"fmt"
-	"github.com/partbench/partbench/hoststat"
 	"math"
 
 	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
 	"github.com/partbench/partbench/stats"
 )

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/partbench/partbench/hoststat"
 	"math"
 	"os"
 	"time"
 
 	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
 )
 

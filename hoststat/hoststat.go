@@ -45,6 +45,15 @@ const (
 	idle, iowait, steal = 3, 4, 7
 )
 
+// StolenFlagFraction is the share of a window's CPU time stolen by the
+// hypervisor above which partbench flags it: a run's notes say so apart,
+// a calibration warns.
+const StolenFlagFraction = 0.01
+
+// Stolen reports whether more than StolenFlagFraction of the window's CPU
+// time was stolen.
+func (w Window) Stolen() bool { return w.StealFraction > StolenFlagFraction }
+
 // Read samples the host; false where it has no /proc (not Linux) or the
 // files do not parse.
 func Read() (Sample, bool) {

@@ -100,3 +100,15 @@ func TestReadThisHost(t *testing.T) {
 		t.Errorf("window %+v over a busy loop", w)
 	}
 }
+
+// Stolen flags a window above 1 % stolen, not at it.
+func TestStolen(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		want bool
+	}{{0, false}, {0.01, false}, {0.0101, true}, {0.2, true}} {
+		if got := (Window{StealFraction: c.f}).Stolen(); got != c.want {
+			t.Errorf("steal %g: Stolen %v, want %v", c.f, got, c.want)
+		}
+	}
+}
