@@ -422,53 +422,59 @@ func memOf(h topology.GPU) memFigures {
 	return memFigures{streamBytesPerS: h.HBMBytesPerS, l2Bytes: float64(h.L2Bytes) * h.L2UsableFraction, l2BytesPerS: h.L2BytesPerS}
 }
 
+// poolSamples is cals[0]'s samples (list) with each one's median and
+// extremes (spread: pointers to the three fields) pooled over every
+// calibration's sample of the same key, its other fields cals[0]'s.
+func poolSamples[S any, K comparable](cals []*configs.Calibration, list func(*configs.Calibration) []S, key func(S) K,
+	spread func(*S) (median, lo, hi *float64)) []S {
+	at := map[K][]S{}
+	for _, c := range cals {
+		for _, s := range list(c) {
+			at[key(s)] = append(at[key(s)], s)
+		}
+	}
+	out := slices.Clone(list(cals[0]))
+	for i := range out {
+		var meds, mins, maxs []float64
+		for _, a := range at[key(out[i])] {
+			m, lo, hi := spread(&a)
+			meds, mins, maxs = append(meds, *m), append(mins, *lo), append(maxs, *hi)
+		}
+		sp := pooled(meds, mins, maxs, nil)
+		m, lo, hi := spread(&out[i])
+		*m, *lo, *hi = sp.Median, sp.Min, sp.Max
+	}
+	return out
+}
+
 func mergeGEMM(out *configs.Calibration, cals []*configs.Calibration) {
 	type key struct {
 		source, dtype   string
 		m, n, k, mm, mn int
 	}
-	keyOf := func(s configs.GEMMSample) key {
-		return key{s.Source, s.DType, s.M, s.N, s.K, s.MeasuredM, s.MeasuredN}
-	}
-	at := map[key][]configs.GEMMSample{}
-	for _, c := range cals {
-		for _, s := range c.GEMM {
-			at[keyOf(s)] = append(at[keyOf(s)], s)
-		}
-	}
-	for _, s := range cals[0].GEMM {
-		all := at[keyOf(s)]
-		var meds, mins, maxs []float64
-		for _, a := range all {
-			meds, mins, maxs = append(meds, a.TimeMedianS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS)
-		}
-		sp := pooled(meds, mins, maxs, nil)
-		s.TimeMedianS, s.TimeMinS, s.TimeMaxS = sp.Median, sp.Min, sp.Max
-		s.FLOPsPerS = float64(s.FLOPs) / sp.Median
+	out.GEMM = poolSamples(cals, func(c *configs.Calibration) []configs.GEMMSample { return c.GEMM },
+		func(s configs.GEMMSample) key { return key{s.Source, s.DType, s.M, s.N, s.K, s.MeasuredM, s.MeasuredN} },
+		func(s *configs.GEMMSample) (*float64, *float64, *float64) {
+			return &s.TimeMedianS, &s.TimeMinS, &s.TimeMaxS
+		})
+	for i := range out.GEMM {
+		s := &out.GEMM[i]
+		s.FLOPsPerS = float64(s.FLOPs) / s.TimeMedianS
 		flops := out.Hardware.PeakFLOPsPerS(cmp.Or(s.DType, "fp32"))
 		s.ModelTimeS = rooflineS(gemmShape{source: s.Source, m: s.M, n: s.N, k: s.K, mm: s.MeasuredM, mn: s.MeasuredN, elem: elemBytes[s.DType]}, flops, memOf(out.Hardware))
-		out.GEMM = append(out.GEMM, s)
 	}
 }
 
 func mergeCache(out *configs.Calibration, cals []*configs.Calibration) {
-	at := map[int64][]configs.CacheSample{}
-	for _, c := range cals {
-		for _, s := range c.Cache {
-			at[s.Bytes] = append(at[s.Bytes], s)
-		}
-	}
-	for _, s := range cals[0].Cache {
-		var meds, mins, maxs []float64
-		for _, a := range at[s.Bytes] {
-			meds, mins, maxs = append(meds, a.BytesPerSMedian), append(mins, a.BytesPerSMin), append(maxs, a.BytesPerSMax)
-		}
-		sp := pooled(meds, mins, maxs, nil)
-		s.BytesPerSMedian, s.BytesPerSMin, s.BytesPerSMax = sp.Median, sp.Min, sp.Max
+	out.Cache = poolSamples(cals, func(c *configs.Calibration) []configs.CacheSample { return c.Cache },
+		func(s configs.CacheSample) int64 { return s.Bytes },
+		func(s *configs.CacheSample) (*float64, *float64, *float64) {
+			return &s.BytesPerSMedian, &s.BytesPerSMin, &s.BytesPerSMax
+		})
+	for i := range out.Cache {
 		if out.Hardware.HBMBytesPerS > 0 {
-			s.ReuseOverStream = sp.Median / out.Hardware.HBMBytesPerS
+			out.Cache[i].ReuseOverStream = out.Cache[i].BytesPerSMedian / out.Hardware.HBMBytesPerS
 		}
-		out.Cache = append(out.Cache, s)
 	}
 }
 
@@ -478,26 +484,18 @@ func mergeComm(out *configs.Calibration, cals []*configs.Calibration) error {
 		ranks int
 		bytes int64
 	}
-	at := map[key][]configs.CommSample{}
-	for _, c := range cals {
-		for _, s := range c.Comm {
-			k := key{s.Op, s.Ranks, s.Bytes}
-			at[k] = append(at[k], s)
-		}
-	}
-	for _, s := range cals[0].Comm {
-		var meds, mins, maxs []float64
-		for _, a := range at[key{s.Op, s.Ranks, s.Bytes}] {
-			meds, mins, maxs = append(meds, a.TimeMedianS), append(mins, a.TimeMinS), append(maxs, a.TimeMaxS)
-		}
-		sp := pooled(meds, mins, maxs, nil)
-		s.TimeMedianS, s.TimeMinS, s.TimeMaxS = sp.Median, sp.Min, sp.Max
-		e, err := modelComm(commPoint{s.Op, s.Ranks, s.Bytes, sp.Median}, out.Topology.Intra)
+	out.Comm = poolSamples(cals, func(c *configs.Calibration) []configs.CommSample { return c.Comm },
+		func(s configs.CommSample) key { return key{s.Op, s.Ranks, s.Bytes} },
+		func(s *configs.CommSample) (*float64, *float64, *float64) {
+			return &s.TimeMedianS, &s.TimeMinS, &s.TimeMaxS
+		})
+	for i := range out.Comm {
+		s := &out.Comm[i]
+		e, err := modelComm(commPoint{s.Op, s.Ranks, s.Bytes, s.TimeMedianS}, out.Topology.Intra)
 		if err != nil {
 			return fmt.Errorf("merge: comm %s over %d ranks, %d B: %w", s.Op, s.Ranks, s.Bytes, err)
 		}
 		s.ModelTimeS, s.Algo, s.Proto = e.TimeS, e.Algo, e.Proto
-		out.Comm = append(out.Comm, s)
 	}
 	return nil
 }
