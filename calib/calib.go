@@ -413,26 +413,40 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := step(); err != nil {
 		return nil, err
 	}
-	hostWindow(cal, hostStart, hostOK)
-	judgeCalibration(cal)
+	hostW, hostKnown := hostWindow(cal, hostStart, hostOK)
+	judgeCalibration(cal, hostW, hostKnown)
 	return cal, nil
 }
 
-// BusyLoadFactor is the load average per core above which a calibration is
-// flagged, and OpCheckFactor how far its own op check may sit from 1 (either
-// way) before it is: beyond either, the figures describe the machine's load
-// (or a model that misses), and a run measured at another load will not
-// agree with them.
+// BusyOthersFraction is the share of the host's CPU time other processes
+// may take while a calibration runs (its own rank processes are its own),
+// BusyLoadFactor the load average per core that stands in for it where the
+// host does not say the calibration's own CPU time, and OpCheckFactor how
+// far a calibration's own op check may sit from 1 (either way): beyond any
+// of them the calibration is flagged — the figures describe the machine's
+// load (or a model that misses), and a run measured at another load will
+// not agree with them.
 const (
-	BusyLoadFactor = 1.5
-	OpCheckFactor  = 1.5
+	BusyOthersFraction = 0.25
+	BusyLoadFactor     = 1.5
+	OpCheckFactor      = 1.5
 )
 
 // judgeCalibration adds a warning when the machine was busy while it was
-// measured or when the calibrated model misses the CPU backend's op times
-// by more than OpCheckFactor.
-func judgeCalibration(cal *configs.Calibration) {
-	if la := cal.Info.LoadAverage; len(la) == 2 && cal.Info.Cores > 0 {
+// measured — other processes took more than BusyOthersFraction of the
+// host's CPU time over w, or, where w does not know the calibration's own
+// share (known false: not read at all), the load average was above
+// BusyLoadFactor per core — or when the calibrated model misses the CPU
+// backend's op times by more than OpCheckFactor. The load average alone
+// cannot tell: a calibration's own process ranks raise it (16 of them took
+// a 2-core host's from 0.42 to 4.58).
+func judgeCalibration(cal *configs.Calibration, w hoststat.Window, known bool) {
+	if others, ok := w.Others(); known && ok {
+		if others > BusyOthersFraction {
+			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the machine was busy: other processes took %.0f %% of the host's CPU time while calibrating (more than %.0f %%; the calibration itself %.0f %%, 1-minute load %.2f → %.2f on %d CPUs); these figures include that load — calibrate again when the machine is quiet",
+				100*others, 100*BusyOthersFraction, 100*w.OwnFraction, w.LoadStart, w.LoadEnd, w.CPUs))
+		}
+	} else if la := cal.Info.LoadAverage; len(la) == 2 && cal.Info.Cores > 0 {
 		if peak := max(la[0], la[1]); peak > BusyLoadFactor*float64(cal.Info.Cores) {
 			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the machine was busy: 1-minute load average %.2f at the start and %.2f at the end on %d cores (more than %.1f per core); these figures include that load — calibrate again when the machine is quiet", la[0], la[1], cal.Info.Cores, BusyLoadFactor))
 		}
@@ -460,19 +474,26 @@ func opCheckWarning(cal *configs.Calibration) (string, bool) {
 // hostWindow states the host's load and CPU time over the calibration
 // (from start, when ok) in cal: the load average at the start and the end,
 // a note in words, and a warning where the hypervisor took more than
-// hoststat.StolenFlagFraction of the CPUs' time.
-func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) {
+// hoststat.StolenFlagFraction of the CPUs' time. It returns the window,
+// false where either end could not be read.
+func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) (hoststat.Window, bool) {
 	end, endOK := hoststat.Read()
 	if !ok || !endOK {
-		return
+		return hoststat.Window{}, false
 	}
-	stateHost(cal, hoststat.Between(start, end))
+	w := hoststat.Between(start, end)
+	stateHost(cal, w)
+	return w, true
 }
 
 // stateHost puts the host's window over the calibration into cal.
 func stateHost(cal *configs.Calibration, w hoststat.Window) {
 	cal.Info.LoadAverage = []float64{w.LoadStart, w.LoadEnd}
-	note(cal, "host over the calibration: %s", w)
+	if others, ok := w.Others(); ok {
+		note(cal, "host over the calibration: %s; the calibration and its rank processes %.0f %%, other processes %.0f %%", w, 100*w.OwnFraction, 100*others)
+	} else {
+		note(cal, "host over the calibration: %s", w)
+	}
 	if w.Stolen() {
 		cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the hypervisor gave %.1f %% of the host's CPU time to other guests while calibrating; the figures include those waits — calibrate again when the host is quieter", 100*w.StealFraction))
 	}

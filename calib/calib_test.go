@@ -265,28 +265,52 @@ func TestStateHost(t *testing.T) {
 	if len(cal.Info.Warnings) != 1 || !strings.HasPrefix(cal.Info.Warnings[0], "the hypervisor gave 3.0 % of the host's CPU time to other guests") {
 		t.Errorf("3 %% stolen: warnings %q", cal.Info.Warnings)
 	}
+	// Knowing its own share, the note splits the busy share: others 60 − 1
+	// stolen − 45 own = 14 %.
+	cal = &configs.Calibration{Info: configs.CalibrationInfo{Cores: 2}}
+	stateHost(cal, hoststat.Window{LoadStart: 0.4, LoadEnd: 1.1, CPUs: 2, BusyFraction: 0.6, StealFraction: 0.01, OwnFraction: 0.45, OwnKnown: true})
+	if len(cal.Info.Notes) != 1 || !strings.HasSuffix(cal.Info.Notes[0], "1.0 % stolen by the hypervisor; the calibration and its rank processes 45 %, other processes 14 %") {
+		t.Errorf("own share known: notes %q", cal.Info.Notes)
+	}
 }
 
-// A calibration is flagged when it was measured on a busy machine (load
-// average above 1.5 per core) or when its op check misses by more than 1.5×
-// either way; a quiet, agreeing one is not.
+// A calibration is flagged when it was measured on a busy machine — other
+// processes above a quarter of the host's CPU time, or, where the window
+// does not know the calibration's own share, a load average above 1.5 per
+// core — or when its op check misses by more than 1.5× either way; a quiet,
+// agreeing one is not, nor one whose own rank processes raised the load.
 func TestJudgeCalibration(t *testing.T) {
 	cal := func(la []float64, meas, model float64) *configs.Calibration {
 		return &configs.Calibration{Info: configs.CalibrationInfo{Cores: 2, LoadAverage: la},
 			Ops: []configs.OpSample{{MeasuredS: meas, ModelS: model}}}
 	}
+	// 16 rank processes of its own: load 0.42 → 4.58 on 2 CPUs, busy 95 %,
+	// the calibration 90 %: others 5 %.
+	own := hoststat.Window{LoadStart: 0.42, LoadEnd: 4.58, CPUs: 2, BusyFraction: 0.95, OwnFraction: 0.9, OwnKnown: true}
+	// A compiler beside a calibration: busy 100 %, 2 % stolen, the
+	// calibration 60 %: others 38 %.
+	beside := hoststat.Window{LoadStart: 2.1, LoadEnd: 2.6, CPUs: 2, BusyFraction: 1, StealFraction: 0.02, OwnFraction: 0.6, OwnKnown: true}
+	// The same share, the own share unknown: the load decides.
+	noOwn := beside
+	noOwn.OwnKnown = false
 	for _, c := range []struct {
-		name string
-		cal  *configs.Calibration
-		want []string
+		name  string
+		cal   *configs.Calibration
+		w     hoststat.Window
+		known bool
+		want  []string
 	}{
-		{"quiet, agreeing", cal([]float64{0.5, 1.2}, 1, 1.1), nil},
-		{"busy: 3.38 > 1.5 × 2 cores", cal([]float64{3.38, 2.9}, 1, 1.1), []string{"the machine was busy: 1-minute load average 3.38"}},
-		{"op check 3.38×", cal([]float64{0.5, 0.5}, 1, 3.38), []string{"the calibrated model is 3.38×"}},
-		{"op check 0.5×", cal([]float64{0.5, 0.5}, 2, 1), []string{"the calibrated model is 0.50×"}},
-		{"exactly 1.5× is within", cal([]float64{3, 3}, 1, 1.5), nil},
+		{"quiet, agreeing", cal([]float64{0.5, 1.2}, 1, 1.1), hoststat.Window{}, false, nil},
+		{"busy: 3.38 > 1.5 × 2 cores", cal([]float64{3.38, 2.9}, 1, 1.1), hoststat.Window{}, false, []string{"the machine was busy: 1-minute load average 3.38"}},
+		{"its own ranks' load", cal([]float64{0.42, 4.58}, 1, 1.1), own, true, nil},
+		{"others 38 %", cal([]float64{2.1, 2.6}, 1, 1.1), beside, true,
+			[]string{"the machine was busy: other processes took 38 % of the host's CPU time while calibrating (more than 25 %; the calibration itself 60 %, 1-minute load 2.10 → 2.60 on 2 CPUs)"}},
+		{"own share unknown, load 2.6 < 3", cal([]float64{2.1, 2.6}, 1, 1.1), noOwn, true, nil},
+		{"op check 3.38×", cal([]float64{0.5, 0.5}, 1, 3.38), hoststat.Window{}, false, []string{"the calibrated model is 3.38×"}},
+		{"op check 0.5×", cal([]float64{0.5, 0.5}, 2, 1), hoststat.Window{}, false, []string{"the calibrated model is 0.50×"}},
+		{"exactly 1.5× is within", cal([]float64{3, 3}, 1, 1.5), hoststat.Window{}, false, nil},
 	} {
-		judgeCalibration(c.cal)
+		judgeCalibration(c.cal, c.w, c.known)
 		got := c.cal.Info.Warnings
 		if len(got) != len(c.want) {
 			t.Errorf("%s: warnings %q, want %d", c.name, got, len(c.want))
@@ -298,5 +322,4 @@ func TestJudgeCalibration(t *testing.T) {
 			}
 		}
 	}
-
 }

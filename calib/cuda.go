@@ -364,8 +364,8 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}
-	hostWindow(cal, hostStart, hostOK)
-	judgeCalibration(cal)
+	hostW, hostKnown := hostWindow(cal, hostStart, hostOK)
+	judgeCalibration(cal, hostW, hostKnown)
 	return cal, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 const stat0 = `cpu  1000 50 300 8000 100 10 20 30 0 0
@@ -96,8 +97,44 @@ func TestReadThisHost(t *testing.T) {
 			t.Fatal("second Read failed")
 		}
 	}
-	if w := Between(a, b); w.BusyFraction <= 0 || w.BusyFraction > 1 || w.StealFraction < 0 || w.StealFraction > w.BusyFraction {
+	w := Between(a, b)
+	if w.BusyFraction <= 0 || w.BusyFraction > 1 || w.StealFraction < 0 || w.StealFraction > w.BusyFraction {
 		t.Errorf("window %+v over a busy loop", w)
+	}
+	// The loop was this process's own CPU time.
+	if !w.OwnKnown || w.OwnFraction <= 0 || w.OwnFraction > 1 {
+		t.Errorf("window %+v: want this process's share in (0, 1]", w)
+	}
+}
+
+// A window's own share is this process's CPU time over its wall time ×
+// CPUs; the others' share is busy less stolen less own, never below 0, and
+// unknown without the own share.
+func TestOthers(t *testing.T) {
+	a, _ := parse("0.50", stat0)
+	b, _ := parse("3.20", stat1)
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	a.At, a.OwnCPU, a.OwnKnown = t0, 5*time.Second, true
+	b.At, b.OwnCPU, b.OwnKnown = t0.Add(2*time.Second), 6200*time.Millisecond, true
+	w := Between(a, b)
+	// Own 1.2 s over 2 s × 2 CPUs = 0.3; busy 0.78, stolen 0.02 (TestBetween):
+	// others 0.78 − 0.02 − 0.3 = 0.46.
+	others, ok := w.Others()
+	if !ok || math.Abs(w.OwnFraction-0.3) > 1e-12 || math.Abs(others-0.46) > 1e-12 {
+		t.Errorf("window %+v: others %g, %v; want own 0.3, others 0.46", w, others, ok)
+	}
+	// Own 3.6 s of 4 CPU-seconds (0.9) above busy less stolen (0.76): the
+	// ticks and the process's accounting disagree by a little; others 0.
+	b.OwnCPU = 8600 * time.Millisecond
+	if others, ok := Between(a, b).Others(); !ok || others != 0 {
+		t.Errorf("own above busy: others %g, %v; want 0", others, ok)
+	}
+	b.OwnKnown = false
+	if w := Between(a, b); w.OwnKnown || w.OwnFraction != 0 {
+		t.Errorf("unknown own share: %+v", w)
+	}
+	if _, ok := Between(a, b).Others(); ok {
+		t.Error("Others without the own share: want false")
 	}
 }
 
