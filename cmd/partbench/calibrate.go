@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -31,7 +32,14 @@ type calibrateOptions struct {
 	opFrom  []string
 	device  int
 	maxWS   int64
+	rounds  int
 }
+
+// calibrateMeasure measures the machine once (calib.Run; tests replace it).
+var calibrateMeasure = calib.Run
+
+// maxCalibrateRounds bounds --rounds.
+const maxCalibrateRounds = 20
 
 func newCalibrateCmd() *cobra.Command {
 	o := &calibrateOptions{}
@@ -61,6 +69,13 @@ each op timed on the device between events. Its defaults: --shapes-from
 seed4-1gpu, tp8pp2, layerwise16; --op-configs seed4-1gpu (embedded: the seed
 layers at 4 layers on one GPU, as scripts/gpu-check.sh runs them).
 
+With --rounds N it measures the machine N times, one after another, writes each
+round's profile beside --output (calib.toml: calib.round-1.toml, ...) and the
+rounds merged into --output, as 'calibrate merge' pools them: on a small shared
+host one calibration describes the state the host was in while it ran, and the
+median of three prices a run closer than any one of them (docs/calibration.md,
+"Several calibrations, merged").
+
 Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, cmd.OutOrStdout()) },
@@ -71,6 +86,7 @@ Load it with --calibration in 'model --dry-run' and 'run'; see docs/calibration.
 	f.IntVar(&o.nproc, "nproc", 4, "local ranks the link is measured among (cpu; cuda measures one GPU: 1)")
 	f.IntVar(&o.device, "device", 0, "GPU ordinal --backend cuda measures")
 	f.Int64Var(&o.maxWS, "max-working-set", 0, "largest working set of the cache curve in bytes (default: cpu 4 × the last-level cache, cuda 1 GiB)")
+	f.IntVar(&o.rounds, "rounds", 1, fmt.Sprintf("calibrate this many times, one after another, and write the rounds merged (each round's profile beside --output as NAME.round-K.toml; 1 to %d)", maxCalibrateRounds))
 	f.BoolVar(&o.quick, "quick", false, "fewer repeats, shorter samples and fewer sizes (seconds instead of tens of seconds)")
 	cliflag.Format(f, &o.format, cliflag.TableFormats...)
 	f.StringArrayVar(&o.opFrom, "op-configs", nil, "configs whose compute ops are timed into the op-time table (repeatable; default: "+strings.Join(calib.DefaultOpConfigs, ", ")+
@@ -211,8 +227,13 @@ func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
 	if err := writeCalibration(cmd, "calibrate merge", o.out, cal); err != nil {
 		return err
 	}
-	// The tables show the merge's own notes; the calibrations' own, each
-	// under its file's name, are in the file.
+	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate merge", version, mergedGrids(cal, names, o.out)...)
+}
+
+// mergedGrids are the tables of a merged calibration written to out: the
+// merge's own notes shown; the calibrations' own, each under its name
+// (names), counted and left in the file.
+func mergedGrids(cal *configs.Calibration, names []string, out string) []report.Grid {
 	shown := *cal
 	shown.Info.Notes = nil
 	inputs := 0
@@ -224,9 +245,9 @@ func (o *calibrateMergeOptions) run(cmd *cobra.Command, paths []string) error {
 		shown.Info.Notes = append(shown.Info.Notes, n)
 	}
 	if inputs > 0 {
-		shown.Info.Notes = append(shown.Info.Notes, fmt.Sprintf("%d notes of the calibrations merged, each under its file's name, are in %s", inputs, o.out))
+		shown.Info.Notes = append(shown.Info.Notes, fmt.Sprintf("%d notes of the calibrations merged, each under its file's name, are in %s", inputs, out))
 	}
-	return report.WriteTables(cmd.OutOrStdout(), o.format, "calibrate merge", version, report.CalibrationGrids(&shown, o.out)...)
+	return report.CalibrationGrids(&shown, out)
 }
 
 func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
@@ -251,6 +272,9 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if nproc < 1 || nproc > 64 {
 		return fmt.Errorf("calibrate: --nproc: must be in [1, 64] (got %d)", nproc)
 	}
+	if o.rounds < 1 || o.rounds > maxCalibrateRounds {
+		return fmt.Errorf("calibrate: --rounds: must be in [1, %d] (got %d)", maxCalibrateRounds, o.rounds)
+	}
 	if o.maxWS < 0 {
 		return fmt.Errorf("calibrate: --max-working-set: must be a size in bytes > 0 (got %d)", o.maxWS)
 	}
@@ -262,13 +286,55 @@ func (o *calibrateOptions) run(cmd *cobra.Command, stdout io.Writer) error {
 	if exe, err := os.Executable(); err == nil && nproc > 1 && !strings.HasSuffix(exe, ".test") {
 		opts.LinkArgv = []string{exe, "calibrate"}
 	}
-	opts.Progress = progress.Bar("calibrating")
-	cal, err := calib.Run(cmd.Context(), opts)
+	if o.rounds == 1 {
+		opts.Progress = progress.Bar("calibrating")
+		cal, err := calibrateMeasure(cmd.Context(), opts)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		if err := writeCalibration(cmd, "calibrate", o.out, cal); err != nil {
+			return err
+		}
+		return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
+	}
+	// Several rounds: each written as it ends (an interrupted set keeps
+	// the rounds it finished, and no merged file claims more), then merged.
+	paths := roundPaths(o.out, o.rounds)
+	cals := make([]*configs.Calibration, o.rounds)
+	for k := range cals {
+		opts.Progress = progress.Bar(fmt.Sprintf("calibrating, round %d of %d", k+1, o.rounds))
+		cal, err := calibrateMeasure(cmd.Context(), opts)
+		if err != nil {
+			return fmt.Errorf("calibrate: round %d of %d: %w (the rounds before it are in %s; --output %s was not written)", k+1, o.rounds, err, strings.Join(paths[:k], ", "), o.out)
+		}
+		if err := writeCalibration(cmd, fmt.Sprintf("calibrate (round %d)", k+1), paths[k], cal); err != nil {
+			return err
+		}
+		cals[k] = cal
+	}
+	names := calib.MergeNames(paths)
+	cal, err := calib.Merge(cals, names)
 	if err != nil {
-		return fmt.Errorf("calibrate: %w", err)
+		return fmt.Errorf("calibrate: the %d rounds (%s): %w", o.rounds, strings.Join(paths, ", "), err)
 	}
 	if err := writeCalibration(cmd, "calibrate", o.out, cal); err != nil {
 		return err
 	}
-	return report.WriteTables(stdout, o.format, "calibrate", version, report.CalibrationGrids(cal, o.out)...)
+	return report.WriteTables(stdout, o.format, "calibrate", version, mergedGrids(cal, names, o.out)...)
+}
+
+// roundPaths are the files the rounds of a calibration to out are written
+// to: out's name with .round-K before its extension (.toml where it has
+// none), K from 1.
+func roundPaths(out string, n int) []string {
+	ext := filepath.Ext(out)
+	stem := strings.TrimSuffix(out, ext)
+	if ext == "" {
+		ext = ".toml"
+	}
+	paths := make([]string, n)
+	for k := range paths {
+		paths[k] = fmt.Sprintf("%s.round-%d%s", stem, k+1, ext)
+	}
+	return paths
 }

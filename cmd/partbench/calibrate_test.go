@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/partbench/partbench/calib"
 	"github.com/partbench/partbench/configs"
 	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/topology"
@@ -131,6 +135,8 @@ func TestCalibrateCommandErrors(t *testing.T) {
 		{[]string{"calibrate", "--out", out, "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 		{[]string{"calibrate", "--out", out, "--device", "1"}, "calibrate: --device: selects a GPU for --backend cuda (got --backend cpu)"},
 		{[]string{"calibrate", "--out", out, "--max-working-set", "-1"}, "calibrate: --max-working-set: must be a size in bytes > 0 (got -1)"},
+		{[]string{"calibrate", "--out", out, "--rounds", "0"}, "calibrate: --rounds: must be in [1, 20] (got 0)"},
+		{[]string{"calibrate", "--out", out, "--rounds", "21"}, "calibrate: --rounds: must be in [1, 20] (got 21)"},
 		{[]string{"l2", "--measure", "--backend", "tpu"}, `--backend: must be cpu or cuda (got "tpu")`},
 		{[]string{"l2", "--format", "yaml"}, "--format: must be one of table, markdown, csv, json"},
 	} {
@@ -281,6 +287,76 @@ func TestCalibrateMerge(t *testing.T) {
 	}
 	if back, err := configs.LoadCalibration(pa); err != nil || back.Topology.Intra.LatencyS != 30e-6 {
 		t.Errorf("input %s after the refusals: %+v, %v", pa, back, err)
+	}
+}
+
+// calibrate --rounds N measures N times (here a stand-in for the
+// measurement, so the test does not depend on the machine), writes each
+// round beside --output and the rounds merged into it; a round that fails
+// leaves the rounds before it and no merged file.
+func TestCalibrateRounds(t *testing.T) {
+	latencies := []float64{30e-6, 10e-6, 20e-6}
+	calls := 0
+	fail := -1 // the call that fails (-1: none)
+	saved := calibrateMeasure
+	t.Cleanup(func() { calibrateMeasure = saved })
+	calibrateMeasure = func(_ context.Context, o calib.Options) (*configs.Calibration, error) {
+		defer func() { calls++ }()
+		if calls == fail {
+			return nil, errors.New("link: rank 1 exited")
+		}
+		if o.Ranks != 2 || !o.Quick {
+			t.Errorf("round %d: options %+v, want the command's --nproc 2 --quick", calls+1, o)
+		}
+		c := cpuLikeCalibration()
+		c.Topology.Intra.LatencyS = latencies[calls%len(latencies)]
+		c.Info.Notes = []string{fmt.Sprintf("measured round %d", calls+1)}
+		return c, nil
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "calib.toml")
+	msg, err := runCLI(t, "calibrate", "--quick", "--nproc", "2", "--rounds", "3", "--output", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	if calls != 3 {
+		t.Errorf("%d measurements, want 3", calls)
+	}
+	for k, lat := range latencies {
+		p := filepath.Join(dir, fmt.Sprintf("calib.round-%d.toml", k+1))
+		c, err := configs.LoadCalibration(p)
+		if err != nil || c.Topology.Intra.LatencyS != lat {
+			t.Errorf("round %d: %s: %+v, %v; want latency %g", k+1, p, c, err, lat)
+		}
+	}
+	got, err := configs.LoadCalibration(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The median of {30, 10, 20} µs is 20; each round's note under its file.
+	if got.Topology.Intra.LatencyS != 20e-6 || !strings.Contains(strings.Join(got.Info.Notes, "\n"), "calib.round-2.toml: measured round 2") {
+		t.Errorf("merged latency %g, notes %q; want 20 µs and round 2's note under its name", got.Topology.Intra.LatencyS, got.Info.Notes)
+	}
+	if !strings.Contains(msg, "merged from 3 calibrations") || !strings.Contains(msg, "3 notes of the calibrations merged") || strings.Contains(msg, "measured round") {
+		t.Errorf("output:\n%s", msg)
+	}
+
+	// The second round fails: the first stays, nothing claims to be merged.
+	dir = t.TempDir()
+	out = filepath.Join(dir, "cal")
+	calls, fail = 0, 1
+	_, err = runCLI(t, "calibrate", "--quick", "--nproc", "2", "--rounds", "3", "--output", out)
+	want := "calibrate: round 2 of 3: link: rank 1 exited (the rounds before it are in " + filepath.Join(dir, "cal.round-1.toml") + "; --output " + out + " was not written)"
+	if err == nil || err.Error() != want {
+		t.Errorf("failing round: error %v, want %q", err, want)
+	}
+	if _, err := configs.LoadCalibration(filepath.Join(dir, "cal.round-1.toml")); err != nil {
+		t.Errorf("round 1 after round 2 failed: %v", err)
+	}
+	for _, p := range []string{out, filepath.Join(dir, "cal.round-2.toml")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s written though round 2 failed", p)
+		}
 	}
 }
 
