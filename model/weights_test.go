@@ -43,6 +43,38 @@ func TestUniformIsKeyed(t *testing.T) {
 	}
 }
 
+// logitsByVocabByID is LogitsByVocab by its definition, id by id: id v of
+// sequence i is element v mod vl of sequence i's row of shard v / vl.
+func logitsByVocabByID(gathered []float32, seqs, vp, vocab, T int) []float32 {
+	vl := vp / T
+	out := make([]float32, seqs*vocab)
+	for i := 0; i < seqs; i++ {
+		for v := 0; v < vocab; v++ {
+			out[i*vocab+v] = gathered[(v/vl*seqs+i)*vl+v%vl]
+		}
+	}
+	return out
+}
+
+// The sampler's reorder at a Llama vocabulary (32000 ids over 2 shards, 16
+// sequences), id by id against shard runs copied: compare the two in one
+// run (go test -bench LogitsByVocab ./model).
+func BenchmarkLogitsByVocab(b *testing.B) {
+	const seqs, vocab, T = 16, 32000, 2
+	g := make([]float32, seqs*vocab)
+	dst := make([]float32, seqs*vocab)
+	b.Run("by-id", func(b *testing.B) {
+		for b.Loop() {
+			_ = logitsByVocabByID(g, seqs, vocab, vocab, T)
+		}
+	})
+	b.Run("into", func(b *testing.B) {
+		for b.Loop() {
+			LogitsByVocabInto(dst, g, seqs, vocab, vocab, T)
+		}
+	})
+}
+
 func TestLogitsByVocabAndArgmax(t *testing.T) {
 	// T = 2 shards of 3 (vp = 6, vocab 5), 2 sequences: gathered is
 	// [shard 0: seq0 v0..2, seq1 v0..2][shard 1: seq0 v3..5, seq1 v3..5].
@@ -52,6 +84,27 @@ func TestLogitsByVocabAndArgmax(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("reordered %v, want %v (padded ids 5 dropped)", got, want)
+		}
+	}
+	// Against the element-by-element definition (id v of sequence i is
+	// element v mod vl of shard v / vl) over shard counts, padding and
+	// sequence counts, into a reused buffer.
+	for _, c := range []struct{ seqs, vp, vocab, T int }{{1, 8, 8, 1}, {3, 12, 10, 4}, {4, 96, 96, 2}, {2, 64, 50, 4}, {5, 30, 1, 3}} {
+		vl := c.vp / c.T
+		g := make([]float32, c.T*c.seqs*vl)
+		for k := range g {
+			g[k] = float32(k*7%31) - 15
+		}
+		dst := make([]float32, c.seqs*c.vocab)
+		for k := range dst {
+			dst[k] = float32(math.NaN()) // every element must be written
+		}
+		LogitsByVocabInto(dst, g, c.seqs, c.vp, c.vocab, c.T)
+		want := logitsByVocabByID(g, c.seqs, c.vp, c.vocab, c.T)
+		for k := range want {
+			if dst[k] != want[k] {
+				t.Fatalf("%+v: element %d (seq %d, id %d) = %v, want %v", c, k, k/c.vocab, k%c.vocab, dst[k], want[k])
+			}
 		}
 	}
 	nan := float32(math.NaN())

@@ -253,7 +253,7 @@ func (k kernels) Sample(op *partition.Op, p *pexec.Pass[pexec.F32], past int, to
 			tokens[i] = float32(k.c.inputs.Token(k.c.seed, seq0+i, p.End, op.Vocab, -1))
 		}
 		H := op.InWidth
-		out := make([]float32, seqs*H)
+		out := reuse(res.output, seqs*H)
 		for i := 0; i < seqs; i++ {
 			src := (i*stride + stride - 1) * H
 			copy(out[i*H:(i+1)*H], from[src:src+H])
@@ -261,14 +261,25 @@ func (k kernels) Sample(op *partition.Op, p *pexec.Pass[pexec.F32], past int, to
 		res.output, res.sampled = out, nil
 		return nil
 	}
+	// Every step writes the micro-batch's logits and tokens into the
+	// buffers of its last (Output and Sampled hand out copies).
 	V := op.Vocab
-	out, sampled := model.LogitsByVocab(from, seqs, op.InWidth, V, op.VocabShards), make([]int, seqs)
+	out, sampled := reuse(res.output, seqs*V), reuse(res.sampled, seqs)
+	model.LogitsByVocabInto(out, from, seqs, op.InWidth, V, op.VocabShards)
 	for i := range sampled {
 		sampled[i] = model.Argmax(out[i*V : (i+1)*V])
 		tokens[i] = float32(k.c.inputs.Token(k.c.seed, seq0+i, p.End, V, sampled[i]))
 	}
 	res.output, res.sampled = out, sampled
 	return nil
+}
+
+// reuse is s resliced to n elements where it holds them, else a new slice.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
 
 // Sampled is the argmax token of each sequence of micro-batch mb at its last
