@@ -62,6 +62,10 @@ type RankResult struct {
 	// HostState is the rank's host over the measured window: its load and
 	// how its CPU time went (nil where the host has no /proc).
 	HostState *hoststat.Window `json:"host_state,omitempty"`
+	// LinkProbes are the rank's groups' collectives timed back to back
+	// after the measured iterations (RunOptions.LinkProbeCalls; none
+	// without).
+	LinkProbes []LinkProbe `json:"link_probes,omitempty"`
 	// Spans are the ops of the last iteration (when a trace was asked for),
 	// timed from that iteration's start on this rank.
 	Spans []Span `json:"spans,omitempty"`

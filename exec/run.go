@@ -34,6 +34,10 @@ type RunOptions struct {
 	// TraceDecodeSteps > 0 records every op of the last iteration's prefill
 	// and first TraceDecodeSteps decode steps as spans, for a trace.
 	TraceDecodeSteps int
+	// LinkProbeCalls > 0 times that many calls of each of the rank's
+	// groups' collectives back to back after the measured iterations
+	// (RankResult.LinkProbes; 0: none).
+	LinkProbeCalls int
 	// AfterBarrier, when set, is called on each rank as it leaves an
 	// iteration's barrier, before the iteration's start is read (it = the
 	// iteration's index, warm-up included): a test's way to start a rank
@@ -327,6 +331,13 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 			if end, ok := hoststat.Read(); ok && hostOK {
 				w := hoststat.Between(hostStart, end)
 				res.HostState = &w
+			}
+			// The link's state at the end of the run, its groups'
+			// collectives back to back (linkprobe.go); the comm is
+			// quiescent (flushed) and the next iteration, if any, starts
+			// from position 0.
+			if res.LinkProbes, err = probeLinks(ctx, decode, compute, comm, groups, o.LinkProbeCalls); err != nil {
+				return fail(err)
 			}
 			if meter != nil {
 				if mem.EndBytes, err = meter.DeviceUsedBytes(); err != nil {

@@ -255,6 +255,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) (ret
 		Plan: plan, Env: env, Backend: name, JoinTimeout: o.joinTimeout, NewCompute: rank.NewCompute, Progress: prog,
 		TraceDecodeSteps: traceSteps(o.trace),
 		NewComm:          rank.NewComm,
+		LinkProbeCalls:   pexec.LinkProbeCalls,
 	})
 	// A communicator that failed to close after the run leaves the results
 	// whole: rank 0 still reports and writes them, and the rank then fails.

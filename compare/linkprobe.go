@@ -1,0 +1,94 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/partbench/partbench/commcount"
+	"github.com/partbench/partbench/exec"
+	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/stats"
+)
+
+// LinkStateFactor is how far a link probe's call may sit from the modeled
+// call (either way) before its note says the link was in another state
+// than the one the model prices.
+const LinkStateFactor = 1.5
+
+// linkProbeNotes say, per collective kind and group (from its lowest rank's probe,
+// exec.LinkProbe), what its collective took back to back after the
+// measured iterations, beside the same kind's decode calls in the run on
+// that rank and the modeled call (the op check's decode row over its
+// calls, the mean over ranks); where the probe is over LinkStateFactor
+// from the modeled call, that the link was in another state than the one
+// priced — only where the model's times are this machine's (calibrated:
+// uncalibrated CPU runs get no such verdict) and the rank's host runs no
+// more ranks than it has CPUs: there the model prices a call as the
+// profile's back-to-back one; above, it adds the waits for a core, which
+// ranks taking turns at a probe do not meet alike.
+func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated bool) []string {
+	var notes []string
+	seen := map[string]bool{}
+	onHost := map[string]int{}
+	for _, res := range results {
+		onHost[res.Host]++
+	}
+	for _, res := range results {
+		ownCore := res.HostState != nil && onHost[res.Host] <= res.HostState.CPUs
+		for _, p := range res.LinkProbes {
+			key := exec.GroupKey(p.Ranks)
+			if seen[p.Kind+" "+key] {
+				continue
+			}
+			seen[p.Kind+" "+key] = true
+			n := fmt.Sprintf("link probe after the measured iterations: %s of %d B over ranks %s, %s a call back to back (median of %d; least %s)",
+				p.Kind, p.Bytes, key, microseconds(p.MedianS), p.Calls, microseconds(p.MinS))
+			inRun, calls := decodeCall(res, p.Kind)
+			if calls > 0 {
+				n += fmt.Sprintf("; the run's decode %s calls %s a call on rank %d", p.Kind, microseconds(inRun), res.Rank)
+			}
+			if modeled := modeledCall(rows, res, p.Kind, calls); modeled > 0 {
+				n += fmt.Sprintf(", modeled %s", microseconds(modeled))
+				if r := p.MedianS / modeled; calibrated && ownCore && math.Abs(math.Log(r)) > math.Log(LinkStateFactor) {
+					n += fmt.Sprintf(" — the probe is %.2g× the modeled call: the link was in another state than the one the profile measured", r)
+				}
+			}
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+// decodeCall is rank res's mean time per decode call of kind — the median
+// over measured iterations of the kind's decode time, over its calls per
+// iteration — and its calls per iteration (0: none measured).
+func decodeCall(res exec.RankResult, kind string) (float64, float64) {
+	its := res.PhaseBusyS[string(partition.Decode)][kind]
+	calls := res.DecodeCounts.Calls[commcount.Op(kind)]
+	if len(its) == 0 || calls == 0 {
+		return 0, 0
+	}
+	perIt := float64(calls) / float64(len(its))
+	return stats.Median(its) / perIt, perIt
+}
+
+// modeledCall is the op check's modeled decode time of kind per call: the
+// row's time per decode step over rank res's calls per step (callsPerIt
+// over its decode steps); 0 where either is missing.
+func modeledCall(rows []OpCheckRow, res exec.RankResult, kind string, callsPerIt float64) float64 {
+	if callsPerIt == 0 || len(res.StepEndS) == 0 || len(res.StepEndS[0]) == 0 {
+		return 0
+	}
+	for _, r := range rows {
+		if r.Phase == string(partition.Decode) && r.Kind == kind && r.ModeledS > 0 {
+			return r.ModeledS / (callsPerIt / float64(len(res.StepEndS[0])))
+		}
+	}
+	return 0
+}
+
+// microseconds is a time in s as "1.22 µs".
+func microseconds(s float64) string {
+	return strings.TrimSpace(fmt.Sprintf("%.3g µs", s*1e6))
+}
