@@ -1,61 +1,19 @@
 package exec_test
 
 import (
-	"context"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/cpu"
-	"github.com/partbench/partbench/exec/launch"
-	"github.com/partbench/partbench/exec/rendezvous"
-	"github.com/partbench/partbench/exec/tcpcomm"
-	"github.com/partbench/partbench/partition"
 )
 
-// runTP2 runs the tiny model at TP=2 as two goroutine ranks through
-// exec.Run with probe calls of each collective after the measured
-// iterations, and returns rank 0's results.
+// runTP2 runs the tiny model at TP=2 (runTiny, two measured iterations)
+// with probe calls of each collective after the measured iterations.
 func runTP2(t *testing.T, probe int) []pexec.RankResult {
 	t.Helper()
-	cfg, err := configs.Load("test/single-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Name, cfg.Parallel.TP, cfg.Topology.GPUsPerNode = "tp2-tiny", 2, 2
-	cfg.Run.Warmup, cfg.Run.Iterations = 1, 2
-	plan, err := partition.NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	results := make([][]pexec.RankResult, plan.Size())
-	errs := make([]error, plan.Size())
-	var wg sync.WaitGroup
-	for r := range plan.Size() {
-		env := launch.Env{Rank: r, Size: plan.Size(), LocalRank: r, LocalSize: plan.Size(), Source: launch.SourceRankEnv, RendezvousAddr: addr}
-		wg.Go(func() {
-			results[r], errs[r] = pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cpu", JoinTimeout: 20 * time.Second,
-				NewCompute: func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) },
-				NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
-					return tcpcomm.New(ctx, sess, rank, p.Size(), "127.0.0.1")
-				},
-				LinkProbeCalls: probe})
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return results[0]
+	results, _ := runTiny(t, 2, 1, 2, func(o *pexec.RunOptions) { o.LinkProbeCalls = probe })
+	return results
 }
 
 // Each rank probes its TP group's two collectives after the measured

@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -107,18 +108,19 @@ func TestAggregateFromOneStart(t *testing.T) {
 	}
 }
 
-// runPP2Delayed runs a two-stage pipeline of the tiny model as two
-// goroutines through exec.Run (rendezvous, TCP communicator, CPU
-// backend), the given rank leaving every measured iteration's barrier
-// delay late; it returns rank 0's aggregate.
-func runPP2Delayed(t *testing.T, late int, delay time.Duration) *pexec.Measurement {
+// runTiny runs the tiny model split by tp and pp (two ranks) as goroutines
+// through exec.Run (rendezvous, TCP communicator, CPU backend), warmup 1
+// and iterations measured, set sets the rest of each rank's options; it
+// returns rank 0's results and the config.
+func runTiny(t *testing.T, tp, pp, iterations int, set func(o *pexec.RunOptions)) ([]pexec.RankResult, *configs.Config) {
 	t.Helper()
 	cfg, err := configs.Load("test/single-tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Name, cfg.Parallel.PP, cfg.Topology.GPUsPerNode = "pp2-tiny", 2, 2
-	cfg.Run.Warmup, cfg.Run.Iterations = 1, 3
+	cfg.Name = fmt.Sprintf("tp%dpp%d-tiny", tp, pp)
+	cfg.Parallel.TP, cfg.Parallel.PP, cfg.Topology.GPUsPerNode = tp, pp, tp*pp
+	cfg.Run.Warmup, cfg.Run.Iterations = 1, iterations
 	plan, err := partition.NewPlan(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -131,18 +133,13 @@ func runPP2Delayed(t *testing.T, late int, delay time.Duration) *pexec.Measureme
 	var wg sync.WaitGroup
 	for r := range plan.Size() {
 		env := launch.Env{Rank: r, Size: plan.Size(), LocalRank: r, LocalSize: plan.Size(), Source: launch.SourceRankEnv, RendezvousAddr: addr}
-		wg.Go(func() {
-			results[r], errs[r] = pexec.Run(ctx, pexec.RunOptions{Plan: plan, Env: env, Backend: "cpu", JoinTimeout: 20 * time.Second,
-				NewCompute: func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) },
-				NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
-					return tcpcomm.New(ctx, sess, rank, p.Size(), "127.0.0.1")
-				},
-				AfterBarrier: func(rank, it int) {
-					if rank == late && it >= cfg.Run.Warmup {
-						time.Sleep(delay)
-					}
-				}})
-		})
+		o := pexec.RunOptions{Plan: plan, Env: env, Backend: "cpu", JoinTimeout: 20 * time.Second,
+			NewCompute: func(p *partition.Plan, rank int) (pexec.Compute, error) { return cpu.New(p, rank) },
+			NewComm: func(ctx context.Context, sess *rendezvous.Session, p *partition.Plan, rank int, _ pexec.Compute) (pexec.Comm, error) {
+				return tcpcomm.New(ctx, sess, rank, p.Size(), "127.0.0.1")
+			}}
+		set(&o)
+		wg.Go(func() { results[r], errs[r] = pexec.Run(ctx, o) })
 	}
 	wg.Wait()
 	for r, err := range errs {
@@ -150,12 +147,27 @@ func runPP2Delayed(t *testing.T, late int, delay time.Duration) *pexec.Measureme
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	for _, res := range results[0] {
+	return results[0], cfg
+}
+
+// runPP2Delayed runs a two-stage pipeline of the tiny model (runTiny), the
+// given rank leaving every measured iteration's barrier delay late; it
+// returns rank 0's aggregate.
+func runPP2Delayed(t *testing.T, late int, delay time.Duration) *pexec.Measurement {
+	t.Helper()
+	results, cfg := runTiny(t, 1, 2, 3, func(o *pexec.RunOptions) {
+		o.AfterBarrier = func(rank, it int) {
+			if rank == late && it >= 1 { // the measured iterations (warmup 1)
+				time.Sleep(delay)
+			}
+		}
+	})
+	for _, res := range results {
 		if len(res.StartS) != cfg.Run.Iterations || res.Clock == nil || !res.Clock.SameHost || res.Clock.AppliedS != 0 {
 			t.Fatalf("rank %d: %d starts, clock %+v; want %d, on rank 0's host, no offset applied", res.Rank, len(res.StartS), res.Clock, cfg.Run.Iterations)
 		}
 	}
-	m, err := pexec.Aggregate(results[0], cfg.Workload.Batch, cfg.Run.Warmup)
+	m, err := pexec.Aggregate(results, cfg.Workload.Batch, cfg.Run.Warmup)
 	if err != nil {
 		t.Fatal(err)
 	}
