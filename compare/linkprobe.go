@@ -42,8 +42,12 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated boo
 				continue
 			}
 			seen[p.Kind+" "+key] = true
-			n := fmt.Sprintf("link probe after the measured iterations: %s of %d B over ranks %s, %s a call back to back (median of %d; least %s)",
-				p.Kind, p.Bytes, key, microseconds(p.MedianS), p.Calls, microseconds(p.MinS))
+			how := fmt.Sprintf("median of %d; least %s", p.Calls, microseconds(p.MinS))
+			if p.Batched {
+				how = fmt.Sprintf("the mean of %d queued on the device, synced once", p.Calls)
+			}
+			n := fmt.Sprintf("link probe after the measured iterations: %s of %d B over ranks %s, %s a call back to back (%s)",
+				p.Kind, p.Bytes, key, microseconds(p.MedianS), how)
 			inRun, calls := decodeCall(res, p.Kind)
 			if calls > 0 {
 				n += fmt.Sprintf("; the run's decode %s calls %s a call on rank %d", p.Kind, microseconds(inRun), res.Rank)

@@ -44,6 +44,12 @@ func TestLinkProbeNotes(t *testing.T) {
 			t.Errorf("%s: notes %q; want the figures without a verdict", name, n)
 		}
 	}
+	// A device's batched probe says how it was timed.
+	batched := res(0, 16, 9e-6)
+	batched.LinkProbes[0].Batched = true
+	if n := linkProbeNotes([]exec.RankResult{batched}, rows, true); len(n) != 1 || !strings.Contains(n[0], "9 µs a call back to back (the mean of 64 queued on the device, synced once)") {
+		t.Errorf("batched: %q", n)
+	}
 	// Without an op-check row or counts: the probe alone.
 	if n := linkProbeNotes(two[:1], nil, true); len(n) != 1 || strings.Contains(n[0], "modeled") || !strings.HasSuffix(n[0], "1.2 µs a call on rank 0") {
 		t.Errorf("no op check: %q", n)

@@ -30,11 +30,14 @@ type LinkProbe struct {
 	Ranks []int  `json:"ranks"`
 	Bytes int64  `json:"bytes"`
 	// Calls were timed (one more before them, untimed), each on the host
-	// clock from its start to its return and, on a device, the queue's
-	// sync after it; MedianS and MinS are the median and least call.
+	// clock from its start to its return; MedianS and MinS are the median
+	// and least call. Batched (a device's queued collectives): the calls
+	// were queued back to back and synced once, MedianS and MinS both the
+	// batch's time over Calls.
 	Calls   int     `json:"calls"`
 	MedianS float64 `json:"median_s"`
 	MinS    float64 `json:"min_s"`
+	Batched bool    `json:"batched,omitempty"`
 }
 
 // probeLinks times, for every collective kind of every group of more than
@@ -58,22 +61,53 @@ func probeLinks(ctx context.Context, prog partition.Program, c Compute, comm Com
 			continue
 		}
 		seen[string(op.Kind)+" "+k] = true
-		times := make([]float64, 0, calls)
-		for j := 0; j <= calls; j++ {
-			t0 := time.Now()
-			err := runOp(ctx, op, c, comm, groups, nil)
-			if err == nil {
-				err = c.Sync(ctx)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("link probe: %s over ranks %s: %w", op.Kind, k, err)
-			}
-			if j > 0 {
-				times = append(times, time.Since(t0).Seconds())
-			}
+		p, err := probeOne(ctx, op, c, comm, groups, calls)
+		if err != nil {
+			return nil, fmt.Errorf("link probe: %s over ranks %s: %w", op.Kind, k, err)
 		}
-		out = append(out, LinkProbe{Kind: string(op.Kind), Ranks: slices.Clone(op.Group), Bytes: op.Bytes,
-			Calls: calls, MedianS: stats.Median(times), MinS: slices.Min(times)})
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// probeOne times calls calls of op back to back after one untimed. On a
+// host that computes synchronously each call is timed on its own; on a
+// device (a DeviceClock Compute, whose collectives are queued) the calls
+// are queued back to back and synced once, each call the batch's mean —
+// a sync after every call would add the host's round trip to the device,
+// which a run's queued collectives do not pay.
+func probeOne(ctx context.Context, op *partition.Op, c Compute, comm Comm, groups map[string]Group, calls int) (LinkProbe, error) {
+	p := LinkProbe{Kind: string(op.Kind), Ranks: slices.Clone(op.Group), Bytes: op.Bytes, Calls: calls}
+	call := func() error { return runOp(ctx, op, c, comm, groups, nil) }
+	if err := call(); err != nil {
+		return p, err
+	}
+	if err := c.Sync(ctx); err != nil {
+		return p, err
+	}
+	if _, queued := c.(DeviceClock); queued {
+		t0 := time.Now()
+		for range calls {
+			if err := call(); err != nil {
+				return p, err
+			}
+		}
+		if err := c.Sync(ctx); err != nil {
+			return p, err
+		}
+		p.Batched = true
+		p.MedianS = time.Since(t0).Seconds() / float64(calls)
+		p.MinS = p.MedianS
+		return p, nil
+	}
+	times := make([]float64, calls)
+	for j := range times {
+		t0 := time.Now()
+		if err := call(); err != nil {
+			return p, err
+		}
+		times[j] = time.Since(t0).Seconds()
+	}
+	p.MedianS, p.MinS = stats.Median(times), slices.Min(times)
+	return p, nil
 }
