@@ -332,18 +332,19 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 				w := hoststat.Between(hostStart, end)
 				res.HostState = &w
 			}
-			// The link's state at the end of the run, its groups'
-			// collectives back to back (linkprobe.go); the comm is
-			// quiescent (flushed) and the next iteration, if any, starts
-			// from position 0.
-			if res.LinkProbes, err = probeLinks(ctx, decode, compute, comm, groups, o.LinkProbeCalls); err != nil {
-				return fail(err)
-			}
 			if meter != nil {
 				if mem.EndBytes, err = meter.DeviceUsedBytes(); err != nil {
 					return fail(fmt.Errorf("device memory after the measured iterations: %w", err))
 				}
 				res.DeviceMemory = &mem
+			}
+			// The link's state at the end of the run, its groups'
+			// collectives back to back (linkprobe.go); the comm is
+			// quiescent (flushed) and the next iteration, if any, starts
+			// from position 0; after the device memory is read, which its
+			// calls must not move.
+			if res.LinkProbes, err = probeLinks(ctx, decode, compute, comm, groups, o.LinkProbeCalls); err != nil {
+				return fail(err)
 			}
 		}
 	}
