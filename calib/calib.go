@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/partbench/partbench/configs"
@@ -339,10 +340,14 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 			// Bound a CPU each: the fastest of several launches
 			// (linklaunches.go).
 			var launches string
-			if times, launches, err = boundLinkTimesSized(ctx, o.LinkArgv, n, groupsOf(gs), sizesOf(gs), o.Repeats, o.MinSample); err != nil {
+			var two []string
+			if times, launches, two, err = boundLinkTimesSized(ctx, o.LinkArgv, n, groupsOf(gs), sizesOf(gs), o.Repeats, o.MinSample); err != nil {
 				return nil, err
 			}
 			note(cal, "link at %d process ranks bound to a CPU each, in %d launches, each group and size from the launch of the lowest median (launch medians: %s)", n, linkLaunchesBound, launches)
+			if len(two) > 0 {
+				cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the link at %d process ranks took two states while calibrating (launch medians %s; more than %.1f× apart): the profile prices the fastest launch, and a run may meet the slower — calibrate with --rounds 3 and read each run's link probe note", n, strings.Join(two, "; "), LinkStatesFactor))
+			}
 		} else if times, err = measureLinkProcsSized(ctx, o.LinkArgv, n, groupsOf(gs), sizesOf(gs), o.Repeats, o.MinSample); err != nil {
 			return nil, err
 		}

@@ -56,33 +56,40 @@ func fastestLaunch(launches [][][][]float64) (best [][][]float64, medians [][][]
 	return best, medians, nil
 }
 
-// boundLinkTimes measures the link among n process ranks bound to a CPU
-// each in linkLaunchesBound launches (measureLinkProcs) and returns each
-// group's and size's times from its fastest launch, and a description of
-// the launches' medians at the size nearest 1 KiB for a note.
-func boundLinkTimes(ctx context.Context, argv []string, n int, groups []commGroup, sizes []int64, repeats int, minDur time.Duration) ([][][]float64, string, error) {
-	same := make([][]int64, len(groups))
-	for i := range same {
-		same[i] = sizes
-	}
-	return boundLinkTimesSized(ctx, argv, n, groups, same, repeats, minDur)
-}
+// LinkStatesFactor is how far apart (the slowest launch's median over the
+// fastest's) the launches of one group may read before calibrate warns
+// that the link took two states while it measured.
+const LinkStatesFactor = 1.5
 
-// boundLinkTimesSized is boundLinkTimes with each group timed at its own
-// sizes (groupSizes[i]: group i's; measureLinkProcsSized).
-func boundLinkTimesSized(ctx context.Context, argv []string, n int, groups []commGroup, groupSizes [][]int64, repeats int, minDur time.Duration) ([][][]float64, string, error) {
+// boundLinkTimesSized measures the link among n process ranks bound to a
+// CPU each in linkLaunchesBound launches (measureLinkProcsSized: each
+// group i timed at its sizes groupSizes[i]) and returns each group's and
+// size's times from its fastest launch, a description of the launches'
+// medians at the size nearest 1 KiB for a note, and the groups whose
+// launches there read two states (describeLaunches).
+func boundLinkTimesSized(ctx context.Context, argv []string, n int, groups []commGroup, groupSizes [][]int64, repeats int, minDur time.Duration) ([][][]float64, string, []string, error) {
 	var launches [][][][]float64
 	for l := 0; l < linkLaunchesBound; l++ {
 		times, err := measureLinkProcsSized(ctx, argv, n, groups, groupSizes, repeats, minDur)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		launches = append(launches, times)
 	}
 	best, medians, err := fastestLaunch(launches)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
+	desc, two := describeLaunches(groups, groupSizes, medians)
+	return best, desc, two, nil
+}
+
+// describeLaunches describes each group's launch medians ([group][size]
+// [launch], s) at its size nearest 1 KiB, "all_reduce over 2 at 1024 B:
+// 0.69, 2.05, … µs", groups sorted by that text; two lists the groups
+// whose slowest launch there read over LinkStatesFactor × the fastest
+// ("all_reduce over 2 at 1024 B: 0.717–2.19 µs").
+func describeLaunches(groups []commGroup, groupSizes [][]int64, medians [][][]float64) (desc string, two []string) {
 	var parts []string
 	for gi, g := range groups {
 		sizes := groupSizes[gi]
@@ -92,14 +99,20 @@ func boundLinkTimesSized(ctx context.Context, argv []string, n int, groups []com
 				si = i
 			}
 		}
-		var ms []string
-		for _, m := range medians[gi][si] {
-			ms = append(ms, fmt.Sprintf("%.3g", m*1e6))
+		ms := medians[gi][si]
+		var strs []string
+		for _, m := range ms {
+			strs = append(strs, fmt.Sprintf("%.3g", m*1e6))
 		}
-		parts = append(parts, fmt.Sprintf("%s over %d at %d B: %s µs", g.op, sampleRanks(g.op, g.ranks), sizes[si], strings.Join(ms, ", ")))
+		what := fmt.Sprintf("%s over %d at %d B", g.op, sampleRanks(g.op, g.ranks), sizes[si])
+		parts = append(parts, fmt.Sprintf("%s: %s µs", what, strings.Join(strs, ", ")))
+		if lo, hi := slices.Min(ms), slices.Max(ms); lo > 0 && hi > LinkStatesFactor*lo {
+			two = append(two, fmt.Sprintf("%s: %.3g–%.3g µs", what, lo*1e6, hi*1e6))
+		}
 	}
 	slices.Sort(parts)
-	return best, strings.Join(parts, "; "), nil
+	slices.Sort(two)
+	return strings.Join(parts, "; "), two
 }
 
 func abs64(x int64) int64 {

@@ -47,3 +47,23 @@ func TestFastestLaunch(t *testing.T) {
 		t.Error("no launches: no error")
 	}
 }
+
+// describeLaunches: each group's launch medians at its size nearest 1 KiB,
+// and the groups whose slowest launch there read over 1.5× the fastest —
+// the all_reduce's 0.717 and 2.19 µs (×3.05) — but not the sendrecv's
+// 0.8–1.1 µs (×1.38), nor a size away from 1 KiB that spread.
+func TestDescribeLaunches(t *testing.T) {
+	groups := []commGroup{{op: opAllReduce, ranks: []int{0, 1}}, {op: opSendRecv, ranks: []int{0, 1}}}
+	sizes := [][]int64{{256, 1024}, {1024, 65536}}
+	medians := [][][]float64{
+		{{0.5e-6, 0.5e-6, 3e-6}, {1.95e-6, 2.19e-6, 0.717e-6}},
+		{{0.8e-6, 1.1e-6, 0.9e-6}, {9e-6, 30e-6, 10e-6}},
+	}
+	desc, two := describeLaunches(groups, sizes, medians)
+	if want := "all_reduce over 2 at 1024 B: 1.95, 2.19, 0.717 µs; sendrecv over 2 at 1024 B: 0.8, 1.1, 0.9 µs"; desc != want {
+		t.Errorf("description %q, want %q", desc, want)
+	}
+	if len(two) != 1 || two[0] != "all_reduce over 2 at 1024 B: 0.717–2.19 µs" {
+		t.Errorf("two states %q, want the all_reduce's alone", two)
+	}
+}
