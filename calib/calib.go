@@ -418,8 +418,7 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 	if err := step(); err != nil {
 		return nil, err
 	}
-	hostW, hostKnown := hostWindow(cal, hostStart, hostOK)
-	judgeCalibration(cal, hostW, hostKnown)
+	judgeCalibration(cal, hostWindow(cal, hostStart, hostOK))
 	return cal, nil
 }
 
@@ -440,13 +439,13 @@ const (
 // judgeCalibration adds a warning when the machine was busy while it was
 // measured — other processes took more than BusyOthersFraction of the
 // host's CPU time over w, or, where w does not know the calibration's own
-// share (known false: not read at all), the load average was above
+// share (or was not read at all: the zero Window), the load average was above
 // BusyLoadFactor per core — or when the calibrated model misses the CPU
 // backend's op times by more than OpCheckFactor. The load average alone
 // cannot tell: a calibration's own process ranks raise it (16 of them took
 // a 2-core host's from 0.42 to 4.58).
-func judgeCalibration(cal *configs.Calibration, w hoststat.Window, known bool) {
-	if others, ok := w.Others(); known && ok {
+func judgeCalibration(cal *configs.Calibration, w hoststat.Window) {
+	if others, ok := w.Others(); ok {
 		if others > BusyOthersFraction {
 			cal.Info.Warnings = append(cal.Info.Warnings, fmt.Sprintf("the machine was busy: other processes took %.0f %% of the host's CPU time while calibrating (more than %.0f %%; the calibration itself %.0f %%, 1-minute load %.2f → %.2f on %d CPUs); these figures include that load — calibrate again when the machine is quiet",
 				100*others, 100*BusyOthersFraction, 100*w.OwnFraction, w.LoadStart, w.LoadEnd, w.CPUs))
@@ -480,15 +479,15 @@ func opCheckWarning(cal *configs.Calibration) (string, bool) {
 // (from start, when ok) in cal: the load average at the start and the end,
 // a note in words, and a warning where the hypervisor took more than
 // hoststat.StolenFlagFraction of the CPUs' time. It returns the window,
-// false where either end could not be read.
-func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) (hoststat.Window, bool) {
+// the zero Window where either end could not be read.
+func hostWindow(cal *configs.Calibration, start hoststat.Sample, ok bool) hoststat.Window {
 	end, endOK := hoststat.Read()
 	if !ok || !endOK {
-		return hoststat.Window{}, false
+		return hoststat.Window{}
 	}
 	w := hoststat.Between(start, end)
 	stateHost(cal, w)
-	return w, true
+	return w
 }
 
 // stateHost puts the host's window over the calibration into cal.

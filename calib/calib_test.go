@@ -294,23 +294,22 @@ func TestJudgeCalibration(t *testing.T) {
 	noOwn := beside
 	noOwn.OwnKnown = false
 	for _, c := range []struct {
-		name  string
-		cal   *configs.Calibration
-		w     hoststat.Window
-		known bool
-		want  []string
+		name string
+		cal  *configs.Calibration
+		w    hoststat.Window
+		want []string
 	}{
-		{"quiet, agreeing", cal([]float64{0.5, 1.2}, 1, 1.1), hoststat.Window{}, false, nil},
-		{"busy: 3.38 > 1.5 × 2 cores", cal([]float64{3.38, 2.9}, 1, 1.1), hoststat.Window{}, false, []string{"the machine was busy: 1-minute load average 3.38"}},
-		{"its own ranks' load", cal([]float64{0.42, 4.58}, 1, 1.1), own, true, nil},
-		{"others 38 %", cal([]float64{2.1, 2.6}, 1, 1.1), beside, true,
+		{"quiet, agreeing", cal([]float64{0.5, 1.2}, 1, 1.1), hoststat.Window{}, nil},
+		{"busy: 3.38 > 1.5 × 2 cores", cal([]float64{3.38, 2.9}, 1, 1.1), hoststat.Window{}, []string{"the machine was busy: 1-minute load average 3.38"}},
+		{"its own ranks' load", cal([]float64{0.42, 4.58}, 1, 1.1), own, nil},
+		{"others 38 %", cal([]float64{2.1, 2.6}, 1, 1.1), beside,
 			[]string{"the machine was busy: other processes took 38 % of the host's CPU time while calibrating (more than 25 %; the calibration itself 60 %, 1-minute load 2.10 → 2.60 on 2 CPUs)"}},
-		{"own share unknown, load 2.6 < 3", cal([]float64{2.1, 2.6}, 1, 1.1), noOwn, true, nil},
-		{"op check 3.38×", cal([]float64{0.5, 0.5}, 1, 3.38), hoststat.Window{}, false, []string{"the calibrated model is 3.38×"}},
-		{"op check 0.5×", cal([]float64{0.5, 0.5}, 2, 1), hoststat.Window{}, false, []string{"the calibrated model is 0.50×"}},
-		{"exactly 1.5× is within", cal([]float64{3, 3}, 1, 1.5), hoststat.Window{}, false, nil},
+		{"own share unknown, load 2.6 < 3", cal([]float64{2.1, 2.6}, 1, 1.1), noOwn, nil},
+		{"op check 3.38×", cal([]float64{0.5, 0.5}, 1, 3.38), hoststat.Window{}, []string{"the calibrated model is 3.38×"}},
+		{"op check 0.5×", cal([]float64{0.5, 0.5}, 2, 1), hoststat.Window{}, []string{"the calibrated model is 0.50×"}},
+		{"exactly 1.5× is within", cal([]float64{3, 3}, 1, 1.5), hoststat.Window{}, nil},
 	} {
-		judgeCalibration(c.cal, c.w, c.known)
+		judgeCalibration(c.cal, c.w)
 		got := c.cal.Info.Warnings
 		if len(got) != len(c.want) {
 			t.Errorf("%s: warnings %q, want %d", c.name, got, len(c.want))

@@ -364,8 +364,7 @@ func runCUDA(ctx context.Context, o Options, h host) (*configs.Calibration, erro
 	if err := configs.ValidateOpTimes("op_time", cal.OpTimes); err != nil {
 		return nil, fmt.Errorf("calibration: measured op times: %w", err)
 	}
-	hostW, hostKnown := hostWindow(cal, hostStart, hostOK)
-	judgeCalibration(cal, hostW, hostKnown)
+	judgeCalibration(cal, hostWindow(cal, hostStart, hostOK))
 	return cal, nil
 }
 

@@ -3,7 +3,6 @@ package compare
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/exec"
@@ -38,10 +37,11 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated boo
 		ownCore := res.HostState != nil && onHost[res.Host] <= res.HostState.CPUs
 		for _, p := range res.LinkProbes {
 			key := exec.GroupKey(p.Ranks)
-			if seen[p.Kind+" "+key] {
+			probed := p.Kind + " " + key
+			if seen[probed] {
 				continue
 			}
-			seen[p.Kind+" "+key] = true
+			seen[probed] = true
 			how := fmt.Sprintf("median of %d; least %s", p.Calls, microseconds(p.MinS))
 			if p.Batched {
 				how = fmt.Sprintf("the mean of %d queued on the device, synced once", p.Calls)
@@ -94,5 +94,5 @@ func modeledCall(rows []OpCheckRow, res exec.RankResult, kind string, callsPerIt
 
 // microseconds is a time in s as "1.22 µs".
 func microseconds(s float64) string {
-	return strings.TrimSpace(fmt.Sprintf("%.3g µs", s*1e6))
+	return fmt.Sprintf("%.3g µs", s*1e6)
 }

@@ -57,10 +57,11 @@ func probeLinks(ctx context.Context, prog partition.Program, c Compute, comm Com
 			continue
 		}
 		k := GroupKey(op.Group)
-		if len(op.Group) < 2 || seen[string(op.Kind)+" "+k] {
+		key := string(op.Kind) + " " + k
+		if len(op.Group) < 2 || seen[key] {
 			continue
 		}
-		seen[string(op.Kind)+" "+k] = true
+		seen[key] = true
 		p, err := probeOne(ctx, op, c, comm, groups, calls)
 		if err != nil {
 			return nil, fmt.Errorf("link probe: %s over ranks %s: %w", op.Kind, k, err)
