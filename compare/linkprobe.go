@@ -49,7 +49,7 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated boo
 			n := fmt.Sprintf("link probe after the measured iterations: %s of %d B over ranks %s, %s a call back to back (%s)",
 				p.Kind, p.Bytes, key, microseconds(p.MedianS), how)
 			inRun, calls := decodeCall(res, p.Kind)
-			if calls > 0 {
+			if inRun > 0 {
 				n += fmt.Sprintf("; the run's decode %s calls %s a call on rank %d", p.Kind, microseconds(inRun), res.Rank)
 			}
 			if modeled := modeledCall(rows, res, p.Kind, calls); modeled > 0 {
@@ -66,7 +66,8 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated boo
 
 // decodeCall is rank res's mean time per decode call of kind — the median
 // over measured iterations of the kind's decode time, over its calls per
-// iteration — and its calls per iteration (0: none measured).
+// iteration (0 on an asynchronous device, whose host timers saw only the
+// enqueue) — and its calls per iteration (0: none measured).
 func decodeCall(res exec.RankResult, kind string) (float64, float64) {
 	its := res.PhaseBusyS[string(partition.Decode)][kind]
 	calls := res.DecodeCounts.Calls[commcount.Op(kind)]
@@ -74,6 +75,9 @@ func decodeCall(res exec.RankResult, kind string) (float64, float64) {
 		return 0, 0
 	}
 	perIt := float64(calls) / float64(len(its))
+	if res.Async {
+		return 0, perIt
+	}
 	return stats.Median(its) / perIt, perIt
 }
 
