@@ -353,6 +353,13 @@ func Run(ctx context.Context, o Options) (*configs.Calibration, error) {
 		}
 		cal.OpTimes = append(cal.OpTimes, commOpTimes(commSamples(gs, times), n, o.Repeats)...)
 	}
+	// The collectives in place, beyond back to back, at every placement
+	// of no more ranks than cores (inplace.go).
+	if len(o.LinkArgv) > 0 && o.NewCompute == nil {
+		if err := addInPlace(ctx, o, opPlanList, h.cores, cal); err != nil {
+			return nil, err
+		}
+	}
 	// The sender's own time in its Send calls, at every placement the
 	// link is measured at (sendcall.go).
 	if len(o.LinkArgv) > 0 {

@@ -35,6 +35,9 @@ type linkSpec struct {
 	// OpTimes, when set, makes the ranks time the op-time table at once
 	// instead (opprocs.go).
 	OpTimes *opProcSpec `json:"op_times,omitempty"`
+	// InPlace, when set, makes the ranks run a config through the
+	// executor instead (inplace.go).
+	InPlace *inPlaceSpec `json:"in_place,omitempty"`
 }
 
 type linkGroup struct {
@@ -156,6 +159,9 @@ func LinkWorker(ctx context.Context, specJSON string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
+	if spec.InPlace != nil { // the run joins its own rendezvous
+		return inPlaceRank(ctx, env, *spec.InPlace, stdout)
+	}
 	sess, err := rendezvous.Join(ctx, rendezvous.Options{Addr: env.RendezvousAddr, Rank: env.Rank, Size: env.Size, LaunchedSize: env.Size,
 		JoinTimeout: 30 * time.Second})
 	if err != nil {

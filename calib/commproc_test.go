@@ -140,3 +140,28 @@ func TestMeasureLinkProcsBlocks(t *testing.T) {
 		}
 	}
 }
+
+// Four process ranks run tp4-tiny through the executor (two runs for one
+// repeat): rank 0 reports every rank's collective calls of the traced
+// iteration after the first — per pass 17 all_reduces and one all_gather
+// over the 4, so at least 4 ranks × (17 + 3·18 − 1) calls for its prefill
+// and 3 decode steps — each with a positive burst and time and, for the
+// all_reduce, the rank's probe of it.
+func TestMeasureInPlace(t *testing.T) {
+	calls, err := measureInPlace(context.Background(), []string{os.Args[0], "-test.run=^$"}, 4, []string{"test/tp4-tiny"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 {
+		t.Fatalf("%d repeats, want 1", len(calls))
+	}
+	if n := len(calls[0]); n < inPlaceRunsPerRepeat*4*(17+3*18-1) {
+		t.Errorf("%d calls, want at least %d", n, inPlaceRunsPerRepeat*4*(17+3*18-1))
+	}
+	for _, c := range calls[0] {
+		if (c.Kind != "all_reduce" && c.Kind != "all_gather") || c.Shape != "ranks=4" || c.Bytes <= 0 || !(c.BurstS > 0) || !(c.CallS > 0) ||
+			(c.Kind == "all_reduce" && !(c.ProbeS > 0)) {
+			t.Fatalf("call %+v", c)
+		}
+	}
+}

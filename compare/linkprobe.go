@@ -7,6 +7,7 @@ import (
 	"github.com/partbench/partbench/commcount"
 	"github.com/partbench/partbench/exec"
 	"github.com/partbench/partbench/partition"
+	"github.com/partbench/partbench/sim"
 	"github.com/partbench/partbench/stats"
 )
 
@@ -18,15 +19,17 @@ const LinkStateFactor = 1.5
 // linkProbeNotes say, per collective kind and group (from its lowest rank's probe,
 // exec.LinkProbe), what its collective took back to back after the
 // measured iterations, beside the same kind's decode calls in the run on
-// that rank and the modeled call (the op check's decode row over its
-// calls, the mean over ranks); where the probe is over LinkStateFactor
-// from the modeled call, that the link was in another state than the one
-// priced — only where the model's times are this machine's (calibrated:
+// that rank, the modeled call (the op check's decode row over its calls,
+// the mean over ranks) and the profile's back-to-back call (table's entry
+// at the probe's kind, group and payload, where it has one); where the
+// probe is over LinkStateFactor from the back-to-back call (else the
+// modeled one: a call in place costs more, sim/optable_inplace.go), that
+// the link was in another state than the one priced — only where the model's times are this machine's (calibrated:
 // uncalibrated CPU runs get no such verdict) and the rank's host runs no
 // more ranks than it has CPUs: there the model prices a call as the
 // profile's back-to-back one; above, it adds the waits for a core, which
 // ranks taking turns at a probe do not meet alike.
-func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated bool) []string {
+func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, table *sim.OpTable, calibrated bool) []string {
 	var notes []string
 	seen := map[string]bool{}
 	onHost := map[string]int{}
@@ -52,11 +55,17 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, calibrated boo
 			if inRun > 0 {
 				n += fmt.Sprintf("; the run's decode %s calls %s a call on rank %d", p.Kind, microseconds(inRun), res.Rank)
 			}
+			ref, refName := 0.0, ""
 			if modeled := modeledCall(rows, res, p.Kind, calls); modeled > 0 {
 				n += fmt.Sprintf(", modeled %s", microseconds(modeled))
-				if r := p.MedianS / modeled; calibrated && ownCore && math.Abs(math.Log(r)) > math.Log(LinkStateFactor) {
-					n += fmt.Sprintf(" — the probe is %.2g× the modeled call: the link was in another state than the one the profile measured", r)
-				}
+				ref, refName = modeled, "the modeled call"
+			}
+			if b2b, ok := table.Lookup(p.Kind, fmt.Sprintf("ranks=%d", len(p.Ranks)), p.Bytes, 0); ok {
+				n += fmt.Sprintf(", %s back to back in the profile", microseconds(b2b))
+				ref, refName = b2b, "the profile's back-to-back call"
+			}
+			if r := p.MedianS / ref; ref > 0 && calibrated && ownCore && math.Abs(math.Log(r)) > math.Log(LinkStateFactor) {
+				n += fmt.Sprintf(" — the probe is %.2g× %s: the link was in another state than the one the profile measured", r, refName)
 			}
 			notes = append(notes, n)
 		}

@@ -136,7 +136,7 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 	}
 	doc.Notes = append(doc.Notes, hostNotes...)
 	uncalibratedCPU := r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu")
-	doc.Notes = append(doc.Notes, linkProbeNotes(r.Results, doc.OpCheck, !uncalibratedCPU)...)
+	doc.Notes = append(doc.Notes, linkProbeNotes(r.Results, doc.OpCheck, sim.NewOpTable(cfg.Hardware.OpTimes), !uncalibratedCPU)...)
 	if uncalibratedCPU {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("times are modeled for %s but measured on the CPU backend: their errors measure the hardware difference, not the model (use --calibration from 'partbench calibrate'); counts and bytes must match exactly", est.Hardware))
 	}

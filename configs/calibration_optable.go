@@ -80,7 +80,7 @@ func ValidateOpTimes(key string, ts []OpTime) error {
 
 // commKinds are the op kinds the link carries; the rest compute.
 var commKinds = map[string]bool{"all_reduce": true, "all_gather": true, "send": true, "recv": true, CoreWaitKind: true, CoreWaitIdleKind: true, RecvWaitKind: true, RecvWaitTurnsKind: true, TurnOffKind: true, CoreStretchKind: true, SendCallKind: true, SendCallAsleepKind: true, SendCallAsleepCrossKind: true,
-	CoreExitLagKind: true, CoreExitLagIdleKind: true, ReplicaSpreadKind: true}
+	CoreExitLagKind: true, CoreExitLagIdleKind: true, ReplicaSpreadKind: true, InPlaceWaitKind: true}
 
 // IsCommKind reports whether an op-time kind is communication.
 func IsCommKind(kind string) bool { return commKinds[kind] }
@@ -127,10 +127,14 @@ func OpTimesFor(ts []OpTime, compute, comm int) (out []OpTime, off []string) {
 // placementOnly reports whether a kind's entries describe the one
 // placement they were measured at, which no other rank count shares:
 // SendCallAsleepCrossKind (ranks bound two to a CPU, twice the host's
-// cores). OpTimesFor takes them at exactly the target count or not at all
-// (a send at another count is priced by SendCallAsleepKind), and so never
-// lists them as measured elsewhere.
-func placementOnly(kind string) bool { return kind == SendCallAsleepCrossKind }
+// cores) and InPlaceWaitKind (the op configs of exactly that many ranks
+// run through the executor). OpTimesFor takes them at exactly the target
+// count or not at all (a send at another count is priced by
+// SendCallAsleepKind, a collective by its back-to-back entry alone), and
+// so never lists them as measured elsewhere.
+func placementOnly(kind string) bool {
+	return kind == SendCallAsleepCrossKind || kind == InPlaceWaitKind
+}
 
 // ConcurrentRanks is how many of a config's ranks per host compute at the
 // same time, at most: every TP rank of every replica, times the pipeline

@@ -570,7 +570,11 @@ func (s *simulator) collective(ri int, it item) (bool, error) {
 	for _, m := range gi.members {
 		burst, stretch = max(burst, s.ranks[m].burstS), max(stretch, s.ranks[m].activity())
 	}
-	end += coreWaitS(s.table, s.plan, op, burst, stretch)    // partners scheduled on shared cores (optable_share.go)
+	if w, ok := inPlaceWaitS(s.table, op, burst); ok {
+		end += w // the call in place beyond back to back, the partner's wake-up in it (optable_inplace.go)
+	} else {
+		end += coreWaitS(s.table, s.plan, op, burst, stretch) // partners scheduled on shared cores (optable_share.go)
+	}
 	end += partnerLateS(s.table, s.plan, op, burst, stretch) // the partner behind beside another stage (optable_late.go)
 	for i, m := range gi.members {
 		mr := s.ranks[m]
