@@ -9,7 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -58,6 +58,9 @@ type inPlaceSpec struct {
 // from that call's return to this one's start) and the call's time as
 // the run's op timer read it.
 type inPlaceCall struct {
+	// Op is the call's op in its rank's Programs: the phase and its name
+	// ("decode:L3.mlp.ar"), the same in every step, rank and run.
+	Op     string  `json:"op"`
 	Kind   string  `json:"kind"`
 	Shape  string  `json:"shape"`
 	Bytes  int64   `json:"bytes"`
@@ -80,10 +83,12 @@ type inPlaceCall struct {
 // and a young process collects every few MiB, so a run's collections fall
 // at the same iteration every time — with 30 warm-up iterations, in the
 // traced one, whose prefill all_reduces then read up to 100 µs where 2
-// is usual: each rank collects right before the traced iteration
-// (RunOptions.AfterBarrier; the collection's skew falls on the
-// iteration's first collective, which gives no call), so that the calls
-// are the collectives' own. A run's occasional collection is not priced.
+// is usual: each rank stops collecting for the traced iteration
+// (RunOptions.AfterBarrier), so that the calls are the collectives' own.
+// (Collecting right before it instead left the iteration's compute on
+// cold caches: its decode all_reduce read 1.4–1.6 µs a call where runs
+// beside read 1.1–1.2; not collecting, 1.2–1.4.) A run's occasional
+// collection is not priced.
 const (
 	inPlaceWarmup        = 30
 	inPlaceIterations    = 2
@@ -111,7 +116,7 @@ func inPlaceRank(ctx context.Context, env launch.Env, spec inPlaceSpec, stdout i
 		JoinTimeout: 30 * time.Second, TraceDecodeSteps: max(1, cfg.Workload.OutputTokens), LinkProbeCalls: pexec.LinkProbeCalls,
 		AfterBarrier: func(_, it int) {
 			if it == spec.Warmup+spec.Iterations-1 {
-				runtime.GC() // none in the traced iteration (inPlaceWarmup)
+				debug.SetGCPercent(-1) // none in the traced iteration (inPlaceWarmup)
 			}
 		}})
 	if err != nil || env.Rank != 0 {
@@ -157,11 +162,12 @@ func rankCalls(pre, dec []partition.Op, r pexec.RankResult) ([]inPlaceCall, erro
 	lastEnd, have := 0.0, false
 	for i, sp := range r.Spans {
 		var op *partition.Op
+		phase := partition.Prefill
 		switch {
 		case i < len(pre):
 			op = &pre[i]
 		case len(dec) > 0:
-			op = &dec[(i-len(pre))%len(dec)]
+			op, phase = &dec[(i-len(pre))%len(dec)], partition.Decode
 		default:
 			return nil, fmt.Errorf("in place: rank %d traced %d ops, its prefill has %d and its decode none", r.Rank, len(r.Spans), len(pre))
 		}
@@ -172,7 +178,7 @@ func rankCalls(pre, dec []partition.Op, r pexec.RankResult) ([]inPlaceCall, erro
 		case partition.AllReduce, partition.AllGather:
 			if have {
 				kind, shape, size, _ := sim.OpKey(op)
-				c := inPlaceCall{Kind: kind, Shape: shape, Bytes: size, BurstS: max(0, sp.StartS-lastEnd), CallS: sp.DurS}
+				c := inPlaceCall{Op: string(phase) + ":" + op.Name, Kind: kind, Shape: shape, Bytes: size, BurstS: max(0, sp.StartS-lastEnd), CallS: sp.DurS}
 				if i := slices.IndexFunc(r.LinkProbes, func(p pexec.LinkProbe) bool {
 					return p.Kind == kind && slices.Equal(p.Ranks, op.Group)
 				}); i >= 0 {
@@ -254,11 +260,13 @@ func parseInPlaceLine(r io.Reader) ([]inPlaceCall, error) {
 	return nil, fmt.Errorf("rank 0 wrote no line of calls")
 }
 
-// In-place wait bins: the calls of one collective kind and group split
-// where their sorted bursts more than double (inPlaceBinGap: a run's
-// collectives after a decode step's attention, after its MLP, after a
-// prefill's — clusters apart), a bin of fewer than inPlaceBinCalls calls
-// joined to its neighbour.
+// In-place wait bins: the calls of one collective kind and group, each
+// op of the Programs at the median burst of its calls, split where those
+// medians, sorted, more than double (inPlaceBinGap: a run's collectives
+// after a decode step's attention, after its MLP, after a prefill's —
+// clusters apart; an op's median, not each call's burst, so that a call
+// held up now and then bridges no gap), a bin of fewer than
+// inPlaceBinCalls calls joined to its neighbour.
 const (
 	inPlaceBinGap   = 2.0
 	inPlaceBinCalls = 20
@@ -275,19 +283,39 @@ const inPlaceHeldUp = 20
 // inPlaceExcess is one call's time beyond back to back, the compute before
 // it, the call's own time, and the repeat it was measured in.
 type inPlaceExcess struct {
+	op     string // inPlaceCall.Op
 	repeat int
 	burstS float64
 	waitS  float64
 	callS  float64
 }
 
-// inPlaceBins splits xs, sorted by burst, into bins (inPlaceBinGap,
-// inPlaceBinCalls); every call is in one.
+// inPlaceBins sorts xs by their op's median burst (then their own) and
+// splits them into bins (inPlaceBinGap, inPlaceBinCalls); every call is in
+// one, every op's calls in one bin.
 func inPlaceBins(xs []inPlaceExcess) [][]inPlaceExcess {
+	bursts := map[string][]float64{}
+	for _, x := range xs {
+		bursts[x.op] = append(bursts[x.op], x.burstS)
+	}
+	opBurst := make(map[string]float64, len(bursts))
+	for op, b := range bursts {
+		opBurst[op] = medianOf(b)
+	}
+	sort.SliceStable(xs, func(i, j int) bool {
+		a, b := opBurst[xs[i].op], opBurst[xs[j].op]
+		if a != b {
+			return a < b
+		}
+		if xs[i].op != xs[j].op {
+			return xs[i].op < xs[j].op
+		}
+		return xs[i].burstS < xs[j].burstS
+	})
 	var bins [][]inPlaceExcess
 	start := 0
 	for i := 1; i <= len(xs); i++ {
-		if i == len(xs) || xs[i].burstS > inPlaceBinGap*xs[i-1].burstS {
+		if i == len(xs) || opBurst[xs[i].op] > inPlaceBinGap*opBurst[xs[i-1].op] {
 			bins = append(bins, xs[start:i])
 			start = i
 		}
@@ -331,15 +359,17 @@ func linkState(tab *sim.OpTable, c inPlaceCall) float64 {
 
 // inPlaceEntries turns the calls of each repeat into in-place wait
 // entries at n ranks against the back-to-back times of tab. Per
-// collective kind and group the pooled calls are split by their burst
-// (inPlaceBins); a bin's entry is at the median burst of its calls (ns)
-// and holds the mean over its calls of (call − back to back at the call's
-// payload × the link's state in the call's run, linkState) — the mean, as a run's op timers add their calls up, and
-// pooled over repeats, as one call held up now and then weighs on it —
-// between the extremes of the repeats' own means, each clamped at noWaitS
-// (a table time is positive: no wait); a call over inPlaceHeldUp times
-// the bin's median call is left out (heldUp counts them), as is a call
-// whose payload tab has no back-to-back time for (skipped).
+// collective kind and group the pooled calls are split by their ops'
+// bursts (inPlaceBins); a bin's entry is at the median burst of its calls
+// (ns) and holds, per repeat, the mean over its calls of (call − back to
+// back at the call's payload × the link's state in the call's run,
+// linkState) — the mean, as a run's op timers add their calls up — and
+// the median of those over the repeats with calls in the bin and their
+// extremes, each clamped at noWaitS (a table time is positive: no wait): a
+// repeat whose runs met the host busy moves it no more than any other. A
+// call over inPlaceHeldUp times the bin's median call is left out (heldUp
+// counts them), as is a call whose payload tab has no back-to-back time
+// for (skipped).
 func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []configs.OpTime, skipped, heldUp int) {
 	type key struct{ kind, shape string }
 	by := map[key][]inPlaceExcess{}
@@ -351,7 +381,7 @@ func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []conf
 				continue
 			}
 			k := key{c.Kind, c.Shape}
-			by[k] = append(by[k], inPlaceExcess{r, c.BurstS, c.CallS - linkState(tab, c)*b2b, c.CallS})
+			by[k] = append(by[k], inPlaceExcess{c.Op, r, c.BurstS, c.CallS - linkState(tab, c)*b2b, c.CallS})
 		}
 	}
 	keys := make([]key, 0, len(by))
@@ -362,17 +392,15 @@ func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []conf
 		return keys[i].kind < keys[j].kind || (keys[i].kind == keys[j].kind && keys[i].shape < keys[j].shape)
 	})
 	for _, k := range keys {
-		xs := by[k]
-		sort.SliceStable(xs, func(i, j int) bool { return xs[i].burstS < xs[j].burstS })
 		lastSize := int64(0)
-		for _, bin := range inPlaceBins(xs) {
+		for _, bin := range inPlaceBins(by[k]) {
 			bursts, calls := make([]float64, len(bin)), make([]float64, len(bin))
 			for i, x := range bin {
 				bursts[i], calls[i] = x.burstS, x.callS
 			}
 			limit := inPlaceHeldUp * medianOf(calls)
 			sum, cnt := make([]float64, len(repeats)), make([]int, len(repeats))
-			total, kept := 0.0, 0
+			kept := 0
 			for _, x := range bin {
 				if x.callS > limit {
 					heldUp++
@@ -380,7 +408,6 @@ func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []conf
 				}
 				sum[x.repeat] += x.waitS
 				cnt[x.repeat]++
-				total += x.waitS
 				kept++
 			}
 			if kept == 0 {
@@ -397,9 +424,9 @@ func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []conf
 				continue
 			}
 			lastSize = size
+			sp := spreadOf(means)
 			es = append(es, configs.OpTime{Kind: configs.InPlaceWaitKind, Shape: configs.InPlaceWaitShape(k.kind, k.shape), Size: size,
-				TimeS: max(total/float64(kept), noWaitS), TimeMinS: max(slices.Min(means), noWaitS), TimeMaxS: max(slices.Max(means), noWaitS),
-				Samples: kept, Ranks: n})
+				TimeS: max(sp.Median, noWaitS), TimeMinS: max(sp.Min, noWaitS), TimeMaxS: max(sp.Max, noWaitS), Samples: kept, Ranks: n})
 		}
 	}
 	return es, skipped, heldUp
@@ -412,7 +439,7 @@ func describeInPlace(n int, names []string, es []configs.OpTime, skipped, heldUp
 	for _, e := range es {
 		per = append(per, fmt.Sprintf("%s after %.1f µs: %.2f µs (%.2f–%.2f, %d)", e.Shape, float64(e.Size)/1e3, e.TimeS*1e6, e.TimeMinS*1e6, e.TimeMaxS*1e6, e.Samples))
 	}
-	s := fmt.Sprintf("collectives in place at %d process ranks (%s through the executor; per bin of the compute before a call, the mean per call beyond the back-to-back entry, the repeats' means from–to, calls): %s",
+	s := fmt.Sprintf("collectives in place at %d process ranks (%s through the executor; per bin of the compute before a call, the median over repeats of the mean per call beyond the back-to-back entry, the repeats' means from–to, calls): %s",
 		n, strings.Join(names, ", "), strings.Join(per, "; "))
 	if heldUp > 0 {
 		s += fmt.Sprintf("; %d calls over %d× their bin's median left out as held up", heldUp, inPlaceHeldUp)

@@ -41,7 +41,7 @@ type RunOptions struct {
 	// AfterBarrier, when set, is called on each rank as it leaves an
 	// iteration's barrier, before the iteration's start is read (it = the
 	// iteration's index, warm-up included): a test's way to start a rank
-	// late, calibrate's to collect garbage before a traced iteration
+	// late, calibrate's to stop collecting garbage for a traced iteration
 	// (calib/inplace.go).
 	AfterBarrier func(rank, it int)
 }
