@@ -276,8 +276,10 @@ const (
 // be left out of the bin's mean, as held up by something else than the
 // link: on the project's 2-core VM a few calls in a thousand read
 // 100–280 µs where the median read 1–6 µs, each enough to move a mean
-// over a few hundred calls by half a µs either way, while the next
-// largest read under 45 µs.
+// over a few hundred calls by half a µs either way. Not less: a run's own
+// decode all_reduces over 5× their median (2–7 of 102 in a traced
+// iteration, 4–14 µs) make 11–29 % of its mean, which the op check and
+// TPOT hold.
 const inPlaceHeldUp = 20
 
 // inPlaceExcess is one call's time beyond back to back, the compute before
