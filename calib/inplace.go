@@ -77,18 +77,17 @@ type inPlaceCall struct {
 // In-place runs: warm-up and measured iterations (the last traced), and
 // runs per repeat. A fresh process's first iterations are slower (its
 // heap and caches filling): after 2 warm-up iterations tp2-tiny's decode
-// all_reduce read 1.2–4.3 µs a call (mean per run) on the project's 2-core
+// all_reduce read 1.1–4.3 µs a call (mean per run) on the project's 2-core
 // VM, after 10 1.0–1.5 µs, as its 30-iteration runs read. Its heap grows
-// by about 30 KiB an iteration (the communicator's per-call bookkeeping)
-// and a young process collects every few MiB, so a run's collections fall
-// at the same iteration every time — with 30 warm-up iterations, in the
-// traced one, whose prefill all_reduces then read up to 100 µs where 2
-// is usual: each rank stops collecting for the traced iteration
+// by about 30 KiB an iteration and a young process collects every few
+// MiB, at about the same iteration of every run, which the traced one met
+// often: its prefill all_reduces read up to 100 µs where 2 is usual. Each
+// rank stops collecting for the traced iteration
 // (RunOptions.AfterBarrier), so that the calls are the collectives' own.
-// (Collecting right before it instead left the iteration's compute on
-// cold caches: its decode all_reduce read 1.4–1.6 µs a call where runs
-// beside read 1.1–1.2; not collecting, 1.2–1.4.) A run's occasional
-// collection is not priced.
+// (Collecting right before it instead read the decode all_reduce at a
+// median 1.54 µs a call over nine repeats where runs beside read
+// 1.06–1.24; not collecting, 1.36.) A run's occasional collection is not
+// priced.
 const (
 	inPlaceWarmup        = 30
 	inPlaceIterations    = 2
