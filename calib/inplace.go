@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -78,16 +77,11 @@ type inPlaceCall struct {
 // runs per repeat. A fresh process's first iterations are slower (its
 // heap and caches filling): after 2 warm-up iterations tp2-tiny's decode
 // all_reduce read 1.1–4.3 µs a call (mean per run) on the project's 2-core
-// VM, after 10 1.0–1.5 µs, as its 30-iteration runs read. Its heap grows
-// by about 30 KiB an iteration and a young process collects every few
-// MiB, at about the same iteration of every run, which the traced one met
-// often: its prefill all_reduces read up to 100 µs where 2 is usual. Each
-// rank stops collecting for the traced iteration
-// (RunOptions.AfterBarrier), so that the calls are the collectives' own.
-// (Collecting right before it instead read the decode all_reduce at a
-// median 1.54 µs a call over nine repeats where runs beside read
-// 1.06–1.24; not collecting, 1.36.) A run's occasional collection is not
-// priced.
+// VM, after 10 1.0–1.5 µs, as its 30-iteration runs read. The ranks pace
+// their collector as a run's do (RunOptions.PaceGC): at the default pace
+// a young rank collected every few MiB, about every 100 ms, at about the
+// same iteration of every run, which the traced one met often (prefill
+// all_reduces up to 100 µs where 2 is usual).
 const (
 	inPlaceWarmup        = 30
 	inPlaceIterations    = 2
@@ -113,11 +107,7 @@ func inPlaceRank(ctx context.Context, env launch.Env, spec inPlaceSpec, stdout i
 			return tcpcomm.New(ctx, sess, rank, p.Size(), "")
 		},
 		JoinTimeout: 30 * time.Second, TraceDecodeSteps: max(1, cfg.Workload.OutputTokens), LinkProbeCalls: pexec.LinkProbeCalls,
-		AfterBarrier: func(_, it int) {
-			if it == spec.Warmup+spec.Iterations-1 {
-				debug.SetGCPercent(-1) // none in the traced iteration (inPlaceWarmup)
-			}
-		}})
+		PaceGC: true})
 	if err != nil || env.Rank != 0 {
 		return err
 	}

@@ -109,3 +109,25 @@ func modeledCall(rows []OpCheckRow, res exec.RankResult, kind string, callsPerIt
 func microseconds(s float64) string {
 	return fmt.Sprintf("%.3g µs", s*1e6)
 }
+
+// gcNotes is the run's note of its ranks' collector pace
+// (exec.RankResult.GC): the lowest rank's, with how many ranks paced
+// theirs (each by its own live heap); none where no rank did.
+func gcNotes(results []exec.RankResult) []string {
+	paced, first := 0, ""
+	for _, res := range results {
+		if res.GC == "" {
+			continue
+		}
+		if paced++; first == "" {
+			first = fmt.Sprintf("rank %d: %s", res.Rank, res.GC)
+		}
+	}
+	if paced > 1 {
+		first += fmt.Sprintf(" (%d ranks paced their collector, each by its own live heap)", paced)
+	}
+	if first == "" {
+		return nil
+	}
+	return []string{first}
+}

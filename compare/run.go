@@ -135,6 +135,7 @@ func NewRunDoc(r Run) (*RunDoc, error) {
 		doc.Notes = append(doc.Notes, n)
 	}
 	doc.Notes = append(doc.Notes, hostNotes...)
+	doc.Notes = append(doc.Notes, gcNotes(r.Results)...)
 	uncalibratedCPU := r.Backend == "cpu" && !strings.HasPrefix(est.Hardware, "cpu")
 	doc.Notes = append(doc.Notes, linkProbeNotes(r.Results, doc.OpCheck, sim.NewOpTable(cfg.Hardware.OpTimes), !uncalibratedCPU)...)
 	if uncalibratedCPU {

@@ -20,6 +20,9 @@ type RankResult struct {
 	// the rank used (GPU name, driver, NCCL version; CPU model).
 	Device    string `json:"device,omitempty"`
 	DataPlane string `json:"data_plane,omitempty"`
+	// GC is the note of the rank's collector pace (RunOptions.PaceGC; ""
+	// without).
+	GC string `json:"gc,omitempty"`
 	Stage     int    `json:"stage"`
 	TPIndex   int    `json:"tp_index"`
 	// Replica is the rank's data-parallel replica (0 without dp).

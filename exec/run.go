@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/exec/launch"
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/exec/rendezvous"
 	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
@@ -41,9 +42,19 @@ type RunOptions struct {
 	// AfterBarrier, when set, is called on each rank as it leaves an
 	// iteration's barrier, before the iteration's start is read (it = the
 	// iteration's index, warm-up included): a test's way to start a rank
-	// late, calibrate's to stop collecting garbage for a traced iteration
-	// (calib/inplace.go).
+	// late.
 	AfterBarrier func(rank, it int)
+	// PaceGC paces the Go collector once the rank is set up
+	// (gcpace.Apply(gcpace.Headroom): a collection per about 64 MiB
+	// allocated beyond the live heap), so that a rank whose live heap is a
+	// few MiB — the tiny test configs' — is not collected every hundred
+	// milliseconds while it is measured: on the project's 2-core VM a
+	// tp2-tiny rank collected three to four times in its first 0.31 s, and
+	// a collection on a rank's CPU holds its partner's collectives up to
+	// 100 µs (docs/measurements/cpu-calibration.md, (thirty-first)). The
+	// note is RankResult.GC. A rank with a large live heap keeps the
+	// default pace (gcpace.Percent).
+	PaceGC bool
 }
 
 // joinLaunched joins the rendezvous of plan's launched job as env's rank
@@ -147,6 +158,9 @@ func Run(ctx context.Context, o RunOptions) ([]RankResult, error) {
 		PhaseBusyS: map[string]map[string][]float64{string(partition.Prefill): {}, string(partition.Decode): {}}}
 
 	res.Device, res.DataPlane = describe(compute), describe(comm)
+	if o.PaceGC {
+		res.GC = gcpace.Apply(gcpace.Headroom)
+	}
 	if it, ok := compute.(AllocationItemizer); ok {
 		res.AllocatedByKind = it.AllocatedByKind()
 	}

@@ -256,6 +256,7 @@ func (o *runOptions) runRank(ctx context.Context, stdout, stderr io.Writer) (ret
 		TraceDecodeSteps: traceSteps(o.trace),
 		NewComm:          rank.NewComm,
 		LinkProbeCalls:   pexec.LinkProbeCalls,
+		PaceGC:           true,
 	})
 	// A communicator that failed to close after the run leaves the results
 	// whole: rank 0 still reports and writes them, and the rank then fails.
