@@ -22,9 +22,9 @@ type RankResult struct {
 	DataPlane string `json:"data_plane,omitempty"`
 	// GC is the note of the rank's collector pace (RunOptions.PaceGC; ""
 	// without).
-	GC string `json:"gc,omitempty"`
-	Stage     int    `json:"stage"`
-	TPIndex   int    `json:"tp_index"`
+	GC      string `json:"gc,omitempty"`
+	Stage   int    `json:"stage"`
+	TPIndex int    `json:"tp_index"`
 	// Replica is the rank's data-parallel replica (0 without dp).
 	Replica   int  `json:"replica"`
 	LastStage bool `json:"last_stage"`

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/partbench/partbench/exec/launch"
-	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/exec/rendezvous"
+	"github.com/partbench/partbench/gcpace"
 	"github.com/partbench/partbench/hoststat"
 	"github.com/partbench/partbench/partition"
 )
