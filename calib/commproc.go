@@ -103,17 +103,11 @@ func measureLinkProcsSpec(ctx context.Context, argv []string, n int, groups []co
 		}
 		spec.Groups = append(spec.Groups, lg)
 	}
-	js, err := json.Marshal(spec)
+	out, errOut, err := spawnWorkers(ctx, argv, n, spec, "communication")
 	if err != nil {
 		return nil, err
 	}
-	var out, errOut bytes.Buffer
-	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
-		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
-	if err != nil || code != 0 {
-		return nil, fmt.Errorf("communication: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
-	}
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		line := strings.TrimPrefix(sc.Text(), "[rank 0] ")
@@ -129,6 +123,24 @@ func measureLinkProcsSpec(ctx context.Context, argv []string, n int, groups []co
 		}
 	}
 	return nil, fmt.Errorf("communication: rank 0 reported no times:\n%s%s", out.String(), errOut.String())
+}
+
+// spawnWorkers runs spec on n process ranks (argv re-runs this program as
+// LinkWorker, started as a run's local ranks are) and returns what they
+// wrote, each line prefixed by its rank; a rank that fails fails it, what
+// naming the measurement.
+func spawnWorkers(ctx context.Context, argv []string, n int, spec linkSpec, what string) (out, errOut *bytes.Buffer, err error) {
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
+		Stdout: out, Stderr: errOut, Prefix: true, Grace: 5 * time.Second})
+	if err != nil || code != 0 {
+		return nil, nil, fmt.Errorf("%s: %d process ranks (%s): status %d: %v\n%s%s", what, n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
+	}
+	return out, errOut, nil
 }
 
 // LinkWorker is one rank of a process link measurement (spec: the value of

@@ -2,13 +2,11 @@ package calib
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -210,17 +208,12 @@ func measureInPlace(ctx context.Context, argv []string, n int, names []string, r
 	out := make([][]inPlaceCall, repeats)
 	for r := range repeats * inPlaceRunsPerRepeat {
 		for _, name := range names {
-			js, err := json.Marshal(linkSpec{InPlace: &inPlaceSpec{Config: name, Warmup: inPlaceWarmup, Iterations: inPlaceIterations}})
+			stdout, stderr, err := spawnWorkers(ctx, argv, n, linkSpec{InPlace: &inPlaceSpec{Config: name, Warmup: inPlaceWarmup, Iterations: inPlaceIterations}},
+				"collectives in place: "+name)
 			if err != nil {
 				return nil, err
 			}
-			var stdout, stderr bytes.Buffer
-			code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
-				Stdout: &stdout, Stderr: &stderr, Prefix: true, Grace: 5 * time.Second})
-			if err != nil || code != 0 {
-				return nil, fmt.Errorf("collectives in place: %s at %d process ranks: status %d: %v\n%s%s", name, n, code, err, stdout.String(), stderr.String())
-			}
-			calls, err := parseInPlaceLine(&stdout)
+			calls, err := parseInPlaceLine(stdout)
 			if err != nil {
 				return nil, fmt.Errorf("collectives in place: %s: %w\n%s%s", name, err, stdout.String(), stderr.String())
 			}

@@ -2,12 +2,10 @@ package calib
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 
 	"github.com/partbench/partbench/configs"
 	pexec "github.com/partbench/partbench/exec"
-	"github.com/partbench/partbench/exec/launch"
 	"github.com/partbench/partbench/exec/tcpcomm"
 )
 
@@ -98,17 +95,11 @@ type turnsMeasured struct {
 // measureOpTimesProcsHops is measureOpTimesProcs also returning, taking
 // turns, what the ranks' turns show (nil at once).
 func measureOpTimesProcsHops(ctx context.Context, argv []string, n int, names []string, blocks int, minBlock time.Duration, turns bool) ([]configs.OpTime, []float64, *turnsMeasured, error) {
-	js, err := json.Marshal(linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}})
+	out, errOut, err := spawnWorkers(ctx, argv, n, linkSpec{OpTimes: &opProcSpec{Configs: names, Blocks: blocks, MinBlockS: minBlock.Seconds(), Turns: turns}}, "op times")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var out, errOut bytes.Buffer
-	code, err := launch.Spawn(ctx, launch.SpawnOptions{NProc: n, Argv: argv, Env: append(os.Environ(), LinkWorkerEnv+"="+string(js)),
-		Stdout: &out, Stderr: &errOut, Prefix: true, Grace: 5 * time.Second})
-	if err != nil || code != 0 {
-		return nil, nil, nil, fmt.Errorf("op times: %d process ranks (%s): status %d: %v\n%s%s", n, strings.Join(argv, " "), code, err, out.String(), errOut.String())
-	}
-	ranks, err := parseOpTimesLines(&out)
+	ranks, err := parseOpTimesLines(out)
 	if err != nil {
 		return nil, nil, nil, err
 	}
