@@ -24,11 +24,12 @@ const LinkStateFactor = 1.5
 // at the probe's kind, group and payload, where it has one); where the
 // probe is over LinkStateFactor from the back-to-back call (else the
 // modeled one: a call in place costs more, sim/optable_inplace.go), that
-// the link was in another state than the one priced — only where the model's times are this machine's (calibrated:
-// uncalibrated CPU runs get no such verdict) and the rank's host runs no
-// more ranks than it has CPUs: there the model prices a call as the
-// profile's back-to-back one; above, it adds the waits for a core, which
-// ranks taking turns at a probe do not meet alike.
+// the link was in another state than the one priced — only where the
+// model's times are this machine's (calibrated: uncalibrated CPU runs get
+// no such verdict) and the rank's host runs no more ranks than it has
+// CPUs: there the model prices a call from the profile's back-to-back
+// one; above, it adds the waits for a core, which ranks taking turns at a
+// probe do not meet alike.
 func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, table *sim.OpTable, calibrated bool) []string {
 	var notes []string
 	seen := map[string]bool{}
