@@ -219,12 +219,14 @@ func TestQuickCalibrationLoads(t *testing.T) {
 		}
 	}
 	// 7 tiny shapes; all_reduce over 2 ranks and sendrecv at 2 sizes each,
-	// the all_gather over 2 ranks at those and the 768 B the default op
-	// configs' 2-rank Programs gather (tp2pp2-tiny, tp2-dp2-tiny).
-	if len(cal.GEMM) != 7 || len(cal.Comm) != 7 || len(cal.Ops) == 0 || len(cal.Cache) == 0 {
+	// the all_gather over 2 ranks at those and the payloads the default op
+	// configs' 2-rank Programs gather: 768 B (tp2pp2-tiny's 2 sequences a
+	// micro-batch × 96 ids × 4 B, and tp2-dp2-tiny's) and 1536 B (tp2-tiny's
+	// 4 sequences).
+	if len(cal.GEMM) != 7 || len(cal.Comm) != 8 || len(cal.Ops) == 0 || len(cal.Cache) == 0 {
 		t.Errorf("%d GEMM, %d comm, %d op, %d cache samples", len(cal.GEMM), len(cal.Comm), len(cal.Ops), len(cal.Cache))
 	}
-	checkAllGatherEntries(t, cal, []int64{16, 768, 4096})
+	checkAllGatherEntries(t, cal, []int64{16, 768, 1536, 4096})
 	g := cal.Hardware
 	if g.ComputeEfficiency != 1 || g.HBMEfficiency != 1 || g.FP16FLOPsPerS != g.FP32FLOPsPerS || g.FP8FLOPsPerS != 0 ||
 		cal.Topology.GPUsPerNode != 2 || cal.Topology.Intra.Class != "network" {

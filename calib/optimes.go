@@ -27,9 +27,11 @@ func CPUCompute(plan *partition.Plan, rank int) (pexec.Compute, error) {
 
 // DefaultOpConfigs are the configs whose Programs' compute ops are timed
 // into the op-time table: the test configs the CPU backend runs (every
-// rank's prefill and decode Programs).
+// rank's prefill and decode Programs) — tp2 and pp2 among them, whose 2
+// ranks are the placement at which a 2-core host's collectives are
+// measured in place (inplace.go).
 var DefaultOpConfigs = []string{
-	"test/single-tiny", "test/tp4-tiny", "test/pp4-tiny", "test/tp2pp2-tiny", "test/tp2-dp2-tiny",
+	"test/single-tiny", "test/tp2-tiny", "test/pp2-tiny", "test/tp4-tiny", "test/pp4-tiny", "test/tp2pp2-tiny", "test/tp2-dp2-tiny",
 	"test/layerwise16-tiny", "test/gpt2-tiny",
 }
 
