@@ -394,10 +394,7 @@ func inPlaceEntries(repeats [][]inPlaceCall, tab *sim.OpTable, n int) (es []conf
 				cnt[x.repeat]++
 				kept++
 			}
-			if kept == 0 {
-				continue
-			}
-			var means []float64
+			var means []float64 // a bin keeps its calls up to its median at least: one repeat or more
 			for r := range repeats {
 				if cnt[r] > 0 {
 					means = append(means, sum[r]/float64(cnt[r]))
@@ -438,12 +435,10 @@ func describeInPlace(n int, names []string, es []configs.OpTime, skipped, heldUp
 // n, 1 < n ≤ cores, of whose ranks an op config is, against the
 // back-to-back entries cal holds at n, and adds their entries and a note.
 func addInPlace(ctx context.Context, o Options, plans []*partition.Plan, cores int, cal *configs.Calibration) error {
-	seen := map[int]bool{}
-	for _, n := range o.OpRanks {
-		if n < 2 || n > cores || seen[n] {
+	for _, n := range o.OpRanks { // each given once (Run refuses a count twice)
+		if n < 2 || n > cores {
 			continue
 		}
-		seen[n] = true
 		names := inPlaceConfigs(o.OpConfigs, plans, n)
 		if len(names) == 0 {
 			continue

@@ -47,3 +47,19 @@ func TestHostStates(t *testing.T) {
 		t.Errorf("JSON %s", s)
 	}
 }
+
+// The collector note: rank 0's with the count of ranks that paced theirs;
+// none where no rank did; one rank's alone.
+func TestGCNotes(t *testing.T) {
+	gc := func(rank int, note string) exec.RankResult { return exec.RankResult{Rank: rank, GC: note} }
+	two := []exec.RankResult{gc(0, "Go collector: GOGC=3000 (a)"), gc(1, "Go collector: GOGC=2900 (b)")}
+	if n := gcNotes(two); len(n) != 1 || n[0] != "rank 0: Go collector: GOGC=3000 (a) (2 ranks paced their collector, each by its own live heap)" {
+		t.Errorf("two ranks: %q", n)
+	}
+	if n := gcNotes([]exec.RankResult{gc(0, ""), gc(1, "Go collector: x")}); len(n) != 1 || n[0] != "rank 1: Go collector: x" {
+		t.Errorf("one rank: %q", n)
+	}
+	if n := gcNotes([]exec.RankResult{gc(0, ""), gc(1, "")}); n != nil {
+		t.Errorf("none: %q", n)
+	}
+}

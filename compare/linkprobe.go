@@ -61,7 +61,7 @@ func linkProbeNotes(results []exec.RankResult, rows []OpCheckRow, table *sim.OpT
 				n += fmt.Sprintf(", modeled %s", microseconds(modeled))
 				ref, refName = modeled, "the modeled call"
 			}
-			if b2b, ok := table.Lookup(p.Kind, fmt.Sprintf("ranks=%d", len(p.Ranks)), p.Bytes, 0); ok {
+			if b2b, ok := table.Time(&partition.Op{Kind: partition.Kind(p.Kind), Group: p.Ranks, Bytes: p.Bytes}); ok {
 				n += fmt.Sprintf(", %s back to back in the profile", microseconds(b2b))
 				ref, refName = b2b, "the profile's back-to-back call"
 			}
@@ -109,26 +109,4 @@ func modeledCall(rows []OpCheckRow, res exec.RankResult, kind string, callsPerIt
 // microseconds is a time in s as "1.22 µs".
 func microseconds(s float64) string {
 	return fmt.Sprintf("%.3g µs", s*1e6)
-}
-
-// gcNotes is the run's note of its ranks' collector pace
-// (exec.RankResult.GC): the lowest rank's, with how many ranks paced
-// theirs (each by its own live heap); none where no rank did.
-func gcNotes(results []exec.RankResult) []string {
-	paced, first := 0, ""
-	for _, res := range results {
-		if res.GC == "" {
-			continue
-		}
-		if paced++; first == "" {
-			first = fmt.Sprintf("rank %d: %s", res.Rank, res.GC)
-		}
-	}
-	if paced > 1 {
-		first += fmt.Sprintf(" (%d ranks paced their collector, each by its own live heap)", paced)
-	}
-	if first == "" {
-		return nil
-	}
-	return []string{first}
 }

@@ -213,3 +213,25 @@ func HostWaitNote(e *sim.Estimate, plan *partition.Plan) string {
 	return fmt.Sprintf("the model's prefill waits %.3f ms of its %.3f ms TTFT for the host to queue its ops (host_op_s %.2f µs an op, from the calibration; the most of any rank): ops shorter than that run at the host's pace",
 		e.Prefill.HostWaitS*1e3, e.Prefill.TTFTS*1e3, plan.System.GPU.HostOpS*1e6)
 }
+
+// gcNotes is the run's note of its ranks' collector pace
+// (exec.RankResult.GC): the lowest rank's, with how many ranks paced
+// theirs (each by its own live heap); none where no rank did.
+func gcNotes(results []exec.RankResult) []string {
+	paced, first := 0, ""
+	for _, res := range results {
+		if res.GC == "" {
+			continue
+		}
+		if paced++; first == "" {
+			first = fmt.Sprintf("rank %d: %s", res.Rank, res.GC)
+		}
+	}
+	if paced > 1 {
+		first += fmt.Sprintf(" (%d ranks paced their collector, each by its own live heap)", paced)
+	}
+	if first == "" {
+		return nil
+	}
+	return []string{first}
+}

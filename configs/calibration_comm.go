@@ -57,7 +57,7 @@ func validateComm(ss []CommSample) error {
 // all_gather, a size (the gathered bytes) that is a multiple of N. Entries
 // of every other kind pass.
 func validateCollectiveEntry(p string, t OpTime) error {
-	if t.Kind == InPlaceWaitKind && inPlaceWaitCollective(t.Shape) == "" {
+	if t.Kind == InPlaceWaitKind && !inPlaceWaitShapeOK(t.Shape) {
 		return fmt.Errorf("%s.shape: the shape of %s entries must be \"KIND ranks=N\", KIND all_reduce or all_gather and N ≥ 2 the ranks of its group (got %q)", p, t.Kind, t.Shape)
 	}
 	switch t.Kind {

@@ -20,15 +20,13 @@ const InPlaceWaitKind = "in_place_wait"
 // collective's kind and its entry's shape ("all_reduce ranks=2").
 func InPlaceWaitShape(kind, shape string) string { return kind + " " + shape }
 
-// inPlaceWaitCollective is the collective kind an in-place wait entry's
-// shape names ("all_reduce"), "" for a shape of no collective.
-func inPlaceWaitCollective(shape string) string {
+// inPlaceWaitShapeOK reports whether an in-place wait entry's shape names
+// a collective and its group ("all_reduce ranks=2").
+func inPlaceWaitShapeOK(shape string) bool {
 	kind, rest, ok := strings.Cut(shape, " ")
 	if !ok || (kind != "all_reduce" && kind != "all_gather") {
-		return ""
+		return false
 	}
-	if _, ok := groupRanks(OpTime{Shape: rest}); !ok {
-		return ""
-	}
-	return kind
+	_, ok = groupRanks(OpTime{Shape: rest})
+	return ok
 }
